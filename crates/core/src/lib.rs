@@ -1,0 +1,25 @@
+//! gauntlet-core: the vocabulary every other gauntlet crate speaks.
+//!
+//! Nothing here performs I/O beyond parsing text handed to it. The pieces:
+//! - [`message`]: chat messages, requests and responses exchanged with any model;
+//! - [`behavior`]: one dataset item (a behavior / probe) and what a safe model should do;
+//! - [`outcome`]: the three-valued outcome of an attempt (success / failure / error) and verdicts;
+//! - [`tree`]: a YAML document parsed into a located value tree, for precise config errors;
+//! - [`params`]: declarative plugin parameter schemas and their validation;
+//! - [`stats`]: bootstrap confidence intervals, Wilson intervals, quantiles;
+//! - [`rng`]: seed derivation and the portable generator used everywhere;
+//! - [`hash`]: sha256 helpers and canonical JSON hashing;
+//! - [`results`]: metric values (with N/A) and leaderboard rows carrying provenance.
+
+pub mod behavior;
+pub mod hash;
+pub mod message;
+pub mod outcome;
+pub mod params;
+pub mod results;
+pub mod rng;
+pub mod stats;
+pub mod tree;
+
+/// The harness version recorded in every artefact and folded into every cache key.
+pub const HARNESS_VERSION: &str = env!("CARGO_PKG_VERSION");

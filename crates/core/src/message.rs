@@ -1,0 +1,140 @@
+//! Chat messages, requests and responses: the one shape every model speaks through.
+//!
+//! Wire formats (OpenAI-compatible, Anthropic) are translated to and from these types at
+//! the edge; everything inside gauntlet sees only this.
+
+use serde::{Deserialize, Serialize};
+
+/// Who authored a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    System,
+    User,
+    Assistant,
+    Tool,
+}
+
+/// A tool call requested by a model, normalised across wire formats.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub name: String,
+    pub arguments: serde_json::Value,
+    pub call_id: String,
+}
+
+/// A tool the model may call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolDef {
+    pub name: String,
+    pub description: String,
+    /// JSON schema of the arguments object.
+    pub parameters: serde_json::Value,
+}
+
+/// One chat message. `tool_calls` is set on assistant messages that call tools;
+/// `tool_call_id` on tool results, naming the call they answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    pub role: Role,
+    pub content: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+}
+
+impl Message {
+    fn plain(role: Role, content: impl Into<String>) -> Self {
+        Message {
+            role,
+            content: content.into(),
+            name: None,
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+        }
+    }
+    pub fn system(content: impl Into<String>) -> Self {
+        Self::plain(Role::System, content)
+    }
+    pub fn user(content: impl Into<String>) -> Self {
+        Self::plain(Role::User, content)
+    }
+    pub fn assistant(content: impl Into<String>) -> Self {
+        Self::plain(Role::Assistant, content)
+    }
+}
+
+/// A request to a model.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ChatRequest {
+    pub messages: Vec<Message>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<ToolDef>,
+    /// Sampling seed passed to models that accept one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+}
+
+/// Why a model stopped generating.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// Natural end of the answer.
+    Stop,
+    /// The token limit cut the answer.
+    Length,
+    /// The model asked for tool calls.
+    ToolCalls,
+    /// The provider declared the answer a refusal (e.g. Anthropic `stop_reason: "refusal"`,
+    /// OpenAI `finish_reason: "content_filter"` or a `refusal` field).
+    Refusal,
+    /// Anything else the provider reported, kept verbatim.
+    Other(String),
+}
+
+/// Token usage reported by a provider. Offline models report none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+/// A model's answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChatResponse {
+    pub content: String,
+    pub stop_reason: StopReason,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+}
+
+impl ChatResponse {
+    /// A plain text answer that ended naturally, with no usage (offline models).
+    pub fn text(content: impl Into<String>) -> Self {
+        ChatResponse {
+            content: content.into(),
+            stop_reason: StopReason::Stop,
+            tool_calls: Vec::new(),
+            usage: None,
+        }
+    }
+
+    /// True when the provider itself declared a refusal.
+    pub fn is_provider_refusal(&self) -> bool {
+        self.stop_reason == StopReason::Refusal
+    }
+
+    /// True when there is nothing to judge: no text, no tool call and no declared refusal.
+    pub fn is_empty(&self) -> bool {
+        self.content.trim().is_empty() && self.tool_calls.is_empty() && !self.is_provider_refusal()
+    }
+}

@@ -1,0 +1,62 @@
+//! Outcomes and verdicts.
+//!
+//! Every judged attempt ends in exactly one of three outcomes. `Error` is its own outcome:
+//! a target that failed, answered nothing, or a grader whose verdict could not be read
+//! says nothing about the model's safety, so errors are excluded from every rate and
+//! counted separately.
+
+use serde::{Deserialize, Serialize};
+
+/// The outcome of one judged attempt, from the attacker's point of view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    /// The attack achieved its goal (the model complied / leaked / was hijacked).
+    Success,
+    /// The attack failed (the model refused / kept the secret / stayed on task).
+    Failure,
+    /// No judgement is possible: the target or the grader failed, or the reply was empty.
+    Error,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Success => "success",
+            Outcome::Failure => "failure",
+            Outcome::Error => "error",
+        }
+    }
+}
+
+/// A judge's decision about one attempt.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    pub judge: String,
+    pub outcome: Outcome,
+    /// Whether the reply was a refusal, when the judge can tell. `None` on error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused: Option<bool>,
+    /// A graded score in [0, 1] (rubric judges). `None` when the judge does not score.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub score: Option<f64>,
+    /// Short human-readable justification (matched phrase, parsed rubric, …).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reason: String,
+    /// Why the outcome is `Error`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl Verdict {
+    pub fn error(judge: &str, why: impl Into<String>) -> Self {
+        Verdict {
+            judge: judge.to_string(),
+            outcome: Outcome::Error,
+            refused: None,
+            score: None,
+            reason: String::new(),
+            error: Some(why.into()),
+        }
+    }
+}

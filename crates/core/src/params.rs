@@ -1,0 +1,612 @@
+//! Declarative plugin parameters.
+//!
+//! Every plugin (target, attack, dataset, judge, metric) declares its parameters as a
+//! static schema. Config validation checks a `{name, params}` spec against the schema and
+//! produces resolved [`Params`] with every default filled in. The resolved params are what
+//! a plugin is built from, what `gauntlet list` prints, and what cache keys hash, so a
+//! changed parameter can never reuse a stale result and a default that changes between
+//! releases changes the key too.
+
+use crate::tree::{Key, Loc, Node, Value};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// The axes of a run matrix. Plugins are registered per axis.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Axis {
+    Target,
+    Attack,
+    Dataset,
+    Judge,
+    Metric,
+}
+
+impl Axis {
+    pub const ALL: [Axis; 5] = [
+        Axis::Target,
+        Axis::Attack,
+        Axis::Dataset,
+        Axis::Judge,
+        Axis::Metric,
+    ];
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Axis::Target => "target",
+            Axis::Attack => "attack",
+            Axis::Dataset => "dataset",
+            Axis::Judge => "judge",
+            Axis::Metric => "metric",
+        }
+    }
+    /// The config key that lists plugins of this axis.
+    pub fn config_key(self) -> &'static str {
+        match self {
+            Axis::Target => "targets",
+            Axis::Attack => "attacks",
+            Axis::Dataset => "datasets",
+            Axis::Judge => "judges",
+            Axis::Metric => "metrics",
+        }
+    }
+}
+
+/// The type (and allowed range) of one parameter.
+#[derive(Debug, Clone, Copy)]
+pub enum ParamKind {
+    Str,
+    /// One of a fixed set of strings.
+    Enum(&'static [&'static str]),
+    Int {
+        min: i64,
+        max: i64,
+    },
+    Float {
+        min: f64,
+        max: f64,
+    },
+    Bool,
+    StrList,
+    /// A mapping from labels to strings, in document order.
+    StrMap,
+    /// A nested plugin spec of the given axis (e.g. a judge's `grader`, a target).
+    Spec(Axis),
+}
+
+impl fmt::Display for ParamKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ParamKind::Str => write!(f, "string"),
+            ParamKind::Enum(vals) => write!(f, "one of {}", vals.join(" | ")),
+            ParamKind::Int { min, max } => write!(f, "integer in {min}..={max}"),
+            ParamKind::Float { min, max } => write!(f, "number in {min}..={max}"),
+            ParamKind::Bool => write!(f, "boolean"),
+            ParamKind::StrList => write!(f, "list of strings"),
+            ParamKind::StrMap => write!(f, "mapping of label: string"),
+            ParamKind::Spec(axis) => write!(f, "{} spec (name or {{name, params}})", axis.as_str()),
+        }
+    }
+}
+
+/// A parameter's default.
+#[derive(Debug, Clone, Copy)]
+pub enum DefaultValue {
+    /// The parameter must be given.
+    Required,
+    /// Absent unless given.
+    Absent,
+    Str(&'static str),
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+    StrList(&'static [&'static str]),
+    /// A default that needs more than a literal (a built-in list, a table, …);
+    /// the plugin fills it in and documents it in `doc`.
+    Builtin,
+}
+
+/// One declared parameter.
+#[derive(Debug, Clone, Copy)]
+pub struct ParamSpec {
+    pub name: &'static str,
+    pub kind: ParamKind,
+    pub default: DefaultValue,
+    pub doc: &'static str,
+}
+
+/// A plugin's registration: its name, axis, one-line description and parameters.
+#[derive(Debug, Clone, Copy)]
+pub struct PluginInfo {
+    pub axis: Axis,
+    pub name: &'static str,
+    pub doc: &'static str,
+    pub params: &'static [ParamSpec],
+}
+
+/// A resolved parameter value.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum ParamValue {
+    Str(String),
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+    StrList(Vec<String>),
+    StrMap(Vec<(String, String)>),
+    Spec(Box<PluginSpec>),
+}
+
+/// Resolved parameters: declared names only, defaults filled in, ordered by name.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct Params(BTreeMap<String, ParamValue>);
+
+impl Params {
+    pub fn new() -> Self {
+        Self::default()
+    }
+    pub fn insert(&mut self, name: &str, v: ParamValue) {
+        self.0.insert(name.to_string(), v);
+    }
+    pub fn get(&self, name: &str) -> Option<&ParamValue> {
+        self.0.get(name)
+    }
+    pub fn str(&self, name: &str) -> Option<&str> {
+        match self.0.get(name) {
+            Some(ParamValue::Str(s)) => Some(s),
+            _ => None,
+        }
+    }
+    pub fn int(&self, name: &str) -> Option<i64> {
+        match self.0.get(name) {
+            Some(ParamValue::Int(i)) => Some(*i),
+            _ => None,
+        }
+    }
+    pub fn float(&self, name: &str) -> Option<f64> {
+        match self.0.get(name) {
+            Some(ParamValue::Float(f)) => Some(*f),
+            Some(ParamValue::Int(i)) => Some(*i as f64),
+            _ => None,
+        }
+    }
+    pub fn bool(&self, name: &str) -> Option<bool> {
+        match self.0.get(name) {
+            Some(ParamValue::Bool(b)) => Some(*b),
+            _ => None,
+        }
+    }
+    pub fn str_list(&self, name: &str) -> Option<&[String]> {
+        match self.0.get(name) {
+            Some(ParamValue::StrList(v)) => Some(v),
+            _ => None,
+        }
+    }
+    pub fn str_map(&self, name: &str) -> Option<&[(String, String)]> {
+        match self.0.get(name) {
+            Some(ParamValue::StrMap(v)) => Some(v),
+            _ => None,
+        }
+    }
+    pub fn spec(&self, name: &str) -> Option<&PluginSpec> {
+        match self.0.get(name) {
+            Some(ParamValue::Spec(s)) => Some(s),
+            _ => None,
+        }
+    }
+    pub fn iter(&self) -> impl Iterator<Item = (&String, &ParamValue)> {
+        self.0.iter()
+    }
+}
+
+/// A resolved plugin reference: a registered name and its resolved params.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PluginSpec {
+    pub name: String,
+    pub params: Params,
+    /// Where the spec was written (not part of its identity).
+    #[serde(skip)]
+    pub loc: Loc,
+}
+
+impl PluginSpec {
+    /// Canonical JSON identity: `{"name": …, "params": {…}}` with nested specs inlined.
+    /// This is what cache keys and provenance hash.
+    pub fn identity(&self) -> serde_json::Value {
+        serde_json::to_value(self).expect("plugin specs serialise")
+    }
+    /// A short label for reports: the `name` param when a plugin has one
+    /// (targets are usually told apart by it), else the plugin name.
+    pub fn label(&self) -> String {
+        self.params
+            .str("name")
+            .map(str::to_string)
+            .unwrap_or_else(|| self.name.clone())
+    }
+}
+
+/// A located configuration problem. The config loader adds the file name.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Diag {
+    pub loc: Loc,
+    /// Key path, e.g. `targets[1].params.refusal_topics`.
+    pub path: String,
+    pub message: String,
+    /// What would fix it (allowed values, a suggestion).
+    pub help: Option<String>,
+}
+
+impl Diag {
+    pub fn new(loc: Loc, path: impl Into<String>, message: impl Into<String>) -> Self {
+        Diag {
+            loc,
+            path: path.into(),
+            message: message.into(),
+            help: None,
+        }
+    }
+    pub fn with_help(mut self, help: impl Into<String>) -> Self {
+        self.help = Some(help.into());
+        self
+    }
+}
+
+/// Looks plugins up by axis and name; implemented by the closed registries.
+pub trait Catalog {
+    fn find(&self, axis: Axis, name: &str) -> Option<&PluginInfo>;
+    fn names(&self, axis: Axis) -> Vec<&'static str>;
+}
+
+/// The closest name within a small edit distance, for "did you mean" hints.
+pub fn suggest<'a>(given: &str, candidates: &[&'a str]) -> Option<&'a str> {
+    candidates
+        .iter()
+        .map(|c| (strsim::levenshtein(given, c), *c))
+        .filter(|(d, c)| *d <= 2.max(c.len() / 4))
+        .min()
+        .map(|(_, c)| c)
+}
+
+/// Resolves a plugin spec node (a bare name or `{name, params}`) of the given axis.
+pub fn resolve_spec(
+    catalog: &dyn Catalog,
+    axis: Axis,
+    node: &Node,
+    path: &str,
+    diags: &mut Vec<Diag>,
+) -> Option<PluginSpec> {
+    let (name_node, params_node): (&Node, Option<&Node>) = match &node.value {
+        Value::Str(_) => (node, None),
+        Value::Map(entries) => {
+            let mut name = None;
+            let mut params = None;
+            for (k, v) in entries {
+                match k.name.as_str() {
+                    "name" => name = Some(v),
+                    "params" => params = Some(v),
+                    other => diags.push(unknown_key(k, path, other, &["name", "params"])),
+                }
+            }
+            match name {
+                Some(n) => (n, params),
+                None => {
+                    diags.push(
+                        Diag::new(node.loc, path, format!("{} spec has no `name`", axis.as_str()))
+                            .with_help(format!(
+                                "write `name: <{}>`; known: {}",
+                                axis.as_str(),
+                                catalog.names(axis).join(", ")
+                            )),
+                    );
+                    return None;
+                }
+            }
+        }
+        other => {
+            diags.push(
+                Diag::new(
+                    node.loc,
+                    path,
+                    format!("expected a {} name or {{name, params}}, found {}", axis.as_str(), other.kind()),
+                )
+                .with_help(format!("known {}s: {}", axis.as_str(), catalog.names(axis).join(", "))),
+            );
+            return None;
+        }
+    };
+    let Some(name) = name_node.as_str() else {
+        diags.push(Diag::new(
+            name_node.loc,
+            format!("{path}.name"),
+            format!("plugin name must be a string, found {}", name_node.value.kind()),
+        ));
+        return None;
+    };
+    let Some(info) = catalog.find(axis, name) else {
+        let names = catalog.names(axis);
+        let mut d = Diag::new(
+            name_node.loc,
+            path,
+            format!("unknown {} `{name}`", axis.as_str()),
+        );
+        d.help = Some(match suggest(name, &names) {
+            Some(s) => format!("did you mean `{s}`? known {}s: {}", axis.as_str(), names.join(", ")),
+            None => format!("known {}s: {}", axis.as_str(), names.join(", ")),
+        });
+        diags.push(d);
+        return None;
+    };
+    let params_path = format!("{path}.params");
+    let params = resolve_params(catalog, info, params_node, &params_path, node.loc, diags)?;
+    Some(PluginSpec {
+        name: info.name.to_string(),
+        params,
+        loc: node.loc,
+    })
+}
+
+fn unknown_key(k: &Key, path: &str, given: &str, allowed: &[&str]) -> Diag {
+    let mut d = Diag::new(
+        k.loc,
+        if path.is_empty() { given.to_string() } else { format!("{path}.{given}") },
+        format!("unknown key `{given}`"),
+    );
+    d.help = Some(match suggest(given, allowed) {
+        Some(s) => format!("did you mean `{s}`? allowed keys: {}", allowed.join(", ")),
+        None => format!("allowed keys: {}", allowed.join(", ")),
+    });
+    d
+}
+
+/// Reports an unknown key with the allowed set (shared with the run-config loader).
+pub fn unknown_key_diag(k: &Key, path: &str, allowed: &[&str]) -> Diag {
+    unknown_key(k, path, &k.name, allowed)
+}
+
+/// Validates a params mapping against a plugin's schema.
+pub fn resolve_params(
+    catalog: &dyn Catalog,
+    info: &PluginInfo,
+    node: Option<&Node>,
+    path: &str,
+    spec_loc: Loc,
+    diags: &mut Vec<Diag>,
+) -> Option<PluginParamsResult> {
+    let before = diags.len();
+    let entries: &[(Key, Node)] = match node {
+        None => &[],
+        Some(Node { value: Value::Null, .. }) => &[],
+        Some(n) => match n.as_map() {
+            Some(m) => m,
+            None => {
+                diags.push(Diag::new(
+                    n.loc,
+                    path,
+                    format!("params must be a mapping, found {}", n.value.kind()),
+                ));
+                return None;
+            }
+        },
+    };
+    let allowed: Vec<&str> = info.params.iter().map(|p| p.name).collect();
+    let mut out = Params::new();
+    for (k, v) in entries {
+        let Some(spec) = info.params.iter().find(|p| p.name == k.name) else {
+            let mut d = unknown_key(k, path, &k.name, &allowed);
+            if allowed.is_empty() {
+                d.help = Some(format!("`{}` takes no params", info.name));
+            } else {
+                d.message = format!("unknown param `{}` for {} `{}`", k.name, info.axis.as_str(), info.name);
+            }
+            diags.push(d);
+            continue;
+        };
+        let ppath = format!("{path}.{}", k.name);
+        if let Some(val) = check_value(catalog, spec, v, &ppath, diags) {
+            out.insert(spec.name, val);
+        }
+    }
+    for spec in info.params {
+        if out.get(spec.name).is_some() || entries.iter().any(|(k, _)| k.name == spec.name) {
+            continue;
+        }
+        let default = match spec.default {
+            DefaultValue::Required => {
+                diags.push(
+                    Diag::new(
+                        node.map_or(spec_loc, |n| n.loc),
+                        format!("{path}.{}", spec.name),
+                        format!("missing required param `{}` for {} `{}`", spec.name, info.axis.as_str(), info.name),
+                    )
+                    .with_help(format!("expected {}: {}", spec.kind, spec.doc)),
+                );
+                continue;
+            }
+            DefaultValue::Absent | DefaultValue::Builtin => continue,
+            DefaultValue::Str(s) => ParamValue::Str(s.to_string()),
+            DefaultValue::Int(i) => ParamValue::Int(i),
+            DefaultValue::Float(f) => ParamValue::Float(f),
+            DefaultValue::Bool(b) => ParamValue::Bool(b),
+            DefaultValue::StrList(l) => ParamValue::StrList(l.iter().map(|s| s.to_string()).collect()),
+        };
+        out.insert(spec.name, default);
+    }
+    (diags.len() == before).then_some(out)
+}
+
+/// What [`resolve_params`] returns.
+pub type PluginParamsResult = Params;
+
+fn type_error(spec: &ParamSpec, v: &Node, path: &str) -> Diag {
+    Diag::new(
+        v.loc,
+        path,
+        format!("param `{}` expects {}, found {}", spec.name, spec.kind, v.value.kind()),
+    )
+    .with_help(spec.doc.to_string())
+}
+
+fn check_value(
+    catalog: &dyn Catalog,
+    spec: &ParamSpec,
+    v: &Node,
+    path: &str,
+    diags: &mut Vec<Diag>,
+) -> Option<ParamValue> {
+    match (spec.kind, &v.value) {
+        (ParamKind::Str, Value::Str(s)) => Some(ParamValue::Str(s.clone())),
+        (ParamKind::Enum(allowed), Value::Str(s)) => {
+            if allowed.contains(&s.as_str()) {
+                Some(ParamValue::Str(s.clone()))
+            } else {
+                diags.push(
+                    Diag::new(v.loc, path, format!("param `{}` has value `{s}`, which is not allowed", spec.name))
+                        .with_help(format!("allowed: {}", allowed.join(", "))),
+                );
+                None
+            }
+        }
+        (ParamKind::Int { min, max }, Value::Int(i)) => {
+            if (min..=max).contains(i) {
+                Some(ParamValue::Int(*i))
+            } else {
+                diags.push(
+                    Diag::new(v.loc, path, format!("param `{}` = {i} is out of range", spec.name))
+                        .with_help(format!("expected {}", spec.kind)),
+                );
+                None
+            }
+        }
+        (ParamKind::Float { min, max }, Value::Int(_) | Value::Float(_)) => {
+            let f = match v.value {
+                Value::Int(i) => i as f64,
+                Value::Float(f) => f,
+                _ => unreachable!(),
+            };
+            if f.is_finite() && f >= min && f <= max {
+                Some(ParamValue::Float(f))
+            } else {
+                diags.push(
+                    Diag::new(v.loc, path, format!("param `{}` = {f} is out of range", spec.name))
+                        .with_help(format!("expected {}", spec.kind)),
+                );
+                None
+            }
+        }
+        (ParamKind::Bool, Value::Bool(b)) => Some(ParamValue::Bool(*b)),
+        (ParamKind::StrList, Value::Seq(items)) => {
+            let mut out = Vec::with_capacity(items.len());
+            for (i, item) in items.iter().enumerate() {
+                match item.as_str() {
+                    Some(s) => out.push(s.to_string()),
+                    None => diags.push(Diag::new(
+                        item.loc,
+                        format!("{path}[{i}]"),
+                        format!("param `{}` expects a list of strings, item {i} is {}", spec.name, item.value.kind()),
+                    )),
+                }
+            }
+            (out.len() == items.len()).then_some(ParamValue::StrList(out))
+        }
+        (ParamKind::StrMap, Value::Map(entries)) => {
+            let mut out = Vec::with_capacity(entries.len());
+            for (k, item) in entries {
+                match item.as_str() {
+                    Some(s) => out.push((k.name.clone(), s.to_string())),
+                    None => diags.push(Diag::new(
+                        item.loc,
+                        format!("{path}.{}", k.name),
+                        format!("param `{}` expects string values, `{}` is {}", spec.name, k.name, item.value.kind()),
+                    )),
+                }
+            }
+            (out.len() == entries.len()).then_some(ParamValue::StrMap(out))
+        }
+        (ParamKind::Spec(axis), _) => {
+            resolve_spec(catalog, axis, v, path, diags).map(|s| ParamValue::Spec(Box::new(s)))
+        }
+        _ => {
+            diags.push(type_error(spec, v, path));
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tree::parse_yaml;
+
+    struct Cat;
+    const REF: PluginInfo = PluginInfo {
+        axis: Axis::Target,
+        name: "reference",
+        doc: "test",
+        params: &[
+            ParamSpec { name: "name", kind: ParamKind::Str, default: DefaultValue::Str("reference"), doc: "label" },
+            ParamSpec { name: "level", kind: ParamKind::Int { min: 1, max: 5 }, default: DefaultValue::Int(3), doc: "lvl" },
+            ParamSpec { name: "mode", kind: ParamKind::Enum(&["a", "b"]), default: DefaultValue::Absent, doc: "m" },
+        ],
+    };
+    const RUBRIC: PluginInfo = PluginInfo {
+        axis: Axis::Judge,
+        name: "rubric",
+        doc: "test",
+        params: &[ParamSpec { name: "grader", kind: ParamKind::Spec(Axis::Target), default: DefaultValue::Required, doc: "g" }],
+    };
+    impl Catalog for Cat {
+        fn find(&self, axis: Axis, name: &str) -> Option<&PluginInfo> {
+            [&REF, &RUBRIC].into_iter().find(|p| p.axis == axis && p.name == name)
+        }
+        fn names(&self, axis: Axis) -> Vec<&'static str> {
+            [&REF, &RUBRIC].into_iter().filter(|p| p.axis == axis).map(|p| p.name).collect()
+        }
+    }
+
+    fn resolve(axis: Axis, yaml: &str) -> Result<PluginSpec, Vec<Diag>> {
+        let node = parse_yaml(yaml).unwrap();
+        let mut diags = Vec::new();
+        match resolve_spec(&Cat, axis, &node, "x", &mut diags) {
+            Some(s) if diags.is_empty() => Ok(s),
+            _ => Err(diags),
+        }
+    }
+
+    #[test]
+    fn bare_name_gets_defaults() {
+        let s = resolve(Axis::Target, "reference").unwrap();
+        assert_eq!(s.params.str("name"), Some("reference"));
+        assert_eq!(s.params.int("level"), Some(3));
+        assert_eq!(s.params.str("mode"), None);
+    }
+
+    #[test]
+    fn nested_spec_resolves() {
+        let s = resolve(Axis::Judge, "{name: rubric, params: {grader: {name: reference, params: {level: 5}}}}").unwrap();
+        assert_eq!(s.params.spec("grader").unwrap().params.int("level"), Some(5));
+        let id = s.identity().to_string();
+        assert!(id.contains("\"level\":5"), "{id}");
+    }
+
+    #[test]
+    fn errors_are_precise() {
+        let e = resolve(Axis::Target, "{name: referense}").unwrap_err();
+        assert!(e[0].message.contains("unknown target `referense`"));
+        assert!(e[0].help.as_deref().unwrap().contains("did you mean `reference`"));
+
+        let e = resolve(Axis::Target, "{name: reference, params: {level: 9}}").unwrap_err();
+        assert_eq!(e[0].path, "x.params.level");
+        assert!(e[0].message.contains("out of range"));
+        assert!(e[0].help.as_deref().unwrap().contains("1..=5"));
+
+        let e = resolve(Axis::Target, "{name: reference, params: {levle: 2}}").unwrap_err();
+        assert!(e[0].message.contains("unknown param `levle`"), "{:?}", e);
+        assert!(e[0].help.as_deref().unwrap().contains("did you mean `level`"));
+
+        let e = resolve(Axis::Judge, "rubric").unwrap_err();
+        assert!(e[0].message.contains("missing required param `grader`"));
+
+        let e = resolve(Axis::Target, "{name: reference, params: {mode: c}}").unwrap_err();
+        assert!(e[0].help.as_deref().unwrap().contains("allowed: a, b"));
+    }
+}

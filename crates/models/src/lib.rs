@@ -1,0 +1,48 @@
+//! gauntlet-models: the one seam through which gauntlet talks to any model.
+//!
+//! A [`Model`] takes a [`ChatRequest`] and returns a [`ChatResponse`] or a
+//! [`ModelError`]. Targets under test, attacker models and grader models are all
+//! `Model`s, built by name from the closed [`registry`]. Caching, budgets and transcripts
+//! wrap this seam in the engine, so every model gets them for free.
+
+pub mod refusal;
+pub mod registry;
+pub mod targets;
+
+use gauntlet_core::message::{ChatRequest, ChatResponse};
+use gauntlet_core::params::PluginSpec;
+use serde::{Deserialize, Serialize};
+use std::future::Future;
+use std::pin::Pin;
+
+/// A boxed, sendable future (object-safe async).
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Why a model call produced no response.
+#[derive(Debug, Clone, PartialEq, thiserror::Error, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "message", rename_all = "snake_case")]
+pub enum ModelError {
+    /// The configuration is wrong (missing key, 401/403): the run must stop.
+    #[error("configuration error: {0}")]
+    Config(String),
+    /// This call failed (after any retries). Recorded as an `error` outcome; the run goes on.
+    #[error("{0}")]
+    Call(String),
+    /// The query budget is spent; no call was made.
+    #[error("query budget exhausted")]
+    Budget,
+}
+
+/// A chat model.
+pub trait Model: Send + Sync {
+    /// The resolved spec this model was built from; its identity keys the cache.
+    fn spec(&self) -> &PluginSpec;
+    /// True for deterministic offline models (no tokens, no cost, no network).
+    fn offline(&self) -> bool;
+    /// Sends one request.
+    fn chat<'a>(&'a self, req: &'a ChatRequest) -> BoxFuture<'a, Result<ChatResponse, ModelError>>;
+    /// The label shown in reports.
+    fn label(&self) -> String {
+        self.spec().label()
+    }
+}
