@@ -1,0 +1,281 @@
+//! The Markdown report, written directly from the [`ReportView`].
+//!
+//! # Escaping
+//!
+//! Every string of a [`RunSummary`](gauntlet_core::results::RunSummary) is untrusted
+//! (model replies, dataset prompts, target names, error messages), so none of it may
+//! reach the output as Markdown or HTML syntax:
+//!
+//! - [`inline`] is used for every single-line slot (headings, list items, table cells):
+//!   `&`, `<`, `>` become entities (no raw HTML, no autolinks, no entity tricks), line
+//!   breaks become `&#10;` / `&#13;` (entities never create structure in CommonMark, so
+//!   text cannot end a heading, list item or table row), and `` \ ` * [ ] | ~ # `` are
+//!   backslash-escaped (no code spans, emphasis, links, images, strikethrough, heading
+//!   closers, and `|` cannot split a table cell). `_` is escaped unless it sits between
+//!   two alphanumerics, where CommonMark can never read it as emphasis.
+//! - [`block_quote`] is used for prompts and replies, which keep their line breaks: every
+//!   line becomes its own `> ` line escaped with [`inline`], leading spaces and tabs
+//!   become `&nbsp;` (no indented code), a leading `-`, `+` or `=` and the `.`/`)` of a
+//!   leading number are backslash-escaped (no lists, thematic breaks or setext headings),
+//!   and lines are joined with a trailing-backslash hard break. Content therefore stays
+//!   inside its quote: it cannot open a fence (backticks and tildes are escaped), cannot
+//!   start raw HTML, and cannot leave the blockquote (every line carries the marker).
+//!
+//! Bare `www.` / `https://` text may still be auto-linked by GFM renderers; it cannot be
+//! turned into an image or a disguised link.
+
+use std::fmt::Write as _;
+
+use crate::view::{CellView, ExampleView, ReportView};
+
+pub fn render(view: &ReportView) -> String {
+    let mut o = String::new();
+    header(&mut o, view);
+    if view.cells.is_empty() {
+        o.push_str("_This run has no cells._\n\n");
+    }
+    for cell in &view.cells {
+        cell_section(&mut o, cell);
+    }
+    closing_notes(&mut o);
+    o
+}
+
+fn header(o: &mut String, v: &ReportView) {
+    let _ = writeln!(o, "# gauntlet report: {}\n", inline(&v.run_name));
+    if v.partial {
+        let _ = writeln!(
+            o,
+            "> **⚠ PARTIAL RUN — status: {}.** Not every planned attempt finished: the \
+             numbers below cover only the work that completed and are not comparable \
+             with a complete run.\n",
+            inline(&v.status)
+        );
+    }
+    let status = if v.partial {
+        format!("**⚠ {}**", inline(&v.status))
+    } else {
+        inline(&v.status)
+    };
+    let _ = writeln!(o, "- **Run name:** {}", inline(&v.run_name));
+    let _ = writeln!(o, "- **Run id:** {}", inline(&v.run_id));
+    let _ = writeln!(o, "- **Status:** {status}");
+    let _ = writeln!(o, "- **Harness version:** {}", inline(&v.harness_version));
+    let _ = writeln!(o, "- **Config hash:** {}", inline(&v.config_hash));
+    let _ = writeln!(o, "- **Seed:** {}", inline(&v.seed));
+    let _ = writeln!(o, "- **Mode:** {}\n", inline(&v.mode));
+}
+
+fn cell_section(o: &mut String, c: &CellView) {
+    let _ = writeln!(o, "## {} × {}\n", inline(&c.attack), inline(&c.target));
+    let _ = writeln!(
+        o,
+        "**Dataset:** {} · **dataset version:** {} · **judge:** {}\n",
+        inline(&c.dataset),
+        inline(&c.dataset_version),
+        inline(&c.judge)
+    );
+    let _ = writeln!(
+        o,
+        "**Behaviors:** {} · **attempts:** {} · **errors:** {} · \
+         **behaviors with every attempt errored:** {}\n",
+        c.behaviors, c.attempts, c.errors, c.behaviors_all_errors
+    );
+    if c.errors > 0 {
+        let (noun, verb) = if c.errors == 1 {
+            ("attempt", "is")
+        } else {
+            ("attempts", "are")
+        };
+        let _ = writeln!(
+            o,
+            "> **⚠ {} of {} {noun} errored and {verb} excluded from all rates.**\n",
+            c.errors, c.attempts
+        );
+        if !c.top_errors.is_empty() {
+            o.push_str("Most frequent errors:\n\n");
+            for e in &c.top_errors {
+                let _ = writeln!(o, "- {} × {}", e.count, inline(&e.message));
+            }
+            o.push('\n');
+        }
+    }
+    if c.metrics.is_empty() {
+        o.push_str("_No metrics for this cell._\n\n");
+    } else {
+        o.push_str("| metric | value | 95% CI | n |\n");
+        o.push_str("|---|---:|---|---:|\n");
+        for m in &c.metrics {
+            let _ = writeln!(
+                o,
+                "| {} | {} | {} | {} |",
+                inline(&m.label),
+                inline(&m.value),
+                // Built only from formatted floats and `—`: nothing untrusted to escape.
+                m.ci,
+                m.n
+            );
+        }
+        o.push('\n');
+    }
+    o.push_str("### Examples\n\n");
+    if c.examples.is_empty() {
+        o.push_str("_No examples recorded._\n\n");
+    }
+    for (i, e) in c.examples.iter().enumerate() {
+        example(o, i + 1, e);
+    }
+}
+
+fn example(o: &mut String, number: usize, e: &ExampleView) {
+    let _ = writeln!(
+        o,
+        "**Example {number}** — behavior: {} · expected: {} · outcome: {}\n",
+        inline(&e.behavior_id),
+        inline(&e.expected),
+        inline(&e.outcome)
+    );
+    o.push_str("Prompt:\n\n");
+    o.push_str(&block_quote(&e.prompt));
+    o.push_str("\nReply:\n\n");
+    o.push_str(&block_quote(&e.reply));
+    o.push('\n');
+}
+
+fn closing_notes(o: &mut String) {
+    o.push_str(
+        "## Notes\n\n\
+         - Rates exclude errored attempts (target failures, empty replies, grader \
+         failures); behaviors whose every attempt errored are excluded entirely.\n\
+         - N/A means the metric does not apply to the cell; it is never 0.\n\
+         - 95% CIs are percentile bootstrap intervals over 1000 resamples, with a seed \
+         derived from the run seed; — means no interval.\n\
+         - Prompts and replies are untrusted model or dataset text, shown escaped and \
+         truncated to 400 characters.\n",
+    );
+}
+
+/// Escapes untrusted text for any single-line Markdown slot (see the module docs).
+pub(crate) fn inline(s: &str) -> String {
+    let chars: Vec<char> = s.chars().collect();
+    let mut out = String::with_capacity(s.len() + s.len() / 8);
+    for (i, &c) in chars.iter().enumerate() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '\n' => out.push_str("&#10;"),
+            '\r' => out.push_str("&#13;"),
+            '\\' | '`' | '*' | '[' | ']' | '|' | '~' | '#' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '_' => {
+                let intraword = i > 0
+                    && chars[i - 1].is_alphanumeric()
+                    && chars.get(i + 1).is_some_and(|n| n.is_alphanumeric());
+                if !intraword {
+                    out.push('\\');
+                }
+                out.push('_');
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// Renders untrusted multi-line text as a blockquote it cannot escape from (see the
+/// module docs). The result ends with a newline.
+pub(crate) fn block_quote(s: &str) -> String {
+    if s.is_empty() {
+        return "> _(empty)_\n".to_owned();
+    }
+    let lines: Vec<&str> = s
+        .split('\n')
+        .map(|l| l.strip_suffix('\r').unwrap_or(l))
+        .collect();
+    let is_blank = |l: &str| l.chars().all(|c| c == ' ' || c == '\t');
+    let mut out = String::new();
+    for (i, line) in lines.iter().enumerate() {
+        if is_blank(line) {
+            out.push_str(">\n");
+            continue;
+        }
+        out.push_str("> ");
+        out.push_str(&quote_line(line));
+        // A hard break keeps the reply's own line breaks; it is only valid between two
+        // non-blank lines (at the end of a paragraph it would print a literal `\`).
+        if lines.get(i + 1).is_some_and(|next| !is_blank(next)) {
+            out.push('\\');
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// One non-blank line of a [`block_quote`]: [`inline`] plus neutralised line starts.
+fn quote_line(line: &str) -> String {
+    let body = line.trim_start_matches([' ', '\t']);
+    let mut out = String::new();
+    for c in line[..line.len() - body.len()].chars() {
+        out.push_str(if c == '\t' {
+            "&nbsp;&nbsp;&nbsp;&nbsp;"
+        } else {
+            "&nbsp;"
+        });
+    }
+    if body.starts_with(['-', '+', '=']) {
+        // List bullets, thematic breaks and setext underlines.
+        out.push('\\');
+        out.push_str(&inline(body));
+    } else {
+        // Ordered-list markers: `12.` / `12)`.
+        let digits = body.len() - body.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        let rest = &body[digits..];
+        if digits > 0 && rest.starts_with(['.', ')']) {
+            out.push_str(&body[..digits]);
+            out.push('\\');
+            out.push_str(&inline(rest));
+        } else {
+            out.push_str(&inline(body));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inline_escapes_html_and_structure() {
+        assert_eq!(
+            inline("<b>&x</b>|`c`\nnext"),
+            "&lt;b&gt;&amp;x&lt;/b&gt;\\|\\`c\\`&#10;next"
+        );
+        assert_eq!(inline("[x](http://e)"), "\\[x\\](http://e)");
+        assert_eq!(inline("asr_at_k _em_"), "asr_at_k \\_em\\_");
+        assert_eq!(inline("a\\|b"), "a\\\\\\|b");
+    }
+
+    #[test]
+    fn block_quote_keeps_every_line_inside_the_quote() {
+        let q = block_quote("line one\n```\n# head\n\n    code\n- item\n1. first\r\nend\\");
+        assert_eq!(
+            q,
+            "> line one\\\n\
+             > \\`\\`\\`\\\n\
+             > \\# head\n\
+             >\n\
+             > &nbsp;&nbsp;&nbsp;&nbsp;code\\\n\
+             > \\- item\\\n\
+             > 1\\. first\\\n\
+             > end\\\\\n"
+        );
+        for line in q.lines() {
+            assert!(line.starts_with('>'), "{line:?}");
+        }
+        assert_eq!(block_quote(""), "> _(empty)_\n");
+    }
+}

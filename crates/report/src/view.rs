@@ -1,0 +1,203 @@
+//! The format-neutral view of a [`RunSummary`]: every number already formatted, every
+//! label already composed, every example already truncated.
+//!
+//! Both writers (Markdown and HTML) render from this one view so that they can never
+//! disagree on a number. Strings here are still *raw*: they carry untrusted model and
+//! dataset text and each writer escapes them for its own output format.
+
+use gauntlet_core::results::{CellMetric, CellSummary, Example, RunSummary};
+use serde::Serialize;
+
+/// Longest prompt or reply shown in an example, in characters (not bytes).
+pub const EXAMPLE_MAX_CHARS: usize = 400;
+
+/// Printed where a confidence interval is missing.
+pub const NO_CI: &str = "—";
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ReportView {
+    pub run_name: String,
+    pub run_id: String,
+    pub status: String,
+    /// `true` unless the status is exactly `complete`: every other status is shown as a
+    /// loud warning, so a partial run can never pass for a finished one.
+    pub partial: bool,
+    pub harness_version: String,
+    pub config_hash: String,
+    pub seed: String,
+    pub mode: String,
+    pub cells: Vec<CellView>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CellView {
+    /// `<attack> × <target>`.
+    pub title: String,
+    pub attack: String,
+    pub target: String,
+    pub dataset: String,
+    pub dataset_version: String,
+    pub judge: String,
+    pub behaviors: u64,
+    pub attempts: u64,
+    pub errors: u64,
+    pub behaviors_all_errors: u64,
+    pub top_errors: Vec<ErrorView>,
+    pub metrics: Vec<MetricView>,
+    pub examples: Vec<ExampleView>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ErrorView {
+    pub message: String,
+    pub count: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct MetricView {
+    /// Metric name, with its params when it has any: `asr_at_k (k=3)`.
+    pub label: String,
+    /// `0.1234`, or `N/A (<reason>)`.
+    pub value: String,
+    pub na: bool,
+    /// `[0.1000, 0.3000]`, or [`NO_CI`].
+    pub ci: String,
+    pub n: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ExampleView {
+    pub behavior_id: String,
+    pub expected: String,
+    pub outcome: String,
+    /// Truncated to [`EXAMPLE_MAX_CHARS`] characters.
+    pub prompt: String,
+    /// Truncated to [`EXAMPLE_MAX_CHARS`] characters.
+    pub reply: String,
+}
+
+impl ReportView {
+    pub fn new(s: &RunSummary) -> Self {
+        ReportView {
+            run_name: s.run_name.clone(),
+            run_id: s.run_id.clone(),
+            status: s.status.clone(),
+            partial: s.status != "complete",
+            harness_version: s.harness_version.clone(),
+            config_hash: s.config_hash.clone(),
+            seed: s.seed.to_string(),
+            mode: s.mode.clone(),
+            cells: s.cells.iter().map(CellView::new).collect(),
+        }
+    }
+}
+
+impl CellView {
+    fn new(c: &CellSummary) -> Self {
+        CellView {
+            title: format!("{} × {}", c.attack, c.target),
+            attack: c.attack.clone(),
+            target: c.target.clone(),
+            dataset: c.dataset.clone(),
+            dataset_version: c.dataset_version.clone(),
+            judge: c.judge.clone(),
+            behaviors: c.behaviors,
+            attempts: c.attempts,
+            errors: c.errors,
+            behaviors_all_errors: c.behaviors_all_errors,
+            top_errors: c
+                .top_errors
+                .iter()
+                .map(|(message, count)| ErrorView {
+                    message: message.clone(),
+                    count: *count,
+                })
+                .collect(),
+            metrics: c.metrics.iter().map(MetricView::new).collect(),
+            examples: c.examples.iter().map(ExampleView::new).collect(),
+        }
+    }
+}
+
+impl MetricView {
+    fn new(m: &CellMetric) -> Self {
+        let v = &m.value;
+        let value = match (v.value, &v.na_reason) {
+            (Some(x), _) => fmt_num(x),
+            (None, Some(reason)) => format!("N/A ({reason})"),
+            (None, None) => "N/A".to_owned(),
+        };
+        let ci = match (v.ci_low, v.ci_high) {
+            (Some(lo), Some(hi)) => format!("[{}, {}]", fmt_num(lo), fmt_num(hi)),
+            _ => NO_CI.to_owned(),
+        };
+        MetricView {
+            label: metric_label(m),
+            value,
+            na: v.value.is_none(),
+            ci,
+            n: v.n,
+        }
+    }
+}
+
+impl ExampleView {
+    fn new(e: &Example) -> Self {
+        ExampleView {
+            behavior_id: e.behavior_id.clone(),
+            expected: e.expected.clone(),
+            outcome: e.outcome.clone(),
+            prompt: truncate_chars(&e.prompt, EXAMPLE_MAX_CHARS),
+            reply: truncate_chars(&e.reply, EXAMPLE_MAX_CHARS),
+        }
+    }
+}
+
+/// Every number in the reports is printed with four decimals.
+pub fn fmt_num(x: f64) -> String {
+    format!("{x:.4}")
+}
+
+/// `metric`, or `metric (k=3, other=x)` when the metric has params. Params come in the
+/// map's own order, which is deterministic (sorted, or insertion order under
+/// serde_json's `preserve_order`).
+pub fn metric_label(m: &CellMetric) -> String {
+    if m.params.is_empty() {
+        return m.metric.clone();
+    }
+    let params: Vec<String> = m
+        .params
+        .iter()
+        .map(|(k, v)| match v {
+            serde_json::Value::String(s) => format!("{k}={s}"),
+            other => format!("{k}={other}"),
+        })
+        .collect();
+    format!("{} ({})", m.metric, params.join(", "))
+}
+
+/// Keeps the first `max` characters of `s` (never splitting a char), adding `…` when
+/// anything was cut.
+pub fn truncate_chars(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        None => s.to_owned(),
+        Some((cut, _)) => format!("{}…", &s[..cut]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn truncation_respects_char_boundaries() {
+        assert_eq!(truncate_chars("abc", 3), "abc");
+        assert_eq!(truncate_chars("abcd", 3), "abc…");
+        assert_eq!(truncate_chars("ééééé", 2), "éé…");
+        assert_eq!(truncate_chars("", 0), "");
+        let long = "🦀".repeat(EXAMPLE_MAX_CHARS + 5);
+        let t = truncate_chars(&long, EXAMPLE_MAX_CHARS);
+        assert_eq!(t.chars().count(), EXAMPLE_MAX_CHARS + 1);
+        assert!(t.ends_with('…'));
+    }
+}
