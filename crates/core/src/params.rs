@@ -291,12 +291,16 @@ pub fn resolve_spec(
                 Some(n) => (n, params),
                 None => {
                     diags.push(
-                        Diag::new(node.loc, path, format!("{} spec has no `name`", axis.as_str()))
-                            .with_help(format!(
-                                "write `name: <{}>`; known: {}",
-                                axis.as_str(),
-                                catalog.names(axis).join(", ")
-                            )),
+                        Diag::new(
+                            node.loc,
+                            path,
+                            format!("{} spec has no `name`", axis.as_str()),
+                        )
+                        .with_help(format!(
+                            "write `name: <{}>`; known: {}",
+                            axis.as_str(),
+                            catalog.names(axis).join(", ")
+                        )),
                     );
                     return None;
                 }
@@ -307,9 +311,17 @@ pub fn resolve_spec(
                 Diag::new(
                     node.loc,
                     path,
-                    format!("expected a {} name or {{name, params}}, found {}", axis.as_str(), other.kind()),
+                    format!(
+                        "expected a {} name or {{name, params}}, found {}",
+                        axis.as_str(),
+                        other.kind()
+                    ),
                 )
-                .with_help(format!("known {}s: {}", axis.as_str(), catalog.names(axis).join(", "))),
+                .with_help(format!(
+                    "known {}s: {}",
+                    axis.as_str(),
+                    catalog.names(axis).join(", ")
+                )),
             );
             return None;
         }
@@ -318,7 +330,10 @@ pub fn resolve_spec(
         diags.push(Diag::new(
             name_node.loc,
             format!("{path}.name"),
-            format!("plugin name must be a string, found {}", name_node.value.kind()),
+            format!(
+                "plugin name must be a string, found {}",
+                name_node.value.kind()
+            ),
         ));
         return None;
     };
@@ -330,7 +345,11 @@ pub fn resolve_spec(
             format!("unknown {} `{name}`", axis.as_str()),
         );
         d.help = Some(match suggest(name, &names) {
-            Some(s) => format!("did you mean `{s}`? known {}s: {}", axis.as_str(), names.join(", ")),
+            Some(s) => format!(
+                "did you mean `{s}`? known {}s: {}",
+                axis.as_str(),
+                names.join(", ")
+            ),
             None => format!("known {}s: {}", axis.as_str(), names.join(", ")),
         });
         diags.push(d);
@@ -348,7 +367,11 @@ pub fn resolve_spec(
 fn unknown_key(k: &Key, path: &str, given: &str, allowed: &[&str]) -> Diag {
     let mut d = Diag::new(
         k.loc,
-        if path.is_empty() { given.to_string() } else { format!("{path}.{given}") },
+        if path.is_empty() {
+            given.to_string()
+        } else {
+            format!("{path}.{given}")
+        },
         format!("unknown key `{given}`"),
     );
     d.help = Some(match suggest(given, allowed) {
@@ -375,7 +398,9 @@ pub fn resolve_params(
     let before = diags.len();
     let entries: &[(Key, Node)] = match node {
         None => &[],
-        Some(Node { value: Value::Null, .. }) => &[],
+        Some(Node {
+            value: Value::Null, ..
+        }) => &[],
         Some(n) => match n.as_map() {
             Some(m) => m,
             None => {
@@ -396,7 +421,12 @@ pub fn resolve_params(
             if allowed.is_empty() {
                 d.help = Some(format!("`{}` takes no params", info.name));
             } else {
-                d.message = format!("unknown param `{}` for {} `{}`", k.name, info.axis.as_str(), info.name);
+                d.message = format!(
+                    "unknown param `{}` for {} `{}`",
+                    k.name,
+                    info.axis.as_str(),
+                    info.name
+                );
             }
             diags.push(d);
             continue;
@@ -416,7 +446,12 @@ pub fn resolve_params(
                     Diag::new(
                         node.map_or(spec_loc, |n| n.loc),
                         format!("{path}.{}", spec.name),
-                        format!("missing required param `{}` for {} `{}`", spec.name, info.axis.as_str(), info.name),
+                        format!(
+                            "missing required param `{}` for {} `{}`",
+                            spec.name,
+                            info.axis.as_str(),
+                            info.name
+                        ),
                     )
                     .with_help(format!("expected {}: {}", spec.kind, spec.doc)),
                 );
@@ -427,7 +462,9 @@ pub fn resolve_params(
             DefaultValue::Int(i) => ParamValue::Int(i),
             DefaultValue::Float(f) => ParamValue::Float(f),
             DefaultValue::Bool(b) => ParamValue::Bool(b),
-            DefaultValue::StrList(l) => ParamValue::StrList(l.iter().map(|s| s.to_string()).collect()),
+            DefaultValue::StrList(l) => {
+                ParamValue::StrList(l.iter().map(|s| s.to_string()).collect())
+            }
         };
         out.insert(spec.name, default);
     }
@@ -441,7 +478,12 @@ fn type_error(spec: &ParamSpec, v: &Node, path: &str) -> Diag {
     Diag::new(
         v.loc,
         path,
-        format!("param `{}` expects {}, found {}", spec.name, spec.kind, v.value.kind()),
+        format!(
+            "param `{}` expects {}, found {}",
+            spec.name,
+            spec.kind,
+            v.value.kind()
+        ),
     )
     .with_help(spec.doc.to_string())
 }
@@ -460,8 +502,15 @@ fn check_value(
                 Some(ParamValue::Str(s.clone()))
             } else {
                 diags.push(
-                    Diag::new(v.loc, path, format!("param `{}` has value `{s}`, which is not allowed", spec.name))
-                        .with_help(format!("allowed: {}", allowed.join(", "))),
+                    Diag::new(
+                        v.loc,
+                        path,
+                        format!(
+                            "param `{}` has value `{s}`, which is not allowed",
+                            spec.name
+                        ),
+                    )
+                    .with_help(format!("allowed: {}", allowed.join(", "))),
                 );
                 None
             }
@@ -471,8 +520,12 @@ fn check_value(
                 Some(ParamValue::Int(*i))
             } else {
                 diags.push(
-                    Diag::new(v.loc, path, format!("param `{}` = {i} is out of range", spec.name))
-                        .with_help(format!("expected {}", spec.kind)),
+                    Diag::new(
+                        v.loc,
+                        path,
+                        format!("param `{}` = {i} is out of range", spec.name),
+                    )
+                    .with_help(format!("expected {}", spec.kind)),
                 );
                 None
             }
@@ -487,8 +540,12 @@ fn check_value(
                 Some(ParamValue::Float(f))
             } else {
                 diags.push(
-                    Diag::new(v.loc, path, format!("param `{}` = {f} is out of range", spec.name))
-                        .with_help(format!("expected {}", spec.kind)),
+                    Diag::new(
+                        v.loc,
+                        path,
+                        format!("param `{}` = {f} is out of range", spec.name),
+                    )
+                    .with_help(format!("expected {}", spec.kind)),
                 );
                 None
             }
@@ -502,7 +559,11 @@ fn check_value(
                     None => diags.push(Diag::new(
                         item.loc,
                         format!("{path}[{i}]"),
-                        format!("param `{}` expects a list of strings, item {i} is {}", spec.name, item.value.kind()),
+                        format!(
+                            "param `{}` expects a list of strings, item {i} is {}",
+                            spec.name,
+                            item.value.kind()
+                        ),
                     )),
                 }
             }
@@ -516,7 +577,12 @@ fn check_value(
                     None => diags.push(Diag::new(
                         item.loc,
                         format!("{path}.{}", k.name),
-                        format!("param `{}` expects string values, `{}` is {}", spec.name, k.name, item.value.kind()),
+                        format!(
+                            "param `{}` expects string values, `{}` is {}",
+                            spec.name,
+                            k.name,
+                            item.value.kind()
+                        ),
                     )),
                 }
             }
@@ -543,23 +609,49 @@ mod tests {
         name: "reference",
         doc: "test",
         params: &[
-            ParamSpec { name: "name", kind: ParamKind::Str, default: DefaultValue::Str("reference"), doc: "label" },
-            ParamSpec { name: "level", kind: ParamKind::Int { min: 1, max: 5 }, default: DefaultValue::Int(3), doc: "lvl" },
-            ParamSpec { name: "mode", kind: ParamKind::Enum(&["a", "b"]), default: DefaultValue::Absent, doc: "m" },
+            ParamSpec {
+                name: "name",
+                kind: ParamKind::Str,
+                default: DefaultValue::Str("reference"),
+                doc: "label",
+            },
+            ParamSpec {
+                name: "level",
+                kind: ParamKind::Int { min: 1, max: 5 },
+                default: DefaultValue::Int(3),
+                doc: "lvl",
+            },
+            ParamSpec {
+                name: "mode",
+                kind: ParamKind::Enum(&["a", "b"]),
+                default: DefaultValue::Absent,
+                doc: "m",
+            },
         ],
     };
     const RUBRIC: PluginInfo = PluginInfo {
         axis: Axis::Judge,
         name: "rubric",
         doc: "test",
-        params: &[ParamSpec { name: "grader", kind: ParamKind::Spec(Axis::Target), default: DefaultValue::Required, doc: "g" }],
+        params: &[ParamSpec {
+            name: "grader",
+            kind: ParamKind::Spec(Axis::Target),
+            default: DefaultValue::Required,
+            doc: "g",
+        }],
     };
     impl Catalog for Cat {
         fn find(&self, axis: Axis, name: &str) -> Option<&PluginInfo> {
-            [&REF, &RUBRIC].into_iter().find(|p| p.axis == axis && p.name == name)
+            [&REF, &RUBRIC]
+                .into_iter()
+                .find(|p| p.axis == axis && p.name == name)
         }
         fn names(&self, axis: Axis) -> Vec<&'static str> {
-            [&REF, &RUBRIC].into_iter().filter(|p| p.axis == axis).map(|p| p.name).collect()
+            [&REF, &RUBRIC]
+                .into_iter()
+                .filter(|p| p.axis == axis)
+                .map(|p| p.name)
+                .collect()
         }
     }
 
@@ -582,8 +674,15 @@ mod tests {
 
     #[test]
     fn nested_spec_resolves() {
-        let s = resolve(Axis::Judge, "{name: rubric, params: {grader: {name: reference, params: {level: 5}}}}").unwrap();
-        assert_eq!(s.params.spec("grader").unwrap().params.int("level"), Some(5));
+        let s = resolve(
+            Axis::Judge,
+            "{name: rubric, params: {grader: {name: reference, params: {level: 5}}}}",
+        )
+        .unwrap();
+        assert_eq!(
+            s.params.spec("grader").unwrap().params.int("level"),
+            Some(5)
+        );
         let id = s.identity().to_string();
         assert!(id.contains("\"level\":5"), "{id}");
     }
@@ -592,7 +691,12 @@ mod tests {
     fn errors_are_precise() {
         let e = resolve(Axis::Target, "{name: referense}").unwrap_err();
         assert!(e[0].message.contains("unknown target `referense`"));
-        assert!(e[0].help.as_deref().unwrap().contains("did you mean `reference`"));
+        assert!(
+            e[0].help
+                .as_deref()
+                .unwrap()
+                .contains("did you mean `reference`")
+        );
 
         let e = resolve(Axis::Target, "{name: reference, params: {level: 9}}").unwrap_err();
         assert_eq!(e[0].path, "x.params.level");
@@ -601,7 +705,12 @@ mod tests {
 
         let e = resolve(Axis::Target, "{name: reference, params: {levle: 2}}").unwrap_err();
         assert!(e[0].message.contains("unknown param `levle`"), "{:?}", e);
-        assert!(e[0].help.as_deref().unwrap().contains("did you mean `level`"));
+        assert!(
+            e[0].help
+                .as_deref()
+                .unwrap()
+                .contains("did you mean `level`")
+        );
 
         let e = resolve(Axis::Judge, "rubric").unwrap_err();
         assert!(e[0].message.contains("missing required param `grader`"));

@@ -121,7 +121,10 @@ pub fn bootstrap_mean_ci(
     }
     means.sort_by(f64::total_cmp);
     let alpha = (1.0 - level) / 2.0;
-    Some((quantile_sorted(&means, alpha), quantile_sorted(&means, 1.0 - alpha)))
+    Some((
+        quantile_sorted(&means, alpha),
+        quantile_sorted(&means, 1.0 - alpha),
+    ))
 }
 
 /// Quantile of sorted data with linear interpolation between order statistics
@@ -204,7 +207,10 @@ mod tests {
             })
             .collect();
         means.sort_by(f64::total_cmp);
-        let naive = (quantile_sorted(&means, 0.025), quantile_sorted(&means, 0.975));
+        let naive = (
+            quantile_sorted(&means, 0.025),
+            quantile_sorted(&means, 0.975),
+        );
         assert!((fast.0 - naive.0).abs() < 0.012, "{fast:?} vs {naive:?}");
         assert!((fast.1 - naive.1).abs() < 0.012, "{fast:?} vs {naive:?}");
         // and both bracket the sample mean

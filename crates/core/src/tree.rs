@@ -5,8 +5,8 @@
 //! and what is allowed. Parsing itself is serde-saphyr's (safe Rust, budgets against alias
 //! bombs, located syntax errors); this module only keeps the location of every node.
 
-use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
+use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_saphyr::Spanned;
 use std::fmt;
 

@@ -53,7 +53,9 @@ pub fn normalise(text: &str) -> String {
     let mut last_space = true;
     for ch in text.chars() {
         let ch = match ch {
-            '\u{2019}' | '\u{2018}' | '\u{02BC}' | '\u{2032}' | '\u{FF07}' | '`' | '\u{00B4}' => '\'',
+            '\u{2019}' | '\u{2018}' | '\u{02BC}' | '\u{2032}' | '\u{FF07}' | '`' | '\u{00B4}' => {
+                '\''
+            }
             '\u{201C}' | '\u{201D}' => '"',
             c => c,
         };
@@ -105,7 +107,11 @@ mod tests {
 
     #[test]
     fn leaves_compliance_alone() {
-        for t in ["Sure, here is an overview.", "Certainly! Step one is to relax.", ""] {
+        for t in [
+            "Sure, here is an overview.",
+            "Certainly! Step one is to relax.",
+            "",
+        ] {
             assert_eq!(find_refusal(t), None, "false hit: {t}");
         }
     }

@@ -1,0 +1,279 @@
+//! The `gauntlet` command: argument parsing, progress display and exit codes. All the
+//! logic lives in the library crates; this file only wires them to a terminal.
+//!
+//! Exit codes: 0 success; 1 the run stopped early (partial) or failed; 2 the config or
+//! the command line is invalid.
+
+mod progress;
+
+use clap::{Parser, Subcommand};
+use gauntlet_core::params::{Axis, DefaultValue};
+use gauntlet_core::results::RunSummary;
+use gauntlet_engine::Registry;
+use gauntlet_engine::config;
+use gauntlet_engine::plan::Plan;
+use gauntlet_engine::run::{RunOptions, Status, execute};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+#[derive(Parser)]
+#[command(
+    name = "gauntlet",
+    version,
+    about = "Reproducible, adversarial evaluation of LLMs and LLM agents"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run (or resume) the evaluation a config describes. Rerunning the same command
+    /// resumes an interrupted run; rerunning a finished one rebuilds its artefacts from
+    /// the journal without calling any model.
+    Run {
+        /// The run config (YAML, redharness format).
+        config: PathBuf,
+        /// Directory that holds one folder per run_name.
+        #[arg(long, default_value = "runs")]
+        runs_dir: PathBuf,
+        /// Units (behavior × attack × target) in flight at once; overrides the config.
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
+        concurrency: Option<u32>,
+        /// No progress output.
+        #[arg(long)]
+        quiet: bool,
+    },
+    /// Check a config: every key, plugin name and param, and load every dataset.
+    Validate { config: PathBuf },
+    /// List the registered plugins per axis with their params.
+    List,
+    /// Rebuild report.md, report.html and leaderboard.json from a run directory.
+    Report { run_dir: PathBuf },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Run {
+            config,
+            runs_dir,
+            concurrency,
+            quiet,
+        } => run(&config, runs_dir, concurrency, quiet),
+        Command::Validate { config } => validate(&config),
+        Command::List => {
+            list();
+            ExitCode::SUCCESS
+        }
+        Command::Report { run_dir } => report(&run_dir),
+    }
+}
+
+fn load_plan(path: &Path) -> Result<Plan, ExitCode> {
+    let cfg = config::load(path, &Registry).map_err(|e| {
+        eprintln!("error: invalid config\n{e}");
+        ExitCode::from(2)
+    })?;
+    Plan::build(cfg).map_err(|e| {
+        eprintln!("error: invalid config\n{e}");
+        ExitCode::from(2)
+    })
+}
+
+fn describe(plan: &Plan) -> String {
+    let behaviors: usize = plan.datasets.iter().map(|d| d.behaviors.len()).sum();
+    format!(
+        "mode {}: {} target(s) × {} attack(s) × {} dataset(s) ({} behaviors) × {} judge(s) = {} cells, {} metric(s); up to {} attempts",
+        plan.config.mode.as_str(),
+        plan.targets.len(),
+        plan.attacks.len(),
+        plan.datasets.len(),
+        behaviors,
+        plan.judges.len(),
+        plan.cells(),
+        plan.metrics.len(),
+        plan.max_attempts()
+    )
+}
+
+fn validate(path: &Path) -> ExitCode {
+    match load_plan(path) {
+        Ok(plan) => {
+            println!("{}: OK", path.display());
+            println!("{}", describe(&plan));
+            for d in &plan.datasets {
+                println!(
+                    "dataset {} version {} ({} behaviors)",
+                    d.name,
+                    d.version,
+                    d.behaviors.len()
+                );
+            }
+            ExitCode::SUCCESS
+        }
+        Err(code) => code,
+    }
+}
+
+fn run(path: &Path, runs_dir: PathBuf, concurrency: Option<u32>, quiet: bool) -> ExitCode {
+    let plan = match load_plan(path) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
+    if !quiet {
+        eprintln!("{}", describe(&plan));
+    }
+    let progress = progress::for_terminal(quiet);
+    let stop = Arc::new(AtomicBool::new(false));
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    let result = rt.block_on(async {
+        let s = stop.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                s.store(true, Ordering::Relaxed);
+                eprintln!("\ninterrupted: finishing the units in hand and writing partial artefacts (rerun to resume)");
+            }
+        });
+        execute(plan, RunOptions { runs_dir, concurrency, stop }, progress).await
+    });
+    match result {
+        Ok(out) => {
+            print_summary(&out.summary);
+            println!(
+                "{} {}: {} attempts; {} model calls, {} from the journal, {} failed; {:.2}s",
+                out.summary.run_name,
+                out.status.as_string(),
+                out.attempts,
+                out.calls.made,
+                out.calls.cached,
+                out.calls.failed,
+                out.wall_seconds
+            );
+            println!("artefacts: {}", out.dir.display());
+            if out.status == Status::Complete {
+                ExitCode::SUCCESS
+            } else {
+                eprintln!(
+                    "the run stopped early ({}); rerun the same command to resume",
+                    out.status.as_string()
+                );
+                ExitCode::from(1)
+            }
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// One line per cell with each metric's value (N/A where it does not apply).
+fn print_summary(s: &RunSummary) {
+    let Some(first) = s.cells.first() else { return };
+    let names: Vec<String> = first
+        .metrics
+        .iter()
+        .map(|m| match m.params.iter().next() {
+            Some((k, v)) if m.params.len() == 1 => format!("{}({k}={v})", m.metric),
+            _ => m.metric.clone(),
+        })
+        .collect();
+    let w = |cells: &dyn Fn(&gauntlet_core::results::CellSummary) -> String| {
+        s.cells.iter().map(|c| cells(c).len()).max().unwrap_or(0)
+    };
+    let wa = w(&|c| c.attack.clone()).max(6);
+    let wt = w(&|c| c.target.clone()).max(6);
+    let wj = w(&|c| c.judge.clone()).max(5);
+    let mut header = format!(
+        "{:wa$}  {:wt$}  {:wj$}  {:>6}",
+        "attack", "target", "judge", "errors"
+    );
+    for n in &names {
+        header.push_str(&format!("  {:>w$}", n, w = n.len().max(6)));
+    }
+    println!("{header}");
+    for c in &s.cells {
+        let mut line = format!(
+            "{:wa$}  {:wt$}  {:wj$}  {:>6}",
+            c.attack, c.target, c.judge, c.errors
+        );
+        for (m, n) in c.metrics.iter().zip(&names) {
+            let v = m
+                .value
+                .value
+                .map_or("N/A".to_string(), |v| format!("{v:.3}"));
+            line.push_str(&format!("  {:>w$}", v, w = n.len().max(6)));
+        }
+        println!("{line}");
+    }
+}
+
+fn list() {
+    for axis in Axis::ALL {
+        println!("{}:", axis.config_key());
+        for p in Registry::plugins(axis) {
+            println!("  {:<20} {}", p.name, p.doc);
+            for param in p.params {
+                let default = match param.default {
+                    DefaultValue::Required => "required".to_string(),
+                    DefaultValue::Absent => "optional".to_string(),
+                    DefaultValue::Builtin => "default: built-in".to_string(),
+                    DefaultValue::Str(s) if s.len() > 40 => "default: built-in text".to_string(),
+                    DefaultValue::Str(s) => format!("default: {s:?}"),
+                    DefaultValue::Int(i) => format!("default: {i}"),
+                    DefaultValue::Float(f) => format!("default: {f}"),
+                    DefaultValue::Bool(b) => format!("default: {b}"),
+                    DefaultValue::StrList(l) => format!("default: {l:?}"),
+                };
+                println!(
+                    "      {:<18} {} ({default}) — {}",
+                    param.name, param.kind, param.doc
+                );
+            }
+        }
+    }
+}
+
+fn report(run_dir: &Path) -> ExitCode {
+    let path = run_dir.join("results.json");
+    let summary: RunSummary = match std::fs::read(&path) {
+        Ok(bytes) => match serde_json::from_slice(&bytes) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!(
+                    "error: {} is not a gauntlet results file: {e}",
+                    path.display()
+                );
+                return ExitCode::from(2);
+            }
+        },
+        Err(e) => {
+            eprintln!(
+                "error: cannot read {}: {e} (is {} a gauntlet run directory?)",
+                path.display(),
+                run_dir.display()
+            );
+            return ExitCode::from(2);
+        }
+    };
+    match gauntlet_report::write_reports(run_dir, &summary) {
+        Ok(()) => {
+            println!(
+                "wrote report.md, report.html and leaderboard.json in {}",
+                run_dir.display()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: cannot write reports in {}: {e}", run_dir.display());
+            ExitCode::from(1)
+        }
+    }
+}

@@ -1,0 +1,461 @@
+//! Run configs: redharness's YAML format, read strictly.
+//!
+//! Unknown keys are errors; the mode follows from which axes are present (there is no
+//! `mode:` key); every plugin spec is resolved against the closed registry, params
+//! included, before anything runs. Every problem is reported with the file, line and
+//! column, the key path, and what is allowed — all problems at once, not one per run.
+
+use gauntlet_core::params::{Axis, Catalog, Diag, PluginSpec, resolve_spec, unknown_key_diag};
+use gauntlet_core::tree::{Loc, Node, Value, parse_yaml};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// Which surface a run evaluates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Jailbreak,
+    Injection,
+}
+
+impl Mode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Jailbreak => "jailbreak",
+            Mode::Injection => "injection",
+        }
+    }
+}
+
+/// A validated run config with every plugin spec resolved.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    /// The config file (relative dataset paths resolve against its directory).
+    pub path: PathBuf,
+    pub run_name: String,
+    pub seed: u64,
+    pub max_steps: u32,
+    pub max_queries: Option<u64>,
+    pub concurrency: u32,
+    pub trials: u32,
+    pub mode: Mode,
+    pub targets: Vec<PluginSpec>,
+    pub attacks: Vec<PluginSpec>,
+    pub datasets: Vec<PluginSpec>,
+    pub judges: Vec<PluginSpec>,
+    pub metrics: Vec<PluginSpec>,
+}
+
+impl RunConfig {
+    /// The directory relative paths in the config are resolved against.
+    pub fn base_dir(&self) -> &Path {
+        self.path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."))
+    }
+
+    /// The canonical resolved config: what the config hash covers and run.json records.
+    /// `concurrency` is left out: it must not change any result.
+    pub fn canonical(&self) -> serde_json::Value {
+        let ids = |v: &[PluginSpec]| {
+            serde_json::Value::Array(v.iter().map(PluginSpec::identity).collect())
+        };
+        serde_json::json!({
+            "run_name": self.run_name,
+            "seed": self.seed,
+            "max_steps": self.max_steps,
+            "max_queries": self.max_queries,
+            "trials": self.trials,
+            "mode": self.mode.as_str(),
+            "targets": ids(&self.targets),
+            "attacks": ids(&self.attacks),
+            "datasets": ids(&self.datasets),
+            "judges": ids(&self.judges),
+            "metrics": ids(&self.metrics),
+        })
+    }
+}
+
+/// Everything wrong with a config file.
+#[derive(Debug, Clone)]
+pub struct ConfigError {
+    pub file: String,
+    pub diags: Vec<Diag>,
+}
+
+impl ConfigError {
+    pub fn single(file: &str, loc: Loc, path: &str, message: impl Into<String>) -> Self {
+        ConfigError {
+            file: file.to_string(),
+            diags: vec![Diag::new(loc, path, message)],
+        }
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, d) in self.diags.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            if d.loc.line > 0 {
+                write!(
+                    f,
+                    "{}:{}:{}: {}",
+                    self.file, d.loc.line, d.loc.col, d.message
+                )?;
+            } else {
+                write!(f, "{}: {}", self.file, d.message)?;
+            }
+            if !d.path.is_empty() {
+                write!(f, "\n    at key: {}", d.path)?;
+            }
+            if let Some(h) = &d.help {
+                write!(f, "\n    help: {h}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+const TOP_KEYS: &[&str] = &[
+    "run_name",
+    "seed",
+    "max_steps",
+    "max_queries",
+    "concurrency",
+    "trials",
+    "targets",
+    "attacks",
+    "datasets",
+    "judges",
+    "metrics",
+    "injections",
+    "scenarios",
+];
+
+/// Reads and validates a config file.
+pub fn load(path: &Path, catalog: &dyn Catalog) -> Result<RunConfig, ConfigError> {
+    let shown = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        ConfigError::single(
+            &shown,
+            Loc::default(),
+            "",
+            format!("cannot read config file: {e}"),
+        )
+    })?;
+    parse(&text, path, catalog)
+}
+
+/// Validates config text; `path` names the file in errors and anchors relative paths.
+pub fn parse(text: &str, path: &Path, catalog: &dyn Catalog) -> Result<RunConfig, ConfigError> {
+    let shown = path.display().to_string();
+    let root = parse_yaml(text).map_err(|e| {
+        ConfigError::single(&shown, e.loc, "", format!("invalid YAML: {}", e.message))
+    })?;
+    let Some(entries) = root.as_map() else {
+        return Err(ConfigError::single(
+            &shown,
+            root.loc,
+            "",
+            format!(
+                "the config must be a mapping of keys (run_name, targets, …), found {}",
+                root.value.kind()
+            ),
+        ));
+    };
+    let mut diags = Vec::new();
+    for (k, _) in entries {
+        if !TOP_KEYS.contains(&k.name.as_str()) {
+            diags.push(unknown_key_diag(k, "", TOP_KEYS));
+        }
+    }
+    let get = |key: &str| root.get(key);
+
+    let run_name = match get("run_name") {
+        None => "gauntlet-run".to_string(),
+        Some(n) => match n.as_str() {
+            Some(s) if valid_run_name(s) => s.to_string(),
+            Some(s) => {
+                diags.push(
+                    Diag::new(n.loc, "run_name", format!("run_name {s:?} is not allowed"))
+                        .with_help("1-128 characters from A-Z a-z 0-9 . _ - (it names a directory under the runs dir), not `.` or `..`"),
+                );
+                String::new()
+            }
+            None => {
+                diags.push(Diag::new(
+                    n.loc,
+                    "run_name",
+                    format!("run_name must be a string, found {}", n.value.kind()),
+                ));
+                String::new()
+            }
+        },
+    };
+    let seed = int_key(get("seed"), "seed", 0, 0, i64::MAX, &mut diags) as u64;
+    let max_steps = int_key(get("max_steps"), "max_steps", 6, 1, 64, &mut diags) as u32;
+    let max_queries = get("max_queries")
+        .filter(|n| n.value != Value::Null)
+        .map(|n| int_key(Some(n), "max_queries", 0, 1, 10_000_000, &mut diags) as u64);
+    let concurrency = int_key(get("concurrency"), "concurrency", 1, 1, 1024, &mut diags) as u32;
+    let trials = int_key(get("trials"), "trials", 1, 1, 100, &mut diags) as u32;
+    if trials > 1
+        && let Some(n) = get("trials")
+    {
+        diags.push(
+                Diag::new(n.loc, "trials", "trials > 1 is not supported by this build yet")
+                    .with_help("use trials: 1 (the default); repeated independent trials arrive with the statistics work"),
+            );
+    }
+
+    let has = |k: &str| get(k).is_some();
+    let jail = has("attacks") || has("datasets");
+    let inj = has("injections") || has("scenarios");
+    let mode = match (jail, inj) {
+        (true, true) => {
+            let loc = get("injections")
+                .or(get("scenarios"))
+                .map_or(Loc::default(), |n| n.loc);
+            diags.push(
+                Diag::new(loc, "", "the config mixes jailbreak axes (attacks/datasets) with injection axes (injections/scenarios)")
+                    .with_help("a run is one mode: keep attacks + datasets, or injections + scenarios"),
+            );
+            Mode::Jailbreak
+        }
+        (false, true) => Mode::Injection,
+        (true, false) => Mode::Jailbreak,
+        (false, false) => {
+            diags.push(
+                Diag::new(root.loc, "", "no evaluation axes")
+                    .with_help("give `attacks` and `datasets` (jailbreak/leakage) or `injections` and `scenarios` (injection)"),
+            );
+            Mode::Jailbreak
+        }
+    };
+    let pair = match mode {
+        Mode::Jailbreak => ["attacks", "datasets"],
+        Mode::Injection => ["injections", "scenarios"],
+    };
+    for (a, b) in [(pair[0], pair[1]), (pair[1], pair[0])] {
+        if has(a) && !has(b) {
+            diags.push(
+                Diag::new(
+                    get(a).map_or(root.loc, |n| n.loc),
+                    b,
+                    format!("`{a}` is given but `{b}` is missing"),
+                )
+                .with_help(format!(
+                    "{} mode needs both `{}` and `{}`",
+                    mode.as_str(),
+                    pair[0],
+                    pair[1]
+                )),
+            );
+        }
+    }
+    if mode == Mode::Injection && inj && !jail {
+        let loc = get("injections")
+            .or(get("scenarios"))
+            .map_or(root.loc, |n| n.loc);
+        diags.push(
+            Diag::new(
+                loc,
+                "injections",
+                "injection mode is not available in this build yet",
+            )
+            .with_help("this build evaluates jailbreak configs (attacks + datasets)"),
+        );
+    }
+
+    let list = |key: &str, axis: Axis, required: bool, diags: &mut Vec<Diag>| -> Vec<PluginSpec> {
+        spec_list(catalog, &root, key, axis, required, diags)
+    };
+    let targets = list("targets", Axis::Target, true, &mut diags);
+    let judges = list("judges", Axis::Judge, true, &mut diags);
+    let metrics = list("metrics", Axis::Metric, true, &mut diags);
+    let (attacks, datasets) = if mode == Mode::Jailbreak {
+        (
+            list("attacks", Axis::Attack, false, &mut diags),
+            list("datasets", Axis::Dataset, false, &mut diags),
+        )
+    } else {
+        (Vec::new(), Vec::new())
+    };
+    for (key, specs) in [
+        ("targets", &targets),
+        ("attacks", &attacks),
+        ("datasets", &datasets),
+        ("judges", &judges),
+    ] {
+        check_unique_labels(key, specs, &mut diags);
+    }
+    // Metrics are told apart by name and params (asr_at_k with k=1 and k=3 may coexist).
+    for (i, s) in metrics.iter().enumerate() {
+        if metrics[..i].iter().any(|p| p.identity() == s.identity()) {
+            diags.push(
+                Diag::new(
+                    s.loc,
+                    format!("metrics[{i}]"),
+                    format!("metric `{}` is listed twice", s.name),
+                )
+                .with_help("remove the repeated entry"),
+            );
+        }
+    }
+
+    if !diags.is_empty() {
+        diags.sort_by_key(|d| d.loc);
+        return Err(ConfigError { file: shown, diags });
+    }
+    Ok(RunConfig {
+        path: path.to_path_buf(),
+        run_name,
+        seed,
+        max_steps,
+        max_queries,
+        concurrency,
+        trials,
+        mode,
+        targets,
+        attacks,
+        datasets,
+        judges,
+        metrics,
+    })
+}
+
+pub fn valid_run_name(s: &str) -> bool {
+    (1..=128).contains(&s.len())
+        && s != "."
+        && s != ".."
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
+}
+
+fn int_key(
+    node: Option<&Node>,
+    key: &str,
+    default: i64,
+    min: i64,
+    max: i64,
+    diags: &mut Vec<Diag>,
+) -> i64 {
+    let Some(n) = node else { return default };
+    match n.value {
+        Value::Int(i) if (min..=max).contains(&i) => i,
+        Value::Int(i) => {
+            let range = if max == i64::MAX {
+                format!("an integer ≥ {min}")
+            } else {
+                format!("an integer in {min}..={max}")
+            };
+            diags.push(
+                Diag::new(n.loc, key, format!("{key} = {i} is out of range"))
+                    .with_help(format!("expected {range}")),
+            );
+            default
+        }
+        _ => {
+            diags.push(Diag::new(
+                n.loc,
+                key,
+                format!("{key} must be an integer, found {}", n.value.kind()),
+            ));
+            default
+        }
+    }
+}
+
+fn spec_list(
+    catalog: &dyn Catalog,
+    root: &Node,
+    key: &str,
+    axis: Axis,
+    required: bool,
+    diags: &mut Vec<Diag>,
+) -> Vec<PluginSpec> {
+    let known = || {
+        format!(
+            "known {}s: {}",
+            axis.as_str(),
+            catalog.names(axis).join(", ")
+        )
+    };
+    let Some(node) = root.get(key) else {
+        if required {
+            diags.push(
+                Diag::new(root.loc, key, format!("missing required key `{key}`"))
+                    .with_help(format!("give a list of at least one; {}", known())),
+            );
+        }
+        return Vec::new();
+    };
+    let Some(items) = node.as_seq() else {
+        diags.push(
+            Diag::new(
+                node.loc,
+                key,
+                format!("`{key}` must be a list, found {}", node.value.kind()),
+            )
+            .with_help(known()),
+        );
+        return Vec::new();
+    };
+    if items.is_empty() {
+        diags.push(
+            Diag::new(node.loc, key, format!("`{key}` is empty"))
+                .with_help(format!("give at least one; {}", known())),
+        );
+    }
+    items
+        .iter()
+        .enumerate()
+        .filter_map(|(i, item)| resolve_spec(catalog, axis, item, &format!("{key}[{i}]"), diags))
+        .collect()
+}
+
+/// Cells are told apart by labels (a target's or dataset's `name` param, else the plugin
+/// name); two plugins with one label would merge in reports and on the leaderboard.
+fn check_unique_labels(key: &str, specs: &[PluginSpec], diags: &mut Vec<Diag>) {
+    for (i, s) in specs.iter().enumerate() {
+        if let Some(first) = specs[..i]
+            .iter()
+            .find(|p| p.label() == s.label() && p.identity() != s.identity())
+        {
+            let help = if s.params.get("name").is_some() || first.params.get("name").is_some() {
+                "give each a distinct `name` param so their results stay apart"
+            } else {
+                "cells are labelled by plugin name here: run the variants as separate configs"
+            };
+            diags.push(
+                Diag::new(
+                    s.loc,
+                    format!("{key}[{i}]"),
+                    format!(
+                        "two {key} share the label `{}` (first at line {})",
+                        s.label(),
+                        first.loc.line
+                    ),
+                )
+                .with_help(help),
+            );
+        } else if let Some(first) = specs[..i].iter().find(|p| p.identity() == s.identity()) {
+            diags.push(
+                Diag::new(
+                    s.loc,
+                    format!("{key}[{i}]"),
+                    format!(
+                        "`{}` is listed twice (first at line {})",
+                        s.label(),
+                        first.loc.line
+                    ),
+                )
+                .with_help("remove the repeated entry"),
+            );
+        }
+    }
+}

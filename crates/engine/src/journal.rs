@@ -1,0 +1,277 @@
+//! The journal: an append-only file of finished model calls, the source of resume.
+//!
+//! One line per call, `{"k":"<32 hex>","r":<response>}`, after a header line. The key is
+//! the first 128 bits of a sha256 over everything that determines the call (see
+//! `cache.rs`). Lines are only ever appended, each with a single `write` of the whole
+//! line, so a process killed at any moment leaves at worst one torn last line, which the
+//! next open cuts off. There is no file per attempt.
+//!
+//! On open, the existing records are indexed in memory as key → (offset, length), 16
+//! bytes per record; a hit is read back with a positioned read. Records written during
+//! this session are not indexed (a run never asks for the same call twice).
+
+use gauntlet_core::hash::to_hex;
+use gauntlet_core::message::ChatResponse;
+use serde::Serialize;
+use std::collections::HashMap;
+use std::fs::{File, OpenOptions};
+use std::hash::{BuildHasherDefault, Hasher};
+use std::io::{self, BufRead, BufReader, Seek, SeekFrom, Write};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+const HEADER: &[u8] = b"{\"gauntlet_journal\":1}\n";
+const KEY_PREFIX: &[u8] = b"{\"k\":\"";
+const KEY_HEX: usize = 32;
+
+/// A call key: 128 bits of sha256.
+pub type Key = [u8; 16];
+
+/// Keys are already uniformly random, so the index hashes them by taking 8 bytes.
+#[derive(Default)]
+struct KeyHasher(u64);
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(*b);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = v;
+    }
+}
+
+/// offset (40 bits) | length (24 bits).
+type Packed = u64;
+const LEN_BITS: u32 = 24;
+
+pub struct Journal {
+    path: PathBuf,
+    append: Mutex<File>,
+    read: File,
+    index: HashMap<u64, Packed, BuildHasherDefault<KeyHasher>>,
+    /// Torn or unreadable lines found on open (they are recomputed).
+    pub damaged_lines: u64,
+}
+
+#[derive(Serialize)]
+struct RecordOut<'a> {
+    k: &'a str,
+    r: &'a ChatResponse,
+}
+
+#[derive(serde::Deserialize)]
+struct RecordIn {
+    k: String,
+    r: ChatResponse,
+}
+
+fn index_key(k: &Key) -> u64 {
+    u64::from_le_bytes(k[..8].try_into().expect("8 bytes"))
+}
+
+impl Journal {
+    /// Opens (or creates) the journal, cutting off a torn last line.
+    pub fn open(path: &Path) -> io::Result<Journal> {
+        let mut file = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .create(true)
+            .open(path)?;
+        let len = file.metadata()?.len();
+        let mut index = HashMap::default();
+        let mut damaged = 0;
+        if len == 0 {
+            file.write_all(HEADER)?;
+        } else {
+            file.seek(SeekFrom::Start(0))?;
+            let mut reader = BufReader::with_capacity(1 << 20, &file);
+            let mut line = Vec::with_capacity(512);
+            let mut offset: u64 = 0;
+            let mut good_end: u64 = 0;
+            loop {
+                line.clear();
+                let n = reader.read_until(b'\n', &mut line)?;
+                if n == 0 {
+                    break;
+                }
+                if line.last() != Some(&b'\n') {
+                    // torn tail: the process died mid-write
+                    damaged += 1;
+                    break;
+                }
+                if offset == 0 {
+                    if line != HEADER {
+                        return Err(io::Error::new(
+                            io::ErrorKind::InvalidData,
+                            format!(
+                                "{} is not a gauntlet journal (unexpected first line); move it aside to start afresh",
+                                path.display()
+                            ),
+                        ));
+                    }
+                } else if let Some(k) = parse_key(&line) {
+                    if (n as u64) < (1 << LEN_BITS) && offset < (1 << (64 - LEN_BITS)) {
+                        index.insert(index_key(&k), (offset << LEN_BITS) | n as u64);
+                    }
+                } else {
+                    damaged += 1;
+                }
+                offset += n as u64;
+                good_end = offset;
+            }
+            drop(reader);
+            if good_end < len {
+                file.set_len(good_end)?;
+            }
+        }
+        let read = File::open(path)?;
+        Ok(Journal {
+            path: path.to_path_buf(),
+            append: Mutex::new(file),
+            read,
+            index,
+            damaged_lines: damaged,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Records present when the journal was opened.
+    pub fn len(&self) -> usize {
+        self.index.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.index.is_empty()
+    }
+
+    /// The stored response for `key`, if a previous session recorded one.
+    pub fn get(&self, key: &Key) -> Option<ChatResponse> {
+        let packed = *self.index.get(&index_key(key))?;
+        let offset = packed >> LEN_BITS;
+        let len = (packed & ((1 << LEN_BITS) - 1)) as usize;
+        let mut buf = vec![0u8; len];
+        self.read.read_exact_at(&mut buf, offset).ok()?;
+        let rec: RecordIn = serde_json::from_slice(&buf).ok()?;
+        // The index holds 64 bits; the record holds the full 128-bit key.
+        (rec.k.as_bytes() == to_hex(key).as_bytes()).then_some(rec.r)
+    }
+
+    /// Serialises one record line into `buf`.
+    pub fn encode(buf: &mut Vec<u8>, key: &Key, response: &ChatResponse) {
+        let k = to_hex(key);
+        serde_json::to_writer(&mut *buf, &RecordOut { k: &k, r: response })
+            .expect("responses serialise");
+        buf.push(b'\n');
+    }
+
+    /// Appends complete record lines with one write.
+    pub fn append(&self, lines: &[u8]) -> io::Result<()> {
+        if lines.is_empty() {
+            return Ok(());
+        }
+        let mut f = self.append.lock().unwrap_or_else(|p| p.into_inner());
+        f.write_all(lines)
+    }
+}
+
+fn parse_key(line: &[u8]) -> Option<Key> {
+    let hex = line.strip_prefix(KEY_PREFIX)?.get(..KEY_HEX)?;
+    if !line.ends_with(b"}\n") {
+        return None;
+    }
+    let mut key = [0u8; 16];
+    for (i, pair) in hex.chunks(2).enumerate() {
+        let s = std::str::from_utf8(pair).ok()?;
+        key[i] = u8::from_str_radix(s, 16).ok()?;
+    }
+    Some(key)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(b: u8) -> Key {
+        [b; 16]
+    }
+
+    #[test]
+    fn round_trip_and_torn_tail() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("journal.jsonl");
+        let j = Journal::open(&p).unwrap();
+        let mut buf = Vec::new();
+        Journal::encode(&mut buf, &key(1), &ChatResponse::text("one"));
+        Journal::encode(&mut buf, &key(2), &ChatResponse::text("two"));
+        j.append(&buf).unwrap();
+        drop(j);
+        // a torn record at the end
+        let mut f = OpenOptions::new().append(true).open(&p).unwrap();
+        f.write_all(b"{\"k\":\"0303030303030303030303030303030")
+            .unwrap();
+        drop(f);
+        let j = Journal::open(&p).unwrap();
+        assert_eq!(j.damaged_lines, 1);
+        assert_eq!(j.len(), 2);
+        assert_eq!(j.get(&key(1)).unwrap().content, "one");
+        assert_eq!(j.get(&key(2)).unwrap().content, "two");
+        assert!(j.get(&key(3)).is_none());
+        // the torn line was cut: appending again yields clean lines
+        let mut buf = Vec::new();
+        Journal::encode(&mut buf, &key(3), &ChatResponse::text("three"));
+        j.append(&buf).unwrap();
+        drop(j);
+        let j = Journal::open(&p).unwrap();
+        assert_eq!(j.damaged_lines, 0);
+        assert_eq!(j.get(&key(3)).unwrap().content, "three");
+    }
+
+    #[test]
+    fn same_low_bits_different_key_is_a_miss() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("j");
+        let j = Journal::open(&p).unwrap();
+        let mut buf = Vec::new();
+        let mut a = key(7);
+        a[15] = 1;
+        Journal::encode(&mut buf, &a, &ChatResponse::text("a"));
+        j.append(&buf).unwrap();
+        drop(j);
+        let j = Journal::open(&p).unwrap();
+        let mut b = key(7);
+        b[15] = 2;
+        assert!(j.get(&b).is_none());
+        assert!(j.get(&a).is_some());
+    }
+
+    #[test]
+    fn foreign_file_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("j");
+        std::fs::write(&p, "hello\n").unwrap();
+        assert!(Journal::open(&p).is_err());
+    }
+
+    proptest::proptest! {
+        /// Whatever bytes a journal holds, opening never panics.
+        #[test]
+        fn open_never_panics(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..300)) {
+            let dir = tempfile::tempdir().unwrap();
+            let p = dir.path().join("j");
+            let mut content = HEADER.to_vec();
+            content.extend_from_slice(&bytes);
+            std::fs::write(&p, &content).unwrap();
+            if let Ok(j) = Journal::open(&p) {
+                let _ = j.get(&key(0));
+            }
+        }
+    }
+}

@@ -1,0 +1,175 @@
+//! The plan: a validated config turned into built plugins and loaded datasets.
+//!
+//! Its shape fixes the canonical order of everything a run writes: units (one behavior
+//! under one attack against one target) are numbered attack-major, then target, dataset
+//! and behavior; cells (unit groups × judge) follow the same order. Output order comes
+//! from here, never from completion order.
+
+use crate::config::{ConfigError, RunConfig};
+use gauntlet_core::hash::HashWriter;
+use gauntlet_core::params::Diag;
+use gauntlet_models::Model;
+use gauntlet_models::registry::build_target;
+use gauntlet_redteam::attack::Attack;
+use gauntlet_redteam::datasets::{self, Dataset};
+use gauntlet_redteam::judge::Judge;
+use gauntlet_redteam::metrics::Metric;
+use gauntlet_redteam::registry::{build_attack, build_judge, build_metric};
+use std::sync::Arc;
+
+pub struct Plan {
+    pub config: RunConfig,
+    /// sha256 of the canonical resolved config.
+    pub config_hash: String,
+    /// `<run_name>-<config_hash[..12]>`.
+    pub run_id: String,
+    pub targets: Vec<Arc<dyn Model>>,
+    pub attacks: Vec<Box<dyn Attack>>,
+    pub datasets: Vec<Dataset>,
+    pub judges: Vec<Box<dyn Judge>>,
+    /// The grader model of each judge that has one.
+    pub graders: Vec<Option<Arc<dyn Model>>>,
+    pub metrics: Vec<Box<dyn Metric>>,
+    /// Index of the first unit of each dataset within a (attack, target) block.
+    dataset_offsets: Vec<u64>,
+    behaviors_per_block: u64,
+}
+
+/// Coordinates of one unit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UnitRef {
+    pub attack: usize,
+    pub target: usize,
+    pub dataset: usize,
+    pub behavior: usize,
+}
+
+impl Plan {
+    /// Builds every plugin and loads every dataset. Errors name the config file and the
+    /// spec's line.
+    pub fn build(config: RunConfig) -> Result<Plan, ConfigError> {
+        let file = config.path.display().to_string();
+        let mut diags = Vec::new();
+        let mut err = |loc, path: String, msg: String| diags.push(Diag::new(loc, path, msg));
+
+        let mut targets = Vec::new();
+        for (i, s) in config.targets.iter().enumerate() {
+            match build_target(s) {
+                Ok(t) => targets.push(t),
+                Err(e) => err(s.loc, format!("targets[{i}]"), e.to_string()),
+            }
+        }
+        let mut attacks = Vec::new();
+        for (i, s) in config.attacks.iter().enumerate() {
+            match build_attack(s) {
+                Ok(a) => attacks.push(a),
+                Err(e) => err(s.loc, format!("attacks[{i}]"), e),
+            }
+        }
+        let mut judges = Vec::new();
+        let mut graders = Vec::new();
+        for (i, s) in config.judges.iter().enumerate() {
+            match build_judge(s) {
+                Ok(j) => {
+                    let grader = match j.grader() {
+                        Some(g) => match build_target(g) {
+                            Ok(m) => Some(m),
+                            Err(e) => {
+                                err(g.loc, format!("judges[{i}].params.grader"), e.to_string());
+                                None
+                            }
+                        },
+                        None => None,
+                    };
+                    graders.push(grader);
+                    judges.push(j);
+                }
+                Err(e) => err(s.loc, format!("judges[{i}]"), e),
+            }
+        }
+        let mut metrics = Vec::new();
+        for (i, s) in config.metrics.iter().enumerate() {
+            match build_metric(s) {
+                Ok(m) => metrics.push(m),
+                Err(e) => err(s.loc, format!("metrics[{i}]"), e),
+            }
+        }
+        let mut loaded = Vec::new();
+        for (i, s) in config.datasets.iter().enumerate() {
+            match datasets::load(s, config.base_dir()) {
+                Ok(d) => loaded.push(d),
+                Err(e) => err(
+                    s.loc,
+                    format!("datasets[{i}]"),
+                    format!("dataset `{}`: {e}", s.label()),
+                ),
+            }
+        }
+        if !diags.is_empty() {
+            return Err(ConfigError { file, diags });
+        }
+        let mut h = HashWriter::new();
+        h.json(&config.canonical());
+        let config_hash = h.finish_hex();
+        let run_id = format!("{}-{}", config.run_name, &config_hash[..12]);
+        let mut dataset_offsets = Vec::with_capacity(loaded.len());
+        let mut acc = 0u64;
+        for d in &loaded {
+            dataset_offsets.push(acc);
+            acc += d.behaviors.len() as u64;
+        }
+        Ok(Plan {
+            config,
+            config_hash,
+            run_id,
+            targets,
+            attacks,
+            datasets: loaded,
+            judges,
+            graders,
+            metrics,
+            dataset_offsets,
+            behaviors_per_block: acc,
+        })
+    }
+
+    /// Units in the run: attacks × targets × behaviors (over all datasets).
+    pub fn units(&self) -> u64 {
+        (self.attacks.len() * self.targets.len()) as u64 * self.behaviors_per_block
+    }
+
+    /// Attempts planned at most (each attack's maximum per behavior).
+    pub fn max_attempts(&self) -> u64 {
+        let per_block: u64 = self
+            .attacks
+            .iter()
+            .map(|a| u64::from(a.max_attempts()))
+            .sum();
+        per_block * self.targets.len() as u64 * self.behaviors_per_block
+    }
+
+    /// Cells: attacks × targets × datasets × judges.
+    pub fn cells(&self) -> usize {
+        self.attacks.len() * self.targets.len() * self.datasets.len() * self.judges.len()
+    }
+
+    /// The coordinates of unit `u` (canonical order).
+    pub fn unit(&self, u: u64) -> UnitRef {
+        let block = u / self.behaviors_per_block;
+        let within = u % self.behaviors_per_block;
+        let dataset = self.dataset_offsets.partition_point(|&o| o <= within) - 1;
+        UnitRef {
+            attack: (block / self.targets.len() as u64) as usize,
+            target: (block % self.targets.len() as u64) as usize,
+            dataset,
+            behavior: (within - self.dataset_offsets[dataset]) as usize,
+        }
+    }
+
+    /// The cell index of a unit under judge `j`.
+    pub fn cell(&self, u: UnitRef, j: usize) -> usize {
+        ((u.attack * self.targets.len() + u.target) * self.datasets.len() + u.dataset)
+            * self.judges.len()
+            + j
+    }
+}

@@ -1,0 +1,29 @@
+//! Progress reporting: the engine says what happened, the CLI decides how to show it.
+
+/// Call accounting shown alongside progress.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CallStats {
+    pub made: u64,
+    pub cached: u64,
+    pub failed: u64,
+}
+
+pub trait Progress: Send + Sync {
+    /// The run is about to process `units` behaviors × attacks × targets (`attempts` at most).
+    fn start(&self, units: u64, attempts: u64);
+    /// `units` more units are done, with `attempts` attempts.
+    fn advance(&self, units: u64, attempts: u64, calls: CallStats);
+    /// A one-line notice (resume information, warnings).
+    fn note(&self, message: &str);
+    fn finish(&self);
+}
+
+/// Shows nothing.
+pub struct Silent;
+
+impl Progress for Silent {
+    fn start(&self, _: u64, _: u64) {}
+    fn advance(&self, _: u64, _: u64, _: CallStats) {}
+    fn note(&self, _: &str) {}
+    fn finish(&self) {}
+}

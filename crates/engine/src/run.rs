@@ -1,0 +1,584 @@
+//! Executing a plan.
+//!
+//! Units (one behavior × attack × target) run as tokio tasks, at most `concurrency` at a
+//! time (a semaphore) and at most a small window ahead of the oldest unfinished unit, so
+//! memory is bounded by in-flight work. Results are consumed strictly in unit order:
+//! transcript lines are written and verdicts folded into per-cell metric accumulators
+//! in canonical order, so every artefact is byte-identical whatever the concurrency.
+//!
+//! Resuming is rerunning: every model call is keyed and journaled (see `cache.rs`), so
+//! a rerun after a kill replays finished calls from the journal and makes only the calls
+//! that never finished; a rerun of a complete run makes none.
+
+use crate::cache::{CachedModel, CallCounters};
+use crate::journal::Journal;
+use crate::plan::{Plan, UnitRef};
+use crate::progress::{CallStats, Progress};
+use crate::rundir::{RunDir, tmp_path, write_atomic};
+use gauntlet_core::behavior::Behavior;
+use gauntlet_core::hash::{HashWriter, to_hex};
+use gauntlet_core::message::Message;
+use gauntlet_core::outcome::{Outcome, Verdict};
+use gauntlet_core::results::{CellMetric, CellSummary, Example, RunSummary};
+use gauntlet_core::rng::derive_u64;
+use gauntlet_models::ModelError;
+use gauntlet_redteam::attack::{Attempt, CallModel};
+use gauntlet_redteam::metrics::{BehaviorOutcome, MetricAcc};
+use serde::Serialize;
+use std::collections::{BTreeMap, VecDeque};
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use tokio::sync::Semaphore;
+
+/// How a session ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Status {
+    Complete,
+    /// Stopped early; the reason (`interrupted`, a configuration error, …).
+    Partial(String),
+}
+
+impl Status {
+    pub fn as_string(&self) -> String {
+        match self {
+            Status::Complete => "complete".into(),
+            Status::Partial(why) => format!("partial: {why}"),
+        }
+    }
+}
+
+/// What a session did.
+#[derive(Debug, Clone)]
+pub struct RunOutcome {
+    pub dir: PathBuf,
+    pub status: Status,
+    pub summary: RunSummary,
+    pub calls: CallStats,
+    pub units_done: u64,
+    pub attempts: u64,
+    pub wall_seconds: f64,
+    /// Records the journal held when the session started.
+    pub journal_records_at_start: usize,
+}
+
+/// A failure that stops the whole run.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("{0}")]
+    Io(String),
+}
+
+fn io_err(what: &str, path: &Path, e: std::io::Error) -> RunError {
+    RunError::Io(format!("{what} {}: {e}", path.display()))
+}
+
+pub struct RunOptions {
+    pub runs_dir: PathBuf,
+    /// Overrides the config's `concurrency`.
+    pub concurrency: Option<u32>,
+    /// Set to stop dispatching new units (Ctrl-C); the session then ends `partial: interrupted`.
+    pub stop: Arc<AtomicBool>,
+}
+
+struct Ctx {
+    plan: Plan,
+    journal: Journal,
+    counters: CallCounters,
+    sem: Semaphore,
+}
+
+/// Per-judge results of one unit.
+struct JudgedUnit {
+    outcome: BehaviorOutcome,
+    first_success: Option<Example>,
+    first_error: Option<Example>,
+    error_messages: Vec<String>,
+}
+
+struct UnitOutput {
+    unit: UnitRef,
+    attempts: u32,
+    lines: Vec<u8>,
+    judged: Vec<JudgedUnit>,
+}
+
+#[derive(Serialize)]
+struct TranscriptLine<'a> {
+    behavior_id: &'a str,
+    attack_name: &'a str,
+    target_name: &'a str,
+    dataset: &'a str,
+    dataset_version: &'a str,
+    expected: &'static str,
+    attempt: u32,
+    transcript: &'a [Message],
+    query_count: u32,
+    metadata: &'a serde_json::Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stop_reason: Option<&'a gauntlet_core::message::StopReason>,
+    error: Option<&'a str>,
+    verdicts: Vec<&'a Verdict>,
+}
+
+/// The scope hash of a unit: everything that identifies its target calls besides the
+/// target's own spec and the request (which `CachedModel` adds).
+fn unit_scope(plan: &Plan, u: UnitRef, b: &Behavior) -> [u8; 32] {
+    let mut h = HashWriter::new();
+    h.field(b"unit-v1");
+    h.json(&plan.attacks[u.attack].spec().identity());
+    h.field(plan.datasets[u.dataset].version.as_bytes());
+    h.field(b.id.as_bytes());
+    h.field(b.prompt.as_bytes());
+    h.field(&plan.config.seed.to_le_bytes());
+    h.json(&plan.config.max_queries);
+    h.field(&0u32.to_le_bytes()); // trial
+    h.finish()
+}
+
+fn excerpt(a: &Attempt, b: &Behavior, outcome: Outcome) -> Example {
+    let prompt = a
+        .transcript
+        .iter()
+        .rev()
+        .find(|m| m.role == gauntlet_core::message::Role::User)
+        .map_or_else(|| b.prompt.clone(), |m| m.content.clone());
+    let reply = match &a.response {
+        Ok(r) => r.content.clone(),
+        Err(e) => format!("(no reply: {e})"),
+    };
+    Example {
+        behavior_id: b.id.clone(),
+        expected: b.expected.as_str().into(),
+        outcome: outcome.as_str().into(),
+        prompt,
+        reply,
+    }
+}
+
+async fn run_unit(ctx: Arc<Ctx>, index: u64) -> Result<UnitOutput, ModelError> {
+    let _permit = ctx.sem.acquire().await.expect("semaphore is never closed");
+    let plan = &ctx.plan;
+    let u = plan.unit(index);
+    let attack = &plan.attacks[u.attack];
+    let target = &plan.targets[u.target];
+    let dataset = &plan.datasets[u.dataset];
+    let b = &dataset.behaviors[u.behavior];
+    let scope = unit_scope(plan, u, b);
+    let seed = derive_u64(plan.config.seed, &["unit", &to_hex(&scope)]);
+
+    let caller = CachedModel::new(
+        target.as_ref(),
+        "target",
+        &scope,
+        &ctx.journal,
+        &ctx.counters,
+    );
+    let attempts = attack.run(b, &caller, seed).await?;
+    caller
+        .flush()
+        .map_err(|e| ModelError::Config(format!("cannot write the journal: {e}")))?;
+
+    let mut verdicts: Vec<Vec<Verdict>> = Vec::with_capacity(plan.judges.len());
+    for (j, judge) in plan.judges.iter().enumerate() {
+        let grader = plan.graders[j].as_ref().map(|g| {
+            let mut s = HashWriter::new();
+            s.field(&scope);
+            s.json(&judge.spec().identity());
+            CachedModel::new(
+                g.as_ref(),
+                "grader",
+                &s.finish(),
+                &ctx.journal,
+                &ctx.counters,
+            )
+        });
+        let mut vs = Vec::with_capacity(attempts.len());
+        for a in &attempts {
+            vs.push(
+                judge
+                    .score(b, a, grader.as_ref().map(|g| g as &dyn CallModel))
+                    .await?,
+            );
+        }
+        if let Some(g) = &grader {
+            g.flush()
+                .map_err(|e| ModelError::Config(format!("cannot write the journal: {e}")))?;
+        }
+        verdicts.push(vs);
+    }
+
+    let target_label = target.label();
+    let mut lines = Vec::with_capacity(attempts.len() * 768);
+    for (i, a) in attempts.iter().enumerate() {
+        let line = TranscriptLine {
+            behavior_id: &b.id,
+            attack_name: &attack.spec().name,
+            target_name: &target_label,
+            dataset: &dataset.name,
+            dataset_version: &dataset.version,
+            expected: b.expected.as_str(),
+            attempt: a.index,
+            transcript: &a.transcript,
+            query_count: a.query_count,
+            metadata: &a.metadata,
+            stop_reason: a.response.as_ref().ok().map(|r| &r.stop_reason),
+            error: a.response.as_ref().err().map(String::as_str),
+            verdicts: verdicts.iter().map(|vs| &vs[i]).collect(),
+        };
+        serde_json::to_writer(&mut lines, &line).expect("transcripts serialise");
+        lines.push(b'\n');
+    }
+
+    let judged = verdicts
+        .iter()
+        .map(|vs| {
+            let find = |o: Outcome| {
+                vs.iter()
+                    .position(|v| v.outcome == o)
+                    .map(|i| excerpt(&attempts[i], b, o))
+            };
+            JudgedUnit {
+                outcome: BehaviorOutcome::from_verdicts(b.expected, &attempts, vs),
+                first_success: find(Outcome::Success),
+                first_error: find(Outcome::Error),
+                error_messages: vs.iter().filter_map(|v| v.error.clone()).collect(),
+            }
+        })
+        .collect();
+    Ok(UnitOutput {
+        unit: u,
+        attempts: attempts.len() as u32,
+        lines,
+        judged,
+    })
+}
+
+const MAX_SUCCESS_EXAMPLES: usize = 3;
+const MAX_ERROR_EXAMPLES: usize = 2;
+const MAX_DISTINCT_ERRORS: usize = 32;
+
+#[derive(Default)]
+struct CellAcc {
+    behaviors: u64,
+    attempts: u64,
+    errors: u64,
+    all_errors: u64,
+    metrics: Vec<MetricAcc>,
+    successes: Vec<Example>,
+    error_examples: Vec<Example>,
+    error_counts: BTreeMap<String, u64>,
+}
+
+impl CellAcc {
+    fn add(&mut self, plan: &Plan, j: &JudgedUnit) {
+        let o = &j.outcome;
+        self.behaviors += 1;
+        self.attempts += u64::from(o.attempts);
+        self.errors += u64::from(o.errors);
+        if !o.judged() {
+            self.all_errors += 1;
+        }
+        for (acc, m) in self.metrics.iter_mut().zip(&plan.metrics) {
+            acc.observe(m.as_ref(), o);
+        }
+        if self.successes.len() < MAX_SUCCESS_EXAMPLES
+            && let Some(e) = &j.first_success
+        {
+            self.successes.push(e.clone());
+        }
+        if self.error_examples.len() < MAX_ERROR_EXAMPLES
+            && let Some(e) = &j.first_error
+        {
+            self.error_examples.push(e.clone());
+        }
+        for m in &j.error_messages {
+            if let Some(c) = self.error_counts.get_mut(m) {
+                *c += 1;
+            } else if self.error_counts.len() < MAX_DISTINCT_ERRORS {
+                self.error_counts.insert(m.clone(), 1);
+            } else {
+                *self
+                    .error_counts
+                    .entry("(other errors)".into())
+                    .or_insert(0) += 1;
+            }
+        }
+    }
+}
+
+fn summarise(plan: &Plan, cells: Vec<CellAcc>, status: &Status) -> RunSummary {
+    let mut out = Vec::with_capacity(cells.len());
+    let mut cells = cells.into_iter();
+    for attack in &plan.attacks {
+        for target in &plan.targets {
+            for dataset in &plan.datasets {
+                for judge in &plan.judges {
+                    let c = cells.next().expect("one accumulator per cell");
+                    let attack_l = attack.spec().label();
+                    let target_l = target.label();
+                    let judge_l = judge.spec().label();
+                    let metrics = plan
+                        .metrics
+                        .iter()
+                        .zip(&c.metrics)
+                        .map(|(m, acc)| {
+                            let id = m.spec().identity().to_string();
+                            let value = acc.finish(
+                                m.as_ref(),
+                                judge.as_ref(),
+                                plan.config.seed,
+                                &[
+                                    "bootstrap",
+                                    &attack_l,
+                                    &target_l,
+                                    &dataset.version,
+                                    &judge_l,
+                                    &id,
+                                ],
+                            );
+                            let params = match serde_json::to_value(&m.spec().params) {
+                                Ok(serde_json::Value::Object(o)) => o,
+                                _ => serde_json::Map::new(),
+                            };
+                            CellMetric {
+                                metric: m.spec().name.clone(),
+                                params,
+                                value,
+                            }
+                        })
+                        .collect();
+                    let mut top: Vec<(String, u64)> = c.error_counts.into_iter().collect();
+                    top.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+                    top.truncate(5);
+                    let mut examples = c.successes;
+                    examples.extend(c.error_examples);
+                    out.push(CellSummary {
+                        attack: attack_l,
+                        target: target_l,
+                        dataset: dataset.name.clone(),
+                        dataset_version: dataset.version.clone(),
+                        judge: judge_l,
+                        behaviors: c.behaviors,
+                        attempts: c.attempts,
+                        errors: c.errors,
+                        behaviors_all_errors: c.all_errors,
+                        top_errors: top,
+                        metrics,
+                        examples,
+                    });
+                }
+            }
+        }
+    }
+    RunSummary {
+        run_id: plan.run_id.clone(),
+        run_name: plan.config.run_name.clone(),
+        harness_version: gauntlet_core::HARNESS_VERSION.to_string(),
+        config_hash: plan.config_hash.clone(),
+        seed: plan.config.seed,
+        status: status.as_string(),
+        mode: plan.config.mode.as_str().to_string(),
+        cells: out,
+    }
+}
+
+/// run.json: everything needed to know what this run was, and nothing that varies
+/// between reruns (timings live in sessions.jsonl).
+pub fn run_json(plan: &Plan, status: &Status, units_done: u64, attempts: u64) -> serde_json::Value {
+    serde_json::json!({
+        "run_name": plan.config.run_name,
+        "run_id": plan.run_id,
+        "harness": "gauntlet",
+        "harness_version": gauntlet_core::HARNESS_VERSION,
+        "config_hash": plan.config_hash,
+        "seed": plan.config.seed,
+        "mode": plan.config.mode.as_str(),
+        "status": status.as_string(),
+        "config": plan.config.canonical(),
+        "datasets": plan.datasets.iter().map(|d| serde_json::json!({
+            "name": d.name, "version": d.version, "sha256": d.sha256, "behaviors": d.behaviors.len(),
+        })).collect::<Vec<_>>(),
+        "units": { "planned": plan.units(), "done": units_done },
+        "attempts": attempts,
+    })
+}
+
+fn pretty(v: &impl Serialize) -> Vec<u8> {
+    let mut s = serde_json::to_vec_pretty(v).expect("json");
+    s.push(b'\n');
+    s
+}
+
+/// Runs (or resumes) a plan into `runs_dir/<run_name>`.
+pub async fn execute(
+    plan: Plan,
+    opts: RunOptions,
+    progress: Arc<dyn Progress>,
+) -> Result<RunOutcome, RunError> {
+    let started = Instant::now();
+    let started_unix = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let dir = RunDir::open(&opts.runs_dir, &plan.config.run_name).map_err(|e| {
+        io_err(
+            "cannot open the run directory",
+            &opts.runs_dir.join(&plan.config.run_name),
+            e,
+        )
+    })?;
+    let journal_path = dir.journal();
+    let journal = Journal::open(&journal_path)
+        .map_err(|e| io_err("cannot open the journal", &journal_path, e))?;
+    let records_at_start = journal.len();
+    if records_at_start > 0 {
+        progress.note(&format!(
+            "resuming: {} finished model calls in {} will be reused",
+            records_at_start,
+            journal_path.display()
+        ));
+    }
+    if journal.damaged_lines > 0 {
+        progress.note(&format!(
+            "journal: cut {} torn line(s) left by an interrupted session",
+            journal.damaged_lines
+        ));
+    }
+    let concurrency = opts.concurrency.unwrap_or(plan.config.concurrency).max(1) as usize;
+    let run_json_path = dir.path("run.json");
+    write_atomic(
+        &run_json_path,
+        &pretty(&run_json(
+            &plan,
+            &Status::Partial("incomplete".into()),
+            0,
+            0,
+        )),
+    )
+    .map_err(|e| io_err("cannot write", &run_json_path, e))?;
+
+    let n_units = plan.units();
+    progress.start(n_units, plan.max_attempts());
+    let mut cells: Vec<CellAcc> = (0..plan.cells())
+        .map(|_| CellAcc {
+            metrics: vec![MetricAcc::default(); plan.metrics.len()],
+            ..Default::default()
+        })
+        .collect();
+    let ctx = Arc::new(Ctx {
+        plan,
+        journal,
+        counters: CallCounters::default(),
+        sem: Semaphore::new(concurrency),
+    });
+
+    let transcripts_path = dir.path("transcripts.jsonl");
+    let transcripts_tmp = tmp_path(&transcripts_path);
+    let mut transcripts = BufWriter::with_capacity(
+        1 << 20,
+        File::create(&transcripts_tmp).map_err(|e| io_err("cannot create", &transcripts_tmp, e))?,
+    );
+
+    let window = (concurrency * 4).max(64);
+    let mut queue = VecDeque::with_capacity(window);
+    let mut next: u64 = 0;
+    let mut done: u64 = 0;
+    let mut attempts_total: u64 = 0;
+    let mut status = Status::Complete;
+    loop {
+        while next < n_units && queue.len() < window && !opts.stop.load(Ordering::Relaxed) {
+            queue.push_back(tokio::spawn(run_unit(ctx.clone(), next)));
+            next += 1;
+        }
+        let Some(handle) = queue.pop_front() else {
+            break;
+        };
+        let out = match handle.await {
+            Ok(Ok(out)) => out,
+            Ok(Err(e)) => {
+                status = Status::Partial(e.to_string());
+                break;
+            }
+            Err(join) => {
+                status = Status::Partial(format!("internal error: {join}"));
+                break;
+            }
+        };
+        transcripts
+            .write_all(&out.lines)
+            .map_err(|e| io_err("cannot write", &transcripts_tmp, e))?;
+        for (j, judged) in out.judged.iter().enumerate() {
+            cells[ctx.plan.cell(out.unit, j)].add(&ctx.plan, judged);
+        }
+        done += 1;
+        attempts_total += u64::from(out.attempts);
+        let (made, cached, failed) = ctx.counters.snapshot();
+        progress.advance(
+            1,
+            u64::from(out.attempts),
+            CallStats {
+                made,
+                cached,
+                failed,
+            },
+        );
+        if opts.stop.load(Ordering::Relaxed) && done < n_units {
+            status = Status::Partial("interrupted".into());
+            break;
+        }
+    }
+    for h in queue {
+        h.abort();
+    }
+    progress.finish();
+    transcripts
+        .flush()
+        .map_err(|e| io_err("cannot write", &transcripts_tmp, e))?;
+    drop(transcripts);
+    std::fs::rename(&transcripts_tmp, &transcripts_path)
+        .map_err(|e| io_err("cannot write", &transcripts_path, e))?;
+
+    let plan = &ctx.plan;
+    let summary = summarise(plan, cells, &status);
+    let results_path = dir.path("results.json");
+    write_atomic(&results_path, &pretty(&summary))
+        .map_err(|e| io_err("cannot write", &results_path, e))?;
+    gauntlet_report::write_reports(&dir.root, &summary)
+        .map_err(|e| io_err("cannot write reports in", &dir.root, e))?;
+    write_atomic(
+        &run_json_path,
+        &pretty(&run_json(plan, &status, done, attempts_total)),
+    )
+    .map_err(|e| io_err("cannot write", &run_json_path, e))?;
+    let (made, cached, failed) = ctx.counters.snapshot();
+    let wall = started.elapsed().as_secs_f64();
+    let _ = dir.log_session(&serde_json::json!({
+        "started_unix": started_unix,
+        "wall_seconds": wall,
+        "concurrency": concurrency,
+        "status": status.as_string(),
+        "units_done": done,
+        "attempts": attempts_total,
+        "model_calls": made,
+        "cache_hits": cached,
+        "failed_calls": failed,
+        "journal_records_at_start": records_at_start,
+    }));
+    Ok(RunOutcome {
+        dir: dir.root.clone(),
+        status,
+        summary,
+        calls: CallStats {
+            made,
+            cached,
+            failed,
+        },
+        units_done: done,
+        attempts: attempts_total,
+        wall_seconds: wall,
+        journal_records_at_start: records_at_start,
+    })
+}

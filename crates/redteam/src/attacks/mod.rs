@@ -1,0 +1,4 @@
+//! Attacks, one file per plugin.
+
+pub mod r#static;
+pub mod template;

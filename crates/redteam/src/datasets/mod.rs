@@ -1,0 +1,150 @@
+//! Datasets: versioned, hash-pinned behavior sets, one file per plugin.
+//!
+//! A dataset's version is `name@<first 12 hex of the sha256 of its bytes>`, with any
+//! subset selection appended (`+limit50`), so two different subsets never share a
+//! version and a changed file never hides behind an old one.
+
+pub mod demo;
+pub mod remote;
+
+use gauntlet_core::behavior::Behavior;
+use gauntlet_core::hash::sha256_hex;
+use serde::Deserialize;
+use std::collections::HashSet;
+use std::path::Path;
+
+/// A loaded dataset.
+#[derive(Debug, Clone)]
+pub struct Dataset {
+    /// Label used in reports (`demo`, or the `name` param).
+    pub name: String,
+    /// `name@sha12` plus subset suffixes.
+    pub version: String,
+    /// sha256 of the source bytes.
+    pub sha256: String,
+    pub behaviors: Vec<Behavior>,
+}
+
+/// Why a dataset could not be loaded.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{source_name}: {message}")]
+pub struct DatasetError {
+    /// The file or bundled name the problem is in.
+    pub source_name: String,
+    pub message: String,
+}
+
+impl DatasetError {
+    pub fn new(source_name: impl Into<String>, message: impl Into<String>) -> Self {
+        DatasetError {
+            source_name: source_name.into(),
+            message: message.into(),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BehaviorFile {
+    #[serde(default)]
+    #[allow(dead_code)]
+    name: Option<String>,
+    #[serde(default)]
+    #[allow(dead_code)]
+    description: Option<String>,
+    behaviors: Vec<Behavior>,
+}
+
+/// Parses `{"behaviors": [...]}` JSON, verifying `expected_sha256` first when given,
+/// and checks ids are unique and prompts non-empty. `source` names the input in errors.
+pub fn parse_behaviors(
+    bytes: &[u8],
+    source: &str,
+    expected_sha256: Option<&str>,
+) -> Result<(String, Vec<Behavior>), DatasetError> {
+    let actual = sha256_hex(bytes);
+    if let Some(want) = expected_sha256
+        && !want.eq_ignore_ascii_case(&actual)
+    {
+        return Err(DatasetError::new(
+            source,
+            format!(
+                "sha256 mismatch: expected {want}, got {actual}; the file changed since it was pinned \
+                     (update the `sha256` param only if you trust the new content)"
+            ),
+        ));
+    }
+    let file: BehaviorFile = serde_json::from_slice(bytes).map_err(|e| {
+        DatasetError::new(
+            source,
+            format!(
+                "line {} column {}: {e}; expected {{\"behaviors\": [{{\"id\", \"prompt\", \"category\"?, \
+                 \"expected\"?: \"should_refuse\"|\"should_comply\", \"reference_answer\"?, \"target_secret\"?}}]}}",
+                e.line(),
+                e.column()
+            ),
+        )
+    })?;
+    let mut seen = HashSet::new();
+    for (i, b) in file.behaviors.iter().enumerate() {
+        if b.id.trim().is_empty() {
+            return Err(DatasetError::new(
+                source,
+                format!("behaviors[{i}] has an empty `id`"),
+            ));
+        }
+        if b.prompt.trim().is_empty() {
+            return Err(DatasetError::new(
+                source,
+                format!("behavior `{}` has an empty `prompt`", b.id),
+            ));
+        }
+        if !seen.insert(b.id.as_str()) {
+            return Err(DatasetError::new(
+                source,
+                format!("duplicate behavior id `{}` (behaviors[{i}])", b.id),
+            ));
+        }
+    }
+    if file.behaviors.is_empty() {
+        return Err(DatasetError::new(source, "the dataset has no behaviors"));
+    }
+    Ok((actual, file.behaviors))
+}
+
+/// The version string for a dataset and subset.
+pub fn version(name: &str, sha256: &str, limit: Option<usize>) -> String {
+    let mut v = format!("{name}@{}", &sha256[..12]);
+    if let Some(l) = limit {
+        v.push_str(&format!("+limit{l}"));
+    }
+    v
+}
+
+/// Loads a dataset from a resolved spec. Relative `file://` paths resolve against
+/// `base_dir` (the directory of the run config).
+pub fn load(
+    spec: &gauntlet_core::params::PluginSpec,
+    base_dir: &Path,
+) -> Result<Dataset, DatasetError> {
+    match spec.name.as_str() {
+        "demo" => demo::load(spec),
+        "remote" => remote::load(spec, base_dir),
+        other => Err(DatasetError::new(other, "unknown dataset")),
+    }
+}
+
+/// Applies `limit` (first N behaviors, in file order).
+pub(crate) fn apply_limit(
+    mut behaviors: Vec<Behavior>,
+    limit: Option<i64>,
+) -> (Vec<Behavior>, Option<usize>) {
+    match limit {
+        Some(l) if (l as usize) < behaviors.len() => {
+            behaviors.truncate(l as usize);
+            (behaviors, Some(l as usize))
+        }
+        // A limit at or above the size selects everything: same subset, same version.
+        _ => (behaviors, None),
+    }
+}

@@ -1,0 +1,37 @@
+//! The judge seam: scoring one attempt into a verdict.
+
+use crate::attack::{Attempt, CallModel};
+use gauntlet_core::behavior::Behavior;
+use gauntlet_core::outcome::Verdict;
+use gauntlet_core::params::PluginSpec;
+use gauntlet_models::{BoxFuture, ModelError};
+
+/// A judge decides whether an attempt succeeded.
+pub trait Judge: Send + Sync {
+    fn spec(&self) -> &PluginSpec;
+    /// Whether verdicts carry a rubric score (for `strongreject_score`).
+    fn gives_score(&self) -> bool;
+    /// The grader model spec, for judges that call one.
+    fn grader(&self) -> Option<&PluginSpec> {
+        None
+    }
+    /// Scores an attempt. `grader` is the cached grader model for judges that have one.
+    /// Only a configuration or budget error is returned as `Err`; everything else that
+    /// prevents a judgement is an `Error` verdict.
+    fn score<'a>(
+        &'a self,
+        behavior: &'a Behavior,
+        attempt: &'a Attempt,
+        grader: Option<&'a dyn CallModel>,
+    ) -> BoxFuture<'a, Result<Verdict, ModelError>>;
+}
+
+/// The checks every judge shares: a failed target call or an empty reply is an `Error`
+/// verdict, never a success or a failure of the model.
+pub fn precheck(judge: &str, attempt: &Attempt) -> Option<Verdict> {
+    match &attempt.response {
+        Err(e) => Some(Verdict::error(judge, format!("target call failed: {e}"))),
+        Ok(r) if r.is_empty() => Some(Verdict::error(judge, "target returned an empty reply")),
+        Ok(_) => None,
+    }
+}

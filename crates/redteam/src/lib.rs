@@ -1,0 +1,18 @@
+//! gauntlet-redteam: the red-team surfaces.
+//!
+//! Read top to bottom, one attempt flows like this: a [`datasets`] behavior is turned by
+//! an [`attacks`] plugin into one or more [`attack::Attempt`]s (each a conversation with
+//! the target through the engine's cached [`attack::CallModel`]), every attempt is scored
+//! by each [`judges`] plugin into a [`gauntlet_core::outcome::Verdict`], the verdicts of
+//! one behavior are folded into a [`metrics::BehaviorOutcome`], and [`metrics`] turn
+//! those into rates with confidence intervals.
+//!
+//! Each plugin lives in its own file named after it; [`registry`] is the closed list.
+
+pub mod attack;
+pub mod attacks;
+pub mod datasets;
+pub mod judge;
+pub mod judges;
+pub mod metrics;
+pub mod registry;

@@ -1,0 +1,111 @@
+//! The closed registries of the red-team surfaces: names to constructors, by `match`.
+//! A config can only name what is compiled in; nothing is loaded dynamically.
+
+use crate::attack::Attack;
+use crate::attacks::{r#static, template};
+use crate::datasets::{demo, remote};
+use crate::judge::Judge;
+use crate::judges::{refusal_match, rubric};
+use crate::metrics::{Metric, asr, asr_at_k, frr, refusal_rate, strongreject_score};
+use gauntlet_core::params::{Axis, Catalog, PluginInfo, PluginSpec};
+use gauntlet_models::registry::TARGETS;
+
+pub const ATTACKS: &[PluginInfo] = &[r#static::INFO, template::INFO];
+pub const DATASETS: &[PluginInfo] = &[demo::INFO, remote::INFO];
+pub const JUDGES: &[PluginInfo] = &[refusal_match::INFO, rubric::INFO];
+pub const METRICS: &[PluginInfo] = &[
+    asr::INFO,
+    asr_at_k::INFO,
+    refusal_rate::INFO,
+    strongreject_score::INFO,
+    frr::INFO,
+];
+
+/// Every registered plugin, by axis.
+pub struct Registry;
+
+impl Registry {
+    pub fn plugins(axis: Axis) -> &'static [PluginInfo] {
+        match axis {
+            Axis::Target => TARGETS,
+            Axis::Attack => ATTACKS,
+            Axis::Dataset => DATASETS,
+            Axis::Judge => JUDGES,
+            Axis::Metric => METRICS,
+        }
+    }
+}
+
+impl Catalog for Registry {
+    fn find(&self, axis: Axis, name: &str) -> Option<&PluginInfo> {
+        Registry::plugins(axis).iter().find(|p| p.name == name)
+    }
+    fn names(&self, axis: Axis) -> Vec<&'static str> {
+        Registry::plugins(axis).iter().map(|p| p.name).collect()
+    }
+}
+
+pub fn build_attack(spec: &PluginSpec) -> Result<Box<dyn Attack>, String> {
+    match spec.name.as_str() {
+        "static" => Ok(Box::new(r#static::StaticAttack::new(spec.clone()))),
+        "template" => Ok(Box::new(template::TemplateAttack::new(spec.clone())?)),
+        other => Err(format!("unknown attack `{other}`")),
+    }
+}
+
+pub fn build_judge(spec: &PluginSpec) -> Result<Box<dyn Judge>, String> {
+    match spec.name.as_str() {
+        "refusal_match" => Ok(Box::new(refusal_match::RefusalMatch::new(spec.clone()))),
+        "rubric" => Ok(Box::new(rubric::Rubric::new(spec.clone()))),
+        other => Err(format!("unknown judge `{other}`")),
+    }
+}
+
+pub fn build_metric(spec: &PluginSpec) -> Result<Box<dyn Metric>, String> {
+    let s = spec.clone();
+    match spec.name.as_str() {
+        "asr" => Ok(Box::new(asr::Asr(s))),
+        "asr_at_k" => Ok(Box::new(asr_at_k::AsrAtK::new(s))),
+        "refusal_rate" => Ok(Box::new(refusal_rate::RefusalRate(s))),
+        "strongreject_score" => Ok(Box::new(strongreject_score::StrongrejectScore(s))),
+        "frr" => Ok(Box::new(frr::Frr(s))),
+        other => Err(format!("unknown metric `{other}`")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every registered name builds, so the catalog and the constructors never drift.
+    #[test]
+    fn catalog_and_builders_agree() {
+        for axis in [Axis::Attack, Axis::Judge, Axis::Metric] {
+            for info in Registry::plugins(axis) {
+                let mut params = gauntlet_core::params::Params::new();
+                if info.name == "rubric" {
+                    let grader = PluginSpec {
+                        name: "reference".into(),
+                        params: Default::default(),
+                        loc: Default::default(),
+                    };
+                    params.insert(
+                        "grader",
+                        gauntlet_core::params::ParamValue::Spec(Box::new(grader)),
+                    );
+                }
+                let spec = PluginSpec {
+                    name: info.name.into(),
+                    params,
+                    loc: Default::default(),
+                };
+                let ok = match axis {
+                    Axis::Attack => build_attack(&spec).is_ok(),
+                    Axis::Judge => build_judge(&spec).is_ok(),
+                    _ => build_metric(&spec).is_ok(),
+                };
+                assert!(ok, "{} `{}` does not build", axis.as_str(), info.name);
+            }
+        }
+    }
+}
