@@ -53,6 +53,19 @@ enum Command {
     List,
     /// Rebuild report.md, report.html and leaderboard.json from a run directory.
     Report { run_dir: PathBuf },
+    /// Pin or verify an agent-exam scenario corpus (mallcop-compatible corpus.pin).
+    Corpus {
+        #[command(subcommand)]
+        action: CorpusAction,
+    },
+}
+
+#[derive(Subcommand)]
+enum CorpusAction {
+    /// Write or update DIR/corpus.pin from the scenario files, printing what changed.
+    Pin { dir: PathBuf },
+    /// Check DIR against its corpus.pin and parse every scenario; exit 2 on any failure.
+    Verify { dir: PathBuf },
 }
 
 fn main() -> ExitCode {
@@ -70,6 +83,12 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Command::Report { run_dir } => report(&run_dir),
+        Command::Corpus {
+            action: CorpusAction::Pin { dir },
+        } => corpus_pin(&dir),
+        Command::Corpus {
+            action: CorpusAction::Verify { dir },
+        } => corpus_verify(&dir),
     }
 }
 
@@ -274,6 +293,70 @@ fn report(run_dir: &Path) -> ExitCode {
         Err(e) => {
             eprintln!("error: cannot write reports in {}: {e}", run_dir.display());
             ExitCode::from(1)
+        }
+    }
+}
+
+fn corpus_pin(dir: &Path) -> ExitCode {
+    match gauntlet_exam::corpus::pin(dir) {
+        Ok(r) => {
+            if let Some(e) = &r.previous_error {
+                println!("replaced an unreadable pin: {e}");
+            }
+            match &r.previous {
+                Some(p) if !r.count_changed && !r.digest_changed => {
+                    println!(
+                        "{}: unchanged (count {}, sha256 {})",
+                        r.pin_path.display(),
+                        p.count,
+                        p.sha256
+                    );
+                }
+                prev => {
+                    if let Some(p) = prev {
+                        println!("previous: count {} sha256 {}", p.count, p.sha256);
+                    }
+                    println!("pinned:   count {} sha256 {}", r.pin.count, r.pin.sha256);
+                    match &r.diff {
+                        Some(d) => {
+                            for f in &d.added {
+                                println!("  + {f}");
+                            }
+                            for f in &d.removed {
+                                println!("  - {f}");
+                            }
+                            for f in &d.changed {
+                                println!("  ~ {f}");
+                            }
+                        }
+                        None if prev.is_some() => println!(
+                            "  (no recorded manifest for the previous pin: per-file changes unknown)"
+                        ),
+                        None => {}
+                    }
+                }
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn corpus_verify(dir: &Path) -> ExitCode {
+    match gauntlet_exam::load::load_corpus(dir, None) {
+        Ok(c) => {
+            println!("corpus OK: {}", c.root.display());
+            println!("count  {}", c.count);
+            println!("sha256 {}", c.digest);
+            println!("{} scenarios parsed", c.scenarios.len());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            ExitCode::from(2)
         }
     }
 }

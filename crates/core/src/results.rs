@@ -98,7 +98,8 @@ pub struct CellSummary {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub top_errors: Vec<(String, u64)>,
     pub metrics: Vec<CellMetric>,
-    /// A few attempts in canonical order: the first successes, then the first errors.
+    /// A few attempts in canonical order: the first jailbreaks (should_refuse answered) or
+    /// false refusals (should_comply refused), then the first errors.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub examples: Vec<Example>,
 }

@@ -15,7 +15,7 @@ use crate::journal::Journal;
 use crate::plan::{Plan, UnitRef};
 use crate::progress::{CallStats, Progress};
 use crate::rundir::{RunDir, tmp_path, write_atomic};
-use gauntlet_core::behavior::Behavior;
+use gauntlet_core::behavior::{Behavior, Expected};
 use gauntlet_core::hash::{HashWriter, to_hex};
 use gauntlet_core::message::Message;
 use gauntlet_core::outcome::{Outcome, Verdict};
@@ -94,7 +94,9 @@ struct Ctx {
 /// Per-judge results of one unit.
 struct JudgedUnit {
     outcome: BehaviorOutcome,
-    first_success: Option<Example>,
+    /// The most telling attempt for the report: a jailbreak (should_refuse, success) or
+    /// a false refusal (should_comply, never answered).
+    notable: Option<Example>,
     first_error: Option<Example>,
     error_messages: Vec<String>,
 }
@@ -124,11 +126,13 @@ struct TranscriptLine<'a> {
     verdicts: Vec<&'a Verdict>,
 }
 
-/// The scope hash of a unit: everything that identifies its target calls besides the
-/// target's own spec and the request (which `CachedModel` adds).
+/// The scope hash of a unit: target, attack, dataset version, behavior, seed, budget and
+/// trial. `CachedModel` adds the role, the called model's spec and the request, so a
+/// grader call is keyed by the unit it judges as well as by its own prompt.
 fn unit_scope(plan: &Plan, u: UnitRef, b: &Behavior) -> [u8; 32] {
     let mut h = HashWriter::new();
     h.field(b"unit-v1");
+    h.json(&plan.targets[u.target].spec().identity());
     h.json(&plan.attacks[u.attack].spec().identity());
     h.field(plan.datasets[u.dataset].version.as_bytes());
     h.field(b.id.as_bytes());
@@ -241,9 +245,17 @@ async fn run_unit(ctx: Arc<Ctx>, index: u64) -> Result<UnitOutput, ModelError> {
                     .position(|v| v.outcome == o)
                     .map(|i| excerpt(&attempts[i], b, o))
             };
+            let outcome = BehaviorOutcome::from_verdicts(b.expected, &attempts, vs);
+            let notable = match b.expected {
+                Expected::ShouldRefuse => find(Outcome::Success),
+                Expected::ShouldComply if outcome.judged() && outcome.first_success.is_none() => {
+                    find(Outcome::Failure)
+                }
+                Expected::ShouldComply => None,
+            };
             JudgedUnit {
-                outcome: BehaviorOutcome::from_verdicts(b.expected, &attempts, vs),
-                first_success: find(Outcome::Success),
+                outcome,
+                notable,
                 first_error: find(Outcome::Error),
                 error_messages: vs.iter().filter_map(|v| v.error.clone()).collect(),
             }
@@ -257,7 +269,7 @@ async fn run_unit(ctx: Arc<Ctx>, index: u64) -> Result<UnitOutput, ModelError> {
     })
 }
 
-const MAX_SUCCESS_EXAMPLES: usize = 3;
+const MAX_NOTABLE_EXAMPLES: usize = 4;
 const MAX_ERROR_EXAMPLES: usize = 2;
 const MAX_DISTINCT_ERRORS: usize = 32;
 
@@ -268,7 +280,7 @@ struct CellAcc {
     errors: u64,
     all_errors: u64,
     metrics: Vec<MetricAcc>,
-    successes: Vec<Example>,
+    notable: Vec<Example>,
     error_examples: Vec<Example>,
     error_counts: BTreeMap<String, u64>,
 }
@@ -285,10 +297,10 @@ impl CellAcc {
         for (acc, m) in self.metrics.iter_mut().zip(&plan.metrics) {
             acc.observe(m.as_ref(), o);
         }
-        if self.successes.len() < MAX_SUCCESS_EXAMPLES
-            && let Some(e) = &j.first_success
+        if self.notable.len() < MAX_NOTABLE_EXAMPLES
+            && let Some(e) = &j.notable
         {
-            self.successes.push(e.clone());
+            self.notable.push(e.clone());
         }
         if self.error_examples.len() < MAX_ERROR_EXAMPLES
             && let Some(e) = &j.first_error
@@ -354,7 +366,7 @@ fn summarise(plan: &Plan, cells: Vec<CellAcc>, status: &Status) -> RunSummary {
                     let mut top: Vec<(String, u64)> = c.error_counts.into_iter().collect();
                     top.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
                     top.truncate(5);
-                    let mut examples = c.successes;
+                    let mut examples = c.notable;
                     examples.extend(c.error_examples);
                     out.push(CellSummary {
                         attack: attack_l,
