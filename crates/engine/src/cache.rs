@@ -37,6 +37,20 @@ impl CallCounters {
     }
 }
 
+/// Journal records of offline calls waiting for their unit to finish; written in one
+/// append by [`Pending::flush`], so a unit's offline calls are journaled all or nothing.
+#[derive(Default)]
+pub struct Pending(Mutex<Vec<u8>>);
+
+impl Pending {
+    pub fn flush(&self, journal: &Journal) -> std::io::Result<()> {
+        let mut p = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        journal.append(&p)?;
+        p.clear();
+        Ok(())
+    }
+}
+
 /// A model wrapped with the cache and journal, scoped to one unit of work.
 pub struct CachedModel<'a> {
     model: &'a dyn Model,
@@ -44,18 +58,18 @@ pub struct CachedModel<'a> {
     counters: &'a CallCounters,
     /// Hash state already fed with everything but the request.
     scope: HashWriter,
-    /// Offline records waiting for the unit to finish.
-    pending: Mutex<Vec<u8>>,
+    pending: &'a Pending,
 }
 
 impl<'a> CachedModel<'a> {
-    /// `role` is `target`, `grader`, `attacker`…; `scope` identifies the unit (and judge).
+    /// `role` is `target`, `grader`, `attacker`…; `scope` identifies the unit.
     pub fn new(
         model: &'a dyn Model,
         role: &str,
         scope: &[u8],
         journal: &'a Journal,
         counters: &'a CallCounters,
+        pending: &'a Pending,
     ) -> Self {
         let mut h = HashWriter::new();
         h.field(b"gauntlet-call-v1");
@@ -68,7 +82,21 @@ impl<'a> CachedModel<'a> {
             journal,
             counters,
             scope: h,
-            pending: Mutex::new(Vec::new()),
+            pending,
+        }
+    }
+
+    /// The same model with a narrower scope (e.g. one judge, one attempt), so that
+    /// logically distinct calls with identical requests get distinct keys.
+    pub fn narrowed(&self, extra: &[u8]) -> CachedModel<'a> {
+        let mut scope = self.scope.clone();
+        scope.field(extra);
+        CachedModel {
+            model: self.model,
+            journal: self.journal,
+            counters: self.counters,
+            scope,
+            pending: self.pending,
         }
     }
 
@@ -77,14 +105,6 @@ impl<'a> CachedModel<'a> {
         h.json(req);
         let full = h.finish();
         full[..16].try_into().expect("16 bytes")
-    }
-
-    /// Writes the offline records buffered by this unit.
-    pub fn flush(&self) -> std::io::Result<()> {
-        let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
-        self.journal.append(&p)?;
-        p.clear();
-        Ok(())
     }
 }
 
@@ -100,7 +120,7 @@ impl CallModel for CachedModel<'_> {
             match self.model.chat(&req).await {
                 Ok(r) => {
                     if self.model.offline() {
-                        let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+                        let mut p = self.pending.0.lock().unwrap_or_else(|e| e.into_inner());
                         Journal::encode(&mut p, &key, &r);
                     } else {
                         let mut line = Vec::with_capacity(256 + r.content.len());

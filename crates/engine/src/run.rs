@@ -10,7 +10,7 @@
 //! a rerun after a kill replays finished calls from the journal and makes only the calls
 //! that never finished; a rerun of a complete run makes none.
 
-use crate::cache::{CachedModel, CallCounters};
+use crate::cache::{CachedModel, CallCounters, Pending};
 use crate::journal::Journal;
 use crate::plan::{Plan, UnitRef};
 use crate::progress::{CallStats, Progress};
@@ -174,20 +174,20 @@ async fn run_unit(ctx: Arc<Ctx>, index: u64) -> Result<UnitOutput, ModelError> {
     let scope = unit_scope(plan, u, b);
     let seed = derive_u64(plan.config.seed, &["unit", &to_hex(&scope)]);
 
+    let pending = Pending::default();
     let caller = CachedModel::new(
         target.as_ref(),
         "target",
         &scope,
         &ctx.journal,
         &ctx.counters,
+        &pending,
     );
     let attempts = attack.run(b, &caller, seed).await?;
-    caller
-        .flush()
-        .map_err(|e| ModelError::Config(format!("cannot write the journal: {e}")))?;
 
     let mut verdicts: Vec<Vec<Verdict>> = Vec::with_capacity(plan.judges.len());
     for (j, judge) in plan.judges.iter().enumerate() {
+        // A grader call is keyed by the unit, the judge and the attempt it grades.
         let grader = plan.graders[j].as_ref().map(|g| {
             let mut s = HashWriter::new();
             s.field(&scope);
@@ -198,22 +198,23 @@ async fn run_unit(ctx: Arc<Ctx>, index: u64) -> Result<UnitOutput, ModelError> {
                 &s.finish(),
                 &ctx.journal,
                 &ctx.counters,
+                &pending,
             )
         });
         let mut vs = Vec::with_capacity(attempts.len());
         for a in &attempts {
+            let g = grader.as_ref().map(|g| g.narrowed(&a.index.to_le_bytes()));
             vs.push(
                 judge
-                    .score(b, a, grader.as_ref().map(|g| g as &dyn CallModel))
+                    .score(b, a, g.as_ref().map(|g| g as &dyn CallModel))
                     .await?,
             );
         }
-        if let Some(g) = &grader {
-            g.flush()
-                .map_err(|e| ModelError::Config(format!("cannot write the journal: {e}")))?;
-        }
         verdicts.push(vs);
     }
+    pending
+        .flush(&ctx.journal)
+        .map_err(|e| ModelError::Config(format!("cannot write the journal: {e}")))?;
 
     let target_label = target.label();
     let mut lines = Vec::with_capacity(attempts.len() * 768);
