@@ -4,10 +4,17 @@
 //! [`ModelError`]. Targets under test, attacker models and grader models are all
 //! `Model`s, built by name from the closed [`registry`]. Caching, budgets and transcripts
 //! wrap this seam in the engine, so every model gets them for free.
+//!
+//! Live targets (`openai_compat`, `anthropic`) send their calls through the resilient
+//! [`transport`], whose retry and concurrency counters the engine reads with
+//! [`Model::transport_stats`].
 
 pub mod refusal;
 pub mod registry;
 pub mod targets;
+pub mod transport;
+
+pub use transport::{TransportOptions, TransportStats};
 
 use gauntlet_core::message::{ChatRequest, ChatResponse};
 use gauntlet_core::params::PluginSpec;
@@ -44,5 +51,11 @@ pub trait Model: Send + Sync {
     /// The label shown in reports.
     fn label(&self) -> String {
         self.spec().label()
+    }
+    /// Retry and concurrency counters of a network model's transport (a snapshot, cheap
+    /// to call while a run is going, e.g. for progress output and `run.json`). `None` for
+    /// models that do not use the network.
+    fn transport_stats(&self) -> Option<TransportStats> {
+        None
     }
 }

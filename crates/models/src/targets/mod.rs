@@ -1,3 +1,8 @@
 //! Targets: the models a run can evaluate, one file per plugin.
 
+pub mod anthropic;
+pub(crate) mod live;
+pub mod openai_compat;
 pub mod reference;
+
+pub use live::{EnvLookup, process_env};

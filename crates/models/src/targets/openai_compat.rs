@@ -1,0 +1,414 @@
+//! `openai_compat`: any server speaking the OpenAI chat-completions wire format (hosted
+//! OpenAI, vLLM, llama.cpp's server, Ollama, gateways).
+//!
+//! Requests go to `POST {base_url}/chat/completions` through the shared resilient
+//! [`Transport`]. This file only translates: our [`ChatRequest`] (messages, tools, tool
+//! calls with ids, tool results carrying `tool_call_id`, seed, temperature, max tokens)
+//! into the wire JSON, and the wire response back into a [`ChatResponse`] — text, tool
+//! calls with their ids and parsed arguments, usage, and a stop reason in which a
+//! provider's refusal (`finish_reason: "content_filter"` or a non-null `message.refusal`)
+//! is a [`StopReason::Refusal`], never an empty answer.
+//!
+//! The API key comes only from the environment variable named by `api_key_env`; it is
+//! not a param and never appears in the spec. A server on loopback may run keyless when
+//! that variable is unset (local llama.cpp/vLLM servers need no key).
+
+use super::live::{self, Doc, EnvLookup, Flavor};
+use crate::transport::{AuthStyle, Transport, TransportOptions, TransportStats};
+use crate::{BoxFuture, Model, ModelError};
+use gauntlet_core::message::{
+    ChatRequest, ChatResponse, Role, StopReason, ToolCall, ToolDef, Usage,
+};
+use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
+use reqwest::header::HeaderMap;
+use serde_json::{Map, Value, json};
+use std::fmt;
+
+const PARAMS: &[ParamSpec] = &[
+    ParamSpec {
+        name: "name",
+        kind: ParamKind::Str,
+        default: DefaultValue::Str("openai_compat"),
+        doc: "label shown in reports and on the leaderboard",
+    },
+    ParamSpec {
+        name: "model",
+        kind: ParamKind::Str,
+        default: DefaultValue::Required,
+        doc: "model name sent in the request (e.g. gpt-4o-mini, or whatever the local server serves)",
+    },
+    ParamSpec {
+        name: "base_url",
+        kind: ParamKind::Str,
+        default: DefaultValue::Absent,
+        doc: "API base ending in /v1 style path; requests go to {base_url}/chat/completions. \
+              Absent: $OPENAI_BASE_URL, else https://api.openai.com/v1. https only, except loopback",
+    },
+    ParamSpec {
+        name: "api_key_env",
+        kind: ParamKind::Str,
+        default: DefaultValue::Str("OPENAI_API_KEY"),
+        doc: "NAME of the environment variable holding the API key (never the key itself); \
+              may be unset for a loopback server",
+    },
+    ParamSpec {
+        name: "temperature",
+        kind: ParamKind::Float { min: 0.0, max: 2.0 },
+        default: DefaultValue::Absent,
+        doc: "sampling temperature; absent: the server's default (a request's own value wins)",
+    },
+    ParamSpec {
+        name: "max_tokens",
+        kind: ParamKind::Int {
+            min: 1,
+            max: 1_000_000,
+        },
+        default: DefaultValue::Absent,
+        doc: "maximum output tokens; absent: the server's default (a request's own value wins)",
+    },
+    ParamSpec {
+        name: "timeout_s",
+        kind: ParamKind::Float {
+            min: 0.05,
+            max: 3600.0,
+        },
+        default: DefaultValue::Float(60.0),
+        doc: "per-attempt timeout in seconds (connect, request and full response)",
+    },
+    ParamSpec {
+        name: "max_retries",
+        kind: ParamKind::Int { min: 0, max: 20 },
+        default: DefaultValue::Int(4),
+        doc: "retries after 429/500/502/503/504/529, timeouts and connection errors \
+              (full-jitter exponential backoff, Retry-After honoured)",
+    },
+    ParamSpec {
+        name: "max_concurrency",
+        kind: ParamKind::Int {
+            min: 1,
+            max: 10_000,
+        },
+        default: DefaultValue::Absent,
+        doc: "most requests in flight to this target; 429s lower it adaptively and successes \
+              raise it back. Absent: bounded only by the run's concurrency",
+    },
+];
+
+pub const INFO: PluginInfo = PluginInfo {
+    axis: Axis::Target,
+    name: "openai_compat",
+    doc: "live model behind an OpenAI-compatible chat-completions API (hosted, vLLM, llama.cpp, Ollama)",
+    params: PARAMS,
+};
+
+const FLAVOR: Flavor = Flavor {
+    plugin: "openai_compat",
+    default_base: "https://api.openai.com/v1",
+    base_env: "OPENAI_BASE_URL",
+    default_key_env: "OPENAI_API_KEY",
+    keyless_loopback: true,
+    default_max_tokens: None,
+    auth: AuthStyle::Bearer,
+    path: "/chat/completions",
+};
+
+pub struct OpenAiCompatTarget {
+    spec: PluginSpec,
+    model: String,
+    temperature: Option<f64>,
+    max_tokens: Option<u32>,
+    transport: Transport,
+}
+
+impl fmt::Debug for OpenAiCompatTarget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OpenAiCompatTarget")
+            .field("model", &self.model)
+            .field("transport", &self.transport)
+            .finish_non_exhaustive()
+    }
+}
+
+impl OpenAiCompatTarget {
+    /// Builds the target from a resolved spec, reading the key (and the base URL
+    /// fallback) from the process environment.
+    pub fn new(spec: &PluginSpec) -> Result<Self, ModelError> {
+        Self::with_env(spec, &live::process_env, TransportOptions::default())
+    }
+
+    /// Builds the target with an explicit environment lookup and transport tuning.
+    pub fn with_env(
+        spec: &PluginSpec,
+        env: EnvLookup<'_>,
+        options: TransportOptions,
+    ) -> Result<Self, ModelError> {
+        let live = live::resolve(spec, &FLAVOR, env, HeaderMap::new(), options)?;
+        Ok(OpenAiCompatTarget {
+            spec: live.spec,
+            model: live.model,
+            temperature: live.temperature,
+            max_tokens: live.max_tokens,
+            transport: Transport::new(live.transport)?,
+        })
+    }
+
+    /// The wire request for `req`.
+    pub fn request_body(&self, req: &ChatRequest) -> Result<Value, ModelError> {
+        let mut body = Map::new();
+        body.insert("model".into(), json!(self.model));
+        body.insert("messages".into(), Value::Array(wire_messages(req)?));
+        if !req.tools.is_empty() {
+            body.insert(
+                "tools".into(),
+                Value::Array(req.tools.iter().map(wire_tool).collect()),
+            );
+        }
+        if let Some(t) = req.temperature.or(self.temperature) {
+            body.insert("temperature".into(), json!(t));
+        }
+        if let Some(n) = req.max_tokens.or(self.max_tokens) {
+            body.insert("max_tokens".into(), json!(n));
+        }
+        if let Some(seed) = req.seed {
+            body.insert("seed".into(), json!(seed));
+        }
+        Ok(Value::Object(body))
+    }
+}
+
+fn wire_tool(t: &ToolDef) -> Value {
+    let parameters = if t.parameters.is_null() {
+        json!({"type": "object", "properties": {}})
+    } else {
+        t.parameters.clone()
+    };
+    json!({
+        "type": "function",
+        "function": {"name": t.name, "description": t.description, "parameters": parameters}
+    })
+}
+
+/// Arguments go on the wire as a JSON string. Arguments kept as a raw string (the model
+/// once sent invalid JSON) go back verbatim.
+fn wire_arguments(args: &Value) -> String {
+    match args {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn wire_messages(req: &ChatRequest) -> Result<Vec<Value>, ModelError> {
+    let mut out = Vec::with_capacity(req.messages.len());
+    for (i, m) in req.messages.iter().enumerate() {
+        let v = match m.role {
+            Role::System => json!({"role": "system", "content": m.content}),
+            Role::User => json!({"role": "user", "content": m.content}),
+            Role::Assistant if m.tool_calls.is_empty() => {
+                json!({"role": "assistant", "content": m.content})
+            }
+            Role::Assistant => {
+                let calls: Vec<Value> = m
+                    .tool_calls
+                    .iter()
+                    .map(|c| {
+                        json!({
+                            "id": c.call_id,
+                            "type": "function",
+                            "function": {"name": c.name, "arguments": wire_arguments(&c.arguments)}
+                        })
+                    })
+                    .collect();
+                let content = if m.content.is_empty() {
+                    Value::Null
+                } else {
+                    json!(m.content)
+                };
+                json!({"role": "assistant", "content": content, "tool_calls": calls})
+            }
+            Role::Tool => {
+                let id = m.tool_call_id.as_deref().ok_or_else(|| {
+                    ModelError::Call(format!(
+                        "message {i} is a tool result without a tool_call_id; the API cannot match it to a call"
+                    ))
+                })?;
+                json!({"role": "tool", "tool_call_id": id, "content": m.content})
+            }
+        };
+        out.push(v);
+    }
+    Ok(out)
+}
+
+/// Text of a `content` field: a string, or an array of parts whose text is joined.
+fn content_text(v: Option<&Value>) -> String {
+    match v {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join(""),
+        _ => String::new(),
+    }
+}
+
+/// Normalises a chat-completions response.
+pub fn parse_response(root: &Value, url: &str) -> Result<ChatResponse, ModelError> {
+    let d = Doc { root, url };
+    let choices = d.require_array("choices")?;
+    if choices.is_empty() {
+        return Err(d.missing("choices[0]"));
+    }
+    d.require("choices[0].message")?;
+    let mut content = content_text(d.get("choices[0].message.content"));
+    let refusal = d
+        .opt_str("choices[0].message.refusal")?
+        .filter(|r| !r.trim().is_empty());
+
+    let mut tool_calls = Vec::new();
+    if let Some(calls) = d.opt_array("choices[0].message.tool_calls")? {
+        for i in 0..calls.len() {
+            let base = format!("choices[0].message.tool_calls[{i}]");
+            let call_id = d.require_str(&format!("{base}.id"))?.to_string();
+            let name = d.require_str(&format!("{base}.function.name"))?.to_string();
+            let arguments = match d.require(&format!("{base}.function.arguments"))? {
+                Value::String(s) if s.trim().is_empty() => json!({}),
+                Value::String(s) => {
+                    serde_json::from_str(s).unwrap_or_else(|_| Value::String(s.clone()))
+                }
+                other => other.clone(),
+            };
+            tool_calls.push(ToolCall {
+                name,
+                arguments,
+                call_id,
+            });
+        }
+    }
+
+    let finish = d.opt_str("choices[0].finish_reason")?;
+    let stop_reason = if let Some(r) = refusal {
+        if content.trim().is_empty() {
+            content = r.to_string();
+        }
+        StopReason::Refusal
+    } else {
+        match finish {
+            Some("stop") => StopReason::Stop,
+            Some("length") => StopReason::Length,
+            Some("tool_calls") | Some("function_call") => StopReason::ToolCalls,
+            Some("content_filter") => StopReason::Refusal,
+            Some(other) => StopReason::Other(other.to_string()),
+            None if !tool_calls.is_empty() => StopReason::ToolCalls,
+            None => StopReason::Stop,
+        }
+    };
+
+    let usage = if d.get("usage").is_some() {
+        let input = d.opt_u64("usage.prompt_tokens")?;
+        let output = d.opt_u64("usage.completion_tokens")?;
+        (input.is_some() || output.is_some()).then(|| Usage {
+            input_tokens: input.unwrap_or(0),
+            output_tokens: output.unwrap_or(0),
+        })
+    } else {
+        None
+    };
+
+    Ok(ChatResponse {
+        content,
+        stop_reason,
+        tool_calls,
+        usage,
+    })
+}
+
+impl Model for OpenAiCompatTarget {
+    fn spec(&self) -> &PluginSpec {
+        &self.spec
+    }
+    fn offline(&self) -> bool {
+        false
+    }
+    fn chat<'a>(&'a self, req: &'a ChatRequest) -> BoxFuture<'a, Result<ChatResponse, ModelError>> {
+        Box::pin(async move {
+            let body = self.request_body(req)?;
+            self.transport.call(&body, parse_response).await
+        })
+    }
+    fn transport_stats(&self) -> Option<TransportStats> {
+        Some(self.transport.stats())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gauntlet_core::message::Message;
+
+    const URL: &str = "http://127.0.0.1:1/v1/chat/completions";
+
+    #[test]
+    fn refusal_field_and_content_filter() {
+        let v = json!({"choices": [{"message": {"content": null, "refusal": "I can't help."}, "finish_reason": "stop"}]});
+        let r = parse_response(&v, URL).unwrap();
+        assert_eq!(r.stop_reason, StopReason::Refusal);
+        assert_eq!(r.content, "I can't help.");
+        let v =
+            json!({"choices": [{"message": {"content": ""}, "finish_reason": "content_filter"}]});
+        assert_eq!(
+            parse_response(&v, URL).unwrap().stop_reason,
+            StopReason::Refusal
+        );
+    }
+
+    #[test]
+    fn tool_calls_and_usage() {
+        let v = json!({"choices": [{"message": {"content": null, "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{\"a\": 1}"}},
+            {"id": "call_2", "type": "function", "function": {"name": "g", "arguments": "{oops"}}
+        ]}, "finish_reason": "tool_calls"}], "usage": {"prompt_tokens": 7, "completion_tokens": 3}});
+        let r = parse_response(&v, URL).unwrap();
+        assert_eq!(r.stop_reason, StopReason::ToolCalls);
+        assert_eq!(r.tool_calls[0].arguments, json!({"a": 1}));
+        assert_eq!(r.tool_calls[1].arguments, json!("{oops"));
+        assert_eq!(r.tool_calls[1].call_id, "call_2");
+        assert_eq!(
+            r.usage,
+            Some(Usage {
+                input_tokens: 7,
+                output_tokens: 3
+            })
+        );
+    }
+
+    #[test]
+    fn missing_fields_are_named() {
+        let e = parse_response(&json!({"choices": [{"finish_reason": "stop"}]}), URL)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("`choices[0].message`") && e.contains(URL), "{e}");
+        let e = parse_response(&json!({"id": "x"}), URL)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("`choices`"), "{e}");
+        let e = parse_response(&json!({"choices": []}), URL)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("`choices[0]`"), "{e}");
+        let v = json!({"choices": [{"message": {"tool_calls": [{"function": {"name": "f", "arguments": "{}"}}]}}]});
+        let e = parse_response(&v, URL).unwrap_err().to_string();
+        assert!(e.contains("`choices[0].message.tool_calls[0].id`"), "{e}");
+    }
+
+    #[test]
+    fn tool_message_without_id_is_an_error() {
+        let mut m = Message::user("result");
+        m.role = Role::Tool;
+        let req = ChatRequest {
+            messages: vec![m],
+            ..Default::default()
+        };
+        assert!(matches!(wire_messages(&req), Err(ModelError::Call(_))));
+    }
+}
