@@ -36,8 +36,18 @@ impl HashWriter {
     /// Feeds a value's canonical JSON, length-delimited by a trailing separator byte
     /// that JSON text can never contain unescaped.
     pub fn json<T: serde::Serialize + ?Sized>(&mut self, value: &T) {
-        serde_json::to_writer(&mut *self, value).expect("serialising into a hasher cannot fail");
-        self.0.update([0u8]);
+        // serde_json writes token by token; hashing each tiny write is slow, so serialise
+        // into a reused per-thread buffer and hash it in one update.
+        thread_local! {
+            static BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+        }
+        BUF.with(|b| {
+            let mut b = b.borrow_mut();
+            b.clear();
+            serde_json::to_writer(&mut *b, value).expect("serialising into memory cannot fail");
+            b.push(0);
+            self.0.update(&b[..]);
+        });
     }
     pub fn finish(self) -> [u8; 32] {
         self.0.finalize().into()

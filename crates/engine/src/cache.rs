@@ -39,8 +39,13 @@ impl CallCounters {
 
 /// Journal records of offline calls waiting for their unit to finish; written in one
 /// append by [`Pending::flush`], so a unit's offline calls are journaled all or nothing.
-#[derive(Default)]
 pub struct Pending(Mutex<Vec<u8>>);
+
+impl Default for Pending {
+    fn default() -> Self {
+        Pending(Mutex::new(Vec::with_capacity(4096)))
+    }
+}
 
 impl Pending {
     pub fn flush(&self, journal: &Journal) -> std::io::Result<()> {
@@ -61,21 +66,55 @@ pub struct CachedModel<'a> {
     pending: &'a Pending,
 }
 
+/// Feeds every field of a request into the key, length-delimited (cheaper than hashing
+/// its JSON, and just as canonical). Changing this changes every key: bump the
+/// `gauntlet-call-v*` tag in [`call_base`] with it.
+fn hash_request(h: &mut HashWriter, req: &ChatRequest) {
+    h.field(&(req.messages.len() as u64).to_le_bytes());
+    for m in &req.messages {
+        h.field(&[m.role as u8]);
+        h.field(m.content.as_bytes());
+        h.field(m.name.as_deref().unwrap_or("\u{0}").as_bytes());
+        h.field(m.tool_call_id.as_deref().unwrap_or("\u{0}").as_bytes());
+        if m.tool_calls.is_empty() {
+            h.field(b"");
+        } else {
+            h.json(&m.tool_calls);
+        }
+    }
+    if req.tools.is_empty() {
+        h.field(b"");
+    } else {
+        h.json(&req.tools);
+    }
+    h.field(&req.seed.map_or([0xff; 8], u64::to_le_bytes));
+    h.field(&req.temperature.map_or(u64::MAX, f64::to_bits).to_le_bytes());
+    h.field(&req.max_tokens.map_or(u64::MAX, u64::from).to_le_bytes());
+}
+
+/// The key prefix shared by every call of one model in one role: the harness version,
+/// the role (`target`, `grader`, `attacker`…) and the model's resolved spec. Computed
+/// once per run, cloned per unit.
+pub fn call_base(model: &dyn Model, role: &str) -> HashWriter {
+    let mut h = HashWriter::new();
+    h.field(b"gauntlet-call-v2");
+    h.field(gauntlet_core::HARNESS_VERSION.as_bytes());
+    h.field(role.as_bytes());
+    h.json(&model.spec().identity());
+    h
+}
+
 impl<'a> CachedModel<'a> {
-    /// `role` is `target`, `grader`, `attacker`…; `scope` identifies the unit.
+    /// `base` comes from [`call_base`] for this model and role; `scope` identifies the unit.
     pub fn new(
         model: &'a dyn Model,
-        role: &str,
+        base: &HashWriter,
         scope: &[u8],
         journal: &'a Journal,
         counters: &'a CallCounters,
         pending: &'a Pending,
     ) -> Self {
-        let mut h = HashWriter::new();
-        h.field(b"gauntlet-call-v1");
-        h.field(gauntlet_core::HARNESS_VERSION.as_bytes());
-        h.field(role.as_bytes());
-        h.json(&model.spec().identity());
+        let mut h = base.clone();
         h.field(scope);
         CachedModel {
             model,
@@ -102,7 +141,7 @@ impl<'a> CachedModel<'a> {
 
     fn key(&self, req: &ChatRequest) -> Key {
         let mut h = self.scope.clone();
-        h.json(req);
+        hash_request(&mut h, req);
         let full = h.finish();
         full[..16].try_into().expect("16 bytes")
     }

@@ -10,7 +10,7 @@
 //! a rerun after a kill replays finished calls from the journal and makes only the calls
 //! that never finished; a rerun of a complete run makes none.
 
-use crate::cache::{CachedModel, CallCounters, Pending};
+use crate::cache::{CachedModel, CallCounters, Pending, call_base};
 use crate::journal::Journal;
 use crate::plan::{Plan, UnitRef};
 use crate::progress::{CallStats, Progress};
@@ -89,6 +89,41 @@ struct Ctx {
     journal: Journal,
     counters: CallCounters,
     sem: Semaphore,
+    /// Per-run constants, computed once rather than per unit.
+    ids: Identities,
+}
+
+/// Canonical identities and labels of the plan's plugins, and the call-key prefixes of
+/// its models.
+struct Identities {
+    targets: Vec<String>,
+    attacks: Vec<String>,
+    judges: Vec<String>,
+    target_labels: Vec<String>,
+    target_bases: Vec<HashWriter>,
+    grader_bases: Vec<Option<HashWriter>>,
+}
+
+impl Identities {
+    fn new(plan: &Plan) -> Self {
+        let id = |s: &gauntlet_core::params::PluginSpec| s.identity().to_string();
+        Identities {
+            targets: plan.targets.iter().map(|t| id(t.spec())).collect(),
+            attacks: plan.attacks.iter().map(|a| id(a.spec())).collect(),
+            judges: plan.judges.iter().map(|j| id(j.spec())).collect(),
+            target_labels: plan.targets.iter().map(|t| t.label()).collect(),
+            target_bases: plan
+                .targets
+                .iter()
+                .map(|t| call_base(t.as_ref(), "target"))
+                .collect(),
+            grader_bases: plan
+                .graders
+                .iter()
+                .map(|g| g.as_ref().map(|g| call_base(g.as_ref(), "grader")))
+                .collect(),
+        }
+    }
 }
 
 /// Per-judge results of one unit.
@@ -129,11 +164,11 @@ struct TranscriptLine<'a> {
 /// The scope hash of a unit: target, attack, dataset version, behavior, seed, budget and
 /// trial. `CachedModel` adds the role, the called model's spec and the request, so a
 /// grader call is keyed by the unit it judges as well as by its own prompt.
-fn unit_scope(plan: &Plan, u: UnitRef, b: &Behavior) -> [u8; 32] {
+fn unit_scope(plan: &Plan, ids: &Identities, u: UnitRef, b: &Behavior) -> [u8; 32] {
     let mut h = HashWriter::new();
     h.field(b"unit-v1");
-    h.json(&plan.targets[u.target].spec().identity());
-    h.json(&plan.attacks[u.attack].spec().identity());
+    h.field(ids.targets[u.target].as_bytes());
+    h.field(ids.attacks[u.attack].as_bytes());
     h.field(plan.datasets[u.dataset].version.as_bytes());
     h.field(b.id.as_bytes());
     h.field(b.prompt.as_bytes());
@@ -163,25 +198,46 @@ fn excerpt(a: &Attempt, b: &Behavior, outcome: Outcome) -> Example {
     }
 }
 
-async fn run_unit(ctx: Arc<Ctx>, index: u64) -> Result<UnitOutput, ModelError> {
+/// Runs units `start..end` in order under one concurrency permit. Returns the outputs
+/// of the units that finished and, if one failed fatally, why (later units are skipped).
+async fn run_chunk(ctx: Arc<Ctx>, start: u64, end: u64) -> (Vec<UnitOutput>, Option<ModelError>) {
     let _permit = ctx.sem.acquire().await.expect("semaphore is never closed");
+    let mut outs = Vec::with_capacity((end - start) as usize);
+    // Offline calls of the whole chunk are journaled together, after its last unit.
+    let pending = Pending::default();
+    let mut fatal = None;
+    for i in start..end {
+        match run_unit(&ctx, i, &pending).await {
+            Ok(o) => outs.push(o),
+            Err(e) => {
+                fatal = Some(e);
+                break;
+            }
+        }
+    }
+    if let Err(e) = pending.flush(&ctx.journal) {
+        fatal = Some(ModelError::Config(format!("cannot write the journal: {e}")));
+    }
+    (outs, fatal)
+}
+
+async fn run_unit(ctx: &Ctx, index: u64, pending: &Pending) -> Result<UnitOutput, ModelError> {
     let plan = &ctx.plan;
     let u = plan.unit(index);
     let attack = &plan.attacks[u.attack];
     let target = &plan.targets[u.target];
     let dataset = &plan.datasets[u.dataset];
     let b = &dataset.behaviors[u.behavior];
-    let scope = unit_scope(plan, u, b);
+    let scope = unit_scope(plan, &ctx.ids, u, b);
     let seed = derive_u64(plan.config.seed, &["unit", &to_hex(&scope)]);
 
-    let pending = Pending::default();
     let caller = CachedModel::new(
         target.as_ref(),
-        "target",
+        &ctx.ids.target_bases[u.target],
         &scope,
         &ctx.journal,
         &ctx.counters,
-        &pending,
+        pending,
     );
     let attempts = attack.run(b, &caller, seed).await?;
 
@@ -191,14 +247,16 @@ async fn run_unit(ctx: Arc<Ctx>, index: u64) -> Result<UnitOutput, ModelError> {
         let grader = plan.graders[j].as_ref().map(|g| {
             let mut s = HashWriter::new();
             s.field(&scope);
-            s.json(&judge.spec().identity());
+            s.field(ctx.ids.judges[j].as_bytes());
             CachedModel::new(
                 g.as_ref(),
-                "grader",
+                ctx.ids.grader_bases[j]
+                    .as_ref()
+                    .expect("a grader has a key prefix"),
                 &s.finish(),
                 &ctx.journal,
                 &ctx.counters,
-                &pending,
+                pending,
             )
         });
         let mut vs = Vec::with_capacity(attempts.len());
@@ -212,17 +270,14 @@ async fn run_unit(ctx: Arc<Ctx>, index: u64) -> Result<UnitOutput, ModelError> {
         }
         verdicts.push(vs);
     }
-    pending
-        .flush(&ctx.journal)
-        .map_err(|e| ModelError::Config(format!("cannot write the journal: {e}")))?;
 
-    let target_label = target.label();
-    let mut lines = Vec::with_capacity(attempts.len() * 768);
+    let target_label = &ctx.ids.target_labels[u.target];
+    let mut lines = Vec::with_capacity(attempts.len() * 1280);
     for (i, a) in attempts.iter().enumerate() {
         let line = TranscriptLine {
             behavior_id: &b.id,
             attack_name: &attack.spec().name,
-            target_name: &target_label,
+            target_name: target_label,
             dataset: &dataset.name,
             dataset_version: &dataset.version,
             expected: b.expected.as_str(),
@@ -482,6 +537,7 @@ pub async fn execute(
         })
         .collect();
     let ctx = Arc::new(Ctx {
+        ids: Identities::new(&plan),
         plan,
         journal,
         counters: CallCounters::default(),
@@ -495,49 +551,66 @@ pub async fn execute(
         File::create(&transcripts_tmp).map_err(|e| io_err("cannot create", &transcripts_tmp, e))?,
     );
 
-    let window = (concurrency * 4).max(64);
+    // Offline models answer in microseconds: hand them out in chunks so scheduling does
+    // not dominate, with only as many in flight as there are cores. Network models get
+    // one unit per task so `concurrency` requests are really in flight.
+    let all_offline = ctx.plan.targets.iter().all(|t| t.offline())
+        && ctx.plan.graders.iter().flatten().all(|g| g.offline());
+    let (chunk, in_flight) = if all_offline {
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        (32u64, concurrency.min(cores))
+    } else {
+        (1u64, concurrency)
+    };
+    let window = (in_flight * 2).max(4);
     let mut queue = VecDeque::with_capacity(window);
     let mut next: u64 = 0;
     let mut done: u64 = 0;
     let mut attempts_total: u64 = 0;
     let mut status = Status::Complete;
-    loop {
+    let (mut progress_reported, mut attempts_reported) = (0u64, 0u64);
+    'consume: loop {
         while next < n_units && queue.len() < window && !opts.stop.load(Ordering::Relaxed) {
-            queue.push_back(tokio::spawn(run_unit(ctx.clone(), next)));
-            next += 1;
+            let end = (next + chunk).min(n_units);
+            queue.push_back(tokio::spawn(run_chunk(ctx.clone(), next, end)));
+            next = end;
         }
         let Some(handle) = queue.pop_front() else {
             break;
         };
-        let out = match handle.await {
-            Ok(Ok(out)) => out,
-            Ok(Err(e)) => {
-                status = Status::Partial(e.to_string());
-                break;
-            }
-            Err(join) => {
-                status = Status::Partial(format!("internal error: {join}"));
-                break;
-            }
+        let (outs, fatal) = match handle.await {
+            Ok(r) => r,
+            Err(join) => (
+                Vec::new(),
+                Some(ModelError::Config(format!("internal error: {join}"))),
+            ),
         };
-        transcripts
-            .write_all(&out.lines)
-            .map_err(|e| io_err("cannot write", &transcripts_tmp, e))?;
-        for (j, judged) in out.judged.iter().enumerate() {
-            cells[ctx.plan.cell(out.unit, j)].add(&ctx.plan, judged);
+        for out in outs {
+            transcripts
+                .write_all(&out.lines)
+                .map_err(|e| io_err("cannot write", &transcripts_tmp, e))?;
+            for (j, judged) in out.judged.iter().enumerate() {
+                cells[ctx.plan.cell(out.unit, j)].add(&ctx.plan, judged);
+            }
+            done += 1;
+            attempts_total += u64::from(out.attempts);
         }
-        done += 1;
-        attempts_total += u64::from(out.attempts);
         let (made, cached, failed) = ctx.counters.snapshot();
         progress.advance(
-            1,
-            u64::from(out.attempts),
+            done - progress_reported,
+            attempts_total - attempts_reported,
             CallStats {
                 made,
                 cached,
                 failed,
             },
         );
+        progress_reported = done;
+        attempts_reported = attempts_total;
+        if let Some(e) = fatal {
+            status = Status::Partial(e.to_string());
+            break 'consume;
+        }
         if opts.stop.load(Ordering::Relaxed) && done < n_units {
             status = Status::Partial("interrupted".into());
             break;

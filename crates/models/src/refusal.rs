@@ -44,8 +44,14 @@ pub const REFUSAL_PHRASES: &[&str] = &[
     "i'm not comfortable",
 ];
 
-static MATCHER: LazyLock<AhoCorasick> =
-    LazyLock::new(|| AhoCorasick::new(REFUSAL_PHRASES).expect("static phrase list builds"));
+/// ASCII-case-insensitive, so plain ASCII text can be searched without normalising.
+static MATCHER: LazyLock<AhoCorasick> = LazyLock::new(|| {
+    aho_corasick::AhoCorasickBuilder::new()
+        .ascii_case_insensitive(true)
+        .kind(Some(aho_corasick::AhoCorasickKind::DFA))
+        .build(REFUSAL_PHRASES)
+        .expect("static phrase list builds")
+});
 
 /// Lowercases, folds typographic apostrophes/quotes to ASCII and collapses whitespace.
 pub fn normalise(text: &str) -> String {
@@ -77,12 +83,29 @@ pub fn normalise(text: &str) -> String {
     out
 }
 
+/// True when `text` could match differently after [`normalise`]: non-ASCII characters
+/// (case folding beyond ASCII, typographic quotes), backticks, or whitespace other than
+/// single spaces. Plain ASCII text (the common case) skips the copy.
+fn needs_normalising(text: &str) -> bool {
+    let mut prev_space = false;
+    for &c in text.as_bytes() {
+        let space = c == b' ';
+        if c >= 0x80 || c == b'`' || (c.is_ascii_whitespace() && !space) || (space && prev_space) {
+            return true;
+        }
+        prev_space = space;
+    }
+    false
+}
+
 /// The first refusal phrase found in `text`, if any.
 pub fn find_refusal(text: &str) -> Option<&'static str> {
-    let norm = normalise(text);
-    MATCHER
-        .find(&norm)
-        .map(|m| REFUSAL_PHRASES[m.pattern().as_usize()])
+    let m = if needs_normalising(text) {
+        MATCHER.find(&normalise(text))
+    } else {
+        MATCHER.find(text)
+    };
+    m.map(|m| REFUSAL_PHRASES[m.pattern().as_usize()])
 }
 
 #[cfg(test)]
@@ -102,6 +125,16 @@ mod tests {
             "I'm unable to provide that.",
         ] {
             assert!(find_refusal(t).is_some(), "missed: {t}");
+        }
+    }
+
+    proptest::proptest! {
+        /// The fast path and the normalising path always agree.
+        #[test]
+        fn fast_path_agrees_with_normalising(s in "[a-zA-Z' ’\t\n`]{0,40}(I can't|i  cannot|I’m sorry|as an AI)?[a-z .]{0,20}") {
+            let slow = MATCHER.find(&normalise(&s)).map(|m| m.pattern());
+            let fast = find_refusal(&s).map(|p| aho_corasick::PatternID::must(REFUSAL_PHRASES.iter().position(|x| *x == p).unwrap()));
+            proptest::prop_assert_eq!(slow, fast);
         }
     }
 
