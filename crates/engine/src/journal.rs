@@ -6,16 +6,16 @@
 //! line, so a process killed at any moment leaves at worst one torn last line, which the
 //! next open cuts off. There is no file per attempt.
 //!
-//! On open, the existing records are indexed in memory as key → (offset, length), 16
-//! bytes per record; a hit is read back with a positioned read. Records written during
+//! On open, the existing records are indexed in memory as a sorted array of
+//! (64 key bits, offset and length packed in 64 bits): 16 bytes per record, sized
+//! exactly by a first pass that counts lines. A lookup is a binary search and a positioned
+//! read, and the full 128-bit key stored in the record is checked. Records written during
 //! this session are not indexed (a run never asks for the same call twice).
 
 use gauntlet_core::hash::to_hex;
 use gauntlet_core::message::ChatResponse;
 use serde::Serialize;
-use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
-use std::hash::{BuildHasherDefault, Hasher};
 use std::io::{self, BufRead, BufReader, Seek, SeekFrom, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
@@ -28,23 +28,6 @@ const KEY_HEX: usize = 32;
 /// A call key: 128 bits of sha256.
 pub type Key = [u8; 16];
 
-/// Keys are already uniformly random, so the index hashes them by taking 8 bytes.
-#[derive(Default)]
-struct KeyHasher(u64);
-impl Hasher for KeyHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(*b);
-        }
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = v;
-    }
-}
-
 /// offset (40 bits) | length (24 bits).
 type Packed = u64;
 const LEN_BITS: u32 = 24;
@@ -53,7 +36,8 @@ pub struct Journal {
     path: PathBuf,
     append: Mutex<File>,
     read: File,
-    index: HashMap<u64, Packed, BuildHasherDefault<KeyHasher>>,
+    /// (key bits, packed offset/length), sorted by key bits.
+    index: Vec<(u64, Packed)>,
     /// Torn or unreadable lines found on open (they are recomputed).
     pub damaged_lines: u64,
 }
@@ -83,11 +67,12 @@ impl Journal {
             .create(true)
             .open(path)?;
         let len = file.metadata()?.len();
-        let mut index = HashMap::default();
+        let mut index = Vec::new();
         let mut damaged = 0;
         if len == 0 {
             file.write_all(HEADER)?;
         } else {
+            index.reserve_exact(count_lines(&file)?);
             file.seek(SeekFrom::Start(0))?;
             let mut reader = BufReader::with_capacity(1 << 20, &file);
             let mut line = Vec::with_capacity(512);
@@ -116,7 +101,7 @@ impl Journal {
                     }
                 } else if let Some(k) = parse_key(&line) {
                     if (n as u64) < (1 << LEN_BITS) && offset < (1 << (64 - LEN_BITS)) {
-                        index.insert(index_key(&k), (offset << LEN_BITS) | n as u64);
+                        index.push((index_key(&k), (offset << LEN_BITS) | n as u64));
                     }
                 } else {
                     damaged += 1;
@@ -125,6 +110,7 @@ impl Journal {
                 good_end = offset;
             }
             drop(reader);
+            index.sort_unstable();
             if good_end < len {
                 file.set_len(good_end)?;
             }
@@ -154,7 +140,12 @@ impl Journal {
 
     /// The stored response for `key`, if a previous session recorded one.
     pub fn get(&self, key: &Key) -> Option<ChatResponse> {
-        let packed = *self.index.get(&index_key(key))?;
+        let k = index_key(key);
+        let i = self.index.partition_point(|e| e.0 < k);
+        let &(found, packed) = self.index.get(i)?;
+        if found != k {
+            return None;
+        }
         let offset = packed >> LEN_BITS;
         let len = (packed & ((1 << LEN_BITS) - 1)) as usize;
         let mut buf = vec![0u8; len];
@@ -179,6 +170,21 @@ impl Journal {
         }
         let mut f = self.append.lock().unwrap_or_else(|p| p.into_inner());
         f.write_all(lines)
+    }
+}
+
+/// Counts newlines with a streaming pass, to size the index exactly.
+fn count_lines(file: &File) -> io::Result<usize> {
+    use std::io::Read;
+    let mut reader = BufReader::with_capacity(1 << 20, file);
+    let mut buf = vec![0u8; 1 << 20];
+    let mut n = 0;
+    loop {
+        let got = reader.read(&mut buf)?;
+        if got == 0 {
+            return Ok(n);
+        }
+        n += buf[..got].iter().filter(|b| **b == b'\n').count();
     }
 }
 

@@ -55,6 +55,20 @@ struct BehaviorFile {
     behaviors: Vec<Behavior>,
 }
 
+/// Fails unless `actual` equals the pinned digest (when there is one).
+pub fn check_pin(source: &str, expected: Option<&str>, actual: &str) -> Result<(), DatasetError> {
+    match expected {
+        Some(want) if !want.eq_ignore_ascii_case(actual) => Err(DatasetError::new(
+            source,
+            format!(
+                "sha256 mismatch: expected {want}, got {actual}; the file changed since it was pinned \
+                 (update the `sha256` param only if you trust the new content)"
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// Parses `{"behaviors": [...]}` JSON, verifying `expected_sha256` first when given,
 /// and checks ids are unique and prompts non-empty. `source` names the input in errors.
 pub fn parse_behaviors(
@@ -63,18 +77,16 @@ pub fn parse_behaviors(
     expected_sha256: Option<&str>,
 ) -> Result<(String, Vec<Behavior>), DatasetError> {
     let actual = sha256_hex(bytes);
-    if let Some(want) = expected_sha256
-        && !want.eq_ignore_ascii_case(&actual)
-    {
-        return Err(DatasetError::new(
-            source,
-            format!(
-                "sha256 mismatch: expected {want}, got {actual}; the file changed since it was pinned \
-                     (update the `sha256` param only if you trust the new content)"
-            ),
-        ));
-    }
-    let file: BehaviorFile = serde_json::from_slice(bytes).map_err(|e| {
+    check_pin(source, expected_sha256, &actual)?;
+    Ok((actual, read_behaviors(bytes, source)?))
+}
+
+/// Parses and checks behaviors from a reader (streaming: the file is never held whole).
+pub fn read_behaviors(
+    reader: impl std::io::Read,
+    source: &str,
+) -> Result<Vec<Behavior>, DatasetError> {
+    let file: BehaviorFile = serde_json::from_reader(reader).map_err(|e| {
         DatasetError::new(
             source,
             format!(
@@ -109,7 +121,7 @@ pub fn parse_behaviors(
     if file.behaviors.is_empty() {
         return Err(DatasetError::new(source, "the dataset has no behaviors"));
     }
-    Ok((actual, file.behaviors))
+    Ok(file.behaviors)
 }
 
 /// The version string for a dataset and subset.

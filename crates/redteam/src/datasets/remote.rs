@@ -4,7 +4,7 @@
 //! directory). The optional `sha256` pins the content: a mismatch stops the run before
 //! anything is parsed. Without a pin the version still records the actual hash.
 
-use super::{Dataset, DatasetError, apply_limit, parse_behaviors, version};
+use super::{Dataset, DatasetError, apply_limit, check_pin, read_behaviors, version};
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
 use std::path::{Path, PathBuf};
 
@@ -87,9 +87,17 @@ pub fn load(spec: &PluginSpec, base_dir: &Path) -> Result<Dataset, DatasetError>
     }
     let path = file_url_path(url, base_dir).map_err(|m| DatasetError::new(&name, m))?;
     let shown = path.display().to_string();
-    let bytes =
-        std::fs::read(&path).map_err(|e| DatasetError::new(&shown, format!("cannot read: {e}")))?;
-    let (sha, behaviors) = parse_behaviors(&bytes, &shown, pin)?;
+    // Hash first (streaming), parse only what matches the pin, streaming again: a large
+    // file is never held in memory whole.
+    let cannot = |e: std::io::Error| DatasetError::new(&shown, format!("cannot read: {e}"));
+    let mut hasher = gauntlet_core::hash::HashWriter::new();
+    let mut f = std::fs::File::open(&path).map_err(cannot)?;
+    std::io::copy(&mut f, &mut hasher).map_err(cannot)?;
+    // Bytes written through io::Write are hashed unframed: this is the file's plain sha256.
+    let sha = hasher.finish_hex();
+    check_pin(&shown, pin, &sha)?;
+    let f = std::fs::File::open(&path).map_err(cannot)?;
+    let behaviors = read_behaviors(std::io::BufReader::with_capacity(1 << 16, f), &shown)?;
     let (behaviors, limit) = apply_limit(behaviors, spec.params.int("limit"));
     Ok(Dataset {
         version: version(&name, &sha, limit),
@@ -164,7 +172,7 @@ mod tests {
     proptest::proptest! {
         #[test]
         fn parser_never_panics(s in proptest::collection::vec(proptest::num::u8::ANY, 0..400)) {
-            let _ = parse_behaviors(&s, "fuzz", None);
+            let _ = super::super::parse_behaviors(&s, "fuzz", None);
         }
     }
 }
