@@ -114,6 +114,10 @@ impl Journal {
             if good_end < len {
                 file.set_len(good_end)?;
             }
+            if good_end == 0 {
+                // killed while writing the header itself
+                file.write_all(HEADER)?;
+            }
         }
         let read = File::open(path)?;
         Ok(Journal {
@@ -256,6 +260,20 @@ mod tests {
         b[15] = 2;
         assert!(j.get(&b).is_none());
         assert!(j.get(&a).is_some());
+    }
+
+    #[test]
+    fn torn_header_is_rewritten() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("j");
+        std::fs::write(&p, &HEADER[..5]).unwrap();
+        let j = Journal::open(&p).unwrap();
+        let mut buf = Vec::new();
+        Journal::encode(&mut buf, &key(4), &ChatResponse::text("four"));
+        j.append(&buf).unwrap();
+        drop(j);
+        let j = Journal::open(&p).unwrap();
+        assert_eq!(j.get(&key(4)).unwrap().content, "four");
     }
 
     #[test]
