@@ -13,6 +13,7 @@
 
 pub mod corpus;
 pub mod load;
+pub mod projection;
 pub mod scenario;
 
 pub use corpus::{
