@@ -26,8 +26,11 @@ impl Bar {
     fn new() -> Self {
         let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr_with_hz(8));
         bar.set_style(
-            ProgressStyle::with_template("{bar:30} {pos}/{len} units  {per_sec}  eta {eta}  {msg}")
-                .expect("static template"),
+            ProgressStyle::with_template("{bar:30} {pos}/{len} units  {rate}  eta {eta}  {msg}")
+                .expect("static template")
+                .with_key("rate", |s: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                    let _ = write!(w, "{:.0} units/s", s.per_sec());
+                }),
         );
         Bar { bar }
     }
