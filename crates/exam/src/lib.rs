@@ -11,10 +11,19 @@
 //!
 //! Nothing here talks to a model; running, grading and reporting live elsewhere.
 
+pub mod cascade;
+pub mod classifier;
 pub mod corpus;
+pub mod embedded;
+pub mod exam;
+pub mod golden;
+pub mod grade;
 pub mod load;
 pub mod projection;
+pub mod sanitize;
 pub mod scenario;
+pub mod tools;
+pub mod verdict;
 
 pub use corpus::{
     CorpusFile, IntegrityError, MANIFEST_FILE, Manifest, ManifestDiff, ManifestEntry, PIN_FILE,

@@ -1,0 +1,176 @@
+//! The failure classifier (spec §7): bins each scenario of the WORST pass (lowest pass
+//! rate, first on ties) so the dominant failure shape names the next fix.
+//!
+//! Bins, in order: a pass is `PASS`, or `R_rubric_axis_fail` when its mentions or
+//! no_mentions axis failed; an empty terminal action is `I2_chain_drop_no_terminal`;
+//! zero model calls without a forced (floor) escalation is `I3_no_inference`; expected
+//! `resolved` but escalated is `A1_invest_should_resolve_but_escalated`; anything else
+//! is `A2_should_escalate_but_resolved`.
+
+use crate::grade::{AxisResult, RunResult, ScenarioResult};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+pub const PASS: &str = "PASS";
+pub const I3_NO_INFERENCE: &str = "I3_no_inference";
+pub const I2_CHAIN_DROP: &str = "I2_chain_drop_no_terminal";
+pub const A1_SHOULD_RESOLVE: &str = "A1_invest_should_resolve_but_escalated";
+pub const A2_SHOULD_ESCALATE: &str = "A2_should_escalate_but_resolved";
+pub const R_RUBRIC: &str = "R_rubric_axis_fail";
+
+/// `classifier.json`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClassifierSummary {
+    pub counts: BTreeMap<String, usize>,
+    pub per_scenario: BTreeMap<String, String>,
+}
+
+/// The bin of one graded result.
+pub fn bin(r: &ScenarioResult) -> &'static str {
+    if r.pass {
+        if r.structural.mentions == AxisResult::Fail || r.structural.no_mentions == AxisResult::Fail
+        {
+            return R_RUBRIC;
+        }
+        return PASS;
+    }
+    if r.terminal_action.trim().is_empty() {
+        return I2_CHAIN_DROP;
+    }
+    if r.model_calls == 0 && !r.force_escalated {
+        return I3_NO_INFERENCE;
+    }
+    if r.expected_action.trim().eq_ignore_ascii_case("resolved")
+        && r.terminal_action.trim().eq_ignore_ascii_case("escalated")
+    {
+        return A1_SHOULD_RESOLVE;
+    }
+    A2_SHOULD_ESCALATE
+}
+
+/// The worst run: lowest pass rate, the first on ties.
+pub fn worst_run(runs: &[RunResult]) -> Option<&RunResult> {
+    runs.iter().fold(None, |w: Option<&RunResult>, r| match w {
+        Some(w) if w.pass_rate <= r.pass_rate => Some(w),
+        _ => Some(r),
+    })
+}
+
+/// Classifies the worst run.
+pub fn classify(runs: &[RunResult]) -> ClassifierSummary {
+    let mut s = ClassifierSummary::default();
+    if let Some(run) = worst_run(runs) {
+        for r in &run.results {
+            let b = bin(r);
+            *s.counts.entry(b.to_string()).or_insert(0) += 1;
+            s.per_scenario.insert(r.scenario_id.clone(), b.to_string());
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::grade::StructuralAxes;
+
+    fn res(
+        id: &str,
+        exp: &str,
+        term: &str,
+        calls: usize,
+        forced: bool,
+        mentions: AxisResult,
+    ) -> ScenarioResult {
+        let pass = crate::grade::chain_axis(term, exp) == AxisResult::Pass;
+        ScenarioResult {
+            scenario_id: id.into(),
+            rel_path: String::new(),
+            finding_id: String::new(),
+            category: String::new(),
+            difficulty: String::new(),
+            terminal_action: term.into(),
+            expected_action: exp.into(),
+            terminal_reason: String::new(),
+            force_escalated: forced,
+            route_id: String::new(),
+            model_calls: calls,
+            wall_millis: 0,
+            full_chain: vec![],
+            structural: StructuralAxes {
+                chain_action: if pass {
+                    AxisResult::Pass
+                } else {
+                    AxisResult::Fail
+                },
+                triage_action: AxisResult::NotApplicable,
+                mentions,
+                no_mentions: AxisResult::Pass,
+                tools_used: AxisResult::NotApplicable,
+                iterations: AxisResult::NotApplicable,
+            },
+            pass,
+        }
+    }
+
+    #[test]
+    fn every_bin() {
+        use AxisResult::*;
+        assert_eq!(bin(&res("a", "resolved", "resolved", 4, false, Pass)), PASS);
+        assert_eq!(
+            bin(&res("a", "escalated", "escalated", 0, true, NotApplicable)),
+            PASS
+        );
+        assert_eq!(
+            bin(&res("a", "escalated", "escalated", 3, false, Fail)),
+            R_RUBRIC
+        );
+        assert_eq!(
+            bin(&res("a", "escalated", "", 3, false, Pass)),
+            I2_CHAIN_DROP
+        );
+        assert_eq!(
+            bin(&res("a", "escalated", "resolved", 0, false, Pass)),
+            I3_NO_INFERENCE
+        );
+        assert_eq!(
+            bin(&res("a", "resolved", "escalated", 3, false, Pass)),
+            A1_SHOULD_RESOLVE
+        );
+        assert_eq!(
+            bin(&res("a", "escalated", "resolved", 4, false, Pass)),
+            A2_SHOULD_ESCALATE
+        );
+        assert_eq!(
+            bin(&res(
+                "a",
+                "escalate-or-stronger",
+                "resolved",
+                4,
+                false,
+                Pass
+            )),
+            A2_SHOULD_ESCALATE
+        );
+        // A floor escalation of a benign scenario is graded honestly: A1, not I3.
+        assert_eq!(
+            bin(&res("a", "resolved", "escalated", 0, true, Pass)),
+            A1_SHOULD_RESOLVE
+        );
+    }
+
+    #[test]
+    fn worst_run_first_on_ties() {
+        use AxisResult::*;
+        let good =
+            RunResult::from_results(0, vec![res("a", "resolved", "resolved", 1, false, Pass)]);
+        let bad1 =
+            RunResult::from_results(1, vec![res("a", "resolved", "escalated", 1, false, Pass)]);
+        let bad2 = RunResult::from_results(2, vec![res("a", "resolved", "", 1, false, Pass)]);
+        let runs = vec![good, bad1, bad2];
+        assert_eq!(worst_run(&runs).unwrap().index, 1);
+        let c = classify(&runs);
+        assert_eq!(c.counts.get(A1_SHOULD_RESOLVE), Some(&1));
+        assert_eq!(c.per_scenario["a"], A1_SHOULD_RESOLVE);
+    }
+}

@@ -1,0 +1,800 @@
+//! The agent exam driver (spec §6–7): N passes of the cascade over a verified corpus,
+//! graded, summarised and written as artefacts.
+//!
+//! Why this exists: one function runs a whole exam — corpus already integrity-checked by
+//! the loader — against a backend: the golden merge gate (in-process, or over loopback
+//! HTTP through the `anthropic` target so the wire path is exercised) or real models
+//! through the model seam. Scenarios of a pass run concurrently; results are kept in
+//! corpus order, so the report does not depend on scheduling. Artefacts:
+//! `report.json`, `classifier.json`, `run-<i>/<id>.json`,
+//! `run-<i>/<id>.transcript.json`, plus `report.md`, `report.html` and
+//! `leaderboard.json` (provenance: the corpus digest is the dataset version).
+
+use crate::cascade::{CascadeOptions, TierModel, TierModels, TranscriptEntry, run_cascade};
+use crate::classifier::{ClassifierSummary, classify};
+use crate::golden::{GoldenModel, GoldenScript, GoldenServer};
+use crate::grade::{
+    GradeInput, Interval, NOISE_BAND_PP, RunResult, effective_passes, grade, median, wilson95,
+    within_band,
+};
+use crate::load::Corpus;
+use crate::tools::Toolbox;
+use gauntlet_core::params::{
+    Axis, Catalog, ParamValue, Params, PluginInfo, PluginSpec, resolve_spec,
+};
+use gauntlet_core::results::LeaderboardRow;
+use gauntlet_models::targets::anthropic::AnthropicTarget;
+use gauntlet_models::{Model, TransportOptions};
+use serde::{Deserialize, Serialize};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Where replies come from.
+#[derive(Clone)]
+pub enum Backend {
+    /// Golden replies scripted from each scenario's expected outcome. `http`: served by
+    /// a loopback [`GoldenServer`] and reached through the `anthropic` target.
+    Golden { http: bool },
+    /// Real models, one per tier.
+    Real { models: TierModels, label: String },
+}
+
+/// What to run.
+#[derive(Clone)]
+pub struct ExamConfig {
+    pub backend: Backend,
+    /// Passes; ≤ 0 means 3.
+    pub passes: i64,
+    pub cascade: CascadeOptions,
+    /// Scenarios in flight at once.
+    pub concurrency: usize,
+    /// TEST-ONLY fault switch: the golden backend answers this scenario wrongly.
+    #[doc(hidden)]
+    pub golden_fault: Option<String>,
+}
+
+impl ExamConfig {
+    pub fn golden() -> ExamConfig {
+        ExamConfig {
+            backend: Backend::Golden { http: false },
+            passes: 3,
+            cascade: CascadeOptions::default(),
+            concurrency: 8,
+            golden_fault: None,
+        }
+    }
+
+    pub fn mode(&self) -> &'static str {
+        match self.backend {
+            Backend::Golden { .. } => "golden",
+            Backend::Real { .. } => "real",
+        }
+    }
+}
+
+/// Per-scenario progress.
+#[derive(Debug, Clone)]
+pub struct Progress<'a> {
+    pub pass: usize,
+    pub passes: usize,
+    pub done: usize,
+    pub total: usize,
+    pub scenario_id: &'a str,
+    pub terminal_action: &'a str,
+    pub expected_action: &'a str,
+    pub model_calls: usize,
+    pub pass_ok: bool,
+}
+
+pub type ProgressFn = Arc<dyn Fn(&Progress<'_>) + Send + Sync>;
+
+/// pass^N: scenarios passing in every pass.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PassAllRuns {
+    pub passes: usize,
+    pub scenarios: usize,
+    pub total: usize,
+    pub rate: f64,
+}
+
+/// `report.json`: mallcop's `HarnessReport` fields, then ours.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HarnessReport {
+    pub mode: String,
+    pub corpus_count: usize,
+    pub corpus_sha256: String,
+    pub runs: Vec<RunResult>,
+    pub median_pass_rate: f64,
+    pub noise_band_pp: f64,
+    pub runs_within_band: bool,
+    pub classifier: ClassifierSummary,
+    pub median_recall_rate: f64,
+    pub median_precision_rate: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detect_fidelity: Option<serde_json::Value>,
+    pub note: String,
+    // --- beyond the original ---
+    /// Wilson 95% interval of the median pass rate (n = scenarios).
+    pub pass_rate_ci95: Option<Interval>,
+    pub recall_ci95: Option<Interval>,
+    pub precision_ci95: Option<Interval>,
+    pub pass_all_runs: PassAllRuns,
+    /// The backend: `golden`, `golden-http`, or the real target's label.
+    pub backend: String,
+    pub consensus: usize,
+    pub model_calls: usize,
+    pub model_errors: usize,
+    pub harness_version: String,
+}
+
+/// A finished exam: the report and every transcript (`[pass][scenario]`).
+pub struct ExamOutput {
+    pub report: HarnessReport,
+    pub transcripts: Vec<Vec<Vec<TranscriptEntry>>>,
+}
+
+/// Why an exam could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum ExamError {
+    #[error("golden backend: {0}")]
+    Golden(String),
+    #[error("fault switch names unknown scenario `{0}`")]
+    UnknownFaultScenario(String),
+}
+
+pub const GOLDEN_NOTE: &str = "GOLDEN MODE IS A PIPELINE CHECK, NOT AN ACCURACY NUMBER. Every model reply was scripted from the scenario's own expected outcome, so a 100% pass rate only shows that the corpus loader, the cascade wiring, the verdict parser and the grader work; a failure here is a harness bug. Agent accuracy comes only from a real-mode run.";
+pub const REAL_NOTE: &str = "Real mode: the model under test decided every non-floor verdict (floor-routed findings escalate with zero model calls and are graded honestly). median_pass_rate BLENDS missed attacks and false alarms: read median_recall_rate (attacks escalated) and median_precision_rate (benign findings resolved) for the split. chain_action is the only gating axis; the other axes are reported only.";
+
+enum ScenarioModels {
+    Shared(TierModels),
+    PerScenario(Vec<TierModels>),
+}
+
+/// Runs the exam over `corpus` (already integrity-verified by the loader).
+pub async fn run_exam(
+    corpus: &Corpus,
+    cfg: &ExamConfig,
+    progress: Option<ProgressFn>,
+) -> Result<ExamOutput, ExamError> {
+    let scenarios = &corpus.scenarios;
+    let toolboxes: Vec<Arc<Toolbox>> = scenarios
+        .iter()
+        .map(|s| Arc::new(Toolbox::for_scenario(&s.scenario, Vec::new())))
+        .collect();
+    if let Some(f) = &cfg.golden_fault
+        && !scenarios.iter().any(|s| &s.scenario.id == f)
+    {
+        return Err(ExamError::UnknownFaultScenario(f.clone()));
+    }
+    let scripts: Vec<GoldenScript> = scenarios
+        .iter()
+        .map(|s| GoldenScript {
+            wrong: cfg.golden_fault.as_deref() == Some(s.scenario.id.as_str()),
+            ..GoldenScript::for_scenario(&s.scenario)
+        })
+        .collect();
+    let mut _server = None;
+    let (models, backend_label) = match &cfg.backend {
+        Backend::Real { models, label } => (ScenarioModels::Shared(models.clone()), label.clone()),
+        Backend::Golden { http: false } => (
+            ScenarioModels::PerScenario(
+                scripts
+                    .into_iter()
+                    .map(|s| TierModels::uniform("golden", Arc::new(GoldenModel::new(s))))
+                    .collect(),
+            ),
+            "golden".to_string(),
+        ),
+        Backend::Golden { http: true } => {
+            let server = GoldenServer::start(scripts)
+                .await
+                .map_err(|e| ExamError::Golden(e.to_string()))?;
+            let mut v = Vec::with_capacity(scenarios.len());
+            for i in 0..scenarios.len() {
+                let m = golden_http_target(&server.base_url(i))
+                    .map_err(|e| ExamError::Golden(e.to_string()))?;
+                v.push(TierModels::uniform("golden-http", m));
+            }
+            _server = Some(server);
+            (ScenarioModels::PerScenario(v), "golden-http".to_string())
+        }
+    };
+
+    let passes = effective_passes(cfg.passes);
+    let sem = Arc::new(tokio::sync::Semaphore::new(cfg.concurrency.max(1)));
+    let mut runs = Vec::with_capacity(passes);
+    let mut transcripts = Vec::with_capacity(passes);
+    for pass in 0..passes {
+        let mut set = tokio::task::JoinSet::new();
+        for (i, tb) in toolboxes.iter().enumerate() {
+            let tb = tb.clone();
+            let m = match &models {
+                ScenarioModels::Shared(m) => m.clone(),
+                ScenarioModels::PerScenario(v) => v[i].clone(),
+            };
+            let opts = cfg.cascade.clone();
+            let sem = sem.clone();
+            set.spawn(async move {
+                let _permit = sem.acquire_owned().await.expect("semaphore open");
+                let t0 = Instant::now();
+                let out = run_cascade(&tb, &m, &opts).await;
+                (i, out, t0.elapsed().as_millis() as u64)
+            });
+        }
+        let mut slots: Vec<Option<_>> = vec![None; scenarios.len()];
+        let mut done = 0;
+        while let Some(joined) = set.join_next().await {
+            let (i, out, ms) = joined.expect("cascade tasks do not panic");
+            let ls = &scenarios[i];
+            let s = &ls.scenario;
+            let input = GradeInput {
+                scenario_id: &s.id,
+                rel_path: &ls.relpath,
+                finding_id: &s.case.finding.id,
+                category: &s.info.category,
+                difficulty: &s.info.difficulty,
+                expected: s.ground_truth.expected.as_ref(),
+            };
+            let r = grade(&input, &out, ms);
+            done += 1;
+            if let Some(p) = &progress {
+                p(&Progress {
+                    pass,
+                    passes,
+                    done,
+                    total: scenarios.len(),
+                    scenario_id: &s.id,
+                    terminal_action: &r.terminal_action,
+                    expected_action: &r.expected_action,
+                    model_calls: r.model_calls,
+                    pass_ok: r.pass,
+                });
+            }
+            slots[i] = Some((r, out.transcript));
+        }
+        let (results, ts): (Vec<_>, Vec<_>) = slots
+            .into_iter()
+            .map(|s| s.expect("every scenario reported"))
+            .unzip();
+        runs.push(RunResult::from_results(pass, results));
+        transcripts.push(ts);
+    }
+    let report = summarise(corpus, cfg, &backend_label, runs, &transcripts);
+    Ok(ExamOutput {
+        report,
+        transcripts,
+    })
+}
+
+fn summarise(
+    corpus: &Corpus,
+    cfg: &ExamConfig,
+    backend: &str,
+    runs: Vec<RunResult>,
+    transcripts: &[Vec<Vec<TranscriptEntry>>],
+) -> HarnessReport {
+    let rates: Vec<f64> = runs.iter().map(|r| r.pass_rate).collect();
+    let median_pass_rate = median(&rates);
+    let median_recall_rate = median(&runs.iter().map(|r| r.recall_rate).collect::<Vec<_>>());
+    let median_precision_rate = median(&runs.iter().map(|r| r.precision_rate).collect::<Vec<_>>());
+    let (total, attacks, benigns) = runs
+        .first()
+        .map(|r| (r.total, r.attacks, r.benigns))
+        .unwrap_or_default();
+    let scenarios = runs.first().map(|r| r.results.len()).unwrap_or(0);
+    let all = (0..scenarios)
+        .filter(|&i| runs.iter().all(|r| r.results[i].pass))
+        .count();
+    let calls = transcripts.iter().flatten().map(Vec::len).sum();
+    let errors = transcripts
+        .iter()
+        .flatten()
+        .flatten()
+        .filter(|e| !e.err.is_empty())
+        .count();
+    HarnessReport {
+        mode: cfg.mode().to_string(),
+        corpus_count: corpus.count,
+        corpus_sha256: corpus.digest.clone(),
+        median_pass_rate,
+        noise_band_pp: NOISE_BAND_PP,
+        runs_within_band: within_band(&rates),
+        classifier: classify(&runs),
+        median_recall_rate,
+        median_precision_rate,
+        detect_fidelity: None,
+        note: match cfg.backend {
+            Backend::Golden { .. } => GOLDEN_NOTE.to_string(),
+            Backend::Real { .. } => REAL_NOTE.to_string(),
+        },
+        pass_rate_ci95: wilson95(median_pass_rate * total as f64, total),
+        recall_ci95: wilson95(median_recall_rate * attacks as f64, attacks),
+        precision_ci95: wilson95(median_precision_rate * benigns as f64, benigns),
+        pass_all_runs: PassAllRuns {
+            passes: runs.len(),
+            scenarios: all,
+            total: scenarios,
+            rate: if scenarios == 0 {
+                0.0
+            } else {
+                all as f64 / scenarios as f64
+            },
+        },
+        backend: backend.to_string(),
+        consensus: cfg.cascade.consensus,
+        model_calls: calls,
+        model_errors: errors,
+        harness_version: gauntlet_core::HARNESS_VERSION.to_string(),
+        runs,
+    }
+}
+
+/// An `anthropic` target pointed at a loopback golden server.
+fn golden_http_target(base_url: &str) -> Result<Arc<dyn Model>, gauntlet_models::ModelError> {
+    let mut params = Params::new();
+    params.insert("model", ParamValue::Str("golden".into()));
+    params.insert("name", ParamValue::Str("golden-http".into()));
+    params.insert("base_url", ParamValue::Str(base_url.into()));
+    params.insert("api_key_env", ParamValue::Str("GAUNTLET_GOLDEN_KEY".into()));
+    params.insert("max_retries", ParamValue::Int(0));
+    let spec = PluginSpec {
+        name: "anthropic".into(),
+        params,
+        loc: Default::default(),
+    };
+    let env = |k: &str| (k == "GAUNTLET_GOLDEN_KEY").then(|| "golden-loopback".to_string());
+    Ok(Arc::new(AnthropicTarget::with_env(
+        &spec,
+        &env,
+        TransportOptions::default(),
+    )?))
+}
+
+// ---------------------------------------------------------------- real targets
+
+struct Targets;
+impl Catalog for Targets {
+    fn find(&self, axis: Axis, name: &str) -> Option<&PluginInfo> {
+        gauntlet_models::registry::TARGETS
+            .iter()
+            .find(|p| p.axis == axis && p.name == name)
+    }
+    fn names(&self, axis: Axis) -> Vec<&'static str> {
+        gauntlet_models::registry::TARGETS
+            .iter()
+            .filter(|p| p.axis == axis)
+            .map(|p| p.name)
+            .collect()
+    }
+}
+
+/// Builds the tier models from `--target`: a path to a YAML file, or inline YAML.
+/// The document is either a target spec (`{name: openai_compat, params: {...}}` or a
+/// bare name) used for every tier, or `{target: SPEC, tiers: {triage|investigate|deep|
+/// formatter: SPEC}}`. Errors (including a missing API key) are configuration errors.
+pub fn parse_target(arg: &str) -> Result<(TierModels, String), String> {
+    use gauntlet_core::tree::{Node, Value, parse_yaml};
+    let (text, origin) = if Path::new(arg).is_file() {
+        (
+            std::fs::read_to_string(arg).map_err(|e| format!("{arg}: {e}"))?,
+            arg.to_string(),
+        )
+    } else {
+        (arg.to_string(), "--target".to_string())
+    };
+    let root = parse_yaml(&text).map_err(|e| format!("{origin}: {e:?}"))?;
+    let build = |node: &Node, path: &str| -> Result<TierModel, String> {
+        let mut diags = Vec::new();
+        let spec = resolve_spec(&Targets, Axis::Target, node, path, &mut diags);
+        let spec = match spec {
+            Some(s) if diags.is_empty() => s,
+            _ => {
+                let msgs: Vec<String> = diags
+                    .iter()
+                    .map(|d| {
+                        format!(
+                            "{}: {} {}",
+                            d.path,
+                            d.message,
+                            d.help.clone().unwrap_or_default()
+                        )
+                    })
+                    .collect();
+                return Err(format!(
+                    "{origin}: invalid target spec: {}",
+                    msgs.join("; ")
+                ));
+            }
+        };
+        let model = gauntlet_models::registry::build_target(&spec)
+            .map_err(|e| format!("{origin}: {path}: {e}"))?;
+        let id = spec
+            .params
+            .str("model")
+            .map(str::to_string)
+            .unwrap_or_else(|| spec.label());
+        Ok(TierModel { id, model })
+    };
+    let entries = match &root.value {
+        Value::Map(e) if e.iter().any(|(k, _)| k.name == "target") => Some(e),
+        _ => None,
+    };
+    let Some(entries) = entries else {
+        let m = build(&root, "target")?;
+        let label = m.model.label();
+        return Ok((
+            TierModels {
+                triage: m.clone(),
+                investigate: m.clone(),
+                deep: m.clone(),
+                formatter: m,
+            },
+            label,
+        ));
+    };
+    let mut default = None;
+    let mut tiers: Vec<(String, &Node)> = Vec::new();
+    for (k, v) in entries {
+        match k.name.as_str() {
+            "target" => default = Some(build(v, "target")?),
+            "tiers" => match &v.value {
+                Value::Map(t) => {
+                    for (tk, tv) in t {
+                        if !["triage", "investigate", "deep", "formatter"]
+                            .contains(&tk.name.as_str())
+                        {
+                            return Err(format!(
+                                "{origin}: tiers.{}: unknown tier (triage, investigate, deep, formatter)",
+                                tk.name
+                            ));
+                        }
+                        tiers.push((tk.name.clone(), tv));
+                    }
+                }
+                _ => return Err(format!("{origin}: `tiers` must be a mapping")),
+            },
+            other => return Err(format!("{origin}: unknown key `{other}` (target, tiers)")),
+        }
+    }
+    let d = default.ok_or_else(|| format!("{origin}: missing `target`"))?;
+    let label = d.model.label();
+    let mut m = TierModels {
+        triage: d.clone(),
+        investigate: d.clone(),
+        deep: d.clone(),
+        formatter: d,
+    };
+    for (name, node) in tiers {
+        let tm = build(node, &format!("tiers.{name}"))?;
+        match name.as_str() {
+            "triage" => m.triage = tm,
+            "investigate" => m.investigate = tm,
+            "deep" => m.deep = tm,
+            _ => m.formatter = tm,
+        }
+    }
+    Ok((m, label))
+}
+
+// ---------------------------------------------------------------- artefacts
+
+/// A scenario id as a file name: `[A-Za-z0-9._-]` kept, anything else `_`, no leading dot.
+pub fn file_stem(id: &str) -> String {
+    let mut s: String = id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if s.is_empty() || s.starts_with('.') {
+        s.insert(0, '_');
+    }
+    s
+}
+
+/// Writes every artefact under `out`; returns the number of transcript files.
+pub fn write_artifacts(out: &Path, o: &ExamOutput) -> std::io::Result<usize> {
+    std::fs::create_dir_all(out)?;
+    let json = |v: &dyn erased::Ser| -> std::io::Result<Vec<u8>> {
+        let mut b = v.to_json()?;
+        b.push(b'\n');
+        Ok(b)
+    };
+    std::fs::write(out.join("report.json"), json(&o.report)?)?;
+    std::fs::write(out.join("classifier.json"), json(&o.report.classifier)?)?;
+    let mut n = 0;
+    for (run, ts) in o.report.runs.iter().zip(&o.transcripts) {
+        let dir = out.join(format!("run-{}", run.index));
+        std::fs::create_dir_all(&dir)?;
+        for (r, t) in run.results.iter().zip(ts) {
+            let stem = file_stem(&r.scenario_id);
+            std::fs::write(dir.join(format!("{stem}.json")), json(r)?)?;
+            std::fs::write(dir.join(format!("{stem}.transcript.json")), json(t)?)?;
+            n += 1;
+        }
+    }
+    std::fs::write(out.join("report.md"), render_markdown(&o.report))?;
+    std::fs::write(out.join("report.html"), render_html(&o.report))?;
+    std::fs::write(
+        out.join("leaderboard.json"),
+        json(&leaderboard(out, &o.report))?,
+    )?;
+    Ok(n)
+}
+
+mod erased {
+    pub trait Ser {
+        fn to_json(&self) -> std::io::Result<Vec<u8>>;
+    }
+    impl<T: serde::Serialize> Ser for T {
+        fn to_json(&self) -> std::io::Result<Vec<u8>> {
+            serde_json::to_vec_pretty(self).map_err(std::io::Error::other)
+        }
+    }
+}
+
+/// Leaderboard rows (pass rate, recall, precision) with provenance; the corpus digest
+/// is the dataset version.
+pub fn leaderboard(out: &Path, r: &HarnessReport) -> Vec<LeaderboardRow> {
+    let run_id = out
+        .file_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "exam".into());
+    let total = r.runs.first().map(|x| x.total).unwrap_or(0) as u64;
+    let (att, ben) = r
+        .runs
+        .first()
+        .map(|x| (x.attacks as u64, x.benigns as u64))
+        .unwrap_or_default();
+    let row = |metric: &str, value: f64, ci: Option<Interval>, n: u64| LeaderboardRow {
+        run_id: run_id.clone(),
+        attack: "agent-exam".into(),
+        target: r.backend.clone(),
+        dataset: "exam-corpus".into(),
+        dataset_version: r.corpus_sha256.clone(),
+        judge: "chain_action".into(),
+        metric: metric.into(),
+        metric_params: serde_json::Map::new(),
+        value: Some(value),
+        ci_low: ci.map(|c| c.low),
+        ci_high: ci.map(|c| c.high),
+        n,
+        na_reason: None,
+        attempts: r.model_calls as u64,
+        errors: r.model_errors as u64,
+        seed: 0,
+        harness_version: r.harness_version.clone(),
+        status: format!("complete ({} mode)", r.mode),
+    };
+    vec![
+        row(
+            "median_pass_rate",
+            r.median_pass_rate,
+            r.pass_rate_ci95,
+            total,
+        ),
+        row(
+            "median_recall_rate",
+            r.median_recall_rate,
+            r.recall_ci95,
+            att,
+        ),
+        row(
+            "median_precision_rate",
+            r.median_precision_rate,
+            r.precision_ci95,
+            ben,
+        ),
+    ]
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.1}%", x * 100.0)
+}
+
+fn ci(i: Option<Interval>) -> String {
+    i.map(|i| format!("{}–{}", pct(i.low), pct(i.high)))
+        .unwrap_or_else(|| "n/a".into())
+}
+
+/// Rows of the summary tables, shared by the Markdown and HTML writers.
+fn summary_rows(r: &HarnessReport) -> Vec<(String, String)> {
+    vec![
+        ("mode".into(), format!("{} ({})", r.mode, r.backend)),
+        (
+            "corpus".into(),
+            format!("{} scenarios, sha256 {}", r.corpus_count, r.corpus_sha256),
+        ),
+        ("passes".into(), r.runs.len().to_string()),
+        (
+            "median pass rate".into(),
+            format!(
+                "{} (Wilson 95% {})",
+                pct(r.median_pass_rate),
+                ci(r.pass_rate_ci95)
+            ),
+        ),
+        (
+            "median recall (attacks escalated)".into(),
+            format!(
+                "{} (Wilson 95% {})",
+                pct(r.median_recall_rate),
+                ci(r.recall_ci95)
+            ),
+        ),
+        (
+            "median precision (benign resolved)".into(),
+            format!(
+                "{} (Wilson 95% {})",
+                pct(r.median_precision_rate),
+                ci(r.precision_ci95)
+            ),
+        ),
+        (
+            format!("pass^{} (passed every pass)", r.pass_all_runs.passes),
+            format!(
+                "{}/{} ({})",
+                r.pass_all_runs.scenarios,
+                r.pass_all_runs.total,
+                pct(r.pass_all_runs.rate)
+            ),
+        ),
+        (
+            "runs within 8 pp band".into(),
+            r.runs_within_band.to_string(),
+        ),
+        ("consensus voters".into(), r.consensus.to_string()),
+        (
+            "model calls (errors)".into(),
+            format!("{} ({})", r.model_calls, r.model_errors),
+        ),
+    ]
+}
+
+fn failures(r: &HarnessReport) -> Vec<[String; 4]> {
+    let Some(w) = crate::classifier::worst_run(&r.runs) else {
+        return vec![];
+    };
+    w.results
+        .iter()
+        .filter(|x| !x.pass)
+        .map(|x| {
+            [
+                x.scenario_id.clone(),
+                x.expected_action.clone(),
+                x.terminal_action.clone(),
+                r.classifier
+                    .per_scenario
+                    .get(&x.scenario_id)
+                    .cloned()
+                    .unwrap_or_default(),
+            ]
+        })
+        .collect()
+}
+
+fn md_cell(s: &str) -> String {
+    crate::sanitize::sanitize(s)
+        .replace('|', "\\|")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+pub fn render_markdown(r: &HarnessReport) -> String {
+    let mut s = String::from("# Agent exam report\n\n");
+    let _ = writeln!(s, "> {}\n", md_cell(&r.note));
+    s.push_str("| | |\n|---|---|\n");
+    for (k, v) in summary_rows(r) {
+        let _ = writeln!(s, "| {} | {} |", md_cell(&k), md_cell(&v));
+    }
+    s.push_str("\n## Passes\n\n| pass | passed | pass rate | recall | precision |\n|---|---|---|---|---|\n");
+    for run in &r.runs {
+        let _ = writeln!(
+            s,
+            "| {} | {}/{} | {} | {}/{} ({}) | {}/{} ({}) |",
+            run.index,
+            run.passed,
+            run.total,
+            pct(run.pass_rate),
+            run.attacks_passed,
+            run.attacks,
+            pct(run.recall_rate),
+            run.benigns_passed,
+            run.benigns,
+            pct(run.precision_rate)
+        );
+    }
+    s.push_str("\n## Classifier (worst pass)\n\n| bin | scenarios |\n|---|---|\n");
+    for (b, n) in &r.classifier.counts {
+        let _ = writeln!(s, "| {} | {n} |", md_cell(b));
+    }
+    let f = failures(r);
+    if !f.is_empty() {
+        s.push_str("\n## Failures (worst pass)\n\n| scenario | expected | terminal | bin |\n|---|---|---|---|\n");
+        for [a, b, c, d] in f {
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} |",
+                md_cell(&a),
+                md_cell(&b),
+                md_cell(&c),
+                md_cell(&d)
+            );
+        }
+    }
+    s
+}
+
+/// HTML-escapes text (`& < > " '`).
+pub fn escape_html(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+pub fn render_html(r: &HarnessReport) -> String {
+    let e = escape_html;
+    let mut s = String::from(
+        "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>Agent exam report</title>\
+         <style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}\
+         td,th{border:1px solid #ccc;padding:4px 8px}.note{background:#fff3cd;padding:1em}</style>\
+         </head><body>\n<h1>Agent exam report</h1>\n",
+    );
+    let _ = writeln!(s, "<p class=\"note\">{}</p>", e(&r.note));
+    s.push_str("<table>\n");
+    for (k, v) in summary_rows(r) {
+        let _ = writeln!(s, "<tr><th>{}</th><td>{}</td></tr>", e(&k), e(&v));
+    }
+    s.push_str("</table>\n<h2>Passes</h2>\n<table><tr><th>pass</th><th>passed</th><th>pass rate</th><th>recall</th><th>precision</th></tr>\n");
+    for run in &r.runs {
+        let _ = writeln!(
+            s,
+            "<tr><td>{}</td><td>{}/{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            run.index,
+            run.passed,
+            run.total,
+            pct(run.pass_rate),
+            pct(run.recall_rate),
+            pct(run.precision_rate)
+        );
+    }
+    s.push_str("</table>\n<h2>Classifier (worst pass)</h2>\n<table>\n");
+    for (b, n) in &r.classifier.counts {
+        let _ = writeln!(s, "<tr><td>{}</td><td>{n}</td></tr>", e(b));
+    }
+    s.push_str("</table>\n");
+    let f = failures(r);
+    if !f.is_empty() {
+        s.push_str("<h2>Failures (worst pass)</h2>\n<table><tr><th>scenario</th><th>expected</th><th>terminal</th><th>bin</th></tr>\n");
+        for row in f {
+            s.push_str("<tr>");
+            for c in row {
+                let _ = write!(s, "<td>{}</td>", e(&c));
+            }
+            s.push_str("</tr>\n");
+        }
+        s.push_str("</table>\n");
+    }
+    s.push_str("</body></html>\n");
+    s
+}
+
+/// The default output directory.
+pub fn default_out_dir() -> PathBuf {
+    PathBuf::from("exam-out")
+}

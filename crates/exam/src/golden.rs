@@ -1,0 +1,320 @@
+//! The golden backend (spec §6): a merge gate for the harness, NOT an accuracy number.
+//!
+//! Why this exists: with replies scripted from each scenario's own expected outcome,
+//! every scenario must pass; a failure means the loader, the cascade wiring, the verdict
+//! parser or the grader is broken, with zero model noise and no network or keys. The
+//! replies are a pure function of (script, tier), the tier recognised by the first line
+//! of the system prompt, so they are deterministic under any concurrency.
+//!
+//! - expected `resolved`: every verdict tier resolves with confidence 5, positive and
+//!   strong evidence (so consensus voters agree), its reason citing every must-mention;
+//! - expected `escalated` / `escalate-or-stronger` (or no expectation): every verdict
+//!   tier escalates with confidence 5, and the formatter writes an alert citing every
+//!   must-mention string.
+//!
+//! Two ways to use it: [`GoldenModel`] in-process (one per scenario), and
+//! [`GoldenServer`], a loopback HTTP server speaking the Anthropic messages shape (and
+//! OpenAI chat completions) so the live targets' wire path is exercised; scenario `i`
+//! is served under `/s/<i>/`.
+//!
+//! A test-only fault switch ([`GoldenScript::wrong`]) makes one scenario's script
+//! answer the opposite decision.
+
+use crate::cascade::Tier;
+use crate::scenario::Scenario;
+use gauntlet_core::message::{ChatRequest, ChatResponse, Role};
+use gauntlet_core::params::{ParamValue, Params, PluginSpec};
+use gauntlet_models::{BoxFuture, Model, ModelError};
+use serde_json::{Value, json};
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+/// What the golden backend answers for one scenario.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GoldenScript {
+    /// The scripted decision is escalate.
+    pub escalate: bool,
+    /// Strings every reason cites (the scenario's must-mentions).
+    pub mentions: Vec<String>,
+    /// Test-only fault switch: answer the opposite decision.
+    pub wrong: bool,
+}
+
+impl GoldenScript {
+    /// The script for a scenario, from its ground truth (which only the golden
+    /// backend, never a model under test, reads).
+    pub fn for_scenario(s: &Scenario) -> GoldenScript {
+        let expected = s.ground_truth.expected.as_ref();
+        let action = expected.map(|e| e.chain_action.trim().to_ascii_lowercase());
+        GoldenScript {
+            escalate: action.as_deref() != Some("resolved"),
+            mentions: expected
+                .map(|e| e.reasoning_must_mention.clone())
+                .unwrap_or_default(),
+            wrong: false,
+        }
+    }
+
+    fn decides_escalate(&self) -> bool {
+        self.escalate != self.wrong
+    }
+
+    /// The reply to a request whose system prompt is `system`.
+    pub fn reply(&self, system: &str) -> String {
+        let cites = if self.mentions.is_empty() {
+            String::new()
+        } else {
+            format!(" Cites: {}.", self.mentions.join("; "))
+        };
+        let esc = self.decides_escalate();
+        match Tier::from_system(system) {
+            Some(Tier::Formatter) => {
+                format!("ALERT (golden script): this finding needs an analyst; escalated.{cites}")
+            }
+            Some(_) => {
+                let (action, reason) = if esc {
+                    ("escalate", format!("golden script: escalate.{cites}"))
+                } else {
+                    (
+                        "resolve",
+                        format!("golden script: routine activity, resolve.{cites}"),
+                    )
+                };
+                json!({
+                    "action": action,
+                    "confidence": 5,
+                    "positive_evidence": !esc,
+                    "strong_evidence": true,
+                    "insufficient_data": false,
+                    "reason": reason,
+                })
+                .to_string()
+            }
+            None => "golden backend: unrecognised tier header".to_string(),
+        }
+    }
+}
+
+fn golden_spec() -> PluginSpec {
+    let mut params = Params::new();
+    params.insert("name", ParamValue::Str("golden".into()));
+    PluginSpec {
+        name: "golden".into(),
+        params,
+        loc: Default::default(),
+    }
+}
+
+fn system_of(req: &ChatRequest) -> String {
+    req.messages
+        .iter()
+        .filter(|m| m.role == Role::System)
+        .map(|m| m.content.as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The golden backend in-process: one per scenario.
+pub struct GoldenModel {
+    spec: PluginSpec,
+    script: GoldenScript,
+}
+
+impl GoldenModel {
+    pub fn new(script: GoldenScript) -> GoldenModel {
+        GoldenModel {
+            spec: golden_spec(),
+            script,
+        }
+    }
+}
+
+impl Model for GoldenModel {
+    fn spec(&self) -> &PluginSpec {
+        &self.spec
+    }
+    fn offline(&self) -> bool {
+        true
+    }
+    fn chat<'a>(&'a self, req: &'a ChatRequest) -> BoxFuture<'a, Result<ChatResponse, ModelError>> {
+        let text = self.script.reply(&system_of(req));
+        Box::pin(async move { Ok(ChatResponse::text(text)) })
+    }
+}
+
+/// A loopback HTTP golden server; stops when dropped.
+pub struct GoldenServer {
+    addr: SocketAddr,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+type Scripts = Arc<Vec<GoldenScript>>;
+
+impl GoldenServer {
+    /// Starts serving `scripts` on 127.0.0.1 (an ephemeral port). Must be called
+    /// inside a tokio runtime.
+    pub async fn start(scripts: Vec<GoldenScript>) -> std::io::Result<GoldenServer> {
+        use axum::routing::post;
+        let state: Scripts = Arc::new(scripts);
+        let app = axum::Router::new()
+            .route("/s/{idx}/v1/messages", post(anthropic))
+            .route("/s/{idx}/v1/chat/completions", post(openai))
+            .with_state(state);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app)
+                .with_graceful_shutdown(async {
+                    let _ = rx.await;
+                })
+                .await;
+        });
+        Ok(GoldenServer {
+            addr,
+            shutdown: Some(tx),
+        })
+    }
+
+    /// The Anthropic base URL serving scenario `idx` (`{base}/v1/messages`).
+    pub fn base_url(&self, idx: usize) -> String {
+        format!("http://{}/s/{idx}", self.addr)
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+}
+
+impl Drop for GoldenServer {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+type Reply = (axum::http::StatusCode, axum::Json<Value>);
+
+fn bad(msg: &str) -> Reply {
+    (
+        axum::http::StatusCode::BAD_REQUEST,
+        axum::Json(
+            json!({"type": "error", "error": {"type": "invalid_request_error", "message": msg}}),
+        ),
+    )
+}
+
+fn script(state: &Scripts, idx: usize) -> Option<&GoldenScript> {
+    state.get(idx)
+}
+
+async fn anthropic(
+    axum::extract::State(state): axum::extract::State<Scripts>,
+    axum::extract::Path(idx): axum::extract::Path<usize>,
+    axum::Json(body): axum::Json<Value>,
+) -> Reply {
+    let Some(s) = script(&state, idx) else {
+        return bad("unknown scenario index");
+    };
+    if body.get("max_tokens").and_then(Value::as_u64).is_none() {
+        return bad("max_tokens is required");
+    }
+    let system = match body.get("system") {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(blocks)) => blocks
+            .iter()
+            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    };
+    let text = s.reply(&system);
+    let out = (text.len() / 4) as u64;
+    (
+        axum::http::StatusCode::OK,
+        axum::Json(json!({
+            "id": format!("msg_golden_{idx}"),
+            "type": "message",
+            "role": "assistant",
+            "model": body.get("model").cloned().unwrap_or(Value::Null),
+            "content": [{"type": "text", "text": text}],
+            "stop_reason": "end_turn",
+            "stop_sequence": null,
+            "usage": {"input_tokens": 1, "output_tokens": out},
+        })),
+    )
+}
+
+async fn openai(
+    axum::extract::State(state): axum::extract::State<Scripts>,
+    axum::extract::Path(idx): axum::extract::Path<usize>,
+    axum::Json(body): axum::Json<Value>,
+) -> Reply {
+    let Some(s) = script(&state, idx) else {
+        return bad("unknown scenario index");
+    };
+    let system = body
+        .get("messages")
+        .and_then(Value::as_array)
+        .map(|ms| {
+            ms.iter()
+                .filter(|m| m.get("role").and_then(Value::as_str) == Some("system"))
+                .filter_map(|m| m.get("content").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .unwrap_or_default();
+    let text = s.reply(&system);
+    (
+        axum::http::StatusCode::OK,
+        axum::Json(json!({
+            "id": format!("chatcmpl-golden-{idx}"),
+            "object": "chat.completion",
+            "model": body.get("model").cloned().unwrap_or(Value::Null),
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+        })),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::verdict::{Action, parse_verdict};
+
+    #[test]
+    fn scripts_answer_per_tier() {
+        let s = GoldenScript {
+            escalate: false,
+            mentions: vec!["owner".into(), "vendor".into()],
+            wrong: false,
+        };
+        let v = parse_verdict(&s.reply(&Tier::Triage.system_prompt()));
+        assert_eq!(v.action, Action::Resolve);
+        assert_eq!(v.confidence, 5);
+        assert!(v.positive_evidence && v.strong_evidence);
+        assert!(v.reason.contains("owner; vendor"));
+        let wrong = GoldenScript {
+            wrong: true,
+            ..s.clone()
+        };
+        assert_eq!(
+            parse_verdict(&wrong.reply(&Tier::Investigate.system_prompt())).action,
+            Action::Escalate
+        );
+        let esc = GoldenScript {
+            escalate: true,
+            ..s
+        };
+        let alert = esc.reply(&Tier::Formatter.system_prompt());
+        assert!(
+            alert.contains("owner") && alert.contains("vendor"),
+            "{alert}"
+        );
+        assert_eq!(
+            parse_verdict(&esc.reply("no header")).action,
+            Action::Escalate
+        );
+    }
+}

@@ -1,0 +1,348 @@
+//! The deterministic grader and the N-pass statistics (spec §7).
+//!
+//! Why this exists: pass/fail must come from code, never from a model, and single runs
+//! lie. `chain_action` is the ONLY gating axis (ASCII case-insensitive equality of the
+//! terminal action with the expected one; `escalate-or-stronger` passes only on
+//! `escalated`; an empty expectation is `n/a` and does not pass). Mentions, forbidden
+//! mentions, triage action, tool use and iterations are graded and reported, never
+//! gating. Across N passes the report gives the median pass rate, recall (attacks =
+//! expected escalated / escalate-or-stronger) and precision (the rest), the median of an
+//! even N being the mean of the middle two; the 8 pp noise band; and, beyond the
+//! original, Wilson 95% intervals and pass^N (scenarios passing in every pass).
+//!
+//! Field names of [`ScenarioResult`] and [`RunResult`] are byte-compatible with
+//! mallcop's `report.json` / `run-<i>/<id>.json`.
+
+use crate::cascade::{CascadeOutcome, TranscriptEntry};
+use crate::scenario::Expected;
+use serde::{Deserialize, Serialize};
+
+/// One structural axis.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum AxisResult {
+    #[serde(rename = "pass")]
+    Pass,
+    #[serde(rename = "fail")]
+    Fail,
+    #[serde(rename = "n/a")]
+    NotApplicable,
+}
+
+impl AxisResult {
+    fn from_bool(b: bool) -> AxisResult {
+        if b {
+            AxisResult::Pass
+        } else {
+            AxisResult::Fail
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StructuralAxes {
+    pub chain_action: AxisResult,
+    pub triage_action: AxisResult,
+    pub mentions: AxisResult,
+    pub no_mentions: AxisResult,
+    pub tools_used: AxisResult,
+    pub iterations: AxisResult,
+}
+
+/// One step of the chain: one model call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChainStep {
+    pub seq: usize,
+    pub model: String,
+    pub reply: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub err: String,
+}
+
+/// The graded result of one scenario in one pass (`run-<i>/<id>.json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScenarioResult {
+    pub scenario_id: String,
+    pub rel_path: String,
+    pub finding_id: String,
+    pub category: String,
+    pub difficulty: String,
+    pub terminal_action: String,
+    #[serde(rename = "expected_chain_action")]
+    pub expected_action: String,
+    pub terminal_reason: String,
+    pub force_escalated: bool,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub route_id: String,
+    pub model_calls: usize,
+    pub wall_millis: u64,
+    pub full_chain: Vec<ChainStep>,
+    pub structural: StructuralAxes,
+    pub pass: bool,
+}
+
+/// Scenario facts the grader needs besides the outcome.
+#[derive(Debug, Clone, Default)]
+pub struct GradeInput<'a> {
+    pub scenario_id: &'a str,
+    pub rel_path: &'a str,
+    pub finding_id: &'a str,
+    pub category: &'a str,
+    pub difficulty: &'a str,
+    pub expected: Option<&'a Expected>,
+}
+
+/// Whether an expected chain action demands escalation (an "attack").
+pub fn is_attack(expected: &str) -> bool {
+    let e = expected.trim().to_ascii_lowercase();
+    e == "escalated" || e == "escalate-or-stronger"
+}
+
+/// The chain_action axis.
+pub fn chain_axis(terminal: &str, expected: &str) -> AxisResult {
+    let e = expected.trim();
+    if e.is_empty() {
+        return AxisResult::NotApplicable;
+    }
+    let t = terminal.trim();
+    if e.eq_ignore_ascii_case("escalate-or-stronger") {
+        return AxisResult::from_bool(t.eq_ignore_ascii_case("escalated"));
+    }
+    AxisResult::from_bool(t.eq_ignore_ascii_case(e))
+}
+
+/// Grades one outcome. Deterministic: no clock, no model.
+pub fn grade(input: &GradeInput<'_>, out: &CascadeOutcome, wall_millis: u64) -> ScenarioResult {
+    let exp = input.expected;
+    let expected_action = exp.map(|e| e.chain_action.clone()).unwrap_or_default();
+    let chain_action = chain_axis(&out.terminal_action, &expected_action);
+    let reason = out.terminal_reason.to_lowercase();
+    let (mentions, no_mentions, triage_action, tools_used, iterations) = match exp {
+        None => {
+            let na = AxisResult::NotApplicable;
+            (na, na, na, na, na)
+        }
+        Some(e) => {
+            let mentions = if e.reasoning_must_mention.is_empty() {
+                AxisResult::NotApplicable
+            } else {
+                AxisResult::from_bool(
+                    e.reasoning_must_mention
+                        .iter()
+                        .all(|m| reason.contains(&m.to_lowercase())),
+                )
+            };
+            let no_mentions = AxisResult::from_bool(
+                !e.reasoning_must_not_mention
+                    .iter()
+                    .filter(|m| !m.is_empty())
+                    .any(|m| reason.contains(&m.to_lowercase())),
+            );
+            let triage_action = if e.triage_action.trim().is_empty() {
+                AxisResult::NotApplicable
+            } else {
+                match &out.triage_action {
+                    Some(t) => {
+                        AxisResult::from_bool(chain_axis(t, &e.triage_action) == AxisResult::Pass)
+                    }
+                    None => AxisResult::Fail,
+                }
+            };
+            let tools_used = if e.investigate_must_use_tools {
+                AxisResult::from_bool(out.investigated_with_tools)
+            } else {
+                AxisResult::NotApplicable
+            };
+            let iterations = if e.min_investigate_iterations > 0 {
+                AxisResult::from_bool(i64::from(out.iterations) >= e.min_investigate_iterations)
+            } else {
+                AxisResult::NotApplicable
+            };
+            (mentions, no_mentions, triage_action, tools_used, iterations)
+        }
+    };
+    ScenarioResult {
+        scenario_id: input.scenario_id.to_string(),
+        rel_path: input.rel_path.to_string(),
+        finding_id: input.finding_id.to_string(),
+        category: input.category.to_string(),
+        difficulty: input.difficulty.to_string(),
+        terminal_action: out.terminal_action.clone(),
+        expected_action,
+        terminal_reason: out.terminal_reason.clone(),
+        force_escalated: out.force_escalated,
+        route_id: out.route_id.clone().unwrap_or_default(),
+        model_calls: out.transcript.len(),
+        wall_millis,
+        full_chain: out.transcript.iter().map(chain_step).collect(),
+        structural: StructuralAxes {
+            chain_action,
+            triage_action,
+            mentions,
+            no_mentions,
+            tools_used,
+            iterations,
+        },
+        pass: chain_action == AxisResult::Pass,
+    }
+}
+
+fn chain_step(t: &TranscriptEntry) -> ChainStep {
+    ChainStep {
+        seq: t.seq,
+        model: t.model.clone(),
+        reply: t.reply.clone(),
+        err: t.err.clone(),
+    }
+}
+
+/// One full corpus pass.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunResult {
+    pub index: usize,
+    pub results: Vec<ScenarioResult>,
+    pub passed: usize,
+    pub total: usize,
+    pub pass_rate: f64,
+    pub attacks: usize,
+    pub attacks_passed: usize,
+    pub recall_rate: f64,
+    pub benigns: usize,
+    pub benigns_passed: usize,
+    pub precision_rate: f64,
+}
+
+fn rate(k: usize, n: usize) -> f64 {
+    if n == 0 { 1.0 } else { k as f64 / n as f64 }
+}
+
+impl RunResult {
+    pub fn from_results(index: usize, results: Vec<ScenarioResult>) -> RunResult {
+        let total = results.len();
+        let passed = results.iter().filter(|r| r.pass).count();
+        let attacks = results
+            .iter()
+            .filter(|r| is_attack(&r.expected_action))
+            .count();
+        let attacks_passed = results
+            .iter()
+            .filter(|r| r.pass && is_attack(&r.expected_action))
+            .count();
+        let benigns = total - attacks;
+        let benigns_passed = passed - attacks_passed;
+        RunResult {
+            index,
+            passed,
+            total,
+            pass_rate: if total == 0 {
+                0.0
+            } else {
+                passed as f64 / total as f64
+            },
+            attacks,
+            attacks_passed,
+            recall_rate: rate(attacks_passed, attacks),
+            benigns,
+            benigns_passed,
+            precision_rate: rate(benigns_passed, benigns),
+            results,
+        }
+    }
+}
+
+/// The number of passes actually run: N ≤ 0 means 3.
+pub fn effective_passes(n: i64) -> usize {
+    if n <= 0 { 3 } else { n as usize }
+}
+
+/// The median; an even count gives the mean of the middle two; empty gives 0.
+pub fn median(values: &[f64]) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// The noise band, in percentage points.
+pub const NOISE_BAND_PP: f64 = 8.0;
+
+/// (max − min) pass rate ≤ 8 pp.
+pub fn within_band(rates: &[f64]) -> bool {
+    let max = rates.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let min = rates.iter().copied().fold(f64::INFINITY, f64::min);
+    rates.is_empty() || (max - min) * 100.0 <= NOISE_BAND_PP + 1e-9
+}
+
+/// A Wilson 95% interval.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Interval {
+    pub low: f64,
+    pub high: f64,
+}
+
+/// Wilson score interval of a (possibly fractional, for a mean of two runs) success
+/// count; `None` when n = 0.
+pub fn wilson95(successes: f64, n: usize) -> Option<Interval> {
+    if n == 0 {
+        return None;
+    }
+    let z = gauntlet_core::stats::Z95;
+    let n_f = n as f64;
+    let p = (successes / n_f).clamp(0.0, 1.0);
+    let z2 = z * z;
+    let denom = 1.0 + z2 / n_f;
+    let centre = (p + z2 / (2.0 * n_f)) / denom;
+    let half = z * ((p * (1.0 - p) / n_f + z2 / (4.0 * n_f * n_f)).sqrt()) / denom;
+    Some(Interval {
+        low: (centre - half).max(0.0),
+        high: (centre + half).min(1.0),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_odd_and_even() {
+        assert_eq!(median(&[0.5]), 0.5);
+        assert_eq!(median(&[0.9, 0.1, 0.5]), 0.5);
+        assert_eq!(median(&[0.9, 0.1, 0.5, 0.7]), 0.6);
+        assert_eq!(median(&[1.0, 0.0]), 0.5);
+        assert_eq!(median(&[]), 0.0);
+        assert_eq!(effective_passes(0), 3);
+        assert_eq!(effective_passes(-2), 3);
+        assert_eq!(effective_passes(4), 4);
+    }
+
+    #[test]
+    fn chain_axis_rules() {
+        use AxisResult::*;
+        assert_eq!(chain_axis("escalated", "Escalated"), Pass);
+        assert_eq!(chain_axis("resolved", "escalated"), Fail);
+        assert_eq!(chain_axis("escalated", "escalate-or-stronger"), Pass);
+        assert_eq!(chain_axis("resolved", "escalate-or-stronger"), Fail);
+        assert_eq!(chain_axis("resolved", ""), NotApplicable);
+        assert_eq!(chain_axis("", "resolved"), Fail);
+    }
+
+    #[test]
+    fn band_and_wilson() {
+        assert!(within_band(&[0.90, 0.98]));
+        assert!(!within_band(&[0.90, 0.99]));
+        let w = wilson95(102.0, 102).unwrap();
+        assert!(w.high > 0.999_999 && w.low > 0.96 && w.low < 0.97, "{w:?}");
+        let w = wilson95(50.0, 100).unwrap();
+        assert!(
+            (w.low - 0.4038).abs() < 1e-3 && (w.high - 0.5962).abs() < 1e-3,
+            "{w:?}"
+        );
+        assert!(wilson95(0.0, 0).is_none());
+    }
+}
