@@ -4,6 +4,7 @@
 //! Exit codes: 0 success; 1 the run stopped early (partial) or failed; 2 the config or
 //! the command line is invalid.
 
+mod exam_cmd;
 mod progress;
 
 use clap::{Parser, Subcommand};
@@ -58,6 +59,8 @@ enum Command {
         #[command(subcommand)]
         action: CorpusAction,
     },
+    /// Agent exam: run the security-triage cascade over a pinned scenario corpus.
+    Exam(exam_cmd::ExamArgs),
 }
 
 #[derive(Subcommand)]
@@ -89,6 +92,7 @@ fn main() -> ExitCode {
         Command::Corpus {
             action: CorpusAction::Verify { dir },
         } => corpus_verify(&dir),
+        Command::Exam(a) => exam_cmd::exam(a),
     }
 }
 

@@ -540,6 +540,21 @@ fn floor_reason(route: &str, tb: &Toolbox) -> String {
         sanitize(&tb.finding.severity),
         sanitize(&tb.finding.actor)
     );
+    let md: Vec<String> = tb
+        .finding_metadata
+        .iter()
+        .take(12)
+        .map(|(k, v)| {
+            format!(
+                "{}={}",
+                sanitize(k),
+                sanitize(v).chars().take(160).collect::<String>()
+            )
+        })
+        .collect();
+    if !md.is_empty() {
+        let _ = write!(s, " Finding metadata: {}.", md.join(", "));
+    }
     for e in tb
         .events
         .iter()

@@ -1,0 +1,234 @@
+//! `gauntlet exam`: the agent exam (security-triage cascade over a pinned scenario
+//! corpus). Exit 0 when the run completed, whatever the pass rate; 2 on a corpus or
+//! configuration failure (including real mode without its API key).
+
+use clap::{Args, ValueEnum};
+use gauntlet_exam::cascade::CascadeOptions;
+use gauntlet_exam::embedded::{CorpusSource, resolve_corpus};
+use gauntlet_exam::exam::{Backend, ExamConfig, Progress, parse_target, run_exam, write_artifacts};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Mode {
+    /// Replies scripted from each scenario's expected outcome: a pipeline check, not an
+    /// accuracy number.
+    Golden,
+    /// The model(s) named by --target decide.
+    Real,
+}
+
+#[derive(Debug, Args)]
+pub struct ExamArgs {
+    /// Scenario corpus directory holding corpus.pin. Default: ./exams/scenarios when it
+    /// exists, else the reference corpus embedded in the binary.
+    #[arg(long)]
+    corpus: Option<PathBuf>,
+    #[arg(long, value_enum, default_value = "golden")]
+    mode: Mode,
+    /// Full corpus passes (the median is reported); N <= 0 means 3.
+    #[arg(
+        short = 'n',
+        long = "passes",
+        default_value_t = 3,
+        allow_negative_numbers = true
+    )]
+    passes: i64,
+    /// Consensus voters run when a chain resolves (0 disables).
+    #[arg(long, default_value_t = gauntlet_exam::cascade::DEFAULT_CONSENSUS)]
+    consensus: usize,
+    /// Real mode: a target spec (inline YAML such as
+    /// `{name: openai_compat, params: {model: m, base_url: 'http://127.0.0.1:8080/v1'}}`)
+    /// or a YAML file with a spec, or `{target: SPEC, tiers: {triage|investigate|deep|formatter: SPEC}}`.
+    #[arg(long)]
+    target: Option<String>,
+    /// Output directory for report.json, classifier.json, run-<i>/ and the reports.
+    #[arg(long, default_value = "exam-out")]
+    out: PathBuf,
+    /// Scenarios in flight at once.
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    concurrency: u32,
+    /// Golden mode: serve the golden replies over loopback HTTP and reach them through
+    /// the `anthropic` target (exercises the wire path).
+    #[arg(long)]
+    golden_http: bool,
+    /// No per-scenario progress.
+    #[arg(long)]
+    quiet: bool,
+}
+
+pub fn exam(a: ExamArgs) -> ExitCode {
+    let (corpus, source) = match resolve_corpus(a.corpus.as_deref(), Path::new("exams/scenarios")) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("gauntlet exam: corpus: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let backend = match a.mode {
+        Mode::Golden => {
+            if a.target.is_some() {
+                eprintln!("gauntlet exam: --target is ignored in golden mode");
+            }
+            Backend::Golden {
+                http: a.golden_http,
+            }
+        }
+        Mode::Real => {
+            let Some(t) = &a.target else {
+                eprintln!(
+                    "gauntlet exam: real mode needs --target (e.g. --target \"{{name: openai_compat, params: {{model: M, base_url: 'http://127.0.0.1:8080/v1'}}}}\"; the API key is read from the variable named by api_key_env, default OPENAI_API_KEY / ANTHROPIC_API_KEY)"
+                );
+                return ExitCode::from(2);
+            };
+            match parse_target(t) {
+                Ok((models, label)) => Backend::Real { models, label },
+                Err(e) => {
+                    eprintln!("gauntlet exam: real mode: {e}");
+                    return ExitCode::from(2);
+                }
+            }
+        }
+    };
+    let cfg = ExamConfig {
+        backend,
+        passes: a.passes,
+        cascade: CascadeOptions {
+            consensus: a.consensus,
+            ..CascadeOptions::default()
+        },
+        concurrency: a.concurrency as usize,
+        golden_fault: None,
+    };
+    let src = match &source {
+        CorpusSource::Explicit(d) | CorpusSource::Disk(d) => d.display().to_string(),
+        CorpusSource::Embedded => "embedded reference corpus".to_string(),
+    };
+    eprintln!(
+        "gauntlet exam: {} mode, {} scenarios from {src} (count {}, sha256 {}), {} pass(es)",
+        cfg.mode(),
+        corpus.scenarios.len(),
+        corpus.count,
+        corpus.digest,
+        gauntlet_exam::grade::effective_passes(a.passes)
+    );
+    let progress = (!a.quiet).then(|| {
+        progress_fn(gauntlet_exam::grade::effective_passes(a.passes) * corpus.scenarios.len())
+    });
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("gauntlet exam: cannot start the runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let out = match rt.block_on(run_exam(
+        &corpus,
+        &cfg,
+        progress.as_ref().map(|(f, _)| f.clone()),
+    )) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("gauntlet exam: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if let Some((_, bar)) = &progress
+        && let Some(b) = bar
+    {
+        b.finish_and_clear();
+    }
+    if let Err(e) = write_artifacts(&a.out, &out) {
+        eprintln!("gauntlet exam: writing {}: {e}", a.out.display());
+        return ExitCode::from(1);
+    }
+    let r = &out.report;
+    let pct = |x: f64| format!("{:.1}%", x * 100.0);
+    let ci = |i: Option<gauntlet_exam::grade::Interval>| {
+        i.map(|i| format!(" (95% {}–{})", pct(i.low), pct(i.high)))
+            .unwrap_or_default()
+    };
+    println!("{}", r.note);
+    println!(
+        "median pass rate      {}{}",
+        pct(r.median_pass_rate),
+        ci(r.pass_rate_ci95)
+    );
+    println!(
+        "median recall         {}{}",
+        pct(r.median_recall_rate),
+        ci(r.recall_ci95)
+    );
+    println!(
+        "median precision      {}{}",
+        pct(r.median_precision_rate),
+        ci(r.precision_ci95)
+    );
+    println!(
+        "pass^{}                {}/{}",
+        r.pass_all_runs.passes, r.pass_all_runs.scenarios, r.pass_all_runs.total
+    );
+    println!("runs within 8 pp band {}", r.runs_within_band);
+    println!(
+        "model calls           {} ({} errors)",
+        r.model_calls, r.model_errors
+    );
+    let bins: Vec<String> = r
+        .classifier
+        .counts
+        .iter()
+        .map(|(b, n)| format!("{b} {n}"))
+        .collect();
+    println!("classifier (worst)    {}", bins.join(", "));
+    println!("artefacts             {}", a.out.display());
+    ExitCode::SUCCESS
+}
+
+type Bar = Option<ProgressBar>;
+
+fn progress_fn(total: usize) -> (gauntlet_exam::exam::ProgressFn, Bar) {
+    if std::io::stderr().is_terminal() {
+        let bar = ProgressBar::with_draw_target(
+            Some(total as u64),
+            ProgressDrawTarget::stderr_with_hz(8),
+        );
+        bar.set_style(
+            ProgressStyle::with_template("{bar:30} {pos}/{len} scenarios  {msg}")
+                .expect("static template"),
+        );
+        let b = bar.clone();
+        let f = Arc::new(move |p: &Progress<'_>| {
+            b.inc(1);
+            b.set_message(format!(
+                "pass {}/{} {} {}",
+                p.pass + 1,
+                p.passes,
+                p.scenario_id,
+                if p.pass_ok { "PASS" } else { "FAIL" }
+            ));
+        });
+        (f, Some(bar))
+    } else {
+        let f = Arc::new(|p: &Progress<'_>| {
+            eprintln!(
+                "[pass {}/{}] {:>4}/{} {} -> {} (expected {}, {} call(s)) {}",
+                p.pass + 1,
+                p.passes,
+                p.done,
+                p.total,
+                p.scenario_id,
+                p.terminal_action,
+                p.expected_action,
+                p.model_calls,
+                if p.pass_ok { "PASS" } else { "FAIL" }
+            );
+        });
+        (f, None)
+    }
+}
