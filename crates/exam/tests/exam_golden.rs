@@ -15,7 +15,10 @@ use std::sync::{Arc, Mutex};
 
 fn corpus() -> Corpus {
     load_corpus(
-        Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../exams/scenarios")),
+        Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../exams/scenarios"
+        )),
         None,
     )
     .expect("reference corpus verifies")
@@ -77,7 +80,11 @@ fn golden_passes_everything_over_three_passes_and_writes_artefacts() {
     for x in run.results.iter().filter(|x| !x.force_escalated) {
         assert!(x.model_calls >= 2, "{}: {}", x.scenario_id, x.model_calls);
         if x.terminal_action == "resolved" {
-            assert!(x.model_calls >= 4, "{}: consensus voters ran", x.scenario_id);
+            assert!(
+                x.model_calls >= 4,
+                "{}: consensus voters ran",
+                x.scenario_id
+            );
         }
     }
 
@@ -88,20 +95,39 @@ fn golden_passes_everything_over_three_passes_and_writes_artefacts() {
     let report: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.path().join("report.json")).unwrap()).unwrap();
     for k in [
-        "mode", "corpus_count", "corpus_sha256", "runs", "median_pass_rate", "noise_band_pp",
-        "runs_within_band", "classifier", "median_recall_rate", "median_precision_rate", "note",
+        "mode",
+        "corpus_count",
+        "corpus_sha256",
+        "runs",
+        "median_pass_rate",
+        "noise_band_pp",
+        "runs_within_band",
+        "classifier",
+        "median_recall_rate",
+        "median_precision_rate",
+        "note",
     ] {
         assert!(report.get(k).is_some(), "report.json lacks {k}");
     }
     for k in [
-        "index", "results", "passed", "total", "pass_rate", "attacks", "attacks_passed",
-        "recall_rate", "benigns", "benigns_passed", "precision_rate",
+        "index",
+        "results",
+        "passed",
+        "total",
+        "pass_rate",
+        "attacks",
+        "attacks_passed",
+        "recall_rate",
+        "benigns",
+        "benigns_passed",
+        "precision_rate",
     ] {
         assert!(report["runs"][0].get(k).is_some(), "run lacks {k}");
     }
     assert_eq!(report["corpus_sha256"], c.digest);
     let cls: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(dir.path().join("classifier.json")).unwrap()).unwrap();
+        serde_json::from_slice(&std::fs::read(dir.path().join("classifier.json")).unwrap())
+            .unwrap();
     assert!(cls.get("counts").is_some() && cls.get("per_scenario").is_some());
     let some = run.results.iter().find(|x| !x.force_escalated).unwrap();
     let res: serde_json::Value = serde_json::from_slice(
@@ -109,22 +135,41 @@ fn golden_passes_everything_over_three_passes_and_writes_artefacts() {
     )
     .unwrap();
     for k in [
-        "scenario_id", "rel_path", "finding_id", "category", "difficulty", "terminal_action",
-        "expected_chain_action", "terminal_reason", "force_escalated", "model_calls",
-        "wall_millis", "full_chain", "structural", "pass",
+        "scenario_id",
+        "rel_path",
+        "finding_id",
+        "category",
+        "difficulty",
+        "terminal_action",
+        "expected_chain_action",
+        "terminal_reason",
+        "force_escalated",
+        "model_calls",
+        "wall_millis",
+        "full_chain",
+        "structural",
+        "pass",
     ] {
         assert!(res.get(k).is_some(), "result lacks {k}");
     }
     let tr: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(dir.path().join(format!("run-2/{}.transcript.json", some.scenario_id)))
-            .unwrap(),
+        &std::fs::read(
+            dir.path()
+                .join(format!("run-2/{}.transcript.json", some.scenario_id)),
+        )
+        .unwrap(),
     )
     .unwrap();
     let e0 = &tr[0];
     for k in ["seq", "model", "system", "user_prompt", "reply"] {
         assert!(e0.get(k).is_some(), "transcript entry lacks {k}");
     }
-    assert!(e0["system"].as_str().unwrap().starts_with(Tier::Triage.header()));
+    assert!(
+        e0["system"]
+            .as_str()
+            .unwrap()
+            .starts_with(Tier::Triage.header())
+    );
     let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
     assert!(md.contains("NOT AN ACCURACY NUMBER"));
     let html = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
@@ -137,9 +182,19 @@ fn first_non_floor(c: &Corpus, expected: &str) -> String {
         .iter()
         .find(|s| {
             let fam = s.scenario.case.finding.detector.as_str();
-            s.scenario.ground_truth.expected.as_ref().map(|e| e.chain_action.as_str()) == Some(expected)
-                && !["priv-escalation", "injection-probe", "log-format-drift", "secrets-exposure"]
-                    .contains(&fam)
+            s.scenario
+                .ground_truth
+                .expected
+                .as_ref()
+                .map(|e| e.chain_action.as_str())
+                == Some(expected)
+                && ![
+                    "priv-escalation",
+                    "injection-probe",
+                    "log-format-drift",
+                    "secrets-exposure",
+                ]
+                .contains(&fam)
         })
         .unwrap()
         .scenario
@@ -188,7 +243,11 @@ fn golden_over_loopback_http_through_the_anthropic_target() {
     };
     let out = rt().block_on(run_exam(&c, &cfg, None)).unwrap();
     assert_eq!(out.report.backend, "golden-http");
-    assert_eq!(out.report.median_pass_rate, 1.0, "{:?}", out.report.classifier.counts);
+    assert_eq!(
+        out.report.median_pass_rate, 1.0,
+        "{:?}",
+        out.report.classifier.counts
+    );
     assert_eq!(out.report.model_errors, 0);
 }
 
@@ -262,7 +321,11 @@ fn consensus_voter_dissent_escalates() {
     let models = TierModels::uniform("m", m.clone());
     let out = rt().block_on(run_cascade(&tb, &models, &CascadeOptions::default()));
     assert_eq!(out.terminal_action, "escalated");
-    assert!(out.terminal_reason.starts_with("consensus: voter 1 of 3"), "{}", out.terminal_reason);
+    assert!(
+        out.terminal_reason.starts_with("consensus: voter 1 of 3"),
+        "{}",
+        out.terminal_reason
+    );
     // Without consensus the same model resolves.
     let opts = CascadeOptions {
         consensus: 0,
@@ -272,8 +335,18 @@ fn consensus_voter_dissent_escalates() {
     assert_eq!(out.terminal_action, "resolved");
 
     // A voter's model error also escalates.
-    let m = scripted(|_, t| if t > 0.0 { Err("boom".into()) } else { Ok(RESOLVE.into()) });
-    let out = rt().block_on(run_cascade(&tb, &TierModels::uniform("m", m), &CascadeOptions::default()));
+    let m = scripted(|_, t| {
+        if t > 0.0 {
+            Err("boom".into())
+        } else {
+            Ok(RESOLVE.into())
+        }
+    });
+    let out = rt().block_on(run_cascade(
+        &tb,
+        &TierModels::uniform("m", m),
+        &CascadeOptions::default(),
+    ));
     assert_eq!(out.terminal_action, "escalated");
     assert!(out.transcript.iter().any(|e| e.err.contains("boom")));
 }
@@ -284,17 +357,29 @@ fn every_error_fails_safe_to_escalation() {
     let id = first_non_floor(&c, "resolved");
     let tb = toolbox(&c, &id);
     let m = scripted(|_, _| Err("connection refused".into()));
-    let out = rt().block_on(run_cascade(&tb, &TierModels::uniform("m", m), &CascadeOptions::default()));
+    let out = rt().block_on(run_cascade(
+        &tb,
+        &TierModels::uniform("m", m),
+        &CascadeOptions::default(),
+    ));
     assert_eq!(out.terminal_action, "escalated");
     assert!(!out.force_escalated);
     assert!(out.transcript.iter().all(|e| !e.err.is_empty()));
     // Garbage replies escalate too.
     let m = scripted(|_, _| Ok("¯\\_(ツ)_/¯".into()));
-    let out = rt().block_on(run_cascade(&tb, &TierModels::uniform("m", m), &CascadeOptions::default()));
+    let out = rt().block_on(run_cascade(
+        &tb,
+        &TierModels::uniform("m", m),
+        &CascadeOptions::default(),
+    ));
     assert_eq!(out.terminal_action, "escalated");
     // A fallback word-scan "resolve" never passes the confidence gates.
     let m = scripted(|_, _| Ok("resolve".into()));
-    let out = rt().block_on(run_cascade(&tb, &TierModels::uniform("m", m), &CascadeOptions::default()));
+    let out = rt().block_on(run_cascade(
+        &tb,
+        &TierModels::uniform("m", m),
+        &CascadeOptions::default(),
+    ));
     assert_eq!(out.terminal_action, "escalated");
 }
 
@@ -315,7 +400,12 @@ fn per_tier_model_ids_are_recorded() {
     models.formatter.id = "f-model".into();
     let out = rt().block_on(run_cascade(&tb, &models, &CascadeOptions::default()));
     let ids: Vec<_> = out.transcript.iter().map(|e| e.model.as_str()).collect();
-    assert_eq!(ids, ["t-model", "i-model", "d-model", "d-model", "d-model", "f-model"]);
+    assert_eq!(
+        ids,
+        [
+            "t-model", "i-model", "d-model", "d-model", "d-model", "f-model"
+        ]
+    );
     let seqs: Vec<_> = out.transcript.iter().map(|e| e.seq).collect();
     assert_eq!(seqs, [0, 1, 2, 3, 4, 5]);
     assert_eq!(out.terminal_action, "escalated");
@@ -326,7 +416,13 @@ fn per_tier_model_ids_are_recorded() {
 #[test]
 fn ground_truth_never_reaches_a_model() {
     let c = corpus();
-    let m = scripted(|tier, _| Ok(if tier == Tier::Formatter { "ALERT".into() } else { r#"{"action":"resolve","confidence":3,"positive_evidence":true}"#.into() }));
+    let m = scripted(|tier, _| {
+        Ok(if tier == Tier::Formatter {
+            "ALERT".into()
+        } else {
+            r#"{"action":"resolve","confidence":3,"positive_evidence":true}"#.into()
+        })
+    });
     let models = TierModels::uniform("m", m.clone());
     let rt = rt();
     for ls in &c.scenarios {
@@ -339,7 +435,11 @@ fn ground_truth_never_reaches_a_model() {
         let gt = &s.ground_truth;
         for secret in [&gt.trap_description, &gt.trap_resolved_means] {
             if secret.len() > 20 {
-                assert!(!seen.contains(secret.as_str()), "{} leaked ground truth", s.id);
+                assert!(
+                    !seen.contains(secret.as_str()),
+                    "{} leaked ground truth",
+                    s.id
+                );
             }
         }
         assert!(!seen.contains("chain_action"), "{}", s.id);
