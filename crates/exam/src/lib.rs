@@ -14,6 +14,7 @@
 pub mod cascade;
 pub mod classifier;
 pub mod corpus;
+pub mod detectors;
 pub mod embedded;
 pub mod exam;
 pub mod golden;
