@@ -4,7 +4,6 @@
 //! Exit codes: 0 success; 1 the run stopped early (partial) or failed; 2 the config or
 //! the command line is invalid.
 
-mod exam_cmd;
 mod progress;
 
 use clap::{Parser, Subcommand};
@@ -59,8 +58,6 @@ enum Command {
         #[command(subcommand)]
         action: CorpusAction,
     },
-    /// Agent exam: run the security-triage cascade over a pinned scenario corpus.
-    Exam(exam_cmd::ExamArgs),
 }
 
 #[derive(Subcommand)]
@@ -92,7 +89,6 @@ fn main() -> ExitCode {
         Command::Corpus {
             action: CorpusAction::Verify { dir },
         } => corpus_verify(&dir),
-        Command::Exam(a) => exam_cmd::exam(a),
     }
 }
 
@@ -111,7 +107,7 @@ fn describe(plan: &Plan) -> String {
     let behaviors: usize = plan.datasets.iter().map(|d| d.behaviors.len()).sum();
     format!(
         "mode {}: {} target(s) × {} attack(s) × {} dataset(s) ({} behaviors) × {} judge(s) = {} cells, {} metric(s); up to {} attempts",
-        plan.config.mode.as_str(),
+        plan.mode_label(),
         plan.targets.len(),
         plan.attacks.len(),
         plan.datasets.len(),

@@ -148,6 +148,23 @@ impl Plan {
         per_block * self.targets.len() as u64 * self.behaviors_per_block
     }
 
+    /// The run's mode as reports and run.json name it: `leakage` for a jailbreak-shaped
+    /// config whose every dataset is a leakage set (every behavior has a
+    /// `target_secret`), else the config's mode.
+    pub fn mode_label(&self) -> &'static str {
+        let leakage = |d: &Dataset| {
+            !d.behaviors.is_empty() && d.behaviors.iter().all(|b| b.target_secret.is_some())
+        };
+        if self.config.mode == crate::config::Mode::Jailbreak
+            && !self.datasets.is_empty()
+            && self.datasets.iter().all(leakage)
+        {
+            "leakage"
+        } else {
+            self.config.mode.as_str()
+        }
+    }
+
     /// Cells: attacks × targets × datasets × judges.
     pub fn cells(&self) -> usize {
         self.attacks.len() * self.targets.len() * self.datasets.len() * self.judges.len()

@@ -301,7 +301,7 @@ async fn run_unit(ctx: &Ctx, index: u64, pending: &Pending) -> Result<UnitOutput
                     .position(|v| v.outcome == o)
                     .map(|i| excerpt(&attempts[i], b, o))
             };
-            let outcome = BehaviorOutcome::from_verdicts(b.expected, &attempts, vs);
+            let outcome = BehaviorOutcome::from_behavior(b, &attempts, vs);
             let notable = match b.expected {
                 Expected::ShouldRefuse => find(Outcome::Success),
                 Expected::ShouldComply if outcome.judged() && outcome.first_success.is_none() => {
@@ -449,7 +449,7 @@ fn summarise(plan: &Plan, cells: Vec<CellAcc>, status: &Status) -> RunSummary {
         config_hash: plan.config_hash.clone(),
         seed: plan.config.seed,
         status: status.as_string(),
-        mode: plan.config.mode.as_str().to_string(),
+        mode: plan.mode_label().to_string(),
         cells: out,
     }
 }
@@ -464,7 +464,7 @@ pub fn run_json(plan: &Plan, status: &Status, units_done: u64, attempts: u64) ->
         "harness_version": gauntlet_core::HARNESS_VERSION,
         "config_hash": plan.config_hash,
         "seed": plan.config.seed,
-        "mode": plan.config.mode.as_str(),
+        "mode": plan.mode_label(),
         "status": status.as_string(),
         "config": plan.config.canonical(),
         "datasets": plan.datasets.iter().map(|d| serde_json::json!({

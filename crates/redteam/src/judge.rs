@@ -11,6 +11,10 @@ pub trait Judge: Send + Sync {
     fn spec(&self) -> &PluginSpec;
     /// Whether verdicts carry a rubric score (for `strongreject_score`).
     fn gives_score(&self) -> bool;
+    /// Whether success means "the planted secret leaked" (for the leakage metrics).
+    fn detects_leaks(&self) -> bool {
+        false
+    }
     /// The grader model spec, for judges that call one.
     fn grader(&self) -> Option<&PluginSpec> {
         None

@@ -14,5 +14,7 @@ pub mod attacks;
 pub mod datasets;
 pub mod judge;
 pub mod judges;
+pub mod lcs;
+pub mod leakage;
 pub mod metrics;
 pub mod registry;

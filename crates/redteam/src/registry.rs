@@ -2,23 +2,42 @@
 //! A config can only name what is compiled in; nothing is loaded dynamically.
 
 use crate::attack::Attack;
-use crate::attacks::{r#static, template};
-use crate::datasets::{demo, remote};
+use crate::attacks::{
+    canary_completion, direct_extraction, divergence, pii_elicitation, r#static,
+    system_prompt_leak, template,
+};
+use crate::datasets::{demo, leakage_demo, remote};
 use crate::judge::Judge;
-use crate::judges::{refusal_match, rubric};
-use crate::metrics::{Metric, asr, asr_at_k, frr, refusal_rate, strongreject_score};
+use crate::judges::{leak_detector, refusal_match, rubric};
+use crate::metrics::{
+    Metric, asr, asr_at_k, canary_exposure_rate, extraction_rate, frr, pii_leak_rate, refusal_rate,
+    strongreject_score, system_prompt_leak_rate, verbatim_overlap,
+};
 use gauntlet_core::params::{Axis, Catalog, PluginInfo, PluginSpec};
 use gauntlet_models::registry::TARGETS;
 
-pub const ATTACKS: &[PluginInfo] = &[r#static::INFO, template::INFO];
-pub const DATASETS: &[PluginInfo] = &[demo::INFO, remote::INFO];
-pub const JUDGES: &[PluginInfo] = &[refusal_match::INFO, rubric::INFO];
+pub const ATTACKS: &[PluginInfo] = &[
+    r#static::INFO,
+    template::INFO,
+    direct_extraction::INFO,
+    divergence::INFO,
+    canary_completion::INFO,
+    system_prompt_leak::INFO,
+    pii_elicitation::INFO,
+];
+pub const DATASETS: &[PluginInfo] = &[demo::INFO, leakage_demo::INFO, remote::INFO];
+pub const JUDGES: &[PluginInfo] = &[refusal_match::INFO, rubric::INFO, leak_detector::INFO];
 pub const METRICS: &[PluginInfo] = &[
     asr::INFO,
     asr_at_k::INFO,
     refusal_rate::INFO,
     strongreject_score::INFO,
     frr::INFO,
+    extraction_rate::INFO,
+    canary_exposure_rate::INFO,
+    pii_leak_rate::INFO,
+    system_prompt_leak_rate::INFO,
+    verbatim_overlap::INFO,
 ];
 
 /// Every registered plugin, by axis.
@@ -49,6 +68,19 @@ pub fn build_attack(spec: &PluginSpec) -> Result<Box<dyn Attack>, String> {
     match spec.name.as_str() {
         "static" => Ok(Box::new(r#static::StaticAttack::new(spec.clone()))),
         "template" => Ok(Box::new(template::TemplateAttack::new(spec.clone())?)),
+        "direct_extraction" => Ok(Box::new(direct_extraction::DirectExtraction::new(
+            spec.clone(),
+        ))),
+        "divergence" => Ok(Box::new(divergence::Divergence::new(spec.clone())?)),
+        "canary_completion" => Ok(Box::new(canary_completion::CanaryCompletion::new(
+            spec.clone(),
+        ))),
+        "system_prompt_leak" => Ok(Box::new(system_prompt_leak::SystemPromptLeak::new(
+            spec.clone(),
+        )?)),
+        "pii_elicitation" => Ok(Box::new(pii_elicitation::PiiElicitation::new(
+            spec.clone(),
+        )?)),
         other => Err(format!("unknown attack `{other}`")),
     }
 }
@@ -57,6 +89,7 @@ pub fn build_judge(spec: &PluginSpec) -> Result<Box<dyn Judge>, String> {
     match spec.name.as_str() {
         "refusal_match" => Ok(Box::new(refusal_match::RefusalMatch::new(spec.clone()))),
         "rubric" => Ok(Box::new(rubric::Rubric::new(spec.clone()))),
+        "leak_detector" => Ok(Box::new(leak_detector::LeakDetector::new(spec.clone()))),
         other => Err(format!("unknown judge `{other}`")),
     }
 }
@@ -69,6 +102,11 @@ pub fn build_metric(spec: &PluginSpec) -> Result<Box<dyn Metric>, String> {
         "refusal_rate" => Ok(Box::new(refusal_rate::RefusalRate(s))),
         "strongreject_score" => Ok(Box::new(strongreject_score::StrongrejectScore(s))),
         "frr" => Ok(Box::new(frr::Frr(s))),
+        "extraction_rate" => Ok(Box::new(extraction_rate::ExtractionRate(s))),
+        "canary_exposure_rate" => Ok(Box::new(canary_exposure_rate::CanaryExposureRate(s))),
+        "pii_leak_rate" => Ok(Box::new(pii_leak_rate::PiiLeakRate(s))),
+        "system_prompt_leak_rate" => Ok(Box::new(system_prompt_leak_rate::SystemPromptLeakRate(s))),
+        "verbatim_overlap" => Ok(Box::new(verbatim_overlap::VerbatimOverlap(s))),
         other => Err(format!("unknown metric `{other}`")),
     }
 }

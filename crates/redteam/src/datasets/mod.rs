@@ -5,6 +5,7 @@
 //! version and a changed file never hides behind an old one.
 
 pub mod demo;
+pub mod leakage_demo;
 pub mod remote;
 
 use gauntlet_core::behavior::Behavior;
@@ -141,6 +142,7 @@ pub fn load(
 ) -> Result<Dataset, DatasetError> {
     match spec.name.as_str() {
         "demo" => demo::load(spec),
+        "leakage_demo" => leakage_demo::load(spec),
         "remote" => remote::load(spec, base_dir),
         other => Err(DatasetError::new(other, "unknown dataset")),
     }

@@ -1,4 +1,5 @@
 //! Judges, one file per plugin.
 
+pub mod leak_detector;
 pub mod refusal_match;
 pub mod rubric;

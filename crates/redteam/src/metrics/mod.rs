@@ -11,13 +11,19 @@
 
 pub mod asr;
 pub mod asr_at_k;
+pub mod canary_exposure_rate;
+pub mod extraction_rate;
 pub mod frr;
+pub mod pii_leak_rate;
 pub mod refusal_rate;
 pub mod strongreject_score;
+pub mod system_prompt_leak_rate;
+pub mod verbatim_overlap;
 
 use crate::attack::Attempt;
 use crate::judge::Judge;
-use gauntlet_core::behavior::Expected;
+use crate::leakage::LeakCategory;
+use gauntlet_core::behavior::{Behavior, Expected};
 use gauntlet_core::outcome::{Outcome, Verdict};
 use gauntlet_core::params::PluginSpec;
 use gauntlet_core::results::MetricValue;
@@ -35,8 +41,11 @@ pub struct BehaviorOutcome {
     pub first_success: Option<u32>,
     /// Every judged (non-error) attempt was a refusal.
     pub all_refused: bool,
-    /// Highest rubric score over judged attempts (judges that score only).
+    /// Highest rubric score over judged attempts (judges that score only; for
+    /// `leak_detector`, the highest verbatim overlap).
     pub max_score: Option<f64>,
+    /// The leakage category when the behavior is a leakage probe (has a `target_secret`).
+    pub leak: Option<LeakCategory>,
 }
 
 impl BehaviorOutcome {
@@ -49,6 +58,7 @@ impl BehaviorOutcome {
             first_success: None,
             all_refused: true,
             max_score: None,
+            leak: None,
         };
         for (a, v) in attempts.iter().zip(verdicts) {
             match v.outcome {
@@ -69,6 +79,15 @@ impl BehaviorOutcome {
             }
         }
         out
+    }
+
+    /// [`BehaviorOutcome::from_verdicts`] plus what only the behavior knows (its leakage
+    /// category).
+    pub fn from_behavior(b: &Behavior, attempts: &[Attempt], verdicts: &[Verdict]) -> Self {
+        BehaviorOutcome {
+            leak: LeakCategory::of(b),
+            ..Self::from_verdicts(b.expected, attempts, verdicts)
+        }
     }
 
     /// At least one attempt was judged (not every attempt errored).
@@ -135,4 +154,14 @@ impl MetricAcc {
             na_reason: None,
         }
     }
+}
+
+/// The N/A reason of the leakage metrics under a judge that does not detect leaks.
+pub(crate) fn leak_judge_required(judge: &dyn Judge) -> Option<String> {
+    (!judge.detects_leaks()).then(|| {
+        format!(
+            "judge `{}` does not detect leaks (use leak_detector)",
+            judge.spec().name
+        )
+    })
 }
