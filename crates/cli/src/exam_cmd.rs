@@ -55,6 +55,11 @@ pub struct ExamArgs {
     /// the `anthropic` target (exercises the wire path).
     #[arg(long)]
     golden_http: bool,
+    /// Beyond the original: the investigate tier calls search-events, check-baseline and
+    /// search-findings itself through function calling (up to 4 model calls), so the
+    /// tools_used and iterations axes measure the model.
+    #[arg(long)]
+    tool_loop: bool,
     /// No per-scenario progress.
     #[arg(long)]
     quiet: bool,
@@ -98,6 +103,7 @@ pub fn exam(a: ExamArgs) -> ExitCode {
         passes: a.passes,
         cascade: CascadeOptions {
             consensus: a.consensus,
+            tool_loop: a.tool_loop,
             ..CascadeOptions::default()
         },
         concurrency: a.concurrency as usize,

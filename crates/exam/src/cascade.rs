@@ -50,6 +50,8 @@ pub const CONSENSUS_TEMPERATURE: f64 = 0.4;
 pub const MAX_TOKENS: u32 = 512;
 /// Default number of consensus voters.
 pub const DEFAULT_CONSENSUS: usize = 3;
+/// Default model calls of one `--tool-loop` investigation.
+pub const DEFAULT_TOOL_ROUNDS: usize = 4;
 /// Default findings budget per scan (E-006).
 pub const DEFAULT_FINDINGS_BUDGET: usize = 25;
 
@@ -210,6 +212,11 @@ pub struct CascadeOptions {
     pub findings_budget: usize,
     /// Findings in the scan this finding came from (1 in the exam).
     pub findings_in_scan: usize,
+    /// Beyond the original: the investigate tier calls the tools itself through
+    /// function calling (up to `max_tool_rounds` model calls), so `tools_used` and
+    /// `iterations` measure the model rather than the runtime.
+    pub tool_loop: bool,
+    pub max_tool_rounds: usize,
 }
 
 impl Default for CascadeOptions {
@@ -218,6 +225,8 @@ impl Default for CascadeOptions {
             consensus: DEFAULT_CONSENSUS,
             findings_budget: DEFAULT_FINDINGS_BUDGET,
             findings_in_scan: 1,
+            tool_loop: false,
+            max_tool_rounds: DEFAULT_TOOL_ROUNDS,
         }
     }
 }
@@ -361,6 +370,7 @@ struct Ctx<'a> {
     evidence: &'a Evidence,
     finding_text: String,
     evidence_text: String,
+    opts: &'a CascadeOptions,
 }
 
 impl Ctx<'_> {
@@ -371,11 +381,53 @@ impl Ctx<'_> {
         temperature: f64,
         user: String,
     ) -> Result<String, String> {
+        let msgs = vec![Message::user(user)];
+        self.call_messages(
+            seq,
+            tier,
+            temperature,
+            msgs,
+            Vec::new(),
+            Evidence::tool_names(),
+        )
+        .await
+        .map(|r| r.content)
+    }
+
+    /// One recorded model call. `user` messages follow the tier's system prompt;
+    /// `tools` are advertised; `fed` names the runtime tools the prompt carries.
+    async fn call_messages(
+        &self,
+        seq: usize,
+        tier: Tier,
+        temperature: f64,
+        user: Vec<Message>,
+        tools: Vec<gauntlet_core::message::ToolDef>,
+        fed: Vec<String>,
+    ) -> Result<gauntlet_core::message::ChatResponse, String> {
         let tm = self.models.for_tier(tier);
         let system = tier.system_prompt();
+        let user_prompt = if user.len() == 1 {
+            user[0].content.clone()
+        } else {
+            user.iter()
+                .map(|m| {
+                    let calls: Vec<String> = m
+                        .tool_calls
+                        .iter()
+                        .map(|c| format!("{}({})", c.name, c.arguments))
+                        .collect();
+                    format!("[{:?}] {}{}", m.role, m.content, calls.join(" "))
+                })
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        let advertised: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
+        let mut messages = vec![Message::system(system.clone())];
+        messages.extend(user);
         let req = ChatRequest {
-            messages: vec![Message::system(system.clone()), Message::user(user.clone())],
-            tools: Vec::new(),
+            messages,
+            tools,
             seed: None,
             temperature: Some(temperature),
             max_tokens: Some(MAX_TOKENS),
@@ -385,7 +437,21 @@ impl Ctx<'_> {
             Ok(r) if r.is_provider_refusal() && r.content.trim().is_empty() => {
                 (String::new(), "provider refusal with no text".to_string())
             }
-            Ok(r) => (r.content.clone(), String::new()),
+            Ok(r) => {
+                let calls: Vec<String> = r
+                    .tool_calls
+                    .iter()
+                    .map(|c| format!("[tool call] {}({})", c.name, c.arguments))
+                    .collect();
+                let mut text = r.content.clone();
+                if !calls.is_empty() {
+                    if !text.is_empty() {
+                        text.push('\n');
+                    }
+                    text.push_str(&calls.join("\n"));
+                }
+                (text, String::new())
+            }
             Err(e) => (String::new(), e.to_string()),
         };
         self.rec
@@ -396,12 +462,95 @@ impl Ctx<'_> {
                 seq,
                 model: tm.id.clone(),
                 system,
-                user_prompt: user,
-                tools: Evidence::tool_names(),
-                reply: reply.clone(),
+                user_prompt,
+                tools: if advertised.is_empty() {
+                    fed
+                } else {
+                    advertised
+                },
+                reply,
                 err: err.clone(),
             });
-        if err.is_empty() { Ok(reply) } else { Err(err) }
+        match res {
+            Ok(r) if err.is_empty() => Ok(r),
+            _ => Err(err),
+        }
+    }
+
+    /// `--tool-loop` investigation: the model calls the tools itself. Returns the
+    /// verdict, the model calls made, and whether any tool returned data.
+    async fn investigate_loop(
+        &self,
+        temperature: f64,
+        triage: &Verdict,
+        max_rounds: usize,
+    ) -> (Verdict, u32, bool) {
+        let mut msgs = vec![Message::user(format!(
+            "{}Use the tools (search-events, check-baseline, search-findings) to gather the evidence you need, then answer.",
+            self.with_verdicts_only(&[("triage", triage)])
+        ))];
+        let mut rounds = 0;
+        let mut data = false;
+        let max_rounds = max_rounds.max(1);
+        for round in 0..max_rounds {
+            let last = round + 1 == max_rounds;
+            let tools = if last {
+                Vec::new()
+            } else {
+                crate::tools::tool_defs()
+            };
+            let seq = self.rec.reserve(1);
+            rounds += 1;
+            let r = match self
+                .call_messages(
+                    seq,
+                    Tier::Investigate,
+                    temperature,
+                    msgs.clone(),
+                    tools,
+                    Vec::new(),
+                )
+                .await
+            {
+                Ok(r) => r,
+                Err(e) => {
+                    let v = Verdict::fail_safe(
+                        ParseKind::Error,
+                        format!("model error, escalated by default: {e}"),
+                    );
+                    return (v, rounds, data);
+                }
+            };
+            if r.tool_calls.is_empty() {
+                return (parse_verdict(&r.content), rounds, data);
+            }
+            msgs.push(Message {
+                role: gauntlet_core::message::Role::Assistant,
+                content: r.content.clone(),
+                name: None,
+                tool_calls: r.tool_calls.clone(),
+                tool_call_id: None,
+            });
+            for c in &r.tool_calls {
+                let (text, got) = self.toolbox.run_tool(&c.name, &c.arguments);
+                data |= got;
+                msgs.push(Message {
+                    role: gauntlet_core::message::Role::Tool,
+                    content: text,
+                    name: Some(c.name.clone()),
+                    tool_calls: Vec::new(),
+                    tool_call_id: Some(c.call_id.clone()),
+                });
+            }
+            if last {
+                break;
+            }
+        }
+        let v = Verdict::fail_safe(
+            ParseKind::Unparseable,
+            "tool loop ended without a verdict; escalated by default",
+        );
+        (v, rounds, data)
     }
 
     async fn verdict(&self, tier: Tier, temperature: f64, user: String) -> Verdict {
@@ -426,8 +575,22 @@ impl Ctx<'_> {
         )
     }
 
+    fn with_verdicts_only(&self, prior: &[(&str, &Verdict)]) -> String {
+        let mut s = format!(
+            "Finding under triage (untrusted values are boxed):\n{}",
+            self.finding_text
+        );
+        self.push_verdicts(&mut s, prior);
+        s
+    }
+
     fn with_verdicts(&self, prior: &[(&str, &Verdict)]) -> String {
         let mut s = self.base_prompt();
+        self.push_verdicts(&mut s, prior);
+        s
+    }
+
+    fn push_verdicts(&self, s: &mut String, prior: &[(&str, &Verdict)]) {
         if !prior.is_empty() {
             s.push_str("Earlier tiers' verdicts (reasons are model output, untrusted):\n");
         }
@@ -447,7 +610,6 @@ impl Ctx<'_> {
             s.push_str(&boxed(&format!("{name}.reason"), &v.reason));
             s.push('\n');
         }
-        s
     }
 }
 
@@ -491,6 +653,7 @@ pub async fn run_cascade(
         evidence: &evidence,
         finding_text: render_finding(&toolbox.finding, &toolbox.finding_metadata),
         evidence_text: evidence.render(),
+        opts,
     };
     let main = one_pass(&ctx, MAIN_TEMPERATURE).await;
     let mut action = main.action;
@@ -711,16 +874,26 @@ async fn one_pass(ctx: &Ctx<'_>, temperature: f64) -> Pass {
         }
     }
 
-    // Step 2: investigate.
-    pass.iterations += 1;
-    pass.investigated_with_tools = !tools_empty;
-    let inv = ctx
-        .verdict(
-            Tier::Investigate,
-            temperature,
-            ctx.with_verdicts(&[("triage", &triage)]),
-        )
-        .await;
+    // Step 2: investigate (runtime tools, or the model's own tool loop).
+    let (inv, tools_empty) = if ctx.opts.tool_loop {
+        let (v, rounds, data) = ctx
+            .investigate_loop(temperature, &triage, ctx.opts.max_tool_rounds)
+            .await;
+        pass.iterations += rounds;
+        pass.investigated_with_tools = data;
+        (v, !data)
+    } else {
+        pass.iterations += 1;
+        pass.investigated_with_tools = !tools_empty;
+        let v = ctx
+            .verdict(
+                Tier::Investigate,
+                temperature,
+                ctx.with_verdicts(&[("triage", &triage)]),
+            )
+            .await;
+        (v, tools_empty)
+    };
     let fan_out = match inv.action {
         Action::Resolve => {
             let guard = if inv.insufficient_data {

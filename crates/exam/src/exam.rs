@@ -124,6 +124,8 @@ pub struct HarnessReport {
     /// The backend: `golden`, `golden-http`, or the real target's label.
     pub backend: String,
     pub consensus: usize,
+    /// The investigate tier drove the tools itself (`--tool-loop`).
+    pub tool_loop: bool,
     pub model_calls: usize,
     pub model_errors: usize,
     pub harness_version: String,
@@ -324,6 +326,7 @@ fn summarise(
         },
         backend: backend.to_string(),
         consensus: cfg.cascade.consensus,
+        tool_loop: cfg.cascade.tool_loop,
         model_calls: calls,
         model_errors: errors,
         harness_version: gauntlet_core::HARNESS_VERSION.to_string(),
@@ -650,6 +653,7 @@ fn summary_rows(r: &HarnessReport) -> Vec<(String, String)> {
             r.runs_within_band.to_string(),
         ),
         ("consensus voters".into(), r.consensus.to_string()),
+        ("model-driven tool loop".into(), r.tool_loop.to_string()),
         (
             "model calls (errors)".into(),
             format!("{} ({})", r.model_calls, r.model_errors),

@@ -22,7 +22,7 @@
 
 use crate::cascade::Tier;
 use crate::scenario::Scenario;
-use gauntlet_core::message::{ChatRequest, ChatResponse, Role};
+use gauntlet_core::message::{ChatRequest, ChatResponse, Role, StopReason, ToolCall};
 use gauntlet_core::params::{ParamValue, Params, PluginSpec};
 use gauntlet_models::{BoxFuture, Model, ModelError};
 use serde_json::{Value, json};
@@ -114,6 +114,9 @@ fn system_of(req: &ChatRequest) -> String {
         .join("\n")
 }
 
+/// The tools a golden reply calls first in a tool loop.
+pub const GOLDEN_TOOL_CALLS: &[&str] = &[crate::tools::CHECK_BASELINE, crate::tools::SEARCH_EVENTS];
+
 /// The golden backend in-process: one per scenario.
 pub struct GoldenModel {
     spec: PluginSpec,
@@ -137,8 +140,26 @@ impl Model for GoldenModel {
         true
     }
     fn chat<'a>(&'a self, req: &'a ChatRequest) -> BoxFuture<'a, Result<ChatResponse, ModelError>> {
-        let text = self.script.reply(&system_of(req));
-        Box::pin(async move { Ok(ChatResponse::text(text)) })
+        let res = if !req.tools.is_empty() && !req.messages.iter().any(|m| m.role == Role::Tool) {
+            // Tool loop: first gather evidence, then answer.
+            ChatResponse {
+                content: String::new(),
+                stop_reason: StopReason::ToolCalls,
+                tool_calls: GOLDEN_TOOL_CALLS
+                    .iter()
+                    .enumerate()
+                    .map(|(i, n)| ToolCall {
+                        name: n.to_string(),
+                        arguments: json!({}),
+                        call_id: format!("golden_call_{i}"),
+                    })
+                    .collect(),
+                usage: None,
+            }
+        } else {
+            ChatResponse::text(self.script.reply(&system_of(req)))
+        };
+        Box::pin(async move { Ok(res) })
     }
 }
 
@@ -229,6 +250,43 @@ async fn anthropic(
             .join("\n"),
         _ => String::new(),
     };
+    let has_tools = body
+        .get("tools")
+        .and_then(Value::as_array)
+        .is_some_and(|t| !t.is_empty());
+    let has_result = body
+        .get("messages")
+        .and_then(Value::as_array)
+        .is_some_and(|ms| {
+            ms.iter().any(|m| {
+                m.get("content")
+                    .and_then(Value::as_array)
+                    .is_some_and(|bs| {
+                        bs.iter()
+                            .any(|b| b.get("type").and_then(Value::as_str) == Some("tool_result"))
+                    })
+            })
+        });
+    if has_tools && !has_result {
+        let blocks: Vec<Value> = GOLDEN_TOOL_CALLS
+            .iter()
+            .enumerate()
+            .map(|(i, n)| json!({"type": "tool_use", "id": format!("toolu_golden_{i}"), "name": n, "input": {}}))
+            .collect();
+        return (
+            axum::http::StatusCode::OK,
+            axum::Json(json!({
+                "id": format!("msg_golden_{idx}"),
+                "type": "message",
+                "role": "assistant",
+                "model": body.get("model").cloned().unwrap_or(Value::Null),
+                "content": blocks,
+                "stop_reason": "tool_use",
+                "stop_sequence": null,
+                "usage": {"input_tokens": 1, "output_tokens": 1},
+            })),
+        );
+    }
     let text = s.reply(&system);
     let out = (text.len() / 4) as u64;
     (

@@ -15,8 +15,9 @@
 use crate::projection::{self, Baseline, Event, Finding, value_text};
 use crate::sanitize::boxed;
 use crate::scenario::Scenario;
+use gauntlet_core::message::ToolDef;
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{Value, json};
 use std::fmt::Write as _;
 
 pub const SEARCH_EVENTS: &str = "search-events";
@@ -264,68 +265,172 @@ impl Evidence {
 
     /// The results as prompt text: every untrusted value sanitised and boxed.
     pub fn render(&self) -> String {
-        let mut s = String::new();
-        let ev = &self.events;
-        let _ = writeln!(
-            s,
-            "## tool {SEARCH_EVENTS}: {} event(s), {} matched operator rule(s)",
-            ev.events.len(),
-            ev.matched_rules.len()
+        format!(
+            "{}{}{}",
+            render_events(&self.events),
+            render_baseline(&self.baseline),
+            render_findings(&self.findings)
+        )
+    }
+}
+
+/// search-events results as boxed prompt text.
+pub fn render_events(ev: &EventsResult) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "## tool {SEARCH_EVENTS}: {} event(s), {} matched operator rule(s)",
+        ev.events.len(),
+        ev.matched_rules.len()
+    );
+    for (i, e) in ev.events.iter().enumerate() {
+        let p = format!("event[{i}]");
+        push(&mut s, &format!("{p}.id"), &e.id);
+        push(&mut s, &format!("{p}.timestamp"), &e.timestamp.to_rfc3339());
+        push(&mut s, &format!("{p}.source"), &e.source);
+        push(&mut s, &format!("{p}.type"), &e.event_type);
+        push(&mut s, &format!("{p}.actor"), &e.actor);
+        push(&mut s, &format!("{p}.action"), e.action());
+        push(&mut s, &format!("{p}.target"), e.target());
+        push(&mut s, &format!("{p}.severity"), e.payload_str("severity"));
+        for (k, v) in e.fields() {
+            flatten(&mut s, &format!("{p}.metadata.{k}"), v, 0);
+        }
+    }
+    for (i, r) in ev.matched_rules.iter().enumerate() {
+        push(&mut s, &format!("matched_rule[{i}].{}", r.id), &r.note);
+    }
+    s
+}
+
+/// check-baseline results as boxed prompt text.
+pub fn render_baseline(b: &BaselineResult) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "## tool {CHECK_BASELINE}");
+    push(&mut s, "baseline.actor", &b.actor);
+    let _ = writeln!(s, "baseline.known_actor: {}", b.known_actor);
+    if b.frequencies.is_empty() {
+        let _ = writeln!(s, "baseline.frequencies: none");
+    }
+    for (k, n) in &b.frequencies {
+        push(&mut s, &format!("baseline.frequency[{k}]"), &n.to_string());
+    }
+    if b.relationships.is_empty() {
+        let _ = writeln!(s, "baseline.relationships: none");
+    }
+    for (k, n) in &b.relationships {
+        push(
+            &mut s,
+            &format!("baseline.relationship[{k}].count"),
+            &n.to_string(),
         );
-        for (i, e) in ev.events.iter().enumerate() {
-            let p = format!("event[{i}]");
-            push(&mut s, &format!("{p}.id"), &e.id);
-            push(&mut s, &format!("{p}.timestamp"), &e.timestamp.to_rfc3339());
-            push(&mut s, &format!("{p}.source"), &e.source);
-            push(&mut s, &format!("{p}.type"), &e.event_type);
-            push(&mut s, &format!("{p}.actor"), &e.actor);
-            push(&mut s, &format!("{p}.action"), e.action());
-            push(&mut s, &format!("{p}.target"), e.target());
-            push(&mut s, &format!("{p}.severity"), e.payload_str("severity"));
-            for (k, v) in e.fields() {
-                flatten(&mut s, &format!("{p}.metadata.{k}"), v, 0);
+    }
+    if !b.hours.is_empty() {
+        let hours: Vec<String> = b.hours.iter().map(u32::to_string).collect();
+        let _ = writeln!(s, "baseline.usual_hours_utc: {}", hours.join(","));
+    }
+    s
+}
+
+/// search-findings results as boxed prompt text.
+pub fn render_findings(findings: &[Finding]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "## tool {SEARCH_FINDINGS}: {} finding(s)",
+        findings.len()
+    );
+    for (i, f) in findings.iter().enumerate() {
+        let p = format!("finding[{i}]");
+        push(&mut s, &format!("{p}.id"), &f.id);
+        push(&mut s, &format!("{p}.type"), &f.family());
+        push(&mut s, &format!("{p}.severity"), &f.severity);
+        push(&mut s, &format!("{p}.actor"), &f.actor);
+    }
+    s
+}
+
+/// The three tools as function-calling definitions (the `--tool-loop` surface).
+pub fn tool_defs() -> Vec<ToolDef> {
+    let s = |props: Value| json!({"type": "object", "properties": props});
+    vec![
+        ToolDef {
+            name: SEARCH_EVENTS.into(),
+            description: "Search this scan's events. All filters optional; with none, returns every event.".into(),
+            parameters: s(json!({
+                "actor": {"type": "string"},
+                "source": {"type": "string"},
+                "event_type": {"type": "string"},
+                "event_ids": {"type": "array", "items": {"type": "string"}},
+                "limit": {"type": "integer"}
+            })),
+        },
+        ToolDef {
+            name: CHECK_BASELINE.into(),
+            description: "The baseline of an actor: known or not, frequency history, relationships, usual hours. Default actor: the finding's.".into(),
+            parameters: s(json!({"actor": {"type": "string"}})),
+        },
+        ToolDef {
+            name: SEARCH_FINDINGS.into(),
+            description: "Findings of this scan, optionally only one actor's.".into(),
+            parameters: s(json!({"actor": {"type": "string"}})),
+        },
+    ]
+}
+
+impl Toolbox {
+    /// Runs one tool call from a model: (boxed result text, whether it returned data).
+    pub fn run_tool(&self, name: &str, args: &Value) -> (String, bool) {
+        let arg = |k: &str| {
+            args.get(k)
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string()
+        };
+        match name {
+            SEARCH_EVENTS => {
+                let q = EventQuery {
+                    event_ids: args
+                        .get("event_ids")
+                        .and_then(Value::as_array)
+                        .map(|a| {
+                            a.iter()
+                                .filter_map(Value::as_str)
+                                .map(str::to_string)
+                                .collect()
+                        })
+                        .unwrap_or_default(),
+                    actor: arg("actor"),
+                    source: arg("source"),
+                    event_type: arg("event_type"),
+                    limit: args
+                        .get("limit")
+                        .and_then(Value::as_u64)
+                        .unwrap_or(0)
+                        .min(200) as usize,
+                };
+                let r = self.search_events(&q);
+                let data = !r.events.is_empty();
+                (render_events(&r), data)
             }
+            CHECK_BASELINE => {
+                let a = arg("actor");
+                let a = if a.is_empty() { self.actor() } else { a };
+                let r = self.check_baseline(&a);
+                let data =
+                    r.known_actor || !r.frequencies.is_empty() || !r.relationships.is_empty();
+                (render_baseline(&r), data)
+            }
+            SEARCH_FINDINGS => {
+                let r = self.search_findings(&arg("actor"));
+                let data = !r.is_empty();
+                (render_findings(&r), data)
+            }
+            other => (
+                format!("error: unknown tool {}", crate::sanitize::sanitize(other)),
+                false,
+            ),
         }
-        for (i, r) in ev.matched_rules.iter().enumerate() {
-            push(&mut s, &format!("matched_rule[{i}].{}", r.id), &r.note);
-        }
-        let b = &self.baseline;
-        let _ = writeln!(s, "## tool {CHECK_BASELINE}");
-        push(&mut s, "baseline.actor", &b.actor);
-        let _ = writeln!(s, "baseline.known_actor: {}", b.known_actor);
-        if b.frequencies.is_empty() {
-            let _ = writeln!(s, "baseline.frequencies: none");
-        }
-        for (k, n) in &b.frequencies {
-            push(&mut s, &format!("baseline.frequency[{k}]"), &n.to_string());
-        }
-        if b.relationships.is_empty() {
-            let _ = writeln!(s, "baseline.relationships: none");
-        }
-        for (k, n) in &b.relationships {
-            push(
-                &mut s,
-                &format!("baseline.relationship[{k}].count"),
-                &n.to_string(),
-            );
-        }
-        if !b.hours.is_empty() {
-            let hours: Vec<String> = b.hours.iter().map(u32::to_string).collect();
-            let _ = writeln!(s, "baseline.usual_hours_utc: {}", hours.join(","));
-        }
-        let _ = writeln!(
-            s,
-            "## tool {SEARCH_FINDINGS}: {} finding(s)",
-            self.findings.len()
-        );
-        for (i, f) in self.findings.iter().enumerate() {
-            let p = format!("finding[{i}]");
-            push(&mut s, &format!("{p}.id"), &f.id);
-            push(&mut s, &format!("{p}.type"), &f.family());
-            push(&mut s, &format!("{p}.severity"), &f.severity);
-            push(&mut s, &format!("{p}.actor"), &f.actor);
-        }
-        s
     }
 }
 

@@ -445,3 +445,45 @@ fn ground_truth_never_reaches_a_model() {
         assert!(!seen.contains("chain_action"), "{}", s.id);
     }
 }
+
+#[test]
+fn golden_tool_loop_in_process_and_over_http() {
+    let c = corpus();
+    for http in [false, true] {
+        let mut cfg = ExamConfig {
+            backend: Backend::Golden { http },
+            passes: 1,
+            ..ExamConfig::golden()
+        };
+        cfg.cascade.tool_loop = true;
+        let out = rt().block_on(run_exam(&c, &cfg, None)).unwrap();
+        let r = &out.report;
+        assert!(r.tool_loop);
+        assert_eq!(
+            r.median_pass_rate, 1.0,
+            "http={http}: {:?}",
+            r.classifier.counts
+        );
+        assert_eq!(r.model_errors, 0, "http={http}");
+        // Investigations ran the model's own tool calls: a tool-call round, then the verdict.
+        let ts = &out.transcripts[0];
+        let looped = ts
+            .iter()
+            .flatten()
+            .filter(|e| e.system.starts_with(Tier::Investigate.header()))
+            .filter(|e| e.reply.contains("[tool call] check-baseline"))
+            .count();
+        assert!(looped > 0, "http={http}");
+        for (res, t) in r.runs[0].results.iter().zip(ts) {
+            if let Some(i) = t.iter().position(|e| e.reply.contains("[tool call]")) {
+                assert!(t[i].tools.contains(&"search-events".to_string()));
+                let next = &t[i + 1];
+                assert!(
+                    next.user_prompt.contains("## tool check-baseline"),
+                    "{}",
+                    res.scenario_id
+                );
+            }
+        }
+    }
+}
