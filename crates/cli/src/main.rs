@@ -4,6 +4,7 @@
 //! Exit codes: 0 success; 1 the run stopped early (partial) or failed; 2 the config or
 //! the command line is invalid.
 
+mod detect_cmd;
 mod progress;
 
 use clap::{Parser, Subcommand};
@@ -58,6 +59,9 @@ enum Command {
         #[command(subcommand)]
         action: CorpusAction,
     },
+    /// Detect exam: the reference detector fleet (+ external detectors) graded against
+    /// the labelled scenario corpus; recall, precision and a coverage matrix.
+    ExamDetect(detect_cmd::Args),
 }
 
 #[derive(Subcommand)]
@@ -89,6 +93,7 @@ fn main() -> ExitCode {
         Command::Corpus {
             action: CorpusAction::Verify { dir },
         } => corpus_verify(&dir),
+        Command::ExamDetect(a) => detect_cmd::run(a),
     }
 }
 

@@ -47,6 +47,9 @@ pub const EXECUTABLE_NAME: &str = "detector";
 /// Stdout beyond this many bytes fails the run.
 pub const MAX_STDOUT: usize = 64 * 1024 * 1024;
 const STDERR_TAIL: usize = 2048;
+/// Error messages of wall-clock timeouts start with this (the fleet reports them as
+/// timeouts rather than failures).
+pub const TIMEOUT_PREFIX: &str = "timed out";
 
 /// Resource limits for one external run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -197,10 +200,11 @@ impl ExternalDetector {
         // SAFETY: only async-signal-safe setrlimit calls between fork and exec.
         unsafe {
             cmd.pre_exec(move || {
-                set_limit(libc::RLIMIT_CPU, cpu)?;
-                set_limit(libc::RLIMIT_AS, mem)?;
-                set_limit(libc::RLIMIT_FSIZE, 0)?;
-                set_limit(libc::RLIMIT_CORE, 0)?;
+                // SIGXCPU at the soft limit, SIGKILL a second later.
+                set_limit(libc::RLIMIT_CPU, cpu, cpu + 1)?;
+                set_limit(libc::RLIMIT_AS, mem, mem)?;
+                set_limit(libc::RLIMIT_FSIZE, 0, 0)?;
+                set_limit(libc::RLIMIT_CORE, 0, 0)?;
                 Ok(())
             });
         }
@@ -254,7 +258,7 @@ impl ExternalDetector {
                 let _ = reader.join();
                 let _ = err_reader.join();
                 return Err(format!(
-                    "timed out after {} ms (process group killed)",
+                    "{TIMEOUT_PREFIX} after {} ms (process group killed)",
                     self.limits.timeout.as_millis()
                 ));
             }
@@ -286,10 +290,10 @@ impl ExternalDetector {
     }
 }
 
-fn set_limit(resource: libc::__rlimit_resource_t, value: u64) -> std::io::Result<()> {
+fn set_limit(resource: libc::__rlimit_resource_t, soft: u64, hard: u64) -> std::io::Result<()> {
     let lim = libc::rlimit {
-        rlim_cur: value as libc::rlim_t,
-        rlim_max: value as libc::rlim_t,
+        rlim_cur: soft as libc::rlim_t,
+        rlim_max: hard as libc::rlim_t,
     };
     // SAFETY: plain syscall with a valid pointer.
     if unsafe { libc::setrlimit(resource, &lim) } != 0 {

@@ -246,6 +246,9 @@ fn wait(
                 panicked: true,
                 ..
             }) => return (Status::Panicked(m), Vec::new(), false),
+            Ok(Reply { result: Err(m), .. }) if m.starts_with(super::external::TIMEOUT_PREFIX) => {
+                return (Status::TimedOut(m), Vec::new(), false);
+            }
             Ok(Reply { result: Err(m), .. }) => return (Status::Failed(m), Vec::new(), false),
             Err(RecvTimeoutError::Timeout) => {
                 let m = format!("no result within {} ms", budget.as_millis());

@@ -1,0 +1,362 @@
+//! `gauntlet exam-detect`: the detect exam (spec §8) — the reference detector fleet
+//! plus any external detectors, graded offline against the labelled scenario corpus.
+//!
+//! Exit codes: 0 every labelled row passes (reserved rows are tracked, not failures);
+//! 1 gaps (a missed attack or a false alarm); 2 corpus, configuration or operational
+//! failure (integrity check, bad detector config, or any detector panic / timeout /
+//! error during the run).
+
+use clap::Args as ClapArgs;
+use gauntlet_exam::detectors::detect_exam::{self, DetectReport, Item, Options, RowStatus};
+use gauntlet_exam::detectors::external::{ExternalDetector, Limits};
+use gauntlet_exam::detectors::fleet::Member;
+use gauntlet_exam::load::{LoadedScenario, load_corpus, load_extra};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(Debug, ClapArgs)]
+pub struct Args {
+    /// Scenario corpus directory (holds corpus.pin; verified before anything runs).
+    #[arg(long, default_value = "exams/scenarios")]
+    corpus: PathBuf,
+    /// Extra, unpinned scenarios graded as additional rows.
+    #[arg(long)]
+    extra_scenarios_dir: Option<PathBuf>,
+    /// External detector NAME=PATH (repeatable). Protocol: gauntlet-detector/1, JSON
+    /// on stdin/stdout; see the gauntlet_exam::detectors::external docs.
+    #[arg(long = "detector", value_name = "NAME=PATH")]
+    detectors: Vec<String>,
+    /// Directory of external detectors laid out as <name>/detector (+ <name>/scenarios/).
+    #[arg(long)]
+    detectors_dir: Option<PathBuf>,
+    /// Do not grade external detectors' own scenarios.
+    #[arg(long)]
+    no_detector_scenarios: bool,
+    /// Per-detector, per-scenario time budget for built-in detectors.
+    #[arg(long, default_value_t = 10_000)]
+    timeout_ms: u64,
+    /// Wall-clock limit per external detector run (its process group is killed).
+    #[arg(long, default_value_t = 10_000)]
+    external_timeout_ms: u64,
+    /// CPU-seconds limit per external detector run (RLIMIT_CPU).
+    #[arg(long, default_value_t = 10)]
+    external_cpu_secs: u64,
+    /// Address-space limit per external detector run, MiB (RLIMIT_AS).
+    #[arg(long, default_value_t = 1024)]
+    external_memory_mb: u64,
+    /// Scenarios graded concurrently (default: available cores).
+    #[arg(long)]
+    parallel: Option<usize>,
+    /// Show the recall / precision view: every missed attack and false alarm by name.
+    #[arg(long)]
+    recall: bool,
+    /// List every row, not only the ones that need attention.
+    #[arg(long)]
+    all_rows: bool,
+    /// Print the full report as JSON on stdout instead of the human summary.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(a: Args) -> ExitCode {
+    match prepare_and_run(&a) {
+        Ok(report) => {
+            if a.json {
+                match serde_json::to_string_pretty(&report) {
+                    Ok(s) => println!("{s}"),
+                    Err(e) => {
+                        eprintln!("error: could not encode the report: {e}");
+                        return ExitCode::from(2);
+                    }
+                }
+            } else {
+                print!("{}", render(&report, a.recall, a.all_rows));
+            }
+            ExitCode::from(report.exit_code())
+        }
+        Err(msg) => {
+            eprintln!("error: {msg}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn prepare_and_run(a: &Args) -> Result<DetectReport, String> {
+    let corpus =
+        load_corpus(&a.corpus, a.extra_scenarios_dir.as_deref()).map_err(|e| e.to_string())?;
+    let limits = Limits {
+        timeout: Duration::from_millis(a.external_timeout_ms.max(1)),
+        cpu_secs: a.external_cpu_secs.max(1),
+        memory_bytes: a.external_memory_mb.max(16) * 1024 * 1024,
+    };
+    let mut externals = Vec::new();
+    if let Some(dir) = &a.detectors_dir {
+        externals.extend(ExternalDetector::discover(dir, limits).map_err(|e| e.to_string())?);
+    }
+    for spec in &a.detectors {
+        externals.push(ExternalDetector::from_spec(spec, limits).map_err(|e| e.to_string())?);
+    }
+    let mut members: Vec<Member> = gauntlet_exam::detectors::builtin()
+        .into_iter()
+        .map(Member::Builtin)
+        .collect();
+    let mut names: BTreeMap<String, String> = members
+        .iter()
+        .map(|m| (m.name().to_string(), "built-in".to_string()))
+        .collect();
+    for x in &externals {
+        if let Some(prev) = names.insert(x.name.clone(), x.path.display().to_string()) {
+            return Err(format!(
+                "external detector `{}` ({}) clashes with {prev}",
+                x.name,
+                x.path.display()
+            ));
+        }
+    }
+
+    // Each external detector's own efficacy scenarios, unpinned.
+    let mut own: Vec<(String, LoadedScenario)> = Vec::new();
+    if !a.no_detector_scenarios {
+        for x in &externals {
+            if let Some(dir) = &x.scenarios_dir {
+                for s in load_extra(dir).map_err(|e| e.to_string())? {
+                    own.push((format!("detector:{}", x.name), s));
+                }
+            }
+        }
+    }
+    members.extend(externals.into_iter().map(|x| Member::External(Arc::new(x))));
+
+    let mut items: Vec<Item<'_>> = corpus
+        .scenarios
+        .iter()
+        .map(|s| Item {
+            scenario: s,
+            origin: if s.extra {
+                "extra".into()
+            } else {
+                "corpus".into()
+            },
+        })
+        .collect();
+    items.extend(own.iter().map(|(origin, s)| Item {
+        scenario: s,
+        origin: origin.clone(),
+    }));
+    let mut seen: BTreeMap<&str, &std::path::Path> = BTreeMap::new();
+    for it in &items {
+        if let Some(first) = seen.insert(&it.scenario.scenario.id, &it.scenario.path) {
+            return Err(format!(
+                "duplicate scenario id `{}` in {} and {}",
+                it.scenario.scenario.id,
+                first.display(),
+                it.scenario.path.display()
+            ));
+        }
+    }
+
+    let mut opts = Options {
+        timeout: Duration::from_millis(a.timeout_ms.max(1)),
+        ..Options::default()
+    };
+    if let Some(p) = a.parallel {
+        opts.parallel = p.max(1);
+    }
+    let root = a.corpus.display().to_string();
+    Ok(detect_exam::run(
+        &items,
+        &members,
+        &opts,
+        (&root, corpus.count, &corpus.digest),
+    ))
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.1}%", x * 100.0)
+}
+
+fn list(v: &[String]) -> String {
+    v.join(", ")
+}
+
+/// The human summary: verdict first, then what needs attention, then coverage.
+pub fn render(r: &DetectReport, recall_view: bool, all_rows: bool) -> String {
+    use std::fmt::Write;
+    let mut o = String::new();
+    let t = &r.totals;
+    let externals = r.detector_health.iter().filter(|h| h.external).count();
+    let _ = writeln!(
+        o,
+        "DETECT EXAM  {}  {} pinned (sha256 {}…){}  ·  {} detectors{}",
+        r.corpus_root,
+        r.corpus_count,
+        &r.corpus_sha256[..r.corpus_sha256.len().min(12)],
+        if r.extra_count > 0 {
+            format!(" + {} unpinned", r.extra_count)
+        } else {
+            String::new()
+        },
+        r.detectors.len(),
+        if externals > 0 {
+            format!(" ({externals} external)")
+        } else {
+            String::new()
+        },
+    );
+    let verdict = match r.exit_code() {
+        0 => "PASS",
+        1 => "GAPS",
+        _ => "NOT CLEAN (detector errors)",
+    };
+    let _ = writeln!(
+        o,
+        "RESULT  {verdict} — {} of {} labelled rows pass · {} failed · {} reserved · {} unlabelled",
+        t.passed, t.labeled, t.failed, t.reserved, t.unlabeled
+    );
+    let rc = &r.recall.rate;
+    let pr = &r.precision.rate;
+    let _ = writeln!(
+        o,
+        "  recall     {:>6}  ({}/{} attacks fully detected)   95% CI {}–{}",
+        pct(rc.rate),
+        rc.numerator,
+        rc.denominator,
+        pct(rc.wilson_low),
+        pct(rc.wilson_high)
+    );
+    let _ = writeln!(
+        o,
+        "  precision  {:>6}  ({}/{} benign rows silent)        95% CI {}–{}",
+        pct(pr.rate),
+        pr.numerator,
+        pr.denominator,
+        pct(pr.wilson_low),
+        pct(pr.wilson_high)
+    );
+
+    if recall_view {
+        let _ = writeln!(o, "\nMISSED ATTACKS ({})", r.recall.missed.len());
+        if r.recall.missed.is_empty() {
+            let _ = writeln!(o, "  none");
+        }
+        for m in &r.recall.missed {
+            let _ = writeln!(
+                o,
+                "  {:<9} {}  missing: {}",
+                if m.reserved { "RESERVED" } else { "MISS" },
+                m.id,
+                list(&m.missing)
+            );
+        }
+        let _ = writeln!(o, "\nFALSE ALARMS ({})", r.precision.false_alarms.len());
+        if r.precision.false_alarms.is_empty() {
+            let _ = writeln!(o, "  none");
+        }
+        for f in &r.precision.false_alarms {
+            let _ = writeln!(o, "  ALARM     {}  fired: {}", f.id, list(&f.families));
+        }
+    }
+
+    let attention: Vec<_> = r
+        .rows
+        .iter()
+        .filter(|x| {
+            all_rows
+                || matches!(x.status, RowStatus::Fail | RowStatus::ReservedPending)
+                || !x.errors.is_empty()
+        })
+        .collect();
+    if !attention.is_empty() {
+        let _ = writeln!(
+            o,
+            "\n{}",
+            if all_rows {
+                "ROWS"
+            } else {
+                "ROWS NEEDING ATTENTION"
+            }
+        );
+        for x in attention {
+            let mut why = Vec::new();
+            if !x.missing.is_empty() {
+                why.push(format!("missed {}", list(&x.missing)));
+            }
+            if !x.violations.is_empty() {
+                why.push(format!("must-not-fire fired: {}", list(&x.violations)));
+            }
+            if !x.reserved_families.is_empty() {
+                why.push(format!("no detector yet: {}", list(&x.reserved_families)));
+            }
+            for e in &x.errors {
+                why.push(format!("{} {}: {}", e.detector, e.kind, e.message));
+            }
+            if why.is_empty() {
+                why.push(format!("fired: {}", list(&x.fired)));
+            }
+            let origin = if x.origin == "corpus" {
+                String::new()
+            } else {
+                format!(" [{}]", x.origin)
+            };
+            let _ = writeln!(
+                o,
+                "  {:<9} {}{origin}  {}",
+                x.status.label(),
+                x.id,
+                why.join("; ")
+            );
+        }
+    }
+
+    let unhealthy: Vec<_> = r
+        .detector_health
+        .iter()
+        .filter(|h| h.panics + h.timeouts + h.failures > 0)
+        .collect();
+    if !unhealthy.is_empty() {
+        let _ = writeln!(o, "\nDETECTOR ERRORS");
+        for h in unhealthy {
+            let _ = writeln!(
+                o,
+                "  {:<28} {} panics · {} timeouts · {} failures · {} ok",
+                h.detector, h.panics, h.timeouts, h.failures, h.ok
+            );
+        }
+    }
+
+    let _ = writeln!(
+        o,
+        "\nCOVERAGE {:<27} {:>6} {:>6} {:>6} {:>6} {:>8} {:>6}",
+        "family", "attack", "benign", "missed", "alarms", "reserved", "fired"
+    );
+    for c in &r.coverage {
+        let flag = if !c.registered {
+            "  (no detector)"
+        } else if c.attack_labels == 0 {
+            "  (no attack label)"
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            o,
+            "         {:<27} {:>6} {:>6} {:>6} {:>6} {:>8} {:>6}{flag}",
+            c.family,
+            c.attack_labels,
+            c.benign_labels,
+            c.missed,
+            c.false_alarms,
+            c.reserved,
+            c.fired
+        );
+    }
+    let th = &r.throughput;
+    let _ = writeln!(
+        o,
+        "\n{} scenarios, {} events in {:.2} s ({:.0} scenarios/s, {:.0} events/s)",
+        r.totals.scenarios, th.events, th.elapsed_secs, th.scenarios_per_sec, th.events_per_sec
+    );
+    o
+}
