@@ -296,3 +296,38 @@ fn crashing_or_hanging_external_detectors_exit_two_but_every_row_is_graded() {
         "{human}"
     );
 }
+
+#[test]
+fn end_to_end_mode_writes_the_fidelity_block() {
+    let root = repo().join("exams/scenarios");
+    let out_dir = tempfile::tempdir().unwrap();
+    let out = gauntlet(&[
+        "exam-detect",
+        "--e2e",
+        "--corpus",
+        root.to_str().unwrap(),
+        "--out",
+        out_dir.path().to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let h = text(&out);
+    assert!(h.contains("not an accuracy figure"), "{h}");
+    let r: Value =
+        serde_json::from_slice(&std::fs::read(out_dir.path().join("report.json")).unwrap())
+            .unwrap();
+    assert_eq!(r["mode"], "e2e");
+    let f = &r["detect_fidelity"];
+    assert_eq!(f["total"], 102);
+    assert_eq!(f["reproduced"], 74);
+    assert_eq!(f["mismatch"], 1);
+    assert_eq!(f["detect_miss"], 27);
+    assert_eq!(f["end_to_end_pass_rate"], 1.0);
+    assert_eq!(f["e2e_recall"], 1.0);
+    assert_eq!(f["e2e_precision"], 1.0);
+    assert!(
+        r["note"]
+            .as_str()
+            .unwrap()
+            .contains("never folded into the agent pass rate")
+    );
+}

@@ -11,7 +11,7 @@
 use super::Detector;
 use super::util::{base64_decode, finding, looks_base64, strings};
 use crate::projection::{Baseline, Event, Finding};
-use regex::Regex;
+use regex::{Regex, RegexSet};
 use serde_json::json;
 use std::sync::LazyLock;
 
@@ -137,6 +137,10 @@ static COMPILED: LazyLock<Vec<(&'static str, &'static str, Regex)>> = LazyLock::
         .collect()
 });
 
+/// All patterns at once: one scan per string finds every rule it matches.
+static SET: LazyLock<RegexSet> =
+    LazyLock::new(|| RegexSet::new(PATTERNS.iter().map(|p| p.2)).expect("injection set compiles"));
+
 /// The printable base64 decoding of `s`, if it looks like base64 and decodes.
 pub fn decoded(s: &str) -> Option<String> {
     if !looks_base64(s, BASE64_MIN_LEN) {
@@ -171,7 +175,16 @@ impl Detector for InjectionProbe {
                 .copied()
                 .chain(extra.iter().map(String::as_str))
                 .collect();
-            for (name, severity, re) in COMPILED.iter() {
+            let mut hit = vec![false; PATTERNS.len()];
+            for t in &texts {
+                for i in SET.matches(t).iter() {
+                    hit[i] = true;
+                }
+            }
+            for (i, (name, severity, re)) in COMPILED.iter().enumerate() {
+                if !hit[i] {
+                    continue;
+                }
                 if let Some(m) = texts.iter().find_map(|t| re.find(t)) {
                     let shown: String = m.as_str().chars().take(EVIDENCE_MAX).collect();
                     out.push(finding(

@@ -28,6 +28,7 @@ pub mod config_drift;
 pub mod dependency_tamper;
 pub mod deploy_flood;
 pub mod detect_exam;
+pub mod e2e;
 pub mod exfil_pattern;
 pub mod external;
 pub mod fleet;

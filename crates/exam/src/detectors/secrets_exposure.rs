@@ -10,7 +10,7 @@
 use super::Detector;
 use super::util::finding;
 use crate::projection::{Baseline, Event, Finding};
-use regex::Regex;
+use regex::RegexSet;
 use serde_json::{Value, json};
 use std::sync::LazyLock;
 
@@ -98,19 +98,13 @@ pub const PATTERNS: [(&str, &str, &str); 22] = [
     ),
 ];
 
-static COMPILED: LazyLock<Vec<(&'static str, &'static str, Regex)>> = LazyLock::new(|| {
-    PATTERNS
-        .iter()
-        .map(|(n, s, r)| (*n, *s, Regex::new(r).expect("secret pattern compiles")))
-        .collect()
-});
+/// All patterns at once: one scan per string finds every rule it matches.
+static SET: LazyLock<RegexSet> =
+    LazyLock::new(|| RegexSet::new(PATTERNS.iter().map(|p| p.2)).expect("secret set compiles"));
 
 /// The name of the first pattern `text` matches.
 pub fn first_match(text: &str) -> Option<&'static str> {
-    COMPILED
-        .iter()
-        .find(|(_, _, re)| re.is_match(text))
-        .map(|(n, _, _)| *n)
+    SET.matches(text).iter().next().map(|i| PATTERNS[i].0)
 }
 
 /// Strings to scan: every string, plus `key=value` for string-valued fields.
@@ -147,8 +141,14 @@ impl Detector for SecretsExposure {
             if ts.is_empty() {
                 continue;
             }
-            for (name, severity, re) in COMPILED.iter() {
-                if ts.iter().any(|t| re.is_match(t)) {
+            let mut hit = vec![false; PATTERNS.len()];
+            for t in &ts {
+                for i in SET.matches(t).iter() {
+                    hit[i] = true;
+                }
+            }
+            for (i, (name, severity, _)) in PATTERNS.iter().enumerate() {
+                if hit[i] {
                     out.push(finding(
                         FAMILY,
                         e,
