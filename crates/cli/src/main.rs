@@ -5,6 +5,7 @@
 //! the command line is invalid.
 
 mod detect_cmd;
+mod exam_cmd;
 mod progress;
 
 use clap::{Parser, Subcommand};
@@ -62,6 +63,8 @@ enum Command {
     /// Detect exam: the reference detector fleet (+ external detectors) graded against
     /// the labelled scenario corpus; recall, precision and a coverage matrix.
     ExamDetect(detect_cmd::Args),
+    /// Agent exam: run the security-triage cascade over a pinned scenario corpus.
+    Exam(exam_cmd::ExamArgs),
 }
 
 #[derive(Subcommand)]
@@ -94,6 +97,7 @@ fn main() -> ExitCode {
             action: CorpusAction::Verify { dir },
         } => corpus_verify(&dir),
         Command::ExamDetect(a) => detect_cmd::run(a),
+        Command::Exam(a) => exam_cmd::exam(a),
     }
 }
 

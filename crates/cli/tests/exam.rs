@@ -13,14 +13,19 @@ fn reference_corpus() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../exams/scenarios")
 }
 
+const FLOOR: &str = "access/PE-01-contractor-self-grants-owner.yaml";
+const RESOLVED: &str = "identity/NA-02-contractor-onboarding-ticketed.yaml";
+const ESCALATED: &str = "identity/NA-01-unknown-principal-enumerates-vault.yaml";
+const SHORT: &str = "behavioral/UT-03-last-profiled-hour.yaml";
+
 /// A small pinned corpus: a floor-routed, a resolved and an escalated scenario.
 fn handful(dir: &Path) {
+    pinned(dir, &[FLOOR, RESOLVED, ESCALATED]);
+}
+
+fn pinned(dir: &Path, files: &[&str]) {
     let src = reference_corpus();
-    for rel in [
-        "access/PE-01-contractor-self-grants-owner.yaml",
-        "identity/NA-02-contractor-onboarding-ticketed.yaml",
-        "identity/NA-01-unknown-principal-enumerates-vault.yaml",
-    ] {
+    for rel in files {
         let to = dir.join(rel);
         std::fs::create_dir_all(to.parent().unwrap()).unwrap();
         std::fs::copy(src.join(rel), to).unwrap_or_else(|e| panic!("{rel}: {e}"));
@@ -203,7 +208,9 @@ fn real_mode_against_the_local_model() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    handful(dir.path());
+    // Small on purpose: a CPU-served 135M model answers a few tokens per second.
+    // UT-03 has the shortest prompts of the corpus (the server runs a 2,048-token context).
+    pinned(dir.path(), &[FLOOR, SHORT]);
     let out = tempfile::tempdir().unwrap();
     let target = format!(
         "{{name: openai_compat, params: {{name: local, model: local, base_url: '{url}', timeout_s: 300, max_retries: 2}}}}"
@@ -216,7 +223,7 @@ fn real_mode_against_the_local_model() {
             "-n",
             "1",
             "--consensus",
-            "1",
+            "0",
             "--concurrency",
             "1",
             "--corpus",
@@ -240,7 +247,7 @@ fn real_mode_against_the_local_model() {
     assert!(r["model_calls"].as_u64().unwrap() >= 2, "{r}");
     let t = json(
         &out.path()
-            .join("run-0/NA-01-unknown-principal-enumerates-vault.transcript.json"),
+            .join("run-0/UT-03-last-profiled-hour.transcript.json"),
     );
     let replies: Vec<&str> = t
         .as_array()
