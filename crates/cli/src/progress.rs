@@ -28,19 +28,33 @@ impl Bar {
         bar.set_style(
             ProgressStyle::with_template("{bar:30} {pos}/{len} units  {rate}  eta {eta}  {msg}")
                 .expect("static template")
-                .with_key("rate", |s: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
-                    let _ = write!(w, "{:.0} units/s", s.per_sec());
-                }),
+                .with_key(
+                    "rate",
+                    |s: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                        let _ = write!(w, "{:.0} units/s", s.per_sec());
+                    },
+                ),
         );
         Bar { bar }
     }
 }
 
 fn calls(c: CallStats) -> String {
-    format!(
+    let mut s = format!(
         "calls {} (journal {}, failed {})",
         c.made, c.cached, c.failed
-    )
+    );
+    if c.retries() > 0 {
+        s.push_str(&format!(
+            ", retries {} (429 {}, 5xx {}, timeout {}, connect {})",
+            c.retries(),
+            c.retries_429,
+            c.retries_5xx,
+            c.retries_timeout,
+            c.retries_connect
+        ));
+    }
+    s
 }
 
 impl Progress for Bar {

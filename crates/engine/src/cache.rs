@@ -1,20 +1,30 @@
 //! The response cache: every model call of a run goes through a [`CachedModel`].
 //!
 //! A call's key hashes the harness version, the call's role, the model's resolved spec,
-//! the unit scope (attack spec, dataset version, behavior id and prompt, seed,
-//! max_queries — see `run.rs`) and the full request. A hit is served from the journal;
+//! the unit scope (attack spec, dataset version, behavior id and prompt, seed — see
+//! `run.rs`) and the full request. A hit is served from the journal;
 //! a miss calls the model and journals the response. Calls to network models are
 //! journaled the moment they return; calls to offline models (deterministic and free)
 //! are journaled when their unit finishes, in one write. Failed calls are not journaled:
 //! a rerun tries them again.
+//!
+//! The query budget (`max_queries`) is checked here, *before* a call reaches a model:
+//! only calls that would reach a model (journal misses) spend it, whatever their role
+//! (target, attacker, in-loop judge, grader); journal hits are free, so a rerun with a
+//! higher budget replays what was paid for and spends only on new calls. When the
+//! budget is spent, [`ModelError::Budget`] is returned and no request is sent.
+//!
+//! Token usage is tallied per role in a [`UsageSlot`] for every response, journal hits
+//! included, so usage metrics are identical on a rerun.
 
 use crate::journal::{Journal, Key};
 use gauntlet_core::hash::HashWriter;
 use gauntlet_core::message::{ChatRequest, ChatResponse};
 use gauntlet_models::{BoxFuture, Model, ModelError};
 use gauntlet_redteam::attack::CallModel;
+use serde::Serialize;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// Call accounting for a session.
 #[derive(Debug, Default)]
@@ -25,9 +35,52 @@ pub struct CallCounters {
     pub cached: AtomicU64,
     /// Calls that failed.
     pub failed: AtomicU64,
+    /// Calls still allowed by `max_queries` (unlimited when `budget_on` is false).
+    budget_left: AtomicU64,
+    budget_on: bool,
+    /// Set once a call was refused for lack of budget.
+    pub budget_hit: AtomicBool,
+    /// The first configuration error (401/403, missing key): once set, no further call
+    /// reaches any model and every call fails with it.
+    halt: Mutex<Option<ModelError>>,
 }
 
 impl CallCounters {
+    /// Counters with a query budget (`None`: unlimited).
+    pub fn with_budget(max_queries: Option<u64>) -> Self {
+        CallCounters {
+            budget_left: AtomicU64::new(max_queries.unwrap_or(0)),
+            budget_on: max_queries.is_some(),
+            ..Default::default()
+        }
+    }
+
+    fn halted(&self) -> Option<ModelError> {
+        self.halt.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn halt_with(&self, e: &ModelError) {
+        let mut h = self.halt.lock().unwrap_or_else(|e| e.into_inner());
+        if h.is_none() {
+            *h = Some(e.clone());
+        }
+    }
+
+    /// Takes one call from the budget; false (and `budget_hit` set) when it is spent.
+    pub fn take_budget(&self) -> bool {
+        if !self.budget_on {
+            return true;
+        }
+        let ok = self
+            .budget_left
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
+            .is_ok();
+        if !ok {
+            self.budget_hit.store(true, Ordering::Relaxed);
+        }
+        ok
+    }
+
     pub fn snapshot(&self) -> (u64, u64, u64) {
         (
             self.made.load(Ordering::Relaxed),
@@ -56,6 +109,54 @@ impl Pending {
     }
 }
 
+/// Token usage of one role in one unit, as responses arrive.
+#[derive(Debug, Default)]
+pub struct UsageSlot {
+    calls: AtomicU64,
+    with_usage: AtomicU64,
+    input: AtomicU64,
+    output: AtomicU64,
+}
+
+impl UsageSlot {
+    fn record(&self, r: &ChatResponse) {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        if let Some(u) = r.usage {
+            self.with_usage.fetch_add(1, Ordering::Relaxed);
+            self.input.fetch_add(u.input_tokens, Ordering::Relaxed);
+            self.output.fetch_add(u.output_tokens, Ordering::Relaxed);
+        }
+    }
+    pub fn snapshot(&self) -> RoleUsage {
+        RoleUsage {
+            calls: self.calls.load(Ordering::Relaxed),
+            calls_with_usage: self.with_usage.load(Ordering::Relaxed),
+            input_tokens: self.input.load(Ordering::Relaxed),
+            output_tokens: self.output.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// Summed token usage of one role.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct RoleUsage {
+    /// Responses received (journal hits included).
+    pub calls: u64,
+    /// Responses that reported usage (offline models never do).
+    pub calls_with_usage: u64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+impl std::ops::AddAssign for RoleUsage {
+    fn add_assign(&mut self, o: RoleUsage) {
+        self.calls += o.calls;
+        self.calls_with_usage += o.calls_with_usage;
+        self.input_tokens += o.input_tokens;
+        self.output_tokens += o.output_tokens;
+    }
+}
+
 /// A model wrapped with the cache and journal, scoped to one unit of work.
 pub struct CachedModel<'a> {
     model: &'a dyn Model,
@@ -64,6 +165,7 @@ pub struct CachedModel<'a> {
     /// Hash state already fed with everything but the request.
     scope: HashWriter,
     pending: &'a Pending,
+    usage: &'a UsageSlot,
 }
 
 /// Feeds every field of a request into the key, length-delimited (cheaper than hashing
@@ -113,6 +215,7 @@ impl<'a> CachedModel<'a> {
         journal: &'a Journal,
         counters: &'a CallCounters,
         pending: &'a Pending,
+        usage: &'a UsageSlot,
     ) -> Self {
         let mut h = base.clone();
         h.field(scope);
@@ -122,6 +225,7 @@ impl<'a> CachedModel<'a> {
             counters,
             scope: h,
             pending,
+            usage,
         }
     }
 
@@ -136,6 +240,7 @@ impl<'a> CachedModel<'a> {
             counters: self.counters,
             scope,
             pending: self.pending,
+            usage: self.usage,
         }
     }
 
@@ -153,11 +258,19 @@ impl CallModel for CachedModel<'_> {
             let key = self.key(&req);
             if let Some(r) = self.journal.get(&key) {
                 self.counters.cached.fetch_add(1, Ordering::Relaxed);
+                self.usage.record(&r);
                 return Ok(r);
+            }
+            if let Some(e) = self.counters.halted() {
+                return Err(e);
+            }
+            if !self.counters.take_budget() {
+                return Err(ModelError::Budget);
             }
             self.counters.made.fetch_add(1, Ordering::Relaxed);
             match self.model.chat(&req).await {
                 Ok(r) => {
+                    self.usage.record(&r);
                     if self.model.offline() {
                         let mut p = self.pending.0.lock().unwrap_or_else(|e| e.into_inner());
                         Journal::encode(&mut p, &key, &r);
@@ -172,6 +285,9 @@ impl CallModel for CachedModel<'_> {
                 }
                 Err(e) => {
                     self.counters.failed.fetch_add(1, Ordering::Relaxed);
+                    if matches!(e, ModelError::Config(_)) {
+                        self.counters.halt_with(&e);
+                    }
                     Err(e)
                 }
             }

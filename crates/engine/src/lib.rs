@@ -3,7 +3,8 @@
 //! [`config`] reads and validates the YAML; [`plan`] builds the plugins and fixes the
 //! canonical order; [`run`] executes units with bounded concurrency through the
 //! [`cache`] (backed by the append-only [`journal`]), judges them, folds verdicts into
-//! metric accumulators and writes the artefacts of the [`rundir`].
+//! metric accumulators and writes the artefacts of the [`rundir`]; [`usage`] prices the
+//! tokens each role spent.
 
 pub mod cache;
 pub mod config;
@@ -12,5 +13,6 @@ pub mod plan;
 pub mod progress;
 pub mod run;
 pub mod rundir;
+pub mod usage;
 
 pub use gauntlet_redteam::registry::Registry;

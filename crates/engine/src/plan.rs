@@ -6,6 +6,7 @@
 //! from here, never from completion order.
 
 use crate::config::{ConfigError, RunConfig};
+use crate::usage::PriceTable;
 use gauntlet_core::hash::HashWriter;
 use gauntlet_core::params::Diag;
 use gauntlet_models::Model;
@@ -14,6 +15,7 @@ use gauntlet_redteam::attack::Attack;
 use gauntlet_redteam::datasets::{self, Dataset};
 use gauntlet_redteam::judge::Judge;
 use gauntlet_redteam::metrics::Metric;
+use gauntlet_redteam::metrics::UsageMetric;
 use gauntlet_redteam::registry::{build_attack, build_judge, build_metric};
 use std::sync::Arc;
 
@@ -29,7 +31,13 @@ pub struct Plan {
     pub judges: Vec<Box<dyn Judge>>,
     /// The grader model of each judge that has one.
     pub graders: Vec<Option<Arc<dyn Model>>>,
+    /// The attacker model of each attack that has one (`pair`, `tap`, `crescendo`).
+    pub attackers: Vec<Option<Arc<dyn Model>>>,
+    /// The grader of each attack's in-loop judge, when that judge has one.
+    pub attack_graders: Vec<Option<Arc<dyn Model>>>,
     pub metrics: Vec<Box<dyn Metric>>,
+    /// The price table of each `cost` metric (`None` for other metrics).
+    pub prices: Vec<Option<PriceTable>>,
     /// Index of the first unit of each dataset within a (attack, target) block.
     dataset_offsets: Vec<u64>,
     behaviors_per_block: u64,
@@ -60,9 +68,25 @@ impl Plan {
             }
         }
         let mut attacks = Vec::new();
+        let mut attackers = Vec::new();
+        let mut attack_graders = Vec::new();
         for (i, s) in config.attacks.iter().enumerate() {
             match build_attack(s) {
-                Ok(a) => attacks.push(a),
+                Ok(a) => {
+                    let mut model = |spec: Option<&gauntlet_core::params::PluginSpec>,
+                                     what: &str| {
+                        spec.and_then(|g| match build_target(g) {
+                            Ok(m) => Some(m),
+                            Err(e) => {
+                                err(g.loc, format!("attacks[{i}].params.{what}"), e.to_string());
+                                None
+                            }
+                        })
+                    };
+                    attackers.push(model(a.attacker(), "attacker"));
+                    attack_graders.push(model(a.judge_grader(), "judge.params.grader"));
+                    attacks.push(a);
+                }
                 Err(e) => err(s.loc, format!("attacks[{i}]"), e),
             }
         }
@@ -88,9 +112,26 @@ impl Plan {
             }
         }
         let mut metrics = Vec::new();
+        let mut prices = Vec::new();
         for (i, s) in config.metrics.iter().enumerate() {
             match build_metric(s) {
-                Ok(m) => metrics.push(m),
+                Ok(m) => {
+                    let table = match m.usage_metric() {
+                        Some(UsageMetric::Cost) => match s.params.str("price_table") {
+                            None => Some(PriceTable::bundled()),
+                            Some(p) => match PriceTable::load(&config.base_dir().join(p)) {
+                                Ok(t) => Some(t),
+                                Err(e) => {
+                                    err(s.loc, format!("metrics[{i}].params.price_table"), e);
+                                    None
+                                }
+                            },
+                        },
+                        _ => None,
+                    };
+                    prices.push(table);
+                    metrics.push(m);
+                }
                 Err(e) => err(s.loc, format!("metrics[{i}]"), e),
             }
         }
@@ -127,7 +168,10 @@ impl Plan {
             datasets: loaded,
             judges,
             graders,
+            attackers,
+            attack_graders,
             metrics,
+            prices,
             dataset_offsets,
             behaviors_per_block: acc,
         })

@@ -6,6 +6,17 @@ pub struct CallStats {
     pub made: u64,
     pub cached: u64,
     pub failed: u64,
+    /// Transport retries of network models, by cause (summed over models).
+    pub retries_429: u64,
+    pub retries_5xx: u64,
+    pub retries_timeout: u64,
+    pub retries_connect: u64,
+}
+
+impl CallStats {
+    pub fn retries(&self) -> u64 {
+        self.retries_429 + self.retries_5xx + self.retries_timeout + self.retries_connect
+    }
 }
 
 pub trait Progress: Send + Sync {

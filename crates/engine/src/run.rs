@@ -10,20 +10,21 @@
 //! a rerun after a kill replays finished calls from the journal and makes only the calls
 //! that never finished; a rerun of a complete run makes none.
 
-use crate::cache::{CachedModel, CallCounters, Pending, call_base};
+use crate::cache::{CachedModel, CallCounters, Pending, RoleUsage, UsageSlot, call_base};
 use crate::journal::Journal;
 use crate::plan::{Plan, UnitRef};
 use crate::progress::{CallStats, Progress};
 use crate::rundir::{RunDir, tmp_path, write_atomic};
+use crate::usage::{CellUsage, cost_metric, tokens_metric};
 use gauntlet_core::behavior::{Behavior, Expected};
 use gauntlet_core::hash::{HashWriter, to_hex};
 use gauntlet_core::message::Message;
 use gauntlet_core::outcome::{Outcome, Verdict};
 use gauntlet_core::results::{CellMetric, CellSummary, Example, RunSummary};
 use gauntlet_core::rng::derive_u64;
-use gauntlet_models::ModelError;
-use gauntlet_redteam::attack::{Attempt, CallModel};
-use gauntlet_redteam::metrics::{BehaviorOutcome, MetricAcc};
+use gauntlet_models::{Model, ModelError, TransportStats};
+use gauntlet_redteam::attack::{AttackCtx, Attempt, CallModel};
+use gauntlet_redteam::metrics::{BehaviorOutcome, MetricAcc, UsageMetric};
 use serde::Serialize;
 use std::collections::{BTreeMap, VecDeque};
 use std::fs::File;
@@ -38,9 +39,12 @@ use tokio::sync::Semaphore;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Status {
     Complete,
-    /// Stopped early; the reason (`interrupted`, a configuration error, …).
+    /// Stopped early; the reason (`interrupted`, `budget`, a configuration error, …).
     Partial(String),
 }
+
+/// The partial reason when `max_queries` ran out.
+pub const BUDGET: &str = "budget";
 
 impl Status {
     pub fn as_string(&self) -> String {
@@ -63,6 +67,15 @@ pub struct RunOutcome {
     pub wall_seconds: f64,
     /// Records the journal held when the session started.
     pub journal_records_at_start: usize,
+    /// Transport counters of every network model, by `role:label` (summed per model).
+    pub transport: Vec<(String, TransportStats)>,
+}
+
+impl RunOutcome {
+    /// True when the run stopped because `max_queries` was spent.
+    pub fn budget_exhausted(&self) -> bool {
+        self.status == Status::Partial(BUDGET.into())
+    }
 }
 
 /// A failure that stops the whole run.
@@ -102,6 +115,8 @@ struct Identities {
     target_labels: Vec<String>,
     target_bases: Vec<HashWriter>,
     grader_bases: Vec<Option<HashWriter>>,
+    attacker_bases: Vec<Option<HashWriter>>,
+    attack_grader_bases: Vec<Option<HashWriter>>,
 }
 
 impl Identities {
@@ -122,6 +137,16 @@ impl Identities {
                 .iter()
                 .map(|g| g.as_ref().map(|g| call_base(g.as_ref(), "grader")))
                 .collect(),
+            attacker_bases: plan
+                .attackers
+                .iter()
+                .map(|g| g.as_ref().map(|g| call_base(g.as_ref(), "attacker")))
+                .collect(),
+            attack_grader_bases: plan
+                .attack_graders
+                .iter()
+                .map(|g| g.as_ref().map(|g| call_base(g.as_ref(), "attack_judge")))
+                .collect(),
         }
     }
 }
@@ -134,6 +159,8 @@ struct JudgedUnit {
     notable: Option<Example>,
     first_error: Option<Example>,
     error_messages: Vec<String>,
+    /// Usage of the unit's calls as this judge's cell sees it.
+    usage: CellUsage,
 }
 
 struct UnitOutput {
@@ -161,19 +188,22 @@ struct TranscriptLine<'a> {
     verdicts: Vec<&'a Verdict>,
 }
 
-/// The scope hash of a unit: target, attack, dataset version, behavior, seed, budget and
-/// trial. `CachedModel` adds the role, the called model's spec and the request, so a
-/// grader call is keyed by the unit it judges as well as by its own prompt.
+/// The scope hash of a unit: target, attack, dataset version, behavior, seed and trial.
+/// `CachedModel` adds the role, the called model's spec and the request, so a grader call
+/// is keyed by the unit it judges as well as by its own prompt.
+///
+/// `max_queries` is deliberately not part of it: the budget only decides *whether* a call
+/// is made, never what it returns (a unit that runs out is dropped whole, not recorded
+/// half-done), so a rerun with a higher budget must find the calls already paid for.
 fn unit_scope(plan: &Plan, ids: &Identities, u: UnitRef, b: &Behavior) -> [u8; 32] {
     let mut h = HashWriter::new();
-    h.field(b"unit-v1");
+    h.field(b"unit-v2");
     h.field(ids.targets[u.target].as_bytes());
     h.field(ids.attacks[u.attack].as_bytes());
     h.field(plan.datasets[u.dataset].version.as_bytes());
     h.field(b.id.as_bytes());
     h.field(b.prompt.as_bytes());
     h.field(&plan.config.seed.to_le_bytes());
-    h.json(&plan.config.max_queries);
     h.field(&0u32.to_le_bytes()); // trial
     h.finish()
 }
@@ -231,6 +261,7 @@ async fn run_unit(ctx: &Ctx, index: u64, pending: &Pending) -> Result<UnitOutput
     let scope = unit_scope(plan, &ctx.ids, u, b);
     let seed = derive_u64(plan.config.seed, &["unit", &to_hex(&scope)]);
 
+    let slots: [UsageSlot; 3] = Default::default();
     let caller = CachedModel::new(
         target.as_ref(),
         &ctx.ids.target_bases[u.target],
@@ -238,11 +269,61 @@ async fn run_unit(ctx: &Ctx, index: u64, pending: &Pending) -> Result<UnitOutput
         &ctx.journal,
         &ctx.counters,
         pending,
+        &slots[0],
     );
-    let attempts = attack.run(b, &caller, seed).await?;
+    fn helper<'m>(
+        m: &'m Option<Arc<dyn Model>>,
+        base: &Option<HashWriter>,
+        scope: &[u8],
+        ctx: &'m Ctx,
+        pending: &'m Pending,
+        slot: &'m UsageSlot,
+    ) -> Option<CachedModel<'m>> {
+        m.as_ref().map(|m| {
+            CachedModel::new(
+                m.as_ref(),
+                base.as_ref().expect("a key prefix per model"),
+                scope,
+                &ctx.journal,
+                &ctx.counters,
+                pending,
+                slot,
+            )
+        })
+    }
+    let attacker = helper(
+        &plan.attackers[u.attack],
+        &ctx.ids.attacker_bases[u.attack],
+        &scope,
+        ctx,
+        pending,
+        &slots[1],
+    );
+    let attack_grader = helper(
+        &plan.attack_graders[u.attack],
+        &ctx.ids.attack_grader_bases[u.attack],
+        &scope,
+        ctx,
+        pending,
+        &slots[2],
+    );
+    let actx = AttackCtx {
+        target: &caller,
+        attacker: attacker.as_ref().map(|m| m as &dyn CallModel),
+        judge_grader: attack_grader.as_ref().map(|m| m as &dyn CallModel),
+        seed,
+    };
+    let attempts = attack.run_ctx(b, actx).await?;
+    let unit_usage = [
+        slots[0].snapshot(),
+        slots[1].snapshot(),
+        slots[2].snapshot(),
+    ];
+    let mut grader_usage: Vec<RoleUsage> = Vec::with_capacity(plan.judges.len());
 
     let mut verdicts: Vec<Vec<Verdict>> = Vec::with_capacity(plan.judges.len());
     for (j, judge) in plan.judges.iter().enumerate() {
+        let gslot = UsageSlot::default();
         // A grader call is keyed by the unit, the judge and the attempt it grades.
         let grader = plan.graders[j].as_ref().map(|g| {
             let mut s = HashWriter::new();
@@ -257,6 +338,7 @@ async fn run_unit(ctx: &Ctx, index: u64, pending: &Pending) -> Result<UnitOutput
                 &ctx.journal,
                 &ctx.counters,
                 pending,
+                &gslot,
             )
         });
         let mut vs = Vec::with_capacity(attempts.len());
@@ -269,6 +351,8 @@ async fn run_unit(ctx: &Ctx, index: u64, pending: &Pending) -> Result<UnitOutput
             );
         }
         verdicts.push(vs);
+        drop(grader);
+        grader_usage.push(gslot.snapshot());
     }
 
     let target_label = &ctx.ids.target_labels[u.target];
@@ -295,7 +379,8 @@ async fn run_unit(ctx: &Ctx, index: u64, pending: &Pending) -> Result<UnitOutput
 
     let judged = verdicts
         .iter()
-        .map(|vs| {
+        .zip(&grader_usage)
+        .map(|(vs, gu)| {
             let find = |o: Outcome| {
                 vs.iter()
                     .position(|v| v.outcome == o)
@@ -314,6 +399,7 @@ async fn run_unit(ctx: &Ctx, index: u64, pending: &Pending) -> Result<UnitOutput
                 notable,
                 first_error: find(Outcome::Error),
                 error_messages: vs.iter().filter_map(|v| v.error.clone()).collect(),
+                usage: CellUsage([unit_usage[0], unit_usage[1], unit_usage[2], *gu]),
             }
         })
         .collect();
@@ -339,11 +425,13 @@ struct CellAcc {
     notable: Vec<Example>,
     error_examples: Vec<Example>,
     error_counts: BTreeMap<String, u64>,
+    usage: CellUsage,
 }
 
 impl CellAcc {
     fn add(&mut self, plan: &Plan, j: &JudgedUnit) {
         let o = &j.outcome;
+        self.usage += j.usage;
         self.behaviors += 1;
         self.attempts += u64::from(o.attempts);
         self.errors += u64::from(o.errors);
@@ -378,36 +466,91 @@ impl CellAcc {
     }
 }
 
-fn summarise(plan: &Plan, cells: Vec<CellAcc>, status: &Status) -> RunSummary {
+/// The model behind each usage slot of a cell, in [`crate::usage::SLOTS`] order.
+fn slot_models(plan: &Plan, attack: usize, target: usize, judge: usize) -> [Option<&dyn Model>; 4] {
+    fn m(o: &Option<Arc<dyn Model>>) -> Option<&dyn Model> {
+        o.as_deref()
+    }
+    [
+        Some(plan.targets[target].as_ref()),
+        m(&plan.attackers[attack]),
+        m(&plan.attack_graders[attack]),
+        m(&plan.graders[judge]),
+    ]
+}
+
+/// The results, and usage.json: per cell and role slot, tokens and cost (deterministic:
+/// journal hits count too).
+fn summarise(
+    plan: &Plan,
+    cells: Vec<CellAcc>,
+    status: &Status,
+) -> (RunSummary, Vec<serde_json::Value>) {
     let mut out = Vec::with_capacity(cells.len());
+    let mut usage_rows = Vec::with_capacity(cells.len());
     let mut cells = cells.into_iter();
-    for attack in &plan.attacks {
-        for target in &plan.targets {
+    let table = plan
+        .prices
+        .iter()
+        .flatten()
+        .next()
+        .cloned()
+        .unwrap_or_else(crate::usage::PriceTable::bundled);
+    for (ai, attack) in plan.attacks.iter().enumerate() {
+        for (ti, target) in plan.targets.iter().enumerate() {
             for dataset in &plan.datasets {
-                for judge in &plan.judges {
+                for (ji, judge) in plan.judges.iter().enumerate() {
                     let c = cells.next().expect("one accumulator per cell");
                     let attack_l = attack.spec().label();
                     let target_l = target.label();
                     let judge_l = judge.spec().label();
+                    let models = slot_models(plan, ai, ti, ji);
+                    usage_rows.push(serde_json::json!({
+                        "attack": attack_l,
+                        "target": target_l,
+                        "dataset": dataset.name,
+                        "judge": judge_l,
+                        "price_table": table.describe(),
+                        "roles": crate::usage::SLOTS.iter().enumerate().filter(|(i, _)| c.usage.0[*i].calls > 0).map(|(i, slot)| {
+                            let u = &c.usage.0[i];
+                            let cost = crate::usage::slot_cost(slot, u, models[i], &table);
+                            serde_json::json!({
+                                "role": slot,
+                                "model": models[i].map(crate::usage::model_name),
+                                "usage": u,
+                                "cost_usd": cost.as_ref().ok(),
+                                "cost_na_reason": cost.as_ref().err(),
+                            })
+                        }).collect::<Vec<_>>(),
+                    }));
                     let metrics = plan
                         .metrics
                         .iter()
                         .zip(&c.metrics)
-                        .map(|(m, acc)| {
+                        .zip(&plan.prices)
+                        .map(|((m, acc), prices)| {
                             let id = m.spec().identity().to_string();
-                            let value = acc.finish(
-                                m.as_ref(),
-                                judge.as_ref(),
-                                plan.config.seed,
-                                &[
-                                    "bootstrap",
-                                    &attack_l,
-                                    &target_l,
-                                    &dataset.version,
-                                    &judge_l,
-                                    &id,
-                                ],
-                            );
+                            let value = match (m.usage_metric(), prices) {
+                                (Some(UsageMetric::Tokens { role }), _) => {
+                                    tokens_metric(&c.usage, &role)
+                                }
+                                (Some(UsageMetric::Cost), Some(t)) => {
+                                    cost_metric(&c.usage, models, t)
+                                }
+                                _ => acc.finish(
+                                    m.as_ref(),
+                                    judge.as_ref(),
+                                    plan.config.seed,
+                                    &[
+                                        "bootstrap",
+                                        &attack_l,
+                                        &target_l,
+                                        &dataset.version,
+                                        &judge_l,
+                                        &id,
+                                    ],
+                                ),
+                            };
                             let params = match serde_json::to_value(&m.spec().params) {
                                 Ok(serde_json::Value::Object(o)) => o,
                                 _ => serde_json::Map::new(),
@@ -442,7 +585,7 @@ fn summarise(plan: &Plan, cells: Vec<CellAcc>, status: &Status) -> RunSummary {
             }
         }
     }
-    RunSummary {
+    let summary = RunSummary {
         run_id: plan.run_id.clone(),
         run_name: plan.config.run_name.clone(),
         harness_version: gauntlet_core::HARNESS_VERSION.to_string(),
@@ -451,7 +594,69 @@ fn summarise(plan: &Plan, cells: Vec<CellAcc>, status: &Status) -> RunSummary {
         status: status.as_string(),
         mode: plan.mode_label().to_string(),
         cells: out,
+    };
+    (summary, usage_rows)
+}
+
+/// Every network model of the plan with its role, for transport counters.
+fn network_models(plan: &Plan) -> Vec<(String, &dyn Model)> {
+    let all = plan
+        .targets
+        .iter()
+        .map(|t| ("target", t))
+        .chain(plan.attackers.iter().flatten().map(|m| ("attacker", m)))
+        .chain(
+            plan.attack_graders
+                .iter()
+                .flatten()
+                .map(|m| ("attack_judge", m)),
+        )
+        .chain(plan.graders.iter().flatten().map(|m| ("grader", m)));
+    all.filter(|(_, m)| m.transport_stats().is_some())
+        .map(|(role, m)| (format!("{role}:{}", m.label()), m.as_ref()))
+        .collect()
+}
+
+/// Transport counters summed per `role:label` (two models with one label are summed).
+fn transport_snapshot(models: &[(String, &dyn Model)]) -> Vec<(String, TransportStats)> {
+    let mut out: Vec<(String, TransportStats)> = Vec::new();
+    for (name, m) in models {
+        let Some(s) = m.transport_stats() else {
+            continue;
+        };
+        if let Some((_, t)) = out.iter_mut().find(|(n, _)| n == name) {
+            t.calls += s.calls;
+            t.attempts += s.attempts;
+            t.succeeded += s.succeeded;
+            t.failed += s.failed;
+            t.retries_429 += s.retries_429;
+            t.retries_5xx += s.retries_5xx;
+            t.retries_timeout += s.retries_timeout;
+            t.retries_connect += s.retries_connect;
+            t.retry_wait_ms += s.retry_wait_ms;
+            t.concurrency_decreases += s.concurrency_decreases;
+        } else {
+            out.push((name.clone(), s));
+        }
     }
+    out
+}
+
+fn call_stats(counters: &CallCounters, transport: &[(String, TransportStats)]) -> CallStats {
+    let (made, cached, failed) = counters.snapshot();
+    let mut c = CallStats {
+        made,
+        cached,
+        failed,
+        ..Default::default()
+    };
+    for (_, t) in transport {
+        c.retries_429 += t.retries_429;
+        c.retries_5xx += t.retries_5xx;
+        c.retries_timeout += t.retries_timeout;
+        c.retries_connect += t.retries_connect;
+    }
+    c
 }
 
 /// run.json: everything needed to know what this run was, and nothing that varies
@@ -538,11 +743,12 @@ pub async fn execute(
         .collect();
     let ctx = Arc::new(Ctx {
         ids: Identities::new(&plan),
-        plan,
         journal,
-        counters: CallCounters::default(),
+        counters: CallCounters::with_budget(plan.config.max_queries),
         sem: Semaphore::new(concurrency),
+        plan,
     });
+    let net_models = network_models(&ctx.plan);
 
     let transcripts_path = dir.path("transcripts.jsonl");
     let transcripts_tmp = tmp_path(&transcripts_path);
@@ -555,7 +761,14 @@ pub async fn execute(
     // not dominate, with only as many in flight as there are cores. Network models get
     // one unit per task so `concurrency` requests are really in flight.
     let all_offline = ctx.plan.targets.iter().all(|t| t.offline())
-        && ctx.plan.graders.iter().flatten().all(|g| g.offline());
+        && ctx.plan.graders.iter().flatten().all(|g| g.offline())
+        && ctx.plan.attackers.iter().flatten().all(|g| g.offline())
+        && ctx
+            .plan
+            .attack_graders
+            .iter()
+            .flatten()
+            .all(|g| g.offline());
     let (chunk, in_flight) = if all_offline {
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
         (32u64, concurrency.min(cores))
@@ -570,7 +783,12 @@ pub async fn execute(
     let mut status = Status::Complete;
     let (mut progress_reported, mut attempts_reported) = (0u64, 0u64);
     'consume: loop {
-        while next < n_units && queue.len() < window && !opts.stop.load(Ordering::Relaxed) {
+        // Once the budget is spent no new unit starts: every call it made would be refused.
+        while next < n_units
+            && queue.len() < window
+            && !opts.stop.load(Ordering::Relaxed)
+            && !ctx.counters.budget_hit.load(Ordering::Relaxed)
+        {
             let end = (next + chunk).min(n_units);
             queue.push_back(tokio::spawn(run_chunk(ctx.clone(), next, end)));
             next = end;
@@ -595,20 +813,18 @@ pub async fn execute(
             done += 1;
             attempts_total += u64::from(out.attempts);
         }
-        let (made, cached, failed) = ctx.counters.snapshot();
         progress.advance(
             done - progress_reported,
             attempts_total - attempts_reported,
-            CallStats {
-                made,
-                cached,
-                failed,
-            },
+            call_stats(&ctx.counters, &transport_snapshot(&net_models)),
         );
         progress_reported = done;
         attempts_reported = attempts_total;
         if let Some(e) = fatal {
-            status = Status::Partial(e.to_string());
+            status = Status::Partial(match e {
+                ModelError::Budget => BUDGET.into(),
+                e => e.to_string(),
+            });
             break 'consume;
         }
         if opts.stop.load(Ordering::Relaxed) && done < n_units {
@@ -616,8 +832,17 @@ pub async fn execute(
             break;
         }
     }
-    for h in queue {
-        h.abort();
+    if status == Status::Partial(BUDGET.into()) {
+        // Units in hand may hold calls already paid for: let them finish so those calls
+        // are journaled (further calls fail fast on the spent budget), then drop them —
+        // output stays a prefix of the canonical order, and a rerun picks them up.
+        for h in queue {
+            let _ = h.await;
+        }
+    } else {
+        for h in queue {
+            h.abort();
+        }
     }
     progress.finish();
     transcripts
@@ -628,10 +853,13 @@ pub async fn execute(
         .map_err(|e| io_err("cannot write", &transcripts_path, e))?;
 
     let plan = &ctx.plan;
-    let summary = summarise(plan, cells, &status);
+    let (summary, usage_rows) = summarise(plan, cells, &status);
     let results_path = dir.path("results.json");
     write_atomic(&results_path, &pretty(&summary))
         .map_err(|e| io_err("cannot write", &results_path, e))?;
+    let usage_path = dir.path("usage.json");
+    write_atomic(&usage_path, &pretty(&usage_rows))
+        .map_err(|e| io_err("cannot write", &usage_path, e))?;
     gauntlet_report::write_reports(&dir.root, &summary)
         .map_err(|e| io_err("cannot write reports in", &dir.root, e))?;
     write_atomic(
@@ -639,8 +867,11 @@ pub async fn execute(
         &pretty(&run_json(plan, &status, done, attempts_total)),
     )
     .map_err(|e| io_err("cannot write", &run_json_path, e))?;
-    let (made, cached, failed) = ctx.counters.snapshot();
+    let transport = transport_snapshot(&net_models);
+    let calls = call_stats(&ctx.counters, &transport);
     let wall = started.elapsed().as_secs_f64();
+    // Volatile counters (timings, journal hits, retries) live here, not in run.json,
+    // which must stay byte-identical across reruns.
     let _ = dir.log_session(&serde_json::json!({
         "started_unix": started_unix,
         "wall_seconds": wall,
@@ -648,23 +879,23 @@ pub async fn execute(
         "status": status.as_string(),
         "units_done": done,
         "attempts": attempts_total,
-        "model_calls": made,
-        "cache_hits": cached,
-        "failed_calls": failed,
+        "model_calls": calls.made,
+        "cache_hits": calls.cached,
+        "failed_calls": calls.failed,
+        "max_queries": plan.config.max_queries,
+        "retries": calls.retries(),
+        "transport": transport.iter().map(|(k, t)| serde_json::json!({"model": k, "stats": t})).collect::<Vec<_>>(),
         "journal_records_at_start": records_at_start,
     }));
     Ok(RunOutcome {
         dir: dir.root.clone(),
         status,
         summary,
-        calls: CallStats {
-            made,
-            cached,
-            failed,
-        },
+        calls,
         units_done: done,
         attempts: attempts_total,
         wall_seconds: wall,
         journal_records_at_start: records_at_start,
+        transport,
     })
 }

@@ -66,6 +66,30 @@ impl Attempt {
     }
 }
 
+/// What the engine hands an attack for one unit: every model already wrapped with the
+/// cache, journal and query budget, each under its own role.
+#[derive(Clone, Copy)]
+pub struct AttackCtx<'a> {
+    /// The target under test.
+    pub target: &'a dyn CallModel,
+    /// The attacker model, for attacks that declare one ([`Attack::attacker`]).
+    pub attacker: Option<&'a dyn CallModel>,
+    /// The grader of the attack's in-loop judge, when that judge has one
+    /// ([`Attack::judge_grader`]).
+    pub judge_grader: Option<&'a dyn CallModel>,
+    /// Derived from the run seed and the unit's identity.
+    pub seed: u64,
+}
+
+/// Model calls an attack makes per behavior at most, by role (for `--estimate`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PlannedCalls {
+    pub target: u64,
+    pub attacker: u64,
+    /// Calls to the in-loop judge's grader.
+    pub judge: u64,
+}
+
 /// An attack: turns a behavior into attempts against a target.
 pub trait Attack: Send + Sync {
     fn spec(&self) -> &PluginSpec;
@@ -78,4 +102,28 @@ pub trait Attack: Send + Sync {
         target: &'a dyn CallModel,
         seed: u64,
     ) -> BoxFuture<'a, Result<Vec<Attempt>, ModelError>>;
+    /// The attacker model spec, for attacks driven by an attacker LLM.
+    fn attacker(&self) -> Option<&PluginSpec> {
+        None
+    }
+    /// The grader model spec of the attack's in-loop judge, when it has one.
+    fn judge_grader(&self) -> Option<&PluginSpec> {
+        None
+    }
+    /// Calls per behavior at most, by role.
+    fn planned_calls(&self) -> PlannedCalls {
+        PlannedCalls {
+            target: u64::from(self.max_attempts()),
+            ..Default::default()
+        }
+    }
+    /// Runs the attack with every model it may use. The engine calls this; the default
+    /// forwards to [`Attack::run`], so single-model attacks implement only `run`.
+    fn run_ctx<'a>(
+        &'a self,
+        behavior: &'a Behavior,
+        ctx: AttackCtx<'a>,
+    ) -> BoxFuture<'a, Result<Vec<Attempt>, ModelError>> {
+        self.run(behavior, ctx.target, ctx.seed)
+    }
 }

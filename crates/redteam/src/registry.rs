@@ -6,12 +6,14 @@ use crate::attacks::{
     canary_completion, direct_extraction, divergence, pii_elicitation, r#static,
     system_prompt_leak, template,
 };
+use crate::attacks::{crescendo, pair, tap};
 use crate::datasets::{demo, leakage_demo, remote};
 use crate::judge::Judge;
+use crate::judges::strongreject;
 use crate::judges::{leak_detector, refusal_match, rubric};
 use crate::metrics::{
-    Metric, asr, asr_at_k, canary_exposure_rate, extraction_rate, frr, pii_leak_rate, refusal_rate,
-    strongreject_score, system_prompt_leak_rate, verbatim_overlap,
+    Metric, asr, asr_at_k, canary_exposure_rate, cost, extraction_rate, frr, pii_leak_rate,
+    refusal_rate, strongreject_score, system_prompt_leak_rate, token_usage, verbatim_overlap,
 };
 use gauntlet_core::params::{Axis, Catalog, PluginInfo, PluginSpec};
 use gauntlet_models::registry::TARGETS;
@@ -19,6 +21,9 @@ use gauntlet_models::registry::TARGETS;
 pub const ATTACKS: &[PluginInfo] = &[
     r#static::INFO,
     template::INFO,
+    pair::INFO,
+    tap::INFO,
+    crescendo::INFO,
     direct_extraction::INFO,
     divergence::INFO,
     canary_completion::INFO,
@@ -26,7 +31,12 @@ pub const ATTACKS: &[PluginInfo] = &[
     pii_elicitation::INFO,
 ];
 pub const DATASETS: &[PluginInfo] = &[demo::INFO, leakage_demo::INFO, remote::INFO];
-pub const JUDGES: &[PluginInfo] = &[refusal_match::INFO, rubric::INFO, leak_detector::INFO];
+pub const JUDGES: &[PluginInfo] = &[
+    refusal_match::INFO,
+    rubric::INFO,
+    strongreject::INFO,
+    leak_detector::INFO,
+];
 pub const METRICS: &[PluginInfo] = &[
     asr::INFO,
     asr_at_k::INFO,
@@ -38,6 +48,8 @@ pub const METRICS: &[PluginInfo] = &[
     pii_leak_rate::INFO,
     system_prompt_leak_rate::INFO,
     verbatim_overlap::INFO,
+    token_usage::INFO,
+    cost::INFO,
 ];
 
 /// Every registered plugin, by axis.
@@ -68,6 +80,9 @@ pub fn build_attack(spec: &PluginSpec) -> Result<Box<dyn Attack>, String> {
     match spec.name.as_str() {
         "static" => Ok(Box::new(r#static::StaticAttack::new(spec.clone()))),
         "template" => Ok(Box::new(template::TemplateAttack::new(spec.clone())?)),
+        "pair" => Ok(Box::new(pair::PairAttack::new(spec.clone())?)),
+        "tap" => Ok(Box::new(tap::TapAttack::new(spec.clone())?)),
+        "crescendo" => Ok(Box::new(crescendo::CrescendoAttack::new(spec.clone())?)),
         "direct_extraction" => Ok(Box::new(direct_extraction::DirectExtraction::new(
             spec.clone(),
         ))),
@@ -89,6 +104,7 @@ pub fn build_judge(spec: &PluginSpec) -> Result<Box<dyn Judge>, String> {
     match spec.name.as_str() {
         "refusal_match" => Ok(Box::new(refusal_match::RefusalMatch::new(spec.clone()))),
         "rubric" => Ok(Box::new(rubric::Rubric::new(spec.clone()))),
+        "strongreject" => Ok(Box::new(strongreject::StrongReject::new(spec.clone()))),
         "leak_detector" => Ok(Box::new(leak_detector::LeakDetector::new(spec.clone()))),
         other => Err(format!("unknown judge `{other}`")),
     }
@@ -107,6 +123,8 @@ pub fn build_metric(spec: &PluginSpec) -> Result<Box<dyn Metric>, String> {
         "pii_leak_rate" => Ok(Box::new(pii_leak_rate::PiiLeakRate(s))),
         "system_prompt_leak_rate" => Ok(Box::new(system_prompt_leak_rate::SystemPromptLeakRate(s))),
         "verbatim_overlap" => Ok(Box::new(verbatim_overlap::VerbatimOverlap(s))),
+        "token_usage" => Ok(Box::new(token_usage::TokenUsage::new(s)?)),
+        "cost" => Ok(Box::new(cost::Cost(s))),
         other => Err(format!("unknown metric `{other}`")),
     }
 }
@@ -121,7 +139,18 @@ mod tests {
         for axis in [Axis::Attack, Axis::Judge, Axis::Metric] {
             for info in Registry::plugins(axis) {
                 let mut params = gauntlet_core::params::Params::new();
-                if info.name == "rubric" {
+                if ["pair", "tap", "crescendo"].contains(&info.name) {
+                    let attacker = PluginSpec {
+                        name: "reference".into(),
+                        params: Default::default(),
+                        loc: Default::default(),
+                    };
+                    params.insert(
+                        "attacker",
+                        gauntlet_core::params::ParamValue::Spec(Box::new(attacker)),
+                    );
+                }
+                if info.name == "rubric" || info.name == "strongreject" {
                     let grader = PluginSpec {
                         name: "reference".into(),
                         params: Default::default(),

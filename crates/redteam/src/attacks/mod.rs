@@ -1,9 +1,13 @@
 //! Attacks, one file per plugin.
 
 pub mod canary_completion;
+pub mod crescendo;
 pub mod direct_extraction;
 pub mod divergence;
+pub mod pair;
 pub mod pii_elicitation;
+pub mod search;
 pub mod r#static;
 pub mod system_prompt_leak;
+pub mod tap;
 pub mod template;

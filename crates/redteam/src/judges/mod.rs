@@ -3,3 +3,4 @@
 pub mod leak_detector;
 pub mod refusal_match;
 pub mod rubric;
+pub mod strongreject;

@@ -12,12 +12,14 @@
 pub mod asr;
 pub mod asr_at_k;
 pub mod canary_exposure_rate;
+pub mod cost;
 pub mod extraction_rate;
 pub mod frr;
 pub mod pii_leak_rate;
 pub mod refusal_rate;
 pub mod strongreject_score;
 pub mod system_prompt_leak_rate;
+pub mod token_usage;
 pub mod verbatim_overlap;
 
 use crate::attack::Attempt;
@@ -96,6 +98,15 @@ impl BehaviorOutcome {
     }
 }
 
+/// Metrics the engine computes from token usage instead of verdicts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UsageMetric {
+    /// Tokens of `role` (`all`, `target`, `attacker` or `grader`).
+    Tokens { role: String },
+    /// USD at the price table's prices.
+    Cost,
+}
+
 /// A metric over behaviors.
 pub trait Metric: Send + Sync {
     fn spec(&self) -> &PluginSpec;
@@ -108,6 +119,10 @@ pub trait Metric: Send + Sync {
     }
     /// Why the metric is N/A when its population is empty.
     fn empty_reason(&self) -> &'static str;
+    /// Set for usage metrics (`token_usage`, `cost`), which the engine computes itself.
+    fn usage_metric(&self) -> Option<UsageMetric> {
+        None
+    }
 }
 
 /// Accumulates one metric for one cell.

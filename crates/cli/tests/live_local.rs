@@ -1,0 +1,164 @@
+//! The real-model integration test: gauntlet's `openai_compat` target against a real
+//! local model (SmolLM2-135M-Instruct served by llama.cpp through `xllamacpp`), started by
+//! `scripts/local-model.sh` from `.ci/run`, which exports `GAUNTLET_LOCAL_MODEL_URL`.
+//!
+//! It runs a small jailbreak config (static + template on 4 demo behaviors, refusal_match,
+//! asr / refusal_rate / token_usage) and a PAIR search whose attacker and target are both
+//! the local model, as real processes, and checks that real text was generated, that usage
+//! was counted, and that the reports are complete. Without the variable it prints a loud
+//! SKIP saying why (it never passes silently; nextest shows its output, see
+//! `.config/nextest.toml`).
+
+use serde_json::Value;
+use std::path::Path;
+use std::process::Command;
+use std::time::Instant;
+
+const BIN: &str = env!("CARGO_BIN_EXE_gauntlet");
+
+fn url() -> Option<String> {
+    match std::env::var("GAUNTLET_LOCAL_MODEL_URL") {
+        Ok(u) if !u.is_empty() => Some(u),
+        _ => {
+            eprintln!(
+                "\n==================== SKIP live_local ====================\n\
+                 GAUNTLET_LOCAL_MODEL_URL is not set, so the real-model test did NOT run.\n\
+                 .ci/run sets it after `scripts/local-model.sh start` installs xllamacpp and the\n\
+                 SmolLM2 GGUF and starts the server; if that failed, .ci/run printed why.\n\
+                 To run it by hand: export GAUNTLET_LOCAL_MODEL_URL=$(scripts/local-model.sh start)\n\
+                 =========================================================\n"
+            );
+            None
+        }
+    }
+}
+
+fn run(dir: &Path, name: &str, yaml: &str) -> (Value, f64) {
+    let cfg = dir.join(format!("{name}.yaml"));
+    std::fs::write(&cfg, yaml).unwrap();
+    let t = Instant::now();
+    let out = Command::new(BIN)
+        .args(["run", cfg.to_str().unwrap()])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    let wall = t.elapsed().as_secs_f64();
+    assert!(
+        out.status.success(),
+        "exit {:?}\n{}\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    eprintln!(
+        "{name}: {wall:.1}s\n{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let run_dir = dir.join("runs").join(name);
+    let run_json: Value =
+        serde_json::from_slice(&std::fs::read(run_dir.join("run.json")).unwrap()).unwrap();
+    (run_json, wall)
+}
+
+fn lines(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn target(url: &str, name: &str) -> String {
+    format!(
+        "{{name: openai_compat, params: {{name: {name}, model: smollm2-135m, base_url: \"{url}\", api_key_env: GAUNTLET_LOCAL_MODEL_KEY, max_tokens: 48, temperature: 0.0, timeout_s: 120, max_retries: 2}}}}"
+    )
+}
+
+#[test]
+fn real_local_model_jailbreak_run_and_pair_search() {
+    let Some(url) = url() else { return };
+    let dir = tempfile::tempdir().unwrap();
+
+    let (run_json, wall) = run(
+        dir.path(),
+        "local",
+        &format!(
+            "run_name: local\nseed: 0\nconcurrency: 2\ntargets:\n  - {}\nattacks: [static, template]\ndatasets:\n  - {{name: demo, params: {{limit: 4}}}}\njudges: [refusal_match]\nmetrics: [asr, refusal_rate, token_usage]\n",
+            target(&url, "smollm2")
+        ),
+    );
+    assert_eq!(run_json["status"], "complete");
+    let rd = dir.path().join("runs/local");
+    let ts = lines(&rd.join("transcripts.jsonl"));
+    assert_eq!(ts.len(), 16, "4 behaviors × (1 static + 3 templates)");
+    let mut texts = 0;
+    for t in &ts {
+        assert_eq!(t["error"], Value::Null, "{t}");
+        let tr = t["transcript"].as_array().unwrap();
+        let reply = tr.last().unwrap();
+        assert_eq!(reply["role"], "assistant");
+        if reply["content"]
+            .as_str()
+            .unwrap()
+            .split_whitespace()
+            .count()
+            >= 3
+        {
+            texts += 1;
+        }
+    }
+    assert!(texts >= 12, "only {texts}/16 replies carry real text");
+    let usage: Value =
+        serde_json::from_slice(&std::fs::read(rd.join("usage.json")).unwrap()).unwrap();
+    for cell in usage.as_array().unwrap() {
+        let u = &cell["roles"][0]["usage"];
+        assert_eq!(cell["roles"][0]["role"], "target");
+        assert!(u["input_tokens"].as_u64().unwrap() > 0, "{cell}");
+        assert!(u["output_tokens"].as_u64().unwrap() > 0, "{cell}");
+        assert_eq!(u["calls"], u["calls_with_usage"]);
+    }
+    let board: Value =
+        serde_json::from_slice(&std::fs::read(rd.join("leaderboard.json")).unwrap()).unwrap();
+    let rows = board.as_array().unwrap();
+    assert_eq!(rows.len(), 2 * 3);
+    let tu = rows.iter().find(|r| r["metric"] == "token_usage").unwrap();
+    assert!(tu["value"].as_f64().unwrap() > 0.0);
+    let md = std::fs::read_to_string(rd.join("report.md")).unwrap();
+    assert!(md.contains("static") && md.contains("template") && md.contains("token_usage"));
+    assert!(rd.join("report.html").exists());
+    eprintln!("local jailbreak run: 16 attempts in {wall:.1}s");
+
+    // PAIR with the local model as attacker and target: any outcome, but the loop must
+    // run to completion on real text.
+    let (run_json, wall) = run(
+        dir.path(),
+        "local-pair",
+        &format!(
+            "run_name: local-pair\nseed: 0\ntargets:\n  - {}\nattacks:\n  - {{name: pair, params: {{attacker: {}, max_iters: 2}}}}\ndatasets:\n  - {{name: demo, params: {{limit: 1}}}}\njudges: [refusal_match]\nmetrics: [asr, token_usage]\n",
+            target(&url, "smollm2"),
+            target(&url, "attacker")
+        ),
+    );
+    assert_eq!(run_json["status"], "complete");
+    let ts = lines(&dir.path().join("runs/local-pair/transcripts.jsonl"));
+    assert_eq!(ts.len(), 1);
+    let m = &ts[0]["metadata"];
+    assert!(
+        ["success", "max_iters"].contains(&m["stopped"].as_str().unwrap()),
+        "{m}"
+    );
+    let tree = m["tree"].as_array().unwrap();
+    assert!(!tree.is_empty());
+    for n in tree {
+        assert!(!n["prompt"].as_str().unwrap().trim().is_empty(), "{n}");
+        assert!(
+            !n["response"].as_str().unwrap_or("").trim().is_empty(),
+            "{n}"
+        );
+    }
+    eprintln!(
+        "local PAIR: {} node(s), stopped {}, {wall:.1}s",
+        tree.len(),
+        m["stopped"]
+    );
+}

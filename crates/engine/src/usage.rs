@@ -1,0 +1,308 @@
+//! Token usage, prices and cost: the price table, the per-cell usage tally and the
+//! `token_usage` / `cost` metric values, plus the pre-run upper-bound estimate
+//! (`gauntlet run --estimate`).
+//!
+//! Usage comes from each response's `usage` (journal hits included, so a rerun reports
+//! the same numbers). It is kept per role slot: `target`, `attacker`, `attack_judge`
+//! (the grader of an attack's in-loop judge) and `grader` (the grader of a run judge);
+//! the `grader` role of `token_usage` covers both grader slots. Each slot is priced at
+//! its own model's price.
+
+use crate::cache::RoleUsage;
+use crate::plan::Plan;
+use gauntlet_core::results::MetricValue;
+use gauntlet_models::Model;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// The bundled price table.
+pub const BUNDLED_PRICES: &str = include_str!("../../models/prices/prices-2026-11.json");
+pub const BUNDLED_PRICES_NAME: &str = "prices-2026-11.json (bundled)";
+
+/// USD per 1M tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Price {
+    pub input: f64,
+    pub output: f64,
+}
+
+#[derive(Debug, Deserialize)]
+struct PriceFile {
+    version: String,
+    date: String,
+    currency: String,
+    per_tokens: u64,
+    models: BTreeMap<String, Price>,
+    #[serde(rename = "_comment", default)]
+    _comment: Option<String>,
+}
+
+/// A dated, versioned price table: USD per 1M input/output tokens by model name.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PriceTable {
+    pub version: String,
+    pub date: String,
+    /// Where it came from (the bundled name or a path), for N/A reasons.
+    pub source: String,
+    pub models: BTreeMap<String, Price>,
+}
+
+impl PriceTable {
+    pub fn parse(text: &str, source: &str) -> Result<PriceTable, String> {
+        let f: PriceFile = serde_json::from_str(text)
+            .map_err(|e| format!("price table {source} is invalid: {e}"))?;
+        if f.currency != "USD" || f.per_tokens != 1_000_000 {
+            return Err(format!(
+                "price table {source}: expected currency USD per 1000000 tokens, got {} per {}",
+                f.currency, f.per_tokens
+            ));
+        }
+        if let Some((m, _)) = f
+            .models
+            .iter()
+            .find(|(_, p)| !(p.input >= 0.0 && p.output >= 0.0))
+        {
+            return Err(format!("price table {source}: negative price for `{m}`"));
+        }
+        Ok(PriceTable {
+            version: f.version,
+            date: f.date,
+            source: source.to_string(),
+            models: f.models,
+        })
+    }
+    pub fn bundled() -> PriceTable {
+        Self::parse(BUNDLED_PRICES, BUNDLED_PRICES_NAME).expect("the bundled price table parses")
+    }
+    pub fn load(path: &Path) -> Result<PriceTable, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read price table {}: {e}", path.display()))?;
+        Self::parse(&text, &path.display().to_string())
+    }
+    /// Human-readable identity, e.g. `2026-11 (2026-11-01, prices-2026-11.json (bundled))`.
+    pub fn describe(&self) -> String {
+        format!("{} ({}, {})", self.version, self.date, self.source)
+    }
+}
+
+/// The model name a spec sends (its `model` param), else the plugin name.
+pub fn model_name(m: &dyn Model) -> String {
+    m.spec()
+        .params
+        .str("model")
+        .map_or_else(|| m.spec().name.clone(), str::to_string)
+}
+
+/// The role slots of a cell.
+pub const SLOTS: [&str; 4] = ["target", "attacker", "attack_judge", "grader"];
+
+/// Usage of one cell (or one unit) per role slot, in [`SLOTS`] order.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CellUsage(pub [RoleUsage; 4]);
+
+impl std::ops::AddAssign for CellUsage {
+    fn add_assign(&mut self, o: CellUsage) {
+        for (a, b) in self.0.iter_mut().zip(o.0) {
+            *a += b;
+        }
+    }
+}
+
+impl CellUsage {
+    /// Usage of a `token_usage` role: `all`, `target`, `attacker` or `grader`.
+    pub fn role(&self, role: &str) -> RoleUsage {
+        let mut out = RoleUsage::default();
+        for (i, u) in self.0.iter().enumerate() {
+            let take = match role {
+                "all" => true,
+                "grader" => i >= 2,
+                r => SLOTS[i] == r,
+            };
+            if take {
+                out += *u;
+            }
+        }
+        out
+    }
+}
+
+/// The `token_usage` value of a cell.
+pub fn tokens_metric(u: &CellUsage, role: &str) -> MetricValue {
+    let r = u.role(role);
+    if r.calls_with_usage == 0 {
+        return MetricValue::na(if r.calls == 0 {
+            format!("no {role} model calls in this cell")
+        } else {
+            format!(
+                "none of the {} {role} model call(s) reported token usage (offline models report none)",
+                r.calls
+            )
+        });
+    }
+    MetricValue {
+        value: Some((r.input_tokens + r.output_tokens) as f64),
+        ci_low: None,
+        ci_high: None,
+        n: r.calls_with_usage,
+        na_reason: None,
+    }
+}
+
+/// The cost of one slot, or why it has none.
+pub fn slot_cost(
+    slot: &str,
+    u: &RoleUsage,
+    model: Option<&dyn Model>,
+    table: &PriceTable,
+) -> Result<f64, String> {
+    if u.calls == 0 {
+        return Ok(0.0);
+    }
+    let Some(model) = model else {
+        return Err(format!("{slot} calls without a model (internal error)"));
+    };
+    let name = model_name(model);
+    if model.offline() {
+        return Err(format!(
+            "{slot} model `{}` is offline: it has no tokens and no price",
+            model.label()
+        ));
+    }
+    if u.calls_with_usage < u.calls {
+        return Err(format!(
+            "{slot} model `{name}` reported no usage on {} of {} call(s)",
+            u.calls - u.calls_with_usage,
+            u.calls
+        ));
+    }
+    let Some(p) = table.models.get(&name) else {
+        return Err(format!(
+            "no price for {slot} model `{name}` in price table {}",
+            table.describe()
+        ));
+    };
+    Ok((u.input_tokens as f64 * p.input + u.output_tokens as f64 * p.output) / 1e6)
+}
+
+/// The `cost` value of a cell: every slot at its own model's price.
+pub fn cost_metric(
+    u: &CellUsage,
+    models: [Option<&dyn Model>; 4],
+    table: &PriceTable,
+) -> MetricValue {
+    let mut total = 0.0;
+    let mut calls = 0;
+    for (i, slot) in SLOTS.iter().enumerate() {
+        match slot_cost(slot, &u.0[i], models[i], table) {
+            Ok(c) => total += c,
+            Err(why) => return MetricValue::na(why),
+        }
+        calls += u.0[i].calls;
+    }
+    if calls == 0 {
+        return MetricValue::na("no model calls in this cell");
+    }
+    MetricValue {
+        value: Some(total),
+        ci_low: None,
+        ci_high: None,
+        n: calls,
+        na_reason: None,
+    }
+}
+
+/// Assumed output tokens per call for a model without `max_tokens`.
+pub const ASSUMED_MAX_TOKENS: u64 = 1024;
+/// Assumed input tokens per call on top of the longest behavior prompt (scaffolds,
+/// grader instructions, attacker history).
+pub const INPUT_ALLOWANCE: u64 = 2048;
+
+/// Planned calls and the upper-bound cost of one role.
+#[derive(Debug, Clone, Serialize)]
+pub struct RoleEstimate {
+    pub role: String,
+    pub model: String,
+    pub calls: u64,
+    pub max_input_tokens: u64,
+    pub max_output_tokens: u64,
+    /// USD at most, or why it cannot be priced.
+    pub max_cost: Result<f64, String>,
+}
+
+fn max_tokens_of(m: &dyn Model) -> u64 {
+    m.spec()
+        .params
+        .int("max_tokens")
+        .map_or(ASSUMED_MAX_TOKENS, |n| n.max(1) as u64)
+}
+
+/// Upper bounds before anything runs: each call at most `max_tokens` out (else
+/// [`ASSUMED_MAX_TOKENS`]) and at most (longest prompt bytes / 3 + [`INPUT_ALLOWANCE`] +
+/// the model's out-tokens × the attack's turns) in. Journal hits are not subtracted.
+pub fn estimate(plan: &Plan, table: &PriceTable) -> Vec<RoleEstimate> {
+    let longest = plan
+        .datasets
+        .iter()
+        .flat_map(|d| d.behaviors.iter())
+        .map(|b| b.prompt.len() as u64)
+        .max()
+        .unwrap_or(0);
+    let behaviors: u64 = plan.datasets.iter().map(|d| d.behaviors.len() as u64).sum();
+    let mut out: Vec<RoleEstimate> = Vec::new();
+    let mut add = |role: &str, m: &dyn Model, calls: u64, turns: u64| {
+        if calls == 0 {
+            return;
+        }
+        let max_out = max_tokens_of(m);
+        let max_in = longest / 3 + INPUT_ALLOWANCE + turns * max_out;
+        let u = RoleUsage {
+            calls,
+            calls_with_usage: calls,
+            input_tokens: calls * max_in,
+            output_tokens: calls * max_out,
+        };
+        let max_cost = slot_cost(role, &u, Some(m), table);
+        if let Some(e) = out
+            .iter_mut()
+            .find(|e| e.role == role && e.model == m.label())
+        {
+            e.calls += calls;
+            e.max_input_tokens += u.input_tokens;
+            e.max_output_tokens += u.output_tokens;
+            e.max_cost = match (&e.max_cost, max_cost) {
+                (Ok(a), Ok(b)) => Ok(a + b),
+                (Err(x), _) => Err(x.clone()),
+                (_, Err(x)) => Err(x),
+            };
+        } else {
+            out.push(RoleEstimate {
+                role: role.to_string(),
+                model: m.label(),
+                calls,
+                max_input_tokens: u.input_tokens,
+                max_output_tokens: u.output_tokens,
+                max_cost,
+            });
+        }
+    };
+    for (ai, a) in plan.attacks.iter().enumerate() {
+        let pc = a.planned_calls();
+        let turns = pc.target.min(8);
+        for t in &plan.targets {
+            add("target", t.as_ref(), pc.target * behaviors, turns);
+            if let Some(m) = &plan.attackers[ai] {
+                add("attacker", m.as_ref(), pc.attacker * behaviors, turns);
+            }
+            if let Some(m) = &plan.attack_graders[ai] {
+                add("attack_judge", m.as_ref(), pc.judge * behaviors, 1);
+            }
+        }
+    }
+    let attempts = plan.max_attempts();
+    for g in plan.graders.iter().flatten() {
+        add("grader", g.as_ref(), attempts, 1);
+    }
+    out
+}

@@ -1,0 +1,333 @@
+//! Shared machinery of the attacker-LLM attacks (`pair`, `tap`, `crescendo`): the
+//! `attacker:` and `judge:` params, asking the attacker for a prompt, scoring a target
+//! reply with the in-loop judge, and the search tree recorded in attempt metadata.
+//!
+//! Every model call goes through the engine's cached models (roles `attacker`,
+//! `attack_judge`, `target`), so each is journaled, budgeted and counted. A failed call
+//! of one branch (target or attacker) is recorded in that branch's node and the search
+//! goes on; only configuration and budget errors stop it. The attack returns one attempt:
+//! the exchange of the first node the in-loop judge calls a success (the search stops
+//! there), else the best-scored node, with the whole tree in its metadata. The run's own
+//! judges then judge that attempt like any other.
+
+use crate::attack::{Attempt, CallModel};
+use crate::judge::Judge;
+use gauntlet_core::behavior::Behavior;
+use gauntlet_core::message::{ChatRequest, ChatResponse, Message};
+use gauntlet_core::outcome::{Outcome, Verdict};
+use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginSpec};
+use gauntlet_models::ModelError;
+use serde::Serialize;
+
+pub const ATTACKER_PARAM: ParamSpec = ParamSpec {
+    name: "attacker",
+    kind: ParamKind::Spec(Axis::Target),
+    default: DefaultValue::Required,
+    doc: "the attacker model that writes the adversarial prompts (any target spec)",
+};
+
+pub const JUDGE_PARAM: ParamSpec = ParamSpec {
+    name: "judge",
+    kind: ParamKind::Spec(Axis::Judge),
+    default: DefaultValue::Absent,
+    doc: "the in-loop judge that scores each try and stops the search at the first success; absent: refusal_match",
+};
+
+/// Output tokens allowed to one attacker reply, unless the attacker spec sets `max_tokens`.
+pub const ATTACKER_MAX_TOKENS: u32 = 256;
+
+/// The attacker and in-loop judge of an attack, built from its params.
+pub struct Searcher {
+    pub attacker: PluginSpec,
+    /// Output tokens per attacker reply.
+    pub attacker_max_tokens: u32,
+    pub judge: Box<dyn Judge>,
+    judge_grader: Option<PluginSpec>,
+}
+
+impl Searcher {
+    pub fn new(spec: &PluginSpec) -> Result<Searcher, String> {
+        let attacker = spec
+            .params
+            .spec("attacker")
+            .cloned()
+            .ok_or_else(|| format!("`{}` needs an `attacker` model spec", spec.name))?;
+        let judge_spec = spec.params.spec("judge").cloned().unwrap_or(PluginSpec {
+            name: "refusal_match".into(),
+            params: Default::default(),
+            loc: spec.loc,
+        });
+        let judge =
+            crate::registry::build_judge(&judge_spec).map_err(|e| format!("in-loop judge: {e}"))?;
+        let judge_grader = judge.grader().cloned();
+        let attacker_max_tokens = attacker
+            .params
+            .int("max_tokens")
+            .map_or(ATTACKER_MAX_TOKENS, |n| {
+                n.clamp(1, i64::from(u32::MAX)) as u32
+            });
+        Ok(Searcher {
+            attacker_max_tokens,
+            attacker,
+            judge,
+            judge_grader,
+        })
+    }
+    pub fn judge_grader(&self) -> Option<&PluginSpec> {
+        self.judge_grader.as_ref()
+    }
+}
+
+/// The first `n` characters of `s`.
+pub fn clip(s: &str, n: usize) -> String {
+    match s.char_indices().nth(n) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_string(),
+    }
+}
+
+/// Pulls the adversarial prompt out of an attacker reply: the text after a `PROMPT:` line
+/// marker, else a JSON `{"prompt": …}`, else the whole reply (small models rarely follow
+/// formats). `None` when nothing usable is left.
+pub fn parse_attacker_reply(text: &str) -> Option<String> {
+    let t = text.trim();
+    if let Some(i) = t.find("PROMPT:") {
+        let p = t[i + "PROMPT:".len()..].trim();
+        if !p.is_empty() {
+            return Some(p.to_string());
+        }
+    }
+    if let (Some(a), Some(b)) = (t.find('{'), t.rfind('}'))
+        && a < b
+        && let Ok(v) = serde_json::from_str::<serde_json::Value>(&t[a..=b])
+        && let Some(p) = v.get("prompt").and_then(|p| p.as_str())
+        && !p.trim().is_empty()
+    {
+        return Some(p.trim().to_string());
+    }
+    (!t.is_empty()).then(|| t.to_string())
+}
+
+/// Asks the attacker; `Ok(Err(why))` when this call failed or said nothing usable (the
+/// branch records it and the search goes on).
+pub async fn ask_attacker(
+    attacker: &dyn CallModel,
+    max_tokens: u32,
+    system: String,
+    user: String,
+    seed: u64,
+) -> Result<Result<String, String>, ModelError> {
+    let req = ChatRequest {
+        messages: vec![Message::system(system), Message::user(user)],
+        seed: Some(seed),
+        max_tokens: Some(max_tokens),
+        ..Default::default()
+    };
+    match attacker.call(req).await {
+        Ok(r) => Ok(parse_attacker_reply(&r.content)
+            .ok_or_else(|| "the attacker returned no prompt".to_string())),
+        Err(ModelError::Call(e)) => Ok(Err(format!("attacker call failed: {e}"))),
+        Err(e) => Err(e),
+    }
+}
+
+/// Sends a conversation to the target as one attempt (a failed call is recorded in it).
+pub async fn try_target(
+    target: &dyn CallModel,
+    messages: Vec<Message>,
+    seed: u64,
+) -> Result<Attempt, ModelError> {
+    Attempt::single_turn(target, 0, messages, seed, serde_json::Value::Null).await
+}
+
+/// One node of the search tree.
+#[derive(Debug, Clone, Serialize)]
+pub struct Node {
+    pub id: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent: Option<u32>,
+    /// Iteration (pair), depth (tap) or round (crescendo), from 1.
+    pub depth: u32,
+    /// Branch within the iteration / child index.
+    pub branch: u32,
+    pub prompt: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub response: Option<String>,
+    /// The in-loop judge's score in [0, 1] (1/0 for judges without scores).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub score: Option<f64>,
+    pub success: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refused: Option<bool>,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub judge_reason: String,
+    /// Why this branch has no judged reply (attacker or target failure, judge error).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Pruned out of the frontier (tap) or rolled back after a refusal (crescendo).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub pruned: bool,
+}
+
+/// The score a verdict gives a node.
+pub fn verdict_score(v: &Verdict) -> Option<f64> {
+    match v.outcome {
+        Outcome::Error => None,
+        Outcome::Success => Some(v.score.unwrap_or(1.0)),
+        Outcome::Failure => Some(v.score.unwrap_or(0.0)),
+    }
+}
+
+/// The search so far: nodes, the attempt of each node that reached the target, counts.
+pub struct Tree {
+    pub attack: &'static str,
+    pub nodes: Vec<Node>,
+    attempts: Vec<Option<Attempt>>,
+    pub target_queries: u32,
+    pub attacker_queries: u32,
+    pub success: Option<u32>,
+}
+
+impl Tree {
+    pub fn new(attack: &'static str) -> Tree {
+        Tree {
+            attack,
+            nodes: Vec::new(),
+            attempts: Vec::new(),
+            target_queries: 0,
+            attacker_queries: 0,
+            success: None,
+        }
+    }
+
+    /// Records a node whose attacker step failed (no target call was made).
+    pub fn failed(&mut self, parent: Option<u32>, depth: u32, branch: u32, why: String) -> u32 {
+        let id = self.nodes.len() as u32;
+        self.nodes.push(Node {
+            id,
+            parent,
+            depth,
+            branch,
+            prompt: String::new(),
+            response: None,
+            score: None,
+            success: false,
+            refused: None,
+            judge_reason: String::new(),
+            error: Some(why),
+            pruned: false,
+        });
+        self.attempts.push(None);
+        id
+    }
+
+    /// Judges a target attempt in the loop and records it as a node.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn judged(
+        &mut self,
+        judge: &dyn Judge,
+        grader: Option<&dyn CallModel>,
+        behavior: &Behavior,
+        parent: Option<u32>,
+        depth: u32,
+        branch: u32,
+        prompt: String,
+        attempt: Attempt,
+    ) -> Result<u32, ModelError> {
+        self.target_queries += 1;
+        let id = self.nodes.len() as u32;
+        let mut node = Node {
+            id,
+            parent,
+            depth,
+            branch,
+            prompt,
+            response: attempt.response.as_ref().ok().map(|r| r.content.clone()),
+            score: None,
+            success: false,
+            refused: None,
+            judge_reason: String::new(),
+            error: attempt
+                .response
+                .as_ref()
+                .err()
+                .map(|e| format!("target: {e}")),
+            pruned: false,
+        };
+        if node.error.is_none() {
+            let v = judge.score(behavior, &attempt, grader).await?;
+            node.score = verdict_score(&v);
+            node.success = v.outcome == Outcome::Success;
+            node.refused = v.refused;
+            node.judge_reason = v.reason.clone();
+            if v.outcome == Outcome::Error {
+                node.error = v.error.map(|e| format!("in-loop judge: {e}"));
+            }
+        }
+        if node.success && self.success.is_none() {
+            self.success = Some(id);
+        }
+        self.nodes.push(node);
+        self.attempts.push(Some(attempt));
+        Ok(id)
+    }
+
+    /// The node to report: the first success, else the best score (earliest on ties),
+    /// else the last node that got a reply.
+    fn best(&self) -> Option<u32> {
+        if let Some(s) = self.success {
+            return Some(s);
+        }
+        let mut best: Option<(f64, u32)> = None;
+        for n in &self.nodes {
+            if let Some(s) = n.score
+                && best.is_none_or(|(b, _)| s > b)
+            {
+                best = Some((s, n.id));
+            }
+        }
+        best.map(|b| b.1).or_else(|| {
+            self.attempts
+                .iter()
+                .rposition(|a| a.as_ref().is_some_and(|a| a.response.is_ok()))
+                .or_else(|| self.attempts.iter().rposition(Option::is_some))
+                .map(|i| i as u32)
+        })
+    }
+
+    /// The attack's one attempt: the reported node's exchange, the tree in its metadata.
+    pub fn finish(mut self, params: serde_json::Value, stopped: &str) -> Attempt {
+        let best = self.best();
+        let meta = serde_json::json!({
+            "attack": self.attack,
+            "params": params,
+            "stopped": if self.success.is_some() { "success" } else { stopped },
+            "best_node": best,
+            "target_queries": self.target_queries,
+            "attacker_queries": self.attacker_queries,
+            "tree": self.nodes,
+        });
+        let (transcript, response) = match best.and_then(|b| self.attempts[b as usize].take()) {
+            Some(a) => (a.transcript, a.response),
+            None => {
+                let why = self
+                    .nodes
+                    .iter()
+                    .rev()
+                    .find_map(|n| n.error.clone())
+                    .unwrap_or_else(|| "the search made no target call".into());
+                (
+                    Vec::new(),
+                    Err::<ChatResponse, String>(format!("no branch reached the target: {why}")),
+                )
+            }
+        };
+        Attempt {
+            index: 0,
+            transcript,
+            response,
+            query_count: self.target_queries,
+            metadata: meta,
+        }
+    }
+}

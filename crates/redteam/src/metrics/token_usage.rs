@@ -1,0 +1,53 @@
+//! `token_usage`: input + output tokens reported by the providers in a cell, summed over
+//! roles (or one role with the `role` param). Computed by the engine from the responses'
+//! usage fields, not from verdicts; N/A when no call in the cell reported usage (offline
+//! models report none).
+
+use super::{BehaviorOutcome, Metric, UsageMetric};
+use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
+
+pub const INFO: PluginInfo = PluginInfo {
+    axis: Axis::Metric,
+    name: "token_usage",
+    doc: "input+output tokens reported by providers in the cell (per-role breakdown in usage.json); N/A offline",
+    params: &[ParamSpec {
+        name: "role",
+        kind: ParamKind::Str,
+        default: DefaultValue::Str("all"),
+        doc: "all | target | attacker | grader (grader includes attack in-loop judges)",
+    }],
+};
+
+pub const ROLES: &[&str] = &["all", "target", "attacker", "grader"];
+
+pub struct TokenUsage(pub PluginSpec);
+
+impl TokenUsage {
+    pub fn new(spec: PluginSpec) -> Result<Self, String> {
+        let role = spec.params.str("role").unwrap_or("all");
+        if !ROLES.contains(&role) {
+            return Err(format!(
+                "`role` must be one of {}, got `{role}`",
+                ROLES.join(", ")
+            ));
+        }
+        Ok(TokenUsage(spec))
+    }
+}
+
+impl Metric for TokenUsage {
+    fn spec(&self) -> &PluginSpec {
+        &self.0
+    }
+    fn value(&self, _: &BehaviorOutcome) -> Option<f64> {
+        None
+    }
+    fn empty_reason(&self) -> &'static str {
+        "no model call in this cell reported token usage"
+    }
+    fn usage_metric(&self) -> Option<UsageMetric> {
+        Some(UsageMetric::Tokens {
+            role: self.0.params.str("role").unwrap_or("all").to_string(),
+        })
+    }
+}
