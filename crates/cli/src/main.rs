@@ -2,7 +2,8 @@
 //! logic lives in the library crates; this file only wires them to a terminal.
 //!
 //! Exit codes: 0 success; 1 the run stopped early (partial) or failed; 2 the config or
-//! the command line is invalid.
+//! the command line is invalid; 3 the run stopped because `max_queries` was spent
+//! (`partial: budget`; rerun with a higher budget to resume from the journal).
 
 mod detect_cmd;
 mod exam_cmd;
@@ -48,6 +49,10 @@ enum Command {
         /// No progress output.
         #[arg(long)]
         quiet: bool,
+        /// Print the planned model calls per role and an upper-bound cost, then exit
+        /// without calling any model.
+        #[arg(long)]
+        estimate: bool,
     },
     /// Check a config: every key, plugin name and param, and load every dataset.
     Validate { config: PathBuf },
@@ -60,11 +65,11 @@ enum Command {
         #[command(subcommand)]
         action: CorpusAction,
     },
+    /// Agent exam: run the security-triage cascade over a pinned scenario corpus.
+    Exam(exam_cmd::ExamArgs),
     /// Detect exam: the reference detector fleet (+ external detectors) graded against
     /// the labelled scenario corpus; recall, precision and a coverage matrix.
     ExamDetect(detect_cmd::Args),
-    /// Agent exam: run the security-triage cascade over a pinned scenario corpus.
-    Exam(exam_cmd::ExamArgs),
 }
 
 #[derive(Subcommand)]
@@ -83,6 +88,17 @@ fn main() -> ExitCode {
             runs_dir,
             concurrency,
             quiet,
+            estimate: true,
+        } => {
+            let _ = (runs_dir, concurrency, quiet);
+            estimate(&config)
+        }
+        Command::Run {
+            config,
+            runs_dir,
+            concurrency,
+            quiet,
+            estimate: false,
         } => run(&config, runs_dir, concurrency, quiet),
         Command::Validate { config } => validate(&config),
         Command::List => {
@@ -96,8 +112,8 @@ fn main() -> ExitCode {
         Command::Corpus {
             action: CorpusAction::Verify { dir },
         } => corpus_verify(&dir),
-        Command::ExamDetect(a) => detect_cmd::run(a),
         Command::Exam(a) => exam_cmd::exam(a),
+        Command::ExamDetect(a) => detect_cmd::run(a),
     }
 }
 
@@ -175,18 +191,36 @@ fn run(path: &Path, runs_dir: PathBuf, concurrency: Option<u32>, quiet: bool) ->
         Ok(out) => {
             print_summary(&out.summary);
             println!(
-                "{} {}: {} attempts; {} model calls, {} from the journal, {} failed; {:.2}s",
+                "{} {}: {} attempts; {} model calls, {} from the journal, {} failed, {} retries; {:.2}s",
                 out.summary.run_name,
                 out.status.as_string(),
                 out.attempts,
                 out.calls.made,
                 out.calls.cached,
                 out.calls.failed,
+                out.calls.retries(),
                 out.wall_seconds
             );
+            for (model, t) in &out.transport {
+                println!(
+                    "transport {model}: {} calls, {} requests, {} failed; retries 429 {}, 5xx {}, timeout {}, connect {}",
+                    t.calls,
+                    t.attempts,
+                    t.failed,
+                    t.retries_429,
+                    t.retries_5xx,
+                    t.retries_timeout,
+                    t.retries_connect
+                );
+            }
             println!("artefacts: {}", out.dir.display());
             if out.status == Status::Complete {
                 ExitCode::SUCCESS
+            } else if out.budget_exhausted() {
+                eprintln!(
+                    "the query budget (max_queries) is spent: artefacts are partial; raise max_queries and rerun to resume"
+                );
+                ExitCode::from(3)
             } else {
                 eprintln!(
                     "the run stopped early ({}); rerun the same command to resume",
@@ -200,6 +234,63 @@ fn run(path: &Path, runs_dir: PathBuf, concurrency: Option<u32>, quiet: bool) ->
             ExitCode::from(1)
         }
     }
+}
+
+/// `run --estimate`: planned calls per role and an upper-bound cost; no model is called.
+fn estimate(path: &Path) -> ExitCode {
+    let plan = match load_plan(path) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
+    println!("{}", describe(&plan));
+    let table = plan
+        .prices
+        .iter()
+        .flatten()
+        .next()
+        .cloned()
+        .unwrap_or_else(gauntlet_engine::usage::PriceTable::bundled);
+    println!("price table {}", table.describe());
+    let rows = gauntlet_engine::usage::estimate(&plan, &table);
+    let (mut calls, mut cost, mut unpriced) = (0u64, 0.0f64, Vec::new());
+    for r in &rows {
+        calls += r.calls;
+        let c = match &r.max_cost {
+            Ok(c) => {
+                cost += c;
+                format!("≤ ${c:.4}")
+            }
+            Err(why) => {
+                unpriced.push(why.clone());
+                format!("N/A ({why})")
+            }
+        };
+        println!(
+            "{:<13} {:<28} {:>9} calls  ≤ {} in + {} out tokens  {c}",
+            r.role, r.model, r.calls, r.max_input_tokens, r.max_output_tokens
+        );
+    }
+    println!(
+        "total: {calls} planned model calls (journal hits are free and not subtracted){}",
+        match plan.config.max_queries {
+            Some(m) if m < calls => format!("; max_queries {m} will stop the run first"),
+            _ => String::new(),
+        }
+    );
+    if unpriced.is_empty() {
+        println!("upper-bound cost: ${cost:.4}");
+    } else {
+        println!(
+            "upper-bound cost: ${cost:.4} for the priced roles; {} role(s) unpriced",
+            unpriced.len()
+        );
+    }
+    println!(
+        "(bounds: each call at most max_tokens out, else {}; at most the longest prompt/3 + {} tokens + earlier replies in)",
+        gauntlet_engine::usage::ASSUMED_MAX_TOKENS,
+        gauntlet_engine::usage::INPUT_ALLOWANCE
+    );
+    ExitCode::SUCCESS
 }
 
 /// One line per cell with each metric's value (N/A where it does not apply).
