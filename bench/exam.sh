@@ -6,6 +6,7 @@
 #   bench/exam.sh
 #   BENCH_CONCURRENCY=16 BENCH_REPEAT=5 bench/exam.sh
 #
+# BENCH_BIN=path/to/gauntlet skips the build and measures that binary.
 # Prints scenarios/s (scenario runs = passes × corpus size, over the whole process wall
 # time: corpus load and pin check, cascades, grading and every artefact written), model
 # calls/s and peak RSS. Golden mode is a pipeline check: these are harness figures, not
@@ -15,8 +16,8 @@ cd "$(dirname "$0")/.."
 OUT=${BENCH_OUT:-bench/out/exam}
 CONC=${BENCH_CONCURRENCY:-8}
 REPEAT=${BENCH_REPEAT:-3}
-cargo build --release -q -p gauntlet-cli
-BIN=target/release/gauntlet
+BIN=${BENCH_BIN:-target/release/gauntlet}
+[ -n "${BENCH_BIN:-}" ] || cargo build --release -q -p gauntlet-cli
 rm -rf "$OUT"
 mkdir -p "$OUT"
 
