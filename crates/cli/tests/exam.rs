@@ -199,10 +199,10 @@ fn real_mode_through_the_model_seam_with_an_offline_target() {
 /// One real-mode run against the real local model CI starts (scripts/local-model.sh):
 /// any accuracy, but the run must complete with real transcripts.
 #[test]
-fn real_mode_against_the_local_model() {
+fn exam_real_local_model() {
     let Ok(url) = std::env::var("GAUNTLET_LOCAL_MODEL_URL") else {
         eprintln!(
-            "\n======== SKIP real_mode_against_the_local_model: GAUNTLET_LOCAL_MODEL_URL is not set \
+            "\n======== SKIP exam_real_local_model: GAUNTLET_LOCAL_MODEL_URL is not set \
              (CI sets it after scripts/local-model.sh start) ========\n"
         );
         return;
