@@ -121,7 +121,11 @@ struct Identities {
 
 impl Identities {
     fn new(plan: &Plan) -> Self {
-        let id = |s: &gauntlet_core::params::PluginSpec| s.identity().to_string();
+        // Digests, not the identity JSON itself: unit scopes hash these per unit, and a
+        // target's params can be large (a memorizer's secrets, long system prompts).
+        let id = |s: &gauntlet_core::params::PluginSpec| {
+            gauntlet_core::hash::sha256_hex(s.identity().to_string().as_bytes())
+        };
         Identities {
             targets: plan.targets.iter().map(|t| id(t.spec())).collect(),
             attacks: plan.attacks.iter().map(|a| id(a.spec())).collect(),
