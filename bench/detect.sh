@@ -25,7 +25,7 @@ set +e
 /usr/bin/time -f '%M %e' -o "$TMP/time.txt" "$BIN" exam-detect --corpus "$TMP/corpus" --json > "$TMP/report.json"
 CODE=$?
 set -e
-read -r RSS WALL < "$TMP/time.txt"
+read -r RSS WALL < <(tail -n 1 "$TMP/time.txt")
 python3 - "$N" "$EVENTS" "$BYTES" "$RSS" "$WALL" "$CODE" "$TMP/report.json" <<'PY'
 import json, sys
 n, events, size, rss, wall, code, path = sys.argv[1:]
