@@ -7,7 +7,9 @@
 //! conversation) so the attacker tries another step. Every round's question, reply and
 //! score is kept in the attempt's metadata (see [`super::search`]). Our own instructions.
 
-use super::search::{ATTACKER_PARAM, JUDGE_PARAM, Searcher, Tree, ask_attacker, clip, try_target};
+use super::search::{
+    ATTACKER_PARAM, JUDGE_PARAM, Searcher, Tree, ask_attacker, clip, needs_attacker, try_target,
+};
 use crate::attack::{Attack, AttackCtx, Attempt, CallModel, PlannedCalls};
 use gauntlet_core::behavior::Behavior;
 use gauntlet_core::message::Message;
@@ -97,16 +99,7 @@ impl Attack for CrescendoAttack {
         self.search.judge_grader()
     }
     fn planned_calls(&self) -> PlannedCalls {
-        let n = u64::from(self.max_rounds);
-        PlannedCalls {
-            target: n,
-            attacker: n,
-            judge: if self.search.judge_grader().is_some() {
-                n
-            } else {
-                0
-            },
-        }
+        self.search.planned_calls(u64::from(self.max_rounds))
     }
     fn run<'a>(
         &'a self,
@@ -114,11 +107,7 @@ impl Attack for CrescendoAttack {
         _target: &'a dyn CallModel,
         _seed: u64,
     ) -> BoxFuture<'a, Result<Vec<Attempt>, ModelError>> {
-        Box::pin(async {
-            Err(ModelError::Config(
-                "crescendo needs an attacker model (internal: called without one)".into(),
-            ))
-        })
+        needs_attacker("crescendo")
     }
     fn run_ctx<'a>(
         &'a self,

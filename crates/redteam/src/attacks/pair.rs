@@ -5,7 +5,9 @@
 //! in-loop success. The whole search tree goes into the attempt's metadata (see
 //! [`super::search`]). The attacker instructions are gauntlet's own.
 
-use super::search::{ATTACKER_PARAM, JUDGE_PARAM, Searcher, Tree, ask_attacker, clip, try_target};
+use super::search::{
+    ATTACKER_PARAM, JUDGE_PARAM, Searcher, Tree, ask_attacker, clip, needs_attacker, try_target,
+};
 use crate::attack::{Attack, AttackCtx, Attempt, CallModel, PlannedCalls};
 use gauntlet_core::behavior::Behavior;
 use gauntlet_core::message::Message;
@@ -108,16 +110,7 @@ impl Attack for PairAttack {
         self.search.judge_grader()
     }
     fn planned_calls(&self) -> PlannedCalls {
-        let n = u64::from(self.budget());
-        PlannedCalls {
-            target: n,
-            attacker: n,
-            judge: if self.search.judge_grader().is_some() {
-                n
-            } else {
-                0
-            },
-        }
+        self.search.planned_calls(u64::from(self.budget()))
     }
     fn run<'a>(
         &'a self,
@@ -125,11 +118,7 @@ impl Attack for PairAttack {
         _target: &'a dyn CallModel,
         _seed: u64,
     ) -> BoxFuture<'a, Result<Vec<Attempt>, ModelError>> {
-        Box::pin(async {
-            Err(ModelError::Config(
-                "pair needs an attacker model (internal: called without one)".into(),
-            ))
-        })
+        needs_attacker("pair")
     }
     fn run_ctx<'a>(
         &'a self,

@@ -10,13 +10,13 @@
 //! there), else the best-scored node, with the whole tree in its metadata. The run's own
 //! judges then judge that attempt like any other.
 
-use crate::attack::{Attempt, CallModel};
+use crate::attack::{Attempt, CallModel, PlannedCalls};
 use crate::judge::Judge;
 use gauntlet_core::behavior::Behavior;
 use gauntlet_core::message::{ChatRequest, ChatResponse, Message};
 use gauntlet_core::outcome::{Outcome, Verdict};
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginSpec};
-use gauntlet_models::ModelError;
+use gauntlet_models::{BoxFuture, ModelError};
 use serde::Serialize;
 
 pub const ATTACKER_PARAM: ParamSpec = ParamSpec {
@@ -73,6 +73,20 @@ impl Searcher {
             judge_grader,
         })
     }
+    /// The calls a search of at most `nodes` nodes plans: a target and an attacker call per
+    /// node, plus an in-loop grader call per node when the judge has a grader.
+    pub fn planned_calls(&self, nodes: u64) -> PlannedCalls {
+        PlannedCalls {
+            target: nodes,
+            attacker: nodes,
+            judge: if self.judge_grader().is_some() {
+                nodes
+            } else {
+                0
+            },
+        }
+    }
+
     pub fn judge_grader(&self) -> Option<&PluginSpec> {
         self.judge_grader.as_ref()
     }
@@ -330,4 +344,12 @@ impl Tree {
             metadata: meta,
         }
     }
+}
+
+/// `Attack::run` of an attacker-LLM attack: the engine always calls `run_ctx` with an
+/// attacker, so arriving here without one is an internal error, reported as such.
+pub fn needs_attacker<'a>(name: &str) -> BoxFuture<'a, Result<Vec<Attempt>, ModelError>> {
+    Box::pin(std::future::ready(Err(ModelError::Config(format!(
+        "{name} needs an attacker model (internal: called without one)"
+    )))))
 }

@@ -7,7 +7,9 @@
 //! The attacker instructions are gauntlet's own (shared with `pair`).
 
 use super::pair::{attacker_system, attacker_turn};
-use super::search::{ATTACKER_PARAM, JUDGE_PARAM, Searcher, Tree, ask_attacker, try_target};
+use super::search::{
+    ATTACKER_PARAM, JUDGE_PARAM, Searcher, Tree, ask_attacker, needs_attacker, try_target,
+};
 use crate::attack::{Attack, AttackCtx, Attempt, CallModel, PlannedCalls};
 use gauntlet_core::behavior::Behavior;
 use gauntlet_core::message::Message;
@@ -86,16 +88,7 @@ impl Attack for TapAttack {
         self.search.judge_grader()
     }
     fn planned_calls(&self) -> PlannedCalls {
-        let n = self.max_nodes();
-        PlannedCalls {
-            target: n,
-            attacker: n,
-            judge: if self.search.judge_grader().is_some() {
-                n
-            } else {
-                0
-            },
-        }
+        self.search.planned_calls(self.max_nodes())
     }
     fn run<'a>(
         &'a self,
@@ -103,11 +96,7 @@ impl Attack for TapAttack {
         _target: &'a dyn CallModel,
         _seed: u64,
     ) -> BoxFuture<'a, Result<Vec<Attempt>, ModelError>> {
-        Box::pin(async {
-            Err(ModelError::Config(
-                "tap needs an attacker model (internal: called without one)".into(),
-            ))
-        })
+        needs_attacker("tap")
     }
     fn run_ctx<'a>(
         &'a self,
