@@ -488,3 +488,317 @@ mod tests {
         assert_eq!(a, b);
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// Agreement and paired comparison: median, Cohen's κ, exact McNemar, paired bootstrap.
+// Used by `gauntlet judge-agreement` and `gauntlet compare`.
+// ---------------------------------------------------------------------------------------
+
+/// The median (type-7 quantile at 0.5: the mean of the middle two for an even count);
+/// `None` for no data. NaN sorts last.
+pub fn median(values: &[f64]) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    Some(quantile_sorted(&v, 0.5))
+}
+
+/// Cohen's κ for two raters over the same items, with its large-sample standard error
+/// and a normal-theory confidence interval.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Kappa {
+    /// Items rated by both raters.
+    pub n: u64,
+    /// Observed agreement p_o.
+    pub observed: f64,
+    /// Agreement expected by chance from the margins, p_e.
+    pub expected: f64,
+    /// κ = (p_o − p_e) / (1 − p_e).
+    pub kappa: f64,
+    /// The large-sample (non-null) standard error of Fleiss, Cohen & Everitt (1969).
+    pub se: f64,
+    /// κ ± z·se, clipped to [−1, 1].
+    pub ci_low: f64,
+    pub ci_high: f64,
+}
+
+/// Why κ cannot be computed for a table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KappaUndefined {
+    /// No item was rated by both raters.
+    Empty,
+    /// Chance agreement is 1: both raters gave every item the same single category, so
+    /// κ = 0/0. Raw agreement is still 1.
+    NoVariation,
+}
+
+impl std::fmt::Display for KappaUndefined {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            KappaUndefined::Empty => write!(f, "no items rated by both"),
+            KappaUndefined::NoVariation => write!(
+                f,
+                "both raters put every item in one and the same category (chance agreement is 1, κ = 0/0)"
+            ),
+        }
+    }
+}
+
+/// Cohen's κ of a square confusion table `table[i][j]` = items rater A put in category
+/// `i` and rater B in category `j`, with a CI at normal quantile `z` (e.g. [`Z95`]).
+///
+/// The CI is the standard large-sample one, κ ± z·SE, with the non-null asymptotic
+/// variance of Fleiss, Cohen & Everitt (1969), "Large sample standard errors of kappa
+/// and weighted kappa", Psychological Bulletin 72(5):323–327 (also Fleiss, Levin & Paik,
+/// *Statistical Methods for Rates and Proportions*, 3rd ed., eq. 18.12):
+///
+/// Var(κ) = [A + B − C] / [n (1 − p_e)²], with
+/// A = Σᵢ pᵢᵢ [1 − (pᵢ. + p.ᵢ)(1 − κ)]², B = (1 − κ)² Σ_{i≠j} pᵢⱼ (p.ᵢ + pⱼ.)²,
+/// C = [κ − p_e (1 − κ)]².
+///
+/// No resampling: the result is a pure function of the table. Panics if the table is
+/// not square.
+pub fn cohen_kappa(table: &[Vec<u64>], z: f64) -> Result<Kappa, KappaUndefined> {
+    let k = table.len();
+    assert!(
+        table.iter().all(|r| r.len() == k),
+        "cohen_kappa needs a square table"
+    );
+    let n: u64 = table.iter().flatten().sum();
+    if n == 0 {
+        return Err(KappaUndefined::Empty);
+    }
+    let nf = n as f64;
+    let p = |i: usize, j: usize| table[i][j] as f64 / nf;
+    let row: Vec<f64> = (0..k).map(|i| (0..k).map(|j| p(i, j)).sum()).collect();
+    let col: Vec<f64> = (0..k).map(|j| (0..k).map(|i| p(i, j)).sum()).collect();
+    let po: f64 = (0..k).map(|i| p(i, i)).sum();
+    let pe: f64 = (0..k).map(|i| row[i] * col[i]).sum();
+    if (1.0 - pe).abs() < 1e-12 {
+        return Err(KappaUndefined::NoVariation);
+    }
+    let kappa = (po - pe) / (1.0 - pe);
+    let a: f64 = (0..k)
+        .map(|i| p(i, i) * (1.0 - (row[i] + col[i]) * (1.0 - kappa)).powi(2))
+        .sum();
+    let off_diagonal = (0..k).flat_map(|i| (0..k).filter(move |&j| j != i).map(move |j| (i, j)));
+    let b = (1.0 - kappa).powi(2)
+        * off_diagonal
+            .map(|(i, j)| p(i, j) * (col[i] + row[j]).powi(2))
+            .sum::<f64>();
+    let c = (kappa - pe * (1.0 - kappa)).powi(2);
+    // A + B − C is a variance times a positive factor; rounding can push a perfect
+    // table a hair below zero.
+    let var = ((a + b - c) / (nf * (1.0 - pe).powi(2))).max(0.0);
+    let se = var.sqrt();
+    Ok(Kappa {
+        n,
+        observed: po,
+        expected: pe,
+        kappa,
+        se,
+        ci_low: (kappa - z * se).max(-1.0),
+        ci_high: (kappa + z * se).min(1.0),
+    })
+}
+
+/// The exact McNemar test of paired binary outcomes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct McNemar {
+    /// Discordant pairs: positive under A only.
+    pub b: u64,
+    /// Discordant pairs: positive under B only.
+    pub c: u64,
+    /// Two-sided exact (conditional binomial) p-value: 2·P(X ≤ min(b, c)) for
+    /// X ~ Binomial(b + c, ½), capped at 1. 1 when there are no discordant pairs.
+    pub p_exact: f64,
+    /// Two-sided mid-p: the exact p minus P(X = min(b, c)) (Lancaster's mid-p; less
+    /// conservative, recommended by Fagerland, Lydersen & Laake 2013).
+    pub p_mid: f64,
+}
+
+/// Exact McNemar test from the two discordant counts `b` (A positive, B negative) and `c`
+/// (A negative, B positive). Concordant pairs do not enter the test.
+pub fn mcnemar_exact(b: u64, c: u64) -> McNemar {
+    let n = b + c;
+    let k = b.min(c);
+    if n == 0 {
+        return McNemar {
+            b,
+            c,
+            p_exact: 1.0,
+            p_mid: 1.0,
+        };
+    }
+    // log pmf of Binomial(n, ½) at i, built up by the ratio pmf(i+1)/pmf(i) = (n−i)/(i+1);
+    // summed in log space so large n neither overflows nor underflows before the end.
+    let mut lp = -(n as f64) * std::f64::consts::LN_2;
+    let mut logs = Vec::with_capacity(k as usize + 1);
+    for i in 0..=k {
+        logs.push(lp);
+        lp += ((n - i) as f64).ln() - ((i + 1) as f64).ln();
+    }
+    let max = logs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let tail = max.exp() * logs.iter().map(|l| (l - max).exp()).sum::<f64>();
+    let at_k = logs[k as usize].exp();
+    let p_exact = (2.0 * tail).min(1.0);
+    // When b = c both tails include k; 2·(P(X ≤ k) − ½P(X = k)) is then exactly 1.
+    let p_mid = (2.0 * (tail - 0.5 * at_k)).min(1.0);
+    McNemar {
+        b,
+        c,
+        p_exact,
+        p_mid,
+    }
+}
+
+/// A paired mean difference with its bootstrap CI.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PairedDiff {
+    /// Pairs.
+    pub n: u64,
+    /// Mean of a − b over the pairs.
+    pub mean_diff: f64,
+    /// Percentile bootstrap CI of the mean difference, resampling pairs (items) with
+    /// replacement; `None` with fewer than two pairs.
+    pub ci: Option<(f64, f64)>,
+}
+
+/// Paired bootstrap of the mean difference `mean(a) − mean(b)` over items observed in
+/// both (`pairs[i] = (aᵢ, bᵢ)`): items are resampled with replacement, keeping each pair
+/// together, so the CI accounts for the pairing. Equivalent to the bootstrap of the
+/// mean of the differences, which is how it is computed ([`bootstrap_mean_ci`]); seeded
+/// by `rng`. `None` for no pairs.
+pub fn paired_bootstrap_diff(
+    pairs: &[(f64, f64)],
+    resamples: u32,
+    level: f64,
+    rng: &mut ChaCha8Rng,
+) -> Option<PairedDiff> {
+    let mut h = Histogram::new();
+    for (a, b) in pairs {
+        h.add(a - b);
+    }
+    let mean_diff = h.mean()?;
+    Some(PairedDiff {
+        n: h.n(),
+        mean_diff,
+        ci: bootstrap_mean_ci(&h, resamples, level, rng),
+    })
+}
+
+#[cfg(test)]
+mod agreement_tests {
+    use super::*;
+    use crate::rng::rng_for;
+
+    #[test]
+    fn median_odd_even_empty() {
+        assert_eq!(median(&[]), None);
+        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), Some(2.5));
+    }
+
+    /// Wikipedia, "Cohen's kappa", worked example: 50 proposals, both "yes" 20, A yes/B no
+    /// 5, A no/B yes 10, both "no" 15 → p_o = 0.7, p_e = 0.5, κ = 0.4.
+    #[test]
+    fn kappa_textbook_example() {
+        let k = cohen_kappa(&[vec![20, 5], vec![10, 15]], Z95).unwrap();
+        assert_eq!(k.n, 50);
+        assert!((k.observed - 0.7).abs() < 1e-12);
+        assert!((k.expected - 0.5).abs() < 1e-12);
+        assert!((k.kappa - 0.4).abs() < 1e-12);
+    }
+
+    /// The large-sample SE and CI against a published reference: Bonett's R package
+    /// statpsych, `ci.kappa(.05, 31, 12, 4, 58)` (documented example, after Fleiss & Paik
+    /// 2003) gives Cohen κ 0.6756757, SE 0.07344761, CI [0.5317210, 0.8196303].
+    /// statpsych's cells are f00, f01, f10, f11 (y then x), so the table is [[31, 12], [4, 58]].
+    #[test]
+    fn kappa_se_matches_published_reference() {
+        let k = cohen_kappa(&[vec![31, 12], vec![4, 58]], Z95).unwrap();
+        assert!((k.kappa - 0.6756757).abs() < 1e-7, "{}", k.kappa);
+        assert!((k.se - 0.07344761).abs() < 1e-8, "{}", k.se);
+        assert!((k.ci_low - 0.5317210).abs() < 1e-7, "{}", k.ci_low);
+        assert!((k.ci_high - 0.8196303).abs() < 1e-7, "{}", k.ci_high);
+        // κ is symmetric in the raters: the transposed table gives the same κ and SE.
+        let t = cohen_kappa(&[vec![31, 4], vec![12, 58]], Z95).unwrap();
+        assert!((t.kappa - k.kappa).abs() < 1e-12 && (t.se - k.se).abs() < 1e-12);
+    }
+
+    #[test]
+    fn kappa_edge_cases() {
+        assert_eq!(
+            cohen_kappa(&[vec![0, 0], vec![0, 0]], Z95),
+            Err(KappaUndefined::Empty)
+        );
+        assert_eq!(
+            cohen_kappa(&[vec![9, 0], vec![0, 0]], Z95),
+            Err(KappaUndefined::NoVariation)
+        );
+        // perfect agreement with variation: κ = 1, SE 0
+        let k = cohen_kappa(&[vec![5, 0], vec![0, 5]], Z95).unwrap();
+        assert!((k.kappa - 1.0).abs() < 1e-12 && k.se < 1e-9);
+        assert_eq!(k.ci_high, 1.0);
+        // perfect disagreement: κ = −1
+        let k = cohen_kappa(&[vec![0, 5], vec![5, 0]], Z95).unwrap();
+        assert!((k.kappa + 1.0).abs() < 1e-12);
+        // a 3-category table (Fleiss, Levin & Paik style): κ computed from margins
+        let k = cohen_kappa(&[vec![10, 2, 0], vec![1, 8, 1], vec![0, 2, 6]], Z95).unwrap();
+        let (po, pe) = (24.0 / 30.0, (12.0 * 11.0 + 10.0 * 12.0 + 8.0 * 7.0) / 900.0);
+        assert!((k.kappa - (po - pe) / (1.0 - pe)).abs() < 1e-12);
+    }
+
+    /// Fagerland, Lydersen & Laake (2013), "The McNemar test for binary matched-pairs
+    /// data: mid-p and asymptotic are better than exact conditional", BMC Medical
+    /// Research Methodology 13:91, Table 1 example (Bentur et al. 2009, b = 1, c = 7):
+    /// exact conditional p = 0.070, mid-p = 0.039.
+    #[test]
+    fn mcnemar_published_example() {
+        let m = mcnemar_exact(1, 7);
+        assert!((m.p_exact - 0.0703125).abs() < 1e-12, "{}", m.p_exact); // 18/256
+        assert!((m.p_mid - 0.0390625).abs() < 1e-12, "{}", m.p_mid); // 10/256
+        assert_eq!(format!("{:.3}", m.p_exact), "0.070");
+        assert_eq!(format!("{:.3}", m.p_mid), "0.039");
+        // symmetric in b and c
+        assert_eq!(mcnemar_exact(7, 1).p_exact, m.p_exact);
+    }
+
+    #[test]
+    fn mcnemar_edge_and_large() {
+        assert_eq!(mcnemar_exact(0, 0).p_exact, 1.0);
+        // b = c: p capped at 1
+        assert_eq!(mcnemar_exact(3, 3).p_exact, 1.0);
+        // 0 vs 10: 2 / 2^10
+        assert!((mcnemar_exact(0, 10).p_exact - 2.0 / 1024.0).abs() < 1e-15);
+        // large n: finite and tiny, no overflow (0 vs 5000 → 2^-4999 underflows to 0)
+        let m = mcnemar_exact(2000, 2600);
+        assert!(m.p_exact > 0.0 && m.p_exact < 1e-10, "{}", m.p_exact);
+        let m = mcnemar_exact(5000, 5010);
+        assert!(m.p_exact > 0.9 && m.p_exact <= 1.0, "{}", m.p_exact);
+    }
+
+    #[test]
+    fn paired_bootstrap_is_seeded_and_brackets() {
+        let pairs: Vec<(f64, f64)> = (0..60)
+            .map(|i| ((i % 3) as f64 * 0.5, (i % 4) as f64 * 0.25))
+            .collect();
+        let a = paired_bootstrap_diff(&pairs, 1000, 0.95, &mut rng_for(1, &["p"])).unwrap();
+        let b = paired_bootstrap_diff(&pairs, 1000, 0.95, &mut rng_for(1, &["p"])).unwrap();
+        assert_eq!(a, b);
+        let want = pairs.iter().map(|(x, y)| x - y).sum::<f64>() / 60.0;
+        assert!((a.mean_diff - want).abs() < 1e-12);
+        let (lo, hi) = a.ci.unwrap();
+        assert!(lo < a.mean_diff && a.mean_diff < hi);
+        assert_eq!(
+            paired_bootstrap_diff(&[], 1000, 0.95, &mut rng_for(1, &["p"])),
+            None
+        );
+        // identical runs: difference exactly 0 with a degenerate CI
+        let same: Vec<(f64, f64)> = (0..10).map(|i| (i as f64, i as f64)).collect();
+        let d = paired_bootstrap_diff(&same, 500, 0.95, &mut rng_for(1, &["p"])).unwrap();
+        assert_eq!((d.mean_diff, d.ci), (0.0, Some((0.0, 0.0))));
+    }
+}
