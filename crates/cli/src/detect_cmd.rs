@@ -7,10 +7,12 @@
 //! error during the run).
 
 use clap::Args as ClapArgs;
-use gauntlet_exam::detectors::detect_exam::{self, DetectReport, Item, Options, RowStatus};
+use gauntlet_exam::detectors::detect_exam::{self, DetectReport, Options, RowStatus};
 use gauntlet_exam::detectors::external::{ExternalDetector, Limits};
 use gauntlet_exam::detectors::fleet::Member;
-use gauntlet_exam::load::{LoadedScenario, load_corpus, load_extra};
+use gauntlet_exam::load::{
+    IndexedFile, LoadedScenario, check_unique_ids, index_corpus, index_extra, load_corpus,
+};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -62,6 +64,8 @@ pub struct Args {
     /// End-to-end mode (spec §9): events → fleet → findings → triage cascade (golden
     /// backend: a pipeline check, not an accuracy figure) with the detect-fidelity
     /// block; writes OUT/report.json. Exit 0 when the run completed, 2 on failure.
+    /// Kept for compatibility: `gauntlet exam --mode e2e` runs the same pipeline with
+    /// any backend (--target) alongside the agent passes, with transcripts.
     #[arg(long)]
     e2e: bool,
     /// End-to-end mode output directory.
@@ -86,6 +90,7 @@ pub fn run(a: Args) -> ExitCode {
             } else {
                 print!("{}", render(&report, a.recall, a.all_rows));
             }
+            eprintln!("{}", timing_line(&report));
             ExitCode::from(report.exit_code())
         }
         Err(msg) => {
@@ -96,8 +101,10 @@ pub fn run(a: Args) -> ExitCode {
 }
 
 fn prepare_and_run(a: &Args) -> Result<DetectReport, String> {
-    let corpus =
-        load_corpus(&a.corpus, a.extra_scenarios_dir.as_deref()).map_err(|e| e.to_string())?;
+    // Verify the pin (hashing every file, keeping none of them), then stream: each
+    // scenario is parsed, projected, run and graded, and only its compact row is kept.
+    let index =
+        index_corpus(&a.corpus, a.extra_scenarios_dir.as_deref()).map_err(|e| e.to_string())?;
     let limits = Limits {
         timeout: Duration::from_millis(a.external_timeout_ms.max(1)),
         cpu_secs: a.external_cpu_secs.max(1),
@@ -128,46 +135,27 @@ fn prepare_and_run(a: &Args) -> Result<DetectReport, String> {
         }
     }
 
-    // Each external detector's own efficacy scenarios, unpinned.
-    let mut own: Vec<(String, LoadedScenario)> = Vec::new();
+    // (file, origin, group): the pinned and extra scenarios form group 0 and are
+    // reported together by id; each external detector's own efficacy scenarios
+    // (unpinned) follow as their own group.
+    let mut files: Vec<(IndexedFile, String, usize)> = index
+        .files
+        .iter()
+        .map(|f| {
+            let origin = if f.extra { "extra" } else { "corpus" };
+            (f.clone(), origin.to_string(), 0)
+        })
+        .collect();
     if !a.no_detector_scenarios {
-        for x in &externals {
+        for (k, x) in externals.iter().enumerate() {
             if let Some(dir) = &x.scenarios_dir {
-                for s in load_extra(dir).map_err(|e| e.to_string())? {
-                    own.push((format!("detector:{}", x.name), s));
+                for f in index_extra(dir).map_err(|e| e.to_string())? {
+                    files.push((f, format!("detector:{}", x.name), k + 1));
                 }
             }
         }
     }
     members.extend(externals.into_iter().map(|x| Member::External(Arc::new(x))));
-
-    let mut items: Vec<Item<'_>> = corpus
-        .scenarios
-        .iter()
-        .map(|s| Item {
-            scenario: s,
-            origin: if s.extra {
-                "extra".into()
-            } else {
-                "corpus".into()
-            },
-        })
-        .collect();
-    items.extend(own.iter().map(|(origin, s)| Item {
-        scenario: s,
-        origin: origin.clone(),
-    }));
-    let mut seen: BTreeMap<&str, &std::path::Path> = BTreeMap::new();
-    for it in &items {
-        if let Some(first) = seen.insert(&it.scenario.scenario.id, &it.scenario.path) {
-            return Err(format!(
-                "duplicate scenario id `{}` in {} and {}",
-                it.scenario.scenario.id,
-                first.display(),
-                it.scenario.path.display()
-            ));
-        }
-    }
 
     let mut opts = Options {
         timeout: Duration::from_millis(a.timeout_ms.max(1)),
@@ -177,12 +165,42 @@ fn prepare_and_run(a: &Args) -> Result<DetectReport, String> {
         opts.parallel = p.max(1);
     }
     let root = a.corpus.display().to_string();
-    Ok(detect_exam::run(
-        &items,
+    let load = |i: usize| {
+        let (f, origin, _) = &files[i];
+        f.load()
+            .map(|s| (s, origin.clone()))
+            .map_err(|e| e.to_string())
+    };
+    let report = detect_exam::run_streaming(
+        files.len(),
+        load,
         &members,
         &opts,
-        (&root, corpus.count, &corpus.digest),
-    ))
+        (&root, index.count, &index.digest),
+    )
+    .map_err(|f| f.message)?;
+    // Rows are in file order, one per file.
+    check_unique_ids(
+        report
+            .rows
+            .iter()
+            .zip(&files)
+            .map(|(r, (f, _, _))| (r.id.as_str(), f.file.path.as_path())),
+    )
+    .map_err(|e| e.to_string())?;
+    // Ids are unique now: order the rows by (group, id).
+    let by_id: BTreeMap<String, usize> = report
+        .rows
+        .iter()
+        .zip(&files)
+        .map(|(r, (_, _, g))| (r.id.clone(), *g))
+        .collect();
+    Ok(detect_exam::sort_rows(report, &members, |r| {
+        (
+            by_id.get(r.id.as_str()).copied().unwrap_or(usize::MAX),
+            r.id.clone(),
+        )
+    }))
 }
 
 /// End-to-end mode over the pinned corpus (+ extra scenarios) with the golden backend.
@@ -238,40 +256,56 @@ fn run_e2e(a: &Args) -> ExitCode {
         return ExitCode::from(2);
     }
     let errors: usize = f.rows.iter().map(|r| r.detector_errors.len()).sum();
+    let rate = |name: &str, x: Option<f64>| match x {
+        Some(x) => pct(x),
+        None => format!(
+            "N/A ({})",
+            f.na_reasons
+                .get(name)
+                .map(String::as_str)
+                .unwrap_or("no denominator")
+        ),
+    };
     println!(
         "DETECT FIDELITY (end-to-end, golden backend: not an accuracy figure)  {} scenarios",
         f.total
     );
     println!(
-        "  REPRODUCED {}  MISMATCH {}  DETECT-MISS {}   reproduction {}",
+        "  REPRODUCED {}  MISMATCH {}  DETECT-MISS {}  DETECTOR-ERROR {}   reproduction {}",
         f.reproduced,
         f.mismatch,
         f.detect_miss,
-        pct(f.reproduction_rate)
+        f.detector_error,
+        rate("reproduction_rate", f.reproduction_rate)
     );
     println!(
         "  end-to-end pass {}   e2e recall {}   e2e precision {}",
-        pct(f.end_to_end_pass_rate),
-        pct(f.e2e_recall),
-        pct(f.e2e_precision)
+        rate("end_to_end_pass_rate", f.end_to_end_pass_rate),
+        rate("e2e_recall", f.e2e_recall),
+        rate("e2e_precision", f.e2e_precision)
     );
     for r in f
         .rows
         .iter()
-        .filter(|r| !r.passed || r.fidelity != e2e::Fidelity::Reproduced)
+        .filter(|r| r.passed != Some(true) || r.fidelity != e2e::Fidelity::Reproduced)
     {
         println!(
-            "  {:<11} {:<4} {}  expected {} on {} ({}), {} finding(s)",
-            serde_json::to_value(r.fidelity)
-                .ok()
-                .and_then(|v| v.as_str().map(String::from))
-                .unwrap_or_default(),
-            if r.passed { "pass" } else { "FAIL" },
+            "  {:<14} {:<4} {}  expected {} on {} ({}), {} finding(s){}",
+            r.fidelity.label(),
+            match r.passed {
+                Some(true) => "pass",
+                Some(false) => "FAIL",
+                None => "n/a",
+            },
             r.id,
             r.expected_family,
             r.expected_actor,
             r.expected_chain_action,
-            r.findings
+            r.findings,
+            r.ungraded
+                .as_ref()
+                .map(|w| format!(" — ungraded: {w}"))
+                .unwrap_or_default()
         );
     }
     println!("report: {}", a.out.join("report.json").display());
@@ -460,11 +494,20 @@ pub fn render(r: &DetectReport, recall_view: bool, all_rows: bool) -> String {
             c.fired
         );
     }
-    let th = &r.throughput;
     let _ = writeln!(
         o,
-        "\n{} scenarios, {} events in {:.2} s ({:.0} scenarios/s, {:.0} events/s)",
-        r.totals.scenarios, th.events, th.elapsed_secs, th.scenarios_per_sec, th.events_per_sec
+        "\n{} scenarios, {} events",
+        r.totals.scenarios, r.totals.events
     );
     o
+}
+
+/// The timing line (stderr): wall-clock figures stay out of the report so that stdout
+/// is byte-identical across reruns and `--parallel`.
+pub fn timing_line(r: &DetectReport) -> String {
+    let th = &r.throughput;
+    format!(
+        "exam-detect: {} scenarios, {} events in {:.2} s ({:.0} scenarios/s, {:.0} events/s)",
+        r.totals.scenarios, th.events, th.elapsed_secs, th.scenarios_per_sec, th.events_per_sec
+    )
 }

@@ -1,6 +1,8 @@
 //! `gauntlet exam`: the agent exam (security-triage cascade over a pinned scenario
-//! corpus). Exit 0 when the run completed, whatever the pass rate; 2 on a corpus or
-//! configuration failure (including real mode without its API key).
+//! corpus), and with `--mode e2e` the end-to-end pass with its detect-fidelity block.
+//! Exit 0 when the run completed, whatever the pass rate; 2 on a corpus or
+//! configuration failure (including real mode without its API key), or when a detector
+//! failed during the end-to-end pass (the artefacts are still written).
 
 use clap::{Args, ValueEnum};
 use gauntlet_exam::cascade::CascadeOptions;
@@ -19,6 +21,12 @@ pub enum Mode {
     Golden,
     /// The model(s) named by --target decide.
     Real,
+    /// End-to-end (spec §9): the agent passes as usual, plus one pass in which the
+    /// reference detector fleet turns each scenario's raw events into findings and the
+    /// cascade triages every one of them (per scenario, an isolated store). Reported as
+    /// the `detect_fidelity` block, never folded into the agent pass rate. Golden
+    /// backend unless --target names a real one (same syntax as real mode).
+    E2e,
 }
 
 #[derive(Debug, Args)]
@@ -60,6 +68,9 @@ pub struct ExamArgs {
     /// tools_used and iterations axes measure the model.
     #[arg(long)]
     tool_loop: bool,
+    /// End-to-end mode: per-detector, per-scenario time budget (ms).
+    #[arg(long, default_value_t = 10_000)]
+    detector_timeout_ms: u64,
     /// No per-scenario progress.
     #[arg(long)]
     quiet: bool,
@@ -73,7 +84,15 @@ pub fn exam(a: ExamArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let real = match a.mode {
+        Mode::Real => true,
+        Mode::E2e => a.target.is_some(),
+        Mode::Golden => false,
+    };
     let backend = match a.mode {
+        _ if !real && a.mode == Mode::E2e => Backend::Golden {
+            http: a.golden_http,
+        },
         Mode::Golden => {
             if a.target.is_some() {
                 eprintln!("gauntlet exam: --target is ignored in golden mode");
@@ -82,7 +101,7 @@ pub fn exam(a: ExamArgs) -> ExitCode {
                 http: a.golden_http,
             }
         }
-        Mode::Real => {
+        Mode::Real | Mode::E2e => {
             let Some(t) = &a.target else {
                 eprintln!(
                     "gauntlet exam: real mode needs --target (e.g. --target \"{{name: openai_compat, params: {{model: M, base_url: 'http://127.0.0.1:8080/v1'}}}}\"; the API key is read from the variable named by api_key_env, default OPENAI_API_KEY / ANTHROPIC_API_KEY)"
@@ -108,14 +127,25 @@ pub fn exam(a: ExamArgs) -> ExitCode {
         },
         concurrency: a.concurrency as usize,
         golden_fault: None,
+        e2e: a.mode == Mode::E2e,
+        detector_timeout: std::time::Duration::from_millis(a.detector_timeout_ms.max(1)),
     };
     let src = match &source {
         CorpusSource::Explicit(d) | CorpusSource::Disk(d) => d.display().to_string(),
         CorpusSource::Embedded => "embedded reference corpus".to_string(),
     };
     eprintln!(
-        "gauntlet exam: {} mode, {} scenarios from {src} (count {}, sha256 {}), {} pass(es)",
+        "gauntlet exam: {} mode{}, {} scenarios from {src} (count {}, sha256 {}), {} pass(es)",
         cfg.mode(),
+        if cfg.e2e {
+            if real {
+                " (real backend)"
+            } else {
+                " (golden backend)"
+            }
+        } else {
+            ""
+        },
         corpus.scenarios.len(),
         corpus.count,
         corpus.digest,
@@ -154,13 +184,24 @@ pub fn exam(a: ExamArgs) -> ExitCode {
         eprintln!("gauntlet exam: writing {}: {e}", a.out.display());
         return ExitCode::from(1);
     }
+    eprintln!(
+        "gauntlet exam: finished in {:.2} s (per-scenario wall times in {})",
+        out.timings.total_millis as f64 / 1000.0,
+        a.out.join("timings.json").display()
+    );
     let r = &out.report;
+    if let Some(e) = &out.e2e {
+        print_fidelity(&e.fidelity, r);
+    }
     let pct = |x: f64| format!("{:.1}%", x * 100.0);
     let ci = |i: Option<gauntlet_exam::grade::Interval>| {
         i.map(|i| format!(" (95% {}–{})", pct(i.low), pct(i.high)))
             .unwrap_or_default()
     };
     println!("{}", r.note);
+    if out.e2e.is_some() {
+        println!("AGENT EXAM (hand-written findings; the fidelity block above is not part of it)");
+    }
     println!(
         "median pass rate      {}{}",
         pct(r.median_pass_rate),
@@ -193,7 +234,63 @@ pub fn exam(a: ExamArgs) -> ExitCode {
         .collect();
     println!("classifier (worst)    {}", bins.join(", "));
     println!("artefacts             {}", a.out.display());
+    if let Some(e) = &out.e2e
+        && e.fidelity.detector_error > 0
+    {
+        eprintln!(
+            "gauntlet exam: {} scenario(s) had detector failures in the end-to-end pass (DETECTOR-ERROR rows; see e2e/<id>.json)",
+            e.fidelity.detector_error
+        );
+        return ExitCode::from(2);
+    }
     ExitCode::SUCCESS
+}
+
+/// The end-to-end block, printed first: it is the headline of an e2e run.
+fn print_fidelity(
+    f: &gauntlet_exam::detectors::e2e::DetectFidelity,
+    r: &gauntlet_exam::exam::HarnessReport,
+) {
+    use gauntlet_exam::detectors::e2e::Fidelity;
+    println!(
+        "================ DETECT FIDELITY (end-to-end, {} backend) ================",
+        r.backend
+    );
+    println!("{}", gauntlet_exam::exam::E2E_NOTE);
+    if r.backend.starts_with("golden") {
+        println!(
+            "Golden backend: the cascade's replies are scripted, so the pass figures check the pipeline; they are not an accuracy figure."
+        );
+    }
+    for (k, v) in gauntlet_exam::exam::fidelity_rows(r) {
+        println!("  {k:<22}{v}");
+    }
+    for row in f
+        .rows
+        .iter()
+        .filter(|x| x.passed != Some(true) || x.fidelity != Fidelity::Reproduced)
+    {
+        let outcome = match row.passed {
+            Some(true) => "pass",
+            Some(false) => "FAIL",
+            None => "n/a",
+        };
+        println!(
+            "  {:<14} {:<4} {}  expected {} on {} ({}), {} finding(s){}",
+            row.fidelity.label(),
+            outcome,
+            row.id,
+            row.expected_family,
+            row.expected_actor,
+            row.expected_chain_action,
+            row.findings,
+            row.ungraded
+                .as_ref()
+                .map(|w| format!(" — ungraded: {w}"))
+                .unwrap_or_default()
+        );
+    }
+    println!("===========================================================================");
 }
 
 type Bar = Option<ProgressBar>;

@@ -431,6 +431,7 @@ impl Ctx<'_> {
             seed: None,
             temperature: Some(temperature),
             max_tokens: Some(MAX_TOKENS),
+            agent_script: None,
         };
         let res = tm.model.chat(&req).await;
         let (reply, err) = match &res {

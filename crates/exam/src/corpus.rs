@@ -82,6 +82,33 @@ pub fn is_pruned_component(name: &[u8]) -> bool {
 /// Walks `root` by the corpus rules and reads every included file, sorted bytewise by
 /// relpath. Used for the pinned corpus and, unchanged, for an extra-scenarios directory.
 pub fn scan(root: &Path) -> Result<Vec<CorpusFile>, CorpusError> {
+    scan_with(root, true)
+}
+
+/// Like [`scan`], but keeps only each file's relpath, path and hash (`bytes` is left
+/// empty): one file's bytes are in memory at a time, so a corpus of any size can be
+/// verified against its pin in bounded memory. A streaming consumer re-reads each file
+/// later with [`read_verified`], which refuses bytes that no longer match the hash.
+pub fn scan_hashes(root: &Path) -> Result<Vec<CorpusFile>, CorpusError> {
+    scan_with(root, false)
+}
+
+/// Re-reads a file listed by [`scan_hashes`] and returns its bytes only if they still
+/// hash to the recorded sha256 (the bytes parsed are the bytes that were verified).
+pub fn read_verified(file: &CorpusFile) -> Result<Vec<u8>, CorpusError> {
+    let bytes = fs::read(&file.path).map_err(|e| io_error(&file.path, e))?;
+    let now = sha256_hex(&bytes);
+    if now != file.sha256 {
+        return Err(CorpusError::ChangedAfterScan {
+            path: file.path.clone(),
+            scanned: file.sha256.clone(),
+            now,
+        });
+    }
+    Ok(bytes)
+}
+
+fn scan_with(root: &Path, keep_bytes: bool) -> Result<Vec<CorpusFile>, CorpusError> {
     let meta = fs::metadata(root).map_err(|e| match e.kind() {
         io::ErrorKind::NotFound => CorpusError::RootNotFound {
             root: root.to_path_buf(),
@@ -99,6 +126,7 @@ pub fn scan(root: &Path) -> Result<Vec<CorpusFile>, CorpusError> {
     let canonical_root = fs::canonicalize(root).map_err(|e| io_error(root, e))?;
     let walker = Walker {
         canonical_root: &canonical_root,
+        keep_bytes,
     };
     let mut out = Vec::new();
     walker.walk(root, Some(String::new()), &mut out)?;
@@ -110,6 +138,8 @@ pub fn scan(root: &Path) -> Result<Vec<CorpusFile>, CorpusError> {
 
 struct Walker<'a> {
     canonical_root: &'a Path,
+    /// Keep each file's bytes in its [`CorpusFile`] (else hash and drop them).
+    keep_bytes: bool,
 }
 
 impl Walker<'_> {
@@ -155,11 +185,12 @@ impl Walker<'_> {
                 return Err(CorpusError::NotAFile { path });
             }
             let bytes = fs::read(&path).map_err(|e| io_error(&path, e))?;
+            let sha256 = sha256_hex(&bytes);
             out.push(CorpusFile {
                 relpath,
-                sha256: sha256_hex(&bytes),
+                sha256,
                 path,
-                bytes,
+                bytes: if self.keep_bytes { bytes } else { Vec::new() },
             });
         }
         Ok(())

@@ -12,6 +12,8 @@
 
 use crate::cascade::{CascadeOptions, TierModel, TierModels, TranscriptEntry, run_cascade};
 use crate::classifier::{ClassifierSummary, classify};
+use crate::detectors::e2e::{self, DetectFidelity, Resolution, Triaged};
+use crate::detectors::fleet::{Fleet, Member};
 use crate::golden::{GoldenModel, GoldenScript, GoldenServer};
 use crate::grade::{
     GradeInput, Interval, NOISE_BAND_PP, RunResult, effective_passes, grade, median, wilson95,
@@ -53,6 +55,13 @@ pub struct ExamConfig {
     /// TEST-ONLY fault switch: the golden backend answers this scenario wrongly.
     #[doc(hidden)]
     pub golden_fault: Option<String>,
+    /// End-to-end mode (spec §9): after the agent passes, one end-to-end pass — the
+    /// reference detector fleet over each scenario's raw events, every finding triaged
+    /// by the same backend in the scenario's own store — reported as
+    /// `detect_fidelity`, apart from the agent pass rate.
+    pub e2e: bool,
+    /// End-to-end mode: per-detector, per-scenario time budget.
+    pub detector_timeout: std::time::Duration,
 }
 
 impl ExamConfig {
@@ -63,11 +72,16 @@ impl ExamConfig {
             cascade: CascadeOptions::default(),
             concurrency: 8,
             golden_fault: None,
+            e2e: false,
+            detector_timeout: crate::detectors::fleet::DEFAULT_TIMEOUT,
         }
     }
 
+    /// `e2e`, `golden` or `real` (the backend of an e2e run is in the report's
+    /// `backend`).
     pub fn mode(&self) -> &'static str {
         match self.backend {
+            _ if self.e2e => "e2e",
             Backend::Golden { .. } => "golden",
             Backend::Real { .. } => "real",
         }
@@ -135,7 +149,46 @@ pub struct HarnessReport {
 pub struct ExamOutput {
     pub report: HarnessReport,
     pub transcripts: Vec<Vec<Vec<TranscriptEntry>>>,
+    /// End-to-end mode: the fidelity block and each scenario's triage transcripts.
+    pub e2e: Option<E2eOutput>,
+    /// Wall-clock figures, written to `timings.json` (never into `report.json`, which
+    /// is byte-identical across reruns of a deterministic backend).
+    pub timings: Timings,
 }
+
+/// The end-to-end pass of an exam.
+pub struct E2eOutput {
+    pub fidelity: DetectFidelity,
+    /// Per scenario (corpus order): each fleet finding's triage transcript.
+    pub transcripts: Vec<Vec<FindingTranscript>>,
+}
+
+/// The cascade transcript of one fleet finding (`e2e/<id>.transcript.json`).
+#[derive(Debug, Clone, Serialize)]
+pub struct FindingTranscript {
+    pub finding_id: String,
+    pub family: String,
+    pub actor: String,
+    pub transcript: Vec<TranscriptEntry>,
+}
+
+/// `timings.json`: wall-clock milliseconds per scenario and pass, kept apart from the
+/// deterministic artefacts.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Timings {
+    pub note: &'static str,
+    /// `passes[i][scenario_id]`: the cascade's wall time in pass `i`.
+    pub passes: Vec<std::collections::BTreeMap<String, u64>>,
+    /// End-to-end mode: fleet plus every finding's cascade, per scenario.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub e2e: std::collections::BTreeMap<String, u64>,
+    pub total_millis: u64,
+}
+
+const TIMINGS_NOTE: &str = "Wall-clock milliseconds. They vary from run to run, so they live here and not in report.json or run-<i>/<id>.json.";
+
+/// The note of the `detect_fidelity` block (also shown in the human output).
+pub const E2E_NOTE: &str = "END-TO-END MODE: detect_fidelity measures the detector fleet and the whole pipeline (events → detectors → findings → cascade → resolutions). It is reported on its own and is NEVER folded into the agent pass rate, which still comes from the hand-written findings.";
 
 /// Why an exam could not run.
 #[derive(Debug, thiserror::Error)]
@@ -204,6 +257,7 @@ pub async fn run_exam(
         }
     };
 
+    let started = Instant::now();
     let passes = effective_passes(cfg.passes);
     let sem = Arc::new(tokio::sync::Semaphore::new(cfg.concurrency.max(1)));
     let mut runs = Vec::with_capacity(passes);
@@ -263,11 +317,147 @@ pub async fn run_exam(
         runs.push(RunResult::from_results(pass, results));
         transcripts.push(ts);
     }
-    let report = summarise(corpus, cfg, &backend_label, runs, &transcripts);
+    let mut timings = Timings {
+        note: TIMINGS_NOTE,
+        passes: runs
+            .iter()
+            .map(|r| {
+                r.results
+                    .iter()
+                    .map(|x| (x.scenario_id.clone(), x.wall_millis))
+                    .collect()
+            })
+            .collect(),
+        ..Timings::default()
+    };
+    let e2e_out = if cfg.e2e {
+        let (out, ms) = run_e2e_pass(corpus, cfg, &models, &sem).await;
+        timings.e2e = ms;
+        Some(out)
+    } else {
+        None
+    };
+    let mut report = summarise(corpus, cfg, &backend_label, runs, &transcripts);
+    if let Some(e) = &e2e_out {
+        report.detect_fidelity = Some(e2e_value(&e.fidelity));
+        report.model_calls += e
+            .transcripts
+            .iter()
+            .flatten()
+            .map(|t| t.transcript.len())
+            .sum::<usize>();
+        report.model_errors += e
+            .transcripts
+            .iter()
+            .flatten()
+            .flat_map(|t| &t.transcript)
+            .filter(|x| !x.err.is_empty())
+            .count();
+    }
+    timings.total_millis = started.elapsed().as_millis() as u64;
     Ok(ExamOutput {
         report,
         transcripts,
+        e2e: e2e_out,
+        timings,
     })
+}
+
+/// The `detect_fidelity` value: the block plus its note and backend facts.
+fn e2e_value(f: &DetectFidelity) -> serde_json::Value {
+    let mut v = serde_json::to_value(f).unwrap_or(serde_json::Value::Null);
+    if let Some(o) = v.as_object_mut() {
+        o.insert("note".into(), E2E_NOTE.into());
+        o.insert(
+            "fleet".into(),
+            crate::detectors::builtin()
+                .iter()
+                .map(|d| d.name().to_string())
+                .collect::<Vec<_>>()
+                .into(),
+        );
+    }
+    v
+}
+
+/// The end-to-end pass (spec §9). Per scenario, an isolated store: the reference
+/// fleet over its raw events (sequential, each detector isolated with a time budget),
+/// then every finding triaged concurrently by the scenario's backend, the
+/// resolutions stored in that scenario's store only, then classification.
+async fn run_e2e_pass(
+    corpus: &Corpus,
+    cfg: &ExamConfig,
+    models: &ScenarioModels,
+    sem: &Arc<tokio::sync::Semaphore>,
+) -> (E2eOutput, std::collections::BTreeMap<String, u64>) {
+    let scenarios = &corpus.scenarios;
+    let members: Vec<Member> = crate::detectors::builtin()
+        .into_iter()
+        .map(Member::Builtin)
+        .collect();
+    let fleet = Fleet::new(members, cfg.detector_timeout);
+    let mut detected = Vec::with_capacity(scenarios.len());
+    let mut detect_ms = Vec::with_capacity(scenarios.len());
+    for ls in scenarios {
+        let t0 = Instant::now();
+        detected.push(e2e::detect(&fleet, &ls.scenario));
+        detect_ms.push(t0.elapsed().as_millis() as u64);
+    }
+    let mut set = tokio::task::JoinSet::new();
+    for (i, (findings, _)) in detected.iter().enumerate() {
+        for (j, f) in findings.iter().enumerate() {
+            let tb = Arc::new(e2e::toolbox_for(&scenarios[i].scenario, f));
+            let m = match models {
+                ScenarioModels::Shared(m) => m.clone(),
+                ScenarioModels::PerScenario(v) => v[i].clone(),
+            };
+            let opts = cfg.cascade.clone();
+            let sem = sem.clone();
+            set.spawn(async move {
+                let _permit = sem.acquire_owned().await.expect("semaphore open");
+                let t0 = Instant::now();
+                let out = run_cascade(&tb, &m, &opts).await;
+                (i, j, out, t0.elapsed().as_millis() as u64)
+            });
+        }
+    }
+    let mut outcomes: Vec<Vec<Option<crate::cascade::CascadeOutcome>>> =
+        detected.iter().map(|(f, _)| vec![None; f.len()]).collect();
+    while let Some(joined) = set.join_next().await {
+        let (i, j, out, ms) = joined.expect("cascade tasks do not panic");
+        detect_ms[i] += ms;
+        outcomes[i][j] = Some(out);
+    }
+    let mut rows = Vec::with_capacity(scenarios.len());
+    let mut transcripts = Vec::with_capacity(scenarios.len());
+    for ((ls, (findings, errors)), outs) in scenarios.iter().zip(detected).zip(outcomes) {
+        let mut store = Vec::with_capacity(findings.len());
+        let mut ts = Vec::with_capacity(findings.len());
+        for (f, out) in findings.iter().zip(outs) {
+            let out = out.expect("every finding triaged");
+            store.push(Resolution::new(f, Triaged::from_outcome(&out)));
+            ts.push(FindingTranscript {
+                finding_id: f.id.clone(),
+                family: f.family(),
+                actor: f.actor.clone(),
+                transcript: out.transcript,
+            });
+        }
+        rows.push(e2e::classify(&ls.scenario, store, errors));
+        transcripts.push(ts);
+    }
+    let ms = scenarios
+        .iter()
+        .zip(detect_ms)
+        .map(|(ls, ms)| (ls.scenario.id.clone(), ms))
+        .collect();
+    (
+        E2eOutput {
+            fidelity: e2e::summarize(rows),
+            transcripts,
+        },
+        ms,
+    )
 }
 
 fn summarise(
@@ -501,7 +691,9 @@ pub fn file_stem(id: &str) -> String {
     s
 }
 
-/// Writes every artefact under `out`; returns the number of transcript files.
+/// Writes every artefact under `out`; returns the number of (agent-pass) transcript
+/// files. Everything but `timings.json` is a function of the corpus, the backend's
+/// replies and the options: byte-identical across reruns of a deterministic backend.
 pub fn write_artifacts(out: &Path, o: &ExamOutput) -> std::io::Result<usize> {
     std::fs::create_dir_all(out)?;
     let json = |v: &dyn erased::Ser| -> std::io::Result<Vec<u8>> {
@@ -522,6 +714,16 @@ pub fn write_artifacts(out: &Path, o: &ExamOutput) -> std::io::Result<usize> {
             n += 1;
         }
     }
+    if let Some(e) = &o.e2e {
+        let dir = out.join("e2e");
+        std::fs::create_dir_all(&dir)?;
+        for (row, ts) in e.fidelity.rows.iter().zip(&e.transcripts) {
+            let stem = file_stem(&row.id);
+            std::fs::write(dir.join(format!("{stem}.json")), json(row)?)?;
+            std::fs::write(dir.join(format!("{stem}.transcript.json")), json(ts)?)?;
+        }
+    }
+    std::fs::write(out.join("timings.json"), json(&o.timings)?)?;
     std::fs::write(out.join("report.md"), render_markdown(&o.report))?;
     std::fs::write(out.join("report.html"), render_html(&o.report))?;
     std::fs::write(
@@ -661,6 +863,39 @@ fn summary_rows(r: &HarnessReport) -> Vec<(String, String)> {
     ]
 }
 
+/// Rows of the end-to-end `detect_fidelity` summary (empty outside e2e mode).
+pub fn fidelity_rows(r: &HarnessReport) -> Vec<(String, String)> {
+    let Some(f) = &r.detect_fidelity else {
+        return Vec::new();
+    };
+    let n = |k: &str| f[k].as_u64().unwrap_or(0);
+    let rate = |k: &str| match f[k].as_f64() {
+        Some(x) => pct(x),
+        None => format!(
+            "N/A ({})",
+            f["na_reasons"][k].as_str().unwrap_or("no denominator")
+        ),
+    };
+    vec![
+        (
+            "scenarios".into(),
+            format!(
+                "{} (REPRODUCED {}, MISMATCH {}, DETECT-MISS {}, DETECTOR-ERROR {})",
+                n("total"),
+                n("reproduced"),
+                n("mismatch"),
+                n("detect_miss"),
+                n("detector_error")
+            ),
+        ),
+        ("reproduction rate".into(), rate("reproduction_rate")),
+        ("end-to-end pass rate".into(), rate("end_to_end_pass_rate")),
+        ("e2e recall".into(), rate("e2e_recall")),
+        ("e2e precision".into(), rate("e2e_precision")),
+        ("ungraded rows".into(), n("ungraded").to_string()),
+    ]
+}
+
 fn failures(r: &HarnessReport) -> Vec<[String; 4]> {
     let Some(w) = crate::classifier::worst_run(&r.runs) else {
         return vec![];
@@ -693,6 +928,18 @@ fn md_cell(s: &str) -> String {
 pub fn render_markdown(r: &HarnessReport) -> String {
     let mut s = String::from("# Agent exam report\n\n");
     let _ = writeln!(s, "> {}\n", md_cell(&r.note));
+    let fr = fidelity_rows(r);
+    if !fr.is_empty() {
+        let _ = writeln!(
+            s,
+            "## Detect fidelity (end-to-end)\n\n> {}\n\n| | |\n|---|---|",
+            md_cell(E2E_NOTE)
+        );
+        for (k, v) in fr {
+            let _ = writeln!(s, "| {} | {} |", md_cell(&k), md_cell(&v));
+        }
+        s.push_str("\n## Agent exam (hand-written findings)\n\n");
+    }
     s.push_str("| | |\n|---|---|\n");
     for (k, v) in summary_rows(r) {
         let _ = writeln!(s, "| {} | {} |", md_cell(&k), md_cell(&v));
@@ -760,6 +1007,18 @@ pub fn render_html(r: &HarnessReport) -> String {
          </head><body>\n<h1>Agent exam report</h1>\n",
     );
     let _ = writeln!(s, "<p class=\"note\">{}</p>", e(&r.note));
+    let fr = fidelity_rows(r);
+    if !fr.is_empty() {
+        let _ = writeln!(
+            s,
+            "<h2>Detect fidelity (end-to-end)</h2>\n<p class=\"note\">{}</p>\n<table>",
+            e(E2E_NOTE)
+        );
+        for (k, v) in fr {
+            let _ = writeln!(s, "<tr><th>{}</th><td>{}</td></tr>", e(&k), e(&v));
+        }
+        s.push_str("</table>\n<h2>Agent exam (hand-written findings)</h2>\n");
+    }
     s.push_str("<table>\n");
     for (k, v) in summary_rows(r) {
         let _ = writeln!(s, "<tr><th>{}</th><td>{}</td></tr>", e(&k), e(&v));

@@ -74,6 +74,11 @@ pub struct ScenarioResult {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub route_id: String,
     pub model_calls: usize,
+    /// The cascade's wall time. Not serialized: it differs on every run, so it goes
+    /// to `timings.json` and `report.json` / `run-<i>/<id>.json` stay byte-identical
+    /// across reruns (a deliberate departure from mallcop's result file, which
+    /// carries it; readers that expect it see it absent).
+    #[serde(skip)]
     pub wall_millis: u64,
     pub full_chain: Vec<ChainStep>,
     pub structural: StructuralAxes,

@@ -90,6 +90,16 @@ pub enum CorpusError {
     Integrity(#[from] IntegrityError),
     #[error(transparent)]
     Scenario(#[from] ScenarioError),
+    /// A file's bytes changed between the pin check and the moment it was parsed.
+    #[error(
+        "CORPUS INTEGRITY FAIL: {} changed during the run (sha256 {scanned} when the corpus was verified, {now} when it was read for parsing); re-run on an unchanging corpus",
+        .path.display()
+    )]
+    ChangedAfterScan {
+        path: PathBuf,
+        scanned: String,
+        now: String,
+    },
     #[error(
         "duplicate scenario id `{id}` in {} and {}",
         .first.display(),
@@ -132,6 +142,104 @@ pub fn load_extra(dir: &Path) -> Result<Vec<LoadedScenario>, CorpusError> {
     sort_unique(parse_files(corpus::scan(dir)?, true)?)
 }
 
+/// A verified corpus whose scenarios are parsed on demand, one at a time.
+///
+/// [`index_corpus`] runs the same interlock as [`load_corpus`] — scan, hash, verify
+/// count then digest against the pin — but keeps only each file's path and hash, so
+/// verifying a corpus of any size needs one file in memory at a time. A consumer then
+/// parses each scenario with [`IndexedFile::load`], which re-reads the file and refuses
+/// it unless its bytes still hash to what was verified; it projects, grades and drops
+/// the scenario before taking the next. Scenario ids are only known after parsing, so
+/// uniqueness is the consumer's check ([`check_unique_ids`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CorpusIndex {
+    pub root: PathBuf,
+    pub pin_path: PathBuf,
+    /// Number of pinned scenario files (equals the pin's count). Extras not included.
+    pub count: usize,
+    /// Corpus digest (equals the pin's sha256). Extras not included.
+    pub digest: String,
+    /// The manifest of the pinned files.
+    pub manifest: Manifest,
+    /// Pinned files in relpath order, then the extra files in relpath order.
+    pub files: Vec<IndexedFile>,
+}
+
+/// One scenario file of a [`CorpusIndex`]: where it is and the hash it was verified at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexedFile {
+    /// Relpath, path and sha256 (`bytes` is empty).
+    pub file: CorpusFile,
+    /// True when it came from an extra-scenarios directory (unpinned).
+    pub extra: bool,
+}
+
+impl IndexedFile {
+    /// Re-reads, re-verifies and parses the file.
+    pub fn load(&self) -> Result<LoadedScenario, CorpusError> {
+        let bytes = corpus::read_verified(&self.file)?;
+        let scenario = scenario::parse_scenario_bytes(&bytes, &self.file.path)?;
+        Ok(LoadedScenario {
+            relpath: self.file.relpath.clone(),
+            path: self.file.path.clone(),
+            sha256: self.file.sha256.clone(),
+            extra: self.extra,
+            scenario,
+        })
+    }
+}
+
+/// Verifies the corpus at `root` against its pin and lists its files (plus the
+/// unpinned ones under `extra`), parsing nothing. See [`CorpusIndex`].
+pub fn index_corpus(root: &Path, extra: Option<&Path>) -> Result<CorpusIndex, CorpusError> {
+    let pin_path = root.join(PIN_FILE);
+    let files = corpus::scan_hashes(root)?;
+    let pin = Pin::read(&pin_path)?;
+    let manifest = Manifest::from_files(&files);
+    pin.verify(&manifest, &pin_path)?;
+    let mut listed: Vec<IndexedFile> = files
+        .into_iter()
+        .map(|file| IndexedFile { file, extra: false })
+        .collect();
+    if let Some(dir) = extra {
+        listed.extend(index_extra(dir)?);
+    }
+    Ok(CorpusIndex {
+        root: root.to_path_buf(),
+        pin_path,
+        count: manifest.len(),
+        digest: manifest.digest(),
+        manifest,
+        files: listed,
+    })
+}
+
+/// Lists an extra-scenarios directory by the corpus walk rules (no pin, no digest),
+/// parsing nothing.
+pub fn index_extra(dir: &Path) -> Result<Vec<IndexedFile>, CorpusError> {
+    Ok(corpus::scan_hashes(dir)?
+        .into_iter()
+        .map(|file| IndexedFile { file, extra: true })
+        .collect())
+}
+
+/// Fails on the first scenario id seen twice, naming both files.
+pub fn check_unique_ids<'a>(
+    ids: impl IntoIterator<Item = (&'a str, &'a Path)>,
+) -> Result<(), CorpusError> {
+    let mut seen: HashMap<&str, &Path> = HashMap::new();
+    for (id, path) in ids {
+        if let Some(first) = seen.insert(id, path) {
+            return Err(CorpusError::DuplicateId {
+                id: id.to_string(),
+                first: first.to_path_buf(),
+                second: path.to_path_buf(),
+            });
+        }
+    }
+    Ok(())
+}
+
 fn parse_files(files: Vec<CorpusFile>, extra: bool) -> Result<Vec<LoadedScenario>, CorpusError> {
     files
         .into_iter()
@@ -149,16 +257,7 @@ fn parse_files(files: Vec<CorpusFile>, extra: bool) -> Result<Vec<LoadedScenario
 }
 
 fn sort_unique(mut v: Vec<LoadedScenario>) -> Result<Vec<LoadedScenario>, CorpusError> {
-    let mut seen: HashMap<&str, &Path> = HashMap::new();
-    for s in &v {
-        if let Some(first) = seen.insert(&s.scenario.id, &s.path) {
-            return Err(CorpusError::DuplicateId {
-                id: s.scenario.id.clone(),
-                first: first.to_path_buf(),
-                second: s.path.clone(),
-            });
-        }
-    }
+    check_unique_ids(v.iter().map(|s| (s.scenario.id.as_str(), s.path.as_path())))?;
     v.sort_by(|a, b| a.scenario.id.cmp(&b.scenario.id));
     Ok(v)
 }

@@ -114,6 +114,8 @@ pub struct Totals {
     pub passed: usize,
     pub failed: usize,
     pub reserved: usize,
+    /// Projected events over every scenario.
+    pub events: usize,
 }
 
 /// A proportion with its 95% Wilson interval.
@@ -200,7 +202,8 @@ pub struct DetectorHealth {
     pub failures: usize,
 }
 
-#[derive(Debug, Clone, Serialize)]
+/// How fast a run went (not serialized; see [`DetectReport::throughput`]).
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct Throughput {
     pub elapsed_secs: f64,
     pub events: usize,
@@ -224,6 +227,9 @@ pub struct DetectReport {
     pub detector_health: Vec<DetectorHealth>,
     pub detector_errors: usize,
     pub rows: Vec<Row>,
+    /// Wall-clock figures: kept out of the serialized report so that the report is
+    /// byte-identical across reruns and `--parallel`; the CLI prints them on stderr.
+    #[serde(skip)]
     pub throughput: Throughput,
 }
 
@@ -359,20 +365,76 @@ pub fn run(
     opts: &Options,
     corpus: (&str, usize, &str),
 ) -> DetectReport {
+    let load = |i: usize| -> Result<(&LoadedScenario, String), String> {
+        Ok((items[i].scenario, items[i].origin.clone()))
+    };
+    match run_streaming(items.len(), load, members, opts, corpus) {
+        Ok(r) => r,
+        Err(e) => unreachable!("in-memory items do not fail to load: {}", e.message),
+    }
+}
+
+/// Why a streaming run stopped: scenario `index` could not be loaded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadFailure {
+    pub index: usize,
+    pub message: String,
+}
+
+/// The streaming detect exam: `load(i)` yields scenario `i` of `n` (and its origin);
+/// at most `opts.parallel` scenarios are in flight, each loaded, projected, run through
+/// the fleet, graded and dropped before its worker takes the next, so peak memory is
+/// bounded by the in-flight scenarios plus one compact [`Row`] per scenario. Rows are
+/// stored by index, so the report does not depend on scheduling or `opts.parallel`.
+///
+/// A load failure stops the run: workers take no new scenario and the failure with
+/// the lowest index among those seen is returned.
+pub fn run_streaming<L, S>(
+    n: usize,
+    load: L,
+    members: &[Member],
+    opts: &Options,
+    corpus: (&str, usize, &str),
+) -> Result<DetectReport, LoadFailure>
+where
+    L: Fn(usize) -> Result<(S, String), String> + Sync,
+    S: std::borrow::Borrow<LoadedScenario>,
+{
     let started = Instant::now();
     let registered: BTreeSet<String> = members.iter().map(|m| m.name().to_lowercase()).collect();
-    let parallel = opts.parallel.clamp(1, items.len().max(1));
+    let parallel = opts.parallel.clamp(1, n.max(1));
     let next = AtomicUsize::new(0);
-    let slots: Vec<std::sync::Mutex<Option<Graded>>> = (0..items.len())
-        .map(|_| std::sync::Mutex::new(None))
-        .collect();
+    let failed = std::sync::atomic::AtomicBool::new(false);
+    let failures: std::sync::Mutex<Vec<LoadFailure>> = std::sync::Mutex::new(Vec::new());
+    let slots: Vec<std::sync::Mutex<Option<Graded>>> =
+        (0..n).map(|_| std::sync::Mutex::new(None)).collect();
     std::thread::scope(|scope| {
         for _ in 0..parallel {
             scope.spawn(|| {
                 let fleet = Fleet::new(members.to_vec(), opts.timeout);
                 loop {
+                    if failed.load(Ordering::Relaxed) {
+                        break;
+                    }
                     let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(item) = items.get(i) else { break };
+                    if i >= n {
+                        break;
+                    }
+                    let (loaded, origin) = match load(i) {
+                        Ok(x) => x,
+                        Err(message) => {
+                            failed.store(true, Ordering::Relaxed);
+                            failures
+                                .lock()
+                                .unwrap_or_else(|e| e.into_inner())
+                                .push(LoadFailure { index: i, message });
+                            break;
+                        }
+                    };
+                    let item = Item {
+                        scenario: loaded.borrow(),
+                        origin,
+                    };
                     let input = Arc::new(Input {
                         events: projection::events(&item.scenario.scenario),
                         baseline: projection::Baseline::from_scenario(
@@ -381,7 +443,7 @@ pub fn run(
                     });
                     let n_events = input.events.len();
                     let mut runs = fleet.run(input);
-                    let row = grade_row(item, &runs, &registered, n_events);
+                    let row = grade_row(&item, &runs, &registered, n_events);
                     // Keep only statuses: findings are counted in the row already.
                     runs.iter_mut().for_each(|r| r.findings.clear());
                     *slots[i].lock().unwrap_or_else(|e| e.into_inner()) = Some((row, runs));
@@ -389,6 +451,14 @@ pub fn run(
             });
         }
     });
+    if let Some(first) = failures
+        .into_inner()
+        .unwrap_or_else(|e| e.into_inner())
+        .into_iter()
+        .min_by_key(|f| f.index)
+    {
+        return Err(first);
+    }
     let results = slots
         .into_iter()
         .map(|s| s.into_inner().unwrap_or_else(|e| e.into_inner()));
@@ -406,7 +476,7 @@ pub fn run(
             )
         })
         .collect();
-    let mut rows = Vec::with_capacity(items.len());
+    let mut rows = Vec::with_capacity(n);
     for (row, runs) in results.flatten() {
         for r in &runs {
             let h = health.entry(r.detector.clone()).or_default();
@@ -420,13 +490,42 @@ pub fn run(
         rows.push(row);
     }
     let elapsed = started.elapsed().as_secs_f64();
-    summarize(
+    Ok(summarize(
         rows,
         members,
         health.into_values().collect(),
         elapsed,
         corpus,
-    )
+    ))
+}
+
+/// Reorders the report's rows by `key` (stable) and rebuilds every derived list
+/// (missed attacks, false alarms) in the new order. For a streaming run, whose rows
+/// come in file order while scenario ids are only known after parsing.
+pub fn sort_rows<K: Ord>(
+    report: DetectReport,
+    members: &[Member],
+    key: impl Fn(&Row) -> K,
+) -> DetectReport {
+    let DetectReport {
+        corpus_root,
+        corpus_count,
+        corpus_sha256,
+        detector_health,
+        mut rows,
+        throughput,
+        ..
+    } = report;
+    rows.sort_by_key(|r| key(r));
+    let mut r = summarize(
+        rows,
+        members,
+        detector_health,
+        throughput.elapsed_secs,
+        (&corpus_root, corpus_count, &corpus_sha256),
+    );
+    r.throughput = throughput;
+    r
 }
 
 fn cov_entry<'a>(
@@ -533,6 +632,7 @@ pub fn summarize(
         }
     }
     let events: usize = rows.iter().map(|r| r.events).sum();
+    totals.events = events;
     let detector_errors = rows.iter().map(|r| r.errors.len()).sum();
     let extra_count = rows.iter().filter(|r| r.origin != "corpus").count();
     let per = |n: usize| {

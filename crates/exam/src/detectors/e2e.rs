@@ -15,6 +15,16 @@
 //!   action of the first such finding is graded like chain_action.
 //! - **MISMATCH**: findings, none matching. Expected escalate passes when any of the
 //!   expected actor's findings escalated; expected resolve passes when none did.
+//! - **DETECTOR-ERROR** (beyond the spec): a detector panicked, timed out or failed on
+//!   the scenario and the expected finding was not reproduced, so the store is
+//!   incomplete and neither MISMATCH nor DETECT-MISS can be told apart from the error.
+//!   Errors are their own outcome: such rows leave every rate's denominator.
+//!
+//! A row's end-to-end `passed` is `null` (ungraded, with the reason) when it is a
+//! DETECTOR-ERROR, when a cascade its grade depends on hit a model or tool error (the
+//! cascade escalated fail-safe, which says nothing about the model), or when the
+//! scenario has no expected chain action. A rate whose denominator is empty is `null`
+//! with its reason in `na_reasons` — never 0 and never a made-up 1.0.
 //!
 //! Every finding of the scenario is triaged (its resolution stored in the scenario's
 //! own store, nothing shared between scenarios).
@@ -26,6 +36,7 @@ use crate::projection::{self, Finding, value_text};
 use crate::scenario::Scenario;
 use crate::tools::Toolbox;
 use serde::Serialize;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -38,16 +49,72 @@ pub enum Fidelity {
     Mismatch,
     #[serde(rename = "DETECT-MISS")]
     DetectMiss,
+    #[serde(rename = "DETECTOR-ERROR")]
+    DetectorError,
+}
+
+impl Fidelity {
+    /// The report label (`REPRODUCED`, `MISMATCH`, `DETECT-MISS`, `DETECTOR-ERROR`).
+    pub fn label(self) -> &'static str {
+        match self {
+            Fidelity::Reproduced => "REPRODUCED",
+            Fidelity::Mismatch => "MISMATCH",
+            Fidelity::DetectMiss => "DETECT-MISS",
+            Fidelity::DetectorError => "DETECTOR-ERROR",
+        }
+    }
+}
+
+/// What the triage cascade did with one finding.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Triaged {
+    /// `resolved` or `escalated`.
+    pub action: String,
+    pub model_calls: usize,
+    /// Model or tool errors during the cascade (it escalated fail-safe).
+    pub errors: usize,
+}
+
+impl Triaged {
+    /// From a cascade outcome.
+    pub fn from_outcome(o: &crate::cascade::CascadeOutcome) -> Triaged {
+        Triaged {
+            action: o.terminal_action.clone(),
+            model_calls: o.transcript.len(),
+            errors: o.transcript.iter().filter(|e| !e.err.is_empty()).count(),
+        }
+    }
 }
 
 /// One stored resolution.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Resolution {
     pub finding_id: String,
     pub family: String,
     pub actor: String,
     /// `resolved` or `escalated`.
     pub action: String,
+    pub model_calls: usize,
+    /// Model or tool errors in this finding's cascade.
+    pub errors: usize,
+}
+
+impl Resolution {
+    /// The stored resolution of `finding` after triage.
+    pub fn new(finding: &Finding, t: Triaged) -> Resolution {
+        Resolution {
+            finding_id: finding.id.clone(),
+            family: finding.family(),
+            actor: finding.actor.clone(),
+            action: t.action,
+            model_calls: t.model_calls,
+            errors: t.errors,
+        }
+    }
+
+    fn escalated(&self) -> bool {
+        self.action.trim().eq_ignore_ascii_case("escalated")
+    }
 }
 
 /// One end-to-end row.
@@ -58,7 +125,11 @@ pub struct E2eRow {
     pub expected_actor: String,
     pub expected_chain_action: String,
     pub fidelity: Fidelity,
-    pub passed: bool,
+    /// End-to-end pass; `null` when ungraded (see `ungraded`).
+    pub passed: Option<bool>,
+    /// Why `passed` is `null`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ungraded: Option<String>,
     pub findings: usize,
     pub resolutions: Vec<Resolution>,
     /// Detector failures on this scenario (`detector: kind`).
@@ -72,10 +143,21 @@ pub struct DetectFidelity {
     pub reproduced: usize,
     pub mismatch: usize,
     pub detect_miss: usize,
-    pub reproduction_rate: f64,
-    pub end_to_end_pass_rate: f64,
-    pub e2e_recall: f64,
-    pub e2e_precision: f64,
+    /// Rows classified DETECTOR-ERROR (out of every rate).
+    pub detector_error: usize,
+    /// Rows whose end-to-end pass is `null` (errors or no expectation).
+    pub ungraded: usize,
+    /// REPRODUCED ÷ rows without a detector error.
+    pub reproduction_rate: Option<f64>,
+    /// Passed ÷ graded rows.
+    pub end_to_end_pass_rate: Option<f64>,
+    /// Passed ÷ graded attack rows (expected escalated / escalate-or-stronger).
+    pub e2e_recall: Option<f64>,
+    /// Passed ÷ graded benign rows (expected resolved).
+    pub e2e_precision: Option<f64>,
+    /// Why a rate is `null`.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub na_reasons: BTreeMap<String, String>,
     pub rows: Vec<E2eRow>,
 }
 
@@ -91,37 +173,59 @@ fn expected(s: &Scenario) -> (String, String, String) {
     (f.detector.trim().to_lowercase(), actor, chain)
 }
 
-/// Classifies one scenario from its stored resolutions.
+fn is_benign(chain: &str) -> bool {
+    chain.trim().eq_ignore_ascii_case("resolved")
+}
+
+/// Classifies one scenario from its stored resolutions and detector failures.
 pub fn classify(
     s: &Scenario,
     resolutions: Vec<Resolution>,
     detector_errors: Vec<String>,
 ) -> E2eRow {
     let (family, actor, chain) = expected(s);
-    let escalated = |r: &Resolution| r.action.eq_ignore_ascii_case("escalated");
     let matching = resolutions
         .iter()
         .find(|r| r.family.eq_ignore_ascii_case(&family) && r.actor.eq_ignore_ascii_case(&actor));
-    let (fidelity, passed) = if resolutions.is_empty() {
-        (
-            Fidelity::DetectMiss,
-            chain.trim().eq_ignore_ascii_case("resolved"),
-        )
-    } else if let Some(r) = matching {
-        (
-            Fidelity::Reproduced,
-            chain_axis(&r.action, &chain) == AxisResult::Pass,
-        )
-    } else {
-        let actor_escalated = resolutions
-            .iter()
-            .any(|r| r.actor.eq_ignore_ascii_case(&actor) && escalated(r));
-        let pass = if is_attack(&chain) {
-            actor_escalated
+    let triage_error =
+        |n: usize| format!("{n} model/tool error(s) in a cascade this row depends on");
+    let (fidelity, graded): (Fidelity, Result<bool, String>) = if let Some(r) = matching {
+        let g = if r.errors > 0 {
+            Err(triage_error(r.errors))
         } else {
-            chain.trim().eq_ignore_ascii_case("resolved") && !actor_escalated
+            Ok(chain_axis(&r.action, &chain) == AxisResult::Pass)
         };
-        (Fidelity::Mismatch, pass)
+        (Fidelity::Reproduced, g)
+    } else if !detector_errors.is_empty() {
+        (
+            Fidelity::DetectorError,
+            Err(format!("detector failure: {}", detector_errors.join(", "))),
+        )
+    } else if resolutions.is_empty() {
+        (Fidelity::DetectMiss, Ok(is_benign(&chain)))
+    } else {
+        let of_actor: Vec<&Resolution> = resolutions
+            .iter()
+            .filter(|r| r.actor.eq_ignore_ascii_case(&actor))
+            .collect();
+        let errors: usize = of_actor.iter().map(|r| r.errors).sum();
+        let actor_escalated = of_actor.iter().any(|r| r.escalated());
+        let g = if errors > 0 {
+            Err(triage_error(errors))
+        } else if is_attack(&chain) {
+            Ok(actor_escalated)
+        } else {
+            Ok(is_benign(&chain) && !actor_escalated)
+        };
+        (Fidelity::Mismatch, g)
+    };
+    let graded = match graded {
+        Ok(_) if chain.trim().is_empty() => Err("the scenario has no expected chain_action".into()),
+        g => g,
+    };
+    let (passed, ungraded) = match graded {
+        Ok(p) => (Some(p), None),
+        Err(why) => (None, Some(why)),
     };
     E2eRow {
         id: s.id.clone(),
@@ -130,37 +234,74 @@ pub fn classify(
         expected_chain_action: chain,
         fidelity,
         passed,
+        ungraded,
         findings: resolutions.len(),
         resolutions,
         detector_errors,
     }
 }
 
-/// Aggregates rows into the fidelity block (empty denominators → 1.0).
+/// Aggregates rows into the fidelity block.
 pub fn summarize(rows: Vec<E2eRow>) -> DetectFidelity {
-    let ratio = |a: usize, b: usize| if b == 0 { 1.0 } else { a as f64 / b as f64 };
+    let mut na_reasons = BTreeMap::new();
+    let mut ratio = |name: &str, a: usize, b: usize, why: &str| {
+        if b == 0 {
+            na_reasons.insert(name.to_string(), why.to_string());
+            None
+        } else {
+            Some(a as f64 / b as f64)
+        }
+    };
     let count = |f: Fidelity| rows.iter().filter(|r| r.fidelity == f).count();
-    let attacks: Vec<&E2eRow> = rows
+    let graded: Vec<&E2eRow> = rows.iter().filter(|r| r.passed.is_some()).collect();
+    let passed = |v: &[&E2eRow]| v.iter().filter(|r| r.passed == Some(true)).count();
+    let attacks: Vec<&E2eRow> = graded
         .iter()
+        .copied()
         .filter(|r| is_attack(&r.expected_chain_action))
         .collect();
-    let benign: Vec<&E2eRow> = rows
+    let benign: Vec<&E2eRow> = graded
         .iter()
-        .filter(|r| {
-            r.expected_chain_action
-                .trim()
-                .eq_ignore_ascii_case("resolved")
-        })
+        .copied()
+        .filter(|r| is_benign(&r.expected_chain_action))
         .collect();
+    let detector_error = count(Fidelity::DetectorError);
+    let reproduction_rate = ratio(
+        "reproduction_rate",
+        count(Fidelity::Reproduced),
+        rows.len() - detector_error,
+        "no scenario ran without a detector failure",
+    );
+    let end_to_end_pass_rate = ratio(
+        "end_to_end_pass_rate",
+        passed(&graded),
+        graded.len(),
+        "no graded scenario (every row errored or has no expected chain_action)",
+    );
+    let e2e_recall = ratio(
+        "e2e_recall",
+        passed(&attacks),
+        attacks.len(),
+        "no graded attack scenario (expected escalated)",
+    );
+    let e2e_precision = ratio(
+        "e2e_precision",
+        passed(&benign),
+        benign.len(),
+        "no graded benign scenario (expected resolved)",
+    );
     DetectFidelity {
         total: rows.len(),
         reproduced: count(Fidelity::Reproduced),
         mismatch: count(Fidelity::Mismatch),
         detect_miss: count(Fidelity::DetectMiss),
-        reproduction_rate: ratio(count(Fidelity::Reproduced), rows.len()),
-        end_to_end_pass_rate: ratio(rows.iter().filter(|r| r.passed).count(), rows.len()),
-        e2e_recall: ratio(attacks.iter().filter(|r| r.passed).count(), attacks.len()),
-        e2e_precision: ratio(benign.iter().filter(|r| r.passed).count(), benign.len()),
+        detector_error,
+        ungraded: rows.len() - graded.len(),
+        reproduction_rate,
+        end_to_end_pass_rate,
+        e2e_recall,
+        e2e_precision,
+        na_reasons,
         rows,
     }
 }
@@ -185,8 +326,26 @@ pub fn toolbox_for(s: &Scenario, finding: &Finding) -> Toolbox {
     }
 }
 
-/// Runs end-to-end mode: the fleet over each scenario, then `triage` over each of its
-/// findings (returning the terminal action), then classification.
+/// One scenario through the fleet: every finding, in fleet (name) order, and the
+/// detector failures (`detector: kind`).
+pub fn detect(fleet: &Fleet, s: &Scenario) -> (Vec<Finding>, Vec<String>) {
+    let input = Arc::new(Input {
+        events: projection::events(s),
+        baseline: projection::Baseline::from_scenario(s.case.baseline.as_ref()),
+    });
+    let runs = fleet.run(input);
+    let errors = runs
+        .iter()
+        .filter(|r| !r.status.is_ok())
+        .map(|r| format!("{}: {}", r.detector, r.status.kind()))
+        .collect();
+    let findings = runs.into_iter().flat_map(|r| r.findings).collect();
+    (findings, errors)
+}
+
+/// Runs end-to-end mode synchronously: the fleet over each scenario, then `triage`
+/// over each of its findings, then classification. (`gauntlet exam --mode e2e` drives
+/// the same pieces concurrently, with any backend.)
 pub fn run<F>(
     scenarios: &[&LoadedScenario],
     members: &[Member],
@@ -194,33 +353,18 @@ pub fn run<F>(
     triage: F,
 ) -> DetectFidelity
 where
-    F: Fn(&Scenario, &Toolbox) -> String,
+    F: Fn(&Scenario, &Toolbox) -> Triaged,
 {
     let fleet = Fleet::new(members.to_vec(), timeout);
     let rows = scenarios
         .iter()
         .map(|ls| {
             let s = &ls.scenario;
-            let input = Arc::new(Input {
-                events: projection::events(s),
-                baseline: projection::Baseline::from_scenario(s.case.baseline.as_ref()),
-            });
-            let runs = fleet.run(input);
-            let errors = runs
-                .iter()
-                .filter(|r| !r.status.is_ok())
-                .map(|r| format!("{}: {}", r.detector, r.status.kind()))
-                .collect();
+            let (findings, errors) = detect(&fleet, s);
             // The scenario's own store: its findings and their resolutions only.
-            let store: Vec<Resolution> = runs
+            let store: Vec<Resolution> = findings
                 .iter()
-                .flat_map(|r| r.findings.iter())
-                .map(|f| Resolution {
-                    finding_id: f.id.clone(),
-                    family: f.family(),
-                    actor: f.actor.clone(),
-                    action: triage(s, &toolbox_for(s, f)),
-                })
+                .map(|f| Resolution::new(f, triage(s, &toolbox_for(s, f))))
                 .collect();
             classify(s, store, errors)
         })
@@ -233,14 +377,13 @@ where
 pub fn golden_triage(
     rt: &tokio::runtime::Runtime,
     opts: &crate::cascade::CascadeOptions,
-) -> impl Fn(&Scenario, &Toolbox) -> String {
+) -> impl Fn(&Scenario, &Toolbox) -> Triaged {
     move |s: &Scenario, tb: &Toolbox| {
         let model = Arc::new(crate::golden::GoldenModel::new(
             crate::golden::GoldenScript::for_scenario(s),
         ));
         let models = crate::cascade::TierModels::uniform("golden", model);
-        rt.block_on(crate::cascade::run_cascade(tb, &models, opts))
-            .terminal_action
+        Triaged::from_outcome(&rt.block_on(crate::cascade::run_cascade(tb, &models, opts)))
     }
 }
 
@@ -274,10 +417,27 @@ mod tests {
             .into_iter()
             .map(Member::Builtin)
             .collect();
-        let f = run(&[&ls], &members, Duration::from_secs(5), |_, _| {
-            verdict.to_string()
-        });
+        let f = run(&[&ls], &members, Duration::from_secs(5), |_, _| t(verdict));
         f.rows.into_iter().next().unwrap()
+    }
+
+    fn t(action: &str) -> Triaged {
+        Triaged {
+            action: action.into(),
+            model_calls: 1,
+            errors: 0,
+        }
+    }
+
+    fn res(family: &str, actor: &str, action: &str, errors: usize) -> Resolution {
+        Resolution {
+            finding_id: "x".into(),
+            family: family.into(),
+            actor: actor.into(),
+            action: action.into(),
+            model_calls: 1,
+            errors,
+        }
     }
 
     #[test]
@@ -285,10 +445,10 @@ mod tests {
         let s = scenario("escalated", FORCE_PUSH);
         let r = e2e(&s, "escalated");
         assert_eq!(r.fidelity, Fidelity::Reproduced);
-        assert!(r.passed);
+        assert_eq!(r.passed, Some(true));
         let r = e2e(&s, "resolved");
         assert_eq!(r.fidelity, Fidelity::Reproduced);
-        assert!(!r.passed);
+        assert_eq!(r.passed, Some(false));
     }
 
     #[test]
@@ -297,8 +457,9 @@ mod tests {
         let s = scenario("escalated", WRONG_FAMILY);
         let r = e2e(&s, "escalated");
         assert_eq!(r.fidelity, Fidelity::Mismatch);
-        assert!(
-            !r.passed,
+        assert_eq!(
+            r.passed,
+            Some(false),
             "dev has no finding, so none of dev's findings escalated"
         );
         // git-oops fires, but for another actor: still a mismatch.
@@ -307,29 +468,28 @@ mod tests {
         let s = scenario("resolved", WRONG_FAMILY);
         let r = e2e(&s, "escalated");
         assert_eq!(r.fidelity, Fidelity::Mismatch);
-        assert!(
+        assert_eq!(
             r.passed,
+            Some(true),
             "expected resolve: none of dev's findings escalated"
         );
         // A mismatch where the expected actor's finding escalates.
-        let rs = vec![Resolution {
-            finding_id: "x".into(),
-            family: "new-actor".into(),
-            actor: "DEV".into(),
-            action: "escalated".into(),
-        }];
+        let rs = vec![res("new-actor", "DEV", "escalated", 0)];
         let row = classify(&scenario("escalated", QUIET), rs.clone(), vec![]);
-        assert_eq!((row.fidelity, row.passed), (Fidelity::Mismatch, true));
+        assert_eq!((row.fidelity, row.passed), (Fidelity::Mismatch, Some(true)));
         let row = classify(&scenario("resolved", QUIET), rs, vec![]);
-        assert_eq!((row.fidelity, row.passed), (Fidelity::Mismatch, false));
+        assert_eq!(
+            (row.fidelity, row.passed),
+            (Fidelity::Mismatch, Some(false))
+        );
     }
 
     #[test]
     fn detect_miss_passes_only_when_resolve_was_expected() {
         let r = e2e(&scenario("resolved", QUIET), "escalated");
-        assert_eq!((r.fidelity, r.passed), (Fidelity::DetectMiss, true));
+        assert_eq!((r.fidelity, r.passed), (Fidelity::DetectMiss, Some(true)));
         let r = e2e(&scenario("escalated", QUIET), "escalated");
-        assert_eq!((r.fidelity, r.passed), (Fidelity::DetectMiss, false));
+        assert_eq!((r.fidelity, r.passed), (Fidelity::DetectMiss, Some(false)));
     }
 
     #[test]
@@ -345,10 +505,78 @@ mod tests {
             (f.total, f.reproduced, f.mismatch, f.detect_miss),
             (4, 1, 1, 2)
         );
-        assert_eq!(f.reproduction_rate, 0.25);
-        assert_eq!(f.end_to_end_pass_rate, 0.75);
-        assert_eq!(f.e2e_recall, 0.5);
-        assert_eq!(f.e2e_precision, 1.0);
+        assert_eq!(f.reproduction_rate, Some(0.25));
+        assert_eq!(f.end_to_end_pass_rate, Some(0.75));
+        assert_eq!(f.e2e_recall, Some(0.5));
+        assert_eq!(f.e2e_precision, Some(1.0));
+        assert!(f.na_reasons.is_empty());
+    }
+
+    #[test]
+    fn detector_failures_are_their_own_outcome() {
+        // The expected finding is missing and a detector failed: not a DETECT-MISS.
+        let s = scenario("escalated", QUIET);
+        let row = classify(&s, vec![], vec!["git-oops: panic".into()]);
+        assert_eq!(row.fidelity, Fidelity::DetectorError);
+        assert_eq!(row.passed, None);
+        assert!(row.ungraded.as_deref().unwrap().contains("git-oops: panic"));
+        // Nor a MISMATCH when other findings exist.
+        let row = classify(
+            &s,
+            vec![res("new-actor", "dev", "escalated", 0)],
+            vec!["x: timeout".into()],
+        );
+        assert_eq!((row.fidelity, row.passed), (Fidelity::DetectorError, None));
+        // A reproduced finding stands despite an unrelated failure.
+        let row = classify(
+            &s,
+            vec![res("git-oops", "dev", "escalated", 0)],
+            vec!["x: timeout".into()],
+        );
+        assert_eq!(
+            (row.fidelity, row.passed),
+            (Fidelity::Reproduced, Some(true))
+        );
+        // Error rows leave every denominator; an empty denominator is N/A, not 0.
+        let f = summarize(vec![classify(&s, vec![], vec!["x: failed".into()])]);
+        assert_eq!((f.detector_error, f.ungraded), (1, 1));
+        assert_eq!(f.reproduction_rate, None);
+        assert_eq!(f.end_to_end_pass_rate, None);
+        assert_eq!(f.e2e_recall, None);
+        assert_eq!(f.e2e_precision, None);
+        assert_eq!(f.na_reasons.len(), 4);
+        let j = serde_json::to_value(&f).unwrap();
+        assert!(j["e2e_recall"].is_null());
+        assert_eq!(j["rows"][0]["fidelity"], "DETECTOR-ERROR");
+    }
+
+    #[test]
+    fn triage_errors_leave_the_row_ungraded() {
+        // The matched finding's cascade hit a model error (it escalated fail-safe):
+        // that escalation is not credited to the model.
+        let s = scenario("escalated", QUIET);
+        let row = classify(&s, vec![res("git-oops", "DEV", "escalated", 1)], vec![]);
+        assert_eq!((row.fidelity, row.passed), (Fidelity::Reproduced, None));
+        // A mismatch depends on the expected actor's findings only.
+        let row = classify(
+            &s,
+            vec![
+                res("new-actor", "dev", "escalated", 0),
+                res("new-actor", "other", "resolved", 2),
+            ],
+            vec![],
+        );
+        assert_eq!((row.fidelity, row.passed), (Fidelity::Mismatch, Some(true)));
+        let row = classify(&s, vec![res("new-actor", "dev", "escalated", 2)], vec![]);
+        assert_eq!((row.fidelity, row.passed), (Fidelity::Mismatch, None));
+        let f = summarize(vec![
+            row,
+            classify(&s, vec![res("git-oops", "dev", "escalated", 0)], vec![]),
+        ]);
+        assert_eq!(f.ungraded, 1);
+        assert_eq!(f.e2e_recall, Some(1.0));
+        assert_eq!(f.e2e_precision, None);
+        assert!(f.na_reasons["e2e_precision"].contains("benign"));
     }
 
     #[test]
@@ -379,7 +607,7 @@ mod tests {
             f.rows
                 .iter()
                 .filter(|r| r.fidelity == Fidelity::DetectMiss)
-                .all(|r| r.passed)
+                .all(|r| r.passed == Some(true))
         );
         let not_reproduced: Vec<&str> = f
             .rows
@@ -388,9 +616,11 @@ mod tests {
             .map(|r| r.id.as_str())
             .collect();
         eprintln!(
-            "e2e golden: reproduced {}/{}, pass rate {:.3}, recall {:.3}, precision {:.3}; not reproduced: {not_reproduced:?}",
+            "e2e golden: reproduced {}/{}, pass rate {:?}, recall {:?}, precision {:?}; not reproduced: {not_reproduced:?}",
             f.reproduced, f.total, f.end_to_end_pass_rate, f.e2e_recall, f.e2e_precision
         );
-        assert_eq!(f.e2e_recall, 1.0);
+        assert_eq!(f.e2e_recall, Some(1.0));
+        assert_eq!(f.end_to_end_pass_rate, Some(1.0));
+        assert_eq!(f.detector_error, 0);
     }
 }
