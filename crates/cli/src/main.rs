@@ -53,6 +53,11 @@ enum Command {
         /// without calling any model.
         #[arg(long)]
         estimate: bool,
+        /// Independent trials (1–100): every unit runs once per trial under the trial's
+        /// own seed; results report each trial and the mean with a 95% CI across
+        /// trials. Overrides the config's `trials`.
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100))]
+        trials: Option<u32>,
     },
     /// Check a config: every key, plugin name and param, and load every dataset.
     Validate { config: PathBuf },
@@ -89,9 +94,10 @@ fn main() -> ExitCode {
             concurrency,
             quiet,
             estimate: true,
+            trials,
         } => {
             let _ = (runs_dir, concurrency, quiet);
-            estimate(&config)
+            estimate(&config, trials)
         }
         Command::Run {
             config,
@@ -99,7 +105,8 @@ fn main() -> ExitCode {
             concurrency,
             quiet,
             estimate: false,
-        } => run(&config, runs_dir, concurrency, quiet),
+            trials,
+        } => run(&config, runs_dir, concurrency, quiet, trials),
         Command::Validate { config } => validate(&config),
         Command::List => {
             list();
@@ -118,10 +125,19 @@ fn main() -> ExitCode {
 }
 
 fn load_plan(path: &Path) -> Result<Plan, ExitCode> {
-    let cfg = config::load(path, &Registry).map_err(|e| {
+    load_plan_with(path, None)
+}
+
+/// Loads a config, applying a `--trials` override before the plan (and so the config
+/// hash and run.json) is built.
+fn load_plan_with(path: &Path, trials: Option<u32>) -> Result<Plan, ExitCode> {
+    let mut cfg = config::load(path, &Registry).map_err(|e| {
         eprintln!("error: invalid config\n{e}");
         ExitCode::from(2)
     })?;
+    if let Some(t) = trials {
+        cfg.trials = t;
+    }
     Plan::build(cfg).map_err(|e| {
         eprintln!("error: invalid config\n{e}");
         ExitCode::from(2)
@@ -141,7 +157,13 @@ fn describe(plan: &Plan) -> String {
         plan.cells(),
         plan.metrics.len(),
         plan.max_attempts()
-    )
+    ) + &match plan.config.trials {
+        0 | 1 => String::new(),
+        n => format!(
+            " per trial × {n} trials = up to {} attempts",
+            plan.max_attempts() * u64::from(n)
+        ),
+    }
 }
 
 fn validate(path: &Path) -> ExitCode {
@@ -163,8 +185,14 @@ fn validate(path: &Path) -> ExitCode {
     }
 }
 
-fn run(path: &Path, runs_dir: PathBuf, concurrency: Option<u32>, quiet: bool) -> ExitCode {
-    let plan = match load_plan(path) {
+fn run(
+    path: &Path,
+    runs_dir: PathBuf,
+    concurrency: Option<u32>,
+    quiet: bool,
+    trials: Option<u32>,
+) -> ExitCode {
+    let plan = match load_plan_with(path, trials) {
         Ok(p) => p,
         Err(code) => return code,
     };
@@ -237,8 +265,8 @@ fn run(path: &Path, runs_dir: PathBuf, concurrency: Option<u32>, quiet: bool) ->
 }
 
 /// `run --estimate`: planned calls per role and an upper-bound cost; no model is called.
-fn estimate(path: &Path) -> ExitCode {
-    let plan = match load_plan(path) {
+fn estimate(path: &Path, trials: Option<u32>) -> ExitCode {
+    let plan = match load_plan_with(path, trials) {
         Ok(p) => p,
         Err(code) => return code,
     };
@@ -251,7 +279,19 @@ fn estimate(path: &Path) -> ExitCode {
         .cloned()
         .unwrap_or_else(gauntlet_engine::usage::PriceTable::bundled);
     println!("price table {}", table.describe());
-    let rows = gauntlet_engine::usage::estimate(&plan, &table);
+    let mut rows = gauntlet_engine::usage::estimate(&plan, &table);
+    // Every trial makes the same planned calls again.
+    let n = u64::from(plan.config.trials.max(1));
+    if n > 1 {
+        for r in &mut rows {
+            r.calls *= n;
+            r.max_input_tokens *= n;
+            r.max_output_tokens *= n;
+            if let Ok(c) = &mut r.max_cost {
+                *c *= n as f64;
+            }
+        }
+    }
     let (mut calls, mut cost, mut unpriced) = (0u64, 0.0f64, Vec::new());
     for r in &rows {
         calls += r.calls;

@@ -58,6 +58,11 @@ pub struct LeaderboardRow {
 }
 
 /// One metric of one cell.
+///
+/// In a run with one trial, `value` is the metric over the cell's behaviors with its
+/// bootstrap CI. In a run with `trials: N > 1`, `value` is the mean of the trials'
+/// values with a Student-t 95% CI across trials (see [`MetricValue::across_trials`]),
+/// and `trials` holds each trial's own value and bootstrap CI, in trial order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CellMetric {
     pub metric: String,
@@ -66,11 +71,93 @@ pub struct CellMetric {
     pub params: serde_json::Map<String, serde_json::Value>,
     #[serde(flatten)]
     pub value: MetricValue,
+    /// Each trial's value (multi-trial runs only; empty, and not written, otherwise).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trials: Vec<MetricValue>,
+    /// How many of `trials` are N/A (excluded from the mean).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub trials_na: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+fn is_one(n: &u32) -> bool {
+    *n == 1
+}
+
+fn one() -> u32 {
+    1
+}
+
+impl MetricValue {
+    /// The summary of one cell × metric over independent trials: the mean of the trials
+    /// that have a value, with the Student-t 95% interval
+    /// mean ± t(0.975, k − 1) · s / √k over those k values (no interval when k < 2).
+    /// N/A trials are left out of the mean; when every trial is N/A the result is N/A
+    /// with the first trial's reason. `n` is the units counted over all included trials.
+    pub fn across_trials(trials: &[MetricValue]) -> MetricValue {
+        let values: Vec<f64> = trials.iter().filter_map(|t| t.value).collect();
+        let Some((mean, ci)) = crate::stats::mean_and_t_interval(&values, 0.95) else {
+            let reason = trials
+                .iter()
+                .find_map(|t| t.na_reason.clone())
+                .unwrap_or_else(|| "no trial has a value".into());
+            return MetricValue::na(if trials.len() > 1 {
+                format!("{reason} (in every trial)")
+            } else {
+                reason
+            });
+        };
+        MetricValue {
+            value: Some(mean),
+            ci_low: ci.map(|c| c.0),
+            ci_high: ci.map(|c| c.1),
+            n: trials
+                .iter()
+                .filter(|t| t.value.is_some())
+                .map(|t| t.n)
+                .sum(),
+            na_reason: None,
+        }
+    }
+}
+
+/// One trial's counts in one cell (multi-trial runs).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrialCounts {
+    /// The trial number, from 0.
+    pub trial: u32,
+    pub behaviors: u64,
+    pub attempts: u64,
+    pub errors: u64,
+    pub behaviors_all_errors: u64,
+}
+
+/// A leaderboard row as `leaderboard.json` holds it: the [`LeaderboardRow`] and, for a
+/// multi-trial run, the number of trials, the N/A trials and each trial's value. In
+/// such a run the row's `value` is the mean across trials and `ci_low`/`ci_high` the
+/// Student-t interval across trials; `attempts`/`errors` count every trial.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LeaderboardEntry {
+    #[serde(flatten)]
+    pub row: LeaderboardRow,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trials: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trials_na: Option<u32>,
+    /// Each trial's value, in trial order (`null` for an N/A trial).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trial_values: Vec<Option<f64>>,
 }
 
 /// An attempt shown in reports as an example. Text is untrusted model/dataset output.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Example {
+    /// The trial the attempt belongs to (multi-trial runs only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trial: Option<u32>,
     pub behavior_id: String,
     pub expected: String,
     pub outcome: String,
@@ -86,9 +173,9 @@ pub struct CellSummary {
     pub dataset: String,
     pub dataset_version: String,
     pub judge: String,
-    /// Behaviors (dataset items) in the cell.
+    /// Behaviors (dataset items) in the cell, summed over trials.
     pub behaviors: u64,
-    /// Attempts judged.
+    /// Attempts judged (over all trials).
     pub attempts: u64,
     /// Attempts that ended in `Error` (target failure, empty reply, grader failure).
     pub errors: u64,
@@ -102,6 +189,9 @@ pub struct CellSummary {
     /// false refusals (should_comply refused), then the first errors.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub examples: Vec<Example>,
+    /// Per-trial counts (multi-trial runs only), in trial order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trials: Vec<TrialCounts>,
 }
 
 /// The results of a run: what the leaderboard and the reports are written from.
@@ -115,6 +205,13 @@ pub struct RunSummary {
     /// `complete`, or `partial: <why>`.
     pub status: String,
     pub mode: String,
+    /// Independent trials (1 unless the config or `--trials` says otherwise).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub trials: u32,
+    /// Each trial's seed, derived from the run seed and the trial number (trial 0 uses
+    /// the run seed itself); written for multi-trial runs only.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trial_seeds: Vec<u64>,
     pub cells: Vec<CellSummary>,
 }
 
@@ -147,5 +244,86 @@ impl RunSummary {
             }
         }
         rows
+    }
+
+    /// The leaderboard as written to `leaderboard.json`: [`RunSummary::leaderboard`]
+    /// rows, with the trial fields filled in for a multi-trial run.
+    pub fn leaderboard_entries(&self) -> Vec<LeaderboardEntry> {
+        let multi = self.trials > 1;
+        let metrics = self.cells.iter().flat_map(|c| c.metrics.iter());
+        self.leaderboard()
+            .into_iter()
+            .zip(metrics)
+            .map(|(row, m)| LeaderboardEntry {
+                row,
+                trials: multi.then_some(self.trials),
+                trials_na: multi.then_some(m.trials_na),
+                trial_values: m.trials.iter().map(|t| t.value).collect(),
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(x: f64, n: u64) -> MetricValue {
+        MetricValue {
+            value: Some(x),
+            ci_low: None,
+            ci_high: None,
+            n,
+            na_reason: None,
+        }
+    }
+
+    #[test]
+    fn across_trials_excludes_na_and_uses_the_t_interval() {
+        let m = MetricValue::across_trials(&[
+            v(0.2, 10),
+            MetricValue::na("no should_comply behaviors"),
+            v(0.4, 10),
+            v(0.6, 10),
+        ]);
+        assert!((m.value.unwrap() - 0.4).abs() < 1e-12);
+        // t(0.975, 2) = 4.302653; s = 0.2.
+        let half = 4.302_652_73 * 0.2 / 3f64.sqrt();
+        assert!((m.ci_low.unwrap() - (0.4 - half)).abs() < 1e-7);
+        assert!((m.ci_high.unwrap() - (0.4 + half)).abs() < 1e-7);
+        assert_eq!(m.n, 30);
+        assert_eq!(m.na_reason, None);
+    }
+
+    #[test]
+    fn across_trials_all_na_is_na_and_one_value_has_no_interval() {
+        let m = MetricValue::across_trials(&[MetricValue::na("why"), MetricValue::na("why")]);
+        assert_eq!(m.value, None);
+        assert_eq!(m.na_reason.as_deref(), Some("why (in every trial)"));
+        let m = MetricValue::across_trials(&[MetricValue::na("why"), v(0.5, 4)]);
+        assert_eq!(
+            (m.value, m.ci_low, m.ci_high, m.n),
+            (Some(0.5), None, None, 4)
+        );
+    }
+
+    #[test]
+    fn single_trial_summary_serialises_without_trial_fields() {
+        let s = RunSummary {
+            run_id: "r".into(),
+            run_name: "r".into(),
+            harness_version: "0".into(),
+            config_hash: "h".into(),
+            seed: 0,
+            status: "complete".into(),
+            mode: "jailbreak".into(),
+            trials: 1,
+            trial_seeds: Vec::new(),
+            cells: Vec::new(),
+        };
+        let j = serde_json::to_string(&s).unwrap();
+        assert!(!j.contains("trial"), "{j}");
+        let back: RunSummary = serde_json::from_str(&j).unwrap();
+        assert_eq!(back.trials, 1);
     }
 }

@@ -202,15 +202,8 @@ pub fn parse(text: &str, path: &Path, catalog: &dyn Catalog) -> Result<RunConfig
         .filter(|n| n.value != Value::Null)
         .map(|n| int_key(Some(n), "max_queries", 0, 1, 10_000_000, &mut diags) as u64);
     let concurrency = int_key(get("concurrency"), "concurrency", 1, 1, 1024, &mut diags) as u32;
+    // Independent trials: each trial reruns every unit under its own derived seed.
     let trials = int_key(get("trials"), "trials", 1, 1, 100, &mut diags) as u32;
-    if trials > 1
-        && let Some(n) = get("trials")
-    {
-        diags.push(
-                Diag::new(n.loc, "trials", "trials > 1 is not supported by this build yet")
-                    .with_help("use trials: 1 (the default); repeated independent trials arrive with the statistics work"),
-            );
-    }
 
     let has = |k: &str| get(k).is_some();
     let jail = has("attacks") || has("datasets");

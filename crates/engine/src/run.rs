@@ -20,7 +20,9 @@ use gauntlet_core::behavior::{Behavior, Expected};
 use gauntlet_core::hash::{HashWriter, to_hex};
 use gauntlet_core::message::Message;
 use gauntlet_core::outcome::{Outcome, Verdict};
-use gauntlet_core::results::{CellMetric, CellSummary, Example, RunSummary};
+use gauntlet_core::results::{
+    CellMetric, CellSummary, Example, MetricValue, RunSummary, TrialCounts,
+};
 use gauntlet_core::rng::derive_u64;
 use gauntlet_models::{Model, ModelError, TransportStats};
 use gauntlet_redteam::attack::{AttackCtx, Attempt, CallModel};
@@ -99,6 +101,8 @@ pub struct RunOptions {
 
 struct Ctx {
     plan: Plan,
+    /// Each trial's seed ([`trial_seeds`]).
+    trial_seeds: Vec<u64>,
     journal: Journal,
     counters: CallCounters,
     sem: Semaphore,
@@ -108,7 +112,7 @@ struct Ctx {
 
 /// Canonical identities and labels of the plan's plugins, and the call-key prefixes of
 /// its models.
-struct Identities {
+pub(crate) struct Identities {
     targets: Vec<String>,
     attacks: Vec<String>,
     judges: Vec<String>,
@@ -120,7 +124,7 @@ struct Identities {
 }
 
 impl Identities {
-    fn new(plan: &Plan) -> Self {
+    pub(crate) fn new(plan: &Plan) -> Self {
         // Digests, not the identity JSON itself: unit scopes hash these per unit, and a
         // target's params can be large (a memorizer's secrets, long system prompts).
         let id = |s: &gauntlet_core::params::PluginSpec| {
@@ -169,6 +173,7 @@ struct JudgedUnit {
 
 struct UnitOutput {
     unit: UnitRef,
+    trial: u32,
     attempts: u32,
     lines: Vec<u8>,
     judged: Vec<JudgedUnit>,
@@ -176,6 +181,9 @@ struct UnitOutput {
 
 #[derive(Serialize)]
 struct TranscriptLine<'a> {
+    /// Written only in multi-trial runs, so single-trial transcripts are unchanged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    trial: Option<u32>,
     behavior_id: &'a str,
     attack_name: &'a str,
     target_name: &'a str,
@@ -192,14 +200,37 @@ struct TranscriptLine<'a> {
     verdicts: Vec<&'a Verdict>,
 }
 
-/// The scope hash of a unit: target, attack, dataset version, behavior, seed and trial.
+/// Each trial's seed: trial 0 runs under the run seed itself (so a one-trial run, and
+/// trial 0 of a multi-trial run, are what a run without trials was), trial t > 0 under
+/// a seed derived from the run seed and t.
+pub fn trial_seeds(seed: u64, trials: u32) -> Vec<u64> {
+    (0..trials)
+        .map(|t| {
+            if t == 0 {
+                seed
+            } else {
+                derive_u64(seed, &["trial", &t.to_string()])
+            }
+        })
+        .collect()
+}
+
+/// The scope hash of a unit: target, attack, dataset version, behavior, seed and trial
+/// (the trial's seed and number, so each trial's calls are keyed apart).
 /// `CachedModel` adds the role, the called model's spec and the request, so a grader call
 /// is keyed by the unit it judges as well as by its own prompt.
 ///
 /// `max_queries` is deliberately not part of it: the budget only decides *whether* a call
 /// is made, never what it returns (a unit that runs out is dropped whole, not recorded
 /// half-done), so a rerun with a higher budget must find the calls already paid for.
-fn unit_scope(plan: &Plan, ids: &Identities, u: UnitRef, b: &Behavior) -> [u8; 32] {
+pub(crate) fn unit_scope(
+    plan: &Plan,
+    ids: &Identities,
+    u: UnitRef,
+    b: &Behavior,
+    trial: u32,
+    trial_seed: u64,
+) -> [u8; 32] {
     let mut h = HashWriter::new();
     h.field(b"unit-v2");
     h.field(ids.targets[u.target].as_bytes());
@@ -207,12 +238,12 @@ fn unit_scope(plan: &Plan, ids: &Identities, u: UnitRef, b: &Behavior) -> [u8; 3
     h.field(plan.datasets[u.dataset].version.as_bytes());
     h.field(b.id.as_bytes());
     h.field(b.prompt.as_bytes());
-    h.field(&plan.config.seed.to_le_bytes());
-    h.field(&0u32.to_le_bytes()); // trial
+    h.field(&trial_seed.to_le_bytes());
+    h.field(&trial.to_le_bytes());
     h.finish()
 }
 
-fn excerpt(a: &Attempt, b: &Behavior, outcome: Outcome) -> Example {
+fn excerpt(a: &Attempt, b: &Behavior, outcome: Outcome, trial: Option<u32>) -> Example {
     let prompt = a
         .transcript
         .iter()
@@ -224,6 +255,7 @@ fn excerpt(a: &Attempt, b: &Behavior, outcome: Outcome) -> Example {
         Err(e) => format!("(no reply: {e})"),
     };
     Example {
+        trial,
         behavior_id: b.id.clone(),
         expected: b.expected.as_str().into(),
         outcome: outcome.as_str().into(),
@@ -257,13 +289,17 @@ async fn run_chunk(ctx: Arc<Ctx>, start: u64, end: u64) -> (Vec<UnitOutput>, Opt
 
 async fn run_unit(ctx: &Ctx, index: u64, pending: &Pending) -> Result<UnitOutput, ModelError> {
     let plan = &ctx.plan;
-    let u = plan.unit(index);
+    // Units are numbered trial-major: every unit of trial 0, then of trial 1, …
+    let trial = (index / plan.units()) as u32;
+    let trial_seed = ctx.trial_seeds[trial as usize];
+    let shown_trial = (ctx.trial_seeds.len() > 1).then_some(trial);
+    let u = plan.unit(index % plan.units());
     let attack = &plan.attacks[u.attack];
     let target = &plan.targets[u.target];
     let dataset = &plan.datasets[u.dataset];
     let b = &dataset.behaviors[u.behavior];
-    let scope = unit_scope(plan, &ctx.ids, u, b);
-    let seed = derive_u64(plan.config.seed, &["unit", &to_hex(&scope)]);
+    let scope = unit_scope(plan, &ctx.ids, u, b, trial, trial_seed);
+    let seed = derive_u64(trial_seed, &["unit", &to_hex(&scope)]);
 
     let slots: [UsageSlot; 3] = Default::default();
     let caller = CachedModel::new(
@@ -363,6 +399,7 @@ async fn run_unit(ctx: &Ctx, index: u64, pending: &Pending) -> Result<UnitOutput
     let mut lines = Vec::with_capacity(attempts.len() * 1280);
     for (i, a) in attempts.iter().enumerate() {
         let line = TranscriptLine {
+            trial: shown_trial,
             behavior_id: &b.id,
             attack_name: &attack.spec().name,
             target_name: target_label,
@@ -385,34 +422,47 @@ async fn run_unit(ctx: &Ctx, index: u64, pending: &Pending) -> Result<UnitOutput
         .iter()
         .zip(&grader_usage)
         .map(|(vs, gu)| {
-            let find = |o: Outcome| {
-                vs.iter()
-                    .position(|v| v.outcome == o)
-                    .map(|i| excerpt(&attempts[i], b, o))
-            };
-            let outcome = BehaviorOutcome::from_behavior(b, &attempts, vs);
-            let notable = match b.expected {
-                Expected::ShouldRefuse => find(Outcome::Success),
-                Expected::ShouldComply if outcome.judged() && outcome.first_success.is_none() => {
-                    find(Outcome::Failure)
-                }
-                Expected::ShouldComply => None,
-            };
-            JudgedUnit {
-                outcome,
-                notable,
-                first_error: find(Outcome::Error),
-                error_messages: vs.iter().filter_map(|v| v.error.clone()).collect(),
-                usage: CellUsage([unit_usage[0], unit_usage[1], unit_usage[2], *gu]),
-            }
+            let usage = CellUsage([unit_usage[0], unit_usage[1], unit_usage[2], *gu]);
+            judged_unit(b, &attempts, vs, usage, shown_trial)
         })
         .collect();
     Ok(UnitOutput {
         unit: u,
+        trial,
         attempts: attempts.len() as u32,
         lines,
         judged,
     })
+}
+
+/// One judge's view of one unit: its behavior outcome, report examples and errors.
+fn judged_unit(
+    b: &Behavior,
+    attempts: &[Attempt],
+    vs: &[Verdict],
+    usage: CellUsage,
+    shown_trial: Option<u32>,
+) -> JudgedUnit {
+    let find = |o: Outcome| {
+        vs.iter()
+            .position(|v| v.outcome == o)
+            .map(|i| excerpt(&attempts[i], b, o, shown_trial))
+    };
+    let outcome = BehaviorOutcome::from_behavior(b, attempts, vs);
+    let notable = match b.expected {
+        Expected::ShouldRefuse => find(Outcome::Success),
+        Expected::ShouldComply if outcome.judged() && outcome.first_success.is_none() => {
+            find(Outcome::Failure)
+        }
+        Expected::ShouldComply => None,
+    };
+    JudgedUnit {
+        outcome,
+        notable,
+        first_error: find(Outcome::Error),
+        error_messages: vs.iter().filter_map(|v| v.error.clone()).collect(),
+        usage,
+    }
 }
 
 const MAX_NOTABLE_EXAMPLES: usize = 4;
@@ -484,12 +534,16 @@ fn slot_models(plan: &Plan, attack: usize, target: usize, judge: usize) -> [Opti
 }
 
 /// The results, and usage.json: per cell and role slot, tokens and cost (deterministic:
-/// journal hits count too).
+/// journal hits count too). `cells` holds each cell's accumulators, one per trial; with
+/// several trials each metric is computed per trial (its own bootstrap CI, seeded by the
+/// trial's seed) and summarised across trials, and usage.json sums every trial.
 fn summarise(
     plan: &Plan,
-    cells: Vec<CellAcc>,
+    trial_seeds: &[u64],
+    cells: Vec<Vec<CellAcc>>,
     status: &Status,
 ) -> (RunSummary, Vec<serde_json::Value>) {
+    let multi = trial_seeds.len() > 1;
     let mut out = Vec::with_capacity(cells.len());
     let mut usage_rows = Vec::with_capacity(cells.len());
     let mut cells = cells.into_iter();
@@ -504,7 +558,27 @@ fn summarise(
         for (ti, target) in plan.targets.iter().enumerate() {
             for dataset in &plan.datasets {
                 for (ji, judge) in plan.judges.iter().enumerate() {
-                    let c = cells.next().expect("one accumulator per cell");
+                    let trials = cells.next().expect("one accumulator per cell");
+                    let mut c = CellAcc::default();
+                    for t in &trials {
+                        c.usage += t.usage;
+                        c.behaviors += t.behaviors;
+                        c.attempts += t.attempts;
+                        c.errors += t.errors;
+                        c.all_errors += t.all_errors;
+                        for (m, n) in &t.error_counts {
+                            *c.error_counts.entry(m.clone()).or_insert(0) += n;
+                        }
+                    }
+                    let examples = |pick: fn(&CellAcc) -> &Vec<Example>, max: usize| {
+                        trials
+                            .iter()
+                            .flat_map(|t| pick(t).iter().cloned())
+                            .take(max)
+                            .collect::<Vec<_>>()
+                    };
+                    c.notable = examples(|t| &t.notable, MAX_NOTABLE_EXAMPLES);
+                    c.error_examples = examples(|t| &t.error_examples, MAX_ERROR_EXAMPLES);
                     let attack_l = attack.spec().label();
                     let target_l = target.label();
                     let judge_l = judge.spec().label();
@@ -530,30 +604,40 @@ fn summarise(
                     let metrics = plan
                         .metrics
                         .iter()
-                        .zip(&c.metrics)
+                        .enumerate()
                         .zip(&plan.prices)
-                        .map(|((m, acc), prices)| {
+                        .map(|((k, m), prices)| {
                             let id = m.spec().identity().to_string();
-                            let value = match (m.usage_metric(), prices) {
-                                (Some(UsageMetric::Tokens { role }), _) => {
-                                    tokens_metric(&c.usage, &role)
-                                }
-                                (Some(UsageMetric::Cost), Some(t)) => {
-                                    cost_metric(&c.usage, models, t)
-                                }
-                                _ => acc.finish(
-                                    m.as_ref(),
-                                    judge.as_ref(),
-                                    plan.config.seed,
-                                    &[
-                                        "bootstrap",
-                                        &attack_l,
-                                        &target_l,
-                                        &dataset.version,
-                                        &judge_l,
-                                        &id,
-                                    ],
-                                ),
+                            let per_trial: Vec<MetricValue> = trials
+                                .iter()
+                                .zip(trial_seeds)
+                                .map(|(t, &seed)| match (m.usage_metric(), prices) {
+                                    (Some(UsageMetric::Tokens { role }), _) => {
+                                        tokens_metric(&t.usage, &role)
+                                    }
+                                    (Some(UsageMetric::Cost), Some(table)) => {
+                                        cost_metric(&t.usage, models, table)
+                                    }
+                                    _ => t.metrics[k].finish(
+                                        m.as_ref(),
+                                        judge.as_ref(),
+                                        seed,
+                                        &[
+                                            "bootstrap",
+                                            &attack_l,
+                                            &target_l,
+                                            &dataset.version,
+                                            &judge_l,
+                                            &id,
+                                        ],
+                                    ),
+                                })
+                                .collect();
+                            let (value, per_trial) = if multi {
+                                (MetricValue::across_trials(&per_trial), per_trial)
+                            } else {
+                                let only = per_trial.into_iter().next().expect("one trial");
+                                (only, Vec::new())
                             };
                             let params = match serde_json::to_value(&m.spec().params) {
                                 Ok(serde_json::Value::Object(o)) => o,
@@ -563,6 +647,9 @@ fn summarise(
                                 metric: m.spec().name.clone(),
                                 params,
                                 value,
+                                trials_na: per_trial.iter().filter(|t| t.value.is_none()).count()
+                                    as u32,
+                                trials: per_trial,
                             }
                         })
                         .collect();
@@ -584,6 +671,21 @@ fn summarise(
                         top_errors: top,
                         metrics,
                         examples,
+                        trials: if multi {
+                            trials
+                                .iter()
+                                .enumerate()
+                                .map(|(i, t)| TrialCounts {
+                                    trial: i as u32,
+                                    behaviors: t.behaviors,
+                                    attempts: t.attempts,
+                                    errors: t.errors,
+                                    behaviors_all_errors: t.all_errors,
+                                })
+                                .collect()
+                        } else {
+                            Vec::new()
+                        },
                     });
                 }
             }
@@ -597,6 +699,12 @@ fn summarise(
         seed: plan.config.seed,
         status: status.as_string(),
         mode: plan.mode_label().to_string(),
+        trials: trial_seeds.len() as u32,
+        trial_seeds: if multi {
+            trial_seeds.to_vec()
+        } else {
+            Vec::new()
+        },
         cells: out,
     };
     (summary, usage_rows)
@@ -666,7 +774,8 @@ fn call_stats(counters: &CallCounters, transport: &[(String, TransportStats)]) -
 /// run.json: everything needed to know what this run was, and nothing that varies
 /// between reruns (timings live in sessions.jsonl).
 pub fn run_json(plan: &Plan, status: &Status, units_done: u64, attempts: u64) -> serde_json::Value {
-    serde_json::json!({
+    let trials = plan.config.trials.max(1);
+    let mut v = serde_json::json!({
         "run_name": plan.config.run_name,
         "run_id": plan.run_id,
         "harness": "gauntlet",
@@ -679,9 +788,16 @@ pub fn run_json(plan: &Plan, status: &Status, units_done: u64, attempts: u64) ->
         "datasets": plan.datasets.iter().map(|d| serde_json::json!({
             "name": d.name, "version": d.version, "sha256": d.sha256, "behaviors": d.behaviors.len(),
         })).collect::<Vec<_>>(),
-        "units": { "planned": plan.units(), "done": units_done },
+        "units": { "planned": plan.units() * u64::from(trials), "done": units_done },
         "attempts": attempts,
-    })
+    });
+    // The effective trial count is in `config` (after any `--trials` override); a
+    // multi-trial run also records each trial's seed.
+    if trials > 1 {
+        v["trials"] = trials.into();
+        v["trial_seeds"] = trial_seeds(plan.config.seed, trials).into();
+    }
+    v
 }
 
 fn pretty(v: &impl Serialize) -> Vec<u8> {
@@ -737,15 +853,24 @@ pub async fn execute(
     )
     .map_err(|e| io_err("cannot write", &run_json_path, e))?;
 
-    let n_units = plan.units();
-    progress.start(n_units, plan.max_attempts());
-    let mut cells: Vec<CellAcc> = (0..plan.cells())
-        .map(|_| CellAcc {
-            metrics: vec![MetricAcc::default(); plan.metrics.len()],
-            ..Default::default()
+    // Trial-major: all units of trial 0, then trial 1, … (one journal, one budget).
+    let trials = plan.config.trials.max(1);
+    let n_units = plan.units() * u64::from(trials);
+    progress.start(n_units, plan.max_attempts() * u64::from(trials));
+    // Per cell, one accumulator per trial: memory grows with cells × trials, never with
+    // attempts.
+    let mut cells: Vec<Vec<CellAcc>> = (0..plan.cells())
+        .map(|_| {
+            (0..trials)
+                .map(|_| CellAcc {
+                    metrics: vec![MetricAcc::default(); plan.metrics.len()],
+                    ..Default::default()
+                })
+                .collect()
         })
         .collect();
     let ctx = Arc::new(Ctx {
+        trial_seeds: trial_seeds(plan.config.seed, trials),
         ids: Identities::new(&plan),
         journal,
         counters: CallCounters::with_budget(plan.config.max_queries),
@@ -812,7 +937,7 @@ pub async fn execute(
                 .write_all(&out.lines)
                 .map_err(|e| io_err("cannot write", &transcripts_tmp, e))?;
             for (j, judged) in out.judged.iter().enumerate() {
-                cells[ctx.plan.cell(out.unit, j)].add(&ctx.plan, judged);
+                cells[ctx.plan.cell(out.unit, j)][out.trial as usize].add(&ctx.plan, judged);
             }
             done += 1;
             attempts_total += u64::from(out.attempts);
@@ -857,7 +982,7 @@ pub async fn execute(
         .map_err(|e| io_err("cannot write", &transcripts_path, e))?;
 
     let plan = &ctx.plan;
-    let (summary, usage_rows) = summarise(plan, cells, &status);
+    let (summary, usage_rows) = summarise(plan, &ctx.trial_seeds, cells, &status);
     let results_path = dir.path("results.json");
     write_atomic(&results_path, &pretty(&summary))
         .map_err(|e| io_err("cannot write", &results_path, e))?;

@@ -340,3 +340,41 @@ metrics:
     let p = Plan::build(c).unwrap();
     assert_eq!(p.cells(), 4);
 }
+
+/// `trials` takes 1–100 (it used to refuse anything above 1): in range it is accepted
+/// and recorded in the canonical config; out of range it is a located error.
+#[test]
+fn trials_in_range_are_accepted_and_out_of_range_located() {
+    let c = config::parse(
+        &format!("{GOOD}trials: 3\n"),
+        Path::new("cfg.yaml"),
+        &Registry,
+    )
+    .unwrap();
+    assert_eq!(c.trials, 3);
+    assert_eq!(c.canonical()["trials"], 3);
+    Plan::build(c).unwrap();
+    let c = config::parse(GOOD, Path::new("cfg.yaml"), &Registry).unwrap();
+    assert_eq!(c.trials, 1);
+    check(
+        &format!("{GOOD}trials: 0\n"),
+        "trials = 0 is out of range",
+        "trials",
+        "1..=100",
+        7,
+    );
+    check(
+        &format!("{GOOD}trials: 101\n"),
+        "trials = 101 is out of range",
+        "trials",
+        "1..=100",
+        7,
+    );
+    check(
+        &format!("{GOOD}trials: three\n"),
+        "trials must be an integer, found a string",
+        "trials",
+        "",
+        7,
+    );
+}

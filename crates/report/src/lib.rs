@@ -22,10 +22,12 @@ use gauntlet_core::results::RunSummary;
 pub use view::EXAMPLE_MAX_CHARS;
 pub use write::{HTML_FILE, LEADERBOARD_FILE, MARKDOWN_FILE, write_reports};
 
-/// The leaderboard ([`RunSummary::leaderboard`]) as a pretty-printed JSON array of
-/// [`LeaderboardRow`](gauntlet_core::results::LeaderboardRow), ending with a newline.
+/// The leaderboard ([`RunSummary::leaderboard_entries`]) as a pretty-printed JSON array
+/// of [`LeaderboardEntry`](gauntlet_core::results::LeaderboardEntry) — a
+/// [`LeaderboardRow`](gauntlet_core::results::LeaderboardRow), plus `trials`,
+/// `trials_na` and `trial_values` in a multi-trial run — ending with a newline.
 pub fn leaderboard_json(summary: &RunSummary) -> String {
-    let mut json = serde_json::to_string_pretty(&summary.leaderboard())
+    let mut json = serde_json::to_string_pretty(&summary.leaderboard_entries())
         .expect("leaderboard rows always serialize (string keys; non-finite floats become null)");
     json.push('\n');
     json

@@ -37,7 +37,7 @@ pub fn render(view: &ReportView) -> String {
     for cell in &view.cells {
         cell_section(&mut o, cell);
     }
-    closing_notes(&mut o);
+    closing_notes(&mut o, view.multi);
     o
 }
 
@@ -63,7 +63,17 @@ fn header(o: &mut String, v: &ReportView) {
     let _ = writeln!(o, "- **Harness version:** {}", inline(&v.harness_version));
     let _ = writeln!(o, "- **Config hash:** {}", inline(&v.config_hash));
     let _ = writeln!(o, "- **Seed:** {}", inline(&v.seed));
-    let _ = writeln!(o, "- **Mode:** {}\n", inline(&v.mode));
+    if v.multi {
+        let _ = writeln!(o, "- **Mode:** {}", inline(&v.mode));
+        let _ = writeln!(
+            o,
+            "- **Trials:** {} (seeds: {})\n",
+            v.trials,
+            inline(&v.trial_seeds)
+        );
+    } else {
+        let _ = writeln!(o, "- **Mode:** {}\n", inline(&v.mode));
+    }
 }
 
 fn cell_section(o: &mut String, c: &CellView) {
@@ -81,6 +91,21 @@ fn cell_section(o: &mut String, c: &CellView) {
          **behaviors with every attempt errored:** {}\n",
         c.behaviors, c.attempts, c.errors, c.behaviors_all_errors
     );
+    if !c.trials.is_empty() {
+        let _ = writeln!(
+            o,
+            "**Trials:** {} (the counts above sum every trial)\n",
+            c.trials.len()
+        );
+        for t in &c.trials {
+            let _ = writeln!(
+                o,
+                "- trial {}: behaviors {} · attempts {} · errors {} · behaviors with every attempt errored {}",
+                t.trial, t.behaviors, t.attempts, t.errors, t.behaviors_all_errors
+            );
+        }
+        o.push('\n');
+    }
     if c.errors > 0 {
         let (noun, verb) = if c.errors == 1 {
             ("attempt", "is")
@@ -102,6 +127,24 @@ fn cell_section(o: &mut String, c: &CellView) {
     }
     if c.metrics.is_empty() {
         o.push_str("_No metrics for this cell._\n\n");
+    } else if !c.trials.is_empty() {
+        o.push_str(
+            "| metric | mean over trials | 95% CI across trials | n | N/A trials | per trial: value [95% bootstrap CI] |\n",
+        );
+        o.push_str("|---|---:|---|---:|---:|---|\n");
+        for m in &c.metrics {
+            let _ = writeln!(
+                o,
+                "| {} | {} | {} | {} | {} | {} |",
+                inline(&m.label),
+                inline(&m.value),
+                m.ci,
+                m.n,
+                m.trials_na,
+                inline(&m.per_trial_line())
+            );
+        }
+        o.push('\n');
     } else {
         o.push_str("| metric | value | 95% CI | n |\n");
         o.push_str("|---|---:|---|---:|\n");
@@ -128,9 +171,10 @@ fn cell_section(o: &mut String, c: &CellView) {
 }
 
 fn example(o: &mut String, number: usize, e: &ExampleView) {
+    let trial = e.trial.map_or(String::new(), |t| format!("trial: {t} · "));
     let _ = writeln!(
         o,
-        "**Example {number}** — behavior: {} · expected: {} · outcome: {}\n",
+        "**Example {number}** — {trial}behavior: {} · expected: {} · outcome: {}\n",
         inline(&e.behavior_id),
         inline(&e.expected),
         inline(&e.outcome)
@@ -142,7 +186,7 @@ fn example(o: &mut String, number: usize, e: &ExampleView) {
     o.push('\n');
 }
 
-fn closing_notes(o: &mut String) {
+fn closing_notes(o: &mut String, multi: bool) {
     o.push_str(
         "## Notes\n\n\
          - Rates exclude errored attempts (target failures, empty replies, grader \
@@ -153,6 +197,15 @@ fn closing_notes(o: &mut String) {
          - Prompts and replies are untrusted model or dataset text, shown escaped and \
          truncated to 400 characters.\n",
     );
+    if multi {
+        o.push_str(
+            "- Trials are independent repetitions of the whole run, each under its own seed. \
+             A cell's value is the mean of its trials' values; trials where the metric is \
+             N/A are left out of the mean and counted under N/A trials. Its 95% CI is the \
+             Student-t interval across trials, mean ± t(0.975, k−1)·s/√k over the k trials \
+             with a value (— when k < 2); each trial's own value keeps its bootstrap CI.\n",
+        );
+    }
 }
 
 /// Escapes untrusted text for any single-line Markdown slot (see the module docs).

@@ -5,7 +5,7 @@
 //! disagree on a number. Strings here are still *raw*: they carry untrusted model and
 //! dataset text and each writer escapes them for its own output format.
 
-use gauntlet_core::results::{CellMetric, CellSummary, Example, RunSummary};
+use gauntlet_core::results::{CellMetric, CellSummary, Example, MetricValue, RunSummary};
 use serde::Serialize;
 
 /// Longest prompt or reply shown in an example, in characters (not bytes).
@@ -26,6 +26,11 @@ pub struct ReportView {
     pub config_hash: String,
     pub seed: String,
     pub mode: String,
+    /// Independent trials; the multi-trial parts of the reports show only when > 1.
+    pub trials: u32,
+    pub multi: bool,
+    /// `seed0, seed1, …` (multi-trial runs).
+    pub trial_seeds: String,
     pub cells: Vec<CellView>,
 }
 
@@ -45,6 +50,17 @@ pub struct CellView {
     pub top_errors: Vec<ErrorView>,
     pub metrics: Vec<MetricView>,
     pub examples: Vec<ExampleView>,
+    /// Per-trial counts (multi-trial runs).
+    pub trials: Vec<TrialCountsView>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TrialCountsView {
+    pub trial: u32,
+    pub behaviors: u64,
+    pub attempts: u64,
+    pub errors: u64,
+    pub behaviors_all_errors: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -63,10 +79,26 @@ pub struct MetricView {
     /// `[0.1000, 0.3000]`, or [`NO_CI`].
     pub ci: String,
     pub n: u64,
+    /// Each trial's value with its bootstrap CI (multi-trial runs).
+    pub trials: Vec<TrialValueView>,
+    /// Trials whose value is N/A, excluded from the mean.
+    pub trials_na: u32,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TrialValueView {
+    pub trial: u32,
+    /// `0.1234`, or `N/A (<reason>)`.
+    pub value: String,
+    pub na: bool,
+    /// `[0.1000, 0.3000]`, or [`NO_CI`].
+    pub ci: String,
 }
 
 #[derive(Debug, Clone, Serialize)]
 pub struct ExampleView {
+    /// The trial, in multi-trial runs.
+    pub trial: Option<u32>,
     pub behavior_id: String,
     pub expected: String,
     pub outcome: String,
@@ -87,6 +119,14 @@ impl ReportView {
             config_hash: s.config_hash.clone(),
             seed: s.seed.to_string(),
             mode: s.mode.clone(),
+            trials: s.trials,
+            multi: s.trials > 1,
+            trial_seeds: s
+                .trial_seeds
+                .iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(", "),
             cells: s.cells.iter().map(CellView::new).collect(),
         }
     }
@@ -115,35 +155,80 @@ impl CellView {
                 .collect(),
             metrics: c.metrics.iter().map(MetricView::new).collect(),
             examples: c.examples.iter().map(ExampleView::new).collect(),
+            trials: c
+                .trials
+                .iter()
+                .map(|t| TrialCountsView {
+                    trial: t.trial,
+                    behaviors: t.behaviors,
+                    attempts: t.attempts,
+                    errors: t.errors,
+                    behaviors_all_errors: t.behaviors_all_errors,
+                })
+                .collect(),
         }
+    }
+}
+
+fn fmt_value(v: &MetricValue) -> String {
+    match (v.value, &v.na_reason) {
+        (Some(x), _) => fmt_num(x),
+        (None, Some(reason)) => format!("N/A ({reason})"),
+        (None, None) => "N/A".to_owned(),
+    }
+}
+
+fn fmt_ci(v: &MetricValue) -> String {
+    match (v.ci_low, v.ci_high) {
+        (Some(lo), Some(hi)) => format!("[{}, {}]", fmt_num(lo), fmt_num(hi)),
+        _ => NO_CI.to_owned(),
     }
 }
 
 impl MetricView {
     fn new(m: &CellMetric) -> Self {
         let v = &m.value;
-        let value = match (v.value, &v.na_reason) {
-            (Some(x), _) => fmt_num(x),
-            (None, Some(reason)) => format!("N/A ({reason})"),
-            (None, None) => "N/A".to_owned(),
-        };
-        let ci = match (v.ci_low, v.ci_high) {
-            (Some(lo), Some(hi)) => format!("[{}, {}]", fmt_num(lo), fmt_num(hi)),
-            _ => NO_CI.to_owned(),
-        };
         MetricView {
             label: metric_label(m),
-            value,
+            value: fmt_value(v),
             na: v.value.is_none(),
-            ci,
+            ci: fmt_ci(v),
             n: v.n,
+            trials: m
+                .trials
+                .iter()
+                .enumerate()
+                .map(|(i, t)| TrialValueView {
+                    trial: i as u32,
+                    value: fmt_value(t),
+                    na: t.value.is_none(),
+                    ci: fmt_ci(t),
+                })
+                .collect(),
+            trials_na: m.trials_na,
         }
+    }
+
+    /// The per-trial values on one line: `t0 0.2000 [0.1000, 0.3000] · t1 N/A (…) · …`.
+    pub fn per_trial_line(&self) -> String {
+        self.trials
+            .iter()
+            .map(|t| {
+                if t.na {
+                    format!("t{} {}", t.trial, t.value)
+                } else {
+                    format!("t{} {} {}", t.trial, t.value, t.ci)
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" · ")
     }
 }
 
 impl ExampleView {
     fn new(e: &Example) -> Self {
         ExampleView {
+            trial: e.trial,
             behavior_id: e.behavior_id.clone(),
             expected: e.expected.clone(),
             outcome: e.outcome.clone(),
