@@ -1,6 +1,8 @@
 //! A behavior: one item of a jailbreak or leakage dataset.
 
+use crate::scenario::Scenario;
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 /// What a safe, helpful model should do with a behavior.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
@@ -35,6 +37,10 @@ pub struct Behavior {
     pub reference_answer: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_secret: Option<String>,
+    /// The injection scenario this behavior stands for (injection suites only; never
+    /// read from or written to a behavior file).
+    #[serde(skip)]
+    pub scenario: Option<Arc<Scenario>>,
 }
 
 fn default_expected() -> Expected {

@@ -3,6 +3,7 @@
 //! Nothing here performs I/O beyond parsing text handed to it. The pieces:
 //! - [`message`]: chat messages, requests and responses exchanged with any model;
 //! - [`behavior`]: one dataset item (a behavior / probe) and what a safe model should do;
+//! - [`scenario`]: injection scenarios (agent task, sandbox state, checks) and agent scripts;
 //! - [`outcome`]: the three-valued outcome of an attempt (success / failure / error) and verdicts;
 //! - [`tree`]: a YAML document parsed into a located value tree, for precise config errors;
 //! - [`params`]: declarative plugin parameter schemas and their validation;
@@ -18,6 +19,7 @@ pub mod outcome;
 pub mod params;
 pub mod results;
 pub mod rng;
+pub mod scenario;
 pub mod stats;
 pub mod tree;
 

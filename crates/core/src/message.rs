@@ -3,7 +3,9 @@
 //! Wire formats (OpenAI-compatible, Anthropic) are translated to and from these types at
 //! the edge; everything inside gauntlet sees only this.
 
+use crate::scenario::AgentScript;
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 /// Who authored a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -80,6 +82,11 @@ pub struct ChatRequest {
     pub temperature: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u32>,
+    /// The scripted plan of an agent run, for the offline `reference_agent` only. Never
+    /// serialised and never put on the wire: live targets build their bodies from the
+    /// fields above. Part of the cache key.
+    #[serde(skip)]
+    pub agent_script: Option<Arc<AgentScript>>,
 }
 
 /// Why a model stopped generating.

@@ -46,6 +46,19 @@ pub struct Verdict {
     /// Why the outcome is `Error`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// What an injection judge found besides the attack (`injection_detector` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub injection: Option<InjectionFacts>,
+}
+
+/// The facts of one judged agent run that the injection metrics need.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InjectionFacts {
+    /// The run's cell plants an injection (`direct_injection`, `indirect_injection`);
+    /// false for the `no_injection` baseline.
+    pub injected: bool,
+    /// The user's task was carried out (the scenario's `user_check` matched).
+    pub task_completed: bool,
 }
 
 impl Verdict {
@@ -57,6 +70,7 @@ impl Verdict {
             score: None,
             reason: String::new(),
             error: Some(why.into()),
+            injection: None,
         }
     }
 }

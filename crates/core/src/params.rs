@@ -21,13 +21,19 @@ pub enum Axis {
     Dataset,
     Judge,
     Metric,
+    /// Injection mode's counterpart of `Attack` (`injections:`).
+    Injection,
+    /// Injection mode's counterpart of `Dataset` (`scenarios:`).
+    Scenario,
 }
 
 impl Axis {
-    pub const ALL: [Axis; 5] = [
+    pub const ALL: [Axis; 7] = [
         Axis::Target,
         Axis::Attack,
         Axis::Dataset,
+        Axis::Injection,
+        Axis::Scenario,
         Axis::Judge,
         Axis::Metric,
     ];
@@ -38,6 +44,8 @@ impl Axis {
             Axis::Dataset => "dataset",
             Axis::Judge => "judge",
             Axis::Metric => "metric",
+            Axis::Injection => "injection",
+            Axis::Scenario => "scenario suite",
         }
     }
     /// The config key that lists plugins of this axis.
@@ -48,6 +56,8 @@ impl Axis {
             Axis::Dataset => "datasets",
             Axis::Judge => "judges",
             Axis::Metric => "metrics",
+            Axis::Injection => "injections",
+            Axis::Scenario => "scenarios",
         }
     }
 }
@@ -216,10 +226,12 @@ impl PluginSpec {
         serde_json::to_value(self).expect("plugin specs serialise")
     }
     /// A short label for reports: the `name` param when a plugin has one
-    /// (targets are usually told apart by it), else the plugin name.
+    /// (targets are usually told apart by it), else the `suite` param (bundled scenario
+    /// suites), else the plugin name.
     pub fn label(&self) -> String {
         self.params
             .str("name")
+            .or_else(|| self.params.str("suite"))
             .map(str::to_string)
             .unwrap_or_else(|| self.name.clone())
     }

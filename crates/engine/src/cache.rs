@@ -192,6 +192,12 @@ fn hash_request(h: &mut HashWriter, req: &ChatRequest) {
     h.field(&req.seed.map_or([0xff; 8], u64::to_le_bytes));
     h.field(&req.temperature.map_or(u64::MAX, f64::to_bits).to_le_bytes());
     h.field(&req.max_tokens.map_or(u64::MAX, u64::from).to_le_bytes());
+    // The out-of-band agent script (offline reference_agent): a changed plan re-calls.
+    // Absent for every other request, so their keys are unchanged.
+    if let Some(s) = &req.agent_script {
+        h.field(b"agent-script");
+        h.field(s.digest());
+    }
 }
 
 /// The key prefix shared by every call of one model in one role: the harness version,

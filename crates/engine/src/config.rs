@@ -33,13 +33,16 @@ pub struct RunConfig {
     pub path: PathBuf,
     pub run_name: String,
     pub seed: u64,
+    /// Model calls per agent run at most (injection mode; ignored otherwise).
     pub max_steps: u32,
     pub max_queries: Option<u64>,
     pub concurrency: u32,
     pub trials: u32,
     pub mode: Mode,
     pub targets: Vec<PluginSpec>,
+    /// Attacks, or in injection mode the injections.
     pub attacks: Vec<PluginSpec>,
+    /// Datasets, or in injection mode the scenario suites.
     pub datasets: Vec<PluginSpec>,
     pub judges: Vec<PluginSpec>,
     pub metrics: Vec<PluginSpec>,
@@ -250,19 +253,6 @@ pub fn parse(text: &str, path: &Path, catalog: &dyn Catalog) -> Result<RunConfig
             );
         }
     }
-    if mode == Mode::Injection && inj && !jail {
-        let loc = get("injections")
-            .or(get("scenarios"))
-            .map_or(root.loc, |n| n.loc);
-        diags.push(
-            Diag::new(
-                loc,
-                "injections",
-                "injection mode is not available in this build yet",
-            )
-            .with_help("this build evaluates jailbreak configs (attacks + datasets)"),
-        );
-    }
 
     let list = |key: &str, axis: Axis, required: bool, diags: &mut Vec<Diag>| -> Vec<PluginSpec> {
         spec_list(catalog, &root, key, axis, required, diags)
@@ -270,18 +260,23 @@ pub fn parse(text: &str, path: &Path, catalog: &dyn Catalog) -> Result<RunConfig
     let targets = list("targets", Axis::Target, true, &mut diags);
     let judges = list("judges", Axis::Judge, true, &mut diags);
     let metrics = list("metrics", Axis::Metric, true, &mut diags);
+    // Injection mode runs on the same matrix: injections take the attack axis and
+    // scenario suites the dataset axis (`attacks`/`datasets` below).
     let (attacks, datasets) = if mode == Mode::Jailbreak {
         (
             list("attacks", Axis::Attack, false, &mut diags),
             list("datasets", Axis::Dataset, false, &mut diags),
         )
     } else {
-        (Vec::new(), Vec::new())
+        (
+            list("injections", Axis::Injection, false, &mut diags),
+            list("scenarios", Axis::Scenario, false, &mut diags),
+        )
     };
     for (key, specs) in [
         ("targets", &targets),
-        ("attacks", &attacks),
-        ("datasets", &datasets),
+        (pair[0], &attacks),
+        (pair[1], &datasets),
         ("judges", &judges),
     ] {
         check_unique_labels(key, specs, &mut diags);

@@ -5,7 +5,7 @@
 //! and behavior; cells (unit groups × judge) follow the same order. Output order comes
 //! from here, never from completion order.
 
-use crate::config::{ConfigError, RunConfig};
+use crate::config::{ConfigError, Mode, RunConfig};
 use crate::usage::PriceTable;
 use gauntlet_core::hash::HashWriter;
 use gauntlet_core::params::Diag;
@@ -16,7 +16,7 @@ use gauntlet_redteam::datasets::{self, Dataset};
 use gauntlet_redteam::judge::Judge;
 use gauntlet_redteam::metrics::Metric;
 use gauntlet_redteam::metrics::UsageMetric;
-use gauntlet_redteam::registry::{build_attack, build_judge, build_metric};
+use gauntlet_redteam::registry::{build_attack, build_injection, build_judge, build_metric};
 use std::sync::Arc;
 
 pub struct Plan {
@@ -52,6 +52,14 @@ pub struct UnitRef {
     pub behavior: usize,
 }
 
+/// The config keys of the attack and dataset axes in a mode, and what a dataset is called.
+fn axis_key(mode: Mode) -> (&'static str, &'static str, &'static str) {
+    match mode {
+        Mode::Jailbreak => ("attacks", "datasets", "dataset"),
+        Mode::Injection => ("injections", "scenarios", "scenario suite"),
+    }
+}
+
 impl Plan {
     /// Builds every plugin and loads every dataset. Errors name the config file and the
     /// spec's line.
@@ -71,7 +79,11 @@ impl Plan {
         let mut attackers = Vec::new();
         let mut attack_graders = Vec::new();
         for (i, s) in config.attacks.iter().enumerate() {
-            match build_attack(s) {
+            let built = match config.mode {
+                Mode::Injection => build_injection(s, config.max_steps),
+                Mode::Jailbreak => build_attack(s),
+            };
+            match built {
                 Ok(a) => {
                     let mut model = |spec: Option<&gauntlet_core::params::PluginSpec>,
                                      what: &str| {
@@ -87,7 +99,7 @@ impl Plan {
                     attack_graders.push(model(a.judge_grader(), "judge.params.grader"));
                     attacks.push(a);
                 }
-                Err(e) => err(s.loc, format!("attacks[{i}]"), e),
+                Err(e) => err(s.loc, format!("{}[{i}]", axis_key(config.mode).0), e),
             }
         }
         let mut judges = Vec::new();
@@ -141,8 +153,8 @@ impl Plan {
                 Ok(d) => loaded.push(d),
                 Err(e) => err(
                     s.loc,
-                    format!("datasets[{i}]"),
-                    format!("dataset `{}`: {e}", s.label()),
+                    format!("{}[{i}]", axis_key(config.mode).1),
+                    format!("{} `{}`: {e}", axis_key(config.mode).2, s.label()),
                 ),
             }
         }

@@ -15,6 +15,10 @@ pub trait Judge: Send + Sync {
     fn detects_leaks(&self) -> bool {
         false
     }
+    /// Whether verdicts carry injection facts (for the injection metrics).
+    fn detects_injection(&self) -> bool {
+        false
+    }
     /// The grader model spec, for judges that call one.
     fn grader(&self) -> Option<&PluginSpec> {
         None

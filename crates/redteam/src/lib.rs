@@ -12,6 +12,8 @@
 pub mod attack;
 pub mod attacks;
 pub mod datasets;
+pub mod injection;
+pub mod injections;
 pub mod judge;
 pub mod judges;
 pub mod lcs;

@@ -8,13 +8,16 @@ use crate::attacks::{
 };
 use crate::attacks::{crescendo, pair, tap};
 use crate::datasets::{demo, leakage_demo, remote};
+use crate::injection::{bundled, scenario_file};
+use crate::injections::{Injection, direct_injection, indirect_injection, no_injection};
 use crate::judge::Judge;
 use crate::judges::strongreject;
-use crate::judges::{leak_detector, refusal_match, rubric};
+use crate::judges::{injection_detector, leak_detector, refusal_match, rubric};
 use crate::metrics::{
     Metric, asr, asr_at_k, canary_exposure_rate, cost, extraction_rate, frr, pii_leak_rate,
     refusal_rate, strongreject_score, system_prompt_leak_rate, token_usage, verbatim_overlap,
 };
+use crate::metrics::{injection_success_rate, utility_baseline, utility_under_attack};
 use gauntlet_core::params::{Axis, Catalog, PluginInfo, PluginSpec};
 use gauntlet_models::registry::TARGETS;
 
@@ -31,11 +34,18 @@ pub const ATTACKS: &[PluginInfo] = &[
     pii_elicitation::INFO,
 ];
 pub const DATASETS: &[PluginInfo] = &[demo::INFO, leakage_demo::INFO, remote::INFO];
+pub const INJECTIONS: &[PluginInfo] = &[
+    no_injection::INFO,
+    direct_injection::INFO,
+    indirect_injection::INFO,
+];
+pub const SCENARIOS: &[PluginInfo] = &[bundled::INFO, scenario_file::INFO];
 pub const JUDGES: &[PluginInfo] = &[
     refusal_match::INFO,
     rubric::INFO,
     strongreject::INFO,
     leak_detector::INFO,
+    injection_detector::INFO,
 ];
 pub const METRICS: &[PluginInfo] = &[
     asr::INFO,
@@ -48,6 +58,9 @@ pub const METRICS: &[PluginInfo] = &[
     pii_leak_rate::INFO,
     system_prompt_leak_rate::INFO,
     verbatim_overlap::INFO,
+    injection_success_rate::INFO,
+    utility_under_attack::INFO,
+    utility_baseline::INFO,
     token_usage::INFO,
     cost::INFO,
 ];
@@ -63,6 +76,8 @@ impl Registry {
             Axis::Dataset => DATASETS,
             Axis::Judge => JUDGES,
             Axis::Metric => METRICS,
+            Axis::Injection => INJECTIONS,
+            Axis::Scenario => SCENARIOS,
         }
     }
 }
@@ -100,12 +115,28 @@ pub fn build_attack(spec: &PluginSpec) -> Result<Box<dyn Attack>, String> {
     }
 }
 
+/// Builds an injection; `max_steps` is the run config's limit on model calls per
+/// agent run.
+pub fn build_injection(spec: &PluginSpec, max_steps: u32) -> Result<Box<dyn Attack>, String> {
+    let s = spec.clone();
+    let i: Injection = match spec.name.as_str() {
+        "no_injection" => no_injection::build(s, max_steps),
+        "direct_injection" => direct_injection::build(s, max_steps),
+        "indirect_injection" => indirect_injection::build(s, max_steps),
+        other => return Err(format!("unknown injection `{other}`")),
+    };
+    Ok(Box::new(i))
+}
+
 pub fn build_judge(spec: &PluginSpec) -> Result<Box<dyn Judge>, String> {
     match spec.name.as_str() {
         "refusal_match" => Ok(Box::new(refusal_match::RefusalMatch::new(spec.clone()))),
         "rubric" => Ok(Box::new(rubric::Rubric::new(spec.clone()))),
         "strongreject" => Ok(Box::new(strongreject::StrongReject::new(spec.clone()))),
         "leak_detector" => Ok(Box::new(leak_detector::LeakDetector::new(spec.clone()))),
+        "injection_detector" => Ok(Box::new(injection_detector::InjectionDetector::new(
+            spec.clone(),
+        ))),
         other => Err(format!("unknown judge `{other}`")),
     }
 }
@@ -123,6 +154,11 @@ pub fn build_metric(spec: &PluginSpec) -> Result<Box<dyn Metric>, String> {
         "pii_leak_rate" => Ok(Box::new(pii_leak_rate::PiiLeakRate(s))),
         "system_prompt_leak_rate" => Ok(Box::new(system_prompt_leak_rate::SystemPromptLeakRate(s))),
         "verbatim_overlap" => Ok(Box::new(verbatim_overlap::VerbatimOverlap(s))),
+        "injection_success_rate" => Ok(Box::new(
+            injection_success_rate::InjectionSuccessRate(s),
+        )),
+        "utility_under_attack" => Ok(Box::new(utility_under_attack::UtilityUnderAttack(s))),
+        "utility_baseline" => Ok(Box::new(utility_baseline::UtilityBaseline(s))),
         "token_usage" => Ok(Box::new(token_usage::TokenUsage::new(s)?)),
         "cost" => Ok(Box::new(cost::Cost(s))),
         other => Err(format!("unknown metric `{other}`")),
@@ -136,7 +172,7 @@ mod tests {
     /// Every registered name builds, so the catalog and the constructors never drift.
     #[test]
     fn catalog_and_builders_agree() {
-        for axis in [Axis::Attack, Axis::Judge, Axis::Metric] {
+        for axis in [Axis::Attack, Axis::Injection, Axis::Judge, Axis::Metric] {
             for info in Registry::plugins(axis) {
                 let mut params = gauntlet_core::params::Params::new();
                 if ["pair", "tap", "crescendo"].contains(&info.name) {
@@ -168,6 +204,7 @@ mod tests {
                 };
                 let ok = match axis {
                     Axis::Attack => build_attack(&spec).is_ok(),
+                    Axis::Injection => build_injection(&spec, 6).is_ok(),
                     Axis::Judge => build_judge(&spec).is_ok(),
                     _ => build_metric(&spec).is_ok(),
                 };

@@ -4,6 +4,7 @@ pub mod anthropic;
 pub(crate) mod live;
 pub mod openai_compat;
 pub mod reference;
+pub mod reference_agent;
 pub mod reference_memorizer;
 
 pub use live::{EnvLookup, process_env};

@@ -144,6 +144,9 @@ pub fn load(
         "demo" => demo::load(spec),
         "leakage_demo" => leakage_demo::load(spec),
         "remote" => remote::load(spec, base_dir),
+        // Scenario suites (injection mode's `scenarios:`).
+        "bundled" => crate::injection::bundled::load(spec),
+        "scenario_file" => crate::injection::scenario_file::load(spec, base_dir),
         other => Err(DatasetError::new(other, "unknown dataset")),
     }
 }

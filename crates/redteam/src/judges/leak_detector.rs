@@ -131,6 +131,7 @@ impl LeakDetector {
             score: Some(c.overlap()),
             reason,
             error: None,
+            injection: None,
         }
     }
 }
@@ -178,6 +179,7 @@ mod tests {
             expected: gauntlet_core::behavior::Expected::ShouldRefuse,
             reference_answer: None,
             target_secret: secret.map(str::to_string),
+            scenario: None,
         }
     }
     fn judge() -> LeakDetector {

@@ -53,6 +53,7 @@ impl RefusalMatch {
             score: None,
             reason,
             error: None,
+            injection: None,
         }
     }
 }

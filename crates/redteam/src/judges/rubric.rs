@@ -150,6 +150,7 @@ pub(crate) fn graded(judge: &str, grade: Grade, reason: String) -> Verdict {
         score: Some(score),
         reason,
         error: None,
+        injection: None,
     }
 }
 

@@ -61,6 +61,7 @@ mod leakage_metric_tests {
             all_refused: false,
             max_score: Some(overlap),
             leak,
+            injection: None,
         }
     }
     fn metrics() -> Vec<Box<dyn Metric>> {

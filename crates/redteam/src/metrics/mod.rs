@@ -15,18 +15,21 @@ pub mod canary_exposure_rate;
 pub mod cost;
 pub mod extraction_rate;
 pub mod frr;
+pub mod injection_success_rate;
 pub mod pii_leak_rate;
 pub mod refusal_rate;
 pub mod strongreject_score;
 pub mod system_prompt_leak_rate;
 pub mod token_usage;
+pub mod utility_baseline;
+pub mod utility_under_attack;
 pub mod verbatim_overlap;
 
 use crate::attack::Attempt;
 use crate::judge::Judge;
 use crate::leakage::LeakCategory;
 use gauntlet_core::behavior::{Behavior, Expected};
-use gauntlet_core::outcome::{Outcome, Verdict};
+use gauntlet_core::outcome::{InjectionFacts, Outcome, Verdict};
 use gauntlet_core::params::PluginSpec;
 use gauntlet_core::results::MetricValue;
 use gauntlet_core::rng::rng_for;
@@ -48,6 +51,8 @@ pub struct BehaviorOutcome {
     pub max_score: Option<f64>,
     /// The leakage category when the behavior is a leakage probe (has a `target_secret`).
     pub leak: Option<LeakCategory>,
+    /// The injection facts, when an injection judge judged the behavior (an agent run).
+    pub injection: Option<InjectionFacts>,
 }
 
 impl BehaviorOutcome {
@@ -61,6 +66,7 @@ impl BehaviorOutcome {
             all_refused: true,
             max_score: None,
             leak: None,
+            injection: None,
         };
         for (a, v) in attempts.iter().zip(verdicts) {
             match v.outcome {
@@ -78,6 +84,14 @@ impl BehaviorOutcome {
             }
             if let Some(s) = v.score {
                 out.max_score = Some(out.max_score.map_or(s, |m: f64| m.max(s)));
+            }
+            if let Some(f) = v.injection {
+                let acc = out.injection.get_or_insert(InjectionFacts {
+                    injected: f.injected,
+                    task_completed: false,
+                });
+                acc.injected |= f.injected;
+                acc.task_completed |= f.task_completed;
             }
         }
         out
@@ -169,6 +183,16 @@ impl MetricAcc {
             na_reason: None,
         }
     }
+}
+
+/// The N/A reason of the injection metrics under a judge that does not detect injections.
+pub(crate) fn injection_judge_required(judge: &dyn Judge) -> Option<String> {
+    (!judge.detects_injection()).then(|| {
+        format!(
+            "judge `{}` does not judge agent runs for injections (use injection_detector)",
+            judge.spec().name
+        )
+    })
 }
 
 /// The N/A reason of the leakage metrics under a judge that does not detect leaks.

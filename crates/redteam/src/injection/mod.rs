@@ -1,0 +1,16 @@
+//! The injection surface's machinery: the sandboxed toolkits, the checks, the agent loop,
+//! the injection templates and the scenario suites.
+//!
+//! An injection run maps onto the ordinary engine: a scenario suite is a
+//! [`crate::datasets::Dataset`] whose behaviors carry their scenario, an injection
+//! ([`crate::injections`]) is an [`crate::attack::Attack`] whose `run` is the agent loop,
+//! and `injection_detector` is a [`crate::judge::Judge`]. Caching, resume, budgets,
+//! ordering, CIs and reports therefore work unchanged.
+
+pub mod agent;
+pub mod bundled;
+pub mod check;
+pub mod sandbox;
+pub mod scenario_file;
+pub mod suite;
+pub mod templates;

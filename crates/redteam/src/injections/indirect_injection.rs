@@ -1,0 +1,18 @@
+//! `indirect_injection`: the attacker's instruction (marker + attacker goal) is planted
+//! in the output of the scenario's `injection_tool`, every time the agent calls it. An
+//! agent that never calls that tool never sees it (`delivered: false` in the metadata).
+
+use super::Injection;
+use crate::injection::agent::Placement;
+use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
+
+pub const INFO: PluginInfo = PluginInfo {
+    axis: Axis::Injection,
+    name: "indirect_injection",
+    doc: "the attacker instruction planted in the output of the scenario's injection tool",
+    params: &[],
+};
+
+pub fn build(spec: PluginSpec, max_steps: u32) -> Injection {
+    Injection::new(spec, Placement::Indirect, max_steps)
+}

@@ -1,0 +1,17 @@
+//! `no_injection`: the agent runs the user's task with no attacker instruction anywhere.
+//! The utility baseline (`utility_baseline`); its cells have no injection success rate.
+
+use super::Injection;
+use crate::injection::agent::Placement;
+use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
+
+pub const INFO: PluginInfo = PluginInfo {
+    axis: Axis::Injection,
+    name: "no_injection",
+    doc: "the user task with no injected instruction (utility baseline)",
+    params: &[],
+};
+
+pub fn build(spec: PluginSpec, max_steps: u32) -> Injection {
+    Injection::new(spec, Placement::None, max_steps)
+}
