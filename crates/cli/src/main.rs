@@ -5,6 +5,7 @@
 //! the command line is invalid; 3 the run stopped because `max_queries` was spent
 //! (`partial: budget`; rerun with a higher budget to resume from the journal).
 
+mod analysis_cmd;
 mod detect_cmd;
 mod exam_cmd;
 mod progress;
@@ -65,6 +66,16 @@ enum Command {
     List,
     /// Rebuild report.md, report.html and leaderboard.json from a run directory.
     Report { run_dir: PathBuf },
+    /// Re-judge a finished run's stored transcripts with two or more judges (no target
+    /// calls) and report, per behavior, each judge's rate and each pair's raw agreement
+    /// and Cohen's κ with a 95% CI; writes RUN_DIR/judge_agreement.json.
+    JudgeAgreement(analysis_cmd::AgreementArgs),
+    /// Re-judge a finished run with another judge into a new results set (results.json,
+    /// leaderboard.json, report.md/html) with provenance; no target calls.
+    Rescore(analysis_cmd::RescoreArgs),
+    /// Paired comparison of two runs over shared behaviors: exact McNemar for rates,
+    /// paired bootstrap CIs for scores; writes compare.json.
+    Compare(analysis_cmd::CompareArgs),
     /// Pin or verify an agent-exam scenario corpus (mallcop-compatible corpus.pin).
     Corpus {
         #[command(subcommand)]
@@ -113,6 +124,9 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Command::Report { run_dir } => report(&run_dir),
+        Command::JudgeAgreement(a) => analysis_cmd::judge_agreement(a),
+        Command::Rescore(a) => analysis_cmd::rescore_cmd(a),
+        Command::Compare(a) => analysis_cmd::compare(a),
         Command::Corpus {
             action: CorpusAction::Pin { dir },
         } => corpus_pin(&dir),

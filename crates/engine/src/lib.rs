@@ -4,7 +4,7 @@
 //! canonical order; [`run`] executes units with bounded concurrency through the
 //! [`cache`] (backed by the append-only [`journal`]), judges them, folds verdicts into
 //! metric accumulators and writes the artefacts of the [`rundir`]; [`usage`] prices the
-//! tokens each role spent.
+//! tokens each role spent; [`stored`] reads a finished run back and judges it again.
 
 pub mod cache;
 pub mod config;
@@ -13,6 +13,7 @@ pub mod plan;
 pub mod progress;
 pub mod run;
 pub mod rundir;
+pub mod stored;
 pub mod usage;
 
 pub use gauntlet_redteam::registry::Registry;

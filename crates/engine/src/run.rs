@@ -465,6 +465,58 @@ fn judged_unit(
     }
 }
 
+/// A run's metric accumulation — the per-cell, per-trial accumulators and the summary
+/// [`execute`] uses — for callers that judge stored attempts again (`stored.rs`), so a
+/// rescored run's results are computed exactly as a run's are.
+pub(crate) struct Tally {
+    cells: Vec<Vec<CellAcc>>,
+}
+
+impl Tally {
+    pub(crate) fn new(plan: &Plan, trials: usize) -> Tally {
+        Tally {
+            cells: (0..plan.cells())
+                .map(|_| {
+                    (0..trials.max(1))
+                        .map(|_| CellAcc {
+                            metrics: vec![MetricAcc::default(); plan.metrics.len()],
+                            ..Default::default()
+                        })
+                        .collect()
+                })
+                .collect(),
+        }
+    }
+
+    /// Folds judge `j`'s verdicts on the attempts of unit `u` in `trial` into its cell.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn add(
+        &mut self,
+        plan: &Plan,
+        trial: u32,
+        u: UnitRef,
+        j: usize,
+        attempts: &[Attempt],
+        vs: &[Verdict],
+        usage: CellUsage,
+    ) {
+        let b = &plan.datasets[u.dataset].behaviors[u.behavior];
+        let cell = &mut self.cells[plan.cell(u, j)];
+        let shown = (cell.len() > 1).then_some(trial);
+        cell[trial as usize].add(plan, &judged_unit(b, attempts, vs, usage, shown));
+    }
+
+    /// The run summary and usage.json rows, as [`execute`] writes them.
+    pub(crate) fn finish(
+        self,
+        plan: &Plan,
+        trial_seeds: &[u64],
+        status: &Status,
+    ) -> (RunSummary, Vec<serde_json::Value>) {
+        summarise(plan, trial_seeds, self.cells, status)
+    }
+}
+
 const MAX_NOTABLE_EXAMPLES: usize = 4;
 const MAX_ERROR_EXAMPLES: usize = 2;
 const MAX_DISTINCT_ERRORS: usize = 32;

@@ -1,0 +1,755 @@
+//! Reading a finished run back, and judging it again without calling any target.
+//!
+//! [`StoredRun::open`] reloads a run directory: `run.json`'s canonical resolved config is
+//! validated and built into the run's [`Plan`] again (datasets are hash-pinned, so every
+//! behavior comes back with its `expected` label, `reference_answer` and `target_secret`
+//! — nothing is relabelled), and the rebuilt config must hash to the recorded
+//! `config_hash` and every dataset to its recorded version, or the run is refused.
+//!
+//! [`StoredRun::units`] streams `transcripts.jsonl` one unit (trial × attack × target ×
+//! behavior) at a time: each attempt's transcript, its final response (content, tool
+//! calls, stop reason) or error, and the verdicts the run stored for it. Memory is one
+//! unit, whatever the size of the file.
+//!
+//! [`Rejudger`] scores stored attempts with other judges. Grader calls go through the
+//! run's cache and journal under the same keys a run would use (unit scope, judge
+//! identity, attempt index), so judging again with a judge the run already had costs no
+//! call, and a rerun of any re-judging costs none either. Targets, attackers and in-loop
+//! judges are never called: the rejudger holds no handle to them.
+
+use crate::cache::{CachedModel, CallCounters, Pending, UsageSlot, call_base};
+use crate::journal::Journal;
+use crate::plan::{Plan, UnitRef};
+use crate::run::{Identities, Status, Tally, trial_seeds, unit_scope};
+use crate::rundir::RunDir;
+use crate::usage::CellUsage;
+use gauntlet_core::behavior::{Behavior, Expected};
+use gauntlet_core::hash::{HashWriter, sha256_hex};
+use gauntlet_core::message::{ChatResponse, Message, Role, StopReason};
+use gauntlet_core::outcome::Verdict;
+use gauntlet_core::params::{Axis, Diag, PluginSpec, resolve_spec};
+use gauntlet_core::results::{MetricValue, RunSummary};
+use gauntlet_core::tree::parse_yaml;
+use gauntlet_models::registry::build_target;
+use gauntlet_models::{Model, ModelError};
+use gauntlet_redteam::attack::{Attempt, CallModel};
+use gauntlet_redteam::judge::Judge;
+use gauntlet_redteam::registry::{Registry, build_judge};
+use serde::Deserialize;
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Why a stored run cannot be read back. The message names the file, the place and,
+/// where there is one, the fix.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct StoredError(pub String);
+
+fn err(msg: impl Into<String>) -> StoredError {
+    StoredError(msg.into())
+}
+
+/// What `run.json` says about the run, besides its config.
+#[derive(Debug, Clone)]
+pub struct RunMeta {
+    pub run_id: String,
+    pub run_name: String,
+    pub config_hash: String,
+    pub status: String,
+    pub harness_version: String,
+    /// `(name, version)` of each dataset, as recorded.
+    pub datasets: Vec<(String, String)>,
+}
+
+/// A finished (or partial) run, reloaded.
+pub struct StoredRun {
+    /// The run directory.
+    pub dir: PathBuf,
+    pub meta: RunMeta,
+    /// The run's plan, rebuilt from `run.json`.
+    pub plan: Plan,
+    /// Each trial's seed.
+    pub trial_seeds: Vec<u64>,
+    /// The judges the run itself used (their verdicts are the stored ones), in order.
+    pub original_judges: Vec<PluginSpec>,
+    attack_by_name: HashMap<String, usize>,
+    target_by_label: HashMap<String, usize>,
+    dataset_by_version: HashMap<String, usize>,
+    behavior_by_id: Vec<HashMap<String, usize>>,
+}
+
+/// One stored unit: the attempts one attack made at one behavior against one target in
+/// one trial, with the verdicts of each of the run's judges.
+#[derive(Debug, Clone)]
+pub struct StoredUnit {
+    /// The trial (0 in a run without trials).
+    pub trial: u32,
+    pub unit: UnitRef,
+    /// Attempts in attack order, responses rebuilt (`usage` is not stored: `None`).
+    pub attempts: Vec<Attempt>,
+    /// `verdicts[a][j]`: attempt `a` under the run's judge `j`.
+    pub verdicts: Vec<Vec<Verdict>>,
+}
+
+impl StoredUnit {
+    /// The stored verdicts of the run's judge `j`, one per attempt.
+    pub fn verdicts_of(&self, j: usize) -> Vec<Verdict> {
+        self.verdicts.iter().map(|vs| vs[j].clone()).collect()
+    }
+}
+
+/// One line of `transcripts.jsonl` (see `run.rs`).
+#[derive(Deserialize)]
+struct Line {
+    #[serde(default)]
+    trial: u32,
+    behavior_id: String,
+    attack_name: String,
+    target_name: String,
+    dataset_version: String,
+    expected: Expected,
+    attempt: u32,
+    transcript: Vec<Message>,
+    query_count: u32,
+    #[serde(default)]
+    metadata: serde_json::Value,
+    #[serde(default)]
+    stop_reason: Option<StopReason>,
+    #[serde(default)]
+    error: Option<String>,
+    #[serde(default)]
+    verdicts: Vec<Verdict>,
+}
+
+impl StoredRun {
+    /// Reloads the run in `dir`. `config_dir` is the directory the original config's
+    /// relative dataset paths resolved against (default: `dir` itself); only runs with
+    /// relative `file://` datasets need it.
+    pub fn open(dir: &Path, config_dir: Option<&Path>) -> Result<StoredRun, StoredError> {
+        let run_json_path = dir.join("run.json");
+        let bytes = std::fs::read(&run_json_path).map_err(|e| {
+            err(format!(
+                "cannot read {}: {e} (is {} a gauntlet run directory?)",
+                run_json_path.display(),
+                dir.display()
+            ))
+        })?;
+        let run_json: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
+            err(format!(
+                "{}: not a gauntlet run.json: {e}",
+                run_json_path.display()
+            ))
+        })?;
+        let s = |k: &str| {
+            run_json
+                .get(k)
+                .and_then(|v| v.as_str())
+                .map(str::to_string)
+                .ok_or_else(|| {
+                    err(format!(
+                        "{}: missing string field `{k}` (was it written by gauntlet?)",
+                        run_json_path.display()
+                    ))
+                })
+        };
+        let meta = RunMeta {
+            run_id: s("run_id")?,
+            run_name: s("run_name")?,
+            config_hash: s("config_hash")?,
+            status: s("status")?,
+            harness_version: s("harness_version")?,
+            datasets: run_json
+                .get("datasets")
+                .and_then(|d| d.as_array())
+                .map(|a| {
+                    a.iter()
+                        .map(|d| {
+                            let f = |k| d.get(k).and_then(|v| v.as_str()).unwrap_or("").to_string();
+                            (f("name"), f("version"))
+                        })
+                        .collect()
+                })
+                .unwrap_or_default(),
+        };
+        let Some(serde_json::Value::Object(config)) = run_json.get("config") else {
+            return Err(err(format!(
+                "{}: no `config` object (the resolved config the run used)",
+                run_json_path.display()
+            )));
+        };
+        // `mode` is derived from the axes, not a config key.
+        let mut config = config.clone();
+        config.remove("mode");
+        let text = serde_json::to_string(&config).expect("json");
+        // JSON is YAML: the canonical config goes through the same validation as a file.
+        let mut cfg = crate::config::parse(&text, &run_json_path, &Registry).map_err(|e| {
+            err(format!(
+                "the config recorded in {} no longer validates with this build:\n{e}",
+                run_json_path.display()
+            ))
+        })?;
+        if cfg.mode != crate::config::Mode::Jailbreak {
+            return Err(err(format!(
+                "{}: a {} run; reading runs back supports jailbreak and leakage runs (attacks × datasets) only",
+                run_json_path.display(),
+                cfg.mode.as_str()
+            )));
+        }
+        cfg.path = config_dir.unwrap_or(dir).join("run.json");
+        let plan = Plan::build(cfg).map_err(|e| {
+            err(format!(
+                "cannot rebuild the plan of {}:\n{e}\n    help: a relative dataset path resolves against the original config's directory: pass --config-dir DIR",
+                dir.display()
+            ))
+        })?;
+        if plan.config_hash != meta.config_hash {
+            return Err(err(format!(
+                "{}: the recorded config hashes to {} with this build, not the recorded {} (a plugin's params or defaults changed since the run); re-run the config instead",
+                run_json_path.display(),
+                &plan.config_hash[..12],
+                &meta.config_hash[..meta.config_hash.len().min(12)]
+            )));
+        }
+        for (i, d) in plan.datasets.iter().enumerate() {
+            if let Some((_, want)) = meta.datasets.get(i)
+                && *want != d.version
+            {
+                return Err(err(format!(
+                    "{}: dataset `{}` loads as version {} but the run used {}; the data changed since the run, so its labels cannot be trusted",
+                    run_json_path.display(),
+                    d.name,
+                    d.version,
+                    want
+                )));
+            }
+        }
+        let trial_seeds = trial_seeds(plan.config.seed, plan.config.trials);
+        let attack_by_name = plan
+            .attacks
+            .iter()
+            .enumerate()
+            .map(|(i, a)| (a.spec().name.clone(), i))
+            .collect();
+        let target_by_label = plan
+            .targets
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.label(), i))
+            .collect();
+        let dataset_by_version = plan
+            .datasets
+            .iter()
+            .enumerate()
+            .map(|(i, d)| (d.version.clone(), i))
+            .collect();
+        let behavior_by_id = plan
+            .datasets
+            .iter()
+            .map(|d| {
+                d.behaviors
+                    .iter()
+                    .enumerate()
+                    .map(|(i, b)| (b.id.clone(), i))
+                    .collect()
+            })
+            .collect();
+        Ok(StoredRun {
+            dir: dir.to_path_buf(),
+            meta,
+            original_judges: plan.config.judges.clone(),
+            plan,
+            trial_seeds,
+            attack_by_name,
+            target_by_label,
+            dataset_by_version,
+            behavior_by_id,
+        })
+    }
+
+    /// The behavior of a unit.
+    pub fn behavior(&self, u: UnitRef) -> &Behavior {
+        &self.plan.datasets[u.dataset].behaviors[u.behavior]
+    }
+
+    /// Streams the stored units of `transcripts.jsonl` in file order.
+    pub fn units(&self) -> Result<Units<'_>, StoredError> {
+        let path = self.dir.join("transcripts.jsonl");
+        let f =
+            File::open(&path).map_err(|e| err(format!("cannot read {}: {e}", path.display())))?;
+        Ok(Units {
+            run: self,
+            path,
+            lines: BufReader::with_capacity(1 << 20, f),
+            line_no: 0,
+            buf: String::new(),
+            held: None,
+        })
+    }
+
+    fn parse_line(&self, path: &Path, no: u64, text: &str) -> Result<ParsedLine, StoredError> {
+        let at = || format!("{}:{no}", path.display());
+        let l: Line = serde_json::from_str(text)
+            .map_err(|e| err(format!("{}: not a transcript line: {e}", at())))?;
+        let unknown =
+            |what: &str, v: &str| err(format!("{}: {what} `{v}` is not in the run's config", at()));
+        let attack = *self
+            .attack_by_name
+            .get(&l.attack_name)
+            .ok_or_else(|| unknown("attack", &l.attack_name))?;
+        let target = *self
+            .target_by_label
+            .get(&l.target_name)
+            .ok_or_else(|| unknown("target", &l.target_name))?;
+        let dataset = *self
+            .dataset_by_version
+            .get(&l.dataset_version)
+            .ok_or_else(|| unknown("dataset version", &l.dataset_version))?;
+        let behavior = *self.behavior_by_id[dataset]
+            .get(&l.behavior_id)
+            .ok_or_else(|| unknown("behavior", &l.behavior_id))?;
+        let u = UnitRef {
+            attack,
+            target,
+            dataset,
+            behavior,
+        };
+        let b = self.behavior(u);
+        if b.expected != l.expected {
+            return Err(err(format!(
+                "{}: behavior `{}` is stored as {} but the pinned dataset says {}; refusing to relabel",
+                at(),
+                b.id,
+                l.expected.as_str(),
+                b.expected.as_str()
+            )));
+        }
+        if l.trial as usize >= self.trial_seeds.len() {
+            return Err(err(format!(
+                "{}: trial {} but the run has {} trial(s)",
+                at(),
+                l.trial,
+                self.trial_seeds.len()
+            )));
+        }
+        if l.verdicts.len() != self.original_judges.len() {
+            return Err(err(format!(
+                "{}: {} stored verdict(s) but the run has {} judge(s)",
+                at(),
+                l.verdicts.len(),
+                self.original_judges.len()
+            )));
+        }
+        let response = match l.error {
+            Some(e) => Err(e),
+            None => {
+                let last = l
+                    .transcript
+                    .last()
+                    .filter(|m| m.role == Role::Assistant)
+                    .ok_or_else(|| {
+                        err(format!(
+                            "{}: no error and no final assistant message in the transcript",
+                            at()
+                        ))
+                    })?;
+                Ok(ChatResponse {
+                    content: last.content.clone(),
+                    stop_reason: l.stop_reason.unwrap_or(StopReason::Stop),
+                    tool_calls: last.tool_calls.clone(),
+                    usage: None,
+                })
+            }
+        };
+        let attempt = Attempt {
+            index: l.attempt,
+            transcript: l.transcript,
+            response,
+            query_count: l.query_count,
+            metadata: l.metadata,
+        };
+        Ok((l.trial, u, attempt, l.verdicts))
+    }
+}
+
+/// One parsed transcript line: trial, unit, the attempt and its stored verdicts.
+type ParsedLine = (u32, UnitRef, Attempt, Vec<Verdict>);
+
+/// Iterator over the stored units of a run (see [`StoredRun::units`]).
+pub struct Units<'a> {
+    run: &'a StoredRun,
+    path: PathBuf,
+    lines: BufReader<File>,
+    line_no: u64,
+    buf: String,
+    /// The first line of the next unit, read while finishing the previous one.
+    held: Option<ParsedLine>,
+}
+
+impl Units<'_> {
+    fn next_line(&mut self) -> Result<Option<ParsedLine>, StoredError> {
+        loop {
+            self.buf.clear();
+            let n = self
+                .lines
+                .read_line(&mut self.buf)
+                .map_err(|e| err(format!("cannot read {}: {e}", self.path.display())))?;
+            if n == 0 {
+                return Ok(None);
+            }
+            self.line_no += 1;
+            if self.buf.trim().is_empty() {
+                continue;
+            }
+            let text = std::mem::take(&mut self.buf);
+            let r = self.run.parse_line(&self.path, self.line_no, &text);
+            self.buf = text;
+            return r.map(Some);
+        }
+    }
+}
+
+impl Iterator for Units<'_> {
+    type Item = Result<StoredUnit, StoredError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let first = match self.held.take() {
+            Some(l) => l,
+            None => match self.next_line() {
+                Ok(Some(l)) => l,
+                Ok(None) => return None,
+                Err(e) => return Some(Err(e)),
+            },
+        };
+        let (trial, unit, a, v) = first;
+        let mut out = StoredUnit {
+            trial,
+            unit,
+            attempts: vec![a],
+            verdicts: vec![v],
+        };
+        loop {
+            match self.next_line() {
+                Ok(Some(l)) if l.0 == trial && l.1 == unit => {
+                    out.attempts.push(l.2);
+                    out.verdicts.push(l.3);
+                }
+                Ok(Some(l)) => {
+                    self.held = Some(l);
+                    break;
+                }
+                Ok(None) => break,
+                Err(e) => return Some(Err(e)),
+            }
+        }
+        Some(Ok(out))
+    }
+}
+
+/// Parses a judge spec given on the command line: a bare name (`refusal_match`) or
+/// inline YAML (`{name: rubric, params: {grader: {name: reference}}}`), resolved and
+/// validated against the registry like a config's `judges:` entry.
+pub fn parse_judge_spec(text: &str) -> Result<PluginSpec, String> {
+    let node =
+        parse_yaml(text).map_err(|e| format!("--judge {text:?}: invalid YAML: {}", e.message))?;
+    let mut diags: Vec<Diag> = Vec::new();
+    let spec = resolve_spec(&Registry, Axis::Judge, &node, "--judge", &mut diags);
+    if !diags.is_empty() {
+        let msg = diags
+            .iter()
+            .map(|d| {
+                let mut s = format!("--judge {text:?}: {}", d.message);
+                if let Some(h) = &d.help {
+                    s.push_str(&format!("\n    help: {h}"));
+                }
+                s
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        return Err(msg);
+    }
+    spec.ok_or_else(|| format!("--judge {text:?}: not a judge spec"))
+}
+
+/// A judge built for re-judging, with its grader model and cache-key parts.
+pub struct BuiltJudge {
+    pub judge: Box<dyn Judge>,
+    pub grader: Option<Arc<dyn Model>>,
+    identity_digest: String,
+    grader_base: Option<HashWriter>,
+}
+
+impl BuiltJudge {
+    /// Builds a judge and its grader from a resolved spec.
+    pub fn build(spec: &PluginSpec) -> Result<BuiltJudge, String> {
+        let judge = build_judge(spec).map_err(|e| format!("judge `{}`: {e}", spec.label()))?;
+        let grader = match judge.grader() {
+            Some(g) => Some(
+                build_target(g).map_err(|e| format!("judge `{}`: grader: {e}", spec.label()))?,
+            ),
+            None => None,
+        };
+        let grader_base = grader.as_ref().map(|g| call_base(g.as_ref(), "grader"));
+        Ok(BuiltJudge {
+            identity_digest: sha256_hex(spec.identity().to_string().as_bytes()),
+            judge,
+            grader,
+            grader_base,
+        })
+    }
+
+    /// The judge's label (its plugin name, or `name` param).
+    pub fn label(&self) -> String {
+        self.judge.spec().label()
+    }
+}
+
+/// Scores stored attempts with other judges, through the run's cache and journal.
+/// Holds the run directory's lock while it lives (no run can write the journal meanwhile).
+pub struct Rejudger<'a> {
+    run: &'a StoredRun,
+    ids: Identities,
+    judges: Vec<BuiltJudge>,
+    journal: Journal,
+    counters: CallCounters,
+    pending: Pending,
+    _lock: RunDir,
+}
+
+impl<'a> Rejudger<'a> {
+    /// Opens the run's journal (taking the run directory's lock) for `judges`.
+    pub fn new(run: &'a StoredRun, judges: Vec<BuiltJudge>) -> Result<Self, StoredError> {
+        let dir = run.dir.canonicalize().unwrap_or_else(|_| run.dir.clone());
+        let (Some(parent), Some(name)) = (dir.parent(), dir.file_name().and_then(|n| n.to_str()))
+        else {
+            return Err(err(format!("{} is not a run directory", run.dir.display())));
+        };
+        let lock = RunDir::open(parent, name)
+            .map_err(|e| err(format!("cannot lock {}: {e}", run.dir.display())))?;
+        let jpath = lock.journal();
+        let journal = Journal::open(&jpath)
+            .map_err(|e| err(format!("cannot open the journal {}: {e}", jpath.display())))?;
+        Ok(Rejudger {
+            ids: Identities::new(&run.plan),
+            run,
+            judges,
+            journal,
+            counters: CallCounters::with_budget(None),
+            pending: Pending::default(),
+            _lock: lock,
+        })
+    }
+
+    pub fn judges(&self) -> &[BuiltJudge] {
+        &self.judges
+    }
+
+    /// Verdicts of every judge for every attempt of `u`: `out[j][a]`. A grader failure is
+    /// an `Error` verdict; only a configuration error (bad key, 401/403) is returned.
+    pub async fn score(&self, u: &StoredUnit) -> Result<Vec<Vec<Verdict>>, ModelError> {
+        let plan = &self.run.plan;
+        let b = self.run.behavior(u.unit);
+        let scope = unit_scope(
+            plan,
+            &self.ids,
+            u.unit,
+            b,
+            u.trial,
+            self.run.trial_seeds[u.trial as usize],
+        );
+        let mut out = Vec::with_capacity(self.judges.len());
+        for j in &self.judges {
+            let slot = UsageSlot::default();
+            // The same key a run judging with this judge would use (see `run.rs`).
+            let grader = j.grader.as_ref().map(|g| {
+                let mut s = HashWriter::new();
+                s.field(&scope);
+                s.field(j.identity_digest.as_bytes());
+                CachedModel::new(
+                    g.as_ref(),
+                    j.grader_base.as_ref().expect("a grader has a key prefix"),
+                    &s.finish(),
+                    &self.journal,
+                    &self.counters,
+                    &self.pending,
+                    &slot,
+                )
+            });
+            let mut vs = Vec::with_capacity(u.attempts.len());
+            for a in &u.attempts {
+                let g = grader.as_ref().map(|g| g.narrowed(&a.index.to_le_bytes()));
+                vs.push(
+                    j.judge
+                        .score(b, a, g.as_ref().map(|g| g as &dyn CallModel))
+                        .await?,
+                );
+            }
+            out.push(vs);
+        }
+        Ok(out)
+    }
+
+    /// Writes the journal records of offline grader calls made so far.
+    pub fn flush(&self) -> Result<(), StoredError> {
+        self.pending.flush(&self.journal).map_err(|e| {
+            err(format!(
+                "cannot write the journal {}: {e}",
+                self.journal.path().display()
+            ))
+        })
+    }
+
+    /// Grader calls: (made, served from the journal, failed). No other role is ever called.
+    pub fn grader_calls(&self) -> (u64, u64, u64) {
+        self.counters.snapshot()
+    }
+}
+
+/// What [`rescore`] produced.
+pub struct Rescored {
+    /// The new results (one judge: the rescoring one).
+    pub summary: RunSummary,
+    /// `rescored_from` provenance, as written into results.json and rescore.json.
+    pub provenance: serde_json::Value,
+    /// Grader calls: (made, from the journal, failed).
+    pub grader_calls: (u64, u64, u64),
+    pub units: u64,
+    pub attempts: u64,
+}
+
+/// Re-judges every stored attempt of `run` with the judge `spec` and computes the run's
+/// metrics under it with the engine's own accumulation ([`Tally`]): the result is what
+/// the run would have reported with `judges: [spec]`, without calling any target.
+/// Token usage and cost of the original calls are not re-derived (only grader tokens
+/// are known): those metrics are N/A, naming the original run's usage.json.
+pub async fn rescore(mut run: StoredRun, spec: &PluginSpec) -> Result<Rescored, StoredError> {
+    let scorer = BuiltJudge::build(spec).map_err(err)?;
+    let in_plan = BuiltJudge::build(spec).map_err(err)?;
+    let judge_label = in_plan.label();
+    // The plan now describes the rescored results: same units, one judge.
+    run.plan.judges = vec![in_plan.judge];
+    run.plan.graders = vec![in_plan.grader];
+    run.plan.config.judges = vec![spec.clone()];
+    let trials = run.trial_seeds.len();
+    let mut tally = Tally::new(&run.plan, trials);
+    let rejudger = Rejudger::new(&run, vec![scorer])?;
+    let (mut units, mut attempts) = (0u64, 0u64);
+    let mut status = Status::Complete;
+    let mut since_flush = 0;
+    for unit in run.units()? {
+        let unit = unit?;
+        let verdicts = match rejudger.score(&unit).await {
+            Ok(v) => v,
+            Err(e) => {
+                status = Status::Partial(e.to_string());
+                break;
+            }
+        };
+        // Only the grader's usage is known here (see above).
+        let usage = CellUsage::default();
+        tally.add(
+            &run.plan,
+            unit.trial,
+            unit.unit,
+            0,
+            &unit.attempts,
+            &verdicts[0],
+            usage,
+        );
+        units += 1;
+        attempts += unit.attempts.len() as u64;
+        since_flush += 1;
+        if since_flush == 256 {
+            rejudger.flush()?;
+            since_flush = 0;
+        }
+    }
+    rejudger.flush()?;
+    let grader_calls = rejudger.grader_calls();
+    drop(rejudger);
+    if status == Status::Complete && !run.meta.status.starts_with("complete") {
+        status = Status::Partial(format!("rescored a {} run", run.meta.status));
+    }
+    let (mut summary, _usage) = tally.finish(&run.plan, &run.trial_seeds, &status);
+    let usage_na = format!(
+        "rescore re-judges stored transcripts: token usage and cost of the original calls are in {}",
+        run.dir.join("usage.json").display()
+    );
+    for cell in &mut summary.cells {
+        for (m, metric) in cell.metrics.iter_mut().zip(&run.plan.metrics) {
+            if metric.usage_metric().is_some() {
+                m.value = MetricValue::na(usage_na.clone());
+                m.trials.clear();
+                m.trials_na = 0;
+            }
+        }
+    }
+    summary.run_id = format!("{}~rescore-{judge_label}", run.meta.run_id);
+    let provenance = serde_json::json!({
+        "run_dir": run.dir.display().to_string(),
+        "run_id": run.meta.run_id,
+        "config_hash": run.meta.config_hash,
+        "run_status": run.meta.status,
+        "original_judges": run.original_judges.iter().map(PluginSpec::identity).collect::<Vec<_>>(),
+        "judge": spec.identity(),
+        "target_calls": 0,
+        "units": units,
+        "attempts": attempts,
+    });
+    Ok(Rescored {
+        summary,
+        provenance,
+        grader_calls,
+        units,
+        attempts,
+    })
+}
+
+/// Writes a [`Rescored`] result set into `out`: results.json (the summary plus
+/// `rescored_from`), rescore.json (provenance and grader calls), leaderboard.json,
+/// report.md and report.html (the report crate's).
+pub fn write_rescored(out: &Path, r: &Rescored) -> Result<(), StoredError> {
+    std::fs::create_dir_all(out)
+        .map_err(|e| err(format!("cannot create {}: {e}", out.display())))?;
+    let mut results = serde_json::to_value(&r.summary).expect("summary serialises");
+    if let serde_json::Value::Object(o) = &mut results {
+        o.insert("rescored_from".into(), r.provenance.clone());
+    }
+    let pretty = |v: &serde_json::Value| {
+        let mut s = serde_json::to_vec_pretty(v).expect("json");
+        s.push(b'\n');
+        s
+    };
+    let write = |name: &str, bytes: &[u8]| {
+        let p = out.join(name);
+        crate::rundir::write_atomic(&p, bytes)
+            .map_err(|e| err(format!("cannot write {}: {e}", p.display())))
+    };
+    write("results.json", &pretty(&results))?;
+    write("rescore.json", &pretty(&r.provenance))?;
+    // Call counts vary between reruns (the second is served from the journal), so they
+    // go to the session log, never into the byte-stable artefacts.
+    let (made, cached, failed) = r.grader_calls;
+    let mut line = serde_json::to_vec(&serde_json::json!({
+        "command": "rescore",
+        "target_calls": 0,
+        "grader_calls": made,
+        "grader_cache_hits": cached,
+        "grader_failed_calls": failed,
+        "units": r.units,
+        "attempts": r.attempts,
+    }))
+    .expect("json");
+    line.push(b'\n');
+    let log = out.join("sessions.jsonl");
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, &line))
+        .map_err(|e| err(format!("cannot write {}: {e}", log.display())))?;
+    gauntlet_report::write_reports(out, &r.summary)
+        .map_err(|e| err(format!("cannot write reports in {}: {e}", out.display())))
+}
