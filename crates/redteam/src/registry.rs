@@ -7,7 +7,10 @@ use crate::attacks::{
     system_prompt_leak, template,
 };
 use crate::attacks::{crescendo, pair, tap};
-use crate::datasets::{demo, leakage_demo, remote};
+use crate::datasets::strongreject as strongreject_set;
+use crate::datasets::{
+    advbench, demo, harmbench, jbb_behaviors, leakage_demo, or_bench, remote, xstest,
+};
 use crate::injection::{bundled, scenario_file};
 use crate::injections::{Injection, direct_injection, indirect_injection, no_injection};
 use crate::judge::Judge;
@@ -33,7 +36,17 @@ pub const ATTACKS: &[PluginInfo] = &[
     system_prompt_leak::INFO,
     pii_elicitation::INFO,
 ];
-pub const DATASETS: &[PluginInfo] = &[demo::INFO, leakage_demo::INFO, remote::INFO];
+pub const DATASETS: &[PluginInfo] = &[
+    demo::INFO,
+    leakage_demo::INFO,
+    remote::INFO,
+    advbench::INFO,
+    harmbench::INFO,
+    jbb_behaviors::INFO,
+    xstest::INFO,
+    or_bench::INFO,
+    strongreject_set::INFO,
+];
 pub const INJECTIONS: &[PluginInfo] = &[
     no_injection::INFO,
     direct_injection::INFO,

@@ -1,12 +1,20 @@
 //! Datasets: versioned, hash-pinned behavior sets, one file per plugin.
 //!
 //! A dataset's version is `name@<first 12 hex of the sha256 of its bytes>`, with any
-//! subset selection appended (`+limit50`), so two different subsets never share a
-//! version and a changed file never hides behind an old one.
+//! subset selection appended (`+limit50`, `+category=…`), so two different subsets
+//! never share a version and a changed file never hides behind an old one.
 
 pub mod demo;
 pub mod leakage_demo;
 pub mod remote;
+// Public benchmark sets (CSV, sha256-pinned, fetched through gauntlet-fetch).
+pub mod advbench;
+pub(crate) mod csv_source;
+pub mod harmbench;
+pub mod jbb_behaviors;
+pub mod or_bench;
+pub mod strongreject;
+pub mod xstest;
 
 use gauntlet_core::behavior::Behavior;
 use gauntlet_core::hash::sha256_hex;
@@ -135,15 +143,32 @@ pub fn version(name: &str, sha256: &str, limit: Option<usize>) -> String {
 }
 
 /// Loads a dataset from a resolved spec. Relative `file://` paths resolve against
-/// `base_dir` (the directory of the run config).
+/// `base_dir` (the directory of the run config). Downloads use the strict fetch policy
+/// and the default cache ([`gauntlet_fetch::FetchOptions::from_env`]).
 pub fn load(
     spec: &gauntlet_core::params::PluginSpec,
     base_dir: &Path,
 ) -> Result<Dataset, DatasetError> {
+    load_with(spec, base_dir, &gauntlet_fetch::FetchOptions::from_env())
+}
+
+/// [`load`] with explicit fetch options (tests pass a loopback policy and a temporary
+/// cache).
+pub fn load_with(
+    spec: &gauntlet_core::params::PluginSpec,
+    base_dir: &Path,
+    opts: &gauntlet_fetch::FetchOptions,
+) -> Result<Dataset, DatasetError> {
     match spec.name.as_str() {
         "demo" => demo::load(spec),
         "leakage_demo" => leakage_demo::load(spec),
-        "remote" => remote::load(spec, base_dir),
+        "remote" => remote::load(spec, base_dir, opts),
+        "advbench" => advbench::load(spec, base_dir, opts),
+        "harmbench" => harmbench::load(spec, base_dir, opts),
+        "jbb_behaviors" => jbb_behaviors::load(spec, base_dir, opts),
+        "xstest" => xstest::load(spec, base_dir, opts),
+        "or_bench" => or_bench::load(spec, base_dir, opts),
+        "strongreject" => strongreject::load(spec, base_dir, opts),
         // Scenario suites (injection mode's `scenarios:`).
         "bundled" => crate::injection::bundled::load(spec),
         "scenario_file" => crate::injection::scenario_file::load(spec, base_dir),

@@ -1,29 +1,34 @@
 //! `remote`: behaviors from a JSON file `{"behaviors": [...]}` named by URL.
 //!
-//! This build reads `file://` URLs (absolute, or relative to the run config's
-//! directory). The optional `sha256` pins the content: a mismatch stops the run before
-//! anything is parsed. Without a pin the version still records the actual hash.
+//! Sources go through `gauntlet-fetch`: `file://` paths (absolute, or relative to the
+//! run config's directory) and `https://` URLs, downloaded only with
+//! `allow_download: true` under the strict policy (public addresses only, checked on
+//! every redirect hop; 64 MiB; 30 s) and cached by content. The `sha256` pins the
+//! content: a mismatch stops the run before anything is parsed. A local file may go
+//! unpinned (the version still records its actual hash); a download must be pinned.
 
-use super::{Dataset, DatasetError, apply_limit, check_pin, read_behaviors, version};
+use super::{Dataset, DatasetError, apply_limit, parse_behaviors, read_behaviors, version};
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
+use gauntlet_fetch::{FetchOptions, FetchRequest, Origin, fetch};
 use std::path::{Path, PathBuf};
 
+/// Registration.
 pub const INFO: PluginInfo = PluginInfo {
     axis: Axis::Dataset,
     name: "remote",
-    doc: "behaviors from a JSON file ({\"behaviors\": [...]}) at a file:// URL, optionally sha256-pinned",
+    doc: "behaviors from a JSON file ({\"behaviors\": [...]}) at an https:// URL or file:// path, sha256-pinned",
     params: &[
         ParamSpec {
             name: "url",
             kind: ParamKind::Str,
             default: DefaultValue::Required,
-            doc: "file:///abs/path.json or file://relative/to/config.json",
+            doc: "https://host/path.json (needs allow_download and sha256), file:///abs/path.json or file://relative/to/config.json",
         },
         ParamSpec {
             name: "sha256",
             kind: ParamKind::Str,
             default: DefaultValue::Absent,
-            doc: "expected sha256 of the file (64 hex)",
+            doc: "expected sha256 of the file (64 hex); required for https",
         },
         ParamSpec {
             name: "name",
@@ -44,65 +49,59 @@ pub const INFO: PluginInfo = PluginInfo {
             name: "allow_download",
             kind: ParamKind::Bool,
             default: DefaultValue::Bool(false),
-            doc: "permit network downloads (https sources)",
+            doc: "permit the https download (verified against sha256, then cached)",
         },
     ],
 };
 
 /// Resolves a `file://` URL to a path.
 pub fn file_url_path(url: &str, base_dir: &Path) -> Result<PathBuf, String> {
-    let Some(rest) = url.strip_prefix("file://") else {
-        return Err(
-            if url.starts_with("https://") || url.starts_with("http://") {
-                format!(
-                    "`{url}`: network sources are not supported by this build's `remote` dataset; download the file and use a file:// URL"
-                )
-            } else {
-                format!("`{url}`: expected a file:// URL")
-            },
-        );
-    };
-    if rest.is_empty() {
-        return Err("empty file:// URL".into());
+    match gauntlet_fetch::parse_source(url, base_dir)? {
+        gauntlet_fetch::Source::File(p) => Ok(p),
+        gauntlet_fetch::Source::Http(_) => Err(format!("`{url}`: expected a file:// URL")),
     }
-    let p = Path::new(rest);
-    Ok(if p.is_absolute() {
-        p.to_path_buf()
-    } else {
-        base_dir.join(p)
-    })
 }
 
-pub fn load(spec: &PluginSpec, base_dir: &Path) -> Result<Dataset, DatasetError> {
+/// Loads the set (see the module docs).
+pub fn load(
+    spec: &PluginSpec,
+    base_dir: &Path,
+    opts: &FetchOptions,
+) -> Result<Dataset, DatasetError> {
     let url = spec.params.str("url").unwrap_or_default();
     let name = spec.params.str("name").unwrap_or("remote").to_string();
-    let pin = spec.params.str("sha256");
-    if let Some(p) = pin
-        && (p.len() != 64 || !p.chars().all(|c| c.is_ascii_hexdigit()))
-    {
-        return Err(DatasetError::new(
+    let fetched = fetch(
+        FetchRequest {
             url,
-            format!("`sha256` must be 64 hex characters, got {p:?}"),
-        ));
-    }
-    let path = file_url_path(url, base_dir).map_err(|m| DatasetError::new(&name, m))?;
-    let shown = path.display().to_string();
-    // Hash first (streaming), parse only what matches the pin, streaming again: a large
-    // file is never held in memory whole.
-    let cannot = |e: std::io::Error| DatasetError::new(&shown, format!("cannot read: {e}"));
-    let mut hasher = gauntlet_core::hash::HashWriter::new();
-    let mut f = std::fs::File::open(&path).map_err(cannot)?;
-    std::io::copy(&mut f, &mut hasher).map_err(cannot)?;
-    // Bytes written through io::Write are hashed unframed: this is the file's plain sha256.
-    let sha = hasher.finish_hex();
-    check_pin(&shown, pin, &sha)?;
-    let f = std::fs::File::open(&path).map_err(cannot)?;
-    let behaviors = read_behaviors(std::io::BufReader::with_capacity(1 << 16, f), &shown)?;
+            base_dir,
+            sha256: spec.params.str("sha256"),
+            allow_download: spec.params.bool("allow_download").unwrap_or(false),
+        },
+        opts,
+    )
+    .map_err(|e| DatasetError::new(e.source_name, e.message))?;
+    let shown = fetched.shown.clone();
+    let behaviors = match fetched.origin {
+        // A local file was hashed in place; parse it streaming, so a large file is never
+        // held in memory whole.
+        Origin::LocalFile => {
+            let f = std::fs::File::open(&fetched.path)
+                .map_err(|e| DatasetError::new(&shown, format!("cannot read: {e}")))?;
+            read_behaviors(std::io::BufReader::with_capacity(1 << 16, f), &shown)?
+        }
+        // A download (at most the policy's cap): parse exactly the verified bytes.
+        Origin::Cache | Origin::Downloaded => {
+            let bytes = fetched
+                .read_verified(opts.policy.max_bytes)
+                .map_err(|e| DatasetError::new(e.source_name, e.message))?;
+            parse_behaviors(&bytes, &shown, Some(&fetched.sha256))?.1
+        }
+    };
     let (behaviors, limit) = apply_limit(behaviors, spec.params.int("limit"));
     Ok(Dataset {
-        version: version(&name, &sha, limit),
+        version: version(&name, &fetched.sha256, limit),
         name,
-        sha256: sha,
+        sha256: fetched.sha256,
         behaviors,
     })
 }
@@ -126,20 +125,30 @@ mod tests {
         }
     }
 
+    fn load_file(spec: &PluginSpec, base: &Path) -> Result<Dataset, DatasetError> {
+        let opts = FetchOptions {
+            policy: gauntlet_fetch::FetchPolicy::strict(),
+            cache_dir: None,
+        };
+        load(spec, base, &opts)
+    }
+
     #[test]
     fn loads_relative_file_and_checks_pin() {
         let dir = tempfile::tempdir().unwrap();
         let body = br#"{"behaviors":[{"id":"a","prompt":"hello","expected":"should_comply"}]}"#;
         std::fs::write(dir.path().join("b.json"), body).unwrap();
-        let d = load(&spec("file://b.json", None), dir.path()).unwrap();
+        let d = load_file(&spec("file://b.json", None), dir.path()).unwrap();
         assert_eq!(d.behaviors.len(), 1);
         assert!(d.version.starts_with("mine@"));
         let good = gauntlet_core::hash::sha256_hex(body);
-        assert!(load(&spec("file://b.json", Some(&good)), dir.path()).is_ok());
+        assert!(load_file(&spec("file://b.json", Some(&good)), dir.path()).is_ok());
         let bad = "0".repeat(64);
-        let e = load(&spec("file://b.json", Some(&bad)), dir.path()).unwrap_err();
+        let e = load_file(&spec("file://b.json", Some(&bad)), dir.path()).unwrap_err();
         assert!(
-            e.message.contains("sha256 mismatch") && e.message.contains(&good),
+            e.message.contains("sha256 mismatch")
+                && e.message.contains(&good)
+                && e.message.contains(&bad),
             "{e}"
         );
     }
@@ -152,7 +161,7 @@ mod tests {
             "{\"behaviors\": [\n {\"id\": \"a\", \"promt\": \"x\"}]}",
         )
         .unwrap();
-        let e = load(&spec("file://b.json", None), dir.path()).unwrap_err();
+        let e = load_file(&spec("file://b.json", None), dir.path()).unwrap_err();
         assert!(e.source_name.ends_with("b.json"));
         assert!(
             e.message.contains("line 2") && e.message.contains("promt"),
@@ -163,10 +172,13 @@ mod tests {
             r#"{"behaviors":[{"id":"a","prompt":"x"},{"id":"a","prompt":"y"}]}"#,
         )
         .unwrap();
-        let e = load(&spec("file://d.json", None), dir.path()).unwrap_err();
+        let e = load_file(&spec("file://d.json", None), dir.path()).unwrap_err();
         assert!(e.message.contains("duplicate behavior id `a`"), "{e}");
-        let e = load(&spec("https://example.invalid/x.json", None), dir.path()).unwrap_err();
-        assert!(e.message.contains("file://"), "{e}");
+        let e = load_file(&spec("https://example.invalid/x.json", None), dir.path()).unwrap_err();
+        assert!(
+            e.message.contains("allow_download: true") && e.message.contains("file://"),
+            "{e}"
+        );
     }
 
     proptest::proptest! {

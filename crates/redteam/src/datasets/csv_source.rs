@@ -1,0 +1,474 @@
+//! Shared machinery of the public CSV benchmark sets (`advbench`, `harmbench`,
+//! `jbb_behaviors`, `xstest`, `or_bench`, `strongreject`): common params, fetching
+//! through `gauntlet-fetch` (sha256 verified before parsing), real CSV parsing (quoted
+//! fields, embedded newlines, a UTF-8 BOM), column checks, row-numbered ids, the
+//! category filter, `limit`, and the version string.
+//!
+//! Each set's file only declares its layout and how a row maps to a behavior.
+
+use super::{Dataset, DatasetError};
+use gauntlet_core::behavior::{Behavior, Expected};
+use gauntlet_core::params::{DefaultValue, ParamKind, ParamSpec, PluginSpec};
+use gauntlet_fetch::{FetchOptions, FetchRequest, fetch};
+use std::collections::{BTreeSet, HashMap};
+use std::path::Path;
+
+/// The `url` param shared by every public set.
+pub(crate) const URL_PARAM: ParamSpec = ParamSpec {
+    name: "url",
+    kind: ParamKind::Str,
+    default: DefaultValue::Required,
+    doc: "https:// URL of the CSV (needs allow_download: true), or file://path (relative to the config's directory)",
+};
+/// The `allow_download` param shared by every public set.
+pub(crate) const ALLOW_DOWNLOAD_PARAM: ParamSpec = ParamSpec {
+    name: "allow_download",
+    kind: ParamKind::Bool,
+    default: DefaultValue::Bool(false),
+    doc: "permit the https download (verified against sha256, cached under $GAUNTLET_CACHE_DIR or ~/.cache/gauntlet/datasets)",
+};
+/// The `limit` param shared by every public set.
+pub(crate) const LIMIT_PARAM: ParamSpec = ParamSpec {
+    name: "limit",
+    kind: ParamKind::Int {
+        min: 1,
+        max: 10_000_000,
+    },
+    default: DefaultValue::Absent,
+    doc: "use only the first N behaviors after filtering (recorded in the dataset version)",
+};
+/// The `category` filter param of sets that have a category column.
+pub(crate) const CATEGORY_PARAM: ParamSpec = ParamSpec {
+    name: "category",
+    kind: ParamKind::StrList,
+    default: DefaultValue::Absent,
+    doc: "keep only behaviors whose category is one of these (case-insensitive; recorded in the dataset version)",
+};
+
+/// A `sha256` param whose default is the published pin.
+pub(crate) const fn pinned_sha_param(doc: &'static str) -> ParamSpec {
+    ParamSpec {
+        name: "sha256",
+        kind: ParamKind::Str,
+        default: DefaultValue::Builtin,
+        doc,
+    }
+}
+
+/// One row's mapping to a behavior.
+pub(crate) struct Item {
+    pub prompt: String,
+    pub category: String,
+    pub expected: Expected,
+}
+
+/// A set's CSV layout.
+pub(crate) struct Layout {
+    /// Plugin name: dataset name, id prefix and version prefix.
+    pub name: &'static str,
+    /// The prompt column (must be non-empty on every row).
+    pub prompt: &'static str,
+    /// Every column the mapping reads, the prompt column included.
+    pub columns: &'static [&'static str],
+    /// The published pin, used when the user gives no `sha256`; `None` = the user must pin.
+    pub pin: Option<&'static str>,
+}
+
+/// A parsed CSV row, addressed by column name.
+pub(crate) struct Row<'a> {
+    record: &'a csv::StringRecord,
+    index: &'a HashMap<&'static str, usize>,
+}
+
+impl Row<'_> {
+    /// The value of a declared column.
+    pub fn get(&self, column: &'static str) -> &str {
+        self.index
+            .get(column)
+            .and_then(|&i| self.record.get(i))
+            .unwrap_or("")
+    }
+}
+
+/// What a row becomes: a behavior, or nothing (rows a set leaves out by design).
+pub(crate) type RowMap<'m> = dyn Fn(&Row<'_>) -> Result<Option<Item>, String> + 'm;
+
+/// Parses CSV bytes into behaviors with ids `<name>-<row:04>`.
+pub(crate) fn parse(
+    bytes: &[u8],
+    shown: &str,
+    layout: &Layout,
+    map: &RowMap<'_>,
+) -> Result<Vec<Behavior>, DatasetError> {
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    let mut rdr = csv::ReaderBuilder::new()
+        .has_headers(true)
+        .flexible(false)
+        .from_reader(bytes);
+    let headers = rdr
+        .headers()
+        .map_err(|e| {
+            DatasetError::new(
+                shown,
+                format!("cannot read the header row: {}", csv_error(&e)),
+            )
+        })?
+        .clone();
+    let found: Vec<String> = headers.iter().map(|h| h.trim().to_string()).collect();
+    let mut index = HashMap::new();
+    let mut missing = Vec::new();
+    for &col in layout.columns {
+        // Exact name first, then case-insensitively (mirrors sometimes change case).
+        let hits: Vec<usize> = match found.iter().position(|h| h == col) {
+            Some(i) => vec![i],
+            None => found
+                .iter()
+                .enumerate()
+                .filter(|(_, h)| h.eq_ignore_ascii_case(col))
+                .map(|(i, _)| i)
+                .collect(),
+        };
+        match hits.as_slice() {
+            [i] => {
+                index.insert(col, *i);
+            }
+            [] => missing.push(col),
+            _ => {
+                return Err(DatasetError::new(
+                    shown,
+                    format!("column `{col}` appears more than once in the header"),
+                ));
+            }
+        }
+    }
+    if !missing.is_empty() {
+        let list = |v: &[&str]| {
+            v.iter()
+                .map(|c| format!("`{c}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let found_refs: Vec<&str> = found.iter().map(String::as_str).collect();
+        return Err(DatasetError::new(
+            shown,
+            format!(
+                "missing column(s) {} for the `{}` format; found columns: {}; expected: {} \
+                 (is this the right file for this dataset?)",
+                list(&missing),
+                layout.name,
+                if found_refs.is_empty() {
+                    "none (empty file)".to_string()
+                } else {
+                    list(&found_refs)
+                },
+                list(layout.columns)
+            ),
+        ));
+    }
+    let mut out = Vec::new();
+    let mut record = csv::StringRecord::new();
+    let mut number = 0usize;
+    loop {
+        match rdr.read_record(&mut record) {
+            Ok(false) => break,
+            Ok(true) => {}
+            Err(e) => {
+                return Err(DatasetError::new(
+                    shown,
+                    format!("data row {}: {}", number + 1, csv_error(&e)),
+                ));
+            }
+        }
+        number += 1;
+        let line = record.position().map(|p| p.line()).unwrap_or(0);
+        let row = Row {
+            record: &record,
+            index: &index,
+        };
+        if row.get(layout.prompt).trim().is_empty() {
+            return Err(DatasetError::new(
+                shown,
+                format!(
+                    "data row {number} (line {line}) has an empty `{}` (the prompt column)",
+                    layout.prompt
+                ),
+            ));
+        }
+        let item = map(&row).map_err(|m| {
+            DatasetError::new(shown, format!("data row {number} (line {line}): {m}"))
+        })?;
+        if let Some(item) = item {
+            out.push(behavior(
+                format!("{}-{number:04}", layout.name),
+                item.prompt,
+                item.category,
+                item.expected,
+            ));
+        }
+    }
+    if number == 0 {
+        return Err(DatasetError::new(
+            shown,
+            "the file has a header but no data rows",
+        ));
+    }
+    Ok(out)
+}
+
+fn csv_error(e: &csv::Error) -> String {
+    match e.kind() {
+        csv::ErrorKind::UnequalLengths {
+            pos,
+            expected_len,
+            len,
+        } => format!(
+            "{} has {len} fields, expected {expected_len} like the header (an unbalanced quote?)",
+            pos.as_ref()
+                .map(|p| format!("line {}", p.line()))
+                .unwrap_or_else(|| "a record".into())
+        ),
+        csv::ErrorKind::Utf8 { pos, err } => format!(
+            "{}field {} is not valid UTF-8",
+            pos.as_ref()
+                .map(|p| format!("line {}: ", p.line()))
+                .unwrap_or_default(),
+            err.field() + 1
+        ),
+        _ => e.to_string(),
+    }
+}
+
+/// Builds a behavior without naming every field of the struct.
+fn behavior(id: String, prompt: String, category: String, expected: Expected) -> Behavior {
+    serde_json::from_value(serde_json::json!({
+        "id": id,
+        "prompt": prompt,
+        "category": category,
+        "expected": expected,
+    }))
+    .expect("a behavior built from its own fields deserialises")
+}
+
+/// Extra subset markers a set adds to its version (e.g. HarmBench's `+contextual`).
+pub(crate) type Markers = Vec<String>;
+
+/// Fetches, verifies, parses, filters and limits one public set.
+pub(crate) fn load(
+    spec: &PluginSpec,
+    base_dir: &Path,
+    opts: &FetchOptions,
+    layout: &Layout,
+    markers: Markers,
+    map: &RowMap<'_>,
+) -> Result<Dataset, DatasetError> {
+    let name = layout.name;
+    let url = spec.params.str("url").unwrap_or_default();
+    let pin = match (spec.params.str("sha256"), layout.pin) {
+        (Some(p), _) => p,
+        (None, Some(p)) => p,
+        (None, None) => {
+            return Err(DatasetError::new(
+                name,
+                "`sha256` is required: this set has no published pin; hash the file you \
+                 reviewed (sha256sum FILE) and pass it as `sha256`",
+            ));
+        }
+    };
+    let fetched = fetch(
+        FetchRequest {
+            url,
+            base_dir,
+            sha256: Some(pin),
+            allow_download: spec.params.bool("allow_download").unwrap_or(false),
+        },
+        opts,
+    )
+    .map_err(|e| DatasetError::new(e.source_name, e.message))?;
+    // Parse exactly the verified bytes.
+    let bytes = fetched
+        .read_verified(opts.policy.max_bytes)
+        .map_err(|e| DatasetError::new(e.source_name, e.message))?;
+    let mut behaviors = parse(&bytes, &fetched.shown, layout, map)?;
+    let mut suffix = String::new();
+    for m in markers {
+        suffix.push('+');
+        suffix.push_str(&m);
+    }
+    if let Some(wanted) = spec.params.str_list("category")
+        && !wanted.is_empty()
+    {
+        let wanted: BTreeSet<String> = wanted.iter().map(|c| c.trim().to_lowercase()).collect();
+        let available: BTreeSet<&str> = behaviors.iter().map(|b| b.category.as_str()).collect();
+        let unknown: Vec<&String> = wanted
+            .iter()
+            .filter(|w| !available.iter().any(|a| a.to_lowercase() == **w))
+            .collect();
+        if !unknown.is_empty() {
+            return Err(DatasetError::new(
+                &fetched.shown,
+                format!(
+                    "unknown categor{} {:?}; the file has: {}",
+                    if unknown.len() == 1 { "y" } else { "ies" },
+                    unknown,
+                    available.into_iter().collect::<Vec<_>>().join(", ")
+                ),
+            ));
+        }
+        behaviors.retain(|b| wanted.contains(&b.category.to_lowercase()));
+        suffix.push_str("+category=");
+        suffix.push_str(&wanted.into_iter().collect::<Vec<_>>().join(","));
+    }
+    if behaviors.is_empty() {
+        return Err(DatasetError::new(
+            &fetched.shown,
+            "no behaviors left after filtering",
+        ));
+    }
+    let (behaviors, limit) = super::apply_limit(behaviors, spec.params.int("limit"));
+    let mut version = format!("{name}@{}{suffix}", &fetched.sha256[..12]);
+    if let Some(l) = limit {
+        version.push_str(&format!("+limit{l}"));
+    }
+    Ok(Dataset {
+        name: name.to_string(),
+        version,
+        sha256: fetched.sha256,
+        behaviors,
+    })
+}
+
+#[cfg(test)]
+pub(crate) mod test_util {
+    //! Helpers for the loaders' tests: specs pointing at the shared fixtures.
+
+    use gauntlet_core::params::{ParamValue, Params, PluginSpec};
+    use std::path::{Path, PathBuf};
+
+    /// `crates/redteam/tests/fixtures`.
+    pub fn fixtures() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+    }
+
+    /// The sha256 of a fixture.
+    pub fn sha_of(file: &str) -> String {
+        gauntlet_fetch::sha256_hex(&std::fs::read(fixtures().join(file)).unwrap())
+    }
+
+    /// A spec for plugin `name` reading `file://<file>` with its actual pin.
+    pub fn spec(name: &str, file: &str, extra: &[(&str, ParamValue)]) -> PluginSpec {
+        let mut all = vec![("sha256", ParamValue::Str(sha_of(file)))];
+        all.extend(extra.iter().cloned());
+        unpinned(name, file, &all)
+    }
+
+    /// A spec for plugin `name` reading `file://<file>` with no `sha256` param.
+    pub fn unpinned(name: &str, file: &str, extra: &[(&str, ParamValue)]) -> PluginSpec {
+        let mut p = Params::new();
+        p.insert("url", ParamValue::Str(format!("file://{file}")));
+        for (k, v) in extra {
+            p.insert(k, v.clone());
+        }
+        PluginSpec {
+            name: name.into(),
+            params: p,
+            loc: Default::default(),
+        }
+    }
+
+    /// Offline options: strict policy, no cache.
+    pub fn offline() -> gauntlet_fetch::FetchOptions {
+        gauntlet_fetch::FetchOptions {
+            policy: gauntlet_fetch::FetchPolicy::strict(),
+            cache_dir: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LAYOUT: Layout = Layout {
+        name: "t",
+        prompt: "prompt",
+        columns: &["prompt", "kind"],
+        pin: None,
+    };
+
+    fn map(r: &Row<'_>) -> Result<Option<Item>, String> {
+        Ok(Some(Item {
+            prompt: r.get("prompt").to_string(),
+            category: r.get("kind").to_string(),
+            expected: Expected::ShouldComply,
+        }))
+    }
+
+    #[test]
+    fn bom_quotes_and_embedded_newlines() {
+        let csv = "\u{feff}prompt,kind\n\"Explain, in two lines,\nhow to pick a lock\",\"x \"\"y\"\"\"\nplain,z\n";
+        let b = parse(csv.as_bytes(), "f.csv", &LAYOUT, &map).unwrap();
+        assert_eq!(b.len(), 2);
+        assert_eq!(b[0].prompt, "Explain, in two lines,\nhow to pick a lock");
+        assert_eq!(b[0].category, "x \"y\"");
+        assert_eq!(b[0].id, "t-0001");
+        assert_eq!(b[1].id, "t-0002");
+    }
+
+    #[test]
+    fn missing_columns_name_file_found_and_expected() {
+        let e = parse(b"goal,target\na,b\n", "dir/f.csv", &LAYOUT, &map).unwrap_err();
+        assert_eq!(e.source_name, "dir/f.csv");
+        for s in [
+            "`prompt`",
+            "`kind`",
+            "found columns: `goal`, `target`",
+            "expected: `prompt`, `kind`",
+        ] {
+            assert!(e.message.contains(s), "{s}: {e}");
+        }
+        let e = parse(b"", "f.csv", &LAYOUT, &map).unwrap_err();
+        assert!(e.message.contains("none (empty file)"), "{e}");
+    }
+
+    #[test]
+    fn empty_prompts_and_ragged_rows_name_the_row() {
+        let e = parse(b"prompt,kind\na,b\n  ,c\n", "f.csv", &LAYOUT, &map).unwrap_err();
+        assert!(
+            e.message.contains("data row 2 (line 3)") && e.message.contains("empty `prompt`"),
+            "{e}"
+        );
+        let e = parse(b"prompt,kind\na,b\nc\n", "f.csv", &LAYOUT, &map).unwrap_err();
+        assert!(e.message.contains("line 3 has 1 fields, expected 2"), "{e}");
+        let e = parse(b"prompt,kind\n", "f.csv", &LAYOUT, &map).unwrap_err();
+        assert!(e.message.contains("no data rows"), "{e}");
+        let e = parse(b"prompt,kind\n\xff\xfe,b\n", "f.csv", &LAYOUT, &map).unwrap_err();
+        assert!(e.message.contains("UTF-8"), "{e}");
+    }
+
+    #[test]
+    fn columns_match_case_insensitively_but_not_twice() {
+        let b = parse(b"Prompt,KIND\na,b\n", "f.csv", &LAYOUT, &map).unwrap();
+        assert_eq!(b[0].category, "b");
+        let e = parse(b"Prompt,PROMPT,kind\na,b,c\n", "f.csv", &LAYOUT, &map).unwrap_err();
+        assert!(e.message.contains("more than once"), "{e}");
+    }
+
+    proptest::proptest! {
+        /// Arbitrary bytes never panic the parser.
+        #[test]
+        fn parser_never_panics_on_bytes(s in proptest::collection::vec(proptest::num::u8::ANY, 0..600)) {
+            let _ = parse(&s, "fuzz", &LAYOUT, &map);
+        }
+
+        /// CSV-ish text (quotes, commas, newlines, BOMs) never panics either, and every
+        /// success has non-empty prompts and unique ids.
+        #[test]
+        fn parser_never_panics_on_csvish_text(s in "(\u{feff})?(prompt|kind|\"|,|\n|\r|a| |é)*") {
+            if let Ok(b) = parse(s.as_bytes(), "fuzz", &LAYOUT, &map) {
+                let ids: BTreeSet<&str> = b.iter().map(|x| x.id.as_str()).collect();
+                proptest::prop_assert_eq!(ids.len(), b.len());
+                proptest::prop_assert!(b.iter().all(|x| !x.prompt.trim().is_empty()));
+            }
+        }
+    }
+}
