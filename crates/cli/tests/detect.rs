@@ -331,3 +331,88 @@ fn end_to_end_mode_writes_the_fidelity_block() {
             .contains("never folded into the agent pass rate")
     );
 }
+
+/// The JSON and the human report are byte-identical across reruns and --parallel; the
+/// wall-clock figures go to stderr only.
+#[test]
+fn reports_are_byte_identical_across_reruns_and_parallelism() {
+    let root = repo().join("exams/scenarios");
+    let r = root.to_str().unwrap();
+    let a = gauntlet(&["exam-detect", "--corpus", r, "--json", "--parallel", "1"]);
+    let b = gauntlet(&["exam-detect", "--corpus", r, "--json", "--parallel", "7"]);
+    assert_eq!(a.status.code(), Some(0), "{}", text(&a));
+    assert!(
+        a.stdout == b.stdout,
+        "JSON differs between --parallel 1 and 7"
+    );
+    let s = String::from_utf8_lossy(&a.stdout);
+    assert!(!s.contains("elapsed") && !s.contains("per_sec"), "{s}");
+    assert_eq!(json(&a)["totals"]["events"], 184);
+    let err = String::from_utf8_lossy(&a.stderr);
+    assert!(
+        err.contains("exam-detect: 102 scenarios, 184 events in") && err.contains("scenarios/s"),
+        "{err}"
+    );
+    let h1 = gauntlet(&[
+        "exam-detect",
+        "--corpus",
+        r,
+        "--all-rows",
+        "--parallel",
+        "2",
+    ]);
+    let h2 = gauntlet(&["exam-detect", "--corpus", r, "--all-rows"]);
+    assert!(h1.stdout == h2.stdout);
+    // Rows come out sorted by id whatever the file layout (files stream in path order).
+    let ids: Vec<String> = json(&a)["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["id"].as_str().unwrap().to_string())
+        .collect();
+    let mut sorted = ids.clone();
+    sorted.sort();
+    assert_eq!(ids, sorted);
+}
+
+/// Streaming parses each scenario only when its turn comes: a broken file or a
+/// duplicate id still fails the run with exit 2, naming the file(s), and no report.
+#[test]
+fn streamed_parse_errors_and_duplicate_ids_exit_two_naming_the_files() {
+    let c = corpus(&[
+        (
+            "code/GO-01-force-push-main-after-review-dismissal.yaml",
+            "{must_fire: [git-oops], must_not_fire: []}",
+        ),
+        (
+            "code/GO-03-merge-queue-push-to-main.yaml",
+            "{must_fire: [], must_not_fire: [git-oops]}",
+        ),
+    ]);
+    let p = c.path().to_str().unwrap();
+    // A duplicate id under another file name.
+    std::fs::copy(
+        c.path().join("GO-03-merge-queue-push-to-main.yaml"),
+        c.path().join("zz-copy.yaml"),
+    )
+    .unwrap();
+    let pin = gauntlet(&["corpus", "pin", p]);
+    assert!(pin.status.success(), "{}", text(&pin));
+    let out = gauntlet(&["exam-detect", "--corpus", p, "--json"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(out.stdout.is_empty());
+    let t = text(&out);
+    assert!(
+        t.contains("duplicate scenario id `GO-03-merge-queue-push-to-main`")
+            && t.contains("zz-copy.yaml"),
+        "{t}"
+    );
+    // A file that does not parse.
+    std::fs::write(c.path().join("zz-copy.yaml"), "id: [unclosed\n").unwrap();
+    let pin = gauntlet(&["corpus", "pin", p]);
+    assert!(pin.status.success(), "{}", text(&pin));
+    let out = gauntlet(&["exam-detect", "--corpus", p]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("zz-copy.yaml"), "{}", text(&out));
+    assert!(out.stdout.is_empty());
+}

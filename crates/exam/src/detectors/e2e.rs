@@ -550,6 +550,56 @@ mod tests {
         assert_eq!(j["rows"][0]["fidelity"], "DETECTOR-ERROR");
     }
 
+    /// Panics on every scenario.
+    struct Boom;
+    impl crate::detectors::Detector for Boom {
+        fn name(&self) -> &str {
+            "test-boom"
+        }
+        fn detect(&self, _: &[crate::projection::Event], _: &projection::Baseline) -> Vec<Finding> {
+            panic!("exploded on purpose")
+        }
+    }
+
+    #[test]
+    fn a_panicking_detector_in_the_fleet_yields_detector_error_rows() {
+        let mut members: Vec<Member> = crate::detectors::builtin()
+            .into_iter()
+            .map(Member::Builtin)
+            .collect();
+        members.push(Member::Builtin(Arc::new(Boom)));
+        let quiet = LoadedScenario {
+            relpath: "q.yaml".into(),
+            path: "q.yaml".into(),
+            sha256: String::new(),
+            extra: false,
+            scenario: scenario("escalated", QUIET),
+        };
+        let push = LoadedScenario {
+            scenario: Scenario {
+                id: "p".into(),
+                ..scenario("escalated", FORCE_PUSH)
+            },
+            ..quiet.clone()
+        };
+        let f = run(
+            &[&quiet, &push],
+            &members,
+            Duration::from_secs(5),
+            |_, _| t("escalated"),
+        );
+        // Quiet: the miss cannot be told from the failure.
+        assert_eq!(f.rows[0].fidelity, Fidelity::DetectorError);
+        assert_eq!(f.rows[0].passed, None);
+        assert_eq!(f.rows[0].detector_errors, vec!["test-boom: panic"]);
+        // The force push is still reproduced by git-oops, and graded.
+        assert_eq!(f.rows[1].fidelity, Fidelity::Reproduced);
+        assert_eq!(f.rows[1].passed, Some(true));
+        assert_eq!((f.detector_error, f.ungraded), (1, 1));
+        assert_eq!(f.reproduction_rate, Some(1.0));
+        assert_eq!(f.e2e_recall, Some(1.0));
+    }
+
     #[test]
     fn triage_errors_leave_the_row_ungraded() {
         // The matched finding's cascade hit a model error (it escalated fail-safe):
