@@ -25,13 +25,13 @@ use crate::rundir::RunDir;
 use crate::usage::CellUsage;
 use gauntlet_core::behavior::{Behavior, Expected};
 use gauntlet_core::hash::{HashWriter, sha256_hex};
-use gauntlet_core::message::{ChatResponse, Message, Role, StopReason};
+use gauntlet_core::message::{ChatRequest, ChatResponse, Message, Role, StopReason};
 use gauntlet_core::outcome::Verdict;
 use gauntlet_core::params::{Axis, Diag, PluginSpec, resolve_spec};
 use gauntlet_core::results::{MetricValue, RunSummary};
 use gauntlet_core::tree::parse_yaml;
 use gauntlet_models::registry::build_target;
-use gauntlet_models::{Model, ModelError};
+use gauntlet_models::{BoxFuture, Model, ModelError};
 use gauntlet_redteam::attack::{Attempt, CallModel};
 use gauntlet_redteam::judge::Judge;
 use gauntlet_redteam::registry::{Registry, build_judge};
@@ -50,6 +50,30 @@ pub struct StoredError(pub String);
 
 fn err(msg: impl Into<String>) -> StoredError {
     StoredError(msg.into())
+}
+
+/// A model of a stored run (a target, or a grader of the run's judges): it carries the
+/// model's identity, so labels and cache keys are the run's, and refuses every call.
+struct NotCalled(PluginSpec);
+
+impl Model for NotCalled {
+    fn spec(&self) -> &PluginSpec {
+        &self.0
+    }
+    fn offline(&self) -> bool {
+        true
+    }
+    fn chat<'a>(
+        &'a self,
+        _req: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<ChatResponse, ModelError>> {
+        Box::pin(async move {
+            Err(ModelError::Config(format!(
+                "`{}` belongs to a stored run: analyses of stored runs never call it",
+                self.0.label()
+            )))
+        })
+    }
 }
 
 /// What `run.json` says about the run, besides its config.
@@ -199,12 +223,41 @@ impl StoredRun {
             )));
         }
         cfg.path = config_dir.unwrap_or(dir).join("run.json");
-        let plan = Plan::build(cfg).map_err(|e| {
+        // Targets and the run's judge graders are never called when a run is read back:
+        // they are not built (a live one would want its API key) but stood in for by
+        // models that carry their identity — so cache keys and labels are the run's —
+        // and refuse every call. The plan is built without them, then given them.
+        let targets = std::mem::take(&mut cfg.targets);
+        let judges = std::mem::take(&mut cfg.judges);
+        let mut plan = Plan::build(cfg).map_err(|e| {
             err(format!(
                 "cannot rebuild the plan of {}:\n{e}\n    help: a relative dataset path resolves against the original config's directory: pass --config-dir DIR",
                 dir.display()
             ))
         })?;
+        plan.targets = targets
+            .iter()
+            .map(|t| Arc::new(NotCalled(t.clone())) as Arc<dyn Model>)
+            .collect();
+        plan.judges = judges
+            .iter()
+            .map(|j| build_judge(j).map_err(|e| err(format!("judge `{}`: {e}", j.label()))))
+            .collect::<Result<_, _>>()?;
+        plan.graders = judges
+            .iter()
+            .map(|j| {
+                build_judge(j)
+                    .ok()
+                    .and_then(|b| b.grader().cloned())
+                    .map(|g| Arc::new(NotCalled(g)) as Arc<dyn Model>)
+            })
+            .collect();
+        plan.config.targets = targets;
+        plan.config.judges = judges;
+        let mut h = HashWriter::new();
+        h.json(&plan.config.canonical());
+        plan.config_hash = h.finish_hex();
+        plan.run_id = format!("{}-{}", plan.config.run_name, &plan.config_hash[..12]);
         if plan.config_hash != meta.config_hash {
             return Err(err(format!(
                 "{}: the recorded config hashes to {} with this build, not the recorded {} (a plugin's params or defaults changed since the run); re-run the config instead",
@@ -752,4 +805,37 @@ pub fn write_rescored(out: &Path, r: &Rescored) -> Result<(), StoredError> {
         .map_err(|e| err(format!("cannot write {}: {e}", log.display())))?;
     gauntlet_report::write_reports(out, &r.summary)
         .map_err(|e| err(format!("cannot write reports in {}: {e}", out.display())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn judge_specs_parse_like_config_entries() {
+        let s = parse_judge_spec("refusal_match").unwrap();
+        assert_eq!(s.name, "refusal_match");
+        let s = parse_judge_spec(
+            "{name: rubric, params: {grader: {name: reference, params: {name: g}}}}",
+        )
+        .unwrap();
+        assert_eq!(s.name, "rubric");
+        assert_eq!(s.params.spec("grader").unwrap().label(), "g");
+        let e = parse_judge_spec("rubrik").unwrap_err();
+        assert!(e.contains("rubrik"), "{e}");
+        assert!(parse_judge_spec("{name: rubric, params: {nope: 1}}").is_err());
+        assert!(parse_judge_spec("{name: [").is_err());
+    }
+
+    #[test]
+    fn stand_in_models_refuse_every_call() {
+        let spec = parse_judge_spec("refusal_match").unwrap();
+        let m = NotCalled(spec);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let r = rt.block_on(m.chat(&ChatRequest::default()));
+        assert!(matches!(r, Err(ModelError::Config(_))), "{r:?}");
+        assert_eq!(m.label(), "refusal_match");
+    }
 }
