@@ -602,3 +602,98 @@ fn live_trials_send_distinct_seeds_and_rerun_makes_no_calls() {
     assert_eq!(s.srv.requests().len(), 16);
     assert_eq!(last_session(&run)["model_calls"], 4);
 }
+
+/// One `max_queries` budget covers every trial: it runs out inside a later trial, the
+/// artefacts are a trial-major prefix, and a rerun with a higher budget pays only for
+/// the calls never made. `--estimate` counts every trial's calls.
+#[test]
+fn the_budget_covers_all_trials_and_the_estimate_counts_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = big_config(tmp.path(), 50, 3);
+    let text = std::fs::read_to_string(&cfg).unwrap();
+    // 50 behaviors × 2 targets × (1 + 3) attempts × 2 (target + grader) = 800 per trial.
+    let per_trial = 50 * 2 * (1 + 3) * 2;
+    let estimate = |args: &[&str]| -> u64 {
+        let mut argv = vec!["run", cfg.to_str().unwrap(), "--estimate"];
+        argv.extend_from_slice(args);
+        let out = gauntlet(&argv, tmp.path());
+        ok(&out);
+        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with("total: "))
+            .unwrap_or_else(|| panic!("{stdout}"));
+        line["total: ".len()..]
+            .split(' ')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    assert_eq!(estimate(&[]), 3 * per_trial);
+    assert_eq!(estimate(&["--trials", "1"]), per_trial);
+
+    std::fs::write(
+        &cfg,
+        text.replace("seed: 11\n", "seed: 11\nmax_queries: 1900\n"),
+    )
+    .unwrap();
+    let runs = tmp.path().join("runs");
+    let out = gauntlet(
+        &[
+            "run",
+            cfg.to_str().unwrap(),
+            "--runs-dir",
+            runs.to_str().unwrap(),
+            "--quiet",
+        ],
+        tmp.path(),
+    );
+    assert_eq!(out.status.code(), Some(3), "budget exit code");
+    let run = runs.join("big");
+    assert_eq!(
+        read_json(&run.join("run.json"))["status"],
+        "partial: budget"
+    );
+    let made = last_session(&run)["model_calls"].as_u64().unwrap();
+    assert!(made <= 1900, "{made} calls made under a budget of 1900");
+    assert!(
+        made > 2 * per_trial,
+        "the budget ran out before trial 2: {made}"
+    );
+    let trials: Vec<u64> = lines(&run.join("transcripts.jsonl"))
+        .iter()
+        .map(|l| l["trial"].as_u64().unwrap())
+        .collect();
+    assert!(trials.windows(2).all(|w| w[0] <= w[1]));
+    assert_eq!(trials.first(), Some(&0));
+    assert_eq!(trials.last(), Some(&2), "trial 2 had started");
+
+    std::fs::write(
+        &cfg,
+        text.replace("seed: 11\n", "seed: 11\nmax_queries: 100000\n"),
+    )
+    .unwrap();
+    ok(&gauntlet(
+        &[
+            "run",
+            cfg.to_str().unwrap(),
+            "--runs-dir",
+            runs.to_str().unwrap(),
+            "--quiet",
+        ],
+        tmp.path(),
+    ));
+    let s = last_session(&run);
+    assert_eq!(s["status"], "complete");
+    let journaled = s["journal_records_at_start"].as_u64().unwrap();
+    assert_eq!(
+        s["model_calls"].as_u64().unwrap(),
+        3 * per_trial - journaled,
+        "{s}"
+    );
+    assert_eq!(
+        lines(&run.join("transcripts.jsonl")).len() as u64,
+        3 * 50 * 2 * 4
+    );
+}

@@ -96,7 +96,8 @@ impl MetricValue {
     /// that have a value, with the Student-t 95% interval
     /// mean ± t(0.975, k − 1) · s / √k over those k values (no interval when k < 2).
     /// N/A trials are left out of the mean; when every trial is N/A the result is N/A
-    /// with the first trial's reason. `n` is the units counted over all included trials.
+    /// with the first trial's reason (`every trial: <reason>` when there are several).
+    /// `n` is the units counted over all included trials.
     pub fn across_trials(trials: &[MetricValue]) -> MetricValue {
         let values: Vec<f64> = trials.iter().filter_map(|t| t.value).collect();
         let Some((mean, ci)) = crate::stats::mean_and_t_interval(&values, 0.95) else {
@@ -105,7 +106,7 @@ impl MetricValue {
                 .find_map(|t| t.na_reason.clone())
                 .unwrap_or_else(|| "no trial has a value".into());
             return MetricValue::na(if trials.len() > 1 {
-                format!("{reason} (in every trial)")
+                format!("every trial: {reason}")
             } else {
                 reason
             });
@@ -299,7 +300,7 @@ mod tests {
     fn across_trials_all_na_is_na_and_one_value_has_no_interval() {
         let m = MetricValue::across_trials(&[MetricValue::na("why"), MetricValue::na("why")]);
         assert_eq!(m.value, None);
-        assert_eq!(m.na_reason.as_deref(), Some("why (in every trial)"));
+        assert_eq!(m.na_reason.as_deref(), Some("every trial: why"));
         let m = MetricValue::across_trials(&[MetricValue::na("why"), v(0.5, 4)]);
         assert_eq!(
             (m.value, m.ci_low, m.ci_high, m.n),
