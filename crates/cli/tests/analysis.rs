@@ -586,3 +586,89 @@ fn a_trial_run_counts_trial_behavior_items_and_rescores_per_trial() {
         assert_eq!(a["trials"], b["trials"]);
     }
 }
+
+/// Cohen's κ and its Fleiss–Cohen–Everitt large-sample SE for a 2×2 table, written out
+/// independently of the library.
+fn kappa_by_hand(t: [[f64; 2]; 2]) -> (f64, f64) {
+    let n = t[0][0] + t[0][1] + t[1][0] + t[1][1];
+    let p = |i: usize, j: usize| t[i][j] / n;
+    let r = [p(0, 0) + p(0, 1), p(1, 0) + p(1, 1)];
+    let c = [p(0, 0) + p(1, 0), p(0, 1) + p(1, 1)];
+    let po = p(0, 0) + p(1, 1);
+    let pe = r[0] * c[0] + r[1] * c[1];
+    let k = (po - pe) / (1.0 - pe);
+    let a = p(0, 0) * (1.0 - (r[0] + c[0]) * (1.0 - k)).powi(2)
+        + p(1, 1) * (1.0 - (r[1] + c[1]) * (1.0 - k)).powi(2);
+    let b = (1.0 - k).powi(2) * (p(0, 1) * (c[0] + r[1]).powi(2) + p(1, 0) * (c[1] + r[0]).powi(2));
+    let cc = (k - pe * (1.0 - k)).powi(2);
+    (k, ((a + b - cc) / (n * (1.0 - pe).powi(2))).sqrt())
+}
+
+#[test]
+fn judge_agreement_on_a_leakage_run_and_a_judge_that_cannot_apply() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    ok(&gauntlet(
+        &[
+            "run",
+            "examples/leakage_smoke.yaml",
+            "--runs-dir",
+            runs.to_str().unwrap(),
+            "--quiet",
+        ],
+        &repo_root(),
+    ));
+    let run = runs.join("leakage_smoke");
+    ok(&gauntlet(
+        &[
+            "judge-agreement",
+            run.to_str().unwrap(),
+            "--judge",
+            "refusal_match",
+            "--judge",
+            "leak_detector",
+        ],
+        dir.path(),
+    ));
+    let doc = read_json(&run.join("judge_agreement.json"));
+    // leak_detector is the run's own judge: its positives are the stored verdicts'.
+    let recount = items(&run);
+    let leaked = recount.values().filter(|(_, v)| v[0] == Some(true)).count() as u64;
+    assert_eq!(doc["judges"][1]["overall"]["positive"], leaked);
+    assert_eq!(doc["items"], recount.len() as u64);
+    let p = &doc["pairs"][0]["overall"];
+    let f = |k: &str| p[k].as_u64().unwrap() as f64;
+    let (k, se) = kappa_by_hand([
+        [f("both_positive"), f("a_only")],
+        [f("b_only"), f("both_negative")],
+    ]);
+    assert!(k > 0.0 && k < 1.0, "a non-trivial case: {k}");
+    assert!((p["kappa"].as_f64().unwrap() - k).abs() < 1e-12);
+    assert!((p["kappa_se"].as_f64().unwrap() - se).abs() < 1e-12);
+    let z = 1.959_963_984_540_054;
+    assert!((p["kappa_ci_low"].as_f64().unwrap() - (k - z * se)).abs() < 1e-12);
+    assert!((p["kappa_ci_high"].as_f64().unwrap() - (k + z * se)).abs() < 1e-12);
+
+    // On the jailbreak smoke run leak_detector has no secret to look for: every item is
+    // an error under it, so it is excluded from its pair, which has no κ (not a 0).
+    let smoke = smoke_run(&dir.path().join("s"));
+    ok(&gauntlet(
+        &[
+            "judge-agreement",
+            smoke.to_str().unwrap(),
+            "--judge",
+            "refusal_match",
+            "--judge",
+            "leak_detector",
+        ],
+        dir.path(),
+    ));
+    let doc = read_json(&smoke.join("judge_agreement.json"));
+    assert_eq!(doc["judges"][1]["overall"]["excluded_all_errors"], 200);
+    assert_eq!(doc["judges"][1]["overall"]["n"], 0);
+    assert!(doc["judges"][1]["overall"]["rate"].is_null());
+    assert_eq!(doc["judges"][0]["overall"]["n"], 200);
+    assert_eq!(doc["pairs"][0]["overall"]["n"], 0);
+    assert!(doc["pairs"][0]["overall"]["kappa"].is_null());
+    assert!(doc["pairs"][0]["overall"]["kappa_na_reason"].is_string());
+}
