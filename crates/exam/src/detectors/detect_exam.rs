@@ -246,8 +246,8 @@ impl DetectReport {
     }
 }
 
-/// One graded row with the per-detector statuses behind it.
-type Graded = (Row, Vec<super::fleet::DetectorRun>);
+/// Per-detector status counts: `[ok, panic, timeout, failed]`.
+type StatusCounts = BTreeMap<String, [usize; 4]>;
 
 /// A scenario to grade, with where it came from.
 pub struct Item<'a> {
@@ -406,12 +406,15 @@ where
     let next = AtomicUsize::new(0);
     let failed = std::sync::atomic::AtomicBool::new(false);
     let failures: std::sync::Mutex<Vec<LoadFailure>> = std::sync::Mutex::new(Vec::new());
-    let slots: Vec<std::sync::Mutex<Option<Graded>>> =
+    let counts: std::sync::Mutex<StatusCounts> = std::sync::Mutex::new(BTreeMap::new());
+    let slots: Vec<std::sync::Mutex<Option<Row>>> =
         (0..n).map(|_| std::sync::Mutex::new(None)).collect();
     std::thread::scope(|scope| {
         for _ in 0..parallel {
             scope.spawn(|| {
                 let fleet = Fleet::new(members.to_vec(), opts.timeout);
+                // Statuses are tallied here; only the compact row outlives its scenario.
+                let mut local: StatusCounts = BTreeMap::new();
                 loop {
                     if failed.load(Ordering::Relaxed) {
                         break;
@@ -442,11 +445,27 @@ where
                         ),
                     });
                     let n_events = input.events.len();
-                    let mut runs = fleet.run(input);
+                    let runs = fleet.run(input);
                     let row = grade_row(&item, &runs, &registered, n_events);
-                    // Keep only statuses: findings are counted in the row already.
-                    runs.iter_mut().for_each(|r| r.findings.clear());
-                    *slots[i].lock().unwrap_or_else(|e| e.into_inner()) = Some((row, runs));
+                    for r in &runs {
+                        let k = match r.status.kind() {
+                            "ok" => 0,
+                            "panic" => 1,
+                            "timeout" => 2,
+                            _ => 3,
+                        };
+                        local.entry(r.detector.clone()).or_default()[k] += 1;
+                    }
+                    // The scenario, its projection and its findings are dropped here.
+                    drop(runs);
+                    *slots[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(row);
+                }
+                let mut all = counts.lock().unwrap_or_else(|e| e.into_inner());
+                for (name, c) in local {
+                    let t = all.entry(name).or_default();
+                    for k in 0..4 {
+                        t[k] += c[k];
+                    }
                 }
             });
         }
@@ -459,9 +478,10 @@ where
     {
         return Err(first);
     }
-    let results = slots
+    let rows: Vec<Row> = slots
         .into_iter()
-        .map(|s| s.into_inner().unwrap_or_else(|e| e.into_inner()));
+        .filter_map(|s| s.into_inner().unwrap_or_else(|e| e.into_inner()))
+        .collect();
 
     let mut health: BTreeMap<String, DetectorHealth> = members
         .iter()
@@ -476,18 +496,19 @@ where
             )
         })
         .collect();
-    let mut rows = Vec::with_capacity(n);
-    for (row, runs) in results.flatten() {
-        for r in &runs {
-            let h = health.entry(r.detector.clone()).or_default();
-            match r.status.kind() {
-                "ok" => h.ok += 1,
-                "panic" => h.panics += 1,
-                "timeout" => h.timeouts += 1,
-                _ => h.failures += 1,
-            }
-        }
-        rows.push(row);
+    for (name, [ok, panics, timeouts, failures]) in
+        counts.into_inner().unwrap_or_else(|e| e.into_inner())
+    {
+        let h = health
+            .entry(name.clone())
+            .or_insert_with(|| DetectorHealth {
+                detector: name,
+                ..Default::default()
+            });
+        h.ok += ok;
+        h.panics += panics;
+        h.timeouts += timeouts;
+        h.failures += failures;
     }
     let elapsed = started.elapsed().as_secs_f64();
     Ok(summarize(
