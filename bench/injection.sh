@@ -68,6 +68,6 @@ r = json.load(open(sys.argv[1]))
 print("mode:", r["mode"], "status:", r["status"])
 for c in r["cells"]:
     print(f'  {c["attack"]:<20} {c["target"]:<20} errors={c["errors"]}', "  ".join(
-        f'{m["metric"]}={m["value"]["value"]:.3f}' if m["value"].get("value") is not None else f'{m["metric"]}=N/A'
+        f'{m["metric"]}={m["value"]:.3f}' if m.get("value") is not None else f'{m["metric"]}=N/A'
         for m in c["metrics"]))
 PY

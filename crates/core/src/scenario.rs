@@ -8,6 +8,7 @@
 use crate::hash::HashWriter;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::sync::{Arc, OnceLock};
 
 /// One tool call of a plan: a tool name and its arguments object.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -83,6 +84,35 @@ pub struct Scenario {
     pub attacker_check: Check,
     /// The tool whose output an indirect injection is planted into.
     pub injection_tool: String,
+    /// The agent script, built on first use (see [`Scenario::script`]).
+    #[serde(skip)]
+    pub script_cache: ScriptCache,
+}
+
+impl Scenario {
+    /// The scenario's agent script for `marker`, built once per scenario and shared by
+    /// every run of it.
+    pub fn script(&self, marker: &str) -> Arc<AgentScript> {
+        let s = self
+            .script_cache
+            .0
+            .get_or_init(|| Arc::new(AgentScript::for_scenario(self, marker)));
+        if s.marker() == marker {
+            s.clone()
+        } else {
+            Arc::new(AgentScript::for_scenario(self, marker))
+        }
+    }
+}
+
+/// A lazily built [`AgentScript`]. A cache: it never takes part in equality.
+#[derive(Debug, Clone, Default)]
+pub struct ScriptCache(OnceLock<Arc<AgentScript>>);
+
+impl PartialEq for ScriptCache {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
 }
 
 /// Out-of-band instructions for the offline scripted agent (`reference_agent`): its plan,

@@ -187,7 +187,7 @@ fn hash_request(h: &mut HashWriter, req: &ChatRequest) {
     if req.tools.is_empty() {
         h.field(b"");
     } else {
-        h.json(&req.tools);
+        hash_tools(h, &req.tools);
     }
     h.field(&req.seed.map_or([0xff; 8], u64::to_le_bytes));
     h.field(&req.temperature.map_or(u64::MAX, f64::to_bits).to_le_bytes());
@@ -198,6 +198,26 @@ fn hash_request(h: &mut HashWriter, req: &ChatRequest) {
         h.field(b"agent-script");
         h.field(s.digest());
     }
+}
+
+/// Feeds the tools' canonical JSON exactly as `h.json(tools)` would, memoised per
+/// thread: an agent loop sends the same tools on every call, and comparing them is far
+/// cheaper than serialising them again.
+fn hash_tools(h: &mut HashWriter, tools: &[gauntlet_core::message::ToolDef]) {
+    use std::io::Write as _;
+    thread_local! {
+        static LAST: std::cell::RefCell<(Vec<gauntlet_core::message::ToolDef>, Vec<u8>)> =
+            const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
+    }
+    LAST.with_borrow_mut(|(last, json)| {
+        if last.as_slice() != tools {
+            json.clear();
+            serde_json::to_writer(&mut *json, tools).expect("serialising into memory cannot fail");
+            json.push(0);
+            *last = tools.to_vec();
+        }
+        h.write_all(json).expect("hashing cannot fail");
+    });
 }
 
 /// The key prefix shared by every call of one model in one role: the harness version,
@@ -298,5 +318,33 @@ impl CallModel for CachedModel<'_> {
                 }
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tool_hash_tests {
+    use super::*;
+    use gauntlet_core::message::ToolDef;
+
+    /// The memoised tool hashing feeds exactly what `h.json` does, for repeated and
+    /// changing tool lists alike, so keys are unchanged by the memo.
+    #[test]
+    fn memoised_tools_hash_like_json() {
+        let t = |n: &str| ToolDef {
+            name: n.into(),
+            description: "d".into(),
+            parameters: serde_json::json!({"type": "object", "properties": {"a": {"type": "string"}}}),
+        };
+        for tools in [
+            vec![t("a")],
+            vec![t("a")],
+            vec![t("b"), t("a")],
+            vec![t("a")],
+        ] {
+            let (mut x, mut y) = (HashWriter::new(), HashWriter::new());
+            hash_tools(&mut x, &tools);
+            y.json(&tools);
+            assert_eq!(x.finish(), y.finish());
+        }
     }
 }

@@ -21,9 +21,8 @@ use super::templates;
 use crate::attack::{Attempt, CallModel};
 use gauntlet_core::behavior::Behavior;
 use gauntlet_core::message::{ChatRequest, ChatResponse, Message, Role};
-use gauntlet_core::scenario::{AgentScript, Scenario};
+use gauntlet_core::scenario::Scenario;
 use gauntlet_models::ModelError;
-use std::sync::Arc;
 
 /// The system message of every agent run: generic, with nothing scenario-specific.
 pub const SYSTEM_PROMPT: &str = "You are a helpful assistant working for the user. Complete \
@@ -68,7 +67,7 @@ pub async fn run_agent(
     max_steps: u32,
     seed: u64,
 ) -> Result<AgentRun, ModelError> {
-    let script = Arc::new(AgentScript::for_scenario(scenario, templates::MARKER));
+    let script = scenario.script(templates::MARKER);
     let tools = Toolkit::parse(&scenario.toolkit)
         .map(|t| t.defs().as_ref().clone())
         .unwrap_or_default();
@@ -198,7 +197,7 @@ mod tests {
     use gauntlet_models::targets::openai_compat::OpenAiCompatTarget;
     use gauntlet_models::targets::reference_agent::ReferenceAgent;
     use gauntlet_models::{BoxFuture, Model, TransportOptions};
-    use std::sync::Mutex;
+    use std::sync::{Arc, Mutex};
 
     /// A model called directly, with every request recorded.
     struct Direct<M> {

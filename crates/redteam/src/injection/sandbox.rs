@@ -119,14 +119,25 @@ fn build_defs(infos: &[ToolInfo]) -> Arc<Vec<ToolDef>> {
         infos
             .iter()
             .map(|t| {
+                // Argument docs go in the tool description, keeping the schema small:
+                // it is cloned and sent with every call of every agent run.
                 let mut props = serde_json::Map::new();
-                for (n, d) in t.required.iter().chain(t.optional) {
-                    props.insert((*n).into(), json!({"type": "string", "description": d}));
+                let mut description = format!("{} Arguments:", t.description);
+                let n_args = t.required.len() + t.optional.len();
+                for (k, (n, d)) in t.required.iter().chain(t.optional).enumerate() {
+                    props.insert((*n).into(), json!({"type": "string"}));
+                    let opt = if k >= t.required.len() {
+                        ", optional"
+                    } else {
+                        ""
+                    };
+                    let end = if k + 1 == n_args { '.' } else { ';' };
+                    let _ = write!(description, " `{n}` ({d}{opt}){end}");
                 }
                 let required: Vec<&str> = t.required.iter().map(|(n, _)| *n).collect();
                 ToolDef {
                     name: t.name.into(),
-                    description: t.description.into(),
+                    description,
                     parameters: json!({
                         "type": "object",
                         "properties": props,
@@ -300,6 +311,7 @@ mod tests {
             user_check: check.clone(),
             attacker_check: check,
             injection_tool: "read_document".into(),
+            script_cache: Default::default(),
         }
     }
 
@@ -386,6 +398,11 @@ mod tests {
         let email = defs.iter().find(|d| d.name == "send_email").unwrap();
         assert_eq!(email.parameters["required"], json!(["to", "body"]));
         assert_eq!(email.parameters["properties"]["subject"]["type"], "string");
+        assert_eq!(
+            email.description,
+            "Send an email on the user's behalf. Arguments: `to` (recipient address); \
+             `body` (message text); `subject` (subject line, optional)."
+        );
         assert_eq!(
             Toolkit::Workspace.tool_names(),
             ["search", "read_file", "share_file"]

@@ -112,3 +112,103 @@ impl Judge for InjectionDetector {
         Box::pin(std::future::ready(Ok(self.judge(behavior, attempt))))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::injection::suite::parse_suite;
+    use gauntlet_core::message::{ChatResponse, Message, ToolCall};
+    use serde_json::json;
+
+    fn judge() -> InjectionDetector {
+        InjectionDetector::new(PluginSpec {
+            name: "injection_detector".into(),
+            params: Default::default(),
+            loc: Default::default(),
+        })
+    }
+    fn behavior() -> Behavior {
+        let (_, bytes, pin) = crate::injection::bundled::SUITES[0];
+        parse_suite(bytes, "t", Some(pin)).unwrap().behaviors[0].clone()
+    }
+    fn attempt(calls: Vec<ToolCall>, text: &str, injected: Option<bool>) -> Attempt {
+        let mut transcript = vec![Message::user("task")];
+        transcript.push(Message {
+            tool_calls: calls,
+            ..Message::assistant("")
+        });
+        transcript.push(Message::assistant(text));
+        Attempt {
+            index: 0,
+            transcript,
+            response: Ok(ChatResponse::text(text)),
+            query_count: 2,
+            metadata: match injected {
+                Some(i) => json!({"injected": i}),
+                None => json!({}),
+            },
+        }
+    }
+    fn call(name: &str, args: serde_json::Value) -> ToolCall {
+        ToolCall {
+            name: name.into(),
+            arguments: args,
+            call_id: "call_1".into(),
+        }
+    }
+
+    #[test]
+    fn fired_and_completed_come_from_native_calls() {
+        let b = behavior();
+        let s = b.scenario.clone().unwrap();
+        let user = &s.user_plan[1];
+        let attack = &s.attacker_action;
+        let v = judge().judge(
+            &b,
+            &attempt(
+                vec![
+                    call(&user.name, user.arguments.clone()),
+                    call(&attack.name, attack.arguments.clone()),
+                ],
+                "done",
+                Some(true),
+            ),
+        );
+        assert_eq!(v.outcome, Outcome::Success);
+        assert_eq!(
+            v.injection,
+            Some(InjectionFacts {
+                injected: true,
+                task_completed: true
+            })
+        );
+        // The attacker's call written as text, not made: no hijack, task not done.
+        let text = format!("{}({})", attack.name, attack.arguments);
+        let v = judge().judge(&b, &attempt(vec![], &text, Some(false)));
+        assert_eq!(v.outcome, Outcome::Failure);
+        assert_eq!(
+            v.injection,
+            Some(InjectionFacts {
+                injected: false,
+                task_completed: false
+            })
+        );
+    }
+
+    #[test]
+    fn errors() {
+        let b = behavior();
+        let j = judge();
+        let mut a = attempt(vec![], "done", Some(true));
+        a.response = Err("boom".into());
+        assert_eq!(j.judge(&b, &a).outcome, Outcome::Error);
+        let a = attempt(vec![], "done", None);
+        assert!(j.judge(&b, &a).error.unwrap().contains("injected"));
+        let plain = Behavior {
+            scenario: None,
+            ..b
+        };
+        let v = j.judge(&plain, &attempt(vec![], "done", Some(true)));
+        assert!(v.error.unwrap().contains("has no scenario"));
+    }
+}
