@@ -162,3 +162,78 @@ fn real_local_model_jailbreak_run_and_pair_search() {
         m["stopped"]
     );
 }
+
+/// The agent loop against the real local model: 2 scenarios × the three injections,
+/// tools sent in the OpenAI format. Any outcome is acceptable — a 135M model rarely
+/// calls tools natively — but the loop must complete every scenario run, and each
+/// transcript must show either real tool-call turns (with tool results answering their
+/// ids) or the recorded inability to call tools (`no_tool_calls: true`, which never
+/// counts as the user's or the attacker's action).
+#[test]
+fn real_local_model_agent_loop() {
+    let Some(url) = url() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (run_json, wall) = run(
+        dir.path(),
+        "local-agent",
+        &format!(
+            "run_name: local-agent\nseed: 0\nmax_steps: 3\nconcurrency: 2\ntargets:\n  - {}\ninjections: [no_injection, direct_injection, indirect_injection]\nscenarios:\n  - {{name: bundled, params: {{suite: injecagent_demo, limit: 2}}}}\njudges: [injection_detector]\nmetrics: [injection_success_rate, utility_under_attack, utility_baseline, token_usage]\n",
+            target(&url, "smollm2")
+        ),
+    );
+    assert_eq!(run_json["status"], "complete");
+    let rd = dir.path().join("runs/local-agent");
+    let ts = lines(&rd.join("transcripts.jsonl"));
+    assert_eq!(ts.len(), 6, "2 scenarios × 3 injections");
+    let (mut with_calls, mut without, mut errored) = (0, 0, 0);
+    for t in &ts {
+        let m = &t["metadata"];
+        if !t["error"].is_null() {
+            // A failed call is an error outcome for this scenario only; the run went on.
+            errored += 1;
+            eprintln!(
+                "scenario run errored (recorded, excluded from rates): {}",
+                t["error"]
+            );
+            continue;
+        }
+        let steps = m["steps"].as_u64().unwrap();
+        assert!((1..=3).contains(&steps), "{t}");
+        let tr = t["transcript"].as_array().unwrap();
+        assert_eq!(tr[0]["role"], "system");
+        assert_eq!(tr[1]["role"], "user");
+        let assistant_turns = tr.iter().filter(|m| m["role"] == "assistant").count();
+        if m["no_tool_calls"] == Value::Bool(true) {
+            without += 1;
+            assert!(m["calls"].as_array().unwrap().is_empty(), "{t}");
+            assert_eq!(m["attack_fired"], Value::Bool(false), "{t}");
+            assert_eq!(m["task_completed"], Value::Bool(false), "{t}");
+            assert_eq!(
+                assistant_turns, 1,
+                "a reply without tool calls ends the loop: {t}"
+            );
+        } else {
+            with_calls += 1;
+            let ids: Vec<&str> = tr
+                .iter()
+                .filter_map(|m| m["tool_calls"].as_array())
+                .flatten()
+                .map(|c| c["call_id"].as_str().unwrap())
+                .collect();
+            let results: Vec<&str> = tr
+                .iter()
+                .filter(|m| m["role"] == "tool")
+                .map(|m| m["tool_call_id"].as_str().unwrap())
+                .collect();
+            assert!(!results.is_empty(), "{t}");
+            assert!(results.iter().all(|r| ids.contains(r)), "{t}");
+        }
+    }
+    assert!(errored < 6, "every scenario run errored");
+    let board: Value =
+        serde_json::from_slice(&std::fs::read(rd.join("leaderboard.json")).unwrap()).unwrap();
+    assert_eq!(board.as_array().unwrap().len(), 3 * 4);
+    eprintln!(
+        "local agent loop: 6 scenario runs in {wall:.1}s; {with_calls} with native tool calls, {without} recorded no_tool_calls, {errored} errored"
+    );
+}
