@@ -160,8 +160,14 @@ fn load_plan_with(path: &Path, trials: Option<u32>) -> Result<Plan, ExitCode> {
 
 fn describe(plan: &Plan) -> String {
     let behaviors: usize = plan.datasets.iter().map(|d| d.behaviors.len()).sum();
+    let (attacks, datasets, items) = match plan.config.mode {
+        gauntlet_engine::config::Mode::Injection => {
+            ("injection(s)", "scenario suite(s)", "scenarios")
+        }
+        _ => ("attack(s)", "dataset(s)", "behaviors"),
+    };
     format!(
-        "mode {}: {} target(s) × {} attack(s) × {} dataset(s) ({} behaviors) × {} judge(s) = {} cells, {} metric(s); up to {} attempts",
+        "mode {}: {} target(s) × {} {attacks} × {} {datasets} ({} {items}) × {} judge(s) = {} cells, {} metric(s); up to {} attempts",
         plan.mode_label(),
         plan.targets.len(),
         plan.attacks.len(),
