@@ -547,8 +547,10 @@ const SCORE_METRICS: &[&str] = &["strongreject_score", "verbatim_overlap"];
 /// Per-behavior values of one cell × metric of one run.
 #[derive(Debug, Default)]
 struct Series {
-    /// `(trial, behavior id)` → value; behaviors outside the population are absent.
-    values: BTreeMap<(u32, String), f64>,
+    /// `(trial, behavior index in the dataset)` → value; behaviors outside the population
+    /// are absent. Indices pair behaviors only because both runs must hold the same
+    /// dataset version (checked before pairing).
+    values: BTreeMap<(u32, u32), f64>,
     /// Why the metric is N/A for the whole cell (inapplicable judge, usage metric).
     na: Option<String>,
     dataset_version: String,
@@ -645,7 +647,7 @@ fn series_of(
                 if s.na.is_none()
                     && let Some(v) = metric.value(&o)
                 {
-                    s.values.insert((unit.trial, b.id.clone()), v);
+                    s.values.insert((unit.trial, u.behavior as u32), v);
                 }
             }
         }

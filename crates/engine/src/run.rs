@@ -911,16 +911,7 @@ pub async fn execute(
     progress.start(n_units, plan.max_attempts() * u64::from(trials));
     // Per cell, one accumulator per trial: memory grows with cells × trials, never with
     // attempts.
-    let mut cells: Vec<Vec<CellAcc>> = (0..plan.cells())
-        .map(|_| {
-            (0..trials)
-                .map(|_| CellAcc {
-                    metrics: vec![MetricAcc::default(); plan.metrics.len()],
-                    ..Default::default()
-                })
-                .collect()
-        })
-        .collect();
+    let mut cells: Vec<Vec<CellAcc>> = Tally::new(&plan, trials as usize).cells;
     let ctx = Arc::new(Ctx {
         trial_seeds: trial_seeds(plan.config.seed, trials),
         ids: Identities::new(&plan),

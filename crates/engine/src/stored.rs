@@ -150,8 +150,9 @@ struct Line {
 
 impl StoredRun {
     /// Reloads the run in `dir`. `config_dir` is the directory the original config's
-    /// relative dataset paths resolved against (default: `dir` itself); only runs with
-    /// relative `file://` datasets need it.
+    /// relative dataset paths resolved against; without it the current directory, `dir`
+    /// and the runs directory's parent are tried (a dataset is accepted only at the
+    /// version the run recorded). Only runs with relative `file://` datasets need it.
     pub fn open(dir: &Path, config_dir: Option<&Path>) -> Result<StoredRun, StoredError> {
         let run_json_path = dir.join("run.json");
         let bytes = std::fs::read(&run_json_path).map_err(|e| {
@@ -222,19 +223,65 @@ impl StoredRun {
                 cfg.mode.as_str()
             )));
         }
-        cfg.path = config_dir.unwrap_or(dir).join("run.json");
         // Targets and the run's judge graders are never called when a run is read back:
         // they are not built (a live one would want its API key) but stood in for by
         // models that carry their identity — so cache keys and labels are the run's —
         // and refuse every call. The plan is built without them, then given them.
         let targets = std::mem::take(&mut cfg.targets);
         let judges = std::mem::take(&mut cfg.judges);
-        let mut plan = Plan::build(cfg).map_err(|e| {
-            err(format!(
-                "cannot rebuild the plan of {}:\n{e}\n    help: a relative dataset path resolves against the original config's directory: pass --config-dir DIR",
-                dir.display()
-            ))
-        })?;
+        // Relative `file://` datasets resolve against the original config's directory,
+        // which run.json does not record: unless told, try the usual places. Trying is
+        // safe: a dataset counts only if it loads at the exact version the run recorded.
+        let candidates: Vec<PathBuf> = match config_dir {
+            Some(d) => vec![d.to_path_buf()],
+            None => {
+                let mut c = vec![PathBuf::from("."), dir.to_path_buf()];
+                if let Some(runs_parent) = dir.parent().and_then(Path::parent) {
+                    c.push(runs_parent.to_path_buf());
+                }
+                c
+            }
+        };
+        let mut first_error = None;
+        let mut built = None;
+        for base in &candidates {
+            let mut c = cfg.clone();
+            c.path = base.join("run.json");
+            let attempt = Plan::build(c).map_err(|e| e.to_string()).and_then(|plan| {
+                for (i, d) in plan.datasets.iter().enumerate() {
+                    if let Some((_, want)) = meta.datasets.get(i)
+                        && *want != d.version
+                    {
+                        return Err(format!(
+                            "dataset `{}` loads as version {} from {} but the run used {}; the data changed since the run, so its labels cannot be trusted",
+                            d.name,
+                            d.version,
+                            base.display(),
+                            want
+                        ));
+                    }
+                }
+                Ok(plan)
+            });
+            match attempt {
+                Ok(p) => {
+                    built = Some(p);
+                    break;
+                }
+                // A dataset found at another version says more than one not found.
+                Err(e) if e.contains("cannot be trusted") => first_error = Some(e),
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        let Some(mut plan) = built else {
+            return Err(err(format!(
+                "cannot rebuild the plan of {}:\n{}\n    help: a relative dataset path resolves against the original config's directory: pass --config-dir DIR",
+                dir.display(),
+                first_error.unwrap_or_default()
+            )));
+        };
         plan.targets = targets
             .iter()
             .map(|t| Arc::new(NotCalled(t.clone())) as Arc<dyn Model>)
@@ -265,19 +312,6 @@ impl StoredRun {
                 &plan.config_hash[..12],
                 &meta.config_hash[..meta.config_hash.len().min(12)]
             )));
-        }
-        for (i, d) in plan.datasets.iter().enumerate() {
-            if let Some((_, want)) = meta.datasets.get(i)
-                && *want != d.version
-            {
-                return Err(err(format!(
-                    "{}: dataset `{}` loads as version {} but the run used {}; the data changed since the run, so its labels cannot be trusted",
-                    run_json_path.display(),
-                    d.name,
-                    d.version,
-                    want
-                )));
-            }
         }
         let trial_seeds = trial_seeds(plan.config.seed, plan.config.trials);
         let attack_by_name = plan
