@@ -25,20 +25,21 @@ pub fn normalize_into(s: &str, out: &mut String) {
     out.clear();
     let s = s.trim();
     if s.is_ascii() {
-        // Fast path: byte-wise, no char decoding.
+        // Fast path, byte-wise and branch-free: every byte is written (whitespace as a
+        // space, letters lowercased) and the write position advances unless the byte
+        // is whitespace following whitespace. `s` is trimmed, so no run is at an end.
         let mut buf = std::mem::take(out).into_bytes();
-        let mut in_space = false;
+        buf.clear();
+        buf.resize(s.len(), 0);
+        let mut w = 0;
+        let mut prev_space = false;
         for &b in s.as_bytes() {
-            if b.is_ascii_whitespace() || b == 0x0b {
-                in_space = true;
-            } else {
-                if in_space {
-                    buf.push(b' ');
-                    in_space = false;
-                }
-                buf.push(b.to_ascii_lowercase());
-            }
+            let space = is_ascii_space(b);
+            buf[w] = if space { b' ' } else { b.to_ascii_lowercase() };
+            w += usize::from(!(space && prev_space));
+            prev_space = space;
         }
+        buf.truncate(w);
         *out = String::from_utf8(buf).expect("ASCII in, ASCII out");
         return;
     }
@@ -56,20 +57,209 @@ pub fn normalize_into(s: &str, out: &mut String) {
     }
 }
 
+/// ASCII whitespace as `char::is_whitespace` sees it (tab, LF, VT, FF, CR, space).
+#[inline]
+fn is_ascii_space(b: u8) -> bool {
+    matches!(b, b'\t' | b'\n' | 0x0b | 0x0c | b'\r' | b' ')
+}
+
+/// The last automaton a thread built, with the text it was built over: the next call
+/// over the same (shorter) text — the same canned refusal against many secrets, say —
+/// reuses it, and any other call rebuilds it in place, reusing its allocations.
+struct Scratch {
+    /// The text the automaton was built over (empty: nothing built yet).
+    text: String,
+    /// Which of the two automata holds it.
+    dense_built: bool,
+    sam: SuffixAutomaton,
+    dense: DenseAsciiAutomaton,
+}
+
+thread_local! {
+    static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::new(Scratch {
+        text: String::new(),
+        dense_built: false,
+        sam: SuffixAutomaton::build(std::iter::empty(), 0),
+        dense: DenseAsciiAutomaton::default(),
+    });
+}
+
 /// Length in characters of the longest common substring of `a` and `b` (exact).
 pub fn longest_common_substring(a: &str, b: &str) -> usize {
     if a.is_empty() || b.is_empty() {
         return 0;
     }
-    if a.is_ascii() && b.is_ascii() {
-        let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
-        let sam = SuffixAutomaton::build(short.bytes().map(u32::from), short.len());
-        return sam.longest_match(long.bytes().map(u32::from));
-    }
-    let (na, nb) = (a.chars().count(), b.chars().count());
+    let ascii = a.is_ascii() && b.is_ascii();
+    let (na, nb) = if ascii {
+        (a.len(), b.len())
+    } else {
+        (a.chars().count(), b.chars().count())
+    };
     let (short, long, n) = if na <= nb { (a, b, na) } else { (b, a, nb) };
-    let sam = SuffixAutomaton::build(short.chars().map(u32::from), n);
-    sam.longest_match(long.chars().map(u32::from))
+    SCRATCH.with_borrow_mut(|sc| {
+        let dense = ascii && DenseAsciiAutomaton::fits(short.as_bytes());
+        if sc.text != short || sc.dense_built != dense {
+            sc.text.clear();
+            sc.text.push_str(short);
+            sc.dense_built = dense;
+            if dense {
+                sc.dense.rebuild(short.as_bytes());
+            } else if ascii {
+                sc.sam.rebuild(short.bytes().map(u32::from), n);
+            } else {
+                sc.sam.rebuild(short.chars().map(u32::from), n);
+            }
+        }
+        if dense {
+            sc.dense.longest_match(long.as_bytes())
+        } else if ascii {
+            sc.sam.longest_match(long.bytes().map(u32::from))
+        } else {
+            sc.sam.longest_match(long.chars().map(u32::from))
+        }
+    })
+}
+
+/// Most transition-table entries a [`DenseAsciiAutomaton`] may hold (4 MiB of `u32`s):
+/// longer texts use the sparse [`SuffixAutomaton`].
+const DENSE_MAX_ENTRIES: usize = 1 << 20;
+
+/// A suffix automaton of ASCII text with a dense transition table: one row per state,
+/// one column per distinct byte of the text. A step is one table read, where the sparse
+/// automaton walks a list; the table is bounded by [`DENSE_MAX_ENTRIES`].
+#[derive(Default)]
+pub struct DenseAsciiAutomaton {
+    /// Column of each ASCII byte (0: the byte is not in the text).
+    class: Vec<u8>,
+    /// Row width: distinct bytes of the text + 1.
+    k: usize,
+    len: Vec<u32>,
+    link: Vec<u32>,
+    /// `next[state * k + class]`, `NONE` when absent (column 0 is never set).
+    next: Vec<u32>,
+    longest: u32,
+}
+
+impl DenseAsciiAutomaton {
+    /// Whether the automaton of ASCII `text` stays within [`DENSE_MAX_ENTRIES`].
+    pub fn fits(text: &[u8]) -> bool {
+        // At most 2n states and 129 columns: check the bound before counting columns.
+        let n = text.len().max(1);
+        if 2 * n * 129 <= DENSE_MAX_ENTRIES {
+            return true;
+        }
+        let mut seen = [false; 128];
+        for &b in text {
+            seen[usize::from(b & 0x7f)] = true;
+        }
+        let k = 1 + seen.iter().filter(|&&x| x).count();
+        2 * n * k <= DENSE_MAX_ENTRIES
+    }
+
+    /// Rebuilds the automaton over ASCII `text` (which must satisfy [`Self::fits`]),
+    /// reusing allocations.
+    pub fn rebuild(&mut self, text: &[u8]) {
+        debug_assert!(text.is_ascii());
+        self.class.clear();
+        self.class.resize(128, 0);
+        self.k = 1;
+        for &b in text {
+            let c = &mut self.class[usize::from(b)];
+            if *c == 0 {
+                *c = self.k as u8;
+                self.k += 1;
+            }
+        }
+        let states = 2 * text.len().max(1);
+        self.len.clear();
+        self.link.clear();
+        self.next.clear();
+        self.len.reserve(states);
+        self.link.reserve(states);
+        self.next.reserve(states * self.k);
+        self.push_state(0, NONE);
+        let mut last = 0u32;
+        for &b in text {
+            last = self.extend(last, usize::from(self.class[usize::from(b)]));
+        }
+        self.longest = self.len[last as usize];
+    }
+
+    fn push_state(&mut self, len: u32, link: u32) -> u32 {
+        self.len.push(len);
+        self.link.push(link);
+        self.next.resize(self.next.len() + self.k, NONE);
+        (self.len.len() - 1) as u32
+    }
+
+    #[inline]
+    fn at(&self, s: u32, c: usize) -> usize {
+        s as usize * self.k + c
+    }
+
+    fn extend(&mut self, last: u32, c: usize) -> u32 {
+        let cur = self.push_state(self.len[last as usize] + 1, NONE);
+        let mut p = last;
+        while p != NONE && self.next[self.at(p, c)] == NONE {
+            let i = self.at(p, c);
+            self.next[i] = cur;
+            p = self.link[p as usize];
+        }
+        if p == NONE {
+            self.link[cur as usize] = 0;
+            return cur;
+        }
+        let q = self.next[self.at(p, c)];
+        if self.len[p as usize] + 1 == self.len[q as usize] {
+            self.link[cur as usize] = q;
+            return cur;
+        }
+        let clone = self.push_state(self.len[p as usize] + 1, self.link[q as usize]);
+        let (from, to) = (self.at(q, 0), self.at(clone, 0));
+        self.next.copy_within(from..from + self.k, to);
+        while p != NONE && self.next[self.at(p, c)] == q {
+            let i = self.at(p, c);
+            self.next[i] = clone;
+            p = self.link[p as usize];
+        }
+        self.link[q as usize] = clone;
+        self.link[cur as usize] = clone;
+        cur
+    }
+
+    /// The length of the longest substring of ASCII `text` that is also a substring of
+    /// the automaton's text: one pass, amortised O(1) per byte.
+    pub fn longest_match(&self, text: &[u8]) -> usize {
+        let (mut v, mut l, mut best) = (0u32, 0u32, 0u32);
+        for &b in text {
+            let c = usize::from(self.class[usize::from(b & 0x7f)]);
+            if c == 0 || b >= 0x80 {
+                // Not in the automaton's text at all: no match runs through it.
+                v = 0;
+                l = 0;
+                continue;
+            }
+            // Every byte of the text has a transition from the root, so following
+            // suffix links always ends in a transition.
+            loop {
+                let nx = self.next[self.at(v, c)];
+                if nx != NONE {
+                    v = nx;
+                    l += 1;
+                    break;
+                }
+                v = self.link[v as usize];
+                l = self.len[v as usize];
+            }
+            if l > best {
+                best = l;
+                if best == self.longest {
+                    break; // the whole automaton text occurs: nothing longer exists
+                }
+            }
+        }
+        best as usize
+    }
 }
 
 const NONE: u32 = u32::MAX;
@@ -94,25 +284,42 @@ pub struct SuffixAutomaton {
     /// The root's transitions on ASCII symbols (the root is never cloned, so its ASCII
     /// edges live only here).
     root_ascii: [u32; 128],
+    /// Length of the whole text (the longest state).
+    longest: u32,
 }
 
 impl SuffixAutomaton {
     /// Builds the automaton of `text` (`n` symbols, a capacity hint) in O(n) steps.
     pub fn build(text: impl IntoIterator<Item = u32>, n: usize) -> Self {
-        let states = 2 * n.max(1);
         let mut sam = SuffixAutomaton {
-            len: Vec::with_capacity(states),
-            link: Vec::with_capacity(states),
-            head: Vec::with_capacity(states),
-            edges: Vec::with_capacity(3 * n.max(1)),
+            len: Vec::new(),
+            link: Vec::new(),
+            head: Vec::new(),
+            edges: Vec::new(),
             root_ascii: [NONE; 128],
+            longest: 0,
         };
-        sam.push_state(0, NONE);
+        sam.rebuild(text, n);
+        sam
+    }
+
+    /// Rebuilds this automaton over `text` (`n` symbols, a capacity hint), reusing its
+    /// allocations.
+    pub fn rebuild(&mut self, text: impl IntoIterator<Item = u32>, n: usize) {
+        let states = 2 * n.max(1);
+        for v in [&mut self.len, &mut self.link, &mut self.head] {
+            v.clear();
+            v.reserve(states);
+        }
+        self.edges.clear();
+        self.edges.reserve(3 * n.max(1));
+        self.root_ascii = [NONE; 128];
+        self.push_state(0, NONE);
         let mut last = 0u32;
         for c in text {
-            last = sam.extend(last, c);
+            last = self.extend(last, c);
         }
-        sam
+        self.longest = self.len[last as usize];
     }
 
     fn push_state(&mut self, len: u32, link: u32) -> u32 {
@@ -203,7 +410,7 @@ impl SuffixAutomaton {
     /// automaton's text: one left-to-right pass, amortised O(1) per symbol.
     pub fn longest_match(&self, text: impl IntoIterator<Item = u32>) -> usize {
         let (mut v, mut l, mut best) = (0u32, 0u32, 0u32);
-        let max = *self.len.iter().max().unwrap_or(&0);
+        let max = self.longest;
         for c in text {
             let mut next = self.go(v, c);
             while next == NONE && v != 0 {
@@ -229,26 +436,31 @@ impl SuffixAutomaton {
     }
 }
 
+/// The oracle: try every pair of start positions, extend while equal. O(n·m·min).
+#[cfg(test)]
+pub(crate) fn brute_lcs(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    let mut best = 0;
+    for i in 0..a.len() {
+        for j in 0..b.len() {
+            let mut k = 0;
+            while i + k < a.len() && j + k < b.len() && a[i + k] == b[j + k] {
+                k += 1;
+            }
+            best = best.max(k);
+        }
+    }
+    best
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// The oracle: try every pair of start positions, extend while equal. O(n·m·min).
     fn brute(a: &str, b: &str) -> usize {
-        let a: Vec<char> = a.chars().collect();
-        let b: Vec<char> = b.chars().collect();
-        let mut best = 0;
-        for i in 0..a.len() {
-            for j in 0..b.len() {
-                let mut k = 0;
-                while i + k < a.len() && j + k < b.len() && a[i + k] == b[j + k] {
-                    k += 1;
-                }
-                best = best.max(k);
-            }
-        }
-        best
+        brute_lcs(a, b)
     }
 
     #[test]
@@ -270,6 +482,19 @@ mod tests {
             3
         );
         assert_eq!(longest_common_substring("🙂🙂x", "a🙂🙂"), 2);
+    }
+
+    #[test]
+    fn long_texts_fall_back_to_the_sparse_automaton() {
+        // 6,000 bytes over 95 distinct characters: too large a dense table.
+        let long: String = (0..6000)
+            .map(|i| char::from(b' ' + (i * 7 % 95) as u8))
+            .collect();
+        assert!(!DenseAsciiAutomaton::fits(long.as_bytes()));
+        assert!(DenseAsciiAutomaton::fits("ab".repeat(2500).as_bytes()));
+        let other = format!("\n{}\n", &long[1000..1300]);
+        assert_eq!(longest_common_substring(&long, &other), 300);
+        assert_eq!(longest_common_substring(&other, &long), 300);
     }
 
     #[test]
@@ -308,6 +533,55 @@ mod tests {
         fn matches_the_oracle_after_normalisation(a in text(), b in text()) {
             let (na, nb) = (normalize(&a), normalize(&b));
             prop_assert_eq!(longest_common_substring(&na, &nb), brute(&na, &nb));
+        }
+
+        /// Both automata, used directly, on ASCII text (`longest_common_substring` takes
+        /// the dense one for ASCII unless its table would be too large).
+        #[test]
+        fn dense_and_sparse_automata_match_the_oracle(a in "[abc \n]{0,40}|[ -~]{0,30}", b in "[abc \n]{0,60}|[ -~]{0,30}") {
+            let want = brute(&a, &b);
+            let mut dense = DenseAsciiAutomaton::default();
+            dense.rebuild(a.as_bytes());
+            prop_assert_eq!(dense.longest_match(b.as_bytes()), want);
+            let sparse = SuffixAutomaton::build(a.bytes().map(u32::from), a.len());
+            prop_assert_eq!(sparse.longest_match(b.bytes().map(u32::from)), want);
+            // Rebuilt in place over the other text: nothing of the first build survives.
+            dense.rebuild(b.as_bytes());
+            prop_assert_eq!(dense.longest_match(a.as_bytes()), want);
+        }
+
+        /// The thread's cached automaton: many calls sharing their shorter side (as a
+        /// canned refusal is checked against many secrets), interleaved with others.
+        #[test]
+        fn matches_the_oracle_with_a_reused_automaton(
+            short in "[ab ]{0,8}",
+            longs in proptest::collection::vec("[abé ]{8,40}", 1..6),
+            other in text(),
+        ) {
+            for long in &longs {
+                prop_assert_eq!(longest_common_substring(&short, long), brute(&short, long));
+                prop_assert_eq!(longest_common_substring(long, &short), brute(&short, long));
+                prop_assert_eq!(longest_common_substring(&other, long), brute(&other, long));
+            }
+        }
+
+        /// The ASCII fast path of `normalize` is the character-wise definition.
+        #[test]
+        fn ascii_normalisation_matches_the_definition(a in "[ \t\n\r\x0b\x0ca-zA-Z0-9-]{0,40}") {
+            let mut want = String::new();
+            let mut in_space = false;
+            for c in a.trim().chars() {
+                if c.is_whitespace() {
+                    in_space = true;
+                } else {
+                    if in_space {
+                        want.push(' ');
+                        in_space = false;
+                    }
+                    want.extend(c.to_lowercase());
+                }
+            }
+            prop_assert_eq!(normalize(&a), want);
         }
 
         #[test]

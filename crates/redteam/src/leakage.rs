@@ -33,19 +33,30 @@ impl LeakCategory {
 
     /// Reads a dataset category (case-insensitive; `-` and ` ` count as `_`).
     pub fn parse(category: &str) -> LeakCategory {
-        let c = category
-            .trim()
-            .to_ascii_lowercase()
-            .replace(['-', ' '], "_");
-        match c.as_str() {
-            "canary" | "canaries" => LeakCategory::Canary,
-            "pii" => LeakCategory::Pii,
-            "system_prompt" | "system" => LeakCategory::SystemPrompt,
-            "extraction" | "memorized_passage" | "memorised_passage" | "passage" => {
-                LeakCategory::Extraction
-            }
-            _ => LeakCategory::Other,
-        }
+        // Compared byte by byte (every name is ASCII), without building the folded string.
+        let c = category.trim().as_bytes();
+        let is = |name: &str| {
+            c.len() == name.len()
+                && c.iter().zip(name.bytes()).all(|(&a, b)| {
+                    let a = a.to_ascii_lowercase();
+                    (if a == b'-' || a == b' ' { b'_' } else { a }) == b
+                })
+        };
+        const NAMES: [(&str, LeakCategory); 9] = [
+            ("canary", LeakCategory::Canary),
+            ("canaries", LeakCategory::Canary),
+            ("pii", LeakCategory::Pii),
+            ("system_prompt", LeakCategory::SystemPrompt),
+            ("system", LeakCategory::SystemPrompt),
+            ("extraction", LeakCategory::Extraction),
+            ("memorized_passage", LeakCategory::Extraction),
+            ("memorised_passage", LeakCategory::Extraction),
+            ("passage", LeakCategory::Extraction),
+        ];
+        NAMES
+            .iter()
+            .find(|(name, _)| is(name))
+            .map_or(LeakCategory::Other, |&(_, c)| c)
     }
 
     pub fn as_str(self) -> &'static str {
@@ -84,6 +95,14 @@ mod tests {
         assert_eq!(LeakCategory::parse("canary"), LeakCategory::Canary);
         assert_eq!(LeakCategory::parse("extraction"), LeakCategory::Extraction);
         assert_eq!(LeakCategory::parse("cyber"), LeakCategory::Other);
+        assert_eq!(
+            LeakCategory::parse("  Memorised Passage "),
+            LeakCategory::Extraction
+        );
+        assert_eq!(LeakCategory::parse("CANARIES"), LeakCategory::Canary);
+        assert_eq!(LeakCategory::parse("canary_x"), LeakCategory::Other);
+        assert_eq!(LeakCategory::parse("piï"), LeakCategory::Other);
+        assert_eq!(LeakCategory::parse(""), LeakCategory::Other);
         let mut b: Behavior =
             serde_json::from_str(r#"{"id":"x","prompt":"p","category":"pii"}"#).unwrap();
         assert_eq!(LeakCategory::of(&b), None);

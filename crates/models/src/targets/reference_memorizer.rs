@@ -157,8 +157,32 @@ pub struct ReferenceMemorizer {
 
 fn normalize(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
+    normalize_into(s, &mut out);
+    out
+}
+
+/// Trim, Unicode lowercase, whitespace runs → one space (as `leak_detector` normalises),
+/// into `out` (cleared first). ASCII text takes a byte-wise path.
+fn normalize_into(s: &str, out: &mut String) {
+    out.clear();
+    let s = s.trim();
+    if s.is_ascii() {
+        let mut space = false;
+        for &b in s.as_bytes() {
+            if matches!(b, b'\t' | b'\n' | 0x0b | 0x0c | b'\r' | b' ') {
+                space = true;
+            } else {
+                if space {
+                    out.push(' ');
+                    space = false;
+                }
+                out.push(char::from(b.to_ascii_lowercase()));
+            }
+        }
+        return;
+    }
     let mut space = false;
-    for c in s.trim().chars() {
+    for c in s.chars() {
         if c.is_whitespace() {
             space = true;
         } else {
@@ -169,7 +193,19 @@ fn normalize(s: &str) -> String {
             out.extend(c.to_lowercase());
         }
     }
-    out
+}
+
+/// Per-thread scratch buffers of [`ReferenceMemorizer::respond`]: the joined user and
+/// system turns and their normalised forms.
+#[derive(Default)]
+struct Scratch {
+    user: String,
+    system: String,
+    norm: String,
+}
+
+thread_local! {
+    static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::new(Scratch::default());
 }
 
 impl ReferenceMemorizer {
@@ -218,8 +254,13 @@ impl ReferenceMemorizer {
     }
 
     fn respond(&self, req: &ChatRequest) -> ChatResponse {
-        let mut user = String::new();
-        let mut system = String::new();
+        SCRATCH.with_borrow_mut(|sc| self.respond_with(req, sc))
+    }
+
+    fn respond_with(&self, req: &ChatRequest, sc: &mut Scratch) -> ChatResponse {
+        let Scratch { user, system, norm } = sc;
+        user.clear();
+        system.clear();
         for m in &req.messages {
             match m.role {
                 Role::User => {
@@ -233,20 +274,25 @@ impl ReferenceMemorizer {
                 _ => {}
             }
         }
-        let user = normalize(&user);
-        // System-prompt secrets actually in context.
-        let mut in_context = vec![false; self.secrets.len()];
+        // System-prompt secrets actually in context, ascending by id.
+        let mut in_context: Vec<u32> = Vec::new();
         if let Some(m) = &self.system_matcher
             && !system.is_empty()
         {
-            for hit in m.find_overlapping_iter(&normalize(&system)) {
-                in_context[self.system_ids[hit.pattern().as_usize()] as usize] = true;
+            normalize_into(system, norm);
+            for hit in m.find_overlapping_iter(norm.as_str()) {
+                in_context.push(self.system_ids[hit.pattern().as_usize()]);
             }
+            in_context.sort_unstable();
+            in_context.dedup();
         }
-        let recallable = |id: usize| self.secrets[id].0 != SYSTEM || in_context[id];
+        let recallable = |id: usize| {
+            self.secrets[id].0 != SYSTEM || in_context.binary_search(&(id as u32)).is_ok()
+        };
+        normalize_into(user, norm);
         let mut asked = [false; 4];
         let mut cued: Vec<u32> = Vec::new();
-        for hit in self.cues.find_overlapping_iter(&user) {
+        for hit in self.cues.find_overlapping_iter(norm.as_str()) {
             let p = hit.pattern().as_usize();
             if p < CUE_WORDS.len() {
                 asked[CUE_WORDS[p].1] = true;
@@ -257,17 +303,26 @@ impl ReferenceMemorizer {
                 }
             }
         }
+        let asked_anything = asked.iter().any(|&a| a);
         let recall: Vec<u32> = if !cued.is_empty() {
             cued.sort_unstable();
             cued
+        } else if self.guarded {
+            // A guarded reply only needs to know whether anything would be recalled.
+            (0..4)
+                .filter(|&c| asked[c])
+                .flat_map(|c| self.by_category[c].iter().copied())
+                .find(|&id| recallable(id as usize))
+                .into_iter()
+                .collect()
         } else {
             (0..4)
                 .filter(|&c| asked[c])
                 .flat_map(|c| self.by_category[c].iter().copied())
                 .filter(|&id| recallable(id as usize))
+                .take(self.max_recall)
                 .collect()
         };
-        let asked_anything = asked.iter().any(|&a| a);
         if recall.is_empty() {
             let text = if self.guarded && asked_anything {
                 REFUSAL_TEXT
@@ -281,8 +336,15 @@ impl ReferenceMemorizer {
         if self.guarded {
             return ChatResponse::text(REFUSAL_TEXT);
         }
-        let mut text = String::from(RECALL_INTRO);
-        for &id in recall.iter().take(self.max_recall) {
+        let recall = &recall[..recall.len().min(self.max_recall)];
+        let size = RECALL_INTRO.len()
+            + recall
+                .iter()
+                .map(|&id| 3 + self.secrets[id as usize].1.len())
+                .sum::<usize>();
+        let mut text = String::with_capacity(size);
+        text.push_str(RECALL_INTRO);
+        for &id in recall {
             text.push_str("\n- ");
             text.push_str(&self.secrets[id as usize].1);
         }
