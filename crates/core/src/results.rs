@@ -98,7 +98,12 @@ impl MetricValue {
     /// N/A trials are left out of the mean; when every trial is N/A the result is N/A
     /// with the first trial's reason (`every trial: <reason>` when there are several).
     /// `n` is the units counted over all included trials.
-    pub fn across_trials(trials: &[MetricValue]) -> MetricValue {
+    ///
+    /// `range` is the set of values the metric can take (`(0.0, 1.0)` for rates and
+    /// scores, `(0.0, f64::INFINITY)` for token counts and cost): the t interval is
+    /// symmetric and, with few trials, can reach past it (a rate's interval below 0), so
+    /// it is clipped to the range — the reported interval never claims an impossible value.
+    pub fn across_trials(trials: &[MetricValue], range: (f64, f64)) -> MetricValue {
         let values: Vec<f64> = trials.iter().filter_map(|t| t.value).collect();
         let Some((mean, ci)) = crate::stats::mean_and_t_interval(&values, 0.95) else {
             let reason = trials
@@ -113,8 +118,8 @@ impl MetricValue {
         };
         MetricValue {
             value: Some(mean),
-            ci_low: ci.map(|c| c.0),
-            ci_high: ci.map(|c| c.1),
+            ci_low: ci.map(|c| c.0.clamp(range.0, range.1)),
+            ci_high: ci.map(|c| c.1.clamp(range.0, range.1)),
             n: trials
                 .iter()
                 .filter(|t| t.value.is_some())
@@ -281,27 +286,47 @@ mod tests {
 
     #[test]
     fn across_trials_excludes_na_and_uses_the_t_interval() {
-        let m = MetricValue::across_trials(&[
-            v(0.2, 10),
-            MetricValue::na("no should_comply behaviors"),
-            v(0.4, 10),
-            v(0.6, 10),
-        ]);
-        assert!((m.value.unwrap() - 0.4).abs() < 1e-12);
-        // t(0.975, 2) = 4.302653; s = 0.2.
-        let half = 4.302_652_73 * 0.2 / 3f64.sqrt();
-        assert!((m.ci_low.unwrap() - (0.4 - half)).abs() < 1e-7);
-        assert!((m.ci_high.unwrap() - (0.4 + half)).abs() < 1e-7);
+        let m = MetricValue::across_trials(
+            &[
+                v(0.4, 10),
+                MetricValue::na("no should_comply behaviors"),
+                v(0.5, 10),
+                v(0.6, 10),
+            ],
+            UNIT,
+        );
+        assert!((m.value.unwrap() - 0.5).abs() < 1e-12);
+        // t(0.975, 2) = 4.302653; s = 0.1.
+        let half = 4.302_652_73 * 0.1 / 3f64.sqrt();
+        assert!((m.ci_low.unwrap() - (0.5 - half)).abs() < 1e-7);
+        assert!((m.ci_high.unwrap() - (0.5 + half)).abs() < 1e-7);
         assert_eq!(m.n, 30);
         assert_eq!(m.na_reason, None);
     }
 
+    const UNIT: (f64, f64) = (0.0, 1.0);
+
+    #[test]
+    fn across_trials_interval_never_leaves_the_metric_range() {
+        // Two trials, 0.0 and 1.0: t(0.975, 1) = 12.706 makes the raw interval
+        // [-5.85, 6.85]; a rate's interval is [0, 1].
+        let m = MetricValue::across_trials(&[v(0.0, 5), v(1.0, 5)], UNIT);
+        assert_eq!(
+            (m.value, m.ci_low, m.ci_high),
+            (Some(0.5), Some(0.0), Some(1.0))
+        );
+        // Token counts are only bounded below.
+        let m = MetricValue::across_trials(&[v(10.0, 5), v(30.0, 5)], (0.0, f64::INFINITY));
+        assert_eq!(m.ci_low, Some(0.0));
+        assert!(m.ci_high.unwrap() > 30.0);
+    }
+
     #[test]
     fn across_trials_all_na_is_na_and_one_value_has_no_interval() {
-        let m = MetricValue::across_trials(&[MetricValue::na("why"), MetricValue::na("why")]);
+        let m = MetricValue::across_trials(&[MetricValue::na("why"), MetricValue::na("why")], UNIT);
         assert_eq!(m.value, None);
         assert_eq!(m.na_reason.as_deref(), Some("every trial: why"));
-        let m = MetricValue::across_trials(&[MetricValue::na("why"), v(0.5, 4)]);
+        let m = MetricValue::across_trials(&[MetricValue::na("why"), v(0.5, 4)], UNIT);
         assert_eq!(
             (m.value, m.ci_low, m.ci_high, m.n),
             (Some(0.5), None, None, 4)

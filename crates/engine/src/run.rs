@@ -686,7 +686,14 @@ fn summarise(
                                 })
                                 .collect();
                             let (value, per_trial) = if multi {
-                                (MetricValue::across_trials(&per_trial), per_trial)
+                                // Usage metrics count tokens or dollars; every other
+                                // metric is a rate or a score in [0, 1].
+                                let range = if m.usage_metric().is_some() {
+                                    (0.0, f64::INFINITY)
+                                } else {
+                                    (0.0, 1.0)
+                                };
+                                (MetricValue::across_trials(&per_trial, range), per_trial)
                             } else {
                                 let only = per_trial.into_iter().next().expect("one trial");
                                 (only, Vec::new())

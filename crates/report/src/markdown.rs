@@ -203,7 +203,8 @@ fn closing_notes(o: &mut String, multi: bool) {
              A cell's value is the mean of its trials' values; trials where the metric is \
              N/A are left out of the mean and counted under N/A trials. Its 95% CI is the \
              Student-t interval across trials, mean ± t(0.975, k−1)·s/√k over the k trials \
-             with a value (— when k < 2); each trial's own value keeps its bootstrap CI.\n",
+             with a value, clipped to the values the metric can take (— when k < 2); each \
+             trial's own value keeps its bootstrap CI.\n",
         );
     }
 }

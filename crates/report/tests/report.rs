@@ -131,7 +131,7 @@ fn sample_trials() -> RunSummary {
                 val(0.6, Some((0.5, 0.7)), 4),
             ];
             m.trials_na = 1;
-            m.value = MetricValue::across_trials(&m.trials);
+            m.value = MetricValue::across_trials(&m.trials, (0.0, 1.0));
         }
     }
     s
@@ -151,8 +151,9 @@ fn trials_html_snapshot() {
 fn trials_show_mean_ci_and_per_trial_values() {
     let s = sample_trials();
     let md = render_markdown(&s);
-    // mean of 0.2 and 0.6 (the N/A trial left out), t(0.975, 1) = 12.7062: ±2.5412.
-    assert!(md.contains("| asr | 0.4000 | [-2.1412, 2.9412] | 8 | 1 | t0 0.2000 \\[0.1000, 0.3000\\] · t1 N/A (no should_comply behaviors) · t2 0.6000 \\[0.5000, 0.7000\\] |"), "{md}");
+    // mean of 0.2 and 0.6 (the N/A trial left out), t(0.975, 1) = 12.7062: ±2.5412,
+    // i.e. [-2.1412, 2.9412], clipped to a rate's range.
+    assert!(md.contains("| asr | 0.4000 | [0.0000, 1.0000] | 8 | 1 | t0 0.2000 \\[0.1000, 0.3000\\] · t1 N/A (no should_comply behaviors) · t2 0.6000 \\[0.5000, 0.7000\\] |"), "{md}");
     assert!(
         md.contains("- **Trials:** 3 (seeds: 42, 7001, 9002)"),
         "{md}"
@@ -164,7 +165,7 @@ fn trials_show_mean_ci_and_per_trial_values() {
     assert!(!render_markdown(&sample()).contains("Trials"));
     let html = render_html(&s);
     assert!(
-        html.contains("<td class=\"num\">0.4000</td><td>[-2.1412, 2.9412]</td>"),
+        html.contains("<td class=\"num\">0.4000</td><td>[0.0000, 1.0000]</td>"),
         "{html}"
     );
     assert!(html.contains("t1 <span class=\"na\">N&#x2f;A (no should_comply behaviors)</span>"));
