@@ -757,7 +757,7 @@ pub async fn rescore(mut run: StoredRun, spec: &PluginSpec) -> Result<Rescored, 
     let grader_calls = rejudger.grader_calls();
     drop(rejudger);
     if status == Status::Complete && !run.meta.status.starts_with("complete") {
-        status = Status::Partial(format!("rescored a {} run", run.meta.status));
+        status = Status::Partial(format!("the rescored run is {}", run.meta.status));
     }
     let (mut summary, _usage) = tally.finish(&run.plan, &run.trial_seeds, &status);
     let usage_na = format!(
