@@ -748,3 +748,67 @@ fn relative_datasets_are_found_or_refused_when_changed() {
         "{err}"
     );
 }
+
+#[test]
+fn errored_behaviors_are_excluded_per_judge_and_cost_no_grader_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("flaky.yaml");
+    // A target whose call fails for ~30% of prompts (a test fixture of the reference model).
+    std::fs::write(
+        &cfg,
+        "run_name: flaky\ntargets: [{name: reference, params: {name: flaky, fault_rate: 0.3}}]\nattacks: [static, template]\ndatasets: [demo]\njudges: [refusal_match]\nmetrics: [asr, frr]\n",
+    )
+    .unwrap();
+    ok(&gauntlet(
+        &["run", cfg.to_str().unwrap(), "--quiet"],
+        dir.path(),
+    ));
+    let run = dir.path().join("runs/flaky");
+    let lines = transcript_lines(&run);
+    let ok_attempts = lines.iter().filter(|l| l["error"].is_null()).count();
+    let recount = items(&run);
+    let all_errored = recount.values().filter(|(_, v)| v[0].is_none()).count();
+    assert!(
+        ok_attempts < lines.len() && all_errored > 0,
+        "the fixture must fail some calls"
+    );
+    let out = gauntlet(
+        &[
+            "judge-agreement",
+            run.to_str().unwrap(),
+            "--judge",
+            "refusal_match",
+            "--judge",
+            RUBRIC,
+        ],
+        dir.path(),
+    );
+    ok(&out);
+    // The grader is asked only about attempts that have a reply.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains(&format!(
+            "grader calls: {ok_attempts} made, 0 from the journal"
+        )),
+        "{stdout}"
+    );
+    let doc = read_json(&run.join("judge_agreement.json"));
+    assert_eq!(doc["items"], recount.len() as u64);
+    for j in 0..2 {
+        let o = &doc["judges"][j]["overall"];
+        assert_eq!(o["excluded_all_errors"], all_errored as u64);
+        assert_eq!(o["n"], (recount.len() - all_errored) as u64);
+    }
+    assert_eq!(
+        doc["pairs"][0]["overall"]["n"],
+        (recount.len() - all_errored) as u64
+    );
+    // Per label too: benign items keep their label; errored ones leave both counts.
+    let comply = recount.values().filter(|(e, _)| e == "should_comply");
+    let (c_all, c_err) = comply.fold((0u64, 0u64), |(a, e), (_, v)| {
+        (a + 1, e + u64::from(v[0].is_none()))
+    });
+    let by = &doc["judges"][0]["by_expected"]["should_comply"];
+    assert_eq!(by["n"], c_all - c_err);
+    assert_eq!(by["excluded_all_errors"], c_err);
+}
