@@ -40,9 +40,11 @@ import json, re, sys
 n, events, size, rss, wall, code, path, err = sys.argv[1:]
 n, events, size, rss, wall = int(n), int(events), int(size), int(rss), float(wall)
 r = json.load(open(path))
-if "throughput" in r:  # builds before the timing moved to stderr
+if "throughput" in r:  # builds before streaming: timing in the JSON, parsing excluded
     t = r["throughput"]
+    phase = "detect phase     {:.2f} s: {:.0f} scenarios/s, {:.0f} events/s (projection, fleet, grading; parsing excluded)"
 else:
+    phase = "streamed phase   {:.2f} s: {:.0f} scenarios/s, {:.0f} events/s (parse, projection, fleet, grading)"
     m = re.search(r"in ([0-9.]+) s \(([0-9]+) scenarios/s, ([0-9]+) events/s\)", open(err).read())
     t = {"elapsed_secs": float(m[1]), "scenarios_per_sec": float(m[2]), "events_per_sec": float(m[3])}
 print(f"corpus           {n} scenarios, {events} events, {size/1e6:.0f} MB of YAML")
@@ -50,6 +52,6 @@ print(f"exit code        {code} (labelled {r['totals']['labeled']}, detector err
 print(f"wall time        {wall:.2f} s (whole process: pin check, parse, detect, grade, JSON)")
 print(f"scenarios/s      {n/wall:.0f}")
 print(f"events/s         {events/wall:.0f}")
-print(f"fleet phase      {t['elapsed_secs']:.2f} s: {t['scenarios_per_sec']:.0f} scenarios/s, {t['events_per_sec']:.0f} events/s (streaming builds: includes parsing)")
+print(phase.format(t['elapsed_secs'], t['scenarios_per_sec'], t['events_per_sec']))
 print(f"peak RSS         {rss/1024:.0f} MiB")
 PY
