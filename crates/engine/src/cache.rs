@@ -201,22 +201,31 @@ fn hash_request(h: &mut HashWriter, req: &ChatRequest) {
 }
 
 /// Feeds the tools' canonical JSON exactly as `h.json(tools)` would, memoised per
-/// thread: an agent loop sends the same tools on every call, and comparing them is far
-/// cheaper than serialising them again.
+/// thread: agent loops send the same few tool lists on every call (one per toolkit), and
+/// comparing them is far cheaper than serialising them again.
 fn hash_tools(h: &mut HashWriter, tools: &[gauntlet_core::message::ToolDef]) {
     use std::io::Write as _;
+    type Memo = Vec<(Vec<gauntlet_core::message::ToolDef>, Vec<u8>)>;
+    const KEEP: usize = 4;
     thread_local! {
-        static LAST: std::cell::RefCell<(Vec<gauntlet_core::message::ToolDef>, Vec<u8>)> =
-            const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
+        static MEMO: std::cell::RefCell<Memo> = const { std::cell::RefCell::new(Vec::new()) };
     }
-    LAST.with_borrow_mut(|(last, json)| {
-        if last.as_slice() != tools {
-            json.clear();
-            serde_json::to_writer(&mut *json, tools).expect("serialising into memory cannot fail");
-            json.push(0);
-            *last = tools.to_vec();
-        }
-        h.write_all(json).expect("hashing cannot fail");
+    MEMO.with_borrow_mut(|memo| {
+        let i = match memo.iter().position(|(t, _)| t.as_slice() == tools) {
+            Some(i) => i,
+            None => {
+                let mut json = Vec::new();
+                serde_json::to_writer(&mut json, tools)
+                    .expect("serialising into memory cannot fail");
+                json.push(0);
+                if memo.len() == KEEP {
+                    memo.remove(0);
+                }
+                memo.push((tools.to_vec(), json));
+                memo.len() - 1
+            }
+        };
+        h.write_all(&memo[i].1).expect("hashing cannot fail");
     });
 }
 
