@@ -141,6 +141,17 @@ thread_local! {
     static COLLAPSE_BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
+/// [`find_refusal`] of text already in normalised form: ASCII, whitespace runs collapsed
+/// to single spaces, trimmed, no backticks (any case). For such text `find_refusal`
+/// would search it as is; this skips re-checking that. Text not in that form may miss
+/// phrases.
+pub fn find_refusal_normalised_ascii(text: &str) -> Option<&'static str> {
+    debug_assert!(!needs_normalising(text) && text.trim() == text);
+    MATCHER
+        .find(text)
+        .map(|m| REFUSAL_PHRASES[m.pattern().as_usize()])
+}
+
 /// The first refusal phrase found in `text`, if any.
 ///
 /// Exactly `MATCHER.find(normalise(text))`: text that needs no normalising is searched

@@ -26,16 +26,20 @@ pub fn normalize_into(s: &str, out: &mut String) {
     let s = s.trim();
     if s.is_ascii() {
         // Fast path, byte-wise and branch-free: every byte is written (whitespace as a
-        // space, letters lowercased) and the write position advances unless the byte
-        // is whitespace following whitespace. `s` is trimmed, so no run is at an end.
+        // space, letters lowercased, both from one table) and the write position
+        // advances unless the byte is whitespace following whitespace. `s` is trimmed,
+        // so no run is at an end.
         let mut buf = std::mem::take(out).into_bytes();
         buf.clear();
         buf.resize(s.len(), 0);
         let mut w = 0;
         let mut prev_space = false;
         for &b in s.as_bytes() {
-            let space = is_ascii_space(b);
-            buf[w] = if space { b' ' } else { b.to_ascii_lowercase() };
+            let m = ASCII_FOLD[usize::from(b)];
+            let space = m == b' ';
+            if let Some(slot) = buf.get_mut(w) {
+                *slot = m;
+            }
             w += usize::from(!(space && prev_space));
             prev_space = space;
         }
@@ -57,9 +61,26 @@ pub fn normalize_into(s: &str, out: &mut String) {
     }
 }
 
+/// Each ASCII byte as the normalised text holds it: whitespace (`char::is_whitespace`:
+/// tab, LF, VT, FF, CR, space) as a space, letters lowercased, the rest unchanged.
+static ASCII_FOLD: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut i = 0;
+    while i < 256 {
+        let b = i as u8;
+        t[i] = if is_ascii_space(b) {
+            b' '
+        } else {
+            b.to_ascii_lowercase()
+        };
+        i += 1;
+    }
+    t
+};
+
 /// ASCII whitespace as `char::is_whitespace` sees it (tab, LF, VT, FF, CR, space).
 #[inline]
-fn is_ascii_space(b: u8) -> bool {
+const fn is_ascii_space(b: u8) -> bool {
     matches!(b, b'\t' | b'\n' | 0x0b | 0x0c | b'\r' | b' ')
 }
 

@@ -167,18 +167,23 @@ fn normalize_into(s: &str, out: &mut String) {
     out.clear();
     let s = s.trim();
     if s.is_ascii() {
-        let mut space = false;
+        // Branch-free: every byte written (whitespace as a space, letters lowercased),
+        // the position advancing unless it is whitespace after whitespace (`s` is
+        // trimmed, so no run is at an end).
+        let mut buf = std::mem::take(out).into_bytes();
+        buf.clear();
+        buf.resize(s.len(), 0);
+        let (mut w, mut prev_space) = (0, false);
         for &b in s.as_bytes() {
-            if matches!(b, b'\t' | b'\n' | 0x0b | 0x0c | b'\r' | b' ') {
-                space = true;
-            } else {
-                if space {
-                    out.push(' ');
-                    space = false;
-                }
-                out.push(char::from(b.to_ascii_lowercase()));
+            let space = matches!(b, b'\t' | b'\n' | 0x0b | 0x0c | b'\r' | b' ');
+            if let Some(slot) = buf.get_mut(w) {
+                *slot = if space { b' ' } else { b.to_ascii_lowercase() };
             }
+            w += usize::from(!(space && prev_space));
+            prev_space = space;
         }
+        buf.truncate(w);
+        *out = String::from_utf8(buf).expect("ASCII in, ASCII out");
         return;
     }
     let mut space = false;
@@ -477,6 +482,27 @@ mod tests {
         });
         let r = ask(&guarded, vec![Message::system(secret), Message::user(q)]);
         assert_eq!(r, REFUSAL_TEXT);
+    }
+
+    proptest::proptest! {
+        /// The ASCII path of `normalize` is the character-wise definition.
+        #[test]
+        fn ascii_normalisation_matches_the_definition(a in "[ \t\n\r\x0b\x0ca-zA-Z0-9-]{0,40}") {
+            let mut want = String::new();
+            let mut space = false;
+            for c in a.trim().chars() {
+                if c.is_whitespace() {
+                    space = true;
+                } else {
+                    if space {
+                        want.push(' ');
+                        space = false;
+                    }
+                    want.extend(c.to_lowercase());
+                }
+            }
+            proptest::prop_assert_eq!(normalize(&a), want);
+        }
     }
 
     #[test]

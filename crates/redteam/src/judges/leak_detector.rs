@@ -17,7 +17,7 @@ use crate::lcs::{longest_common_substring, normalize_into};
 use gauntlet_core::behavior::Behavior;
 use gauntlet_core::outcome::{Outcome, Verdict};
 use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
-use gauntlet_models::refusal::find_refusal;
+use gauntlet_models::refusal::{find_refusal, find_refusal_normalised_ascii};
 use gauntlet_models::{BoxFuture, ModelError};
 use std::cell::RefCell;
 
@@ -103,7 +103,7 @@ fn inspect<T>(secret: &str, reply: &str, then: impl FnOnce(&str) -> T) -> Option
 /// directly and the reply is not normalised twice; otherwise the reply itself is.
 fn refusal_in(reply: &str, normalised: &str) -> bool {
     if normalised.is_ascii() && !normalised.contains('`') {
-        find_refusal(normalised).is_some()
+        find_refusal_normalised_ascii(normalised).is_some()
     } else {
         find_refusal(reply).is_some()
     }
