@@ -73,8 +73,10 @@ impl Message {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ChatRequest {
     pub messages: Vec<Message>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub tools: Vec<ToolDef>,
+    /// Shared: an agent loop sends the same tools on every call, so cloning a request
+    /// must not copy them.
+    #[serde(default, skip_serializing_if = "no_tools", with = "shared_tools")]
+    pub tools: Arc<[ToolDef]>,
     /// Sampling seed passed to models that accept one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
@@ -87,6 +89,24 @@ pub struct ChatRequest {
     /// fields above. Part of the cache key.
     #[serde(skip)]
     pub agent_script: Option<Arc<AgentScript>>,
+}
+
+fn no_tools(t: &Arc<[ToolDef]>) -> bool {
+    t.is_empty()
+}
+
+/// (De)serialises `Arc<[ToolDef]>` as a plain JSON array.
+mod shared_tools {
+    use super::ToolDef;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+    use std::sync::Arc;
+
+    pub fn serialize<S: Serializer>(t: &Arc<[ToolDef]>, s: S) -> Result<S::Ok, S::Error> {
+        t.as_ref().serialize(s)
+    }
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Arc<[ToolDef]>, D::Error> {
+        Vec::<ToolDef>::deserialize(d).map(Into::into)
+    }
 }
 
 /// Why a model stopped generating.

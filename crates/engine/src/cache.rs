@@ -23,7 +23,7 @@ use gauntlet_core::message::{ChatRequest, ChatResponse};
 use gauntlet_models::{BoxFuture, Model, ModelError};
 use gauntlet_redteam::attack::CallModel;
 use serde::Serialize;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// Call accounting for a session.
@@ -201,27 +201,33 @@ fn hash_request(h: &mut HashWriter, req: &ChatRequest) {
 }
 
 /// Feeds the tools' canonical JSON exactly as `h.json(tools)` would, memoised per
-/// thread: agent loops send the same few tool lists on every call (one per toolkit), and
-/// comparing them is far cheaper than serialising them again.
-fn hash_tools(h: &mut HashWriter, tools: &[gauntlet_core::message::ToolDef]) {
+/// thread: agent loops send the same few tool lists on every call (one shared list per
+/// toolkit), so a pointer comparison usually finds them; other lists are compared by
+/// content. The memo holds its lists alive, so a pointer can never be reused for
+/// different tools while it is remembered.
+fn hash_tools(h: &mut HashWriter, tools: &Arc<[gauntlet_core::message::ToolDef]>) {
     use std::io::Write as _;
-    type Memo = Vec<(Vec<gauntlet_core::message::ToolDef>, Vec<u8>)>;
+    type Memo = Vec<(Arc<[gauntlet_core::message::ToolDef]>, Vec<u8>)>;
     const KEEP: usize = 4;
     thread_local! {
         static MEMO: std::cell::RefCell<Memo> = const { std::cell::RefCell::new(Vec::new()) };
     }
     MEMO.with_borrow_mut(|memo| {
-        let i = match memo.iter().position(|(t, _)| t.as_slice() == tools) {
+        let found = memo
+            .iter()
+            .position(|(t, _)| Arc::ptr_eq(t, tools))
+            .or_else(|| memo.iter().position(|(t, _)| t[..] == tools[..]));
+        let i = match found {
             Some(i) => i,
             None => {
                 let mut json = Vec::new();
-                serde_json::to_writer(&mut json, tools)
+                serde_json::to_writer(&mut json, &tools[..])
                     .expect("serialising into memory cannot fail");
                 json.push(0);
                 if memo.len() == KEEP {
                     memo.remove(0);
                 }
-                memo.push((tools.to_vec(), json));
+                memo.push((tools.clone(), json));
                 memo.len() - 1
             }
         };
@@ -351,7 +357,10 @@ mod tool_hash_tests {
             vec![t("a")],
         ] {
             let (mut x, mut y) = (HashWriter::new(), HashWriter::new());
-            hash_tools(&mut x, &tools);
+            let shared: Arc<[ToolDef]> = tools.clone().into();
+            hash_tools(&mut x, &shared);
+            hash_tools(&mut x, &shared);
+            y.json(&tools);
             y.json(&tools);
             assert_eq!(x.finish(), y.finish());
         }

@@ -427,7 +427,7 @@ impl Ctx<'_> {
         messages.extend(user);
         let req = ChatRequest {
             messages,
-            tools,
+            tools: tools.into(),
             seed: None,
             temperature: Some(temperature),
             max_tokens: Some(MAX_TOKENS),

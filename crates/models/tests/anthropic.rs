@@ -115,7 +115,8 @@ async fn multi_turn_tool_use_round_trips_tool_use_ids() {
                 description: "Read".into(),
                 parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
             },
-        ],
+        ]
+        .into(),
         ..Default::default()
     };
     let r = t.chat(&req).await.unwrap();

@@ -116,7 +116,7 @@ async fn multi_turn_tool_calls_round_trip_ids() {
     let t = openai(&server.openai_base_url(), "OAI_TOOLS_KEY", "");
     let mut req = ChatRequest {
         messages: vec![Message::user("Summarise my notes and email bob")],
-        tools: tools(),
+        tools: tools().into(),
         ..Default::default()
     };
     let r = t.chat(&req).await.unwrap();

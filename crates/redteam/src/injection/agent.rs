@@ -69,7 +69,7 @@ pub async fn run_agent(
 ) -> Result<AgentRun, ModelError> {
     let script = scenario.script(templates::MARKER);
     let tools = Toolkit::parse(&scenario.toolkit)
-        .map(|t| t.defs().as_ref().clone())
+        .map(Toolkit::defs)
         .unwrap_or_default();
     let mut user = scenario.user_task.clone();
     if placement == Placement::Direct {

@@ -107,15 +107,15 @@ impl Toolkit {
         self.infos().iter().any(|t| t.name == name)
     }
     /// The tool definitions sent to the model (built once).
-    pub fn defs(self) -> Arc<Vec<ToolDef>> {
-        static DEFS: OnceLock<[Arc<Vec<ToolDef>>; 2]> = OnceLock::new();
+    pub fn defs(self) -> Arc<[ToolDef]> {
+        static DEFS: OnceLock<[Arc<[ToolDef]>; 2]> = OnceLock::new();
         let all = DEFS.get_or_init(|| [build_defs(MESSAGING), build_defs(WORKSPACE)]);
         all[self as usize].clone()
     }
 }
 
-fn build_defs(infos: &[ToolInfo]) -> Arc<Vec<ToolDef>> {
-    Arc::new(
+fn build_defs(infos: &[ToolInfo]) -> Arc<[ToolDef]> {
+    Arc::from(
         infos
             .iter()
             .map(|t| {
@@ -145,7 +145,7 @@ fn build_defs(infos: &[ToolInfo]) -> Arc<Vec<ToolDef>> {
                     }),
                 }
             })
-            .collect(),
+            .collect::<Vec<_>>(),
     )
 }
 
