@@ -328,12 +328,15 @@ fn build_judges(texts: &[String]) -> Result<(Vec<BuiltJudge>, Vec<Value>), ExitC
     Ok((built, specs))
 }
 
-/// A p-value for the table: four decimals, or scientific notation below 10⁻⁴.
+/// A p-value for the table: `p=` with four decimals, scientific notation below 10⁻⁴,
+/// and `p<1e-300` where the exact value underflows f64.
 fn fmt_p(p: f64) -> String {
-    if p < 1e-4 {
-        format!("{p:.2e}")
+    if p == 0.0 {
+        "p<1e-300".into()
+    } else if p < 1e-4 {
+        format!("p={p:.2e}")
     } else {
-        format!("{p:.4}")
+        format!("p={p:.4}")
     }
 }
 
@@ -833,12 +836,7 @@ pub fn compare(a: CompareArgs) -> ExitCode {
                     format!("{rate_b:.3}"),
                     format!("{:+.3}", rate_b - rate_a),
                     "McNemar".to_string(),
-                    format!(
-                        "p={} ({}/{} discordant)",
-                        fmt_p(test.p_exact),
-                        test.b,
-                        test.c
-                    ),
+                    format!("{} ({}/{} discordant)", fmt_p(test.p_exact), test.b, test.c),
                 )
             }
             Comparison::Score {
