@@ -141,11 +141,17 @@ pub fn quantile_sorted(sorted: &[f64], q: f64) -> f64 {
 /// Wilson score interval for `successes` out of `n` at normal quantile `z`.
 /// `None` when n = 0.
 pub fn wilson(successes: u64, n: u64, z: f64) -> Option<(f64, f64)> {
+    wilson_fractional(successes as f64, n, z)
+}
+
+/// [`wilson`] for a fractional success count (e.g. a median of several passes' rates
+/// times n); the proportion is clamped to [0, 1].
+pub fn wilson_fractional(successes: f64, n: u64, z: f64) -> Option<(f64, f64)> {
     if n == 0 {
         return None;
     }
     let n_f = n as f64;
-    let p = successes as f64 / n_f;
+    let p = (successes / n_f).clamp(0.0, 1.0);
     let z2 = z * z;
     let denom = 1.0 + z2 / n_f;
     let centre = (p + z2 / (2.0 * n_f)) / denom;

@@ -259,19 +259,10 @@ pub fn effective_passes(n: i64) -> usize {
     if n <= 0 { 3 } else { n as usize }
 }
 
-/// The median; an even count gives the mean of the middle two; empty gives 0.
+/// The median (core's definition: an even count gives the mean of the middle two);
+/// empty gives 0, as mallcop's report does.
 pub fn median(values: &[f64]) -> f64 {
-    if values.is_empty() {
-        return 0.0;
-    }
-    let mut v = values.to_vec();
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
+    gauntlet_core::stats::median(values).unwrap_or(0.0)
 }
 
 /// The noise band, in percentage points.
@@ -294,20 +285,9 @@ pub struct Interval {
 /// Wilson score interval of a (possibly fractional, for a mean of two runs) success
 /// count; `None` when n = 0.
 pub fn wilson95(successes: f64, n: usize) -> Option<Interval> {
-    if n == 0 {
-        return None;
-    }
-    let z = gauntlet_core::stats::Z95;
-    let n_f = n as f64;
-    let p = (successes / n_f).clamp(0.0, 1.0);
-    let z2 = z * z;
-    let denom = 1.0 + z2 / n_f;
-    let centre = (p + z2 / (2.0 * n_f)) / denom;
-    let half = z * ((p * (1.0 - p) / n_f + z2 / (4.0 * n_f * n_f)).sqrt()) / denom;
-    Some(Interval {
-        low: (centre - half).max(0.0),
-        high: (centre + half).min(1.0),
-    })
+    let (low, high) =
+        gauntlet_core::stats::wilson_fractional(successes, n as u64, gauntlet_core::stats::Z95)?;
+    Some(Interval { low, high })
 }
 
 #[cfg(test)]
