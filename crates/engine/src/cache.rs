@@ -23,8 +23,8 @@ use gauntlet_core::message::{ChatRequest, ChatResponse};
 use gauntlet_models::{BoxFuture, Model, ModelError};
 use gauntlet_redteam::attack::CallModel;
 use serde::Serialize;
-use std::sync::{Arc, Mutex};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// Call accounting for a session.
 #[derive(Debug, Default)]

@@ -167,9 +167,7 @@ pub fn build_metric(spec: &PluginSpec) -> Result<Box<dyn Metric>, String> {
         "pii_leak_rate" => Ok(Box::new(pii_leak_rate::PiiLeakRate(s))),
         "system_prompt_leak_rate" => Ok(Box::new(system_prompt_leak_rate::SystemPromptLeakRate(s))),
         "verbatim_overlap" => Ok(Box::new(verbatim_overlap::VerbatimOverlap(s))),
-        "injection_success_rate" => Ok(Box::new(
-            injection_success_rate::InjectionSuccessRate(s),
-        )),
+        "injection_success_rate" => Ok(Box::new(injection_success_rate::InjectionSuccessRate(s))),
         "utility_under_attack" => Ok(Box::new(utility_under_attack::UtilityUnderAttack(s))),
         "utility_baseline" => Ok(Box::new(utility_baseline::UtilityBaseline(s))),
         "token_usage" => Ok(Box::new(token_usage::TokenUsage::new(s)?)),
