@@ -6,44 +6,12 @@ use gauntlet_testserver::{Script, TestServer};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
-const BIN: &str = env!("CARGO_BIN_EXE_gauntlet");
+mod common;
+use common::*;
 
 const RUBRIC: &str = "{name: rubric, params: {grader: {name: reference, params: {name: grader}}}}";
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
-
-fn gauntlet(args: &[&str], cwd: &Path) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .current_dir(cwd)
-        .output()
-        .expect("run gauntlet")
-}
-
-fn show(out: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
-fn ok(out: &Output) {
-    assert!(out.status.success(), "{}", show(out));
-}
-
-fn read_json(p: &Path) -> Value {
-    serde_json::from_slice(&std::fs::read(p).unwrap_or_else(|e| panic!("{}: {e}", p.display())))
-        .unwrap()
-}
 
 fn transcript_lines(run: &Path) -> Vec<Value> {
     std::fs::read_to_string(run.join("transcripts.jsonl"))

@@ -3,55 +3,11 @@
 use serde_json::Value;
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_gauntlet");
-
-/// Artefacts that must be byte-identical across reruns and concurrency levels.
-const DETERMINISTIC: &[&str] = &[
-    "run.json",
-    "results.json",
-    "transcripts.jsonl",
-    "leaderboard.json",
-    "report.md",
-    "report.html",
-];
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
-
-fn gauntlet(args: &[&str], cwd: &Path) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .current_dir(cwd)
-        .output()
-        .expect("run gauntlet")
-}
-
-fn ok(out: &Output) {
-    assert!(
-        out.status.success(),
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-fn read_json(p: &Path) -> Value {
-    serde_json::from_slice(&std::fs::read(p).unwrap_or_else(|e| panic!("{}: {e}", p.display())))
-        .unwrap()
-}
-
-fn last_session(run: &Path) -> Value {
-    let text = std::fs::read_to_string(run.join("sessions.jsonl")).unwrap();
-    serde_json::from_str(text.lines().last().unwrap()).unwrap()
-}
+mod common;
+use common::*;
 
 /// The leaderboard value of (attack, target, judge, metric).
 fn metric(run: &Path, attack: &str, target: &str, judge: &str, name: &str) -> Value {
@@ -67,19 +23,6 @@ fn metric(run: &Path, attack: &str, target: &str, judge: &str, name: &str) -> Va
         })
         .unwrap_or_else(|| panic!("no row {attack} {target} {judge} {name}"))
         .clone()
-}
-
-fn assert_same_artefacts(a: &Path, b: &Path) {
-    for f in DETERMINISTIC {
-        let x = std::fs::read(a.join(f)).unwrap();
-        let y = std::fs::read(b.join(f)).unwrap();
-        assert!(
-            x == y,
-            "{f} differs between {} and {}",
-            a.display(),
-            b.display()
-        );
-    }
 }
 
 /// Writes a JSON dataset of `n` behaviors (a mix of should_refuse and should_comply).

@@ -2,54 +2,10 @@
 //! variants through the real binary, with the numbers asserted.
 
 use serde_json::Value;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
 
-const BIN: &str = env!("CARGO_BIN_EXE_gauntlet");
-
-const DETERMINISTIC: &[&str] = &[
-    "run.json",
-    "results.json",
-    "transcripts.jsonl",
-    "leaderboard.json",
-    "report.md",
-    "report.html",
-];
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
-
-fn gauntlet(args: &[&str], cwd: &Path) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .current_dir(cwd)
-        .output()
-        .expect("run gauntlet")
-}
-
-fn ok(out: &Output) {
-    assert!(
-        out.status.success(),
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-fn read_json(p: &Path) -> Value {
-    serde_json::from_slice(&std::fs::read(p).unwrap_or_else(|e| panic!("{}: {e}", p.display())))
-        .unwrap()
-}
-
-fn last_session(run: &Path) -> Value {
-    let text = std::fs::read_to_string(run.join("sessions.jsonl")).unwrap();
-    serde_json::from_str(text.lines().last().unwrap()).unwrap()
-}
+mod common;
+use common::*;
 
 /// The leaderboard row of (injection, target, metric) for `dataset`.
 fn row(run: &Path, injection: &str, target: &str, dataset: &str, metric: &str) -> Value {

@@ -13,7 +13,9 @@ use serde_json::{Value, json};
 use std::path::Path;
 use std::process::{Command, Output};
 
-const BIN: &str = env!("CARGO_BIN_EXE_gauntlet");
+mod common;
+use common::*;
+
 /// The marker every injected instruction carries (crates/redteam/src/injection/templates.rs).
 const MARKER: &str = "[[ADMIN NOTICE GX-7]]";
 
@@ -24,15 +26,6 @@ fn gauntlet(args: &[&str], cwd: &Path) -> Output {
         .env("GAUNTLET_TEST_KEY", "sk-test-wire")
         .output()
         .expect("run gauntlet")
-}
-
-fn show(out: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
 }
 
 /// A "model" for scenario injecagent-01 (read `lease-renewal`, email the landlord) that

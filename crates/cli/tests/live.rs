@@ -9,7 +9,8 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-const BIN: &str = env!("CARGO_BIN_EXE_gauntlet");
+mod common;
+use common::*;
 
 /// A test server with the runtime that drives it.
 struct Server {
@@ -34,25 +35,6 @@ fn gauntlet(args: &[&str], cwd: &Path, env: &[(&str, &str)]) -> Output {
         c.env(k, v);
     }
     c.output().expect("run gauntlet")
-}
-
-fn show(out: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
-fn read_json(p: &Path) -> Value {
-    serde_json::from_slice(&std::fs::read(p).unwrap_or_else(|e| panic!("{}: {e}", p.display())))
-        .unwrap()
-}
-
-fn last_session(run: &Path) -> Value {
-    let text = std::fs::read_to_string(run.join("sessions.jsonl")).unwrap();
-    serde_json::from_str(text.lines().last().unwrap()).unwrap()
 }
 
 fn metric(run: &Path, attack: &str, name: &str) -> Value {

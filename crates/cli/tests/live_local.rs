@@ -14,7 +14,8 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
-const BIN: &str = env!("CARGO_BIN_EXE_gauntlet");
+mod common;
+use common::*;
 
 fn url() -> Option<String> {
     match std::env::var("GAUNTLET_LOCAL_MODEL_URL") {

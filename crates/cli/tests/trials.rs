@@ -12,29 +12,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_gauntlet");
-
-/// Artefacts that must be byte-identical across reruns and concurrency levels.
-const DETERMINISTIC: &[&str] = &[
-    "run.json",
-    "results.json",
-    "transcripts.jsonl",
-    "leaderboard.json",
-    "report.md",
-    "report.html",
-    "usage.json",
-];
+mod common;
+use common::*;
 
 /// t(0.975, 2), the two-sided 95% Student-t critical value for 3 trials (published
 /// tables: 4.303).
 const T975_DF2: f64 = 4.302_652_729_911_275;
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
 
 fn gauntlet(args: &[&str], cwd: &Path) -> Output {
     Command::new(BIN)
@@ -43,47 +26,6 @@ fn gauntlet(args: &[&str], cwd: &Path) -> Output {
         .env("GAUNTLET_TEST_KEY", "sk-test-trials")
         .output()
         .expect("run gauntlet")
-}
-
-fn ok(out: &Output) {
-    assert!(
-        out.status.success(),
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-fn read_json(p: &Path) -> Value {
-    serde_json::from_slice(&std::fs::read(p).unwrap_or_else(|e| panic!("{}: {e}", p.display())))
-        .unwrap()
-}
-
-fn last_session(run: &Path) -> Value {
-    let text = std::fs::read_to_string(run.join("sessions.jsonl")).unwrap();
-    serde_json::from_str(text.lines().last().unwrap()).unwrap()
-}
-
-fn lines(p: &Path) -> Vec<Value> {
-    std::fs::read_to_string(p)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
-fn assert_same_artefacts(a: &Path, b: &Path) {
-    for f in DETERMINISTIC {
-        let x = std::fs::read(a.join(f)).unwrap();
-        let y = std::fs::read(b.join(f)).unwrap();
-        assert!(
-            x == y,
-            "{f} differs between {} and {}",
-            a.display(),
-            b.display()
-        );
-    }
 }
 
 /// examples/smoke.yaml with a `trials:` line, its dataset and plugins unchanged.

@@ -1,0 +1,89 @@
+//! Helpers shared by the CLI test binaries: running `gauntlet` as a real process and
+//! reading what it wrote. Each test file includes this with `mod common;` and uses the
+//! part it needs.
+#![allow(dead_code)]
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The binary under test, built by cargo for this test run.
+pub const BIN: &str = env!("CARGO_BIN_EXE_gauntlet");
+
+/// Artefacts that must be byte-identical across reruns and concurrency levels.
+pub const DETERMINISTIC: &[&str] = &[
+    "run.json",
+    "results.json",
+    "transcripts.jsonl",
+    "leaderboard.json",
+    "report.md",
+    "report.html",
+    "usage.json",
+];
+
+/// The workspace root (examples, exams and bench live there).
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
+}
+
+/// Runs `gauntlet ARGS` in `cwd` and waits for it.
+pub fn gauntlet(args: &[&str], cwd: &Path) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .expect("run gauntlet")
+}
+
+/// Exit status and both streams, for assertion messages.
+pub fn show(out: &Output) -> String {
+    format!(
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// Asserts the process succeeded, showing its output when it did not.
+pub fn ok(out: &Output) {
+    assert!(out.status.success(), "{}", show(out));
+}
+
+/// A JSON file, parsed; the path is named when it cannot be read.
+pub fn read_json(p: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(p).unwrap_or_else(|e| panic!("{}: {e}", p.display())))
+        .unwrap()
+}
+
+/// Every line of a JSONL file, parsed.
+pub fn lines(p: &Path) -> Vec<Value> {
+    std::fs::read_to_string(p)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The last line of a run's `sessions.jsonl` (calls made, journal hits, timings).
+pub fn last_session(run: &Path) -> Value {
+    let text = std::fs::read_to_string(run.join("sessions.jsonl")).unwrap();
+    serde_json::from_str(text.lines().last().unwrap()).unwrap()
+}
+
+/// Asserts two run directories hold byte-identical [`DETERMINISTIC`] artefacts.
+pub fn assert_same_artefacts(a: &Path, b: &Path) {
+    for f in DETERMINISTIC {
+        let x = std::fs::read(a.join(f)).unwrap();
+        let y = std::fs::read(b.join(f)).unwrap();
+        assert!(
+            x == y,
+            "{f} differs between {} and {}",
+            a.display(),
+            b.display()
+        );
+    }
+}
