@@ -97,7 +97,6 @@ enum CorpusAction {
 }
 
 fn main() -> ExitCode {
-    restore_default_sigpipe();
     let cli = Cli::parse();
     match cli.command {
         Command::Run {
@@ -158,22 +157,6 @@ fn load_plan_with(path: &Path, trials: Option<u32>) -> Result<Plan, ExitCode> {
         ExitCode::from(2)
     })
 }
-
-/// Rust ignores SIGPIPE, so printing into a closed pipe (`gauntlet list | head -1`)
-/// panics with "failed printing to stdout". A command-line tool should instead end
-/// quietly, as `cat` does: restore the default action before anything is printed.
-/// Artefacts are written to files, never to stdout, so nothing is lost by it.
-#[cfg(unix)]
-fn restore_default_sigpipe() {
-    // SAFETY: called first thing in `main`, before any thread exists; `signal` with
-    // SIG_DFL installs no handler code.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
-}
-
-#[cfg(not(unix))]
-fn restore_default_sigpipe() {}
 
 fn describe(plan: &Plan) -> String {
     let behaviors: usize = plan.datasets.iter().map(|d| d.behaviors.len()).sum();
