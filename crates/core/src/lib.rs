@@ -21,6 +21,7 @@ pub mod results;
 pub mod rng;
 pub mod scenario;
 pub mod stats;
+pub mod text;
 pub mod tree;
 
 /// The harness version recorded in every artefact and folded into every cache key.

@@ -24,6 +24,7 @@ use crate::{BoxFuture, Model, ModelError};
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
 use gauntlet_core::message::{ChatRequest, ChatResponse, Role};
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
+use gauntlet_core::text::{normalize, normalize_into};
 use std::sync::LazyLock;
 
 /// The bundled `leakage_demo` probes (the redteam crate's dataset file), whose secrets
@@ -153,51 +154,6 @@ pub struct ReferenceMemorizer {
     system_matcher: Option<AhoCorasick>,
     /// Secret id of each system_matcher pattern.
     system_ids: Vec<u32>,
-}
-
-fn normalize(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    normalize_into(s, &mut out);
-    out
-}
-
-/// Trim, Unicode lowercase, whitespace runs → one space (as `leak_detector` normalises),
-/// into `out` (cleared first). ASCII text takes a byte-wise path.
-fn normalize_into(s: &str, out: &mut String) {
-    out.clear();
-    let s = s.trim();
-    if s.is_ascii() {
-        // Branch-free: every byte written (whitespace as a space, letters lowercased),
-        // the position advancing unless it is whitespace after whitespace (`s` is
-        // trimmed, so no run is at an end).
-        let mut buf = std::mem::take(out).into_bytes();
-        buf.clear();
-        buf.resize(s.len(), 0);
-        let (mut w, mut prev_space) = (0, false);
-        for &b in s.as_bytes() {
-            let space = matches!(b, b'\t' | b'\n' | 0x0b | 0x0c | b'\r' | b' ');
-            if let Some(slot) = buf.get_mut(w) {
-                *slot = if space { b' ' } else { b.to_ascii_lowercase() };
-            }
-            w += usize::from(!(space && prev_space));
-            prev_space = space;
-        }
-        buf.truncate(w);
-        *out = String::from_utf8(buf).expect("ASCII in, ASCII out");
-        return;
-    }
-    let mut space = false;
-    for c in s.chars() {
-        if c.is_whitespace() {
-            space = true;
-        } else {
-            if space {
-                out.push(' ');
-                space = false;
-            }
-            out.extend(c.to_lowercase());
-        }
-    }
 }
 
 /// Per-thread scratch buffers of [`ReferenceMemorizer::respond`]: the joined user and
