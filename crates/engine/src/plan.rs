@@ -245,4 +245,33 @@ impl Plan {
             * self.judges.len()
             + j
     }
+
+    /// The coordinates `(attack, target, dataset, judge)` of cell `c` (the inverse of
+    /// [`Plan::cell`]).
+    pub fn cell_coords(&self, c: usize) -> (usize, usize, usize, usize) {
+        let judge = c % self.judges.len();
+        let rest = c / self.judges.len();
+        let dataset = rest % self.datasets.len();
+        let block = rest / self.datasets.len();
+        (
+            block / self.targets.len(),
+            block % self.targets.len(),
+            dataset,
+            judge,
+        )
+    }
+
+    /// How many units (counted in canonical order, over `trials` trials) are done once
+    /// every unit of cell `c` is: the end of its dataset's range within its
+    /// attack × target block, in the last trial. Non-decreasing in `c`.
+    pub fn cell_end(&self, c: usize, trials: u32) -> u64 {
+        let (attack, target, dataset, _) = self.cell_coords(c);
+        let block = (attack * self.targets.len() + target) as u64;
+        let within = self
+            .dataset_offsets
+            .get(dataset + 1)
+            .copied()
+            .unwrap_or(self.behaviors_per_block);
+        u64::from(trials.max(1) - 1) * self.units() + block * self.behaviors_per_block + within
+    }
 }

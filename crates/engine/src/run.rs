@@ -585,171 +585,240 @@ fn slot_models(plan: &Plan, attack: usize, target: usize, judge: usize) -> [Opti
     ]
 }
 
+/// The price table of usage.json and the cost metric: the first configured, else the
+/// bundled one.
+fn price_table(plan: &Plan) -> crate::usage::PriceTable {
+    plan.prices
+        .iter()
+        .flatten()
+        .next()
+        .cloned()
+        .unwrap_or_else(crate::usage::PriceTable::bundled)
+}
+
+/// One cell's results row and usage.json row, from its accumulators (one per trial).
+/// With several trials each metric is computed per trial (its own bootstrap CI, seeded
+/// by the trial's seed) and summarised across trials, and usage sums every trial.
+///
+/// Cells are independent (each bootstrap has its own seed from the cell's identity), so
+/// they are computed in parallel, and during a run as soon as a cell is complete.
+fn cell_summary(
+    plan: &Plan,
+    trial_seeds: &[u64],
+    table: &crate::usage::PriceTable,
+    cell: usize,
+    trials: Vec<CellAcc>,
+) -> (CellSummary, serde_json::Value) {
+    let multi = trial_seeds.len() > 1;
+    let (ai, ti, di, ji) = plan.cell_coords(cell);
+    let (attack, target, dataset, judge) = (
+        &plan.attacks[ai],
+        &plan.targets[ti],
+        &plan.datasets[di],
+        &plan.judges[ji],
+    );
+    let mut c = CellAcc::default();
+    for t in &trials {
+        c.usage += t.usage;
+        c.behaviors += t.behaviors;
+        c.attempts += t.attempts;
+        c.errors += t.errors;
+        c.all_errors += t.all_errors;
+        for (m, n) in &t.error_counts {
+            *c.error_counts.entry(m.clone()).or_insert(0) += n;
+        }
+    }
+    let examples = |pick: fn(&CellAcc) -> &Vec<Example>, max: usize| {
+        trials
+            .iter()
+            .flat_map(|t| pick(t).iter().cloned())
+            .take(max)
+            .collect::<Vec<_>>()
+    };
+    c.notable = examples(|t| &t.notable, MAX_NOTABLE_EXAMPLES);
+    c.error_examples = examples(|t| &t.error_examples, MAX_ERROR_EXAMPLES);
+    let attack_l = attack.spec().label();
+    let target_l = target.label();
+    let judge_l = judge.spec().label();
+    let models = slot_models(plan, ai, ti, ji);
+    let usage_row = serde_json::json!({
+        "attack": attack_l,
+        "target": target_l,
+        "dataset": dataset.name,
+        "judge": judge_l,
+        "price_table": table.describe(),
+        "roles": crate::usage::SLOTS.iter().enumerate().filter(|(i, _)| c.usage.0[*i].calls > 0).map(|(i, slot)| {
+            let u = &c.usage.0[i];
+            let cost = crate::usage::slot_cost(slot, u, models[i], table);
+            serde_json::json!({
+                "role": slot,
+                "model": models[i].map(crate::usage::model_name),
+                "usage": u,
+                "cost_usd": cost.as_ref().ok(),
+                "cost_na_reason": cost.as_ref().err(),
+            })
+        }).collect::<Vec<_>>(),
+    });
+    let metrics = plan
+        .metrics
+        .iter()
+        .enumerate()
+        .zip(&plan.prices)
+        .map(|((k, m), prices)| {
+            let id = m.spec().identity().to_string();
+            let per_trial: Vec<MetricValue> = trials
+                .iter()
+                .zip(trial_seeds)
+                .map(|(t, &seed)| match (m.usage_metric(), prices) {
+                    (Some(UsageMetric::Tokens { role }), _) => tokens_metric(&t.usage, &role),
+                    (Some(UsageMetric::Cost), Some(table)) => cost_metric(&t.usage, models, table),
+                    _ => t.metrics[k].finish(
+                        m.as_ref(),
+                        judge.as_ref(),
+                        seed,
+                        &[
+                            "bootstrap",
+                            &attack_l,
+                            &target_l,
+                            &dataset.version,
+                            &judge_l,
+                            &id,
+                        ],
+                    ),
+                })
+                .collect();
+            let (value, per_trial) = if multi {
+                // Usage metrics count tokens or dollars; every other metric is a rate or
+                // a score in [0, 1].
+                let range = if m.usage_metric().is_some() {
+                    (0.0, f64::INFINITY)
+                } else {
+                    (0.0, 1.0)
+                };
+                (MetricValue::across_trials(&per_trial, range), per_trial)
+            } else {
+                let only = per_trial.into_iter().next().expect("one trial");
+                (only, Vec::new())
+            };
+            let params = match serde_json::to_value(&m.spec().params) {
+                Ok(serde_json::Value::Object(o)) => o,
+                _ => serde_json::Map::new(),
+            };
+            CellMetric {
+                metric: m.spec().name.clone(),
+                params,
+                value,
+                trials_na: per_trial.iter().filter(|t| t.value.is_none()).count() as u32,
+                trials: per_trial,
+            }
+        })
+        .collect();
+    let mut top: Vec<(String, u64)> = c.error_counts.into_iter().collect();
+    top.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    top.truncate(5);
+    let mut examples = c.notable;
+    examples.extend(c.error_examples);
+    let summary = CellSummary {
+        attack: attack_l,
+        target: target_l,
+        dataset: dataset.name.clone(),
+        dataset_version: dataset.version.clone(),
+        judge: judge_l,
+        behaviors: c.behaviors,
+        attempts: c.attempts,
+        errors: c.errors,
+        behaviors_all_errors: c.all_errors,
+        top_errors: top,
+        metrics,
+        examples,
+        trials: if multi {
+            trials
+                .iter()
+                .enumerate()
+                .map(|(i, t)| TrialCounts {
+                    trial: i as u32,
+                    behaviors: t.behaviors,
+                    attempts: t.attempts,
+                    errors: t.errors,
+                    behaviors_all_errors: t.all_errors,
+                })
+                .collect()
+        } else {
+            Vec::new()
+        },
+    };
+    (summary, usage_row)
+}
+
+/// `f` over `items` on up to one scoped thread per core; results in input order.
+fn par_map<T: Send, R: Send>(items: Vec<T>, f: impl Fn(T) -> R + Sync) -> Vec<R> {
+    let threads = std::thread::available_parallelism()
+        .map_or(2, |n| n.get())
+        .min(items.len());
+    if threads <= 1 {
+        return items.into_iter().map(f).collect();
+    }
+    let inputs: Vec<std::sync::Mutex<Option<T>>> = items
+        .into_iter()
+        .map(|t| std::sync::Mutex::new(Some(t)))
+        .collect();
+    let outputs: Vec<std::sync::Mutex<Option<R>>> =
+        inputs.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(slot) = inputs.get(i) else {
+                        break;
+                    };
+                    let item = slot
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .take()
+                        .expect("each item is taken once");
+                    let r = f(item);
+                    *outputs[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+                }
+            });
+        }
+    });
+    outputs
+        .into_iter()
+        .map(|o| {
+            o.into_inner()
+                .unwrap_or_else(|e| e.into_inner())
+                .expect("every item was mapped")
+        })
+        .collect()
+}
+
 /// The results, and usage.json: per cell and role slot, tokens and cost (deterministic:
-/// journal hits count too). `cells` holds each cell's accumulators, one per trial; with
-/// several trials each metric is computed per trial (its own bootstrap CI, seeded by the
-/// trial's seed) and summarised across trials, and usage.json sums every trial.
+/// journal hits count too). `cells` holds each cell's accumulators, one per trial (see
+/// [`cell_summary`]).
 fn summarise(
     plan: &Plan,
     trial_seeds: &[u64],
     cells: Vec<Vec<CellAcc>>,
     status: &Status,
 ) -> (RunSummary, Vec<serde_json::Value>) {
+    let table = price_table(plan);
+    let rows = par_map(cells.into_iter().enumerate().collect(), |(i, trials)| {
+        cell_summary(plan, trial_seeds, &table, i, trials)
+    });
+    assemble(plan, trial_seeds, rows, status)
+}
+
+/// The run summary and usage.json rows from every cell's rows, in cell order.
+fn assemble(
+    plan: &Plan,
+    trial_seeds: &[u64],
+    rows: Vec<(CellSummary, serde_json::Value)>,
+    status: &Status,
+) -> (RunSummary, Vec<serde_json::Value>) {
     let multi = trial_seeds.len() > 1;
-    let mut out = Vec::with_capacity(cells.len());
-    let mut usage_rows = Vec::with_capacity(cells.len());
-    let mut cells = cells.into_iter();
-    let table = plan
-        .prices
-        .iter()
-        .flatten()
-        .next()
-        .cloned()
-        .unwrap_or_else(crate::usage::PriceTable::bundled);
-    for (ai, attack) in plan.attacks.iter().enumerate() {
-        for (ti, target) in plan.targets.iter().enumerate() {
-            for dataset in &plan.datasets {
-                for (ji, judge) in plan.judges.iter().enumerate() {
-                    let trials = cells.next().expect("one accumulator per cell");
-                    let mut c = CellAcc::default();
-                    for t in &trials {
-                        c.usage += t.usage;
-                        c.behaviors += t.behaviors;
-                        c.attempts += t.attempts;
-                        c.errors += t.errors;
-                        c.all_errors += t.all_errors;
-                        for (m, n) in &t.error_counts {
-                            *c.error_counts.entry(m.clone()).or_insert(0) += n;
-                        }
-                    }
-                    let examples = |pick: fn(&CellAcc) -> &Vec<Example>, max: usize| {
-                        trials
-                            .iter()
-                            .flat_map(|t| pick(t).iter().cloned())
-                            .take(max)
-                            .collect::<Vec<_>>()
-                    };
-                    c.notable = examples(|t| &t.notable, MAX_NOTABLE_EXAMPLES);
-                    c.error_examples = examples(|t| &t.error_examples, MAX_ERROR_EXAMPLES);
-                    let attack_l = attack.spec().label();
-                    let target_l = target.label();
-                    let judge_l = judge.spec().label();
-                    let models = slot_models(plan, ai, ti, ji);
-                    usage_rows.push(serde_json::json!({
-                        "attack": attack_l,
-                        "target": target_l,
-                        "dataset": dataset.name,
-                        "judge": judge_l,
-                        "price_table": table.describe(),
-                        "roles": crate::usage::SLOTS.iter().enumerate().filter(|(i, _)| c.usage.0[*i].calls > 0).map(|(i, slot)| {
-                            let u = &c.usage.0[i];
-                            let cost = crate::usage::slot_cost(slot, u, models[i], &table);
-                            serde_json::json!({
-                                "role": slot,
-                                "model": models[i].map(crate::usage::model_name),
-                                "usage": u,
-                                "cost_usd": cost.as_ref().ok(),
-                                "cost_na_reason": cost.as_ref().err(),
-                            })
-                        }).collect::<Vec<_>>(),
-                    }));
-                    let metrics = plan
-                        .metrics
-                        .iter()
-                        .enumerate()
-                        .zip(&plan.prices)
-                        .map(|((k, m), prices)| {
-                            let id = m.spec().identity().to_string();
-                            let per_trial: Vec<MetricValue> = trials
-                                .iter()
-                                .zip(trial_seeds)
-                                .map(|(t, &seed)| match (m.usage_metric(), prices) {
-                                    (Some(UsageMetric::Tokens { role }), _) => {
-                                        tokens_metric(&t.usage, &role)
-                                    }
-                                    (Some(UsageMetric::Cost), Some(table)) => {
-                                        cost_metric(&t.usage, models, table)
-                                    }
-                                    _ => t.metrics[k].finish(
-                                        m.as_ref(),
-                                        judge.as_ref(),
-                                        seed,
-                                        &[
-                                            "bootstrap",
-                                            &attack_l,
-                                            &target_l,
-                                            &dataset.version,
-                                            &judge_l,
-                                            &id,
-                                        ],
-                                    ),
-                                })
-                                .collect();
-                            let (value, per_trial) = if multi {
-                                // Usage metrics count tokens or dollars; every other
-                                // metric is a rate or a score in [0, 1].
-                                let range = if m.usage_metric().is_some() {
-                                    (0.0, f64::INFINITY)
-                                } else {
-                                    (0.0, 1.0)
-                                };
-                                (MetricValue::across_trials(&per_trial, range), per_trial)
-                            } else {
-                                let only = per_trial.into_iter().next().expect("one trial");
-                                (only, Vec::new())
-                            };
-                            let params = match serde_json::to_value(&m.spec().params) {
-                                Ok(serde_json::Value::Object(o)) => o,
-                                _ => serde_json::Map::new(),
-                            };
-                            CellMetric {
-                                metric: m.spec().name.clone(),
-                                params,
-                                value,
-                                trials_na: per_trial.iter().filter(|t| t.value.is_none()).count()
-                                    as u32,
-                                trials: per_trial,
-                            }
-                        })
-                        .collect();
-                    let mut top: Vec<(String, u64)> = c.error_counts.into_iter().collect();
-                    top.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-                    top.truncate(5);
-                    let mut examples = c.notable;
-                    examples.extend(c.error_examples);
-                    out.push(CellSummary {
-                        attack: attack_l,
-                        target: target_l,
-                        dataset: dataset.name.clone(),
-                        dataset_version: dataset.version.clone(),
-                        judge: judge_l,
-                        behaviors: c.behaviors,
-                        attempts: c.attempts,
-                        errors: c.errors,
-                        behaviors_all_errors: c.all_errors,
-                        top_errors: top,
-                        metrics,
-                        examples,
-                        trials: if multi {
-                            trials
-                                .iter()
-                                .enumerate()
-                                .map(|(i, t)| TrialCounts {
-                                    trial: i as u32,
-                                    behaviors: t.behaviors,
-                                    attempts: t.attempts,
-                                    errors: t.errors,
-                                    behaviors_all_errors: t.all_errors,
-                                })
-                                .collect()
-                        } else {
-                            Vec::new()
-                        },
-                    });
-                }
-            }
-        }
-    }
+    let (cells, usage_rows): (Vec<_>, Vec<_>) = rows.into_iter().unzip();
     let summary = RunSummary {
         run_id: plan.run_id.clone(),
         run_name: plan.config.run_name.clone(),
@@ -764,7 +833,7 @@ fn summarise(
         } else {
             Vec::new()
         },
-        cells: out,
+        cells,
     };
     (summary, usage_rows)
 }
@@ -928,6 +997,13 @@ pub async fn execute(
         plan,
     });
     let net_models = network_models(&ctx.plan);
+    // A cell's results (its bootstrap CIs are the costly part) are computed on a blocking
+    // thread as soon as its last unit is folded, while later units still run; units are
+    // consumed in canonical order, so cells complete in cell order.
+    let table = Arc::new(price_table(&ctx.plan));
+    let n_cells = cells.len();
+    let mut cell_jobs: Vec<tokio::task::JoinHandle<(CellSummary, serde_json::Value)>> =
+        Vec::with_capacity(n_cells);
 
     let transcripts_path = dir.path("transcripts.jsonl");
     let transcripts_tmp = tmp_path(&transcripts_path);
@@ -992,6 +1068,14 @@ pub async fn execute(
             done += 1;
             attempts_total += u64::from(out.attempts);
         }
+        while cell_jobs.len() < n_cells && ctx.plan.cell_end(cell_jobs.len(), trials) <= done {
+            let c = cell_jobs.len();
+            let accs = std::mem::take(&mut cells[c]);
+            let (ctx, table) = (ctx.clone(), table.clone());
+            cell_jobs.push(tokio::task::spawn_blocking(move || {
+                cell_summary(&ctx.plan, &ctx.trial_seeds, &table, c, accs)
+            }));
+        }
         progress.advance(
             done - progress_reported,
             attempts_total - attempts_reported,
@@ -1032,7 +1116,21 @@ pub async fn execute(
         .map_err(|e| io_err("cannot write", &transcripts_path, e))?;
 
     let plan = &ctx.plan;
-    let (summary, usage_rows) = summarise(plan, &ctx.trial_seeds, cells, &status);
+    // Cells not complete (a partial run) are summarised from what they hold.
+    let first_rest = cell_jobs.len();
+    let rest = par_map(
+        cells.drain(first_rest..).enumerate().collect(),
+        |(i, accs)| cell_summary(plan, &ctx.trial_seeds, &table, first_rest + i, accs),
+    );
+    let mut rows = Vec::with_capacity(n_cells);
+    for job in cell_jobs {
+        rows.push(
+            job.await
+                .map_err(|e| RunError::Io(format!("internal error summarising a cell: {e}")))?,
+        );
+    }
+    rows.extend(rest);
+    let (summary, usage_rows) = assemble(plan, &ctx.trial_seeds, rows, &status);
     let results_path = dir.path("results.json");
     write_atomic(&results_path, &pretty(&summary))
         .map_err(|e| io_err("cannot write", &results_path, e))?;

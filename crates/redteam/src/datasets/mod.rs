@@ -90,12 +90,9 @@ pub fn parse_behaviors(
     Ok((actual, read_behaviors(bytes, source)?))
 }
 
-/// Parses and checks behaviors from a reader (streaming: the file is never held whole).
-pub fn read_behaviors(
-    reader: impl std::io::Read,
-    source: &str,
-) -> Result<Vec<Behavior>, DatasetError> {
-    let file: BehaviorFile = serde_json::from_reader(reader).map_err(|e| {
+/// Parses and checks behaviors from a file's bytes.
+pub fn read_behaviors(bytes: &[u8], source: &str) -> Result<Vec<Behavior>, DatasetError> {
+    let file: BehaviorFile = serde_json::from_slice(bytes).map_err(|e| {
         DatasetError::new(
             source,
             format!(

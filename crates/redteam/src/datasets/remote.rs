@@ -7,7 +7,7 @@
 //! content: a mismatch stops the run before anything is parsed. A local file may go
 //! unpinned (the version still records its actual hash); a download must be pinned.
 
-use super::{Dataset, DatasetError, apply_limit, parse_behaviors, read_behaviors, version};
+use super::{Dataset, DatasetError, apply_limit, parse_behaviors, version};
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
 use gauntlet_fetch::{FetchOptions, FetchRequest, Origin, fetch};
 use std::path::{Path, PathBuf};
@@ -82,12 +82,14 @@ pub fn load(
     .map_err(|e| DatasetError::new(e.source_name, e.message))?;
     let shown = fetched.shown.clone();
     let behaviors = match fetched.origin {
-        // A local file was hashed in place; parse it streaming, so a large file is never
-        // held in memory whole.
+        // A local file: read once and parse exactly the bytes hashed again here, so a
+        // file changed after the fetch layer checked its pin fails the pin instead of
+        // being parsed unverified (and parsing a slice is several times faster than a
+        // reader).
         Origin::LocalFile => {
-            let f = std::fs::File::open(&fetched.path)
+            let bytes = std::fs::read(&fetched.path)
                 .map_err(|e| DatasetError::new(&shown, format!("cannot read: {e}")))?;
-            read_behaviors(std::io::BufReader::with_capacity(1 << 16, f), &shown)?
+            parse_behaviors(&bytes, &shown, Some(&fetched.sha256))?.1
         }
         // A download (at most the policy's cap): parse exactly the verified bytes.
         Origin::Cache | Origin::Downloaded => {
