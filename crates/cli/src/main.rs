@@ -96,7 +96,29 @@ enum CorpusAction {
     Verify { dir: PathBuf },
 }
 
+/// `gauntlet … | head`: once stdout's reader is gone, printing fails with EPIPE and
+/// `println!` panics. Exit quietly instead, with the status a shell reports for a
+/// process ended by SIGPIPE (128 + 13). SIGPIPE itself stays ignored (Rust's default):
+/// gauntlet writes into external detectors' stdin, and a detector that exits early must
+/// be an EPIPE error for that detector, not the end of gauntlet.
+fn exit_quietly_when_stdout_closes() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let msg = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if msg.starts_with("failed printing to stdout") && msg.contains("Broken pipe") {
+            std::process::exit(141);
+        }
+        default(info);
+    }));
+}
+
 fn main() -> ExitCode {
+    exit_quietly_when_stdout_closes();
     let cli = Cli::parse();
     match cli.command {
         Command::Run {

@@ -661,3 +661,19 @@ fn list_prints_every_axis_and_params() {
         assert!(s.contains(needle), "list lacks {needle}:\n{s}");
     }
 }
+
+/// `gauntlet list | head -1`: when stdout's reader is gone, gauntlet stops quietly with
+/// the SIGPIPE status (141) instead of panicking with "failed printing to stdout".
+#[test]
+fn a_closed_stdout_ends_quietly() {
+    let (reader, writer) = std::io::pipe().expect("pipe");
+    drop(reader); // no reader: the first write fails with EPIPE
+    let out = Command::new(BIN)
+        .arg("list")
+        .stdout(writer)
+        .output()
+        .expect("run gauntlet");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(out.status.code(), Some(141), "{stderr}");
+}
