@@ -502,6 +502,31 @@ mod tests {
             prop_assert_eq!(dense.longest_match(a.as_bytes()), want);
         }
 
+        /// The dense automaton on repetitive texts (many clones and long suffix-link
+        /// chains), scanned over texts with bytes absent from the automaton's text and
+        /// non-ASCII bytes (which reset the match).
+        #[test]
+        fn dense_automaton_on_repetitive_texts(
+            a in "(ab|aab|ba|abc){0,30}",
+            b in "(ab|aab|ba|bb|a\u{e9}b|xa){0,40}",
+        ) {
+            let mut dense = DenseAsciiAutomaton::default();
+            dense.rebuild(a.as_bytes());
+            // Byte-wise oracle: a non-ASCII byte never matches an ASCII text.
+            let (ab, bb) = (a.as_bytes(), b.as_bytes());
+            let mut want = 0;
+            for i in 0..ab.len() {
+                for j in 0..bb.len() {
+                    let mut k = 0;
+                    while i + k < ab.len() && j + k < bb.len() && ab[i + k] == bb[j + k] {
+                        k += 1;
+                    }
+                    want = want.max(k);
+                }
+            }
+            prop_assert_eq!(dense.longest_match(bb), want);
+        }
+
         /// The thread's cached automaton: many calls sharing their shorter side (as a
         /// canned refusal is checked against many secrets), interleaved with others.
         #[test]

@@ -21,7 +21,7 @@
 //! non-refusing "nothing to recall" reply under both policies.
 
 use crate::{BoxFuture, Model, ModelError};
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 use gauntlet_core::message::{ChatRequest, ChatResponse, Role};
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
 use gauntlet_core::text::{normalize, normalize_into};
@@ -148,12 +148,10 @@ pub struct ReferenceMemorizer {
     normalized: Vec<String>,
     /// Ids of the secrets of each category, in memory order.
     by_category: [Vec<u32>; 4],
-    /// Cue words (patterns 0..CUE_WORDS.len()) then each secret's cue prefix.
+    /// Cue words (patterns 0..CUE_WORDS.len()) then each secret's cue prefix. Also
+    /// finds the system-prompt secrets in a system message: every occurrence of a
+    /// secret starts with an occurrence of its prefix, which is then verified.
     cues: AhoCorasick,
-    /// Every system-prompt secret, to find those present in system messages.
-    system_matcher: Option<AhoCorasick>,
-    /// Secret id of each system_matcher pattern.
-    system_ids: Vec<u32>,
 }
 
 /// Per-thread scratch buffers of [`ReferenceMemorizer::respond`]: the joined user and
@@ -193,14 +191,9 @@ impl ReferenceMemorizer {
         }
         let cues = AhoCorasickBuilder::new()
             .match_kind(MatchKind::Standard)
+            .kind(Some(AhoCorasickKind::DFA))
             .build(&patterns)
             .expect("literal patterns build");
-        let system_ids: Vec<u32> = by_category[SYSTEM].clone();
-        let system_matcher = (!system_ids.is_empty()).then(|| {
-            AhoCorasickBuilder::new()
-                .build(system_ids.iter().map(|&id| &normalized[id as usize]))
-                .expect("literal patterns build")
-        });
         ReferenceMemorizer {
             guarded: p.str("policy") == Some("guarded"),
             max_recall: p.int("max_recall").unwrap_or(8).max(1) as usize,
@@ -208,8 +201,6 @@ impl ReferenceMemorizer {
             normalized,
             by_category,
             cues,
-            system_matcher,
-            system_ids,
             spec,
         }
     }
@@ -237,15 +228,9 @@ impl ReferenceMemorizer {
         }
         // System-prompt secrets actually in context, ascending by id.
         let mut in_context: Vec<u32> = Vec::new();
-        if let Some(m) = &self.system_matcher
-            && !system.is_empty()
-        {
+        if !self.by_category[SYSTEM].is_empty() && !system.is_empty() {
             normalize_into(system, norm);
-            for hit in m.find_overlapping_iter(norm.as_str()) {
-                in_context.push(self.system_ids[hit.pattern().as_usize()]);
-            }
-            in_context.sort_unstable();
-            in_context.dedup();
+            self.system_secrets_in(norm, &mut in_context);
         }
         let recallable = |id: usize| {
             self.secrets[id].0 != SYSTEM || in_context.binary_search(&(id as u32)).is_ok()
@@ -310,6 +295,27 @@ impl ReferenceMemorizer {
             text.push_str(&self.secrets[id as usize].1);
         }
         ChatResponse::text(text)
+    }
+
+    /// Appends to `out`, ascending and without duplicates, the ids of the system-prompt
+    /// secrets whose normalised text occurs in `norm` (a normalised system text). An
+    /// occurrence of a secret at `i` is an occurrence of its cue prefix at `i`, which the
+    /// overlapping cue scan reports (per pattern, duplicates included); each such hit
+    /// is verified against the whole secret.
+    fn system_secrets_in(&self, norm: &str, out: &mut Vec<u32>) {
+        let text = norm.as_bytes();
+        for hit in self.cues.find_overlapping_iter(norm) {
+            let Some(id) = hit.pattern().as_usize().checked_sub(CUE_WORDS.len()) else {
+                continue;
+            };
+            if self.secrets[id].0 == SYSTEM
+                && text[hit.start()..].starts_with(self.normalized[id].as_bytes())
+            {
+                out.push(id as u32);
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
     }
 
     /// Number of memorised secrets (all categories).
@@ -458,6 +464,113 @@ mod tests {
                 }
             }
             proptest::prop_assert_eq!(normalize(&a), want);
+        }
+    }
+
+    /// The in-context system secrets by definition: those whose normalised text is a
+    /// substring of the normalised system text.
+    fn in_context_by_definition(m: &ReferenceMemorizer, norm: &str) -> Vec<u32> {
+        (0..m.secrets.len() as u32)
+            .filter(|&id| {
+                m.secrets[id as usize].0 == SYSTEM && norm.contains(&m.normalized[id as usize])
+            })
+            .collect()
+    }
+
+    fn in_context(m: &ReferenceMemorizer, system: &str) -> Vec<u32> {
+        let mut out = Vec::new();
+        m.system_secrets_in(&normalize(system), &mut out);
+        out
+    }
+
+    #[test]
+    fn overlapping_cue_search_reports_duplicate_patterns_each() {
+        // The in-context check relies on this: two secrets with the same cue prefix
+        // are both reported at every occurrence of it.
+        let ac = AhoCorasickBuilder::new()
+            .match_kind(MatchKind::Standard)
+            .build(["abc", "bc", "abc", "x"])
+            .unwrap();
+        let hits: Vec<(usize, usize)> = ac
+            .find_overlapping_iter("zabcabc")
+            .map(|m| (m.pattern().as_usize(), m.start()))
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        assert_eq!(hits, [(0, 1), (0, 4), (1, 2), (1, 5), (2, 1), (2, 4)]);
+    }
+
+    #[test]
+    fn system_secrets_sharing_a_cue_prefix() {
+        let system = [
+            "Vault PIN is 480-193 for Tamarind.",
+            "Vault PIN is 480-193 for Juniper.",
+            "vault   pin is 480-193 FOR TAMARIND.",
+            "Vault PIN",
+        ];
+        let m = memorizer("leaky", |p| {
+            p.insert(
+                "system_prompt_secrets",
+                ParamValue::StrList(system.iter().map(|s| s.to_string()).collect()),
+            );
+            p.insert(
+                "canaries",
+                ParamValue::StrList(vec!["Vault PIN is 480-193 for Juniper.".into()]),
+            );
+        });
+        let ids = |want: &[usize]| -> Vec<u32> {
+            let mut v: Vec<u32> = want
+                .iter()
+                .map(|&i| {
+                    (0..m.secrets.len())
+                        .find(|&id| m.secrets[id].0 == SYSTEM && m.secrets[id].1 == system[i])
+                        .unwrap() as u32
+                })
+                .collect();
+            v.sort_unstable();
+            v
+        };
+        let s = "Rules: VAULT PIN IS 480-193 FOR TAMARIND.\nAnd vault pin is 480-193 for junipe";
+        assert_eq!(in_context(&m, s), ids(&[0, 2, 3]));
+        assert_eq!(
+            in_context(&m, s),
+            in_context_by_definition(&m, &normalize(s))
+        );
+        let s = "vault pin is 480-193 for juniper. vault pin";
+        assert_eq!(in_context(&m, s), ids(&[1, 3]));
+        assert_eq!(in_context(&m, "nothing here"), ids(&[]));
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(1000))]
+
+        /// The cue-prefix scan with verification finds exactly the system-prompt secrets
+        /// occurring in the normalised system text (small alphabets: shared prefixes,
+        /// secrets shorter than the cue, overlapping and repeated occurrences).
+        #[test]
+        fn in_context_system_secrets_match_the_definition(
+            system_secrets in proptest::collection::vec("[ab ]{1,20}|[aB\u{e9}\u{130} \t]{1,14}", 1..8),
+            canaries in proptest::collection::vec("[ab]{1,16}", 0..3),
+            picks in proptest::collection::vec((0usize..8, "[ab \n]{0,6}"), 0..6),
+            noise in "[abé \n]{0,40}",
+        ) {
+            let m = memorizer("leaky", |p| {
+                p.insert("system_prompt_secrets", ParamValue::StrList(system_secrets.clone()));
+                p.insert("canaries", ParamValue::StrList(canaries.clone()));
+            });
+            // A system text of secrets (some verbatim, some cut) and filler.
+            let mut text = noise.clone();
+            for (i, filler) in &picks {
+                let s = &system_secrets[i % system_secrets.len()];
+                if i % 3 == 2 {
+                    text.push_str(&s.chars().skip(1).collect::<String>());
+                } else {
+                    text.push_str(&s.to_uppercase());
+                }
+                text.push_str(filler);
+            }
+            let norm = normalize(&text);
+            proptest::prop_assert_eq!(in_context(&m, &text), in_context_by_definition(&m, &norm));
         }
     }
 

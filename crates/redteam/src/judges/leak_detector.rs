@@ -79,9 +79,7 @@ fn inspect<T>(secret: &str, reply: &str, then: impl FnOnce(&str) -> T) -> Option
             s.chars().count()
         };
         normalize_into(reply, r);
-        // A reply shorter than the secret cannot hold it: skip the searcher's setup,
-        // which is linear in the secret's length.
-        let c = if r.len() >= s.len() && r.contains(s.as_str()) {
+        let c = if contains(r, s) {
             LeakCheck {
                 leaked: true,
                 common_chars: secret_chars,
@@ -96,6 +94,41 @@ fn inspect<T>(secret: &str, reply: &str, then: impl FnOnce(&str) -> T) -> Option
         };
         Some((c, then(r)))
     })
+}
+
+/// Bytes of the secret's beginning searched for in [`contains`].
+const PREFIX: usize = 16;
+/// Candidate positions [`contains`] verifies before it falls back to a full search.
+const MAX_CANDIDATES: usize = 4;
+
+/// `hay.contains(needle)`, without a substring searcher's setup over the whole needle
+/// (linear in its length, and paid on every call): candidates are the occurrences of
+/// the needle's first [`PREFIX`] bytes (a short searcher), each verified by comparing
+/// the rest. After [`MAX_CANDIDATES`] failed verifications the rest of the haystack gets
+/// one full search, so an adversarial reply full of near misses stays linear.
+fn contains(hay: &str, needle: &str) -> bool {
+    let (h, n) = (hay.as_bytes(), needle.as_bytes());
+    if n.len() > h.len() {
+        return false; // a reply shorter than the secret cannot hold it
+    }
+    if n.len() <= PREFIX {
+        return memchr::memmem::find(h, n).is_some();
+    }
+    let (prefix, rest) = n.split_at(PREFIX);
+    let finder = memchr::memmem::Finder::new(prefix);
+    // Candidates start at most here, so the whole needle fits after them.
+    let end = h.len() - n.len() + PREFIX;
+    let mut from = 0;
+    for _ in 0..MAX_CANDIDATES {
+        let Some(i) = finder.find(&h[from..end]).map(|i| from + i) else {
+            return false;
+        };
+        if h[i + PREFIX..i + n.len()] == *rest {
+            return true;
+        }
+        from = i + 1;
+    }
+    memchr::memmem::find(&h[from..], n).is_some()
 }
 
 /// Whether `reply` holds a refusal phrase ([`find_refusal`]), given `normalised`, its
@@ -311,6 +344,54 @@ mod tests {
                 proptest::prop_assert_eq!(common == n, r.contains(&s));
             }
         }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(4000))]
+
+        /// The prefix-candidate substring test is `str::contains`: needles around the
+        /// prefix length, many near misses (more than the candidates verified before
+        /// the fallback), multi-byte characters.
+        #[test]
+        fn contains_is_str_contains(
+            needle in "[ab]{0,40}|[aé]{0,24}|a{10,20}b",
+            hay in "[ab]{0,120}|[aé ]{0,80}|(a{10,20}b?){0,8}",
+            cut in 0usize..50,
+            at in 0usize..120,
+        ) {
+            proptest::prop_assert_eq!(contains(&hay, &needle), hay.contains(needle.as_str()));
+            // The needle itself (or a cut of it) spliced in, after near misses.
+            let mut at = at.min(hay.len());
+            while !hay.is_char_boundary(at) {
+                at -= 1;
+            }
+            let spliced = format!("{}{}{}", &hay[..at], needle, &hay[at..]);
+            proptest::prop_assert!(contains(&spliced, &needle));
+            let mut cut = cut.min(needle.len());
+            while !needle.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            let part = &needle[..cut];
+            let h2 = format!("{}{}{}", part.repeat(6), &hay[..at], part);
+            proptest::prop_assert_eq!(contains(&h2, &needle), h2.contains(needle.as_str()));
+            let h3 = format!("{}{}", part.repeat(6), needle);
+            proptest::prop_assert!(contains(&h3, &needle));
+        }
+    }
+
+    #[test]
+    fn contains_known_values() {
+        let s = "0123456789abcdefXYZ";
+        assert!(contains(s, s));
+        assert!(!contains("0123456789abcdefXY", s));
+        // Five near misses, then the needle: found by the fallback search.
+        let hay = format!("{}{s}", "0123456789abcdefXY-".repeat(5));
+        assert!(contains(&hay, s));
+        assert!(!contains(&hay[..hay.len() - 1], s));
+        assert!(contains("aab", "ab"));
+        assert!(contains("x", ""));
+        assert!(contains("", ""));
+        assert!(!contains("", "a"));
     }
 
     #[test]
