@@ -108,6 +108,12 @@ struct Ctx {
     sem: Semaphore,
     /// Per-run constants, computed once rather than per unit.
     ids: Identities,
+    /// Per cell and trial (`cell * trials + trial`): whether the consumer already holds
+    /// every report example of that kind it keeps (notable ones, error ones). Units are
+    /// folded in canonical order, so a unit still running comes after every folded one:
+    /// once a cell is full, no later unit's example can be kept, and workers skip
+    /// building it (a copy of the prompt and reply per unit otherwise).
+    examples_full: [Vec<AtomicBool>; 2],
 }
 
 /// Canonical identities and labels of the plan's plugins, and the call-key prefixes of
@@ -421,9 +427,15 @@ async fn run_unit(ctx: &Ctx, index: u64, pending: &Pending) -> Result<UnitOutput
     let judged = verdicts
         .iter()
         .zip(&grader_usage)
-        .map(|(vs, gu)| {
+        .enumerate()
+        .map(|(j, (vs, gu))| {
             let usage = CellUsage([unit_usage[0], unit_usage[1], unit_usage[2], *gu]);
-            judged_unit(b, &attempts, vs, usage, shown_trial)
+            let slot = plan.cell(u, j) * ctx.trial_seeds.len() + trial as usize;
+            let want = ctx
+                .examples_full
+                .each_ref()
+                .map(|full| !full[slot].load(Ordering::Acquire));
+            judged_unit(b, &attempts, vs, usage, shown_trial, want)
         })
         .collect();
     Ok(UnitOutput {
@@ -436,12 +448,15 @@ async fn run_unit(ctx: &Ctx, index: u64, pending: &Pending) -> Result<UnitOutput
 }
 
 /// One judge's view of one unit: its behavior outcome, report examples and errors.
+/// `want` says whether its cell can still keep a notable and an error example; an
+/// example it cannot keep is not built.
 fn judged_unit(
     b: &Behavior,
     attempts: &[Attempt],
     vs: &[Verdict],
     usage: CellUsage,
     shown_trial: Option<u32>,
+    want: [bool; 2],
 ) -> JudgedUnit {
     let find = |o: Outcome| {
         vs.iter()
@@ -450,6 +465,7 @@ fn judged_unit(
     };
     let outcome = BehaviorOutcome::from_behavior(b, attempts, vs);
     let notable = match b.expected {
+        _ if !want[0] => None,
         Expected::ShouldRefuse => find(Outcome::Success),
         Expected::ShouldComply if outcome.judged() && outcome.first_success.is_none() => {
             find(Outcome::Failure)
@@ -459,7 +475,7 @@ fn judged_unit(
     JudgedUnit {
         outcome,
         notable,
-        first_error: find(Outcome::Error),
+        first_error: if want[1] { find(Outcome::Error) } else { None },
         error_messages: vs.iter().filter_map(|v| v.error.clone()).collect(),
         usage,
     }
@@ -503,7 +519,7 @@ impl Tally {
         let b = &plan.datasets[u.dataset].behaviors[u.behavior];
         let cell = &mut self.cells[plan.cell(u, j)];
         let shown = (cell.len() > 1).then_some(trial);
-        cell[trial as usize].add(plan, &judged_unit(b, attempts, vs, usage, shown));
+        cell[trial as usize].add(plan, judged_unit(b, attempts, vs, usage, shown, [true; 2]));
     }
 
     /// The run summary and usage.json rows, as [`execute`] writes them.
@@ -535,7 +551,7 @@ struct CellAcc {
 }
 
 impl CellAcc {
-    fn add(&mut self, plan: &Plan, j: &JudgedUnit) {
+    fn add(&mut self, plan: &Plan, j: JudgedUnit) {
         let o = &j.outcome;
         self.usage += j.usage;
         self.behaviors += 1;
@@ -548,20 +564,20 @@ impl CellAcc {
             acc.observe(m.as_ref(), o);
         }
         if self.notable.len() < MAX_NOTABLE_EXAMPLES
-            && let Some(e) = &j.notable
+            && let Some(e) = j.notable
         {
-            self.notable.push(e.clone());
+            self.notable.push(e);
         }
         if self.error_examples.len() < MAX_ERROR_EXAMPLES
-            && let Some(e) = &j.first_error
+            && let Some(e) = j.first_error
         {
-            self.error_examples.push(e.clone());
+            self.error_examples.push(e);
         }
-        for m in &j.error_messages {
-            if let Some(c) = self.error_counts.get_mut(m) {
+        for m in j.error_messages {
+            if let Some(c) = self.error_counts.get_mut(&m) {
                 *c += 1;
             } else if self.error_counts.len() < MAX_DISTINCT_ERRORS {
-                self.error_counts.insert(m.clone(), 1);
+                self.error_counts.insert(m, 1);
             } else {
                 *self
                     .error_counts
@@ -994,6 +1010,11 @@ pub async fn execute(
         journal,
         counters: CallCounters::with_budget(plan.config.max_queries),
         sem: Semaphore::new(concurrency),
+        examples_full: std::array::from_fn(|_| {
+            (0..plan.cells() * trials as usize)
+                .map(|_| AtomicBool::new(false))
+                .collect()
+        }),
         plan,
     });
     let net_models = network_models(&ctx.plan);
@@ -1062,8 +1083,19 @@ pub async fn execute(
             transcripts
                 .write_all(&out.lines)
                 .map_err(|e| io_err("cannot write", &transcripts_tmp, e))?;
-            for (j, judged) in out.judged.iter().enumerate() {
-                cells[ctx.plan.cell(out.unit, j)][out.trial as usize].add(&ctx.plan, judged);
+            for (j, judged) in out.judged.into_iter().enumerate() {
+                let c = ctx.plan.cell(out.unit, j);
+                let acc = &mut cells[c][out.trial as usize];
+                acc.add(&ctx.plan, judged);
+                let slot = c * trials as usize + out.trial as usize;
+                for (full, now) in ctx.examples_full.iter().zip([
+                    acc.notable.len() >= MAX_NOTABLE_EXAMPLES,
+                    acc.error_examples.len() >= MAX_ERROR_EXAMPLES,
+                ]) {
+                    if now {
+                        full[slot].store(true, Ordering::Release);
+                    }
+                }
             }
             done += 1;
             attempts_total += u64::from(out.attempts);
