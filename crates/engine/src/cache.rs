@@ -19,9 +19,9 @@
 
 use crate::journal::{Journal, Key};
 use gauntlet_core::hash::HashWriter;
-use gauntlet_core::message::{ChatRequest, ChatResponse};
+use gauntlet_core::message::{ChatRequest, ChatResponse, Message};
 use gauntlet_models::{BoxFuture, Model, ModelError};
-use gauntlet_redteam::attack::CallModel;
+use gauntlet_redteam::attack::{CallModel, Conversation, PrefixMemo};
 use serde::Serialize;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -164,26 +164,29 @@ pub struct CachedModel<'a> {
     counters: &'a CallCounters,
     /// Hash state already fed with everything but the request.
     scope: HashWriter,
+    /// Names this wrapper (and so its key prefix) in a [`Conversation`]'s memo: unique
+    /// per wrapper made in this process.
+    id: u64,
     pending: &'a Pending,
     usage: &'a UsageSlot,
 }
 
 /// Feeds every field of a request into the key, length-delimited (cheaper than hashing
-/// its JSON, and just as canonical). Changing this changes every key: bump the
+/// its JSON, and just as canonical): first the fixed part ([`hash_head`]), then each
+/// message ([`hash_message`]), then the message count. Messages come after everything
+/// else so that a growing conversation can be keyed incrementally
+/// ([`CachedModel::call_conversation`]). Changing this changes every key: bump the
 /// `gauntlet-call-v*` tag in [`call_base`] with it.
 fn hash_request(h: &mut HashWriter, req: &ChatRequest) {
-    h.field(&(req.messages.len() as u64).to_le_bytes());
+    hash_head(h, req);
     for m in &req.messages {
-        h.field(&[m.role as u8]);
-        h.field(m.content.as_bytes());
-        h.field(m.name.as_deref().unwrap_or("\u{0}").as_bytes());
-        h.field(m.tool_call_id.as_deref().unwrap_or("\u{0}").as_bytes());
-        if m.tool_calls.is_empty() {
-            h.field(b"");
-        } else {
-            h.json(&m.tool_calls);
-        }
+        hash_message(h, m);
     }
+    hash_end(h, req.messages.len());
+}
+
+/// Everything in a request but its messages.
+fn hash_head(h: &mut HashWriter, req: &ChatRequest) {
     if req.tools.is_empty() {
         h.field(b"");
     } else {
@@ -193,21 +196,49 @@ fn hash_request(h: &mut HashWriter, req: &ChatRequest) {
     h.field(&req.temperature.map_or(u64::MAX, f64::to_bits).to_le_bytes());
     h.field(&req.max_tokens.map_or(u64::MAX, u64::from).to_le_bytes());
     // The out-of-band agent script (offline reference_agent): a changed plan re-calls.
-    // Absent for every other request, so their keys are unchanged.
-    if let Some(s) = &req.agent_script {
-        h.field(b"agent-script");
-        h.field(s.digest());
+    match &req.agent_script {
+        Some(s) => {
+            h.field(b"agent-script");
+            h.field(s.digest());
+        }
+        None => h.field(b""),
     }
 }
 
-/// Feeds the tools' canonical JSON exactly as `h.json(tools)` would, memoised per
+/// One message: a header field (role, and which optional parts are present), the
+/// content, then the parts present.
+fn hash_message(h: &mut HashWriter, m: &Message) {
+    h.field(&[
+        m.role as u8,
+        u8::from(m.name.is_some()),
+        u8::from(m.tool_call_id.is_some()),
+        u8::from(!m.tool_calls.is_empty()),
+    ]);
+    h.field(m.content.as_bytes());
+    if let Some(n) = &m.name {
+        h.field(n.as_bytes());
+    }
+    if let Some(id) = &m.tool_call_id {
+        h.field(id.as_bytes());
+    }
+    if !m.tool_calls.is_empty() {
+        h.json(&m.tool_calls);
+    }
+}
+
+/// Closes the message list (a message's header field is 4 bytes long, this one 8, so
+/// the list is unambiguous).
+fn hash_end(h: &mut HashWriter, messages: usize) {
+    h.field(&(messages as u64).to_le_bytes());
+}
+
+/// Feeds the digest of the tools' canonical JSON ([`tools_digest`]), memoised per
 /// thread: agent loops send the same few tool lists on every call (one shared list per
 /// toolkit), so a pointer comparison usually finds them; other lists are compared by
 /// content. The memo holds its lists alive, so a pointer can never be reused for
 /// different tools while it is remembered.
 fn hash_tools(h: &mut HashWriter, tools: &Arc<[gauntlet_core::message::ToolDef]>) {
-    use std::io::Write as _;
-    type Memo = Vec<(Arc<[gauntlet_core::message::ToolDef]>, Vec<u8>)>;
+    type Memo = Vec<(Arc<[gauntlet_core::message::ToolDef]>, [u8; 32])>;
     const KEEP: usize = 4;
     thread_local! {
         static MEMO: std::cell::RefCell<Memo> = const { std::cell::RefCell::new(Vec::new()) };
@@ -220,19 +251,22 @@ fn hash_tools(h: &mut HashWriter, tools: &Arc<[gauntlet_core::message::ToolDef]>
         let i = match found {
             Some(i) => i,
             None => {
-                let mut json = Vec::new();
-                serde_json::to_writer(&mut json, &tools[..])
-                    .expect("serialising into memory cannot fail");
-                json.push(0);
                 if memo.len() == KEEP {
                     memo.remove(0);
                 }
-                memo.push((tools.clone(), json));
+                memo.push((tools.clone(), tools_digest(tools)));
                 memo.len() - 1
             }
         };
-        h.write_all(&memo[i].1).expect("hashing cannot fail");
+        h.field(&memo[i].1);
     });
+}
+
+/// sha256 of the tools' canonical JSON.
+fn tools_digest(tools: &[gauntlet_core::message::ToolDef]) -> [u8; 32] {
+    let mut d = HashWriter::new();
+    d.json(tools);
+    d.finish()
 }
 
 /// The key prefix shared by every call of one model in one role: the harness version,
@@ -240,7 +274,7 @@ fn hash_tools(h: &mut HashWriter, tools: &Arc<[gauntlet_core::message::ToolDef]>
 /// once per run, cloned per unit.
 pub fn call_base(model: &dyn Model, role: &str) -> HashWriter {
     let mut h = HashWriter::new();
-    h.field(b"gauntlet-call-v2");
+    h.field(b"gauntlet-call-v3");
     h.field(gauntlet_core::HARNESS_VERSION.as_bytes());
     h.field(role.as_bytes());
     h.json(&model.spec().identity());
@@ -265,6 +299,7 @@ impl<'a> CachedModel<'a> {
             journal,
             counters,
             scope: h,
+            id: next_id(),
             pending,
             usage,
         }
@@ -280,6 +315,7 @@ impl<'a> CachedModel<'a> {
             journal: self.journal,
             counters: self.counters,
             scope,
+            id: next_id(),
             pending: self.pending,
             usage: self.usage,
         }
@@ -288,51 +324,105 @@ impl<'a> CachedModel<'a> {
     fn key(&self, req: &ChatRequest) -> Key {
         let mut h = self.scope.clone();
         hash_request(&mut h, req);
-        let full = h.finish();
-        full[..16].try_into().expect("16 bytes")
+        truncate(h)
+    }
+
+    /// The key of the conversation's request as it stands: the same as [`Self::key`],
+    /// computed from the hash state the conversation's memo holds over the messages
+    /// already keyed by this prefix, so only the new messages are hashed.
+    fn conversation_key(&self, conv: &mut Conversation) -> Key {
+        let owner = self.id;
+        let (req, memo) = conv.memo();
+        let (mut h, from) = match memo.take() {
+            Some(m) if m.owner == owner && m.messages <= req.messages.len() => {
+                (m.state, m.messages)
+            }
+            _ => {
+                let mut h = self.scope.clone();
+                hash_head(&mut h, req);
+                (h, 0)
+            }
+        };
+        for m in &req.messages[from..] {
+            hash_message(&mut h, m);
+        }
+        *memo = Some(PrefixMemo {
+            owner,
+            messages: req.messages.len(),
+            state: h.clone(),
+        });
+        hash_end(&mut h, req.messages.len());
+        truncate(h)
+    }
+}
+
+/// A fresh wrapper id (never reused: a u64 counter does not wrap).
+fn next_id() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// A key is the first 128 bits of the sha256.
+fn truncate(h: HashWriter) -> Key {
+    h.finish()[..16].try_into().expect("16 bytes")
+}
+
+impl CachedModel<'_> {
+    async fn call_inner(&self, req: &ChatRequest, key: Key) -> Result<ChatResponse, ModelError> {
+        if let Some(r) = self.journal.get(&key) {
+            self.counters.cached.fetch_add(1, Ordering::Relaxed);
+            self.usage.record(&r);
+            return Ok(r);
+        }
+        if let Some(e) = self.counters.halted() {
+            return Err(e);
+        }
+        if !self.counters.take_budget() {
+            return Err(ModelError::Budget);
+        }
+        self.counters.made.fetch_add(1, Ordering::Relaxed);
+        match self.model.chat(req).await {
+            Ok(r) => {
+                self.usage.record(&r);
+                if self.model.offline() {
+                    let mut p = self.pending.0.lock().unwrap_or_else(|e| e.into_inner());
+                    Journal::encode(&mut p, &key, &r);
+                } else {
+                    let mut line = Vec::with_capacity(256 + r.content.len());
+                    Journal::encode(&mut line, &key, &r);
+                    self.journal.append(&line).map_err(|e| {
+                        ModelError::Config(format!("cannot write the journal: {e}"))
+                    })?;
+                }
+                Ok(r)
+            }
+            Err(e) => {
+                self.counters.failed.fetch_add(1, Ordering::Relaxed);
+                if matches!(e, ModelError::Config(_)) {
+                    self.counters.halt_with(&e);
+                }
+                Err(e)
+            }
+        }
     }
 }
 
 impl CallModel for CachedModel<'_> {
     fn call<'b>(&'b self, req: ChatRequest) -> BoxFuture<'b, Result<ChatResponse, ModelError>> {
-        Box::pin(async move {
-            let key = self.key(&req);
-            if let Some(r) = self.journal.get(&key) {
-                self.counters.cached.fetch_add(1, Ordering::Relaxed);
-                self.usage.record(&r);
-                return Ok(r);
-            }
-            if let Some(e) = self.counters.halted() {
-                return Err(e);
-            }
-            if !self.counters.take_budget() {
-                return Err(ModelError::Budget);
-            }
-            self.counters.made.fetch_add(1, Ordering::Relaxed);
-            match self.model.chat(&req).await {
-                Ok(r) => {
-                    self.usage.record(&r);
-                    if self.model.offline() {
-                        let mut p = self.pending.0.lock().unwrap_or_else(|e| e.into_inner());
-                        Journal::encode(&mut p, &key, &r);
-                    } else {
-                        let mut line = Vec::with_capacity(256 + r.content.len());
-                        Journal::encode(&mut line, &key, &r);
-                        self.journal.append(&line).map_err(|e| {
-                            ModelError::Config(format!("cannot write the journal: {e}"))
-                        })?;
-                    }
-                    Ok(r)
-                }
-                Err(e) => {
-                    self.counters.failed.fetch_add(1, Ordering::Relaxed);
-                    if matches!(e, ModelError::Config(_)) {
-                        self.counters.halt_with(&e);
-                    }
-                    Err(e)
-                }
-            }
-        })
+        Box::pin(async move { self.call_inner(&req, self.key(&req)).await })
+    }
+    fn call_ref<'b>(
+        &'b self,
+        req: &'b ChatRequest,
+    ) -> BoxFuture<'b, Result<ChatResponse, ModelError>> {
+        Box::pin(self.call_inner(req, self.key(req)))
+    }
+    fn call_conversation<'b>(
+        &'b self,
+        conv: &'b mut Conversation,
+    ) -> BoxFuture<'b, Result<ChatResponse, ModelError>> {
+        let key = self.conversation_key(conv);
+        Box::pin(self.call_inner(conv.request(), key))
     }
 }
 
@@ -341,8 +431,8 @@ mod tool_hash_tests {
     use super::*;
     use gauntlet_core::message::ToolDef;
 
-    /// The memoised tool hashing feeds exactly what `h.json` does, for repeated and
-    /// changing tool lists alike, so keys are unchanged by the memo.
+    /// The memoised tool hashing feeds exactly the digest of the tools' JSON, for
+    /// repeated and changing tool lists alike, so keys are unchanged by the memo.
     #[test]
     fn memoised_tools_hash_like_json() {
         let t = |n: &str| ToolDef {
@@ -360,9 +450,236 @@ mod tool_hash_tests {
             let shared: Arc<[ToolDef]> = tools.clone().into();
             hash_tools(&mut x, &shared);
             hash_tools(&mut x, &shared);
-            y.json(&tools);
-            y.json(&tools);
+            let mut d = HashWriter::new();
+            d.json(&tools);
+            let d = d.finish();
+            y.field(&d);
+            y.field(&d);
             assert_eq!(x.finish(), y.finish());
         }
+    }
+}
+
+#[cfg(test)]
+mod key_tests {
+    use super::*;
+    use gauntlet_core::message::{Role, ToolCall, ToolDef};
+    use gauntlet_core::params::{ParamValue, Params, PluginSpec};
+    use gauntlet_core::scenario::{AgentScript, ToolStep};
+    use gauntlet_models::targets::reference_agent::ReferenceAgent;
+
+    fn agent(susceptibility: &str) -> ReferenceAgent {
+        let mut p = Params::new();
+        p.insert("susceptibility", ParamValue::Str(susceptibility.into()));
+        ReferenceAgent::new(PluginSpec {
+            name: "reference_agent".into(),
+            params: p,
+            loc: Default::default(),
+        })
+    }
+
+    struct Env {
+        _dir: tempfile::TempDir,
+        journal: Journal,
+        counters: CallCounters,
+        pending: Pending,
+        usage: UsageSlot,
+    }
+    fn env() -> Env {
+        let dir = tempfile::tempdir().unwrap();
+        let journal = Journal::open(&dir.path().join("journal.jsonl")).unwrap();
+        Env {
+            _dir: dir,
+            journal,
+            counters: CallCounters::default(),
+            pending: Pending::default(),
+            usage: UsageSlot::default(),
+        }
+    }
+    fn cached<'a>(e: &'a Env, m: &'a dyn Model, role: &str, scope: &[u8]) -> CachedModel<'a> {
+        CachedModel::new(
+            m,
+            &call_base(m, role),
+            scope,
+            &e.journal,
+            &e.counters,
+            &e.pending,
+            &e.usage,
+        )
+    }
+    fn step(name: &str, v: serde_json::Value) -> ToolStep {
+        ToolStep {
+            name: name.into(),
+            arguments: v,
+        }
+    }
+    fn script(marker: &str) -> Arc<AgentScript> {
+        Arc::new(AgentScript::new(
+            vec![step(
+                "read_document",
+                serde_json::json!({"document_id": "d"}),
+            )],
+            step("send_email", serde_json::json!({"to": "x"})),
+            marker.into(),
+        ))
+    }
+    fn tool_msg(content: &str, name: &str, id: &str) -> Message {
+        Message {
+            role: Role::Tool,
+            content: content.into(),
+            name: Some(name.into()),
+            tool_calls: Vec::new(),
+            tool_call_id: Some(id.into()),
+        }
+    }
+    fn with_call(content: &str, name: &str, args: serde_json::Value, id: &str) -> Message {
+        Message {
+            tool_calls: vec![ToolCall {
+                name: name.into(),
+                arguments: args,
+                call_id: id.into(),
+            }],
+            ..Message::assistant(content)
+        }
+    }
+    fn base_request() -> ChatRequest {
+        let tools: Arc<[ToolDef]> = vec![ToolDef {
+            name: "read_document".into(),
+            description: "d".into(),
+            parameters: serde_json::json!({"type": "object"}),
+        }]
+        .into();
+        ChatRequest {
+            messages: vec![Message::system("sys"), Message::user("task")],
+            tools,
+            seed: Some(7),
+            agent_script: Some(script("M")),
+            ..Default::default()
+        }
+    }
+
+    /// Every part of a request that can change the response changes the key.
+    #[test]
+    fn keys_cover_every_part_of_the_request() {
+        let e = env();
+        let m = agent("robust");
+        let c = cached(&e, &m, "target", b"unit");
+        let base = {
+            let mut r = base_request();
+            r.messages.push(with_call(
+                "",
+                "read_document",
+                serde_json::json!({"document_id": "d"}),
+                "call_1",
+            ));
+            r.messages.push(tool_msg("text", "read_document", "call_1"));
+            r
+        };
+        let k0 = c.key(&base);
+        let mut variants: Vec<(&str, ChatRequest)> = Vec::new();
+        let mut v = |label: &'static str, f: &dyn Fn(&mut ChatRequest)| {
+            let mut r = base.clone();
+            f(&mut r);
+            variants.push((label, r));
+        };
+        v("role", &|r| r.messages[1].role = Role::System);
+        v("content", &|r| r.messages[1].content.push('!'));
+        v("name", &|r| r.messages[3].name = Some("read_file".into()));
+        v("name absent", &|r| r.messages[3].name = None);
+        v("empty name", &|r| r.messages[1].name = Some(String::new()));
+        v("NUL name", &|r| r.messages[1].name = Some("\u{0}".into()));
+        v("tool_call_id", &|r| {
+            r.messages[3].tool_call_id = Some("call_2".into())
+        });
+        v("tool_call_id absent", &|r| {
+            r.messages[3].tool_call_id = None
+        });
+        v("tool call args", &|r| {
+            r.messages[2].tool_calls[0].arguments = serde_json::json!({"document_id": "e"})
+        });
+        v("tool call id", &|r| {
+            r.messages[2].tool_calls[0].call_id = "call_9".into()
+        });
+        v("tool call name", &|r| {
+            r.messages[2].tool_calls[0].name = "x".into()
+        });
+        v("no tool calls", &|r| r.messages[2].tool_calls.clear());
+        v("message dropped", &|r| {
+            r.messages.pop();
+        });
+        v("message added", &|r| r.messages.push(Message::user("more")));
+        v("no tools", &|r| r.tools = Arc::from(Vec::new()));
+        v("tools", &|r| {
+            let mut t = r.tools.to_vec();
+            t[0].description.push('!');
+            r.tools = t.into();
+        });
+        v("seed", &|r| r.seed = Some(8));
+        v("no seed", &|r| r.seed = None);
+        v("temperature", &|r| r.temperature = Some(0.5));
+        v("max_tokens", &|r| r.max_tokens = Some(10));
+        v("script", &|r| r.agent_script = Some(script("N")));
+        v("no script", &|r| r.agent_script = None);
+        let mut seen = std::collections::HashMap::new();
+        seen.insert(k0, "base");
+        for (label, r) in &variants {
+            if let Some(prev) = seen.insert(c.key(r), label) {
+                panic!("`{label}` has the same key as `{prev}`");
+            }
+        }
+        // The role, the model's spec, the unit scope and a narrowed scope count too.
+        let other = agent("vulnerable");
+        for (label, k) in [
+            ("role", cached(&e, &m, "grader", b"unit").key(&base)),
+            ("spec", cached(&e, &other, "target", b"unit").key(&base)),
+            ("scope", cached(&e, &m, "target", b"unit2").key(&base)),
+            ("narrowed", c.narrowed(b"0").key(&base)),
+        ] {
+            assert_ne!(k, k0, "{label}");
+        }
+        // And the key is stable.
+        assert_eq!(c.key(&base.clone()), k0);
+    }
+
+    /// A conversation keyed incrementally gets exactly the keys of its requests keyed
+    /// from scratch, even when callers with other scopes share the conversation.
+    #[test]
+    fn conversation_keys_equal_full_keys() {
+        let e = env();
+        let m = agent("robust");
+        let a = cached(&e, &m, "target", b"unit");
+        let b = a.narrowed(b"other");
+        let mut conv = Conversation::new(base_request());
+        for i in 0..5 {
+            for c in [&a, &a, &b, &a] {
+                let full = c.key(conv.request());
+                assert_eq!(c.conversation_key(&mut conv), full, "step {i}");
+            }
+            let id = format!("call_{i}");
+            conv.push(with_call(
+                &format!("step {i}"),
+                "read_document",
+                serde_json::json!({"document_id": i}),
+                &id,
+            ));
+            conv.push(tool_msg(&format!("out {i}"), "read_document", &id));
+        }
+    }
+
+    /// The conversation path calls the model and journals like any other call.
+    #[test]
+    fn conversation_calls_are_journaled_under_the_full_key() {
+        let e = env();
+        let m = agent("robust");
+        let c = cached(&e, &m, "target", b"unit");
+        let mut conv = Conversation::new(base_request());
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let r = rt.block_on(c.call_conversation(&mut conv)).unwrap();
+        assert_eq!(r.tool_calls[0].name, "read_document");
+        let mut expected = Vec::new();
+        Journal::encode(&mut expected, &c.key(conv.request()), &r);
+        assert_eq!(*e.pending.0.lock().unwrap(), expected);
     }
 }

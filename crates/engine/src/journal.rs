@@ -14,6 +14,7 @@
 
 use gauntlet_core::hash::to_hex;
 use gauntlet_core::message::ChatResponse;
+#[cfg(test)]
 use serde::Serialize;
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufRead, BufReader, Seek, SeekFrom, Write};
@@ -42,6 +43,7 @@ pub struct Journal {
     pub damaged_lines: u64,
 }
 
+#[cfg(test)]
 #[derive(Serialize)]
 struct RecordOut<'a> {
     k: &'a str,
@@ -159,12 +161,18 @@ impl Journal {
         (rec.k.as_bytes() == to_hex(key).as_bytes()).then_some(rec.r)
     }
 
-    /// Serialises one record line into `buf`.
+    /// Serialises one record line into `buf`: the bytes `serde_json` writes for
+    /// `{"k": <hex key>, "r": <response>}`, without building the key's string.
     pub fn encode(buf: &mut Vec<u8>, key: &Key, response: &ChatResponse) {
-        let k = to_hex(key);
-        serde_json::to_writer(&mut *buf, &RecordOut { k: &k, r: response })
-            .expect("responses serialise");
-        buf.push(b'\n');
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        buf.extend_from_slice(KEY_PREFIX);
+        for b in key {
+            buf.push(HEX[usize::from(b >> 4)]);
+            buf.push(HEX[usize::from(b & 15)]);
+        }
+        buf.extend_from_slice(b"\",\"r\":");
+        serde_json::to_writer(&mut *buf, response).expect("responses serialise");
+        buf.extend_from_slice(b"}\n");
     }
 
     /// Appends complete record lines with one write.
@@ -211,6 +219,34 @@ mod tests {
 
     fn key(b: u8) -> Key {
         [b; 16]
+    }
+
+    /// The hand-written record line is the one serde writes for the record.
+    #[test]
+    fn encode_is_the_serde_record() {
+        let mut r = ChatResponse::text("a \"quoted\" \u{1}\n line");
+        r.tool_calls.push(gauntlet_core::message::ToolCall {
+            name: "t".into(),
+            arguments: serde_json::json!({"b": [1, "x"], "a": null}),
+            call_id: "call_1".into(),
+        });
+        let k: Key = core::array::from_fn(|i| (i * 17) as u8);
+        let mut buf = b"prev\n".to_vec();
+        Journal::encode(&mut buf, &k, &r);
+        let mut want = b"prev\n".to_vec();
+        serde_json::to_writer(
+            &mut want,
+            &RecordOut {
+                k: &to_hex(&k),
+                r: &r,
+            },
+        )
+        .unwrap();
+        want.push(b'\n');
+        assert_eq!(
+            String::from_utf8(buf).unwrap(),
+            String::from_utf8(want).unwrap()
+        );
     }
 
     #[test]
