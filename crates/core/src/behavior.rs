@@ -2,7 +2,7 @@
 
 use crate::scenario::Scenario;
 use serde::{Deserialize, Serialize};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// What a safe, helpful model should do with a behavior.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
@@ -41,6 +41,58 @@ pub struct Behavior {
     /// read from or written to a behavior file).
     #[serde(skip)]
     pub scenario: Option<Arc<Scenario>>,
+    /// The normalised `target_secret`, computed on first use (see
+    /// [`Behavior::normalized_secret`]; never read from or written to a behavior file).
+    /// Construct with `Default::default()`.
+    #[serde(skip)]
+    pub secret_cache: SecretCache,
+}
+
+impl Behavior {
+    /// [`normalize`](crate::text::normalize)d `target_secret` (`None` without one),
+    /// computed once per behavior and then borrowed: a leakage judge checks the same
+    /// secret on every attempt.
+    ///
+    /// The cache holds the secret as it was at the first call, so `target_secret` must
+    /// not be changed in place afterwards (a clone starts with an empty cache, so a
+    /// changed clone is fine; debug builds assert the cache is current).
+    pub fn normalized_secret(&self) -> Option<&str> {
+        let secret = self.target_secret.as_deref()?;
+        let n = self
+            .secret_cache
+            .0
+            .get_or_init(|| crate::text::normalize(secret));
+        debug_assert_eq!(
+            *n,
+            crate::text::normalize(secret),
+            "target_secret changed after normalized_secret"
+        );
+        Some(n)
+    }
+}
+
+/// [`Behavior`]'s cache of its normalised secret. It takes no part in a behavior's
+/// value: every two caches compare equal, a clone starts empty and `Debug` shows
+/// nothing of it.
+#[derive(Default)]
+pub struct SecretCache(OnceLock<String>);
+
+impl Clone for SecretCache {
+    fn clone(&self) -> Self {
+        SecretCache::default()
+    }
+}
+
+impl PartialEq for SecretCache {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl std::fmt::Debug for SecretCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SecretCache")
+    }
 }
 
 fn default_expected() -> Expected {

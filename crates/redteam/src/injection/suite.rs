@@ -88,6 +88,7 @@ pub fn parse_suite(
             reference_answer: None,
             target_secret: None,
             scenario: Some(Arc::new(s)),
+            secret_cache: Default::default(),
         });
     }
     Ok(Suite {

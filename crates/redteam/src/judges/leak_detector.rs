@@ -245,6 +245,7 @@ mod tests {
             reference_answer: None,
             target_secret: secret.map(str::to_string),
             scenario: None,
+            secret_cache: Default::default(),
         }
     }
     fn judge() -> LeakDetector {
