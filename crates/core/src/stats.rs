@@ -79,24 +79,65 @@ impl Histogram {
     }
 }
 
+/// Histograms with more distinct values than this pool their rare values (see
+/// [`bootstrap_mean_ci`]); smaller ones — every rate, most scores — use the binomial
+/// chain alone.
+const POOL_MIN_DISTINCT: usize = 64;
+/// In a pooled histogram, values observed fewer times than this are pooled.
+const RARE_COUNT: u64 = 32;
+
 /// Percentile bootstrap CI of the mean at `level` (e.g. 0.95), with `resamples` resamples.
 /// Returns `None` when fewer than two observations exist (no spread to resample).
+///
+/// Each resample draws the multinomial counts of the distinct values as a chain of
+/// conditional binomials. A histogram with many distinct values (a continuous score:
+/// hundreds of values seen once or twice) would pay one binomial per value per
+/// resample, so its rare values are pooled into one category: the pool's count is one
+/// binomial, and that many draws are made uniformly from the pool's observations. The
+/// resampling distribution is the same multinomial either way; pooling only changes
+/// which random numbers produce it.
 pub fn bootstrap_mean_ci(
     hist: &Histogram,
     resamples: u32,
     level: f64,
     rng: &mut ChaCha8Rng,
 ) -> Option<(f64, f64)> {
+    use rand::RngExt;
     if hist.n() < 2 || resamples == 0 {
         return None;
     }
-    let entries: Vec<(f64, u64)> = hist.entries().collect();
     let n = hist.n();
+    let mut entries: Vec<(f64, u64)> = hist.entries().collect();
+    let mut pool: Vec<f64> = Vec::new();
+    if entries.len() > POOL_MIN_DISTINCT {
+        entries.retain(|&(value, count)| {
+            let rare = count < RARE_COUNT;
+            if rare {
+                pool.extend(std::iter::repeat_n(value, count as usize));
+            }
+            !rare
+        });
+    }
     let mut means = Vec::with_capacity(resamples as usize);
     for _ in 0..resamples {
         let mut remaining_n = n;
         let mut remaining_weight = n;
         let mut total = 0.0;
+        if !pool.is_empty() {
+            let weight = pool.len() as u64;
+            let drawn = if entries.is_empty() {
+                n
+            } else {
+                Binomial::new(n, weight as f64 / n as f64)
+                    .expect("p is in [0, 1]")
+                    .sample(rng)
+            };
+            for _ in 0..drawn {
+                total += pool[rng.random_range(0..pool.len())];
+            }
+            remaining_n -= drawn;
+            remaining_weight -= weight;
+        }
         for (i, &(value, count)) in entries.iter().enumerate() {
             if remaining_n == 0 {
                 break;
@@ -442,7 +483,30 @@ mod tests {
     #[test]
     fn agrees_with_naive_bootstrap() {
         let data: Vec<f64> = (0..400).map(|i| [0.0, 0.25, 1.0][i % 3]).collect();
-        let h = hist(&data);
+        agrees_with_naive(&data, 0.012);
+    }
+
+    /// With many distinct values the rare ones are pooled (some values frequent, most
+    /// seen once or twice, as with a continuous score); the CI must still be the
+    /// bootstrap's.
+    #[test]
+    fn pooled_rare_values_agree_with_naive_bootstrap() {
+        let data: Vec<f64> = (0..2000)
+            .map(|i| match i % 4 {
+                0 => 1.0,
+                1 => 0.0,
+                _ => (i % 997) as f64 / 997.0,
+            })
+            .collect();
+        assert!(hist(&data).entries().count() > POOL_MIN_DISTINCT);
+        agrees_with_naive(&data, 0.01);
+        // Only rare values: the pool is everything.
+        let spread: Vec<f64> = (0..500).map(|i| (i * 7 % 500) as f64 / 500.0).collect();
+        agrees_with_naive(&spread, 0.012);
+    }
+
+    fn agrees_with_naive(data: &[f64], tolerance: f64) {
+        let h = hist(data);
         let fast = bootstrap_mean_ci(&h, 4000, 0.95, &mut rng_for(1, &["fast"])).unwrap();
         let mut rng = rng_for(1, &["naive"]);
         let mut means: Vec<f64> = (0..4000)
@@ -458,8 +522,14 @@ mod tests {
             quantile_sorted(&means, 0.025),
             quantile_sorted(&means, 0.975),
         );
-        assert!((fast.0 - naive.0).abs() < 0.012, "{fast:?} vs {naive:?}");
-        assert!((fast.1 - naive.1).abs() < 0.012, "{fast:?} vs {naive:?}");
+        assert!(
+            (fast.0 - naive.0).abs() < tolerance,
+            "{fast:?} vs {naive:?}"
+        );
+        assert!(
+            (fast.1 - naive.1).abs() < tolerance,
+            "{fast:?} vs {naive:?}"
+        );
         // and both bracket the sample mean
         let mean = h.mean().unwrap();
         assert!(fast.0 < mean && mean < fast.1);
