@@ -8,67 +8,147 @@
 //! a byte-level match could pair halves of two different characters). It builds a suffix
 //! automaton over one string and scans the other, O(n + m) for a fixed alphabet (each
 //! automaton state keeps its transitions in a short list; the root, which sees the most
-//! lookups, has a direct table for ASCII). LCS is symmetric, so the automaton is built
-//! over the shorter of the two strings, which keeps a long reply against a short secret
-//! (the common case) at a few hundred states. This is the classic algorithm (Blumer et
+//! lookups, has a direct table for ASCII; ASCII text within a size bound gets a dense
+//! table instead). LCS is symmetric, so either string may be the automaton's: each thread
+//! keeps its last few automata, and a call where either string has one scans the other
+//! (a canned refusal checked against many secrets builds once); otherwise the automaton
+//! is built over the shorter string, which keeps a long reply against a short secret at
+//! a few hundred states. A dense automaton used a second time has its transitions
+//! completed (no suffix-link walk in the scan). This is the classic algorithm (Blumer et
 //! al. 1985), not the O(n·m) dynamic-programming table.
 
 pub use gauntlet_core::text::{normalize, normalize_into};
 
-/// The last automaton a thread built, with the text it was built over: the next call
-/// over the same (shorter) text — the same canned refusal against many secrets, say —
-/// reuses it, and any other call rebuilds it in place, reusing its allocations.
-struct Scratch {
-    /// The text the automaton was built over (empty: nothing built yet).
+/// Automata a thread keeps, most recently used first out last: a handful of texts (a
+/// canned refusal, a stock non-answer) meet many different secrets.
+const CACHED: usize = 6;
+
+/// One cached automaton and the text it was built over.
+struct Entry {
+    /// The text (empty: the slot is unused).
     text: String,
-    /// Which of the two automata holds it.
+    /// Which of the two automata holds it: the dense one for ASCII text within
+    /// [`DenseAsciiAutomaton::fits`], else the sparse one (over Unicode scalar values,
+    /// which for ASCII text are its bytes).
     dense_built: bool,
     sam: SuffixAutomaton,
     dense: DenseAsciiAutomaton,
+    /// Calls that used it since it was built (its transitions are completed on the
+    /// second, so an automaton used once never pays for that).
+    uses: u32,
+    /// Last use, on the thread's clock (least recent is evicted).
+    stamp: u64,
+}
+
+impl Entry {
+    fn new() -> Self {
+        Entry {
+            text: String::new(),
+            dense_built: false,
+            sam: SuffixAutomaton::build(std::iter::empty(), 0),
+            dense: DenseAsciiAutomaton::default(),
+            uses: 0,
+            stamp: 0,
+        }
+    }
+
+    /// Rebuilds this slot over `text` (`n` characters), reusing its allocations.
+    fn rebuild(&mut self, text: &str, n: usize) {
+        self.text.clear();
+        self.text.push_str(text);
+        self.uses = 0;
+        let ascii = text.is_ascii();
+        self.dense_built = ascii && DenseAsciiAutomaton::fits(text.as_bytes());
+        if self.dense_built {
+            self.dense.rebuild(text.as_bytes());
+        } else if ascii {
+            self.sam.rebuild(text.bytes().map(u32::from), n);
+        } else {
+            self.sam.rebuild(text.chars().map(u32::from), n);
+        }
+    }
+
+    /// The LCS of this entry's text and `other` (any text: a match is a run of whole
+    /// characters on both sides, and characters absent from the automaton's text, among
+    /// them every non-ASCII one for an ASCII text, end a run).
+    fn longest_match(&mut self, other: &str) -> usize {
+        self.uses += 1;
+        if self.dense_built {
+            if self.uses == 2 {
+                self.dense.complete();
+            }
+            self.dense.longest_match(other.as_bytes())
+        } else if other.is_ascii() {
+            self.sam.longest_match(other.bytes().map(u32::from))
+        } else {
+            self.sam.longest_match(other.chars().map(u32::from))
+        }
+    }
+}
+
+/// A thread's automata, [`CACHED`] at most, reused by text.
+struct Cache {
+    entries: Vec<Entry>,
+    clock: u64,
 }
 
 thread_local! {
-    static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::new(Scratch {
-        text: String::new(),
-        dense_built: false,
-        sam: SuffixAutomaton::build(std::iter::empty(), 0),
-        dense: DenseAsciiAutomaton::default(),
-    });
+    static CACHE: std::cell::RefCell<Cache> = const {
+        std::cell::RefCell::new(Cache { entries: Vec::new(), clock: 0 })
+    };
 }
 
 /// Length in characters of the longest common substring of `a` and `b` (exact).
+///
+/// LCS is symmetric: when either text has an automaton in the thread's cache it is
+/// scanned with the other (the automaton of the longer one when both have one, so the
+/// scan is the shorter), else an automaton is built over the shorter text, replacing the
+/// least recently used one.
 pub fn longest_common_substring(a: &str, b: &str) -> usize {
     if a.is_empty() || b.is_empty() {
         return 0;
     }
-    let ascii = a.is_ascii() && b.is_ascii();
-    let (na, nb) = if ascii {
-        (a.len(), b.len())
-    } else {
-        (a.chars().count(), b.chars().count())
-    };
-    let (short, long, n) = if na <= nb { (a, b, na) } else { (b, a, nb) };
-    SCRATCH.with_borrow_mut(|sc| {
-        let dense = ascii && DenseAsciiAutomaton::fits(short.as_bytes());
-        if sc.text != short || sc.dense_built != dense {
-            sc.text.clear();
-            sc.text.push_str(short);
-            sc.dense_built = dense;
-            if dense {
-                sc.dense.rebuild(short.as_bytes());
-            } else if ascii {
-                sc.sam.rebuild(short.bytes().map(u32::from), n);
+    CACHE.with_borrow_mut(|cache| {
+        cache.clock += 1;
+        let clock = cache.clock;
+        // (slot, the text to scan) of the best cached automaton.
+        let mut hit: Option<(usize, &str)> = None;
+        for (i, e) in cache.entries.iter().enumerate() {
+            let other = if e.text == a {
+                b
+            } else if e.text == b {
+                a
             } else {
-                sc.sam.rebuild(short.chars().map(u32::from), n);
+                continue;
+            };
+            if hit.is_none_or(|(_, o)| other.len() < o.len()) {
+                hit = Some((i, other));
             }
         }
-        if dense {
-            sc.dense.longest_match(long.as_bytes())
-        } else if ascii {
-            sc.sam.longest_match(long.bytes().map(u32::from))
-        } else {
-            sc.sam.longest_match(long.chars().map(u32::from))
-        }
+        let (slot, other) = match hit {
+            Some(h) => h,
+            None => {
+                let (na, nb) = if a.is_ascii() && b.is_ascii() {
+                    (a.len(), b.len())
+                } else {
+                    (a.chars().count(), b.chars().count())
+                };
+                let (short, long, n) = if na <= nb { (a, b, na) } else { (b, a, nb) };
+                let slot = if cache.entries.len() < CACHED {
+                    cache.entries.push(Entry::new());
+                    cache.entries.len() - 1
+                } else {
+                    (0..CACHED)
+                        .min_by_key(|&i| cache.entries[i].stamp)
+                        .expect("CACHED > 0")
+                };
+                cache.entries[slot].rebuild(short, n);
+                (slot, long)
+            }
+        };
+        let e = &mut cache.entries[slot];
+        e.stamp = clock;
+        e.longest_match(other)
     })
 }
 
@@ -79,9 +159,13 @@ const DENSE_MAX_ENTRIES: usize = 1 << 20;
 /// A suffix automaton of ASCII text with a dense transition table: one row per state,
 /// one column per distinct byte of the text. A step is one table read, where the sparse
 /// automaton walks a list; the table is bounded by [`DENSE_MAX_ENTRIES`].
+///
+/// [`complete`](Self::complete) adds a second table, for an automaton scanned often: for
+/// every state and byte, where the scan lands after following suffix links, and the
+/// match length that caps, so a step is one read with no suffix-link walk.
 #[derive(Default)]
 pub struct DenseAsciiAutomaton {
-    /// Column of each ASCII byte (0: the byte is not in the text).
+    /// Column of each byte (0: the byte is not in the text; always 0 for non-ASCII).
     class: Vec<u8>,
     /// Row width: distinct bytes of the text + 1.
     k: usize,
@@ -90,6 +174,15 @@ pub struct DenseAsciiAutomaton {
     /// `next[state * k + class]`, `NONE` when absent (column 0 is never set).
     next: Vec<u32>,
     longest: u32,
+    /// The completed transitions (empty until [`Self::complete`]): `full[state * k +
+    /// class]` packs the row offset (`state' * k`) of the state the scan moves to in its
+    /// low half and, in its high half as an `i32`, the cap: the new match length is
+    /// `min(length, cap) + 1` (cap −1 in column 0, a byte absent from the text: the
+    /// match restarts empty at the root).
+    full: Vec<u64>,
+    /// States by increasing `len` (scratch for [`Self::complete`]).
+    order: Vec<u32>,
+    counts: Vec<u32>,
 }
 
 impl DenseAsciiAutomaton {
@@ -109,11 +202,12 @@ impl DenseAsciiAutomaton {
     }
 
     /// Rebuilds the automaton over ASCII `text` (which must satisfy [`Self::fits`]),
-    /// reusing allocations.
+    /// reusing allocations. The completed transitions are dropped.
     pub fn rebuild(&mut self, text: &[u8]) {
         debug_assert!(text.is_ascii());
+        self.full.clear();
         self.class.clear();
-        self.class.resize(128, 0);
+        self.class.resize(256, 0);
         self.k = 1;
         for &b in text {
             let c = &mut self.class[usize::from(b)];
@@ -179,13 +273,72 @@ impl DenseAsciiAutomaton {
         cur
     }
 
-    /// The length of the longest substring of ASCII `text` that is also a substring of
-    /// the automaton's text: one pass, amortised O(1) per byte.
+    /// Whether [`Self::complete`] ran since the last rebuild.
+    pub fn is_complete(&self) -> bool {
+        !self.full.is_empty()
+    }
+
+    /// Completes the transitions (O(states × columns)): in the scan of
+    /// [`Self::longest_match`], from state `v` with match length `l` on a byte of class
+    /// `c`, the suffix-link walk stops at the first state `w` on `v`'s link path with a
+    /// `c` transition and continues to `next[w][c]` with length `len(w) + 1` when
+    /// `w ≠ v`, else `l + 1`. As `l ≤ len(v)` and `l > len(w)` for every proper ancestor
+    /// `w`, both are `min(l, len(w)) + 1`, so each entry stores `next[w][c]` and
+    /// `len(w)`. A state's row is its own transitions, the rest taken from its suffix
+    /// link's row (shorter, so completed first). Idempotent.
+    pub fn complete(&mut self) {
+        if self.is_complete() {
+            return;
+        }
+        let (k, states) = (self.k, self.len.len());
+        // Counting sort of the states by length.
+        self.counts.clear();
+        self.counts.resize(self.longest as usize + 2, 0);
+        for &l in &self.len {
+            self.counts[l as usize + 1] += 1;
+        }
+        for i in 1..self.counts.len() {
+            self.counts[i] += self.counts[i - 1];
+        }
+        self.order.clear();
+        self.order.resize(states, 0);
+        for (s, &l) in self.len.iter().enumerate() {
+            let at = &mut self.counts[l as usize];
+            self.order[*at as usize] = s as u32;
+            *at += 1;
+        }
+        let pack = |to: u32, cap: i32| (u64::from(to) * k as u64) | (u64::from(cap as u32) << 32);
+        self.full.resize(states * k, 0);
+        for &s in &self.order {
+            let row = s as usize * k;
+            self.full[row] = pack(0, -1);
+            let cap = self.len[s as usize] as i32;
+            let link = self.link[s as usize];
+            for c in 1..k {
+                let nx = self.next[row + c];
+                self.full[row + c] = if nx != NONE {
+                    pack(nx, cap)
+                } else {
+                    // Only the root (which has a transition on every byte of the
+                    // text) has no link.
+                    self.full[link as usize * k + c]
+                };
+            }
+        }
+    }
+
+    /// The length of the longest substring of `text` (any bytes; a byte that is not
+    /// ASCII never matches) that is also a substring of the automaton's text: one pass,
+    /// amortised O(1) per byte (exactly one table read per byte once
+    /// [`complete`](Self::complete)d).
     pub fn longest_match(&self, text: &[u8]) -> usize {
+        if self.is_complete() {
+            return self.longest_match_complete(text);
+        }
         let (mut v, mut l, mut best) = (0u32, 0u32, 0u32);
         for &b in text {
-            let c = usize::from(self.class[usize::from(b & 0x7f)]);
-            if c == 0 || b >= 0x80 {
+            let c = usize::from(self.class[usize::from(b)]);
+            if c == 0 {
                 // Not in the automaton's text at all: no match runs through it.
                 v = 0;
                 l = 0;
@@ -206,6 +359,25 @@ impl DenseAsciiAutomaton {
             if l > best {
                 best = l;
                 if best == self.longest {
+                    break; // the whole automaton text occurs: nothing longer exists
+                }
+            }
+        }
+        best as usize
+    }
+
+    fn longest_match_complete(&self, text: &[u8]) -> usize {
+        let class: &[u8; 256] = self.class[..].try_into().expect("256 classes");
+        let full = &self.full[..];
+        let longest = self.longest as i32;
+        let (mut row, mut l, mut best) = (0usize, 0i32, 0i32);
+        for &b in text {
+            let e = full[row + usize::from(class[usize::from(b)])];
+            row = e as u32 as usize;
+            l = l.min((e >> 32) as u32 as i32) + 1;
+            if l > best {
+                best = l;
+                if best == longest {
                     break; // the whole automaton text occurs: nothing longer exists
                 }
             }
@@ -525,6 +697,43 @@ mod tests {
                 }
             }
             prop_assert_eq!(dense.longest_match(bb), want);
+            dense.complete();
+            prop_assert!(dense.is_complete());
+            prop_assert_eq!(dense.longest_match(bb), want);
+        }
+
+        /// The completed transitions against the oracle, on ASCII and on any text
+        /// scanned over an ASCII automaton, and dropped by a rebuild.
+        #[test]
+        fn completed_dense_automaton_matches_the_oracle(
+            a in "[abc \n]{0,40}|[ -~]{0,30}|(ab|aab|ba|abc){0,20}",
+            b in "[abc \n]{0,60}|[ -~]{0,30}|(ab|aab|ba|bb|xa){0,30}|[aé日🙂 ]{0,30}",
+        ) {
+            let mut dense = DenseAsciiAutomaton::default();
+            dense.rebuild(a.as_bytes());
+            dense.complete();
+            prop_assert_eq!(dense.longest_match(b.as_bytes()), brute(&a, &b));
+            if b.is_ascii() {
+                dense.rebuild(b.as_bytes());
+                prop_assert!(!dense.is_complete());
+                prop_assert_eq!(dense.longest_match(a.as_bytes()), brute(&a, &b));
+                dense.complete();
+                prop_assert_eq!(dense.longest_match(a.as_bytes()), brute(&a, &b));
+            }
+        }
+
+        /// The thread's automaton cache under churn: more distinct texts than it holds,
+        /// pairs in both orders and repeated (so automata are reused, completed,
+        /// evicted and rebuilt over other texts), each against the oracle.
+        #[test]
+        fn matches_the_oracle_through_the_cache(
+            pool in proptest::collection::vec(text(), 2..(2 * CACHED + 3)),
+            pairs in proptest::collection::vec((0usize..64, 0usize..64), 1..40),
+        ) {
+            for (i, j) in pairs {
+                let (a, b) = (&pool[i % pool.len()], &pool[j % pool.len()]);
+                prop_assert_eq!(longest_common_substring(a, b), brute(a, b));
+            }
         }
 
         /// The thread's cached automaton: many calls sharing their shorter side (as a
