@@ -565,6 +565,12 @@ impl SuffixAutomaton {
 pub(crate) fn brute_lcs(a: &str, b: &str) -> usize {
     let a: Vec<char> = a.chars().collect();
     let b: Vec<char> = b.chars().collect();
+    brute_lcs_of(&a, &b)
+}
+
+/// [`brute_lcs`] over any symbols (characters, or bytes for the byte-level automaton).
+#[cfg(test)]
+pub(crate) fn brute_lcs_of<T: PartialEq>(a: &[T], b: &[T]) -> usize {
     let mut best = 0;
     for i in 0..a.len() {
         for j in 0..b.len() {
@@ -686,16 +692,7 @@ mod tests {
             dense.rebuild(a.as_bytes());
             // Byte-wise oracle: a non-ASCII byte never matches an ASCII text.
             let (ab, bb) = (a.as_bytes(), b.as_bytes());
-            let mut want = 0;
-            for i in 0..ab.len() {
-                for j in 0..bb.len() {
-                    let mut k = 0;
-                    while i + k < ab.len() && j + k < bb.len() && ab[i + k] == bb[j + k] {
-                        k += 1;
-                    }
-                    want = want.max(k);
-                }
-            }
+            let want = brute_lcs_of(ab, bb);
             prop_assert_eq!(dense.longest_match(bb), want);
             dense.complete();
             prop_assert!(dense.is_complete());
