@@ -72,3 +72,29 @@ static ASCII_FOLD: [u8; 256] = {
 const fn is_ascii_space(b: u8) -> bool {
     matches!(b, b'\t' | b'\n' | 0x0b | 0x0c | b'\r' | b' ')
 }
+
+#[cfg(test)]
+mod tests {
+    use super::normalize;
+
+    proptest::proptest! {
+        /// The ASCII fast path of `normalize` is the character-wise definition.
+        #[test]
+        fn ascii_normalisation_matches_the_definition(a in "[ \t\n\r\x0b\x0ca-zA-Z0-9-]{0,40}") {
+            let mut want = String::new();
+            let mut in_space = false;
+            for c in a.trim().chars() {
+                if c.is_whitespace() {
+                    in_space = true;
+                } else {
+                    if in_space {
+                        want.push(' ');
+                        in_space = false;
+                    }
+                    want.extend(c.to_lowercase());
+                }
+            }
+            proptest::prop_assert_eq!(normalize(&a), want);
+        }
+    }
+}
