@@ -22,6 +22,12 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+/// mimalloc: a run allocates and frees several short-lived strings per attempt on every
+/// worker thread (prompts, replies, transcript lines); glibc malloc spent ~7% of the
+/// leakage benchmark's CPU in them (see BENCHMARKS.md).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(
     name = "gauntlet",
