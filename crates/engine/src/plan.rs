@@ -60,11 +60,49 @@ fn axis_key(mode: Mode) -> (&'static str, &'static str, &'static str) {
     }
 }
 
+/// The plugins [`Plan::build`] builds, before they join the datasets.
+struct Plugins {
+    targets: Vec<Arc<dyn Model>>,
+    attacks: Vec<Box<dyn Attack>>,
+    judges: Vec<Box<dyn Judge>>,
+    graders: Vec<Option<Arc<dyn Model>>>,
+    attackers: Vec<Option<Arc<dyn Model>>>,
+    attack_graders: Vec<Option<Arc<dyn Model>>>,
+    metrics: Vec<Box<dyn Metric>>,
+    prices: Vec<Option<PriceTable>>,
+}
+
 impl Plan {
     /// Builds every plugin and loads every dataset. Errors name the config file and the
     /// spec's line.
     pub fn build(config: RunConfig) -> Result<Plan, ConfigError> {
-        let file = config.path.display().to_string();
+        // Loading the datasets (read, hash, parse: tens of ms for a large set) and hashing
+        // the canonical config (it holds every plugin parameter) do not depend on the
+        // plugins, so they run on their own threads while this one builds the plugins.
+        // Diagnostics keep the order of a serial build.
+        let built = std::thread::scope(|scope| {
+            let datasets = scope.spawn(|| {
+                config
+                    .datasets
+                    .iter()
+                    .map(|s| datasets::load(s, config.base_dir()))
+                    .collect::<Vec<_>>()
+            });
+            let config_hash = scope.spawn(|| {
+                let mut h = HashWriter::new();
+                h.json(&config.canonical());
+                h.finish_hex()
+            });
+            let plugins = Self::build_plugins(&config);
+            let datasets = datasets.join().expect("dataset loading does not panic");
+            let config_hash = config_hash.join().expect("hashing does not panic");
+            (plugins, datasets, config_hash)
+        });
+        let ((plugins, diags), datasets, config_hash) = built;
+        Self::assemble(config, plugins, diags, datasets, config_hash)
+    }
+
+    fn build_plugins(config: &RunConfig) -> (Plugins, Vec<Diag>) {
         let mut diags = Vec::new();
         let mut err = |loc, path: String, msg: String| diags.push(Diag::new(loc, path, msg));
 
@@ -147,23 +185,55 @@ impl Plan {
                 Err(e) => err(s.loc, format!("metrics[{i}]"), e),
             }
         }
+        (
+            Plugins {
+                targets,
+                attacks,
+                judges,
+                graders,
+                attackers,
+                attack_graders,
+                metrics,
+                prices,
+            },
+            diags,
+        )
+    }
+
+    /// Joins the plugins and the datasets into the plan, or reports every diagnostic:
+    /// the plugins' first, then the datasets' in config order.
+    fn assemble(
+        config: RunConfig,
+        plugins: Plugins,
+        mut diags: Vec<Diag>,
+        results: Vec<Result<Dataset, datasets::DatasetError>>,
+        config_hash: String,
+    ) -> Result<Plan, ConfigError> {
         let mut loaded = Vec::new();
-        for (i, s) in config.datasets.iter().enumerate() {
-            match datasets::load(s, config.base_dir()) {
+        for (i, (s, r)) in config.datasets.iter().zip(results).enumerate() {
+            match r {
                 Ok(d) => loaded.push(d),
-                Err(e) => err(
+                Err(e) => diags.push(Diag::new(
                     s.loc,
                     format!("{}[{i}]", axis_key(config.mode).1),
                     format!("{} `{}`: {e}", axis_key(config.mode).2, s.label()),
-                ),
+                )),
             }
         }
         if !diags.is_empty() {
+            let file = config.path.display().to_string();
             return Err(ConfigError { file, diags });
         }
-        let mut h = HashWriter::new();
-        h.json(&config.canonical());
-        let config_hash = h.finish_hex();
+        let Plugins {
+            targets,
+            attacks,
+            judges,
+            graders,
+            attackers,
+            attack_graders,
+            metrics,
+            prices,
+        } = plugins;
         let run_id = format!("{}-{}", config.run_name, &config_hash[..12]);
         let mut dataset_offsets = Vec::with_capacity(loaded.len());
         let mut acc = 0u64;
