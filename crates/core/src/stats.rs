@@ -6,9 +6,16 @@
 //! instead of drawing n indices per resample (O(n) each), we draw the multinomial counts
 //! as a chain of conditional binomials (O(distinct values) each). The resampling
 //! distribution is identical; a 10,000-behavior cell costs microseconds, not seconds.
+//!
+//! A continuous score has too many distinct values for a binomial each, so its rare
+//! values are pooled and the pool's share of a resample is drawn index by index, from a
+//! Xoshiro256++ stream seeded from the call's ChaCha8 stream, with Lemire's unbiased
+//! multiply-shift (exactly uniform) — see [`bootstrap_mean_ci`].
 
+use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Binomial, Distribution};
+use rand_xoshiro::Xoshiro256PlusPlus;
 use std::collections::BTreeMap;
 
 /// Default number of bootstrap resamples.
@@ -96,13 +103,23 @@ const RARE_COUNT: u64 = 32;
 /// binomial, and that many draws are made uniformly from the pool's observations. The
 /// resampling distribution is the same multinomial either way; pooling only changes
 /// which random numbers produce it.
+///
+/// The pooled draws are the hot loop (a continuous score over 10,000 behaviors makes
+/// ~10⁷ of them per call), so they do not come from `rng` one by one: when there is a
+/// pool, one Xoshiro256++ is seeded from 32 bytes of `rng` (before any binomial) and
+/// each of its 64-bit outputs gives two 32-bit words, each mapped to a pool index by
+/// `PoolIndex` (Lemire's multiply-shift with its rejection step, so every index is
+/// exactly equally likely). The drawn values are summed into four accumulators in
+/// rotation, added up in a fixed order; the result is a pure function of `rng`'s state
+/// (same bits on every run and thread count). Histograms with no pool — every rate,
+/// anything with ≤ 64 distinct values — never seed the Xoshiro stream, so they consume
+/// `rng` exactly as the binomial chain alone does.
 pub fn bootstrap_mean_ci(
     hist: &Histogram,
     resamples: u32,
     level: f64,
     rng: &mut ChaCha8Rng,
 ) -> Option<(f64, f64)> {
-    use rand::RngExt;
     if hist.n() < 2 || resamples == 0 {
         return None;
     }
@@ -118,12 +135,18 @@ pub fn bootstrap_mean_ci(
             !rare
         });
     }
+    let mut pooled = (!pool.is_empty()).then(|| {
+        (
+            PoolIndex::new(pool.len() as u64),
+            Xoshiro256PlusPlus::from_rng(&mut *rng),
+        )
+    });
     let mut means = Vec::with_capacity(resamples as usize);
     for _ in 0..resamples {
         let mut remaining_n = n;
         let mut remaining_weight = n;
         let mut total = 0.0;
-        if !pool.is_empty() {
+        if let Some((index, fast)) = &mut pooled {
             let weight = pool.len() as u64;
             let drawn = if entries.is_empty() {
                 n
@@ -132,9 +155,7 @@ pub fn bootstrap_mean_ci(
                     .expect("p is in [0, 1]")
                     .sample(rng)
             };
-            for _ in 0..drawn {
-                total += pool[rng.random_range(0..pool.len())];
-            }
+            total += index.sum_draws(&pool, drawn, fast);
             remaining_n -= drawn;
             remaining_weight -= weight;
         }
@@ -166,6 +187,99 @@ pub fn bootstrap_mean_ci(
         quantile_sorted(&means, alpha),
         quantile_sorted(&means, 1.0 - alpha),
     ))
+}
+
+/// Uniform indices into a pool of `len` observations, from a Xoshiro256++ stream.
+///
+/// Lemire's multiply-shift ("Fast random integer generation in an interval", ACM TOMACS
+/// 2019): a uniform w-bit word x maps to the index ⌊x·len / 2ʷ⌋, and x is rejected (a
+/// fresh word is drawn) when x·len mod 2ʷ < 2ʷ mod len. That leaves exactly
+/// ⌊2ʷ / len⌋ accepted words per index, so every index is exactly equally likely. Pools
+/// under 2³² (every real one) use w = 32 with both halves of each 64-bit output;
+/// larger ones use w = 64.
+#[derive(Debug, Clone, Copy)]
+struct PoolIndex {
+    len: u64,
+    /// 2ʷ mod len: products whose low word falls below it are rejected.
+    threshold: u64,
+}
+
+impl PoolIndex {
+    fn new(len: u64) -> Self {
+        assert!(len > 0, "empty pool");
+        let threshold = if len <= u64::from(u32::MAX) {
+            u64::from((len as u32).wrapping_neg() % len as u32)
+        } else {
+            len.wrapping_neg() % len
+        };
+        Self { len, threshold }
+    }
+
+    /// The index for the 32-bit word `x`, or `None` when `x` is rejected. `len` < 2³².
+    #[inline(always)]
+    fn map_u32(self, x: u32) -> Option<usize> {
+        let m = u64::from(x) * self.len;
+        ((m as u32 as u64) >= self.threshold).then_some((m >> 32) as usize)
+    }
+
+    /// A uniform index from whole 64-bit words; for pools of 2³² or more.
+    fn draw_u64(self, rng: &mut Xoshiro256PlusPlus) -> usize {
+        loop {
+            let m = u128::from(rng.next_u64()) * u128::from(self.len);
+            if (m as u64) >= self.threshold {
+                return (m >> 64) as usize;
+            }
+        }
+    }
+
+    /// The index for the 32-bit word `x`; when `x` is rejected, fresh words (upper
+    /// halves of `rng`'s outputs) are tried until one is accepted. `len` < 2³².
+    #[inline(always)]
+    fn index(self, mut x: u32, rng: &mut Xoshiro256PlusPlus) -> usize {
+        loop {
+            if let Some(i) = self.map_u32(x) {
+                return i;
+            }
+            x = (rng.next_u64() >> 32) as u32;
+        }
+    }
+
+    /// The sum of `draws` observations of `pool` (of length `len`) drawn uniformly with
+    /// replacement. Draw k goes to accumulator k mod 4; the four are added as
+    /// (a₀ + a₁) + (a₂ + a₃), so the result depends only on `rng`'s state.
+    fn sum_draws(self, pool: &[f64], draws: u64, rng: &mut Xoshiro256PlusPlus) -> f64 {
+        debug_assert_eq!(pool.len() as u64, self.len);
+        let mut acc = [0.0f64; 4];
+        if self.len > u64::from(u32::MAX) {
+            for k in 0..draws {
+                acc[(k % 4) as usize] += pool[self.draw_u64(rng)];
+            }
+            return (acc[0] + acc[1]) + (acc[2] + acc[3]);
+        }
+        // Locals (not the caller's state, not an array) so the loop runs in registers.
+        let mut r = rng.clone();
+        let [mut a0, mut a1, mut a2, mut a3] = acc;
+        // Four draws from two 64-bit outputs: low half first, then high half.
+        for _ in 0..draws / 4 {
+            let (a, b) = (r.next_u64(), r.next_u64());
+            let i0 = self.index(a as u32, &mut r);
+            let i1 = self.index((a >> 32) as u32, &mut r);
+            let i2 = self.index(b as u32, &mut r);
+            let i3 = self.index((b >> 32) as u32, &mut r);
+            a0 += pool[i0];
+            a1 += pool[i1];
+            a2 += pool[i2];
+            a3 += pool[i3];
+        }
+        // The remaining 0–3 draws, one word each, into accumulators 0, 1, 2.
+        let mut acc = [a0, a1, a2, a3];
+        for slot in acc.iter_mut().take((draws % 4) as usize) {
+            let x = (r.next_u64() >> 32) as u32;
+            *slot += pool[self.index(x, &mut r)];
+        }
+        *rng = r;
+        (acc[0] + acc[1]) + (acc[2] + acc[3])
+    }
 }
 
 /// Quantile of sorted data with linear interpolation between order statistics
@@ -504,6 +618,142 @@ mod tests {
         let spread: Vec<f64> = (0..500).map(|i| (i * 7 % 500) as f64 / 500.0).collect();
         agrees_with_naive(&spread, 0.012);
     }
+
+    /// The pooled index draw is exactly uniform: over a small non-power-of-two pool the
+    /// counts of 2.1 million draws pass a chi-square bound, for each draw path (four per
+    /// pair of outputs, the 0–3 leftovers, and a forced rejection-heavy length).
+    #[test]
+    fn pooled_index_draw_is_uniform() {
+        use rand::SeedableRng;
+        fn chi_square(counts: &[u64]) -> f64 {
+            let n: u64 = counts.iter().sum();
+            let expected = n as f64 / counts.len() as f64;
+            counts
+                .iter()
+                .map(|&c| (c as f64 - expected).powi(2) / expected)
+                .sum()
+        }
+        // 99.9th percentile of chi-square with k − 1 degrees of freedom, Wilson–Hilferty.
+        fn chi_square_999(df: f64) -> f64 {
+            let z = 3.090_232_306;
+            df * (1.0 - 2.0 / (9.0 * df) + z * (2.0 / (9.0 * df)).sqrt()).powi(3)
+        }
+        for len in [3u64, 7, 10, 37] {
+            let index = PoolIndex::new(len);
+            assert_eq!(index.threshold, (1u64 << 32) % len);
+            let mut rng = Xoshiro256PlusPlus::seed_from_u64(len);
+            let mut counts = vec![0u64; len as usize];
+            for _ in 0..1_050_000 {
+                let x = rng.next_u64();
+                counts[index.index(x as u32, &mut rng)] += 1;
+                counts[index.index((x >> 32) as u32, &mut rng)] += 1;
+            }
+            let stat = chi_square(&counts);
+            assert!(stat < chi_square_999((len - 1) as f64), "len {len}: {stat}");
+            // Through sum_draws: a pool whose values are one-hot sums to the count of
+            // draws of that index; odd draw counts exercise the leftover path.
+            let mut rng = Xoshiro256PlusPlus::seed_from_u64(len + 100);
+            let mut counts = vec![0u64; len as usize];
+            for i in 0..len as usize {
+                let mut pool = vec![0.0; len as usize];
+                pool[i] = 1.0;
+                for draws in [1u64, 2, 3, 4, 5, 1_000, 100_003] {
+                    counts[i] += index.sum_draws(&pool, draws, &mut rng) as u64;
+                }
+            }
+            // Each index got Binomial(101_018, 1/len) hits; compare with its expectation.
+            let draws = 101_018.0;
+            for (i, &c) in counts.iter().enumerate() {
+                let p = 1.0 / len as f64;
+                let sd = (draws * p * (1.0 - p)).sqrt();
+                assert!(
+                    (c as f64 - draws * p).abs() < 5.0 * sd,
+                    "len {len} index {i}: {c}"
+                );
+            }
+        }
+        // Exactness of the mapping: over all 2^32 words every index has exactly
+        // floor(2^32 / len) accepted words. Checked by enumerating the words that map
+        // to a few indices, for a length where 2^32 mod len is large (so rejection matters).
+        let len = 3_000_000_019u64; // > 2^31: about 30% of words are rejected
+        let index = PoolIndex::new(len);
+        assert_eq!(index.threshold, (1u64 << 32) % len);
+        for i in [0u64, 1, len / 2, len - 1] {
+            // Words x with floor(x·len / 2^32) = i: x in [ceil(i·2^32/len), ceil((i+1)·2^32/len)).
+            let lo = (i << 32).div_ceil(len);
+            let hi = ((i + 1) << 32).div_ceil(len);
+            let accepted = (lo..hi)
+                .filter(|&x| index.map_u32(x as u32).is_some())
+                .count() as u64;
+            assert_eq!(accepted, (1u64 << 32) / len, "index {i}");
+            assert!((lo..hi).all(|x| index.map_u32(x as u32).is_none_or(|j| j as u64 == i)));
+        }
+    }
+
+    /// Pools of 2^32 or more fall back to 64-bit words; the mapping stays in range.
+    #[test]
+    fn huge_pool_index_stays_in_range() {
+        use rand::SeedableRng;
+        let len = (1u64 << 33) + 5;
+        let index = PoolIndex::new(len);
+        assert_eq!(index.threshold, len.wrapping_neg() % len);
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(9);
+        let mut sum = 0u128;
+        for _ in 0..10_000 {
+            let i = index.draw_u64(&mut rng) as u64;
+            assert!(i < len);
+            sum += u128::from(i);
+        }
+        let mean = sum as f64 / 10_000.0 / len as f64;
+        assert!((mean - 0.5).abs() < 0.02, "{mean}");
+    }
+
+    /// A pooled CI is a pure function of the seed: the same on every call, on any
+    /// thread; and it changes with the seed.
+    #[test]
+    fn pooled_ci_is_deterministic_for_a_seed() {
+        let data: Vec<f64> = (0..5003)
+            .map(|i| ((i * 7919) % 4999) as f64 / 4999.0)
+            .collect();
+        let h = hist(&data);
+        assert!(h.entries().count() > POOL_MIN_DISTINCT);
+        let a = bootstrap_mean_ci(&h, 1000, 0.95, &mut rng_for(3, &["m"])).unwrap();
+        let b = bootstrap_mean_ci(&h, 1000, 0.95, &mut rng_for(3, &["m"])).unwrap();
+        let c = bootstrap_mean_ci(&h, 1000, 0.95, &mut rng_for(4, &["m"])).unwrap();
+        let threads: Vec<(f64, f64)> = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..3)
+                .map(|_| {
+                    s.spawn(|| bootstrap_mean_ci(&h, 1000, 0.95, &mut rng_for(3, &["m"])).unwrap())
+                })
+                .collect();
+            hs.into_iter().map(|t| t.join().unwrap()).collect()
+        });
+        assert_eq!(a.0.to_bits(), b.0.to_bits());
+        assert_eq!(a.1.to_bits(), b.1.to_bits());
+        assert!(threads.iter().all(|t| *t == a));
+        assert_ne!(a, c);
+        let mean = h.mean().unwrap();
+        assert!(a.0 < mean && mean < a.1);
+    }
+
+    /// Histograms without a pool never touch the Xoshiro stream: their CIs are the
+    /// binomial chain's, pinned here to the values they had before pooled draws changed.
+    #[test]
+    fn unpooled_ci_values_are_pinned() {
+        let rates = hist(
+            &(0..1000)
+                .map(|i| (i % 7 == 0) as u8 as f64)
+                .collect::<Vec<_>>(),
+        );
+        let scores = hist(&(0..999).map(|i| (i % 64) as f64 / 63.0).collect::<Vec<_>>());
+        assert_eq!(scores.entries().count(), POOL_MIN_DISTINCT);
+        let r = bootstrap_mean_ci(&rates, 1000, 0.95, &mut rng_for(11, &["r"])).unwrap();
+        let s = bootstrap_mean_ci(&scores, 1000, 0.95, &mut rng_for(11, &["s"])).unwrap();
+        assert_eq!((r.0.to_bits(), r.1.to_bits()), PINNED_RATE, "{r:?}");
+        assert_eq!((s.0.to_bits(), s.1.to_bits()), PINNED_SCORE, "{s:?}");
+    }
+    const PINNED_RATE: (u64, u64) = (0x3fbe_f9db_22d0_e560, 0x3fc4_fdf3_b645_a1cb);
+    const PINNED_SCORE: (u64, u64) = (0x3fde_3d9d_1fc7_3931, 0x3fe0_523e_283d_be07);
 
     fn agrees_with_naive(data: &[f64], tolerance: f64) {
         let h = hist(data);
