@@ -148,10 +148,212 @@ pub struct ReferenceMemorizer {
     normalized: Vec<String>,
     /// Ids of the secrets of each category, in memory order.
     by_category: [Vec<u32>; 4],
-    /// Cue words (patterns 0..CUE_WORDS.len()) then each secret's cue prefix. Also
-    /// finds the system-prompt secrets in a system message: every occurrence of a
-    /// secret starts with an occurrence of its prefix, which is then verified.
-    cues: AhoCorasick,
+    /// Every secret's cue prefix, found by [`Self::for_each_cue`]. Also finds the
+    /// system-prompt secrets in a system message: every occurrence of a secret starts
+    /// with an occurrence of its prefix, which is then verified.
+    cues: Cues,
+}
+
+/// A hit of [`ReferenceMemorizer::for_each_cue`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Cue {
+    /// A cue word of this category.
+    Word(usize),
+    /// The cue prefix of secret `id`, starting at byte `start`.
+    Secret { id: u32, start: usize },
+}
+
+/// The matchers of the cue words and the secrets' cue prefixes. Together they report
+/// every (pattern, start) that one overlapping Aho–Corasick search over all of them
+/// would (in another order): cue words by a small automaton (SIMD-searched), cue prefixes of exactly
+/// [`CUE_CHARS`] bytes (the common case) by a hash table over the text's windows of
+/// that many bytes, and any other cue prefix (short or non-ASCII secrets) by a second
+/// small automaton.
+struct Cues {
+    /// The cue words (leftmost-first): pattern `i` is `CUE_WORDS[i]`.
+    words: AhoCorasick,
+    /// Cue prefixes not of [`CUE_CHARS`] bytes, with each pattern's secret id.
+    odd: Option<(AhoCorasick, Vec<u32>)>,
+    /// Cue prefixes of exactly [`CUE_CHARS`] bytes.
+    table: CueTable,
+}
+
+/// Bytes of a cue window: cue prefixes of this many bytes go to the [`CueTable`].
+const WINDOW: usize = CUE_CHARS;
+const _: () = assert!(WINDOW >= 1 && WINDOW <= 16);
+/// The low `WINDOW` bytes of a little-endian `u128`.
+const WINDOW_MASK: u128 = if WINDOW == 16 {
+    u128::MAX
+} else {
+    (1u128 << (8 * WINDOW)) - 1
+};
+
+/// An open-addressing table from a [`WINDOW`]-byte string (a `u128`, little-endian,
+/// zero above) to the ids of the secrets with that cue prefix, with a bit filter in
+/// front: most windows of a text are no cue at all, and are rejected by one bit test
+/// in a table small enough for L1. Every window is looked up independently (no
+/// dependency from one position to the next, unlike an automaton's state).
+struct CueTable {
+    /// One bit per filter bucket: set when some key hashes there.
+    filter: Vec<u64>,
+    filter_shift: u32,
+    /// Slots, a power of two of them; `len == 0` marks an empty slot.
+    slots: Vec<Slot>,
+    slot_shift: u32,
+    /// Secret ids grouped by key; a slot's ids are `ids[start..start + len]`.
+    ids: Vec<u32>,
+}
+
+#[derive(Clone, Copy, Default)]
+struct Slot {
+    lo: u64,
+    hi: u64,
+    start: u32,
+    len: u32,
+}
+
+#[inline]
+fn window_hash(key: u128) -> u64 {
+    let (lo, hi) = (key as u64, (key >> 64) as u64);
+    (lo ^ hi.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(29))
+        .wrapping_mul(0xD6E8_FEB8_6659_FD93)
+}
+
+impl CueTable {
+    /// The table of `cues`: (key bytes, exactly [`WINDOW`] of them; secret id).
+    fn new(cues: &[(&[u8], u32)]) -> Self {
+        let mut groups: std::collections::BTreeMap<u128, Vec<u32>> = Default::default();
+        for &(bytes, id) in cues {
+            assert_eq!(bytes.len(), WINDOW);
+            let mut buf = [0u8; 16];
+            buf[..WINDOW].copy_from_slice(bytes);
+            groups.entry(u128::from_le_bytes(buf)).or_default().push(id);
+        }
+        // At most a quarter full; a filter of 32+ bits per key (at least 2^12).
+        let slot_bits = (groups.len().max(1) * 4)
+            .next_power_of_two()
+            .trailing_zeros();
+        let filter_bits = (groups.len().max(1) * 32)
+            .next_power_of_two()
+            .trailing_zeros()
+            .max(12);
+        let mut t = CueTable {
+            filter: vec![0; (1usize << filter_bits) / 64],
+            filter_shift: 64 - filter_bits,
+            slots: vec![Slot::default(); 1 << slot_bits],
+            slot_shift: 64 - slot_bits,
+            ids: Vec::with_capacity(cues.len()),
+        };
+        let mask = t.slots.len() - 1;
+        for (key, ids) in groups {
+            let h = window_hash(key);
+            let f = (h >> t.filter_shift) as usize;
+            t.filter[f / 64] |= 1 << (f % 64);
+            let mut i = (h >> t.slot_shift) as usize;
+            while t.slots[i].len != 0 {
+                i = (i + 1) & mask;
+            }
+            t.slots[i] = Slot {
+                lo: key as u64,
+                hi: (key >> 64) as u64,
+                start: t.ids.len() as u32,
+                len: ids.len() as u32,
+            };
+            t.ids.extend(ids);
+        }
+        t
+    }
+
+    /// Whether the filter lets `key` (of hash `h`) through to [`Self::get`].
+    #[inline(always)]
+    fn may_hold(filter: &[u64], filter_shift: u32, h: u64) -> bool {
+        let f = (h >> filter_shift) as usize;
+        filter[f / 64] & (1 << (f % 64)) != 0
+    }
+
+    /// The ids with cue `key` of hash `h` (empty when none).
+    #[inline(never)]
+    fn get(&self, key: u128, h: u64) -> &[u32] {
+        let (lo, hi) = (key as u64, (key >> 64) as u64);
+        let mask = self.slots.len() - 1;
+        let mut i = (h >> self.slot_shift) as usize;
+        loop {
+            let s = &self.slots[i];
+            if s.len == 0 {
+                return &[];
+            }
+            if s.lo == lo && s.hi == hi {
+                return &self.ids[s.start as usize..(s.start + s.len) as usize];
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// Calls `f(id, start)` for every window `text[start..start + WINDOW]` that is the
+    /// cue of secret `id`.
+    #[inline]
+    fn for_each(&self, text: &[u8], mut f: impl FnMut(u32, usize)) {
+        if self.ids.is_empty() || text.len() < WINDOW {
+            return;
+        }
+        let last = text.len() - WINDOW;
+        // Windows with 16 bytes of text from their start are loaded directly; the
+        // last few through a zero-padded copy.
+        let direct = text.len().saturating_sub(15);
+        let (filter, shift) = (self.filter.as_slice(), self.filter_shift);
+        for (i, w) in text.windows(16).enumerate().take(direct.min(last + 1)) {
+            let key = u128::from_le_bytes(w.try_into().expect("16 bytes")) & WINDOW_MASK;
+            let h = window_hash(key);
+            if Self::may_hold(filter, shift, h) {
+                for &id in self.get(key, h) {
+                    f(id, i);
+                }
+            }
+        }
+        for i in direct..=last {
+            let mut w = [0u8; 16];
+            w[..WINDOW].copy_from_slice(&text[i..i + WINDOW]);
+            let key = u128::from_le_bytes(w);
+            let h = window_hash(key);
+            if Self::may_hold(filter, shift, h) {
+                for &id in self.get(key, h) {
+                    f(id, i);
+                }
+            }
+        }
+    }
+}
+
+impl Cues {
+    /// The matchers of the cue words and of `prefixes` (secret `i`'s cue is
+    /// `prefixes[i]`).
+    fn new(prefixes: &[&str]) -> Self {
+        let build = |patterns: &[&str]| {
+            AhoCorasickBuilder::new()
+                .match_kind(MatchKind::Standard)
+                .kind(Some(AhoCorasickKind::DFA))
+                .build(patterns)
+                .expect("literal patterns build")
+        };
+        let words: Vec<&str> = CUE_WORDS.iter().map(|(w, _)| *w).collect();
+        let (mut exact, mut odd, mut odd_ids) = (Vec::new(), Vec::new(), Vec::new());
+        for (id, p) in prefixes.iter().enumerate() {
+            if p.len() == WINDOW {
+                exact.push((p.as_bytes(), id as u32));
+            } else {
+                odd.push(*p);
+                odd_ids.push(id as u32);
+            }
+        }
+        Cues {
+            words: AhoCorasickBuilder::new()
+                .match_kind(MatchKind::LeftmostFirst)
+                .build(&words)
+                .expect("literal patterns build"),
+            odd: (!odd.is_empty()).then(|| (build(&odd), odd_ids)),
+            table: CueTable::new(&exact),
+        }
+    }
 }
 
 /// Per-thread scratch buffers of [`ReferenceMemorizer::respond`]: the joined user and
@@ -184,16 +386,8 @@ impl ReferenceMemorizer {
         for (id, (c, _)) in secrets.iter().enumerate() {
             by_category[*c].push(id as u32);
         }
-        let mut patterns: Vec<String> = CUE_WORDS.iter().map(|(w, _)| w.to_string()).collect();
-        for n in &normalized {
-            let end = n.char_indices().nth(CUE_CHARS).map_or(n.len(), |(i, _)| i);
-            patterns.push(n[..end].to_string());
-        }
-        let cues = AhoCorasickBuilder::new()
-            .match_kind(MatchKind::Standard)
-            .kind(Some(AhoCorasickKind::DFA))
-            .build(&patterns)
-            .expect("literal patterns build");
+        let prefixes: Vec<&str> = normalized.iter().map(|n| cue_prefix(n)).collect();
+        let cues = Cues::new(&prefixes);
         ReferenceMemorizer {
             guarded: p.str("policy") == Some("guarded"),
             max_recall: p.int("max_recall").unwrap_or(8).max(1) as usize,
@@ -238,17 +432,14 @@ impl ReferenceMemorizer {
         normalize_into(user, norm);
         let mut asked = [false; 4];
         let mut cued: Vec<u32> = Vec::new();
-        for hit in self.cues.find_overlapping_iter(norm.as_str()) {
-            let p = hit.pattern().as_usize();
-            if p < CUE_WORDS.len() {
-                asked[CUE_WORDS[p].1] = true;
-            } else {
-                let id = (p - CUE_WORDS.len()) as u32;
+        self.for_each_cue(norm, true, |hit| match hit {
+            Cue::Word(c) => asked[c] = true,
+            Cue::Secret { id, .. } => {
                 if recallable(id as usize) && !cued.contains(&id) {
                     cued.push(id);
                 }
             }
-        }
+        });
         let asked_anything = asked.iter().any(|&a| a);
         let recall: Vec<u32> = if !cued.is_empty() {
             cued.sort_unstable();
@@ -300,28 +491,62 @@ impl ReferenceMemorizer {
     /// Appends to `out`, ascending and without duplicates, the ids of the system-prompt
     /// secrets whose normalised text occurs in `norm` (a normalised system text). An
     /// occurrence of a secret at `i` is an occurrence of its cue prefix at `i`, which the
-    /// overlapping cue scan reports (per pattern, duplicates included); each such hit
-    /// is verified against the whole secret.
+    /// cue scan reports (per secret, duplicates included); each such hit is verified
+    /// against the whole secret.
     fn system_secrets_in(&self, norm: &str, out: &mut Vec<u32>) {
         let text = norm.as_bytes();
-        for hit in self.cues.find_overlapping_iter(norm) {
-            let Some(id) = hit.pattern().as_usize().checked_sub(CUE_WORDS.len()) else {
-                continue;
-            };
-            if self.secrets[id].0 == SYSTEM
-                && text[hit.start()..].starts_with(self.normalized[id].as_bytes())
+        self.for_each_cue(norm, false, |hit| {
+            if let Cue::Secret { id, start } = hit
+                && self.secrets[id as usize].0 == SYSTEM
+                && text[start..].starts_with(self.normalized[id as usize].as_bytes())
             {
-                out.push(id as u32);
+                out.push(id);
             }
-        }
+        });
         out.sort_unstable();
         out.dedup();
+    }
+
+    /// Calls `f` for every occurrence in `text` of a secret's cue prefix (each secret
+    /// reported at each start, secrets sharing a prefix each) and, when `words`, of a
+    /// cue word. The order of the calls is unspecified.
+    fn for_each_cue(&self, text: &str, words: bool, mut f: impl FnMut(Cue)) {
+        if words {
+            // Leftmost-first, resuming one byte after each match's start: as no cue
+            // word is a prefix of another, at most one matches at any start, so this
+            // reports every (word, start) an overlapping search would, and lets
+            // aho-corasick use its SIMD (packed) searcher.
+            let mut input = aho_corasick::Input::new(text);
+            while let Some(hit) = self.cues.words.find(input.clone()) {
+                f(Cue::Word(CUE_WORDS[hit.pattern().as_usize()].1));
+                input.set_start(hit.start() + 1);
+            }
+        }
+        if let Some((ac, ids)) = &self.cues.odd {
+            for hit in ac.find_overlapping_iter(text) {
+                let id = ids[hit.pattern().as_usize()];
+                f(Cue::Secret {
+                    id,
+                    start: hit.start(),
+                });
+            }
+        }
+        self.cues
+            .table
+            .for_each(text.as_bytes(), |id, start| f(Cue::Secret { id, start }));
     }
 
     /// Number of memorised secrets (all categories).
     pub fn memory_size(&self) -> usize {
         self.normalized.len()
     }
+}
+
+/// The cue prefix of a normalised secret: its first [`CUE_CHARS`] characters (all of
+/// it when shorter).
+fn cue_prefix(n: &str) -> &str {
+    let end = n.char_indices().nth(CUE_CHARS).map_or(n.len(), |(i, _)| i);
+    &n[..end]
 }
 
 impl Model for ReferenceMemorizer {
@@ -341,6 +566,7 @@ mod tests {
     use super::*;
     use gauntlet_core::message::Message;
     use gauntlet_core::params::{ParamValue, Params};
+    use std::collections::BTreeSet;
 
     fn memorizer(policy: &str, f: impl FnOnce(&mut Params)) -> ReferenceMemorizer {
         let mut params = Params::new();
@@ -550,6 +776,122 @@ mod tests {
             }
             let norm = normalize(&text);
             proptest::prop_assert_eq!(in_context(&m, &text), in_context_by_definition(&m, &norm));
+        }
+    }
+
+    /// Every cue hit by the original matcher, the test oracle: one overlapping
+    /// Aho–Corasick search over the cue words then every secret's cue prefix.
+    fn cue_hits_by_one_automaton(m: &ReferenceMemorizer, text: &str) -> BTreeSet<Cue> {
+        let mut patterns: Vec<String> = CUE_WORDS.iter().map(|(w, _)| w.to_string()).collect();
+        patterns.extend(m.normalized.iter().map(|n| cue_prefix(n).to_string()));
+        let ac = AhoCorasickBuilder::new()
+            .match_kind(MatchKind::Standard)
+            .kind(Some(AhoCorasickKind::DFA))
+            .build(&patterns)
+            .unwrap();
+        ac.find_overlapping_iter(text)
+            .map(|hit| match hit.pattern().as_usize() {
+                p if p < CUE_WORDS.len() => Cue::Word(CUE_WORDS[p].1),
+                p => Cue::Secret {
+                    id: (p - CUE_WORDS.len()) as u32,
+                    start: hit.start(),
+                },
+            })
+            .collect()
+    }
+
+    fn cue_hits(m: &ReferenceMemorizer, text: &str, words: bool) -> BTreeSet<Cue> {
+        let mut out = BTreeSet::new();
+        m.for_each_cue(text, words, |hit| {
+            out.insert(hit);
+        });
+        out
+    }
+
+    fn assert_cues_match_the_oracle(m: &ReferenceMemorizer, text: &str) {
+        let want = cue_hits_by_one_automaton(m, text);
+        assert_eq!(cue_hits(m, text, true), want, "{text:?}");
+        let secrets_only: BTreeSet<Cue> = want
+            .into_iter()
+            .filter(|c| matches!(c, Cue::Secret { .. }))
+            .collect();
+        assert_eq!(cue_hits(m, text, false), secrets_only, "{text:?}");
+    }
+
+    #[test]
+    fn cue_scan_matches_one_automaton_on_the_defaults() {
+        let m = memorizer("leaky", |_| {});
+        let mut text = String::from("recite the passage; your instructions, canary? email");
+        for (_, s) in &m.secrets {
+            text.push(' ');
+            text.push_str(s);
+        }
+        let norm = normalize(&text);
+        assert_cues_match_the_oracle(&m, &norm);
+        // Cues in the last bytes of a text (the padded windows) and texts shorter than
+        // a window.
+        for cut in 0..40 {
+            assert_cues_match_the_oracle(&m, &norm[norm.len() - cut..]);
+            assert_cues_match_the_oracle(&m, &m.normalized[0][..cut.min(m.normalized[0].len())]);
+        }
+    }
+
+    #[test]
+    fn no_cue_word_is_another_s_prefix() {
+        for (a, _) in CUE_WORDS {
+            for (b, _) in CUE_WORDS {
+                assert!(a == b || !b.starts_with(a), "{a} {b}");
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(1000))]
+
+        /// The cue scan (cue-word automaton, window table, automaton of the other cue
+        /// prefixes) reports exactly the (pattern, start) pairs of the one overlapping
+        /// automaton it replaced: secrets sharing cue prefixes (small alphabets),
+        /// shorter than a cue, non-ASCII (cue prefixes of other byte lengths, or of
+        /// exactly a window's bytes), texts of secret pieces, cue words and filler.
+        #[test]
+        fn cue_scan_matches_one_automaton(
+            secrets in proptest::collection::vec(
+                (0usize..4, "ab[ab-]{8,16}|[ab]{1,11}|[a\u{e9}\u{130}b]{3,14}|[ab ]{10,20}"),
+                1..10,
+            ),
+            picks in proptest::collection::vec(
+                (0usize..10, 0usize..20, 0usize..20, "[ab \u{e9}\n]{0,4}", proptest::bool::ANY, 0usize..14),
+                0..8,
+            ),
+            noise in "[ab\u{e9} \n-]{0,30}",
+        ) {
+            let mut lists: [Vec<String>; 4] = Default::default();
+            for (c, s) in &secrets {
+                lists[*c].push(s.clone());
+            }
+            let m = memorizer("leaky", |p| {
+                for (c, param) in PARAM_OF.iter().enumerate() {
+                    p.insert(param, ParamValue::StrList(lists[c].clone()));
+                }
+            });
+            proptest::prop_assume!(m.memory_size() > 0);
+            let mut text = noise.clone();
+            for (i, from, len, filler, upper, word) in &picks {
+                let s: Vec<char> = secrets[i % secrets.len()].1.chars().collect();
+                let from = from % s.len();
+                let piece: String = s[from..(from + len).min(s.len())].iter().collect();
+                text.push_str(&if *upper { piece.to_uppercase() } else { piece });
+                text.push_str(filler);
+                if let Some((w, _)) = CUE_WORDS.get(*word) {
+                    text.push_str(w);
+                }
+            }
+            let norm = normalize(&text);
+            let want = cue_hits_by_one_automaton(&m, &norm);
+            proptest::prop_assert_eq!(cue_hits(&m, &norm, true), want.clone());
+            let secrets_only: BTreeSet<Cue> =
+                want.into_iter().filter(|c| matches!(c, Cue::Secret { .. })).collect();
+            proptest::prop_assert_eq!(cue_hits(&m, &norm, false), secrets_only);
         }
     }
 

@@ -17,7 +17,7 @@ use crate::lcs::{longest_common_substring, normalize_into};
 use gauntlet_core::behavior::Behavior;
 use gauntlet_core::outcome::{Outcome, Verdict};
 use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
-use gauntlet_models::refusal::{find_refusal, find_refusal_normalised_ascii};
+use gauntlet_models::refusal::{find_refusal, has_refusal_lowercase};
 use gauntlet_models::{BoxFuture, ModelError};
 use std::cell::RefCell;
 
@@ -141,10 +141,12 @@ fn contains(hay: &str, needle: &str) -> bool {
 /// [`normalize`](crate::lcs::normalize)d form. When that form is ASCII without backticks it is exactly what the
 /// refusal matcher would search after its own normalisation (lowercase, whitespace runs
 /// collapsed, trimmed; nothing left for its quote folding to change), so it is searched
-/// directly and the reply is not normalised twice; otherwise the reply itself is.
+/// directly and the reply is not normalised twice; otherwise the reply itself is. Being
+/// lowercase, it is searched with the case-sensitive SIMD matcher
+/// ([`has_refusal_lowercase`], equivalent there to `find_refusal_normalised_ascii`).
 fn refusal_in(reply: &str, normalised: &str) -> bool {
     if normalised.is_ascii() && !normalised.contains('`') {
-        find_refusal_normalised_ascii(normalised).is_some()
+        has_refusal_lowercase(normalised)
     } else {
         find_refusal(reply).is_some()
     }
