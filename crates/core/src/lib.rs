@@ -14,6 +14,7 @@
 
 pub mod behavior;
 pub mod hash;
+pub mod json;
 pub mod message;
 pub mod outcome;
 pub mod params;

@@ -13,6 +13,7 @@
 //! this session are not indexed (a run never asks for the same call twice).
 
 use gauntlet_core::hash::to_hex;
+use gauntlet_core::json;
 use gauntlet_core::message::ChatResponse;
 #[cfg(test)]
 use serde::Serialize;
@@ -170,9 +171,21 @@ impl Journal {
             buf.push(HEX[usize::from(b >> 4)]);
             buf.push(HEX[usize::from(b & 15)]);
         }
-        buf.extend_from_slice(b"\",\"r\":");
-        serde_json::to_writer(&mut *buf, response).expect("responses serialise");
-        buf.extend_from_slice(b"}\n");
+        // The response as its derived `Serialize` writes it, the content (the long part)
+        // through the SIMD escaper.
+        buf.extend_from_slice(b"\",\"r\":{\"content\":");
+        json::write_str(buf, &response.content);
+        buf.extend_from_slice(b",\"stop_reason\":");
+        serde_json::to_writer(&mut *buf, &response.stop_reason).expect("stop reasons serialise");
+        if !response.tool_calls.is_empty() {
+            buf.extend_from_slice(b",\"tool_calls\":");
+            serde_json::to_writer(&mut *buf, &response.tool_calls).expect("tool calls serialise");
+        }
+        if let Some(u) = &response.usage {
+            buf.extend_from_slice(b",\"usage\":");
+            serde_json::to_writer(&mut *buf, u).expect("usage serialises");
+        }
+        buf.extend_from_slice(b"}}\n");
     }
 
     /// Appends complete record lines with one write.
@@ -216,37 +229,99 @@ fn parse_key(line: &[u8]) -> Option<Key> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use gauntlet_core::message::StopReason;
+    use proptest::prelude::*;
 
     fn key(b: u8) -> Key {
         [b; 16]
+    }
+
+    /// `Journal::encode` after `prev\n`, as text.
+    fn encoded(k: &Key, r: &ChatResponse) -> String {
+        let mut buf = b"prev\n".to_vec();
+        Journal::encode(&mut buf, k, r);
+        String::from_utf8(buf).unwrap()
+    }
+
+    /// What serde writes for the record after `prev\n`, as text.
+    fn serde_record(k: &Key, r: &ChatResponse) -> String {
+        let mut want = b"prev\n".to_vec();
+        serde_json::to_writer(&mut want, &RecordOut { k: &to_hex(k), r }).unwrap();
+        want.push(b'\n');
+        String::from_utf8(want).unwrap()
     }
 
     /// The hand-written record line is the one serde writes for the record.
     #[test]
     fn encode_is_the_serde_record() {
         let mut r = ChatResponse::text("a \"quoted\" \u{1}\n line");
+        let k: Key = core::array::from_fn(|i| (i * 17) as u8);
+        assert_eq!(encoded(&k, &r), serde_record(&k, &r));
         r.tool_calls.push(gauntlet_core::message::ToolCall {
             name: "t".into(),
             arguments: serde_json::json!({"b": [1, "x"], "a": null}),
             call_id: "call_1".into(),
         });
-        let k: Key = core::array::from_fn(|i| (i * 17) as u8);
-        let mut buf = b"prev\n".to_vec();
-        Journal::encode(&mut buf, &k, &r);
-        let mut want = b"prev\n".to_vec();
-        serde_json::to_writer(
-            &mut want,
-            &RecordOut {
-                k: &to_hex(&k),
-                r: &r,
-            },
+        assert_eq!(encoded(&k, &r), serde_record(&k, &r));
+        r.usage = Some(gauntlet_core::message::Usage {
+            input_tokens: 12,
+            output_tokens: u64::MAX,
+        });
+        assert_eq!(encoded(&k, &r), serde_record(&k, &r));
+        r.tool_calls.clear();
+        for stop in [
+            StopReason::Length,
+            StopReason::ToolCalls,
+            StopReason::Refusal,
+            StopReason::Other("weird \"one\"\u{7}".into()),
+        ] {
+            r.stop_reason = stop;
+            assert_eq!(encoded(&k, &r), serde_record(&k, &r));
+        }
+        r.content = String::new();
+        assert_eq!(encoded(&k, &r), serde_record(&k, &r));
+    }
+
+    /// Contents weighted towards what escaping treats specially, with long runs.
+    fn content() -> impl Strategy<Value = String> {
+        let c = prop_oneof![
+            3 => (0u8..0x20).prop_map(char::from),
+            2 => prop::sample::select(vec!['"', '\\', '\u{7f}', '\u{2028}', '\u{2029}', 'é', '😀']),
+            4 => any::<char>(),
+            6 => (0x20u8..0x7f).prop_map(char::from),
+        ];
+        prop::collection::vec(
+            prop_oneof![
+                (c.clone(), 1usize..100).prop_map(|(c, n)| c.to_string().repeat(n)),
+                prop::collection::vec(c, 0..50).prop_map(String::from_iter),
+            ],
+            0..10,
         )
-        .unwrap();
-        want.push(b'\n');
-        assert_eq!(
-            String::from_utf8(buf).unwrap(),
-            String::from_utf8(want).unwrap()
-        );
+        .prop_map(|parts| parts.concat())
+    }
+
+    proptest! {
+        #[test]
+        fn encode_is_the_serde_record_for_any_content(
+            content in content(),
+            key_byte in any::<u8>(),
+            tool in any::<bool>(),
+            usage in any::<bool>(),
+        ) {
+            let mut r = ChatResponse::text(content.clone());
+            if tool {
+                r.stop_reason = StopReason::ToolCalls;
+                r.tool_calls.push(gauntlet_core::message::ToolCall {
+                    name: content.clone(),
+                    arguments: serde_json::json!({"q": content}),
+                    call_id: "c".into(),
+                });
+            }
+            if usage {
+                r.usage = Some(gauntlet_core::message::Usage { input_tokens: 3, output_tokens: 4 });
+            }
+            prop_assert_eq!(encoded(&key(key_byte), &r), serde_record(&key(key_byte), &r));
+        }
     }
 
     #[test]
