@@ -388,7 +388,8 @@ impl CachedModel<'_> {
                     let mut p = self.pending.0.lock().unwrap_or_else(|e| e.into_inner());
                     Journal::encode(&mut p, &key, &r);
                 } else {
-                    let mut line = Vec::with_capacity(256 + r.content.len());
+                    // The string escaper reserves 6 bytes per content byte before writing.
+                    let mut line = Vec::with_capacity(256 + 6 * r.content.len());
                     Journal::encode(&mut line, &key, &r);
                     self.journal.append(&line).map_err(|e| {
                         ModelError::Config(format!("cannot write the journal: {e}"))
