@@ -96,7 +96,10 @@ pub struct Pending(Mutex<Vec<u8>>);
 
 impl Default for Pending {
     fn default() -> Self {
-        Pending(Mutex::new(Vec::with_capacity(4096)))
+        // Room for a chunk's records (~32 offline calls) plus the string escaper's
+        // reservation (6 bytes per content byte), so encoding rarely regrows and copies
+        // the records already written.
+        Pending(Mutex::new(Vec::with_capacity(64 << 10)))
     }
 }
 

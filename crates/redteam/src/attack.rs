@@ -104,12 +104,15 @@ impl Attempt {
         metadata: serde_json::Value,
     ) -> Result<Attempt, ModelError> {
         let req = ChatRequest {
-            messages: messages.clone(),
+            messages,
             seed: Some(seed),
             ..Default::default()
         };
-        let mut transcript = messages;
-        let response = match target.call(req).await {
+        // Borrowed, so the messages (a system prompt can be kilobytes) become the
+        // transcript without a copy.
+        let result = target.call_ref(&req).await;
+        let mut transcript = req.messages;
+        let response = match result {
             Ok(r) => {
                 transcript.push(Message {
                     tool_calls: r.tool_calls.clone(),
