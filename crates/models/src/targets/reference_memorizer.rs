@@ -180,7 +180,7 @@ struct Cues {
 
 /// Bytes of a cue window: cue prefixes of this many bytes go to the [`CueTable`].
 const WINDOW: usize = CUE_CHARS;
-const _: () = assert!(WINDOW >= 1 && WINDOW <= 16);
+const _: () = assert!(WINDOW >= 2 && WINDOW <= 16);
 /// The low `WINDOW` bytes of a little-endian `u128`.
 const WINDOW_MASK: u128 = if WINDOW == 16 {
     u128::MAX
@@ -194,6 +194,10 @@ const WINDOW_MASK: u128 = if WINDOW == 16 {
 /// in a table small enough for L1. Every window is looked up independently (no
 /// dependency from one position to the next, unlike an automaton's state).
 struct CueTable {
+    /// One bit per pair of bytes (first | second << 8): set when some key starts with
+    /// it. Tested before anything is hashed, so a window that cannot start a cue costs
+    /// two byte loads and a bit test.
+    pairs: Vec<u64>,
     /// One bit per filter bucket: set when some key hashes there.
     filter: Vec<u64>,
     filter_shift: u32,
@@ -238,6 +242,7 @@ impl CueTable {
             .trailing_zeros()
             .max(12);
         let mut t = CueTable {
+            pairs: vec![0; (1 << 16) / 64],
             filter: vec![0; (1usize << filter_bits) / 64],
             filter_shift: 64 - filter_bits,
             slots: vec![Slot::default(); 1 << slot_bits],
@@ -246,6 +251,8 @@ impl CueTable {
         };
         let mask = t.slots.len() - 1;
         for (key, ids) in groups {
+            let pair = (key & 0xffff) as usize;
+            t.pairs[pair / 64] |= 1 << (pair % 64);
             let h = window_hash(key);
             let f = (h >> t.filter_shift) as usize;
             t.filter[f / 64] |= 1 << (f % 64);
@@ -300,20 +307,23 @@ impl CueTable {
         // Windows with 16 bytes of text from their start are loaded directly; the
         // last few through a zero-padded copy.
         let direct = text.len().saturating_sub(15);
-        let (filter, shift) = (self.filter.as_slice(), self.filter_shift);
-        for (i, w) in text.windows(16).enumerate().take(direct.min(last + 1)) {
-            let key = u128::from_le_bytes(w.try_into().expect("16 bytes")) & WINDOW_MASK;
-            let h = window_hash(key);
-            if Self::may_hold(filter, shift, h) {
-                for &id in self.get(key, h) {
-                    f(id, i);
-                }
+        let (pairs, filter, shift) = (
+            self.pairs.as_slice(),
+            self.filter.as_slice(),
+            self.filter_shift,
+        );
+        for i in 0..=last {
+            let pair = usize::from(text[i]) | usize::from(text[i + 1]) << 8;
+            if pairs[pair / 64] & (1 << (pair % 64)) == 0 {
+                continue;
             }
-        }
-        for i in direct..=last {
-            let mut w = [0u8; 16];
-            w[..WINDOW].copy_from_slice(&text[i..i + WINDOW]);
-            let key = u128::from_le_bytes(w);
+            let key = if i < direct {
+                u128::from_le_bytes(text[i..i + 16].try_into().expect("16 bytes")) & WINDOW_MASK
+            } else {
+                let mut w = [0u8; 16];
+                w[..WINDOW].copy_from_slice(&text[i..i + WINDOW]);
+                u128::from_le_bytes(w)
+            };
             let h = window_hash(key);
             if Self::may_hold(filter, shift, h) {
                 for &id in self.get(key, h) {
