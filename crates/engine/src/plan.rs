@@ -106,9 +106,22 @@ impl Plan {
         let mut diags = Vec::new();
         let mut err = |loc, path: String, msg: String| diags.push(Diag::new(loc, path, msg));
 
+        // Targets are built side by side: an offline one may index a large memory (the
+        // reference memorizer's secrets).
+        let built: Vec<_> = std::thread::scope(|scope| {
+            let handles: Vec<_> = config
+                .targets
+                .iter()
+                .map(|s| scope.spawn(move || build_target(s)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("building a target does not panic"))
+                .collect()
+        });
         let mut targets = Vec::new();
-        for (i, s) in config.targets.iter().enumerate() {
-            match build_target(s) {
+        for (i, (s, b)) in config.targets.iter().zip(built).enumerate() {
+            match b {
                 Ok(t) => targets.push(t),
                 Err(e) => err(s.loc, format!("targets[{i}]"), e.to_string()),
             }
