@@ -194,6 +194,10 @@ const WINDOW_MASK: u128 = if WINDOW == 16 {
 /// in a table small enough for L1. Every window is looked up independently (no
 /// dependency from one position to the next, unlike an automaton's state).
 struct CueTable {
+    /// The distinct first bytes of the keys, ascending. When there are at most three (a
+    /// memory of canaries shares its first bytes), candidate windows are found with
+    /// `memchr` (SIMD) instead of testing every position.
+    starts: Vec<u8>,
     /// One bit per pair of bytes (first | second << 8): set when some key starts with
     /// it. Tested before anything is hashed, so a window that cannot start a cue costs
     /// two byte loads and a bit test.
@@ -241,7 +245,11 @@ impl CueTable {
             .next_power_of_two()
             .trailing_zeros()
             .max(12);
+        let mut starts: Vec<u8> = groups.keys().map(|&k| k as u8).collect();
+        starts.sort_unstable();
+        starts.dedup();
         let mut t = CueTable {
+            starts,
             pairs: vec![0; (1 << 16) / 64],
             filter: vec![0; (1usize << filter_bits) / 64],
             filter_shift: 64 - filter_bits,
@@ -312,10 +320,11 @@ impl CueTable {
             self.filter.as_slice(),
             self.filter_shift,
         );
-        for i in 0..=last {
+        // Every window that is a cue starts with a key's first byte.
+        let probe = |i: usize| {
             let pair = usize::from(text[i]) | usize::from(text[i + 1]) << 8;
             if pairs[pair / 64] & (1 << (pair % 64)) == 0 {
-                continue;
+                return;
             }
             let key = if i < direct {
                 u128::from_le_bytes(text[i..i + 16].try_into().expect("16 bytes")) & WINDOW_MASK
@@ -330,6 +339,13 @@ impl CueTable {
                     f(id, i);
                 }
             }
+        };
+        let starts = &text[..=last];
+        match *self.starts.as_slice() {
+            [a] => memchr::memchr_iter(a, starts).for_each(probe),
+            [a, b] => memchr::memchr2_iter(a, b, starts).for_each(probe),
+            [a, b, c] => memchr::memchr3_iter(a, b, c, starts).for_each(probe),
+            _ => (0..=last).for_each(probe),
         }
     }
 }
