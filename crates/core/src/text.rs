@@ -46,40 +46,45 @@ fn normalize_ascii(s: &[u8], buf: &mut Vec<u8>) {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    // The output is never longer than the input: write into a zeroed buffer of that
+    // length by index (no per-byte length bookkeeping), then cut it to what was written.
     buf.clear();
-    buf.reserve(s.len());
+    buf.resize(s.len(), 0);
+    let out = buf.as_mut_slice();
+    let mut w = 0;
     let mut prev_space = false;
-    let fold = |buf: &mut Vec<u8>, bytes: &[u8], prev_space: &mut bool| {
+    let fold = |out: &mut [u8], w: &mut usize, bytes: &[u8], prev_space: &mut bool| {
         for &b in bytes {
             let m = ASCII_FOLD[usize::from(b)];
             let space = m == b' ';
-            if !(space && *prev_space) {
-                buf.push(m);
-            }
+            out[*w] = m;
+            *w += usize::from(!(space && *prev_space));
             *prev_space = space;
         }
     };
     let mut words = s.chunks_exact(8);
     for chunk in &mut words {
-        let w = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
+        let word = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
         // Any byte < 0x0E (every byte is < 0x80, so the classic test is exact for "any").
-        let has_low = w.wrapping_sub(0x0E * ONES) & !w & HIGH;
+        let has_low = word.wrapping_sub(0x0E * ONES) & !word & HIGH;
         // Exact per-byte high bit of the bytes equal to a space.
-        let y = w ^ (0x20 * ONES);
+        let y = word ^ (0x20 * ONES);
         let spaces = !(((y & LOW7) + LOW7) | y) & HIGH;
         let adjacent = spaces & (spaces << 8) != 0 || (prev_space && spaces & 0x80 != 0);
         if has_low != 0 || adjacent {
-            fold(buf, chunk, &mut prev_space);
+            fold(out, &mut w, chunk, &mut prev_space);
             continue;
         }
         // Capital letters: bytes >= b'A' and not >= b'Z' + 1 (no carries: bytes < 0x80).
-        let ge_a = w + (0x80 - u64::from(b'A')) * ONES;
-        let gt_z = w + (0x80 - u64::from(b'Z') - 1) * ONES;
+        let ge_a = word + (0x80 - u64::from(b'A')) * ONES;
+        let gt_z = word + (0x80 - u64::from(b'Z') - 1) * ONES;
         let upper = ge_a & !gt_z & HIGH;
-        buf.extend_from_slice(&(w | (upper >> 2)).to_le_bytes());
+        out[w..w + 8].copy_from_slice(&(word | (upper >> 2)).to_le_bytes());
+        w += 8;
         prev_space = spaces >> 63 != 0;
     }
-    fold(buf, words.remainder(), &mut prev_space);
+    fold(out, &mut w, words.remainder(), &mut prev_space);
+    buf.truncate(w);
 }
 
 /// Each ASCII byte as the normalised text holds it: whitespace (`char::is_whitespace`:
