@@ -229,6 +229,7 @@ fn parse_key(line: &[u8]) -> Option<Key> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::strategies::content;
     use gauntlet_core::message::StopReason;
     use proptest::prelude::*;
 
@@ -280,24 +281,6 @@ mod tests {
         }
         r.content = String::new();
         assert_eq!(encoded(&k, &r), serde_record(&k, &r));
-    }
-
-    /// Contents weighted towards what escaping treats specially, with long runs.
-    fn content() -> impl Strategy<Value = String> {
-        let c = prop_oneof![
-            3 => (0u8..0x20).prop_map(char::from),
-            2 => prop::sample::select(vec!['"', '\\', '\u{7f}', '\u{2028}', '\u{2029}', 'é', '😀']),
-            4 => any::<char>(),
-            6 => (0x20u8..0x7f).prop_map(char::from),
-        ];
-        prop::collection::vec(
-            prop_oneof![
-                (c.clone(), 1usize..100).prop_map(|(c, n)| c.to_string().repeat(n)),
-                prop::collection::vec(c, 0..50).prop_map(String::from_iter),
-            ],
-            0..10,
-        )
-        .prop_map(|parts| parts.concat())
     }
 
     proptest! {
