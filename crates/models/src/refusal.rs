@@ -144,8 +144,9 @@ thread_local! {
 /// [`find_refusal`] of text already in normalised form: ASCII, whitespace runs collapsed
 /// to single spaces, trimmed, no backticks (any case). For such text `find_refusal`
 /// would search it as is; this skips re-checking that. Text not in that form may miss
-/// phrases.
-pub fn find_refusal_normalised_ascii(text: &str) -> Option<&'static str> {
+/// phrases. (The oracle of [`has_refusal_lowercase`]'s tests; the engine calls that.)
+#[cfg(test)]
+fn find_refusal_normalised_ascii(text: &str) -> Option<&'static str> {
     debug_assert!(!needs_normalising(text) && text.trim() == text);
     MATCHER
         .find(text)

@@ -143,7 +143,7 @@ fn contains(hay: &str, needle: &str) -> bool {
 /// collapsed, trimmed; nothing left for its quote folding to change), so it is searched
 /// directly and the reply is not normalised twice; otherwise the reply itself is. Being
 /// lowercase, it is searched with the case-sensitive SIMD matcher
-/// ([`has_refusal_lowercase`], equivalent there to `find_refusal_normalised_ascii`).
+/// ([`has_refusal_lowercase`], equivalent on lowercase text to the case-insensitive one).
 fn refusal_in(reply: &str, normalised: &str) -> bool {
     if normalised.is_ascii() && !normalised.contains('`') {
         has_refusal_lowercase(normalised)
