@@ -237,16 +237,6 @@ impl Plan {
             let file = config.path.display().to_string();
             return Err(ConfigError { file, diags });
         }
-        let Plugins {
-            targets,
-            attacks,
-            judges,
-            graders,
-            attackers,
-            attack_graders,
-            metrics,
-            prices,
-        } = plugins;
         let run_id = format!("{}-{}", config.run_name, &config_hash[..12]);
         let mut dataset_offsets = Vec::with_capacity(loaded.len());
         let mut acc = 0u64;
@@ -258,15 +248,15 @@ impl Plan {
             config,
             config_hash,
             run_id,
-            targets,
-            attacks,
+            targets: plugins.targets,
+            attacks: plugins.attacks,
             datasets: loaded,
-            judges,
-            graders,
-            attackers,
-            attack_graders,
-            metrics,
-            prices,
+            judges: plugins.judges,
+            graders: plugins.graders,
+            attackers: plugins.attackers,
+            attack_graders: plugins.attack_graders,
+            metrics: plugins.metrics,
+            prices: plugins.prices,
             dataset_offsets,
             behaviors_per_block: acc,
         })
