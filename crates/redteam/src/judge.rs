@@ -23,6 +23,15 @@ pub trait Judge: Send + Sync {
     fn grader(&self) -> Option<&PluginSpec> {
         None
     }
+    /// For rule-based judges: the id of the rule that decided `v` (one of this judge's
+    /// verdicts), or `"(none)"` when no rule matched. `None` for other judges. Used by
+    /// `judge-eval` to report how often each rule decides and errs.
+    fn deciding_rule<'v>(&self, _v: &'v Verdict) -> Option<&'v str> {
+        None
+    }
+    /// What a success under this judge means, in one sentence, for reports and
+    /// leaderboards (so a number is read as what it measures).
+    fn measures(&self) -> &'static str;
     /// Scores an attempt. `grader` is the cached grader model for judges that have one.
     /// Only a configuration or budget error is returned as `Err`; everything else that
     /// prevents a judgement is an `Error` verdict.

@@ -19,4 +19,5 @@ pub mod judges;
 pub mod lcs;
 pub mod leakage;
 pub mod metrics;
+pub mod refusal;
 pub mod registry;

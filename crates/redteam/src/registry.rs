@@ -143,7 +143,7 @@ pub fn build_injection(spec: &PluginSpec, max_steps: u32) -> Result<Box<dyn Atta
 
 pub fn build_judge(spec: &PluginSpec) -> Result<Box<dyn Judge>, String> {
     match spec.name.as_str() {
-        "refusal_match" => Ok(Box::new(refusal_match::RefusalMatch::new(spec.clone()))),
+        "refusal_match" => Ok(Box::new(refusal_match::RefusalMatch::new(spec.clone())?)),
         "rubric" => Ok(Box::new(rubric::Rubric::new(spec.clone()))),
         "strongreject" => Ok(Box::new(strongreject::StrongReject::new(spec.clone()))),
         "leak_detector" => Ok(Box::new(leak_detector::LeakDetector::new(spec.clone()))),

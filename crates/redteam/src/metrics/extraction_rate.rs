@@ -111,7 +111,7 @@ mod leakage_metric_tests {
             ]
         );
         // A judge that does not detect leaks: N/A with a reason, never 0.
-        let refusal = RefusalMatch::new(spec("refusal_match"));
+        let refusal = RefusalMatch::new(spec("refusal_match")).unwrap();
         for m in metrics() {
             let mut acc = MetricAcc::default();
             acc.observe(m.as_ref(), &outcomes[0]);

@@ -127,7 +127,7 @@ mod injection_metric_tests {
 
     #[test]
     fn other_judges_and_jailbreak_outcomes_are_na() {
-        let refusal = RefusalMatch::new(spec("refusal_match"));
+        let refusal = RefusalMatch::new(spec("refusal_match")).unwrap();
         for m in metrics() {
             let (v, why) = finish(
                 m.as_ref(),
