@@ -8,6 +8,7 @@
 mod analysis_cmd;
 mod detect_cmd;
 mod exam_cmd;
+mod judge_eval_cmd;
 mod progress;
 
 use clap::{Parser, Subcommand};
@@ -82,6 +83,11 @@ enum Command {
     /// Paired comparison of two runs over shared behaviors: exact McNemar for rates,
     /// paired bootstrap CIs for scores; writes compare.json.
     Compare(analysis_cmd::CompareArgs),
+    /// Score judges against human-labelled replies (XSTest completion CSVs as they are,
+    /// or prompt,reply,label files): confusion matrix, accuracy, Cohen's κ, refusal
+    /// sensitivity and specificity with intervals, per source; judge_eval.json, report.md
+    /// and optionally a judge card for runs to correct their rates with.
+    JudgeEval(judge_eval_cmd::JudgeEvalArgs),
     /// Pin or verify an agent-exam scenario corpus (mallcop-compatible corpus.pin).
     Corpus {
         #[command(subcommand)]
@@ -155,6 +161,7 @@ fn main() -> ExitCode {
         Command::JudgeAgreement(a) => analysis_cmd::judge_agreement(a),
         Command::Rescore(a) => analysis_cmd::rescore_cmd(a),
         Command::Compare(a) => analysis_cmd::compare(a),
+        Command::JudgeEval(a) => judge_eval_cmd::judge_eval(a),
         Command::Corpus {
             action: CorpusAction::Pin { dir },
         } => corpus_pin(&dir),
@@ -164,6 +171,23 @@ fn main() -> ExitCode {
         Command::Exam(a) => exam_cmd::exam(a),
         Command::ExamDetect(a) => detect_cmd::run(a),
     }
+}
+
+/// Untrusted text (labels, ids, names from files and models) made safe for a terminal:
+/// control characters (ANSI/OSC escapes, carriage returns, …) are shown escaped.
+pub(crate) fn terminal_safe(s: &str) -> String {
+    if !s.chars().any(char::is_control) {
+        return s.to_string();
+    }
+    s.chars()
+        .flat_map(|c| {
+            if c.is_control() {
+                c.escape_default().collect::<Vec<_>>()
+            } else {
+                vec![c]
+            }
+        })
+        .collect()
 }
 
 fn load_plan(path: &Path) -> Result<Plan, ExitCode> {

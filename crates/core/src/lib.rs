@@ -15,6 +15,7 @@
 pub mod behavior;
 pub mod hash;
 pub mod json;
+pub mod judge_eval;
 pub mod message;
 pub mod outcome;
 pub mod params;

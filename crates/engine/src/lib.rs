@@ -9,6 +9,7 @@
 pub mod cache;
 pub mod config;
 pub mod journal;
+pub mod judge_eval;
 pub mod plan;
 pub mod progress;
 pub mod run;

@@ -591,6 +591,34 @@ impl BuiltJudge {
     pub fn label(&self) -> String {
         self.judge.spec().label()
     }
+
+    /// The judge's grader (if it has one) through the cache, keyed as a run judging
+    /// the unit `scope` with this judge would key it (see `run.rs`).
+    pub fn cached_grader<'a>(
+        &'a self,
+        scope: &[u8],
+        journal: &'a Journal,
+        counters: &'a CallCounters,
+        pending: &'a Pending,
+        slot: &'a UsageSlot,
+    ) -> Option<CachedModel<'a>> {
+        self.grader.as_ref().map(|g| {
+            let mut s = HashWriter::new();
+            s.field(scope);
+            s.field(self.identity_digest.as_bytes());
+            CachedModel::new(
+                g.as_ref(),
+                self.grader_base
+                    .as_ref()
+                    .expect("a grader has a key prefix"),
+                &s.finish(),
+                journal,
+                counters,
+                pending,
+                slot,
+            )
+        })
+    }
 }
 
 /// Scores stored attempts with other judges, through the run's cache and journal.
@@ -650,20 +678,8 @@ impl<'a> Rejudger<'a> {
         for j in &self.judges {
             let slot = UsageSlot::default();
             // The same key a run judging with this judge would use (see `run.rs`).
-            let grader = j.grader.as_ref().map(|g| {
-                let mut s = HashWriter::new();
-                s.field(&scope);
-                s.field(j.identity_digest.as_bytes());
-                CachedModel::new(
-                    g.as_ref(),
-                    j.grader_base.as_ref().expect("a grader has a key prefix"),
-                    &s.finish(),
-                    &self.journal,
-                    &self.counters,
-                    &self.pending,
-                    &slot,
-                )
-            });
+            let grader =
+                j.cached_grader(&scope, &self.journal, &self.counters, &self.pending, &slot);
             let mut vs = Vec::with_capacity(u.attempts.len());
             for a in &u.attempts {
                 let g = grader.as_ref().map(|g| g.narrowed(&a.index.to_le_bytes()));

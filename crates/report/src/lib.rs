@@ -13,6 +13,7 @@
 //! order).
 
 mod html;
+mod judge_eval;
 mod markdown;
 mod view;
 mod write;
@@ -31,6 +32,11 @@ pub fn leaderboard_json(summary: &RunSummary) -> String {
         .expect("leaderboard rows always serialize (string keys; non-finite floats become null)");
     json.push('\n');
     json
+}
+
+/// The Markdown report of `gauntlet judge-eval` (`report.md` of its output directory).
+pub fn render_judge_eval_markdown(report: &gauntlet_core::judge_eval::JudgeEvalReport) -> String {
+    judge_eval::render(report)
 }
 
 /// The Markdown report of a run.

@@ -1,0 +1,230 @@
+//! `gauntlet judge-eval`: parse the arguments, run [`gauntlet_engine::judge_eval`], print
+//! the agreement table.
+
+use clap::{Args, ValueEnum};
+use gauntlet_core::judge_eval::{AgreementStats, JudgeEvalReport, Proportion};
+use gauntlet_engine::judge_eval::labelled::{LabelledSet, PartialAs};
+use gauntlet_engine::judge_eval::{self, EvalOptions};
+use gauntlet_engine::stored::parse_judge_spec;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// `gauntlet judge-eval`.
+#[derive(Args)]
+pub struct JudgeEvalArgs {
+    /// Labelled replies: CSV or JSONL, XSTest's completion files as they are
+    /// (`prompt, completion, final_label`) or `prompt, reply, label[, source, id]`.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// A judge to score: a name (`refusal_match`) or inline YAML
+    /// (`{name: rubric, params: {grader: {name: openai_compat, params: {…}}}}`).
+    /// Repeat for several; default refusal_match.
+    #[arg(long = "judge")]
+    pub judges: Vec<String>,
+    /// How a partial refusal (declines the core request, offers something else) counts.
+    #[arg(long, value_enum, default_value = "refusal")]
+    pub partial: Partial,
+    /// Output directory: judge_eval.json, report.md, and the grader journal (repeating
+    /// an evaluation reuses its grader calls).
+    #[arg(long, default_value = "judge-eval")]
+    pub out: PathBuf,
+    /// The labelled set's name in outputs and cards (default: the first file's directory).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Stop after this many grader calls that reach a model (journal hits are free);
+    /// the report is then `partial: budget` and the exit status 3.
+    #[arg(long)]
+    pub max_queries: Option<u64>,
+    /// Replies judged at once (grader calls in flight).
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub concurrency: u32,
+    /// Write the judge card of this judge (by label) to --card-out.
+    #[arg(long)]
+    pub card: Option<String>,
+    /// Where --card writes (default OUT/<judge>.card.json).
+    #[arg(long)]
+    pub card_out: Option<PathBuf>,
+    /// Print judge_eval.json instead of the table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum Partial {
+    Refusal,
+    Compliance,
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
+}
+
+fn default_name(first: &Path) -> String {
+    first
+        .canonicalize()
+        .ok()
+        .and_then(|p| {
+            p.parent()
+                .and_then(|d| d.file_name())
+                .map(|n| n.to_string_lossy().into_owned())
+        })
+        .unwrap_or_else(|| "labelled".into())
+}
+
+pub fn judge_eval(a: JudgeEvalArgs) -> ExitCode {
+    let texts = if a.judges.is_empty() {
+        vec!["refusal_match".to_string()]
+    } else {
+        a.judges.clone()
+    };
+    let mut specs = Vec::new();
+    for t in &texts {
+        match parse_judge_spec(t) {
+            Ok(s) => specs.push(s),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let set = match LabelledSet::read(&a.files) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let opts = EvalOptions {
+        partial: match a.partial {
+            Partial::Refusal => PartialAs::Refusal,
+            Partial::Compliance => PartialAs::Compliance,
+        },
+        set_name: a.name.clone().unwrap_or_else(|| default_name(&a.files[0])),
+        max_queries: a.max_queries,
+        concurrency: a.concurrency as usize,
+    };
+    let report = match runtime().block_on(judge_eval::evaluate(
+        &set,
+        &specs,
+        &a.out,
+        &opts,
+        &|_, _| {},
+    )) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    if let Some(judge) = &a.card {
+        let path = a
+            .card_out
+            .clone()
+            .unwrap_or_else(|| a.out.join(format!("{}.card.json", sanitize(judge))));
+        match judge_eval::card(&report, judge).and_then(|c| judge_eval::write_card(&path, &c)) {
+            Ok(()) => eprintln!("judge card: {}", path.display()),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(1);
+            }
+        }
+    }
+    if a.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).expect("report serialises")
+        );
+    } else {
+        print_table(&report, &a.out);
+    }
+    if report.status == "complete" {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(3)
+    }
+}
+
+/// A judge label as a file name: anything but `[A-Za-z0-9._-]` becomes `_`.
+fn sanitize(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+fn prop(p: &Proportion) -> String {
+    match (p.value, p.ci_low, p.ci_high) {
+        (Some(v), Some(lo), Some(hi)) => format!("{v:.3} [{lo:.3}, {hi:.3}]"),
+        _ => "N/A".into(),
+    }
+}
+
+fn line(name: &str, s: &AgreementStats) -> String {
+    let k = match (s.kappa.value, s.kappa.ci_low, s.kappa.ci_high) {
+        (Some(k), Some(lo), Some(hi)) => format!("{k:.3} [{lo:.3}, {hi:.3}]"),
+        _ => "N/A".into(),
+    };
+    let c = &s.confusion;
+    format!(
+        "  {:<18} {:>5}  {:<22} {:<22} {:<22} {:<22} {}/{}/{}/{}",
+        crate::terminal_safe(name),
+        s.n,
+        prop(&s.accuracy),
+        k,
+        prop(&s.sensitivity),
+        prop(&s.specificity),
+        c.tp,
+        c.fn_,
+        c.fp,
+        c.tn
+    )
+}
+
+fn print_table(r: &JudgeEvalReport, out: &Path) {
+    let s = &r.labelled_set;
+    println!(
+        "{}: {} replies ({} refusals, {} partial refusals counted as {}, {} compliances), sha256 {}",
+        crate::terminal_safe(&s.name),
+        s.rows,
+        s.refusals,
+        s.partial_refusals,
+        s.partial_as,
+        s.compliances,
+        &s.sha256[..12]
+    );
+    for j in &r.judges {
+        println!(
+            "\n{} — {} judged, {} errors (excluded), {} misclassified",
+            crate::terminal_safe(&j.judge),
+            j.judged,
+            j.errors,
+            j.misclassified.len()
+        );
+        println!(
+            "  {:<18} {:>5}  {:<22} {:<22} {:<22} {:<22} tp/fn/fp/tn",
+            "source", "n", "accuracy", "Cohen's kappa", "sensitivity", "specificity"
+        );
+        println!("{}", line("all", &j.overall));
+        for (src, st) in &j.by_source {
+            println!("{}", line(src, st));
+        }
+    }
+    let g = &r.grader_calls;
+    println!(
+        "\nstatus: {}; grader calls: {} made, {} from the journal, {} failed",
+        r.status, g.made, g.cached, g.failed
+    );
+    println!(
+        "95% Wilson intervals (accuracy, sensitivity, specificity); kappa ± 1.96·SE. Written: {}, {}",
+        out.join(judge_eval::JSON_FILE).display(),
+        out.join(judge_eval::MARKDOWN_FILE).display()
+    );
+}

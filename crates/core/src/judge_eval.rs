@@ -1,0 +1,631 @@
+//! Measuring a judge against human labels: the confusion table, its agreement
+//! statistics, the judge card that records them, and the rates corrected for a judge's
+//! measured errors.
+//!
+//! Why: every rate gauntlet prints is a judge's verdicts counted, so a judge is a
+//! measuring instrument and its error rates belong beside its numbers. `gauntlet
+//! judge-eval` fills a [`Confusion`] per judge from labelled replies and writes
+//! [`AgreementStats`]; `--card` freezes them into a [`JudgeCard`]; a run whose judge
+//! names a card reports each rate also corrected for the card's sensitivity and
+//! specificity ([`corrected_rate`], Rogan & Gladen 1978).
+//!
+//! The positive class is always **refusal**: sensitivity is the share of human-labelled
+//! refusals the judge called refusals, specificity the share of human-labelled
+//! compliances it called compliance.
+
+use crate::stats::{Z95, cohen_kappa, wilson};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use rand_distr::{Binomial, Distribution};
+use serde::{Deserialize, Serialize};
+
+/// Counts of (human label, judge verdict) pairs; positive = refusal.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Confusion {
+    /// Human: refusal; judge: refusal.
+    pub tp: u64,
+    /// Human: refusal; judge: compliance (a missed refusal).
+    #[serde(rename = "fn")]
+    pub fn_: u64,
+    /// Human: compliance; judge: refusal (a false refusal).
+    pub fp: u64,
+    /// Human: compliance; judge: compliance.
+    pub tn: u64,
+}
+
+impl Confusion {
+    pub fn add(&mut self, human_refusal: bool, judge_refusal: bool) {
+        match (human_refusal, judge_refusal) {
+            (true, true) => self.tp += 1,
+            (true, false) => self.fn_ += 1,
+            (false, true) => self.fp += 1,
+            (false, false) => self.tn += 1,
+        }
+    }
+    pub fn merge(&mut self, o: &Confusion) {
+        self.tp += o.tp;
+        self.fn_ += o.fn_;
+        self.fp += o.fp;
+        self.tn += o.tn;
+    }
+    pub fn n(&self) -> u64 {
+        self.tp + self.fn_ + self.fp + self.tn
+    }
+    /// Human-labelled refusals.
+    pub fn positives(&self) -> u64 {
+        self.tp + self.fn_
+    }
+    /// Human-labelled compliances.
+    pub fn negatives(&self) -> u64 {
+        self.fp + self.tn
+    }
+    pub fn stats(&self) -> AgreementStats {
+        AgreementStats::of(*self)
+    }
+}
+
+/// A proportion with its 95% Wilson interval; `value: null` with a reason when its
+/// denominator is empty.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Proportion {
+    pub value: Option<f64>,
+    pub ci_low: Option<f64>,
+    pub ci_high: Option<f64>,
+    /// Numerator and denominator.
+    pub k: u64,
+    pub n: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub na_reason: Option<String>,
+}
+
+impl Proportion {
+    pub fn wilson(k: u64, n: u64, empty: &str) -> Proportion {
+        match wilson(k, n, Z95) {
+            Some((lo, hi)) => Proportion {
+                value: Some(k as f64 / n as f64),
+                ci_low: Some(lo),
+                ci_high: Some(hi),
+                k,
+                n,
+                na_reason: None,
+            },
+            None => Proportion {
+                value: None,
+                ci_low: None,
+                ci_high: None,
+                k,
+                n,
+                na_reason: Some(empty.to_string()),
+            },
+        }
+    }
+}
+
+/// Cohen's κ between the judge and the human labels, with its 95% CI (large-sample SE of
+/// Fleiss, Cohen & Everitt 1969); N/A with a reason when undefined.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KappaValue {
+    pub value: Option<f64>,
+    pub ci_low: Option<f64>,
+    pub ci_high: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub na_reason: Option<String>,
+}
+
+/// What a judge's agreement with human labels comes to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgreementStats {
+    pub confusion: Confusion,
+    pub n: u64,
+    /// (tp + tn) / n, with its Wilson interval.
+    pub accuracy: Proportion,
+    pub kappa: KappaValue,
+    /// Refusal sensitivity: tp / (tp + fn).
+    pub sensitivity: Proportion,
+    /// Specificity: tn / (tn + fp).
+    pub specificity: Proportion,
+}
+
+impl AgreementStats {
+    pub fn of(c: Confusion) -> AgreementStats {
+        let kappa = match cohen_kappa(&[vec![c.tp, c.fn_], vec![c.fp, c.tn]], Z95) {
+            Ok(k) => KappaValue {
+                value: Some(k.kappa),
+                ci_low: Some(k.ci_low),
+                ci_high: Some(k.ci_high),
+                na_reason: None,
+            },
+            Err(e) => KappaValue {
+                value: None,
+                ci_low: None,
+                ci_high: None,
+                na_reason: Some(e.to_string()),
+            },
+        };
+        AgreementStats {
+            confusion: c,
+            n: c.n(),
+            accuracy: Proportion::wilson(c.tp + c.tn, c.n(), "no labelled reply was judged"),
+            kappa,
+            sensitivity: Proportion::wilson(c.tp, c.positives(), "no human-labelled refusal"),
+            specificity: Proportion::wilson(c.tn, c.negatives(), "no human-labelled compliance"),
+        }
+    }
+}
+
+/// The format tag of `judge_eval.json`.
+pub const EVAL_FORMAT: &str = "gauntlet-judge-eval/1";
+
+/// `judge_eval.json`: every judge scored against one labelled set.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JudgeEvalReport {
+    pub format: String,
+    pub harness_version: String,
+    /// `complete`, or `partial: budget` when `--max-queries` ran out (judges' figures
+    /// then cover the replies judged before it did).
+    pub status: String,
+    pub labelled_set: LabelledSetSummary,
+    /// How the figures are computed, in words.
+    pub method: Vec<String>,
+    pub judges: Vec<JudgeResult>,
+    /// Grader model calls of this evaluation: made, served from the journal, failed.
+    pub grader_calls: CallCounts,
+}
+
+/// The labelled set as `judge_eval.json` describes it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LabelledSetSummary {
+    pub name: String,
+    pub sha256: String,
+    pub files: Vec<LabelledFileSummary>,
+    pub rows: u64,
+    pub refusals: u64,
+    pub partial_refusals: u64,
+    pub compliances: u64,
+    /// How partial refusals were counted: `refusal` (default) or `compliance`.
+    pub partial_as: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LabelledFileSummary {
+    pub name: String,
+    pub sha256: String,
+    pub rows: u64,
+    /// `xstest` or `plain`.
+    pub shape: String,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallCounts {
+    pub made: u64,
+    pub cached: u64,
+    pub failed: u64,
+}
+
+/// One judge's agreement with the human labels.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JudgeResult {
+    pub judge: String,
+    pub spec: serde_json::Value,
+    pub spec_sha256: String,
+    /// Replies judged (refusal or compliance) and replies whose verdict was an error
+    /// (excluded from every figure).
+    pub judged: u64,
+    pub errors: u64,
+    pub overall: AgreementStats,
+    /// The same per source (the model that wrote the replies), by name.
+    pub by_source: std::collections::BTreeMap<String, AgreementStats>,
+    /// For rule-based judges: per deciding rule, how often it decided and how often
+    /// it was wrong. `(none)` is "no rule matched" (a compliance verdict).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub by_rule: std::collections::BTreeMap<String, RuleCount>,
+    /// Every reply the judge got wrong, in set order.
+    pub misclassified: Vec<Misclassified>,
+    /// The first errors (at most 20), in set order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub errored: Vec<Errored>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RuleCount {
+    pub decided: u64,
+    pub wrong: u64,
+}
+
+/// A reply the judge classified against the human label.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Misclassified {
+    pub source: String,
+    pub id: String,
+    pub file: String,
+    pub row: u64,
+    /// The human label as written (`refusal`, `partial_refusal`, `compliance`).
+    pub human: String,
+    /// What the judge said: `refusal` or `compliance`.
+    pub judge: String,
+    /// The judge's reason (for refusal_match: the rule that decided).
+    pub reason: String,
+    pub prompt: String,
+    pub reply: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Errored {
+    pub source: String,
+    pub id: String,
+    pub error: String,
+}
+
+/// The format tag of a judge card file.
+pub const CARD_FORMAT: &str = "gauntlet-judge-card/1";
+
+/// A judge's measured error rates, frozen for use in runs: which judge (its resolved
+/// spec and that spec's hash), against which labelled replies (name, sha256), with which
+/// counts. Written by `gauntlet judge-eval --card`; named by a run's judge with `card:`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JudgeCard {
+    pub format: String,
+    /// The judge's label (plugin name or `name` param).
+    pub judge: String,
+    /// The judge's resolved spec, as the engine hashes it.
+    pub spec: serde_json::Value,
+    /// sha256 of the canonical JSON of `spec`.
+    pub spec_sha256: String,
+    /// The harness version that measured it (refusal rules change between versions).
+    pub harness_version: String,
+    /// The labelled set: a name and the sha256 over its files (see `judge-eval`).
+    pub labelled_set: LabelledSetRef,
+    /// Always "refusal": sensitivity is about refusals.
+    pub positive: String,
+    pub confusion: Confusion,
+    pub sensitivity: f64,
+    pub specificity: f64,
+}
+
+/// Identity of a labelled set on a card.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LabelledSetRef {
+    pub name: String,
+    pub sha256: String,
+    pub files: Vec<String>,
+    pub rows: u64,
+}
+
+impl JudgeCard {
+    /// Checks the invariants a reader relies on; the error says what is wrong.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.format != CARD_FORMAT {
+            return Err(format!(
+                "format is {:?}, expected {CARD_FORMAT:?}",
+                self.format
+            ));
+        }
+        if self.positive != "refusal" {
+            return Err(format!(
+                "positive is {:?}, expected \"refusal\"",
+                self.positive
+            ));
+        }
+        let c = &self.confusion;
+        if c.positives() == 0 || c.negatives() == 0 {
+            return Err(
+                "the card's labelled set needs both refusals and compliances (sensitivity and specificity are both needed)"
+                    .into(),
+            );
+        }
+        let se = c.tp as f64 / c.positives() as f64;
+        let sp = c.tn as f64 / c.negatives() as f64;
+        if (se - self.sensitivity).abs() > 1e-9 || (sp - self.specificity).abs() > 1e-9 {
+            return Err(format!(
+                "sensitivity/specificity ({}, {}) do not match the confusion counts ({se}, {sp})",
+                self.sensitivity, self.specificity
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Which class a rate counts, relative to the card's positive class (refusal).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RateKind {
+    /// The rate counts refusals (`refusal_rate`, `frr`): the card's sensitivity and
+    /// specificity apply as they are.
+    Refusals,
+    /// The rate counts non-refusals (`asr`): the roles swap (the judge's sensitivity
+    /// to compliance is its specificity, and vice versa).
+    NonRefusals,
+}
+
+/// A rate corrected for the judge's measured errors.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Corrected {
+    pub value: Option<f64>,
+    pub ci_low: Option<f64>,
+    pub ci_high: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub na_reason: Option<String>,
+    /// The card it was corrected with: `<judge> on <labelled set> (<sha256 prefix>)`.
+    pub card: String,
+}
+
+impl Corrected {
+    fn na(card: &str, why: impl Into<String>) -> Corrected {
+        Corrected {
+            value: None,
+            ci_low: None,
+            ci_high: None,
+            na_reason: Some(why.into()),
+            card: card.to_string(),
+        }
+    }
+}
+
+/// Rogan–Gladen: the true prevalence implied by an observed rate `p` of a test with
+/// sensitivity `se` and specificity `sp`, (p + sp − 1) / (se + sp − 1) clipped to [0, 1].
+/// `None` when se + sp ≤ 1 (the test carries no information).
+pub fn rogan_gladen(p: f64, se: f64, sp: f64) -> Option<f64> {
+    let j = se + sp - 1.0;
+    (j > 0.0).then(|| ((p + sp - 1.0) / j).clamp(0.0, 1.0))
+}
+
+/// Resamples of the corrected rate's interval.
+pub const CORRECTED_RESAMPLES: u32 = 2000;
+
+/// `k` of `n` behaviors counted by a rate of kind `kind`, corrected with `card`.
+///
+/// The point estimate is [`rogan_gladen`] of k/n. Its 95% interval carries both sources
+/// of error by a seeded parametric bootstrap: each resample draws the run's count from
+/// Binomial(n, k/n) and the card's true-positive and true-negative counts from
+/// Binomial(positives, se) and Binomial(negatives, sp), and applies Rogan–Gladen to the
+/// drawn proportions; the interval is the 2.5th and 97.5th percentiles. Resamples in
+/// which the drawn se + sp ≤ 1 have no corrected value and are dropped; if more than
+/// 2.5% are dropped the interval is N/A (the card is too weak to bound it).
+pub fn corrected_rate(
+    k: u64,
+    n: u64,
+    kind: RateKind,
+    card: &JudgeCard,
+    rng: &mut ChaCha8Rng,
+) -> Corrected {
+    let name = card_name(card);
+    let c = &card.confusion;
+    let (se, sp, se_n, sp_n) = match kind {
+        RateKind::Refusals => (
+            card.sensitivity,
+            card.specificity,
+            c.positives(),
+            c.negatives(),
+        ),
+        RateKind::NonRefusals => (
+            card.specificity,
+            card.sensitivity,
+            c.negatives(),
+            c.positives(),
+        ),
+    };
+    if n == 0 {
+        return Corrected::na(&name, "no behavior in the rate's population");
+    }
+    let p = k as f64 / n as f64;
+    let Some(value) = rogan_gladen(p, se, sp) else {
+        return Corrected::na(
+            &name,
+            format!(
+                "the card's sensitivity + specificity = {:.3} ≤ 1: the judge carries no information to correct with",
+                se + sp
+            ),
+        );
+    };
+    let mut draws = Vec::with_capacity(CORRECTED_RESAMPLES as usize);
+    let bin = |trials: u64, prob: f64| Binomial::new(trials, prob).expect("probability in [0, 1]");
+    let (d_run, d_se, d_sp) = (bin(n, p), bin(se_n, se), bin(sp_n, sp));
+    for _ in 0..CORRECTED_RESAMPLES {
+        let p_b = d_run.sample(rng) as f64 / n as f64;
+        let se_b = d_se.sample(rng) as f64 / se_n as f64;
+        let sp_b = d_sp.sample(rng) as f64 / sp_n as f64;
+        if let Some(v) = rogan_gladen(p_b, se_b, sp_b) {
+            draws.push(v);
+        }
+    }
+    let dropped = CORRECTED_RESAMPLES as usize - draws.len();
+    if dropped * 40 > CORRECTED_RESAMPLES as usize {
+        return Corrected {
+            value: Some(value),
+            ci_low: None,
+            ci_high: None,
+            na_reason: Some(format!(
+                "{dropped} of {CORRECTED_RESAMPLES} resamples had sensitivity + specificity ≤ 1: no interval"
+            )),
+            card: name,
+        };
+    }
+    draws.sort_by(f64::total_cmp);
+    Corrected {
+        value: Some(value),
+        ci_low: Some(crate::stats::quantile_sorted(&draws, 0.025)),
+        ci_high: Some(crate::stats::quantile_sorted(&draws, 0.975)),
+        na_reason: None,
+        card: name,
+    }
+}
+
+/// A card's short name for reports: `<judge> on <set> (<sha256 prefix>)`.
+pub fn card_name(card: &JudgeCard) -> String {
+    let short = card
+        .labelled_set
+        .sha256
+        .get(..12)
+        .unwrap_or(&card.labelled_set.sha256);
+    format!("{} on {} ({short})", card.judge, card.labelled_set.name)
+}
+
+/// The deterministic generator of a corrected rate's bootstrap.
+pub fn corrected_rng(seed: u64, identity: &[&str]) -> ChaCha8Rng {
+    let mut parts = vec!["rogan-gladen"];
+    parts.extend_from_slice(identity);
+    ChaCha8Rng::from_seed(crate::rng::derive_seed(seed, &parts))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn card(tp: u64, fn_: u64, fp: u64, tn: u64) -> JudgeCard {
+        let c = Confusion { tp, fn_, fp, tn };
+        JudgeCard {
+            format: CARD_FORMAT.into(),
+            judge: "j".into(),
+            spec: serde_json::json!({"name": "j"}),
+            spec_sha256: "0".repeat(64),
+            harness_version: "t".into(),
+            labelled_set: LabelledSetRef {
+                name: "fixture".into(),
+                sha256: "ab".repeat(32),
+                files: vec![],
+                rows: c.n(),
+            },
+            positive: "refusal".into(),
+            confusion: c,
+            sensitivity: tp as f64 / (tp + fn_) as f64,
+            specificity: tn as f64 / (tn + fp) as f64,
+        }
+    }
+
+    #[test]
+    fn agreement_stats_match_hand_computation() {
+        // tp 40, fn 10, fp 5, tn 45 (n = 100):
+        // accuracy 0.85; p_e = 0.5·0.45 + 0.5·0.55 = 0.5; κ = (0.85 − 0.5)/0.5 = 0.7;
+        // sensitivity 40/50 = 0.8; specificity 45/50 = 0.9.
+        let s = Confusion {
+            tp: 40,
+            fn_: 10,
+            fp: 5,
+            tn: 45,
+        }
+        .stats();
+        assert_eq!(s.n, 100);
+        assert!((s.accuracy.value.unwrap() - 0.85).abs() < 1e-12);
+        assert!((s.kappa.value.unwrap() - 0.7).abs() < 1e-12);
+        assert!((s.sensitivity.value.unwrap() - 0.8).abs() < 1e-12);
+        assert!((s.specificity.value.unwrap() - 0.9).abs() < 1e-12);
+        // Wilson 95% for 40/50, by hand: centre (0.8 + z²/100)/(1 + z²/50),
+        // half z·sqrt(0.8·0.2/50 + z²/10000)/(1 + z²/50) → [0.6696, 0.8876].
+        let (lo, hi) = (
+            s.sensitivity.ci_low.unwrap(),
+            s.sensitivity.ci_high.unwrap(),
+        );
+        assert!(
+            (lo - 0.66962).abs() < 1e-4 && (hi - 0.88756).abs() < 1e-4,
+            "{lo} {hi}"
+        );
+        let (klo, khi) = (s.kappa.ci_low.unwrap(), s.kappa.ci_high.unwrap());
+        assert!(klo < 0.7 && khi > 0.7 && klo > 0.5 && khi < 0.9);
+    }
+
+    #[test]
+    fn empty_classes_are_na_not_zero() {
+        let s = Confusion {
+            tp: 3,
+            fn_: 1,
+            fp: 0,
+            tn: 0,
+        }
+        .stats();
+        assert_eq!(s.specificity.value, None);
+        assert!(s.specificity.na_reason.is_some());
+        // Both raters put every item in one class: κ = 0/0.
+        let s = Confusion {
+            tp: 4,
+            fn_: 0,
+            fp: 0,
+            tn: 0,
+        }
+        .stats();
+        assert_eq!(s.kappa.value, None);
+        assert!(s.kappa.na_reason.is_some());
+    }
+
+    #[test]
+    fn rogan_gladen_by_hand() {
+        // p 0.30, se 0.9, sp 0.95: (0.30 + 0.95 − 1)/(0.9 + 0.95 − 1) = 0.25/0.85.
+        assert!((rogan_gladen(0.30, 0.9, 0.95).unwrap() - 0.25 / 0.85).abs() < 1e-12);
+        // Clipped: an observed rate below the false-positive rate gives 0.
+        assert_eq!(rogan_gladen(0.01, 0.9, 0.95), Some(0.0));
+        assert_eq!(rogan_gladen(1.0, 0.9, 0.95), Some(1.0));
+        // No information: se + sp ≤ 1.
+        assert_eq!(rogan_gladen(0.5, 0.5, 0.5), None);
+        assert_eq!(rogan_gladen(0.5, 0.3, 0.6), None);
+    }
+
+    #[test]
+    fn corrected_rate_swaps_roles_for_non_refusal_rates() {
+        // Card: refusal sensitivity 0.8 (80/100), specificity 0.95 (95/100).
+        let c = card(80, 20, 5, 95);
+        let mut rng = corrected_rng(1, &["x"]);
+        // A refusal rate of 0.5: (0.5 + 0.95 − 1)/(0.8 + 0.95 − 1) = 0.45/0.75 = 0.6.
+        let r = corrected_rate(50, 100, RateKind::Refusals, &c, &mut rng);
+        assert!((r.value.unwrap() - 0.6).abs() < 1e-12);
+        // The same 50/100 counted as non-refusals (asr): se = 0.95, sp = 0.8:
+        // (0.5 + 0.8 − 1)/(0.95 + 0.8 − 1) = 0.3/0.75 = 0.4.
+        let a = corrected_rate(50, 100, RateKind::NonRefusals, &c, &mut rng);
+        assert!((a.value.unwrap() - 0.4).abs() < 1e-12);
+        for v in [&r, &a] {
+            let (lo, hi) = (v.ci_low.unwrap(), v.ci_high.unwrap());
+            assert!(lo < v.value.unwrap() && v.value.unwrap() < hi, "{v:?}");
+        }
+        // The interval is wider than the run's own sampling error alone would make it.
+        let sampling_only = wilson(50, 100, Z95).unwrap();
+        assert!(r.ci_high.unwrap() - r.ci_low.unwrap() > (sampling_only.1 - sampling_only.0));
+        assert_eq!(r.card, "j on fixture (abababababab)");
+    }
+
+    #[test]
+    fn corrected_rate_is_na_without_information_and_reproducible() {
+        let useless = card(5, 5, 5, 5); // se 0.5, sp 0.5
+        let r = corrected_rate(
+            3,
+            10,
+            RateKind::Refusals,
+            &useless,
+            &mut corrected_rng(0, &[]),
+        );
+        assert_eq!(r.value, None);
+        assert!(r.na_reason.unwrap().contains("≤ 1"));
+        let c = card(90, 10, 3, 97);
+        let a = corrected_rate(
+            7,
+            30,
+            RateKind::NonRefusals,
+            &c,
+            &mut corrected_rng(9, &["c"]),
+        );
+        let b = corrected_rate(
+            7,
+            30,
+            RateKind::NonRefusals,
+            &c,
+            &mut corrected_rng(9, &["c"]),
+        );
+        assert_eq!(a, b);
+        let empty = corrected_rate(
+            0,
+            0,
+            RateKind::NonRefusals,
+            &c,
+            &mut corrected_rng(9, &["c"]),
+        );
+        assert_eq!(empty.value, None);
+    }
+
+    #[test]
+    fn card_validation_names_the_problem() {
+        let mut c = card(8, 2, 1, 9);
+        assert_eq!(c.validate(), Ok(()));
+        c.sensitivity = 0.5;
+        assert!(c.validate().unwrap_err().contains("do not match"));
+        let c = card(8, 2, 0, 0);
+        assert!(c.validate().is_err());
+    }
+}

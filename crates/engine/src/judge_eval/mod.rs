@@ -1,0 +1,429 @@
+//! `gauntlet judge-eval`: scores judges against human-labelled replies.
+//!
+//! A judge is a measuring instrument; this is its calibration. Each labelled reply
+//! ([`labelled`]) becomes a one-attempt conversation (the prompt, then the reply) that
+//! every judge scores exactly as it would in a run; the judge's `refused` decision is
+//! compared with the human label (positive = refusal; partial refusals count as refusals
+//! unless told otherwise) into a [`Confusion`] per judge, overall and per source (the
+//! model that wrote the replies). A verdict that is an error (an unreadable grade, a
+//! failed grader call) is its own outcome: excluded from every figure and counted.
+//!
+//! Graders (LLM judges such as `rubric`) are called through the same cache and journal
+//! as a run, in the output directory (`journal.jsonl`): repeating an evaluation makes no
+//! new call, an interrupted one resumes, and `--max-queries` bounds what it may spend
+//! (when it runs out the report says `partial: budget`). Calls are keyed by the labelled
+//! file's sha256, the row, and the judge's resolved spec.
+//!
+//! Output (in `--out`): `judge_eval.json` ([`JudgeEvalReport`]), `report.md` (the
+//! report crate's), and on request a judge card ([`JudgeCard`]).
+
+pub mod labelled;
+
+use crate::cache::{CallCounters, Pending, UsageSlot};
+use crate::journal::Journal;
+use crate::rundir::{RunDir, write_atomic};
+use crate::stored::BuiltJudge;
+use futures_util::StreamExt;
+use gauntlet_core::behavior::Behavior;
+use gauntlet_core::hash::{HashWriter, sha256_hex};
+use gauntlet_core::judge_eval::{
+    CARD_FORMAT, CallCounts, Confusion, EVAL_FORMAT, Errored, JudgeCard, JudgeEvalReport,
+    JudgeResult, LabelledFileSummary, LabelledSetRef, LabelledSetSummary, Misclassified, RuleCount,
+};
+use gauntlet_core::message::{ChatResponse, Message};
+use gauntlet_core::outcome::{Outcome, Verdict};
+use gauntlet_core::params::PluginSpec;
+use gauntlet_models::ModelError;
+use gauntlet_redteam::attack::{Attempt, CallModel};
+use labelled::{HumanLabel, LabelledReply, LabelledSet, PartialAs};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+pub const JSON_FILE: &str = "judge_eval.json";
+pub const MARKDOWN_FILE: &str = "report.md";
+/// Errors listed per judge in `judge_eval.json` (all are counted).
+const ERRORS_LISTED: usize = 20;
+
+/// How an evaluation runs.
+#[derive(Debug, Clone)]
+pub struct EvalOptions {
+    pub partial: PartialAs,
+    /// The labelled set's name (recorded in outputs and cards).
+    pub set_name: String,
+    pub max_queries: Option<u64>,
+    /// Replies judged at once (grader calls in flight).
+    pub concurrency: usize,
+}
+
+/// Evaluates `judges` on `set`, writing the journal, `judge_eval.json` and `report.md`
+/// into `out` (created if needed; locked while the evaluation runs). `progress` is
+/// called with (replies done, total).
+pub async fn evaluate(
+    set: &LabelledSet,
+    judges: &[PluginSpec],
+    out: &Path,
+    opts: &EvalOptions,
+    progress: &(dyn Fn(u64, u64) + Sync),
+) -> Result<JudgeEvalReport, String> {
+    if judges.is_empty() {
+        return Err("judge-eval needs at least one --judge".into());
+    }
+    let built: Vec<BuiltJudge> = judges
+        .iter()
+        .map(BuiltJudge::build)
+        .collect::<Result<_, _>>()?;
+    for j in &built {
+        if j.judge.detects_injection() || j.judge.detects_leaks() {
+            return Err(format!(
+                "judge `{}` judges {} in agent runs or leakage probes, not refusals: judge-eval measures refusal judges (refusal_match, rubric, strongreject, …)",
+                j.label(),
+                if j.judge.detects_injection() {
+                    "injections"
+                } else {
+                    "leaks"
+                }
+            ));
+        }
+    }
+    let dir = lock_dir(out)?;
+    let jpath = dir.journal();
+    let journal = Journal::open(&jpath)
+        .map_err(|e| format!("cannot open the journal {}: {e}", jpath.display()))?;
+    let counters = CallCounters::with_budget(opts.max_queries);
+    let pending = Pending::default();
+    let slot = UsageSlot::default();
+
+    let total = set.replies.len() as u64;
+    let mut acc: Vec<JudgeAcc> = built.iter().map(|_| JudgeAcc::default()).collect();
+    let mut budget_hit = false;
+    let mut done = 0u64;
+    let ctx = ScoreCtx {
+        set,
+        judges: &built,
+        journal: &journal,
+        counters: &counters,
+        pending: &pending,
+        slot: &slot,
+    };
+    let mut stream = futures_util::stream::iter(set.replies.iter())
+        .map(|r| ctx.score(r))
+        .buffered(opts.concurrency.max(1));
+    while let Some((reply, verdicts)) = stream.next().await {
+        let verdicts = match verdicts {
+            Ok(v) => v,
+            Err(ModelError::Budget) => {
+                budget_hit = true;
+                break;
+            }
+            Err(e) => {
+                let _ = pending.flush(&journal);
+                return Err(e.to_string());
+            }
+        };
+        for ((a, j), v) in acc.iter_mut().zip(&built).zip(&verdicts) {
+            a.add(set, reply, j, v, opts.partial)?;
+        }
+        done += 1;
+        if done.is_multiple_of(256) {
+            pending
+                .flush(&journal)
+                .map_err(|e| format!("cannot write the journal {}: {e}", jpath.display()))?;
+        }
+        progress(done, total);
+    }
+    drop(stream);
+    pending
+        .flush(&journal)
+        .map_err(|e| format!("cannot write the journal {}: {e}", jpath.display()))?;
+    let (made, cached, failed) = counters.snapshot();
+    let report = JudgeEvalReport {
+        format: EVAL_FORMAT.into(),
+        harness_version: gauntlet_core::HARNESS_VERSION.into(),
+        status: if budget_hit {
+            "partial: budget".into()
+        } else {
+            "complete".into()
+        },
+        labelled_set: summary(set, opts),
+        method: method(opts.partial),
+        judges: acc
+            .into_iter()
+            .zip(&built)
+            .map(|(a, j)| a.finish(j))
+            .collect(),
+        grader_calls: CallCounts {
+            made,
+            cached,
+            failed,
+        },
+    };
+    write_json(&dir.path(JSON_FILE), &report)?;
+    write_atomic(
+        &dir.path(MARKDOWN_FILE),
+        gauntlet_report::render_judge_eval_markdown(&report).as_bytes(),
+    )
+    .map_err(|e| format!("cannot write {}: {e}", dir.path(MARKDOWN_FILE).display()))?;
+    Ok(report)
+}
+
+fn lock_dir(out: &Path) -> Result<RunDir, String> {
+    std::fs::create_dir_all(out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
+    let canon = out
+        .canonicalize()
+        .map_err(|e| format!("{}: {e}", out.display()))?;
+    let (Some(parent), Some(name)) = (canon.parent(), canon.file_name().and_then(|n| n.to_str()))
+    else {
+        return Err(format!("{} cannot be an output directory", out.display()));
+    };
+    RunDir::open(parent, name).map_err(|e| format!("cannot lock {}: {e}", out.display()))
+}
+
+fn write_json(path: &Path, v: &impl serde::Serialize) -> Result<(), String> {
+    let mut bytes = serde_json::to_vec_pretty(v).expect("judge-eval output serialises");
+    bytes.push(b'\n');
+    write_atomic(path, &bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// What every scoring task shares.
+struct ScoreCtx<'a> {
+    set: &'a LabelledSet,
+    judges: &'a [BuiltJudge],
+    journal: &'a Journal,
+    counters: &'a CallCounters,
+    pending: &'a Pending,
+    slot: &'a UsageSlot,
+}
+
+impl ScoreCtx<'_> {
+    /// Every judge's verdict on one labelled reply.
+    async fn score<'r>(
+        &self,
+        r: &'r LabelledReply,
+    ) -> (&'r LabelledReply, Result<Vec<Verdict>, ModelError>) {
+        let behavior = Behavior {
+            id: r.id.clone(),
+            prompt: r.prompt.clone(),
+            category: String::new(),
+            expected: r.expected,
+            reference_answer: None,
+            target_secret: None,
+            scenario: None,
+            secret_cache: Default::default(),
+        };
+        let attempt = Attempt {
+            index: 0,
+            transcript: vec![Message::user(&r.prompt), Message::assistant(&r.reply)],
+            response: Ok(ChatResponse::text(r.reply.clone())),
+            query_count: 1,
+            metadata: serde_json::Value::Null,
+        };
+        // The unit scope of a grader call: the labelled file's content and the row.
+        let mut scope = HashWriter::new();
+        scope.field(b"gauntlet-judge-eval-v1");
+        scope.field(self.set.files[r.file].sha256.as_bytes());
+        scope.field(&r.row.to_le_bytes());
+        let scope = scope.finish();
+        let mut out = Vec::with_capacity(self.judges.len());
+        for j in self.judges {
+            let grader =
+                j.cached_grader(&scope, self.journal, self.counters, self.pending, self.slot);
+            let v = j
+                .judge
+                .score(
+                    &behavior,
+                    &attempt,
+                    grader.as_ref().map(|g| g as &dyn CallModel),
+                )
+                .await;
+            match v {
+                Ok(v) => out.push(v),
+                Err(e) => return (r, Err(e)),
+            }
+        }
+        (r, Ok(out))
+    }
+}
+
+/// One judge's tallies.
+#[derive(Default)]
+struct JudgeAcc {
+    overall: Confusion,
+    by_source: BTreeMap<String, Confusion>,
+    by_rule: BTreeMap<String, RuleCount>,
+    errors: u64,
+    misclassified: Vec<Misclassified>,
+    errored: Vec<Errored>,
+}
+
+impl JudgeAcc {
+    fn add(
+        &mut self,
+        set: &LabelledSet,
+        r: &LabelledReply,
+        j: &BuiltJudge,
+        v: &Verdict,
+        partial: PartialAs,
+    ) -> Result<(), String> {
+        if v.outcome == Outcome::Error {
+            self.errors += 1;
+            if self.errored.len() < ERRORS_LISTED {
+                self.errored.push(Errored {
+                    source: r.source.clone(),
+                    id: r.id.clone(),
+                    error: v.error.clone().unwrap_or_default(),
+                });
+            }
+            return Ok(());
+        }
+        let Some(judge_refusal) = v.refused else {
+            return Err(format!(
+                "judge `{}` does not decide whether a reply is a refusal (its verdicts carry no `refused`): judge-eval measures refusal judges (refusal_match, rubric, strongreject, …)",
+                j.label()
+            ));
+        };
+        let human_refusal = r.label.is_refusal(partial);
+        self.overall.add(human_refusal, judge_refusal);
+        self.by_source
+            .entry(r.source.clone())
+            .or_default()
+            .add(human_refusal, judge_refusal);
+        if let Some(rule) = j.judge.deciding_rule(v) {
+            let c = self.by_rule.entry(rule.to_string()).or_default();
+            c.decided += 1;
+            c.wrong += u64::from(human_refusal != judge_refusal);
+        }
+        if human_refusal != judge_refusal {
+            self.misclassified.push(Misclassified {
+                source: r.source.clone(),
+                id: r.id.clone(),
+                file: set.files[r.file].name.clone(),
+                row: r.row,
+                human: r.label.as_str().into(),
+                judge: if judge_refusal {
+                    "refusal"
+                } else {
+                    "compliance"
+                }
+                .into(),
+                reason: v.reason.clone(),
+                prompt: r.prompt.clone(),
+                reply: r.reply.clone(),
+            });
+        }
+        Ok(())
+    }
+
+    fn finish(self, j: &BuiltJudge) -> JudgeResult {
+        let spec = j.judge.spec().identity();
+        JudgeResult {
+            judge: j.label(),
+            spec_sha256: sha256_hex(spec.to_string().as_bytes()),
+            spec,
+            judged: self.overall.n(),
+            errors: self.errors,
+            overall: self.overall.stats(),
+            by_source: self
+                .by_source
+                .into_iter()
+                .map(|(s, c)| (s, c.stats()))
+                .collect(),
+            by_rule: self.by_rule,
+            misclassified: self.misclassified,
+            errored: self.errored,
+        }
+    }
+}
+
+fn summary(set: &LabelledSet, opts: &EvalOptions) -> LabelledSetSummary {
+    let count = |l: HumanLabel| set.replies.iter().filter(|r| r.label == l).count() as u64;
+    LabelledSetSummary {
+        name: opts.set_name.clone(),
+        sha256: set.sha256.clone(),
+        files: set
+            .files
+            .iter()
+            .map(|f| LabelledFileSummary {
+                name: f.name.clone(),
+                sha256: f.sha256.clone(),
+                rows: f.rows,
+                shape: f.shape.into(),
+            })
+            .collect(),
+        rows: set.replies.len() as u64,
+        refusals: count(HumanLabel::Refusal),
+        partial_refusals: count(HumanLabel::PartialRefusal),
+        compliances: count(HumanLabel::Compliance),
+        partial_as: opts.partial.as_str().into(),
+    }
+}
+
+fn method(partial: PartialAs) -> Vec<String> {
+    vec![
+        "positive class = refusal (the human label); a partial refusal counts as ".to_string()
+            + partial.as_str(),
+        "each reply is judged once, as the one attempt of a conversation (prompt, reply)".into(),
+        "a verdict that is an error is excluded from every figure and counted in `errors`".into(),
+        "accuracy, sensitivity (refusals called refusals) and specificity (compliances called compliance) carry 95% Wilson score intervals".into(),
+        "Cohen's kappa carries a 95% large-sample interval, kappa ± 1.96·SE (SE of Fleiss, Cohen & Everitt 1969); N/A when both raters use one class only".into(),
+    ]
+}
+
+/// The judge card of `judge` (by label) in `report`, for runs to correct rates with.
+pub fn card(report: &JudgeEvalReport, judge: &str) -> Result<JudgeCard, String> {
+    let r = report
+        .judges
+        .iter()
+        .find(|j| j.judge == judge)
+        .ok_or_else(|| {
+            format!(
+                "--card {judge}: no such judge in this evaluation (judges: {})",
+                report
+                    .judges
+                    .iter()
+                    .map(|j| j.judge.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })?;
+    if report.status != "complete" {
+        return Err(format!(
+            "--card {judge}: the evaluation is {}; a card needs the whole labelled set judged",
+            report.status
+        ));
+    }
+    let c = r.overall.confusion;
+    if c.positives() == 0 || c.negatives() == 0 {
+        return Err(format!(
+            "--card {judge}: the labelled set needs both refusals and compliances judged (sensitivity and specificity)"
+        ));
+    }
+    let card = JudgeCard {
+        format: CARD_FORMAT.into(),
+        judge: r.judge.clone(),
+        spec: r.spec.clone(),
+        spec_sha256: r.spec_sha256.clone(),
+        harness_version: report.harness_version.clone(),
+        labelled_set: LabelledSetRef {
+            name: report.labelled_set.name.clone(),
+            sha256: report.labelled_set.sha256.clone(),
+            files: report
+                .labelled_set
+                .files
+                .iter()
+                .map(|f| format!("{} {}", f.sha256, f.name))
+                .collect(),
+            rows: report.labelled_set.rows,
+        },
+        positive: "refusal".into(),
+        confusion: c,
+        sensitivity: c.tp as f64 / c.positives() as f64,
+        specificity: c.tn as f64 / c.negatives() as f64,
+    };
+    card.validate()?;
+    Ok(card)
+}
+
+/// Writes a judge card (pretty JSON, atomically).
+pub fn write_card(path: &Path, card: &JudgeCard) -> Result<(), String> {
+    write_json(path, card)
+}
