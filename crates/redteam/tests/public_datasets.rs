@@ -142,6 +142,7 @@ fn spec(name: &str, params: &[(&str, ParamValue)]) -> PluginSpec {
         name: name.into(),
         params: p,
         loc: Default::default(),
+        label: None,
     }
 }
 

@@ -372,6 +372,7 @@ pub(crate) mod test_util {
             name: name.into(),
             params: p,
             loc: Default::default(),
+            label: None,
         }
     }
 

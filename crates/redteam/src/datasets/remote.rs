@@ -124,6 +124,7 @@ mod tests {
             name: "remote".into(),
             params: p,
             loc: Default::default(),
+            label: None,
         }
     }
 

@@ -125,6 +125,7 @@ mod tests {
             name: "injection_detector".into(),
             params: Default::default(),
             loc: Default::default(),
+            label: None,
         })
     }
     fn behavior() -> Behavior {

@@ -94,6 +94,7 @@ mod tests {
             name: "refusal_match".into(),
             params: Default::default(),
             loc: Default::default(),
+            label: None,
         })
     }
 
