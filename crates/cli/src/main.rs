@@ -67,8 +67,16 @@ enum Command {
         #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100))]
         trials: Option<u32>,
     },
-    /// Check a config: every key, plugin name and param, and load every dataset.
-    Validate { config: PathBuf },
+    /// Check a config: every key, plugin name and param, and load every dataset. An
+    /// unset API-key variable and a dataset that cannot be downloaded right now are
+    /// warnings (exit 0) so a config can be checked before keys and network are at
+    /// hand; `run` refuses to start until they are resolved.
+    Validate {
+        config: PathBuf,
+        /// Treat warnings as errors (exit 2).
+        #[arg(long)]
+        strict: bool,
+    },
     /// List the registered plugins per axis with their params.
     List,
     /// Rebuild report.md, report.html and leaderboard.json from a run directory.
@@ -152,7 +160,7 @@ fn main() -> ExitCode {
             estimate: false,
             trials,
         } => run(&config, runs_dir, concurrency, quiet, trials),
-        Command::Validate { config } => validate(&config),
+        Command::Validate { config, strict } => validate(&config, strict),
         Command::List => {
             list();
             ExitCode::SUCCESS
@@ -188,10 +196,6 @@ pub(crate) fn terminal_safe(s: &str) -> String {
             }
         })
         .collect()
-}
-
-fn load_plan(path: &Path) -> Result<Plan, ExitCode> {
-    load_plan_with(path, None)
 }
 
 /// Loads a config, applying a `--trials` override before the plan (and so the config
@@ -238,23 +242,75 @@ fn describe(plan: &Plan) -> String {
     }
 }
 
-fn validate(path: &Path) -> ExitCode {
-    match load_plan(path) {
-        Ok(plan) => {
-            println!("{}: OK", path.display());
-            println!("{}", describe(&plan));
-            for d in &plan.datasets {
-                println!(
-                    "dataset {} version {} ({} behaviors)",
-                    d.name,
-                    d.version,
-                    d.behaviors.len()
-                );
-            }
-            ExitCode::SUCCESS
-        }
-        Err(code) => code,
+fn validate(path: &Path, strict: bool) -> ExitCode {
+    let invalid = |e: config::ConfigError| {
+        eprintln!("error: invalid config\n{e}");
+        ExitCode::from(2)
+    };
+    let cfg = match config::load(path, &Registry) {
+        Ok(c) => c,
+        Err(e) => return invalid(e),
+    };
+    let (plan, warnings) = match Plan::check(cfg) {
+        Ok(p) => p,
+        Err(e) => return invalid(e),
+    };
+    let file = path.display().to_string();
+    for w in &warnings {
+        let one = config::ConfigError {
+            file: file.clone(),
+            diags: vec![w.clone()],
+        };
+        eprintln!("warning: {one}");
     }
+    let n = warnings.len();
+    if strict && n > 0 {
+        eprintln!(
+            "error: {n} warning(s), and --strict makes them errors: `gauntlet run` cannot start until they are resolved"
+        );
+        return ExitCode::from(2);
+    }
+    if n == 0 {
+        println!("{file}: OK");
+    } else {
+        println!(
+            "{file}: OK with {n} warning(s) (on stderr): the config is valid, but `gauntlet run` cannot start until they are resolved"
+        );
+    }
+    println!("{}", describe(&plan));
+    let not_loaded = plan
+        .datasets
+        .iter()
+        .filter(|d| d.version == gauntlet_engine::plan::NOT_LOADED)
+        .count();
+    if not_loaded > 0 {
+        println!("(the counts leave out the {not_loaded} dataset(s) not loaded)");
+    }
+    for t in &plan.config.targets {
+        if t.label.is_some() {
+            println!(
+                "target {} ({}; label from the params that differ from another `{}` target)",
+                t.label(),
+                t.name,
+                t.name
+            );
+        } else {
+            println!("target {} ({})", t.label(), t.name);
+        }
+    }
+    for d in &plan.datasets {
+        if d.version == gauntlet_engine::plan::NOT_LOADED {
+            println!("dataset {}: not loaded (see the warning)", d.name);
+        } else {
+            println!(
+                "dataset {} version {} ({} behaviors)",
+                d.name,
+                d.version,
+                d.behaviors.len()
+            );
+        }
+    }
+    ExitCode::SUCCESS
 }
 
 fn run(
@@ -456,6 +512,7 @@ fn list() {
                     DefaultValue::Required => "required".to_string(),
                     DefaultValue::Absent => "optional".to_string(),
                     DefaultValue::Builtin => "default: built-in".to_string(),
+                    DefaultValue::Str(s) if s.starts_with("https://") => format!("default: {s}"),
                     DefaultValue::Str(s) if s.len() > 40 => "default: built-in text".to_string(),
                     DefaultValue::Str(s) => format!("default: {s:?}"),
                     DefaultValue::Int(i) => format!("default: {i}"),

@@ -1,8 +1,16 @@
-//! Progress on stderr: a bar with rate and ETA on a terminal, plain periodic lines
-//! otherwise (logs, CI), nothing with `--quiet`.
+//! Progress on stderr: a bar on a terminal, plain periodic lines otherwise (logs, CI),
+//! nothing with `--quiet`.
+//!
+//! Rates and the ETA come from a [`Meter`]: moving averages over the last minute (or,
+//! in a slow run, over the last few finished units), so a live run at a few units a
+//! minute shows "2.4 units/min, 0.8 calls/s, eta 12m30s" instead of "0 units/s, eta 0s",
+//! and an ETA it cannot know yet is "eta unknown", never 0. Model calls are counted as
+//! they are made (the engine reports them about once a second while units run), so a
+//! run whose first unit takes minutes still shows its calls going out.
 
 use gauntlet_engine::progress::{CallStats, Progress, Silent};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::collections::VecDeque;
 use std::io::IsTerminal;
 use std::sync::Arc;
 use std::sync::Mutex;
@@ -18,24 +26,154 @@ pub fn for_terminal(quiet: bool) -> Arc<dyn Progress> {
     }
 }
 
-struct Bar {
-    bar: ProgressBar,
+/// Rates look back this far…
+const WINDOW_S: f64 = 60.0;
+/// …or further, until they span this many finished units (slow runs).
+const MIN_UNITS: u64 = 5;
+/// Samples closer together than this are merged (a fast offline run reports thousands of
+/// times a second).
+const MIN_SPACING_S: f64 = 0.1;
+/// History kept at most (with the spacing above, over ten minutes).
+const MAX_SAMPLES: usize = 8192;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Sample {
+    /// Seconds since the run started.
+    t: f64,
+    units: u64,
+    calls: u64,
+    /// When `units` was first reached: unit rates are measured from unit completions,
+    /// not from whenever a report happened to come.
+    since: f64,
 }
 
-impl Bar {
-    fn new() -> Self {
-        let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr_with_hz(8));
-        bar.set_style(
-            ProgressStyle::with_template("{bar:30} {pos}/{len} units  {rate}  eta {eta}  {msg}")
-                .expect("static template")
-                .with_key(
-                    "rate",
-                    |s: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
-                        let _ = write!(w, "{:.0} units/s", s.per_sec());
-                    },
-                ),
-        );
-        Bar { bar }
+/// Units done, model calls made, and moving-average rates over a clock the caller
+/// supplies (seconds since the start), so tests control time.
+#[derive(Debug, Default)]
+pub(crate) struct Meter {
+    total: u64,
+    samples: VecDeque<Sample>,
+}
+
+impl Meter {
+    pub fn new(total: u64) -> Self {
+        Meter {
+            total,
+            samples: VecDeque::from([Sample {
+                t: 0.0,
+                units: 0,
+                calls: 0,
+                since: 0.0,
+            }]),
+        }
+    }
+
+    /// Records the totals at time `t` (seconds since the start, non-decreasing).
+    pub fn record(&mut self, t: f64, units: u64, calls: u64) {
+        let since = match self.samples.back() {
+            Some(last) if last.units == units => last.since,
+            _ => t,
+        };
+        let s = Sample {
+            t,
+            units,
+            calls,
+            since,
+        };
+        let n = self.samples.len();
+        match self.samples.back_mut() {
+            // The first sample (the start) is never overwritten.
+            Some(last) if n > 1 && t - last.t < MIN_SPACING_S => *last = s,
+            _ => self.samples.push_back(s),
+        }
+        // Keep one sample at or before the window's start, or enough to span MIN_UNITS.
+        while self.samples.len() > 2 {
+            let next = self.samples[1];
+            if next.t <= t - WINDOW_S && units - next.units >= MIN_UNITS {
+                self.samples.pop_front();
+            } else {
+                break;
+            }
+        }
+        if self.samples.len() > MAX_SAMPLES {
+            self.samples.pop_front();
+        }
+    }
+
+    fn span(&self) -> Option<(Sample, Sample)> {
+        let (first, last) = (*self.samples.front()?, *self.samples.back()?);
+        (last.t > first.t).then_some((first, last))
+    }
+
+    fn done(&self) -> u64 {
+        self.samples.back().map_or(0, |s| s.units)
+    }
+
+    /// Units per second over the window; `None` before any unit finished in it.
+    pub fn unit_rate(&self) -> Option<f64> {
+        let (a, b) = self.span()?;
+        (b.units > a.units).then(|| (b.units - a.units) as f64 / (b.t - a.since))
+    }
+
+    /// Model calls per second over the window; `None` before any time has passed.
+    pub fn call_rate(&self) -> Option<f64> {
+        let (a, b) = self.span()?;
+        Some((b.calls - a.calls) as f64 / (b.t - a.t))
+    }
+
+    /// Seconds left at the current unit rate; `None` while it is unknown.
+    pub fn eta(&self) -> Option<f64> {
+        let left = self.total.saturating_sub(self.done());
+        if left == 0 {
+            return Some(0.0);
+        }
+        self.unit_rate().map(|r| left as f64 / r)
+    }
+
+    /// `3/40 units (7%), 1.2 units/min, 0.8 calls/s, eta 30m50s`.
+    pub fn line(&self) -> String {
+        let done = self.done();
+        let pct = if self.total > 0 {
+            100.0 * done as f64 / self.total as f64
+        } else {
+            100.0
+        };
+        format!(
+            "{done}/{} units ({pct:.0}%), {}, {}, eta {}",
+            self.total,
+            self.unit_rate().map_or_else(
+                || "no unit finished yet".to_string(),
+                |r| per_time(r, "units")
+            ),
+            self.call_rate()
+                .map_or_else(|| "- calls/s".to_string(), |r| per_time(r, "calls")),
+            self.eta().map_or_else(|| "unknown".to_string(), duration)
+        )
+    }
+}
+
+/// A rate in the unit that keeps it readable: per second, minute or hour.
+fn per_time(per_s: f64, what: &str) -> String {
+    if per_s >= 10.0 || per_s == 0.0 {
+        format!("{per_s:.0} {what}/s")
+    } else if per_s >= 1.0 {
+        format!("{per_s:.1} {what}/s")
+    } else if per_s * 60.0 >= 1.0 {
+        format!("{:.1} {what}/min", per_s * 60.0)
+    } else {
+        format!("{:.1} {what}/h", per_s * 3600.0)
+    }
+}
+
+/// `45s`, `3m05s`, `2h07m`.
+fn duration(secs: f64) -> String {
+    let s = secs.max(0.0).round() as u64;
+    if s < 60 {
+        format!("{s}s")
+    } else if s < 3600 {
+        format!("{}m{:02}s", s / 60, s % 60)
+    } else {
+        format!("{}h{:02}m", s / 3600, (s % 3600) / 60)
     }
 }
 
@@ -57,14 +195,69 @@ fn calls(c: CallStats) -> String {
     s
 }
 
+/// What both displays track.
+#[derive(Default)]
+struct State {
+    meter: Meter,
+    done: u64,
+    started: Option<Instant>,
+    last_shown: Option<Instant>,
+    calls: CallStats,
+}
+
+impl State {
+    fn start(&mut self, units: u64) {
+        self.meter = Meter::new(units);
+        self.started = Some(Instant::now());
+        self.last_shown = self.started;
+    }
+
+    fn advance(&mut self, units: u64, c: CallStats) {
+        self.done += units;
+        self.calls = c;
+        let t = self.started.map_or(0.0, |s| s.elapsed().as_secs_f64());
+        self.meter.record(t, self.done, c.made);
+    }
+
+    /// True at most once per `every` (and resets the clock when it is).
+    fn due(&mut self, every: Duration) -> bool {
+        if self.last_shown.is_some_and(|l| l.elapsed() >= every) {
+            self.last_shown = Some(Instant::now());
+            true
+        } else {
+            false
+        }
+    }
+}
+
+struct Bar {
+    bar: ProgressBar,
+    state: Mutex<State>,
+}
+
+impl Bar {
+    fn new() -> Self {
+        let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr_with_hz(8));
+        bar.set_style(ProgressStyle::with_template("{bar:30} {msg}").expect("static template"));
+        Bar {
+            bar,
+            state: Mutex::new(State::default()),
+        }
+    }
+}
+
 impl Progress for Bar {
     fn start(&self, units: u64, _attempts: u64) {
         self.bar.set_length(units);
+        self.state.lock().expect("progress lock").start(units);
     }
     fn advance(&self, units: u64, _attempts: u64, c: CallStats) {
         self.bar.inc(units);
-        if self.bar.position().is_multiple_of(64) {
-            self.bar.set_message(calls(c));
+        let mut s = self.state.lock().expect("progress lock");
+        s.advance(units, c);
+        if s.due(Duration::from_millis(250)) {
+            self.bar
+                .set_message(format!("{}  {}", s.meter.line(), calls(s.calls)));
         }
     }
     fn note(&self, message: &str) {
@@ -77,62 +270,23 @@ impl Progress for Bar {
 
 #[derive(Default)]
 struct Lines {
-    state: Mutex<LineState>,
-}
-
-#[derive(Default)]
-struct LineState {
-    total: u64,
-    done: u64,
-    started: Option<Instant>,
-    last: Option<Instant>,
-    calls: CallStats,
+    state: Mutex<State>,
 }
 
 impl Lines {
-    fn print(s: &LineState) {
-        let elapsed = s.started.map_or(0.0, |t| t.elapsed().as_secs_f64());
-        let rate = if elapsed > 0.0 {
-            s.done as f64 / elapsed
-        } else {
-            0.0
-        };
-        let eta = if rate > 0.0 {
-            (s.total - s.done) as f64 / rate
-        } else {
-            0.0
-        };
-        eprintln!(
-            "progress: {}/{} units ({:.0}%), {:.0} units/s, eta {:.0}s, {}",
-            s.done,
-            s.total,
-            if s.total > 0 {
-                100.0 * s.done as f64 / s.total as f64
-            } else {
-                100.0
-            },
-            rate,
-            eta,
-            calls(s.calls)
-        );
+    fn print(s: &State) {
+        eprintln!("progress: {}, {}", s.meter.line(), calls(s.calls));
     }
 }
 
 impl Progress for Lines {
     fn start(&self, units: u64, _attempts: u64) {
-        let mut s = self.state.lock().expect("progress lock");
-        s.total = units;
-        s.started = Some(Instant::now());
-        s.last = s.started;
+        self.state.lock().expect("progress lock").start(units);
     }
     fn advance(&self, units: u64, _attempts: u64, c: CallStats) {
         let mut s = self.state.lock().expect("progress lock");
-        s.done += units;
-        s.calls = c;
-        if s.last
-            .is_some_and(|l| l.elapsed() >= Duration::from_secs(5))
-        {
-            s.last = Some(Instant::now());
+        s.advance(units, c);
+        if s.due(Duration::from_secs(5)) {
             Self::print(&s);
         }
     }
@@ -142,5 +296,125 @@ impl Progress for Lines {
     fn finish(&self) {
         let s = self.state.lock().expect("progress lock");
         Self::print(&s);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A run of 40 units, one finishing every 25 s, one call every 5 s.
+    fn slow() -> Meter {
+        let mut m = Meter::new(40);
+        for t in 1..=300u64 {
+            m.record(t as f64, t / 25, t / 5);
+        }
+        m
+    }
+
+    #[test]
+    fn a_slow_run_shows_its_rates_and_a_real_eta() {
+        let m = slow();
+        // The window reaches back to span 5 units: units 8..=12 since unit 7 at 175 s
+        // (5 in 125 s), calls since the sample before (21 in 101 s); 28 units left.
+        assert!((m.unit_rate().unwrap() - 0.04).abs() < 1e-9);
+        assert!((m.call_rate().unwrap() - 21.0 / 101.0).abs() < 1e-9);
+        assert!((m.eta().unwrap() - 700.0).abs() < 1e-6);
+        assert_eq!(
+            m.line(),
+            "12/40 units (30%), 2.4 units/min, 12.5 calls/min, eta 11m40s"
+        );
+    }
+
+    #[test]
+    fn the_window_follows_the_recent_rate() {
+        let mut m = Meter::new(1000);
+        // Fast for a minute (10 units/s), then one unit every 10 s for five minutes.
+        let mut units = 0;
+        for t in 1..=60u64 {
+            units += 10;
+            m.record(t as f64, units, units);
+        }
+        for t in 61..=360u64 {
+            if t % 10 == 0 {
+                units += 1;
+            }
+            m.record(t as f64, units, units);
+        }
+        let r = m.unit_rate().unwrap();
+        assert!(
+            (r - 0.1).abs() < 0.02,
+            "moving average, not the run's mean: {r}"
+        );
+        let eta = m.eta().unwrap();
+        let left = (1000 - units) as f64;
+        assert!((eta - left / 0.1).abs() < left, "{eta}");
+    }
+
+    #[test]
+    fn slow_units_widen_the_window_to_span_a_few() {
+        let mut m = Meter::new(10);
+        // One unit every 100 s: a 60 s window would often hold none.
+        for t in 1..=1000u64 {
+            m.record(t as f64, t / 100, 0);
+        }
+        let r = m.unit_rate().unwrap();
+        assert!((r - 0.01).abs() < 1e-9, "{r}");
+        assert_eq!(m.line().split(", ").nth(1).unwrap(), "36.0 units/h");
+    }
+
+    #[test]
+    fn before_the_first_unit_the_eta_is_unknown_not_zero() {
+        let mut m = Meter::new(5);
+        m.record(30.0, 0, 12);
+        assert_eq!(m.unit_rate(), None);
+        assert_eq!(m.eta(), None);
+        assert_eq!(
+            m.line(),
+            "0/5 units (0%), no unit finished yet, 24.0 calls/min, eta unknown"
+        );
+        let fresh = Meter::new(5);
+        assert_eq!(
+            fresh.line(),
+            "0/5 units (0%), no unit finished yet, - calls/s, eta unknown"
+        );
+    }
+
+    #[test]
+    fn finished_runs_and_stalls() {
+        let mut m = Meter::new(3);
+        m.record(1.0, 3, 3);
+        assert_eq!(m.eta(), Some(0.0));
+        assert!(m.line().ends_with("eta 0s"), "{}", m.line());
+        // A stall lowers the rate as time passes without units.
+        let mut m = Meter::new(100);
+        m.record(10.0, 10, 10);
+        let before = m.unit_rate().unwrap();
+        m.record(100.0, 10, 10);
+        assert!(m.unit_rate().unwrap() < before / 5.0);
+    }
+
+    #[test]
+    fn memory_stays_bounded_under_frequent_reports() {
+        let mut m = Meter::new(u64::MAX);
+        for i in 0..1_000_000u64 {
+            m.record(i as f64 * 0.001, i, i);
+        }
+        assert!(m.samples.len() <= 700, "{}", m.samples.len());
+        let r = m.unit_rate().unwrap();
+        assert!((r - 1000.0).abs() < 10.0, "{r}");
+    }
+
+    #[test]
+    fn formats() {
+        assert_eq!(per_time(250.0, "units"), "250 units/s");
+        assert_eq!(per_time(2.46, "units"), "2.5 units/s");
+        assert_eq!(per_time(0.5, "calls"), "30.0 calls/min");
+        assert_eq!(per_time(0.0, "calls"), "0 calls/s");
+        assert_eq!(per_time(0.001, "units"), "3.6 units/h");
+        assert_eq!(duration(0.4), "0s");
+        assert_eq!(duration(59.6), "1m00s");
+        assert_eq!(duration(185.0), "3m05s");
+        assert_eq!(duration(7620.0), "2h07m");
     }
 }

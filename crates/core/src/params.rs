@@ -217,6 +217,11 @@ pub struct PluginSpec {
     /// Where the spec was written (not part of its identity).
     #[serde(skip)]
     pub loc: Loc,
+    /// The label the run config gave this spec because its own would clash with
+    /// another's (see `gauntlet_engine::config`); `None` keeps [`PluginSpec::label`]'s
+    /// rule. Not part of its identity, so cache keys never depend on it.
+    #[serde(skip)]
+    pub label: Option<String>,
 }
 
 impl PluginSpec {
@@ -225,10 +230,14 @@ impl PluginSpec {
     pub fn identity(&self) -> serde_json::Value {
         serde_json::to_value(self).expect("plugin specs serialise")
     }
-    /// A short label for reports: the `name` param when a plugin has one
-    /// (targets are usually told apart by it), else the `suite` param (bundled scenario
-    /// suites), else the plugin name.
+    /// A short label for reports: the label the run config assigned, else the `name`
+    /// param when a plugin has one (targets are usually told apart by it), else the
+    /// `suite` param (bundled scenario suites), else the plugin name.
     pub fn label(&self) -> String {
+        self.label.clone().unwrap_or_else(|| self.own_label())
+    }
+    /// [`PluginSpec::label`] without an assigned label: what the spec says by itself.
+    pub fn own_label(&self) -> String {
         self.params
             .str("name")
             .or_else(|| self.params.str("suite"))
@@ -373,6 +382,7 @@ pub fn resolve_spec(
         name: info.name.to_string(),
         params,
         loc: node.loc,
+        label: None,
     })
 }
 

@@ -479,6 +479,7 @@ mod key_tests {
             name: "reference_agent".into(),
             params: p,
             loc: Default::default(),
+            label: None,
         })
     }
 

@@ -5,8 +5,11 @@
 //! included, before anything runs. Every problem is reported with the file, line and
 //! column, the key path, and what is allowed — all problems at once, not one per run.
 
-use gauntlet_core::params::{Axis, Catalog, Diag, PluginSpec, resolve_spec, unknown_key_diag};
+use gauntlet_core::params::{
+    Axis, Catalog, DefaultValue, Diag, ParamValue, PluginSpec, resolve_spec, unknown_key_diag,
+};
 use gauntlet_core::tree::{Loc, Node, Value, parse_yaml};
+use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -257,7 +260,8 @@ pub fn parse(text: &str, path: &Path, catalog: &dyn Catalog) -> Result<RunConfig
     let list = |key: &str, axis: Axis, required: bool, diags: &mut Vec<Diag>| -> Vec<PluginSpec> {
         spec_list(catalog, &root, key, axis, required, diags)
     };
-    let targets = list("targets", Axis::Target, true, &mut diags);
+    let mut targets = list("targets", Axis::Target, true, &mut diags);
+    label_targets(catalog, &mut targets, &mut diags);
     let judges = list("judges", Axis::Judge, true, &mut diags);
     let metrics = list("metrics", Axis::Metric, true, &mut diags);
     // Injection mode runs on the same matrix: injections take the attack axis and
@@ -274,7 +278,6 @@ pub fn parse(text: &str, path: &Path, catalog: &dyn Catalog) -> Result<RunConfig
         )
     };
     for (key, specs) in [
-        ("targets", &targets),
         (pair[0], &attacks),
         (pair[1], &datasets),
         ("judges", &judges),
@@ -444,6 +447,186 @@ fn check_unique_labels(key: &str, specs: &[PluginSpec], diags: &mut Vec<Diag>) {
                 )
                 .with_help("remove the repeated entry"),
             );
+        }
+    }
+}
+
+/// Params a derived target label shows by value alone; every other differing param shows
+/// as `key=value`.
+const BARE_LABEL_PARAMS: &[&str] = &["model"];
+
+/// Gives targets that would share a label distinct ones, and reports those that cannot
+/// be told apart.
+///
+/// A target's label is its `name` param (or, for a target whose `name` is left at the
+/// plugin's default, the plugin name). Targets of one plugin left unnamed — two
+/// `anthropic` models, say — are labelled by what differs between them: the plugin name,
+/// then each differing param, `model` by its value alone and the others as `key=value`
+/// (`anthropic/claude-haiku-4-5`, `openai_compat/gpt-4o/temperature=0.7`), a list as JSON
+/// (`bypass_markers=["x"]`); a value that is long (over 64 characters), empty, or a
+/// mapping shows as `key#` and the first 8 hex of its sha256. A target's label leaves out
+/// the differing params it leaves unset or at the plugin's default (so of two otherwise
+/// equal models, the one at the default temperature is just `anthropic/<model>`); two
+/// distinct targets still never render alike. The labels depend only on the group's
+/// resolved params, so a run read back from its `run.json` gets the same ones; configs
+/// whose targets already had distinct labels keep them. Labels are not part of any
+/// identity: cache keys never depend on them.
+///
+/// Still errors: a target listed twice (identical params), and explicit `name`s (or a
+/// derived label and a `name`) that coincide.
+fn label_targets(catalog: &dyn Catalog, specs: &mut [PluginSpec], diags: &mut Vec<Diag>) {
+    let key = "targets";
+    let ids: Vec<serde_json::Value> = specs.iter().map(PluginSpec::identity).collect();
+    let mut repeated = vec![false; specs.len()];
+    for i in 0..specs.len() {
+        if let Some(j) = (0..i).find(|&j| ids[j] == ids[i]) {
+            repeated[i] = true;
+            repeated[j] = true;
+            diags.push(
+                Diag::new(
+                    specs[i].loc,
+                    format!("{key}[{i}]"),
+                    format!(
+                        "{key}[{i}] (line {}) and {key}[{j}] (line {}) are the same `{}` target: every param is equal",
+                        specs[i].loc.line,
+                        specs[j].loc.line,
+                        specs[i].name
+                    ),
+                )
+                .with_help("remove the repeated entry (to run a target more than once, use `trials`)"),
+            );
+        }
+    }
+    // Unnamed targets grouped by the label each would get on its own.
+    let unnamed = |s: &PluginSpec| {
+        let default = catalog
+            .find(Axis::Target, &s.name)
+            .and_then(|info| info.params.iter().find(|p| p.name == "name"))
+            .map(|p| p.default);
+        match (s.params.str("name"), default) {
+            (None, _) => true,
+            (Some(n), Some(DefaultValue::Str(d))) => n == d,
+            _ => false,
+        }
+    };
+    let mut groups: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    for (i, s) in specs.iter().enumerate() {
+        if unnamed(s) {
+            groups.entry(s.own_label()).or_default().push(i);
+        }
+    }
+    for members in groups.values() {
+        if members.len() < 2 || members.iter().any(|&i| repeated[i]) {
+            continue;
+        }
+        let group: Vec<&PluginSpec> = members.iter().map(|&i| &specs[i]).collect();
+        let labels = derived_labels(catalog, &group);
+        for (&i, label) in members.iter().zip(labels) {
+            specs[i].label = Some(label);
+        }
+    }
+    for i in 0..specs.len() {
+        if repeated[i] {
+            continue;
+        }
+        let label = specs[i].label();
+        let Some(j) = (0..i).find(|&j| !repeated[j] && specs[j].label() == label) else {
+            continue;
+        };
+        let named = |s: &PluginSpec| s.label.is_none() && !unnamed(s);
+        let help = if named(&specs[i]) && named(&specs[j]) {
+            "give each a distinct `name` param so their results stay apart"
+        } else {
+            "give one of them a `name` param (its label) so their results stay apart"
+        };
+        diags.push(
+            Diag::new(
+                specs[i].loc,
+                format!("{key}[{i}]"),
+                format!(
+                    "{key}[{i}] (line {}) and {key}[{j}] (line {}) share the label `{label}`",
+                    specs[i].loc.line, specs[j].loc.line
+                ),
+            )
+            .with_help(help),
+        );
+    }
+}
+
+/// The labels of a group of distinct specs that would share one: the plugin name followed
+/// by every param whose value is not the same across the group and not the plugin's
+/// default for this spec (see [`label_targets`]).
+fn derived_labels(catalog: &dyn Catalog, group: &[&PluginSpec]) -> Vec<String> {
+    let mut keys: Vec<&str> = group
+        .iter()
+        .flat_map(|s| s.params.iter().map(|(k, _)| k.as_str()))
+        .collect();
+    keys.sort_by_key(|k| (!BARE_LABEL_PARAMS.contains(k), *k));
+    keys.dedup();
+    keys.retain(|k| {
+        group
+            .iter()
+            .any(|s| s.params.get(k) != group[0].params.get(k))
+    });
+    group
+        .iter()
+        .map(|s| {
+            let mut label = s.name.clone();
+            let info = catalog.find(Axis::Target, &s.name);
+            for k in &keys {
+                let Some(v) = s.params.get(k) else { continue };
+                let default = info
+                    .and_then(|i| i.params.iter().find(|p| p.name == *k))
+                    .map(|p| p.default);
+                if default.is_some_and(|d| is_default(d, v)) {
+                    continue;
+                }
+                label.push('/');
+                label.push_str(&label_part(k, v));
+            }
+            label
+        })
+        .collect()
+}
+
+/// Whether a resolved value is the param's literal default.
+fn is_default(default: DefaultValue, v: &ParamValue) -> bool {
+    match (default, v) {
+        (DefaultValue::Str(d), ParamValue::Str(s)) => d == s,
+        (DefaultValue::Int(d), ParamValue::Int(i)) => d == *i,
+        (DefaultValue::Float(d), ParamValue::Float(f)) => d == *f,
+        (DefaultValue::Float(d), ParamValue::Int(i)) => d == *i as f64,
+        (DefaultValue::Bool(d), ParamValue::Bool(b)) => d == *b,
+        (DefaultValue::StrList(d), ParamValue::StrList(l)) => d == l.as_slice(),
+        _ => false,
+    }
+}
+
+/// One param in a derived label.
+fn label_part(key: &str, v: &ParamValue) -> String {
+    let scalar = match v {
+        ParamValue::Str(s) => Some(s.clone()),
+        ParamValue::Int(i) => Some(i.to_string()),
+        ParamValue::Float(f) => Some(f.to_string()),
+        ParamValue::Bool(b) => Some(b.to_string()),
+        // Short lists as JSON (`bypass_markers=["x"]`), unambiguous.
+        ParamValue::StrList(_) => serde_json::to_string(v).ok(),
+        ParamValue::StrMap(_) | ParamValue::Spec(_) => None,
+    };
+    match scalar {
+        Some(s) if !s.is_empty() && s.chars().count() <= 64 && !s.chars().any(char::is_control) => {
+            if BARE_LABEL_PARAMS.contains(&key) {
+                s
+            } else {
+                format!("{key}={s}")
+            }
+        }
+        _ => {
+            let json = serde_json::to_string(v).expect("params serialise");
+            format!(
+                "{key}#{}",
+                &gauntlet_core::hash::sha256_hex(json.as_bytes())[..8]
+            )
         }
     }
 }

@@ -10,7 +10,7 @@ use crate::usage::PriceTable;
 use gauntlet_core::hash::HashWriter;
 use gauntlet_core::params::Diag;
 use gauntlet_models::Model;
-use gauntlet_models::registry::build_target;
+use gauntlet_models::registry::{build_target, build_target_for_check};
 use gauntlet_redteam::attack::Attack;
 use gauntlet_redteam::datasets::{self, Dataset};
 use gauntlet_redteam::judge::Judge;
@@ -60,6 +60,46 @@ fn axis_key(mode: Mode) -> (&'static str, &'static str, &'static str) {
     }
 }
 
+/// Keeps a built model, its warning in `warnings`, or its error in `diags`.
+fn keep_model(
+    built: Built,
+    loc: gauntlet_core::tree::Loc,
+    path: String,
+    diags: &mut Vec<Diag>,
+    warnings: &mut Vec<Diag>,
+) -> Option<Arc<dyn Model>> {
+    match built {
+        Ok((m, warning)) => {
+            if let Some(w) = warning {
+                warnings.push(Diag::new(loc, path, w).with_help(
+                    "set it before `gauntlet run` (keys are read only from the environment)",
+                ));
+            }
+            Some(m)
+        }
+        Err(e) => {
+            diags.push(Diag::new(loc, path, e.to_string()));
+            None
+        }
+    }
+}
+
+/// One warning per message (an unset key variable shared by four targets is one
+/// warning), at the first place it occurs, with every key path.
+fn merge_same_message(warnings: Vec<Diag>) -> Vec<Diag> {
+    let mut out: Vec<Diag> = Vec::new();
+    for w in warnings {
+        match out.iter_mut().find(|o| o.message == w.message) {
+            Some(o) => {
+                o.path.push_str(", ");
+                o.path.push_str(&w.path);
+            }
+            None => out.push(w),
+        }
+    }
+    out
+}
+
 /// The plugins [`Plan::build`] builds, before they join the datasets.
 struct Plugins {
     targets: Vec<Arc<dyn Model>>,
@@ -72,10 +112,51 @@ struct Plugins {
     prices: Vec<Option<PriceTable>>,
 }
 
+/// The version a [`Plan::check`] gives a dataset it could not download.
+pub const NOT_LOADED: &str = "not loaded";
+
+/// How [`Plan::build`] treats problems of the environment rather than of the config.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Strictness {
+    /// Every problem is an error: a run needs its keys and its data.
+    Run,
+    /// An unset or empty API-key variable and a dataset that cannot be downloaded right
+    /// now are warnings (`gauntlet validate`).
+    Check,
+}
+
+/// A model built from a spec, and the warning its build left (check mode only).
+type Built = Result<(Arc<dyn Model>, Option<String>), gauntlet_models::ModelError>;
+
+fn build_model(strictness: Strictness, spec: &gauntlet_core::params::PluginSpec) -> Built {
+    match strictness {
+        Strictness::Run => build_target(spec).map(|m| (m, None)),
+        Strictness::Check => build_target_for_check(spec),
+    }
+}
+
 impl Plan {
     /// Builds every plugin and loads every dataset. Errors name the config file and the
     /// spec's line.
     pub fn build(config: RunConfig) -> Result<Plan, ConfigError> {
+        Self::build_as(config, Strictness::Run).map(|(plan, _)| plan)
+    }
+
+    /// Builds the plan as [`Plan::build`] does for `gauntlet validate`, where an API-key
+    /// variable that is not set (or empty) and a dataset that cannot be downloaded right
+    /// now (network or server failure, `GAUNTLET_OFFLINE`) are warnings, returned with
+    /// the plan, instead of errors: a config can be checked before the keys and the
+    /// network are at hand. The plan is for inspection only and must never run: such a
+    /// target holds a stand-in key, and such a dataset is empty with version
+    /// [`NOT_LOADED`]. Warnings with the same message are merged, naming every place.
+    pub fn check(config: RunConfig) -> Result<(Plan, Vec<Diag>), ConfigError> {
+        Self::build_as(config, Strictness::Check)
+    }
+
+    fn build_as(
+        config: RunConfig,
+        strictness: Strictness,
+    ) -> Result<(Plan, Vec<Diag>), ConfigError> {
         // Loading the datasets (read, hash, parse: tens of ms for a large set) and hashing
         // the canonical config (it holds every plugin parameter) do not depend on the
         // plugins, so they run on their own threads while this one builds the plugins.
@@ -93,26 +174,37 @@ impl Plan {
                 h.json(&config.canonical());
                 h.finish_hex()
             });
-            let plugins = Self::build_plugins(&config);
+            let plugins = Self::build_plugins(&config, strictness);
             let datasets = datasets.join().expect("dataset loading does not panic");
             let config_hash = config_hash.join().expect("hashing does not panic");
             (plugins, datasets, config_hash)
         });
-        let ((plugins, diags), datasets, config_hash) = built;
-        Self::assemble(config, plugins, diags, datasets, config_hash)
+        let ((plugins, diags, warnings), datasets, config_hash) = built;
+        Self::assemble(
+            config,
+            plugins,
+            diags,
+            warnings,
+            datasets,
+            config_hash,
+            strictness,
+        )
     }
 
-    fn build_plugins(config: &RunConfig) -> (Plugins, Vec<Diag>) {
+    fn build_plugins(
+        config: &RunConfig,
+        strictness: Strictness,
+    ) -> (Plugins, Vec<Diag>, Vec<Diag>) {
         let mut diags = Vec::new();
-        let mut err = |loc, path: String, msg: String| diags.push(Diag::new(loc, path, msg));
+        let mut warnings = Vec::new();
 
         // Targets are built side by side: an offline one may index a large memory (the
         // reference memorizer's secrets).
-        let built: Vec<_> = std::thread::scope(|scope| {
+        let built: Vec<Built> = std::thread::scope(|scope| {
             let handles: Vec<_> = config
                 .targets
                 .iter()
-                .map(|s| scope.spawn(move || build_target(s)))
+                .map(|s| scope.spawn(move || build_model(strictness, s)))
                 .collect();
             handles
                 .into_iter()
@@ -121,9 +213,9 @@ impl Plan {
         });
         let mut targets = Vec::new();
         for (i, (s, b)) in config.targets.iter().zip(built).enumerate() {
-            match b {
-                Ok(t) => targets.push(t),
-                Err(e) => err(s.loc, format!("targets[{i}]"), e.to_string()),
+            let path = format!("targets[{i}]");
+            if let Some(t) = keep_model(b, s.loc, path, &mut diags, &mut warnings) {
+                targets.push(t);
             }
         }
         let mut attacks = Vec::new();
@@ -138,19 +230,21 @@ impl Plan {
                 Ok(a) => {
                     let mut model = |spec: Option<&gauntlet_core::params::PluginSpec>,
                                      what: &str| {
-                        spec.and_then(|g| match build_target(g) {
-                            Ok(m) => Some(m),
-                            Err(e) => {
-                                err(g.loc, format!("attacks[{i}].params.{what}"), e.to_string());
-                                None
-                            }
+                        spec.and_then(|g| {
+                            let path = format!("attacks[{i}].params.{what}");
+                            let b = build_model(strictness, g);
+                            keep_model(b, g.loc, path, &mut diags, &mut warnings)
                         })
                     };
                     attackers.push(model(a.attacker(), "attacker"));
                     attack_graders.push(model(a.judge_grader(), "judge.params.grader"));
                     attacks.push(a);
                 }
-                Err(e) => err(s.loc, format!("{}[{i}]", axis_key(config.mode).0), e),
+                Err(e) => diags.push(Diag::new(
+                    s.loc,
+                    format!("{}[{i}]", axis_key(config.mode).0),
+                    e,
+                )),
             }
         }
         let mut judges = Vec::new();
@@ -158,22 +252,18 @@ impl Plan {
         for (i, s) in config.judges.iter().enumerate() {
             match build_judge(s) {
                 Ok(j) => {
-                    let grader = match j.grader() {
-                        Some(g) => match build_target(g) {
-                            Ok(m) => Some(m),
-                            Err(e) => {
-                                err(g.loc, format!("judges[{i}].params.grader"), e.to_string());
-                                None
-                            }
-                        },
-                        None => None,
-                    };
+                    let grader = j.grader().and_then(|g| {
+                        let path = format!("judges[{i}].params.grader");
+                        let b = build_model(strictness, g);
+                        keep_model(b, g.loc, path, &mut diags, &mut warnings)
+                    });
                     graders.push(grader);
                     judges.push(j);
                 }
-                Err(e) => err(s.loc, format!("judges[{i}]"), e),
+                Err(e) => diags.push(Diag::new(s.loc, format!("judges[{i}]"), e)),
             }
         }
+        let mut err = |loc, path: String, msg: String| diags.push(Diag::new(loc, path, msg));
         let mut metrics = Vec::new();
         let mut prices = Vec::new();
         for (i, s) in config.metrics.iter().enumerate() {
@@ -210,26 +300,48 @@ impl Plan {
                 prices,
             },
             diags,
+            warnings,
         )
     }
 
     /// Joins the plugins and the datasets into the plan, or reports every diagnostic:
-    /// the plugins' first, then the datasets' in config order.
+    /// the plugins' first, then the datasets' in config order. In check mode a dataset
+    /// that cannot be downloaded right now is a warning and an empty stand-in.
+    #[allow(clippy::too_many_arguments)]
     fn assemble(
         config: RunConfig,
         plugins: Plugins,
         mut diags: Vec<Diag>,
+        mut warnings: Vec<Diag>,
         results: Vec<Result<Dataset, datasets::DatasetError>>,
         config_hash: String,
-    ) -> Result<Plan, ConfigError> {
+        strictness: Strictness,
+    ) -> Result<(Plan, Vec<Diag>), ConfigError> {
         let mut loaded = Vec::new();
         for (i, (s, r)) in config.datasets.iter().zip(results).enumerate() {
+            let (key, what) = (axis_key(config.mode).1, axis_key(config.mode).2);
             match r {
                 Ok(d) => loaded.push(d),
+                Err(e) if e.unreachable && strictness == Strictness::Check => {
+                    warnings.push(
+                        Diag::new(
+                            s.loc,
+                            format!("{key}[{i}]"),
+                            format!("{what} `{}` cannot be downloaded right now: {e}", s.label()),
+                        )
+                        .with_help("`gauntlet run` needs it: run where the source is reachable, or put the file in the cache first"),
+                    );
+                    loaded.push(Dataset {
+                        name: s.label(),
+                        version: NOT_LOADED.to_string(),
+                        sha256: String::new(),
+                        behaviors: Vec::new(),
+                    });
+                }
                 Err(e) => diags.push(Diag::new(
                     s.loc,
-                    format!("{}[{i}]", axis_key(config.mode).1),
-                    format!("{} `{}`: {e}", axis_key(config.mode).2, s.label()),
+                    format!("{key}[{i}]"),
+                    format!("{what} `{}`: {e}", s.label()),
                 )),
             }
         }
@@ -237,6 +349,7 @@ impl Plan {
             let file = config.path.display().to_string();
             return Err(ConfigError { file, diags });
         }
+        let warnings = merge_same_message(warnings);
         let run_id = format!("{}-{}", config.run_name, &config_hash[..12]);
         let mut dataset_offsets = Vec::with_capacity(loaded.len());
         let mut acc = 0u64;
@@ -244,7 +357,7 @@ impl Plan {
             dataset_offsets.push(acc);
             acc += d.behaviors.len() as u64;
         }
-        Ok(Plan {
+        let plan = Plan {
             config,
             config_hash,
             run_id,
@@ -259,7 +372,8 @@ impl Plan {
             prices: plugins.prices,
             dataset_offsets,
             behaviors_per_block: acc,
-        })
+        };
+        Ok((plan, warnings))
     }
 
     /// Units in the run: attacks × targets × behaviors (over all datasets).

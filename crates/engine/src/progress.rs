@@ -22,7 +22,9 @@ impl CallStats {
 pub trait Progress: Send + Sync {
     /// The run is about to process `units` behaviors × attacks × targets (`attempts` at most).
     fn start(&self, units: u64, attempts: u64);
-    /// `units` more units are done, with `attempts` attempts.
+    /// `units` more units are done, with `attempts` attempts. Also called about once a
+    /// second while units are in flight (with 0 units), so call counts stay current
+    /// in a slow run.
     fn advance(&self, units: u64, attempts: u64, calls: CallStats);
     /// A one-line notice (resume information, warnings).
     fn note(&self, message: &str);

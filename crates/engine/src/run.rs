@@ -34,7 +34,7 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use tokio::sync::Semaphore;
 
@@ -115,6 +115,10 @@ struct Ctx {
     /// once a cell is full, no later unit's example can be kept, and workers skip
     /// building it (a copy of the prompt and reply per unit otherwise).
     examples_full: [Vec<AtomicBool>; 2],
+    /// Units whose work is done, in any order. Progress counts these: a unit that
+    /// finished ahead of an earlier, slower one is done work while it waits its turn to
+    /// be written.
+    finished: AtomicU64,
 }
 
 /// Canonical identities and labels of the plan's plugins, and the call-key prefixes of
@@ -416,6 +420,7 @@ async fn run_chunk(ctx: Arc<Ctx>, start: u64, end: u64) -> (Vec<UnitOutput>, Opt
     if let Err(e) = pending.flush(&ctx.journal) {
         fatal = Some(ModelError::Config(format!("cannot write the journal: {e}")));
     }
+    ctx.finished.fetch_add(outs.len() as u64, Ordering::Relaxed);
     (outs, fatal)
 }
 
@@ -1095,6 +1100,9 @@ fn pretty(v: &impl Serialize) -> Vec<u8> {
     s
 }
 
+/// How often progress hears the call counters while units are in flight.
+const PROGRESS_TICK: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Runs (or resumes) a plan into `runs_dir/<run_name>`.
 pub async fn execute(
     plan: Plan,
@@ -1160,6 +1168,7 @@ pub async fn execute(
                 .map(|_| AtomicBool::new(false))
                 .collect()
         }),
+        finished: AtomicU64::new(0),
         plan,
     });
     let net_models = network_models(&ctx.plan);
@@ -1203,6 +1212,8 @@ pub async fn execute(
     let mut attempts_total: u64 = 0;
     let mut status = Status::Complete;
     let (mut progress_reported, mut attempts_reported) = (0u64, 0u64);
+    let mut tick = tokio::time::interval(PROGRESS_TICK);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     'consume: loop {
         // Once the budget is spent no new unit starts: every call it made would be refused.
         while next < n_units
@@ -1214,10 +1225,25 @@ pub async fn execute(
             queue.push_back(tokio::spawn(run_chunk(ctx.clone(), next, end)));
             next = end;
         }
-        let Some(handle) = queue.pop_front() else {
+        let Some(mut handle) = queue.pop_front() else {
             break;
         };
-        let (outs, fatal) = match handle.await {
+        // While a slow unit runs, progress still hears about the calls it makes.
+        let joined = loop {
+            tokio::select! {
+                r = &mut handle => break r,
+                _ = tick.tick() => {
+                    let finished = ctx.finished.load(Ordering::Relaxed);
+                    progress.advance(
+                        finished - progress_reported,
+                        0,
+                        call_stats(&ctx.counters, &transport_snapshot(&net_models)),
+                    );
+                    progress_reported = finished;
+                }
+            }
+        };
+        let (outs, fatal) = match joined {
             Ok(r) => r,
             Err(join) => (
                 Vec::new(),
@@ -1252,12 +1278,13 @@ pub async fn execute(
                 cell_summary(&ctx.plan, &ctx.trial_seeds, &table, c, accs)
             }));
         }
+        let finished = ctx.finished.load(Ordering::Relaxed);
         progress.advance(
-            done - progress_reported,
+            finished - progress_reported,
             attempts_total - attempts_reported,
             call_stats(&ctx.counters, &transport_snapshot(&net_models)),
         );
-        progress_reported = done;
+        progress_reported = finished;
         attempts_reported = attempts_total;
         if let Some(e) = fatal {
             status = Status::Partial(match e {

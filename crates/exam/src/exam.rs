@@ -536,6 +536,7 @@ fn golden_http_target(base_url: &str) -> Result<Arc<dyn Model>, gauntlet_models:
         name: "anthropic".into(),
         params,
         loc: Default::default(),
+        label: None,
     };
     let env = |k: &str| (k == "GAUNTLET_GOLDEN_KEY").then(|| "golden-loopback".to_string());
     Ok(Arc::new(AnthropicTarget::with_env(

@@ -102,6 +102,7 @@ fn golden_spec() -> PluginSpec {
         name: "golden".into(),
         params,
         loc: Default::default(),
+        label: None,
     }
 }
 

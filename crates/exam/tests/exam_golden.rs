@@ -275,6 +275,7 @@ where
             name: "scripted".into(),
             params,
             loc: Default::default(),
+            label: None,
         },
         f,
         seen: Mutex::new(Vec::new()),

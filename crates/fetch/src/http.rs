@@ -43,6 +43,19 @@ impl Resolve for FilteringResolver {
     }
 }
 
+/// The resolver's refusal of a host that points at a non-public address: a wrong
+/// request, not a network failure (see [`FetchError::unreachable`](crate::FetchError)).
+#[derive(Debug)]
+struct Refused(String);
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl StdError for Refused {}
+
 /// The resolver's rule, separately testable: every address must be allowed.
 pub(crate) fn check_resolved(
     host: &str,
@@ -54,14 +67,44 @@ pub(crate) fn check_resolved(
     }
     for a in addrs {
         if let Some(why) = policy.refuse_ip(a.ip()) {
-            return Err(format!(
+            return Err(Box::new(Refused(format!(
                 "refused: host `{host}` resolves to {} ({why}); downloads may only reach public addresses",
                 a.ip()
-            )
-            .into());
+            ))));
         }
     }
     Ok(())
+}
+
+/// Why a download failed, and whether it is worth trying again later.
+struct Failure {
+    message: String,
+    /// See [`FetchError::unreachable`](crate::FetchError).
+    unreachable: bool,
+}
+
+impl Failure {
+    fn wrong(message: impl Into<String>) -> Self {
+        Failure {
+            message: message.into(),
+            unreachable: false,
+        }
+    }
+
+    /// A reqwest error: sending failed (DNS, connection, timeout, a reset body) unless the
+    /// policy refused the address or a redirect.
+    fn request(e: &reqwest::Error) -> Self {
+        let mut refused = e.is_redirect() || e.is_builder();
+        let mut cur: Option<&(dyn StdError + 'static)> = Some(e);
+        while let Some(x) = cur {
+            refused |= x.is::<Refused>();
+            cur = x.source();
+        }
+        Failure {
+            message: chain(e),
+            unreachable: !refused,
+        }
+    }
 }
 
 /// Checks a URL's scheme and, when its host is an IP literal (which bypasses DNS), the
@@ -158,13 +201,16 @@ pub(crate) fn download(
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
-                .map_err(|e| format!("cannot start the download runtime: {e}"))?;
+                .map_err(|e| Failure::wrong(format!("cannot start the download runtime: {e}")))?;
             rt.block_on(stream_to(&client, url, policy, tmp.as_file_mut()))
         })
         .join()
-        .unwrap_or_else(|_| Err("the download thread panicked".into()))
+        .unwrap_or_else(|_| Err(Failure::wrong("the download thread panicked")))
     });
-    let (sha, len) = result.map_err(err)?;
+    let (sha, len) = result.map_err(|f| FetchError {
+        unreachable: f.unreachable,
+        ..err(f.message)
+    })?;
     tmp.as_file_mut()
         .sync_all()
         .map_err(|e| err(format!("cannot write the temporary file: {e}")))?;
@@ -176,40 +222,52 @@ async fn stream_to(
     url: &Url,
     policy: &FetchPolicy,
     out: &mut std::fs::File,
-) -> Result<(String, u64), String> {
+) -> Result<(String, u64), Failure> {
     let cap = policy.max_bytes;
     let mut resp = client
         .get(url.clone())
         .send()
         .await
-        .map_err(|e| chain(&e))?;
+        .map_err(|e| Failure::request(&e))?;
     let status = resp.status();
     if !status.is_success() {
-        return Err(format!(
-            "HTTP {status} from {}; check the URL",
-            resp.url().as_str()
-        ));
+        // Timeouts, rate limits and server errors pass; anything else is the request's.
+        let passing = status.is_server_error()
+            || status == reqwest::StatusCode::REQUEST_TIMEOUT
+            || status == reqwest::StatusCode::TOO_MANY_REQUESTS;
+        return Err(Failure {
+            message: format!(
+                "HTTP {status} from {}; {}",
+                resp.url().as_str(),
+                if passing {
+                    "the server failed: try again later"
+                } else {
+                    "check the URL"
+                }
+            ),
+            unreachable: passing,
+        });
     }
     if let Some(n) = resp.content_length()
         && n > cap
     {
-        return Err(format!(
+        return Err(Failure::wrong(format!(
             "the server announces {n} bytes, over the {cap}-byte download limit"
-        ));
+        )));
     }
     let mut hasher = Sha256::new();
     let mut len = 0u64;
-    while let Some(chunk) = resp.chunk().await.map_err(|e| chain(&e))? {
+    while let Some(chunk) = resp.chunk().await.map_err(|e| Failure::request(&e))? {
         len += chunk.len() as u64;
         if len > cap {
             // Stop reading now: the rest of the body is never pulled.
-            return Err(format!(
+            return Err(Failure::wrong(format!(
                 "the download exceeded the {cap}-byte limit (stopped after {len} bytes)"
-            ));
+            )));
         }
         hasher.update(&chunk);
         out.write_all(&chunk)
-            .map_err(|e| format!("cannot write the temporary file: {e}"))?;
+            .map_err(|e| Failure::wrong(format!("cannot write the temporary file: {e}")))?;
     }
     Ok((to_hex(&hasher.finalize()), len))
 }

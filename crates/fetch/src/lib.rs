@@ -32,6 +32,12 @@ pub struct FetchError {
     pub source_name: String,
     /// What went wrong and how to fix it.
     pub message: String,
+    /// The download could not be made right now — the network or the server failed
+    /// (no route, DNS, connection, timeout, HTTP 408/429/5xx) or downloads are off
+    /// ([`FetchPolicy::offline`]) — rather than the request being wrong (bad URL, refused
+    /// address, 404, pin mismatch, size cap). `gauntlet validate` reports these as
+    /// warnings; a run still stops on them.
+    pub unreachable: bool,
 }
 
 impl FetchError {
@@ -40,6 +46,15 @@ impl FetchError {
         FetchError {
             source_name: source.into(),
             message: message.into(),
+            unreachable: false,
+        }
+    }
+
+    /// A new error about `source` that says the download cannot be made right now.
+    pub fn unreachable(source: impl Into<String>, message: impl Into<String>) -> Self {
+        FetchError {
+            unreachable: true,
+            ..FetchError::new(source, message)
         }
     }
 }
@@ -55,10 +70,16 @@ pub struct FetchOptions {
 
 impl FetchOptions {
     /// The production options: the strict policy and the default cache directory
-    /// ([`default_cache_dir`]).
+    /// ([`default_cache_dir`]); no download at all when `GAUNTLET_OFFLINE` is set to
+    /// anything but empty or `0` (cached copies and `file://` paths still load).
     pub fn from_env() -> Self {
+        let offline =
+            std::env::var_os("GAUNTLET_OFFLINE").is_some_and(|v| !v.is_empty() && v != "0");
         FetchOptions {
-            policy: FetchPolicy::strict(),
+            policy: FetchPolicy {
+                offline,
+                ..FetchPolicy::strict()
+            },
             cache_dir: default_cache_dir(),
         }
     }
@@ -306,6 +327,13 @@ fn fetch_http(
             "downloads are disabled: set `allow_download: true` in the dataset params to \
              fetch it (it is verified against `sha256` and cached), or download the file \
              yourself and use a file:// path",
+        ));
+    }
+    if opts.policy.offline {
+        return Err(FetchError::unreachable(
+            &shown,
+            "not downloaded: GAUNTLET_OFFLINE is set and the file is not in the cache \
+             (unset GAUNTLET_OFFLINE to download it, or use a file:// path)",
         ));
     }
     let Some(want) = pin else {

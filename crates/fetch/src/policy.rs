@@ -31,6 +31,8 @@ pub struct FetchPolicy {
     pub timeout: Duration,
     /// Redirects followed at most; every hop is checked.
     pub max_redirects: usize,
+    /// No download at all (`GAUNTLET_OFFLINE`): only cached copies and local files load.
+    pub offline: bool,
 }
 
 impl Default for FetchPolicy {
@@ -49,6 +51,7 @@ impl FetchPolicy {
             max_bytes: DEFAULT_MAX_BYTES,
             timeout: DEFAULT_TIMEOUT,
             max_redirects: DEFAULT_MAX_REDIRECTS,
+            offline: false,
         }
     }
 

@@ -6,6 +6,8 @@ use crate::targets::openai_compat::{self, OpenAiCompatTarget};
 use crate::targets::reference::{self, ReferenceTarget};
 use crate::targets::reference_agent::{self, ReferenceAgent};
 use crate::targets::reference_memorizer::{self, ReferenceMemorizer};
+use crate::targets::{EnvLookup, process_env};
+use crate::transport::TransportOptions;
 use crate::{Model, ModelError};
 use gauntlet_core::params::{PluginInfo, PluginSpec};
 use std::sync::Arc;
@@ -31,4 +33,51 @@ pub fn build_target(spec: &PluginSpec) -> Result<Arc<dyn Model>, ModelError> {
         "anthropic" => Ok(Arc::new(AnthropicTarget::new(spec)?)),
         other => Err(ModelError::Config(format!("unknown target `{other}`"))),
     }
+}
+
+/// Builds a target for inspection only (`gauntlet validate`), with the process
+/// environment: as [`build_target`], except that an API-key variable that is unset or
+/// empty is no error. Such a target is built with a stand-in key, so every other check
+/// still runs, and comes back with the message naming the variable: the caller reports
+/// it as a warning. A target built this way must never be called.
+pub fn build_target_for_check(
+    spec: &PluginSpec,
+) -> Result<(Arc<dyn Model>, Option<String>), ModelError> {
+    build_target_for_check_with(spec, &process_env)
+}
+
+/// [`build_target_for_check`] with an explicit environment lookup (tests).
+pub fn build_target_for_check_with(
+    spec: &PluginSpec,
+    env: EnvLookup<'_>,
+) -> Result<(Arc<dyn Model>, Option<String>), ModelError> {
+    let live = |env: EnvLookup<'_>| -> Result<Arc<dyn Model>, ModelError> {
+        let options = TransportOptions::default();
+        Ok(match spec.name.as_str() {
+            "openai_compat" => Arc::new(OpenAiCompatTarget::with_env(spec, env, options)?),
+            "anthropic" => Arc::new(AnthropicTarget::with_env(spec, env, options)?),
+            _ => build_target(spec)?,
+        })
+    };
+    let e = match live(env) {
+        Ok(m) => return Ok((m, None)),
+        Err(e) => e,
+    };
+    let key_var = spec.params.str("api_key_env");
+    let key_unset = key_var.is_some_and(|k| env(k).is_none_or(|v| v.trim().is_empty()));
+    let (Some(var), true) = (key_var, key_unset) else {
+        return Err(e);
+    };
+    let with_key = |name: &str| {
+        if name == var {
+            Some("gauntlet-validate-stand-in-key".to_string())
+        } else {
+            env(name)
+        }
+    };
+    let why = match e {
+        ModelError::Config(m) => m,
+        other => other.to_string(),
+    };
+    Ok((live(&with_key)?, Some(why)))
 }

@@ -191,6 +191,7 @@ mod tests {
                         name: "reference".into(),
                         params: Default::default(),
                         loc: Default::default(),
+                        label: None,
                     };
                     params.insert(
                         "attacker",
@@ -202,6 +203,7 @@ mod tests {
                         name: "reference".into(),
                         params: Default::default(),
                         loc: Default::default(),
+                        label: None,
                     };
                     params.insert(
                         "grader",
@@ -212,6 +214,7 @@ mod tests {
                     name: info.name.into(),
                     params,
                     loc: Default::default(),
+                    label: None,
                 };
                 let ok = match axis {
                     Axis::Attack => build_attack(&spec).is_ok(),

@@ -68,6 +68,10 @@ impl Server {
                         }),
                     )
                     .route(
+                        "/busy.csv",
+                        get(|| async { StatusCode::SERVICE_UNAVAILABLE.into_response() }),
+                    )
+                    .route(
                         "/moved.csv",
                         get(|| async {
                             Response::builder()
@@ -142,6 +146,7 @@ fn spec(name: &str, params: &[(&str, ParamValue)]) -> PluginSpec {
         name: name.into(),
         params: p,
         loc: Default::default(),
+        label: None,
     }
 }
 
@@ -199,6 +204,7 @@ fn redirects_to_private_addresses_are_refused() {
     for path in ["/moved.csv", "/moved6.csv"] {
         let e = load(&xstest_spec(&server.url(path), true), &o).unwrap_err();
         assert!(e.message.contains("redirect refused"), "{path}: {e}");
+        assert!(!e.unreachable, "a refusal is the request's fault: {e}");
     }
     assert_eq!(server.hits.load(Ordering::SeqCst), 0);
 }
@@ -254,5 +260,128 @@ fn production_path_refuses_private_and_plain_http_urls() {
             e.message.contains("refused") || e.message.contains("https://"),
             "{url}: {e}"
         );
+        assert!(!e.unreachable, "{url}: {e}");
     }
+}
+
+#[test]
+fn failures_of_the_network_or_server_are_unreachable_and_the_rest_are_not() {
+    let server = Server::start();
+    let o = loopback(None);
+    // 503: try again later. 404: the URL is wrong.
+    let e = load(&xstest_spec(&server.url("/busy.csv"), true), &o).unwrap_err();
+    assert!(e.unreachable && e.message.contains("503"), "{e}");
+    let e = load(&xstest_spec(&server.url("/gone.csv"), true), &o).unwrap_err();
+    assert!(!e.unreachable && e.message.contains("404"), "{e}");
+    // Nobody listening: a connection failure.
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap()
+    };
+    let e = load(&xstest_spec(&format!("http://{closed}/x.csv"), true), &o).unwrap_err();
+    assert!(e.unreachable, "{e}");
+    // Offline: nothing is attempted, and the server sees nothing.
+    let off = FetchOptions {
+        policy: FetchPolicy {
+            offline: true,
+            ..o.policy.clone()
+        },
+        cache_dir: None,
+    };
+    let e = load(&xstest_spec(&server.url("/xstest_prompts.csv"), true), &off).unwrap_err();
+    assert!(
+        e.unreachable && e.message.contains("GAUNTLET_OFFLINE"),
+        "{e}"
+    );
+    assert_eq!(server.hits.load(Ordering::SeqCst), 0);
+    // A pin mismatch is the data's problem.
+    let mut bad = xstest_spec(&server.url("/xstest_prompts.csv"), true);
+    bad.params.insert("sha256", ParamValue::Str("0".repeat(64)));
+    let e = load(&bad, &o).unwrap_err();
+    assert!(!e.unreachable && e.message.contains("mismatch"), "{e}");
+}
+
+/// Resolves a dataset spec from YAML as a run config would (defaults filled in).
+fn resolved(yaml: &str) -> PluginSpec {
+    use gauntlet_core::params::{Axis, resolve_spec};
+    let node = gauntlet_core::tree::parse_yaml(yaml).unwrap();
+    let mut diags = Vec::new();
+    let s = resolve_spec(
+        &gauntlet_redteam::registry::Registry,
+        Axis::Dataset,
+        &node,
+        "datasets[0]",
+        &mut diags,
+    );
+    assert!(diags.is_empty(), "{diags:?}");
+    s.unwrap()
+}
+
+#[test]
+fn a_config_may_name_only_the_set_the_source_is_its_canonical_pinned_file() {
+    use gauntlet_redteam::datasets::{
+        advbench, harmbench, jbb_behaviors, or_bench, strongreject, xstest,
+    };
+    let off = FetchOptions {
+        policy: FetchPolicy {
+            offline: true,
+            ..FetchPolicy::strict()
+        },
+        cache_dir: None,
+    };
+    for (name, url, pin) in [
+        ("advbench", advbench::URL, advbench::SHA256),
+        ("harmbench", harmbench::URL, harmbench::SHA256),
+        ("jbb_behaviors", jbb_behaviors::URL, jbb_behaviors::SHA256),
+        ("xstest", xstest::URL, xstest::SHA256),
+        ("or_bench", or_bench::URL, or_bench::SHA256),
+    ] {
+        let s = resolved(&format!(
+            "{{name: {name}, params: {{allow_download: true, limit: 5}}}}"
+        ));
+        assert_eq!(s.params.str("url"), Some(url), "{name}");
+        // Pinned at a commit: a 40-hex path segment.
+        assert!(
+            url.starts_with("https://")
+                && url
+                    .split('/')
+                    .any(|seg| seg.len() == 40 && seg.bytes().all(|b| b.is_ascii_hexdigit())),
+            "{name}: {url}"
+        );
+        assert_eq!(pin.len(), 64);
+        // What loading it would fetch: that URL, and only with the network.
+        let e = load(&s, &off).unwrap_err();
+        assert_eq!(e.source_name, url, "{name}: {e}");
+        assert!(e.unreachable, "{name}: {e}");
+    }
+    // strongreject: the small set by default, and its sha256 is the user's.
+    let s = resolved(
+        "{name: strongreject, params: {subset: small, allow_download: true, sha256: '0000000000000000000000000000000000000000000000000000000000000000'}}",
+    );
+    let e = load(&s, &off).unwrap_err();
+    assert_eq!(e.source_name, strongreject::SMALL_URL, "{e}");
+    assert!(e.unreachable, "{e}");
+    let node =
+        gauntlet_core::tree::parse_yaml("{name: strongreject, params: {subset: small}}").unwrap();
+    let mut diags = Vec::new();
+    gauntlet_core::params::resolve_spec(
+        &gauntlet_redteam::registry::Registry,
+        gauntlet_core::params::Axis::Dataset,
+        &node,
+        "datasets[0]",
+        &mut diags,
+    );
+    assert_eq!(diags.len(), 1, "{diags:?}");
+    assert!(
+        diags[0].message.contains("missing required param `sha256`"),
+        "{diags:?}"
+    );
+    assert!(
+        diags[0]
+            .help
+            .as_deref()
+            .unwrap()
+            .contains("publishes no digest"),
+        "{diags:?}"
+    );
 }

@@ -278,6 +278,7 @@ mod tests {
             name: "reference".into(),
             params,
             loc: Default::default(),
+            label: None,
         })
     }
     fn ask(t: &ReferenceTarget, prompt: &str) -> Result<ChatResponse, ModelError> {

@@ -176,6 +176,7 @@ mod tests {
             name: "reference_agent".into(),
             params: p,
             loc: Default::default(),
+            label: None,
         })
     }
     fn step(name: &str, v: serde_json::Value) -> ToolStep {
@@ -279,6 +280,7 @@ mod tests {
             name: "reference_agent".into(),
             params: p,
             loc: Default::default(),
+            label: None,
         });
         assert!(matches!(
             f.respond(&ChatRequest::default()),

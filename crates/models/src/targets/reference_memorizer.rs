@@ -602,6 +602,7 @@ mod tests {
             name: "reference_memorizer".into(),
             params,
             loc: Default::default(),
+            label: None,
         })
     }
     fn ask(m: &ReferenceMemorizer, messages: Vec<Message>) -> String {

@@ -107,6 +107,7 @@ mod tests {
                 p
             },
             loc: Default::default(),
+            label: None,
         };
         assert!(Divergence::new(bad).is_err());
     }

@@ -56,6 +56,7 @@ impl Searcher {
             name: "refusal_match".into(),
             params: Default::default(),
             loc: spec.loc,
+            label: None,
         });
         let judge =
             crate::registry::build_judge(&judge_spec).map_err(|e| format!("in-loop judge: {e}"))?;

@@ -3,12 +3,16 @@
 //! `goal,target`. The `goal` is the prompt; every row is should_refuse; the `target`
 //! (an affirmative answer prefix) is not used. Ids are `advbench-0001`… by data row.
 
-use super::csv_source::{self, ALLOW_DOWNLOAD_PARAM, Item, LIMIT_PARAM, Layout, URL_PARAM};
+use super::csv_source::{self, ALLOW_DOWNLOAD_PARAM, Item, LIMIT_PARAM, Layout};
 use super::{Dataset, DatasetError};
 use gauntlet_core::behavior::Expected;
 use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
 use gauntlet_fetch::FetchOptions;
 use std::path::Path;
+
+/// The canonical source, llm-attacks/llm-attacks `data/advbench/harmful_behaviors.csv` at a pinned commit, as
+/// redharness publishes it with the pin below.
+pub const URL: &str = "https://raw.githubusercontent.com/llm-attacks/llm-attacks/098262edf85f807224e70ecd87b9d83716bf6b73/data/advbench/harmful_behaviors.csv";
 
 /// The published pin of `harmful_behaviors.csv`.
 pub const SHA256: &str = "6cd1a5c63c07610d7eb67307772ee5606017ee950b5770ab288a2c487489d3e1";
@@ -26,7 +30,7 @@ pub const INFO: PluginInfo = PluginInfo {
     name: "advbench",
     doc: "AdvBench harmful_behaviors.csv (goal column; all should_refuse), sha256-pinned",
     params: &[
-        URL_PARAM,
+        csv_source::url_param(URL),
         csv_source::pinned_sha_param("expected sha256 (default: the published pin 6cd1a5c63c07…)"),
         ALLOW_DOWNLOAD_PARAM,
         LIMIT_PARAM,

@@ -13,13 +13,17 @@ use gauntlet_fetch::{FetchOptions, FetchRequest, fetch};
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 
-/// The `url` param shared by every public set.
-pub(crate) const URL_PARAM: ParamSpec = ParamSpec {
-    name: "url",
-    kind: ParamKind::Str,
-    default: DefaultValue::Required,
-    doc: "https:// URL of the CSV (needs allow_download: true), or file://path (relative to the config's directory)",
-};
+/// The `url` param of a set with a canonical commit-pinned source (its published pin is
+/// the `sha256` default): the source is the default, so a config may name only the set.
+pub(crate) const fn url_param(canonical: &'static str) -> ParamSpec {
+    ParamSpec {
+        name: "url",
+        kind: ParamKind::Str,
+        default: DefaultValue::Str(canonical),
+        doc: "https:// URL of the CSV (downloaded only with allow_download: true), or file://path \
+              (relative to the config's directory); default: the set's canonical file at a pinned commit",
+    }
+}
 /// The `allow_download` param shared by every public set.
 pub(crate) const ALLOW_DOWNLOAD_PARAM: ParamSpec = ParamSpec {
     name: "allow_download",
@@ -274,6 +278,15 @@ pub(crate) fn load(
             ));
         }
     };
+    if let Err(m) = gauntlet_fetch::normalize_pin(pin) {
+        let fix = match layout.pin {
+            Some(published) => {
+                format!("leave `sha256` out to use the published pin {published}")
+            }
+            None => "give the sha256 of the file you reviewed (sha256sum FILE)".to_string(),
+        };
+        return Err(DatasetError::new(name, format!("{m}; {fix}")));
+    }
     let fetched = fetch(
         FetchRequest {
             url,
@@ -283,11 +296,11 @@ pub(crate) fn load(
         },
         opts,
     )
-    .map_err(|e| DatasetError::new(e.source_name, e.message))?;
+    .map_err(DatasetError::from)?;
     // Parse exactly the verified bytes.
     let bytes = fetched
         .read_verified(opts.policy.max_bytes)
-        .map_err(|e| DatasetError::new(e.source_name, e.message))?;
+        .map_err(DatasetError::from)?;
     let mut behaviors = parse(&bytes, &fetched.shown, layout, map)?;
     let mut suffix = String::new();
     for m in markers {
@@ -372,6 +385,7 @@ pub(crate) mod test_util {
             name: name.into(),
             params: p,
             loc: Default::default(),
+            label: None,
         }
     }
 

@@ -48,6 +48,7 @@ mod tests {
             name: "demo".into(),
             params: Params::new(),
             loc: Default::default(),
+            label: None,
         })
         .unwrap();
         assert_eq!(d.version, format!("demo@{}", &SHA256[..12]));
@@ -68,6 +69,7 @@ mod tests {
             name: "demo".into(),
             params: p,
             loc: Default::default(),
+            label: None,
         })
         .unwrap();
         assert_eq!(d.behaviors.len(), 10);

@@ -19,14 +19,16 @@
 //! the subset markers (`+contextual`, `+copyright`, `+category=…`, `+limitN`) are part
 //! of the version.
 
-use super::csv_source::{
-    self, ALLOW_DOWNLOAD_PARAM, CATEGORY_PARAM, Item, LIMIT_PARAM, Layout, URL_PARAM,
-};
+use super::csv_source::{self, ALLOW_DOWNLOAD_PARAM, CATEGORY_PARAM, Item, LIMIT_PARAM, Layout};
 use super::{Dataset, DatasetError};
 use gauntlet_core::behavior::Expected;
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
 use gauntlet_fetch::FetchOptions;
 use std::path::Path;
+
+/// The canonical source, centerforaisafety/HarmBench `data/behavior_datasets/harmbench_behaviors_text_all.csv` at a pinned commit, as
+/// redharness publishes it with the pin below.
+pub const URL: &str = "https://raw.githubusercontent.com/centerforaisafety/HarmBench/c0423b952435fcc8467108d8f25962dbae5b7de2/data/behavior_datasets/harmbench_behaviors_text_all.csv";
 
 /// The published pin of `harmbench_behaviors_text_all.csv`.
 pub const SHA256: &str = "8d81accedd38eaaf8b760618622bb888417d1fd0c86eba65c427a16f1cbb4afc";
@@ -49,7 +51,7 @@ pub const INFO: PluginInfo = PluginInfo {
     name: "harmbench",
     doc: "HarmBench text behaviors (Behavior, category SemanticCategory; standard rows, contextual/copyright on request; all should_refuse), sha256-pinned",
     params: &[
-        URL_PARAM,
+        csv_source::url_param(URL),
         csv_source::pinned_sha_param("expected sha256 (default: the published pin 8d81accedd38…)"),
         ALLOW_DOWNLOAD_PARAM,
         LIMIT_PARAM,

@@ -4,18 +4,20 @@
 //! tolerated). Prompt = `Goal`, category = `Category`, every row should_refuse.
 //!
 //! `split: benign` reads the set's `benign-behaviors.csv` instead (same columns; topic-
-//! matched harmless requests) and labels every row should_comply; the published pin
-//! covers only the harmful file, so that split needs the user's `sha256`. Ids are
-//! `jbb_behaviors-0001`… by data row.
+//! matched harmless requests) and labels every row should_comply; the default source
+//! and the published pin cover only the harmful file, so that split needs the user's
+//! `url` and `sha256`. Ids are `jbb_behaviors-0001`… by data row.
 
-use super::csv_source::{
-    self, ALLOW_DOWNLOAD_PARAM, CATEGORY_PARAM, Item, LIMIT_PARAM, Layout, URL_PARAM,
-};
+use super::csv_source::{self, ALLOW_DOWNLOAD_PARAM, CATEGORY_PARAM, Item, LIMIT_PARAM, Layout};
 use super::{Dataset, DatasetError};
 use gauntlet_core::behavior::Expected;
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
 use gauntlet_fetch::FetchOptions;
 use std::path::Path;
+
+/// The canonical source, JailbreakBench/JBB-Behaviors `data/harmful-behaviors.csv` (Hugging Face) at a pinned commit, as
+/// redharness publishes it with the pin below.
+pub const URL: &str = "https://huggingface.co/datasets/JailbreakBench/JBB-Behaviors/resolve/886acc352a31533ffbcf4ef22c744658688086fc/data/harmful-behaviors.csv";
 
 /// The published pin of `harmful-behaviors.csv`.
 pub const SHA256: &str = "4a8ec6832056b631eb092dccc60d37a61c3d441268268888b3d006288afeffa1";
@@ -26,7 +28,7 @@ pub const INFO: PluginInfo = PluginInfo {
     name: "jbb_behaviors",
     doc: "JailbreakBench JBB-Behaviors (Goal, Category; harmful split should_refuse, benign split should_comply), sha256-pinned",
     params: &[
-        URL_PARAM,
+        csv_source::url_param(URL),
         csv_source::pinned_sha_param(
             "expected sha256 (default for the harmful split: the published pin 4a8ec6832056…; required for benign)",
         ),
@@ -49,6 +51,13 @@ pub fn load(
     opts: &FetchOptions,
 ) -> Result<Dataset, DatasetError> {
     let benign = spec.params.str("split") == Some("benign");
+    if benign && spec.params.str("url").is_none_or(|u| u == URL) {
+        return Err(DatasetError::new(
+            "jbb_behaviors",
+            "`split: benign` reads benign-behaviors.csv, which has no default source or \
+             published pin here: give its `url` and the `sha256` of the file you reviewed",
+        ));
+    }
     let layout = Layout {
         name: "jbb_behaviors",
         prompt: "Goal",
@@ -74,6 +83,15 @@ mod tests {
     use super::*;
     use crate::datasets::csv_source::test_util::{fixtures, offline, spec, unpinned};
     use gauntlet_core::params::ParamValue;
+
+    #[test]
+    fn the_benign_split_needs_its_own_url() {
+        let mut s = unpinned("jbb_behaviors", "jbb_behaviors.csv", &[]);
+        s.params.insert("url", ParamValue::Str(URL.into()));
+        s.params.insert("split", ParamValue::Str("benign".into()));
+        let e = load(&s, &fixtures(), &offline()).unwrap_err();
+        assert!(e.message.contains("give its `url` and the `sha256`"), "{e}");
+    }
 
     #[test]
     fn maps_goal_and_category() {

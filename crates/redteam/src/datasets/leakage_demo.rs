@@ -52,6 +52,7 @@ mod tests {
             name: "leakage_demo".into(),
             params: Params::new(),
             loc: Default::default(),
+            label: None,
         })
         .unwrap();
         assert_eq!(d.version, format!("leakage_demo@{}", &SHA256[..12]));

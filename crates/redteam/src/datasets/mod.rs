@@ -41,6 +41,9 @@ pub struct DatasetError {
     /// The file or bundled name the problem is in.
     pub source_name: String,
     pub message: String,
+    /// Its download cannot be made right now (the network or the server failed, or
+    /// downloads are off): see `gauntlet_fetch::FetchError::unreachable`.
+    pub unreachable: bool,
 }
 
 impl DatasetError {
@@ -48,6 +51,17 @@ impl DatasetError {
         DatasetError {
             source_name: source_name.into(),
             message: message.into(),
+            unreachable: false,
+        }
+    }
+}
+
+impl From<gauntlet_fetch::FetchError> for DatasetError {
+    fn from(e: gauntlet_fetch::FetchError) -> Self {
+        DatasetError {
+            source_name: e.source_name,
+            message: e.message,
+            unreachable: e.unreachable,
         }
     }
 }

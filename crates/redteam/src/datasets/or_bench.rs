@@ -3,14 +3,16 @@
 //! prompts that over-refusing models decline. Every row is should_comply (measure with
 //! `frr`). Ids are `or_bench-0001`… by data row.
 
-use super::csv_source::{
-    self, ALLOW_DOWNLOAD_PARAM, CATEGORY_PARAM, Item, LIMIT_PARAM, Layout, URL_PARAM,
-};
+use super::csv_source::{self, ALLOW_DOWNLOAD_PARAM, CATEGORY_PARAM, Item, LIMIT_PARAM, Layout};
 use super::{Dataset, DatasetError};
 use gauntlet_core::behavior::Expected;
 use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
 use gauntlet_fetch::FetchOptions;
 use std::path::Path;
+
+/// The canonical source, bench-llm/or-bench `or-bench-hard-1k.csv` (Hugging Face) at a pinned commit, as
+/// redharness publishes it with the pin below.
+pub const URL: &str = "https://huggingface.co/datasets/bench-llm/or-bench/resolve/e36d8b80e81837c8a8f264bbb2a49f1b32c7e272/or-bench-hard-1k.csv";
 
 /// The published pin of `or-bench-hard-1k.csv`.
 pub const SHA256: &str = "a6e2f1166416efe5901f3bb05c47dc92ab3aca3acfe143693d38b8057d841e6d";
@@ -28,7 +30,7 @@ pub const INFO: PluginInfo = PluginInfo {
     name: "or_bench",
     doc: "OR-Bench hard-1k (prompt, category; all should_comply), sha256-pinned",
     params: &[
-        URL_PARAM,
+        csv_source::url_param(URL),
         csv_source::pinned_sha_param("expected sha256 (default: the published pin a6e2f1166416…)"),
         ALLOW_DOWNLOAD_PARAM,
         LIMIT_PARAM,

@@ -79,7 +79,7 @@ pub fn load(
         },
         opts,
     )
-    .map_err(|e| DatasetError::new(e.source_name, e.message))?;
+    .map_err(DatasetError::from)?;
     let shown = fetched.shown.clone();
     let behaviors = match fetched.origin {
         // A local file: read once and parse exactly the bytes hashed again here, so a
@@ -95,7 +95,7 @@ pub fn load(
         Origin::Cache | Origin::Downloaded => {
             let bytes = fetched
                 .read_verified(opts.policy.max_bytes)
-                .map_err(|e| DatasetError::new(e.source_name, e.message))?;
+                .map_err(DatasetError::from)?;
             parse_behaviors(&bytes, &shown, Some(&fetched.sha256))?.1
         }
     };
@@ -124,6 +124,7 @@ mod tests {
             name: "remote".into(),
             params: p,
             loc: Default::default(),
+            label: None,
         }
     }
 

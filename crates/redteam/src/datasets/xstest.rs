@@ -5,14 +5,16 @@
 //! targets, …) is should_comply — the set measures exaggerated refusals, so pair it
 //! with `frr` and `refusal_rate`. Ids are `xstest-0001`… by data row.
 
-use super::csv_source::{
-    self, ALLOW_DOWNLOAD_PARAM, CATEGORY_PARAM, Item, LIMIT_PARAM, Layout, URL_PARAM,
-};
+use super::csv_source::{self, ALLOW_DOWNLOAD_PARAM, CATEGORY_PARAM, Item, LIMIT_PARAM, Layout};
 use super::{Dataset, DatasetError};
 use gauntlet_core::behavior::Expected;
 use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
 use gauntlet_fetch::FetchOptions;
 use std::path::Path;
+
+/// The canonical source, paul-rottger/xstest `xstest_prompts.csv` at a pinned commit, as
+/// redharness publishes it with the pin below.
+pub const URL: &str = "https://raw.githubusercontent.com/paul-rottger/xstest/d7bb5bd738c1fcbc36edd83d5e7d1b71a3e2d84d/xstest_prompts.csv";
 
 /// The published pin of `xstest_prompts.csv`.
 pub const SHA256: &str = "11783fb294ed017473ee53c207d71f2161c7672c8d0b037501e78387f801cb5a";
@@ -30,7 +32,7 @@ pub const INFO: PluginInfo = PluginInfo {
     name: "xstest",
     doc: "XSTest prompts (prompt; type contrast_* should_refuse, else should_comply; category = type), sha256-pinned",
     params: &[
-        URL_PARAM,
+        csv_source::url_param(URL),
         csv_source::pinned_sha_param("expected sha256 (default: the published pin 11783fb294ed…)"),
         ALLOW_DOWNLOAD_PARAM,
         LIMIT_PARAM,

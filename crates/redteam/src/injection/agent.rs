@@ -275,6 +275,7 @@ mod tests {
                 name: "reference_agent".into(),
                 params: p,
                 loc: Default::default(),
+                label: None,
             }),
             seen: Mutex::new(Vec::new()),
         }
@@ -286,6 +287,7 @@ mod tests {
             name: "bundled".into(),
             params: p,
             loc: Default::default(),
+            label: None,
         })
         .unwrap();
         d.behaviors[i].scenario.clone().unwrap()

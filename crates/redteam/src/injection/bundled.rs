@@ -95,6 +95,7 @@ mod tests {
             name: "bundled".into(),
             params: p,
             loc: Default::default(),
+            label: None,
         }
     }
 

@@ -128,6 +128,7 @@ mod tests {
             name: "injection_detector".into(),
             params: Default::default(),
             loc: Default::default(),
+            label: None,
         })
     }
     fn behavior() -> Behavior {

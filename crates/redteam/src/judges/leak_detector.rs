@@ -264,6 +264,7 @@ mod tests {
             name: "leak_detector".into(),
             params: Default::default(),
             loc: Default::default(),
+            label: None,
         })
     }
 

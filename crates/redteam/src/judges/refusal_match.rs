@@ -149,6 +149,7 @@ mod tests {
             name: "refusal_match".into(),
             params: Default::default(),
             loc: Default::default(),
+            label: None,
         })
         .unwrap()
     }

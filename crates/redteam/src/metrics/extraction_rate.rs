@@ -50,6 +50,7 @@ mod leakage_metric_tests {
             name: name.into(),
             params: Default::default(),
             loc: Default::default(),
+            label: None,
         }
     }
     fn outcome(leak: Option<LeakCategory>, leaked: bool, overlap: f64) -> BehaviorOutcome {

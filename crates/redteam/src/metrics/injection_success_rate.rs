@@ -52,6 +52,7 @@ mod injection_metric_tests {
             name: name.into(),
             params: Default::default(),
             loc: Default::default(),
+            label: None,
         }
     }
     fn run(injected: bool, fired: bool, done: bool) -> BehaviorOutcome {

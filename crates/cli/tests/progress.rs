@@ -1,0 +1,70 @@
+//! Progress that tells the truth for slow runs: a live run against the test server at
+//! two seconds a call (under one unit per second) reports its unit and call rates per
+//! minute and a real ETA, never "0 units/s, eta 0s".
+
+use gauntlet_testserver::{Script, TestServer};
+use std::process::Command;
+use std::time::Instant;
+
+mod common;
+use common::*;
+
+#[test]
+fn a_slow_live_run_shows_rates_per_minute_and_a_real_eta() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let srv = rt
+        .block_on(TestServer::start(Script::default().latency_ms(2000)))
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("slow.yaml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "run_name: slow\nconcurrency: 1\ntargets:\n  - {{name: openai_compat, params: {{name: slow, model: m, base_url: \"{}\", api_key_env: GAUNTLET_TEST_KEY, timeout_s: 30}}}}\nattacks: [static]\ndatasets:\n  - {{name: demo, params: {{limit: 4}}}}\njudges: [refusal_match]\nmetrics: [asr]\n",
+            srv.openai_base_url()
+        ),
+    )
+    .unwrap();
+    let started = Instant::now();
+    // stderr is a pipe, so progress comes as plain lines every 5 s.
+    let out = Command::new(BIN)
+        .args(["run", cfg.to_str().unwrap()])
+        .current_dir(dir.path())
+        .env("GAUNTLET_TEST_KEY", "sk-test")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", show(&out));
+    assert!(started.elapsed().as_secs_f64() >= 8.0);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let progress: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("progress: "))
+        .collect();
+    // At least one line while the run was going (the first after 5 s: 2 of 4 done).
+    let mid: Vec<&&str> = progress
+        .iter()
+        .filter(|l| !l.starts_with("progress: 4/4"))
+        .collect();
+    assert!(!mid.is_empty(), "{stderr}");
+    for l in &mid {
+        assert!(
+            l.contains(" units/min, "),
+            "under one unit/s, per minute: {l}"
+        );
+        assert!(l.contains(" calls/min, "), "{l}");
+        assert!(!l.contains("0 units/s") && !l.contains("eta 0s"), "{l}");
+        let eta = l.split("eta ").nth(1).unwrap().split(',').next().unwrap();
+        assert!(eta.ends_with('s') && eta != "unknown", "{l}");
+        let secs: u64 = eta.trim_end_matches('s').parse().unwrap();
+        assert!((1..=30).contains(&secs), "2 s a unit, at most 3 left: {l}");
+    }
+    let last = progress.last().unwrap();
+    assert!(
+        last.starts_with("progress: 4/4 units (100%)") && last.contains("eta 0s"),
+        "{last}"
+    );
+}
