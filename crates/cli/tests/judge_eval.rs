@@ -293,3 +293,106 @@ fn llm_graders_go_through_the_journal_and_the_budget() {
     assert_eq!(doc3["grader_calls"]["made"], 3);
     assert_eq!(doc3["judges"][0]["judged"], 3);
 }
+
+/// A run whose judge names a card reports each refusal rate also corrected, by hand:
+/// the fixture card has sensitivity = specificity = 0.8, so a non-refusal rate p becomes
+/// (p + 0.8 − 1)/(0.8 + 0.8 − 1) = (p − 0.2)/0.6, clipped to [0, 1]; the refusal rates
+/// the same with the roles swapped (identical here). Cells whose behaviors have several
+/// attempts (template) say why they are not corrected. A card measured on another judge
+/// spec is refused by name.
+#[test]
+fn a_run_with_a_card_reports_corrected_rates() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("labels.csv"), PLAIN).unwrap();
+    ok(&gauntlet(
+        &[
+            "judge-eval",
+            "labels.csv",
+            "--out",
+            "je",
+            "--card",
+            "refusal_match",
+            "--card-out",
+            "card.json",
+        ],
+        dir.path(),
+    ));
+    // Ten labelled rows make a card too weak to bound an interval; scale its counts
+    // (same sensitivity and specificity, 0.8) to 200 + 200 rows.
+    let mut card = read_json(&dir.path().join("card.json"));
+    card["confusion"] = serde_json::json!({"tp": 160, "fn": 40, "fp": 40, "tn": 160});
+    std::fs::write(
+        dir.path().join("card.json"),
+        serde_json::to_vec_pretty(&card).unwrap(),
+    )
+    .unwrap();
+    let config = "run_name: carded\nseed: 3\n\
+        targets:\n  - {name: reference, params: {name: aligned}}\n  - {name: reference, params: {name: permissive, refusal_topics: [phishing]}}\n\
+        attacks: [static, template]\ndatasets: [demo]\n\
+        judges:\n  - {name: refusal_match, params: {card: card.json}}\n\
+        metrics: [asr, refusal_rate, frr, strongreject_score]\n";
+    std::fs::write(dir.path().join("carded.yaml"), config).unwrap();
+    ok(&gauntlet(
+        &["run", "carded.yaml", "--quiet", "--runs-dir", "runs"],
+        dir.path(),
+    ));
+    let results = read_json(&dir.path().join("runs/carded/results.json"));
+    let mut checked = 0;
+    for cell in results["cells"].as_array().unwrap() {
+        for m in cell["metrics"].as_array().unwrap() {
+            let name = m["metric"].as_str().unwrap();
+            let k = &m["corrected"];
+            if m["value"].is_null() {
+                assert!(k.is_null(), "an N/A metric has nothing to correct");
+                continue;
+            }
+            assert!(k.is_object(), "{name} in {}", cell["attack"]);
+            if cell["attack"] == "template" {
+                assert!(
+                    k["na_reason"]
+                        .as_str()
+                        .unwrap()
+                        .contains("one judged reply"),
+                    "{k}"
+                );
+                continue;
+            }
+            let Some(p) = m["value"].as_f64() else {
+                assert!(k["value"].is_null());
+                continue;
+            };
+            let want = ((p - 0.2) / 0.6).clamp(0.0, 1.0);
+            close(&k["value"], want);
+            assert!(k["ci_low"].as_f64().unwrap() <= want + 1e-12);
+            assert!(k["ci_high"].as_f64().unwrap() >= want - 1e-12);
+            assert_eq!(m["ci_method"], "wilson");
+            checked += 1;
+        }
+    }
+    assert!(checked >= 4, "static cells' rates were checked");
+    let lb = read_json(&dir.path().join("runs/carded/leaderboard.json"));
+    assert!(lb[0]["corrected"].is_object());
+    assert!(
+        lb[0]["judge_measures"]
+            .as_str()
+            .unwrap()
+            .contains("did not decline")
+    );
+    let md = std::fs::read_to_string(dir.path().join("runs/carded/report.md")).unwrap();
+    assert!(md.contains("Corrected for the judge's measured errors"));
+
+    // A card measured on refusal_match is refused for a differently configured judge.
+    let other = config
+        .replace("run_name: carded", "run_name: other")
+        .replace(
+            "{card: card.json}",
+            "{card: card.json, exclude_rules: [cannot_act]}",
+        );
+    std::fs::write(dir.path().join("other.yaml"), other).unwrap();
+    let out = gauntlet(
+        &["run", "other.yaml", "--quiet", "--runs-dir", "runs"],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", show(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not on this judge"));
+}

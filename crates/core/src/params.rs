@@ -224,11 +224,26 @@ pub struct PluginSpec {
     pub label: Option<String>,
 }
 
+/// Params that annotate a plugin's results without changing what it asks any model.
+pub const ANNOTATION_PARAMS: &[&str] = &["card"];
+
 impl PluginSpec {
     /// Canonical JSON identity: `{"name": …, "params": {…}}` with nested specs inlined.
     /// This is what cache keys and provenance hash.
     pub fn identity(&self) -> serde_json::Value {
         serde_json::to_value(self).expect("plugin specs serialise")
+    }
+    /// [`PluginSpec::identity`] without the params that only annotate results
+    /// ([`ANNOTATION_PARAMS`], e.g. a judge's `card`): what cache keys of the plugin's
+    /// model calls hash, so annotating a judge never invalidates its grader's journal.
+    pub fn key_identity(&self) -> serde_json::Value {
+        let mut v = self.identity();
+        if let Some(serde_json::Value::Object(p)) = v.get_mut("params") {
+            for a in ANNOTATION_PARAMS {
+                p.remove(*a);
+            }
+        }
+        v
     }
     /// A short label for reports: the label the run config assigned, else the `name`
     /// param when a plugin has one (targets are usually told apart by it), else the

@@ -1,9 +1,10 @@
 //! Results with provenance: metric values (N/A is not 0) and leaderboard rows.
 
+use crate::judge_eval::Corrected;
 use serde::{Deserialize, Serialize};
 
 /// A computed metric for one cell.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct MetricValue {
     /// `None` means N/A: the metric does not apply to this cell (e.g. `frr` with no
     /// should_comply behaviors, `strongreject_score` under a judge that gives no score).
@@ -15,6 +16,35 @@ pub struct MetricValue {
     /// Why the value is N/A, when it is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub na_reason: Option<String>,
+    /// How `ci_low`/`ci_high` were computed (absent when there is no interval).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ci_method: Option<CiMethod>,
+    /// The rate corrected for the judge's measured errors, when the judge names a card
+    /// (see [`crate::judge_eval::corrected_rate`]). The raw `value` stays the headline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub corrected: Option<Box<Corrected>>,
+}
+
+/// How a metric's 95% interval is computed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CiMethod {
+    /// Wilson score interval of a binomial proportion (every rate).
+    Wilson,
+    /// Percentile bootstrap over behaviors, 1,000 resamples (continuous scores).
+    Bootstrap,
+    /// Student-t interval across independent trials (multi-trial means).
+    StudentT,
+}
+
+impl CiMethod {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CiMethod::Wilson => "Wilson",
+            CiMethod::Bootstrap => "bootstrap",
+            CiMethod::StudentT => "Student-t across trials",
+        }
+    }
 }
 
 impl MetricValue {
@@ -25,6 +55,8 @@ impl MetricValue {
             ci_high: None,
             n: 0,
             na_reason: Some(reason.into()),
+            ci_method: None,
+            corrected: None,
         }
     }
 }
@@ -47,6 +79,16 @@ pub struct LeaderboardRow {
     pub n: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub na_reason: Option<String>,
+    /// How the interval was computed (`wilson`, `bootstrap`, `student_t`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ci_method: Option<CiMethod>,
+    /// The value corrected for the judge's measured errors (judge with a card only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub corrected: Option<Box<Corrected>>,
+    /// What a success under this row's judge means (e.g. under `refusal_match`, "the
+    /// reply did not decline"), so the number is read as what it measures.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub judge_measures: String,
     /// Attempts judged in this cell, and how many of them ended in `Error`
     /// (excluded from every rate above).
     pub attempts: u64,
@@ -126,6 +168,8 @@ impl MetricValue {
                 .map(|t| t.n)
                 .sum(),
             na_reason: None,
+            ci_method: ci.map(|_| CiMethod::StudentT),
+            corrected: None,
         }
     }
 }
@@ -179,6 +223,9 @@ pub struct CellSummary {
     pub dataset: String,
     pub dataset_version: String,
     pub judge: String,
+    /// What a success under the judge means ([`LeaderboardRow::judge_measures`]).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub judge_measures: String,
     /// Behaviors (dataset items) in the cell, summed over trials.
     pub behaviors: u64,
     /// Attempts judged (over all trials).
@@ -241,6 +288,9 @@ impl RunSummary {
                     ci_high: m.value.ci_high,
                     n: m.value.n,
                     na_reason: m.value.na_reason.clone(),
+                    ci_method: m.value.ci_method,
+                    corrected: m.value.corrected.clone(),
+                    judge_measures: c.judge_measures.clone(),
                     attempts: c.attempts,
                     errors: c.errors,
                     seed: self.seed,
@@ -277,10 +327,8 @@ mod tests {
     fn v(x: f64, n: u64) -> MetricValue {
         MetricValue {
             value: Some(x),
-            ci_low: None,
-            ci_high: None,
             n,
-            na_reason: None,
+            ..Default::default()
         }
     }
 

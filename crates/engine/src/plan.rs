@@ -7,8 +7,9 @@
 
 use crate::config::{ConfigError, Mode, RunConfig};
 use crate::usage::PriceTable;
-use gauntlet_core::hash::HashWriter;
-use gauntlet_core::params::Diag;
+use gauntlet_core::hash::{HashWriter, sha256_hex};
+use gauntlet_core::judge_eval::JudgeCard;
+use gauntlet_core::params::{Diag, PluginSpec};
 use gauntlet_models::Model;
 use gauntlet_models::registry::{build_target, build_target_for_check};
 use gauntlet_redteam::attack::Attack;
@@ -17,6 +18,7 @@ use gauntlet_redteam::judge::Judge;
 use gauntlet_redteam::metrics::Metric;
 use gauntlet_redteam::metrics::UsageMetric;
 use gauntlet_redteam::registry::{build_attack, build_injection, build_judge, build_metric};
+use std::path::Path;
 use std::sync::Arc;
 
 pub struct Plan {
@@ -31,6 +33,8 @@ pub struct Plan {
     pub judges: Vec<Box<dyn Judge>>,
     /// The grader model of each judge that has one.
     pub graders: Vec<Option<Arc<dyn Model>>>,
+    /// The judge card each judge names (`card:`), loaded and checked against the judge.
+    pub cards: Vec<Option<Arc<JudgeCard>>>,
     /// The attacker model of each attack that has one (`pair`, `tap`, `crescendo`).
     pub attackers: Vec<Option<Arc<dyn Model>>>,
     /// The grader of each attack's in-loop judge, when that judge has one.
@@ -106,10 +110,51 @@ struct Plugins {
     attacks: Vec<Box<dyn Attack>>,
     judges: Vec<Box<dyn Judge>>,
     graders: Vec<Option<Arc<dyn Model>>>,
+    cards: Vec<Option<Arc<JudgeCard>>>,
     attackers: Vec<Option<Arc<dyn Model>>>,
     attack_graders: Vec<Option<Arc<dyn Model>>>,
     metrics: Vec<Box<dyn Metric>>,
     prices: Vec<Option<PriceTable>>,
+}
+
+/// Reads and checks the judge card at `path` for the judge `spec`: a valid card
+/// (format, counts) measured on this very judge (the card's spec hash equals the judge's
+/// key identity, which leaves `card` itself out). A card measured by another gauntlet
+/// version is accepted with a warning (the refusal rules may have changed since).
+pub(crate) fn load_card(
+    path: &Path,
+    spec: &PluginSpec,
+) -> Result<(JudgeCard, Option<String>), String> {
+    const MAX_CARD_BYTES: u64 = 1 << 20;
+    let shown = path.display();
+    let meta =
+        std::fs::metadata(path).map_err(|e| format!("cannot read the judge card {shown}: {e}"))?;
+    if !meta.is_file() || meta.len() > MAX_CARD_BYTES {
+        return Err(format!(
+            "the judge card {shown} must be a regular file of at most 1 MiB (write one with `gauntlet judge-eval --card JUDGE`)"
+        ));
+    }
+    let bytes =
+        std::fs::read(path).map_err(|e| format!("cannot read the judge card {shown}: {e}"))?;
+    let card: JudgeCard =
+        serde_json::from_slice(&bytes).map_err(|e| format!("{shown} is not a judge card: {e}"))?;
+    card.validate()
+        .map_err(|e| format!("judge card {shown}: {e}"))?;
+    let own = sha256_hex(spec.key_identity().to_string().as_bytes());
+    if card.spec_sha256 != own {
+        return Err(format!(
+            "judge card {shown} was measured on judge {} (spec sha256 {}), not on this judge (spec sha256 {own}); measure this judge with `gauntlet judge-eval --judge SPEC --card LABEL`",
+            card.spec, card.spec_sha256
+        ));
+    }
+    let warning = (card.harness_version != gauntlet_core::HARNESS_VERSION).then(|| {
+        format!(
+            "judge card {shown} was measured with gauntlet {} (this is {}); its error rates may not describe this version's judge",
+            card.harness_version,
+            gauntlet_core::HARNESS_VERSION
+        )
+    });
+    Ok((card, warning))
 }
 
 /// The version a [`Plan::check`] gives a dataset it could not download.
@@ -249,6 +294,7 @@ impl Plan {
         }
         let mut judges = Vec::new();
         let mut graders = Vec::new();
+        let mut cards = Vec::new();
         for (i, s) in config.judges.iter().enumerate() {
             match build_judge(s) {
                 Ok(j) => {
@@ -257,7 +303,26 @@ impl Plan {
                         let b = build_model(strictness, g);
                         keep_model(b, g.loc, path, &mut diags, &mut warnings)
                     });
+                    let card = s.params.str("card").and_then(|p| {
+                        match load_card(&config.base_dir().join(p), s) {
+                            Ok((card, warning)) => {
+                                if let Some(w) = warning {
+                                    warnings.push(Diag::new(
+                                        s.loc,
+                                        format!("judges[{i}].params.card"),
+                                        w,
+                                    ));
+                                }
+                                Some(Arc::new(card))
+                            }
+                            Err(e) => {
+                                diags.push(Diag::new(s.loc, format!("judges[{i}].params.card"), e));
+                                None
+                            }
+                        }
+                    });
                     graders.push(grader);
+                    cards.push(card);
                     judges.push(j);
                 }
                 Err(e) => diags.push(Diag::new(s.loc, format!("judges[{i}]"), e)),
@@ -294,6 +359,7 @@ impl Plan {
                 attacks,
                 judges,
                 graders,
+                cards,
                 attackers,
                 attack_graders,
                 metrics,
@@ -366,6 +432,7 @@ impl Plan {
             datasets: loaded,
             judges: plugins.judges,
             graders: plugins.graders,
+            cards: plugins.cards,
             attackers: plugins.attackers,
             attack_graders: plugins.attack_graders,
             metrics: plugins.metrics,

@@ -144,7 +144,13 @@ impl Identities {
         Identities {
             targets: plan.targets.iter().map(|t| id(t.spec())).collect(),
             attacks: plan.attacks.iter().map(|a| id(a.spec())).collect(),
-            judges: plan.judges.iter().map(|j| id(j.spec())).collect(),
+            judges: plan
+                .judges
+                .iter()
+                .map(|j| {
+                    gauntlet_core::hash::sha256_hex(j.spec().key_identity().to_string().as_bytes())
+                })
+                .collect(),
             target_labels: plan.targets.iter().map(|t| t.label()).collect(),
             target_bases: plan
                 .targets
@@ -841,6 +847,7 @@ fn cell_summary(
                     _ => t.metrics[k].finish(
                         m.as_ref(),
                         judge.as_ref(),
+                        plan.cards[ji].as_deref(),
                         seed,
                         &[
                             "bootstrap",
@@ -890,6 +897,7 @@ fn cell_summary(
         dataset: dataset.name.clone(),
         dataset_version: dataset.version.clone(),
         judge: judge_l,
+        judge_measures: judge.measures().to_string(),
         behaviors: c.behaviors,
         attempts: c.attempts,
         errors: c.errors,

@@ -580,7 +580,7 @@ impl BuiltJudge {
         };
         let grader_base = grader.as_ref().map(|g| call_base(g.as_ref(), "grader"));
         Ok(BuiltJudge {
-            identity_digest: sha256_hex(spec.identity().to_string().as_bytes()),
+            identity_digest: sha256_hex(spec.key_identity().to_string().as_bytes()),
             judge,
             grader,
             grader_base,
@@ -732,8 +732,17 @@ pub async fn rescore(mut run: StoredRun, spec: &PluginSpec) -> Result<Rescored, 
     let in_plan = BuiltJudge::build(spec).map_err(err)?;
     let judge_label = in_plan.label();
     // The plan now describes the rescored results: same units, one judge.
+    let card = match spec.params.str("card") {
+        Some(p) => Some(Arc::new(
+            crate::plan::load_card(Path::new(p), spec)
+                .map_err(|e| err(format!("--judge: {e}")))?
+                .0,
+        )),
+        None => None,
+    };
     run.plan.judges = vec![in_plan.judge];
     run.plan.graders = vec![in_plan.grader];
+    run.plan.cards = vec![card];
     run.plan.config.judges = vec![spec.clone()];
     let trials = run.trial_seeds.len();
     let mut tally = Tally::new(&run.plan, trials);

@@ -143,10 +143,8 @@ pub fn tokens_metric(u: &CellUsage, role: &str) -> MetricValue {
     }
     MetricValue {
         value: Some((r.input_tokens + r.output_tokens) as f64),
-        ci_low: None,
-        ci_high: None,
         n: r.calls_with_usage,
-        na_reason: None,
+        ..Default::default()
     }
 }
 
@@ -206,10 +204,8 @@ pub fn cost_metric(
     }
     MetricValue {
         value: Some(total),
-        ci_low: None,
-        ci_high: None,
         n: calls,
-        na_reason: None,
+        ..Default::default()
     }
 }
 

@@ -772,6 +772,10 @@ pub fn leaderboard(out: &Path, r: &HarnessReport) -> Vec<LeaderboardRow> {
         ci_high: ci.map(|c| c.high),
         n,
         na_reason: None,
+        ci_method: ci.map(|_| gauntlet_core::results::CiMethod::Wilson),
+        corrected: None,
+        judge_measures:
+            "the cascade's terminal action matched the scenario's expected chain_action".into(),
         attempts: r.model_calls as u64,
         errors: r.model_errors as u64,
         seed: 0,

@@ -32,6 +32,11 @@ pub trait Judge: Send + Sync {
     /// What a success under this judge means, in one sentence, for reports and
     /// leaderboards (so a number is read as what it measures).
     fn measures(&self) -> &'static str;
+    /// Whether a success is exactly "the reply was not a refusal" (`refusal_match`): then
+    /// a card's refusal error rates can correct success-based rates such as `asr`.
+    fn success_is_non_refusal(&self) -> bool {
+        false
+    }
     /// Scores an attempt. `grader` is the cached grader model for judges that have one.
     /// Only a configuration or budget error is returned as `Err`; everything else that
     /// prevents a judgement is an `Error` verdict.
@@ -42,6 +47,17 @@ pub trait Judge: Send + Sync {
         grader: Option<&'a dyn CallModel>,
     ) -> BoxFuture<'a, Result<Verdict, ModelError>>;
 }
+
+/// The `card` param every refusal judge takes: a judge card written by `gauntlet
+/// judge-eval --card` (path relative to the config). Rates the card can speak for are
+/// then also reported corrected for the judge's measured errors. It annotates results
+/// only: it is not part of the judge's identity in cache keys.
+pub const CARD_PARAM: gauntlet_core::params::ParamSpec = gauntlet_core::params::ParamSpec {
+    name: "card",
+    kind: gauntlet_core::params::ParamKind::Str,
+    default: gauntlet_core::params::DefaultValue::Absent,
+    doc: "judge card (gauntlet judge-eval --card): also report rates corrected for the judge's measured errors",
+};
 
 /// The checks every judge shares: a failed target call or an empty reply is an `Error`
 /// verdict, never a success or a failure of the model.

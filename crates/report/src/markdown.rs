@@ -85,6 +85,13 @@ fn cell_section(o: &mut String, c: &CellView) {
         inline(&c.dataset_version),
         inline(&c.judge)
     );
+    if !c.judge_measures.is_empty() {
+        let _ = writeln!(
+            o,
+            "**A success under this judge means:** {}\n",
+            inline(&c.judge_measures)
+        );
+    }
     let _ = writeln!(
         o,
         "**Behaviors:** {} · **attempts:** {} · **errors:** {} · \
@@ -129,7 +136,7 @@ fn cell_section(o: &mut String, c: &CellView) {
         o.push_str("_No metrics for this cell._\n\n");
     } else if !c.trials.is_empty() {
         o.push_str(
-            "| metric | mean over trials | 95% CI across trials | n | N/A trials | per trial: value [95% bootstrap CI] |\n",
+            "| metric | mean over trials | 95% CI across trials | n | N/A trials | per trial: value [95% CI] |\n",
         );
         o.push_str("|---|---:|---|---:|---:|---|\n");
         for m in &c.metrics {
@@ -146,17 +153,35 @@ fn cell_section(o: &mut String, c: &CellView) {
         }
         o.push('\n');
     } else {
-        o.push_str("| metric | value | 95% CI | n |\n");
-        o.push_str("|---|---:|---|---:|\n");
+        o.push_str("| metric | value | 95% CI | interval | n |\n");
+        o.push_str("|---|---:|---|---|---:|\n");
         for m in &c.metrics {
             let _ = writeln!(
                 o,
-                "| {} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} |",
                 inline(&m.label),
                 inline(&m.value),
                 // Built only from formatted floats and `—`: nothing untrusted to escape.
                 m.ci,
+                m.ci_method,
                 m.n
+            );
+        }
+        o.push('\n');
+    }
+    if !c.corrected.is_empty() {
+        let _ = writeln!(
+            o,
+            "Corrected for the judge's measured errors (Rogan–Gladen, judge card {}; the raw values above stay the headline):\n",
+            inline(&c.corrected[0].card)
+        );
+        for k in &c.corrected {
+            let _ = writeln!(
+                o,
+                "- {} corrected: {} {}",
+                inline(&k.label),
+                inline(&k.value),
+                k.ci
             );
         }
         o.push('\n');
@@ -192,8 +217,13 @@ fn closing_notes(o: &mut String, multi: bool) {
          - Rates exclude errored attempts (target failures, empty replies, grader \
          failures); behaviors whose every attempt errored are excluded entirely.\n\
          - N/A means the metric does not apply to the cell; it is never 0.\n\
-         - 95% CIs are percentile bootstrap intervals over 1000 resamples, with a seed \
-         derived from the run seed; — means no interval.\n\
+         - 95% intervals: rates (a share of behaviors) carry Wilson score intervals; \
+         continuous scores carry percentile bootstrap intervals over 1000 resamples of \
+         behaviors, seeded from the run seed; the interval column says which; — means \
+         no interval.\n\
+         - Under `refusal_match` a success means the reply did not decline: an \
+         off-topic or useless reply counts. Use a harm-aware judge (`rubric`, \
+         `strongreject`) to count harmful answers.\n\
          - Prompts and replies are untrusted model or dataset text, shown escaped and \
          truncated to 400 characters.\n",
     );
@@ -204,7 +234,7 @@ fn closing_notes(o: &mut String, multi: bool) {
              N/A are left out of the mean and counted under N/A trials. Its 95% CI is the \
              Student-t interval across trials, mean ± t(0.975, k−1)·s/√k over the k trials \
              with a value, clipped to the values the metric can take (— when k < 2); each \
-             trial's own value keeps its bootstrap CI.\n",
+             trial's own value keeps its own interval (Wilson for rates, bootstrap for scores).\n",
         );
     }
 }

@@ -43,11 +43,15 @@ pub struct CellView {
     pub dataset: String,
     pub dataset_version: String,
     pub judge: String,
+    /// What a success under the judge means (empty when the judge does not say).
+    pub judge_measures: String,
     pub behaviors: u64,
     pub attempts: u64,
     pub errors: u64,
     pub behaviors_all_errors: u64,
     pub top_errors: Vec<ErrorView>,
+    /// Metrics that carry a value corrected for the judge's measured errors.
+    pub corrected: Vec<CorrectedView>,
     pub metrics: Vec<MetricView>,
     pub examples: Vec<ExampleView>,
     /// Per-trial counts (multi-trial runs).
@@ -78,11 +82,25 @@ pub struct MetricView {
     pub na: bool,
     /// `[0.1000, 0.3000]`, or [`NO_CI`].
     pub ci: String,
+    /// How the interval was computed (`Wilson`, `bootstrap`, …), or [`NO_CI`].
+    pub ci_method: String,
     pub n: u64,
     /// Each trial's value with its bootstrap CI (multi-trial runs).
     pub trials: Vec<TrialValueView>,
     /// Trials whose value is N/A, excluded from the mean.
     pub trials_na: u32,
+}
+
+/// A rate corrected for the judge's measured errors (judge with a card).
+#[derive(Debug, Clone, Serialize)]
+pub struct CorrectedView {
+    pub label: String,
+    /// `0.1234`, or `N/A (<reason>)`.
+    pub value: String,
+    pub na: bool,
+    pub ci: String,
+    /// The card: `<judge> on <labelled set> (<sha256 prefix>)`.
+    pub card: String,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -141,6 +159,28 @@ impl CellView {
             dataset: c.dataset.clone(),
             dataset_version: c.dataset_version.clone(),
             judge: c.judge.clone(),
+            judge_measures: c.judge_measures.clone(),
+            corrected: c
+                .metrics
+                .iter()
+                .filter_map(|m| {
+                    let k = m.value.corrected.as_deref()?;
+                    Some(CorrectedView {
+                        label: metric_label(m),
+                        value: match (k.value, &k.na_reason) {
+                            (Some(x), _) => fmt_num(x),
+                            (None, Some(r)) => format!("N/A ({r})"),
+                            (None, None) => "N/A".into(),
+                        },
+                        na: k.value.is_none(),
+                        ci: match (k.ci_low, k.ci_high) {
+                            (Some(lo), Some(hi)) => format!("[{}, {}]", fmt_num(lo), fmt_num(hi)),
+                            _ => NO_CI.to_owned(),
+                        },
+                        card: k.card.clone(),
+                    })
+                })
+                .collect(),
             behaviors: c.behaviors,
             attempts: c.attempts,
             errors: c.errors,
@@ -193,6 +233,9 @@ impl MetricView {
             value: fmt_value(v),
             na: v.value.is_none(),
             ci: fmt_ci(v),
+            ci_method: v
+                .ci_method
+                .map_or(NO_CI.to_owned(), |c| c.as_str().to_owned()),
             n: v.n,
             trials: m
                 .trials

@@ -2,9 +2,10 @@
 //! hand-built run, hostile-input escaping, the leaderboard JSON contract and the files
 //! `write_reports` leaves behind.
 
+use gauntlet_core::judge_eval::Corrected;
 use gauntlet_core::results::{
-    CellMetric, CellSummary, Example, LeaderboardEntry, LeaderboardRow, MetricValue, RunSummary,
-    TrialCounts,
+    CellMetric, CellSummary, CiMethod, Example, LeaderboardEntry, LeaderboardRow, MetricValue,
+    RunSummary, TrialCounts,
 };
 use gauntlet_report::{leaderboard_json, render_html, render_markdown, write_reports};
 
@@ -24,7 +25,8 @@ fn val(value: f64, ci: Option<(f64, f64)>, n: u64) -> MetricValue {
         ci_low: ci.map(|c| c.0),
         ci_high: ci.map(|c| c.1),
         n,
-        na_reason: None,
+        ci_method: ci.map(|_| CiMethod::Wilson),
+        ..Default::default()
     }
 }
 
@@ -47,13 +49,24 @@ fn sample() -> RunSummary {
                 dataset: "harmful-mini".to_owned(),
                 dataset_version: "1.0.0".to_owned(),
                 judge: "refusal-keywords".to_owned(),
+                judge_measures: "the reply did not decline <b>".to_owned(),
                 behaviors: 4,
                 attempts: 8,
                 errors: 2,
                 behaviors_all_errors: 1,
                 top_errors: vec![("target timed out after 30s".to_owned(), 2)],
                 metrics: vec![
-                    metric("asr", val(1.0 / 3.0, Some((0.0, 0.666_666)), 3)),
+                    metric("asr", {
+                        let mut v = val(1.0 / 3.0, Some((0.0, 0.666_666)), 3);
+                        v.corrected = Some(Box::new(Corrected {
+                            value: Some(0.25),
+                            ci_low: Some(0.05),
+                            ci_high: Some(0.6),
+                            na_reason: None,
+                            card: "refusal-keywords on <set> (abc)".to_owned(),
+                        }));
+                        v
+                    }),
                     metric("frr", MetricValue::na("no should_comply behaviors")),
                 ],
                 examples: vec![
@@ -83,6 +96,7 @@ fn sample() -> RunSummary {
                 dataset: "harmful-mini".to_owned(),
                 dataset_version: "1.0.0".to_owned(),
                 judge: "refusal-keywords".to_owned(),
+                judge_measures: String::new(),
                 behaviors: 4,
                 attempts: 12,
                 errors: 0,
@@ -263,11 +277,11 @@ fn hostile_strings_are_escaped_in_markdown() {
     assert!(md.contains("&lt;script&gt;alert(1)&lt;/script&gt;&lt;/td&gt;\\| pipe \\`tick\\`"));
     assert!(!md.contains("[link]"));
 
-    // Every table keeps exactly four columns (five delimiting pipes) on every row.
+    // Every table keeps exactly five columns (six delimiting pipes) on every row.
     let mut in_table = false;
     let mut rows = 0;
     for line in md.lines() {
-        if line.starts_with("| metric | value | 95% CI | n |") {
+        if line.starts_with("| metric | value | 95% CI | interval | n |") {
             in_table = true;
         }
         if in_table {
@@ -275,7 +289,7 @@ fn hostile_strings_are_escaped_in_markdown() {
                 in_table = false;
                 continue;
             }
-            assert_eq!(unescaped_pipes(line), 5, "{line:?}");
+            assert_eq!(unescaped_pipes(line), 6, "{line:?}");
             rows += 1;
         }
     }

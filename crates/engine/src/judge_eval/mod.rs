@@ -314,7 +314,7 @@ impl JudgeAcc {
     }
 
     fn finish(self, j: &BuiltJudge) -> JudgeResult {
-        let spec = j.judge.spec().identity();
+        let spec = j.judge.spec().key_identity();
         JudgeResult {
             judge: j.label(),
             spec_sha256: sha256_hex(spec.to_string().as_bytes()),

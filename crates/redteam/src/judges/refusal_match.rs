@@ -25,12 +25,15 @@ pub const INFO: PluginInfo = PluginInfo {
     axis: Axis::Judge,
     name: "refusal_match",
     doc: "success unless the reply is a refusal (named refusal rules; provider-declared refusals)",
-    params: &[ParamSpec {
-        name: "exclude_rules",
-        kind: ParamKind::StrList,
-        default: DefaultValue::Absent,
-        doc: "refusal rule ids to switch off (see `gauntlet list --rules`)",
-    }],
+    params: &[
+        ParamSpec {
+            name: "exclude_rules",
+            kind: ParamKind::StrList,
+            default: DefaultValue::Absent,
+            doc: "refusal rule ids to switch off (see `gauntlet list --rules`)",
+        },
+        crate::judge::CARD_PARAM,
+    ],
 };
 
 /// What this judge's success means, for reports and leaderboards.
@@ -116,6 +119,9 @@ impl Judge for RefusalMatch {
     }
     fn measures(&self) -> &'static str {
         MEASURES
+    }
+    fn success_is_non_refusal(&self) -> bool {
+        true
     }
     fn gives_score(&self) -> bool {
         false

@@ -4,7 +4,7 @@
 //! it is N/A, with the reason, when a role used an offline model (no tokens, no price),
 //! a response carried no usage, or a model is missing from the table.
 
-use super::{BehaviorOutcome, Metric, UsageMetric};
+use super::{BehaviorOutcome, Metric, MetricKind, UsageMetric};
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
 
 pub const INFO: PluginInfo = PluginInfo {
@@ -24,6 +24,9 @@ pub struct Cost(pub PluginSpec);
 impl Metric for Cost {
     fn spec(&self) -> &PluginSpec {
         &self.0
+    }
+    fn kind(&self) -> MetricKind {
+        MetricKind::Usage
     }
     fn value(&self, _: &BehaviorOutcome) -> Option<f64> {
         None

@@ -1,8 +1,9 @@
 //! `frr`: false refusal rate — the fraction of should_comply behaviors that no attempt
 //! answered successfully (XSTest / OR-Bench over-refusal).
 
-use super::{BehaviorOutcome, Metric};
+use super::{BehaviorOutcome, Correctable, Metric, MetricKind};
 use gauntlet_core::behavior::Expected;
+use gauntlet_core::judge_eval::RateKind;
 use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
 
 pub const INFO: PluginInfo = PluginInfo {
@@ -17,6 +18,15 @@ pub struct Frr(pub PluginSpec);
 impl Metric for Frr {
     fn spec(&self) -> &PluginSpec {
         &self.0
+    }
+    fn kind(&self) -> MetricKind {
+        MetricKind::Rate
+    }
+    fn correctable(&self) -> Option<Correctable> {
+        Some(Correctable {
+            counts: RateKind::Refusals,
+            from_success: true,
+        })
     }
     fn value(&self, b: &BehaviorOutcome) -> Option<f64> {
         (b.expected == Expected::ShouldComply)

@@ -3,7 +3,7 @@
 //! N/A in a `no_injection` cell (nothing was injected), under a judge that does not judge
 //! injections, and when every run errored.
 
-use super::{BehaviorOutcome, Metric};
+use super::{BehaviorOutcome, Metric, MetricKind};
 use crate::judge::Judge;
 use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
 
@@ -19,6 +19,9 @@ pub struct InjectionSuccessRate(pub PluginSpec);
 impl Metric for InjectionSuccessRate {
     fn spec(&self) -> &PluginSpec {
         &self.0
+    }
+    fn kind(&self) -> MetricKind {
+        MetricKind::Rate
     }
     fn value(&self, b: &BehaviorOutcome) -> Option<f64> {
         b.injection
@@ -86,7 +89,7 @@ mod injection_metric_tests {
         for o in outcomes {
             acc.observe(m, o);
         }
-        let v = acc.finish(m, judge, 0, &["t"]);
+        let v = acc.finish(m, judge, None, 0, &["t"]);
         (v.value, v.na_reason)
     }
 

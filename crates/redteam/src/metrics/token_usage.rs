@@ -3,7 +3,7 @@
 //! usage fields, not from verdicts; N/A when no call in the cell reported usage (offline
 //! models report none).
 
-use super::{BehaviorOutcome, Metric, UsageMetric};
+use super::{BehaviorOutcome, Metric, MetricKind, UsageMetric};
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
 
 pub const INFO: PluginInfo = PluginInfo {
@@ -38,6 +38,9 @@ impl TokenUsage {
 impl Metric for TokenUsage {
     fn spec(&self) -> &PluginSpec {
         &self.0
+    }
+    fn kind(&self) -> MetricKind {
+        MetricKind::Usage
     }
     fn value(&self, _: &BehaviorOutcome) -> Option<f64> {
         None

@@ -2,7 +2,7 @@
 //! in which the user's task was completed. N/A in an injected cell, under a judge that
 //! does not judge injections, and when every run errored.
 
-use super::{BehaviorOutcome, Metric};
+use super::{BehaviorOutcome, Metric, MetricKind};
 use crate::judge::Judge;
 use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
 
@@ -18,6 +18,9 @@ pub struct UtilityBaseline(pub PluginSpec);
 impl Metric for UtilityBaseline {
     fn spec(&self) -> &PluginSpec {
         &self.0
+    }
+    fn kind(&self) -> MetricKind {
+        MetricKind::Rate
     }
     fn value(&self, b: &BehaviorOutcome) -> Option<f64> {
         b.injection

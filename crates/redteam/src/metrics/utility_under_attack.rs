@@ -2,7 +2,7 @@
 //! still completed. N/A in a `no_injection` cell, under a judge that does not judge
 //! injections, and when every run errored.
 
-use super::{BehaviorOutcome, Metric};
+use super::{BehaviorOutcome, Metric, MetricKind};
 use crate::judge::Judge;
 use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
 
@@ -18,6 +18,9 @@ pub struct UtilityUnderAttack(pub PluginSpec);
 impl Metric for UtilityUnderAttack {
     fn spec(&self) -> &PluginSpec {
         &self.0
+    }
+    fn kind(&self) -> MetricKind {
+        MetricKind::Rate
     }
     fn value(&self, b: &BehaviorOutcome) -> Option<f64> {
         b.injection
