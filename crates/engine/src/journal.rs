@@ -25,7 +25,7 @@ use gauntlet_core::message::ChatResponse;
 #[cfg(test)]
 use serde::Serialize;
 use std::fs::{File, OpenOptions};
-use std::io::{self, BufRead, BufReader, Seek, SeekFrom, Write};
+use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -90,7 +90,17 @@ impl Journal {
             .append(true)
             .create(true)
             .open(path)?;
-        let len = file.metadata()?.len();
+        let meta = file.metadata()?;
+        if !meta.is_file() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "{} is not a regular file; move it aside to start afresh",
+                    path.display()
+                ),
+            ));
+        }
+        let len = meta.len();
         let mut index = Vec::new();
         let (mut damaged, mut bad_checksums, mut unverified) = (0, 0, 0);
         let mut legacy = false;
@@ -105,9 +115,16 @@ impl Journal {
             let mut good_end: u64 = 0;
             loop {
                 line.clear();
-                let n = reader.read_until(b'\n', &mut line)?;
+                let (n, too_long) = read_record(&mut reader, &mut line)?;
                 if n == 0 {
                     break;
+                }
+                if too_long {
+                    // Not indexable anyway (see LEN_BITS): skipped without holding it,
+                    // so its call is made again.
+                    offset += n as u64;
+                    good_end = offset;
+                    continue;
                 }
                 if line.last() != Some(&b'\n') {
                     // torn tail: the process died mid-write
@@ -251,6 +268,37 @@ impl Journal {
         }
         let mut f = self.append.lock().unwrap_or_else(|p| p.into_inner());
         f.write_all(lines)
+    }
+}
+
+/// Reads one line into `line`, unless it is longer than an indexable record
+/// (`1 << LEN_BITS` bytes): such a line is read past, not kept (`(n, true)`), so a
+/// journal holding one huge line cannot exhaust memory. Returns the bytes consumed.
+fn read_record<R: BufRead>(r: &mut R, line: &mut Vec<u8>) -> io::Result<(usize, bool)> {
+    const MAX: u64 = 1 << LEN_BITS;
+    let n = r.by_ref().take(MAX).read_until(b'\n', line)?;
+    if (n as u64) < MAX || line.last() == Some(&b'\n') {
+        return Ok((n, false));
+    }
+    let mut n = n;
+    loop {
+        let buf = r.fill_buf()?;
+        if buf.is_empty() {
+            // A torn, over-long tail: let the caller cut it.
+            return Ok((n, false));
+        }
+        match buf.iter().position(|&b| b == b'\n') {
+            Some(i) => {
+                r.consume(i + 1);
+                line.clear();
+                return Ok((n + i + 1, true));
+            }
+            None => {
+                let k = buf.len();
+                r.consume(k);
+                n += k;
+            }
+        }
     }
 }
 
@@ -548,6 +596,26 @@ mod tests {
         std::fs::write(&p, &v2).unwrap();
         let j = Journal::open(&p).unwrap();
         assert_eq!((j.damaged_lines, j.len()), (1, 0));
+    }
+
+    /// A line too long to index is read past, not held; the records around it stay.
+    #[test]
+    fn an_over_long_line_is_skipped_in_bounded_memory() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("j");
+        let mut bytes = HEADER.to_vec();
+        Journal::encode(&mut bytes, &key(1), &ChatResponse::text("one"));
+        bytes.extend(std::iter::repeat_n(b'x', (1 << LEN_BITS) + 10));
+        bytes.push(b'\n');
+        Journal::encode(&mut bytes, &key(2), &ChatResponse::text("two"));
+        std::fs::write(&p, &bytes).unwrap();
+        let j = Journal::open(&p).unwrap();
+        assert_eq!(j.len(), 2);
+        assert_eq!(j.get(&key(2)).unwrap().content, "two");
+        assert!(
+            Journal::open(dir.path()).is_err(),
+            "a directory is no journal"
+        );
     }
 
     #[test]
