@@ -70,6 +70,12 @@ impl Kind {
         what: "results file",
         max_bytes: 1 << 30,
     };
+    /// Any artefact of a stored run, hashed as a stream to check it against the run's
+    /// manifest (never held whole).
+    pub const RUN_ARTEFACT: Kind = Kind {
+        what: "run artefact",
+        max_bytes: u64::MAX,
+    };
     /// A stored run's `transcripts.jsonl`: streamed, never read whole, so only the
     /// length of one line is capped ([`TRANSCRIPT_LINE_MAX`]).
     pub const TRANSCRIPTS: Kind = Kind {

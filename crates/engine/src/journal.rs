@@ -215,10 +215,8 @@ impl Journal {
         let len = (packed & ((1 << LEN_BITS) - 1)) as usize;
         let mut buf = vec![0u8; len];
         self.read.read_exact_at(&mut buf, offset).ok()?;
-        // Checked on open; checked again here, where the bytes are trusted.
-        if matches!(check_line(&buf, true), Line::BadChecksum | Line::Damaged) {
-            return None;
-        }
+        // Only records whose checksum matched on open are indexed (and the directory's
+        // lock keeps other writers out): no second check per lookup.
         let rec: RecordIn = serde_json::from_slice(&buf).ok()?;
         // The index holds 64 bits; the record holds the full 128-bit key.
         (rec.k.as_bytes() == to_hex(key).as_bytes()).then_some(rec.r)
@@ -323,11 +321,19 @@ fn parse_key(line: &[u8]) -> Option<Key> {
         return None;
     }
     let mut key = [0u8; 16];
-    for (i, pair) in hex.chunks(2).enumerate() {
-        let s = std::str::from_utf8(pair).ok()?;
-        key[i] = u8::from_str_radix(s, 16).ok()?;
+    for (k, pair) in key.iter_mut().zip(hex.chunks_exact(2)) {
+        *k = (nibble(pair[0])? << 4) | nibble(pair[1])?;
     }
     Some(key)
+}
+
+/// A lowercase hex digit's value (keys and checksums are written lowercase).
+fn nibble(b: u8) -> Option<u8> {
+    match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        _ => None,
+    }
 }
 
 /// The CRC-32 of a checksummed record line: over the key's hex and the response's
@@ -371,21 +377,11 @@ fn check_line(line: &[u8], legacy: bool) -> Line {
         return Line::Damaged;
     }
     let hex = &after_key[CHECK_PREFIX.len()..CHECK_PREFIX.len() + CHECK_HEX];
-    let stored = std::str::from_utf8(hex)
-        .ok()
-        .and_then(|h| u32::from_str_radix(h, 16).ok());
+    let stored = hex
+        .iter()
+        .try_fold(0u32, |acc, &b| Some((acc << 4) | u32::from(nibble(b)?)));
     match stored {
-        Some(c)
-            if hex
-                .iter()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b)) =>
-        {
-            if c == checksum(line) {
-                Line::Good(key)
-            } else {
-                Line::BadChecksum
-            }
-        }
+        Some(c) if c == checksum(line) => Line::Good(key),
         _ => Line::BadChecksum,
     }
 }

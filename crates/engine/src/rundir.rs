@@ -227,7 +227,7 @@ impl FileEntry {
     /// [`FileEntry::of_file`], except that a file whose size is not `expect` is not
     /// read: its entry has that size and no digest (it cannot match anyway).
     fn of_file_sized(path: &Path, expect: Option<u64>) -> io::Result<FileEntry> {
-        let mut f = files::open(path, Kind::TRANSCRIPTS).map_err(io::Error::other)?;
+        let mut f = files::open(path, Kind::RUN_ARTEFACT).map_err(io::Error::other)?;
         if expect.is_some_and(|n| n != f.len) {
             return Ok(FileEntry {
                 bytes: f.len,
