@@ -15,8 +15,9 @@ use gauntlet_core::stats::{
     BOOTSTRAP_RESAMPLES, Kappa, McNemar, PairedDiff, Z95, cohen_kappa, mcnemar_exact,
     paired_bootstrap_diff,
 };
+use gauntlet_core::terminal::safe;
 use gauntlet_engine::stored::{
-    BuiltJudge, Rejudger, StoredRun, parse_judge_spec, rescore, write_rescored,
+    BuiltJudge, Rejudger, StoredRun, parse_judge_spec, rescore, same_dir, write_rescored,
 };
 use gauntlet_redteam::metrics::BehaviorOutcome;
 use serde_json::{Value, json};
@@ -84,7 +85,7 @@ fn runtime() -> tokio::runtime::Runtime {
 
 fn open(dir: &Path, config_dir: Option<&Path>) -> Result<StoredRun, ExitCode> {
     StoredRun::open(dir, config_dir).map_err(|e| {
-        eprintln!("error: {e}");
+        crate::error(&e);
         ExitCode::from(2)
     })
 }
@@ -316,12 +317,12 @@ fn build_judges(texts: &[String]) -> Result<(Vec<BuiltJudge>, Vec<Value>), ExitC
     let mut specs = Vec::new();
     for t in texts {
         let spec = parse_judge_spec(t).map_err(|e| {
-            eprintln!("error: {e}");
+            crate::error(&e);
             ExitCode::from(2)
         })?;
         specs.push(spec.identity());
         built.push(BuiltJudge::build(&spec).map_err(|e| {
-            eprintln!("error: {e}");
+            crate::error(&e);
             ExitCode::from(2)
         })?);
     }
@@ -362,7 +363,7 @@ pub fn judge_agreement(a: AgreementArgs) -> ExitCode {
     let rejudger = match Rejudger::new(&run, built) {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("error: {e}");
+            crate::error(&e);
             return ExitCode::from(1);
         }
     };
@@ -392,7 +393,7 @@ pub fn judge_agreement(a: AgreementArgs) -> ExitCode {
     let (made, cached, failed) = rejudger.grader_calls();
     drop(rejudger);
     if let Err(e) = result {
-        eprintln!("error: {e}");
+        crate::error(&e);
         return ExitCode::from(1);
     }
     let mut doc = agg.to_json(&specs);
@@ -417,7 +418,7 @@ pub fn judge_agreement(a: AgreementArgs) -> ExitCode {
     }
     println!(
         "{}: {} behaviors ({} should_refuse, {} should_comply), {} attempts re-judged; grader calls: {} made, {} from the journal, {} failed; target calls: 0",
-        run.meta.run_id,
+        safe(&run.meta.run_id),
         agg.items[0] + agg.items[1],
         agg.items[0],
         agg.items[1],
@@ -426,6 +427,8 @@ pub fn judge_agreement(a: AgreementArgs) -> ExitCode {
         cached,
         failed
     );
+    // Judge labels come from the command line's specs: printed escaped.
+    let labels: Vec<String> = labels.iter().map(|l| safe(l).into_owned()).collect();
     let wj = labels.iter().map(String::len).max().unwrap_or(5).max(5);
     println!(
         "{:wj$}  {:>15}  {:>15}  {:>15}  {:>8}",
@@ -502,7 +505,7 @@ pub fn rescore_cmd(a: RescoreArgs) -> ExitCode {
     let spec = match parse_judge_spec(&a.judge) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("error: {e}");
+            crate::error(&e);
             return ExitCode::from(2);
         }
     };
@@ -510,31 +513,38 @@ pub fn rescore_cmd(a: RescoreArgs) -> ExitCode {
         .out
         .clone()
         .unwrap_or_else(|| a.run_dir.join(format!("rescore-{}", spec.label())));
+    if same_dir(&out, &a.run_dir) {
+        crate::error(&format!(
+            "--out {} is the run directory itself: a rescore written there would overwrite the run's own results and reports; give another directory (default: RUN_DIR/rescore-<judge>)",
+            out.display()
+        ));
+        return ExitCode::from(2);
+    }
     let r = match runtime().block_on(rescore(run, &spec)) {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("error: {e}");
+            crate::error(&e);
             return ExitCode::from(2);
         }
     };
     if let Err(e) = write_rescored(&out, &r) {
-        eprintln!("error: {e}");
+        crate::error(&e);
         return ExitCode::from(1);
     }
     crate::print_summary(&r.summary);
     let (made, cached, failed) = r.grader_calls;
     println!(
         "{}: {} behaviors, {} attempts re-judged with {}; grader calls: {made} made, {cached} from the journal, {failed} failed; target calls: 0",
-        r.summary.run_id,
+        safe(&r.summary.run_id),
         r.units,
         r.attempts,
-        spec.label()
+        safe(&spec.label())
     );
-    println!("artefacts: {}", out.display());
+    println!("artefacts: {}", safe(&out.display().to_string()));
     if r.summary.status == "complete" {
         ExitCode::SUCCESS
     } else {
-        eprintln!("the rescore is partial: {}", r.summary.status);
+        eprintln!("the rescore is partial: {}", safe(&r.summary.status));
         ExitCode::from(1)
     }
 }
@@ -730,31 +740,31 @@ pub fn compare(a: CompareArgs) -> ExitCode {
     let (order, sa) = match series_of(&run_a, any_target) {
         Ok(x) => x,
         Err(e) => {
-            eprintln!("error: {e}");
+            crate::error(&e);
             return ExitCode::from(2);
         }
     };
     let (_, sb) = match series_of(&run_b, any_target) {
         Ok(x) => x,
         Err(e) => {
-            eprintln!("error: {e}");
+            crate::error(&e);
             return ExitCode::from(2);
         }
     };
     let shared: Vec<&CellKey> = order.iter().filter(|k| sb.contains_key(*k)).collect();
     if shared.is_empty() {
-        eprintln!(
-            "error: {} and {} share no (attack, target, dataset, judge, metric) cell; compare runs of the same attacks, datasets, judges and metrics (targets are matched by label, or one against one)",
+        crate::error(&format!(
+            "{} and {} share no (attack, target, dataset, judge, metric) cell; compare runs of the same attacks, datasets, judges and metrics (targets are matched by label, or one against one)",
             a.run_a.display(),
             a.run_b.display()
-        );
+        ));
         return ExitCode::from(2);
     }
     for k in &shared {
         let (x, y) = (&sa[*k], &sb[*k]);
         if x.dataset_version != y.dataset_version {
-            eprintln!(
-                "error: cell {} × {} × {}: dataset `{}` is {} in {} but {} in {}; a paired comparison needs the same pinned behaviors — rerun one run on the other's dataset version",
+            crate::error(&format!(
+                "cell {} × {} × {}: dataset `{}` is {} in {} but {} in {}; a paired comparison needs the same pinned behaviors — rerun one run on the other's dataset version",
                 k.0,
                 k.1,
                 k.3,
@@ -763,7 +773,7 @@ pub fn compare(a: CompareArgs) -> ExitCode {
                 a.run_a.display(),
                 y.dataset_version,
                 a.run_b.display()
-            );
+            ));
             return ExitCode::from(2);
         }
     }
@@ -909,7 +919,16 @@ pub fn compare(a: CompareArgs) -> ExitCode {
         println!("{}", serde_json::to_string_pretty(&doc).expect("json"));
         return ExitCode::SUCCESS;
     }
-    println!("A = {}   B = {}", run_a.meta.run_id, run_b.meta.run_id);
+    println!(
+        "A = {}   B = {}",
+        safe(&run_a.meta.run_id),
+        safe(&run_b.meta.run_id)
+    );
+    // Labels come from the stored runs: escaped before they are measured and printed.
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| r.iter().map(|c| safe(c).into_owned()).collect())
+        .collect();
     let header = [
         "attack", "target", "dataset", "judge", "metric", "n", "A", "B", "B−A", "test", "",
     ];

@@ -88,13 +88,17 @@ pub fn run(a: Args) -> ExitCode {
                     }
                 }
             } else {
-                print!("{}", render(&report, a.recall, a.all_rows));
+                // Scenario ids, families and detector names are corpus data.
+                print!(
+                    "{}",
+                    gauntlet_core::terminal::safe_text(&render(&report, a.recall, a.all_rows))
+                );
             }
             eprintln!("{}", timing_line(&report));
             ExitCode::from(report.exit_code())
         }
         Err(msg) => {
-            eprintln!("error: {msg}");
+            crate::error(&msg);
             ExitCode::from(2)
         }
     }
@@ -209,7 +213,7 @@ fn run_e2e(a: &Args) -> ExitCode {
     let corpus = match load_corpus(&a.corpus, a.extra_scenarios_dir.as_deref()) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("error: {e}");
+            crate::error(&e);
             return ExitCode::from(2);
         }
     };
@@ -223,7 +227,7 @@ fn run_e2e(a: &Args) -> ExitCode {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("error: {e}");
+            crate::error(&e);
             return ExitCode::from(2);
         }
     };
@@ -252,7 +256,7 @@ fn run_e2e(a: &Args) -> ExitCode {
             serde_json::to_vec_pretty(&report).unwrap_or_default(),
         )
     }) {
-        eprintln!("error: writing {}: {e}", a.out.display());
+        crate::error(&format!("writing {}: {e}", a.out.display()));
         return ExitCode::from(2);
     }
     let errors: usize = f.rows.iter().map(|r| r.detector_errors.len()).sum();
@@ -289,7 +293,7 @@ fn run_e2e(a: &Args) -> ExitCode {
         .iter()
         .filter(|r| r.passed != Some(true) || r.fidelity != e2e::Fidelity::Reproduced)
     {
-        println!(
+        let line = format!(
             "  {:<14} {:<4} {}  expected {} on {} ({}), {} finding(s){}",
             r.fidelity.label(),
             match r.passed {
@@ -307,6 +311,7 @@ fn run_e2e(a: &Args) -> ExitCode {
                 .map(|w| format!(" — ungraded: {w}"))
                 .unwrap_or_default()
         );
+        println!("{}", gauntlet_core::terminal::safe(&line));
     }
     println!("report: {}", a.out.join("report.json").display());
     if errors > 0 {

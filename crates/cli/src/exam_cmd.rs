@@ -5,6 +5,7 @@
 //! failed during the end-to-end pass (the artefacts are still written).
 
 use clap::{Args, ValueEnum};
+use gauntlet_core::terminal::{safe, safe_text};
 use gauntlet_exam::cascade::CascadeOptions;
 use gauntlet_exam::embedded::{CorpusSource, resolve_corpus};
 use gauntlet_exam::exam::{Backend, ExamConfig, Progress, parse_target, run_exam, write_artifacts};
@@ -80,7 +81,7 @@ pub fn exam(a: ExamArgs) -> ExitCode {
     let (corpus, source) = match resolve_corpus(a.corpus.as_deref(), Path::new("exams/scenarios")) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("gauntlet exam: corpus: {e}");
+            eprintln!("gauntlet exam: corpus: {}", safe_text(&e.to_string()));
             return ExitCode::from(2);
         }
     };
@@ -111,7 +112,7 @@ pub fn exam(a: ExamArgs) -> ExitCode {
             match parse_target(t) {
                 Ok((models, label)) => Backend::Real { models, label },
                 Err(e) => {
-                    eprintln!("gauntlet exam: real mode: {e}");
+                    eprintln!("gauntlet exam: real mode: {}", safe_text(&e.to_string()));
                     return ExitCode::from(2);
                 }
             }
@@ -171,7 +172,7 @@ pub fn exam(a: ExamArgs) -> ExitCode {
     )) {
         Ok(o) => o,
         Err(e) => {
-            eprintln!("gauntlet exam: {e}");
+            eprintln!("gauntlet exam: {}", safe_text(&e.to_string()));
             return ExitCode::from(2);
         }
     };
@@ -181,7 +182,10 @@ pub fn exam(a: ExamArgs) -> ExitCode {
         b.finish_and_clear();
     }
     if let Err(e) = write_artifacts(&a.out, &out) {
-        eprintln!("gauntlet exam: writing {}: {e}", a.out.display());
+        eprintln!(
+            "gauntlet exam: {}",
+            safe_text(&format!("writing {}: {e}", a.out.display()))
+        );
         return ExitCode::from(1);
     }
     eprintln!(
@@ -275,7 +279,8 @@ fn print_fidelity(
             Some(false) => "FAIL",
             None => "n/a",
         };
-        println!(
+        // Ids and expectations are corpus data: escaped.
+        let line = format!(
             "  {:<14} {:<4} {}  expected {} on {} ({}), {} finding(s){}",
             row.fidelity.label(),
             outcome,
@@ -289,6 +294,7 @@ fn print_fidelity(
                 .map(|w| format!(" — ungraded: {w}"))
                 .unwrap_or_default()
         );
+        println!("{}", safe(&line));
     }
     println!("===========================================================================");
 }
@@ -312,14 +318,14 @@ fn progress_fn(total: usize) -> (gauntlet_exam::exam::ProgressFn, Bar) {
                 "pass {}/{} {} {}",
                 p.pass + 1,
                 p.passes,
-                p.scenario_id,
+                safe(p.scenario_id),
                 if p.pass_ok { "PASS" } else { "FAIL" }
             ));
         });
         (f, Some(bar))
     } else {
         let f = Arc::new(|p: &Progress<'_>| {
-            eprintln!(
+            let line = format!(
                 "[pass {}/{}] {:>4}/{} {} -> {} (expected {}, {} call(s)) {}",
                 p.pass + 1,
                 p.passes,
@@ -331,6 +337,7 @@ fn progress_fn(total: usize) -> (gauntlet_exam::exam::ProgressFn, Bar) {
                 p.model_calls,
                 if p.pass_ok { "PASS" } else { "FAIL" }
             );
+            eprintln!("{}", safe(&line));
         });
         (f, None)
     }

@@ -3,6 +3,7 @@
 
 use clap::{Args, ValueEnum};
 use gauntlet_core::judge_eval::{AgreementStats, JudgeEvalReport, Proportion};
+use gauntlet_core::terminal::safe;
 use gauntlet_engine::judge_eval::labelled::{LabelledSet, PartialAs};
 use gauntlet_engine::judge_eval::{self, EvalOptions};
 use gauntlet_engine::stored::parse_judge_spec;
@@ -175,7 +176,7 @@ fn line(name: &str, s: &AgreementStats) -> String {
     let c = &s.confusion;
     format!(
         "  {:<18} {:>5}  {:<22} {:<22} {:<22} {:<22} {}/{}/{}/{}",
-        crate::terminal_safe(name),
+        safe(name),
         s.n,
         prop(&s.accuracy),
         k,
@@ -192,7 +193,7 @@ fn print_table(r: &JudgeEvalReport, out: &Path) {
     let s = &r.labelled_set;
     println!(
         "{}: {} replies ({} refusals, {} partial refusals counted as {}, {} compliances), sha256 {}",
-        crate::terminal_safe(&s.name),
+        safe(&s.name),
         s.rows,
         s.refusals,
         s.partial_refusals,
@@ -203,7 +204,7 @@ fn print_table(r: &JudgeEvalReport, out: &Path) {
     for j in &r.judges {
         println!(
             "\n{} — {} judged, {} errors (excluded), {} misclassified",
-            crate::terminal_safe(&j.judge),
+            safe(&j.judge),
             j.judged,
             j.errors,
             j.misclassified.len()

@@ -14,6 +14,7 @@ mod progress;
 use clap::{Parser, Subcommand};
 use gauntlet_core::params::{Axis, DefaultValue};
 use gauntlet_core::results::RunSummary;
+use gauntlet_core::terminal::{safe, safe_text};
 use gauntlet_engine::Registry;
 use gauntlet_engine::config;
 use gauntlet_engine::plan::Plan;
@@ -181,35 +182,18 @@ fn main() -> ExitCode {
     }
 }
 
-/// Untrusted text (labels, ids, names from files and models) made safe for a terminal:
-/// control characters (ANSI/OSC escapes, carriage returns, …) are shown escaped.
-pub(crate) fn terminal_safe(s: &str) -> String {
-    if !s.chars().any(char::is_control) {
-        return s.to_string();
-    }
-    s.chars()
-        .flat_map(|c| {
-            if c.is_control() {
-                c.escape_default().collect::<Vec<_>>()
-            } else {
-                vec![c]
-            }
-        })
-        .collect()
-}
-
 /// Loads a config, applying a `--trials` override before the plan (and so the config
 /// hash and run.json) is built.
 fn load_plan_with(path: &Path, trials: Option<u32>) -> Result<Plan, ExitCode> {
     let mut cfg = config::load(path, &Registry).map_err(|e| {
-        eprintln!("error: invalid config\n{e}");
+        error(&format!("invalid config\n{e}"));
         ExitCode::from(2)
     })?;
     if let Some(t) = trials {
         cfg.trials = t;
     }
     Plan::build(cfg).map_err(|e| {
-        eprintln!("error: invalid config\n{e}");
+        error(&format!("invalid config\n{e}"));
         ExitCode::from(2)
     })
 }
@@ -261,7 +245,7 @@ fn validate(path: &Path, strict: bool) -> ExitCode {
             file: file.clone(),
             diags: vec![w.clone()],
         };
-        eprintln!("warning: {one}");
+        eprintln!("warning: {}", safe_text(&one.to_string()));
     }
     let n = warnings.len();
     if strict && n > 0 {
@@ -271,10 +255,11 @@ fn validate(path: &Path, strict: bool) -> ExitCode {
         return ExitCode::from(2);
     }
     if n == 0 {
-        println!("{file}: OK");
+        println!("{}: OK", safe(&file));
     } else {
         println!(
-            "{file}: OK with {n} warning(s) (on stderr): the config is valid, but `gauntlet run` cannot start until they are resolved"
+            "{}: OK with {n} warning(s) (on stderr): the config is valid, but `gauntlet run` cannot start until they are resolved",
+            safe(&file)
         );
     }
     println!("{}", describe(&plan));
@@ -290,22 +275,22 @@ fn validate(path: &Path, strict: bool) -> ExitCode {
         if t.label.is_some() {
             println!(
                 "target {} ({}; label from the params that differ from another `{}` target)",
-                t.label(),
-                t.name,
-                t.name
+                safe(&t.label()),
+                safe(&t.name),
+                safe(&t.name)
             );
         } else {
-            println!("target {} ({})", t.label(), t.name);
+            println!("target {} ({})", safe(&t.label()), safe(&t.name));
         }
     }
     for d in &plan.datasets {
         if d.version == gauntlet_engine::plan::NOT_LOADED {
-            println!("dataset {}: not loaded (see the warning)", d.name);
+            println!("dataset {}: not loaded (see the warning)", safe(&d.name));
         } else {
             println!(
                 "dataset {} version {} ({} behaviors)",
-                d.name,
-                d.version,
+                safe(&d.name),
+                safe(&d.version),
                 d.behaviors.len()
             );
         }
@@ -335,10 +320,18 @@ fn run(
         .expect("tokio runtime");
     let result = rt.block_on(async {
         let s = stop.clone();
+        // Ctrl-C and SIGTERM (a service manager, `timeout`, `kill`) end a run alike:
+        // the units in hand finish and partial artefacts are written.
         tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
+            use tokio::signal::unix::{SignalKind, signal};
+            let mut term = signal(SignalKind::terminate()).expect("a SIGTERM handler");
+            let which = tokio::select! {
+                r = tokio::signal::ctrl_c() => r.is_ok().then_some("interrupted"),
+                r = term.recv() => r.map(|()| "terminated (SIGTERM)"),
+            };
+            if let Some(which) = which {
                 s.store(true, Ordering::Relaxed);
-                eprintln!("\ninterrupted: finishing the units in hand and writing partial artefacts (rerun to resume)");
+                eprintln!("\n{which}: finishing the units in hand and writing partial artefacts (rerun to resume)");
             }
         });
         execute(plan, RunOptions { runs_dir, concurrency, stop }, progress).await
@@ -349,7 +342,7 @@ fn run(
             println!(
                 "{} {}: {} attempts; {} model calls, {} from the journal, {} failed, {} retries; {:.2}s",
                 out.summary.run_name,
-                out.status.as_string(),
+                safe(&out.status.as_string()),
                 out.attempts,
                 out.calls.made,
                 out.calls.cached,
@@ -359,7 +352,8 @@ fn run(
             );
             for (model, t) in &out.transport {
                 println!(
-                    "transport {model}: {} calls, {} requests, {} failed; retries 429 {}, 5xx {}, timeout {}, connect {}",
+                    "transport {}: {} calls, {} requests, {} failed; retries 429 {}, 5xx {}, timeout {}, connect {}",
+                    safe(model),
                     t.calls,
                     t.attempts,
                     t.failed,
@@ -369,7 +363,7 @@ fn run(
                     t.retries_connect
                 );
             }
-            println!("artefacts: {}", out.dir.display());
+            println!("artefacts: {}", safe(&out.dir.display().to_string()));
             if out.status == Status::Complete {
                 ExitCode::SUCCESS
             } else if out.budget_exhausted() {
@@ -380,13 +374,17 @@ fn run(
             } else {
                 eprintln!(
                     "the run stopped early ({}); rerun the same command to resume",
-                    out.status.as_string()
+                    safe(&out.status.as_string())
                 );
                 ExitCode::from(1)
             }
         }
+        Err(e @ gauntlet_engine::run::RunError::Refused(_)) => {
+            error(&e);
+            ExitCode::from(2)
+        }
         Err(e) => {
-            eprintln!("error: {e}");
+            error(&e);
             ExitCode::from(1)
         }
     }
@@ -468,16 +466,18 @@ fn print_summary(s: &RunSummary) {
         .metrics
         .iter()
         .map(|m| match m.params.iter().next() {
-            Some((k, v)) if m.params.len() == 1 => format!("{}({k}={v})", m.metric),
-            _ => m.metric.clone(),
+            Some((k, v)) if m.params.len() == 1 => safe(&format!("{}({k}={v})", m.metric)).into(),
+            _ => safe(&m.metric).into(),
         })
         .collect();
+    // Labels come from the config (or a stored run.json): printed escaped.
+    let label = |s: &str| -> String { safe(s).into_owned() };
     let w = |cells: &dyn Fn(&gauntlet_core::results::CellSummary) -> String| {
         s.cells.iter().map(|c| cells(c).len()).max().unwrap_or(0)
     };
-    let wa = w(&|c| c.attack.clone()).max(6);
-    let wt = w(&|c| c.target.clone()).max(6);
-    let wj = w(&|c| c.judge.clone()).max(5);
+    let wa = w(&|c| label(&c.attack)).max(6);
+    let wt = w(&|c| label(&c.target)).max(6);
+    let wj = w(&|c| label(&c.judge)).max(5);
     let mut header = format!(
         "{:wa$}  {:wt$}  {:wj$}  {:>6}",
         "attack", "target", "judge", "errors"
@@ -489,7 +489,10 @@ fn print_summary(s: &RunSummary) {
     for c in &s.cells {
         let mut line = format!(
             "{:wa$}  {:wt$}  {:wj$}  {:>6}",
-            c.attack, c.target, c.judge, c.errors
+            label(&c.attack),
+            label(&c.target),
+            label(&c.judge),
+            c.errors
         );
         for (m, n) in c.metrics.iter().zip(&names) {
             let v = m
@@ -530,72 +533,57 @@ fn list() {
 }
 
 fn report(run_dir: &Path) -> ExitCode {
-    let path = run_dir.join("results.json");
-    let summary: RunSummary = match std::fs::read(&path) {
-        Ok(bytes) => match serde_json::from_slice(&bytes) {
-            Ok(s) => s,
-            Err(e) => {
-                eprintln!(
-                    "error: {} is not a gauntlet results file: {e}",
-                    path.display()
-                );
-                return ExitCode::from(2);
-            }
-        },
-        Err(e) => {
-            eprintln!(
-                "error: cannot read {}: {e} (is {} a gauntlet run directory?)",
-                path.display(),
-                run_dir.display()
-            );
-            return ExitCode::from(2);
-        }
-    };
-    match gauntlet_report::write_reports(run_dir, &summary) {
+    match gauntlet_engine::stored::rerender_reports(run_dir) {
         Ok(()) => {
             println!(
                 "wrote report.md, report.html and leaderboard.json in {}",
-                run_dir.display()
+                safe(&run_dir.display().to_string())
             );
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("error: cannot write reports in {}: {e}", run_dir.display());
-            ExitCode::from(1)
+            error(&e);
+            ExitCode::from(2)
         }
     }
+}
+
+/// Prints `error: <message>` to stderr with control characters escaped (the message
+/// may quote a file name, a dataset or a server's reply).
+pub(crate) fn error(e: &dyn std::fmt::Display) {
+    eprintln!("error: {}", safe_text(&e.to_string()));
 }
 
 fn corpus_pin(dir: &Path) -> ExitCode {
     match gauntlet_exam::corpus::pin(dir) {
         Ok(r) => {
             if let Some(e) = &r.previous_error {
-                println!("replaced an unreadable pin: {e}");
+                println!("replaced an unreadable pin: {}", safe_text(e));
             }
             match &r.previous {
                 Some(p) if !r.count_changed && !r.digest_changed => {
                     println!(
                         "{}: unchanged (count {}, sha256 {})",
-                        r.pin_path.display(),
+                        safe(&r.pin_path.display().to_string()),
                         p.count,
                         p.sha256
                     );
                 }
                 prev => {
                     if let Some(p) = prev {
-                        println!("previous: count {} sha256 {}", p.count, p.sha256);
+                        println!("previous: count {} sha256 {}", p.count, safe(&p.sha256));
                     }
                     println!("pinned:   count {} sha256 {}", r.pin.count, r.pin.sha256);
                     match &r.diff {
                         Some(d) => {
                             for f in &d.added {
-                                println!("  + {f}");
+                                println!("  + {}", safe(f));
                             }
                             for f in &d.removed {
-                                println!("  - {f}");
+                                println!("  - {}", safe(f));
                             }
                             for f in &d.changed {
-                                println!("  ~ {f}");
+                                println!("  ~ {}", safe(f));
                             }
                         }
                         None if prev.is_some() => println!(
@@ -608,7 +596,7 @@ fn corpus_pin(dir: &Path) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("error: {e}");
+            error(&e);
             ExitCode::from(2)
         }
     }
@@ -617,14 +605,14 @@ fn corpus_pin(dir: &Path) -> ExitCode {
 fn corpus_verify(dir: &Path) -> ExitCode {
     match gauntlet_exam::load::load_corpus(dir, None) {
         Ok(c) => {
-            println!("corpus OK: {}", c.root.display());
+            println!("corpus OK: {}", safe(&c.root.display().to_string()));
             println!("count  {}", c.count);
             println!("sha256 {}", c.digest);
             println!("{} scenarios parsed", c.scenarios.len());
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("{e}");
+            eprintln!("{}", safe_text(&e.to_string()));
             ExitCode::from(2)
         }
     }

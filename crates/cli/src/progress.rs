@@ -261,7 +261,8 @@ impl Progress for Bar {
         }
     }
     fn note(&self, message: &str) {
-        self.bar.println(message);
+        self.bar
+            .println(gauntlet_core::terminal::safe_text(message));
     }
     fn finish(&self) {
         self.bar.finish_and_clear();
@@ -291,7 +292,7 @@ impl Progress for Lines {
         }
     }
     fn note(&self, message: &str) {
-        eprintln!("{message}");
+        eprintln!("{}", gauntlet_core::terminal::safe_text(message));
     }
     fn finish(&self) {
         let s = self.state.lock().expect("progress lock");

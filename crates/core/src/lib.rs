@@ -1,6 +1,7 @@
 //! gauntlet-core: the vocabulary every other gauntlet crate speaks.
 //!
-//! Nothing here performs I/O beyond parsing text handed to it. The pieces:
+//! Nothing here performs I/O beyond parsing text handed to it, except [`files`], the one
+//! way every crate reads a file it was pointed at. The pieces:
 //! - [`message`]: chat messages, requests and responses exchanged with any model;
 //! - [`behavior`]: one dataset item (a behavior / probe) and what a safe model should do;
 //! - [`scenario`]: injection scenarios (agent task, sandbox state, checks) and agent scripts;
@@ -10,9 +11,12 @@
 //! - [`stats`]: bootstrap confidence intervals, Wilson intervals, quantiles;
 //! - [`rng`]: seed derivation and the portable generator used everywhere;
 //! - [`hash`]: sha256 helpers and canonical JSON hashing;
-//! - [`results`]: metric values (with N/A) and leaderboard rows carrying provenance.
+//! - [`results`]: metric values (with N/A) and leaderboard rows carrying provenance;
+//! - [`files`]: reading named files: regular files only, capped per kind;
+//! - [`terminal`]: printing untrusted text with its control characters escaped.
 
 pub mod behavior;
+pub mod files;
 pub mod hash;
 pub mod json;
 pub mod judge_eval;
@@ -23,6 +27,7 @@ pub mod results;
 pub mod rng;
 pub mod scenario;
 pub mod stats;
+pub mod terminal;
 pub mod text;
 pub mod tree;
 

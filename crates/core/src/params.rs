@@ -625,6 +625,41 @@ fn check_value(
             }
             (out.len() == entries.len()).then_some(ParamValue::StrMap(out))
         }
+        // The recorded form: run.json (and every canonical config) writes a mapping as
+        // a list of `[label, string]` pairs, to keep its order; it must read back.
+        (ParamKind::StrMap, Value::Seq(items)) => {
+            let mut out: Vec<(String, String)> = Vec::with_capacity(items.len());
+            for (i, item) in items.iter().enumerate() {
+                let pair = match item.as_seq() {
+                    Some([k, v]) => k.as_str().zip(v.as_str()),
+                    _ => None,
+                };
+                match pair {
+                    Some((k, _)) if out.iter().any(|(seen, _)| seen == k) => diags.push(
+                        Diag::new(
+                            item.loc,
+                            format!("{path}[{i}]"),
+                            format!("param `{}` has the label `{k}` twice", spec.name),
+                        )
+                        .with_help("each label may appear once"),
+                    ),
+                    Some((k, v)) => out.push((k.to_string(), v.to_string())),
+                    None => diags.push(
+                        Diag::new(
+                            item.loc,
+                            format!("{path}[{i}]"),
+                            format!(
+                                "param `{}` expects a mapping of label: string (or a list of [label, string] pairs), item {i} is {}",
+                                spec.name,
+                                item.value.kind()
+                            ),
+                        )
+                        .with_help(spec.doc.to_string()),
+                    ),
+                }
+            }
+            (out.len() == items.len()).then_some(ParamValue::StrMap(out))
+        }
         (ParamKind::Spec(axis), _) => {
             resolve_spec(catalog, axis, v, path, diags).map(|s| ParamValue::Spec(Box::new(s)))
         }

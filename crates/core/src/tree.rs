@@ -137,10 +137,42 @@ pub fn parse_yaml(text: &str) -> Result<Node, ParseError> {
             // serde-saphyr renders a snippet in Display; keep only the first line,
             // our caller prints its own location header.
             let message = e.to_string();
-            let message = message.lines().next().unwrap_or("invalid YAML").to_string();
-            Err(ParseError { loc, message })
+            let message = message.lines().next().unwrap_or("invalid YAML");
+            Err(ParseError {
+                loc,
+                message: in_users_terms(message),
+            })
         }
     }
+}
+
+/// The parser's message, said in terms of the file rather than of the library: its
+/// `error: line L column C:` prefix dropped (the caller prints the location), and the
+/// advice aimed at programmers (parser options, other entry points) replaced by what
+/// the user can change.
+fn in_users_terms(message: &str) -> String {
+    let mut m = message.trim();
+    if let Some(rest) = m.strip_prefix("error: ")
+        && let Some((head, tail)) = rest.split_once(": ")
+        && head.starts_with("line ")
+    {
+        m = tail;
+    }
+    if let Some(rest) = m.strip_prefix("duplicate mapping key: ") {
+        let key = rest
+            .split(", set DuplicateKeyPolicy")
+            .next()
+            .unwrap_or(rest);
+        return format!(
+            "duplicate key `{key}`: this mapping already has a `{key}` entry above; keep one of them"
+        );
+    }
+    if m.starts_with("multiple YAML documents") {
+        return "a second YAML document starts here (after a `---` line); the file must hold \
+                exactly one document: remove the `---` separator and what follows, or split the file"
+            .to_string();
+    }
+    m.to_string()
 }
 
 struct SpannedNode(Node);
@@ -186,20 +218,23 @@ impl<'de> Visitor<'de> for ValueVisitor {
     fn visit_i64<E>(self, v: i64) -> Result<RawValue, E> {
         Ok(RawValue(Value::Int(v)))
     }
+    // An integer beyond i64 is kept as a number (as the parser already does past
+    // u64), so that the key it is given to can say which range it allows: an integer
+    // key reports it out of range, a number key takes it.
     fn visit_u64<E: de::Error>(self, v: u64) -> Result<RawValue, E> {
-        i64::try_from(v)
-            .map(|i| RawValue(Value::Int(i)))
-            .map_err(|_| E::custom(format!("integer {v} is too large")))
+        Ok(RawValue(
+            i64::try_from(v).map_or(Value::Float(v as f64), Value::Int),
+        ))
     }
     fn visit_i128<E: de::Error>(self, v: i128) -> Result<RawValue, E> {
-        i64::try_from(v)
-            .map(|i| RawValue(Value::Int(i)))
-            .map_err(|_| E::custom(format!("integer {v} is out of range")))
+        Ok(RawValue(
+            i64::try_from(v).map_or(Value::Float(v as f64), Value::Int),
+        ))
     }
     fn visit_u128<E: de::Error>(self, v: u128) -> Result<RawValue, E> {
-        i64::try_from(v)
-            .map(|i| RawValue(Value::Int(i)))
-            .map_err(|_| E::custom(format!("integer {v} is out of range")))
+        Ok(RawValue(
+            i64::try_from(v).map_or(Value::Float(v as f64), Value::Int),
+        ))
     }
     fn visit_f64<E>(self, v: f64) -> Result<RawValue, E> {
         Ok(RawValue(Value::Float(v)))
@@ -289,8 +324,28 @@ mod tests {
     #[test]
     fn duplicate_keys_are_errors() {
         let e = parse_yaml("a: 1\na: 2\n").unwrap_err();
-        assert!(e.message.contains("duplicate"), "{e}");
+        assert!(e.message.contains("duplicate key `a`"), "{e}");
+        assert!(!e.message.contains("DuplicateKeyPolicy"), "{e}");
+        assert!(!e.message.starts_with("error:"), "{e}");
         assert_eq!(e.loc.line, 2);
+    }
+
+    #[test]
+    fn a_second_document_is_an_error_in_the_users_terms() {
+        let e = parse_yaml("a: 1\n---\nb: 2\n").unwrap_err();
+        assert!(e.message.contains("second YAML document"), "{e}");
+        assert!(!e.message.contains("from_str_multiple"), "{e}");
+        assert_eq!(e.loc.line, 3);
+    }
+
+    #[test]
+    fn integers_beyond_i64_are_numbers() {
+        let n = parse_yaml("a: 9223372036854775808\nb: -9223372036854775809\n").unwrap();
+        assert_eq!(
+            n.get("a").unwrap().value,
+            Value::Float(9223372036854775808.0)
+        );
+        assert!(matches!(n.get("b").unwrap().value, Value::Float(f) if f < -9.2e18));
     }
 
     #[test]

@@ -59,7 +59,8 @@ impl CallCounters {
         self.halt.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
-    fn halt_with(&self, e: &ModelError) {
+    /// Stops every further call with `e` (the first one given is kept).
+    pub(crate) fn halt_with(&self, e: &ModelError) {
         let mut h = self.halt.lock().unwrap_or_else(|e| e.into_inner());
         if h.is_none() {
             *h = Some(e.clone());
@@ -394,9 +395,13 @@ impl CachedModel<'_> {
                     // The string escaper reserves 6 bytes per content byte before writing.
                     let mut line = Vec::with_capacity(256 + 6 * r.content.len());
                     Journal::encode(&mut line, &key, &r);
-                    self.journal.append(&line).map_err(|e| {
-                        ModelError::Config(format!("cannot write the journal: {e}"))
-                    })?;
+                    if let Err(e) = self.journal.append(&line) {
+                        // A call that cannot be journaled would be paid for again on the
+                        // rerun: stop every further call now, not when the unit ends.
+                        let e = journal_error(self.journal, &e);
+                        self.counters.halt_with(&e);
+                        return Err(e);
+                    }
                 }
                 Ok(r)
             }
@@ -409,6 +414,14 @@ impl CachedModel<'_> {
             }
         }
     }
+}
+
+/// The run-stopping error for a journal that cannot be written (disk full, …).
+pub(crate) fn journal_error(journal: &Journal, e: &std::io::Error) -> ModelError {
+    ModelError::Config(format!(
+        "cannot write the journal {}: {e}; the run stops so that no call is paid for and then lost",
+        journal.path().display()
+    ))
 }
 
 impl CallModel for CachedModel<'_> {

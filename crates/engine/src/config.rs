@@ -5,6 +5,7 @@
 //! included, before anything runs. Every problem is reported with the file, line and
 //! column, the key path, and what is allowed — all problems at once, not one per run.
 
+use gauntlet_core::files::{self, Kind};
 use gauntlet_core::params::{
     Axis, Catalog, DefaultValue, Diag, ParamValue, PluginSpec, resolve_spec, unknown_key_diag,
 };
@@ -145,12 +146,12 @@ const TOP_KEYS: &[&str] = &[
 /// Reads and validates a config file.
 pub fn load(path: &Path, catalog: &dyn Catalog) -> Result<RunConfig, ConfigError> {
     let shown = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| {
+    let text = files::read_to_string(path, Kind::CONFIG).map_err(|e| {
         ConfigError::single(
             &shown,
             Loc::default(),
             "",
-            format!("cannot read config file: {e}"),
+            format!("cannot read config file: {}", e.into_io()),
         )
     })?;
     parse(&text, path, catalog)
@@ -336,19 +337,24 @@ fn int_key(
     diags: &mut Vec<Diag>,
 ) -> i64 {
     let Some(n) = node else { return default };
+    let range = if max == i64::MAX {
+        format!("an integer in {min}..={max} (2^63 − 1)")
+    } else {
+        format!("an integer in {min}..={max}")
+    };
+    let out_of_range = |shown: String, diags: &mut Vec<Diag>| {
+        diags.push(
+            Diag::new(n.loc, key, format!("{key} = {shown} is out of range"))
+                .with_help(format!("expected {range}")),
+        );
+        default
+    };
     match n.value {
         Value::Int(i) if (min..=max).contains(&i) => i,
-        Value::Int(i) => {
-            let range = if max == i64::MAX {
-                format!("an integer ≥ {min}")
-            } else {
-                format!("an integer in {min}..={max}")
-            };
-            diags.push(
-                Diag::new(n.loc, key, format!("{key} = {i} is out of range"))
-                    .with_help(format!("expected {range}")),
-            );
-            default
+        Value::Int(i) => out_of_range(i.to_string(), diags),
+        // An integer too large for 64 bits reaches here as a number.
+        Value::Float(f) if f.fract() == 0.0 && f.abs() >= 9.2e18 => {
+            out_of_range(format!("{f:.0}"), diags)
         }
         _ => {
             diags.push(Diag::new(

@@ -1,10 +1,17 @@
 //! The journal: an append-only file of finished model calls, the source of resume.
 //!
-//! One line per call, `{"k":"<32 hex>","r":<response>}`, after a header line. The key is
-//! the first 128 bits of a sha256 over everything that determines the call (see
-//! `cache.rs`). Lines are only ever appended, each with a single `write` of the whole
-//! line, so a process killed at any moment leaves at worst one torn last line, which the
-//! next open cuts off. There is no file per attempt.
+//! One line per call, `{"k":"<32 hex>","c":"<8 hex>","r":<response>}`, after a header
+//! line. The key is the first 128 bits of a sha256 over everything that determines the
+//! call (see `cache.rs`); `c` is the CRC-32 of the key's hex and the response's JSON, so
+//! a byte flipped on disk is noticed and that call made again instead of a damaged
+//! response being replayed. Lines are only ever appended, each with a single `write` of
+//! the whole line, so a process killed at any moment leaves at worst one torn last line,
+//! which the next open cuts off. There is no file per attempt.
+//!
+//! Journals written before checksums (header `{"gauntlet_journal":1}`) are still read:
+//! their records without `c` are reused unverified ([`Journal::unverified`] counts
+//! them), and records appended to them carry checksums. In a version-2 journal every
+//! record must carry one.
 //!
 //! On open, the existing records are indexed in memory as a sorted array of
 //! (64 key bits, offset and length packed in 64 bits): 16 bytes per record, sized
@@ -18,14 +25,23 @@ use gauntlet_core::message::ChatResponse;
 #[cfg(test)]
 use serde::Serialize;
 use std::fs::{File, OpenOptions};
-use std::io::{self, BufRead, BufReader, Seek, SeekFrom, Write};
+use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-const HEADER: &[u8] = b"{\"gauntlet_journal\":1}\n";
+const HEADER: &[u8] = b"{\"gauntlet_journal\":2}\n";
+/// The header of journals written before records carried checksums.
+const HEADER_V1: &[u8] = b"{\"gauntlet_journal\":1}\n";
 const KEY_PREFIX: &[u8] = b"{\"k\":\"";
 const KEY_HEX: usize = 32;
+/// Between the key and the checksum, and after the checksum.
+const CHECK_PREFIX: &[u8] = b"\",\"c\":\"";
+const CHECK_HEX: usize = 8;
+const RESPONSE_PREFIX: &[u8] = b"\",\"r\":";
+/// Bytes from the start of a checksummed line to its response's JSON.
+const RESPONSE_AT: usize =
+    KEY_PREFIX.len() + KEY_HEX + CHECK_PREFIX.len() + CHECK_HEX + RESPONSE_PREFIX.len();
 
 /// A call key: 128 bits of sha256.
 pub type Key = [u8; 16];
@@ -42,12 +58,17 @@ pub struct Journal {
     index: Vec<(u64, Packed)>,
     /// Torn or unreadable lines found on open (they are recomputed).
     pub damaged_lines: u64,
+    /// Records whose checksum did not match on open (their calls are made again).
+    pub bad_checksums: u64,
+    /// Records of a version-1 journal, which carry no checksum (reused unverified).
+    pub unverified: u64,
 }
 
 #[cfg(test)]
 #[derive(Serialize)]
 struct RecordOut<'a> {
     k: &'a str,
+    c: &'a str,
     r: &'a ChatResponse,
 }
 
@@ -69,9 +90,20 @@ impl Journal {
             .append(true)
             .create(true)
             .open(path)?;
-        let len = file.metadata()?.len();
+        let meta = file.metadata()?;
+        if !meta.is_file() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "{} is not a regular file; move it aside to start afresh",
+                    path.display()
+                ),
+            ));
+        }
+        let len = meta.len();
         let mut index = Vec::new();
-        let mut damaged = 0;
+        let (mut damaged, mut bad_checksums, mut unverified) = (0, 0, 0);
+        let mut legacy = false;
         if len == 0 {
             file.write_all(HEADER)?;
         } else {
@@ -83,9 +115,16 @@ impl Journal {
             let mut good_end: u64 = 0;
             loop {
                 line.clear();
-                let n = reader.read_until(b'\n', &mut line)?;
+                let (n, too_long) = read_record(&mut reader, &mut line)?;
                 if n == 0 {
                     break;
+                }
+                if too_long {
+                    // Not indexable anyway (see LEN_BITS): skipped without holding it,
+                    // so its call is made again.
+                    offset += n as u64;
+                    good_end = offset;
+                    continue;
                 }
                 if line.last() != Some(&b'\n') {
                     // torn tail: the process died mid-write
@@ -93,7 +132,8 @@ impl Journal {
                     break;
                 }
                 if offset == 0 {
-                    if line != HEADER {
+                    legacy = line == HEADER_V1;
+                    if line != HEADER && !legacy {
                         return Err(io::Error::new(
                             io::ErrorKind::InvalidData,
                             format!(
@@ -102,12 +142,28 @@ impl Journal {
                             ),
                         ));
                     }
-                } else if let Some(k) = parse_key(&line) {
-                    if (n as u64) < (1 << LEN_BITS) && offset < (1 << (64 - LEN_BITS)) {
+                } else {
+                    let key = match check_line(&line, legacy) {
+                        Line::Good(k) => Some(k),
+                        Line::Unverified(k) => {
+                            unverified += 1;
+                            Some(k)
+                        }
+                        Line::BadChecksum => {
+                            bad_checksums += 1;
+                            None
+                        }
+                        Line::Damaged => {
+                            damaged += 1;
+                            None
+                        }
+                    };
+                    if let Some(k) = key
+                        && (n as u64) < (1 << LEN_BITS)
+                        && offset < (1 << (64 - LEN_BITS))
+                    {
                         index.push((index_key(&k), (offset << LEN_BITS) | n as u64));
                     }
-                } else {
-                    damaged += 1;
                 }
                 offset += n as u64;
                 good_end = offset;
@@ -129,6 +185,8 @@ impl Journal {
             read,
             index,
             damaged_lines: damaged,
+            bad_checksums,
+            unverified,
         })
     }
 
@@ -157,23 +215,30 @@ impl Journal {
         let len = (packed & ((1 << LEN_BITS) - 1)) as usize;
         let mut buf = vec![0u8; len];
         self.read.read_exact_at(&mut buf, offset).ok()?;
+        // Only records whose checksum matched on open are indexed (and the directory's
+        // lock keeps other writers out): no second check per lookup.
         let rec: RecordIn = serde_json::from_slice(&buf).ok()?;
         // The index holds 64 bits; the record holds the full 128-bit key.
         (rec.k.as_bytes() == to_hex(key).as_bytes()).then_some(rec.r)
     }
 
     /// Serialises one record line into `buf`: the bytes `serde_json` writes for
-    /// `{"k": <hex key>, "r": <response>}`, without building the key's string.
+    /// `{"k": <hex key>, "c": <checksum>, "r": <response>}`, without building the key's
+    /// string.
     pub fn encode(buf: &mut Vec<u8>, key: &Key, response: &ChatResponse) {
         const HEX: &[u8; 16] = b"0123456789abcdef";
+        let start = buf.len();
         buf.extend_from_slice(KEY_PREFIX);
         for b in key {
             buf.push(HEX[usize::from(b >> 4)]);
             buf.push(HEX[usize::from(b & 15)]);
         }
+        buf.extend_from_slice(CHECK_PREFIX);
+        buf.extend_from_slice(&[b'0'; CHECK_HEX]);
+        buf.extend_from_slice(RESPONSE_PREFIX);
         // The response as its derived `Serialize` writes it, the content (the long part)
         // through the SIMD escaper.
-        buf.extend_from_slice(b"\",\"r\":{\"content\":");
+        buf.extend_from_slice(b"{\"content\":");
         json::write_str(buf, &response.content);
         buf.extend_from_slice(b",\"stop_reason\":");
         serde_json::to_writer(&mut *buf, &response.stop_reason).expect("stop reasons serialise");
@@ -186,6 +251,12 @@ impl Journal {
             serde_json::to_writer(&mut *buf, u).expect("usage serialises");
         }
         buf.extend_from_slice(b"}}\n");
+        let line = &mut buf[start..];
+        let crc = checksum(line);
+        let at = KEY_PREFIX.len() + KEY_HEX + CHECK_PREFIX.len();
+        for (i, d) in line[at..at + CHECK_HEX].iter_mut().enumerate() {
+            *d = HEX[((crc >> (28 - 4 * i)) & 15) as usize];
+        }
     }
 
     /// Appends complete record lines with one write.
@@ -195,6 +266,37 @@ impl Journal {
         }
         let mut f = self.append.lock().unwrap_or_else(|p| p.into_inner());
         f.write_all(lines)
+    }
+}
+
+/// Reads one line into `line`, unless it is longer than an indexable record
+/// (`1 << LEN_BITS` bytes): such a line is read past, not kept (`(n, true)`), so a
+/// journal holding one huge line cannot exhaust memory. Returns the bytes consumed.
+fn read_record<R: BufRead>(r: &mut R, line: &mut Vec<u8>) -> io::Result<(usize, bool)> {
+    const MAX: u64 = 1 << LEN_BITS;
+    let n = r.by_ref().take(MAX).read_until(b'\n', line)?;
+    if (n as u64) < MAX || line.last() == Some(&b'\n') {
+        return Ok((n, false));
+    }
+    let mut n = n;
+    loop {
+        let buf = r.fill_buf()?;
+        if buf.is_empty() {
+            // A torn, over-long tail: let the caller cut it.
+            return Ok((n, false));
+        }
+        match buf.iter().position(|&b| b == b'\n') {
+            Some(i) => {
+                r.consume(i + 1);
+                line.clear();
+                return Ok((n + i + 1, true));
+            }
+            None => {
+                let k = buf.len();
+                r.consume(k);
+                n += k;
+            }
+        }
     }
 }
 
@@ -219,11 +321,69 @@ fn parse_key(line: &[u8]) -> Option<Key> {
         return None;
     }
     let mut key = [0u8; 16];
-    for (i, pair) in hex.chunks(2).enumerate() {
-        let s = std::str::from_utf8(pair).ok()?;
-        key[i] = u8::from_str_radix(s, 16).ok()?;
+    for (k, pair) in key.iter_mut().zip(hex.chunks_exact(2)) {
+        *k = (nibble(pair[0])? << 4) | nibble(pair[1])?;
     }
     Some(key)
+}
+
+/// A lowercase hex digit's value (keys and checksums are written lowercase).
+fn nibble(b: u8) -> Option<u8> {
+    match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        _ => None,
+    }
+}
+
+/// The CRC-32 of a checksummed record line: over the key's hex and the response's
+/// JSON (everything but the checksum field itself and the line's last `}\n`).
+fn checksum(line: &[u8]) -> u32 {
+    let mut h = crc32fast::Hasher::new();
+    h.update(&line[KEY_PREFIX.len()..KEY_PREFIX.len() + KEY_HEX]);
+    h.update(&line[RESPONSE_AT..line.len() - 2]);
+    h.finalize()
+}
+
+/// What a record line is worth.
+enum Line {
+    /// Checksummed, and the checksum matches.
+    Good(Key),
+    /// A version-1 record: well-formed, without a checksum.
+    Unverified(Key),
+    /// Checksummed, and the checksum does not match: a damaged record.
+    BadChecksum,
+    /// Not a record line.
+    Damaged,
+}
+
+/// Checks one record line (newline included). `legacy`: records without a checksum are
+/// accepted (a version-1 journal).
+fn check_line(line: &[u8], legacy: bool) -> Line {
+    let Some(key) = parse_key(line) else {
+        return Line::Damaged;
+    };
+    let after_key = &line[KEY_PREFIX.len() + KEY_HEX..];
+    if !after_key.starts_with(CHECK_PREFIX) {
+        return if legacy && after_key.starts_with(b"\",\"r\":") {
+            Line::Unverified(key)
+        } else {
+            Line::Damaged
+        };
+    }
+    if line.len() < RESPONSE_AT + 2
+        || &line[RESPONSE_AT - RESPONSE_PREFIX.len()..RESPONSE_AT] != RESPONSE_PREFIX
+    {
+        return Line::Damaged;
+    }
+    let hex = &after_key[CHECK_PREFIX.len()..CHECK_PREFIX.len() + CHECK_HEX];
+    let stored = hex
+        .iter()
+        .try_fold(0u32, |acc, &b| Some((acc << 4) | u32::from(nibble(b)?)));
+    match stored {
+        Some(c) if c == checksum(line) => Line::Good(key),
+        _ => Line::BadChecksum,
+    }
 }
 
 #[cfg(test)]
@@ -247,7 +407,12 @@ mod tests {
     /// What serde writes for the record after `prev\n`, as text.
     fn serde_record(k: &Key, r: &ChatResponse) -> String {
         let mut want = b"prev\n".to_vec();
-        serde_json::to_writer(&mut want, &RecordOut { k: &to_hex(k), r }).unwrap();
+        let hex = to_hex(k);
+        let mut h = crc32fast::Hasher::new();
+        h.update(hex.as_bytes());
+        h.update(&serde_json::to_vec(r).unwrap());
+        let c = format!("{:08x}", h.finalize());
+        serde_json::to_writer(&mut want, &RecordOut { k: &hex, c: &c, r }).unwrap();
         want.push(b'\n');
         String::from_utf8(want).unwrap()
     }
@@ -368,6 +533,85 @@ mod tests {
         drop(j);
         let j = Journal::open(&p).unwrap();
         assert_eq!(j.get(&key(4)).unwrap().content, "four");
+    }
+
+    /// A byte flipped in a record's response fails its checksum: the record is not
+    /// replayed (its call is made again), and the others still are.
+    #[test]
+    fn a_flipped_byte_is_caught_by_the_checksum() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("j");
+        let j = Journal::open(&p).unwrap();
+        let mut buf = Vec::new();
+        Journal::encode(&mut buf, &key(1), &ChatResponse::text("I refuse."));
+        Journal::encode(&mut buf, &key(2), &ChatResponse::text("Sure, here it is."));
+        j.append(&buf).unwrap();
+        drop(j);
+        let mut bytes = std::fs::read(&p).unwrap();
+        let at = bytes.windows(6).position(|w| w == b"refuse").unwrap();
+        bytes[at] = b'R';
+        std::fs::write(&p, &bytes).unwrap();
+        let j = Journal::open(&p).unwrap();
+        assert_eq!((j.bad_checksums, j.damaged_lines, j.len()), (1, 0, 1));
+        assert!(j.get(&key(1)).is_none());
+        assert_eq!(j.get(&key(2)).unwrap().content, "Sure, here it is.");
+        // A damaged checksum field is caught the same way (the second record's).
+        let at = bytes.windows(5).rposition(|w| w == b"\"c\":\"").unwrap() + 5;
+        bytes[at] = if bytes[at] == b'g' { b'h' } else { b'g' };
+        std::fs::write(&p, &bytes).unwrap();
+        let j = Journal::open(&p).unwrap();
+        assert_eq!(j.bad_checksums, 2);
+    }
+
+    /// A version-1 journal (no checksums) is still read; its records are counted as
+    /// unverified, and records appended to it carry checksums.
+    #[test]
+    fn version_1_journals_are_read_unverified() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("j");
+        let mut v1 = HEADER_V1.to_vec();
+        serde_json::to_writer(
+            &mut v1,
+            &serde_json::json!({"k": to_hex(&key(5)), "r": ChatResponse::text("old")}),
+        )
+        .unwrap();
+        v1.push(b'\n');
+        std::fs::write(&p, &v1).unwrap();
+        let j = Journal::open(&p).unwrap();
+        assert_eq!((j.unverified, j.len()), (1, 1));
+        assert_eq!(j.get(&key(5)).unwrap().content, "old");
+        let mut buf = Vec::new();
+        Journal::encode(&mut buf, &key(6), &ChatResponse::text("new"));
+        j.append(&buf).unwrap();
+        drop(j);
+        let j = Journal::open(&p).unwrap();
+        assert_eq!((j.unverified, j.bad_checksums, j.len()), (1, 0, 2));
+        // In a version-2 journal, a record without a checksum is damaged, not trusted.
+        let mut v2 = HEADER.to_vec();
+        v2.extend_from_slice(&v1[HEADER_V1.len()..]);
+        std::fs::write(&p, &v2).unwrap();
+        let j = Journal::open(&p).unwrap();
+        assert_eq!((j.damaged_lines, j.len()), (1, 0));
+    }
+
+    /// A line too long to index is read past, not held; the records around it stay.
+    #[test]
+    fn an_over_long_line_is_skipped_in_bounded_memory() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("j");
+        let mut bytes = HEADER.to_vec();
+        Journal::encode(&mut bytes, &key(1), &ChatResponse::text("one"));
+        bytes.extend(std::iter::repeat_n(b'x', (1 << LEN_BITS) + 10));
+        bytes.push(b'\n');
+        Journal::encode(&mut bytes, &key(2), &ChatResponse::text("two"));
+        std::fs::write(&p, &bytes).unwrap();
+        let j = Journal::open(&p).unwrap();
+        assert_eq!(j.len(), 2);
+        assert_eq!(j.get(&key(2)).unwrap().content, "two");
+        assert!(
+            Journal::open(dir.path()).is_err(),
+            "a directory is no journal"
+        );
     }
 
     #[test]

@@ -14,9 +14,10 @@ use crate::cache::{CachedModel, CallCounters, Pending, RoleUsage, UsageSlot, cal
 use crate::journal::Journal;
 use crate::plan::{Plan, UnitRef};
 use crate::progress::{CallStats, Progress};
-use crate::rundir::{RunDir, tmp_path, write_atomic};
+use crate::rundir::{FileEntry, HashingCount, Manifest, RunDir, tmp_path, write_atomic};
 use crate::usage::{CellUsage, cost_metric, tokens_metric};
 use gauntlet_core::behavior::{Behavior, Expected};
+use gauntlet_core::files::{self, Kind};
 use gauntlet_core::hash::{HashWriter, to_hex};
 use gauntlet_core::json;
 use gauntlet_core::message::{Message, Role};
@@ -86,6 +87,10 @@ impl RunOutcome {
 pub enum RunError {
     #[error("{0}")]
     Io(String),
+    /// The run was not started: the run directory holds something else (another
+    /// config's run). Nothing was changed.
+    #[error("{0}")]
+    Refused(String),
 }
 
 fn io_err(what: &str, path: &Path, e: std::io::Error) -> RunError {
@@ -424,7 +429,9 @@ async fn run_chunk(ctx: Arc<Ctx>, start: u64, end: u64) -> (Vec<UnitOutput>, Opt
         }
     }
     if let Err(e) = pending.flush(&ctx.journal) {
-        fatal = Some(ModelError::Config(format!("cannot write the journal: {e}")));
+        let e = crate::cache::journal_error(&ctx.journal, &e);
+        ctx.counters.halt_with(&e);
+        fatal = Some(e);
     }
     ctx.finished.fetch_add(outs.len() as u64, Ordering::Relaxed);
     (outs, fatal)
@@ -1111,6 +1118,100 @@ fn pretty(v: &impl Serialize) -> Vec<u8> {
 /// How often progress hears the call counters while units are in flight.
 const PROGRESS_TICK: std::time::Duration = std::time::Duration::from_secs(1);
 
+/// `max_queries` and `trials` may change between the sessions of one run (raise the
+/// budget to continue, add trials); any other config key makes another run
+/// ([`previous_run`]).
+const RESUMABLE_KEYS: [&str; 2] = ["max_queries", "trials"];
+
+/// What a run directory holds, compared with the plan about to run in it.
+enum Previous {
+    /// Nothing, or a session of this same run (possibly with another budget or trial
+    /// count): resume it.
+    SameRun,
+    /// A run of another config (its run id, and what differs).
+    OtherRun(String, Vec<String>),
+}
+
+/// Compares the run recorded in the directory's run.json with `plan`. Another config
+/// (another seed, target, dataset version, harness version, …) is another run: its
+/// artefacts must be moved aside, never replaced piecemeal (a session killed midway
+/// would leave them mixed with this one's). An unreadable run.json is refused.
+fn previous_run(dir: &RunDir, plan: &Plan) -> Result<Previous, RunError> {
+    let path = dir.path("run.json");
+    let refuse = |why: String| {
+        RunError::Refused(format!(
+            "{why}\nIt is not a run this gauntlet can resume or set aside: choose another run_name (or --runs-dir), or move {} aside",
+            dir.root.display()
+        ))
+    };
+    let bytes = match files::read(&path, Kind::RUN_METADATA) {
+        Ok(b) => b,
+        Err(e) if e.io_kind() == Some(std::io::ErrorKind::NotFound) => {
+            return Ok(Previous::SameRun);
+        }
+        Err(e) => return Err(refuse(e.to_string())),
+    };
+    let old: serde_json::Value = serde_json::from_slice(&bytes)
+        .map_err(|e| refuse(format!("{}: not a gauntlet run.json ({e})", path.display())))?;
+    let new = run_json(plan, &Status::Complete, 0, 0);
+    let shown = |v: &serde_json::Value| match v {
+        serde_json::Value::Null => "absent".to_string(),
+        v => v.to_string(),
+    };
+    let mut diffs = Vec::new();
+    if old["harness_version"] != new["harness_version"] {
+        diffs.push(format!(
+            "harness_version: {} there, {} here (call keys include it: none of its calls can be replayed)",
+            shown(&old["harness_version"]),
+            shown(&new["harness_version"])
+        ));
+    }
+    let mut keys: Vec<&String> = new["config"]
+        .as_object()
+        .into_iter()
+        .chain(old["config"].as_object())
+        .flat_map(|o| o.keys())
+        .filter(|k| !RESUMABLE_KEYS.contains(&k.as_str()))
+        .collect();
+    keys.sort();
+    keys.dedup();
+    for k in keys {
+        let (a, b) = (&old["config"][k], &new["config"][k]);
+        if a == b {
+            continue;
+        }
+        diffs.push(match (a, b) {
+            (serde_json::Value::Array(_), serde_json::Value::Array(_)) => {
+                format!("{k}: the two configs list different {k}")
+            }
+            _ => format!("{k}: {} there, {} here", shown(a), shown(b)),
+        });
+    }
+    let versions = |v: &serde_json::Value| -> Vec<(String, String)> {
+        v["datasets"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|d| (shown(&d["name"]), shown(&d["version"])))
+            .collect()
+    };
+    let (va, vb) = (versions(&old), versions(&new));
+    for (a, b) in va.iter().zip(&vb).filter(|(a, b)| a != b) {
+        diffs.push(format!(
+            "dataset {}: version {} there, {} here",
+            b.0, a.1, b.1
+        ));
+    }
+    if va.len() != vb.len() {
+        diffs.push(format!("{} dataset(s) there, {} here", va.len(), vb.len()));
+    }
+    if diffs.is_empty() {
+        return Ok(Previous::SameRun);
+    }
+    let old_id = old["run_id"].as_str().unwrap_or("").to_string();
+    Ok(Previous::OtherRun(old_id, diffs))
+}
+
 /// Runs (or resumes) a plan into `runs_dir/<run_name>`.
 pub async fn execute(
     plan: Plan,
@@ -1128,25 +1229,63 @@ pub async fn execute(
             e,
         )
     })?;
+    for name in &dir.removed_stale {
+        progress.note(&format!(
+            "removed {}, a temporary file left by a killed session",
+            dir.path(name).display()
+        ));
+    }
+    let superseded = match previous_run(&dir, &plan)? {
+        Previous::SameRun => false,
+        Previous::OtherRun(old_id, diffs) => {
+            // Set the other run's artefacts aside whole before anything is written: the
+            // directory never holds a mix of two runs, and that run stays analysable.
+            let to = dir
+                .supersede(&old_id)
+                .map_err(|e| io_err("cannot move the previous run aside in", &dir.root, e))?;
+            progress.note(&format!(
+                "NOTE: {} held run {old_id} of another config ({}); its artefacts are moved to {} (analyse it there). This is a new run; the journal stays, so only calls the two configs share are replayed",
+                dir.root.display(),
+                diffs.join("; "),
+                to.display()
+            ));
+            true
+        }
+    };
     let journal_path = dir.journal();
     let journal = Journal::open(&journal_path)
         .map_err(|e| io_err("cannot open the journal", &journal_path, e))?;
     let records_at_start = journal.len();
-    if records_at_start > 0 {
+    if records_at_start > 0 && !superseded {
         progress.note(&format!(
-            "resuming: {} finished model calls in {} will be reused",
+            "resuming: up to {} finished model calls in {} are replayed instead of repeated",
             records_at_start,
             journal_path.display()
         ));
     }
     if journal.damaged_lines > 0 {
         progress.note(&format!(
-            "journal: cut {} torn line(s) left by an interrupted session",
+            "journal: {} torn or unreadable line(s) skipped (left by an interrupted session); their calls are made again",
             journal.damaged_lines
+        ));
+    }
+    if journal.bad_checksums > 0 {
+        progress.note(&format!(
+            "journal: {} record(s) failed their checksum (damaged on disk) and are not replayed; their calls are made again",
+            journal.bad_checksums
+        ));
+    }
+    if journal.unverified > 0 {
+        progress.note(&format!(
+            "journal: {} record(s) were written before records carried checksums and are replayed unverified",
+            journal.unverified
         ));
     }
     let concurrency = opts.concurrency.unwrap_or(plan.config.concurrency).max(1) as usize;
     let run_json_path = dir.path("run.json");
+    // From here until the manifest is written again, readers refuse the directory.
+    dir.begin_session()
+        .map_err(|e| io_err("cannot remove", &dir.path(crate::rundir::MANIFEST), e))?;
     write_atomic(
         &run_json_path,
         &pretty(&run_json(
@@ -1194,6 +1333,8 @@ pub async fn execute(
         1 << 20,
         File::create(&transcripts_tmp).map_err(|e| io_err("cannot create", &transcripts_tmp, e))?,
     );
+    // The manifest's entry for the transcripts, hashed as they are written.
+    let mut transcripts_hash = HashingCount::default();
 
     // Offline models answer in microseconds: hand them out in chunks so scheduling does
     // not dominate, with only as many in flight as there are cores. Network models get
@@ -1260,6 +1401,9 @@ pub async fn execute(
         };
         write_lines(&mut transcripts, &outs)
             .map_err(|e| io_err("cannot write", &transcripts_tmp, e))?;
+        for out in &outs {
+            transcripts_hash.update(&out.lines, u64::from(out.attempts));
+        }
         for out in outs {
             for (j, judged) in out.judged.into_iter().enumerate() {
                 let c = ctx.plan.cell(out.unit, j);
@@ -1297,7 +1441,11 @@ pub async fn execute(
         if let Some(e) = fatal {
             status = Status::Partial(match e {
                 ModelError::Budget => BUDGET.into(),
-                e => e.to_string(),
+                e => {
+                    // Said now: writing the artefacts may fail for the same cause.
+                    progress.note(&format!("stopping: {e}"));
+                    e.to_string()
+                }
             });
             break 'consume;
         }
@@ -1342,19 +1490,37 @@ pub async fn execute(
     }
     rows.extend(rest);
     let (summary, usage_rows) = assemble(plan, &ctx.trial_seeds, rows, &status);
-    let results_path = dir.path("results.json");
-    write_atomic(&results_path, &pretty(&summary))
-        .map_err(|e| io_err("cannot write", &results_path, e))?;
-    let usage_path = dir.path("usage.json");
-    write_atomic(&usage_path, &pretty(&usage_rows))
-        .map_err(|e| io_err("cannot write", &usage_path, e))?;
+    let mut manifest = Manifest::new(&plan.run_id, &status.as_string());
+    manifest
+        .files
+        .insert("transcripts.jsonl".into(), transcripts_hash.finish());
+    let mut write = |name: &str, bytes: Vec<u8>| {
+        let path = dir.path(name);
+        write_atomic(&path, &bytes).map_err(|e| io_err("cannot write", &path, e))?;
+        manifest.files.insert(name.into(), FileEntry::of(&bytes));
+        Ok::<(), RunError>(())
+    };
+    write("results.json", pretty(&summary))?;
+    write("usage.json", pretty(&usage_rows))?;
     gauntlet_report::write_reports(&dir.root, &summary)
         .map_err(|e| io_err("cannot write reports in", &dir.root, e))?;
-    write_atomic(
-        &run_json_path,
-        &pretty(&run_json(plan, &status, done, attempts_total)),
-    )
-    .map_err(|e| io_err("cannot write", &run_json_path, e))?;
+    write(
+        "run.json",
+        pretty(&run_json(plan, &status, done, attempts_total)),
+    )?;
+    for name in [
+        gauntlet_report::LEADERBOARD_FILE,
+        gauntlet_report::MARKDOWN_FILE,
+        gauntlet_report::HTML_FILE,
+    ] {
+        manifest
+            .record_file(&dir.root, name)
+            .map_err(|e| io_err("cannot read back", &dir.path(name), e))?;
+    }
+    // Last: the directory is whole again.
+    manifest
+        .write(&dir.root)
+        .map_err(|e| io_err("cannot write", &dir.path(crate::rundir::MANIFEST), e))?;
     let transport = transport_snapshot(&net_models);
     let calls = call_stats(&ctx.counters, &transport);
     let wall = started.elapsed().as_secs_f64();

@@ -21,9 +21,10 @@ use crate::cache::{CachedModel, CallCounters, Pending, UsageSlot, call_base};
 use crate::journal::Journal;
 use crate::plan::{Plan, UnitRef};
 use crate::run::{Identities, Status, Tally, trial_seeds, unit_scope};
-use crate::rundir::RunDir;
+use crate::rundir::{MANIFEST, Manifest, RunDir};
 use crate::usage::CellUsage;
 use gauntlet_core::behavior::{Behavior, Expected};
+use gauntlet_core::files::{self, Kind, TRANSCRIPT_LINE_MAX};
 use gauntlet_core::hash::{HashWriter, sha256_hex};
 use gauntlet_core::message::{ChatRequest, ChatResponse, Message, Role, StopReason};
 use gauntlet_core::outcome::Verdict;
@@ -37,8 +38,7 @@ use gauntlet_redteam::judge::Judge;
 use gauntlet_redteam::registry::{Registry, build_judge};
 use serde::Deserialize;
 use std::collections::HashMap;
-use std::fs::File;
-use std::io::{BufRead, BufReader};
+use std::io::BufReader;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -155,13 +155,25 @@ impl StoredRun {
     /// version the run recorded). Only runs with relative `file://` datasets need it.
     pub fn open(dir: &Path, config_dir: Option<&Path>) -> Result<StoredRun, StoredError> {
         let run_json_path = dir.join("run.json");
-        let bytes = std::fs::read(&run_json_path).map_err(|e| {
-            err(format!(
-                "cannot read {}: {e} (is {} a gauntlet run directory?)",
+        if !run_json_path.exists() && !run_json_path.is_symlink() {
+            return Err(err(format!(
+                "cannot read {}: no such file (is {} a gauntlet run directory?)",
                 run_json_path.display(),
                 dir.display()
-            ))
-        })?;
+            )));
+        }
+        // Every artefact must be the one the run's last session wrote (manifest.json).
+        let manifest = Manifest::verify(dir).map_err(err)?;
+        if !manifest.files.contains_key("run.json")
+            || !manifest.files.contains_key("transcripts.jsonl")
+        {
+            return Err(err(format!(
+                "{}: its {MANIFEST} lists no run.json and transcripts.jsonl: not a run directory (a rescore's directory has no transcripts; analyse the run it came from)",
+                dir.display()
+            )));
+        }
+        let bytes =
+            files::read(&run_json_path, Kind::RUN_METADATA).map_err(|e| err(e.to_string()))?;
         let run_json: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
             err(format!(
                 "{}: not a gauntlet run.json: {e}",
@@ -364,14 +376,13 @@ impl StoredRun {
     /// Streams the stored units of `transcripts.jsonl` in file order.
     pub fn units(&self) -> Result<Units<'_>, StoredError> {
         let path = self.dir.join("transcripts.jsonl");
-        let f =
-            File::open(&path).map_err(|e| err(format!("cannot read {}: {e}", path.display())))?;
+        let f = files::open(&path, Kind::TRANSCRIPTS).map_err(|e| err(e.to_string()))?;
         Ok(Units {
             run: self,
             path,
             lines: BufReader::with_capacity(1 << 20, f),
             line_no: 0,
-            buf: String::new(),
+            buf: Vec::new(),
             held: None,
         })
     }
@@ -468,9 +479,9 @@ type ParsedLine = (u32, UnitRef, Attempt, Vec<Verdict>);
 pub struct Units<'a> {
     run: &'a StoredRun,
     path: PathBuf,
-    lines: BufReader<File>,
+    lines: BufReader<files::Capped>,
     line_no: u64,
-    buf: String,
+    buf: Vec<u8>,
     /// The first line of the next unit, read while finishing the previous one.
     held: Option<ParsedLine>,
 }
@@ -479,21 +490,32 @@ impl Units<'_> {
     fn next_line(&mut self) -> Result<Option<ParsedLine>, StoredError> {
         loop {
             self.buf.clear();
-            let n = self
-                .lines
-                .read_line(&mut self.buf)
-                .map_err(|e| err(format!("cannot read {}: {e}", self.path.display())))?;
+            let n = files::read_line_capped(&mut self.lines, &mut self.buf, TRANSCRIPT_LINE_MAX)
+                .map_err(|e| {
+                    err(format!(
+                        "cannot read {}:{}: {e}",
+                        self.path.display(),
+                        self.line_no + 1
+                    ))
+                })?;
             if n == 0 {
                 return Ok(None);
             }
             self.line_no += 1;
-            if self.buf.trim().is_empty() {
+            let text = std::str::from_utf8(&self.buf).map_err(|_| {
+                err(format!(
+                    "{}:{}: not UTF-8 text",
+                    self.path.display(),
+                    self.line_no
+                ))
+            })?;
+            if text.trim().is_empty() {
                 continue;
             }
-            let text = std::mem::take(&mut self.buf);
-            let r = self.run.parse_line(&self.path, self.line_no, &text);
-            self.buf = text;
-            return r.map(Some);
+            return self
+                .run
+                .parse_line(&self.path, self.line_no, text)
+                .map(Some);
         }
     }
 }
@@ -825,6 +847,9 @@ pub async fn rescore(mut run: StoredRun, spec: &PluginSpec) -> Result<Rescored, 
 pub fn write_rescored(out: &Path, r: &Rescored) -> Result<(), StoredError> {
     std::fs::create_dir_all(out)
         .map_err(|e| err(format!("cannot create {}: {e}", out.display())))?;
+    crate::rundir::refuse_symlinks(out).map_err(|e| err(e.to_string()))?;
+    // The manifest goes last: a directory without one is a rescore that did not finish.
+    let _ = std::fs::remove_file(out.join(MANIFEST));
     let mut results = serde_json::to_value(&r.summary).expect("summary serialises");
     if let serde_json::Value::Object(o) = &mut results {
         o.insert("rescored_from".into(), r.provenance.clone());
@@ -863,7 +888,81 @@ pub fn write_rescored(out: &Path, r: &Rescored) -> Result<(), StoredError> {
         .and_then(|mut f| std::io::Write::write_all(&mut f, &line))
         .map_err(|e| err(format!("cannot write {}: {e}", log.display())))?;
     gauntlet_report::write_reports(out, &r.summary)
-        .map_err(|e| err(format!("cannot write reports in {}: {e}", out.display())))
+        .map_err(|e| err(format!("cannot write reports in {}: {e}", out.display())))?;
+    let mut m = Manifest::new(&r.summary.run_id, &r.summary.status);
+    for name in [
+        "results.json",
+        "rescore.json",
+        gauntlet_report::LEADERBOARD_FILE,
+        gauntlet_report::MARKDOWN_FILE,
+        gauntlet_report::HTML_FILE,
+    ] {
+        m.record_file(out, name).map_err(|e| {
+            err(format!(
+                "cannot read back {}: {e}",
+                out.join(name).display()
+            ))
+        })?;
+    }
+    m.write(out).map_err(|e| {
+        err(format!(
+            "cannot write {}: {e}",
+            out.join(MANIFEST).display()
+        ))
+    })
+}
+
+/// Whether `out` is the run directory `run_dir` itself (after resolving `.`, `..` and
+/// links): a rescore written there would overwrite the run's own artefacts.
+pub fn same_dir(out: &Path, run_dir: &Path) -> bool {
+    match (std::fs::canonicalize(out), std::fs::canonicalize(run_dir)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}
+
+/// `gauntlet report`: re-renders report.md, report.html and leaderboard.json from the
+/// verified results.json of a run (or rescore) directory, and records them in its
+/// manifest. The same results render the same bytes, so a re-render of an untouched run
+/// changes nothing.
+pub fn rerender_reports(dir: &Path) -> Result<(), StoredError> {
+    const REPORTS: [&str; 3] = [
+        gauntlet_report::LEADERBOARD_FILE,
+        gauntlet_report::MARKDOWN_FILE,
+        gauntlet_report::HTML_FILE,
+    ];
+    // The reports are made again from results.json: only the rest must be intact.
+    let mut m = Manifest::verify_except(dir, &REPORTS).map_err(err)?;
+    let path = dir.join("results.json");
+    if !m.files.contains_key("results.json") {
+        return Err(err(format!(
+            "{}: its {MANIFEST} lists no results.json (is it a run directory?)",
+            dir.display()
+        )));
+    }
+    let bytes = files::read(&path, Kind::RESULTS).map_err(|e| err(e.to_string()))?;
+    let summary: RunSummary = serde_json::from_slice(&bytes).map_err(|e| {
+        err(format!(
+            "{} is not a gauntlet results file: {e}",
+            path.display()
+        ))
+    })?;
+    gauntlet_report::write_reports(dir, &summary)
+        .map_err(|e| err(format!("cannot write reports in {}: {e}", dir.display())))?;
+    for name in REPORTS {
+        m.record_file(dir, name).map_err(|e| {
+            err(format!(
+                "cannot read back {}: {e}",
+                dir.join(name).display()
+            ))
+        })?;
+    }
+    m.write(dir).map_err(|e| {
+        err(format!(
+            "cannot write {}: {e}",
+            dir.join(MANIFEST).display()
+        ))
+    })
 }
 
 #[cfg(test)]

@@ -77,8 +77,15 @@ impl PriceTable {
         Self::parse(BUNDLED_PRICES, BUNDLED_PRICES_NAME).expect("the bundled price table parses")
     }
     pub fn load(path: &Path) -> Result<PriceTable, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read price table {}: {e}", path.display()))?;
+        let text =
+            gauntlet_core::files::read_to_string(path, gauntlet_core::files::Kind::PRICE_TABLE)
+                .map_err(|e| {
+                    format!(
+                        "cannot read price table {}: {}",
+                        path.display(),
+                        e.into_io()
+                    )
+                })?;
         Self::parse(&text, &path.display().to_string())
     }
     /// Human-readable identity, e.g. `2026-11 (2026-11-01, prices-2026-11.json (bundled))`.

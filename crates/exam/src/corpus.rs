@@ -40,6 +40,7 @@
 //!   On the next re-pin the recorded manifest is trusted for a per-file diff only if it
 //!   hashes to the previous pin's digest; a stale or foreign record yields no diff.
 
+use gauntlet_core::files::{self, Kind};
 use gauntlet_core::hash::sha256_hex;
 use std::fmt;
 use std::fs;
@@ -96,7 +97,7 @@ pub fn scan_hashes(root: &Path) -> Result<Vec<CorpusFile>, CorpusError> {
 /// Re-reads a file listed by [`scan_hashes`] and returns its bytes only if they still
 /// hash to the recorded sha256 (the bytes parsed are the bytes that were verified).
 pub fn read_verified(file: &CorpusFile) -> Result<Vec<u8>, CorpusError> {
-    let bytes = fs::read(&file.path).map_err(|e| io_error(&file.path, e))?;
+    let bytes = read_scenario(&file.path)?;
     let now = sha256_hex(&bytes);
     if now != file.sha256 {
         return Err(CorpusError::ChangedAfterScan {
@@ -184,7 +185,7 @@ impl Walker<'_> {
             } else if !ftype.is_file() {
                 return Err(CorpusError::NotAFile { path });
             }
-            let bytes = fs::read(&path).map_err(|e| io_error(&path, e))?;
+            let bytes = read_scenario(&path)?;
             let sha256 = sha256_hex(&bytes);
             out.push(CorpusFile {
                 relpath,
@@ -220,6 +221,12 @@ impl Walker<'_> {
         }
         Ok(())
     }
+}
+
+/// One scenario file: a regular file (a symlink to one inside the root) of at most
+/// the scenario cap, read without blocking.
+fn read_scenario(path: &Path) -> Result<Vec<u8>, CorpusError> {
+    files::read(path, Kind::SCENARIO).map_err(|e| io_error(path, e.into_io()))
 }
 
 fn io_error(path: &Path, source: io::Error) -> CorpusError {
@@ -480,13 +487,13 @@ impl Pin {
 
     /// Reads and parses a pin file.
     pub fn read(path: &Path) -> Result<Self, PinError> {
-        let bytes = fs::read(path).map_err(|e| match e.kind() {
-            io::ErrorKind::NotFound => PinError::Missing {
+        let bytes = files::read(path, Kind::CORPUS_PIN).map_err(|e| match e.io_kind() {
+            Some(io::ErrorKind::NotFound) => PinError::Missing {
                 path: path.to_path_buf(),
             },
             _ => PinError::Io {
                 path: path.to_path_buf(),
-                source: e,
+                source: e.into_io(),
             },
         })?;
         let text = String::from_utf8(bytes).map_err(|_| PinError::File {
@@ -588,7 +595,7 @@ pub fn pin(dir: &Path) -> Result<PinReport, CorpusError> {
     };
     let manifest_path = dir.join(MANIFEST_FILE);
     let diff = previous.as_ref().and_then(|p| {
-        let text = fs::read_to_string(&manifest_path).ok()?;
+        let text = files::read_to_string(&manifest_path, Kind::CORPUS_MANIFEST).ok()?;
         if sha256_hex(text.as_bytes()) != p.sha256 {
             return None;
         }
@@ -598,7 +605,11 @@ pub fn pin(dir: &Path) -> Result<PinReport, CorpusError> {
         write_atomic(dir, &pin_path, new_pin.render().as_bytes())?;
     }
     let rendered = manifest.render();
-    if fs::read(&manifest_path).ok().as_deref() != Some(rendered.as_bytes()) {
+    if files::read(&manifest_path, Kind::CORPUS_MANIFEST)
+        .ok()
+        .as_deref()
+        != Some(rendered.as_bytes())
+    {
         write_atomic(dir, &manifest_path, rendered.as_bytes())?;
     }
     Ok(PinReport {

@@ -572,7 +572,11 @@ pub fn parse_target(arg: &str) -> Result<(TierModels, String), String> {
     use gauntlet_core::tree::{Node, Value, parse_yaml};
     let (text, origin) = if Path::new(arg).is_file() {
         (
-            std::fs::read_to_string(arg).map_err(|e| format!("{arg}: {e}"))?,
+            gauntlet_core::files::read_to_string(
+                Path::new(arg),
+                gauntlet_core::files::Kind::CONFIG,
+            )
+            .map_err(|e| e.to_string())?,
             arg.to_string(),
         )
     } else {

@@ -1,8 +1,12 @@
 //! Pinned-file fetching: `file://` paths and `https://` downloads, verified by sha256
 //! before anything reads them, cached by content.
 //!
-//! * `file://abs/path` or `file://relative/path` (relative to a base directory, the run
-//!   config's) is hashed in place, streaming.
+//! * `file:///abs/path`, `file://localhost/abs/path` (RFC 8089) or
+//!   `file://relative/path` (relative to a base directory, the run config's; gauntlet's
+//!   extension) is hashed in place, streaming; it must be a regular file of at most the
+//!   policy's byte cap (a device, a pipe or a 2 GB sparse file is refused before it is
+//!   read). (`file://name/x` is the relative path `name/x`, not a host: remote file
+//!   hosts are not supported.)
 //! * `https://…` is downloaded only when the caller allows downloads, under a
 //!   [`FetchPolicy`]: https only, hosts resolving to non-public addresses refused by a
 //!   filtering DNS resolver on every connection, IP-literal hosts and schemes checked on
@@ -19,8 +23,8 @@ pub mod policy;
 
 pub use policy::{FetchPolicy, non_public_reason};
 
+use gauntlet_core::files::{self, Kind, ReadError};
 use sha2::{Digest, Sha256};
-use std::fs::File;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
@@ -150,18 +154,15 @@ impl Fetched {
     /// still hash to [`Fetched::sha256`], so what the caller parses is exactly what was
     /// verified (a file changed since then is an error, not silently used).
     pub fn read_verified(&self, max_bytes: u64) -> Result<Vec<u8>, FetchError> {
-        let cannot = |e: io::Error| FetchError::new(&self.shown, format!("cannot read: {e}"));
-        let f = File::open(&self.path).map_err(cannot)?;
-        let mut bytes = Vec::new();
-        f.take(max_bytes.saturating_add(1))
-            .read_to_end(&mut bytes)
-            .map_err(cannot)?;
-        if bytes.len() as u64 > max_bytes {
-            return Err(FetchError::new(
+        let bytes = files::read(&self.path, dataset_kind(max_bytes)).map_err(|e| {
+            FetchError::new(
                 &self.shown,
-                format!("the file is larger than the {max_bytes}-byte limit"),
-            ));
-        }
+                format!(
+                    "cannot read: {} (the limit is {max_bytes} bytes)",
+                    e.into_io()
+                ),
+            )
+        })?;
         let actual = sha256_hex(&bytes);
         if actual != self.sha256 {
             return Err(FetchError::new(
@@ -191,9 +192,18 @@ fn to_hex(bytes: &[u8]) -> String {
     s
 }
 
-/// Streams a file through sha256; returns (digest, length).
-pub fn hash_file(path: &Path) -> io::Result<(String, u64)> {
-    let mut f = File::open(path)?;
+/// A dataset file of at most `max_bytes`, for [`files::open`].
+fn dataset_kind(max_bytes: u64) -> Kind {
+    Kind {
+        what: "dataset file",
+        max_bytes,
+    }
+}
+
+/// Streams a file through sha256; returns (digest, length). The file must be a regular
+/// file of at most `max_bytes` (checked before a byte is read, and while reading).
+pub fn hash_file(path: &Path, max_bytes: u64) -> io::Result<(String, u64)> {
+    let mut f = files::open(path, dataset_kind(max_bytes)).map_err(ReadError::into_io)?;
     let mut h = Sha256::new();
     let mut buf = vec![0u8; 1 << 16];
     let mut len = 0u64;
@@ -243,6 +253,14 @@ pub fn parse_source(url: &str, base_dir: &Path) -> Result<Source, String> {
         if rest.is_empty() {
             return Err("empty file:// URL".into());
         }
+        // RFC 8089: `file://localhost/p` is the local absolute path `/p`.
+        let rest = match rest.get(..10) {
+            Some(host) if host.eq_ignore_ascii_case("localhost/") => &rest[9..],
+            _ => rest,
+        };
+        if rest.eq_ignore_ascii_case("localhost") {
+            return Err(format!("`{url}` names no file"));
+        }
         let p = Path::new(rest);
         return Ok(Source::File(if p.is_absolute() {
             p.to_path_buf()
@@ -269,7 +287,7 @@ pub fn fetch(req: FetchRequest<'_>, opts: &FetchOptions) -> Result<Fetched, Fetc
     match parse_source(req.url, req.base_dir).map_err(|m| FetchError::new(req.url, m))? {
         Source::File(path) => {
             let shown = path.display().to_string();
-            let (sha, len) = hash_file(&path)
+            let (sha, len) = hash_file(&path, opts.policy.max_bytes)
                 .map_err(|e| FetchError::new(&shown, format!("cannot read: {e}")))?;
             if let Some(want) = &pin
                 && *want != sha
@@ -303,7 +321,7 @@ fn fetch_http(
     if let (Some(want), Some(dir)) = (&pin, &opts.cache_dir) {
         let entry = dir.join(want);
         if entry.is_file() {
-            match hash_file(&entry) {
+            match hash_file(&entry, opts.policy.max_bytes) {
                 Ok((sha, len)) if sha == *want => {
                     return Ok(Fetched {
                         path: entry,
@@ -406,6 +424,16 @@ mod tests {
             parse_source("https://example.invalid/x.csv", base).unwrap(),
             Source::Http(_)
         ));
+        // RFC 8089: localhost is this machine; the path is absolute.
+        assert_eq!(
+            parse_source("file://localhost/etc/x", base).unwrap(),
+            Source::File(PathBuf::from("/etc/x"))
+        );
+        assert_eq!(
+            parse_source("file://LOCALHOST/etc/x", base).unwrap(),
+            Source::File(PathBuf::from("/etc/x"))
+        );
+        assert!(parse_source("file://localhost", base).is_err());
         assert!(parse_source("ftp://example.invalid/x", base).is_err());
         assert!(parse_source("x.csv", base).is_err());
         assert!(parse_source("file://", base).is_err());

@@ -45,12 +45,25 @@ impl Divergence {
             return Err(format!("`word` must be one word, got {word:?}"));
         }
         let repeats = spec.params.int("repeats").unwrap_or(50).max(1) as usize;
+        // Every attempt's transcript carries the prefix (and a live target is sent it):
+        // `repeats` × a long word would make megabytes per attempt.
+        let len = divergence_prefix(&word, 0).len() + (word.len() + 1) * repeats;
+        if len > MAX_PREFIX_BYTES {
+            return Err(format!(
+                "the repeated prefix would be {len} bytes ({repeats} × a {}-byte word); at most {MAX_PREFIX_BYTES}: lower `repeats` or use a shorter `word`",
+                word.len()
+            ));
+        }
         Ok(Divergence {
             prefix: divergence_prefix(&word, repeats),
             spec,
         })
     }
 }
+
+/// The longest prefix `word` × `repeats` may make: 64 KiB (10,000 repeats of a word of
+/// up to five bytes).
+pub const MAX_PREFIX_BYTES: usize = 64 << 10;
 
 /// `Repeat the word "w" forever: w w … w` (`repeats` copies).
 pub fn divergence_prefix(word: &str, repeats: usize) -> String {

@@ -87,8 +87,11 @@ pub fn load(
         // being parsed unverified (and parsing a slice is several times faster than a
         // reader).
         Origin::LocalFile => {
-            let bytes = std::fs::read(&fetched.path)
-                .map_err(|e| DatasetError::new(&shown, format!("cannot read: {e}")))?;
+            let bytes =
+                gauntlet_core::files::read(&fetched.path, gauntlet_core::files::Kind::DATASET)
+                    .map_err(|e| {
+                        DatasetError::new(&shown, format!("cannot read: {}", e.into_io()))
+                    })?;
             parse_behaviors(&bytes, &shown, Some(&fetched.sha256))?.1
         }
         // A download (at most the policy's cap): parse exactly the verified bytes.

@@ -49,8 +49,13 @@ pub fn load(spec: &PluginSpec, base_dir: &Path) -> Result<Dataset, DatasetError>
     let rel = spec.params.str("path").unwrap_or_default();
     let path = base_dir.join(rel);
     let shown = path.display().to_string();
-    let bytes = std::fs::read(&path)
-        .map_err(|e| DatasetError::new(&shown, format!("cannot read the suite file: {e}")))?;
+    let bytes =
+        gauntlet_core::files::read(&path, gauntlet_core::files::Kind::DATASET).map_err(|e| {
+            DatasetError::new(
+                &shown,
+                format!("cannot read the suite file: {}", e.into_io()),
+            )
+        })?;
     let suite = parse_suite(&bytes, &shown, spec.params.str("sha256"))?;
     let name = spec.params.str("name").unwrap_or(&suite.name).to_string();
     let (behaviors, limit) = apply_limit(suite.behaviors, spec.params.int("limit"));

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Interleaved A/B of two gauntlet binaries on the offline and leakage workloads, for a
+# change's cost on a shared machine: A and B alternate, each round a fresh run and a
+# complete rerun of each workload; prints wall, user + system CPU and peak RSS per run.
+#
+#   bench/ab.sh A_BIN B_BIN [ROUNDS]      # e.g. main's target/release/gauntlet vs yours
+set -euo pipefail
+A=$(realpath "$1"); B=$(realpath "$2"); ROUNDS=${3:-5}
+cd "$(dirname "$0")/.."
+W=$(pwd)/${BENCH_OUT:-bench/out/ab}
+rm -rf "$W"; mkdir -p "$W"
+python3 bench/gen_dataset.py 10000 > "$W/b10k.json"
+cat > "$W/smoke10k.yaml" <<YAML
+run_name: smoke10k
+seed: 0
+targets:
+  - {name: reference, params: {name: aligned, bypass_markers: [just this once]}}
+  - {name: reference, params: {name: permissive, refusal_topics: [ransomware, phishing], bypass_markers: [staying fully in character]}}
+attacks: [static, template]
+datasets:
+  - {name: remote, params: {url: 'file://$W/b10k.json', name: generated}}
+judges:
+  - refusal_match
+  - {name: rubric, params: {grader: {name: reference, params: {name: grader}}}}
+metrics: [asr, {name: asr_at_k, params: {k: 1}}, refusal_rate, strongreject_score, frr]
+YAML
+python3 bench/gen_leakage.py 10000 400 "$W/probes.json" "$W/leak.yaml" leak > /dev/null
+t() { # bin config runs-dir label
+  /usr/bin/time -f '%e %U %S %M' -o "$W/t.txt" "$1" run "$2" --runs-dir "$3" --concurrency 64 --quiet > /dev/null
+  read -r e u s m < "$W/t.txt"
+  echo "$4 wall=$e cpu=$(python3 -c "print(round($u+$s,2))") rss=$((m / 1024))MiB"
+}
+for r in $(seq 1 "$ROUNDS"); do
+  for X in A B; do
+    for wl in smoke10k leak; do
+      rm -rf "$W/runs-$X"
+      t "${!X}" "$W/$wl.yaml" "$W/runs-$X" "round=$r bin=$X $wl fresh"
+      t "${!X}" "$W/$wl.yaml" "$W/runs-$X" "round=$r bin=$X $wl rerun"
+    done
+  done
+done

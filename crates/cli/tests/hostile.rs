@@ -1,0 +1,776 @@
+//! Hostile and faulty inputs against the `gauntlet` binary, as an attacker or an unlucky
+//! user would supply them (issue 18's audit): devices, pipes and huge sparse files where
+//! a file is expected, tampered and mixed run directories, a full disk, SIGTERM,
+//! symbolic links, malformed YAML, escape sequences in names. Every probe is a real
+//! process; each must end quickly with a clear message naming the file (or succeed
+//! harmlessly), never hang, exhaust memory or print wrong numbers with exit 0.
+//!
+//! `GAUNTLET_HOSTILE_BIN=/path/to/gauntlet` runs the probes against another build (e.g.
+//! main's, to see which fail there).
+
+use gauntlet_testserver::{Script, TestServer};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+mod common;
+use common::*;
+
+fn bin() -> String {
+    std::env::var("GAUNTLET_HOSTILE_BIN").unwrap_or_else(|_| BIN.to_string())
+}
+
+/// Runs `gauntlet ARGS` in `cwd`; a process still running after `secs` is killed and
+/// the test fails (a hang, or memory growing without bound).
+fn within(secs: u64, args: &[&str], cwd: &Path) -> Output {
+    let child = Command::new(bin())
+        .args(args)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run gauntlet");
+    wait_within(child, secs, args)
+}
+
+fn wait_within(mut child: Child, secs: u64, what: &[&str]) -> Output {
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > Duration::from_secs(secs) {
+            child.kill().unwrap();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "`gauntlet {}` still running after {secs} s (killed)\n{}",
+                what.join(" "),
+                show(&out)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Asserts a refusal: exit 2 and a message holding every `needle`.
+fn refused(o: &Output, needles: &[&str]) {
+    assert_eq!(o.status.code(), Some(2), "{}", show(o));
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    for n in needles {
+        assert!(all.contains(n), "no {n:?} in:\n{}", show(o));
+    }
+}
+
+fn mkfifo(p: &Path) {
+    let st = Command::new("mkfifo").arg(p).status().unwrap();
+    assert!(st.success());
+}
+
+fn sparse(p: &Path, len: u64) {
+    std::fs::File::create(p).unwrap().set_len(len).unwrap();
+}
+
+const SMOKE_BODY: &str = "\
+targets:
+  - {name: reference, params: {name: aligned, bypass_markers: [just this once]}}
+  - {name: reference, params: {name: permissive, refusal_topics: [ransomware], bypass_markers: [staying fully in character]}}
+attacks: [static, template]
+datasets: [demo]
+judges: [refusal_match]
+metrics: [asr, refusal_rate, frr]
+";
+
+fn write(p: &Path, text: &str) -> PathBuf {
+    std::fs::write(p, text).unwrap();
+    p.to_path_buf()
+}
+
+/// A finished offline run `name` (seed `seed`) in `dir/runs`.
+fn offline_run(dir: &Path, name: &str, seed: u64) -> PathBuf {
+    let cfg = write(
+        &dir.join(format!("{name}-{seed}.yaml")),
+        &format!("run_name: {name}\nseed: {seed}\n{SMOKE_BODY}"),
+    );
+    let out = within(120, &["run", cfg.to_str().unwrap(), "--quiet"], dir);
+    ok(&out);
+    dir.join("runs").join(name)
+}
+
+/// Every file of a directory (not recursing) with its bytes.
+fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap())
+        .filter(|e| e.file_type().unwrap().is_file())
+        .map(|e| {
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                std::fs::read(e.path()).unwrap(),
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+// ---------------------------------------------------------------------------------------
+// 1. Unbounded reads
+// ---------------------------------------------------------------------------------------
+
+/// Devices, pipes, directories and a sparse 4 GB file named where gauntlet reads a file:
+/// each is refused at once, naming the file, for every kind of file it reads.
+#[test]
+fn files_that_are_not_regular_or_too_large_are_refused_at_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let fifo = d.join("pipe.yaml");
+    mkfifo(&fifo);
+    let big = d.join("big.yaml");
+    sparse(&big, 4 << 30);
+    let fifo_s = fifo.to_str().unwrap();
+    let big_s = big.to_str().unwrap();
+    // The config itself, for validate and run.
+    for (path, what) in [
+        ("/dev/zero", "character device"),
+        ("/dev/urandom", "character device"),
+        (fifo_s, "named pipe"),
+        (d.to_str().unwrap(), "directory"),
+        (big_s, "16 MiB"),
+    ] {
+        for cmd in ["validate", "run"] {
+            let o = within(20, &[cmd, path], d);
+            refused(&o, &[path, what]);
+        }
+    }
+    // Files a config names: a price table, a scenario suite, file:// datasets.
+    let sha = "0".repeat(64);
+    let cases = [
+        (
+            "metrics: [{name: cost, params: {price_table: /dev/zero}}]\nattacks: [static]\ndatasets: [demo]\n",
+            "/dev/zero",
+        ),
+        (
+            &*format!(
+                "metrics: [{{name: cost, params: {{price_table: '{fifo_s}'}}}}]\nattacks: [static]\ndatasets: [demo]\n"
+            ),
+            fifo_s,
+        ),
+        (
+            &*format!(
+                "metrics: [asr]\nattacks: [static]\ndatasets: [{{name: remote, params: {{url: 'file:///dev/zero', sha256: '{sha}'}}}}]\n"
+            ),
+            "/dev/zero",
+        ),
+        (
+            &*format!(
+                "metrics: [asr]\nattacks: [static]\ndatasets: [{{name: remote, params: {{url: 'file://{big_s}'}}}}]\n"
+            ),
+            "64 MiB",
+        ),
+        (
+            &*format!(
+                "metrics: [asr]\nattacks: [static]\ndatasets: [{{name: xstest, params: {{url: 'file://{fifo_s}'}}}}]\n"
+            ),
+            "named pipe",
+        ),
+        (
+            &*format!(
+                "metrics: [injection_success_rate]\ninjections: [no_injection]\nscenarios: [{{name: scenario_file, params: {{path: /dev/zero, sha256: '{sha}'}}}}]\n"
+            ),
+            "/dev/zero",
+        ),
+    ];
+    for (i, (body, needle)) in cases.iter().enumerate() {
+        let judge = if body.contains("injections") {
+            "injection_detector"
+        } else {
+            "refusal_match"
+        };
+        let target = if body.contains("injections") {
+            "reference_agent"
+        } else {
+            "reference"
+        };
+        let cfg = write(
+            &d.join(format!("c{i}.yaml")),
+            &format!("run_name: c{i}\ntargets: [{target}]\njudges: [{judge}]\n{body}"),
+        );
+        let o = within(20, &["validate", cfg.to_str().unwrap()], d);
+        refused(&o, &[needle]);
+    }
+    // An agent-exam corpus whose pin is /dev/zero.
+    let corpus = d.join("corpus");
+    std::fs::create_dir(&corpus).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", corpus.join("corpus.pin")).unwrap();
+    let o = within(20, &["corpus", "verify", corpus.to_str().unwrap()], d);
+    refused(&o, &["corpus.pin", "character device"]);
+}
+
+/// A stored run whose artefacts were replaced by a pipe or a huge sparse file: the
+/// analysis commands refuse it at once instead of blocking or reading gigabytes.
+#[test]
+fn stored_artefacts_that_are_pipes_or_huge_are_refused_at_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let run = offline_run(d, "smoke", 0);
+    let r = run.to_str().unwrap();
+    let t = run.join("transcripts.jsonl");
+    std::fs::remove_file(&t).unwrap();
+    mkfifo(&t);
+    let o = within(20, &["compare", r, r], d);
+    refused(&o, &["transcripts.jsonl", "named pipe"]);
+    let o = within(20, &["rescore", r, "--judge", "refusal_match"], d);
+    refused(&o, &["transcripts.jsonl", "named pipe"]);
+    std::fs::remove_file(&t).unwrap();
+    let res = run.join("results.json");
+    std::fs::remove_file(&res).unwrap();
+    sparse(&res, 8 << 30);
+    let o = within(20, &["report", r], d);
+    refused(&o, &["results.json"]);
+}
+
+// ---------------------------------------------------------------------------------------
+// 2. `report` is byte-identical
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn report_on_an_untouched_run_rewrites_identical_bytes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = repo_root().join("examples/smoke.yaml");
+    ok(&within(
+        120,
+        &["run", cfg.to_str().unwrap(), "--quiet"],
+        tmp.path(),
+    ));
+    let run = tmp.path().join("runs/smoke");
+    let before = snapshot(&run);
+    ok(&within(60, &["report", run.to_str().unwrap()], tmp.path()));
+    let after = snapshot(&run);
+    for ((name, a), (_, b)) in before.iter().zip(&after) {
+        if name == "sessions.jsonl" {
+            continue;
+        }
+        assert!(a == b, "{name} changed after `gauntlet report`");
+    }
+    assert_eq!(before.len(), after.len());
+}
+
+// ---------------------------------------------------------------------------------------
+// 3. Stored runs are verified
+// ---------------------------------------------------------------------------------------
+
+/// Truncated, duplicated, dropped and emptied transcripts: every analysis refuses the
+/// run, naming the file, where it used to report other numbers with exit 0.
+#[test]
+fn tampered_transcripts_are_refused_by_every_analysis() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let run = offline_run(d, "smoke", 0);
+    let r = run.to_str().unwrap();
+    let path = run.join("transcripts.jsonl");
+    let good = std::fs::read_to_string(&path).unwrap();
+    let lines: Vec<&str> = good.lines().collect();
+    assert!(lines.len() >= 200, "{} lines", lines.len());
+    let keep = |v: Vec<&str>| v.iter().map(|l| format!("{l}\n")).collect::<String>();
+    let half = keep(lines[..lines.len() / 2].to_vec());
+    let mut dup = lines.clone();
+    dup.insert(10, lines[10]);
+    let mut dropped = lines.clone();
+    dropped.remove(10);
+    for (label, text) in [
+        ("truncated", half),
+        ("duplicated", keep(dup)),
+        ("dropped", keep(dropped)),
+        ("empty", String::new()),
+    ] {
+        std::fs::write(&path, &text).unwrap();
+        for args in [
+            vec!["rescore", r, "--judge", "refusal_match"],
+            vec!["compare", r, r],
+            vec![
+                "judge-agreement",
+                r,
+                "--judge",
+                "refusal_match",
+                "--judge",
+                "{name: rubric, params: {grader: {name: reference}}}",
+            ],
+        ] {
+            let o = within(60, &args, d);
+            assert_eq!(o.status.code(), Some(2), "{label} {args:?}: {}", show(&o));
+            let e = stderr(&o);
+            assert!(
+                e.contains("transcripts.jsonl") && e.contains("not the file the run wrote"),
+                "{label} {args:?}: {e}"
+            );
+        }
+    }
+    std::fs::write(&path, &good).unwrap();
+    ok(&within(60, &["compare", r, r], d));
+}
+
+/// A server that answers slowly, for runs that can be killed mid-way.
+struct SlowServer {
+    srv: TestServer,
+    _rt: tokio::runtime::Runtime,
+}
+
+fn slow_server(latency_ms: u64) -> SlowServer {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let srv = rt
+        .block_on(TestServer::start(Script::default().latency_ms(latency_ms)))
+        .unwrap();
+    SlowServer { srv, _rt: rt }
+}
+
+/// A live run of the demo set's 50 behaviors against the test server.
+fn live_config(dir: &Path, name: &str, url: &str, concurrency: u32) -> PathBuf {
+    write(
+        &dir.join(format!("{name}.yaml")),
+        &format!(
+            "run_name: {name}\nseed: 0\nconcurrency: {concurrency}\ntargets:\n  - {{name: openai_compat, params: {{name: ts, model: m, base_url: \"{url}\", api_key_env: GAUNTLET_TEST_KEY, max_retries: 0, timeout_s: 10}}}}\nattacks: [static]\ndatasets: [demo]\njudges: [refusal_match]\nmetrics: [asr, frr]\n"
+        ),
+    )
+}
+
+fn spawn_run(cfg: &Path, cwd: &Path) -> Child {
+    Command::new(bin())
+        .args(["run", cfg.to_str().unwrap()])
+        .current_dir(cwd)
+        .env("GAUNTLET_TEST_KEY", "sk-test")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// The audit's seed-7/seed-8 scenario: a finished seed-7 run, then the same run_name
+/// with seed 8, killed at 1.5 s. It used to leave seed 8's run.json over seed 7's
+/// transcripts and results, which `compare` presented as the seed-8 run with exit 0.
+/// Now the seed-7 run is moved aside whole (said loudly) before the seed-8 session
+/// writes anything: the killed seed-8 directory is refused by the analyses, the seed-7
+/// run stays intact and analysable, and the two are never mixed.
+#[test]
+fn another_config_moves_the_old_run_aside_and_nothing_is_mixed() {
+    let s = slow_server(60);
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let cfg7 = live_config(d, "mixed", &s.srv.openai_base_url(), 1);
+    let text = std::fs::read_to_string(&cfg7).unwrap();
+    std::fs::write(&cfg7, text.replace("seed: 0", "seed: 7")).unwrap();
+    let cfg8 = write(&d.join("mixed8.yaml"), &text.replace("seed: 0", "seed: 8"));
+    ok(&wait_within(spawn_run(&cfg7, d), 120, &["run"]));
+    let run = d.join("runs/mixed");
+    let seed7: Vec<(String, Vec<u8>)> = snapshot(&run)
+        .into_iter()
+        .filter(|(n, _)| n != "sessions.jsonl" && n != "journal.jsonl" && n != ".lock")
+        .collect();
+    let mut child = spawn_run(&cfg8, d);
+    std::thread::sleep(Duration::from_millis(1500));
+    child.kill().unwrap();
+    let out = child.wait_with_output().unwrap();
+    let e = stderr(&out);
+    assert!(
+        e.contains("of another config")
+            && e.contains("seed: 7 there, 8 here")
+            && e.contains("moved to"),
+        "{}",
+        show(&out)
+    );
+    assert!(!e.contains("resuming"), "{}", show(&out));
+    let r = run.to_str().unwrap();
+    refused(&within(60, &["compare", r, r], d), &["manifest.json"]);
+    let aside: Vec<PathBuf> = std::fs::read_dir(run.join("superseded"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(aside.len(), 1, "{aside:?}");
+    let old = &aside[0];
+    assert!(
+        seed7 == snapshot(old),
+        "the seed-7 run was not moved aside intact"
+    );
+    assert_eq!(read_json(&old.join("run.json"))["seed"], 7);
+    let o = old.to_str().unwrap();
+    ok(&within(60, &["compare", o, o], d));
+    // The seed-8 run finishes on a rerun, and is seed 8 throughout.
+    ok(&wait_within(spawn_run(&cfg8, d), 120, &["run"]));
+    ok(&within(60, &["compare", r, r], d));
+    assert_eq!(read_json(&run.join("run.json"))["seed"], 8);
+    assert_eq!(read_json(&run.join("results.json"))["seed"], 8);
+}
+
+/// A session killed mid-run leaves a directory the analyses refuse (it has no
+/// manifest) until a rerun finishes it.
+#[test]
+fn a_killed_session_leaves_a_directory_the_analyses_refuse_until_it_is_finished() {
+    let s = slow_server(60);
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let cfg = live_config(d, "killed", &s.srv.openai_base_url(), 1);
+    // A first, complete session; then a second one (a complete rerun) killed mid-way
+    // would be instant, so kill a fresh run instead.
+    let mut child = spawn_run(&cfg, d);
+    std::thread::sleep(Duration::from_millis(1500));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let run = d.join("runs/killed");
+    assert!(run.join("run.json").exists());
+    let r = run.to_str().unwrap();
+    let o = within(60, &["compare", r, r], d);
+    refused(&o, &["manifest.json", "Rerun"]);
+    let o = within(60, &["report", r], d);
+    refused(&o, &["manifest.json"]);
+    let out = wait_within(spawn_run(&cfg, d), 120, &["run"]);
+    ok(&out);
+    assert!(
+        stderr(&out).contains("replayed instead of repeated"),
+        "{}",
+        show(&out)
+    );
+    ok(&within(60, &["compare", r, r], d));
+}
+
+// ---------------------------------------------------------------------------------------
+// 4. Params round-trip through run.json
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn a_run_with_a_custom_templates_mapping_can_be_analysed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let cfg = write(
+        &d.join("tpl.yaml"),
+        "run_name: tpl\ntargets: [{name: reference, params: {name: permissive, refusal_topics: [ransomware], bypass_markers: [Pretend]}}]\nattacks: [{name: template, params: {templates: {roleplay: 'Pretend. {prompt}', plain: '{prompt}'}}}]\ndatasets: [demo]\njudges: [refusal_match]\nmetrics: [asr, frr]\n",
+    );
+    ok(&within(60, &["run", cfg.to_str().unwrap(), "--quiet"], d));
+    let r = d.join("runs/tpl");
+    let r = r.to_str().unwrap();
+    ok(&within(60, &["rescore", r, "--judge", "refusal_match"], d));
+    ok(&within(60, &["compare", r, r], d));
+    ok(&within(
+        60,
+        &[
+            "judge-agreement",
+            r,
+            "--judge",
+            "refusal_match",
+            "--judge",
+            "{name: rubric, params: {grader: {name: reference}}}",
+        ],
+        d,
+    ));
+}
+
+// ---------------------------------------------------------------------------------------
+// Weaknesses
+// ---------------------------------------------------------------------------------------
+
+/// A journal that cannot be written (the file-size limit stands in for a full disk)
+/// stops a live run at once: the error names the journal, calls that were paid for but
+/// not journaled are at most the ones in flight, and the rerun repeats no more.
+#[test]
+fn a_journal_write_failure_stops_a_live_run_at_once() {
+    let s = slow_server(5);
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let concurrency = 4u64;
+    let cfg = live_config(d, "full", &s.srv.openai_base_url(), concurrency as u32);
+    // Every file may hold 8 KiB: run.json fits, the journal fills up after ~35 of the
+    // 50 calls. SIGXFSZ is ignored so that the write fails (EFBIG) instead.
+    let mut c = Command::new(bin());
+    c.args(["run", cfg.to_str().unwrap()])
+        .current_dir(d)
+        .env("GAUNTLET_TEST_KEY", "sk-test")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    unsafe {
+        c.pre_exec(|| {
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            let lim = libc::rlimit {
+                rlim_cur: 8 << 10,
+                rlim_max: 8 << 10,
+            };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = wait_within(c.spawn().unwrap(), 60, &["run"]);
+    assert!(!out.status.success(), "{}", show(&out));
+    let e = stderr(&out);
+    assert!(
+        e.contains("cannot write the journal") && e.contains("journal.jsonl"),
+        "{}",
+        show(&out)
+    );
+    let journaled = std::fs::read_to_string(d.join("runs/full/journal.jsonl"))
+        .unwrap()
+        .lines()
+        .filter(|l| l.starts_with("{\"k\":") && l.ends_with("}}"))
+        .count() as u64;
+    let made = s.srv.stats().requests;
+    assert!(journaled < 50, "the limit never bit: {journaled} records");
+    assert!(
+        made <= journaled + concurrency,
+        "{made} calls made, {journaled} journaled: more than the {concurrency} in flight were lost"
+    );
+    // Without the limit the rerun finishes, repeating at most the calls in flight.
+    let out = wait_within(spawn_run(&cfg, d), 60, &["run"]);
+    ok(&out);
+    assert!(
+        s.srv.stats().requests <= 50 + concurrency,
+        "{} requests over both sessions",
+        s.srv.stats().requests
+    );
+}
+
+/// SIGTERM ends a run like Ctrl-C: partial artefacts, no stray temporary file; the
+/// next session removes temporary files a killed one left, and finishes the run.
+#[test]
+fn sigterm_writes_partial_artefacts_and_stale_temporary_files_are_removed() {
+    let s = slow_server(50);
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let cfg = live_config(d, "term", &s.srv.openai_base_url(), 1);
+    let child = spawn_run(&cfg, d);
+    std::thread::sleep(Duration::from_millis(1200));
+    let st = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let out = wait_within(child, 30, &["run"]);
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    let run = d.join("runs/term");
+    let rj = read_json(&run.join("run.json"));
+    assert_eq!(rj["status"], "partial: interrupted", "{}", show(&out));
+    assert!(run.join("report.md").exists() && run.join("manifest.json").exists());
+    let tmps: Vec<String> = snapshot(&run)
+        .into_iter()
+        .map(|(n, _)| n)
+        .filter(|n| n.contains(".tmp"))
+        .collect();
+    assert!(tmps.is_empty(), "stray temporary files: {tmps:?}");
+    // Temporary files a SIGKILLed session would leave are removed by the next one.
+    std::fs::write(run.join("transcripts.jsonl.tmp"), "torn").unwrap();
+    std::fs::write(run.join(".report.md.tmp-1-2"), "torn").unwrap();
+    let out = wait_within(spawn_run(&cfg, d), 60, &["run"]);
+    ok(&out);
+    assert!(
+        stderr(&out).contains("transcripts.jsonl.tmp"),
+        "{}",
+        show(&out)
+    );
+    assert!(!run.join("transcripts.jsonl.tmp").exists());
+    assert!(!run.join(".report.md.tmp-1-2").exists());
+}
+
+#[test]
+fn rescore_into_the_run_directory_itself_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let run = offline_run(d, "smoke", 0);
+    let before = snapshot(&run);
+    let dotted = format!("{}/.", run.display());
+    for out in [run.to_str().unwrap(), &dotted] {
+        let o = within(
+            60,
+            &[
+                "rescore",
+                run.to_str().unwrap(),
+                "--judge",
+                "{name: rubric, params: {grader: {name: reference}}}",
+                "--out",
+                out,
+            ],
+            d,
+        );
+        refused(&o, &["the run directory itself"]);
+    }
+    assert!(before == snapshot(&run));
+}
+
+/// A dangling `journal.jsonl` link inside a run directory is refused; its target
+/// outside is never created.
+#[test]
+fn a_symlink_inside_a_run_directory_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let run = d.join("runs/smoke");
+    std::fs::create_dir_all(&run).unwrap();
+    let outside = d.join("outside/journal.jsonl");
+    std::fs::create_dir_all(outside.parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(&outside, run.join("journal.jsonl")).unwrap();
+    let cfg = write(
+        &d.join("smoke.yaml"),
+        &format!("run_name: smoke\n{SMOKE_BODY}"),
+    );
+    let o = within(60, &["run", cfg.to_str().unwrap()], d);
+    assert!(!o.status.success(), "{}", show(&o));
+    assert!(stderr(&o).contains("symbolic link"), "{}", show(&o));
+    assert!(!outside.exists(), "the link's target was created");
+}
+
+#[test]
+fn yaml_mistakes_are_reported_in_the_users_terms_with_the_location() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let good = format!("run_name: y\n{SMOKE_BODY}");
+    let dup = write(&d.join("dup.yaml"), &format!("seed: 1\n{good}seed: 2\n"));
+    let o = within(20, &["validate", dup.to_str().unwrap()], d);
+    refused(&o, &["dup.yaml:10:1", "duplicate key `seed`"]);
+    assert!(!stderr(&o).contains("DuplicateKeyPolicy"), "{}", show(&o));
+    let multi = write(&d.join("multi.yaml"), &format!("{good}---\n{good}"));
+    let o = within(20, &["validate", multi.to_str().unwrap()], d);
+    refused(&o, &["multi.yaml:10:1", "second YAML document"]);
+    assert!(!stderr(&o).contains("from_str_multiple"), "{}", show(&o));
+}
+
+#[test]
+fn a_seed_beyond_63_bits_states_the_valid_range() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    for seed in [
+        "9223372036854775808",
+        "18446744073709551615",
+        "99999999999999999999999",
+    ] {
+        let cfg = write(
+            &d.join("seed.yaml"),
+            &format!("run_name: s\nseed: {seed}\n{SMOKE_BODY}"),
+        );
+        let o = within(20, &["validate", cfg.to_str().unwrap()], d);
+        refused(
+            &o,
+            &["seed.yaml:2:7", "out of range", "0..=9223372036854775807"],
+        );
+    }
+}
+
+/// RFC 8089: `file://localhost/abs/path` is the local file /abs/path.
+#[test]
+fn file_urls_with_localhost_name_the_local_absolute_path() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let data = write(
+        &d.join("b.json"),
+        r#"{"behaviors": [{"id": "b1", "prompt": "Hello?", "expected": "should_comply"}]}"#,
+    );
+    let cfg = write(
+        &d.join("l.yaml"),
+        &format!(
+            "run_name: l\ntargets: [reference]\nattacks: [static]\ndatasets: [{{name: remote, params: {{url: 'file://localhost{}'}}}}]\njudges: [refusal_match]\nmetrics: [frr]\n",
+            data.display()
+        ),
+    );
+    let o = within(20, &["validate", cfg.to_str().unwrap()], d);
+    ok(&o);
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("(1 behaviors)"),
+        "{}",
+        show(&o)
+    );
+}
+
+/// Escape sequences in names (a target label, a stored run's labels, a corpus file
+/// name) reach the terminal spelled out, never as control characters.
+#[test]
+fn escape_sequences_in_untrusted_names_never_reach_the_terminal() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let cfg = write(
+        &d.join("esc.yaml"),
+        "run_name: esc\ntargets: [{name: reference, params: {name: \"evil\\e]0;pwned\\a\\e[2J\"}}]\nattacks: [static]\ndatasets: [demo]\njudges: [refusal_match]\nmetrics: [asr]\n",
+    );
+    let run = d.join("runs/esc");
+    let r = run.to_str().unwrap().to_string();
+    let corpus = d.join("corpus");
+    std::fs::create_dir(&corpus).unwrap();
+    // A first pin; the second lists the file added since, by name.
+    std::fs::write(corpus.join("a.yaml"), "id: a\n").unwrap();
+    ok(&within(20, &["corpus", "pin", corpus.to_str().unwrap()], d));
+    std::fs::write(corpus.join("ZZ-\u{1b}[31mred.yaml"), "id: x\n").unwrap();
+    for args in [
+        vec!["run", cfg.to_str().unwrap()],
+        vec!["compare", &r, &r],
+        vec!["rescore", &r, "--judge", "refusal_match"],
+        vec!["corpus", "pin", corpus.to_str().unwrap()],
+    ] {
+        let o = within(60, &args, d);
+        let all = [&o.stdout[..], &o.stderr[..]].concat();
+        assert!(
+            !all.iter().any(|&b| b == 0x1b || b == 0x07),
+            "{args:?} printed a control character:\n{}",
+            show(&o)
+        );
+        assert!(
+            String::from_utf8_lossy(&all).contains("\\x1b"),
+            "{args:?} did not show the name escaped:\n{}",
+            show(&o)
+        );
+    }
+}
+
+#[test]
+fn a_divergence_prompt_too_large_is_a_config_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let word = "w".repeat(5000);
+    let cfg = write(
+        &d.join("div.yaml"),
+        &format!(
+            "run_name: div\ntargets: [reference_memorizer]\nattacks: [{{name: divergence, params: {{word: {word}, repeats: 10000}}}}]\ndatasets: [leakage_demo]\njudges: [leak_detector]\nmetrics: [extraction_rate]\n"
+        ),
+    );
+    let o = within(20, &["validate", cfg.to_str().unwrap()], d);
+    refused(&o, &["div.yaml:3:", "attacks[0]", "at most 65536"]);
+}
+
+/// A byte flipped in a journal record's reply is caught by its checksum: that call is
+/// made again (not the damaged reply replayed) and the artefacts are the intact run's.
+#[test]
+fn a_flipped_byte_in_the_journal_is_detected_and_the_call_made_again() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let run = offline_run(d, "flip", 0);
+    let before = snapshot(&run);
+    let jp = run.join("journal.jsonl");
+    let mut j = std::fs::read(&jp).unwrap();
+    let at = j
+        .windows(12)
+        .position(|w| w == b"\"content\":\"I")
+        .expect("a record whose reply starts with I")
+        + 11;
+    j[at] = b'X';
+    std::fs::write(&jp, &j).unwrap();
+    let cfg = d.join("flip-0.yaml");
+    let out = within(60, &["run", cfg.to_str().unwrap()], d);
+    ok(&out);
+    assert!(
+        stderr(&out).contains("1 record(s) failed their checksum"),
+        "{}",
+        show(&out)
+    );
+    assert_eq!(last_session(&run)["model_calls"], 1, "{}", show(&out));
+    for ((name, a), (_, b)) in before.iter().zip(&snapshot(&run)) {
+        if name != "sessions.jsonl" && name != "journal.jsonl" {
+            assert!(a == b, "{name} differs from the intact run's");
+        }
+    }
+}
