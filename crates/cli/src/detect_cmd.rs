@@ -246,13 +246,17 @@ fn run_e2e(a: &Args) -> ExitCode {
         "detect_fidelity": &f,
         "note": note,
     });
-    if let Err(e) = std::fs::create_dir_all(&a.out).and_then(|_| {
-        std::fs::write(
-            a.out.join("report.json"),
-            serde_json::to_vec_pretty(&report).unwrap_or_default(),
-        )
-    }) {
-        eprintln!("error: writing {}: {e}", a.out.display());
+    if let Err(e) = std::fs::create_dir_all(&a.out)
+        .map_err(|e| format!("cannot create {}: {e}", a.out.display()))
+        .and_then(|_| {
+            gauntlet_core::atomic::write_atomic_named(
+                &a.out.join("report.json"),
+                &serde_json::to_vec_pretty(&report).unwrap_or_default(),
+            )
+            .map_err(|e| e.to_string())
+        })
+    {
+        eprintln!("error: {e}");
         return ExitCode::from(2);
     }
     let errors: usize = f.rows.iter().map(|r| r.detector_errors.len()).sum();

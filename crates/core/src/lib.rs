@@ -1,6 +1,7 @@
 //! gauntlet-core: the vocabulary every other gauntlet crate speaks.
 //!
-//! Nothing here performs I/O beyond parsing text handed to it. The pieces:
+//! Nothing here performs I/O beyond parsing text handed to it, except [`atomic`], the
+//! atomic artefact writer every surface writes its files through. The pieces:
 //! - [`message`]: chat messages, requests and responses exchanged with any model;
 //! - [`behavior`]: one dataset item (a behavior / probe) and what a safe model should do;
 //! - [`scenario`]: injection scenarios (agent task, sandbox state, checks) and agent scripts;
@@ -12,6 +13,7 @@
 //! - [`hash`]: sha256 helpers and canonical JSON hashing;
 //! - [`results`]: metric values (with N/A) and leaderboard rows carrying provenance.
 
+pub mod atomic;
 pub mod behavior;
 pub mod hash;
 pub mod json;

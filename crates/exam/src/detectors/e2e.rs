@@ -77,11 +77,14 @@ pub struct Triaged {
 
 impl Triaged {
     /// From a cascade outcome.
+    /// An unparseable reply that made the cascade escalate by default counts as an
+    /// error too (the model did not decide).
     pub fn from_outcome(o: &crate::cascade::CascadeOutcome) -> Triaged {
+        let failed = o.transcript.iter().filter(|e| !e.err.is_empty()).count();
         Triaged {
             action: o.terminal_action.clone(),
             model_calls: o.transcript.len(),
-            errors: o.transcript.iter().filter(|e| !e.err.is_empty()).count(),
+            errors: failed.max(usize::from(o.fail_safe.is_some())),
         }
     }
 }
