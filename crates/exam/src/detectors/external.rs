@@ -303,24 +303,20 @@ impl ExternalDetector {
             .map_err(|_| "stdout reader panicked".to_string())?;
         let err = err_reader.join().unwrap_or_default();
         let tail = stderr_tail(&err);
+        let timed_out = || {
+            format!(
+                "{TIMEOUT_PREFIX} after {} ms (process tree killed)",
+                self.limits.timeout.as_millis()
+            )
+        };
         let raw = match ended {
-            Some((Ended::TimedOut, _)) | None if status.is_none() => {
-                return Err(format!(
-                    "{TIMEOUT_PREFIX} after {} ms (process tree killed)",
-                    self.limits.timeout.as_millis()
-                ));
-            }
-            Some((Ended::TimedOut, _)) => {
-                return Err(format!(
-                    "{TIMEOUT_PREFIX} after {} ms (process tree killed)",
-                    self.limits.timeout.as_millis()
-                ));
-            }
             Some((Ended::Status(raw), _)) => raw,
+            Some((Ended::TimedOut, _)) => return Err(timed_out()),
+            None if status.is_none() => return Err(timed_out()),
             None => {
-                let s = status.expect("reaped");
                 return Err(format!(
-                    "the sandbox supervisor ended without a report ({s}){}",
+                    "the sandbox supervisor ended without a report ({}){}",
+                    status.expect("reaped"),
                     if tail.is_empty() {
                         String::new()
                     } else {
@@ -400,7 +396,7 @@ fn kill_group(pgid: i32) {
 fn signal_hint(sig: i32) -> &'static str {
     match sig {
         libc::SIGXCPU => " (CPU time limit)",
-        libc::SIGXFSZ => " (file size limit: detectors may not write files)",
+        libc::SIGXFSZ => " (file size limit)",
         libc::SIGKILL => " (killed)",
         libc::SIGSEGV => " (segmentation fault; memory limit?)",
         _ => "",
