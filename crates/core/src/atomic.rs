@@ -18,11 +18,25 @@ use std::path::{Path, PathBuf};
 /// Writes `bytes` to `path` via `<path>.tmp` and a rename; on failure `path` keeps
 /// its previous content and no temporary file is left behind.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_staged(path, bytes, true)
+}
+
+/// [`write_atomic`] without the flush to disk: still all-or-nothing against a failed
+/// write (a full disk reports at `write`) and a killed process, but after a power loss
+/// the file may be empty. For bulk per-item artefacts whose index file (written last,
+/// flushed) is what readers trust; one flush per file costs milliseconds each.
+pub fn write_atomic_unflushed(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_staged(path, bytes, false)
+}
+
+fn write_staged(path: &Path, bytes: &[u8], flush: bool) -> io::Result<()> {
     let tmp = tmp_path(path);
     let result = (|| {
         let mut f = File::create(&tmp)?;
         f.write_all(bytes)?;
-        f.sync_all()?;
+        if flush {
+            f.sync_all()?;
+        }
         drop(f);
         fs::rename(&tmp, path)
     })();
@@ -35,6 +49,12 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
 /// [`write_atomic`], with an error that names the file (`cannot write PATH: why`).
 pub fn write_atomic_named(path: &Path, bytes: &[u8]) -> io::Result<()> {
     write_atomic(path, bytes)
+        .map_err(|e| io::Error::new(e.kind(), format!("cannot write {}: {e}", path.display())))
+}
+
+/// [`write_atomic_unflushed`], with an error that names the file.
+pub fn write_atomic_unflushed_named(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_atomic_unflushed(path, bytes)
         .map_err(|e| io::Error::new(e.kind(), format!("cannot write {}: {e}", path.display())))
 }
 

@@ -771,26 +771,35 @@ fn io_named(path: &Path, e: std::io::Error) -> std::io::Error {
 
 /// Writes every artefact under `out`, each atomically (a temporary file renamed into
 /// place, so a failed write leaves the previous file intact) and `report.json` last, so
-/// a new `report.json` means every file it indexes is new too. Returns the number of
+/// a new `report.json` means every file it indexes is new too. Only `report.json` is
+/// flushed to disk (one flush per file would dominate the exam's wall time). Returns the number of
 /// (agent-pass) transcript files. Errors name the file. Everything but `timings.json` is
 /// a function of the corpus, the backend's replies and the options: byte-identical
 /// across reruns of a deterministic backend.
 pub fn write_artifacts(out: &Path, o: &ExamOutput) -> std::io::Result<usize> {
     let mkdir = |d: &Path| std::fs::create_dir_all(d).map_err(|e| io_named(d, e));
     mkdir(out)?;
-    let write = |p: &Path, v: &dyn erased::Ser| -> std::io::Result<()> {
+    // Every file is renamed into place; only report.json, the index written last, is
+    // also flushed to disk (a flush costs milliseconds on a busy disk, and there are
+    // hundreds of per-scenario files).
+    let json = |p: &Path, v: &dyn erased::Ser| -> std::io::Result<Vec<u8>> {
         let mut b = v.to_json().map_err(|e| io_named(p, e))?;
         b.push(b'\n');
-        gauntlet_core::atomic::write_atomic_named(p, &b)
+        Ok(b)
     };
+    let item = |p: &Path, v: &dyn erased::Ser| {
+        gauntlet_core::atomic::write_atomic_unflushed_named(p, &json(p, v)?)
+    };
+    let write =
+        |p: &Path, v: &dyn erased::Ser| gauntlet_core::atomic::write_atomic_named(p, &json(p, v)?);
     let mut n = 0;
     for (run, ts) in o.report.runs.iter().zip(&o.transcripts) {
         let dir = out.join(format!("run-{}", run.index));
         mkdir(&dir)?;
         for (r, t) in run.results.iter().zip(ts) {
             let stem = file_stem(&r.scenario_id);
-            write(&dir.join(format!("{stem}.json")), r)?;
-            write(&dir.join(format!("{stem}.transcript.json")), t)?;
+            item(&dir.join(format!("{stem}.json")), r)?;
+            item(&dir.join(format!("{stem}.transcript.json")), t)?;
             n += 1;
         }
     }
@@ -799,16 +808,17 @@ pub fn write_artifacts(out: &Path, o: &ExamOutput) -> std::io::Result<usize> {
         mkdir(&dir)?;
         for (row, ts) in e.fidelity.rows.iter().zip(&e.transcripts) {
             let stem = file_stem(&row.id);
-            write(&dir.join(format!("{stem}.json")), row)?;
-            write(&dir.join(format!("{stem}.transcript.json")), ts)?;
+            item(&dir.join(format!("{stem}.json")), row)?;
+            item(&dir.join(format!("{stem}.transcript.json")), ts)?;
         }
     }
-    write(&out.join("timings.json"), &o.timings)?;
-    let text = |p: &Path, s: String| gauntlet_core::atomic::write_atomic_named(p, s.as_bytes());
+    item(&out.join("timings.json"), &o.timings)?;
+    let text =
+        |p: &Path, s: String| gauntlet_core::atomic::write_atomic_unflushed_named(p, s.as_bytes());
     text(&out.join("report.md"), render_markdown(&o.report))?;
     text(&out.join("report.html"), render_html(&o.report))?;
-    write(&out.join("leaderboard.json"), &leaderboard(out, &o.report))?;
-    write(&out.join("classifier.json"), &o.report.classifier)?;
+    item(&out.join("leaderboard.json"), &leaderboard(out, &o.report))?;
+    item(&out.join("classifier.json"), &o.report.classifier)?;
     write(&out.join("report.json"), &o.report)?;
     Ok(n)
 }
