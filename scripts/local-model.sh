@@ -47,12 +47,13 @@ start() {
   local port
   port=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
   cat > "$DIR/serve.py" <<'PYEOF'
-# Launcher for llama.cpp's server through xllamacpp: one model, loopback only, small context.
+# Launcher for llama.cpp's server through xllamacpp: one model, loopback only, an 8,192-token
+# context (SmolLM2's maximum; the agent exam's prompts need more than 2,048).
 import sys, time, xllamacpp
 gguf, port = sys.argv[1], int(sys.argv[2])
 p = xllamacpp.CommonParams()
 p.model.path = gguf
-p.n_ctx = 2048
+p.n_ctx = 8192
 p.cpuparams.n_threads = p.cpuparams_batch.n_threads = 2
 p.hostnames = ["127.0.0.1"]
 p.port = port

@@ -49,6 +49,11 @@ pub struct Args {
     /// Address-space limit per external detector run, MiB (RLIMIT_AS).
     #[arg(long, default_value_t = 1024)]
     external_memory_mb: u64,
+    /// Run external detectors even where this kernel cannot confine them (no usable
+    /// Landlock, seccomp or process-tree tracking; see README "Safety"). Without it such
+    /// detectors are refused. They still get every protection the kernel has.
+    #[arg(long)]
+    allow_unconfined_detectors: bool,
     /// Scenarios graded concurrently (default: available cores).
     #[arg(long)]
     parallel: Option<usize>,
@@ -113,6 +118,7 @@ fn prepare_and_run(a: &Args) -> Result<DetectReport, String> {
         timeout: Duration::from_millis(a.external_timeout_ms.max(1)),
         cpu_secs: a.external_cpu_secs.max(1),
         memory_bytes: a.external_memory_mb.max(16) * 1024 * 1024,
+        allow_unconfined: a.allow_unconfined_detectors,
     };
     let mut externals = Vec::new();
     if let Some(dir) = &a.detectors_dir {
@@ -120,6 +126,16 @@ fn prepare_and_run(a: &Args) -> Result<DetectReport, String> {
     }
     for spec in &a.detectors {
         externals.push(ExternalDetector::from_spec(spec, limits).map_err(|e| e.to_string())?);
+    }
+    if !externals.is_empty() {
+        let support = gauntlet_exam::detectors::sandbox::Support::current();
+        eprintln!("external detectors: sandbox: {}", support.describe());
+        if !support.confines() {
+            eprintln!(
+                "WARNING: external detectors run NOT fully confined (--allow-unconfined-detectors): {}",
+                support.missing().join("; ")
+            );
+        }
     }
     let mut members: Vec<Member> = gauntlet_exam::detectors::builtin()
         .into_iter()
@@ -250,13 +266,17 @@ fn run_e2e(a: &Args) -> ExitCode {
         "detect_fidelity": &f,
         "note": note,
     });
-    if let Err(e) = std::fs::create_dir_all(&a.out).and_then(|_| {
-        std::fs::write(
-            a.out.join("report.json"),
-            serde_json::to_vec_pretty(&report).unwrap_or_default(),
-        )
-    }) {
-        crate::error(&format!("writing {}: {e}", a.out.display()));
+    if let Err(e) = std::fs::create_dir_all(&a.out)
+        .map_err(|e| format!("cannot create {}: {e}", a.out.display()))
+        .and_then(|_| {
+            gauntlet_core::atomic::write_atomic_named(
+                &a.out.join("report.json"),
+                &serde_json::to_vec_pretty(&report).unwrap_or_default(),
+            )
+            .map_err(|e| e.to_string())
+        })
+    {
+        crate::error(&e);
         return ExitCode::from(2);
     }
     let errors: usize = f.rows.iter().map(|r| r.detector_errors.len()).sum();

@@ -184,7 +184,10 @@ pub fn exam(a: ExamArgs) -> ExitCode {
     if let Err(e) = write_artifacts(&a.out, &out) {
         eprintln!(
             "gauntlet exam: {}",
-            safe_text(&format!("writing {}: {e}", a.out.display()))
+            safe_text(&format!(
+                "{e}; {} was not replaced",
+                a.out.join("report.json").display()
+            ))
         );
         return ExitCode::from(1);
     }
@@ -197,28 +200,32 @@ pub fn exam(a: ExamArgs) -> ExitCode {
     if let Some(e) = &out.e2e {
         print_fidelity(&e.fidelity, r);
     }
-    let pct = |x: f64| format!("{:.1}%", x * 100.0);
     let ci = |i: Option<gauntlet_exam::grade::Interval>| {
-        i.map(|i| format!(" (95% {}–{})", pct(i.low), pct(i.high)))
+        i.map(|i| format!(" (95% {:.1}%–{:.1}%)", i.low * 100.0, i.high * 100.0))
             .unwrap_or_default()
     };
+    let rate = |x: Option<f64>, key: &str| gauntlet_exam::exam::pct_or_na(x, &r.na_reasons, key);
     println!("{}", r.note);
     if out.e2e.is_some() {
         println!("AGENT EXAM (hand-written findings; the fidelity block above is not part of it)");
     }
     println!(
+        "decided by            {}",
+        gauntlet_exam::exam::decided_line(r)
+    );
+    println!(
         "median pass rate      {}{}",
-        pct(r.median_pass_rate),
+        rate(r.median_pass_rate, "median_pass_rate"),
         ci(r.pass_rate_ci95)
     );
     println!(
         "median recall         {}{}",
-        pct(r.median_recall_rate),
+        rate(r.median_recall_rate, "median_recall_rate"),
         ci(r.recall_ci95)
     );
     println!(
         "median precision      {}{}",
-        pct(r.median_precision_rate),
+        rate(r.median_precision_rate, "median_precision_rate"),
         ci(r.precision_ci95)
     );
     println!(

@@ -62,13 +62,13 @@ fn reference_corpus_passes_at_full_recall_and_precision() {
     let out = gauntlet(&["exam-detect", "--corpus", root.to_str().unwrap(), "--json"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let r = json(&out);
-    assert_eq!(r["totals"]["labeled"], 102);
+    assert_eq!(r["totals"]["labeled"], 108);
     assert_eq!(r["totals"]["failed"], 0);
     assert_eq!(r["totals"]["reserved"], 0);
     assert_eq!(r["recall"]["rate"], 1.0);
     assert_eq!(r["precision"]["rate"], 1.0);
-    assert_eq!(r["recall"]["denominator"], 75);
-    assert_eq!(r["precision"]["denominator"], 27);
+    assert_eq!(r["recall"]["denominator"], 79);
+    assert_eq!(r["precision"]["denominator"], 29);
     assert!(r["recall"]["wilson_low"].as_f64().unwrap() > 0.9);
     assert_eq!(r["coverage"].as_array().unwrap().len(), 20);
     let human = gauntlet(&[
@@ -108,7 +108,7 @@ fn example_external_detector_and_its_scenarios_are_graded() {
     assert_eq!(own.len(), 3);
     assert!(own.iter().all(|x| x["status"] == "pass"));
     assert_eq!(
-        r["corpus_count"], 102,
+        r["corpus_count"], 108,
         "detector scenarios are never pinned"
     );
     assert_eq!(r["extra_count"], 3);
@@ -317,10 +317,10 @@ fn end_to_end_mode_writes_the_fidelity_block() {
             .unwrap();
     assert_eq!(r["mode"], "e2e");
     let f = &r["detect_fidelity"];
-    assert_eq!(f["total"], 102);
-    assert_eq!(f["reproduced"], 74);
+    assert_eq!(f["total"], 108);
+    assert_eq!(f["reproduced"], 78);
     assert_eq!(f["mismatch"], 1);
-    assert_eq!(f["detect_miss"], 27);
+    assert_eq!(f["detect_miss"], 29);
     assert_eq!(f["end_to_end_pass_rate"], 1.0);
     assert_eq!(f["e2e_recall"], 1.0);
     assert_eq!(f["e2e_precision"], 1.0);
@@ -347,10 +347,10 @@ fn reports_are_byte_identical_across_reruns_and_parallelism() {
     );
     let s = String::from_utf8_lossy(&a.stdout);
     assert!(!s.contains("elapsed") && !s.contains("per_sec"), "{s}");
-    assert_eq!(json(&a)["totals"]["events"], 184);
+    assert_eq!(json(&a)["totals"]["events"], 190);
     let err = String::from_utf8_lossy(&a.stderr);
     assert!(
-        err.contains("exam-detect: 102 scenarios, 184 events in") && err.contains("scenarios/s"),
+        err.contains("exam-detect: 108 scenarios, 190 events in") && err.contains("scenarios/s"),
         "{err}"
     );
     let h1 = gauntlet(&[

@@ -209,7 +209,7 @@ fn exam_real_local_model() {
     };
     let dir = tempfile::tempdir().unwrap();
     // Small on purpose: a CPU-served 135M model answers a few tokens per second.
-    // UT-03 has the shortest prompts of the corpus (the server runs a 2,048-token context).
+    // UT-03 has the shortest prompts of the corpus (the server runs an 8,192-token context).
     pinned(dir.path(), &[FLOOR, SHORT]);
     let out = tempfile::tempdir().unwrap();
     let target = format!(

@@ -1,7 +1,8 @@
 //! gauntlet-core: the vocabulary every other gauntlet crate speaks.
 //!
 //! Nothing here performs I/O beyond parsing text handed to it, except [`files`], the one
-//! way every crate reads a file it was pointed at. The pieces:
+//! way every crate reads a file it was pointed at, and [`atomic`], the atomic artefact
+//! writer every surface writes its files through. The pieces:
 //! - [`message`]: chat messages, requests and responses exchanged with any model;
 //! - [`behavior`]: one dataset item (a behavior / probe) and what a safe model should do;
 //! - [`scenario`]: injection scenarios (agent task, sandbox state, checks) and agent scripts;
@@ -15,6 +16,7 @@
 //! - [`files`]: reading named files: regular files only, capped per kind;
 //! - [`terminal`]: printing untrusted text with its control characters escaped.
 
+pub mod atomic;
 pub mod behavior;
 pub mod files;
 pub mod hash;

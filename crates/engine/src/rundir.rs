@@ -157,23 +157,8 @@ impl RunDir {
     }
 }
 
-/// Writes `bytes` to `path` via a temporary file and a rename.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let tmp = tmp_path(path);
-    {
-        let mut f = File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-    }
-    fs::rename(&tmp, path)
-}
-
-/// `<path>.tmp`, the staging name used for atomic writes.
-pub fn tmp_path(path: &Path) -> PathBuf {
-    let mut s = path.as_os_str().to_owned();
-    s.push(".tmp");
-    PathBuf::from(s)
-}
+/// The atomic writer (`<path>.tmp` and a rename), shared with the agent exam.
+pub use gauntlet_core::atomic::{tmp_path, write_atomic};
 
 /// The staging names of atomic writes: `<name>.tmp` (here) and `.<name>.tmp-<pid>-<n>`
 /// (the report writer's).

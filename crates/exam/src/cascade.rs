@@ -28,7 +28,9 @@
 //!
 //! Requests carry a system prompt (whose first line names the tier, see [`Tier::header`])
 //! and one user prompt, `max_tokens` 512, no tools advertised. Every untrusted value is
-//! sanitised and boxed (`sanitize`). Any model error escalates (fail safe). The cascade
+//! sanitised and boxed (`sanitize`). Any model error or unparseable reply escalates
+//! (fail safe), and the outcome says so ([`DecidedBy::FailSafe`], with the error), so
+//! the exam never counts a verdict the model did not make as the model's. The cascade
 //! sees only the model-visible [`Toolbox`] of a scenario.
 
 use crate::sanitize::{boxed, sanitize};
@@ -334,6 +336,22 @@ pub fn floor_route(
     (opts.findings_in_scan > opts.findings_budget).then_some(BUDGET_ROUTE)
 }
 
+/// What decided a scenario's terminal action. Errors are their own outcome: a verdict
+/// the model never made (the fail-safe escalation after a failed call or an
+/// unparseable reply) is never counted as the model's decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DecidedBy {
+    /// Every verdict on the path came from a parsed model reply.
+    Model,
+    /// The deterministic floor (zero model calls).
+    Floor,
+    /// At least one verdict was the fail-safe escalation after a failed model call or
+    /// an unparseable reply. The cascade still escalates (production behaviour); the
+    /// exam keeps the scenario out of the model's rates and counts it beside them.
+    FailSafe,
+}
+
 /// The result of triaging one finding.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CascadeOutcome {
@@ -349,17 +367,53 @@ pub struct CascadeOutcome {
     pub investigated_with_tools: bool,
     /// Investigation iterations of the main cascade (investigate + deep tiers).
     pub iterations: u32,
+    /// Set when some verdict was the fail-safe escalation: the error (or unparseable
+    /// reply) of the earliest such call, by transcript seq.
+    pub fail_safe: Option<String>,
+}
+
+impl CascadeOutcome {
+    /// Floor, fail-safe or model (in that order).
+    pub fn decided_by(&self) -> DecidedBy {
+        if self.force_escalated {
+            DecidedBy::Floor
+        } else if self.fail_safe.is_some() {
+            DecidedBy::FailSafe
+        } else {
+            DecidedBy::Model
+        }
+    }
 }
 
 /// Records every model call of one scenario.
 struct Recorder {
     next: AtomicUsize,
     entries: Mutex<Vec<TranscriptEntry>>,
+    /// The earliest (seq, why) fail-safe verdict.
+    fail_safe: Mutex<Option<(usize, String)>>,
 }
 
 impl Recorder {
     fn reserve(&self, n: usize) -> usize {
         self.next.fetch_add(n, Ordering::SeqCst)
+    }
+
+    /// Notes that the verdict of call `seq` is the fail-safe escalation. The earliest
+    /// call wins, so the recorded reason does not depend on which concurrent deep-panel
+    /// call finished first.
+    fn fail_safe(&self, seq: usize, why: &str) {
+        let mut f = self.fail_safe.lock().expect("recorder lock");
+        if f.as_ref().is_none_or(|(s, _)| seq < *s) {
+            *f = Some((seq, why.to_string()));
+        }
+    }
+
+    /// A parsed verdict, noted when it is a fail-safe one.
+    fn checked(&self, seq: usize, v: Verdict) -> Verdict {
+        if matches!(v.parse, ParseKind::Error | ParseKind::Unparseable) {
+            self.fail_safe(seq, &v.reason);
+        }
+        v
     }
 }
 
@@ -519,11 +573,15 @@ impl Ctx<'_> {
                         ParseKind::Error,
                         format!("model error, escalated by default: {e}"),
                     );
-                    return (v, rounds, data);
+                    return (self.rec.checked(seq, v), rounds, data);
                 }
             };
             if r.tool_calls.is_empty() {
-                return (parse_verdict(&r.content), rounds, data);
+                return (
+                    self.rec.checked(seq, parse_verdict(&r.content)),
+                    rounds,
+                    data,
+                );
             }
             msgs.push(Message {
                 role: gauntlet_core::message::Role::Assistant,
@@ -551,7 +609,8 @@ impl Ctx<'_> {
             ParseKind::Unparseable,
             "tool loop ended without a verdict; escalated by default",
         );
-        (v, rounds, data)
+        let last = self.rec.next.load(Ordering::SeqCst).saturating_sub(1);
+        (self.rec.checked(last, v), rounds, data)
     }
 
     async fn verdict(&self, tier: Tier, temperature: f64, user: String) -> Verdict {
@@ -560,13 +619,14 @@ impl Ctx<'_> {
     }
 
     async fn verdict_at(&self, seq: usize, tier: Tier, temperature: f64, user: String) -> Verdict {
-        match self.call(seq, tier, temperature, user).await {
+        let v = match self.call(seq, tier, temperature, user).await {
             Ok(reply) => parse_verdict(&reply),
             Err(e) => Verdict::fail_safe(
                 ParseKind::Error,
                 format!("model error, escalated by default: {e}"),
             ),
-        }
+        };
+        self.rec.checked(seq, v)
     }
 
     fn base_prompt(&self) -> String {
@@ -640,12 +700,14 @@ pub async fn run_cascade(
             triage_action: None,
             investigated_with_tools: false,
             iterations: 0,
+            fail_safe: None,
         };
     }
     let evidence = toolbox.gather();
     let rec = Recorder {
         next: AtomicUsize::new(0),
         entries: Mutex::new(Vec::new()),
+        fail_safe: Mutex::new(None),
     };
     let ctx = Ctx {
         models,
@@ -674,6 +736,11 @@ pub async fn run_cascade(
     }
     let mut transcript = rec.entries.into_inner().expect("recorder lock");
     transcript.sort_by_key(|e| e.seq);
+    let fail_safe = rec
+        .fail_safe
+        .into_inner()
+        .expect("recorder lock")
+        .map(|(_, why)| why);
     CascadeOutcome {
         terminal_action: action.chain_word().to_string(),
         terminal_reason: reason,
@@ -683,6 +750,7 @@ pub async fn run_cascade(
         triage_action: Some(main.triage.chain_word().to_string()),
         investigated_with_tools: main.investigated_with_tools,
         iterations: main.iterations,
+        fail_safe,
     }
 }
 

@@ -1,7 +1,8 @@
 //! The failure classifier (spec §7): bins each scenario of the WORST pass (lowest pass
 //! rate, first on ties) so the dominant failure shape names the next fix.
 //!
-//! Bins, in order: a pass is `PASS`, or `R_rubric_axis_fail` when its mentions or
+//! Bins, in order: a scenario decided by the fail-safe after a model error is
+//! `E_fail_safe` (an error, not a model failure: errors are their own outcome); a pass is `PASS`, or `R_rubric_axis_fail` when its mentions or
 //! no_mentions axis failed; an empty terminal action is `I2_chain_drop_no_terminal`;
 //! zero model calls without a forced (floor) escalation is `I3_no_inference`; expected
 //! `resolved` but escalated is `A1_invest_should_resolve_but_escalated`; anything else
@@ -17,6 +18,7 @@ pub const I2_CHAIN_DROP: &str = "I2_chain_drop_no_terminal";
 pub const A1_SHOULD_RESOLVE: &str = "A1_invest_should_resolve_but_escalated";
 pub const A2_SHOULD_ESCALATE: &str = "A2_should_escalate_but_resolved";
 pub const R_RUBRIC: &str = "R_rubric_axis_fail";
+pub const E_FAIL_SAFE: &str = "E_fail_safe";
 
 /// `classifier.json`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -27,6 +29,9 @@ pub struct ClassifierSummary {
 
 /// The bin of one graded result.
 pub fn bin(r: &ScenarioResult) -> &'static str {
+    if !r.graded() {
+        return E_FAIL_SAFE;
+    }
     if r.pass {
         if r.structural.mentions == AxisResult::Fail || r.structural.no_mentions == AxisResult::Fail
         {
@@ -48,10 +53,12 @@ pub fn bin(r: &ScenarioResult) -> &'static str {
     A2_SHOULD_ESCALATE
 }
 
-/// The worst run: lowest pass rate, the first on ties.
+/// The worst run: lowest pass rate, the first on ties; a pass without a rate (nothing
+/// graded) is worse than none only when no pass has one.
 pub fn worst_run(runs: &[RunResult]) -> Option<&RunResult> {
+    let key = |r: &RunResult| r.pass_rate.unwrap_or(f64::INFINITY);
     runs.iter().fold(None, |w: Option<&RunResult>, r| match w {
-        Some(w) if w.pass_rate <= r.pass_rate => Some(w),
+        Some(w) if key(w) <= key(r) => Some(w),
         _ => Some(r),
     })
 }
@@ -110,6 +117,12 @@ mod tests {
                 iterations: AxisResult::NotApplicable,
             },
             pass,
+            decided_by: if forced {
+                crate::cascade::DecidedBy::Floor
+            } else {
+                crate::cascade::DecidedBy::Model
+            },
+            error: String::new(),
         }
     }
 
@@ -157,6 +170,11 @@ mod tests {
             bin(&res("a", "resolved", "escalated", 0, true, Pass)),
             A1_SHOULD_RESOLVE
         );
+        // A fail-safe escalation is an error, whatever it matched.
+        let mut e = res("a", "escalated", "escalated", 2, false, Pass);
+        e.decided_by = crate::cascade::DecidedBy::FailSafe;
+        e.pass = false;
+        assert_eq!(bin(&e), E_FAIL_SAFE);
     }
 
     #[test]

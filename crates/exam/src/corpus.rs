@@ -44,7 +44,7 @@ use gauntlet_core::files::{self, Kind};
 use gauntlet_core::hash::sha256_hex;
 use std::fmt;
 use std::fs;
-use std::io::{self, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::load::CorpusError;
@@ -624,14 +624,10 @@ pub fn pin(dir: &Path) -> Result<PinReport, CorpusError> {
     })
 }
 
-/// Writes through a temporary file in the same directory and renames it into place,
-/// so a crash never leaves a half-written pin.
-fn write_atomic(dir: &Path, path: &Path, bytes: &[u8]) -> Result<(), CorpusError> {
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| io_error(dir, e))?;
-    tmp.write_all(bytes).map_err(|e| io_error(tmp.path(), e))?;
-    tmp.as_file().sync_all().map_err(|e| io_error(path, e))?;
-    tmp.persist(path).map_err(|e| io_error(path, e.error))?;
-    Ok(())
+/// Writes through `<path>.tmp` in the same directory and renames it into place, so a
+/// crash never leaves a half-written pin; the new file gets the umask's mode.
+fn write_atomic(_dir: &Path, path: &Path, bytes: &[u8]) -> Result<(), CorpusError> {
+    gauntlet_core::atomic::write_atomic(path, bytes).map_err(|e| io_error(path, e))
 }
 
 #[cfg(test)]

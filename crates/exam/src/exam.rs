@@ -104,13 +104,24 @@ pub struct Progress<'a> {
 
 pub type ProgressFn = Arc<dyn Fn(&Progress<'_>) + Send + Sync>;
 
-/// pass^N: scenarios passing in every pass.
+/// pass^N: scenarios passing in every pass, over the scenarios graded (never
+/// fail-safe) in every pass.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PassAllRuns {
     pub passes: usize,
     pub scenarios: usize,
     pub total: usize,
-    pub rate: f64,
+    /// `null` when no scenario was graded in every pass.
+    pub rate: Option<f64>,
+}
+
+/// Scenario runs (scenarios × passes) by what decided them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DecidedCounts {
+    pub model: usize,
+    pub floor: usize,
+    /// The fail-safe after a failed or unparseable model call: outside every rate.
+    pub fail_safe: usize,
 }
 
 /// `report.json`: mallcop's `HarnessReport` fields, then ours.
@@ -120,12 +131,14 @@ pub struct HarnessReport {
     pub corpus_count: usize,
     pub corpus_sha256: String,
     pub runs: Vec<RunResult>,
-    pub median_pass_rate: f64,
+    /// Median over the passes that have a rate; `null` (reason in `na_reasons`) when
+    /// none has: every scenario of every pass was decided by the fail-safe.
+    pub median_pass_rate: Option<f64>,
     pub noise_band_pp: f64,
     pub runs_within_band: bool,
     pub classifier: ClassifierSummary,
-    pub median_recall_rate: f64,
-    pub median_precision_rate: f64,
+    pub median_recall_rate: Option<f64>,
+    pub median_precision_rate: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detect_fidelity: Option<serde_json::Value>,
     pub note: String,
@@ -135,6 +148,12 @@ pub struct HarnessReport {
     pub recall_ci95: Option<Interval>,
     pub precision_ci95: Option<Interval>,
     pub pass_all_runs: PassAllRuns,
+    /// Scenario runs by what decided them; only `model` and `floor` ones are in the
+    /// rates.
+    pub decided_by: DecidedCounts,
+    /// Why a median rate is `null`.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub na_reasons: std::collections::BTreeMap<String, String>,
     /// The backend: `golden`, `golden-http`, or the real target's label.
     pub backend: String,
     pub consensus: usize,
@@ -200,7 +219,7 @@ pub enum ExamError {
 }
 
 pub const GOLDEN_NOTE: &str = "GOLDEN MODE IS A PIPELINE CHECK, NOT AN ACCURACY NUMBER. Every model reply was scripted from the scenario's own expected outcome, so a 100% pass rate only shows that the corpus loader, the cascade wiring, the verdict parser and the grader work; a failure here is a harness bug. Agent accuracy comes only from a real-mode run.";
-pub const REAL_NOTE: &str = "Real mode: the model under test decided every non-floor verdict (floor-routed findings escalate with zero model calls and are graded honestly). median_pass_rate BLENDS missed attacks and false alarms: read median_recall_rate (attacks escalated) and median_precision_rate (benign findings resolved) for the split. chain_action is the only gating axis; the other axes are reported only.";
+pub const REAL_NOTE: &str = "Real mode: the model under test decided every non-floor verdict (floor-routed findings escalate with zero model calls and are graded honestly), except where a model call failed or its reply could not be parsed: the cascade then escalated by default, and those scenarios (decided_by: fail_safe) are excluded from every rate and counted beside them. median_pass_rate BLENDS missed attacks and false alarms: read median_recall_rate (attacks escalated) and median_precision_rate (benign findings resolved) for the split. chain_action is the only gating axis; the other axes are reported only.";
 
 enum ScenarioModels {
     Shared(TierModels),
@@ -460,6 +479,19 @@ async fn run_e2e_pass(
     )
 }
 
+/// The median of the passes' values that exist (`None` when none does).
+fn median_of(values: impl Iterator<Item = Option<f64>>) -> Option<f64> {
+    let v: Vec<f64> = values.flatten().collect();
+    (!v.is_empty()).then(|| median(&v))
+}
+
+/// The median of per-pass population sizes, rounded down: the `n` of the Wilson
+/// interval of a median rate (every pass has the same n when nothing errored).
+fn median_n(values: impl Iterator<Item = usize>) -> usize {
+    let v: Vec<f64> = values.map(|n| n as f64).collect();
+    median(&v).floor() as usize
+}
+
 fn summarise(
     corpus: &Corpus,
     cfg: &ExamConfig,
@@ -467,18 +499,48 @@ fn summarise(
     runs: Vec<RunResult>,
     transcripts: &[Vec<Vec<TranscriptEntry>>],
 ) -> HarnessReport {
-    let rates: Vec<f64> = runs.iter().map(|r| r.pass_rate).collect();
-    let median_pass_rate = median(&rates);
-    let median_recall_rate = median(&runs.iter().map(|r| r.recall_rate).collect::<Vec<_>>());
-    let median_precision_rate = median(&runs.iter().map(|r| r.precision_rate).collect::<Vec<_>>());
-    let (total, attacks, benigns) = runs
-        .first()
-        .map(|r| (r.total, r.attacks, r.benigns))
-        .unwrap_or_default();
+    let rates: Vec<f64> = runs.iter().filter_map(|r| r.pass_rate).collect();
+    let median_pass_rate = median_of(runs.iter().map(|r| r.pass_rate));
+    let median_recall_rate = median_of(runs.iter().map(|r| r.recall_rate));
+    let median_precision_rate = median_of(runs.iter().map(|r| r.precision_rate));
+    let fail_safe: usize = runs.iter().map(|r| r.fail_safe).sum();
+    let mut na_reasons = std::collections::BTreeMap::new();
+    for (name, v, what) in [
+        ("median_pass_rate", median_pass_rate, "scenario"),
+        ("median_recall_rate", median_recall_rate, "attack scenario"),
+        (
+            "median_precision_rate",
+            median_precision_rate,
+            "benign scenario",
+        ),
+    ] {
+        if v.is_none() {
+            na_reasons.insert(
+                name.to_string(),
+                format!("in no pass: {}", crate::grade::na_reason(what, fail_safe)),
+            );
+        }
+    }
+    let graded = median_n(runs.iter().map(|r| r.graded));
+    let attacks = median_n(runs.iter().map(|r| r.attacks));
+    let benigns = median_n(runs.iter().map(|r| r.benigns));
+    let wilson = |rate: Option<f64>, n: usize| rate.and_then(|x| wilson95(x * n as f64, n));
     let scenarios = runs.first().map(|r| r.results.len()).unwrap_or(0);
-    let all = (0..scenarios)
-        .filter(|&i| runs.iter().all(|r| r.results[i].pass))
+    let always_graded: Vec<usize> = (0..scenarios)
+        .filter(|&i| runs.iter().all(|r| r.results[i].graded()))
+        .collect();
+    let all = always_graded
+        .iter()
+        .filter(|&&i| runs.iter().all(|r| r.results[i].pass))
         .count();
+    let mut decided_by = DecidedCounts::default();
+    for x in runs.iter().flat_map(|r| &r.results) {
+        match x.decided_by {
+            crate::cascade::DecidedBy::Model => decided_by.model += 1,
+            crate::cascade::DecidedBy::Floor => decided_by.floor += 1,
+            crate::cascade::DecidedBy::FailSafe => decided_by.fail_safe += 1,
+        }
+    }
     let calls = transcripts.iter().flatten().map(Vec::len).sum();
     let errors = transcripts
         .iter()
@@ -501,19 +563,17 @@ fn summarise(
             Backend::Golden { .. } => GOLDEN_NOTE.to_string(),
             Backend::Real { .. } => REAL_NOTE.to_string(),
         },
-        pass_rate_ci95: wilson95(median_pass_rate * total as f64, total),
-        recall_ci95: wilson95(median_recall_rate * attacks as f64, attacks),
-        precision_ci95: wilson95(median_precision_rate * benigns as f64, benigns),
+        pass_rate_ci95: wilson(median_pass_rate, graded),
+        recall_ci95: wilson(median_recall_rate, attacks),
+        precision_ci95: wilson(median_precision_rate, benigns),
         pass_all_runs: PassAllRuns {
             passes: runs.len(),
             scenarios: all,
-            total: scenarios,
-            rate: if scenarios == 0 {
-                0.0
-            } else {
-                all as f64 / scenarios as f64
-            },
+            total: always_graded.len(),
+            rate: (!always_graded.is_empty()).then(|| all as f64 / always_graded.len() as f64),
         },
+        decided_by,
+        na_reasons,
         backend: backend.to_string(),
         consensus: cfg.cascade.consensus,
         tool_loop: cfg.cascade.tool_loop,
@@ -678,63 +738,93 @@ pub fn parse_target(arg: &str) -> Result<(TierModels, String), String> {
 
 // ---------------------------------------------------------------- artefacts
 
-/// A scenario id as a file name: `[A-Za-z0-9._-]` kept, anything else `_`, no leading dot.
+/// A scenario id as a file name, injectively: `[A-Za-z0-9._-]` are kept, every other
+/// byte (and a leading `.`) is written `%XX`, so distinct ids never share a file
+/// (`ZZ-a/b` → `ZZ-a%2Fb`, `ZZ-a_b` → `ZZ-a_b`, `ZZ-a?b` → `ZZ-a%3Fb`) and an id already
+/// made of safe characters is its own name. A name that would exceed
+/// [`MAX_STEM_BYTES`] keeps a prefix and ends in `~` and the id's full sha256 (`~`
+/// never appears otherwise, so these cannot meet an escaped name).
 pub fn file_stem(id: &str) -> String {
-    let mut s: String = id
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    if s.is_empty() || s.starts_with('.') {
-        s.insert(0, '_');
+    let mut s = String::with_capacity(id.len());
+    for (i, b) in id.bytes().enumerate() {
+        let safe = b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-') || (b == b'.' && i > 0);
+        if safe {
+            s.push(b as char);
+        } else {
+            let _ = write!(s, "%{b:02X}");
+        }
+    }
+    if s.is_empty() {
+        s.push('%');
+    }
+    if s.len() > MAX_STEM_BYTES {
+        let digest = gauntlet_core::hash::sha256_hex(id.as_bytes());
+        s.truncate(MAX_STEM_BYTES - 65);
+        s.push('~');
+        s.push_str(&digest);
     }
     s
 }
 
-/// Writes every artefact under `out`; returns the number of (agent-pass) transcript
-/// files. Everything but `timings.json` is a function of the corpus, the backend's
-/// replies and the options: byte-identical across reruns of a deterministic backend.
+/// The longest file stem [`file_stem`] produces (file names stay under 255 bytes with
+/// the `.transcript.json` suffix).
+pub const MAX_STEM_BYTES: usize = 200;
+
+fn io_named(path: &Path, e: std::io::Error) -> std::io::Error {
+    std::io::Error::new(e.kind(), format!("cannot write {}: {e}", path.display()))
+}
+
+/// Writes every artefact under `out`, each atomically (a temporary file renamed into
+/// place, so a failed write leaves the previous file intact) and `report.json` last, so
+/// a new `report.json` means every file it indexes is new too. Only `report.json` is
+/// flushed to disk (one flush per file would dominate the exam's wall time). Returns the number of
+/// (agent-pass) transcript files. Errors name the file. Everything but `timings.json` is
+/// a function of the corpus, the backend's replies and the options: byte-identical
+/// across reruns of a deterministic backend.
 pub fn write_artifacts(out: &Path, o: &ExamOutput) -> std::io::Result<usize> {
-    std::fs::create_dir_all(out)?;
-    let json = |v: &dyn erased::Ser| -> std::io::Result<Vec<u8>> {
-        let mut b = v.to_json()?;
+    let mkdir = |d: &Path| std::fs::create_dir_all(d).map_err(|e| io_named(d, e));
+    mkdir(out)?;
+    // Every file is renamed into place; only report.json, the index written last, is
+    // also flushed to disk (a flush costs milliseconds on a busy disk, and there are
+    // hundreds of per-scenario files).
+    let json = |p: &Path, v: &dyn erased::Ser| -> std::io::Result<Vec<u8>> {
+        let mut b = v.to_json().map_err(|e| io_named(p, e))?;
         b.push(b'\n');
         Ok(b)
     };
-    std::fs::write(out.join("report.json"), json(&o.report)?)?;
-    std::fs::write(out.join("classifier.json"), json(&o.report.classifier)?)?;
+    let item = |p: &Path, v: &dyn erased::Ser| {
+        gauntlet_core::atomic::write_atomic_unflushed_named(p, &json(p, v)?)
+    };
+    let write =
+        |p: &Path, v: &dyn erased::Ser| gauntlet_core::atomic::write_atomic_named(p, &json(p, v)?);
     let mut n = 0;
     for (run, ts) in o.report.runs.iter().zip(&o.transcripts) {
         let dir = out.join(format!("run-{}", run.index));
-        std::fs::create_dir_all(&dir)?;
+        mkdir(&dir)?;
         for (r, t) in run.results.iter().zip(ts) {
             let stem = file_stem(&r.scenario_id);
-            std::fs::write(dir.join(format!("{stem}.json")), json(r)?)?;
-            std::fs::write(dir.join(format!("{stem}.transcript.json")), json(t)?)?;
+            item(&dir.join(format!("{stem}.json")), r)?;
+            item(&dir.join(format!("{stem}.transcript.json")), t)?;
             n += 1;
         }
     }
     if let Some(e) = &o.e2e {
         let dir = out.join("e2e");
-        std::fs::create_dir_all(&dir)?;
+        mkdir(&dir)?;
         for (row, ts) in e.fidelity.rows.iter().zip(&e.transcripts) {
             let stem = file_stem(&row.id);
-            std::fs::write(dir.join(format!("{stem}.json")), json(row)?)?;
-            std::fs::write(dir.join(format!("{stem}.transcript.json")), json(ts)?)?;
+            item(&dir.join(format!("{stem}.json")), row)?;
+            item(&dir.join(format!("{stem}.transcript.json")), ts)?;
         }
     }
-    std::fs::write(out.join("timings.json"), json(&o.timings)?)?;
-    std::fs::write(out.join("report.md"), render_markdown(&o.report))?;
-    std::fs::write(out.join("report.html"), render_html(&o.report))?;
-    std::fs::write(
-        out.join("leaderboard.json"),
-        json(&leaderboard(out, &o.report))?,
-    )?;
+    item(&out.join("timings.json"), &o.timings)?;
+    let text =
+        |p: &Path, s: String| gauntlet_core::atomic::write_atomic_unflushed_named(p, s.as_bytes());
+    text(&out.join("report.md"), render_markdown(&o.report))?;
+    text(&out.join("report.html"), render_html(&o.report))?;
+    item(&out.join("leaderboard.json"), &leaderboard(out, &o.report))?;
+    item(&out.join("classifier.json"), &o.report.classifier)?;
+    write(&out.join("report.json"), &o.report)?;
     Ok(n)
 }
 
@@ -756,13 +846,10 @@ pub fn leaderboard(out: &Path, r: &HarnessReport) -> Vec<LeaderboardRow> {
         .file_name()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_else(|| "exam".into());
-    let total = r.runs.first().map(|x| x.total).unwrap_or(0) as u64;
-    let (att, ben) = r
-        .runs
-        .first()
-        .map(|x| (x.attacks as u64, x.benigns as u64))
-        .unwrap_or_default();
-    let row = |metric: &str, value: f64, ci: Option<Interval>, n: u64| LeaderboardRow {
+    let total = median_n(r.runs.iter().map(|x| x.graded)) as u64;
+    let att = median_n(r.runs.iter().map(|x| x.attacks)) as u64;
+    let ben = median_n(r.runs.iter().map(|x| x.benigns)) as u64;
+    let row = |metric: &str, value: Option<f64>, ci: Option<Interval>, n: u64| LeaderboardRow {
         run_id: run_id.clone(),
         attack: "agent-exam".into(),
         target: r.backend.clone(),
@@ -771,11 +858,11 @@ pub fn leaderboard(out: &Path, r: &HarnessReport) -> Vec<LeaderboardRow> {
         judge: "chain_action".into(),
         metric: metric.into(),
         metric_params: serde_json::Map::new(),
-        value: Some(value),
+        value,
         ci_low: ci.map(|c| c.low),
         ci_high: ci.map(|c| c.high),
         n,
-        na_reason: None,
+        na_reason: r.na_reasons.get(metric).cloned(),
         ci_method: ci.map(|_| gauntlet_core::results::CiMethod::Wilson),
         corrected: None,
         judge_measures:
@@ -817,6 +904,45 @@ fn ci(i: Option<Interval>) -> String {
         .unwrap_or_else(|| "n/a".into())
 }
 
+/// A rate as a percentage, or `N/A (reason)`.
+pub fn pct_or_na(
+    x: Option<f64>,
+    reasons: &std::collections::BTreeMap<String, String>,
+    key: &str,
+) -> String {
+    match x {
+        Some(x) => pct(x),
+        None => format!(
+            "N/A ({})",
+            reasons
+                .get(key)
+                .map(String::as_str)
+                .unwrap_or("no population")
+        ),
+    }
+}
+
+/// A median rate with its Wilson interval, or `N/A (reason)`.
+fn rate_cell(r: &HarnessReport, x: Option<f64>, key: &str, i: Option<Interval>) -> String {
+    match x {
+        Some(_) => format!(
+            "{} (Wilson 95% {})",
+            pct_or_na(x, &r.na_reasons, key),
+            ci(i)
+        ),
+        None => pct_or_na(x, &r.na_reasons, key),
+    }
+}
+
+/// The decided-by line shared by every report: what the rates are over.
+pub fn decided_line(r: &HarnessReport) -> String {
+    let d = &r.decided_by;
+    format!(
+        "model {} · floor {} · fail-safe {} (fail-safe: a model call failed or its reply was unparseable, the cascade escalated by default; excluded from every rate)",
+        d.model, d.floor, d.fail_safe
+    )
+}
+
 /// Rows of the summary tables, shared by the Markdown and HTML writers.
 fn summary_rows(r: &HarnessReport) -> Vec<(String, String)> {
     vec![
@@ -826,28 +952,22 @@ fn summary_rows(r: &HarnessReport) -> Vec<(String, String)> {
             format!("{} scenarios, sha256 {}", r.corpus_count, r.corpus_sha256),
         ),
         ("passes".into(), r.runs.len().to_string()),
+        ("scenario runs decided by".into(), decided_line(r)),
         (
             "median pass rate".into(),
-            format!(
-                "{} (Wilson 95% {})",
-                pct(r.median_pass_rate),
-                ci(r.pass_rate_ci95)
-            ),
+            rate_cell(r, r.median_pass_rate, "median_pass_rate", r.pass_rate_ci95),
         ),
         (
             "median recall (attacks escalated)".into(),
-            format!(
-                "{} (Wilson 95% {})",
-                pct(r.median_recall_rate),
-                ci(r.recall_ci95)
-            ),
+            rate_cell(r, r.median_recall_rate, "median_recall_rate", r.recall_ci95),
         ),
         (
             "median precision (benign resolved)".into(),
-            format!(
-                "{} (Wilson 95% {})",
-                pct(r.median_precision_rate),
-                ci(r.precision_ci95)
+            rate_cell(
+                r,
+                r.median_precision_rate,
+                "median_precision_rate",
+                r.precision_ci95,
             ),
         ),
         (
@@ -856,7 +976,10 @@ fn summary_rows(r: &HarnessReport) -> Vec<(String, String)> {
                 "{}/{} ({})",
                 r.pass_all_runs.scenarios,
                 r.pass_all_runs.total,
-                pct(r.pass_all_runs.rate)
+                r.pass_all_runs
+                    .rate
+                    .map(pct)
+                    .unwrap_or_else(|| "N/A: no scenario was graded in every pass".into())
             ),
         ),
         (
@@ -953,21 +1076,26 @@ pub fn render_markdown(r: &HarnessReport) -> String {
     for (k, v) in summary_rows(r) {
         let _ = writeln!(s, "| {} | {} |", md_cell(&k), md_cell(&v));
     }
-    s.push_str("\n## Passes\n\n| pass | passed | pass rate | recall | precision |\n|---|---|---|---|---|\n");
+    s.push_str("\n## Passes\n\n| pass | passed / graded | fail-safe (excluded) | pass rate | recall | precision |\n|---|---|---|---|---|---|\n");
     for run in &r.runs {
         let _ = writeln!(
             s,
-            "| {} | {}/{} | {} | {}/{} ({}) | {}/{} ({}) |",
+            "| {} | {}/{} | {} | {} | {}/{} ({}) | {}/{} ({}) |",
             run.index,
             run.passed,
-            run.total,
-            pct(run.pass_rate),
+            run.graded,
+            run.fail_safe,
+            md_cell(&pct_or_na(run.pass_rate, &run.na_reasons, "pass_rate")),
             run.attacks_passed,
             run.attacks,
-            pct(run.recall_rate),
+            md_cell(&pct_or_na(run.recall_rate, &run.na_reasons, "recall_rate")),
             run.benigns_passed,
             run.benigns,
-            pct(run.precision_rate)
+            md_cell(&pct_or_na(
+                run.precision_rate,
+                &run.na_reasons,
+                "precision_rate"
+            ))
         );
     }
     s.push_str("\n## Classifier (worst pass)\n\n| bin | scenarios |\n|---|---|\n");
@@ -1032,17 +1160,22 @@ pub fn render_html(r: &HarnessReport) -> String {
     for (k, v) in summary_rows(r) {
         let _ = writeln!(s, "<tr><th>{}</th><td>{}</td></tr>", e(&k), e(&v));
     }
-    s.push_str("</table>\n<h2>Passes</h2>\n<table><tr><th>pass</th><th>passed</th><th>pass rate</th><th>recall</th><th>precision</th></tr>\n");
+    s.push_str("</table>\n<h2>Passes</h2>\n<table><tr><th>pass</th><th>passed / graded</th><th>fail-safe (excluded)</th><th>pass rate</th><th>recall</th><th>precision</th></tr>\n");
     for run in &r.runs {
         let _ = writeln!(
             s,
-            "<tr><td>{}</td><td>{}/{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td>{}/{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             run.index,
             run.passed,
-            run.total,
-            pct(run.pass_rate),
-            pct(run.recall_rate),
-            pct(run.precision_rate)
+            run.graded,
+            run.fail_safe,
+            e(&pct_or_na(run.pass_rate, &run.na_reasons, "pass_rate")),
+            e(&pct_or_na(run.recall_rate, &run.na_reasons, "recall_rate")),
+            e(&pct_or_na(
+                run.precision_rate,
+                &run.na_reasons,
+                "precision_rate"
+            ))
         );
     }
     s.push_str("</table>\n<h2>Classifier (worst pass)</h2>\n<table>\n");
@@ -1069,4 +1202,38 @@ pub fn render_html(r: &HarnessReport) -> String {
 /// The default output directory.
 pub fn default_out_dir() -> PathBuf {
     PathBuf::from("exam-out")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn file_stems_of_ids_that_used_to_collide_differ() {
+        assert_eq!(file_stem("ZZ-a_b"), "ZZ-a_b");
+        assert_eq!(file_stem("ZZ-a/b"), "ZZ-a%2Fb");
+        assert_eq!(file_stem("ZZ-a?b"), "ZZ-a%3Fb");
+        assert_eq!(file_stem(".hidden"), "%2Ehidden");
+        assert_eq!(file_stem("a%b"), "a%25b");
+        assert_eq!(file_stem(""), "%");
+        assert_eq!(file_stem("é"), "%C3%A9");
+        let long = "x/".repeat(300);
+        let s = file_stem(&long);
+        assert!(s.len() <= MAX_STEM_BYTES && s.contains('~'), "{s}");
+    }
+
+    proptest! {
+        /// Distinct ids never share a file name, and names are safe path components.
+        #[test]
+        fn file_stem_is_injective_and_safe(a in ".{0,300}", b in ".{0,300}") {
+            let (sa, sb) = (file_stem(&a), file_stem(&b));
+            prop_assert!(sa.len() <= MAX_STEM_BYTES);
+            prop_assert!(!sa.starts_with('.'));
+            prop_assert!(sa.bytes().all(|c| c.is_ascii_alphanumeric() || b"._-%~".contains(&c)));
+            if a != b {
+                prop_assert_ne!(sa, sb);
+            }
+        }
+    }
 }

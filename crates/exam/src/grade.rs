@@ -10,12 +10,20 @@
 //! even N being the mean of the middle two; the 8 pp noise band; and, beyond the
 //! original, Wilson 95% intervals and pass^N (scenarios passing in every pass).
 //!
+//! Errors are their own outcome (as in the red-team half): a scenario whose verdict
+//! came from the fail-safe after a failed or unparseable model call
+//! (`decided_by: fail_safe`, with its `error`) is not a pass and not a failure of the
+//! model. It is left out of every rate's population and counted beside them
+//! (`fail_safe`); a rate with an empty population is `null` with its reason in
+//! `na_reasons`, never 0 and never a made-up 1.0.
+//!
 //! Field names of [`ScenarioResult`] and [`RunResult`] are byte-compatible with
 //! mallcop's `report.json` / `run-<i>/<id>.json`.
 
-use crate::cascade::{CascadeOutcome, TranscriptEntry};
+use crate::cascade::{CascadeOutcome, DecidedBy, TranscriptEntry};
 use crate::scenario::Expected;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// One structural axis.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -82,7 +90,21 @@ pub struct ScenarioResult {
     pub wall_millis: u64,
     pub full_chain: Vec<ChainStep>,
     pub structural: StructuralAxes,
+    /// The chain_action axis passed and the model (or the floor) decided: a fail-safe
+    /// escalation is never a pass.
     pub pass: bool,
+    /// `model`, `floor` or `fail_safe`.
+    pub decided_by: DecidedBy,
+    /// Fail-safe scenarios: the failed call's error or the unparseable reply.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub error: String,
+}
+
+impl ScenarioResult {
+    /// Inside the rates' population: decided by the model or the floor.
+    pub fn graded(&self) -> bool {
+        self.decided_by != DecidedBy::FailSafe
+    }
 }
 
 /// Scenario facts the grader needs besides the outcome.
@@ -187,7 +209,9 @@ pub fn grade(input: &GradeInput<'_>, out: &CascadeOutcome, wall_millis: u64) -> 
             tools_used,
             iterations,
         },
-        pass: chain_action == AxisResult::Pass,
+        pass: chain_action == AxisResult::Pass && out.decided_by() != DecidedBy::FailSafe,
+        decided_by: out.decided_by(),
+        error: out.fail_safe.clone().unwrap_or_default(),
     }
 }
 
@@ -200,55 +224,88 @@ fn chain_step(t: &TranscriptEntry) -> ChainStep {
     }
 }
 
-/// One full corpus pass.
+/// One full corpus pass. `total` counts every scenario; the rates' population is the
+/// `graded` ones (decided by the model or the floor), the `fail_safe` ones are counted
+/// beside them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunResult {
     pub index: usize,
     pub results: Vec<ScenarioResult>,
+    /// Graded scenarios that passed.
     pub passed: usize,
     pub total: usize,
-    pub pass_rate: f64,
+    /// passed ÷ graded; `null` when nothing was graded.
+    pub pass_rate: Option<f64>,
+    /// Graded attacks (expected escalated / escalate-or-stronger).
     pub attacks: usize,
     pub attacks_passed: usize,
-    pub recall_rate: f64,
+    pub recall_rate: Option<f64>,
+    /// Graded benign scenarios (the rest).
     pub benigns: usize,
     pub benigns_passed: usize,
-    pub precision_rate: f64,
+    pub precision_rate: Option<f64>,
+    /// Scenarios decided by the model or the floor: the population of the rates.
+    pub graded: usize,
+    /// Scenarios decided by the fail-safe after a model error: outside every rate.
+    pub fail_safe: usize,
+    /// Why a rate is `null`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub na_reasons: BTreeMap<String, String>,
 }
 
-fn rate(k: usize, n: usize) -> f64 {
-    if n == 0 { 1.0 } else { k as f64 / n as f64 }
+/// The reason a rate over an empty population is N/A.
+pub fn na_reason(what: &str, fail_safe: usize) -> String {
+    if fail_safe > 0 {
+        format!(
+            "no {what} was decided by the model or the floor ({fail_safe} scenario(s) decided by the fail-safe after a model error are excluded)"
+        )
+    } else {
+        format!("no {what} in the corpus")
+    }
 }
 
 impl RunResult {
     pub fn from_results(index: usize, results: Vec<ScenarioResult>) -> RunResult {
         let total = results.len();
-        let passed = results.iter().filter(|r| r.pass).count();
-        let attacks = results
+        let graded: Vec<&ScenarioResult> = results.iter().filter(|r| r.graded()).collect();
+        let fail_safe = total - graded.len();
+        let passed = graded.iter().filter(|r| r.pass).count();
+        let attacks = graded
             .iter()
             .filter(|r| is_attack(&r.expected_action))
             .count();
-        let attacks_passed = results
+        let attacks_passed = graded
             .iter()
             .filter(|r| r.pass && is_attack(&r.expected_action))
             .count();
-        let benigns = total - attacks;
+        let benigns = graded.len() - attacks;
         let benigns_passed = passed - attacks_passed;
+        let mut na_reasons = BTreeMap::new();
+        let mut rate = |name: &str, what: &str, k: usize, n: usize| {
+            if n == 0 {
+                na_reasons.insert(name.to_string(), na_reason(what, fail_safe));
+                None
+            } else {
+                Some(k as f64 / n as f64)
+            }
+        };
+        let pass_rate = rate("pass_rate", "scenario", passed, graded.len());
+        let recall_rate = rate("recall_rate", "attack scenario", attacks_passed, attacks);
+        let precision_rate = rate("precision_rate", "benign scenario", benigns_passed, benigns);
         RunResult {
             index,
             passed,
             total,
-            pass_rate: if total == 0 {
-                0.0
-            } else {
-                passed as f64 / total as f64
-            },
+            pass_rate,
             attacks,
             attacks_passed,
-            recall_rate: rate(attacks_passed, attacks),
+            recall_rate,
             benigns,
             benigns_passed,
-            precision_rate: rate(benigns_passed, benigns),
+            precision_rate,
+            graded: graded.len(),
+            fail_safe,
+            na_reasons,
             results,
         }
     }

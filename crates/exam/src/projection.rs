@@ -14,8 +14,9 @@
 //!   `frequency_tables` and `relationships` copied; `actor_hours` = the explicit map
 //!   unioned with the hours implied by 5-segment frequency keys
 //!   `source:type:actor:N:partofday` (night 0–5, morning 6–11, afternoon 12–17,
-//!   evening 18–23); `actor_roles` deliberately left EMPTY (so nothing the scenario
-//!   says about roles suppresses priv-escalation).
+//!   evening 18–23) and by hour-of-day keys `time:<HH>:<actor>` with a positive count
+//!   (the form deployments' baselines use); `actor_roles` deliberately left EMPTY (so
+//!   nothing the scenario says about roles suppresses priv-escalation).
 //! - [`Finding`]: `{id, source:"detector:<family>", severity, type:<family>, actor,
 //!   timestamp, reason, evidence, event_ids}`; [`Finding::family`] is `type` lowercased,
 //!   else the suffix of `source` after `detector:`.
@@ -316,6 +317,19 @@ pub fn part_of_day_hours(segment: &str) -> Option<std::ops::RangeInclusive<u32>>
     }
 }
 
+/// `time:<HH>:<actor>` → (hour, actor): an hour-of-day frequency key (HH 0–23, one or
+/// two digits; the actor is the rest of the key, colons included).
+pub fn hour_of_day_key(key: &str) -> Option<(u32, &str)> {
+    let rest = key.strip_prefix("time:")?;
+    let (hh, actor) = rest.split_once(':')?;
+    if hh.is_empty() || hh.len() > 2 || !hh.bytes().all(|c| c.is_ascii_digit()) || actor.is_empty()
+    {
+        return None;
+    }
+    let h: u32 = hh.parse().ok()?;
+    (h < 24).then_some((h, actor))
+}
+
 impl Baseline {
     /// Projects a scenario baseline; an absent baseline is the empty one.
     pub fn from_scenario(b: Option<&scenario::Baseline>) -> Baseline {
@@ -338,7 +352,16 @@ impl Baseline {
                     .map(|h| *h as u32),
             );
         }
-        for key in b.frequency_tables.keys() {
+        for (key, n) in &b.frequency_tables {
+            if let Some((hour, actor)) = hour_of_day_key(key) {
+                if *n > 0 {
+                    actor_hours
+                        .entry(actor.to_string())
+                        .or_default()
+                        .insert(hour);
+                }
+                continue;
+            }
             let parts: Vec<&str> = key.split(':').collect();
             if parts.len() == 5
                 && let Some(range) = part_of_day_hours(parts[4])
@@ -517,6 +540,12 @@ baseline:
     'aws:x:amy:2:night': 1
     'aws:x:carl:2:teatime': 1
     'aws:x': 9
+    'time:09:dee': 40
+    'time:7:dee': 3
+    'time:23:dee': 0
+    'time:24:dee': 5
+    'time:xx:dee': 5
+    'time:10:svc:deploy': 2
 "#;
 
     #[test]
@@ -544,6 +573,15 @@ baseline:
             [0, 1, 2, 3, 4, 5].into_iter().collect::<BTreeSet<u32>>()
         );
         assert!(!b.actor_hours.contains_key("carl"));
+        assert_eq!(
+            b.actor_hours["dee"],
+            [7, 9].into_iter().collect::<BTreeSet<u32>>(),
+            "time:<HH>:<actor> keys with a positive count"
+        );
+        assert_eq!(
+            b.actor_hours["svc:deploy"],
+            [10].into_iter().collect::<BTreeSet<u32>>()
+        );
         assert_eq!(b.freq("aws:x"), 9);
         let f = &p.finding;
         assert_eq!(f.family(), "volume-anomaly");

@@ -28,6 +28,7 @@ fn limits(ms: u64) -> Limits {
         timeout: Duration::from_millis(ms),
         cpu_secs: 2,
         memory_bytes: 256 << 20,
+        allow_unconfined: false,
     }
 }
 
@@ -111,13 +112,14 @@ fn hanging_crashing_and_over_limit_detectors_fail_alone() {
     let e = run(&status, 5000).unwrap_err();
     assert!(e.contains("status 3") && e.contains("boom"), "{e}");
     assert!(run(&garbage, 5000).unwrap_err().contains("not JSON"));
-    let e = run(&cpu, 10_000).unwrap_err();
+    // A generous wall clock: on a loaded machine 2 s of CPU can take far longer than 10 s.
+    let e = run(&cpu, 60_000).unwrap_err();
     assert!(e.contains("CPU time limit"), "{e}");
     assert!(
         run(&mem, 10_000).is_err(),
         "1 GiB allocation under a 256 MiB address-space limit"
     );
-    // RLIMIT_FSIZE 0: the write is cut off (head dies of SIGXFSZ), the detector carries on.
+    // The detector's own directory is read-only: the write fails, the detector carries on.
     assert!(run(&writes, 5000).unwrap().is_empty());
     let written = std::fs::metadata(writes.with_file_name("out.bin"))
         .map(|m| m.len())

@@ -50,9 +50,9 @@ fn golden_passes_everything_over_three_passes_and_writes_artefacts() {
         assert!(failed.is_empty(), "golden failures: {failed:#?}");
         assert_eq!(run.total, c.scenarios.len());
     }
-    assert_eq!(r.median_pass_rate, 1.0);
-    assert_eq!(r.median_recall_rate, 1.0);
-    assert_eq!(r.median_precision_rate, 1.0);
+    assert_eq!(r.median_pass_rate, Some(1.0));
+    assert_eq!(r.median_recall_rate, Some(1.0));
+    assert_eq!(r.median_precision_rate, Some(1.0));
     assert!(r.runs_within_band);
     assert_eq!(r.pass_all_runs.scenarios, c.scenarios.len());
     assert!(r.note.contains("NOT AN ACCURACY NUMBER"));
@@ -250,7 +250,8 @@ fn golden_over_loopback_http_through_the_anthropic_target() {
     let out = rt().block_on(run_exam(&c, &cfg, None)).unwrap();
     assert_eq!(out.report.backend, "golden-http");
     assert_eq!(
-        out.report.median_pass_rate, 1.0,
+        out.report.median_pass_rate,
+        Some(1.0),
         "{:?}",
         out.report.classifier.counts
     );
@@ -467,7 +468,8 @@ fn golden_tool_loop_in_process_and_over_http() {
         let r = &out.report;
         assert!(r.tool_loop);
         assert_eq!(
-            r.median_pass_rate, 1.0,
+            r.median_pass_rate,
+            Some(1.0),
             "http={http}: {:?}",
             r.classifier.counts
         );

@@ -77,11 +77,14 @@ pub struct Triaged {
 
 impl Triaged {
     /// From a cascade outcome.
+    /// An unparseable reply that made the cascade escalate by default counts as an
+    /// error too (the model did not decide).
     pub fn from_outcome(o: &crate::cascade::CascadeOutcome) -> Triaged {
+        let failed = o.transcript.iter().filter(|e| !e.err.is_empty()).count();
         Triaged {
             action: o.terminal_action.clone(),
             model_calls: o.transcript.len(),
-            errors: o.transcript.iter().filter(|e| !e.err.is_empty()).count(),
+            errors: failed.max(usize::from(o.fail_safe.is_some())),
         }
     }
 }
@@ -649,10 +652,10 @@ mod tests {
             Duration::from_secs(10),
             golden_triage(&rt, &opts),
         );
-        assert_eq!(f.total, 102);
-        // The 27 rows without a must_fire family produce no finding: DETECT-MISS, all
+        assert_eq!(f.total, 108);
+        // The 29 rows without a must_fire family produce no finding: DETECT-MISS, all
         // expected resolved, so all end-to-end passes.
-        assert_eq!(f.detect_miss, 27);
+        assert_eq!(f.detect_miss, 29);
         assert!(
             f.rows
                 .iter()

@@ -7,7 +7,8 @@
 //! # Protocol `gauntlet-detector/1`
 //!
 //! The executable is started once per scenario with no arguments, in its own process
-//! group, with a clean working directory (the detector's directory) and:
+//! group, confined ([`super::sandbox`]), with the detector's directory as working
+//! directory (read-only), a private scratch directory as `$TMPDIR` and `$HOME`, and:
 //! - **stdin**: one JSON object, then EOF:
 //!   `{"protocol": "gauntlet-detector/1", "detector": "<name>", "events": [Event…],
 //!   "baseline": Baseline}` — the spec §3 projections exactly as serialised by
@@ -18,13 +19,16 @@
 //!   of findings. A finding is `{id, source, severity, type, actor, timestamp, reason,
 //!   evidence, event_ids}`; every field is optional. The family is `type` (else the
 //!   suffix of `source`); a finding with neither is attributed to the detector's name.
+//!   The document is parsed as it streams in, straight into findings; more than
+//!   [`MAX_FINDINGS`] findings fail the run as soon as the next one starts (memory stays
+//!   bounded by the cap, not by what the detector prints).
 //! - **exit status** 0. Anything on stderr is kept (last 2 KiB) for error reports.
 //!
-//! Limits: wall-clock timeout (the process group is killed), CPU seconds
-//! (`RLIMIT_CPU`), address space (`RLIMIT_AS`), output file size (`RLIMIT_FSIZE`,
-//! 0: a detector writes no files), and at most [`MAX_STDOUT`] bytes of output. A
-//! violation of any of them, a non-zero exit or unparseable output fails that
-//! detector on that scenario only.
+//! Limits: wall-clock timeout (the whole process tree is killed), CPU seconds
+//! (`RLIMIT_CPU`), address space (`RLIMIT_AS`), file size in the scratch directory
+//! (`RLIMIT_FSIZE`), at most [`MAX_STDOUT`] bytes of output and [`MAX_FINDINGS`]
+//! findings. A violation of any of them, a non-zero exit or unparseable output fails
+//! that detector on that scenario only.
 //!
 //! # Layout on disk
 //!
@@ -32,9 +36,13 @@
 //! `detectors/<name>/scenarios/*.yaml` — the detector's own efficacy scenarios, graded
 //! as extra, unpinned rows.
 
+use super::sandbox::{self, Ended, Prepared, Support};
 use crate::projection::{Baseline, Event, Finding};
 use serde::Serialize;
+use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use std::fmt;
 use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -46,6 +54,8 @@ pub const PROTOCOL: &str = "gauntlet-detector/1";
 pub const EXECUTABLE_NAME: &str = "detector";
 /// Stdout beyond this many bytes fails the run.
 pub const MAX_STDOUT: usize = 64 * 1024 * 1024;
+/// More findings than this in one run fail it.
+pub const MAX_FINDINGS: usize = 10_000;
 const STDERR_TAIL: usize = 2048;
 /// Error messages of wall-clock timeouts start with this (the fleet reports them as
 /// timeouts rather than failures).
@@ -59,6 +69,10 @@ pub struct Limits {
     pub cpu_secs: u64,
     /// RLIMIT_AS, bytes.
     pub memory_bytes: u64,
+    /// The explicit opt-out: run detectors even where the kernel cannot confine them
+    /// fully (they still get every layer it has). Off by default: such a kernel makes
+    /// [`ExternalDetector::new`] refuse.
+    pub allow_unconfined: bool,
 }
 
 impl Default for Limits {
@@ -67,6 +81,7 @@ impl Default for Limits {
             timeout: Duration::from_secs(10),
             cpu_secs: 10,
             memory_bytes: 1 << 30,
+            allow_unconfined: false,
         }
     }
 }
@@ -98,6 +113,10 @@ pub enum ConfigError {
     BadName(String),
     #[error("external detector `{name}`: {} is not an executable file", path.display())]
     NotExecutable { name: String, path: PathBuf },
+    #[error(
+        "external detector `{name}` cannot be confined on this machine: {why}. Detectors are refused rather than run unconfined; pass --allow-unconfined-detectors to run them anyway (with every protection this kernel has)"
+    )]
+    Unconfined { name: String, why: String },
     #[error("{}: {source}", path.display())]
     Io {
         path: PathBuf,
@@ -117,6 +136,13 @@ impl ExternalDetector {
     pub fn new(name: &str, path: &Path, limits: Limits) -> Result<Self, ConfigError> {
         if !valid_name(name) {
             return Err(ConfigError::BadName(name.to_string()));
+        }
+        let support = Support::current();
+        if !support.confines() && !limits.allow_unconfined {
+            return Err(ConfigError::Unconfined {
+                name: name.to_string(),
+                why: support.missing().join("; "),
+            });
         }
         let meta = std::fs::metadata(path).map_err(|source| ConfigError::Io {
             path: path.to_path_buf(),
@@ -185,6 +211,19 @@ impl ExternalDetector {
         })
         .map_err(|e| format!("could not encode the request: {e}"))?;
 
+        let scratch = tempfile::Builder::new()
+            .prefix("gauntlet-detector-")
+            .tempdir()
+            .map_err(|e| format!("cannot create the scratch directory: {e}"))?;
+        let (report_rd, report_wr) = report_pipe()?;
+        let mut prepared = Prepared::new(
+            Support::current(),
+            scratch.path(),
+            report_wr.as_raw_fd(),
+            self.limits.timeout,
+            self.limits.cpu_secs,
+            self.limits.memory_bytes,
+        )?;
         let mut cmd = Command::new(&self.path);
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -192,25 +231,20 @@ impl ExternalDetector {
             .env_clear()
             .env("PATH", "/usr/local/bin:/usr/bin:/bin")
             .env("LANG", "C.UTF-8")
+            .env("TMPDIR", scratch.path())
+            .env("HOME", scratch.path())
             .process_group(0);
         if let Some(dir) = self.path.parent() {
             cmd.current_dir(dir);
         }
-        let (cpu, mem) = (self.limits.cpu_secs, self.limits.memory_bytes);
-        // SAFETY: only async-signal-safe setrlimit calls between fork and exec.
+        // SAFETY: `enter` is written for the window between fork and exec.
         unsafe {
-            cmd.pre_exec(move || {
-                // SIGXCPU at the soft limit, SIGKILL a second later.
-                set_limit(libc::RLIMIT_CPU, cpu, cpu + 1)?;
-                set_limit(libc::RLIMIT_AS, mem, mem)?;
-                set_limit(libc::RLIMIT_FSIZE, 0, 0)?;
-                set_limit(libc::RLIMIT_CORE, 0, 0)?;
-                Ok(())
-            });
+            cmd.pre_exec(move || prepared.enter());
         }
-        let mut child = cmd
-            .spawn()
-            .map_err(|e| format!("could not start {}: {e}", self.path.display()))?;
+        let spawned = cmd.spawn();
+        drop(report_wr);
+        let mut child =
+            spawned.map_err(|e| format!("could not start {}: {e}", self.path.display()))?;
         let pgid = child.id() as i32;
 
         let mut stdin = child.stdin.take().expect("piped stdin");
@@ -218,24 +252,33 @@ impl ExternalDetector {
             // A detector may exit without reading everything: EPIPE is not our error.
             let _ = stdin.write_all(&request);
         });
-        let mut stdout = child.stdout.take().expect("piped stdout");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let name = self.name.clone();
         let reader = thread::spawn(move || {
-            let mut buf = Vec::new();
-            let n = (&mut stdout)
-                .take(MAX_STDOUT as u64 + 1)
-                .read_to_end(&mut buf);
+            let mut counted = Counted {
+                inner: stdout,
+                n: 0,
+            };
+            let parsed = parse_findings_from(
+                std::io::BufReader::with_capacity(64 * 1024, &mut counted),
+                &name,
+            );
             // Drain the rest so the child never blocks on a full pipe.
-            let _ = std::io::copy(&mut stdout, &mut std::io::sink());
-            n.map(|_| buf)
+            let _ = std::io::copy(&mut counted.inner, &mut std::io::sink());
+            (parsed, counted.n)
         });
         let mut stderr = child.stderr.take().expect("piped stderr");
         let err_reader = thread::spawn(move || {
             let mut buf = Vec::new();
-            let _ = stderr.read_to_end(&mut buf);
+            let _ = (&mut stderr)
+                .take(STDERR_TAIL as u64 * 16)
+                .read_to_end(&mut buf);
+            let _ = std::io::copy(&mut stderr, &mut std::io::sink());
             buf
         });
 
-        let deadline = Instant::now() + self.limits.timeout;
+        // The supervisor enforces the timeout itself; this is the backstop.
+        let deadline = Instant::now() + self.limits.timeout + Duration::from_secs(2);
         let status = loop {
             match child.try_wait() {
                 Ok(Some(s)) => break Some(s),
@@ -250,32 +293,46 @@ impl ExternalDetector {
         };
         // Whatever happened, nothing of the detector may outlive this run.
         kill_group(pgid);
-        let status = match status {
-            Some(s) => s,
+        if status.is_none() {
+            let _ = child.wait();
+        }
+        let ended = sandbox::read_report(report_rd.as_raw_fd());
+        let _ = writer.join();
+        let (parsed, bytes) = reader
+            .join()
+            .map_err(|_| "stdout reader panicked".to_string())?;
+        let err = err_reader.join().unwrap_or_default();
+        let tail = stderr_tail(&err);
+        let timed_out = || {
+            format!(
+                "{TIMEOUT_PREFIX} after {} ms (process tree killed)",
+                self.limits.timeout.as_millis()
+            )
+        };
+        let raw = match ended {
+            Some((Ended::Status(raw), _)) => raw,
+            Some((Ended::TimedOut, _)) => return Err(timed_out()),
+            None if status.is_none() => return Err(timed_out()),
             None => {
-                let _ = child.wait();
-                let _ = writer.join();
-                let _ = reader.join();
-                let _ = err_reader.join();
                 return Err(format!(
-                    "{TIMEOUT_PREFIX} after {} ms (process group killed)",
-                    self.limits.timeout.as_millis()
+                    "the sandbox supervisor ended without a report ({}){}",
+                    status.expect("reaped"),
+                    if tail.is_empty() {
+                        String::new()
+                    } else {
+                        format!(": {tail}")
+                    }
                 ));
             }
         };
-        let _ = writer.join();
-        let out = reader
-            .join()
-            .map_err(|_| "stdout reader panicked".to_string())?
-            .map_err(|e| format!("reading stdout: {e}"))?;
-        let err = err_reader.join().unwrap_or_default();
-        let tail = stderr_tail(&err);
-        if !status.success() {
-            use std::os::unix::process::ExitStatusExt;
-            let how = match (status.code(), status.signal()) {
-                (Some(c), _) => format!("exited with status {c}"),
-                (None, Some(s)) => format!("killed by signal {s}{}", signal_hint(s)),
-                _ => "exited abnormally".to_string(),
+        if !(libc::WIFEXITED(raw) && libc::WEXITSTATUS(raw) == 0) {
+            let how = if libc::WIFEXITED(raw) {
+                format!("exited with status {}", libc::WEXITSTATUS(raw))
+            } else if libc::WIFSIGNALED(raw) {
+                let sig = libc::WTERMSIG(raw);
+                format!("killed by signal {sig}{}", signal_hint(sig))
+            } else {
+                "exited abnormally".to_string()
             };
             return Err(if tail.is_empty() {
                 how
@@ -283,23 +340,50 @@ impl ExternalDetector {
                 format!("{how}: {tail}")
             });
         }
-        if out.len() > MAX_STDOUT {
+        if bytes > MAX_STDOUT as u64 {
             return Err(format!("wrote more than {MAX_STDOUT} bytes to stdout"));
         }
-        parse_findings(&out, &self.name)
+        parsed
     }
 }
 
-fn set_limit(resource: libc::__rlimit_resource_t, soft: u64, hard: u64) -> std::io::Result<()> {
-    let lim = libc::rlimit {
-        rlim_cur: soft as libc::rlim_t,
-        rlim_max: hard as libc::rlim_t,
-    };
-    // SAFETY: plain syscall with a valid pointer.
-    if unsafe { libc::setrlimit(resource, &lim) } != 0 {
-        return Err(std::io::Error::last_os_error());
+/// A pipe for the supervisor's report: (read end, non-blocking; write end).
+fn report_pipe() -> Result<(OwnedFd, OwnedFd), String> {
+    let mut fds = [0; 2];
+    // SAFETY: valid out array; both ends are close-on-exec.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(format!(
+            "cannot create a pipe: {}",
+            std::io::Error::last_os_error()
+        ));
     }
-    Ok(())
+    // SAFETY: fresh descriptors we own.
+    let (rd, wr) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    // SAFETY: plain fcntl on our descriptor.
+    unsafe {
+        let fl = libc::fcntl(rd.as_raw_fd(), libc::F_GETFL);
+        libc::fcntl(rd.as_raw_fd(), libc::F_SETFL, fl | libc::O_NONBLOCK);
+    }
+    Ok((rd, wr))
+}
+
+/// Counts the bytes read through it and stops after [`MAX_STDOUT`] + 1.
+struct Counted<R> {
+    inner: R,
+    n: u64,
+}
+
+impl<R: Read> Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.n > MAX_STDOUT as u64 {
+            return Err(std::io::Error::other(format!(
+                "more than {MAX_STDOUT} bytes on stdout"
+            )));
+        }
+        let k = self.inner.read(buf)?;
+        self.n += k as u64;
+        Ok(k)
+    }
 }
 
 fn kill_group(pgid: i32) {
@@ -312,7 +396,7 @@ fn kill_group(pgid: i32) {
 fn signal_hint(sig: i32) -> &'static str {
     match sig {
         libc::SIGXCPU => " (CPU time limit)",
-        libc::SIGXFSZ => " (file size limit: detectors may not write files)",
+        libc::SIGXFSZ => " (file size limit)",
         libc::SIGKILL => " (killed)",
         libc::SIGSEGV => " (segmentation fault; memory limit?)",
         _ => "",
@@ -331,31 +415,111 @@ fn stderr_tail(err: &[u8]) -> String {
 
 /// Parses a detector's stdout: `{"findings": [...]}` or `[...]`.
 pub fn parse_findings(out: &[u8], detector: &str) -> Result<Vec<Finding>, String> {
-    let v: serde_json::Value =
-        serde_json::from_slice(out).map_err(|e| format!("stdout is not JSON: {e}"))?;
-    let list = match v {
-        serde_json::Value::Array(a) => a,
-        serde_json::Value::Object(mut o) => match o.remove("findings") {
-            Some(serde_json::Value::Array(a)) => a,
-            Some(serde_json::Value::Null) | None => Vec::new(),
-            Some(_) => return Err("`findings` is not an array".into()),
-        },
-        _ => return Err("stdout must be an object with `findings` or an array".into()),
-    };
-    list.into_iter()
-        .enumerate()
-        .map(|(i, f)| {
-            let mut f: Finding =
-                serde_json::from_value(f).map_err(|e| format!("findings[{i}]: {e}"))?;
+    parse_findings_from(out, detector)
+}
+
+/// Parses a detector's output as it streams in, straight into findings (no JSON tree),
+/// failing as soon as more than [`MAX_FINDINGS`] arrive.
+pub fn parse_findings_from<R: Read>(out: R, detector: &str) -> Result<Vec<Finding>, String> {
+    let mut de = serde_json::Deserializer::from_reader(out);
+    let list = de
+        .deserialize_any(DocVisitor)
+        .map_err(|e| describe_json_error(&e))?;
+    de.end().map_err(|e| describe_json_error(&e))?;
+    Ok(list
+        .into_iter()
+        .map(|mut f| {
             if f.family().is_empty() {
                 f.finding_type = detector.to_string();
             }
             if f.source.is_empty() {
                 f.source = format!("detector:{}", f.family());
             }
-            Ok(f)
+            f
         })
-        .collect()
+        .collect())
+}
+
+fn describe_json_error(e: &serde_json::Error) -> String {
+    if e.is_io() || e.classify() == serde_json::error::Category::Data {
+        e.to_string()
+    } else {
+        format!("stdout is not JSON: {e}")
+    }
+}
+
+/// The document: a bare array of findings, or an object whose `findings` is one.
+struct DocVisitor;
+
+impl<'de> Visitor<'de> for DocVisitor {
+    type Value = Vec<Finding>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an object with `findings` or an array")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+        Findings.visit_seq(seq)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut found = None;
+        while let Some(key) = map.next_key::<String>()? {
+            if key == "findings" && found.is_none() {
+                found = Some(map.next_value_seed(Findings)?);
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(found.unwrap_or_default())
+    }
+}
+
+/// The findings array (`null` is empty), capped at [`MAX_FINDINGS`].
+struct Findings;
+
+impl<'de> DeserializeSeed<'de> for Findings {
+    type Value = Vec<Finding>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Findings {
+    type Value = Vec<Finding>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("`findings` as an array")
+    }
+
+    fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+        Ok(Vec::new())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut out = Vec::new();
+        loop {
+            if out.len() == MAX_FINDINGS {
+                if seq.next_element::<IgnoredAny>()?.is_some() {
+                    return Err(serde::de::Error::custom(format!(
+                        "more than {MAX_FINDINGS} findings in one run"
+                    )));
+                }
+                return Ok(out);
+            }
+            match seq.next_element::<Finding>() {
+                Ok(Some(f)) => out.push(f),
+                Ok(None) => return Ok(out),
+                Err(e) => {
+                    return Err(serde::de::Error::custom(format!(
+                        "findings[{}]: {e}",
+                        out.len()
+                    )));
+                }
+            }
+        }
+    }
 }
 
 #[cfg(test)]

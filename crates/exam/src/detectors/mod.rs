@@ -10,7 +10,7 @@
 //! each with its thresholds as named constants and a doc comment stating the rule;
 //! [`util`] holds the shared field readers; [`fleet`] runs detectors isolated (own
 //! thread, panic capture, timeout); [`external`] runs out-of-process detectors over a
-//! JSON stdin/stdout protocol; [`detect_exam`] grades a corpus.
+//! JSON stdin/stdout protocol, confined by [`sandbox`]; [`detect_exam`] grades a corpus.
 //!
 //! Conventions every detector follows:
 //! - Event types are compared canonically (trimmed, lowercased).
@@ -40,6 +40,7 @@ pub mod new_actor;
 pub mod new_external_access;
 pub mod priv_escalation;
 pub mod rate_anomaly;
+pub mod sandbox;
 pub mod secrets_exposure;
 pub mod synthetic_marker;
 pub mod unusual_login;

@@ -4,15 +4,51 @@
 //! part-of-day frequency keys); for actors with a non-empty hour profile, events at a
 //! UTC hour outside the profile are grouped by (actor, hour) → one low finding per
 //! group. Actors without a profile are never judged.
+//!
+//! An event may carry its actor's usual hours itself (`usual_hours`: a list of hours,
+//! or `"9-17"` / `"22-6"` ranges, comma-separated): such an event is judged against
+//! them (with the baseline's hours, if any), whatever the rest of the baseline holds.
 
 use super::Detector;
 use super::util::group_finding;
-use crate::projection::{Baseline, Event, Finding};
-use serde_json::json;
-use std::collections::BTreeMap;
+use crate::projection::{Baseline, Event, Finding, value_text};
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, BTreeSet};
 
 pub const FAMILY: &str = "unusual-timing";
 pub const SEVERITY: &str = "low";
+/// The event field carrying the actor's usual hours.
+pub const USUAL_HOURS_KEY: &str = "usual_hours";
+
+/// The hours of a `usual_hours` hint: `[9, 10]`, `"9-17"`, `"22-6"`, `"8,9,13-15"`.
+pub fn usual_hours(v: &Value) -> BTreeSet<u32> {
+    let mut out = BTreeSet::new();
+    let items: Vec<String> = match v {
+        Value::Array(a) => a.iter().map(value_text).collect(),
+        Value::Null => Vec::new(),
+        v => value_text(v).split(',').map(str::to_string).collect(),
+    };
+    for it in items {
+        let it = it.trim();
+        let parse = |s: &str| s.trim().parse::<u32>().ok().filter(|h| *h < 24);
+        match it.split_once('-') {
+            Some((a, b)) => {
+                if let (Some(a), Some(b)) = (parse(a), parse(b)) {
+                    let mut h = a;
+                    loop {
+                        out.insert(h);
+                        if h == b {
+                            break;
+                        }
+                        h = (h + 1) % 24;
+                    }
+                }
+            }
+            None => out.extend(parse(it)),
+        }
+    }
+    out
+}
 
 pub struct UnusualTiming;
 
@@ -22,14 +58,19 @@ impl Detector for UnusualTiming {
     }
 
     fn detect(&self, events: &[Event], baseline: &Baseline) -> Vec<Finding> {
-        if baseline.actor_hours.values().all(|h| h.is_empty()) {
-            return Vec::new();
-        }
+        let profiled = !baseline.actor_hours.values().all(|h| h.is_empty());
         let mut groups: BTreeMap<(&str, u32), Vec<&Event>> = BTreeMap::new();
         for e in events {
-            let Some(hours) = baseline.actor_hours.get(&e.actor) else {
+            let hinted = e.fields().get(USUAL_HOURS_KEY).map(usual_hours);
+            if !profiled && hinted.as_ref().is_none_or(BTreeSet::is_empty) {
                 continue;
-            };
+            }
+            let mut hours = baseline
+                .actor_hours
+                .get(&e.actor)
+                .cloned()
+                .unwrap_or_default();
+            hours.extend(hinted.unwrap_or_default());
             let h = e.timestamp.hour();
             if !hours.is_empty() && !hours.contains(&h) {
                 groups.entry((&e.actor, h)).or_default().push(e);
@@ -57,6 +98,39 @@ mod tests {
     use super::*;
     use crate::detectors::testkit::*;
     use serde_json::json;
+
+    #[test]
+    fn usual_hours_hints_are_the_profile() {
+        assert_eq!(usual_hours(&json!("9-11")), [9, 10, 11].into());
+        assert_eq!(usual_hours(&json!("22-1")), [22, 23, 0, 1].into());
+        assert_eq!(usual_hours(&json!([8, "9"])), [8, 9].into());
+        assert_eq!(usual_hours(&json!("7, 13-14, 99")), [7, 13, 14].into());
+        let b = bl(&["ops"], &[]);
+        let at = |ts: &str, md| ev(ts, "azure", "x", "ops", ts, md);
+        assert!(
+            UnusualTiming
+                .detect(
+                    &[at("2026-05-12T10:00:00Z", json!({"usual_hours": "9-17"}))],
+                    &b
+                )
+                .is_empty()
+        );
+        assert_eq!(
+            UnusualTiming
+                .detect(
+                    &[at("2026-05-12T03:00:00Z", json!({"usual_hours": "9-17"}))],
+                    &b
+                )
+                .len(),
+            1
+        );
+        assert!(
+            UnusualTiming
+                .detect(&[at("2026-05-12T03:00:00Z", json!({}))], &b)
+                .is_empty(),
+            "no profile anywhere: never judged"
+        );
+    }
 
     #[test]
     fn last_profiled_hour_vs_first_unprofiled() {
