@@ -1001,7 +1001,9 @@ pub fn escape_html(s: &str) -> String {
 pub fn render_html(r: &HarnessReport) -> String {
     let e = escape_html;
     let mut s = String::from(
-        "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>Agent exam report</title>\
+        "<!doctype html>\n<html><head><meta charset=\"utf-8\">\
+         <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">\
+         <title>Agent exam report</title>\
          <style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}\
          td,th{border:1px solid #ccc;padding:4px 8px}.note{background:#fff3cd;padding:1em}</style>\
          </head><body>\n<h1>Agent exam report</h1>\n",
@@ -1036,7 +1038,17 @@ pub fn render_html(r: &HarnessReport) -> String {
             pct(run.precision_rate)
         );
     }
-    s.push_str("</table>\n<h2>Classifier (worst pass)</h2>\n<table>\n");
+    s.push_str("</table>\n");
+    // The chart: pass rate per pass over the noise band (numbers only; the SVG is built
+    // and escaped by gauntlet-report's charts, shared by every renderer).
+    let rates: Vec<f64> = r.runs.iter().map(|run| run.pass_rate).collect();
+    s.push_str(&gauntlet_report::charts::pass_band(
+        "Pass rate per pass, with the noise band",
+        &rates,
+        r.noise_band_pp,
+        r.pass_rate_ci95.map(|i| (i.low, i.high)),
+    ));
+    s.push_str("\n<h2>Classifier (worst pass)</h2>\n<table>\n");
     for (b, n) in &r.classifier.counts {
         let _ = writeln!(s, "<tr><td>{}</td><td>{n}</td></tr>", e(b));
     }
