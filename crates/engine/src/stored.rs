@@ -794,6 +794,35 @@ pub async fn rescore(mut run: StoredRun, spec: &PluginSpec) -> Result<Rescored, 
     })
 }
 
+/// Recomputes a stored run's results from the verdicts its transcripts hold, with the
+/// engine's own accumulation ([`Tally`]); no judge, grader or target is called and
+/// nothing is written. It is what the run's `results.json` and `leaderboard.json` should
+/// say, so a reader of someone else's run (the dashboard) can check their numbers.
+/// Token usage and cost are not in the transcripts: those metrics come back N/A.
+pub fn recount(run: &StoredRun) -> Result<RunSummary, StoredError> {
+    let trials = run.trial_seeds.len();
+    let mut tally = Tally::new(&run.plan, trials);
+    for unit in run.units()? {
+        let unit = unit?;
+        for j in 0..run.plan.judges.len() {
+            tally.add(
+                &run.plan,
+                unit.trial,
+                unit.unit,
+                j,
+                &unit.attempts,
+                &unit.verdicts_of(j),
+                CellUsage::default(),
+            );
+        }
+    }
+    let status = match run.meta.status.strip_prefix("partial: ") {
+        Some(why) => Status::Partial(why.to_string()),
+        None => Status::Complete,
+    };
+    Ok(tally.finish(&run.plan, &run.trial_seeds, &status).0)
+}
+
 /// Writes a [`Rescored`] result set into `out`: results.json (the summary plus
 /// `rescored_from`), rescore.json (provenance and grader calls), leaderboard.json,
 /// report.md and report.html (the report crate's).

@@ -22,7 +22,7 @@ mod write;
 use gauntlet_core::results::RunSummary;
 
 pub use view::EXAMPLE_MAX_CHARS;
-pub use write::{HTML_FILE, LEADERBOARD_FILE, MARKDOWN_FILE, write_reports};
+pub use write::{HTML_FILE, LEADERBOARD_FILE, MARKDOWN_FILE, write_atomic, write_reports};
 
 /// The leaderboard ([`RunSummary::leaderboard_entries`]) as a pretty-printed JSON array
 /// of [`LeaderboardEntry`](gauntlet_core::results::LeaderboardEntry) — a
