@@ -471,7 +471,17 @@ pub fn leaderboard(d: &Dashboard, q: &LbQuery, mode: Mode) -> String {
         u
     };
     let server = mode == Mode::Server;
+    let live: Vec<Choice> = cat
+        .runs
+        .iter()
+        .filter(|r| r.live)
+        .map(|r| Choice {
+            slug: links.run(&r.slug),
+            label: r.name.clone(),
+        })
+        .collect();
     let ctx = context! {
+        live => Serde(live.iter().map(|c| context! { href => c.slug.clone(), name => c.label.clone() }).collect::<Vec<_>>()),
         surface => surface.key(),
         surface_title => surface.title(),
         total => total,
@@ -833,6 +843,7 @@ pub fn run_page(d: &Arc<Dashboard>, slug: &str, mode: Mode) -> Option<String> {
         },
         progress => progress,
         refresh_secs => LIVE_REFRESH,
+        recount_note => check.as_ref().and_then(|c| c.whole_run.clone()),
         rows => Serde(rows),
         charts => run_charts(run),
         partial => Serde(partial),
