@@ -55,6 +55,15 @@ pub fn csp() -> String {
     )
 }
 
+/// The CSP a static-site page carries in its `<meta>` tag: the same, less
+/// `frame-ancestors`, which browsers ignore (and log as an error) in a meta tag.
+pub fn csp_meta() -> String {
+    format!(
+        "default-src 'none'; style-src {}; img-src 'none'; base-uri 'none'; form-action 'none'",
+        css_hash()
+    )
+}
+
 /// The CSP of a re-rendered full report (its own inline stylesheet, no script).
 pub const REPORT_CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
@@ -179,7 +188,7 @@ fn base_ctx(d: &Dashboard, mode: Mode, title: &str, current: Option<Surface>) ->
     context! {
         title => title,
         site => mode == Mode::Site,
-        csp => csp(),
+        csp => csp_meta(),
         css => Value::from_safe_string(CSS.to_owned()),
         home => l.home(),
         surfaces => Serde(surfaces),

@@ -316,6 +316,8 @@ pub fn router(d: Arc<Dashboard>, token: Option<String>, port: u16) -> Router {
         .route("/run/{slug}/transcripts", get(transcripts))
         .route("/run/{slug}/transcripts/{line}", get(transcript))
         .route("/compare", get(compare))
+        // Browsers ask for it on their own; an empty answer keeps their consoles quiet.
+        .route("/favicon.ico", get(|| async { StatusCode::NO_CONTENT }))
         .fallback(fallback)
         .layer(middleware::from_fn_with_state(st.clone(), guard))
         .with_state(st)
