@@ -14,7 +14,7 @@
 #   bench/web.sh            BENCH_WEB_RUNS=1000 BENCH_WEB_BEHAVIORS=125000 (defaults)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-OUT=${BENCH_OUT:-bench/out-web}
+OUT=${BENCH_OUT:-bench/out/web}
 RUNS=${BENCH_WEB_RUNS:-1000}
 BEHAVIORS=${BENCH_WEB_BEHAVIORS:-125000}
 PORT=${BENCH_WEB_PORT:-18799}
@@ -45,7 +45,7 @@ YAML
 echo "transcripts.jsonl: $(wc -l < "$OUT/big/big/transcripts.jsonl") attempts, $(du -m "$OUT/big/big/transcripts.jsonl" | cut -f1) MiB"
 
 PID=
-stop() { [ -n "$PID" ] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null; PID=; }
+stop() { if [ -n "$PID" ]; then kill "$PID" 2>/dev/null || true; wait "$PID" 2>/dev/null || true; fi; PID=; }
 trap stop EXIT
 start() { # roots…
   local t0 t1
@@ -57,7 +57,7 @@ start() { # roots…
   echo "  server up (scan of the roots) after $(( (t1 - t0) / 1000000 )) ms"
 }
 get() { # label path
-  curl -s -o /dev/null -w "%{http_code} %{time_total}" "http://127.0.0.1:$PORT$2" | {
+  curl -s -o /dev/null -w "%{http_code} %{time_total}\n" "http://127.0.0.1:$PORT$2" | {
     read -r code secs
     printf '  %-48s %s %7.1f ms\n' "$1" "$code" "$(python3 -c "print($secs*1000)")"
   }
