@@ -53,7 +53,12 @@ struct Browser {
 }
 
 impl Drop for Browser {
+    /// Kills chromedriver's whole process group, so a browser is never left behind
+    /// even when a test fails before closing its session.
     fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &format!("-{}", self.driver.id())])
+            .status();
         let _ = self.driver.kill();
         let _ = self.driver.wait();
     }
@@ -69,8 +74,10 @@ fn free_port() -> u16 {
 
 async fn start(chromium: &Path, chromedriver: &Path) -> Browser {
     let port = free_port();
+    use std::os::unix::process::CommandExt;
     let driver = Command::new(chromedriver)
         .arg(format!("--port={port}"))
+        .process_group(0)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
