@@ -10,18 +10,14 @@
 
 use clap::Args;
 use gauntlet_core::behavior::Expected;
-use gauntlet_core::rng::rng_for;
-use gauntlet_core::stats::{
-    BOOTSTRAP_RESAMPLES, Kappa, McNemar, PairedDiff, Z95, cohen_kappa, mcnemar_exact,
-    paired_bootstrap_diff,
-};
+use gauntlet_core::stats::{Kappa, Z95, cohen_kappa};
 use gauntlet_core::terminal::safe;
+use gauntlet_engine::compare::{Compared, compare_runs};
 use gauntlet_engine::stored::{
     BuiltJudge, Rejudger, StoredRun, parse_judge_spec, rescore, same_dir, write_rescored,
 };
 use gauntlet_redteam::metrics::BehaviorOutcome;
 use serde_json::{Value, json};
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -329,18 +325,6 @@ fn build_judges(texts: &[String]) -> Result<(Vec<BuiltJudge>, Vec<Value>), ExitC
     Ok((built, specs))
 }
 
-/// A p-value for the table: `p=` with four decimals, scientific notation below 10⁻⁴,
-/// and `p<1e-300` where the exact value underflows f64.
-fn fmt_p(p: f64) -> String {
-    if p == 0.0 {
-        "p<1e-300".into()
-    } else if p < 1e-4 {
-        format!("p={p:.2e}")
-    } else {
-        format!("p={p:.4}")
-    }
-}
-
 fn fmt_opt(v: Option<f64>) -> String {
     v.map_or("N/A".into(), |x| format!("{x:.3}"))
 }
@@ -553,179 +537,8 @@ pub fn rescore_cmd(a: RescoreArgs) -> ExitCode {
 // compare
 // ---------------------------------------------------------------------------------------
 
-/// Metrics whose per-behavior value is a score, compared by a paired bootstrap; every
-/// other verdict metric is a 0/1 rate per behavior, compared by the exact McNemar test.
-const SCORE_METRICS: &[&str] = &["strongreject_score", "verbatim_overlap"];
-
-/// Per-behavior values of one cell × metric of one run.
-#[derive(Debug, Default)]
-struct Series {
-    /// `(trial, behavior index in the dataset)` → value; behaviors outside the population
-    /// are absent. Indices pair behaviors only because both runs must hold the same
-    /// dataset version (checked before pairing).
-    values: BTreeMap<(u32, u32), f64>,
-    /// Why the metric is N/A for the whole cell (inapplicable judge, usage metric).
-    na: Option<String>,
-    dataset_version: String,
-    empty_reason: String,
-    target_label: String,
-}
-
-/// Cell × metric key: attack, target (or `*` when both runs have one target), dataset,
-/// judge, metric display name.
-type CellKey = (String, String, String, String, String);
-
-fn metric_name(spec: &gauntlet_core::params::PluginSpec) -> String {
-    let params = serde_json::to_value(&spec.params).unwrap_or(Value::Null);
-    match params.as_object() {
-        Some(o) if !o.is_empty() => format!(
-            "{}({})",
-            spec.name,
-            o.iter()
-                .map(|(k, v)| match v {
-                    Value::String(s) => format!("{k}={s}"),
-                    v => format!("{k}={v}"),
-                })
-                .collect::<Vec<_>>()
-                .join(",")
-        ),
-        _ => spec.name.clone(),
-    }
-}
-
-/// Reads every per-behavior metric value of a run from its stored verdicts.
-fn series_of(
-    run: &StoredRun,
-    any_target: bool,
-) -> Result<(Vec<CellKey>, BTreeMap<CellKey, Series>), String> {
-    let plan = &run.plan;
-    let mut order = Vec::new();
-    let mut out: BTreeMap<CellKey, Series> = BTreeMap::new();
-    let key = |a: usize, t: usize, d: usize, j: usize, m: usize| -> CellKey {
-        (
-            plan.attacks[a].spec().label(),
-            if any_target {
-                "*".into()
-            } else {
-                plan.targets[t].label()
-            },
-            plan.datasets[d].name.clone(),
-            plan.judges[j].spec().label(),
-            metric_name(plan.metrics[m].spec()),
-        )
-    };
-    for a in 0..plan.attacks.len() {
-        for t in 0..plan.targets.len() {
-            for d in 0..plan.datasets.len() {
-                for (j, judge) in plan.judges.iter().enumerate() {
-                    for (m, metric) in plan.metrics.iter().enumerate() {
-                        let k = key(a, t, d, j, m);
-                        let na = if metric.usage_metric().is_some() {
-                            Some(
-                                "a usage metric (tokens, cost) has no per-behavior outcome to pair"
-                                    .to_string(),
-                            )
-                        } else {
-                            metric.inapplicable(judge.as_ref())
-                        };
-                        order.push(k.clone());
-                        out.insert(
-                            k,
-                            Series {
-                                na,
-                                dataset_version: plan.datasets[d].version.clone(),
-                                empty_reason: metric.empty_reason().to_string(),
-                                target_label: plan.targets[t].label(),
-                                ..Default::default()
-                            },
-                        );
-                    }
-                }
-            }
-        }
-    }
-    for unit in run.units().map_err(|e| e.to_string())? {
-        let unit = unit.map_err(|e| e.to_string())?;
-        let b = run.behavior(unit.unit);
-        let u = unit.unit;
-        for j in 0..plan.judges.len() {
-            let o = BehaviorOutcome::from_behavior(b, &unit.attempts, &unit.verdicts_of(j));
-            if !o.judged() {
-                continue;
-            }
-            for (m, metric) in plan.metrics.iter().enumerate() {
-                let s = out
-                    .get_mut(&key(u.attack, u.target, u.dataset, j, m))
-                    .expect("every cell is keyed");
-                if s.na.is_none()
-                    && let Some(v) = metric.value(&o)
-                {
-                    s.values.insert((unit.trial, u.behavior as u32), v);
-                }
-            }
-        }
-    }
-    Ok((order, out))
-}
-
-/// The comparison of one cell × metric.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Comparison {
-    Binary {
-        n: u64,
-        rate_a: f64,
-        rate_b: f64,
-        test: McNemar,
-    },
-    Score {
-        mean_a: f64,
-        mean_b: f64,
-        diff: PairedDiff,
-    },
-    NotApplicable(String),
-}
-
-/// Compares paired per-behavior values: McNemar for 0/1 outcomes, a paired bootstrap
-/// (seeded by `seed_parts`) for scores.
-pub fn compare_pairs(pairs: &[(f64, f64)], score: bool, seed_parts: &[&str]) -> Comparison {
-    if pairs.is_empty() {
-        return Comparison::NotApplicable(
-            "no behavior is in the metric's population in both runs".into(),
-        );
-    }
-    let n = pairs.len() as f64;
-    let mean_a = pairs.iter().map(|p| p.0).sum::<f64>() / n;
-    let mean_b = pairs.iter().map(|p| p.1).sum::<f64>() / n;
-    let binary = pairs
-        .iter()
-        .all(|(a, b)| (*a == 0.0 || *a == 1.0) && (*b == 0.0 || *b == 1.0));
-    if !score && binary {
-        let only_a = pairs.iter().filter(|(a, b)| *a == 1.0 && *b == 0.0).count() as u64;
-        let only_b = pairs.iter().filter(|(a, b)| *a == 0.0 && *b == 1.0).count() as u64;
-        return Comparison::Binary {
-            n: pairs.len() as u64,
-            rate_a: mean_a,
-            rate_b: mean_b,
-            test: mcnemar_exact(only_a, only_b),
-        };
-    }
-    // B − A: pairs are given as (b, a) to the bootstrap of a − b.
-    let flipped: Vec<(f64, f64)> = pairs.iter().map(|(a, b)| (*b, *a)).collect();
-    let diff = paired_bootstrap_diff(
-        &flipped,
-        BOOTSTRAP_RESAMPLES,
-        0.95,
-        &mut rng_for(0, seed_parts),
-    )
-    .expect("pairs is not empty");
-    Comparison::Score {
-        mean_a,
-        mean_b,
-        diff,
-    }
-}
-
-/// `gauntlet compare RUN_A RUN_B`.
+/// `gauntlet compare RUN_A RUN_B`: the statistics are the engine's
+/// ([`gauntlet_engine::compare::compare_runs`]); this prints them.
 pub fn compare(a: CompareArgs) -> ExitCode {
     let run_a = match open(&a.run_a, a.config_dir.as_deref()) {
         Ok(r) => r,
@@ -735,183 +548,15 @@ pub fn compare(a: CompareArgs) -> ExitCode {
         Ok(r) => r,
         Err(c) => return c,
     };
-    // Two single-target runs are compared target against target, whatever their labels.
-    let any_target = run_a.plan.targets.len() == 1 && run_b.plan.targets.len() == 1;
-    let (order, sa) = match series_of(&run_a, any_target) {
-        Ok(x) => x,
+    let name_a = a.run_a.display().to_string();
+    let name_b = a.run_b.display().to_string();
+    let Compared { doc, rows } = match compare_runs(&run_a, &run_b, &name_a, &name_b) {
+        Ok(c) => c,
         Err(e) => {
             crate::error(&e);
             return ExitCode::from(2);
         }
     };
-    let (_, sb) = match series_of(&run_b, any_target) {
-        Ok(x) => x,
-        Err(e) => {
-            crate::error(&e);
-            return ExitCode::from(2);
-        }
-    };
-    let shared: Vec<&CellKey> = order.iter().filter(|k| sb.contains_key(*k)).collect();
-    if shared.is_empty() {
-        crate::error(&format!(
-            "{} and {} share no (attack, target, dataset, judge, metric) cell; compare runs of the same attacks, datasets, judges and metrics (targets are matched by label, or one against one)",
-            a.run_a.display(),
-            a.run_b.display()
-        ));
-        return ExitCode::from(2);
-    }
-    for k in &shared {
-        let (x, y) = (&sa[*k], &sb[*k]);
-        if x.dataset_version != y.dataset_version {
-            crate::error(&format!(
-                "cell {} × {} × {}: dataset `{}` is {} in {} but {} in {}; a paired comparison needs the same pinned behaviors — rerun one run on the other's dataset version",
-                k.0,
-                k.1,
-                k.3,
-                k.2,
-                x.dataset_version,
-                a.run_a.display(),
-                y.dataset_version,
-                a.run_b.display()
-            ));
-            return ExitCode::from(2);
-        }
-    }
-    let mut rows = Vec::new();
-    let mut cells_json = Vec::new();
-    for k in &shared {
-        let (x, y) = (&sa[*k], &sb[*k]);
-        let metric_base = k.4.split('(').next().unwrap_or(&k.4).to_string();
-        let score = SCORE_METRICS.contains(&metric_base.as_str());
-        let only_a = x
-            .values
-            .keys()
-            .filter(|i| !y.values.contains_key(*i))
-            .count();
-        let only_b = y
-            .values
-            .keys()
-            .filter(|i| !x.values.contains_key(*i))
-            .count();
-        let cmp = if let Some(why) = x.na.as_ref().or(y.na.as_ref()) {
-            Comparison::NotApplicable(why.clone())
-        } else if x.values.is_empty() {
-            Comparison::NotApplicable(format!("N/A in {}: {}", a.run_a.display(), x.empty_reason))
-        } else if y.values.is_empty() {
-            Comparison::NotApplicable(format!("N/A in {}: {}", a.run_b.display(), y.empty_reason))
-        } else {
-            let pairs: Vec<(f64, f64)> = x
-                .values
-                .iter()
-                .filter_map(|(i, va)| y.values.get(i).map(|vb| (*va, *vb)))
-                .collect();
-            compare_pairs(&pairs, score, &["compare", &k.0, &k.1, &k.2, &k.3, &k.4])
-        };
-        let target = if x.target_label == y.target_label {
-            x.target_label.clone()
-        } else {
-            format!("{} vs {}", x.target_label, y.target_label)
-        };
-        let mut j = json!({
-            "attack": k.0,
-            "target_a": x.target_label,
-            "target_b": y.target_label,
-            "dataset": k.2,
-            "dataset_version": x.dataset_version,
-            "judge": k.3,
-            "metric": k.4,
-            "unpaired_a": only_a,
-            "unpaired_b": only_b,
-        });
-        let o = j.as_object_mut().expect("object");
-        let (n, va, vb, diff, test, stat) = match &cmp {
-            Comparison::Binary {
-                n,
-                rate_a,
-                rate_b,
-                test,
-            } => {
-                o.insert("n".into(), json!(n));
-                o.insert("a".into(), json!(rate_a));
-                o.insert("b".into(), json!(rate_b));
-                o.insert("diff".into(), json!(rate_b - rate_a));
-                o.insert("test".into(), json!("mcnemar_exact"));
-                o.insert("a_only_positive".into(), json!(test.b));
-                o.insert("b_only_positive".into(), json!(test.c));
-                o.insert("p_value".into(), json!(test.p_exact));
-                o.insert("p_mid".into(), json!(test.p_mid));
-                (
-                    n.to_string(),
-                    format!("{rate_a:.3}"),
-                    format!("{rate_b:.3}"),
-                    format!("{:+.3}", rate_b - rate_a),
-                    "McNemar".to_string(),
-                    format!("{} ({}/{} discordant)", fmt_p(test.p_exact), test.b, test.c),
-                )
-            }
-            Comparison::Score {
-                mean_a,
-                mean_b,
-                diff,
-            } => {
-                o.insert("n".into(), json!(diff.n));
-                o.insert("a".into(), json!(mean_a));
-                o.insert("b".into(), json!(mean_b));
-                o.insert("diff".into(), json!(diff.mean_diff));
-                o.insert("test".into(), json!("paired_bootstrap"));
-                o.insert("ci_low".into(), json!(diff.ci.map(|c| c.0)));
-                o.insert("ci_high".into(), json!(diff.ci.map(|c| c.1)));
-                o.insert("resamples".into(), json!(BOOTSTRAP_RESAMPLES));
-                (
-                    diff.n.to_string(),
-                    format!("{mean_a:.3}"),
-                    format!("{mean_b:.3}"),
-                    format!("{:+.3}", diff.mean_diff),
-                    "bootstrap".to_string(),
-                    diff.ci.map_or("CI N/A (one pair)".into(), |c| {
-                        format!("95% CI [{:+.3}, {:+.3}]", c.0, c.1)
-                    }),
-                )
-            }
-            Comparison::NotApplicable(why) => {
-                o.insert("n".into(), json!(0));
-                o.insert("a".into(), Value::Null);
-                o.insert("b".into(), Value::Null);
-                o.insert("diff".into(), Value::Null);
-                o.insert("na_reason".into(), json!(why));
-                (
-                    "-".into(),
-                    "N/A".into(),
-                    "N/A".into(),
-                    "N/A".into(),
-                    "-".into(),
-                    why.clone(),
-                )
-            }
-        };
-        rows.push([
-            k.0.clone(),
-            target,
-            k.2.clone(),
-            k.3.clone(),
-            k.4.clone(),
-            n,
-            va,
-            vb,
-            diff,
-            test,
-            stat,
-        ]);
-        cells_json.push(j);
-    }
-    let doc = json!({
-        "run_a": {"run_id": run_a.meta.run_id, "status": run_a.meta.status},
-        "run_b": {"run_id": run_b.meta.run_id, "status": run_b.meta.status},
-        "difference": "b − a over behaviors (trial, behavior id) in the metric's population in both runs",
-        "binary_test": "exact McNemar: two-sided binomial p on the discordant pairs (mid-p also given)",
-        "score_ci": "paired percentile bootstrap of the mean difference, 1000 resamples of behaviors, fixed seed",
-        "cells": cells_json,
-    });
     if let Err(c) = write_json(&a.out, &doc) {
         return c;
     }
@@ -1002,33 +647,6 @@ mod tests {
         assert_eq!(j["items"], 3);
         assert_eq!(j["pairs"][0]["overall"]["n"], 3);
         assert_eq!(j["pairs"][1]["overall"]["n"], 2);
-    }
-
-    #[test]
-    fn compare_pairs_uses_mcnemar_for_rates_and_bootstrap_for_scores() {
-        // A positive on 1 behavior B is not, B positive on 7 A is not (Fagerland et al.).
-        let mut pairs = vec![(1.0, 0.0)];
-        pairs.extend(std::iter::repeat_n((0.0, 1.0), 7));
-        pairs.extend(std::iter::repeat_n((1.0, 1.0), 4));
-        match compare_pairs(&pairs, false, &["t"]) {
-            Comparison::Binary { n, test, .. } => {
-                assert_eq!((n, test.b, test.c), (12, 1, 7));
-                assert!((test.p_exact - 18.0 / 256.0).abs() < 1e-12);
-            }
-            other => panic!("{other:?}"),
-        }
-        match compare_pairs(&[(0.25, 0.5), (0.5, 0.75), (0.0, 0.5)], true, &["t"]) {
-            Comparison::Score { diff, .. } => {
-                assert!((diff.mean_diff - (0.25 + 0.25 + 0.5) / 3.0).abs() < 1e-12);
-                let (lo, hi) = diff.ci.unwrap();
-                assert!(lo <= diff.mean_diff && diff.mean_diff <= hi);
-            }
-            other => panic!("{other:?}"),
-        }
-        assert!(matches!(
-            compare_pairs(&[], false, &["t"]),
-            Comparison::NotApplicable(_)
-        ));
     }
 
     #[test]

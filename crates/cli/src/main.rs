@@ -80,8 +80,20 @@ enum Command {
     },
     /// List the registered plugins per axis with their params.
     List,
-    /// Rebuild report.md, report.html and leaderboard.json from a run directory.
-    Report { run_dir: PathBuf },
+    /// Rebuild report.md, report.html and leaderboard.json from a run directory; with
+    /// --site, write the dashboard's pages for the given runs as a static site.
+    Report {
+        /// The run directory; with --site, run directories or directories of runs.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// Write a self-contained static site (leaderboards, run pages, charts, the first
+        /// transcript pages) into this directory.
+        #[arg(long, value_name = "OUT")]
+        site: Option<PathBuf>,
+    },
+    /// Serve the dashboard over run directories (read-only): per-surface leaderboards,
+    /// run pages with charts, a transcript browser, compare, live runs.
+    Serve(ServeArgs),
     /// Re-judge a finished run's stored transcripts with two or more judges (no target
     /// calls) and report, per behavior, each judge's rate and each pair's raw agreement
     /// and Cohen's κ with a 95% CI; writes RUN_DIR/judge_agreement.json.
@@ -107,6 +119,22 @@ enum Command {
     /// Detect exam: the reference detector fleet (+ external detectors) graded against
     /// the labelled scenario corpus; recall, precision and a coverage matrix.
     ExamDetect(detect_cmd::Args),
+}
+
+#[derive(clap::Args)]
+struct ServeArgs {
+    /// Run directories, or directories holding them (red-team runs, agent-exam output
+    /// directories, detect-exam report directories).
+    #[arg(default_value = "runs")]
+    roots: Vec<PathBuf>,
+    /// Address to listen on. Loopback by default; another address needs --allow-remote
+    /// and a token in GAUNTLET_WEB_TOKEN.
+    #[arg(long, default_value = "127.0.0.1:8765")]
+    bind: std::net::SocketAddr,
+    /// Allow a non-loopback --bind (requires the GAUNTLET_WEB_TOKEN token on every
+    /// request: `Authorization: Bearer …`, or visit once with `?token=…`).
+    #[arg(long)]
+    allow_remote: bool,
 }
 
 #[derive(Subcommand)]
@@ -166,7 +194,18 @@ fn main() -> ExitCode {
             list();
             ExitCode::SUCCESS
         }
-        Command::Report { run_dir } => report(&run_dir),
+        Command::Report { paths, site: None } => match paths.as_slice() {
+            [run_dir] => report(run_dir),
+            _ => {
+                eprintln!("error: report takes one RUN_DIR (or --site OUT with several)");
+                ExitCode::from(2)
+            }
+        },
+        Command::Report {
+            paths,
+            site: Some(out),
+        } => site(&out, paths),
+        Command::Serve(a) => serve(a),
         Command::JudgeAgreement(a) => analysis_cmd::judge_agreement(a),
         Command::Rescore(a) => analysis_cmd::rescore_cmd(a),
         Command::Compare(a) => analysis_cmd::compare(a),
@@ -552,6 +591,52 @@ fn report(run_dir: &Path) -> ExitCode {
 /// may quote a file name, a dataset or a server's reply).
 pub(crate) fn error(e: &dyn std::fmt::Display) {
     eprintln!("error: {}", safe_text(&e.to_string()));
+}
+
+fn site(out: &Path, roots: Vec<PathBuf>) -> ExitCode {
+    match gauntlet_web::export_site(out, roots) {
+        Ok(r) => {
+            println!(
+                "wrote a static site of {} run(s) ({} files) into {}{}",
+                r.runs,
+                r.files,
+                out.display(),
+                if r.warnings > 0 {
+                    format!("; {} warning(s), shown on the pages", r.warnings)
+                } else {
+                    String::new()
+                }
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            error(&e);
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn serve(a: ServeArgs) -> ExitCode {
+    let token = std::env::var(gauntlet_web::server::TOKEN_ENV)
+        .ok()
+        .filter(|t| !t.is_empty());
+    let opts = gauntlet_web::ServeOptions {
+        roots: a.roots,
+        bind: a.bind,
+        allow_remote: a.allow_remote,
+        token,
+    };
+    if let Err(e) = gauntlet_web::server::check_bind(&opts) {
+        error(&e);
+        return ExitCode::from(2);
+    }
+    match gauntlet_web::serve(opts) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            error(&e);
+            ExitCode::from(1)
+        }
+    }
 }
 
 fn corpus_pin(dir: &Path) -> ExitCode {

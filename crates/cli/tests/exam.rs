@@ -61,6 +61,13 @@ fn golden_run_completes_with_artefacts() {
     let r = json(&out.path().join("report.json"));
     assert_eq!(r["mode"], "golden");
     assert_eq!(r["median_pass_rate"], 1.0);
+    // report.html carries the pass-rate chart (inline SVG) under a CSP.
+    let html = std::fs::read_to_string(out.path().join("report.html")).unwrap();
+    assert!(
+        html.contains("<svg ") && html.contains("Pass rate per pass"),
+        "{html}"
+    );
+    assert!(html.contains("Content-Security-Policy"), "{html}");
     // Per-scenario progress on stderr.
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(stderr.contains("[pass 1/1]"), "{stderr}");

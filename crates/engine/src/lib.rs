@@ -7,6 +7,7 @@
 //! tokens each role spent; [`stored`] reads a finished run back and judges it again.
 
 pub mod cache;
+pub mod compare;
 pub mod config;
 pub mod journal;
 pub mod judge_eval;

@@ -256,6 +256,7 @@ impl StoredRun {
         };
         let mut first_error = None;
         let mut built = None;
+        let mut built_base = PathBuf::new();
         for base in &candidates {
             let mut c = cfg.clone();
             c.path = base.join("run.json");
@@ -278,6 +279,7 @@ impl StoredRun {
             match attempt {
                 Ok(p) => {
                     built = Some(p);
+                    built_base = base.clone();
                     break;
                 }
                 // A dataset found at another version says more than one not found.
@@ -311,6 +313,21 @@ impl StoredRun {
                     .map(|g| Arc::new(NotCalled(g)) as Arc<dyn Model>)
             })
             .collect();
+        // Judge cards resolve like the datasets did (against the same directory).
+        plan.cards = judges
+            .iter()
+            .map(|j| match j.params.str("card") {
+                Some(p) => crate::plan::load_card(&built_base.join(p), j)
+                    .map(|(card, _)| Some(Arc::new(card)))
+                    .map_err(|e| {
+                        err(format!(
+                            "judge `{}`: {e}\n    help: a relative card path resolves against the original config's directory: pass --config-dir DIR",
+                            j.label()
+                        ))
+                    }),
+                None => Ok(None),
+            })
+            .collect::<Result<_, _>>()?;
         plan.config.targets = targets;
         plan.config.judges = judges;
         let mut h = HashWriter::new();
@@ -839,6 +856,35 @@ pub async fn rescore(mut run: StoredRun, spec: &PluginSpec) -> Result<Rescored, 
         units,
         attempts,
     })
+}
+
+/// Recomputes a stored run's results from the verdicts its transcripts hold, with the
+/// engine's own accumulation ([`Tally`]); no judge, grader or target is called and
+/// nothing is written. It is what the run's `results.json` and `leaderboard.json` should
+/// say, so a reader of someone else's run (the dashboard) can check their numbers.
+/// Token usage and cost are not in the transcripts: those metrics come back N/A.
+pub fn recount(run: &StoredRun) -> Result<RunSummary, StoredError> {
+    let trials = run.trial_seeds.len();
+    let mut tally = Tally::new(&run.plan, trials);
+    for unit in run.units()? {
+        let unit = unit?;
+        for j in 0..run.plan.judges.len() {
+            tally.add(
+                &run.plan,
+                unit.trial,
+                unit.unit,
+                j,
+                &unit.attempts,
+                &unit.verdicts_of(j),
+                CellUsage::default(),
+            );
+        }
+    }
+    let status = match run.meta.status.strip_prefix("partial: ") {
+        Some(why) => Status::Partial(why.to_string()),
+        None => Status::Complete,
+    };
+    Ok(tally.finish(&run.plan, &run.trial_seeds, &status).0)
 }
 
 /// Writes a [`Rescored`] result set into `out`: results.json (the summary plus

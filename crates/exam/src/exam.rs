@@ -480,7 +480,7 @@ async fn run_e2e_pass(
 }
 
 /// The median of the passes' values that exist (`None` when none does).
-fn median_of(values: impl Iterator<Item = Option<f64>>) -> Option<f64> {
+pub fn median_of(values: impl Iterator<Item = Option<f64>>) -> Option<f64> {
     let v: Vec<f64> = values.flatten().collect();
     (!v.is_empty()).then(|| median(&v))
 }
@@ -1138,7 +1138,9 @@ pub fn escape_html(s: &str) -> String {
 pub fn render_html(r: &HarnessReport) -> String {
     let e = escape_html;
     let mut s = String::from(
-        "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>Agent exam report</title>\
+        "<!doctype html>\n<html><head><meta charset=\"utf-8\">\
+         <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">\
+         <title>Agent exam report</title>\
          <style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}\
          td,th{border:1px solid #ccc;padding:4px 8px}.note{background:#fff3cd;padding:1em}</style>\
          </head><body>\n<h1>Agent exam report</h1>\n",
@@ -1178,7 +1180,22 @@ pub fn render_html(r: &HarnessReport) -> String {
             ))
         );
     }
-    s.push_str("</table>\n<h2>Classifier (worst pass)</h2>\n<table>\n");
+    s.push_str("</table>\n");
+    // The chart: pass rate per pass over the noise band (numbers only; the SVG is built
+    // and escaped by gauntlet-report's charts, shared by every renderer).
+    // A pass whose rate is N/A (every scenario decided by the fail-safe) has no dot.
+    let rates: Vec<f64> = r
+        .runs
+        .iter()
+        .map(|run| run.pass_rate.unwrap_or(f64::NAN))
+        .collect();
+    s.push_str(&gauntlet_report::charts::pass_band(
+        "Pass rate per pass, with the noise band",
+        &rates,
+        r.noise_band_pp,
+        r.pass_rate_ci95.map(|i| (i.low, i.high)),
+    ));
+    s.push_str("\n<h2>Classifier (worst pass)</h2>\n<table>\n");
     for (b, n) in &r.classifier.counts {
         let _ = writeln!(s, "<tr><td>{}</td><td>{n}</td></tr>", e(b));
     }

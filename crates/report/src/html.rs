@@ -3,13 +3,15 @@
 //!
 //! Safety rests on two things: the environment forces HTML auto-escaping for every
 //! template (so each interpolated value, all of it untrusted, is escaped), and the
-//! template never marks anything `safe`. The page loads nothing and runs nothing: inline
-//! CSS only, and a Content-Security-Policy of `default-src 'none'; style-src
-//! 'unsafe-inline'` as a second line of defence.
+//! template never marks anything `safe`. The one piece of ready-made markup is the charts'
+//! SVG, which [`crate::charts`] builds escaping every string itself; it is handed to the
+//! template as a safe value (the hostile-input tests cover it). The page loads nothing and
+//! runs nothing: inline CSS only, and a Content-Security-Policy of `default-src 'none';
+//! style-src 'unsafe-inline'` as a second line of defence.
 
 use minijinja::syntax::SyntaxConfig;
 use minijinja::value::Serde;
-use minijinja::{AutoEscape, Environment, UndefinedBehavior};
+use minijinja::{AutoEscape, Environment, UndefinedBehavior, Value, context};
 
 use crate::view::ReportView;
 
@@ -35,9 +37,13 @@ fn environment() -> Environment<'static> {
     env
 }
 
-pub fn render(view: &ReportView) -> String {
+pub fn render(view: &ReportView, charts: &[String]) -> String {
+    let charts: Vec<Value> = charts
+        .iter()
+        .map(|svg| Value::from_safe_string(svg.clone()))
+        .collect();
     environment()
         .get_template(TEMPLATE_NAME)
-        .and_then(|t| t.render(Serde(view)))
+        .and_then(|t| t.render(context! { charts => charts, ..Value::from(Serde(view)) }))
         .expect("the embedded report template renders any report view")
 }

@@ -270,6 +270,62 @@ fn hostile_strings_are_escaped_in_html() {
     }
 }
 
+/// Every `<` in the charts section opens one of the elements the charts draw.
+fn assert_only_chart_markup(section: &str) {
+    for (i, _) in section.match_indices('<') {
+        let rest = &section[i + 1..];
+        let ok = [
+            "svg ",
+            "/svg>",
+            "title>",
+            "/title>",
+            "rect ",
+            "text ",
+            "/text>",
+            "line ",
+            "circle ",
+            "g>",
+            "/g>",
+            "polyline ",
+            "h2>",
+            "/h2>",
+            "section",
+            "/section>",
+        ]
+        .iter()
+        .any(|t| rest.starts_with(t));
+        assert!(ok, "unexpected markup: {}", &rest[..rest.len().min(60)]);
+    }
+}
+
+#[test]
+fn hostile_strings_are_escaped_in_charts() {
+    let mut s = hostile();
+    // An injection-shaped cell too, so the utility/success scatter is drawn.
+    let mut cell = s.cells[0].clone();
+    cell.attack = HOSTILE.to_owned();
+    cell.metrics = vec![
+        metric("injection_success_rate", val(0.5, Some((0.2, 0.8)), 6)),
+        metric("utility_under_attack", val(0.25, None, 6)),
+    ];
+    s.cells.push(cell);
+    let html = render_html(&s);
+    let start = html
+        .find("<section class=\"charts\">")
+        .expect("charts section");
+    let end = start + html[start..].find("</section>").unwrap() + "</section>".len();
+    let charts = &html[start..end];
+    // One forest plot per metric (the hostile one, frr, asr_at_k, refusal_rate, the two
+    // injection metrics) and the scatter.
+    assert_eq!(charts.matches("<svg ").count(), 7, "{charts}");
+    assert!(charts.contains("Utility under attack vs. injection success"));
+    assert_only_chart_markup(charts);
+    assert!(!charts.to_lowercase().contains("<script"));
+    assert!(charts.contains("&lt;script&gt;alert(1)&lt;/script&gt;&lt;/td&gt;"));
+    // An N/A metric is drawn as N/A with its (hostile, escaped) reason, never as a dot at 0.
+    assert!(charts.contains(">N/A</text>"));
+}
+
 #[test]
 fn hostile_strings_are_escaped_in_markdown() {
     let md = render_markdown(&hostile());

@@ -1,0 +1,1261 @@
+//! The pages, rendered with minijinja (HTML auto-escaping on for every template) from
+//! the [`Dashboard`]'s state. The same functions render for the server (links are
+//! routes, filters are forms) and for the static site (links are file names).
+
+use crate::Dashboard;
+use crate::scan::{self, Kind, Row, Run, Surface, fmt_date};
+use crate::transcripts::{self, Filter, PAGE};
+use crate::verify::{self, RowCheck};
+use base64::Engine as _;
+use gauntlet_report::charts;
+use minijinja::value::{Serde, Value};
+use minijinja::{AutoEscape, Environment, UndefinedBehavior, context};
+use serde::{Deserialize, Serialize};
+use serde_json::Value as Json;
+use sha2::{Digest, Sha256};
+use std::collections::BTreeSet;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+/// Rows per leaderboard page.
+pub const LB_PAGE: usize = 100;
+/// Most options a filter's select lists.
+const MAX_OPTIONS: usize = 500;
+/// Seconds between refreshes of a live run's page.
+pub const LIVE_REFRESH: u32 = 5;
+/// Time one transcript request may spend scanning.
+pub const SCAN_BUDGET: Duration = Duration::from_millis(80);
+
+const CSS: &str = include_str!("../templates/app.css");
+
+/// Server routes or static-site file names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Server,
+    Site,
+}
+
+fn css_hash() -> &'static str {
+    static H: OnceLock<String> = OnceLock::new();
+    H.get_or_init(|| {
+        let d = Sha256::digest(CSS.as_bytes());
+        format!(
+            "'sha256-{}'",
+            base64::engine::general_purpose::STANDARD.encode(d)
+        )
+    })
+}
+
+/// The Content-Security-Policy of every page: nothing may load or run but the page's
+/// one stylesheet (allowed by its hash); forms submit only to this origin.
+pub fn csp() -> String {
+    format!(
+        "default-src 'none'; style-src {}; img-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+        css_hash()
+    )
+}
+
+/// The CSP a static-site page carries in its `<meta>` tag: the same, less
+/// `frame-ancestors`, which browsers ignore (and log as an error) in a meta tag.
+pub fn csp_meta() -> String {
+    format!(
+        "default-src 'none'; style-src {}; img-src 'none'; base-uri 'none'; form-action 'none'",
+        css_hash()
+    )
+}
+
+/// The CSP of a re-rendered full report (its own inline stylesheet, no script).
+pub const REPORT_CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+fn env() -> &'static Environment<'static> {
+    static E: OnceLock<Environment<'static>> = OnceLock::new();
+    E.get_or_init(|| {
+        let mut e = Environment::new();
+        e.set_auto_escape_callback(|_| AutoEscape::Html);
+        e.set_undefined_behavior(UndefinedBehavior::Strict);
+        for (name, text) in [
+            ("base.html", include_str!("../templates/base.html")),
+            (
+                "leaderboard.html",
+                include_str!("../templates/leaderboard.html"),
+            ),
+            ("run.html", include_str!("../templates/run.html")),
+            (
+                "transcripts.html",
+                include_str!("../templates/transcripts.html"),
+            ),
+            (
+                "transcript.html",
+                include_str!("../templates/transcript.html"),
+            ),
+            ("compare.html", include_str!("../templates/compare.html")),
+            ("error.html", include_str!("../templates/error.html")),
+        ] {
+            e.add_template(name, text)
+                .expect("embedded template parses");
+        }
+        e
+    })
+}
+
+fn enc(s: &str) -> String {
+    percent_encoding::utf8_percent_encode(s, percent_encoding::NON_ALPHANUMERIC).to_string()
+}
+
+/// Links of one mode.
+pub struct Links(pub Mode);
+
+impl Links {
+    pub fn home(&self) -> String {
+        match self.0 {
+            Mode::Server => "/".into(),
+            Mode::Site => "index.html".into(),
+        }
+    }
+    pub fn surface(&self, s: Surface) -> String {
+        match self.0 {
+            Mode::Server => format!("/?surface={}", s.key()),
+            Mode::Site => format!("leaderboard-{}.html", s.key()),
+        }
+    }
+    pub fn run(&self, slug: &str) -> String {
+        match self.0 {
+            Mode::Server => format!("/run/{slug}"),
+            Mode::Site => format!("run-{slug}.html"),
+        }
+    }
+    pub fn report(&self, slug: &str) -> String {
+        match self.0 {
+            Mode::Server => format!("/run/{slug}/report"),
+            Mode::Site => format!("run-{slug}-report.html"),
+        }
+    }
+    pub fn transcripts(&self, slug: &str, f: &Filter, from: u64) -> String {
+        match self.0 {
+            Mode::Server => {
+                let mut u = format!("/run/{slug}/transcripts?from={from}");
+                if !f.q.is_empty() {
+                    u.push_str(&format!("&q={}", enc(&f.q)));
+                }
+                if !f.outcome.is_empty() {
+                    u.push_str(&format!("&outcome={}", enc(&f.outcome)));
+                }
+                u
+            }
+            Mode::Site => format!("run-{slug}-transcripts-{}.html", from / PAGE),
+        }
+    }
+    pub fn transcript(&self, slug: &str, line: u64) -> String {
+        match self.0 {
+            Mode::Server => format!("/run/{slug}/transcripts/{line}"),
+            Mode::Site => format!("run-{slug}-line-{line}.html"),
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct SurfaceLink {
+    title: &'static str,
+    href: String,
+    rows: usize,
+    current: bool,
+}
+
+fn base_ctx(d: &Dashboard, mode: Mode, title: &str, current: Option<Surface>) -> Value {
+    let cat = d.catalog();
+    let l = Links(mode);
+    let surfaces: Vec<SurfaceLink> = Surface::ALL
+        .iter()
+        .map(|s| SurfaceLink {
+            title: s.title(),
+            href: l.surface(*s),
+            rows: cat
+                .runs
+                .iter()
+                .filter(|r| r.surface == *s)
+                .map(|r| r.rows.len())
+                .sum(),
+            current: current == Some(*s),
+        })
+        .collect();
+    let mut warnings = cat.warnings.clone();
+    for r in &cat.runs {
+        for w in &r.warnings {
+            warnings.push(format!("{}: {w}", r.slug));
+        }
+    }
+    warnings.truncate(200);
+    context! {
+        title => title,
+        site => mode == Mode::Site,
+        csp => csp_meta(),
+        css => Value::from_safe_string(CSS.to_owned()),
+        home => l.home(),
+        surfaces => Serde(surfaces),
+        warnings => Serde(warnings),
+        refresh => Value::from(()),
+    }
+}
+
+fn render(name: &str, ctx: Value) -> String {
+    env()
+        .get_template(name)
+        .and_then(|t| t.render(ctx))
+        .unwrap_or_else(|e| format!("template error: {e}"))
+}
+
+fn num(x: f64) -> String {
+    format!("{x:.4}")
+}
+
+/// A row as the tables show it.
+#[derive(Serialize, Clone)]
+struct RowView {
+    run: String,
+    run_href: String,
+    live: bool,
+    date: String,
+    target: String,
+    attack: String,
+    dataset: String,
+    dataset_version: String,
+    judge: String,
+    metric: String,
+    value: String,
+    na: bool,
+    na_reason: String,
+    ci: String,
+    n: String,
+    errors: String,
+    status: String,
+    check: &'static str,
+    check_class: &'static str,
+    check_detail: String,
+}
+
+fn row_view(run: &Run, row: &Row, state: &RowCheck, links: &Links) -> RowView {
+    let opt = |v: Option<u64>| v.map_or("—".to_owned(), |x| x.to_string());
+    RowView {
+        run: run.name.clone(),
+        run_href: links.run(&run.slug),
+        live: run.live,
+        date: run.date.map(fmt_date).unwrap_or_default(),
+        target: row.target.clone(),
+        attack: row.attack.clone(),
+        dataset: row.dataset.clone(),
+        dataset_version: row.dataset_version.clone(),
+        judge: row.judge.clone(),
+        metric: row.metric.clone(),
+        value: match row.value {
+            Some(v) => num(v),
+            None => match &row.na_reason {
+                Some(r) => format!("N/A ({r})"),
+                None => "N/A".into(),
+            },
+        },
+        na: row.value.is_none(),
+        na_reason: row.na_reason.clone().unwrap_or_default(),
+        ci: row
+            .ci
+            .map_or("—".into(), |(a, b)| format!("[{}, {}]", num(a), num(b))),
+        n: opt(row.n),
+        errors: format!("{} / {}", opt(row.errors), opt(row.attempts)),
+        status: row.status.clone(),
+        check: state.label(),
+        check_class: match state {
+            RowCheck::Pending => "pending",
+            RowCheck::Verified => "verified",
+            RowCheck::NotRecounted(_) => "not_recounted",
+            RowCheck::Unverified(_) => "unverified",
+        },
+        check_detail: state.detail(),
+    }
+}
+
+/// The leaderboard's query string.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct LbQuery {
+    pub surface: String,
+    pub target: String,
+    pub attack: String,
+    pub dataset_version: String,
+    pub judge: String,
+    pub metric: String,
+    pub run: String,
+    pub date: String,
+    pub check: String,
+    pub sort: String,
+    pub dir: String,
+    pub page: usize,
+}
+
+const SORTS: [&str; 9] = [
+    "value",
+    "date",
+    "target",
+    "attack",
+    "dataset_version",
+    "judge",
+    "metric",
+    "run",
+    "n",
+];
+
+#[derive(Serialize)]
+struct FilterView {
+    name: &'static str,
+    label: &'static str,
+    options: Vec<String>,
+    selected: String,
+}
+
+/// The surface a leaderboard request shows: the asked one, else the first with rows.
+pub fn pick_surface(d: &Dashboard, asked: &str) -> Surface {
+    if let Some(s) = Surface::from_key(asked) {
+        return s;
+    }
+    let cat = d.catalog();
+    Surface::ALL
+        .into_iter()
+        .find(|s| {
+            cat.runs
+                .iter()
+                .any(|r| r.surface == *s && !r.rows.is_empty())
+        })
+        .unwrap_or(Surface::Jailbreak)
+}
+
+/// The leaderboard of one surface, filtered, sorted and paged.
+pub fn leaderboard(d: &Dashboard, q: &LbQuery, mode: Mode) -> String {
+    let surface = pick_surface(d, &q.surface);
+    let cat = d.catalog();
+    let links = Links(mode);
+    struct Item<'a> {
+        run: &'a Arc<Run>,
+        row: &'a Row,
+        state: RowCheck,
+        date: String,
+    }
+    let mut all: Vec<Item> = Vec::new();
+    let mut runs = 0;
+    for run in cat.runs.iter().filter(|r| r.surface == surface) {
+        runs += 1;
+        let check = d.check_of(run);
+        let date = run.date.map(fmt_date).unwrap_or_default();
+        for (i, row) in run.rows.iter().enumerate() {
+            all.push(Item {
+                run,
+                row,
+                state: verify::row_state(run, i, check.as_deref()),
+                date: date.clone(),
+            });
+        }
+    }
+    let total = all.len();
+    let col = |it: &Item, name: &str| -> String {
+        match name {
+            "target" => it.row.target.clone(),
+            "attack" => it.row.attack.clone(),
+            "dataset_version" => it.row.dataset_version.clone(),
+            "judge" => it.row.judge.clone(),
+            "metric" => it.row.metric.clone(),
+            "run" => it.run.name.clone(),
+            "date" => it.date.get(..10).unwrap_or("").to_owned(),
+            _ => String::new(),
+        }
+    };
+    let specs: [(&'static str, &'static str, &str); 7] = [
+        ("target", "target", &q.target),
+        ("attack", "attack", &q.attack),
+        ("dataset_version", "dataset version", &q.dataset_version),
+        ("judge", "judge", &q.judge),
+        ("metric", "metric", &q.metric),
+        ("run", "run", &q.run),
+        ("date", "date", &q.date),
+    ];
+    let filters: Vec<FilterView> = specs
+        .iter()
+        .map(|(name, label, sel)| {
+            let opts: BTreeSet<String> = all.iter().map(|it| col(it, name)).collect();
+            FilterView {
+                name,
+                label,
+                options: opts
+                    .into_iter()
+                    .filter(|o| !o.is_empty())
+                    .take(MAX_OPTIONS)
+                    .collect(),
+                selected: (*sel).to_owned(),
+            }
+        })
+        .collect();
+    all.retain(|it| {
+        specs
+            .iter()
+            .all(|(name, _, sel)| sel.is_empty() || col(it, name) == *sel)
+            && (q.check.is_empty() || it.state.label() == q.check)
+    });
+    let filtered = all.len();
+    let sort = if SORTS.contains(&q.sort.as_str()) {
+        q.sort.as_str()
+    } else {
+        "value"
+    };
+    let desc = q.dir != "asc";
+    all.sort_by(|a, b| {
+        use std::cmp::Ordering;
+        let o = match sort {
+            "value" => match (a.row.value, b.row.value) {
+                (Some(x), Some(y)) => x.total_cmp(&y),
+                (Some(_), None) => {
+                    if desc {
+                        Ordering::Greater
+                    } else {
+                        Ordering::Less
+                    }
+                }
+                (None, Some(_)) => {
+                    if desc {
+                        Ordering::Less
+                    } else {
+                        Ordering::Greater
+                    }
+                }
+                (None, None) => Ordering::Equal,
+            },
+            "date" => a.run.date.cmp(&b.run.date),
+            "n" => a.row.n.cmp(&b.row.n),
+            other => col(a, other).cmp(&col(b, other)),
+        };
+        let o = if desc { o.reverse() } else { o };
+        o.then_with(|| a.run.slug.cmp(&b.run.slug))
+    });
+    let pages = filtered.div_ceil(LB_PAGE).max(1);
+    let page = q.page.min(pages - 1);
+    let shown: Vec<&Item> = if mode == Mode::Site {
+        all.iter().collect()
+    } else {
+        all.iter().skip(page * LB_PAGE).take(LB_PAGE).collect()
+    };
+    let rows: Vec<RowView> = shown
+        .iter()
+        .map(|it| row_view(it.run, it.row, &it.state, &links))
+        .collect();
+    // One metric chosen: its forest plot for the rows on this page.
+    let chart = if !q.metric.is_empty() && !shown.is_empty() {
+        let fr: Vec<charts::ForestRow> = shown
+            .iter()
+            .map(|it| charts::ForestRow {
+                group: it.row.target.clone(),
+                label: format!("{} · {}", it.row.attack, it.run.name),
+                value: it.row.value,
+                ci: it.row.ci,
+                n: it.row.n.unwrap_or(0),
+                na_reason: it.row.na_reason.clone(),
+            })
+            .collect();
+        Value::from_safe_string(charts::forest(
+            &format!("{}: value and 95% CI (rows on this page)", q.metric),
+            &q.metric,
+            &fr,
+        ))
+    } else {
+        Value::from(())
+    };
+    let page_href = |p: usize| -> String {
+        let mut u = format!(
+            "/?surface={}&page={p}&sort={sort}&dir={}",
+            surface.key(),
+            if desc { "desc" } else { "asc" }
+        );
+        for (name, _, sel) in &specs {
+            if !sel.is_empty() {
+                u.push_str(&format!("&{name}={}", enc(sel)));
+            }
+        }
+        if !q.check.is_empty() {
+            u.push_str(&format!("&check={}", enc(&q.check)));
+        }
+        u
+    };
+    let server = mode == Mode::Server;
+    let live: Vec<Choice> = cat
+        .runs
+        .iter()
+        .filter(|r| r.live)
+        .map(|r| Choice {
+            slug: links.run(&r.slug),
+            label: r.name.clone(),
+        })
+        .collect();
+    let ctx = context! {
+        live => Serde(live.iter().map(|c| context! { href => c.slug.clone(), name => c.label.clone() }).collect::<Vec<_>>()),
+        surface => surface.key(),
+        surface_title => surface.title(),
+        total => total,
+        filtered => filtered,
+        runs => runs,
+        filters => Serde(filters),
+        check => q.check.clone(),
+        sorts => Serde(SORTS),
+        sort => sort,
+        dir => if desc { "desc" } else { "asc" },
+        rows => Serde(rows),
+        chart => chart,
+        page => page + 1,
+        pages => if server { pages } else { 1 },
+        prev_href => if server && page > 0 { Value::from(page_href(page - 1)) } else { Value::from(()) },
+        next_href => if server && page + 1 < pages { Value::from(page_href(page + 1)) } else { Value::from(()) },
+        ..base_ctx(d, mode, &format!("{} leaderboard", surface.title()), Some(surface))
+    };
+    render("leaderboard.html", ctx)
+}
+
+#[derive(Serialize)]
+struct PartialCell {
+    attack: String,
+    target: String,
+    judge: String,
+    attempts: u64,
+    success: u64,
+    failure: u64,
+    error: u64,
+    share: String,
+}
+
+/// The charts of a run's page.
+fn run_charts(run: &Run) -> Vec<Value> {
+    let mut out = Vec::new();
+    match run.kind {
+        Kind::DetectExam => {
+            if let Ok(Some(b)) = scan::read_capped(&run.dir, "report.json", scan::MAX_REPORT_FILE)
+                && let Ok(r) = serde_json::from_slice::<Json>(&b)
+            {
+                out.extend(detect_charts(&r).into_iter().map(Value::from_safe_string));
+            }
+        }
+        Kind::AgentExam => {
+            if let Ok(Some(b)) = scan::read_capped(&run.dir, "report.json", scan::MAX_REPORT_FILE)
+                && let Ok(r) = serde_json::from_slice::<Json>(&b)
+            {
+                let rates: Vec<f64> = r
+                    .get("runs")
+                    .and_then(Json::as_array)
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|p| p.get("pass_rate")?.as_f64())
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let band = r.get("noise_band_pp").and_then(Json::as_f64).unwrap_or(8.0);
+                let ci = r
+                    .get("pass_rate_ci95")
+                    .and_then(|c| Some((c.get("low")?.as_f64()?, c.get("high")?.as_f64()?)));
+                out.push(Value::from_safe_string(charts::pass_band(
+                    "Pass rate per pass, with the noise band",
+                    &rates,
+                    band,
+                    ci,
+                )));
+            }
+        }
+        Kind::RedTeam => {}
+    }
+    // Per metric a forest plot of the run's rows, grouped by target.
+    let mut metrics: Vec<&str> = Vec::new();
+    for r in &run.rows {
+        if !metrics.contains(&r.metric.as_str()) {
+            metrics.push(&r.metric);
+        }
+    }
+    if run.kind != Kind::DetectExam {
+        let mut targets: Vec<&str> = Vec::new();
+        for r in &run.rows {
+            if !targets.contains(&r.target.as_str()) {
+                targets.push(&r.target);
+            }
+        }
+        let judges: BTreeSet<&str> = run.rows.iter().map(|r| r.judge.as_str()).collect();
+        for m in &metrics {
+            let mut rows: Vec<&Row> = run.rows.iter().filter(|r| r.metric == *m).collect();
+            rows.sort_by_key(|r| targets.iter().position(|t| *t == r.target));
+            let fr: Vec<charts::ForestRow> = rows
+                .iter()
+                .map(|r| charts::ForestRow {
+                    group: r.target.clone(),
+                    label: if judges.len() > 1 {
+                        format!("{} · {}", r.attack, r.judge)
+                    } else {
+                        r.attack.clone()
+                    },
+                    value: r.value,
+                    ci: r.ci,
+                    n: r.n.unwrap_or(0),
+                    na_reason: r.na_reason.clone(),
+                })
+                .collect();
+            out.push(Value::from_safe_string(charts::forest(
+                &format!("{m}: value and 95% CI per cell, by target and attack"),
+                m,
+                &fr,
+            )));
+        }
+    }
+    if run.surface == Surface::Injection {
+        let find = |r: &Row, name: &str| {
+            run.rows.iter().find(|x| {
+                x.metric_name == name
+                    && x.attack == r.attack
+                    && x.target == r.target
+                    && x.judge == r.judge
+                    && x.dataset_version == r.dataset_version
+            })
+        };
+        let points: Vec<charts::ScatterPoint> = run
+            .rows
+            .iter()
+            .filter(|r| r.metric_name == "injection_success_rate")
+            .filter_map(|r| {
+                let u = find(r, "utility_under_attack")?;
+                Some(charts::ScatterPoint {
+                    label: format!("{} × {}", r.attack, r.target),
+                    x: r.value?,
+                    y: u.value?,
+                    x_ci: r.ci,
+                    y_ci: u.ci,
+                })
+            })
+            .collect();
+        if !points.is_empty() {
+            out.push(Value::from_safe_string(charts::scatter(
+                "Utility under attack vs. injection success, per injected cell",
+                "injection_success_rate",
+                "utility_under_attack",
+                &points,
+            )));
+        }
+    }
+    out
+}
+
+/// Recall and precision per detector family, and the coverage matrix as a heat map.
+pub fn detect_charts(r: &Json) -> Vec<String> {
+    let Some(cov) = r.get("coverage").and_then(Json::as_array) else {
+        return Vec::new();
+    };
+    let g = |c: &Json, k: &str| c.get(k).and_then(Json::as_u64).unwrap_or(0);
+    let wilson = |k: u64, n: u64| gauntlet_core::stats::wilson(k, n, gauntlet_core::stats::Z95);
+    let groups: Vec<charts::BarGroup> = cov
+        .iter()
+        .map(|c| {
+            let (att, ben) = (g(c, "attack_labels"), g(c, "benign_labels"));
+            let (hit, ok) = (
+                att.saturating_sub(g(c, "missed")),
+                ben.saturating_sub(g(c, "false_alarms")),
+            );
+            charts::BarGroup {
+                label: c
+                    .get("family")
+                    .and_then(Json::as_str)
+                    .unwrap_or("?")
+                    .to_owned(),
+                bars: vec![
+                    charts::Bar {
+                        value: (att > 0).then(|| hit as f64 / att as f64),
+                        ci: wilson(hit, att),
+                        detail: if att > 0 {
+                            format!("{hit}/{att} attack labels caught")
+                        } else {
+                            "no attack labels".into()
+                        },
+                    },
+                    charts::Bar {
+                        value: (ben > 0).then(|| ok as f64 / ben as f64),
+                        ci: wilson(ok, ben),
+                        detail: if ben > 0 {
+                            format!("{ok}/{ben} benign labels quiet")
+                        } else {
+                            "no benign labels".into()
+                        },
+                    },
+                ],
+            }
+        })
+        .collect();
+    let cols = [
+        "attack labels",
+        "benign labels",
+        "fired",
+        "missed",
+        "false alarms",
+        "reserved",
+    ];
+    let keys = [
+        "attack_labels",
+        "benign_labels",
+        "fired",
+        "missed",
+        "false_alarms",
+        "reserved",
+    ];
+    let max: Vec<u64> = keys
+        .iter()
+        .map(|k| cov.iter().map(|c| g(c, k)).max().unwrap_or(0))
+        .collect();
+    let rows: Vec<charts::HeatRow> = cov
+        .iter()
+        .map(|c| charts::HeatRow {
+            label: c
+                .get("family")
+                .and_then(Json::as_str)
+                .unwrap_or("?")
+                .to_owned(),
+            cells: keys
+                .iter()
+                .enumerate()
+                .map(|(i, k)| {
+                    let v = g(c, k);
+                    charts::HeatCell {
+                        intensity: (max[i] > 0).then(|| v as f64 / max[i] as f64),
+                        text: v.to_string(),
+                        ramp: u8::from(matches!(*k, "missed" | "false_alarms")),
+                    }
+                })
+                .collect(),
+        })
+        .collect();
+    vec![
+        charts::grouped_bars(
+            "Recall (attack labels caught) and precision (benign labels quiet) per detector family",
+            &["recall", "precision"],
+            &groups,
+        ),
+        charts::heat_map("Coverage matrix per detector family", &cols, &rows),
+    ]
+}
+
+fn run_check_label(run: &Run, states: &[RowCheck]) -> (&'static str, String) {
+    if run.live {
+        return ("pending", "pending: the run is in progress".into());
+    }
+    if verify::any_unverified(states) || !run.problems.is_empty() {
+        return (
+            "unverified",
+            "unverified: see the rows and problems below".into(),
+        );
+    }
+    if states.contains(&RowCheck::Pending) {
+        return ("pending", "pending: the recount has not finished".into());
+    }
+    if states.iter().all(|s| *s == RowCheck::Verified) && !states.is_empty() {
+        return (
+            "verified",
+            "verified: the recount from the run's own evidence agrees".into(),
+        );
+    }
+    (
+        "not_recounted",
+        "not recounted in full: see the rows".into(),
+    )
+}
+
+/// A run's page (`None`: no such run).
+pub fn run_page(d: &Arc<Dashboard>, slug: &str, mode: Mode) -> Option<String> {
+    let cat = d.catalog();
+    let listed = cat.get(slug)?;
+    // A live run is read again on every request, so its page shows its progress.
+    let fresh;
+    let run: &Run = if listed.live || scan::is_live(&listed.dir) {
+        fresh = scan::read_run(&listed.dir).map(|mut r| {
+            r.slug = listed.slug.clone();
+            r.problems = listed.problems.clone();
+            r
+        });
+        fresh.as_ref().unwrap_or(listed)
+    } else {
+        listed
+    };
+    let links = Links(mode);
+    let check = d.check_of(run);
+    let states = verify::states(run, check.as_deref());
+    let rows: Vec<RowView> = run
+        .rows
+        .iter()
+        .zip(&states)
+        .map(|(r, s)| row_view(run, r, s, &links))
+        .collect();
+    let (check_class, check_text) = run_check_label(run, &states);
+    let mut partial = Vec::new();
+    let (mut partial_lines, mut partial_cut) = (0, false);
+    let mut progress = String::new();
+    if run.live && run.has_transcripts {
+        if let Ok((cells, lines, cut)) = transcripts::partial_cells(
+            &run.dir.join("transcripts.jsonl"),
+            Duration::from_millis(300),
+        ) {
+            partial_lines = lines;
+            partial_cut = cut;
+            partial = cells
+                .into_iter()
+                .map(|((attack, target, judge), c)| PartialCell {
+                    attack,
+                    target,
+                    judge,
+                    attempts: c[0],
+                    success: c[1],
+                    failure: c[2],
+                    error: c[3],
+                    share: if c[1] + c[2] > 0 {
+                        format!("{:.4}", c[1] as f64 / (c[1] + c[2]) as f64)
+                    } else {
+                        "N/A".into()
+                    },
+                })
+                .collect();
+        }
+        progress = match run.units {
+            Some((planned, _)) => format!(
+                "{partial_lines} attempt(s) written so far; {planned} unit(s) planned (behavior × attack × target × trial)"
+            ),
+            None => format!("{partial_lines} attempt(s) written so far"),
+        };
+    } else if run.live {
+        progress = "no transcripts written yet".into();
+    }
+    let surfaces_current = Some(run.surface);
+    let mut base = base_ctx(d, mode, &format!("run {}", run.name), surfaces_current);
+    if run.live && mode == Mode::Server {
+        base = context! { refresh => LIVE_REFRESH, ..base };
+    }
+    let report_href = match run.kind {
+        Kind::RedTeam if scan::regular_file(&run.dir, "results.json") => {
+            Value::from(links.report(slug))
+        }
+        Kind::AgentExam => Value::from(links.report(slug)),
+        _ => Value::from(()),
+    };
+    let ctx = context! {
+        run => context! {
+            name => run.name.clone(),
+            run_id => run.run_id.clone(),
+            surface => run.surface.title(),
+            status => run.status.clone(),
+            mode => run.mode.clone(),
+            date => run.date.map(fmt_date).unwrap_or_default(),
+            dir => run.dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+            live => run.live,
+            warnings => Serde(run.warnings.clone()),
+            problems => Serde(run.problems.iter().cloned().chain(check.iter().flat_map(|c| c.problems.clone())).collect::<Vec<_>>()),
+            check => check_text,
+            check_class => check_class,
+        },
+        progress => progress,
+        refresh_secs => LIVE_REFRESH,
+        recount_note => check.as_ref().and_then(|c| c.whole_run.clone()),
+        rows => Serde(rows),
+        charts => run_charts(run),
+        partial => Serde(partial),
+        partial_lines => partial_lines,
+        partial_cut => partial_cut,
+        report_href => report_href,
+        transcripts_href => if run.has_transcripts { Value::from(links.transcripts(slug, &Filter::default(), 0)) } else { Value::from(()) },
+        compare_href => if mode == Mode::Server && matches!(run.surface, Surface::Jailbreak | Surface::Leakage) { Value::from(format!("/compare?a={slug}")) } else { Value::from(()) },
+        ..base
+    };
+    Some(render("run.html", ctx))
+}
+
+/// The run's full report, rendered again by this build from results.json (red-team) or
+/// report.json (agent exam) — never the run directory's own report.html, which is
+/// untrusted markup. `None`: no such run or nothing to render.
+pub fn report_page(d: &Dashboard, slug: &str) -> Option<Result<String, String>> {
+    let cat = d.catalog();
+    let run = cat.get(slug)?;
+    match run.kind {
+        Kind::RedTeam => {
+            let b = match scan::read_capped(&run.dir, "results.json", scan::MAX_REPORT_FILE) {
+                Ok(Some(b)) => b,
+                Ok(None) => return None,
+                Err(e) => return Some(Err(e)),
+            };
+            Some(
+                serde_json::from_slice::<gauntlet_core::results::RunSummary>(&b)
+                    .map(|s| gauntlet_report::render_html(&s))
+                    .map_err(|e| format!("results.json does not read as gauntlet results: {e}")),
+            )
+        }
+        Kind::AgentExam => {
+            let b = match scan::read_capped(&run.dir, "report.json", scan::MAX_REPORT_FILE) {
+                Ok(Some(b)) => b,
+                Ok(None) => return None,
+                Err(e) => return Some(Err(e)),
+            };
+            Some(
+                serde_json::from_slice::<gauntlet_exam::exam::HarnessReport>(&b)
+                    .map(|r| gauntlet_exam::exam::render_html(&r))
+                    .map_err(|e| format!("report.json does not read as an exam report: {e}")),
+            )
+        }
+        Kind::DetectExam => None,
+    }
+}
+
+#[derive(Serialize)]
+struct ItemView {
+    line: u64,
+    href: String,
+    trial: String,
+    behavior_id: String,
+    attack: String,
+    target: String,
+    expected: String,
+    attempt: String,
+    verdicts: Vec<(String, String)>,
+    error: Option<String>,
+    preview: String,
+}
+
+/// A page of a run's transcript browser.
+pub fn transcripts_page(
+    d: &Arc<Dashboard>,
+    slug: &str,
+    filter: &Filter,
+    from: u64,
+    mode: Mode,
+) -> Option<String> {
+    let cat = d.catalog();
+    let run = cat.get(slug)?;
+    if !run.has_transcripts {
+        return None;
+    }
+    let links = Links(mode);
+    let path = run.dir.join("transcripts.jsonl");
+    if !scan::regular_file(&run.dir, "transcripts.jsonl") {
+        return Some(error_page(
+            d,
+            mode,
+            "Transcripts unavailable",
+            "transcripts.jsonl is not a regular file",
+        ));
+    }
+    let index = if mode == Mode::Site {
+        d.index_now(run)
+    } else {
+        d.index_of(run)
+    };
+    let budget = if mode == Mode::Site {
+        Duration::from_secs(60)
+    } else {
+        SCAN_BUDGET
+    };
+    let page = match transcripts::page(&path, index.as_deref(), filter, from, budget) {
+        Ok(p) => p,
+        Err(e) => {
+            return Some(error_page(
+                d,
+                mode,
+                "Transcripts unavailable",
+                &format!("cannot read transcripts.jsonl: {e}"),
+            ));
+        }
+    };
+    let items: Vec<ItemView> = page
+        .items
+        .iter()
+        .map(|i| ItemView {
+            line: i.line,
+            href: links.transcript(slug, i.line),
+            trial: i.trial.map(|t| t.to_string()).unwrap_or_default(),
+            behavior_id: i.behavior_id.clone(),
+            attack: i.attack.clone(),
+            target: i.target.clone(),
+            expected: i.expected.clone(),
+            attempt: i.attempt.map(|t| t.to_string()).unwrap_or_default(),
+            verdicts: i.verdicts.clone(),
+            error: i.error.clone(),
+            preview: i.preview.clone(),
+        })
+        .collect();
+    let filtered = !filter.is_empty();
+    let mut summary = if filtered {
+        format!(
+            "Lines {}–{} searched: {} match(es) on this page.",
+            page.from,
+            page.from + page.scanned.saturating_sub(1),
+            page.items.len()
+        )
+    } else {
+        match page.total {
+            Some(t) => format!(
+                "Attempts {}–{} of {t} (page {} of {}).",
+                page.from,
+                page.from + (page.items.len() as u64).saturating_sub(1),
+                page.from / PAGE + 1,
+                t.div_ceil(PAGE).max(1)
+            ),
+            None => format!(
+                "Attempts from line {} (the line index is being built; the total follows).",
+                page.from
+            ),
+        }
+    };
+    if page.budget_hit {
+        summary.push_str(" The search paused to keep this page fast: continue to search further.");
+    }
+    if page.skipped > 0 {
+        summary.push_str(&format!(
+            " ⚠ {} line(s) skipped: longer than {} MiB or not valid JSON.",
+            page.skipped,
+            transcripts::MAX_LINE >> 20
+        ));
+    }
+    let next_href = match (page.next, mode) {
+        (Some(n), Mode::Server) => Value::from(links.transcripts(slug, filter, n)),
+        (Some(n), Mode::Site) if n / PAGE < crate::site::TRANSCRIPT_PAGES => {
+            Value::from(links.transcripts(slug, filter, n))
+        }
+        _ => Value::from(()),
+    };
+    let prev_href = if !filtered && from >= PAGE {
+        Value::from(links.transcripts(slug, filter, from - PAGE))
+    } else {
+        Value::from(())
+    };
+    let ctx = context! {
+        run_name => run.name.clone(),
+        run_href => links.run(slug),
+        action => format!("/run/{slug}/transcripts"),
+        q => filter.q.clone(),
+        outcome => filter.outcome.clone(),
+        summary => summary,
+        items => Serde(items),
+        filtered => filtered,
+        first_href => if from > 0 { Value::from(links.transcripts(slug, filter, 0)) } else { Value::from(()) },
+        prev_href => prev_href,
+        next_href => next_href,
+        next_label => if page.budget_hit { "continue searching" } else { "next page" },
+        ..base_ctx(d, mode, &format!("transcripts of {}", run.name), Some(run.surface))
+    };
+    Some(render("transcripts.html", ctx))
+}
+
+#[derive(Serialize)]
+struct MsgView {
+    role: String,
+    role_class: &'static str,
+    name: String,
+    content: String,
+    extra: String,
+}
+
+#[derive(Serialize)]
+struct VerdictView {
+    judge: String,
+    outcome: String,
+    score: String,
+    reason: String,
+}
+
+fn json_text(v: &Json, cap: usize) -> String {
+    let s = serde_json::to_string_pretty(v).unwrap_or_default();
+    match s.char_indices().nth(cap) {
+        None => s,
+        Some((cut, _)) => format!("{}… (cut at {cap} characters)", &s[..cut]),
+    }
+}
+
+/// One attempt: its conversation, verdicts and metadata.
+pub fn transcript_page(d: &Arc<Dashboard>, slug: &str, line: u64, mode: Mode) -> Option<String> {
+    let cat = d.catalog();
+    let run = cat.get(slug)?;
+    if !run.has_transcripts || !scan::regular_file(&run.dir, "transcripts.jsonl") {
+        return None;
+    }
+    let links = Links(mode);
+    let index = if mode == Mode::Site {
+        d.index_now(run)
+    } else {
+        d.index_of(run)
+    };
+    let parsed =
+        transcripts::line(&run.dir.join("transcripts.jsonl"), index.as_deref(), line).ok()??;
+    let s = |v: &Json, k: &str| match v.get(k) {
+        Some(Json::String(s)) => s.clone(),
+        Some(Json::Null) | None => String::new(),
+        Some(o) => o.to_string(),
+    };
+    let (error, fields, messages, verdicts, metadata) = match &parsed {
+        Err(e) => (
+            Value::from(e.clone()),
+            vec![],
+            vec![],
+            vec![],
+            String::new(),
+        ),
+        Ok(v) => {
+            let fields: Vec<(String, String)> = [
+                "behavior_id",
+                "attack_name",
+                "target_name",
+                "dataset",
+                "dataset_version",
+                "expected",
+                "trial",
+                "attempt",
+                "query_count",
+                "stop_reason",
+                "error",
+            ]
+            .iter()
+            .filter(|k| v.get(**k).is_some_and(|x| !x.is_null()))
+            .map(|k| ((*k).to_owned(), s(v, k)))
+            .collect();
+            let messages: Vec<MsgView> = v
+                .get("transcript")
+                .and_then(Json::as_array)
+                .map(|a| {
+                    a.iter()
+                        .take(500)
+                        .map(|m| {
+                            let role = s(m, "role");
+                            let mut extra = serde_json::Map::new();
+                            for k in ["tool_calls", "tool_call_id"] {
+                                if let Some(x) = m.get(k).filter(|x| !x.is_null()) {
+                                    extra.insert(k.to_owned(), x.clone());
+                                }
+                            }
+                            MsgView {
+                                role_class: match role.as_str() {
+                                    "user" => "user",
+                                    "assistant" => "assistant",
+                                    "system" => "system",
+                                    "tool" => "tool",
+                                    _ => "other",
+                                },
+                                role,
+                                name: s(m, "name"),
+                                content: s(m, "content"),
+                                extra: if extra.is_empty() {
+                                    String::new()
+                                } else {
+                                    json_text(&Json::Object(extra), 20_000)
+                                },
+                            }
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            let verdicts: Vec<VerdictView> = v
+                .get("verdicts")
+                .and_then(Json::as_array)
+                .map(|a| {
+                    a.iter()
+                        .map(|x| VerdictView {
+                            judge: s(x, "judge"),
+                            outcome: s(x, "outcome"),
+                            score: s(x, "score"),
+                            reason: s(x, "reason"),
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            let metadata = v
+                .get("metadata")
+                .filter(|m| !m.is_null())
+                .map(|m| json_text(m, 64_000))
+                .unwrap_or_default();
+            (Value::from(()), fields, messages, verdicts, metadata)
+        }
+    };
+    let ctx = context! {
+        line => line,
+        run_name => run.name.clone(),
+        run_href => links.run(slug),
+        back_href => links.transcripts(slug, &Filter::default(), line / PAGE * PAGE),
+        error => error,
+        fields => Serde(fields),
+        messages => Serde(messages),
+        verdicts => Serde(verdicts),
+        metadata => metadata,
+        ..base_ctx(d, mode, &format!("attempt {line} of {}", run.name), Some(run.surface))
+    };
+    Some(render("transcript.html", ctx))
+}
+
+#[derive(Serialize)]
+struct Choice {
+    slug: String,
+    label: String,
+}
+
+/// The compare page: two runs chosen by slug, compared with the engine's statistics.
+pub fn compare_page(d: &Dashboard, a: &str, b: &str) -> String {
+    let cat = d.catalog();
+    let choices: Vec<Choice> = cat
+        .runs
+        .iter()
+        .filter(|r| {
+            matches!(r.surface, Surface::Jailbreak | Surface::Leakage) && r.kind == Kind::RedTeam
+        })
+        .map(|r| Choice {
+            slug: r.slug.clone(),
+            label: format!("{} ({})", r.name, r.run_id),
+        })
+        .collect();
+    let mut error = Value::from(());
+    let mut rows: Vec<[String; 11]> = Vec::new();
+    if !a.is_empty() && !b.is_empty() {
+        match (cat.get(a), cat.get(b)) {
+            (Some(ra), Some(rb)) => match compare_runs(ra, rb) {
+                Ok(r) => rows = r,
+                Err(e) => error = Value::from(e),
+            },
+            _ => error = Value::from("no such run: choose two runs from the lists"),
+        }
+    }
+    let ctx = context! {
+        choices => Serde(choices),
+        a => a,
+        b => b,
+        error => error,
+        rows => Serde(rows),
+        ..base_ctx(d, Mode::Server, "compare", None)
+    };
+    render("compare.html", ctx)
+}
+
+/// Opens both runs (with the same guards as the recount) and compares them.
+fn compare_runs(a: &Run, b: &Run) -> Result<Vec<[String; 11]>, String> {
+    let open = |r: &Run| -> Result<gauntlet_engine::stored::StoredRun, String> {
+        for f in ["run.json", "transcripts.jsonl"] {
+            if !scan::regular_file(&r.dir, f) {
+                return Err(format!("{}: {f} is missing or not a regular file", r.slug));
+            }
+        }
+        let bytes = scan::read_capped(&r.dir, "run.json", scan::MAX_SMALL_FILE)?
+            .ok_or_else(|| format!("{}: no run.json", r.slug))?;
+        let rj: Json =
+            serde_json::from_slice(&bytes).map_err(|e| format!("{}: run.json: {e}", r.slug))?;
+        if let Some(w) = rj.get("config").and_then(verify::unsafe_config_reason) {
+            return Err(format!(
+                "{}: {w}; reading it back would read outside the run directory or use the network, which the dashboard never does (use `gauntlet compare` on the command line)",
+                r.slug
+            ));
+        }
+        gauntlet_engine::stored::StoredRun::open(&r.dir, Some(&r.dir))
+            .map_err(|e| format!("{}: {e}", r.slug))
+    };
+    let ra = open(a)?;
+    let rb = open(b)?;
+    gauntlet_engine::compare::compare_runs(&ra, &rb, &a.slug, &b.slug).map(|c| c.rows)
+}
+
+/// An error page.
+pub fn error_page(d: &Dashboard, mode: Mode, title: &str, message: &str) -> String {
+    let ctx = context! {
+        message => message,
+        ..base_ctx(d, mode, title, None)
+    };
+    render("error.html", ctx)
+}

@@ -1,0 +1,929 @@
+//! Finding and reading run directories: red-team runs (`run.json` + `leaderboard.json`),
+//! agent-exam output directories (`report.json` with `runs`, `leaderboard.json`) and
+//! detect-exam outputs (`report.json` written by `gauntlet exam-detect --json`).
+//!
+//! Everything read here is untrusted: runs may come from anyone. So:
+//! - only files with fixed names are opened, each checked to be a regular file (a
+//!   symlink is refused, so a run cannot point the dashboard at a file elsewhere) and
+//!   below a size cap; a file that is missing, too big or malformed becomes a warning on
+//!   the run (and the run is still listed when anything of it is readable), never a crash;
+//! - the JSON is read leniently (fields may be missing or carry new fields), and what
+//!   does not add up is flagged on the row as unverified: no provenance triple, a value
+//!   or interval outside its metric's range, a value outside its own interval, a run id
+//!   seen in another directory;
+//! - no string read here ever becomes a path: runs are addressed by a slug the scan
+//!   assigns.
+
+use serde_json::Value;
+use std::collections::{BTreeMap, HashMap};
+use std::fs;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::SystemTime;
+
+/// Largest `leaderboard.json`, `run.json` or `sessions.jsonl` read.
+pub const MAX_SMALL_FILE: u64 = 16 << 20;
+/// Largest `results.json` / `report.json` read (an exam report holds every pass).
+pub const MAX_REPORT_FILE: u64 = 64 << 20;
+
+/// The five leaderboards.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Surface {
+    Jailbreak,
+    Injection,
+    Leakage,
+    AgentExam,
+    DetectExam,
+}
+
+impl Surface {
+    pub const ALL: [Surface; 5] = [
+        Surface::Jailbreak,
+        Surface::Injection,
+        Surface::Leakage,
+        Surface::AgentExam,
+        Surface::DetectExam,
+    ];
+    pub fn key(self) -> &'static str {
+        match self {
+            Surface::Jailbreak => "jailbreak",
+            Surface::Injection => "injection",
+            Surface::Leakage => "leakage",
+            Surface::AgentExam => "agent_exam",
+            Surface::DetectExam => "detect_exam",
+        }
+    }
+    pub fn title(self) -> &'static str {
+        match self {
+            Surface::Jailbreak => "Jailbreak",
+            Surface::Injection => "Prompt injection",
+            Surface::Leakage => "Data leakage",
+            Surface::AgentExam => "Agent exam",
+            Surface::DetectExam => "Detect exam",
+        }
+    }
+    pub fn from_key(s: &str) -> Option<Surface> {
+        Surface::ALL.into_iter().find(|x| x.key() == s)
+    }
+}
+
+/// What kind of directory a run is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    RedTeam,
+    AgentExam,
+    DetectExam,
+}
+
+/// One leaderboard row, read leniently.
+#[derive(Debug, Clone, Default)]
+pub struct Row {
+    pub target: String,
+    pub attack: String,
+    pub dataset: String,
+    pub dataset_version: String,
+    pub judge: String,
+    /// The metric's name with its params, `asr_at_k (k=1)`.
+    pub metric: String,
+    /// The bare metric name (`asr_at_k`), for its range.
+    pub metric_name: String,
+    /// The params as canonical JSON (matching rows with a recount).
+    pub metric_params: String,
+    pub value: Option<f64>,
+    pub ci: Option<(f64, f64)>,
+    pub n: Option<u64>,
+    pub attempts: Option<u64>,
+    pub errors: Option<u64>,
+    pub na_reason: Option<String>,
+    pub status: String,
+    /// Why this row cannot be trusted as it stands (empty: nothing found wrong).
+    pub problems: Vec<String>,
+}
+
+/// A run directory as the dashboard knows it.
+#[derive(Debug)]
+pub struct Run {
+    /// URL-safe, unique among the runs served: how requests name the run.
+    pub slug: String,
+    pub dir: PathBuf,
+    pub kind: Kind,
+    pub surface: Surface,
+    pub run_id: String,
+    pub name: String,
+    pub status: String,
+    pub mode: String,
+    /// Unix seconds the run started (sessions.jsonl) or was last written.
+    pub date: Option<u64>,
+    pub rows: Vec<Row>,
+    /// Files skipped or damaged, shown on the run and the leaderboard.
+    pub warnings: Vec<String>,
+    /// Run-level reasons its rows are unverified (duplicate run id, …).
+    pub problems: Vec<String>,
+    /// A red-team session holds the directory's lock right now.
+    pub live: bool,
+    /// `units.planned` / `units.done` of run.json (red-team runs).
+    pub units: Option<(u64, u64)>,
+    pub has_transcripts: bool,
+}
+
+/// Everything found under the roots.
+#[derive(Debug, Default)]
+pub struct Catalog {
+    pub runs: Vec<Arc<Run>>,
+    pub by_slug: HashMap<String, usize>,
+    /// Directories skipped entirely, with why.
+    pub warnings: Vec<String>,
+}
+
+impl Catalog {
+    pub fn get(&self, slug: &str) -> Option<&Arc<Run>> {
+        self.by_slug.get(slug).map(|i| &self.runs[*i])
+    }
+}
+
+/// Reads `dir/name` if it is a regular file (not a symlink) of at most `cap` bytes.
+/// `Ok(None)`: no such file.
+pub fn read_capped(dir: &Path, name: &str, cap: u64) -> Result<Option<Vec<u8>>, String> {
+    let path = dir.join(name);
+    let meta = match fs::symlink_metadata(&path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("{name}: cannot read: {e}")),
+    };
+    if meta.file_type().is_symlink() {
+        return Err(format!(
+            "{name} is a symlink: skipped (the dashboard reads only files inside the run directory)"
+        ));
+    }
+    if !meta.is_file() {
+        return Err(format!("{name} is not a regular file: skipped"));
+    }
+    if meta.len() > cap {
+        return Err(format!(
+            "{name} is {} bytes, over the {} MiB limit: skipped",
+            meta.len(),
+            cap >> 20
+        ));
+    }
+    let mut f = fs::File::open(&path).map_err(|e| format!("{name}: cannot read: {e}"))?;
+    let mut buf = Vec::with_capacity(meta.len() as usize);
+    // The file may grow between stat and read (a live run): never read past the cap.
+    f.by_ref()
+        .take(cap + 1)
+        .read_to_end(&mut buf)
+        .map_err(|e| format!("{name}: cannot read: {e}"))?;
+    if buf.len() as u64 > cap {
+        return Err(format!(
+            "{name} grew over the {} MiB limit: skipped",
+            cap >> 20
+        ));
+    }
+    Ok(Some(buf))
+}
+
+fn read_json(dir: &Path, name: &str, cap: u64, warnings: &mut Vec<String>) -> Option<Value> {
+    match read_capped(dir, name, cap) {
+        Ok(Some(b)) => match serde_json::from_slice::<Value>(&b) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                warnings.push(format!("{name} is not valid JSON ({e}): skipped"));
+                None
+            }
+        },
+        Ok(None) => None,
+        Err(w) => {
+            warnings.push(w);
+            None
+        }
+    }
+}
+
+/// Is `dir/name` a regular file (not a symlink)?
+pub fn regular_file(dir: &Path, name: &str) -> bool {
+    fs::symlink_metadata(dir.join(name)).is_ok_and(|m| m.is_file())
+}
+
+/// Metrics whose values are rates or scores in [0, 1].
+const UNIT_METRICS: &[&str] = &[
+    "asr",
+    "asr_at_k",
+    "refusal_rate",
+    "strongreject_score",
+    "frr",
+    "injection_success_rate",
+    "utility_under_attack",
+    "utility_baseline",
+    "extraction_rate",
+    "canary_exposure_rate",
+    "pii_leak_rate",
+    "system_prompt_leak_rate",
+    "verbatim_overlap",
+    "median_pass_rate",
+    "median_recall_rate",
+    "median_precision_rate",
+    "recall",
+    "precision",
+];
+/// Metrics that are counts or money: at least 0.
+const NONNEG_METRICS: &[&str] = &["token_usage", "cost"];
+const INJECTION_METRICS: &[&str] = &[
+    "injection_success_rate",
+    "utility_under_attack",
+    "utility_baseline",
+];
+const LEAKAGE_METRICS: &[&str] = &[
+    "extraction_rate",
+    "canary_exposure_rate",
+    "pii_leak_rate",
+    "system_prompt_leak_rate",
+    "verbatim_overlap",
+];
+
+/// The values metric `name` can take, when this build knows it.
+pub fn metric_range(name: &str) -> Option<(f64, f64)> {
+    if UNIT_METRICS.contains(&name) {
+        Some((0.0, 1.0))
+    } else if NONNEG_METRICS.contains(&name) {
+        Some((0.0, f64::INFINITY))
+    } else {
+        None
+    }
+}
+
+fn str_field(o: &serde_json::Map<String, Value>, k: &str) -> Option<String> {
+    o.get(k).and_then(Value::as_str).map(str::to_owned)
+}
+
+fn f64_field(o: &serde_json::Map<String, Value>, k: &str) -> Option<f64> {
+    o.get(k).and_then(Value::as_f64)
+}
+
+fn u64_field(o: &serde_json::Map<String, Value>, k: &str) -> Option<u64> {
+    o.get(k).and_then(Value::as_u64)
+}
+
+/// `metric (k=1, x=y)` from a name and its params, as the reports label it.
+fn metric_label(name: &str, params: &serde_json::Map<String, Value>) -> String {
+    if params.is_empty() {
+        return name.to_owned();
+    }
+    let p: Vec<String> = params
+        .iter()
+        .map(|(k, v)| match v {
+            Value::String(s) => format!("{k}={s}"),
+            v => format!("{k}={v}"),
+        })
+        .collect();
+    format!("{name} ({})", p.join(", "))
+}
+
+/// Reads one leaderboard row, flagging what is missing or impossible.
+pub fn parse_row(v: &Value) -> Option<Row> {
+    let o = v.as_object()?;
+    let mut problems = Vec::new();
+    let text = |k: &str, required: bool, problems: &mut Vec<String>| match o.get(k) {
+        Some(Value::String(s)) if !s.is_empty() => s.clone(),
+        Some(Value::Number(n)) => n.to_string(),
+        _ => {
+            if required {
+                problems.push(format!("no `{k}`: the provenance triple is incomplete"));
+            }
+            String::new()
+        }
+    };
+    let dataset_version = text("dataset_version", true, &mut problems);
+    let judge = text("judge", true, &mut problems);
+    let metric_name = text("metric", true, &mut problems);
+    let target = text("target", false, &mut problems);
+    let attack = text("attack", false, &mut problems);
+    let dataset = text("dataset", false, &mut problems);
+    let params = o
+        .get("metric_params")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    let raw_value = o.get("value");
+    let value = f64_field(o, "value");
+    if raw_value.is_some_and(|v| !v.is_null() && !v.is_number()) {
+        problems.push("`value` is not a number".into());
+    }
+    let ci = f64_field(o, "ci_low").zip(f64_field(o, "ci_high"));
+    let na_reason = str_field(o, "na_reason");
+    if value.is_none() && na_reason.is_none() && raw_value.is_none_or(Value::is_null) {
+        // N/A without a reason is still N/A; say nothing more.
+    }
+    if let Some(x) = value {
+        if let Some((lo, hi)) = metric_range(&metric_name) {
+            if !(lo..=hi).contains(&x) {
+                problems.push(format!(
+                    "value {x} is outside {metric_name}'s range [{lo}, {hi}]"
+                ));
+            }
+            if let Some((a, b)) = ci
+                && (!(lo..=hi).contains(&a) || !(lo..=hi).contains(&b))
+            {
+                problems.push(format!(
+                    "interval [{a}, {b}] is outside {metric_name}'s range"
+                ));
+            }
+        }
+        if let Some((a, b)) = ci
+            && !(a - 1e-9 <= x && x <= b + 1e-9)
+        {
+            problems.push(format!(
+                "value {x} lies outside its own interval [{a}, {b}]"
+            ));
+        }
+    }
+    let n = u64_field(o, "n");
+    let attempts = u64_field(o, "attempts");
+    let errors = u64_field(o, "errors");
+    if let (Some(e), Some(a)) = (errors, attempts)
+        && e > a
+    {
+        problems.push(format!("{e} errors but only {a} attempts"));
+    }
+    Some(Row {
+        target,
+        attack,
+        dataset,
+        dataset_version,
+        judge,
+        metric: metric_label(&metric_name, &params),
+        metric_params: serde_json::to_string(&params).unwrap_or_default(),
+        metric_name,
+        value,
+        ci,
+        n,
+        attempts,
+        errors,
+        na_reason,
+        status: str_field(o, "status").unwrap_or_default(),
+        problems,
+    })
+}
+
+/// Rows of a leaderboard.json (an array of row objects); a malformed element is
+/// skipped with a warning.
+fn parse_leaderboard(v: &Value, warnings: &mut Vec<String>) -> Vec<Row> {
+    let Some(a) = v.as_array() else {
+        warnings.push("leaderboard.json is not a JSON array of rows: skipped".into());
+        return Vec::new();
+    };
+    let mut rows = Vec::with_capacity(a.len());
+    let mut bad = 0;
+    for r in a {
+        match parse_row(r) {
+            Some(row) => rows.push(row),
+            None => bad += 1,
+        }
+    }
+    if bad > 0 {
+        warnings.push(format!(
+            "leaderboard.json: {bad} element(s) are not row objects: skipped"
+        ));
+    }
+    rows
+}
+
+fn mtime(dir: &Path, name: &str) -> Option<u64> {
+    fs::symlink_metadata(dir.join(name))
+        .ok()?
+        .modified()
+        .ok()?
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .ok()
+        .map(|d| d.as_secs())
+}
+
+/// Is a gauntlet session running in `dir` (its `.lock` is held)? Taking a shared lock
+/// on a read-only handle changes nothing on disk.
+pub fn is_live(dir: &Path) -> bool {
+    let p = dir.join(".lock");
+    if !fs::symlink_metadata(&p).is_ok_and(|m| m.is_file()) {
+        return false;
+    }
+    match fs::File::open(&p) {
+        Ok(f) => match f.try_lock_shared() {
+            Ok(()) => {
+                let _ = f.unlock();
+                false
+            }
+            Err(fs::TryLockError::WouldBlock) => true,
+            Err(_) => false,
+        },
+        Err(_) => false,
+    }
+}
+
+/// Reads one directory as a run, or `None` when it holds nothing the dashboard knows.
+pub fn read_run(dir: &Path) -> Option<Run> {
+    let mut warnings = Vec::new();
+    let report = read_json(dir, "report.json", MAX_REPORT_FILE, &mut warnings);
+    let run_json = read_json(dir, "run.json", MAX_SMALL_FILE, &mut warnings);
+    let leaderboard = read_json(dir, "leaderboard.json", MAX_SMALL_FILE, &mut warnings);
+    let has_transcripts = regular_file(dir, "transcripts.jsonl");
+    let dir_name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mode_of = |v: &Option<Value>| {
+        v.as_ref()
+            .and_then(|r| r.get("mode"))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
+    if let Some(mode) = mode_of(&report)
+        && mode == "detect"
+    {
+        let r = report.as_ref().expect("has a mode");
+        let rows = detect_rows(r, &mut warnings);
+        return Some(Run {
+            slug: String::new(),
+            dir: dir.to_path_buf(),
+            kind: Kind::DetectExam,
+            surface: Surface::DetectExam,
+            run_id: dir_name.clone(),
+            name: dir_name,
+            status: "complete".into(),
+            mode,
+            date: mtime(dir, "report.json"),
+            rows,
+            warnings,
+            problems: Vec::new(),
+            live: false,
+            units: None,
+            has_transcripts: false,
+        });
+    }
+    if let Some(r) = &report
+        && r.get("runs").is_some_and(Value::is_array)
+    {
+        let rows = leaderboard
+            .as_ref()
+            .map(|l| parse_leaderboard(l, &mut warnings))
+            .unwrap_or_default();
+        if leaderboard.is_none() {
+            warnings.push("no leaderboard.json: the exam's rows are missing".into());
+        }
+        let run_id = rows
+            .first()
+            .map(|_| {
+                leaderboard
+                    .as_ref()
+                    .and_then(|l| l.get(0))
+                    .and_then(|r| r.get("run_id"))
+            })
+            .and_then(|v| v.and_then(Value::as_str))
+            .unwrap_or(&dir_name)
+            .to_owned();
+        return Some(Run {
+            slug: String::new(),
+            dir: dir.to_path_buf(),
+            kind: Kind::AgentExam,
+            surface: Surface::AgentExam,
+            run_id,
+            name: dir_name,
+            status: format!("complete ({} mode)", mode_of(&report).unwrap_or_default()),
+            mode: mode_of(&report).unwrap_or_default(),
+            date: mtime(dir, "report.json"),
+            rows,
+            warnings,
+            problems: Vec::new(),
+            live: false,
+            units: None,
+            has_transcripts: false,
+        });
+    }
+    // Nothing readable and nothing damaged: not a run. (Files that were there but
+    // unreadable still list the run, with its warnings.)
+    if run_json.is_none() && leaderboard.is_none() && !has_transcripts && warnings.is_empty() {
+        return None;
+    }
+    let rj = run_json.as_ref().and_then(Value::as_object);
+    let s = |k: &str| rj.and_then(|o| str_field(o, k));
+    let mut rows = leaderboard
+        .as_ref()
+        .map(|l| parse_leaderboard(l, &mut warnings))
+        .unwrap_or_default();
+    let live = is_live(dir);
+    if leaderboard.is_none() && !live {
+        warnings.push("no readable leaderboard.json".into());
+    }
+    let mode = s("mode").unwrap_or_default();
+    let surface = match mode.as_str() {
+        "injection" => Surface::Injection,
+        "leakage" => Surface::Leakage,
+        "jailbreak" => Surface::Jailbreak,
+        _ => {
+            // A leaderboard without run.json (redharness's own): infer from its metrics.
+            if rows
+                .iter()
+                .any(|r| INJECTION_METRICS.contains(&r.metric_name.as_str()))
+            {
+                Surface::Injection
+            } else if rows
+                .iter()
+                .any(|r| LEAKAGE_METRICS.contains(&r.metric_name.as_str()))
+            {
+                Surface::Leakage
+            } else {
+                Surface::Jailbreak
+            }
+        }
+    };
+    let run_id = s("run_id")
+        .or_else(|| {
+            leaderboard
+                .as_ref()
+                .and_then(|l| l.get(0))
+                .and_then(|r| r.get("run_id"))
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        })
+        .unwrap_or_else(|| dir_name.clone());
+    let mut problems = Vec::new();
+    if let Some(l) = leaderboard.as_ref().and_then(Value::as_array) {
+        let other = l
+            .iter()
+            .filter_map(|r| r.get("run_id").and_then(Value::as_str))
+            .find(|id| *id != run_id);
+        if let Some(o) = other {
+            problems.push(format!(
+                "leaderboard.json has rows of run `{o}`, not only of `{run_id}`"
+            ));
+        }
+    }
+    if run_json.is_none() {
+        problems.push("no run.json: the run's config and status are unknown".into());
+    }
+    for r in &mut rows {
+        if r.status.is_empty() {
+            r.status = s("status").unwrap_or_default();
+        }
+    }
+    let units = rj.and_then(|o| o.get("units")).and_then(|u| {
+        Some((
+            u.get("planned")?.as_u64()?,
+            u.get("done").and_then(Value::as_u64).unwrap_or(0),
+        ))
+    });
+    let date = started(dir).or_else(|| mtime(dir, "run.json"));
+    Some(Run {
+        slug: String::new(),
+        dir: dir.to_path_buf(),
+        kind: Kind::RedTeam,
+        surface,
+        run_id,
+        name: s("run_name").unwrap_or_else(|| dir_name.clone()),
+        status: s("status").unwrap_or_else(|| "unknown".into()),
+        mode,
+        date,
+        rows,
+        warnings,
+        problems,
+        live,
+        units,
+        has_transcripts,
+    })
+}
+
+/// `started_unix` of the first session in sessions.jsonl.
+fn started(dir: &Path) -> Option<u64> {
+    let b = read_capped(dir, "sessions.jsonl", MAX_SMALL_FILE).ok()??;
+    let first = b.split(|c| *c == b'\n').next()?;
+    serde_json::from_slice::<Value>(first)
+        .ok()?
+        .get("started_unix")?
+        .as_u64()
+}
+
+/// Leaderboard rows of a detect-exam report: recall and precision overall, then per
+/// detector family (the family is the row's target).
+fn detect_rows(r: &Value, warnings: &mut Vec<String>) -> Vec<Row> {
+    let version = r
+        .get("corpus_sha256")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned();
+    let mut rows = Vec::new();
+    let mut push = |target: &str,
+                    metric: &str,
+                    k: u64,
+                    n: u64,
+                    ci: Option<(f64, f64)>,
+                    extra: Option<String>| {
+        let value = (n > 0).then(|| k as f64 / n as f64);
+        let ci = ci.or_else(|| gauntlet_core::stats::wilson(k, n, gauntlet_core::stats::Z95));
+        let mut problems = Vec::new();
+        if version.is_empty() {
+            problems.push("no `corpus_sha256`: the provenance triple is incomplete".into());
+        }
+        if k > n {
+            problems.push(format!("{k} of {n}: more hits than labels"));
+        }
+        problems.extend(extra);
+        rows.push(Row {
+            target: target.to_owned(),
+            attack: "detect-exam".into(),
+            dataset: "exam-corpus".into(),
+            dataset_version: version.clone(),
+            judge: "expected_detection".into(),
+            metric: metric.to_owned(),
+            metric_name: metric.to_owned(),
+            metric_params: "{}".into(),
+            value,
+            ci: value.and(ci),
+            n: Some(n),
+            attempts: None,
+            errors: None,
+            na_reason: (n == 0).then(|| format!("no {metric} labels")),
+            status: "complete".into(),
+            problems,
+        });
+    };
+    for (metric, key) in [("recall", "recall"), ("precision", "precision")] {
+        let o = r.get(key);
+        let num = o.and_then(|x| x.get("numerator")).and_then(Value::as_u64);
+        let den = o.and_then(|x| x.get("denominator")).and_then(Value::as_u64);
+        let ci = o.and_then(|x| {
+            Some((
+                x.get("wilson_low")?.as_f64()?,
+                x.get("wilson_high")?.as_f64()?,
+            ))
+        });
+        match (num, den) {
+            (Some(k), Some(n)) => {
+                // The stated rate must be the fraction it claims to be.
+                let bad_rate = o
+                    .and_then(|x| x.get("rate"))
+                    .and_then(Value::as_f64)
+                    .filter(|rate| n > 0 && (rate - k as f64 / n as f64).abs() > 1e-9);
+                push(
+                    "fleet",
+                    metric,
+                    k,
+                    n,
+                    ci,
+                    bad_rate.map(|r| format!("stated rate {r} is not {k}/{n}")),
+                );
+            }
+            _ => warnings.push(format!("report.json: no readable `{key}` block")),
+        }
+    }
+    if let Some(cov) = r.get("coverage").and_then(Value::as_array) {
+        for c in cov {
+            let fam = c.get("family").and_then(Value::as_str).unwrap_or("?");
+            let g = |k: &str| c.get(k).and_then(Value::as_u64).unwrap_or(0);
+            let (att, ben, missed, fa) = (
+                g("attack_labels"),
+                g("benign_labels"),
+                g("missed"),
+                g("false_alarms"),
+            );
+            push(fam, "recall", att.saturating_sub(missed), att, None, None);
+            push(fam, "precision", ben.saturating_sub(fa), ben, None, None);
+        }
+    }
+    rows
+}
+
+/// A URL-safe slug from a directory name, made unique.
+fn slug_for(name: &str, taken: &mut HashMap<String, usize>) -> String {
+    let clean: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(80)
+        .collect();
+    let base = if clean.is_empty() || clean.chars().all(|c| c == '_') {
+        "run".to_owned()
+    } else {
+        clean
+    };
+    let n = taken.entry(base.clone()).or_insert(0);
+    *n += 1;
+    if *n == 1 { base } else { format!("{base}-{n}") }
+}
+
+/// Scans `roots`: each root is a run directory itself, or holds run directories (one
+/// level down). Symlinked entries are skipped with a warning.
+pub fn scan(roots: &[PathBuf]) -> Catalog {
+    let mut cat = Catalog::default();
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    for root in roots {
+        match fs::metadata(root) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => {
+                cat.warnings
+                    .push(format!("{}: not a directory: skipped", root.display()));
+                continue;
+            }
+            Err(e) => {
+                cat.warnings
+                    .push(format!("{}: cannot read: {e}", root.display()));
+                continue;
+            }
+        }
+        if looks_like_run(root) {
+            dirs.push(root.clone());
+            continue;
+        }
+        let mut children: Vec<PathBuf> = match fs::read_dir(root) {
+            Ok(rd) => rd
+                .filter_map(Result::ok)
+                .filter_map(|e| {
+                    let ft = e.file_type().ok()?;
+                    if ft.is_symlink() {
+                        cat.warnings.push(format!(
+                            "{}: a symlink: skipped (the dashboard serves only directories inside its roots)",
+                            e.path().display()
+                        ));
+                        None
+                    } else if ft.is_dir() {
+                        Some(e.path())
+                    } else {
+                        None
+                    }
+                })
+                .collect(),
+            Err(e) => {
+                cat.warnings
+                    .push(format!("{}: cannot list: {e}", root.display()));
+                continue;
+            }
+        };
+        children.sort();
+        dirs.extend(children);
+    }
+    let mut taken = HashMap::new();
+    let mut ids: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    let mut runs: Vec<Run> = Vec::new();
+    for d in dirs {
+        if let Some(mut r) = read_run(&d) {
+            let name = d
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            r.slug = slug_for(&name, &mut taken);
+            ids.entry(r.run_id.clone()).or_default().push(runs.len());
+            runs.push(r);
+        }
+    }
+    for (id, idx) in &ids {
+        if idx.len() > 1 {
+            let slugs: Vec<String> = idx.iter().map(|i| runs[*i].slug.clone()).collect();
+            for (i, mine) in idx.iter().zip(&slugs) {
+                let others: Vec<&str> = slugs
+                    .iter()
+                    .filter(|s| *s != mine)
+                    .map(String::as_str)
+                    .collect();
+                runs[*i].problems.push(format!(
+                    "duplicate run id `{id}`: also in {}",
+                    others.join(", ")
+                ));
+            }
+        }
+    }
+    for (i, r) in runs.into_iter().enumerate() {
+        cat.by_slug.insert(r.slug.clone(), i);
+        cat.runs.push(Arc::new(r));
+    }
+    cat
+}
+
+fn looks_like_run(d: &Path) -> bool {
+    [
+        "run.json",
+        "leaderboard.json",
+        "report.json",
+        "transcripts.jsonl",
+    ]
+    .iter()
+    .any(|n| fs::symlink_metadata(d.join(n)).is_ok())
+}
+
+/// `YYYY-MM-DD HH:MM` (UTC) of a unix time.
+pub fn fmt_date(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}",
+        rem / 3600,
+        (rem % 3600) / 60
+    )
+}
+
+/// Days since 1970-01-01 to a proleptic Gregorian date (H. Hinnant's algorithm).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn dates_are_utc_calendar_dates() {
+        assert_eq!(fmt_date(0), "1970-01-01 00:00");
+        assert_eq!(fmt_date(951_782_400), "2000-02-29 00:00");
+        assert_eq!(fmt_date(1_796_068_660), "2026-11-30 19:57");
+    }
+
+    #[test]
+    fn rows_without_provenance_or_out_of_range_are_flagged() {
+        let r = parse_row(&json!({"metric": "asr", "value": 1.5, "ci_low": 0.2, "ci_high": 0.4}))
+            .unwrap();
+        assert!(
+            r.problems.iter().any(|p| p.contains("dataset_version")),
+            "{:?}",
+            r.problems
+        );
+        assert!(r.problems.iter().any(|p| p.contains("judge")));
+        assert!(r.problems.iter().any(|p| p.contains("outside asr's range")));
+        assert!(
+            r.problems
+                .iter()
+                .any(|p| p.contains("outside its own interval"))
+        );
+        let ok = parse_row(
+            &json!({"metric": "asr", "judge": "j", "dataset_version": "d@1",
+            "value": 0.3, "ci_low": 0.2, "ci_high": 0.4, "n": 10, "attempts": 10, "errors": 0}),
+        )
+        .unwrap();
+        assert!(ok.problems.is_empty(), "{:?}", ok.problems);
+        let na = parse_row(
+            &json!({"metric": "frr", "judge": "j", "dataset_version": "d@1",
+            "value": null, "na_reason": "no should_comply behaviors"}),
+        )
+        .unwrap();
+        assert_eq!(na.value, None);
+        assert!(na.problems.is_empty());
+        let tokens = parse_row(
+            &json!({"metric": "token_usage", "judge": "j", "dataset_version": "d",
+            "value": 12345.0}),
+        )
+        .unwrap();
+        assert!(tokens.problems.is_empty());
+        let bad = parse_row(
+            &json!({"metric": "asr", "judge": "j", "dataset_version": "d",
+            "value": "0.5", "errors": 5, "attempts": 2}),
+        )
+        .unwrap();
+        assert!(bad.problems.iter().any(|p| p.contains("not a number")));
+        assert!(bad.problems.iter().any(|p| p.contains("5 errors")));
+        assert!(parse_row(&json!(3)).is_none());
+    }
+
+    #[test]
+    fn slugs_are_url_safe_and_unique() {
+        let mut t = HashMap::new();
+        assert_eq!(slug_for("smoke", &mut t), "smoke");
+        assert_eq!(slug_for("smoke", &mut t), "smoke-2");
+        assert_eq!(slug_for("../x y", &mut t), "___x_y");
+        assert_eq!(slug_for("..", &mut t), "run");
+    }
+
+    proptest::proptest! {
+        /// Any JSON at all is read without a panic.
+        #[test]
+        fn parse_row_never_panics(s in "\\PC{0,200}") {
+            if let Ok(v) = serde_json::from_str::<Value>(&s) {
+                let _ = parse_row(&v);
+                let mut w = Vec::new();
+                let _ = parse_leaderboard(&v, &mut w);
+                let _ = detect_rows(&v, &mut w);
+            }
+        }
+
+        #[test]
+        fn leaderboard_rows_of_any_shape_never_panic(
+            value in proptest::option::of(proptest::num::f64::ANY),
+            lo in proptest::option::of(proptest::num::f64::ANY),
+            hi in proptest::option::of(proptest::num::f64::ANY),
+            metric in "(asr|cost|token_usage|\\PC{0,8})",
+        ) {
+            let v = json!({"metric": metric, "value": value, "ci_low": lo, "ci_high": hi,
+                "judge": "j", "dataset_version": "d"});
+            let _ = parse_row(&v);
+        }
+    }
+}

@@ -1,0 +1,389 @@
+//! `gauntlet serve`: the dashboard over HTTP (axum), read-only.
+//!
+//! - Loopback by default. Any other address needs `allow_remote` and a token (from the
+//!   environment), checked on every request (`Authorization: Bearer`, or a cookie set by
+//!   visiting once with `?token=`), compared in constant time.
+//! - Without a token the `Host` header must name the loopback address the server is on
+//!   (`127.0.0.1:PORT`, `localhost:PORT`, `[::1]:PORT`), so a page elsewhere cannot read
+//!   the dashboard through DNS rebinding.
+//! - Only GET and HEAD are routed; every response carries the CSP, `nosniff`,
+//!   `no-referrer`, `DENY` framing and `no-store`.
+//! - File work runs on the blocking pool; a scan of the roots repeats every
+//!   [`RESCAN_EVERY`] and the recount of new or changed runs runs on its own thread.
+
+use crate::Dashboard;
+use crate::pages::{self, LbQuery, Mode};
+use crate::transcripts::Filter;
+use axum::Router;
+use axum::extract::{Path as UrlPath, RawQuery, Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How often the roots are scanned again for new and finished runs.
+pub const RESCAN_EVERY: Duration = Duration::from_secs(10);
+/// The environment variable holding the token for a non-loopback bind.
+pub const TOKEN_ENV: &str = "GAUNTLET_WEB_TOKEN";
+/// Shortest token accepted.
+pub const MIN_TOKEN: usize = 16;
+
+/// What `gauntlet serve` was asked for.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    pub roots: Vec<PathBuf>,
+    pub bind: SocketAddr,
+    /// Explicitly allow a non-loopback address (a token is then required).
+    pub allow_remote: bool,
+    /// The token (read from [`TOKEN_ENV`] by the caller).
+    pub token: Option<String>,
+}
+
+/// Checks the bind policy: loopback, or `allow_remote` plus a token of at least
+/// [`MIN_TOKEN`] characters.
+pub fn check_bind(o: &ServeOptions) -> Result<(), String> {
+    if let Some(t) = &o.token
+        && t.chars().count() < MIN_TOKEN
+    {
+        return Err(format!(
+            "the token in {TOKEN_ENV} is shorter than {MIN_TOKEN} characters"
+        ));
+    }
+    if o.bind.ip().is_loopback() {
+        return Ok(());
+    }
+    if !o.allow_remote {
+        return Err(format!(
+            "{} is not a loopback address: the dashboard binds to loopback unless you pass --allow-remote and set a token in {TOKEN_ENV} (runs may hold sensitive transcripts)",
+            o.bind
+        ));
+    }
+    if o.token.is_none() {
+        return Err(format!(
+            "--allow-remote needs a token: set {TOKEN_ENV} (at least {MIN_TOKEN} characters); requests must then carry it"
+        ));
+    }
+    Ok(())
+}
+
+#[derive(Clone)]
+struct AppState {
+    d: Arc<Dashboard>,
+    token: Option<Arc<str>>,
+    /// Host header values accepted without a token.
+    hosts: Arc<Vec<String>>,
+}
+
+fn ct_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+fn html(status: StatusCode, body: String) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+        body,
+    )
+        .into_response()
+}
+
+fn query_map(q: Option<String>) -> HashMap<String, String> {
+    let mut m = HashMap::new();
+    if let Some(q) = q {
+        for pair in q.split('&') {
+            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+            let dec = |s: &str| {
+                percent_encoding::percent_decode_str(&s.replace('+', " "))
+                    .decode_utf8_lossy()
+                    .into_owned()
+            };
+            // The first value of a key wins; values are capped.
+            m.entry(dec(k))
+                .or_insert_with(|| dec(v).chars().take(500).collect());
+        }
+    }
+    m
+}
+
+/// Security headers and access control on every request.
+async fn guard(State(st): State<AppState>, req: Request, next: Next) -> Response {
+    let mut set_cookie = None;
+    let ok = match &st.token {
+        None => req
+            .headers()
+            .get(header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .is_some_and(|h| st.hosts.iter().any(|a| a.eq_ignore_ascii_case(h))),
+        Some(t) => {
+            let bearer = req
+                .headers()
+                .get(header::AUTHORIZATION)
+                .and_then(|h| h.to_str().ok())
+                .and_then(|h| h.strip_prefix("Bearer "))
+                .is_some_and(|v| ct_eq(v.as_bytes(), t.as_bytes()));
+            let cookie = req
+                .headers()
+                .get_all(header::COOKIE)
+                .iter()
+                .filter_map(|h| h.to_str().ok())
+                .flat_map(|h| h.split(';'))
+                .filter_map(|c| c.trim().strip_prefix("gauntlet_token="))
+                .any(|v| ct_eq(v.as_bytes(), t.as_bytes()));
+            let query = query_map(req.uri().query().map(str::to_owned))
+                .get("token")
+                .is_some_and(|v| ct_eq(v.as_bytes(), t.as_bytes()));
+            if query {
+                set_cookie = Some(format!(
+                    "gauntlet_token={t}; HttpOnly; SameSite=Strict; Path=/"
+                ));
+            }
+            bearer || cookie || query
+        }
+    };
+    let mut resp = if ok {
+        next.run(req).await
+    } else if st.token.is_some() {
+        (
+            StatusCode::UNAUTHORIZED,
+            "a token is required (see gauntlet serve --help)\n",
+        )
+            .into_response()
+    } else {
+        (
+            StatusCode::MISDIRECTED_REQUEST,
+            "this dashboard answers only to its loopback address\n",
+        )
+            .into_response()
+    };
+    let h = resp.headers_mut();
+    let csp = if h.contains_key("x-gauntlet-report") {
+        h.remove("x-gauntlet-report");
+        pages::REPORT_CSP.to_owned()
+    } else {
+        pages::csp()
+    };
+    set(h, "content-security-policy", &csp);
+    set(h, "x-content-type-options", "nosniff");
+    set(h, "referrer-policy", "no-referrer");
+    set(h, "x-frame-options", "DENY");
+    set(h, "cache-control", "no-store");
+    set(h, "cross-origin-opener-policy", "same-origin");
+    set(h, "cross-origin-resource-policy", "same-origin");
+    if let Some(c) = set_cookie {
+        set(h, "set-cookie", &c);
+    }
+    resp
+}
+
+fn set(h: &mut HeaderMap, k: &'static str, v: &str) {
+    if let Ok(v) = HeaderValue::from_str(v) {
+        h.insert(k, v);
+    }
+}
+
+async fn blocking<F: FnOnce() -> Response + Send + 'static>(f: F) -> Response {
+    tokio::task::spawn_blocking(f)
+        .await
+        .unwrap_or_else(|_| (StatusCode::INTERNAL_SERVER_ERROR, "internal error\n").into_response())
+}
+
+fn not_found(d: &Dashboard, what: &str) -> Response {
+    html(
+        StatusCode::NOT_FOUND,
+        pages::error_page(d, Mode::Server, "Not found", what),
+    )
+}
+
+async fn leaderboard(State(st): State<AppState>, RawQuery(q): RawQuery) -> Response {
+    blocking(move || {
+        let m = query_map(q);
+        let g = |k: &str| m.get(k).cloned().unwrap_or_default();
+        let lq = LbQuery {
+            surface: g("surface"),
+            target: g("target"),
+            attack: g("attack"),
+            dataset_version: g("dataset_version"),
+            judge: g("judge"),
+            metric: g("metric"),
+            run: g("run"),
+            date: g("date"),
+            check: g("check"),
+            sort: g("sort"),
+            dir: g("dir"),
+            page: g("page").parse().unwrap_or(0),
+        };
+        html(StatusCode::OK, pages::leaderboard(&st.d, &lq, Mode::Server))
+    })
+    .await
+}
+
+async fn run_page(State(st): State<AppState>, UrlPath(slug): UrlPath<String>) -> Response {
+    blocking(move || match pages::run_page(&st.d, &slug, Mode::Server) {
+        Some(p) => html(StatusCode::OK, p),
+        None => not_found(&st.d, "No run has that name."),
+    })
+    .await
+}
+
+async fn report(State(st): State<AppState>, UrlPath(slug): UrlPath<String>) -> Response {
+    blocking(move || match pages::report_page(&st.d, &slug) {
+        Some(Ok(p)) => {
+            let mut r = html(StatusCode::OK, p);
+            // The guard gives the re-rendered report its own CSP (inline styles).
+            r.headers_mut()
+                .insert("x-gauntlet-report", HeaderValue::from_static("1"));
+            r
+        }
+        Some(Err(e)) => html(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            pages::error_page(&st.d, Mode::Server, "Report unavailable", &e),
+        ),
+        None => not_found(&st.d, "No report for that run."),
+    })
+    .await
+}
+
+async fn transcripts(
+    State(st): State<AppState>,
+    UrlPath(slug): UrlPath<String>,
+    RawQuery(q): RawQuery,
+) -> Response {
+    blocking(move || {
+        let m = query_map(q);
+        let f = Filter {
+            q: m.get("q").cloned().unwrap_or_default(),
+            outcome: m.get("outcome").cloned().unwrap_or_default(),
+        };
+        let from = m.get("from").and_then(|x| x.parse().ok()).unwrap_or(0);
+        match pages::transcripts_page(&st.d, &slug, &f, from, Mode::Server) {
+            Some(p) => html(StatusCode::OK, p),
+            None => not_found(&st.d, "No transcripts for that run."),
+        }
+    })
+    .await
+}
+
+async fn transcript(
+    State(st): State<AppState>,
+    UrlPath((slug, line)): UrlPath<(String, String)>,
+) -> Response {
+    blocking(move || {
+        let Ok(line) = line.parse::<u64>() else {
+            return not_found(&st.d, "A transcript line is a number.");
+        };
+        match pages::transcript_page(&st.d, &slug, line, Mode::Server) {
+            Some(p) => html(StatusCode::OK, p),
+            None => not_found(&st.d, "No such attempt."),
+        }
+    })
+    .await
+}
+
+async fn compare(State(st): State<AppState>, RawQuery(q): RawQuery) -> Response {
+    blocking(move || {
+        let m = query_map(q);
+        let g = |k: &str| m.get(k).cloned().unwrap_or_default();
+        html(StatusCode::OK, pages::compare_page(&st.d, &g("a"), &g("b")))
+    })
+    .await
+}
+
+async fn fallback(State(st): State<AppState>) -> Response {
+    not_found(&st.d, "There is no such page.")
+}
+
+/// The router over a dashboard. `port` is the bound port (for the Host check).
+pub fn router(d: Arc<Dashboard>, token: Option<String>, port: u16) -> Router {
+    let hosts = vec![
+        format!("127.0.0.1:{port}"),
+        format!("localhost:{port}"),
+        format!("[::1]:{port}"),
+    ];
+    let st = AppState {
+        d,
+        token: token.map(Arc::from),
+        hosts: Arc::new(hosts),
+    };
+    Router::new()
+        .route("/", get(leaderboard))
+        .route("/run/{slug}", get(run_page))
+        .route("/run/{slug}/report", get(report))
+        .route("/run/{slug}/transcripts", get(transcripts))
+        .route("/run/{slug}/transcripts/{line}", get(transcript))
+        .route("/compare", get(compare))
+        // Browsers ask for it on their own; an empty answer keeps their consoles quiet.
+        .route("/favicon.ico", get(|| async { StatusCode::NO_CONTENT }))
+        .fallback(fallback)
+        .layer(middleware::from_fn_with_state(st.clone(), guard))
+        .with_state(st)
+}
+
+/// Starts the background work of a served dashboard: rescans and recounts.
+pub fn start_background(d: &Arc<Dashboard>) {
+    let d1 = d.clone();
+    std::thread::spawn(move || {
+        loop {
+            if d1.check_pending() == 0 {
+                std::thread::sleep(Duration::from_secs(2));
+            }
+        }
+    });
+    let d2 = d.clone();
+    std::thread::spawn(move || {
+        loop {
+            std::thread::sleep(RESCAN_EVERY);
+            d2.rescan();
+        }
+    });
+}
+
+/// Binds and serves on the current tokio runtime; returns the bound address and the
+/// server task.
+pub async fn spawn(
+    d: Arc<Dashboard>,
+    bind: SocketAddr,
+    token: Option<String>,
+) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
+    let listener = tokio::net::TcpListener::bind(bind).await?;
+    let addr = listener.local_addr()?;
+    let app = router(d, token, addr.port());
+    let task = tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    Ok((addr, task))
+}
+
+/// `gauntlet serve`: checks the bind policy, scans, serves until killed.
+pub fn serve(o: ServeOptions) -> Result<(), String> {
+    check_bind(&o)?;
+    let d = Dashboard::new(o.roots.clone());
+    let cat = d.catalog();
+    eprintln!(
+        "gauntlet serve: {} run(s) under {} root(s){}",
+        cat.runs.len(),
+        o.roots.len(),
+        if cat.warnings.is_empty() {
+            String::new()
+        } else {
+            format!("; {} warning(s) (shown on the pages)", cat.warnings.len())
+        }
+    );
+    start_background(&d);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    rt.block_on(async move {
+        let (addr, task) = spawn(d, o.bind, o.token)
+            .await
+            .map_err(|e| format!("cannot bind {}: {e}", o.bind))?;
+        println!("serving the dashboard on http://{addr}/ (read-only; Ctrl-C to stop)");
+        let _ = task.await;
+        Ok(())
+    })
+}

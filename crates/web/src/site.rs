@@ -1,0 +1,89 @@
+//! `gauntlet report --site OUT RUNS_DIR…`: the dashboard's pages as a self-contained
+//! static site — plain files with relative links, no server and no network needed to
+//! view or share them. Each page carries its CSP in a `<meta>` tag. Leaderboards list
+//! every row (filtering needs the server); each run's transcripts are exported for the
+//! first [`TRANSCRIPT_PAGES`] pages, each attempt on them with its own page.
+
+use crate::Dashboard;
+use crate::pages::{self, LbQuery, Links, Mode};
+use crate::scan::Surface;
+use crate::transcripts::{Filter, PAGE};
+use std::path::Path;
+use std::sync::Arc;
+
+/// Transcript pages exported per run.
+pub const TRANSCRIPT_PAGES: u64 = 5;
+
+/// What an export wrote.
+#[derive(Debug, Default, Clone)]
+pub struct SiteReport {
+    pub runs: usize,
+    pub files: usize,
+    pub warnings: usize,
+}
+
+fn write(out: &Path, name: &str, body: &str, n: &mut usize) -> Result<(), String> {
+    gauntlet_report::write_atomic(out, name, body.as_bytes())
+        .map_err(|e| format!("cannot write {}: {e}", out.join(name).display()))?;
+    *n += 1;
+    Ok(())
+}
+
+/// Writes the site into `out` (created if missing). The recount runs first, so the
+/// pages show each row's check.
+pub fn export_site(out: &Path, roots: Vec<std::path::PathBuf>) -> Result<SiteReport, String> {
+    std::fs::create_dir_all(out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
+    let d: Arc<Dashboard> = Dashboard::new(roots);
+    d.check_pending();
+    let cat = d.catalog();
+    let links = Links(Mode::Site);
+    let mut files = 0;
+    let first = pages::pick_surface(&d, "");
+    for s in Surface::ALL {
+        let q = LbQuery {
+            surface: s.key().into(),
+            ..Default::default()
+        };
+        let page = pages::leaderboard(&d, &q, Mode::Site);
+        write(out, &links.surface(s), &page, &mut files)?;
+        if s == first {
+            write(out, "index.html", &page, &mut files)?;
+        }
+    }
+    for run in &cat.runs {
+        if let Some(p) = pages::run_page(&d, &run.slug, Mode::Site) {
+            write(out, &links.run(&run.slug), &p, &mut files)?;
+        }
+        if let Some(Ok(p)) = pages::report_page(&d, &run.slug) {
+            write(out, &links.report(&run.slug), &p, &mut files)?;
+        }
+        if run.has_transcripts {
+            let f = Filter::default();
+            for k in 0..TRANSCRIPT_PAGES {
+                let from = k * PAGE;
+                let Some(p) = pages::transcripts_page(&d, &run.slug, &f, from, Mode::Site) else {
+                    break;
+                };
+                write(out, &links.transcripts(&run.slug, &f, from), &p, &mut files)?;
+                let mut any = false;
+                for line in from..from + PAGE {
+                    match pages::transcript_page(&d, &run.slug, line, Mode::Site) {
+                        Some(t) => {
+                            any = true;
+                            write(out, &links.transcript(&run.slug, line), &t, &mut files)?;
+                        }
+                        None => break,
+                    }
+                }
+                if !any {
+                    break;
+                }
+            }
+        }
+    }
+    Ok(SiteReport {
+        runs: cat.runs.len(),
+        files,
+        warnings: cat.warnings.len() + cat.runs.iter().map(|r| r.warnings.len()).sum::<usize>(),
+    })
+}

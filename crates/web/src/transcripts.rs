@@ -1,0 +1,508 @@
+//! The transcript browser's reader: pages of `transcripts.jsonl` streamed from disk,
+//! never loaded whole, so a run of a million attempts pages as fast as a small one.
+//!
+//! - Unfiltered pages are found through a sparse line index: the byte offset of every
+//!   [`STRIDE`]th line, built in memory by one `memchr` pass over the file the first time
+//!   a run's transcripts are opened (1,000,000 lines → ~1,000 offsets, 8 KiB). Until it is
+//!   ready a page is found by skipping lines from the start. Nothing is written next to
+//!   the run: the dashboard is read-only.
+//! - Filtered pages (search text, verdict outcome) scan forward from a cursor line under
+//!   a time budget and return the line to continue from, so every request is bounded
+//!   whatever the file's size and however rare the match.
+//! - A line longer than [`MAX_LINE`] is counted and skipped, never buffered whole.
+
+use memchr::memmem;
+use serde_json::Value;
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// Attempts per page.
+pub const PAGE: u64 = 50;
+/// The index keeps the offset of every STRIDE-th line.
+pub const STRIDE: u64 = 1024;
+/// Longest transcript line read (longer lines are skipped and counted).
+pub const MAX_LINE: usize = 4 << 20;
+/// Characters of the final reply shown in a page's row.
+const PREVIEW_CHARS: usize = 160;
+
+/// Offsets of lines 0, STRIDE, 2·STRIDE, … and the line count, as of `len` bytes.
+#[derive(Debug, Clone, Default)]
+pub struct LineIndex {
+    pub offsets: Vec<u64>,
+    pub lines: u64,
+    pub len: u64,
+}
+
+/// Builds the sparse index of `path` by one pass over its bytes.
+pub fn build_index(path: &Path) -> io::Result<LineIndex> {
+    let mut f = File::open(path)?;
+    let mut buf = vec![0u8; 1 << 20];
+    let mut idx = LineIndex {
+        offsets: vec![0],
+        ..Default::default()
+    };
+    let (mut pos, mut lines) = (0u64, 0u64);
+    loop {
+        let n = f.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        for i in memchr::memchr_iter(b'\n', &buf[..n]) {
+            lines += 1;
+            if lines.is_multiple_of(STRIDE) {
+                idx.offsets.push(pos + i as u64 + 1);
+            }
+        }
+        pos += n as u64;
+    }
+    // A final line without a newline (a run still writing) is not counted: it may be
+    // half a line.
+    idx.lines = lines;
+    idx.len = pos;
+    Ok(idx)
+}
+
+/// What to show.
+#[derive(Debug, Clone, Default)]
+pub struct Filter {
+    /// Case-insensitive text to find anywhere in the line (ASCII case folding).
+    pub q: String,
+    /// `success`, `failure` or `error`: some judge's verdict on the attempt.
+    pub outcome: String,
+}
+
+impl Filter {
+    pub fn is_empty(&self) -> bool {
+        self.q.is_empty() && self.outcome.is_empty()
+    }
+}
+
+/// One attempt as a page lists it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Item {
+    pub line: u64,
+    pub trial: Option<u64>,
+    pub behavior_id: String,
+    pub attack: String,
+    pub target: String,
+    pub expected: String,
+    pub attempt: Option<u64>,
+    /// `judge: outcome` for each verdict.
+    pub verdicts: Vec<(String, String)>,
+    pub error: Option<String>,
+    pub preview: String,
+}
+
+/// A page of attempts.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Page {
+    pub items: Vec<Item>,
+    /// The first line this page looked at.
+    pub from: u64,
+    /// Where the next page starts (`None`: the end of the file was reached).
+    pub next: Option<u64>,
+    /// Lines scanned by this request.
+    pub scanned: u64,
+    /// Lines in the file, when the index is ready.
+    pub total: Option<u64>,
+    /// The time budget ran out before a full page was found.
+    pub budget_hit: bool,
+    /// Lines over [`MAX_LINE`] or not valid JSON, skipped.
+    pub skipped: u64,
+}
+
+/// Reads one line into `buf` (without the newline), keeping at most `MAX_LINE` bytes.
+/// Returns `None` at the end of the file, else whether the line fit.
+fn read_line_capped<R: BufRead>(r: &mut R, buf: &mut Vec<u8>) -> io::Result<Option<bool>> {
+    buf.clear();
+    let mut any = false;
+    let mut fit = true;
+    loop {
+        let chunk = r.fill_buf()?;
+        if chunk.is_empty() {
+            return Ok(if any { Some(fit) } else { None });
+        }
+        any = true;
+        let (take, done) = match memchr::memchr(b'\n', chunk) {
+            Some(i) => (i, true),
+            None => (chunk.len(), false),
+        };
+        if fit {
+            if buf.len() + take > MAX_LINE {
+                fit = false;
+                buf.clear();
+            } else {
+                buf.extend_from_slice(&chunk[..take]);
+            }
+        }
+        r.consume(if done { take + 1 } else { take });
+        if done {
+            return Ok(Some(fit));
+        }
+    }
+}
+
+/// Skips `n` lines; returns how many were skipped (fewer at the end of the file).
+fn skip_lines<R: BufRead>(r: &mut R, n: u64) -> io::Result<u64> {
+    let mut left = n;
+    while left > 0 {
+        let chunk = r.fill_buf()?;
+        if chunk.is_empty() {
+            break;
+        }
+        let mut consumed = chunk.len();
+        for i in memchr::memchr_iter(b'\n', chunk) {
+            left -= 1;
+            if left == 0 {
+                consumed = i + 1;
+                break;
+            }
+        }
+        r.consume(consumed);
+    }
+    Ok(n - left)
+}
+
+/// A reader positioned at line `line` (through the index when there is one).
+fn open_at(
+    path: &Path,
+    index: Option<&LineIndex>,
+    line: u64,
+) -> io::Result<(BufReader<File>, u64)> {
+    let mut f = File::open(path)?;
+    let (mut at, offset) = match index {
+        Some(ix) if !ix.offsets.is_empty() => {
+            let k = ((line / STRIDE) as usize).min(ix.offsets.len() - 1);
+            (k as u64 * STRIDE, ix.offsets[k])
+        }
+        _ => (0, 0),
+    };
+    f.seek(SeekFrom::Start(offset))?;
+    let mut r = BufReader::with_capacity(256 << 10, f);
+    at += skip_lines(&mut r, line - at)?;
+    Ok((r, at))
+}
+
+fn outcome_needle(outcome: &str) -> Option<Vec<u8>> {
+    match outcome {
+        "success" | "failure" | "error" => Some(format!("\"outcome\":\"{outcome}\"").into_bytes()),
+        _ => None,
+    }
+}
+
+/// The page of attempts starting at line `from` that pass `filter`, found within
+/// `budget`.
+pub fn page(
+    path: &Path,
+    index: Option<&LineIndex>,
+    filter: &Filter,
+    from: u64,
+    budget: Duration,
+) -> io::Result<Page> {
+    let started = Instant::now();
+    let (mut r, at) = open_at(path, index, from)?;
+    let mut out = Page {
+        from: at,
+        total: index.map(|i| i.lines),
+        ..Default::default()
+    };
+    let q = filter.q.to_ascii_lowercase();
+    let finder = (!q.is_empty()).then(|| memmem::Finder::new(q.as_bytes()).into_owned());
+    let needle = outcome_needle(&filter.outcome);
+    let outcome_finder = needle
+        .as_deref()
+        .map(|n| memmem::Finder::new(n).into_owned());
+    let mut line_no = at;
+    let mut buf = Vec::new();
+    let mut lower = Vec::new();
+    loop {
+        if out.items.len() as u64 >= PAGE {
+            out.next = Some(line_no);
+            break;
+        }
+        if !filter.is_empty()
+            && out.scanned.is_multiple_of(4096)
+            && out.scanned > 0
+            && started.elapsed() > budget
+        {
+            out.budget_hit = true;
+            out.next = Some(line_no);
+            break;
+        }
+        let Some(fit) = read_line_capped(&mut r, &mut buf)? else {
+            break;
+        };
+        let this = line_no;
+        line_no += 1;
+        out.scanned += 1;
+        if !fit {
+            out.skipped += 1;
+            continue;
+        }
+        if let Some(f) = &outcome_finder
+            && f.find(&buf).is_none()
+        {
+            continue;
+        }
+        if let Some(f) = &finder {
+            lower.clear();
+            lower.extend(buf.iter().map(u8::to_ascii_lowercase));
+            if f.find(&lower).is_none() {
+                continue;
+            }
+        }
+        match serde_json::from_slice::<Value>(&buf) {
+            Ok(v) => {
+                let item = item(this, &v);
+                if !filter.outcome.is_empty()
+                    && !item.verdicts.iter().any(|(_, o)| *o == filter.outcome)
+                {
+                    continue;
+                }
+                out.items.push(item);
+            }
+            Err(_) => out.skipped += 1,
+        }
+    }
+    // At the end of the file there is no next page.
+    if out.next.is_some()
+        && !out.budget_hit
+        && out.items.len() as u64 >= PAGE
+        && r.fill_buf()?.is_empty()
+    {
+        out.next = None;
+    }
+    Ok(out)
+}
+
+fn s(v: &Value, k: &str) -> String {
+    match v.get(k) {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Null) | None => String::new(),
+        Some(other) => other.to_string(),
+    }
+}
+
+fn truncate(s: &str, n: usize) -> String {
+    match s.char_indices().nth(n) {
+        None => s.to_owned(),
+        Some((cut, _)) => format!("{}…", &s[..cut]),
+    }
+}
+
+/// The row a page shows for one transcript line.
+pub fn item(line: u64, v: &Value) -> Item {
+    let verdicts = v
+        .get("verdicts")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().map(|x| (s(x, "judge"), s(x, "outcome"))).collect())
+        .unwrap_or_default();
+    let preview = v
+        .get("transcript")
+        .and_then(Value::as_array)
+        .and_then(|t| t.last())
+        .map(|m| truncate(&s(m, "content"), PREVIEW_CHARS))
+        .unwrap_or_default();
+    Item {
+        line,
+        trial: v.get("trial").and_then(Value::as_u64),
+        behavior_id: s(v, "behavior_id"),
+        attack: s(v, "attack_name"),
+        target: s(v, "target_name"),
+        expected: s(v, "expected"),
+        attempt: v.get("attempt").and_then(Value::as_u64),
+        verdicts,
+        error: v.get("error").and_then(Value::as_str).map(str::to_owned),
+        preview,
+    }
+}
+
+/// Line `line` of the file, parsed; `Ok(None)` when there is no such line.
+pub fn line(
+    path: &Path,
+    index: Option<&LineIndex>,
+    line: u64,
+) -> io::Result<Option<Result<Value, String>>> {
+    let (mut r, at) = open_at(path, index, line)?;
+    if at != line {
+        return Ok(None);
+    }
+    let mut buf = Vec::new();
+    match read_line_capped(&mut r, &mut buf)? {
+        None => Ok(None),
+        Some(false) => Ok(Some(Err(format!(
+            "line {line} is longer than {} MiB: not shown",
+            MAX_LINE >> 20
+        )))),
+        Some(true) => {
+            Ok(Some(serde_json::from_slice(&buf).map_err(|e| {
+                format!("line {line} is not valid JSON: {e}")
+            })))
+        }
+    }
+}
+
+/// `(attack, target, judge)` and its counts: attempts, success, failure, error.
+pub type PartialCell = ((String, String, String), [u64; 4]);
+
+/// Per cell `(attack, target, judge)`: attempts and outcome counts over the first lines
+/// of a (live) transcript, within `budget`. Returns the counts and the lines read.
+pub fn partial_cells(path: &Path, budget: Duration) -> io::Result<(Vec<PartialCell>, u64, bool)> {
+    let started = Instant::now();
+    let mut r = BufReader::with_capacity(256 << 10, File::open(path)?);
+    let mut cells: Vec<PartialCell> = Vec::new();
+    let mut buf = Vec::new();
+    let mut lines = 0u64;
+    let mut cut = false;
+    while let Some(fit) = read_line_capped(&mut r, &mut buf)? {
+        lines += 1;
+        if lines.is_multiple_of(1024) && started.elapsed() > budget {
+            cut = true;
+            break;
+        }
+        if !fit {
+            continue;
+        }
+        let Ok(v) = serde_json::from_slice::<Value>(&buf) else {
+            continue;
+        };
+        let it = item(lines - 1, &v);
+        for (judge, outcome) in &it.verdicts {
+            let key = (it.attack.clone(), it.target.clone(), judge.clone());
+            let slot = match cells.iter().position(|(k, _)| *k == key) {
+                Some(i) => i,
+                None => {
+                    cells.push((key, [0; 4]));
+                    cells.len() - 1
+                }
+            };
+            let c = &mut cells[slot].1;
+            c[0] += 1;
+            match outcome.as_str() {
+                "success" => c[1] += 1,
+                "failure" => c[2] += 1,
+                _ => c[3] += 1,
+            }
+        }
+    }
+    Ok((cells, lines, cut))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn file(lines: u64, extra: &str) -> tempfile::NamedTempFile {
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        for i in 0..lines {
+            let outcome = if i % 3 == 0 { "success" } else { "failure" };
+            writeln!(
+                f,
+                "{{\"behavior_id\":\"b{i}\",\"attack_name\":\"static\",\"target_name\":\"t\",\"expected\":\"should_refuse\",\"attempt\":0,\"transcript\":[{{\"role\":\"assistant\",\"content\":\"reply {i}\"}}],\"verdicts\":[{{\"judge\":\"j\",\"outcome\":\"{outcome}\"}}]}}"
+            )
+            .unwrap();
+        }
+        f.write_all(extra.as_bytes()).unwrap();
+        f
+    }
+
+    #[test]
+    fn index_counts_lines_and_pages_agree_with_or_without_it() {
+        let f = file(5000, "");
+        let ix = build_index(f.path()).unwrap();
+        assert_eq!(ix.lines, 5000);
+        assert_eq!(ix.offsets.len(), 5); // lines 0, 1024, 2048, 3072, 4096
+        for from in [0, 1023, 1024, 2100, 4990] {
+            let a = page(
+                f.path(),
+                Some(&ix),
+                &Filter::default(),
+                from,
+                Duration::from_secs(5),
+            )
+            .unwrap();
+            let b = page(
+                f.path(),
+                None,
+                &Filter::default(),
+                from,
+                Duration::from_secs(5),
+            )
+            .unwrap();
+            assert_eq!(a.items.len(), b.items.len());
+            assert_eq!(a.items[0].behavior_id, format!("b{from}"));
+            assert_eq!(a.items[0].line, from);
+            assert_eq!(b.items[0].behavior_id, format!("b{from}"));
+        }
+        let last = page(
+            f.path(),
+            Some(&ix),
+            &Filter::default(),
+            4990,
+            Duration::from_secs(5),
+        )
+        .unwrap();
+        assert_eq!(last.items.len(), 10);
+        assert_eq!(last.next, None);
+        let l = line(f.path(), Some(&ix), 3333).unwrap().unwrap().unwrap();
+        assert_eq!(l["behavior_id"], "b3333");
+        assert!(line(f.path(), Some(&ix), 5000).unwrap().is_none());
+    }
+
+    #[test]
+    fn filters_find_matches_and_resume_from_a_cursor() {
+        let f = file(400, "");
+        let filt = Filter {
+            q: "REPLY 39".into(),
+            outcome: String::new(),
+        };
+        let p = page(f.path(), None, &filt, 0, Duration::from_secs(5)).unwrap();
+        // reply 39, 390..399
+        assert_eq!(p.items.len(), 11);
+        let filt = Filter {
+            q: String::new(),
+            outcome: "success".into(),
+        };
+        let p = page(f.path(), None, &filt, 0, Duration::from_secs(5)).unwrap();
+        assert_eq!(p.items.len(), 50);
+        assert!(p.items.iter().all(|i| i.verdicts[0].1 == "success"));
+        let next = p.next.unwrap();
+        let p2 = page(f.path(), None, &filt, next, Duration::from_secs(5)).unwrap();
+        assert_eq!(p2.items[0].line, 150);
+    }
+
+    #[test]
+    fn overlong_and_broken_lines_are_skipped_not_fatal() {
+        let long = format!("{}\n", "x".repeat(MAX_LINE + 10));
+        let f = file(3, &format!("{long}not json\n{{\"behavior_id\":\"tail\"}}"));
+        let p = page(
+            f.path(),
+            None,
+            &Filter::default(),
+            0,
+            Duration::from_secs(5),
+        )
+        .unwrap();
+        assert_eq!(p.skipped, 2);
+        assert_eq!(p.items.len(), 4);
+        assert_eq!(p.items[3].behavior_id, "tail");
+        assert!(line(f.path(), None, 3).unwrap().unwrap().is_err());
+    }
+
+    proptest::proptest! {
+        /// Arbitrary bytes never make a page or the index fail or panic.
+        #[test]
+        fn any_bytes_page_without_panicking(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..2000), from in 0u64..50) {
+            let mut f = tempfile::NamedTempFile::new().unwrap();
+            f.write_all(&bytes).unwrap();
+            let ix = build_index(f.path()).unwrap();
+            let filt = Filter { q: "a".into(), outcome: "error".into() };
+            page(f.path(), Some(&ix), &filt, from, Duration::from_secs(1)).unwrap();
+            page(f.path(), None, &Filter::default(), from, Duration::from_secs(1)).unwrap();
+            let _ = line(f.path(), Some(&ix), from).unwrap();
+        }
+    }
+}

@@ -1,0 +1,526 @@
+//! Checking a run's numbers against its own evidence ("gaming-aware": a leaderboard file
+//! is a claim, the transcripts are the evidence).
+//!
+//! - Jailbreak and leakage runs are recounted by the engine
+//!   ([`gauntlet_engine::stored::recount`]): the run's plan is rebuilt from run.json and
+//!   every metric recomputed from the verdicts stored in transcripts.jsonl with the
+//!   engine's own accumulation; each leaderboard row must match its recount (value,
+//!   interval, n, attempts, errors). Token usage and cost are not in the transcripts and
+//!   are marked not recounted.
+//! - Injection runs cannot be read back by this build's engine yet: attempts and errors
+//!   per cell are recounted from transcripts.jsonl; the values are marked not recounted.
+//! - Agent exams: each pass's pass / recall / precision rate is recomputed from the
+//!   per-scenario results in report.json with the exam's own grader code, and the median
+//!   compared with the leaderboard.
+//! - Detect exams are checked at read time (a rate must be the fraction it states).
+//!
+//! A run is never recounted when that would read outside its directory or touch the
+//! network: a config naming a dataset file or URL, a price table or downloads is refused
+//! (a run.json is untrusted and could point anywhere), as are symlinked files.
+//! Recounting runs on a background thread, one run at a time; pages show "pending" until
+//! a run's check is done.
+
+use crate::scan::{Kind, Run, Surface};
+use gauntlet_engine::stored::{StoredRun, recount};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::path::Path;
+
+/// What is known about one row's numbers.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RowCheck {
+    /// The check has not run yet (or the run is still being written).
+    Pending,
+    /// The recount agrees.
+    Verified,
+    /// Nothing found wrong, but the values could not be recounted: why.
+    NotRecounted(String),
+    /// Something is wrong: what.
+    Unverified(Vec<String>),
+}
+
+impl RowCheck {
+    pub fn label(&self) -> &'static str {
+        match self {
+            RowCheck::Pending => "pending",
+            RowCheck::Verified => "verified",
+            RowCheck::NotRecounted(_) => "not recounted",
+            RowCheck::Unverified(_) => "unverified",
+        }
+    }
+    pub fn detail(&self) -> String {
+        match self {
+            RowCheck::Pending => "the recount from the run's transcripts has not finished".into(),
+            RowCheck::Verified => "the recount from the run's own evidence agrees".into(),
+            RowCheck::NotRecounted(w) => w.clone(),
+            RowCheck::Unverified(p) => p.join("; "),
+        }
+    }
+}
+
+/// The result of checking one run: per-row findings (by row index) and notes on the run.
+#[derive(Debug, Clone, Default)]
+pub struct RunCheck {
+    /// Problems found by the recount, per row index.
+    pub rows: HashMap<usize, Vec<String>>,
+    /// Rows the recount could not cover, with why (per row index).
+    pub not_recounted: HashMap<usize, String>,
+    /// When the whole run could not be recounted: why.
+    pub whole_run: Option<String>,
+    /// Problems with the run as a whole found by the recount.
+    pub problems: Vec<String>,
+}
+
+/// The state of a row: its own problems, its run's, then the recount's.
+pub fn row_state(run: &Run, i: usize, check: Option<&RunCheck>) -> RowCheck {
+    let row = &run.rows[i];
+    let mut problems: Vec<String> = run.problems.clone();
+    problems.extend(row.problems.iter().cloned());
+    let Some(c) = check else {
+        return if problems.is_empty() {
+            RowCheck::Pending
+        } else {
+            RowCheck::Unverified(problems)
+        };
+    };
+    problems.extend(c.problems.iter().cloned());
+    if let Some(p) = c.rows.get(&i) {
+        problems.extend(p.iter().cloned());
+    }
+    if !problems.is_empty() {
+        return RowCheck::Unverified(problems);
+    }
+    if let Some(w) = &c.whole_run {
+        return RowCheck::NotRecounted(w.clone());
+    }
+    if let Some(w) = c.not_recounted.get(&i) {
+        return RowCheck::NotRecounted(w.clone());
+    }
+    RowCheck::Verified
+}
+
+/// Why the config recorded in a run.json must not be rebuilt by the dashboard, if it
+/// must not (see [`unsafe_config`]).
+pub fn unsafe_config_reason(config: &Value) -> Option<String> {
+    unsafe_config(config, "config")
+}
+
+/// Why a recorded config must not be rebuilt by the dashboard, if it must not: any key
+/// that names a file, a URL or a download.
+fn unsafe_config(v: &Value, path: &str) -> Option<String> {
+    match v {
+        Value::Object(o) => {
+            for (k, x) in o {
+                let here = format!("{path}.{k}");
+                let risky = matches!(
+                    k.as_str(),
+                    "url" | "path" | "file" | "dir" | "price_table" | "base_url"
+                ) && !x.is_null();
+                if k == "allow_download" && x.as_bool() == Some(true) {
+                    return Some(format!("`{here}` is true"));
+                }
+                if risky && k != "base_url" {
+                    return Some(format!("`{here}` names a file or URL"));
+                }
+                if let Some(w) = unsafe_config(x, &here) {
+                    return Some(w);
+                }
+            }
+            None
+        }
+        Value::Array(a) => a
+            .iter()
+            .enumerate()
+            .find_map(|(i, x)| unsafe_config(x, &format!("{path}[{i}]"))),
+        _ => None,
+    }
+}
+
+fn close(a: Option<f64>, b: Option<f64>) -> bool {
+    match (a, b) {
+        (None, None) => true,
+        (Some(x), Some(y)) => (x - y).abs() <= 1e-9 * x.abs().max(1.0),
+        _ => false,
+    }
+}
+
+fn fmt(v: Option<f64>) -> String {
+    v.map_or("N/A".into(), |x| format!("{x}"))
+}
+
+/// Checks one run (blocking: reads its transcripts).
+pub fn check(run: &Run) -> RunCheck {
+    match run.kind {
+        Kind::RedTeam if run.surface == Surface::Injection => check_counts_only(run),
+        Kind::RedTeam => check_redteam(run),
+        Kind::AgentExam => check_exam(run),
+        Kind::DetectExam => RunCheck {
+            whole_run: Some(
+                "a detect-exam report holds counts, not evidence: checked for consistency only"
+                    .into(),
+            ),
+            ..Default::default()
+        },
+    }
+}
+
+fn regular(dir: &Path, name: &str) -> Result<(), String> {
+    match std::fs::symlink_metadata(dir.join(name)) {
+        Ok(m) if m.is_file() => Ok(()),
+        Ok(_) => Err(format!("{name} is not a regular file (a symlink?)")),
+        Err(e) => Err(format!("{name}: {e}")),
+    }
+}
+
+fn check_redteam(run: &Run) -> RunCheck {
+    let mut out = RunCheck::default();
+    let refuse = |why: String| RunCheck {
+        whole_run: Some(format!("not recounted: {why}")),
+        ..Default::default()
+    };
+    for f in ["run.json", "transcripts.jsonl"] {
+        if let Err(e) = regular(&run.dir, f) {
+            return refuse(e);
+        }
+    }
+    let Ok(Some(bytes)) =
+        crate::scan::read_capped(&run.dir, "run.json", crate::scan::MAX_SMALL_FILE)
+    else {
+        return refuse("run.json is unreadable".into());
+    };
+    let Ok(rj) = serde_json::from_slice::<Value>(&bytes) else {
+        return refuse("run.json is not JSON".into());
+    };
+    if let Some(w) = rj.get("config").and_then(|c| unsafe_config(c, "config")) {
+        return refuse(format!(
+            "{w}; rebuilding it would read outside the run directory or use the network, which the dashboard never does"
+        ));
+    }
+    // The run's own manifest first: a file that differs from what the run wrote is
+    // evidence against the run (unverified), not merely something not recounted. A
+    // directory without one (a session running or killed, or an older gauntlet) is
+    // only not recounted.
+    if run.dir.join(gauntlet_engine::rundir::MANIFEST).is_file()
+        && let Err(e) = gauntlet_engine::rundir::Manifest::verify(&run.dir)
+    {
+        out.problems.push(e);
+        out.whole_run = Some("not recounted: its files differ from its manifest".into());
+        return out;
+    }
+    let stored = match StoredRun::open(&run.dir, Some(&run.dir)) {
+        Ok(s) => s,
+        Err(e) => return refuse(e.to_string()),
+    };
+    let summary = match recount(&stored) {
+        Ok(s) => s,
+        Err(e) => {
+            out.problems
+                .push(format!("transcripts.jsonl cannot be recounted: {e}"));
+            return out;
+        }
+    };
+    let key = |attack: &str, target: &str, dv: &str, judge: &str, metric: &str, params: &str| {
+        format!("{attack}\u{1f}{target}\u{1f}{dv}\u{1f}{judge}\u{1f}{metric}\u{1f}{params}")
+    };
+    let mut recounted: HashMap<String, gauntlet_core::results::LeaderboardEntry> = HashMap::new();
+    for e in summary.leaderboard_entries() {
+        let r = &e.row;
+        let params = serde_json::to_string(&r.metric_params).unwrap_or_default();
+        recounted.insert(
+            key(
+                &r.attack,
+                &r.target,
+                &r.dataset_version,
+                &r.judge,
+                &r.metric,
+                &params,
+            ),
+            e,
+        );
+    }
+    let mut seen = 0usize;
+    for (i, row) in run.rows.iter().enumerate() {
+        let k = key(
+            &row.attack,
+            &row.target,
+            &row.dataset_version,
+            &row.judge,
+            &row.metric_name,
+            &row.metric_params,
+        );
+        let Some(e) = recounted.get(&k) else {
+            out.rows.insert(
+                i,
+                vec!["no such cell × metric in the recount of the run's transcripts".into()],
+            );
+            continue;
+        };
+        seen += 1;
+        if matches!(row.metric_name.as_str(), "token_usage" | "cost") {
+            out.not_recounted.insert(
+                i,
+                "token usage and cost are not in the transcripts (see usage.json)".into(),
+            );
+            continue;
+        }
+        let r = &e.row;
+        let mut p = Vec::new();
+        if !close(row.value, r.value) {
+            p.push(format!(
+                "value {} but the transcripts give {}",
+                fmt(row.value),
+                fmt(r.value)
+            ));
+        }
+        if !close(row.ci.map(|c| c.0), r.ci_low) || !close(row.ci.map(|c| c.1), r.ci_high) {
+            p.push(format!(
+                "interval {:?} but the transcripts give {:?}",
+                row.ci,
+                r.ci_low.zip(r.ci_high)
+            ));
+        }
+        if row.n.is_some_and(|n| n != r.n) {
+            p.push(format!(
+                "n {} but the transcripts give {}",
+                row.n.unwrap_or(0),
+                r.n
+            ));
+        }
+        if row.attempts.is_some_and(|a| a != r.attempts) {
+            p.push(format!(
+                "{} attempts but the transcripts hold {}",
+                row.attempts.unwrap_or(0),
+                r.attempts
+            ));
+        }
+        if row.errors.is_some_and(|a| a != r.errors) {
+            p.push(format!(
+                "{} errors but the transcripts hold {}",
+                row.errors.unwrap_or(0),
+                r.errors
+            ));
+        }
+        if !p.is_empty() {
+            out.rows.insert(i, p);
+        }
+    }
+    if seen < recounted.len() {
+        out.problems.push(format!(
+            "leaderboard.json lacks {} cell × metric row(s) the transcripts produce",
+            recounted.len() - seen
+        ));
+    }
+    out
+}
+
+/// Injection runs: attempts and errors per cell from the transcripts.
+fn check_counts_only(run: &Run) -> RunCheck {
+    let mut out = RunCheck::default();
+    if let Err(e) = regular(&run.dir, "transcripts.jsonl") {
+        out.whole_run = Some(format!("not recounted: {e}"));
+        return out;
+    }
+    let path = run.dir.join("transcripts.jsonl");
+    // Per (attack, target, dataset_version, judge): attempts, errors.
+    let mut counts: HashMap<(String, String, String, String), (u64, u64)> = HashMap::new();
+    let f = match std::fs::File::open(&path) {
+        Ok(f) => f,
+        Err(e) => {
+            out.whole_run = Some(format!("not recounted: transcripts.jsonl: {e}"));
+            return out;
+        }
+    };
+    use std::io::BufRead;
+    let mut bad = 0u64;
+    for line in std::io::BufReader::new(f).split(b'\n') {
+        let Ok(line) = line else {
+            bad += 1;
+            break;
+        };
+        if line.len() > crate::transcripts::MAX_LINE {
+            bad += 1;
+            continue;
+        }
+        let Ok(v) = serde_json::from_slice::<Value>(&line) else {
+            if !line.iter().all(u8::is_ascii_whitespace) {
+                bad += 1;
+            }
+            continue;
+        };
+        let g = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+        for verdict in v
+            .get("verdicts")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let judge = verdict
+                .get("judge")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned();
+            let c = counts
+                .entry((
+                    g("attack_name"),
+                    g("target_name"),
+                    g("dataset_version"),
+                    judge,
+                ))
+                .or_default();
+            c.0 += 1;
+            if verdict.get("outcome").and_then(Value::as_str) == Some("error") {
+                c.1 += 1;
+            }
+        }
+    }
+    if bad > 0 {
+        out.problems
+            .push(format!("transcripts.jsonl has {bad} unreadable line(s)"));
+    }
+    for (i, row) in run.rows.iter().enumerate() {
+        let k = (
+            row.attack.clone(),
+            row.target.clone(),
+            row.dataset_version.clone(),
+            row.judge.clone(),
+        );
+        let (a, e) = counts.get(&k).copied().unwrap_or((0, 0));
+        let mut p = Vec::new();
+        if row.attempts.is_some_and(|x| x != a) {
+            p.push(format!(
+                "{} attempts but the transcripts hold {a}",
+                row.attempts.unwrap_or(0)
+            ));
+        }
+        if row.errors.is_some_and(|x| x != e) {
+            p.push(format!(
+                "{} errors but the transcripts hold {e}",
+                row.errors.unwrap_or(0)
+            ));
+        }
+        if p.is_empty() {
+            out.not_recounted.insert(
+                i,
+                "attempts and errors recounted; the engine cannot read injection runs back yet, so the value is not".into(),
+            );
+        } else {
+            out.rows.insert(i, p);
+        }
+    }
+    out
+}
+
+/// Agent exams: recompute each pass's rates from report.json's per-scenario results.
+fn check_exam(run: &Run) -> RunCheck {
+    let mut out = RunCheck::default();
+    let report =
+        match crate::scan::read_capped(&run.dir, "report.json", crate::scan::MAX_REPORT_FILE) {
+            Ok(Some(b)) => b,
+            _ => {
+                out.whole_run = Some("not recounted: report.json is unreadable".into());
+                return out;
+            }
+        };
+    let r: gauntlet_exam::exam::HarnessReport = match serde_json::from_slice(&report) {
+        Ok(r) => r,
+        Err(e) => {
+            out.whole_run = Some(format!(
+                "not recounted: report.json does not read as an exam report: {e}"
+            ));
+            return out;
+        }
+    };
+    let passes: Vec<gauntlet_exam::grade::RunResult> = r
+        .runs
+        .iter()
+        .map(|p| gauntlet_exam::grade::RunResult::from_results(p.index, p.results.clone()))
+        .collect();
+    // The median over the passes whose rate exists (a pass decided wholly by the
+    // fail-safe has none), as the exam computes it.
+    let median = |f: &dyn Fn(&gauntlet_exam::grade::RunResult) -> Option<f64>| {
+        gauntlet_exam::exam::median_of(passes.iter().map(f))
+    };
+    let want = [
+        ("median_pass_rate", median(&|p| p.pass_rate)),
+        ("median_recall_rate", median(&|p| p.recall_rate)),
+        ("median_precision_rate", median(&|p| p.precision_rate)),
+    ];
+    for (stated, recounted) in [
+        (r.median_pass_rate, want[0].1),
+        (r.median_recall_rate, want[1].1),
+        (r.median_precision_rate, want[2].1),
+    ] {
+        if !close(stated, recounted) {
+            out.problems.push(format!(
+                "report.json states a median {} but its scenario results give {}",
+                fmt(stated),
+                fmt(recounted)
+            ));
+        }
+    }
+    for (i, row) in run.rows.iter().enumerate() {
+        match want.iter().find(|(m, _)| *m == row.metric_name) {
+            Some((_, v)) if !close(row.value, *v) => {
+                out.rows.insert(
+                    i,
+                    vec![format!(
+                        "value {} but the scenario results give {}",
+                        fmt(row.value),
+                        fmt(*v)
+                    )],
+                );
+            }
+            Some(_) => {}
+            None => {
+                out.not_recounted
+                    .insert(i, "not a metric the exam's results recount".into());
+            }
+        }
+        if row.dataset_version != r.corpus_sha256 {
+            out.rows.entry(i).or_default().push(format!(
+                "dataset_version {} is not the report's corpus digest {}",
+                row.dataset_version, r.corpus_sha256
+            ));
+        }
+    }
+    out
+}
+
+/// Rows of a run: for tests and the site, every row's state at once.
+pub fn states(run: &Run, check: Option<&RunCheck>) -> Vec<RowCheck> {
+    (0..run.rows.len())
+        .map(|i| row_state(run, i, check))
+        .collect()
+}
+
+/// Convenience for the leaderboard: is any row of `rows` flagged?
+pub fn any_unverified(states: &[RowCheck]) -> bool {
+    states.iter().any(|s| matches!(s, RowCheck::Unverified(_)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn configs_naming_files_urls_or_downloads_are_not_rebuilt() {
+        assert!(
+            unsafe_config(
+                &json!({"datasets": [{"name": "demo", "params": {}}]}),
+                "config"
+            )
+            .is_none()
+        );
+        let w = unsafe_config(
+            &json!({"datasets": [{"name": "remote", "params": {"url": "file:///etc/passwd"}}]}),
+            "config",
+        )
+        .unwrap();
+        assert!(w.contains("config.datasets[0].params.url"), "{w}");
+        assert!(unsafe_config(&json!({"d": {"allow_download": true}}), "c").is_some());
+        assert!(unsafe_config(&json!({"t": {"price_table": "p.json"}}), "c").is_some());
+        // A live target's base_url is never fetched by a recount (targets are not called).
+        assert!(unsafe_config(&json!({"t": {"base_url": "http://127.0.0.1:1/v1"}}), "c").is_none());
+    }
+}

@@ -1,0 +1,521 @@
+//! The dashboard served over real HTTP, on real run directories written by the engine:
+//! leaderboards, run pages, transcripts, compare, the live view, the checks that flag
+//! tampered or malformed runs, and the ways a request could try to leave the run
+//! directories.
+
+mod common;
+
+use common::*;
+use gauntlet_web::Dashboard;
+use std::path::Path;
+
+/// Smoke (jailbreak), leakage and injection runs in one runs directory.
+async fn three_runs(root: &Path) {
+    make_run(root, "smoke.yaml").await;
+    make_run(root, "leakage_smoke.yaml").await;
+    make_run(root, "injection_smoke.yaml").await;
+}
+
+fn assert_secure_headers(r: &Resp) {
+    let csp = r.header("content-security-policy").expect("CSP header");
+    assert!(csp.starts_with("default-src 'none'"), "{csp}");
+    assert!(
+        !csp.contains("script-src"),
+        "no script source is ever allowed: {csp}"
+    );
+    assert_eq!(
+        r.header("x-content-type-options").as_deref(),
+        Some("nosniff")
+    );
+    assert_eq!(r.header("x-frame-options").as_deref(), Some("DENY"));
+    assert!(!r.body.contains("<script"), "no page carries script");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn leaderboards_run_pages_and_transcripts_of_real_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    three_runs(tmp.path()).await;
+    let d = Dashboard::new(vec![tmp.path().to_path_buf()]);
+    assert_eq!(d.catalog().runs.len(), 3);
+    d.check_pending();
+    let addr = serve(d.clone(), None).await;
+
+    let lb = get(addr, "/?surface=jailbreak").await;
+    assert_eq!(lb.status, 200);
+    assert_secure_headers(&lb);
+    // 4 cells × 2 judges × 5 metrics, each recounted from the transcripts.
+    assert_eq!(
+        lb.body.matches("class=\"check verified\"").count(),
+        40,
+        "{}",
+        lb.body
+    );
+    // N/A is shown as N/A with its reason (minijinja escapes `/` as `&#x2f;`).
+    assert!(lb.body.contains("N&#x2f;A (judge"), "{}", lb.body);
+    assert!(lb.body.contains("gives no rubric score)"));
+    // A filter narrows it.
+    let f = get(
+        addr,
+        "/?surface=jailbreak&target=aligned&metric=asr&judge=rubric",
+    )
+    .await;
+    assert_eq!(f.body.matches("<tr class=\"row-").count(), 2, "{}", f.body);
+    assert!(
+        f.body.contains("<svg"),
+        "a chosen metric draws its forest plot"
+    );
+    // Leakage rows are recounted too; injection rows recount attempts and errors only.
+    let lk = get(addr, "/?surface=leakage").await;
+    assert!(
+        !lk.body.contains("class=\"check unverified\""),
+        "{}",
+        lk.body
+    );
+    assert!(lk.body.contains("class=\"check verified\""));
+    let inj = get(addr, "/?surface=injection").await;
+    assert_eq!(
+        inj.body.matches("class=\"check not_recounted\"").count(),
+        18
+    );
+
+    let run = get(addr, "/run/smoke").await;
+    assert_eq!(run.status, 200);
+    assert!(run.body.contains("verified: the recount"), "{}", run.body);
+    assert!(
+        run.body.matches("<svg").count() >= 5,
+        "a forest plot per metric"
+    );
+    let inj_run = get(addr, "/run/injection_smoke").await;
+    assert!(
+        inj_run
+            .body
+            .contains("Utility under attack vs. injection success")
+    );
+
+    let report = get(addr, "/run/smoke/report").await;
+    assert_eq!(report.status, 200);
+    assert!(report.body.contains("gauntlet report: smoke"));
+    assert!(
+        report
+            .header("content-security-policy")
+            .unwrap()
+            .contains("style-src 'unsafe-inline'")
+    );
+
+    let tr = get(addr, "/run/smoke/transcripts").await;
+    assert_eq!(tr.status, 200);
+    assert_eq!(tr.body.matches("class=\"open\"").count(), 50);
+    let failures = get(addr, "/run/smoke/transcripts?outcome=success&q=ransomware").await;
+    assert!(failures.body.contains("v-success"), "{}", failures.body);
+    assert!(!failures.body.contains(">rubric: failure<") || failures.body.contains("success"));
+    let one = get(addr, "/run/smoke/transcripts/0").await;
+    assert_eq!(one.status, 200);
+    assert!(one.body.contains("demo-r01"), "{}", one.body);
+    assert_eq!(get(addr, "/run/smoke/transcripts/999999").await.status, 404);
+
+    let cmp = get(addr, "/compare?a=smoke&b=smoke").await;
+    assert_eq!(cmp.status, 200);
+    assert!(cmp.body.contains("McNemar"), "{}", cmp.body);
+    assert!(
+        cmp.body.contains("p=1.0000 (0&#x2f;0 discordant)"),
+        "{}",
+        cmp.body
+    );
+    let bad = get(addr, "/compare?a=smoke&b=leakage_smoke").await;
+    assert!(bad.body.contains("share no"), "{}", bad.body);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tampered_duplicate_and_foreign_rows_are_flagged_unverified() {
+    let tmp = tempfile::tempdir().unwrap();
+    let made = tempfile::tempdir().unwrap();
+    let smoke = make_run(made.path(), "smoke.yaml").await;
+    // An honest copy, and a copy whose leaderboard claims a better number.
+    copy_run(&smoke, &tmp.path().join("honest"));
+    copy_run(&smoke, &tmp.path().join("tampered"));
+    let lb = tmp.path().join("tampered/leaderboard.json");
+    let mut rows: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&lb).unwrap()).unwrap();
+    rows[0]["value"] = serde_json::json!(0.9); // static × aligned asr is 0.0
+    rows[0]["ci_low"] = serde_json::json!(0.8);
+    rows[0]["ci_high"] = serde_json::json!(1.0);
+    std::fs::write(&lb, serde_json::to_vec_pretty(&rows).unwrap()).unwrap();
+    // A forger who also rewrites the manifest: the recount from the transcripts is what
+    // catches the claimed number.
+    copy_run(&smoke, &tmp.path().join("forged"));
+    std::fs::copy(&lb, tmp.path().join("forged/leaderboard.json")).unwrap();
+    let forged = tmp.path().join("forged");
+    let mut m: gauntlet_engine::rundir::Manifest =
+        serde_json::from_slice(&std::fs::read(forged.join("manifest.json")).unwrap()).unwrap();
+    m.record_file(&forged, "leaderboard.json").unwrap();
+    m.write(&forged).unwrap();
+    // A redharness-shaped leaderboard: no run.json, a row without its triple, a value
+    // outside its range.
+    let foreign = tmp.path().join("foreign");
+    std::fs::create_dir_all(&foreign).unwrap();
+    std::fs::write(
+        foreign.join("leaderboard.json"),
+        r#"[{"run_id":"x","attack":"static","target":"m","dataset":"advbench","metric":"asr","value":1.7,"ci_low":null,"ci_high":null},
+            {"run_id":"x","attack":"static","target":"m","dataset":"advbench","dataset_version":"advbench@1","judge":"refusal_match","metric":"frr","value":null}]"#,
+    )
+    .unwrap();
+    let d = Dashboard::new(vec![tmp.path().to_path_buf()]);
+    d.check_pending();
+    let addr = serve(d, None).await;
+    let body = get(addr, "/?surface=jailbreak&run=smoke&check=unverified")
+        .await
+        .body;
+    // Both copies share the run id: every row of both is unverified.
+    assert!(body.contains("duplicate run id"), "{body}");
+    let tampered = get(addr, "/run/tampered").await.body;
+    // Its leaderboard.json is no longer the file the run wrote (the run's manifest).
+    assert!(
+        tampered.contains("leaderboard.json is not the file the run wrote"),
+        "{tampered}"
+    );
+    assert!(tampered.contains("check unverified"), "{tampered}");
+    let forged = get(addr, "/run/forged").await.body;
+    assert!(
+        forged.contains("value 0.9 but the transcripts give 0"),
+        "{forged}"
+    );
+    let f = get(addr, "/run/foreign").await.body;
+    assert!(
+        f.contains("no `dataset_version`: the provenance triple is incomplete"),
+        "{f}"
+    );
+    assert!(f.contains("value 1.7 is outside asr"), "{f}");
+    assert!(f.contains("no run.json"), "{f}");
+    // The N/A row is N/A, not 0.
+    assert!(f.contains(">N&#x2f;A</td>"), "{f}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn malformed_oversized_and_symlinked_files_warn_and_never_crash() {
+    let tmp = tempfile::tempdir().unwrap();
+    let made = tempfile::tempdir().unwrap();
+    let smoke = make_run(made.path(), "smoke.yaml").await;
+    copy_run(&smoke, &tmp.path().join("ok"));
+    let broken = tmp.path().join("broken");
+    std::fs::create_dir_all(&broken).unwrap();
+    std::fs::write(broken.join("leaderboard.json"), b"{\"not\": [\"a list\"").unwrap();
+    std::fs::write(broken.join("run.json"), b"\xff\xfe garbage").unwrap();
+    let big = tmp.path().join("big");
+    std::fs::create_dir_all(&big).unwrap();
+    let f = std::fs::File::create(big.join("leaderboard.json")).unwrap();
+    f.set_len(gauntlet_web::scan::MAX_SMALL_FILE + 1).unwrap();
+    // A secret outside the roots, and symlinks pointing at it.
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(
+        outside.path().join("leaderboard.json"),
+        r#"[{"metric":"SECRET-OUTSIDE"}]"#,
+    )
+    .unwrap();
+    let linked = tmp.path().join("linked-file");
+    std::fs::create_dir_all(&linked).unwrap();
+    std::os::unix::fs::symlink(
+        outside.path().join("leaderboard.json"),
+        linked.join("leaderboard.json"),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(outside.path(), tmp.path().join("linked-dir")).unwrap();
+
+    let d = Dashboard::new(vec![tmp.path().to_path_buf()]);
+    d.check_pending();
+    let addr = serve(d, None).await;
+    let lb = get(addr, "/").await;
+    assert_eq!(lb.status, 200);
+    let body = lb.body;
+    assert!(
+        body.contains("leaderboard.json is not valid JSON"),
+        "{body}"
+    );
+    assert!(body.contains("run.json is not valid JSON"), "{body}");
+    assert!(body.contains("over the 16 MiB limit: skipped"), "{body}");
+    assert!(
+        body.contains("leaderboard.json is a symlink: skipped"),
+        "{body}"
+    );
+    assert!(body.contains("a symlink: skipped"), "{body}");
+    assert!(!body.contains("SECRET-OUTSIDE"));
+    for p in ["/run/broken", "/run/big", "/run/linked-file"] {
+        let r = get(addr, p).await;
+        assert_eq!(r.status, 200, "{p}");
+        assert!(!r.body.contains("SECRET-OUTSIDE"), "{p}");
+    }
+    assert_eq!(get(addr, "/run/linked-dir").await.status, 404);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn no_request_reads_outside_the_run_directories() {
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = tmp.path().join("runs");
+    std::fs::create_dir_all(&runs).unwrap();
+    make_run(&runs, "smoke.yaml").await;
+    std::fs::write(tmp.path().join("secret.txt"), "SECRET-NEIGHBOUR").unwrap();
+    // A hostile run whose config points a dataset at the secret: its recount is refused
+    // before anything is read.
+    let hostile = runs.join("hostile");
+    copy_run(&runs.join("smoke"), &hostile);
+    let rj = hostile.join("run.json");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&rj).unwrap()).unwrap();
+    v["run_id"] = "hostile-1".into();
+    v["config"]["datasets"][0] = serde_json::json!({"name": "remote", "params": {
+        "url": format!("file://{}", tmp.path().join("secret.txt").display()), "sha256": "0"}});
+    std::fs::write(&rj, serde_json::to_vec(&v).unwrap()).unwrap();
+    // A symlinked transcripts file: never opened.
+    let sneaky = runs.join("sneaky");
+    copy_run(&runs.join("smoke"), &sneaky);
+    std::fs::remove_file(sneaky.join("transcripts.jsonl")).unwrap();
+    std::os::unix::fs::symlink(
+        tmp.path().join("secret.txt"),
+        sneaky.join("transcripts.jsonl"),
+    )
+    .unwrap();
+
+    let d = Dashboard::new(vec![runs.clone()]);
+    d.check_pending();
+    let addr = serve(d, None).await;
+    let probes = [
+        "/../secret.txt",
+        "/run/../../secret.txt",
+        "/run/..%2F..%2Fsecret.txt",
+        "/run/%2e%2e/report",
+        "/run/%2e%2e%2f%2e%2e%2fsecret.txt/transcripts",
+        "/run/smoke/..%2F..%2F..%2Fsecret.txt",
+        "/run/smoke/transcripts/..%2F..%2Fsecret.txt",
+        "/run/smoke%2F..%2F..%2Fsecret.txt/report",
+        "/run/./smoke/../../secret.txt",
+        "/run/%252e%252e/transcripts",
+        "/run/sneaky/transcripts",
+        "/run/sneaky/transcripts/0",
+        "/run/hostile",
+        "/compare?a=hostile&b=smoke",
+        "/compare?a=..%2F..%2Fsecret.txt&b=smoke",
+        "//etc/passwd",
+        "/run/smoke/transcripts?from=99999999999",
+    ];
+    for p in probes {
+        let r = get(addr, p).await;
+        assert!(
+            !r.body.contains("SECRET-NEIGHBOUR"),
+            "{p} leaked:\n{}",
+            r.body
+        );
+        assert!(!r.body.contains("root:x:0"), "{p}");
+        assert!(
+            r.status == 200 || r.status == 404 || r.status == 400,
+            "{p}: {}",
+            r.status
+        );
+    }
+    let hostile_page = get(addr, "/run/hostile").await.body;
+    assert!(
+        hostile_page.contains("names a file or URL"),
+        "{hostile_page}"
+    );
+    assert_eq!(get(addr, "/run/sneaky/transcripts").await.status, 404);
+    // Read-only: nothing but GET and HEAD.
+    assert_eq!(request(addr, "POST", "/", &[]).await.status, 405);
+    assert_eq!(request(addr, "DELETE", "/run/smoke", &[]).await.status, 405);
+    assert_eq!(request(addr, "HEAD", "/", &[]).await.status, 200);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn hostile_strings_render_inert() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join("xss");
+    std::fs::create_dir_all(&run).unwrap();
+    let evil = "<script>alert(1)</script><img src=x onerror=alert(2)>\"'><svg onload=alert(3)>";
+    let rows = serde_json::json!([{"run_id": evil, "attack": evil, "target": evil, "dataset": evil,
+        "dataset_version": evil, "judge": evil, "metric": "asr", "value": 0.5, "ci_low": 0.25,
+        "ci_high": 0.75, "n": 4, "na_reason": evil, "status": evil},
+        {"run_id": evil, "attack": evil, "target": evil, "dataset": evil,
+        "dataset_version": evil, "judge": evil, "metric": evil, "value": null, "na_reason": evil}]);
+    std::fs::write(run.join("leaderboard.json"), rows.to_string()).unwrap();
+    let line = serde_json::json!({"behavior_id": evil, "attack_name": evil, "target_name": evil,
+        "transcript": [{"role": evil, "content": evil, "name": evil}],
+        "verdicts": [{"judge": evil, "outcome": "success", "reason": evil}], "metadata": {"x": evil}});
+    std::fs::write(run.join("transcripts.jsonl"), format!("{line}\n")).unwrap();
+    let d = Dashboard::new(vec![tmp.path().to_path_buf()]);
+    d.check_pending();
+    let addr = serve(d, None).await;
+    for p in [
+        "/",
+        "/?surface=jailbreak&metric=asr",
+        "/run/xss",
+        "/run/xss/transcripts",
+        "/run/xss/transcripts?q=%3Cscript%3E",
+        "/run/xss/transcripts/0",
+    ] {
+        let r = get(addr, p).await;
+        assert_eq!(r.status, 200, "{p}");
+        let lower = r.body.to_lowercase();
+        assert!(!lower.contains("<script"), "{p}");
+        assert!(!lower.contains("<img"), "{p}");
+        assert!(!lower.contains("<svg onload"), "{p}");
+        assert!(
+            r.body.contains("&lt;script&gt;") || r.body.contains("&lt;script"),
+            "{p}: {}",
+            r.body
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn host_header_and_token_guard_access() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = Dashboard::new(vec![tmp.path().to_path_buf()]);
+    let addr = serve(d.clone(), None).await;
+    assert_eq!(get(addr, "/").await.status, 200);
+    let rebound = request(addr, "GET", "/", &[("Host", "evil.example.invalid")]).await;
+    assert_eq!(rebound.status, 421);
+    let token = "0123456789abcdef-token";
+    let addr = serve(d, Some(token)).await;
+    assert_eq!(get(addr, "/").await.status, 401);
+    let bearer = format!("Bearer {token}");
+    assert_eq!(
+        request(addr, "GET", "/", &[("Authorization", &bearer)])
+            .await
+            .status,
+        200
+    );
+    assert_eq!(
+        request(
+            addr,
+            "GET",
+            "/",
+            &[("Authorization", "Bearer wrong-token-xxxxxx")]
+        )
+        .await
+        .status,
+        401
+    );
+    let first = get(addr, &format!("/?token={token}")).await;
+    assert_eq!(first.status, 200);
+    let cookie = first.header("set-cookie").unwrap();
+    assert!(
+        cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
+        "{cookie}"
+    );
+    let c = cookie.split(';').next().unwrap().to_owned();
+    assert_eq!(
+        request(addr, "GET", "/", &[("Cookie", &c)]).await.status,
+        200
+    );
+
+    use gauntlet_web::server::{ServeOptions, check_bind};
+    let o = |bind: &str, allow: bool, token: Option<&str>| ServeOptions {
+        roots: vec![],
+        bind: bind.parse().unwrap(),
+        allow_remote: allow,
+        token: token.map(str::to_owned),
+    };
+    assert!(check_bind(&o("127.0.0.1:8765", false, None)).is_ok());
+    assert!(check_bind(&o("[::1]:8765", false, None)).is_ok());
+    assert!(
+        check_bind(&o("0.0.0.0:8765", false, Some(token)))
+            .unwrap_err()
+            .contains("--allow-remote")
+    );
+    assert!(
+        check_bind(&o("0.0.0.0:8765", true, None))
+            .unwrap_err()
+            .contains("token")
+    );
+    assert!(check_bind(&o("0.0.0.0:8765", true, Some("short"))).is_err());
+    assert!(check_bind(&o("0.0.0.0:8765", true, Some(token))).is_ok());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_live_run_shows_progress_and_partial_cells_and_refreshes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let made = tempfile::tempdir().unwrap();
+    let smoke = make_run(made.path(), "smoke.yaml").await;
+    let live = tmp.path().join("live");
+    std::fs::create_dir_all(&live).unwrap();
+    // What a session leaves at its start: run.json (partial: incomplete), the lock held,
+    // and the first transcript lines.
+    let mut rj: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(smoke.join("run.json")).unwrap()).unwrap();
+    rj["status"] = "partial: incomplete".into();
+    rj["units"]["done"] = 0.into();
+    std::fs::write(live.join("run.json"), rj.to_string()).unwrap();
+    let all = std::fs::read_to_string(smoke.join("transcripts.jsonl")).unwrap();
+    let first: Vec<&str> = all.lines().take(30).collect();
+    std::fs::write(live.join("transcripts.jsonl"), first.join("\n") + "\n").unwrap();
+    let lock = std::fs::File::create(live.join(".lock")).unwrap();
+    lock.lock().unwrap();
+
+    let d = Dashboard::new(vec![tmp.path().to_path_buf()]);
+    let addr = serve(d, None).await;
+    let page = get(addr, "/run/live").await.body;
+    assert!(
+        page.contains("<meta http-equiv=\"refresh\" content=\"5\">"),
+        "{page}"
+    );
+    assert!(page.contains("● Live"), "{page}");
+    assert!(
+        page.contains("30 attempt(s) written so far; 200 unit(s) planned"),
+        "{page}"
+    );
+    assert!(page.contains("Partial cells (so far)"));
+    // 30 attempts of static × aligned under both judges.
+    assert!(page.contains("<td class=\"num\">30</td>"), "{page}");
+    // The leaderboard lists runs in progress (this one has no rows yet).
+    let lb = get(addr, "/").await.body;
+    assert!(lb.contains("Runs in progress"), "{lb}");
+    // (minijinja escapes `/` in attribute values; browsers read it back as `/`.)
+    assert!(lb.contains("href=\"&#x2f;run&#x2f;live\""), "{lb}");
+    drop(lock);
+    // Finished: no refresh.
+    let d2 = Dashboard::new(vec![tmp.path().to_path_buf()]);
+    let addr2 = serve(d2, None).await;
+    assert!(
+        !get(addr2, "/run/live")
+            .await
+            .body
+            .contains("http-equiv=\"refresh\"")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn static_site_export_is_self_contained() {
+    let tmp = tempfile::tempdir().unwrap();
+    three_runs(tmp.path()).await;
+    let out = tempfile::tempdir().unwrap();
+    let r = gauntlet_web::export_site(out.path(), vec![tmp.path().to_path_buf()]).unwrap();
+    assert_eq!(r.runs, 3);
+    let read = |n: &str| std::fs::read_to_string(out.path().join(n)).unwrap();
+    let index = read("index.html");
+    assert!(
+        index.contains(
+            "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src &#x27;none&#x27;"
+        ),
+        "{index}"
+    );
+    assert!(index.contains("href=\"run-smoke.html\""), "{index}");
+    assert!(
+        !index.contains("href=\"/") && !index.contains("href=\"&#x2f;"),
+        "links are relative"
+    );
+    assert!(!index.contains("<form"), "no server, no forms");
+    assert!(read("leaderboard-injection.html").contains("injection_success_rate"));
+    let run = read("run-smoke.html");
+    assert!(run.contains("<svg"));
+    assert!(run.contains("href=\"run-smoke-transcripts-0.html\""));
+    assert!(read("run-smoke-report.html").contains("gauntlet report: smoke"));
+    let t = read("run-smoke-transcripts-0.html");
+    assert!(t.contains("href=\"run-smoke-line-0.html\""));
+    assert!(t.contains("href=\"run-smoke-transcripts-1.html\""));
+    assert!(read("run-smoke-line-49.html").contains("Conversation"));
+    // Every page is complete HTML with no script and no absolute link.
+    for e in std::fs::read_dir(out.path()).unwrap() {
+        let text = std::fs::read_to_string(e.unwrap().path()).unwrap();
+        assert!(text.starts_with("<!DOCTYPE html>"));
+        assert!(!text.contains("<script"));
+        assert!(!text.contains("href=\"/") && !text.contains("href=\"&#x2f;"));
+        assert!(!text.contains("src="));
+    }
+}
