@@ -21,6 +21,7 @@ Deterministic: fixed seeds, single-threaded BLAS, sorted inputs, rounded weights
 """
 
 import argparse
+import warnings
 import csv
 import hashlib
 import json
@@ -42,15 +43,25 @@ REFUSAL_LABELS = {"2_full_refusal", "3_partial_refusal"}
 COMPLIANCE_LABELS = {"1_full_compliance"}
 # Views embedded once; recipes combine them. The encoder costs ~8 ms per window plus
 # ~0.3 ms per token on one core (BENCHMARKS.md), so the 20 ms budget allows one window of
-# about 32 tokens: the shipped head is chosen among the IN_BUDGET recipes only. The
-# others are cross-validated the same way and printed, to show what a longer window buys.
-ALL_VIEWS = ["open16", "open24", "open32", "open48", "open64", "open128", "tail32"]
-IN_BUDGET = [["open16"], ["open24"], ["open32"]]
-REFERENCE = [["open48"], ["open64"], ["open128"], ["open32", "tail32"]]
-HEADS = (
-    [("logistic", {"C": c}) for c in (0.01, 0.03, 0.1, 0.3, 1.0)]
-    + [("mlp", {"hidden": 64, "alpha": a}) for a in (0.1, 1.0, 3.0)]
-)
+# about 32 tokens; poolings of one window share its encoder pass and cost nothing extra.
+# The shipped head is chosen among the IN_BUDGET recipes only; the others are
+# cross-validated the same way and printed, to show what a longer window would buy.
+ALL_VIEWS = ["open24", "open24.first8", "open32", "open32.first8", "open32.first12",
+             "open32.max", "open48", "open48.first8", "open64", "open64.first8"]
+IN_BUDGET = [
+    ["open24"],
+    ["open24", "open24.first8"],
+    ["open32"],
+    ["open32", "open32.first8"],
+    ["open32", "open32.first12"],
+    ["open32", "open32.max"],
+    ["open32", "open32.first8", "open32.max"],
+]
+REFERENCE = [["open48"], ["open48", "open48.first8"], ["open64"], ["open64", "open64.first8"]]
+# Logistic regression over standardised features. (An MLP head — `fit("mlp", …)`, read
+# by the Rust head as ReLU layers — cross-validated no better in our trials and is 10x
+# slower to select, so the grid holds the linear head only.)
+HEADS = [("logistic", {"C": c}) for c in (0.003, 0.01, 0.03, 0.1, 0.3)]
 THRESHOLDS = np.round(np.arange(0.05, 0.951, 0.01), 2)
 ENCODER_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 
@@ -109,6 +120,8 @@ def features(E, recipe):
 
 
 def fit(kind, hp, X, y):
+    # A fixed iteration budget is part of the recipe (deterministic either way).
+    warnings.filterwarnings("ignore", message=".*failed to converge.*")
     scaler = StandardScaler().fit(X)
     Xs = scaler.transform(X)
     if kind == "logistic":
@@ -117,7 +130,7 @@ def fit(kind, hp, X, y):
         clf = MLPClassifier(
             hidden_layer_sizes=(hp["hidden"],),
             alpha=hp["alpha"],
-            max_iter=2000,
+            max_iter=500,
             early_stopping=False,
             random_state=SEED,
             solver="lbfgs",
@@ -204,6 +217,17 @@ def run_lomo(E, y, groups, recipes, verbose):
     return out
 
 
+def ablation(E, y, groups):
+    print("View ablation: the same nested LOMO restricted to one recipe (pooled over the three "
+          "held-out models). Only in-budget recipes can be shipped.")
+    print(f"{'views':<40} {'n':>5} {'kappa':>6} {'acc':>6} {'sens':>6} {'spec':>6}")
+    for recipe in IN_BUDGET + REFERENCE:
+        s_ = run_lomo(E, y, groups, [recipe], verbose=False)["pooled"]
+        tag = "" if recipe in IN_BUDGET else "   (over the 20 ms budget)"
+        print(f"{'+'.join(recipe):<40} {fmt(s_)}{tag}")
+    print()
+
+
 def fmt(s):
     return (f"{s['n']:>5} {s['kappa']:6.3f} {s['accuracy']:6.3f} "
             f"{s['sensitivity']:6.3f} {s['specificity']:6.3f}   "
@@ -259,6 +283,8 @@ def main():
     ap.add_argument("--cache-dir", default="target/classifier-train")
     ap.add_argument("--model-dir", default=None)
     ap.add_argument("--out", default="crates/classifier/head/refusal_head.json")
+    ap.add_argument("--ablation", action="store_true",
+                    help="also cross-validate each view recipe on its own (slow)")
     ap.add_argument("--verify", action="store_true",
                     help="instead of training: score the shipped head through the Rust tool's "
                          "`predict` on every row and compare with the head computed here")
@@ -289,14 +315,8 @@ def main():
     print(f"{'held out':<16} {'n':>5} {'kappa':>6} {'acc':>6} {'sens':>6} {'spec':>6}   confusion   [chosen in the inner folds]")
     lomo = run_lomo(E, y, groups, IN_BUDGET, verbose=True)
     print()
-    print("View ablation: the same nested LOMO restricted to one recipe (pooled over the three "
-          "held-out models). Only in-budget recipes can be shipped.")
-    print(f"{'views':<16} {'n':>5} {'kappa':>6} {'acc':>6} {'sens':>6} {'spec':>6}")
-    for recipe in IN_BUDGET + REFERENCE:
-        s_ = run_lomo(E, y, groups, [recipe], verbose=False)["pooled"]
-        tag = "" if recipe in IN_BUDGET else "   (over the 20 ms budget)"
-        print(f"{'+'.join(recipe):<16} {fmt(s_)}{tag}")
-    print()
+    if args.ablation:
+        ablation(E, y, groups)
 
     (k_in, recipe, kind, hp, t), ranked = select(E, y, groups, MODELS, IN_BUDGET)
     print("Shipped head: nested LOMO over all three models chose "

@@ -7,7 +7,7 @@
 //! product over `RAYON_NUM_THREADS` threads (default: all cores).
 
 use crate::head::hex;
-use crate::view::{self, View};
+use crate::view::{self, Pool, View, Window};
 use crate::weights;
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
@@ -93,31 +93,64 @@ impl Encoder {
         Ok(enc.get_ids().to_vec())
     }
 
-    /// The L2-normalised mean-pooled embedding of one window (special tokens included).
-    pub fn embed_window(&self, window: &[u32]) -> Result<Vec<f32>, String> {
+    /// The encoder's final hidden states for one window (special tokens included):
+    /// `len × DIM`, row-major.
+    pub fn hidden(&self, window: &[u32]) -> Result<Vec<f32>, String> {
         let run = || -> candle_core::Result<Vec<f32>> {
             let ids = Tensor::new(window, &self.device)?.unsqueeze(0)?;
             let types = ids.zeros_like()?;
-            let hidden = self.model.forward(&ids, &types, None)?; // 1 × n × DIM
-            let mean = (hidden.sum(1)? / window.len() as f64)?; // 1 × DIM
-            let norm = mean.sqr()?.sum_keepdim(1)?.sqrt()?;
-            mean.broadcast_div(&norm)?.squeeze(0)?.to_vec1::<f32>()
+            let hidden = self.model.forward(&ids, &types, None)?; // 1 × len × DIM
+            hidden.squeeze(0)?.flatten_all()?.to_vec1::<f32>()
         };
         run().map_err(|e| format!("encoder: {e}"))
     }
 
-    /// The concatenated embeddings of `views` of `text`, in order.
+    /// The concatenated, L2-normalised pooled vectors of `views` of `text`, in order.
+    /// Each distinct window is encoded once, whatever the number of its poolings.
     pub fn features(&self, text: &str, views: &[View]) -> Result<Vec<f32>, String> {
         let mut out = Vec::with_capacity(views.len() * DIM);
-        let mut cache: [Option<Vec<u32>>; 2] = [None, None];
+        let mut tokens: [Option<Vec<u32>>; 2] = [None, None];
+        let mut states: Vec<(Window, usize, Vec<f32>)> = Vec::new();
         for &v in views {
-            let slot = &mut cache[usize::from(v.from_end())];
-            if slot.is_none() {
-                *slot = Some(self.tokens(text, v.from_end())?);
-            }
-            let ids = slot.as_deref().expect("filled above");
-            out.extend(self.embed_window(&v.window(ids, self.cls, self.sep))?);
+            let i = match states.iter().position(|(w, _, _)| *w == v.window) {
+                Some(i) => i,
+                None => {
+                    let slot = &mut tokens[usize::from(v.window.from_end())];
+                    if slot.is_none() {
+                        *slot = Some(self.tokens(text, v.window.from_end())?);
+                    }
+                    let ids = v.window.ids(slot.as_deref().expect("filled"), self.cls, self.sep);
+                    states.push((v.window, ids.len(), self.hidden(&ids)?));
+                    states.len() - 1
+                }
+            };
+            let (_, len, h) = &states[i];
+            out.extend(pool(h, *len, v.pool));
         }
         Ok(out)
     }
+}
+
+/// Pools `len × DIM` states (f64 accumulation, fixed order) and L2-normalises.
+fn pool(h: &[f32], len: usize, p: Pool) -> Vec<f32> {
+    let (start, end) = p.rows(len);
+    let rows = h[start * DIM..end * DIM].chunks_exact(DIM);
+    let mut acc = vec![0f64; DIM];
+    match p {
+        Pool::Mean | Pool::First(_) => {
+            for r in rows {
+                acc.iter_mut().zip(r).for_each(|(a, &x)| *a += f64::from(x));
+            }
+            let n = (end - start) as f64;
+            acc.iter_mut().for_each(|a| *a /= n);
+        }
+        Pool::Max => {
+            acc.fill(f64::NEG_INFINITY);
+            for r in rows {
+                acc.iter_mut().zip(r).for_each(|(a, &x)| *a = a.max(f64::from(x)));
+            }
+        }
+    }
+    let norm = acc.iter().map(|a| a * a).sum::<f64>().sqrt().max(1e-12);
+    acc.iter().map(|a| (a / norm) as f32).collect()
 }

@@ -15,7 +15,7 @@ use sha2::{Digest, Sha256};
 /// The head shipped with gauntlet.
 pub const SHIPPED_JSON: &str = include_str!("../head/refusal_head.json");
 /// sha256 of [`SHIPPED_JSON`] (checked by a test, so the constant and the file never drift).
-pub const SHIPPED_SHA256: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+pub const SHIPPED_SHA256: &str = "7124ddf4686a8a75750dfef4aeec05707658576ee9d6522babd89e1c628272a4";
 /// The head file format this code reads.
 pub const FORMAT: &str = "gauntlet-refusal-head/1";
 

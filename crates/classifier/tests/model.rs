@@ -39,7 +39,7 @@ fn cos(a: &[f32], b: &[f32]) -> f32 {
 fn embeddings_are_normalised_deterministic_and_meaningful() {
     let Some(dir) = model_dir() else { return };
     let enc = Encoder::load(&dir).unwrap();
-    let v = [View::Open(64)];
+    let v = ["open64".parse::<View>().unwrap()];
     let a = enc.features("I'm sorry, but I can't help with that request.", &v).unwrap();
     let b = enc.features("Unfortunately I am unable to assist with this.", &v).unwrap();
     let c = enc
@@ -64,13 +64,24 @@ fn views_read_their_part_of_the_reply() {
     let filler = "The museum opens at nine and the gardens close at dusk. ".repeat(40);
     let refusal = "I can't help with the rest of that request.";
     let long = format!("{filler}{refusal}");
-    let alone = enc.features(refusal, &[View::Open(32)]).unwrap();
-    let tail = enc.features(&long, &[View::Tail(32)]).unwrap();
-    let open = enc.features(&long, &[View::Open(32)]).unwrap();
+    let view = |s: &str| s.parse::<View>().unwrap();
+    let alone = enc.features(refusal, &[view("open32")]).unwrap();
+    let tail = enc.features(&long, &[view("tail32")]).unwrap();
+    let open = enc.features(&long, &[view("open32")]).unwrap();
     assert!(cos(&alone, &tail) > cos(&alone, &open) + 0.2);
-    assert_eq!(enc.features("", &[View::Open(64), View::Tail(64)]).unwrap().len(), 2 * DIM);
+    assert_eq!(enc.features("", &[view("open64"), view("tail64")]).unwrap().len(), 2 * DIM);
     let huge = "word ".repeat(200_000);
-    assert_eq!(enc.features(&huge, &[View::Open(128)]).unwrap().len(), DIM);
+    assert_eq!(enc.features(&huge, &[view("open128")]).unwrap().len(), DIM);
+    // Poolings of one window: unit vectors; `first<K>` with K past the reply's end
+    // equals the mean over the whole window.
+    let f = enc
+        .features("Sorry, no.", &[view("open32"), view("open32.first20"), view("open32.max")])
+        .unwrap();
+    assert_eq!(f.len(), 3 * DIM);
+    for v in f.chunks(DIM) {
+        assert!((cos(v, v) - 1.0).abs() < 1e-4);
+    }
+    assert_eq!(f[..DIM], f[DIM..2 * DIM]);
 }
 
 /// A file that does not match its pinned sha256 is refused by name, with the fix.
