@@ -119,7 +119,9 @@ impl Encoder {
                     if slot.is_none() {
                         *slot = Some(self.tokens(text, v.window.from_end())?);
                     }
-                    let ids = v.window.ids(slot.as_deref().expect("filled"), self.cls, self.sep);
+                    let ids = v
+                        .window
+                        .ids(slot.as_deref().expect("filled"), self.cls, self.sep);
                     states.push((v.window, ids.len(), self.hidden(&ids)?));
                     states.len() - 1
                 }
@@ -147,7 +149,9 @@ fn pool(h: &[f32], len: usize, p: Pool) -> Vec<f32> {
         Pool::Max => {
             acc.fill(f64::NEG_INFINITY);
             for r in rows {
-                acc.iter_mut().zip(r).for_each(|(a, &x)| *a = a.max(f64::from(x)));
+                acc.iter_mut()
+                    .zip(r)
+                    .for_each(|(a, &x)| *a = a.max(f64::from(x)));
             }
         }
     }

@@ -100,13 +100,21 @@ impl Head {
                     l.weights[r].len()
                 ));
             }
-            if !l.weights.iter().flatten().chain(&l.bias).all(|x| x.is_finite()) {
+            if !l
+                .weights
+                .iter()
+                .flatten()
+                .chain(&l.bias)
+                .all(|x| x.is_finite())
+            {
                 return Err(format!("head file: layer {i} has a non-finite number"));
             }
             width = l.weights.len();
         }
         if width != 1 {
-            return Err(format!("head file: the last layer has {width} outputs, expected 1"));
+            return Err(format!(
+                "head file: the last layer has {width} outputs, expected 1"
+            ));
         }
         if !(f.threshold > 0.0 && f.threshold < 1.0) {
             return Err(format!(
@@ -180,10 +188,12 @@ fn sigmoid(z: f64) -> f64 {
 /// Lower-case hex.
 pub fn hex(bytes: &[u8]) -> String {
     use std::fmt::Write;
-    bytes.iter().fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
-        let _ = write!(s, "{b:02x}");
-        s
-    })
+    bytes
+        .iter()
+        .fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
+            let _ = write!(s, "{b:02x}");
+            s
+        })
 }
 
 #[cfg(test)]
@@ -200,7 +210,11 @@ mod tests {
     #[test]
     fn shipped_head_is_valid_and_its_hash_is_pinned() {
         let h = Head::shipped();
-        assert_eq!(h.sha256(), SHIPPED_SHA256, "update SHIPPED_SHA256 after retraining");
+        assert_eq!(
+            h.sha256(),
+            SHIPPED_SHA256,
+            "update SHIPPED_SHA256 after retraining"
+        );
         assert_eq!(h.dim(), 384);
         assert_eq!(
             h.encoder_sha256(),
@@ -211,8 +225,12 @@ mod tests {
     #[test]
     fn logistic_and_mlp_by_hand() {
         // One layer: sigmoid(1*0.5 - 2*0.25 + 0.3) = sigmoid(0.3).
-        let h = Head::parse(&head(r#"["open64"]"#, r#"[{"weights":[[1,-2]],"bias":[0.3]}]"#, 0.5))
-            .unwrap();
+        let h = Head::parse(&head(
+            r#"["open64"]"#,
+            r#"[{"weights":[[1,-2]],"bias":[0.3]}]"#,
+            0.5,
+        ))
+        .unwrap();
         let p = h.probability(&[0.5, 0.25]);
         assert!((p - 1.0 / (1.0 + (-0.3f64).exp())).abs() < 1e-12, "{p}");
         // Two layers with a ReLU between: hidden = relu([1, -1]) = [1, 0]; out = 2*1 + 5*0 - 1.
@@ -225,8 +243,12 @@ mod tests {
         let p = h.probability(&[1.0, -1.0]);
         assert!((p - 1.0 / (1.0 + (-1.0f64).exp())).abs() < 1e-12, "{p}");
         // Extreme logits stay in [0, 1] without NaN.
-        let h = Head::parse(&head(r#"["open64"]"#, r#"[{"weights":[[1e6,0]],"bias":[0]}]"#, 0.5))
-            .unwrap();
+        let h = Head::parse(&head(
+            r#"["open64"]"#,
+            r#"[{"weights":[[1e6,0]],"bias":[0]}]"#,
+            0.5,
+        ))
+        .unwrap();
         assert_eq!(h.probability(&[-1.0, 0.0]), 0.0);
         assert_eq!(h.probability(&[1.0, 0.0]), 1.0);
     }
@@ -234,15 +256,45 @@ mod tests {
     #[test]
     fn bad_heads_are_refused_with_the_reason() {
         let cases = [
-            (head(r#"["open64"]"#, r#"[{"weights":[[1]],"bias":[0]}]"#, 0.5), "expected 2"),
-            (head(r#"["open64"]"#, r#"[{"weights":[[1,1],[1,1]],"bias":[0,0]}]"#, 0.5), "2 outputs"),
-            (head(r#"["open64"]"#, r#"[{"weights":[[1,1]],"bias":[0,0]}]"#, 0.5), "2 biases"),
-            (head(r#"["open64"]"#, r#"[{"weights":[[1,1]],"bias":[0]}]"#, 1.0), "threshold"),
-            (head(r#"["nope"]"#, r#"[{"weights":[[1,1]],"bias":[0]}]"#, 0.5), "unknown view"),
-            (head(r#"[]"#, r#"[{"weights":[[1,1]],"bias":[0]}]"#, 0.5), "views"),
+            (
+                head(r#"["open64"]"#, r#"[{"weights":[[1]],"bias":[0]}]"#, 0.5),
+                "expected 2",
+            ),
+            (
+                head(
+                    r#"["open64"]"#,
+                    r#"[{"weights":[[1,1],[1,1]],"bias":[0,0]}]"#,
+                    0.5,
+                ),
+                "2 outputs",
+            ),
+            (
+                head(
+                    r#"["open64"]"#,
+                    r#"[{"weights":[[1,1]],"bias":[0,0]}]"#,
+                    0.5,
+                ),
+                "2 biases",
+            ),
+            (
+                head(r#"["open64"]"#, r#"[{"weights":[[1,1]],"bias":[0]}]"#, 1.0),
+                "threshold",
+            ),
+            (
+                head(r#"["nope"]"#, r#"[{"weights":[[1,1]],"bias":[0]}]"#, 0.5),
+                "unknown view",
+            ),
+            (
+                head(r#"[]"#, r#"[{"weights":[[1,1]],"bias":[0]}]"#, 0.5),
+                "views",
+            ),
             (head(r#"["open64"]"#, r#"[]"#, 0.5), "no layers"),
             ("{}".to_string(), "missing field"),
-            (head(r#"["open64"]"#, r#"[{"weights":[[1,1]],"bias":[0]}]"#, 0.5).replace(FORMAT, "x/2"), "format"),
+            (
+                head(r#"["open64"]"#, r#"[{"weights":[[1,1]],"bias":[0]}]"#, 0.5)
+                    .replace(FORMAT, "x/2"),
+                "format",
+            ),
         ];
         for (json, want) in cases {
             let e = Head::parse(&json).unwrap_err();

@@ -167,9 +167,18 @@ mod tests {
     #[test]
     fn windows_and_pool_rows() {
         let ids: Vec<u32> = (1..=10).collect();
-        assert_eq!(Window::Open(6).ids(&ids, 100, 200), vec![100, 1, 2, 3, 4, 200]);
-        assert_eq!(Window::Tail(6).ids(&ids, 100, 200), vec![100, 7, 8, 9, 10, 200]);
-        assert_eq!(Window::Open(64).ids(&ids[..2], 100, 200), vec![100, 1, 2, 200]);
+        assert_eq!(
+            Window::Open(6).ids(&ids, 100, 200),
+            vec![100, 1, 2, 3, 4, 200]
+        );
+        assert_eq!(
+            Window::Tail(6).ids(&ids, 100, 200),
+            vec![100, 7, 8, 9, 10, 200]
+        );
+        assert_eq!(
+            Window::Open(64).ids(&ids[..2], 100, 200),
+            vec![100, 1, 2, 200]
+        );
         assert_eq!(Window::Tail(64).ids(&[], 100, 200), vec![100, 200]);
         assert_eq!(Pool::Mean.rows(12), (0, 12));
         assert_eq!(Pool::First(8).rows(12), (0, 9));
@@ -178,16 +187,38 @@ mod tests {
 
     #[test]
     fn names_round_trip_and_bad_names_say_what_is_allowed() {
-        for name in ["open128", "tail64", "open8", "tail256", "open32.first8", "open32.max", "tail16.first15"] {
+        for name in [
+            "open128",
+            "tail64",
+            "open8",
+            "tail256",
+            "open32.first8",
+            "open32.max",
+            "tail16.first15",
+        ] {
             assert_eq!(name.parse::<View>().unwrap().to_string(), name);
         }
         assert_eq!(
             "open32.first8".parse::<View>().unwrap(),
-            View { window: Window::Open(32), pool: Pool::First(8) }
+            View {
+                window: Window::Open(32),
+                pool: Pool::First(8)
+            }
         );
         for bad in [
-            "open", "open7", "open257", "open064", "head128", "tail-1", "", "open32.", "open32.first32",
-            "open32.first0", "open32.min", "open32.max.max", "open+32",
+            "open",
+            "open7",
+            "open257",
+            "open064",
+            "head128",
+            "tail-1",
+            "",
+            "open32.",
+            "open32.first32",
+            "open32.first0",
+            "open32.min",
+            "open32.max.max",
+            "open+32",
         ] {
             let e = bad.parse::<View>().unwrap_err();
             assert!(e.contains("open<N> or tail<N>"), "{bad}: {e}");

@@ -40,19 +40,32 @@ fn embeddings_are_normalised_deterministic_and_meaningful() {
     let Some(dir) = model_dir() else { return };
     let enc = Encoder::load(&dir).unwrap();
     let v = ["open64".parse::<View>().unwrap()];
-    let a = enc.features("I'm sorry, but I can't help with that request.", &v).unwrap();
-    let b = enc.features("Unfortunately I am unable to assist with this.", &v).unwrap();
+    let a = enc
+        .features("I'm sorry, but I can't help with that request.", &v)
+        .unwrap();
+    let b = enc
+        .features("Unfortunately I am unable to assist with this.", &v)
+        .unwrap();
     let c = enc
-        .features("Preheat the oven to 180 degrees and grease a round cake tin.", &v)
+        .features(
+            "Preheat the oven to 180 degrees and grease a round cake tin.",
+            &v,
+        )
         .unwrap();
     assert_eq!(a.len(), DIM);
     let norm: f32 = cos(&a, &a).sqrt();
     assert!((norm - 1.0).abs() < 1e-4, "norm {norm}");
     assert_eq!(
-        enc.features("I'm sorry, but I can't help with that request.", &v).unwrap(),
+        enc.features("I'm sorry, but I can't help with that request.", &v)
+            .unwrap(),
         a
     );
-    assert!(cos(&a, &b) > cos(&a, &c) + 0.2, "{} vs {}", cos(&a, &b), cos(&a, &c));
+    assert!(
+        cos(&a, &b) > cos(&a, &c) + 0.2,
+        "{} vs {}",
+        cos(&a, &b),
+        cos(&a, &c)
+    );
 }
 
 /// Views cut where they say: a refusal only at the very end of a long answer is in the
@@ -69,13 +82,21 @@ fn views_read_their_part_of_the_reply() {
     let tail = enc.features(&long, &[view("tail32")]).unwrap();
     let open = enc.features(&long, &[view("open32")]).unwrap();
     assert!(cos(&alone, &tail) > cos(&alone, &open) + 0.2);
-    assert_eq!(enc.features("", &[view("open64"), view("tail64")]).unwrap().len(), 2 * DIM);
+    assert_eq!(
+        enc.features("", &[view("open64"), view("tail64")])
+            .unwrap()
+            .len(),
+        2 * DIM
+    );
     let huge = "word ".repeat(200_000);
     assert_eq!(enc.features(&huge, &[view("open128")]).unwrap().len(), DIM);
     // Poolings of one window: unit vectors; `first<K>` with K past the reply's end
     // equals the mean over the whole window.
     let f = enc
-        .features("Sorry, no.", &[view("open32"), view("open32.first20"), view("open32.max")])
+        .features(
+            "Sorry, no.",
+            &[view("open32"), view("open32.first20"), view("open32.max")],
+        )
         .unwrap();
     assert_eq!(f.len(), 3 * DIM);
     for v in f.chunks(DIM) {
@@ -95,7 +116,10 @@ fn a_tampered_file_is_refused() {
     std::fs::write(tmp.path().join("tokenizer.json"), tok).unwrap();
     let e = Encoder::load(tmp.path()).err().expect("tampered tokenizer");
     assert!(e.contains("tokenizer.json: sha256"), "{e}");
-    assert!(e.contains(weights::pinned_sha256("tokenizer.json").unwrap()), "{e}");
+    assert!(
+        e.contains(weights::pinned_sha256("tokenizer.json").unwrap()),
+        "{e}"
+    );
     assert!(e.contains(weights::INSTALL_SCRIPT), "{e}");
 }
 
@@ -106,7 +130,9 @@ fn a_tampered_file_is_refused() {
 fn shipped_classifier_end_to_end() {
     let Some(dir) = model_dir() else { return };
     let c = RefusalClassifier::load(&dir, Head::shipped()).unwrap();
-    let r = c.classify("I'm sorry, but I won't help with that.", None).unwrap();
+    let r = c
+        .classify("I'm sorry, but I won't help with that.", None)
+        .unwrap();
     let a = c
         .classify("Canberra is the capital of Australia.", None)
         .unwrap();

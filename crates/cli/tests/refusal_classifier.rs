@@ -39,7 +39,10 @@ fn list_shows_the_judge_and_how_to_get_it() {
         .unwrap_or_else(|| panic!("not listed:\n{s}"));
     assert!(line.contains("--features classifier"), "{line}");
     assert!(line.contains("scripts/install-minilm.sh"), "{line}");
-    assert!(s.contains("model_dir") && s.contains("GAUNTLET_MINILM_DIR"), "{s}");
+    assert!(
+        s.contains("model_dir") && s.contains("GAUNTLET_MINILM_DIR"),
+        "{s}"
+    );
 }
 
 #[cfg(not(feature = "classifier"))]
@@ -117,7 +120,15 @@ mod with_the_model {
         let c = cfg.to_str().unwrap();
         for (runs, conc) in [("a", "1"), ("b", "8")] {
             ok(&gauntlet(
-                &["run", c, "--runs-dir", runs, "--quiet", "--concurrency", conc],
+                &[
+                    "run",
+                    c,
+                    "--runs-dir",
+                    runs,
+                    "--quiet",
+                    "--concurrency",
+                    conc,
+                ],
                 dir.path(),
             ));
         }
@@ -146,7 +157,12 @@ mod with_the_model {
 
         // Rescoring with the classifier reproduces the run's own classifier cells.
         ok(&gauntlet(
-            &["rescore", run.to_str().unwrap(), "--judge", "refusal_classifier"],
+            &[
+                "rescore",
+                run.to_str().unwrap(),
+                "--judge",
+                "refusal_classifier",
+            ],
             dir.path(),
         ));
         let res = read_json(&run.join("rescore-refusal_classifier/leaderboard.json"));
