@@ -15,7 +15,7 @@ use crate::injection::{bundled, scenario_file};
 use crate::injections::{Injection, direct_injection, indirect_injection, no_injection};
 use crate::judge::Judge;
 use crate::judges::strongreject;
-use crate::judges::{injection_detector, leak_detector, refusal_match, rubric};
+use crate::judges::{injection_detector, leak_detector, refusal_classifier, refusal_match, rubric};
 use crate::metrics::{
     Metric, asr, asr_at_k, canary_exposure_rate, cost, extraction_rate, frr, pii_leak_rate,
     refusal_rate, strongreject_score, system_prompt_leak_rate, token_usage, verbatim_overlap,
@@ -59,6 +59,7 @@ pub const JUDGES: &[PluginInfo] = &[
     strongreject::INFO,
     leak_detector::INFO,
     injection_detector::INFO,
+    refusal_classifier::INFO,
 ];
 pub const METRICS: &[PluginInfo] = &[
     asr::INFO,
@@ -150,6 +151,7 @@ pub fn build_judge(spec: &PluginSpec) -> Result<Box<dyn Judge>, String> {
         "injection_detector" => Ok(Box::new(injection_detector::InjectionDetector::new(
             spec.clone(),
         ))),
+        "refusal_classifier" => refusal_classifier::build(spec),
         other => Err(format!("unknown judge `{other}`")),
     }
 }
@@ -219,6 +221,9 @@ mod tests {
                 let ok = match axis {
                     Axis::Attack => build_attack(&spec).is_ok(),
                     Axis::Injection => build_injection(&spec, 6).is_ok(),
+                    // Needs the `classifier` feature and installed weights; its own
+                    // tests cover both the build and the error that says how to get it.
+                    Axis::Judge if info.name == "refusal_classifier" => true,
                     Axis::Judge => build_judge(&spec).is_ok(),
                     _ => build_metric(&spec).is_ok(),
                 };

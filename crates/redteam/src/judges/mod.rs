@@ -2,6 +2,7 @@
 
 pub mod injection_detector;
 pub mod leak_detector;
+pub mod refusal_classifier;
 pub mod refusal_match;
 pub mod rubric;
 pub mod strongreject;

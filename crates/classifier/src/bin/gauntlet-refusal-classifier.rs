@@ -1,0 +1,194 @@
+//! `gauntlet-refusal-classifier`: the classifier's tools outside a run.
+//!
+//! - `embed --views open128,tail64`: JSON lines `{"text": …}` on stdin → the view
+//!   embeddings as little-endian f32 rows on stdout (the training script's features, so
+//!   training and inference embed replies with the same code).
+//! - `predict`: JSON lines `{"text": …}` on stdin → one refusal probability per line from
+//!   the shipped head (the training script checks the Rust path end to end with it).
+//! - `bench FILE.csv…`: per-reply latency of the shipped classifier over the replies in
+//!   the files (a `completion` or `reply` column); `bench/classifier.sh` runs it on one core.
+
+use clap::{Parser, Subcommand};
+use gauntlet_classifier::classifier::RefusalClassifier;
+use gauntlet_classifier::encoder::Encoder;
+use gauntlet_classifier::head::Head;
+use gauntlet_classifier::view::View;
+use gauntlet_classifier::weights;
+use std::io::{BufRead, BufWriter, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+#[derive(Parser)]
+#[command(about = "gauntlet's offline refusal classifier: embed, predict, bench")]
+struct Cli {
+    /// The MiniLM directory (default: $GAUNTLET_MINILM_DIR, else ~/.cache/gauntlet/all-MiniLM-L6-v2).
+    #[arg(long, global = true)]
+    model_dir: Option<String>,
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Embed stdin's texts under the given views; f32 rows on stdout.
+    Embed {
+        /// Comma-separated views (open<N>, tail<N>).
+        #[arg(long, value_delimiter = ',', required = true)]
+        views: Vec<String>,
+    },
+    /// The shipped head's refusal probability for each of stdin's texts.
+    Predict,
+    /// Per-reply latency of the shipped classifier.
+    Bench {
+        files: Vec<PathBuf>,
+        /// At most this many replies (in file order).
+        #[arg(long)]
+        limit: Option<usize>,
+    },
+}
+
+fn texts() -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    for (i, line) in std::io::stdin().lock().lines().enumerate() {
+        let line = line.map_err(|e| format!("stdin: {e}"))?;
+        let v: serde_json::Value =
+            serde_json::from_str(&line).map_err(|e| format!("stdin line {}: {e}", i + 1))?;
+        match v.get("text").and_then(|t| t.as_str()) {
+            Some(t) => out.push(t.to_string()),
+            None => return Err(format!("stdin line {}: no string field `text`", i + 1)),
+        }
+    }
+    Ok(out)
+}
+
+fn csv_replies(path: &PathBuf) -> Result<Vec<String>, String> {
+    let mut r = csv::Reader::from_path(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let headers = r
+        .headers()
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let col = headers
+        .iter()
+        .position(|h| h == "completion" || h == "reply")
+        .ok_or_else(|| format!("{}: no `completion` or `reply` column", path.display()))?;
+    r.records()
+        .map(|rec| {
+            rec.map(|rec| rec.get(col).unwrap_or("").to_string())
+                .map_err(|e| format!("{}: {e}", path.display()))
+        })
+        .collect()
+}
+
+fn run(cli: Cli) -> Result<(), String> {
+    let (dir, source) = weights::resolve(cli.model_dir.as_deref())?;
+    weights::check_present(&dir, source)?;
+    match cli.cmd {
+        Cmd::Embed { views } => {
+            let views = views
+                .iter()
+                .map(|v| v.parse::<View>())
+                .collect::<Result<Vec<_>, _>>()?;
+            let enc = Encoder::load(&dir)?;
+            let mut out = BufWriter::new(std::io::stdout().lock());
+            let texts = texts()?;
+            for (i, t) in texts.iter().enumerate() {
+                for x in enc.features(t, &views)? {
+                    out.write_all(&x.to_le_bytes()).map_err(|e| e.to_string())?;
+                }
+                if (i + 1) % 200 == 0 {
+                    eprintln!("embedded {}/{}", i + 1, texts.len());
+                }
+            }
+            out.flush().map_err(|e| e.to_string())
+        }
+        Cmd::Predict => {
+            let c = RefusalClassifier::load(&dir, Head::shipped())?;
+            let mut out = BufWriter::new(std::io::stdout().lock());
+            for t in texts()? {
+                let p = c.classify(&t, None)?;
+                writeln!(out, "{:.6}", p.probability).map_err(|e| e.to_string())?;
+            }
+            out.flush().map_err(|e| e.to_string())
+        }
+        Cmd::Bench { files, limit } => {
+            let t0 = Instant::now();
+            let c = RefusalClassifier::load(&dir, Head::shipped())?;
+            let load = t0.elapsed();
+            let mut replies = Vec::new();
+            for f in &files {
+                replies.extend(csv_replies(f)?);
+            }
+            replies.truncate(limit.unwrap_or(usize::MAX));
+            if replies.is_empty() {
+                return Err(
+                    "no replies to time: pass CSV files with a completion/reply column".into(),
+                );
+            }
+            // Warm-up: the first calls allocate.
+            for r in replies.iter().take(5) {
+                c.classify(r, None)?;
+            }
+            let mut ms = Vec::with_capacity(replies.len());
+            let cpu0 = cpu_seconds();
+            let all = Instant::now();
+            for r in &replies {
+                let t = Instant::now();
+                c.classify(r, None)?;
+                ms.push(t.elapsed().as_secs_f64() * 1e3);
+            }
+            let total = all.elapsed().as_secs_f64();
+            let cpu = cpu_seconds().zip(cpu0).map(|(b, a)| b - a);
+            ms.sort_by(f64::total_cmp);
+            let q = |p: f64| ms[((ms.len() - 1) as f64 * p).round() as usize];
+            println!(
+                "views {:?}, candle threads {}, model load {:.0} ms (read + sha256 + parse)",
+                c.head()
+                    .views()
+                    .iter()
+                    .map(|v| v.to_string())
+                    .collect::<Vec<_>>(),
+                candle_core::utils::get_num_threads(),
+                load.as_secs_f64() * 1e3
+            );
+            println!(
+                "{} replies: mean {:.2} ms, median {:.2} ms, p90 {:.2} ms, max {:.2} ms per reply; {:.1} replies/s",
+                ms.len(),
+                ms.iter().sum::<f64>() / ms.len() as f64,
+                q(0.5),
+                q(0.9),
+                ms[ms.len() - 1],
+                ms.len() as f64 / total
+            );
+            // On a shared machine wall time includes waiting for the core; CPU time does not.
+            if let Some(cpu) = cpu {
+                println!(
+                    "process CPU time {:.2} s: {:.2} ms per reply (10 ms resolution)",
+                    cpu,
+                    cpu * 1e3 / ms.len() as f64
+                );
+            }
+            Ok(())
+        }
+    }
+}
+
+/// This process's user + system CPU time from /proc/self/stat (Linux; clock ticks of
+/// 1/100 s), `None` elsewhere.
+fn cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split(' ').collect();
+    let ticks = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
+    Some(ticks / 100.0)
+}
+
+fn main() -> ExitCode {
+    match run(Cli::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("gauntlet-refusal-classifier: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,86 @@
+//! The refusal classifier: the encoder's view embeddings through the trained head.
+//!
+//! Loading reads and hashes 90 MB, so a process loads each model directory once and
+//! shares it ([`shared`]); a judge built twice (validation, then the run) costs one load.
+
+use crate::encoder::{DIM, Encoder};
+use crate::head::Head;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+
+pub struct RefusalClassifier {
+    encoder: Encoder,
+    head: Head,
+}
+
+/// One reply's classification.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Prediction {
+    /// The head's refusal probability.
+    pub probability: f64,
+    /// The threshold it was compared with.
+    pub threshold: f64,
+    /// `probability >= threshold`.
+    pub refusal: bool,
+}
+
+impl RefusalClassifier {
+    /// The encoder in `dir` with `head`.
+    pub fn load(dir: &Path, head: Head) -> Result<RefusalClassifier, String> {
+        if head.dim() != DIM {
+            return Err(format!(
+                "the head expects {}-wide embeddings, the encoder gives {DIM}",
+                head.dim()
+            ));
+        }
+        let pinned = crate::weights::pinned_sha256("model.safetensors").expect("pinned");
+        if head.encoder_sha256() != pinned {
+            return Err(format!(
+                "the head was trained on encoder {}, not the pinned all-MiniLM-L6-v2 ({pinned})",
+                head.encoder_sha256()
+            ));
+        }
+        Ok(RefusalClassifier {
+            encoder: Encoder::load(dir)?,
+            head,
+        })
+    }
+
+    pub fn head(&self) -> &Head {
+        &self.head
+    }
+    pub fn encoder(&self) -> &Encoder {
+        &self.encoder
+    }
+
+    /// The head's features for `reply`.
+    pub fn features(&self, reply: &str) -> Result<Vec<f32>, String> {
+        self.encoder.features(reply, self.head.views())
+    }
+
+    /// Classifies `reply` against `threshold` (the head's own when `None`).
+    pub fn classify(&self, reply: &str, threshold: Option<f64>) -> Result<Prediction, String> {
+        let probability = self.head.probability(&self.features(reply)?);
+        let threshold = threshold.unwrap_or(self.head.threshold());
+        Ok(Prediction {
+            probability,
+            threshold,
+            refusal: probability >= threshold,
+        })
+    }
+}
+
+/// The process-wide classifier for `dir` with the shipped head, loaded on first use.
+/// A failed load is not cached (the user may install the weights and retry).
+pub fn shared(dir: &Path) -> Result<Arc<RefusalClassifier>, String> {
+    static LOADED: OnceLock<Mutex<HashMap<PathBuf, Arc<RefusalClassifier>>>> = OnceLock::new();
+    let map = LOADED.get_or_init(Default::default);
+    let mut map = map.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(c) = map.get(dir) {
+        return Ok(c.clone());
+    }
+    let c = Arc::new(RefusalClassifier::load(dir, Head::shipped())?);
+    map.insert(dir.to_path_buf(), c.clone());
+    Ok(c)
+}

@@ -1,0 +1,203 @@
+//! The `refusal_classifier` judge through the `gauntlet` binary: listed in every build;
+//! without the `classifier` feature (or without the weights) a config or an analysis that
+//! names it is refused with the steps to get it; with both, it judges runs, rescoring and
+//! judge agreement like any judge, byte-identically across concurrency levels.
+
+use std::path::Path;
+
+mod common;
+use common::*;
+
+/// A small run: the two reference targets × static × demo, judged by both refusal judges.
+fn write_config(dir: &Path) -> std::path::PathBuf {
+    let cfg = dir.join("cls.yaml");
+    std::fs::write(
+        &cfg,
+        "run_name: cls
+seed: 3
+targets:
+  - {name: reference, params: {name: aligned}}
+  - {name: reference, params: {name: permissive, refusal_topics: [ransomware, phishing]}}
+attacks: [static]
+datasets: [demo]
+judges: [refusal_match, refusal_classifier]
+metrics: [asr, refusal_rate, frr]
+",
+    )
+    .unwrap();
+    cfg
+}
+
+#[test]
+fn list_shows_the_judge_and_how_to_get_it() {
+    let out = gauntlet(&["list"], &repo_root());
+    ok(&out);
+    let s = String::from_utf8_lossy(&out.stdout);
+    let line = s
+        .lines()
+        .find(|l| l.trim_start().starts_with("refusal_classifier"))
+        .unwrap_or_else(|| panic!("not listed:\n{s}"));
+    assert!(line.contains("--features classifier"), "{line}");
+    assert!(line.contains("scripts/install-minilm.sh"), "{line}");
+    assert!(
+        s.contains("model_dir") && s.contains("GAUNTLET_MINILM_DIR"),
+        "{s}"
+    );
+}
+
+#[cfg(not(feature = "classifier"))]
+#[test]
+fn without_the_feature_a_config_naming_it_is_refused_with_the_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = write_config(dir.path());
+    let out = gauntlet(&["validate", cfg.to_str().unwrap()], dir.path());
+    assert_eq!(out.status.code(), Some(2), "{}", show(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    for want in [
+        "judges[1]",
+        "not compiled into this gauntlet",
+        "--features classifier",
+        "scripts/install-minilm.sh",
+    ] {
+        assert!(err.contains(want), "missing {want:?}:\n{err}");
+    }
+}
+
+#[cfg(feature = "classifier")]
+mod with_the_model {
+    use super::*;
+    use gauntlet_classifier::weights;
+    use serde_json::Value;
+
+    /// The installed weights, or a loud SKIP (a failure in CI, which installs them).
+    fn installed() -> bool {
+        let (dir, source) = weights::resolve(None).unwrap();
+        match weights::check_present(&dir, source) {
+            Ok(()) => true,
+            Err(e) if std::env::var_os("CI").is_some() => {
+                panic!("CI must test the real model, but: {e}")
+            }
+            Err(e) => {
+                eprintln!(
+                    "\n!!!!!!!! SKIP refusal_classifier CLI test: {e}\n\
+                     !!!!!!!! (run scripts/install-minilm.sh to test it)\n"
+                );
+                false
+            }
+        }
+    }
+
+    #[test]
+    fn missing_weights_are_refused_at_validation_with_the_fix() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = write_config(dir.path());
+        let empty = dir.path().join("no-weights");
+        let out = std::process::Command::new(BIN)
+            .args(["validate", cfg.to_str().unwrap()])
+            .env("GAUNTLET_MINILM_DIR", &empty)
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{}", show(&out));
+        let err = String::from_utf8_lossy(&out.stderr);
+        for want in [
+            "judges[1]",
+            "not installed",
+            "$GAUNTLET_MINILM_DIR",
+            "scripts/install-minilm.sh",
+        ] {
+            assert!(err.contains(want), "missing {want:?}:\n{err}");
+        }
+    }
+
+    #[test]
+    fn judges_runs_rescores_and_agreement_deterministically() {
+        if !installed() {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = write_config(dir.path());
+        let c = cfg.to_str().unwrap();
+        for (runs, conc) in [("a", "1"), ("b", "8")] {
+            ok(&gauntlet(
+                &[
+                    "run",
+                    c,
+                    "--runs-dir",
+                    runs,
+                    "--quiet",
+                    "--concurrency",
+                    conc,
+                ],
+                dir.path(),
+            ));
+        }
+        let run = dir.path().join("a/cls");
+        assert_same_artefacts(&run, &dir.path().join("b/cls"));
+
+        // Every classifier verdict says what decided it; none is an error.
+        let mut n = 0;
+        for line in lines(&run.join("transcripts.jsonl")) {
+            let v = line["verdicts"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|v| v["judge"] == "refusal_classifier")
+                .expect("a classifier verdict on every attempt")
+                .clone();
+            assert_ne!(v["outcome"], "error", "{v}");
+            let reason = v["reason"].as_str().unwrap();
+            assert!(
+                reason.starts_with("refusal probability ") && reason.contains("threshold"),
+                "{reason}"
+            );
+            n += 1;
+        }
+        assert_eq!(n, 100, "2 targets x 50 behaviors x 1 attempt");
+
+        // Rescoring with the classifier reproduces the run's own classifier cells.
+        ok(&gauntlet(
+            &[
+                "rescore",
+                run.to_str().unwrap(),
+                "--judge",
+                "refusal_classifier",
+            ],
+            dir.path(),
+        ));
+        let res = read_json(&run.join("rescore-refusal_classifier/leaderboard.json"));
+        let orig = read_json(&run.join("leaderboard.json"));
+        let cells = |rows: &Value| -> Vec<(String, String, Value)> {
+            rows.as_array()
+                .unwrap()
+                .iter()
+                .filter(|r| r["judge"] == "refusal_classifier")
+                .map(|r| {
+                    (
+                        r["target"].as_str().unwrap().to_string(),
+                        r["metric"].as_str().unwrap().to_string(),
+                        r["value"].clone(),
+                    )
+                })
+                .collect()
+        };
+        assert!(!cells(&orig).is_empty());
+        assert_eq!(cells(&res), cells(&orig));
+
+        // Judge agreement with the phrase matcher is computed like for any pair.
+        let out = gauntlet(
+            &[
+                "judge-agreement",
+                run.to_str().unwrap(),
+                "--judge",
+                "refusal_match",
+                "--judge",
+                "refusal_classifier",
+            ],
+            dir.path(),
+        );
+        ok(&out);
+        let doc = read_json(&run.join("judge_agreement.json"));
+        assert_eq!(doc["items"], 100, "{doc}");
+    }
+}
