@@ -10,13 +10,15 @@
 //! - [`stats`]: bootstrap confidence intervals, Wilson intervals, quantiles;
 //! - [`rng`]: seed derivation and the portable generator used everywhere;
 //! - [`hash`]: sha256 helpers and canonical JSON hashing;
-//! - [`results`]: metric values (with N/A) and leaderboard rows carrying provenance.
+//! - [`results`]: metric values (with N/A) and leaderboard rows carrying provenance;
+//! - [`paired`]: paired comparisons of per-behavior outcomes (McNemar, paired bootstrap).
 
 pub mod behavior;
 pub mod hash;
 pub mod json;
 pub mod message;
 pub mod outcome;
+pub mod paired;
 pub mod params;
 pub mod results;
 pub mod rng;
