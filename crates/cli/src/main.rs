@@ -71,7 +71,13 @@ enum Command {
     /// List the registered plugins per axis with their params.
     List,
     /// Rebuild report.md, report.html and leaderboard.json from a run directory.
-    Report { run_dir: PathBuf },
+    Report {
+        run_dir: PathBuf,
+        /// Group the report by a threat framework: owasp_llm (default), owasp_agentic,
+        /// mitre_atlas, nist_ai_rmf, or `all`. Repeat for several.
+        #[arg(long = "group-by", value_name = "FRAMEWORK")]
+        group_by: Vec<String>,
+    },
     /// Re-judge a finished run's stored transcripts with two or more judges (no target
     /// calls) and report, per behavior, each judge's rate and each pair's raw agreement
     /// and Cohen's κ with a 95% CI; writes RUN_DIR/judge_agreement.json.
@@ -151,7 +157,7 @@ fn main() -> ExitCode {
             list();
             ExitCode::SUCCESS
         }
-        Command::Report { run_dir } => report(&run_dir),
+        Command::Report { run_dir, group_by } => report(&run_dir, &group_by),
         Command::JudgeAgreement(a) => analysis_cmd::judge_agreement(a),
         Command::Rescore(a) => analysis_cmd::rescore_cmd(a),
         Command::Compare(a) => analysis_cmd::compare(a),
@@ -448,7 +454,26 @@ fn list() {
     }
 }
 
-fn report(run_dir: &Path) -> ExitCode {
+fn report(run_dir: &Path, group_by: &[String]) -> ExitCode {
+    let known = gauntlet_report::frameworks();
+    let mut opts = gauntlet_report::ReportOptions::default();
+    if !group_by.is_empty() {
+        opts.group_by.clear();
+        for g in group_by {
+            if g == "all" {
+                opts.group_by.extend(known.iter().map(|k| k.to_string()));
+            } else if known.contains(&g.as_str()) {
+                opts.group_by.push(g.clone());
+            } else {
+                eprintln!(
+                    "error: --group-by {g:?} is not a threat framework; known: {}, all",
+                    known.join(", ")
+                );
+                return ExitCode::from(2);
+            }
+        }
+        opts.group_by.dedup();
+    }
     let path = run_dir.join("results.json");
     let summary: RunSummary = match std::fs::read(&path) {
         Ok(bytes) => match serde_json::from_slice(&bytes) {
@@ -470,7 +495,7 @@ fn report(run_dir: &Path) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match gauntlet_report::write_reports(run_dir, &summary) {
+    match gauntlet_report::write_reports_with(run_dir, &summary, &opts) {
         Ok(()) => {
             println!(
                 "wrote report.md, report.html and leaderboard.json in {}",

@@ -11,7 +11,8 @@
 //! - [`rng`]: seed derivation and the portable generator used everywhere;
 //! - [`hash`]: sha256 helpers and canonical JSON hashing;
 //! - [`results`]: metric values (with N/A) and leaderboard rows carrying provenance;
-//! - [`paired`]: paired comparisons of per-behavior outcomes (McNemar, paired bootstrap).
+//! - [`paired`]: paired comparisons of per-behavior outcomes (McNemar, paired bootstrap);
+//! - [`taxonomy`]: the threat map (OWASP, MITRE ATLAS, NIST AI RMF) results are tagged with.
 
 pub mod behavior;
 pub mod hash;
@@ -24,6 +25,7 @@ pub mod results;
 pub mod rng;
 pub mod scenario;
 pub mod stats;
+pub mod taxonomy;
 pub mod text;
 pub mod tree;
 

@@ -89,6 +89,42 @@ pub struct ChatRequest {
     /// fields above. Part of the cache key.
     #[serde(skip)]
     pub agent_script: Option<Arc<AgentScript>>,
+    /// How prompt transforms rewrote this request's user turns, for the offline
+    /// `reference` target only (which uses it to "see through" the transforms it
+    /// understands). Never serialised and never put on the wire. Part of the cache key
+    /// when present (and only then, so requests without transforms keep their keys).
+    #[serde(skip)]
+    pub transform_trace: Option<Arc<TransformTrace>>,
+}
+
+/// The stages a prompt-transform chain took the user turns of a request through.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TransformTrace {
+    /// The chain's transform names, in the order they were applied.
+    pub chain: Vec<String>,
+    /// One entry per user message of the request, in order: the text before the chain,
+    /// then after each transform (`chain.len() + 1` texts; the last one was sent).
+    pub stages: Vec<Vec<String>>,
+}
+
+impl TransformTrace {
+    /// sha256 over the chain and every stage, length-delimited (for cache keys).
+    pub fn digest(&self) -> [u8; 32] {
+        let mut h = crate::hash::HashWriter::new();
+        h.field(b"transform-trace-v1");
+        h.field(&(self.chain.len() as u64).to_le_bytes());
+        for c in &self.chain {
+            h.field(c.as_bytes());
+        }
+        h.field(&(self.stages.len() as u64).to_le_bytes());
+        for s in &self.stages {
+            h.field(&(s.len() as u64).to_le_bytes());
+            for t in s {
+                h.field(t.as_bytes());
+            }
+        }
+        h.finish()
+    }
 }
 
 fn no_tools(t: &Arc<[ToolDef]>) -> bool {

@@ -318,7 +318,7 @@ impl StoredRun {
             .attacks
             .iter()
             .enumerate()
-            .map(|(i, a)| (a.spec().name.clone(), i))
+            .map(|(i, a)| (a.spec().label(), i))
             .collect();
         let target_by_label = plan
             .targets

@@ -11,10 +11,22 @@ use minijinja::syntax::SyntaxConfig;
 use minijinja::value::Serde;
 use minijinja::{AutoEscape, Environment, UndefinedBehavior};
 
+use crate::breadth::BreadthView;
 use crate::view::ReportView;
 
 const TEMPLATE_NAME: &str = "report.html";
-const TEMPLATE: &str = include_str!("../templates/report.html");
+const MAIN_TEMPLATE: &str = include_str!("../templates/report.html");
+/// The attack-breadth sections, spliced into the report template at its marker (the
+/// minijinja build has no `include`).
+const BREADTH_TEMPLATE: &str = include_str!("../templates/breadth.html");
+const BREADTH_MARKER: &str = "{# @breadth: templates/breadth.html is spliced in here (html.rs) #}\n";
+static TEMPLATE: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    assert!(
+        MAIN_TEMPLATE.contains(BREADTH_MARKER),
+        "report.html has the breadth marker"
+    );
+    MAIN_TEMPLATE.replacen(BREADTH_MARKER, BREADTH_TEMPLATE, 1)
+});
 
 fn environment() -> Environment<'static> {
     let mut env = Environment::new();
@@ -30,14 +42,16 @@ fn environment() -> Environment<'static> {
             .build()
             .expect("default delimiters are valid"),
     );
-    env.add_template(TEMPLATE_NAME, TEMPLATE)
+    env.add_template(TEMPLATE_NAME, TEMPLATE.as_str())
         .expect("the embedded report template parses");
     env
 }
 
-pub fn render(view: &ReportView) -> String {
+pub fn render(view: &ReportView, breadth: &BreadthView) -> String {
+    let ctx =
+        minijinja::context! { breadth => Serde(breadth), ..minijinja::Value::from(Serde(view)) };
     environment()
         .get_template(TEMPLATE_NAME)
-        .and_then(|t| t.render(Serde(view)))
+        .and_then(|t| t.render(ctx))
         .expect("the embedded report template renders any report view")
 }

@@ -7,11 +7,15 @@
 //!   resources, strict Content-Security-Policy);
 //! - [`write_reports`]: all three, written atomically into a directory.
 //!
+//! Runs with attack-breadth results also get curves, per-transform effects and a
+//! grouping by threat framework ([`ReportOptions::group_by`]).
+//!
 //! Every string in a [`RunSummary`] is treated as untrusted model or dataset output and
 //! escaped for the format it lands in (the `markdown` and `html` modules document how).
 //! Output is byte-deterministic: it depends on the summary alone (no clock, no hash-map
 //! order).
 
+mod breadth;
 mod html;
 mod markdown;
 mod view;
@@ -19,8 +23,9 @@ mod write;
 
 use gauntlet_core::results::RunSummary;
 
+pub use breadth::{DEFAULT_GROUP_BY, ReportOptions, frameworks};
 pub use view::EXAMPLE_MAX_CHARS;
-pub use write::{HTML_FILE, LEADERBOARD_FILE, MARKDOWN_FILE, write_reports};
+pub use write::{HTML_FILE, LEADERBOARD_FILE, MARKDOWN_FILE, write_reports, write_reports_with};
 
 /// The leaderboard ([`RunSummary::leaderboard_entries`]) as a pretty-printed JSON array
 /// of [`LeaderboardEntry`](gauntlet_core::results::LeaderboardEntry) — a
@@ -35,10 +40,22 @@ pub fn leaderboard_json(summary: &RunSummary) -> String {
 
 /// The Markdown report of a run.
 pub fn render_markdown(summary: &RunSummary) -> String {
-    markdown::render(&view::ReportView::new(summary))
+    render_markdown_with(summary, &ReportOptions::default())
 }
 
 /// The self-contained HTML report of a run.
 pub fn render_html(summary: &RunSummary) -> String {
-    html::render(&view::ReportView::new(summary))
+    render_html_with(summary, &ReportOptions::default())
+}
+
+/// [`render_markdown`] with report options (the threat frameworks to group by).
+pub fn render_markdown_with(summary: &RunSummary, opts: &ReportOptions) -> String {
+    let b = breadth::BreadthView::new(summary, opts);
+    markdown::render(&view::ReportView::new(summary), &b)
+}
+
+/// [`render_html`] with report options (the threat frameworks to group by).
+pub fn render_html_with(summary: &RunSummary, opts: &ReportOptions) -> String {
+    let b = breadth::BreadthView::new(summary, opts);
+    html::render(&view::ReportView::new(summary), &b)
 }

@@ -1,0 +1,514 @@
+//! The prompt-transform seam: rewriting what an attack sends, composably, on any attack.
+//!
+//! A [`Transform`] rewrites one user turn: an encoding (base64, morse, …), a
+//! character-level perturbation (homoglyphs, zero-width insertion, …), a structural
+//! framing (JSON, payload splitting, many-shot, …) or a model-driven rewrite
+//! (translation, paraphrase, persuasion) that asks the attacker model. A [`Chain`] applies
+//! several in order. Any attack takes one as `params: {transforms: [...]}`; the registry
+//! then wraps the attack in [`Transformed`], which hands the attack a target that
+//! transforms every user turn on its way out ([`TransformingModel`]), so the attack
+//! itself — static, template, PAIR, Crescendo, a leakage probe — needs no change.
+//!
+//! Determinism: a transform's randomness comes from a generator seeded by the unit's
+//! seed (itself derived from the run seed and the unit's identity), the transform's place
+//! in the chain and the text it rewrites, so the same text in the same unit always gets
+//! the same rewrite, whatever the concurrency. Model-driven rewrites are model calls
+//! through the engine's cached attacker model (journaled, budgeted, resumable).
+//!
+//! Provenance: the chain and its resolved params are part of the attack's spec, so they
+//! are part of the unit scope of every call key (an attack without transforms has no
+//! `transforms` param at all, so its keys are what they always were), and every attempt
+//! records them in its metadata (`transforms`). The transcript holds what was actually
+//! sent; a reply a transform asked to be written in its encoding is decoded before it is
+//! judged, and the transcript keeps both: the assistant message as the model wrote it,
+//! followed by an assistant message named `decoded`.
+
+use crate::attack::{Attack, AttackCtx, Attempt, CallModel, PlannedCalls};
+use crate::curves::CurveSpec;
+use gauntlet_core::behavior::Behavior;
+use gauntlet_core::message::{ChatRequest, ChatResponse, Message, Role, TransformTrace};
+use gauntlet_core::params::{PluginSpec, TRANSFORMS_PARAM};
+use gauntlet_core::rng::{ChaCha8Rng, derive_u64, rng_for};
+use gauntlet_models::{BoxFuture, ModelError};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// The families transforms come in (also the threat map's `transform_families` keys).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Family {
+    /// A reversible encoding of the whole text (base64, hex, morse, …).
+    Encoding,
+    /// Character-level perturbation that keeps the text legible to a reader.
+    Character,
+    /// A framing around the text (JSON, payload splitting, many-shot, fiction, …).
+    Structure,
+    /// A rewrite by the attacker model (translation, paraphrase, persuasion, …).
+    Model,
+}
+
+impl Family {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Family::Encoding => "encoding",
+            Family::Character => "character",
+            Family::Structure => "structure",
+            Family::Model => "model",
+        }
+    }
+}
+
+/// What applying a transform to a text gives.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Applied {
+    /// The rewritten text.
+    Text(String),
+    /// A model-driven transform's request for the attacker model; the rewrite is
+    /// [`Transform::rewrite_from`] of its reply.
+    AskModel {
+        system: String,
+        user: String,
+        max_tokens: u32,
+    },
+}
+
+/// A prompt transform. Implementations are pure functions of the text and the seeded
+/// generator, except model-driven ones, which describe the model call to make.
+pub trait Transform: Send + Sync {
+    fn spec(&self) -> &PluginSpec;
+    fn family(&self) -> Family;
+    /// Rewrites one user turn.
+    fn apply(&self, text: &str, rng: &mut ChaCha8Rng) -> Applied;
+    /// A model-driven transform's rewrite from the attacker's reply; `None` when the
+    /// reply holds no usable text.
+    fn rewrite_from(&self, reply: &str) -> Option<String> {
+        let t = reply.trim();
+        (!t.is_empty()).then(|| t.to_string())
+    }
+    /// When the transform asked the target to answer in its own encoding: the reply
+    /// decoded, or `None` when the reply is not (better read) in that encoding.
+    fn decode_reply(&self, _reply: &str) -> Option<String> {
+        None
+    }
+    /// The input back from the output, for transforms that can be undone exactly on
+    /// their domain (checked by property tests; nothing at run time relies on it).
+    fn invert(&self, _sent: &str) -> Option<String> {
+        None
+    }
+    /// The attacker model a model-driven transform asks (its `attacker` param).
+    fn attacker(&self) -> Option<&PluginSpec> {
+        None
+    }
+}
+
+/// Applies a pure transform (panics on a model-driven one: callers check the family).
+pub fn apply_pure(t: &dyn Transform, text: &str, rng: &mut ChaCha8Rng) -> String {
+    match t.apply(text, rng) {
+        Applied::Text(s) => s,
+        Applied::AskModel { .. } => {
+            unreachable!("apply_pure on a model-driven transform (the family is checked)")
+        }
+    }
+}
+
+/// An ordered list of transforms, built from specs.
+pub struct Chain {
+    steps: Vec<Box<dyn Transform>>,
+    names: Vec<String>,
+    /// The chain as recorded in each attempt's metadata: `[{name, params}, …]`.
+    identity: serde_json::Value,
+    attacker: Option<PluginSpec>,
+}
+
+impl Chain {
+    /// Builds every transform of `specs`. Model-driven transforms of one chain must
+    /// share one attacker model (the attack's model slot holds one).
+    pub fn build(specs: &[PluginSpec]) -> Result<Chain, String> {
+        let mut steps = Vec::with_capacity(specs.len());
+        let mut attacker: Option<PluginSpec> = None;
+        for (i, s) in specs.iter().enumerate() {
+            let t = crate::transforms::build(s).map_err(|e| format!("transforms[{i}]: {e}"))?;
+            if let Some(a) = t.attacker() {
+                match &attacker {
+                    Some(prev) if prev.identity() != a.identity() => {
+                        return Err(format!(
+                            "transforms[{i}] (`{}`) names another attacker model than an earlier model-driven transform; one chain uses one attacker model",
+                            s.name
+                        ));
+                    }
+                    _ => attacker = Some(a.clone()),
+                }
+            }
+            steps.push(t);
+        }
+        Ok(Chain {
+            names: specs.iter().map(|s| s.name.clone()).collect(),
+            identity: serde_json::Value::Array(specs.iter().map(PluginSpec::identity).collect()),
+            steps,
+            attacker,
+        })
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.steps.is_empty()
+    }
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+    pub fn steps(&self) -> &[Box<dyn Transform>] {
+        &self.steps
+    }
+    /// The attacker model the chain's model-driven transforms name, if any.
+    pub fn attacker(&self) -> Option<&PluginSpec> {
+        self.attacker.as_ref()
+    }
+    /// Model-driven transforms in the chain (each costs an attacker call per new text).
+    pub fn model_steps(&self) -> u64 {
+        self.steps
+            .iter()
+            .filter(|t| t.family() == Family::Model)
+            .count() as u64
+    }
+    /// True when no transform needs a model.
+    pub fn is_pure(&self) -> bool {
+        self.model_steps() == 0
+    }
+
+    /// The generator of step `i` rewriting `text` under `seed`.
+    fn rng(seed: u64, i: usize, text: &str) -> ChaCha8Rng {
+        rng_for(seed, &["transform", &i.to_string(), text])
+    }
+
+    /// The texts after each step (not including `text` itself), for a chain of pure
+    /// transforms.
+    pub fn apply_pure(&self, text: &str, seed: u64) -> Vec<String> {
+        let mut stages: Vec<String> = Vec::with_capacity(self.steps.len());
+        for (i, t) in self.steps.iter().enumerate() {
+            let cur = stages.last().map_or(text, String::as_str);
+            let next = apply_pure(t.as_ref(), cur, &mut Self::rng(seed, i, cur));
+            stages.push(next);
+        }
+        stages
+    }
+
+    /// The texts after each step, asking `attacker` for model-driven steps.
+    /// `Ok(Err(why))` when a model-driven step could not rewrite the text (its call
+    /// failed or said nothing usable); only configuration and budget errors are `Err`.
+    pub async fn apply(
+        &self,
+        text: &str,
+        seed: u64,
+        attacker: Option<&dyn CallModel>,
+    ) -> Result<Result<Vec<String>, String>, ModelError> {
+        let mut stages: Vec<String> = Vec::with_capacity(self.steps.len());
+        for (i, t) in self.steps.iter().enumerate() {
+            let cur = stages.last().map_or(text, String::as_str);
+            let next = match t.apply(cur, &mut Self::rng(seed, i, cur)) {
+                Applied::Text(s) => s,
+                Applied::AskModel {
+                    system,
+                    user,
+                    max_tokens,
+                } => {
+                    let name = &self.names[i];
+                    let Some(model) = attacker else {
+                        return Err(ModelError::Config(format!(
+                            "transform `{name}` needs an attacker model (internal: none was built)"
+                        )));
+                    };
+                    let req = ChatRequest {
+                        messages: vec![Message::system(system), Message::user(user)],
+                        seed: Some(derive_u64(seed, &["transform", &i.to_string(), cur])),
+                        max_tokens: Some(max_tokens),
+                        ..Default::default()
+                    };
+                    match model.call(req).await {
+                        Ok(r) => match t.rewrite_from(&r.content) {
+                            Some(s) => s,
+                            None => {
+                                return Ok(Err(format!(
+                                    "transform `{name}`: the attacker model returned no usable rewrite"
+                                )));
+                            }
+                        },
+                        Err(ModelError::Call(e)) => {
+                            return Ok(Err(format!(
+                                "transform `{name}`: attacker call failed: {e}"
+                            )));
+                        }
+                        Err(e) => return Err(e),
+                    }
+                }
+            };
+            stages.push(next);
+        }
+        Ok(Ok(stages))
+    }
+
+    /// The reply as the chain's encodings read it: each transform that asked for an
+    /// encoded answer decodes it, last transform first. `None` when nothing decoded.
+    pub fn decode_reply(&self, reply: &str) -> Option<String> {
+        let mut cur: Option<String> = None;
+        for t in self.steps.iter().rev() {
+            if let Some(d) = t.decode_reply(cur.as_deref().unwrap_or(reply)) {
+                cur = Some(d);
+            }
+        }
+        cur.filter(|d| d != reply)
+    }
+}
+
+/// What a [`TransformingModel`] remembers within one unit.
+#[derive(Default)]
+struct Memo {
+    /// An attack's user text → the texts after each transform (the last was sent).
+    sent: HashMap<String, Arc<[String]>>,
+    /// A decoded reply (as handed to the attack) → the reply as the model wrote it.
+    raw: HashMap<String, String>,
+}
+
+/// The target as a transformed attack sees it: every user turn of every request is
+/// rewritten by the chain before the request goes to the real (cached) target, and a
+/// reply written in a transform's encoding comes back decoded. One per unit.
+pub struct TransformingModel<'a> {
+    chain: &'a Chain,
+    target: &'a dyn CallModel,
+    attacker: Option<&'a dyn CallModel>,
+    seed: u64,
+    memo: Mutex<Memo>,
+}
+
+impl<'a> TransformingModel<'a> {
+    pub fn new(
+        chain: &'a Chain,
+        target: &'a dyn CallModel,
+        attacker: Option<&'a dyn CallModel>,
+        seed: u64,
+    ) -> Self {
+        TransformingModel {
+            chain,
+            target,
+            attacker,
+            seed,
+            memo: Mutex::new(Memo::default()),
+        }
+    }
+
+    fn memo(&self) -> std::sync::MutexGuard<'_, Memo> {
+        self.memo.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The stages of `text` (it first, then after each transform), computed once.
+    async fn stages(&self, text: &str) -> Result<Result<Arc<[String]>, String>, ModelError> {
+        if let Some(s) = self.memo().sent.get(text) {
+            return Ok(Ok(s.clone()));
+        }
+        let rest = match self.chain.apply(text, self.seed, self.attacker).await? {
+            Ok(r) => r,
+            Err(why) => return Ok(Err(why)),
+        };
+        let mut all = Vec::with_capacity(rest.len() + 1);
+        all.push(text.to_string());
+        all.extend(rest);
+        let all: Arc<[String]> = all.into();
+        self.memo().sent.insert(text.to_string(), all.clone());
+        Ok(Ok(all))
+    }
+
+    async fn call_transformed(&self, req: &ChatRequest) -> Result<ChatResponse, ModelError> {
+        let mut messages = Vec::with_capacity(req.messages.len());
+        let mut trace = TransformTrace {
+            chain: self.chain.names().to_vec(),
+            stages: Vec::new(),
+        };
+        for m in &req.messages {
+            match m.role {
+                Role::User => {
+                    let stages = match self.stages(&m.content).await? {
+                        Ok(s) => s,
+                        Err(why) => return Err(ModelError::Call(why)),
+                    };
+                    messages.push(Message {
+                        content: stages.last().expect("the text itself").clone(),
+                        ..m.clone()
+                    });
+                    trace.stages.push(stages.to_vec());
+                }
+                Role::Assistant => {
+                    // The attack holds the decoded reply; the model said the raw one.
+                    let raw = self.memo().raw.get(&m.content).cloned();
+                    messages.push(match raw {
+                        Some(content) => Message {
+                            content,
+                            ..m.clone()
+                        },
+                        None => m.clone(),
+                    });
+                }
+                _ => messages.push(m.clone()),
+            }
+        }
+        let out = ChatRequest {
+            messages,
+            transform_trace: Some(Arc::new(trace)),
+            ..req.clone()
+        };
+        let mut r = self.target.call(out).await?;
+        if let Some(decoded) = self.chain.decode_reply(&r.content) {
+            let raw = std::mem::replace(&mut r.content, decoded);
+            self.memo().raw.insert(r.content.clone(), raw);
+        }
+        Ok(r)
+    }
+
+    /// An attempt as the transformed attack made it, rewritten to what really happened:
+    /// user turns as sent, replies as written (followed by their decoded form), and the
+    /// chain in the metadata.
+    pub fn finish(&self, mut a: Attempt) -> Attempt {
+        let memo = self.memo();
+        let mut decoded_any = false;
+        let mut transcript = Vec::with_capacity(a.transcript.len() + 1);
+        for mut m in std::mem::take(&mut a.transcript) {
+            match m.role {
+                Role::User => {
+                    if let Some(s) = memo.sent.get(&m.content) {
+                        m.content = s.last().expect("the text itself").clone();
+                    }
+                    transcript.push(m);
+                }
+                Role::Assistant => match memo.raw.get(&m.content) {
+                    Some(raw) => {
+                        decoded_any = true;
+                        let decoded = std::mem::replace(&mut m.content, raw.clone());
+                        transcript.push(m);
+                        transcript.push(Message {
+                            name: Some("decoded".into()),
+                            ..Message::assistant(decoded)
+                        });
+                    }
+                    None => transcript.push(m),
+                },
+                _ => transcript.push(m),
+            }
+        }
+        a.transcript = transcript;
+        let mut info = serde_json::Map::new();
+        info.insert("chain".into(), self.chain.identity.clone());
+        if decoded_any {
+            info.insert("decoded_reply".into(), true.into());
+        }
+        let info = serde_json::Value::Object(info);
+        a.metadata = match std::mem::take(&mut a.metadata) {
+            serde_json::Value::Null => serde_json::json!({ "transforms": info }),
+            serde_json::Value::Object(mut o) => {
+                o.insert("transforms".into(), info);
+                serde_json::Value::Object(o)
+            }
+            other => serde_json::json!({ "attack": other, "transforms": info }),
+        };
+        a
+    }
+}
+
+impl CallModel for TransformingModel<'_> {
+    fn call<'b>(&'b self, req: ChatRequest) -> BoxFuture<'b, Result<ChatResponse, ModelError>> {
+        Box::pin(async move { self.call_transformed(&req).await })
+    }
+    fn call_ref<'b>(
+        &'b self,
+        req: &'b ChatRequest,
+    ) -> BoxFuture<'b, Result<ChatResponse, ModelError>> {
+        Box::pin(self.call_transformed(req))
+    }
+}
+
+/// An attack with a transform chain: the inner attack runs against a
+/// [`TransformingModel`], and its attempts are rewritten to what was sent and received.
+pub struct Transformed {
+    inner: Box<dyn Attack>,
+    chain: Chain,
+}
+
+impl Transformed {
+    /// Wraps `inner` with the chain in its spec's `transforms` param (the spec keeps the
+    /// param: it is part of the attack's identity).
+    pub fn new(inner: Box<dyn Attack>) -> Result<Transformed, String> {
+        let specs = inner
+            .spec()
+            .params
+            .spec_list(TRANSFORMS_PARAM)
+            .unwrap_or_default();
+        let chain = Chain::build(specs)?;
+        if let (Some(a), Some(b)) = (inner.attacker(), chain.attacker())
+            && a.identity() != b.identity()
+        {
+            return Err(format!(
+                "a model-driven transform names another attacker model than the `{}` attack's own; omit the transform's `attacker` to use the attack's",
+                inner.spec().name
+            ));
+        }
+        Ok(Transformed { inner, chain })
+    }
+}
+
+impl Attack for Transformed {
+    fn spec(&self) -> &PluginSpec {
+        self.inner.spec()
+    }
+    fn max_attempts(&self) -> u32 {
+        self.inner.max_attempts()
+    }
+    fn attacker(&self) -> Option<&PluginSpec> {
+        self.inner.attacker().or(self.chain.attacker())
+    }
+    fn judge_grader(&self) -> Option<&PluginSpec> {
+        self.inner.judge_grader()
+    }
+    fn curve(&self) -> Option<CurveSpec> {
+        self.inner.curve()
+    }
+    fn planned_calls(&self) -> PlannedCalls {
+        let p = self.inner.planned_calls();
+        PlannedCalls {
+            // At most one attacker call per model-driven step per target call (fewer
+            // when a text repeats: rewrites are remembered within a unit).
+            attacker: p.attacker + p.target * self.chain.model_steps(),
+            ..p
+        }
+    }
+    fn run<'a>(
+        &'a self,
+        behavior: &'a Behavior,
+        target: &'a dyn CallModel,
+        seed: u64,
+    ) -> BoxFuture<'a, Result<Vec<Attempt>, ModelError>> {
+        self.run_ctx(
+            behavior,
+            AttackCtx {
+                target,
+                attacker: None,
+                judge_grader: None,
+                seed,
+            },
+        )
+    }
+    fn run_ctx<'a>(
+        &'a self,
+        behavior: &'a Behavior,
+        ctx: AttackCtx<'a>,
+    ) -> BoxFuture<'a, Result<Vec<Attempt>, ModelError>> {
+        Box::pin(async move {
+            let tm = TransformingModel::new(&self.chain, ctx.target, ctx.attacker, ctx.seed);
+            let inner_ctx = AttackCtx {
+                target: &tm,
+                attacker: if self.inner.attacker().is_some() {
+                    ctx.attacker
+                } else {
+                    None
+                },
+                ..ctx
+            };
+            let attempts = self.inner.run_ctx(behavior, inner_ctx).await?;
+            Ok(attempts.into_iter().map(|a| tm.finish(a)).collect())
+        })
+    }
+}
