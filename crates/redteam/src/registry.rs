@@ -201,6 +201,40 @@ pub fn build_metric(spec: &PluginSpec) -> Result<Box<dyn Metric>, String> {
 mod tests {
     use super::*;
 
+    /// Every attack composes with prompt transforms (the `transforms` param), and every
+    /// attack, injection and metric is in the threat map.
+    #[test]
+    fn every_attack_takes_transforms_and_everything_is_in_the_threat_map() {
+        let map = gauntlet_core::taxonomy::map();
+        for info in ATTACKS {
+            assert!(
+                info.params
+                    .iter()
+                    .any(|p| p.name == gauntlet_core::params::TRANSFORMS_PARAM),
+                "attack `{}` has no `transforms` param",
+                info.name
+            );
+        }
+        for info in ATTACKS.iter().chain(INJECTIONS) {
+            assert!(
+                map.attacks.contains_key(info.name),
+                "`{}` is not in the threat map",
+                info.name
+            );
+        }
+        for info in METRICS {
+            assert!(
+                map.metrics.contains_key(info.name),
+                "metric `{}` is not in the threat map",
+                info.name
+            );
+        }
+        assert_eq!(
+            Registry::plugins(Axis::Transform).len(),
+            crate::transforms::REGISTRY.len()
+        );
+    }
+
     /// Every registered name builds, so the catalog and the constructors never drift.
     #[test]
     fn catalog_and_builders_agree() {

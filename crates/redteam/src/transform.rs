@@ -438,6 +438,16 @@ impl Transformed {
             .spec_list(TRANSFORMS_PARAM)
             .unwrap_or_default();
         let chain = Chain::build(specs)?;
+        if chain.model_steps() > 0 && chain.attacker().is_none() && inner.attacker().is_none() {
+            let name = chain
+                .steps()
+                .iter()
+                .find(|t| t.family() == Family::Model)
+                .map_or("", |t| t.spec().name.as_str());
+            return Err(format!(
+                "transform `{name}` rewrites with a model: give it an `attacker` model spec (or use an attack with its own attacker, such as pair)"
+            ));
+        }
         if let (Some(a), Some(b)) = (inner.attacker(), chain.attacker())
             && a.identity() != b.identity()
         {
@@ -510,5 +520,294 @@ impl Attack for Transformed {
             let attempts = self.inner.run_ctx(behavior, inner_ctx).await?;
             Ok(attempts.into_iter().map(|a| tm.finish(a)).collect())
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::judge::Judge;
+    use crate::judges::refusal_match::RefusalMatch;
+    use gauntlet_core::outcome::Outcome;
+    use gauntlet_core::params::{ParamValue, Params};
+
+    /// A model that records what it was sent and answers from a script.
+    struct Scripted {
+        seen: Mutex<Vec<ChatRequest>>,
+        reply: fn(&ChatRequest) -> Result<String, String>,
+    }
+    impl Scripted {
+        fn new(reply: fn(&ChatRequest) -> Result<String, String>) -> Self {
+            Scripted {
+                seen: Mutex::new(Vec::new()),
+                reply,
+            }
+        }
+        fn seen(&self) -> Vec<ChatRequest> {
+            self.seen.lock().unwrap().clone()
+        }
+    }
+    impl CallModel for Scripted {
+        fn call<'a>(&'a self, req: ChatRequest) -> BoxFuture<'a, Result<ChatResponse, ModelError>> {
+            let r = (self.reply)(&req);
+            self.seen.lock().unwrap().push(req);
+            Box::pin(std::future::ready(
+                r.map(ChatResponse::text).map_err(ModelError::Call),
+            ))
+        }
+    }
+
+    fn spec(name: &str, params: &[(&str, ParamValue)]) -> PluginSpec {
+        let mut p = Params::new();
+        for (k, v) in params {
+            p.insert(k, v.clone());
+        }
+        PluginSpec {
+            name: name.into(),
+            params: p,
+            loc: Default::default(),
+        }
+    }
+
+    fn attack(name: &str, chain: Vec<PluginSpec>) -> Box<dyn Attack> {
+        crate::registry::build_attack(&spec(
+            name,
+            &[(TRANSFORMS_PARAM, ParamValue::SpecList(chain))],
+        ))
+        .unwrap()
+    }
+
+    fn behavior(prompt: &str) -> Behavior {
+        serde_json::from_value(
+            serde_json::json!({"id": "b", "prompt": prompt, "expected": "should_refuse"}),
+        )
+        .unwrap()
+    }
+
+    fn block<T>(f: impl std::future::Future<Output = T>) -> T {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(f)
+    }
+
+    fn ctx<'a>(target: &'a dyn CallModel, attacker: Option<&'a dyn CallModel>) -> AttackCtx<'a> {
+        AttackCtx {
+            target,
+            attacker,
+            judge_grader: None,
+            seed: 11,
+        }
+    }
+
+    #[test]
+    fn every_user_turn_is_sent_transformed_and_recorded_as_sent() {
+        let target = Scripted::new(|_| Ok("I'm sorry, I can't help with that.".into()));
+        let a = attack(
+            "static",
+            vec![spec(
+                "reverse_text",
+                &[("instruct", ParamValue::Bool(false))],
+            )],
+        );
+        let attempts = block(a.run_ctx(&behavior("abc def"), ctx(&target, None))).unwrap();
+        let seen = target.seen();
+        assert_eq!(seen.len(), 1);
+        assert_eq!(seen[0].messages[0].content, "fed cba");
+        let trace = seen[0].transform_trace.as_deref().unwrap();
+        assert_eq!(trace.chain, vec!["reverse_text"]);
+        assert_eq!(
+            trace.stages,
+            vec![vec!["abc def".to_string(), "fed cba".into()]]
+        );
+        let at = &attempts[0];
+        assert_eq!(at.transcript[0].content, "fed cba");
+        assert_eq!(at.transcript.len(), 2);
+        assert_eq!(
+            at.metadata["transforms"]["chain"][0]["name"],
+            "reverse_text"
+        );
+        assert!(at.metadata["transforms"].get("decoded_reply").is_none());
+        // Same unit seed, same rewrite; the chain is deterministic.
+        let again = block(a.run_ctx(&behavior("abc def"), ctx(&target, None))).unwrap();
+        assert_eq!(again[0].transcript, at.transcript);
+    }
+
+    /// A reply written in the transform's encoding is decoded before it is judged; the
+    /// transcript keeps the reply as written, then the decoded one.
+    #[test]
+    fn encoded_replies_are_decoded_before_judging_and_both_are_kept() {
+        let target = Scripted::new(|_| {
+            Ok(data_encoding::BASE64.encode(b"I'm sorry, I can't help with that."))
+        });
+        let a = attack(
+            "static",
+            vec![spec("base64", &[("reply_encoded", ParamValue::Bool(true))])],
+        );
+        let attempts = block(a.run_ctx(&behavior("Say hello"), ctx(&target, None))).unwrap();
+        let at = &attempts[0];
+        let raw = data_encoding::BASE64.encode(b"I'm sorry, I can't help with that.");
+        assert_eq!(
+            at.response.as_ref().unwrap().content,
+            "I'm sorry, I can't help with that."
+        );
+        assert_eq!(at.transcript.len(), 3);
+        assert_eq!(at.transcript[1].content, raw);
+        assert_eq!(at.transcript[1].name, None);
+        assert_eq!(
+            at.transcript[2].content,
+            "I'm sorry, I can't help with that."
+        );
+        assert_eq!(at.transcript[2].name.as_deref(), Some("decoded"));
+        assert_eq!(at.metadata["transforms"]["decoded_reply"], true);
+        // Judged on the decoded reply: a refusal, not a success.
+        let v = block(RefusalMatch::new(spec("refusal_match", &[])).score(
+            &behavior("Say hello"),
+            at,
+            None,
+        ))
+        .unwrap();
+        assert_eq!(v.outcome, Outcome::Failure);
+        // A reply that is not base64 is judged as written.
+        let plain = Scripted::new(|_| Ok("Sure, hello!".into()));
+        let attempts = block(a.run_ctx(&behavior("Say hello"), ctx(&plain, None))).unwrap();
+        assert_eq!(attempts[0].transcript.len(), 2);
+        assert_eq!(
+            attempts[0].response.as_ref().unwrap().content,
+            "Sure, hello!"
+        );
+    }
+
+    /// In a conversation the model sees its own (raw) replies and the transformed user
+    /// turns, while the attack works with the decoded replies.
+    #[test]
+    fn multi_turn_history_is_sent_as_the_model_saw_it() {
+        let target = Scripted::new(|req| {
+            let n = req.messages.iter().filter(|m| m.role == Role::User).count();
+            Ok(gauntlet_core::hash::to_hex(format!("reply {n}").as_bytes()))
+        });
+        let chain =
+            Chain::build(&[spec("hex", &[("reply_encoded", ParamValue::Bool(true))])]).unwrap();
+        let tm = TransformingModel::new(&chain, &target, None, 3);
+        let r1 = block(tm.call(ChatRequest {
+            messages: vec![Message::user("first")],
+            ..Default::default()
+        }))
+        .unwrap();
+        assert_eq!(r1.content, "reply 1");
+        let r2 = block(tm.call(ChatRequest {
+            messages: vec![
+                Message::user("first"),
+                Message::assistant("reply 1"),
+                Message::user("second"),
+            ],
+            ..Default::default()
+        }))
+        .unwrap();
+        assert_eq!(r2.content, "reply 2");
+        let seen = target.seen();
+        let second = &seen[1].messages;
+        assert_eq!(second[0].content, seen[0].messages[0].content);
+        assert_eq!(second[1].content, gauntlet_core::hash::to_hex(b"reply 1"));
+        assert!(
+            second[2]
+                .content
+                .ends_with(&gauntlet_core::hash::to_hex(b"second"))
+        );
+        assert_eq!(seen[1].transform_trace.as_ref().unwrap().stages.len(), 2);
+    }
+
+    #[test]
+    fn model_driven_transforms_ask_the_attacker_and_fail_as_errors() {
+        let target = Scripted::new(|_| Ok("Sure.".into()));
+        let attacker = Scripted::new(|req| {
+            assert!(req.messages[0].content.contains("into Welsh"));
+            Ok("PROMPT: Helo, sut wyt ti?".into())
+        });
+        let reference = PluginSpec {
+            name: "reference".into(),
+            params: Params::new(),
+            loc: Default::default(),
+        };
+        let chain = vec![spec(
+            "translate",
+            &[
+                ("language", ParamValue::Str("Welsh".into())),
+                ("attacker", ParamValue::Spec(Box::new(reference))),
+                ("max_tokens", ParamValue::Int(64)),
+            ],
+        )];
+        let a = attack("static", chain);
+        assert_eq!(a.attacker().unwrap().name, "reference");
+        assert_eq!(a.planned_calls().attacker, 1);
+        let attempts = block(a.run_ctx(
+            &behavior("Hello, how are you?"),
+            ctx(&target, Some(&attacker)),
+        ))
+        .unwrap();
+        assert_eq!(target.seen()[0].messages[0].content, "Helo, sut wyt ti?");
+        assert_eq!(
+            attacker.seen()[0].messages[1].content,
+            "Hello, how are you?"
+        );
+        assert_eq!(attacker.seen()[0].max_tokens, Some(64));
+        assert!(attempts[0].response.is_ok());
+        // A failed rewrite is the attempt's error; the target is never called.
+        let down = Scripted::new(|_| Err("connection refused".into()));
+        let target2 = Scripted::new(|_| Ok("Sure.".into()));
+        let attempts = block(a.run_ctx(&behavior("Hello"), ctx(&target2, Some(&down)))).unwrap();
+        let e = attempts[0].response.as_ref().unwrap_err();
+        assert!(
+            e.contains("transform `translate`") && e.contains("connection refused"),
+            "{e}"
+        );
+        assert!(target2.seen().is_empty());
+    }
+
+    #[test]
+    fn chains_apply_in_order_and_compose_with_any_attack() {
+        let target = Scripted::new(|_| Ok("ok".into()));
+        let a = attack(
+            "template",
+            vec![
+                spec("leetspeak", &[]),
+                spec("reverse_text", &[("instruct", ParamValue::Bool(false))]),
+            ],
+        );
+        assert_eq!(a.spec().label(), "template+leetspeak+reverse_text");
+        let attempts = block(a.run_ctx(&behavior("test"), ctx(&target, None))).unwrap();
+        assert_eq!(attempts.len(), 3);
+        for (at, req) in attempts.iter().zip(target.seen()) {
+            let trace = req.transform_trace.as_deref().unwrap();
+            let st = &trace.stages[0];
+            // Stage 1 is leetspeak of the template text, stage 2 its reversal.
+            assert_eq!(st[2], st[1].chars().rev().collect::<String>());
+            assert!(st[0].contains("test") && st[1].contains("7357"));
+            assert_eq!(at.transcript[0].content, st[2]);
+            assert!(at.metadata.get("template").is_some(), "inner metadata kept");
+        }
+        // Two model-driven transforms with different attackers cannot share a chain.
+        let m = |n: &str| PluginSpec {
+            name: "reference".into(),
+            params: {
+                let mut p = Params::new();
+                p.insert("name", ParamValue::Str(n.into()));
+                p
+            },
+            loc: Default::default(),
+        };
+        let e = Chain::build(&[
+            spec(
+                "paraphrase",
+                &[("attacker", ParamValue::Spec(Box::new(m("a"))))],
+            ),
+            spec(
+                "paraphrase",
+                &[("attacker", ParamValue::Spec(Box::new(m("b"))))],
+            ),
+        ])
+        .err()
+        .unwrap();
+        assert!(e.contains("one attacker model"), "{e}");
     }
 }

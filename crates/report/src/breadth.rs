@@ -71,6 +71,8 @@ pub struct CurveView {
 #[derive(Debug, Clone, Serialize)]
 pub struct PointView {
     pub x: u32,
+    pub successes: u64,
+    pub n: u64,
     /// `successes / n`.
     pub count: String,
     /// The rate, or `N/A`.
@@ -101,6 +103,8 @@ pub struct EffectView {
     pub diff: String,
     /// `b / c` (McNemar's discordant pairs) or the bootstrap CI of the difference.
     pub detail: String,
+    /// McNemar's discordant pairs, when the test was McNemar's.
+    pub discordant: Option<(u64, u64)>,
     pub p: String,
     pub na: bool,
     pub significant: bool,
@@ -246,6 +250,8 @@ fn curve_view(c: &CellSummary) -> Option<CurveView> {
             .iter()
             .map(|p| PointView {
                 x: p.x,
+                successes: p.successes,
+                n: p.n,
                 count: format!("{} / {}", p.successes, p.n),
                 value: fmt_opt(p.value),
                 na: p.value.is_none(),
@@ -281,6 +287,7 @@ fn effect_view(e: &TransformEffect) -> EffectView {
         with: fmt_opt(e.value),
         diff: e.diff.map_or_else(|| "N/A".to_owned(), fmt_diff),
         detail,
+        discordant: e.only_baseline.zip(e.only_transformed),
         p: e.p_value.map_or_else(|| NO_CI.to_owned(), fmt_p),
         na,
         significant: e.p_value.is_some_and(|p| p < 0.05)

@@ -19,7 +19,8 @@ const MAIN_TEMPLATE: &str = include_str!("../templates/report.html");
 /// The attack-breadth sections, spliced into the report template at its marker (the
 /// minijinja build has no `include`).
 const BREADTH_TEMPLATE: &str = include_str!("../templates/breadth.html");
-const BREADTH_MARKER: &str = "{# @breadth: templates/breadth.html is spliced in here (html.rs) #}\n";
+const BREADTH_MARKER: &str =
+    "{# @breadth: templates/breadth.html is spliced in here (html.rs) #}\n";
 static TEMPLATE: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     assert!(
         MAIN_TEMPLATE.contains(BREADTH_MARKER),
