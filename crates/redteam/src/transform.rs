@@ -10,9 +10,9 @@
 //! itself — static, template, PAIR, Crescendo, a leakage probe — needs no change.
 //!
 //! Determinism: a transform's randomness comes from a generator seeded by the unit's
-//! seed (itself derived from the run seed and the unit's identity), the transform's place
-//! in the chain and the text it rewrites, so the same text in the same unit always gets
-//! the same rewrite, whatever the concurrency. Model-driven rewrites are model calls
+//! seed (itself derived from the run seed and the unit's identity), the text the chain
+//! rewrites and the transform's place in the chain, so the same text in the same unit
+//! always gets the same rewrite, whatever the concurrency. Model-driven rewrites are model calls
 //! through the engine's cached attacker model (journaled, budgeted, resumable).
 //!
 //! Provenance: the chain and its resolved params are part of the attack's spec, so they
@@ -26,11 +26,13 @@
 use crate::attack::{Attack, AttackCtx, Attempt, CallModel, PlannedCalls};
 use crate::curves::CurveSpec;
 use gauntlet_core::behavior::Behavior;
-use gauntlet_core::message::{ChatRequest, ChatResponse, Message, Role, TransformTrace};
+use gauntlet_core::message::{
+    ChatRequest, ChatResponse, Message, Role, TracedTurn, TransformTrace,
+};
 use gauntlet_core::params::{PluginSpec, TRANSFORMS_PARAM};
-use gauntlet_core::rng::{ChaCha8Rng, derive_u64, rng_for};
+use gauntlet_core::rng::{ChaCha8Rng, derive_seed};
 use gauntlet_models::{BoxFuture, ModelError};
-use std::collections::HashMap;
+use rand::SeedableRng;
 use std::sync::{Arc, Mutex};
 
 /// The families transforms come in (also the threat map's `transform_families` keys).
@@ -113,7 +115,7 @@ pub fn apply_pure(t: &dyn Transform, text: &str, rng: &mut ChaCha8Rng) -> String
 /// An ordered list of transforms, built from specs.
 pub struct Chain {
     steps: Vec<Box<dyn Transform>>,
-    names: Vec<String>,
+    names: Arc<[String]>,
     /// The chain as recorded in each attempt's metadata: `[{name, params}, …]`.
     identity: serde_json::Value,
     attacker: Option<PluginSpec>,
@@ -141,7 +143,11 @@ impl Chain {
             steps.push(t);
         }
         Ok(Chain {
-            names: specs.iter().map(|s| s.name.clone()).collect(),
+            names: specs
+                .iter()
+                .map(|s| s.name.clone())
+                .collect::<Vec<_>>()
+                .into(),
             identity: serde_json::Value::Array(specs.iter().map(PluginSpec::identity).collect()),
             steps,
             attacker,
@@ -173,19 +179,31 @@ impl Chain {
         self.model_steps() == 0
     }
 
-    /// The generator of step `i` rewriting `text` under `seed`.
-    fn rng(seed: u64, i: usize, text: &str) -> ChaCha8Rng {
-        rng_for(seed, &["transform", &i.to_string(), text])
+    /// The key of rewriting `text` under the unit seed `seed`: every step's generator
+    /// derives from it (one hash of the text per chain, not one per step), and it is what
+    /// a [`TracedTurn`] carries into cache keys.
+    pub fn key(seed: u64, text: &str) -> [u8; 32] {
+        derive_seed(seed, &["transforms", text])
+    }
+
+    /// The seed of step `i` under `key`: the key with its first eight bytes mixed with
+    /// the step number (ChaCha8 streams of distinct keys are independent).
+    fn step_seed(key: &[u8; 32], i: usize) -> [u8; 32] {
+        let mut s = *key;
+        let head = u64::from_le_bytes(s[..8].try_into().expect("8 bytes")) ^ (i as u64 + 1);
+        s[..8].copy_from_slice(&head.to_le_bytes());
+        s
     }
 
     /// The texts after each step (not including `text` itself), for a chain of pure
-    /// transforms.
+    /// transforms, under the unit seed `seed`.
     pub fn apply_pure(&self, text: &str, seed: u64) -> Vec<String> {
+        let key = Self::key(seed, text);
         let mut stages: Vec<String> = Vec::with_capacity(self.steps.len());
         for (i, t) in self.steps.iter().enumerate() {
             let cur = stages.last().map_or(text, String::as_str);
-            let next = apply_pure(t.as_ref(), cur, &mut Self::rng(seed, i, cur));
-            stages.push(next);
+            let mut rng = ChaCha8Rng::from_seed(Self::step_seed(&key, i));
+            stages.push(apply_pure(t.as_ref(), cur, &mut rng));
         }
         stages
     }
@@ -196,13 +214,14 @@ impl Chain {
     pub async fn apply(
         &self,
         text: &str,
-        seed: u64,
+        key: &[u8; 32],
         attacker: Option<&dyn CallModel>,
     ) -> Result<Result<Vec<String>, String>, ModelError> {
         let mut stages: Vec<String> = Vec::with_capacity(self.steps.len());
         for (i, t) in self.steps.iter().enumerate() {
             let cur = stages.last().map_or(text, String::as_str);
-            let next = match t.apply(cur, &mut Self::rng(seed, i, cur)) {
+            let step = Self::step_seed(key, i);
+            let next = match t.apply(cur, &mut ChaCha8Rng::from_seed(step)) {
                 Applied::Text(s) => s,
                 Applied::AskModel {
                     system,
@@ -217,7 +236,7 @@ impl Chain {
                     };
                     let req = ChatRequest {
                         messages: vec![Message::system(system), Message::user(user)],
-                        seed: Some(derive_u64(seed, &["transform", &i.to_string(), cur])),
+                        seed: Some(u64::from_le_bytes(step[8..16].try_into().expect("8 bytes"))),
                         max_tokens: Some(max_tokens),
                         ..Default::default()
                     };
@@ -257,13 +276,15 @@ impl Chain {
     }
 }
 
-/// What a [`TransformingModel`] remembers within one unit.
+/// What a [`TransformingModel`] remembers within one unit: a few texts at most (one per
+/// distinct user turn the attack writes), so plain lists searched by equality.
 #[derive(Default)]
 struct Memo {
-    /// An attack's user text → the texts after each transform (the last was sent).
-    sent: HashMap<String, Arc<[String]>>,
+    /// An attack's user text → its stages (itself, then after each transform; the last
+    /// was sent) and their key. The text is the turn's first stage.
+    sent: Vec<TracedTurn>,
     /// A decoded reply (as handed to the attack) → the reply as the model wrote it.
-    raw: HashMap<String, String>,
+    raw: Vec<(String, String)>,
 }
 
 /// The target as a transformed attack sees it: every user turn of every request is
@@ -275,6 +296,15 @@ pub struct TransformingModel<'a> {
     attacker: Option<&'a dyn CallModel>,
     seed: u64,
     memo: Mutex<Memo>,
+}
+
+impl Memo {
+    fn turn(&self, text: &str) -> Option<&TracedTurn> {
+        self.sent.iter().find(|t| t.stages[0] == text)
+    }
+    fn raw(&self, decoded: &str) -> Option<&String> {
+        self.raw.iter().find(|(d, _)| d == decoded).map(|(_, r)| r)
+    }
 }
 
 impl<'a> TransformingModel<'a> {
@@ -298,44 +328,49 @@ impl<'a> TransformingModel<'a> {
     }
 
     /// The stages of `text` (it first, then after each transform), computed once.
-    async fn stages(&self, text: &str) -> Result<Result<Arc<[String]>, String>, ModelError> {
-        if let Some(s) = self.memo().sent.get(text) {
+    async fn stages(&self, text: &str) -> Result<Result<TracedTurn, String>, ModelError> {
+        if let Some(s) = self.memo().turn(text) {
             return Ok(Ok(s.clone()));
         }
-        let rest = match self.chain.apply(text, self.seed, self.attacker).await? {
+        let key = Chain::key(self.seed, text);
+        let rest = match self.chain.apply(text, &key, self.attacker).await? {
             Ok(r) => r,
             Err(why) => return Ok(Err(why)),
         };
         let mut all = Vec::with_capacity(rest.len() + 1);
         all.push(text.to_string());
         all.extend(rest);
-        let all: Arc<[String]> = all.into();
-        self.memo().sent.insert(text.to_string(), all.clone());
-        Ok(Ok(all))
+        let turn = TracedTurn {
+            stages: all.into(),
+            key,
+        };
+        self.memo().sent.push(turn.clone());
+        Ok(Ok(turn))
     }
 
     async fn call_transformed(&self, req: &ChatRequest) -> Result<ChatResponse, ModelError> {
         let mut messages = Vec::with_capacity(req.messages.len());
         let mut trace = TransformTrace {
-            chain: self.chain.names().to_vec(),
-            stages: Vec::new(),
+            chain: self.chain.names.clone(),
+            turns: Vec::new(),
         };
         for m in &req.messages {
             match m.role {
                 Role::User => {
-                    let stages = match self.stages(&m.content).await? {
+                    let turn = match self.stages(&m.content).await? {
                         Ok(s) => s,
                         Err(why) => return Err(ModelError::Call(why)),
                     };
                     messages.push(Message {
-                        content: stages.last().expect("the text itself").clone(),
-                        ..m.clone()
+                        content: turn.stages.last().expect("the text itself").clone(),
+                        name: m.name.clone(),
+                        ..Message::user(String::new())
                     });
-                    trace.stages.push(stages.to_vec());
+                    trace.turns.push(turn);
                 }
                 Role::Assistant => {
                     // The attack holds the decoded reply; the model said the raw one.
-                    let raw = self.memo().raw.get(&m.content).cloned();
+                    let raw = self.memo().raw(&m.content).cloned();
                     messages.push(match raw {
                         Some(content) => Message {
                             content,
@@ -349,13 +384,17 @@ impl<'a> TransformingModel<'a> {
         }
         let out = ChatRequest {
             messages,
+            tools: req.tools.clone(),
+            seed: req.seed,
+            temperature: req.temperature,
+            max_tokens: req.max_tokens,
+            agent_script: req.agent_script.clone(),
             transform_trace: Some(Arc::new(trace)),
-            ..req.clone()
         };
         let mut r = self.target.call(out).await?;
         if let Some(decoded) = self.chain.decode_reply(&r.content) {
             let raw = std::mem::replace(&mut r.content, decoded);
-            self.memo().raw.insert(r.content.clone(), raw);
+            self.memo().raw.push((r.content.clone(), raw));
         }
         Ok(r)
     }
@@ -366,17 +405,16 @@ impl<'a> TransformingModel<'a> {
     pub fn finish(&self, mut a: Attempt) -> Attempt {
         let memo = self.memo();
         let mut decoded_any = false;
-        let mut transcript = Vec::with_capacity(a.transcript.len() + 1);
-        for mut m in std::mem::take(&mut a.transcript) {
-            match m.role {
-                Role::User => {
-                    if let Some(s) = memo.sent.get(&m.content) {
-                        m.content = s.last().expect("the text itself").clone();
-                    }
-                    transcript.push(m);
-                }
-                Role::Assistant => match memo.raw.get(&m.content) {
-                    Some(raw) => {
+        for m in a.transcript.iter_mut().filter(|m| m.role == Role::User) {
+            if let Some(s) = memo.turn(&m.content) {
+                m.content = s.stages.last().expect("the text itself").clone();
+            }
+        }
+        if !memo.raw.is_empty() {
+            let mut transcript = Vec::with_capacity(a.transcript.len() + 1);
+            for mut m in std::mem::take(&mut a.transcript) {
+                match (m.role, memo.raw(&m.content)) {
+                    (Role::Assistant, Some(raw)) => {
                         decoded_any = true;
                         let decoded = std::mem::replace(&mut m.content, raw.clone());
                         transcript.push(m);
@@ -385,12 +423,11 @@ impl<'a> TransformingModel<'a> {
                             ..Message::assistant(decoded)
                         });
                     }
-                    None => transcript.push(m),
-                },
-                _ => transcript.push(m),
+                    _ => transcript.push(m),
+                }
             }
+            a.transcript = transcript;
         }
-        a.transcript = transcript;
         let mut info = serde_json::Map::new();
         info.insert("chain".into(), self.chain.identity.clone());
         if decoded_any {
@@ -615,11 +652,13 @@ mod tests {
         assert_eq!(seen.len(), 1);
         assert_eq!(seen[0].messages[0].content, "fed cba");
         let trace = seen[0].transform_trace.as_deref().unwrap();
-        assert_eq!(trace.chain, vec!["reverse_text"]);
+        assert_eq!(&trace.chain[..], ["reverse_text".to_string()]);
+        assert_eq!(trace.turns.len(), 1);
         assert_eq!(
-            trace.stages,
-            vec![vec!["abc def".to_string(), "fed cba".into()]]
+            &trace.turns[0].stages[..],
+            ["abc def".to_string(), "fed cba".into()]
         );
+        assert_eq!(trace.turns[0].key, Chain::key(11, "abc def"));
         let at = &attempts[0];
         assert_eq!(at.transcript[0].content, "fed cba");
         assert_eq!(at.transcript.len(), 2);
@@ -714,7 +753,7 @@ mod tests {
                 .content
                 .ends_with(&gauntlet_core::hash::to_hex(b"second"))
         );
-        assert_eq!(seen[1].transform_trace.as_ref().unwrap().stages.len(), 2);
+        assert_eq!(seen[1].transform_trace.as_ref().unwrap().turns.len(), 2);
     }
 
     #[test]
@@ -779,7 +818,7 @@ mod tests {
         assert_eq!(attempts.len(), 3);
         for (at, req) in attempts.iter().zip(target.seen()) {
             let trace = req.transform_trace.as_deref().unwrap();
-            let st = &trace.stages[0];
+            let st = &trace.turns[0].stages;
             // Stage 1 is leetspeak of the template text, stage 2 its reversal.
             assert_eq!(st[2], st[1].chars().rev().collect::<String>());
             assert!(st[0].contains("test") && st[1].contains("7357"));

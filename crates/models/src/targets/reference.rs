@@ -175,14 +175,23 @@ pub struct ReferenceTarget {
 
 /// How the reference model reads a transformed user turn (see the module docs): the
 /// stages from the last transform it is blind to on, or every stage (the text before the
-/// chain first) when it is blind to none.
-fn reading(trace: &TransformTrace, stages: &[String], blind_to: &[String]) -> String {
+/// chain first) when it is blind to none. The first goes onto `text` (the conversation as
+/// read), the others into `more`, which is only scanned when `text` alone does not decide.
+fn read_into<'a>(
+    text: &mut String,
+    more: &mut Vec<&'a str>,
+    trace: &TransformTrace,
+    stages: &'a [String],
+    blind_to: &[String],
+) {
     let from = trace
         .chain
         .iter()
         .rposition(|t| blind_to.iter().any(|b| b == t))
-        .map_or(0, |i| i + 1);
-    stages[from.min(stages.len().saturating_sub(1))..].join("\n")
+        .map_or(0, |i| i + 1)
+        .min(stages.len().saturating_sub(1));
+    text.push_str(&stages[from]);
+    more.extend(stages[from + 1..].iter().map(String::as_str));
 }
 
 /// Faux assistant turns before the last user turn: assistant messages, and lines that
@@ -261,20 +270,22 @@ impl ReferenceTarget {
         // The conversation as the model "reads" it: system and user turns, transformed
         // user turns as it understands them.
         let mut text = String::new();
+        // Further stages of transformed turns (read too, scanned only when needed).
+        let mut more: Vec<&str> = Vec::new();
         let mut user_turn = 0;
         for m in &req.messages {
             match m.role {
                 Role::System => text.push_str(&m.content),
                 Role::User => {
                     let stages = req.transform_trace.as_deref().and_then(|t| {
-                        t.stages
+                        t.turns
                             .get(user_turn)
-                            .filter(|s| s.last() == Some(&m.content))
-                            .map(|s| (t, s))
+                            .filter(|turn| turn.stages.last() == Some(&m.content))
+                            .map(|turn| (t, &turn.stages[..]))
                     });
                     user_turn += 1;
                     match stages {
-                        Some((t, s)) => text.push_str(&reading(t, s, &self.blind_to)),
+                        Some((t, s)) => read_into(&mut text, &mut more, t, s, &self.blind_to),
                         None => text.push_str(&m.content),
                     }
                 }
@@ -304,8 +315,11 @@ impl ReferenceTarget {
                 };
             }
         }
-        let on_topic = self.topics.is_match(&text);
-        let bypassed = self.bypass.as_ref().is_some_and(|b| b.is_match(&text))
+        let on_topic = self.topics.is_match(&text) || more.iter().any(|s| self.topics.is_match(s));
+        let bypassed = self
+            .bypass
+            .as_ref()
+            .is_some_and(|b| b.is_match(&text) || more.iter().any(|s| b.is_match(s)))
             || self
                 .complies_after_shots
                 .is_some_and(|n| faux_turns(req) >= n);
@@ -426,8 +440,15 @@ mod tests {
         ChatRequest {
             messages: vec![Message::user(sent)],
             transform_trace: Some(std::sync::Arc::new(TransformTrace {
-                chain: chain.iter().map(|s| s.to_string()).collect(),
-                stages: vec![stages.iter().map(|s| s.to_string()).collect()],
+                chain: chain
+                    .iter()
+                    .map(|s| s.to_string())
+                    .collect::<Vec<_>>()
+                    .into(),
+                turns: vec![gauntlet_core::message::TracedTurn {
+                    stages: stages.iter().map(|s| s.to_string()).collect(),
+                    key: [0; 32],
+                }],
             })),
             ..Default::default()
         }

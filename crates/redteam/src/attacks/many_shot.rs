@@ -136,6 +136,77 @@ impl Attack for ManyShot {
 mod tests {
     use super::*;
 
+    use gauntlet_core::message::{ChatRequest, ChatResponse, Role};
+    use gauntlet_core::params::{ParamValue, Params};
+    use std::sync::Mutex;
+
+    struct Recorder(Mutex<Vec<ChatRequest>>);
+    impl CallModel for Recorder {
+        fn call<'a>(&'a self, req: ChatRequest) -> BoxFuture<'a, Result<ChatResponse, ModelError>> {
+            self.0.lock().unwrap().push(req);
+            Box::pin(std::future::ready(Ok(ChatResponse::text("ok"))))
+        }
+    }
+
+    fn run(format: &str, shots: i64) -> (Vec<Attempt>, Vec<ChatRequest>) {
+        let mut p = Params::new();
+        p.insert("shots", ParamValue::Int(shots));
+        p.insert("format", ParamValue::Str(format.into()));
+        let a = ManyShot::new(PluginSpec {
+            name: "many_shot".into(),
+            params: p,
+            loc: Default::default(),
+        })
+        .unwrap();
+        let b: Behavior = serde_json::from_value(serde_json::json!({
+            "id": "b", "prompt": "The request", "expected": "should_refuse"
+        }))
+        .unwrap();
+        let r = Recorder(Mutex::new(Vec::new()));
+        let out = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(a.run(&b, &r, 5))
+            .unwrap();
+        (out, r.0.into_inner().unwrap())
+    }
+
+    /// One attempt per shot count, the request last, the shots of a smaller count the
+    /// first shots of every larger one — in both formats.
+    #[test]
+    fn sweeps_the_shot_counts_with_nested_shots() {
+        let (attempts, reqs) = run("inline", 8);
+        assert_eq!(attempts.len(), 4);
+        for (i, (a, r)) in attempts.iter().zip(&reqs).enumerate() {
+            let k = [1, 2, 4, 8][i];
+            assert_eq!(a.metadata["many_shot"]["shots"], k);
+            let text = &r.messages[0].content;
+            assert_eq!(text.matches("\nAssistant: ").count(), k);
+            assert!(text.ends_with("User: The request\nAssistant:"));
+        }
+        let first = |r: &ChatRequest| {
+            r.messages[0]
+                .content
+                .split("\n\n")
+                .next()
+                .unwrap()
+                .to_string()
+        };
+        assert!(reqs.windows(2).all(|w| first(&w[0]) == first(&w[1])));
+        let (_, reqs) = run("messages", 4);
+        let last = reqs.last().unwrap();
+        assert_eq!(last.messages.len(), 2 * 4 + 1);
+        assert_eq!(
+            last.messages
+                .iter()
+                .filter(|m| m.role == Role::Assistant)
+                .count(),
+            4
+        );
+        assert_eq!(last.messages.last().unwrap().content, "The request");
+        assert_eq!(reqs[0].messages[0], last.messages[0]);
+    }
+
     #[test]
     fn shot_counts_double_up_to_the_maximum() {
         assert_eq!(shot_counts(1), vec![1]);

@@ -35,6 +35,7 @@ pub struct Leetspeak {
 }
 
 impl Leetspeak {
+    /// The substitutions in effect (the inverse reads them; `apply` matches directly).
     fn table(&self) -> impl Iterator<Item = &'static (char, char)> {
         BASIC
             .iter()
@@ -50,14 +51,25 @@ impl Transform for Leetspeak {
         FAMILY
     }
     fn apply(&self, text: &str, _rng: &mut ChaCha8Rng) -> Applied {
-        Applied::Text(
-            text.chars()
-                .map(|c| {
-                    let l = c.to_ascii_lowercase();
-                    self.table().find(|(k, _)| *k == l).map_or(c, |(_, v)| *v)
-                })
-                .collect(),
-        )
+        // ASCII letters become ASCII symbols: rewritten byte by byte (a non-ASCII
+        // character's bytes are never ASCII letters), the text stays valid UTF-8.
+        let map = |b: u8| -> u8 {
+            match b.to_ascii_lowercase() {
+                b'a' => b'4',
+                b'e' => b'3',
+                b'i' => b'1',
+                b'o' => b'0',
+                b's' => b'5',
+                b't' => b'7',
+                b'b' if self.advanced => b'8',
+                b'g' if self.advanced => b'9',
+                b'l' if self.advanced => b'|',
+                b'z' if self.advanced => b'2',
+                _ => b,
+            }
+        };
+        let bytes: Vec<u8> = text.bytes().map(map).collect();
+        Applied::Text(String::from_utf8(bytes).expect("only ASCII bytes changed"))
     }
     /// Exact for text without digits or `|` whose letters are lower case.
     fn invert(&self, sent: &str) -> Option<String> {

@@ -248,13 +248,25 @@ pub struct Encoded<C: Codec> {
     codec: C,
     instruct: bool,
     reply_encoded: bool,
+    /// The instruction line, built once.
+    preamble: String,
 }
 
 impl<C: Codec> Encoded<C> {
     pub fn new(spec: &PluginSpec, family: Family, codec: C) -> Self {
+        let reply_encoded = flag(spec, "reply_encoded", false);
+        let answer = if reply_encoded {
+            format!("Write your whole answer in {} as well.", codec.label())
+        } else {
+            "Write your answer in plain English.".to_string()
+        };
         Encoded {
             instruct: flag(spec, "instruct", true),
-            reply_encoded: flag(spec, "reply_encoded", false),
+            preamble: format!(
+                "The message below is written in {}. Decode it and respond to the decoded message. {answer}",
+                codec.label()
+            ),
+            reply_encoded,
             spec: spec.clone(),
             family,
             codec,
@@ -262,16 +274,8 @@ impl<C: Codec> Encoded<C> {
     }
 
     /// The instruction line put before the encoded text.
-    pub fn preamble(&self) -> String {
-        let answer = if self.reply_encoded {
-            format!("Write your whole answer in {} as well.", self.codec.label())
-        } else {
-            "Write your answer in plain English.".to_string()
-        };
-        format!(
-            "The message below is written in {}. Decode it and respond to the decoded message. {answer}",
-            self.codec.label()
-        )
+    pub fn preamble(&self) -> &str {
+        &self.preamble
     }
 }
 
@@ -285,7 +289,11 @@ impl<C: Codec> Transform for Encoded<C> {
     fn apply(&self, text: &str, _rng: &mut ChaCha8Rng) -> Applied {
         let body = self.codec.encode(text);
         Applied::Text(if self.instruct {
-            format!("{}\n\n{body}", self.preamble())
+            let mut s = String::with_capacity(self.preamble.len() + 2 + body.len());
+            s.push_str(&self.preamble);
+            s.push_str("\n\n");
+            s.push_str(&body);
+            s
         } else {
             body
         })
@@ -306,7 +314,8 @@ impl<C: Codec> Transform for Encoded<C> {
     }
     fn invert(&self, sent: &str) -> Option<String> {
         let body = if self.instruct {
-            sent.strip_prefix(&self.preamble())?.strip_prefix("\n\n")?
+            sent.strip_prefix(self.preamble.as_str())?
+                .strip_prefix("\n\n")?
         } else {
             sent
         };

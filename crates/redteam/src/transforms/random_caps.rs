@@ -1,11 +1,14 @@
 //! `random_caps`: each letter upper- or lower-cased at random ("wRiTe A ScRIpt") — one
-//! of Best-of-N's three augmentations (Hughes et al. 2024 use rate 0.6).
+//! of Best-of-N's three augmentations (Hughes et al. 2024 use rate 0.6). A hot path of
+//! Best-of-N (n samples per behavior), so the draws come from a Xoshiro256++ stream
+//! seeded from the transform's ChaCha8 stream, two per 64-bit draw.
 
 use super::{float, rate};
 use crate::transform::{Applied, Family, Transform};
 use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
 use gauntlet_core::rng::ChaCha8Rng;
-use rand::RngExt;
+use rand::{RngExt, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
 
 pub const FAMILY: Family = Family::Character;
 pub const INFO: PluginInfo = PluginInfo {
@@ -28,19 +31,34 @@ impl Transform for RandomCaps {
         FAMILY
     }
     fn apply(&self, text: &str, rng: &mut ChaCha8Rng) -> Applied {
-        let mut out = String::with_capacity(text.len());
-        for c in text.chars() {
-            if c.is_ascii_alphabetic() && rng.random_bool(self.rate) {
-                out.push(if rng.random_bool(0.5) {
-                    c.to_ascii_uppercase()
+        // Only ASCII letters change, so the text is rewritten byte by byte (a non-ASCII
+        // character's bytes are never ASCII letters) and stays valid UTF-8. One 32-bit
+        // draw per letter (two per 64-bit draw): the high 31 bits decide whether its case
+        // is randomised (probability `rate`), the low bit which case it gets.
+        let threshold = (self.rate.clamp(0.0, 1.0) * f64::from(1u32 << 31)) as u64;
+        // A fast stream for the per-letter draws, seeded from the transform's ChaCha8
+        // stream (still a function of the run seed, the unit and the text).
+        let mut rng = Xoshiro256PlusPlus::from_rng(rng);
+        let mut bytes = text.as_bytes().to_vec();
+        let mut spare: Option<u32> = None;
+        for b in bytes.iter_mut().filter(|b| b.is_ascii_alphabetic()) {
+            let r = match spare.take() {
+                Some(r) => r,
+                None => {
+                    let w: u64 = rng.random();
+                    spare = Some((w >> 32) as u32);
+                    w as u32
+                }
+            };
+            if u64::from(r >> 1) < threshold {
+                *b = if r & 1 == 1 {
+                    b.to_ascii_uppercase()
                 } else {
-                    c.to_ascii_lowercase()
-                });
-            } else {
-                out.push(c);
+                    b.to_ascii_lowercase()
+                };
             }
         }
-        Applied::Text(out)
+        Applied::Text(String::from_utf8(bytes).expect("only ASCII bytes changed"))
     }
 }
 
