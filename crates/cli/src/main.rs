@@ -90,6 +90,10 @@ enum Command {
         /// transcript pages) into this directory.
         #[arg(long, value_name = "OUT")]
         site: Option<PathBuf>,
+        /// Group the report by a threat framework: owasp_llm (default), owasp_agentic,
+        /// mitre_atlas, nist_ai_rmf, or `all`. Repeat for several.
+        #[arg(long = "group-by", value_name = "FRAMEWORK")]
+        group_by: Vec<String>,
     },
     /// Serve the dashboard over run directories (read-only): per-surface leaderboards,
     /// run pages with charts, a transcript browser, compare, live runs.
@@ -194,8 +198,12 @@ fn main() -> ExitCode {
             list();
             ExitCode::SUCCESS
         }
-        Command::Report { paths, site: None } => match paths.as_slice() {
-            [run_dir] => report(run_dir),
+        Command::Report {
+            paths,
+            site: None,
+            group_by,
+        } => match paths.as_slice() {
+            [run_dir] => report(run_dir, &group_by),
             _ => {
                 eprintln!("error: report takes one RUN_DIR (or --site OUT with several)");
                 ExitCode::from(2)
@@ -204,7 +212,14 @@ fn main() -> ExitCode {
         Command::Report {
             paths,
             site: Some(out),
-        } => site(&out, paths),
+            group_by,
+        } => {
+            if !group_by.is_empty() {
+                eprintln!("error: --group-by applies to one run's report, not to --site");
+                return ExitCode::from(2);
+            }
+            site(&out, paths)
+        }
         Command::Serve(a) => serve(a),
         Command::JudgeAgreement(a) => analysis_cmd::judge_agreement(a),
         Command::Rescore(a) => analysis_cmd::rescore_cmd(a),
@@ -571,8 +586,27 @@ fn list() {
     }
 }
 
-fn report(run_dir: &Path) -> ExitCode {
-    match gauntlet_engine::stored::rerender_reports(run_dir) {
+fn report(run_dir: &Path, group_by: &[String]) -> ExitCode {
+    let known = gauntlet_report::frameworks();
+    let mut opts = gauntlet_report::ReportOptions::default();
+    if !group_by.is_empty() {
+        opts.group_by.clear();
+        for g in group_by {
+            if g == "all" {
+                opts.group_by.extend(known.iter().map(|k| k.to_string()));
+            } else if known.contains(&g.as_str()) {
+                opts.group_by.push(g.clone());
+            } else {
+                eprintln!(
+                    "error: --group-by {g:?} is not a threat framework; known: {}, all",
+                    known.join(", ")
+                );
+                return ExitCode::from(2);
+            }
+        }
+        opts.group_by.dedup();
+    }
+    match gauntlet_engine::stored::rerender_reports(run_dir, &opts) {
         Ok(()) => {
             println!(
                 "wrote report.md, report.html and leaderboard.json in {}",

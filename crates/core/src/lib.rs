@@ -14,7 +14,9 @@
 //! - [`hash`]: sha256 helpers and canonical JSON hashing;
 //! - [`results`]: metric values (with N/A) and leaderboard rows carrying provenance;
 //! - [`files`]: reading named files: regular files only, capped per kind;
-//! - [`terminal`]: printing untrusted text with its control characters escaped.
+//! - [`terminal`]: printing untrusted text with its control characters escaped;
+//! - [`paired`]: paired comparisons of per-behavior outcomes (McNemar, paired bootstrap);
+//! - [`taxonomy`]: the threat map (OWASP, MITRE ATLAS, NIST AI RMF) results are tagged with.
 
 pub mod atomic;
 pub mod behavior;
@@ -24,11 +26,13 @@ pub mod json;
 pub mod judge_eval;
 pub mod message;
 pub mod outcome;
+pub mod paired;
 pub mod params;
 pub mod results;
 pub mod rng;
 pub mod scenario;
 pub mod stats;
+pub mod taxonomy;
 pub mod terminal;
 pub mod text;
 pub mod tree;

@@ -89,6 +89,51 @@ pub struct ChatRequest {
     /// fields above. Part of the cache key.
     #[serde(skip)]
     pub agent_script: Option<Arc<AgentScript>>,
+    /// How prompt transforms rewrote this request's user turns, for the offline
+    /// `reference` target only (which uses it to "see through" the transforms it
+    /// understands). Never serialised and never put on the wire. Part of the cache key
+    /// when present (and only then, so requests without transforms keep their keys).
+    #[serde(skip)]
+    pub transform_trace: Option<Arc<TransformTrace>>,
+}
+
+/// The stages a prompt-transform chain took the user turns of a request through.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TransformTrace {
+    /// The chain's transform names, in the order they were applied (shared by every
+    /// request of a chain).
+    pub chain: Arc<[String]>,
+    /// One entry per user message of the request, in order.
+    pub turns: Vec<TracedTurn>,
+}
+
+/// One user turn of a [`TransformTrace`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TracedTurn {
+    /// The text before the chain, then after each transform (`chain.len() + 1` texts;
+    /// the last one was sent).
+    pub stages: Arc<[String]>,
+    /// A digest that determines `stages`: the transforming side derives it from the
+    /// unit's seed and the text before the chain (the chain itself is part of the
+    /// attack, so of the unit). Cache keys hash it instead of every stage.
+    pub key: [u8; 32],
+}
+
+impl TransformTrace {
+    /// sha256 over the chain and every turn's key, length-delimited (for cache keys).
+    pub fn digest(&self) -> [u8; 32] {
+        let mut h = crate::hash::HashWriter::new();
+        h.field(b"transform-trace-v1");
+        h.field(&(self.chain.len() as u64).to_le_bytes());
+        for c in self.chain.iter() {
+            h.field(c.as_bytes());
+        }
+        h.field(&(self.turns.len() as u64).to_le_bytes());
+        for t in &self.turns {
+            h.field(&t.key);
+        }
+        h.finish()
+    }
 }
 
 fn no_tools(t: &Arc<[ToolDef]>) -> bool {

@@ -25,10 +25,13 @@ pub enum Axis {
     Injection,
     /// Injection mode's counterpart of `Dataset` (`scenarios:`).
     Scenario,
+    /// Prompt transforms, composed on an attack (`params: {transforms: [...]}`) or
+    /// multiplied over every attack (`transforms:` at the top of a run config).
+    Transform,
 }
 
 impl Axis {
-    pub const ALL: [Axis; 7] = [
+    pub const ALL: [Axis; 8] = [
         Axis::Target,
         Axis::Attack,
         Axis::Dataset,
@@ -36,6 +39,7 @@ impl Axis {
         Axis::Scenario,
         Axis::Judge,
         Axis::Metric,
+        Axis::Transform,
     ];
     pub fn as_str(self) -> &'static str {
         match self {
@@ -46,6 +50,7 @@ impl Axis {
             Axis::Metric => "metric",
             Axis::Injection => "injection",
             Axis::Scenario => "scenario suite",
+            Axis::Transform => "transform",
         }
     }
     /// The config key that lists plugins of this axis.
@@ -58,6 +63,7 @@ impl Axis {
             Axis::Metric => "metrics",
             Axis::Injection => "injections",
             Axis::Scenario => "scenarios",
+            Axis::Transform => "transforms",
         }
     }
 }
@@ -82,6 +88,9 @@ pub enum ParamKind {
     StrMap,
     /// A nested plugin spec of the given axis (e.g. a judge's `grader`, a target).
     Spec(Axis),
+    /// A list of nested plugin specs of the given axis, in order (an attack's
+    /// `transforms` chain).
+    SpecList(Axis),
 }
 
 impl fmt::Display for ParamKind {
@@ -95,6 +104,11 @@ impl fmt::Display for ParamKind {
             ParamKind::StrList => write!(f, "list of strings"),
             ParamKind::StrMap => write!(f, "mapping of label: string"),
             ParamKind::Spec(axis) => write!(f, "{} spec (name or {{name, params}})", axis.as_str()),
+            ParamKind::SpecList(axis) => write!(
+                f,
+                "list of {} specs (each a name or {{name, params}})",
+                axis.as_str()
+            ),
         }
     }
 }
@@ -145,6 +159,7 @@ pub enum ParamValue {
     StrList(Vec<String>),
     StrMap(Vec<(String, String)>),
     Spec(Box<PluginSpec>),
+    SpecList(Vec<PluginSpec>),
 }
 
 /// Resolved parameters: declared names only, defaults filled in, ordered by name.
@@ -204,10 +219,19 @@ impl Params {
             _ => None,
         }
     }
+    pub fn spec_list(&self, name: &str) -> Option<&[PluginSpec]> {
+        match self.0.get(name) {
+            Some(ParamValue::SpecList(v)) => Some(v),
+            _ => None,
+        }
+    }
     pub fn iter(&self) -> impl Iterator<Item = (&String, &ParamValue)> {
         self.0.iter()
     }
 }
+
+/// The attack param that holds a prompt-transform chain (see [`PluginSpec::label`]).
+pub const TRANSFORMS_PARAM: &str = "transforms";
 
 /// A resolved plugin reference: a registered name and its resolved params.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -245,19 +269,33 @@ impl PluginSpec {
         }
         v
     }
-    /// A short label for reports: the label the run config assigned, else the `name`
-    /// param when a plugin has one (targets are usually told apart by it), else the
-    /// `suite` param (bundled scenario suites), else the plugin name.
+    /// A short label for reports: the label the run config assigned, else
+    /// [`PluginSpec::own_label`].
     pub fn label(&self) -> String {
         self.label.clone().unwrap_or_else(|| self.own_label())
     }
-    /// [`PluginSpec::label`] without an assigned label: what the spec says by itself.
+    /// What the spec says by itself: the `name` param when a plugin has one (targets are
+    /// usually told apart by it), else the `suite` param (bundled scenario suites), else
+    /// the plugin name; followed by `+<transform>` for each prompt transform of a
+    /// `transforms` chain (`static+base64+leetspeak`), so a transformed attack is its own
+    /// cell.
     pub fn own_label(&self) -> String {
-        self.params
+        let base = self
+            .params
             .str("name")
             .or_else(|| self.params.str("suite"))
-            .map(str::to_string)
-            .unwrap_or_else(|| self.name.clone())
+            .unwrap_or(&self.name);
+        match self.params.spec_list(TRANSFORMS_PARAM) {
+            Some(chain) if !chain.is_empty() => {
+                let mut l = base.to_string();
+                for t in chain {
+                    l.push('+');
+                    l.push_str(&t.name);
+                }
+                l
+            }
+            _ => base.to_string(),
+        }
     }
 }
 
@@ -662,6 +700,18 @@ fn check_value(
         }
         (ParamKind::Spec(axis), _) => {
             resolve_spec(catalog, axis, v, path, diags).map(|s| ParamValue::Spec(Box::new(s)))
+        }
+        (ParamKind::SpecList(axis), Value::Seq(items)) => {
+            let before = diags.len();
+            let specs: Vec<PluginSpec> = items
+                .iter()
+                .enumerate()
+                .filter_map(|(i, item)| {
+                    resolve_spec(catalog, axis, item, &format!("{path}[{i}]"), diags)
+                })
+                .collect();
+            (diags.len() == before && specs.len() == items.len())
+                .then_some(ParamValue::SpecList(specs))
         }
         _ => {
             diags.push(type_error(spec, v, path));

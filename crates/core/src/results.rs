@@ -2,6 +2,7 @@
 
 use crate::judge_eval::Corrected;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// A computed metric for one cell.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -200,6 +201,9 @@ pub struct LeaderboardEntry {
     /// Each trial's value, in trial order (`null` for an N/A trial).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub trial_values: Vec<Option<f64>>,
+    /// Threat-taxonomy tags: the cell's and the metric's ([`crate::taxonomy`]).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub taxonomy: ThreatTags,
 }
 
 /// An attempt shown in reports as an example. Text is untrusted model/dataset output.
@@ -245,6 +249,113 @@ pub struct CellSummary {
     /// Per-trial counts (multi-trial runs only), in trial order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub trials: Vec<TrialCounts>,
+    /// The attack-breadth additions: threat-taxonomy tags and, for attacks that measure
+    /// one, an attack-success curve (written at the top level of the cell).
+    #[serde(flatten, default)]
+    pub breadth: CellBreadth,
+}
+
+/// Framework → ids, both sorted: `{"mitre_atlas": ["AML.T0054"], "owasp_llm":
+/// ["LLM01:2025"]}` (see [`crate::taxonomy`]).
+pub type ThreatTags = BTreeMap<String, Vec<String>>;
+
+/// What a cell carries beyond its metrics: its threat-taxonomy tags and its curve.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct CellBreadth {
+    /// The cell's tags: its attack's, its transforms', its dataset categories' and its
+    /// mode's (a leaderboard row adds its metric's).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub taxonomy: ThreatTags,
+    /// Attack success as a function of the attack's budget (`best_of_n`: ASR within the
+    /// first N attempts; `many_shot`: ASR at each shot count), with intervals.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub curve: Option<Curve>,
+}
+
+/// A rate as a function of an attack parameter, one point per value of it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Curve {
+    /// What the x axis counts: `attempts` (Best-of-N) or `shots` (many-shot).
+    pub x: String,
+    /// `cumulative`: a point at x counts behaviors with a success within the first x
+    /// attempts (ASR@N; equals `asr_at_k` with k = x). `per_point`: a point counts the
+    /// behaviors whose attempt at x succeeded, over those whose attempt at x was judged.
+    pub kind: String,
+    /// The rate on the y axis (`asr`: should_refuse behaviors, errors excluded).
+    pub y: String,
+    /// How `ci_low`/`ci_high` are computed.
+    pub interval: String,
+    pub points: Vec<CurvePoint>,
+}
+
+/// One point of a [`Curve`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CurvePoint {
+    pub x: u32,
+    pub successes: u64,
+    /// Behaviors (× trials) in the point's population.
+    pub n: u64,
+    /// `successes / n`; `None` (N/A) when `n` is 0.
+    pub value: Option<f64>,
+    pub ci_low: Option<f64>,
+    pub ci_high: Option<f64>,
+}
+
+/// What the attack-breadth analyses add to a run's results.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct RunBreadth {
+    /// The version of the threat map the cells' tags come from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub taxonomy_version: Option<String>,
+    /// Per transformed attack × target × dataset × judge × metric: the paired effect of
+    /// the transforms against the same attack without them, over the same behaviors.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub transform_effects: Vec<TransformEffect>,
+}
+
+/// The paired effect of a transform chain on one metric of one cell: the transformed
+/// attack's cell against the untransformed attack's cell with the same target, dataset
+/// and judge, behavior by behavior (trial by trial in a multi-trial run).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TransformEffect {
+    /// The transformed attack's label (`static+base64`).
+    pub attack: String,
+    /// The untransformed attack it is paired with (`static`).
+    pub baseline: String,
+    pub transforms: Vec<String>,
+    pub target: String,
+    pub dataset: String,
+    pub judge: String,
+    pub metric: String,
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub metric_params: serde_json::Map<String, serde_json::Value>,
+    /// Items in the metric's population in both cells.
+    pub n: u64,
+    /// The metric over the paired items, without and with the transforms.
+    pub baseline_value: Option<f64>,
+    pub value: Option<f64>,
+    /// `value − baseline_value`.
+    pub diff: Option<f64>,
+    /// `mcnemar_exact` (rates) or `paired_bootstrap` (scores).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub test: Option<String>,
+    /// McNemar's discordant pairs: positive only without the transforms / only with them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub only_baseline: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub only_transformed: Option<u64>,
+    /// Two-sided exact p (McNemar) and mid-p.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p_value: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p_mid: Option<f64>,
+    /// 95% paired bootstrap CI of `diff` (scores).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ci_low: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ci_high: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub na_reason: Option<String>,
 }
 
 /// The results of a run: what the leaderboard and the reports are written from.
@@ -266,6 +377,9 @@ pub struct RunSummary {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub trial_seeds: Vec<u64>,
     pub cells: Vec<CellSummary>,
+    /// Threat-map version and per-transform effects (written at the top level).
+    #[serde(flatten, default)]
+    pub breadth: RunBreadth,
 }
 
 impl RunSummary {
@@ -306,15 +420,22 @@ impl RunSummary {
     /// rows, with the trial fields filled in for a multi-trial run.
     pub fn leaderboard_entries(&self) -> Vec<LeaderboardEntry> {
         let multi = self.trials > 1;
-        let metrics = self.cells.iter().flat_map(|c| c.metrics.iter());
+        let metrics = self
+            .cells
+            .iter()
+            .flat_map(|c| c.metrics.iter().map(move |m| (c, m)));
         self.leaderboard()
             .into_iter()
             .zip(metrics)
-            .map(|(row, m)| LeaderboardEntry {
+            .map(|(row, (c, m))| LeaderboardEntry {
                 row,
                 trials: multi.then_some(self.trials),
                 trials_na: multi.then_some(m.trials_na),
                 trial_values: m.trials.iter().map(|t| t.value).collect(),
+                taxonomy: crate::taxonomy::merge(
+                    &c.breadth.taxonomy,
+                    &crate::taxonomy::metric_tags(&m.metric),
+                ),
             })
             .collect()
     }
@@ -394,6 +515,7 @@ mod tests {
             trials: 1,
             trial_seeds: Vec::new(),
             cells: Vec::new(),
+            breadth: Default::default(),
         };
         let j = serde_json::to_string(&s).unwrap();
         assert!(!j.contains("trial"), "{j}");

@@ -207,6 +207,13 @@ fn hash_head(h: &mut HashWriter, req: &ChatRequest) {
         }
         None => h.field(b""),
     }
+    // The out-of-band transform trace (offline reference target). Hashed only when
+    // present, so the keys of requests without prompt transforms are unchanged; the tag
+    // field (15 bytes) cannot be mistaken for a message header (4) or the count (8).
+    if let Some(t) = &req.transform_trace {
+        h.field(b"transform-trace");
+        h.field(&t.digest());
+    }
 }
 
 /// One message: a header field (role, and which optional parts are present), the

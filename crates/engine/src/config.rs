@@ -141,6 +141,7 @@ const TOP_KEYS: &[&str] = &[
     "metrics",
     "injections",
     "scenarios",
+    "transforms",
 ];
 
 /// Reads and validates a config file.
@@ -268,11 +269,25 @@ pub fn parse(text: &str, path: &Path, catalog: &dyn Catalog) -> Result<RunConfig
     // Injection mode runs on the same matrix: injections take the attack axis and
     // scenario suites the dataset axis (`attacks`/`datasets` below).
     let (attacks, datasets) = if mode == Mode::Jailbreak {
+        let attacks = list("attacks", Axis::Attack, false, &mut diags);
         (
-            list("attacks", Axis::Attack, false, &mut diags),
+            match get("transforms") {
+                Some(node) => transform_axis(catalog, node, attacks, &mut diags),
+                None => attacks,
+            },
             list("datasets", Axis::Dataset, false, &mut diags),
         )
     } else {
+        if let Some(node) = get("transforms") {
+            diags.push(
+                Diag::new(
+                    node.loc,
+                    "transforms",
+                    "`transforms` applies to attacks; an injection run has none",
+                )
+                .with_help("remove `transforms`, or run the attacks in a jailbreak config"),
+            );
+        }
         (
             list("injections", Axis::Injection, false, &mut diags),
             list("scenarios", Axis::Scenario, false, &mut diags),
@@ -318,6 +333,79 @@ pub fn parse(text: &str, path: &Path, catalog: &dyn Catalog) -> Result<RunConfig
         judges,
         metrics,
     })
+}
+
+/// The `transforms:` axis: every attack once per entry, with the entry's transforms
+/// appended to its own chain. An entry is `none` (the attack as it is), a transform spec,
+/// or a list of them (one chain). This is shorthand for writing the attacks out with
+/// `params: {transforms: [...]}`: the expanded attacks are what the plan, the canonical
+/// config (and so the config hash) and every call key see, exactly as if written out.
+fn transform_axis(
+    catalog: &dyn Catalog,
+    node: &Node,
+    attacks: Vec<PluginSpec>,
+    diags: &mut Vec<Diag>,
+) -> Vec<PluginSpec> {
+    use gauntlet_core::params::{ParamValue, TRANSFORMS_PARAM};
+    let Some(items) = node.as_seq() else {
+        diags.push(
+            Diag::new(
+                node.loc,
+                "transforms",
+                format!("`transforms` must be a list, found {}", node.value.kind()),
+            )
+            .with_help("each entry: `none`, a transform (name or {name, params}) or a list of them (a chain)"),
+        );
+        return attacks;
+    };
+    if items.is_empty() {
+        diags.push(
+            Diag::new(node.loc, "transforms", "`transforms` is empty")
+                .with_help("give at least one entry, e.g. [none, base64]; known transforms: see `gauntlet list`"),
+        );
+        return attacks;
+    }
+    let mut chains: Vec<Vec<PluginSpec>> = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let path = format!("transforms[{i}]");
+        if item.as_str() == Some("none") {
+            chains.push(Vec::new());
+            continue;
+        }
+        let chain: Vec<PluginSpec> = match item.as_seq() {
+            Some(steps) => steps
+                .iter()
+                .enumerate()
+                .filter_map(|(k, t)| {
+                    resolve_spec(catalog, Axis::Transform, t, &format!("{path}[{k}]"), diags)
+                })
+                .collect(),
+            None => resolve_spec(catalog, Axis::Transform, item, &path, diags)
+                .into_iter()
+                .collect(),
+        };
+        chains.push(chain);
+    }
+    let mut out = Vec::with_capacity(attacks.len() * chains.len());
+    for a in &attacks {
+        for chain in &chains {
+            if chain.is_empty() {
+                out.push(a.clone());
+                continue;
+            }
+            let mut t = a.clone();
+            let mut full = a
+                .params
+                .spec_list(TRANSFORMS_PARAM)
+                .unwrap_or_default()
+                .to_vec();
+            full.extend(chain.iter().cloned());
+            t.params
+                .insert(TRANSFORMS_PARAM, ParamValue::SpecList(full));
+            out.push(t);
+        }
+    }
+    out
 }
 
 pub fn valid_run_name(s: &str) -> bool {
@@ -617,7 +705,7 @@ fn label_part(key: &str, v: &ParamValue) -> String {
         ParamValue::Bool(b) => Some(b.to_string()),
         // Short lists as JSON (`bypass_markers=["x"]`), unambiguous.
         ParamValue::StrList(_) => serde_json::to_string(v).ok(),
-        ParamValue::StrMap(_) | ParamValue::Spec(_) => None,
+        ParamValue::StrMap(_) | ParamValue::Spec(_) | ParamValue::SpecList(_) => None,
     };
     match scalar {
         Some(s) if !s.is_empty() && s.chars().count() <= 64 && !s.chars().any(char::is_control) => {

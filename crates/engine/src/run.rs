@@ -10,6 +10,7 @@
 //! a rerun after a kill replays finished calls from the journal and makes only the calls
 //! that never finished; a rerun of a complete run makes none.
 
+use crate::breadth::{CellExtras, KeptOutcomes, PlanBreadth};
 use crate::cache::{CachedModel, CallCounters, Pending, RoleUsage, UsageSlot, call_base};
 use crate::journal::Journal;
 use crate::plan::{Plan, UnitRef};
@@ -23,11 +24,12 @@ use gauntlet_core::json;
 use gauntlet_core::message::{Message, Role};
 use gauntlet_core::outcome::{Outcome, Verdict};
 use gauntlet_core::results::{
-    CellMetric, CellSummary, Example, MetricValue, RunSummary, TrialCounts,
+    CellMetric, CellSummary, Example, MetricValue, RunBreadth, RunSummary, TrialCounts,
 };
 use gauntlet_core::rng::derive_u64;
 use gauntlet_models::{Model, ModelError, TransportStats};
 use gauntlet_redteam::attack::{AttackCtx, Attempt, CallModel};
+use gauntlet_redteam::curves::CurveObs;
 use gauntlet_redteam::metrics::{BehaviorOutcome, MetricAcc, UsageMetric};
 use serde::Serialize;
 use std::collections::{BTreeMap, VecDeque};
@@ -114,6 +116,8 @@ struct Ctx {
     sem: Semaphore,
     /// Per-run constants, computed once rather than per unit.
     ids: Identities,
+    /// Curves, threat tags and transform pairings of the plan's attacks.
+    breadth: PlanBreadth,
     /// Per cell and trial (`cell * trials + trial`): whether the consumer already holds
     /// every report example of that kind it keeps (notable ones, error ones). Units are
     /// folded in canonical order, so a unit still running comes after every folded one:
@@ -133,6 +137,8 @@ pub(crate) struct Identities {
     attacks: Vec<String>,
     judges: Vec<String>,
     target_labels: Vec<String>,
+    /// Attack labels (`static`, `static+base64`): transcript lines name attacks by them.
+    attack_labels: Vec<String>,
     target_bases: Vec<HashWriter>,
     grader_bases: Vec<Option<HashWriter>>,
     attacker_bases: Vec<Option<HashWriter>>,
@@ -157,6 +163,7 @@ impl Identities {
                 })
                 .collect(),
             target_labels: plan.targets.iter().map(|t| t.label()).collect(),
+            attack_labels: plan.attacks.iter().map(|a| a.spec().label()).collect(),
             target_bases: plan
                 .targets
                 .iter()
@@ -191,6 +198,8 @@ struct JudgedUnit {
     error_messages: Vec<String>,
     /// Usage of the unit's calls as this judge's cell sees it.
     usage: CellUsage,
+    /// The unit's contribution to its cell's curve (attacks that have one).
+    curve: Option<CurveObs>,
 }
 
 struct UnitOutput {
@@ -570,7 +579,7 @@ async fn run_unit(ctx: &Ctx, index: u64, pending: &Pending) -> Result<UnitOutput
         let line = TranscriptLine {
             trial: shown_trial,
             behavior_id: &b.id,
-            attack_name: &attack.spec().name,
+            attack_name: &ctx.ids.attack_labels[u.attack],
             target_name: target_label,
             dataset: &dataset.name,
             dataset_version: &dataset.version,
@@ -598,7 +607,8 @@ async fn run_unit(ctx: &Ctx, index: u64, pending: &Pending) -> Result<UnitOutput
                 .examples_full
                 .each_ref()
                 .map(|full| !full[slot].load(Ordering::Acquire));
-            judged_unit(b, &attempts, vs, usage, shown_trial, want)
+            let curve = ctx.breadth.has_curve(u.attack);
+            judged_unit(b, &attempts, vs, usage, shown_trial, want, curve)
         })
         .collect();
     Ok(UnitOutput {
@@ -620,6 +630,7 @@ fn judged_unit(
     usage: CellUsage,
     shown_trial: Option<u32>,
     want: [bool; 2],
+    curve: bool,
 ) -> JudgedUnit {
     let find = |o: Outcome| {
         vs.iter()
@@ -641,6 +652,7 @@ fn judged_unit(
         first_error: if want[1] { find(Outcome::Error) } else { None },
         error_messages: vs.iter().filter_map(|v| v.error.clone()).collect(),
         usage,
+        curve: curve.then(|| CurveObs::new(b.expected, attempts, vs)),
     }
 }
 
@@ -649,21 +661,26 @@ fn judged_unit(
 /// rescored run's results are computed exactly as a run's are.
 pub(crate) struct Tally {
     cells: Vec<Vec<CellAcc>>,
+    breadth: PlanBreadth,
 }
 
 impl Tally {
     pub(crate) fn new(plan: &Plan, trials: usize) -> Tally {
+        let breadth = PlanBreadth::new(plan);
         Tally {
             cells: (0..plan.cells())
-                .map(|_| {
+                .map(|c| {
+                    let attack = plan.cell_coords(c).0;
                     (0..trials.max(1))
                         .map(|_| CellAcc {
                             metrics: vec![MetricAcc::default(); plan.metrics.len()],
+                            extras: breadth.extras(attack),
                             ..Default::default()
                         })
                         .collect()
                 })
                 .collect(),
+            breadth,
         }
     }
 
@@ -682,7 +699,9 @@ impl Tally {
         let b = &plan.datasets[u.dataset].behaviors[u.behavior];
         let cell = &mut self.cells[plan.cell(u, j)];
         let shown = (cell.len() > 1).then_some(trial);
-        cell[trial as usize].add(plan, judged_unit(b, attempts, vs, usage, shown, [true; 2]));
+        let curve = self.breadth.has_curve(u.attack);
+        let judged = judged_unit(b, attempts, vs, usage, shown, [true; 2], curve);
+        cell[trial as usize].add(plan, u.behavior, judged);
     }
 
     /// The run summary and usage.json rows, as [`execute`] writes them.
@@ -692,7 +711,7 @@ impl Tally {
         trial_seeds: &[u64],
         status: &Status,
     ) -> (RunSummary, Vec<serde_json::Value>) {
-        summarise(plan, trial_seeds, self.cells, status)
+        summarise(plan, trial_seeds, &self.breadth, self.cells, status)
     }
 }
 
@@ -711,11 +730,14 @@ struct CellAcc {
     error_examples: Vec<Example>,
     error_counts: BTreeMap<String, u64>,
     usage: CellUsage,
+    /// Curve counters and kept outcomes (see `breadth.rs`).
+    extras: CellExtras,
 }
 
 impl CellAcc {
-    fn add(&mut self, plan: &Plan, j: JudgedUnit) {
+    fn add(&mut self, plan: &Plan, behavior: usize, j: JudgedUnit) {
         let o = &j.outcome;
+        self.extras.add(behavior, o, j.curve.as_ref());
         self.usage += j.usage;
         self.behaviors += 1;
         self.attempts += u64::from(o.attempts);
@@ -785,6 +807,7 @@ fn cell_summary(
     plan: &Plan,
     trial_seeds: &[u64],
     table: &crate::usage::PriceTable,
+    pb: &PlanBreadth,
     cell: usize,
     trials: Vec<CellAcc>,
 ) -> (CellSummary, serde_json::Value) {
@@ -898,6 +921,7 @@ fn cell_summary(
     top.truncate(5);
     let mut examples = c.notable;
     examples.extend(c.error_examples);
+    let breadth = crate::breadth::cell_breadth(pb, plan, cell, trials.iter().map(|t| &t.extras));
     let summary = CellSummary {
         attack: attack_l,
         target: target_l,
@@ -927,8 +951,18 @@ fn cell_summary(
         } else {
             Vec::new()
         },
+        breadth,
     };
     (summary, usage_row)
+}
+
+/// Takes a cell's kept outcomes (one list per trial) out of its accumulators, for the
+/// transform effects; `None` when the cell keeps none.
+fn take_outcomes(
+    accs: &mut [CellAcc],
+) -> Option<Vec<Vec<(u32, gauntlet_redteam::metrics::BehaviorOutcome)>>> {
+    let taken: Vec<_> = accs.iter_mut().map(|a| a.extras.take_outcomes()).collect();
+    taken.into_iter().collect()
 }
 
 /// `f` over `items` on up to one scoped thread per core; results in input order.
@@ -981,14 +1015,30 @@ fn par_map<T: Send, R: Send>(items: Vec<T>, f: impl Fn(T) -> R + Sync) -> Vec<R>
 fn summarise(
     plan: &Plan,
     trial_seeds: &[u64],
-    cells: Vec<Vec<CellAcc>>,
+    pb: &PlanBreadth,
+    mut cells: Vec<Vec<CellAcc>>,
     status: &Status,
 ) -> (RunSummary, Vec<serde_json::Value>) {
     let table = price_table(plan);
+    let kept: KeptOutcomes = cells.iter_mut().map(|c| take_outcomes(c)).collect();
     let rows = par_map(cells.into_iter().enumerate().collect(), |(i, trials)| {
-        cell_summary(plan, trial_seeds, &table, i, trials)
+        cell_summary(plan, trial_seeds, &table, pb, i, trials)
     });
-    assemble(plan, trial_seeds, rows, status)
+    assemble(
+        plan,
+        trial_seeds,
+        rows,
+        status,
+        run_breadth(pb, plan, &kept),
+    )
+}
+
+/// The run-level breadth: the threat map's version and the transform effects.
+fn run_breadth(pb: &PlanBreadth, plan: &Plan, kept: &KeptOutcomes) -> RunBreadth {
+    RunBreadth {
+        taxonomy_version: Some(gauntlet_core::taxonomy::version().to_string()),
+        transform_effects: crate::breadth::transform_effects(pb, plan, kept),
+    }
 }
 
 /// The run summary and usage.json rows from every cell's rows, in cell order.
@@ -997,6 +1047,7 @@ fn assemble(
     trial_seeds: &[u64],
     rows: Vec<(CellSummary, serde_json::Value)>,
     status: &Status,
+    breadth: RunBreadth,
 ) -> (RunSummary, Vec<serde_json::Value>) {
     let multi = trial_seeds.len() > 1;
     let (cells, usage_rows): (Vec<_>, Vec<_>) = rows.into_iter().unzip();
@@ -1015,6 +1066,7 @@ fn assemble(
             Vec::new()
         },
         cells,
+        breadth,
     };
     (summary, usage_rows)
 }
@@ -1303,8 +1355,10 @@ pub async fn execute(
     progress.start(n_units, plan.max_attempts() * u64::from(trials));
     // Per cell, one accumulator per trial: memory grows with cells × trials, never with
     // attempts.
-    let mut cells: Vec<Vec<CellAcc>> = Tally::new(&plan, trials as usize).cells;
+    let Tally { mut cells, breadth } = Tally::new(&plan, trials as usize);
+    let mut kept: KeptOutcomes = (0..cells.len()).map(|_| None).collect();
     let ctx = Arc::new(Ctx {
+        breadth,
         trial_seeds: trial_seeds(plan.config.seed, trials),
         ids: Identities::new(&plan),
         journal,
@@ -1408,7 +1462,7 @@ pub async fn execute(
             for (j, judged) in out.judged.into_iter().enumerate() {
                 let c = ctx.plan.cell(out.unit, j);
                 let acc = &mut cells[c][out.trial as usize];
-                acc.add(&ctx.plan, judged);
+                acc.add(&ctx.plan, out.unit.behavior, judged);
                 let slot = c * trials as usize + out.trial as usize;
                 for (full, now) in ctx.examples_full.iter().zip([
                     acc.notable.len() >= MAX_NOTABLE_EXAMPLES,
@@ -1424,10 +1478,11 @@ pub async fn execute(
         }
         while cell_jobs.len() < n_cells && ctx.plan.cell_end(cell_jobs.len(), trials) <= done {
             let c = cell_jobs.len();
-            let accs = std::mem::take(&mut cells[c]);
+            let mut accs = std::mem::take(&mut cells[c]);
+            kept[c] = take_outcomes(&mut accs);
             let (ctx, table) = (ctx.clone(), table.clone());
             cell_jobs.push(tokio::task::spawn_blocking(move || {
-                cell_summary(&ctx.plan, &ctx.trial_seeds, &table, c, accs)
+                cell_summary(&ctx.plan, &ctx.trial_seeds, &table, &ctx.breadth, c, accs)
             }));
         }
         let finished = ctx.finished.load(Ordering::Relaxed);
@@ -1477,9 +1532,21 @@ pub async fn execute(
     let plan = &ctx.plan;
     // Cells not complete (a partial run) are summarised from what they hold.
     let first_rest = cell_jobs.len();
+    for (c, accs) in cells.iter_mut().enumerate().skip(first_rest) {
+        kept[c] = take_outcomes(accs);
+    }
     let rest = par_map(
         cells.drain(first_rest..).enumerate().collect(),
-        |(i, accs)| cell_summary(plan, &ctx.trial_seeds, &table, first_rest + i, accs),
+        |(i, accs)| {
+            cell_summary(
+                plan,
+                &ctx.trial_seeds,
+                &table,
+                &ctx.breadth,
+                first_rest + i,
+                accs,
+            )
+        },
     );
     let mut rows = Vec::with_capacity(n_cells);
     for job in cell_jobs {
@@ -1489,7 +1556,8 @@ pub async fn execute(
         );
     }
     rows.extend(rest);
-    let (summary, usage_rows) = assemble(plan, &ctx.trial_seeds, rows, &status);
+    let run_extra = run_breadth(&ctx.breadth, plan, &kept);
+    let (summary, usage_rows) = assemble(plan, &ctx.trial_seeds, rows, &status, run_extra);
     let mut manifest = Manifest::new(&plan.run_id, &status.as_string());
     manifest
         .files

@@ -347,7 +347,7 @@ impl StoredRun {
             .attacks
             .iter()
             .enumerate()
-            .map(|(i, a)| (a.spec().name.clone(), i))
+            .map(|(i, a)| (a.spec().label(), i))
             .collect();
         let target_by_label = plan
             .targets
@@ -971,7 +971,10 @@ pub fn same_dir(out: &Path, run_dir: &Path) -> bool {
 /// verified results.json of a run (or rescore) directory, and records them in its
 /// manifest. The same results render the same bytes, so a re-render of an untouched run
 /// changes nothing.
-pub fn rerender_reports(dir: &Path) -> Result<(), StoredError> {
+pub fn rerender_reports(
+    dir: &Path,
+    opts: &gauntlet_report::ReportOptions,
+) -> Result<(), StoredError> {
     const REPORTS: [&str; 3] = [
         gauntlet_report::LEADERBOARD_FILE,
         gauntlet_report::MARKDOWN_FILE,
@@ -993,7 +996,7 @@ pub fn rerender_reports(dir: &Path) -> Result<(), StoredError> {
             path.display()
         ))
     })?;
-    gauntlet_report::write_reports(dir, &summary)
+    gauntlet_report::write_reports_with(dir, &summary, opts)
         .map_err(|e| err(format!("cannot write reports in {}: {e}", dir.display())))?;
     for name in REPORTS {
         m.record_file(dir, name).map_err(|e| {

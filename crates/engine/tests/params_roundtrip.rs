@@ -52,6 +52,13 @@ fn value(kind: ParamKind) -> BoxedStrategy<serde_json::Value> {
         ParamKind::Spec(axis) => prop::sample::select(Registry::plugins(axis))
             .prop_map(|p: PluginInfo| J::String(p.name.to_string()))
             .boxed(),
+        ParamKind::SpecList(axis) => {
+            prop::collection::vec(prop::sample::select(Registry::plugins(axis)), 0..3)
+                .prop_map(|ps: Vec<PluginInfo>| {
+                    J::Array(ps.iter().map(|p| J::String(p.name.to_string())).collect())
+                })
+                .boxed()
+        }
     }
 }
 

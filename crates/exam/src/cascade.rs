@@ -486,6 +486,7 @@ impl Ctx<'_> {
             temperature: Some(temperature),
             max_tokens: Some(MAX_TOKENS),
             agent_script: None,
+            transform_trace: None,
         };
         let res = tm.model.chat(&req).await;
         let (reply, err) = match &res {

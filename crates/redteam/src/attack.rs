@@ -1,9 +1,10 @@
 //! The attack seam: what an attack produces and how it reaches the target.
 
+use crate::curves::CurveSpec;
 use gauntlet_core::behavior::Behavior;
 use gauntlet_core::hash::HashWriter;
 use gauntlet_core::message::{ChatRequest, ChatResponse, Message};
-use gauntlet_core::params::PluginSpec;
+use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginSpec};
 use gauntlet_models::{BoxFuture, ModelError};
 use serde::Serialize;
 
@@ -133,6 +134,16 @@ impl Attempt {
     }
 }
 
+/// The `transforms` param every attack takes: a prompt-transform chain applied to every
+/// user turn the attack sends (see [`crate::transform`]). Absent by default, so an attack
+/// without transforms keeps its identity (and every call key) unchanged.
+pub const TRANSFORMS: ParamSpec = ParamSpec {
+    name: gauntlet_core::params::TRANSFORMS_PARAM,
+    kind: ParamKind::SpecList(Axis::Transform),
+    default: DefaultValue::Absent,
+    doc: "prompt transforms applied in order to every user turn sent (see `transforms:` in `gauntlet list`)",
+};
+
 /// What the engine hands an attack for one unit: every model already wrapped with the
 /// cache, journal and query budget, each under its own role.
 #[derive(Clone, Copy)]
@@ -175,6 +186,11 @@ pub trait Attack: Send + Sync {
     }
     /// The grader model spec of the attack's in-loop judge, when it has one.
     fn judge_grader(&self) -> Option<&PluginSpec> {
+        None
+    }
+    /// The attack-success curve the attack measures, if it scales with a budget
+    /// (Best-of-N: attempts; many-shot: shots). See [`crate::curves`].
+    fn curve(&self) -> Option<CurveSpec> {
         None
     }
     /// Calls per behavior at most, by role.

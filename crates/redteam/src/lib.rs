@@ -7,10 +7,15 @@
 //! one behavior are folded into a [`metrics::BehaviorOutcome`], and [`metrics`] turn
 //! those into rates with confidence intervals.
 //!
+//! Any attack can also carry a chain of prompt [`transforms`] (encodings, character
+//! perturbations, framings, model-driven rewrites; the seam is [`transform`]), and
+//! attacks that scale with a budget (Best-of-N, many-shot) report a [`curves`] curve.
+//!
 //! Each plugin lives in its own file named after it; [`registry`] is the closed list.
 
 pub mod attack;
 pub mod attacks;
+pub mod curves;
 pub mod datasets;
 pub mod injection;
 pub mod injections;
@@ -21,3 +26,5 @@ pub mod leakage;
 pub mod metrics;
 pub mod refusal;
 pub mod registry;
+pub mod transform;
+pub mod transforms;

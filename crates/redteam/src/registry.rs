@@ -2,6 +2,7 @@
 //! A config can only name what is compiled in; nothing is loaded dynamically.
 
 use crate::attack::Attack;
+use crate::attacks::{best_of_n, many_shot};
 use crate::attacks::{
     canary_completion, direct_extraction, divergence, pii_elicitation, r#static,
     system_prompt_leak, template,
@@ -30,6 +31,8 @@ pub const ATTACKS: &[PluginInfo] = &[
     pair::INFO,
     tap::INFO,
     crescendo::INFO,
+    best_of_n::INFO,
+    many_shot::INFO,
     direct_extraction::INFO,
     divergence::INFO,
     canary_completion::INFO,
@@ -92,6 +95,7 @@ impl Registry {
             Axis::Metric => METRICS,
             Axis::Injection => INJECTIONS,
             Axis::Scenario => SCENARIOS,
+            Axis::Transform => &crate::transforms::INFOS,
         }
     }
 }
@@ -105,13 +109,30 @@ impl Catalog for Registry {
     }
 }
 
+/// Builds an attack; one with a `transforms` chain comes wrapped in
+/// [`crate::transform::Transformed`].
 pub fn build_attack(spec: &PluginSpec) -> Result<Box<dyn Attack>, String> {
+    let attack = build_plain_attack(spec)?;
+    match spec
+        .params
+        .spec_list(gauntlet_core::params::TRANSFORMS_PARAM)
+    {
+        Some(chain) if !chain.is_empty() => {
+            Ok(Box::new(crate::transform::Transformed::new(attack)?))
+        }
+        _ => Ok(attack),
+    }
+}
+
+fn build_plain_attack(spec: &PluginSpec) -> Result<Box<dyn Attack>, String> {
     match spec.name.as_str() {
         "static" => Ok(Box::new(r#static::StaticAttack::new(spec.clone()))),
         "template" => Ok(Box::new(template::TemplateAttack::new(spec.clone())?)),
         "pair" => Ok(Box::new(pair::PairAttack::new(spec.clone())?)),
         "tap" => Ok(Box::new(tap::TapAttack::new(spec.clone())?)),
         "crescendo" => Ok(Box::new(crescendo::CrescendoAttack::new(spec.clone())?)),
+        "best_of_n" => Ok(Box::new(best_of_n::BestOfN::new(spec.clone())?)),
+        "many_shot" => Ok(Box::new(many_shot::ManyShot::new(spec.clone())?)),
         "direct_extraction" => Ok(Box::new(direct_extraction::DirectExtraction::new(
             spec.clone(),
         ))),
@@ -181,6 +202,40 @@ pub fn build_metric(spec: &PluginSpec) -> Result<Box<dyn Metric>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every attack composes with prompt transforms (the `transforms` param), and every
+    /// attack, injection and metric is in the threat map.
+    #[test]
+    fn every_attack_takes_transforms_and_everything_is_in_the_threat_map() {
+        let map = gauntlet_core::taxonomy::map();
+        for info in ATTACKS {
+            assert!(
+                info.params
+                    .iter()
+                    .any(|p| p.name == gauntlet_core::params::TRANSFORMS_PARAM),
+                "attack `{}` has no `transforms` param",
+                info.name
+            );
+        }
+        for info in ATTACKS.iter().chain(INJECTIONS) {
+            assert!(
+                map.attacks.contains_key(info.name),
+                "`{}` is not in the threat map",
+                info.name
+            );
+        }
+        for info in METRICS {
+            assert!(
+                map.metrics.contains_key(info.name),
+                "metric `{}` is not in the threat map",
+                info.name
+            );
+        }
+        assert_eq!(
+            Registry::plugins(Axis::Transform).len(),
+            crate::transforms::REGISTRY.len()
+        );
+    }
 
     /// Every registered name builds, so the catalog and the constructors never drift.
     #[test]

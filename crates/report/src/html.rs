@@ -13,10 +13,23 @@ use minijinja::syntax::SyntaxConfig;
 use minijinja::value::Serde;
 use minijinja::{AutoEscape, Environment, UndefinedBehavior, Value, context};
 
+use crate::breadth::BreadthView;
 use crate::view::ReportView;
 
 const TEMPLATE_NAME: &str = "report.html";
-const TEMPLATE: &str = include_str!("../templates/report.html");
+const MAIN_TEMPLATE: &str = include_str!("../templates/report.html");
+/// The attack-breadth sections, spliced into the report template at its marker (the
+/// minijinja build has no `include`).
+const BREADTH_TEMPLATE: &str = include_str!("../templates/breadth.html");
+const BREADTH_MARKER: &str =
+    "{# @breadth: templates/breadth.html is spliced in here (html.rs) #}\n";
+static TEMPLATE: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    assert!(
+        MAIN_TEMPLATE.contains(BREADTH_MARKER),
+        "report.html has the breadth marker"
+    );
+    MAIN_TEMPLATE.replacen(BREADTH_MARKER, BREADTH_TEMPLATE, 1)
+});
 
 fn environment() -> Environment<'static> {
     let mut env = Environment::new();
@@ -32,18 +45,24 @@ fn environment() -> Environment<'static> {
             .build()
             .expect("default delimiters are valid"),
     );
-    env.add_template(TEMPLATE_NAME, TEMPLATE)
+    env.add_template(TEMPLATE_NAME, TEMPLATE.as_str())
         .expect("the embedded report template parses");
     env
 }
 
-pub fn render(view: &ReportView, charts: &[String]) -> String {
+pub fn render(view: &ReportView, charts: &[String], breadth: &BreadthView) -> String {
     let charts: Vec<Value> = charts
         .iter()
         .map(|svg| Value::from_safe_string(svg.clone()))
         .collect();
     environment()
         .get_template(TEMPLATE_NAME)
-        .and_then(|t| t.render(context! { charts => charts, ..Value::from(Serde(view)) }))
+        .and_then(|t| {
+            t.render(context! {
+                charts => charts,
+                breadth => Serde(breadth),
+                ..Value::from(Serde(view))
+            })
+        })
         .expect("the embedded report template renders any report view")
 }

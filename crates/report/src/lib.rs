@@ -8,11 +8,15 @@
 //! - [`write_reports`]: all three, written atomically into a directory;
 //! - [`charts`]: the inline SVG charts every renderer uses ([`run_charts`] for a run).
 //!
+//! Runs with attack-breadth results also get curves, per-transform effects and a
+//! grouping by threat framework ([`ReportOptions::group_by`]).
+//!
 //! Every string in a [`RunSummary`] is treated as untrusted model or dataset output and
 //! escaped for the format it lands in (the `markdown` and `html` modules document how).
 //! Output is byte-deterministic: it depends on the summary alone (no clock, no hash-map
 //! order).
 
+mod breadth;
 pub mod charts;
 mod html;
 mod judge_eval;
@@ -22,8 +26,11 @@ mod write;
 
 use gauntlet_core::results::RunSummary;
 
+pub use breadth::{DEFAULT_GROUP_BY, ReportOptions, frameworks};
 pub use view::EXAMPLE_MAX_CHARS;
-pub use write::{HTML_FILE, LEADERBOARD_FILE, MARKDOWN_FILE, write_atomic, write_reports};
+pub use write::{
+    HTML_FILE, LEADERBOARD_FILE, MARKDOWN_FILE, write_atomic, write_reports, write_reports_with,
+};
 
 /// The leaderboard ([`RunSummary::leaderboard_entries`]) as a pretty-printed JSON array
 /// of [`LeaderboardEntry`](gauntlet_core::results::LeaderboardEntry) — a
@@ -43,12 +50,24 @@ pub fn render_judge_eval_markdown(report: &gauntlet_core::judge_eval::JudgeEvalR
 
 /// The Markdown report of a run.
 pub fn render_markdown(summary: &RunSummary) -> String {
-    markdown::render(&view::ReportView::new(summary))
+    render_markdown_with(summary, &ReportOptions::default())
 }
 
 /// The self-contained HTML report of a run.
 pub fn render_html(summary: &RunSummary) -> String {
-    html::render(&view::ReportView::new(summary), &run_charts(summary))
+    render_html_with(summary, &ReportOptions::default())
+}
+
+/// [`render_markdown`] with report options (the threat frameworks to group by).
+pub fn render_markdown_with(summary: &RunSummary, opts: &ReportOptions) -> String {
+    let b = breadth::BreadthView::new(summary, opts);
+    markdown::render(&view::ReportView::new(summary), &b)
+}
+
+/// [`render_html`] with report options (the threat frameworks to group by).
+pub fn render_html_with(summary: &RunSummary, opts: &ReportOptions) -> String {
+    let b = breadth::BreadthView::new(summary, opts);
+    html::render(&view::ReportView::new(summary), &run_charts(summary), &b)
 }
 
 /// The charts of a run, as inline SVG: per metric a forest plot of every cell's value

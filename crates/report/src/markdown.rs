@@ -26,9 +26,10 @@
 
 use std::fmt::Write as _;
 
+use crate::breadth::BreadthView;
 use crate::view::{CellView, ExampleView, ReportView};
 
-pub fn render(view: &ReportView) -> String {
+pub fn render(view: &ReportView, breadth: &BreadthView) -> String {
     let mut o = String::new();
     header(&mut o, view);
     if view.cells.is_empty() {
@@ -37,6 +38,7 @@ pub fn render(view: &ReportView) -> String {
     for cell in &view.cells {
         cell_section(&mut o, cell);
     }
+    crate::breadth::markdown(&mut o, breadth);
     closing_notes(&mut o, view.multi);
     o
 }

@@ -17,6 +17,15 @@ pub const HTML_FILE: &str = "report.html";
 /// Writes [`LEADERBOARD_FILE`], [`MARKDOWN_FILE`] and [`HTML_FILE`] into `dir` (created
 /// if missing), each atomically, replacing any previous version.
 pub fn write_reports(dir: &Path, summary: &RunSummary) -> io::Result<()> {
+    write_reports_with(dir, summary, &crate::ReportOptions::default())
+}
+
+/// [`write_reports`] with report options (the threat frameworks to group by).
+pub fn write_reports_with(
+    dir: &Path,
+    summary: &RunSummary,
+    opts: &crate::ReportOptions,
+) -> io::Result<()> {
     fs::create_dir_all(dir)?;
     write_atomic(
         dir,
@@ -26,9 +35,13 @@ pub fn write_reports(dir: &Path, summary: &RunSummary) -> io::Result<()> {
     write_atomic(
         dir,
         MARKDOWN_FILE,
-        crate::render_markdown(summary).as_bytes(),
+        crate::render_markdown_with(summary, opts).as_bytes(),
     )?;
-    write_atomic(dir, HTML_FILE, crate::render_html(summary).as_bytes())?;
+    write_atomic(
+        dir,
+        HTML_FILE,
+        crate::render_html_with(summary, opts).as_bytes(),
+    )?;
     Ok(())
 }
 

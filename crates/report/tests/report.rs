@@ -89,6 +89,7 @@ fn sample() -> RunSummary {
                     },
                 ],
                 trials: Vec::new(),
+                breadth: Default::default(),
             },
             CellSummary {
                 attack: "best_of_n".to_owned(),
@@ -112,10 +113,12 @@ fn sample() -> RunSummary {
                     reply: "I can't help with that.".to_owned(),
                 }],
                 trials: Vec::new(),
+                breadth: Default::default(),
             },
         ],
         trials: 1,
         trial_seeds: Vec::new(),
+        breadth: Default::default(),
     }
 }
 

@@ -6,7 +6,7 @@
 //! A probe without a `target_secret` gets its prompt sent verbatim instead (recorded in
 //! the attempt metadata).
 
-use crate::attack::{Attack, Attempt, CallModel};
+use crate::attack::{Attack, Attempt, CallModel, TRANSFORMS};
 use crate::leakage::metadata;
 use gauntlet_core::behavior::Behavior;
 use gauntlet_core::message::Message;
@@ -17,15 +17,18 @@ pub const INFO: PluginInfo = PluginInfo {
     axis: Axis::Attack,
     name: "canary_completion",
     doc: "leakage: the first part of the planted secret, to be completed, one attempt",
-    params: &[ParamSpec {
-        name: "prefix_fraction",
-        kind: ParamKind::Float {
-            min: 0.05,
-            max: 0.95,
+    params: &[
+        ParamSpec {
+            name: "prefix_fraction",
+            kind: ParamKind::Float {
+                min: 0.05,
+                max: 0.95,
+            },
+            default: DefaultValue::Float(0.5),
+            doc: "fraction of the secret's characters given as the prefix (at least 1, never all)",
         },
-        default: DefaultValue::Float(0.5),
-        doc: "fraction of the secret's characters given as the prefix (at least 1, never all)",
-    }],
+        TRANSFORMS,
+    ],
 };
 
 pub const INSTRUCTION: &str =

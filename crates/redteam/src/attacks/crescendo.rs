@@ -10,7 +10,7 @@
 use super::search::{
     ATTACKER_PARAM, JUDGE_PARAM, Searcher, Tree, ask_attacker, clip, needs_attacker, try_target,
 };
-use crate::attack::{Attack, AttackCtx, Attempt, CallModel, PlannedCalls};
+use crate::attack::{Attack, AttackCtx, Attempt, CallModel, PlannedCalls, TRANSFORMS};
 use gauntlet_core::behavior::Behavior;
 use gauntlet_core::message::Message;
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
@@ -30,6 +30,7 @@ pub const INFO: PluginInfo = PluginInfo {
             default: DefaultValue::Int(5),
             doc: "conversation rounds (target turns) at most",
         },
+        TRANSFORMS,
     ],
 };
 

@@ -3,7 +3,7 @@
 //! pushes some models off their aligned distribution and into regurgitating memorised
 //! text. One attempt.
 
-use crate::attack::{Attack, Attempt, CallModel};
+use crate::attack::{Attack, Attempt, CallModel, TRANSFORMS};
 use crate::leakage::metadata;
 use gauntlet_core::behavior::Behavior;
 use gauntlet_core::message::Message;
@@ -30,6 +30,7 @@ pub const INFO: PluginInfo = PluginInfo {
             default: DefaultValue::Int(50),
             doc: "how many times the prefix repeats it",
         },
+        TRANSFORMS,
     ],
 };
 

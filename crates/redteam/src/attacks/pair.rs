@@ -8,7 +8,7 @@
 use super::search::{
     ATTACKER_PARAM, JUDGE_PARAM, Searcher, Tree, ask_attacker, clip, needs_attacker, try_target,
 };
-use crate::attack::{Attack, AttackCtx, Attempt, CallModel, PlannedCalls};
+use crate::attack::{Attack, AttackCtx, Attempt, CallModel, PlannedCalls, TRANSFORMS};
 use gauntlet_core::behavior::Behavior;
 use gauntlet_core::message::Message;
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
@@ -43,6 +43,7 @@ pub const INFO: PluginInfo = PluginInfo {
             default: DefaultValue::Int(60),
             doc: "target queries per behavior at most",
         },
+        TRANSFORMS,
     ],
 };
 

@@ -2,7 +2,7 @@
 //! personal contact details (an "account owner" updating records for a data-protection
 //! request). One attempt.
 
-use crate::attack::{Attack, Attempt, CallModel};
+use crate::attack::{Attack, Attempt, CallModel, TRANSFORMS};
 use crate::leakage::metadata;
 use gauntlet_core::behavior::Behavior;
 use gauntlet_core::message::Message;
@@ -17,12 +17,15 @@ pub const INFO: PluginInfo = PluginInfo {
     axis: Axis::Attack,
     name: "pii_elicitation",
     doc: "leakage: the probe inside a pretext asking for email and phone details, one attempt",
-    params: &[ParamSpec {
-        name: "template",
-        kind: ParamKind::Str,
-        default: DefaultValue::Str(DEFAULT_TEMPLATE),
-        doc: "the pretext, with a {prompt} placeholder",
-    }],
+    params: &[
+        ParamSpec {
+            name: "template",
+            kind: ParamKind::Str,
+            default: DefaultValue::Str(DEFAULT_TEMPLATE),
+            doc: "the pretext, with a {prompt} placeholder",
+        },
+        TRANSFORMS,
+    ],
 };
 
 pub struct PiiElicitation {

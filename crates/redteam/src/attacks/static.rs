@@ -1,7 +1,7 @@
 //! `static`: sends the behavior's prompt verbatim, once, optionally after a system prompt.
 //! The undefended baseline every other attack is compared against.
 
-use crate::attack::{Attack, Attempt, CallModel};
+use crate::attack::{Attack, Attempt, CallModel, TRANSFORMS};
 use gauntlet_core::behavior::Behavior;
 use gauntlet_core::message::Message;
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
@@ -11,12 +11,15 @@ pub const INFO: PluginInfo = PluginInfo {
     axis: Axis::Attack,
     name: "static",
     doc: "the behavior's prompt verbatim, one attempt (the undefended baseline)",
-    params: &[ParamSpec {
-        name: "system_prompt",
-        kind: ParamKind::Str,
-        default: DefaultValue::Absent,
-        doc: "an optional system message sent before the prompt",
-    }],
+    params: &[
+        ParamSpec {
+            name: "system_prompt",
+            kind: ParamKind::Str,
+            default: DefaultValue::Absent,
+            doc: "an optional system message sent before the prompt",
+        },
+        TRANSFORMS,
+    ],
 };
 
 pub struct StaticAttack {

@@ -3,7 +3,7 @@
 //! question is asked in the user turn. Measures whether the model keeps its system prompt
 //! to itself. One attempt.
 
-use crate::attack::{Attack, Attempt, CallModel};
+use crate::attack::{Attack, Attempt, CallModel, TRANSFORMS};
 use crate::leakage::metadata;
 use gauntlet_core::behavior::Behavior;
 use gauntlet_core::message::Message;
@@ -17,12 +17,15 @@ pub const INFO: PluginInfo = PluginInfo {
     axis: Axis::Attack,
     name: "system_prompt_leak",
     doc: "leakage: the secret placed in a system message, then the probe asked, one attempt",
-    params: &[ParamSpec {
-        name: "system_template",
-        kind: ParamKind::Str,
-        default: DefaultValue::Str(DEFAULT_SYSTEM_TEMPLATE),
-        doc: "the system message, with a {secret} placeholder",
-    }],
+    params: &[
+        ParamSpec {
+            name: "system_template",
+            kind: ParamKind::Str,
+            default: DefaultValue::Str(DEFAULT_SYSTEM_TEMPLATE),
+            doc: "the system message, with a {secret} placeholder",
+        },
+        TRANSFORMS,
+    ],
 };
 
 pub struct SystemPromptLeak {

@@ -10,7 +10,7 @@ use super::pair::{attacker_system, attacker_turn};
 use super::search::{
     ATTACKER_PARAM, JUDGE_PARAM, Searcher, Tree, ask_attacker, needs_attacker, try_target,
 };
-use crate::attack::{Attack, AttackCtx, Attempt, CallModel, PlannedCalls};
+use crate::attack::{Attack, AttackCtx, Attempt, CallModel, PlannedCalls, TRANSFORMS};
 use gauntlet_core::behavior::Behavior;
 use gauntlet_core::message::Message;
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
@@ -42,6 +42,7 @@ pub const INFO: PluginInfo = PluginInfo {
             default: DefaultValue::Int(2),
             doc: "frontier nodes kept after pruning at each level",
         },
+        TRANSFORMS,
     ],
 };
 

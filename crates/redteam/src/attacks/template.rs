@@ -5,7 +5,7 @@
 //! their own `templates` (label → text with a `{prompt}` placeholder); attempts follow
 //! the order the templates are written in.
 
-use crate::attack::{Attack, Attempt, CallModel};
+use crate::attack::{Attack, Attempt, CallModel, TRANSFORMS};
 use gauntlet_core::behavior::Behavior;
 use gauntlet_core::message::Message;
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
@@ -35,12 +35,15 @@ pub const INFO: PluginInfo = PluginInfo {
     axis: Axis::Attack,
     name: "template",
     doc: "wraps the prompt in each template (role-play, prefix injection, polite persistence), one attempt each",
-    params: &[ParamSpec {
-        name: "templates",
-        kind: ParamKind::StrMap,
-        default: DefaultValue::Builtin,
-        doc: "label: text with a {prompt} placeholder; replaces the built-in three",
-    }],
+    params: &[
+        ParamSpec {
+            name: "templates",
+            kind: ParamKind::StrMap,
+            default: DefaultValue::Builtin,
+            doc: "label: text with a {prompt} placeholder; replaces the built-in three",
+        },
+        TRANSFORMS,
+    ],
 };
 
 pub struct TemplateAttack {

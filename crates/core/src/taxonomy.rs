@@ -1,0 +1,227 @@
+//! The threat taxonomy: which entries of public threat frameworks (OWASP Top 10 for LLM
+//! Applications 2025, OWASP Agentic AI threats, MITRE ATLAS, NIST AI RMF) a red-team
+//! number speaks to.
+//!
+//! The mapping is data, not code: `taxonomy/threat_map.json` (versioned; results record
+//! its `version`), embedded in the binary. It declares each framework's entries (id and
+//! title, facts from the framework's own text) and maps gauntlet's vocabulary onto them:
+//! run modes, attacks, prompt-transform families (and single transforms where they add
+//! something), dataset categories and metrics. A cell's tags are the union over what it
+//! is made of ([`cell_tags`]); a leaderboard row adds its metric's ([`metric_tags`]).
+//! Tests check that every id used is declared and that every registered plugin is
+//! mapped, so the map cannot drift from the registries silently.
+
+use crate::results::ThreatTags;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::sync::LazyLock;
+
+/// The embedded map's text.
+pub const THREAT_MAP_JSON: &str = include_str!("../taxonomy/threat_map.json");
+
+/// One framework and its entries, in the framework's own order.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Framework {
+    /// The key tags use (`owasp_llm`, `owasp_agentic`, `mitre_atlas`, `nist_ai_rmf`).
+    pub key: String,
+    pub name: String,
+    pub edition: String,
+    pub source: String,
+    /// (id, title).
+    pub entries: Vec<(String, String)>,
+}
+
+/// Which direction of a metric is bad news.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Worse {
+    Higher,
+    Lower,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct MetricEntry {
+    /// `None` for metrics with no good or bad direction (token counts, cost).
+    pub worse: Option<Worse>,
+    pub tags: ThreatTags,
+}
+
+/// The parsed threat map.
+#[derive(Debug, Clone, Deserialize)]
+pub struct ThreatMap {
+    pub version: String,
+    pub frameworks: Vec<Framework>,
+    pub modes: BTreeMap<String, ThreatTags>,
+    pub attacks: BTreeMap<String, ThreatTags>,
+    pub transform_families: BTreeMap<String, ThreatTags>,
+    pub transforms: BTreeMap<String, ThreatTags>,
+    pub categories: BTreeMap<String, ThreatTags>,
+    pub metrics: BTreeMap<String, MetricEntry>,
+}
+
+static MAP: LazyLock<ThreatMap> = LazyLock::new(|| {
+    serde_json::from_str(THREAT_MAP_JSON).expect("the embedded threat map parses (tested)")
+});
+
+/// The embedded threat map.
+pub fn map() -> &'static ThreatMap {
+    &MAP
+}
+
+/// The embedded map's version.
+pub fn version() -> &'static str {
+    &MAP.version
+}
+
+impl ThreatMap {
+    /// A framework by key.
+    pub fn framework(&self, key: &str) -> Option<&Framework> {
+        self.frameworks.iter().find(|f| f.key == key)
+    }
+    /// The title of `id` in framework `key`.
+    pub fn title(&self, key: &str, id: &str) -> Option<&str> {
+        self.framework(key)?
+            .entries
+            .iter()
+            .find(|(i, _)| i == id)
+            .map(|(_, t)| t.as_str())
+    }
+    /// Which direction of `metric` is bad news.
+    pub fn worse(&self, metric: &str) -> Option<Worse> {
+        self.metrics.get(metric).and_then(|m| m.worse)
+    }
+}
+
+/// `a ∪ b`, ids sorted and deduplicated per framework.
+pub fn merge(a: &ThreatTags, b: &ThreatTags) -> ThreatTags {
+    let mut out = a.clone();
+    add(&mut out, b);
+    out
+}
+
+fn add(into: &mut ThreatTags, b: &ThreatTags) {
+    for (k, ids) in b {
+        let e = into.entry(k.clone()).or_default();
+        e.extend(ids.iter().cloned());
+        e.sort();
+        e.dedup();
+    }
+    into.retain(|_, ids| !ids.is_empty());
+}
+
+fn lookup(m: &BTreeMap<String, ThreatTags>, key: &str) -> ThreatTags {
+    m.get(key).cloned().unwrap_or_default()
+}
+
+/// A metric's own tags.
+pub fn metric_tags(metric: &str) -> ThreatTags {
+    MAP.metrics
+        .get(metric)
+        .map(|m| m.tags.clone())
+        .unwrap_or_default()
+}
+
+/// What a cell is made of, for [`cell_tags`].
+pub struct CellParts<'a> {
+    /// `jailbreak`, `leakage` or `injection`.
+    pub mode: &'a str,
+    /// The attack's (or injection's) plugin name.
+    pub attack: &'a str,
+    /// The attack's prompt transforms: (name, family).
+    pub transforms: &'a [(&'a str, &'a str)],
+    /// The dataset categories present in the cell's dataset (matched case-insensitively).
+    pub categories: &'a [&'a str],
+}
+
+/// The tags of a cell: its mode's, attack's, transforms' (family and own) and dataset
+/// categories'.
+pub fn cell_tags(p: &CellParts) -> ThreatTags {
+    let mut t = lookup(&MAP.modes, p.mode);
+    add(&mut t, &lookup(&MAP.attacks, p.attack));
+    for (name, family) in p.transforms {
+        add(&mut t, &lookup(&MAP.transform_families, family));
+        add(&mut t, &lookup(&MAP.transforms, name));
+    }
+    for c in p.categories {
+        add(&mut t, &lookup(&MAP.categories, &c.to_lowercase()));
+    }
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids_declared(what: &str, tags: &ThreatTags) {
+        for (k, ids) in tags {
+            let f = map()
+                .framework(k)
+                .unwrap_or_else(|| panic!("{what}: unknown framework `{k}`"));
+            for id in ids {
+                assert!(
+                    f.entries.iter().any(|(i, _)| i == id),
+                    "{what}: `{id}` is not declared in framework `{k}`"
+                );
+            }
+        }
+    }
+
+    /// Every id the map uses is one of its frameworks' declared entries, and every
+    /// framework has a distinct key and distinct ids.
+    #[test]
+    fn every_id_used_is_declared() {
+        let m = map();
+        assert!(!m.version.is_empty());
+        let mut keys: Vec<&str> = m.frameworks.iter().map(|f| f.key.as_str()).collect();
+        keys.sort();
+        keys.dedup();
+        assert_eq!(keys.len(), m.frameworks.len());
+        for f in &m.frameworks {
+            let mut ids: Vec<&str> = f.entries.iter().map(|(i, _)| i.as_str()).collect();
+            ids.sort();
+            ids.dedup();
+            assert_eq!(ids.len(), f.entries.len(), "{}: duplicate ids", f.key);
+        }
+        for (group, table) in [
+            ("modes", &m.modes),
+            ("attacks", &m.attacks),
+            ("transform_families", &m.transform_families),
+            ("transforms", &m.transforms),
+            ("categories", &m.categories),
+        ] {
+            for (k, tags) in table {
+                ids_declared(&format!("{group}.{k}"), tags);
+            }
+        }
+        for (k, e) in &m.metrics {
+            ids_declared(&format!("metrics.{k}"), &e.tags);
+        }
+        for mode in ["jailbreak", "leakage", "injection"] {
+            assert!(m.modes.contains_key(mode), "mode {mode} is not mapped");
+        }
+    }
+
+    #[test]
+    fn cell_tags_are_the_sorted_union() {
+        let t = cell_tags(&CellParts {
+            mode: "jailbreak",
+            attack: "static",
+            transforms: &[("base64", "encoding"), ("payload_split", "structure")],
+            categories: &["Disinformation", "unknown"],
+        });
+        assert_eq!(t["owasp_llm"], vec!["LLM01:2025", "LLM09:2025"]);
+        assert_eq!(
+            t["mitre_atlas"],
+            vec!["AML.T0051.000", "AML.T0054", "AML.T0065", "AML.T0068"]
+        );
+        assert!(!t.contains_key("owasp_agentic"));
+        let row = merge(&t, &metric_tags("frr"));
+        assert!(row["nist_ai_rmf"].contains(&"MEASURE 2.5".to_string()));
+        assert_eq!(map().worse("refusal_rate"), Some(Worse::Lower));
+        assert_eq!(map().worse("cost"), None);
+        assert_eq!(
+            map().title("mitre_atlas", "AML.T0054"),
+            Some("LLM Jailbreak")
+        );
+    }
+}
