@@ -1625,7 +1625,7 @@ pub async fn execute(
 #[cfg(test)]
 mod transcript_line_tests {
     use super::*;
-    use crate::strategies::content;
+    use gauntlet_calls::strategies::content;
     use gauntlet_core::message::{StopReason, ToolCall};
     use proptest::prelude::*;
 

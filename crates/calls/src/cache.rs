@@ -18,10 +18,10 @@
 //! included, so usage metrics are identical on a rerun.
 
 use crate::journal::{Journal, Key};
+use crate::seam::{CallModel, Conversation, PrefixMemo};
 use gauntlet_core::hash::HashWriter;
 use gauntlet_core::message::{ChatRequest, ChatResponse, Message};
 use gauntlet_models::{BoxFuture, Model, ModelError};
-use gauntlet_redteam::attack::{CallModel, Conversation, PrefixMemo};
 use serde::Serialize;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -60,7 +60,7 @@ impl CallCounters {
     }
 
     /// Stops every further call with `e` (the first one given is kept).
-    pub(crate) fn halt_with(&self, e: &ModelError) {
+    pub fn halt_with(&self, e: &ModelError) {
         let mut h = self.halt.lock().unwrap_or_else(|e| e.into_inner());
         if h.is_none() {
             *h = Some(e.clone());
@@ -424,7 +424,7 @@ impl CachedModel<'_> {
 }
 
 /// The run-stopping error for a journal that cannot be written (disk full, …).
-pub(crate) fn journal_error(journal: &Journal, e: &std::io::Error) -> ModelError {
+pub fn journal_error(journal: &Journal, e: &std::io::Error) -> ModelError {
     ModelError::Config(format!(
         "cannot write the journal {}: {e}; the run stops so that no call is paid for and then lost",
         journal.path().display()
