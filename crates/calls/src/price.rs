@@ -130,3 +130,7 @@ pub fn slot_cost(
     };
     Ok((u.input_tokens as f64 * p.input + u.output_tokens as f64 * p.output) / 1e6)
 }
+
+/// Assumed input tokens per call on top of the longest prompt (scaffolds, grader
+/// instructions, attacker history), in the upper-bound estimates (`--estimate`).
+pub const INPUT_ALLOWANCE: u64 = 2048;

@@ -2,13 +2,21 @@
 //! corpus), and with `--mode e2e` the end-to-end pass with its detect-fidelity block.
 //! Exit 0 when the run completed, whatever the pass rate; 2 on a corpus or
 //! configuration failure (including real mode without its API key), or when a detector
-//! failed during the end-to-end pass (the artefacts are still written).
+//! failed during the end-to-end pass (the artefacts are still written); 3 when the
+//! query budget (`--max-queries`) ran out (partial artefacts, `partial: budget`).
+//!
+//! Real mode runs on the shared model-call layer: every call is journaled in
+//! `<out>/journal.jsonl`, so rerunning the same exam into the same `--out` resumes
+//! without repeating a finished call and writes identical artefacts.
 
 use clap::{Args, ValueEnum};
 use gauntlet_core::terminal::{safe, safe_text};
+use gauntlet_exam::calls::{ExamCalls, SpineOptions};
 use gauntlet_exam::cascade::CascadeOptions;
 use gauntlet_exam::embedded::{CorpusSource, resolve_corpus};
-use gauntlet_exam::exam::{Backend, ExamConfig, Progress, parse_target, run_exam, write_artifacts};
+use gauntlet_exam::exam::{
+    Backend, ExamConfig, Progress, exam_identity, parse_target, run_exam, write_artifacts,
+};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -75,6 +83,20 @@ pub struct ExamArgs {
     /// No per-scenario progress.
     #[arg(long)]
     quiet: bool,
+    /// Real mode: at most this many calls reach a model (journal hits are free). When
+    /// spent, the exam stops calling, writes a partial report (`partial: budget`;
+    /// undecided scenarios listed as not run) and exits 3; rerun with a larger budget
+    /// to resume.
+    #[arg(long)]
+    max_queries: Option<u64>,
+    /// Print the planned calls per tier and an upper-bound cost, then exit without
+    /// calling any model.
+    #[arg(long)]
+    estimate: bool,
+    /// Price table (JSON, USD per 1M tokens by model name) for the per-tier cost;
+    /// default: the bundled one (as `gauntlet run`).
+    #[arg(long)]
+    price_table: Option<PathBuf>,
 }
 
 pub fn exam(a: ExamArgs) -> ExitCode {
@@ -118,7 +140,17 @@ pub fn exam(a: ExamArgs) -> ExitCode {
             }
         }
     };
-    let cfg = ExamConfig {
+    let prices = match &a.price_table {
+        Some(p) => match gauntlet_calls::price::PriceTable::load(p) {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("gauntlet exam: {}", safe_text(&e));
+                return ExitCode::from(2);
+            }
+        },
+        None => gauntlet_calls::price::PriceTable::bundled(),
+    };
+    let mut cfg = ExamConfig {
         backend,
         passes: a.passes,
         cascade: CascadeOptions {
@@ -130,7 +162,11 @@ pub fn exam(a: ExamArgs) -> ExitCode {
         golden_fault: None,
         e2e: a.mode == Mode::E2e,
         detector_timeout: std::time::Duration::from_millis(a.detector_timeout_ms.max(1)),
+        calls: None,
     };
+    if a.estimate {
+        return print_estimate(&corpus, &cfg, &prices, a.max_queries);
+    }
     let src = match &source {
         CorpusSource::Explicit(d) | CorpusSource::Disk(d) => d.display().to_string(),
         CorpusSource::Embedded => "embedded reference corpus".to_string(),
@@ -152,6 +188,26 @@ pub fn exam(a: ExamArgs) -> ExitCode {
         corpus.digest,
         gauntlet_exam::grade::effective_passes(a.passes)
     );
+    if let Backend::Real { .. } = &cfg.backend {
+        let opts = SpineOptions {
+            dir: a.out.clone(),
+            max_queries: a.max_queries,
+            prices,
+        };
+        let mut notes = Vec::new();
+        match ExamCalls::open(&opts, &exam_identity(&corpus, &cfg), &mut notes) {
+            Ok(c) => cfg.calls = Some(Arc::new(c)),
+            Err(e) => {
+                eprintln!("gauntlet exam: {}", safe_text(&e));
+                return ExitCode::from(2);
+            }
+        }
+        for n in notes {
+            eprintln!("gauntlet exam: {}", safe_text(&n));
+        }
+    } else if a.max_queries.is_some() {
+        eprintln!("gauntlet exam: --max-queries is ignored in golden mode (nothing is paid)");
+    }
     let progress = (!a.quiet).then(|| {
         progress_fn(gauntlet_exam::grade::effective_passes(a.passes) * corpus.scenarios.len())
     });
@@ -196,6 +252,14 @@ pub fn exam(a: ExamArgs) -> ExitCode {
         out.timings.total_millis as f64 / 1000.0,
         a.out.join("timings.json").display()
     );
+    if let Some(s) = &out.session
+        && let Err(e) = s.log(&a.out)
+    {
+        eprintln!(
+            "gauntlet exam: cannot append to {}: {e}",
+            a.out.join(gauntlet_exam::calls::SESSIONS).display()
+        );
+    }
     let r = &out.report;
     if let Some(e) = &out.e2e {
         print_fidelity(&e.fidelity, r);
@@ -237,6 +301,40 @@ pub fn exam(a: ExamArgs) -> ExitCode {
         "model calls           {} ({} errors)",
         r.model_calls, r.model_errors
     );
+    if let Some(s) = &out.session {
+        let retries: u64 = s.transport.iter().map(|(_, t)| t.retries()).sum();
+        let requests: u64 = s.transport.iter().map(|(_, t)| t.attempts).sum();
+        println!(
+            "this session          {} call(s) made, {} journal hit(s), {} failed; {} HTTP request(s), {} retr{}",
+            s.model_calls,
+            s.cache_hits,
+            s.failed_calls,
+            requests,
+            retries,
+            if retries == 1 { "y" } else { "ies" }
+        );
+    }
+    if let Some(u) = &r.usage {
+        for t in &u.tiers {
+            let line = format!(
+                "usage {:<15} {} call(s), {} in + {} out tokens, cost {}",
+                t.tier.name(),
+                t.calls,
+                t.input_tokens,
+                t.output_tokens,
+                usd(t.cost_usd, t.cost_na_reason.as_deref())
+            );
+            println!("{}", safe(&line));
+        }
+        println!(
+            "{}",
+            safe(&format!(
+                "cost                  {} (price table {})",
+                usd(u.cost_usd, u.cost_na_reason.as_deref()),
+                u.price_table
+            ))
+        );
+    }
     let bins: Vec<String> = r
         .classifier
         .counts
@@ -254,6 +352,94 @@ pub fn exam(a: ExamArgs) -> ExitCode {
         );
         return ExitCode::from(2);
     }
+    if r.partial.as_deref() == Some("budget") {
+        eprintln!(
+            "gauntlet exam: the query budget (--max-queries) is spent: the report is partial ({} scenario run(s) not run); raise --max-queries and rerun into {} to resume",
+            r.not_run.len(),
+            a.out.display()
+        );
+        return ExitCode::from(3);
+    }
+    ExitCode::SUCCESS
+}
+
+fn usd(v: Option<f64>, why: Option<&str>) -> String {
+    match v {
+        Some(c) => format!("${c:.6}"),
+        None => format!("N/A ({})", why.unwrap_or("unknown")),
+    }
+}
+
+/// `gauntlet exam --estimate`: planned calls per tier and an upper-bound cost; no call.
+fn print_estimate(
+    corpus: &gauntlet_exam::Corpus,
+    cfg: &ExamConfig,
+    prices: &gauntlet_calls::price::PriceTable,
+    max_queries: Option<u64>,
+) -> ExitCode {
+    let passes = gauntlet_exam::grade::effective_passes(cfg.passes);
+    let models = match &cfg.backend {
+        Backend::Real { models, .. } => Some(models),
+        Backend::Golden { .. } => None,
+    };
+    let rows = gauntlet_exam::calls::estimate(corpus, &cfg.cascade, passes, models, prices);
+    println!(
+        "exam estimate: {} mode, {} scenarios, {passes} pass(es), consensus {}{}",
+        cfg.mode(),
+        corpus.scenarios.len(),
+        cfg.cascade.consensus,
+        if cfg.cascade.tool_loop {
+            format!(", tool loop of up to {} calls", cfg.cascade.max_tool_rounds)
+        } else {
+            String::new()
+        }
+    );
+    println!("price table {}", prices.describe());
+    let (mut calls, mut cost, mut unpriced) = (0u64, 0.0f64, 0usize);
+    for r in &rows {
+        calls += r.calls;
+        let c = match &r.max_cost {
+            Ok(c) => {
+                cost += c;
+                format!("≤ ${c:.4}")
+            }
+            Err(why) => {
+                unpriced += 1;
+                format!("N/A ({why})")
+            }
+        };
+        let line = format!(
+            "{:<12} {:<28} {:>9} calls  ≤ {} in + {} out tokens  {c}",
+            r.tier.name(),
+            r.model,
+            r.calls,
+            r.max_input_tokens,
+            r.max_output_tokens
+        );
+        println!("{}", safe(&line));
+    }
+    println!(
+        "total: {calls} planned model calls at most (journal hits are free and not subtracted){}",
+        match max_queries {
+            Some(m) if m < calls => format!("; --max-queries {m} may stop the exam first"),
+            _ => String::new(),
+        }
+    );
+    if unpriced == 0 {
+        println!("upper-bound cost: ${cost:.4}");
+    } else {
+        println!("upper-bound cost: ${cost:.4} for the priced tiers; {unpriced} tier(s) unpriced");
+    }
+    println!(
+        "(bounds: passes × scenarios not floor-routed × (1 + consensus voters) × the most calls one cascade pass makes per tier; each call at most {} tokens out and at most its prompt/3 + {} + earlier replies in{})",
+        gauntlet_exam::cascade::MAX_TOKENS,
+        gauntlet_calls::price::INPUT_ALLOWANCE,
+        if cfg.e2e {
+            "; the end-to-end pass is not included (its findings are not known before detection)"
+        } else {
+            ""
+        }
+    );
     ExitCode::SUCCESS
 }
 

@@ -15,7 +15,7 @@ use gauntlet_models::Model;
 use serde::Serialize;
 
 pub use gauntlet_calls::price::{
-    BUNDLED_PRICES, BUNDLED_PRICES_NAME, Price, PriceTable, model_name, slot_cost,
+    BUNDLED_PRICES, BUNDLED_PRICES_NAME, INPUT_ALLOWANCE, Price, PriceTable, model_name, slot_cost,
 };
 
 /// The role slots of a cell.
@@ -98,9 +98,6 @@ pub fn cost_metric(
 
 /// Assumed output tokens per call for a model without `max_tokens`.
 pub const ASSUMED_MAX_TOKENS: u64 = 1024;
-/// Assumed input tokens per call on top of the longest behavior prompt (scaffolds,
-/// grader instructions, attacker history).
-pub const INPUT_ALLOWANCE: u64 = 2048;
 
 /// Planned calls and the upper-bound cost of one role.
 #[derive(Debug, Clone, Serialize)]

@@ -36,8 +36,8 @@
 use crate::sanitize::{boxed, sanitize};
 use crate::tools::{Evidence, Toolbox, render_finding};
 use crate::verdict::{Action, ParseKind, Verdict, parse_verdict};
-use gauntlet_core::message::{ChatRequest, Message};
-use gauntlet_models::Model;
+use gauntlet_core::message::{ChatRequest, ChatResponse, Message};
+use gauntlet_models::{BoxFuture, Model, ModelError};
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -195,13 +195,43 @@ impl TierModels {
         }
     }
 
-    fn for_tier(&self, t: Tier) -> &TierModel {
+    pub fn for_tier(&self, t: Tier) -> &TierModel {
         match t {
             Tier::Triage => &self.triage,
             Tier::Investigate => &self.investigate,
             Tier::DeepBenign | Tier::DeepMalicious | Tier::DeepIncomplete => &self.deep,
             Tier::Formatter => &self.formatter,
         }
+    }
+}
+
+/// How the cascade's requests reach a tier's model. [`Direct`] calls the model as is
+/// (the golden backend); the exam's real mode goes through the journaled call layer
+/// (`crate::calls`), which keys every call by (scenario, pass, tier, voter, request)
+/// and the model's resolved spec. `voter` is 0 for the main cascade and 1.. for the
+/// consensus voters.
+pub trait TierCaller: Send + Sync {
+    fn call<'a>(
+        &'a self,
+        tier: Tier,
+        voter: usize,
+        model: &'a TierModel,
+        req: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<ChatResponse, ModelError>>;
+}
+
+/// Calls the tier's model directly: no cache, no journal, no budget.
+pub struct Direct;
+
+impl TierCaller for Direct {
+    fn call<'a>(
+        &'a self,
+        _tier: Tier,
+        _voter: usize,
+        model: &'a TierModel,
+        req: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<ChatResponse, ModelError>> {
+        model.model.chat(req)
     }
 }
 
@@ -419,6 +449,9 @@ impl Recorder {
 
 struct Ctx<'a> {
     models: &'a TierModels,
+    caller: &'a dyn TierCaller,
+    /// 0: the main cascade; 1..: the consensus voters.
+    voter: usize,
     rec: &'a Recorder,
     toolbox: &'a Toolbox,
     evidence: &'a Evidence,
@@ -488,7 +521,7 @@ impl Ctx<'_> {
             agent_script: None,
             transform_trace: None,
         };
-        let res = tm.model.chat(&req).await;
+        let res = self.caller.call(tier, self.voter, tm, &req).await;
         let (reply, err) = match &res {
             Ok(r) if r.is_provider_refusal() && r.content.trim().is_empty() => {
                 (String::new(), "provider refusal with no text".to_string())
@@ -690,6 +723,16 @@ pub async fn run_cascade(
     models: &TierModels,
     opts: &CascadeOptions,
 ) -> CascadeOutcome {
+    run_cascade_via(toolbox, models, opts, &Direct).await
+}
+
+/// [`run_cascade`] with every model call made through `caller`.
+pub async fn run_cascade_via(
+    toolbox: &Toolbox,
+    models: &TierModels,
+    opts: &CascadeOptions,
+    caller: &dyn TierCaller,
+) -> CascadeOutcome {
     let family = toolbox.finding.family();
     if let Some(route) = floor_route(&family, &toolbox.finding_metadata, opts) {
         return CascadeOutcome {
@@ -710,8 +753,10 @@ pub async fn run_cascade(
         entries: Mutex::new(Vec::new()),
         fail_safe: Mutex::new(None),
     };
-    let ctx = Ctx {
+    let mut ctx = Ctx {
         models,
+        caller,
+        voter: 0,
         rec: &rec,
         toolbox,
         evidence: &evidence,
@@ -724,6 +769,7 @@ pub async fn run_cascade(
     let mut reason = main.reason.clone();
     if action == Action::Resolve {
         for voter in 1..=opts.consensus {
+            ctx.voter = voter;
             let v = one_pass(&ctx, CONSENSUS_TEMPERATURE).await;
             if v.action != Action::Resolve {
                 action = Action::Escalate;

@@ -10,7 +10,10 @@
 //! `run-<i>/<id>.transcript.json`, plus `report.md`, `report.html` and
 //! `leaderboard.json` (provenance: the corpus digest is the dataset version).
 
-use crate::cascade::{CascadeOptions, TierModel, TierModels, TranscriptEntry, run_cascade};
+use crate::calls::{ExamCalls, ExamUsage, SessionStats, UnitCalls};
+use crate::cascade::{
+    CascadeOptions, TierModel, TierModels, TranscriptEntry, run_cascade, run_cascade_via,
+};
 use crate::classifier::{ClassifierSummary, classify};
 use crate::detectors::e2e::{self, DetectFidelity, Resolution, Triaged};
 use crate::detectors::fleet::{Fleet, Member};
@@ -62,6 +65,10 @@ pub struct ExamConfig {
     pub e2e: bool,
     /// End-to-end mode: per-detector, per-scenario time budget.
     pub detector_timeout: std::time::Duration,
+    /// Real backends: the journaled call layer (resume, budget, usage and cost), opened
+    /// on the output directory ([`ExamCalls::open`]). `None`: calls go straight to the
+    /// models (the golden backend always does).
+    pub calls: Option<Arc<ExamCalls>>,
 }
 
 impl ExamConfig {
@@ -74,6 +81,7 @@ impl ExamConfig {
             golden_fault: None,
             e2e: false,
             detector_timeout: crate::detectors::fleet::DEFAULT_TIMEOUT,
+            calls: None,
         }
     }
 
@@ -162,6 +170,26 @@ pub struct HarnessReport {
     pub model_calls: usize,
     pub model_errors: usize,
     pub harness_version: String,
+    // --- real mode on the call layer (absent otherwise) ---
+    /// `budget` when the query budget ran out: the scenarios in `not_run` were not
+    /// decided and are in no count or rate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partial: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_run: Vec<NotRun>,
+    /// Token usage and cost per tier (journal hits included: identical on a rerun).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<ExamUsage>,
+    /// sha256 of the exam's canonical identity (`exam.json`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exam_config_sha256: Option<String>,
+}
+
+/// A scenario run the budget did not allow.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NotRun {
+    pub pass: usize,
+    pub scenario_id: String,
 }
 
 /// A finished exam: the report and every transcript (`[pass][scenario]`).
@@ -173,6 +201,8 @@ pub struct ExamOutput {
     /// Wall-clock figures, written to `timings.json` (never into `report.json`, which
     /// is byte-identical across reruns of a deterministic backend).
     pub timings: Timings,
+    /// Real mode on the call layer: what this session did (calls made, journal hits).
+    pub session: Option<SessionStats>,
 }
 
 /// The end-to-end pass of an exam.
@@ -277,6 +307,11 @@ pub async fn run_exam(
     };
 
     let started = Instant::now();
+    let calls = match &cfg.backend {
+        Backend::Real { .. } => cfg.calls.clone(),
+        Backend::Golden { .. } => None,
+    };
+    let mut not_run = Vec::new();
     let passes = effective_passes(cfg.passes);
     let sem = Arc::new(tokio::sync::Semaphore::new(cfg.concurrency.max(1)));
     let mut runs = Vec::with_capacity(passes);
@@ -291,19 +326,28 @@ pub async fn run_exam(
             };
             let opts = cfg.cascade.clone();
             let sem = sem.clone();
+            let unit = calls.as_ref().map(|c| {
+                let s = &scenarios[i];
+                c.unit(&serde_json::json!(["exam", s.relpath, s.scenario.id, pass]))
+            });
             set.spawn(async move {
                 let _permit = sem.acquire_owned().await.expect("semaphore open");
                 let t0 = Instant::now();
-                let out = run_cascade(&tb, &m, &opts).await;
-                (i, out, t0.elapsed().as_millis() as u64)
+                let (out, refused) = triage(&tb, &m, &opts, unit).await;
+                (i, out, refused, t0.elapsed().as_millis() as u64)
             });
         }
-        let mut slots: Vec<Option<_>> = vec![None; scenarios.len()];
+        let mut slots: Vec<Option<Option<_>>> = vec![None; scenarios.len()];
         let mut done = 0;
         while let Some(joined) = set.join_next().await {
-            let (i, out, ms) = joined.expect("cascade tasks do not panic");
+            let (i, out, refused, ms) = joined.expect("cascade tasks do not panic");
             let ls = &scenarios[i];
             let s = &ls.scenario;
+            if refused {
+                // The budget ran out inside this scenario: not run, in no count.
+                slots[i] = Some(None);
+                continue;
+            }
             let input = GradeInput {
                 scenario_id: &s.id,
                 rel_path: &ls.relpath,
@@ -327,12 +371,22 @@ pub async fn run_exam(
                     pass_ok: r.pass,
                 });
             }
-            slots[i] = Some((r, out.transcript));
+            slots[i] = Some(Some((r, out.transcript)));
         }
-        let (results, ts): (Vec<_>, Vec<_>) = slots
-            .into_iter()
-            .map(|s| s.expect("every scenario reported"))
-            .unzip();
+        let mut results = Vec::with_capacity(scenarios.len());
+        let mut ts = Vec::with_capacity(scenarios.len());
+        for (i, s) in slots.into_iter().enumerate() {
+            match s.expect("every scenario reported") {
+                Some((r, t)) => {
+                    results.push(r);
+                    ts.push(t);
+                }
+                None => not_run.push(NotRun {
+                    pass,
+                    scenario_id: scenarios[i].scenario.id.clone(),
+                }),
+            }
+        }
         runs.push(RunResult::from_results(pass, results));
         transcripts.push(ts);
     }
@@ -349,14 +403,31 @@ pub async fn run_exam(
             .collect(),
         ..Timings::default()
     };
-    let e2e_out = if cfg.e2e {
-        let (out, ms) = run_e2e_pass(corpus, cfg, &models, &sem).await;
+    let budget_spent = || {
+        calls.as_ref().is_some_and(|c| {
+            c.counters
+                .budget_hit
+                .load(std::sync::atomic::Ordering::Relaxed)
+        })
+    };
+    // An end-to-end pass the budget cut short would grade findings nobody triaged: it
+    // runs only while budget is left, and is dropped whole when the budget ran out in it.
+    let e2e_out = if cfg.e2e && !budget_spent() {
+        let (out, ms, refused) = run_e2e_pass(corpus, cfg, &models, &sem, calls.as_ref()).await;
         timings.e2e = ms;
-        Some(out)
+        (!refused).then_some(out)
     } else {
         None
     };
     let mut report = summarise(corpus, cfg, &backend_label, runs, &transcripts);
+    if let (Some(c), Backend::Real { models, .. }) = (&calls, &cfg.backend) {
+        report.usage = Some(crate::calls::price_usage(&c.usage(), models, &c.prices));
+        report.exam_config_sha256 = Some(exam_config_sha256(corpus, cfg));
+        if budget_spent() {
+            report.partial = Some("budget".into());
+        }
+        report.not_run = not_run;
+    }
     if let Some(e) = &e2e_out {
         report.detect_fidelity = Some(e2e_value(&e.fidelity));
         report.model_calls += e
@@ -374,12 +445,81 @@ pub async fn run_exam(
             .count();
     }
     timings.total_millis = started.elapsed().as_millis() as u64;
+    let session = match (&calls, &cfg.backend) {
+        (Some(c), Backend::Real { models, .. }) => {
+            let mut s = SessionStats::collect(c, models);
+            s.wall_millis = timings.total_millis;
+            Some(s)
+        }
+        _ => None,
+    };
     Ok(ExamOutput {
         report,
         transcripts,
         e2e: e2e_out,
         timings,
+        session,
     })
+}
+
+/// One cascade, through the unit's journaled calls when there are any. Returns the
+/// outcome and whether the budget refused one of its calls (then it did not run).
+async fn triage(
+    tb: &Toolbox,
+    m: &TierModels,
+    opts: &CascadeOptions,
+    unit: Option<UnitCalls>,
+) -> (crate::cascade::CascadeOutcome, bool) {
+    match unit {
+        None => (run_cascade(tb, m, opts).await, false),
+        Some(u) => {
+            let out = run_cascade_via(tb, m, opts, &u).await;
+            u.flush_pending();
+            (out, u.budget_refused())
+        }
+    }
+}
+
+/// The canonical identity of an exam: everything its artefacts depend on (not the
+/// budget or the concurrency). Recorded in `exam.json`; another identity in the same
+/// output directory moves the previous exam aside.
+pub fn exam_identity(corpus: &Corpus, cfg: &ExamConfig) -> serde_json::Value {
+    let tiers: serde_json::Map<String, serde_json::Value> = match &cfg.backend {
+        Backend::Real { models, .. } => crate::calls::TierRole::ALL
+            .iter()
+            .map(|r| {
+                let tm = models.for_tier(r.tier());
+                (
+                    r.name().to_string(),
+                    serde_json::json!({"id": tm.id, "spec": tm.model.spec().key_identity()}),
+                )
+            })
+            .collect(),
+        Backend::Golden { .. } => serde_json::Map::new(),
+    };
+    serde_json::json!({
+        "gauntlet_exam": 1,
+        "harness_version": gauntlet_core::HARNESS_VERSION,
+        "mode": cfg.mode(),
+        "corpus_sha256": corpus.digest,
+        "corpus_count": corpus.count,
+        "passes": effective_passes(cfg.passes),
+        "consensus": cfg.cascade.consensus,
+        "findings_budget": cfg.cascade.findings_budget,
+        "tool_loop": cfg.cascade.tool_loop,
+        "max_tool_rounds": cfg.cascade.max_tool_rounds,
+        "e2e": cfg.e2e,
+        "tiers": tiers,
+    })
+}
+
+/// sha256 of [`exam_identity`]'s canonical JSON.
+pub fn exam_config_sha256(corpus: &Corpus, cfg: &ExamConfig) -> String {
+    gauntlet_core::hash::sha256_hex(
+        serde_json::to_string(&exam_identity(corpus, cfg))
+            .expect("json")
+            .as_bytes(),
+    )
 }
 
 /// The `detect_fidelity` value: the block plus its note and backend facts.
@@ -408,7 +548,8 @@ async fn run_e2e_pass(
     cfg: &ExamConfig,
     models: &ScenarioModels,
     sem: &Arc<tokio::sync::Semaphore>,
-) -> (E2eOutput, std::collections::BTreeMap<String, u64>) {
+    calls: Option<&Arc<ExamCalls>>,
+) -> (E2eOutput, std::collections::BTreeMap<String, u64>, bool) {
     let scenarios = &corpus.scenarios;
     let members: Vec<Member> = crate::detectors::builtin()
         .into_iter()
@@ -432,18 +573,30 @@ async fn run_e2e_pass(
             };
             let opts = cfg.cascade.clone();
             let sem = sem.clone();
+            let unit = calls.map(|c| {
+                let s = &scenarios[i];
+                c.unit(&serde_json::json!([
+                    "e2e",
+                    s.relpath,
+                    s.scenario.id,
+                    j,
+                    f.id
+                ]))
+            });
             set.spawn(async move {
                 let _permit = sem.acquire_owned().await.expect("semaphore open");
                 let t0 = Instant::now();
-                let out = run_cascade(&tb, &m, &opts).await;
-                (i, j, out, t0.elapsed().as_millis() as u64)
+                let (out, refused) = triage(&tb, &m, &opts, unit).await;
+                (i, j, out, refused, t0.elapsed().as_millis() as u64)
             });
         }
     }
+    let mut refused_any = false;
     let mut outcomes: Vec<Vec<Option<crate::cascade::CascadeOutcome>>> =
         detected.iter().map(|(f, _)| vec![None; f.len()]).collect();
     while let Some(joined) = set.join_next().await {
-        let (i, j, out, ms) = joined.expect("cascade tasks do not panic");
+        let (i, j, out, refused, ms) = joined.expect("cascade tasks do not panic");
+        refused_any |= refused;
         detect_ms[i] += ms;
         outcomes[i][j] = Some(out);
     }
@@ -476,6 +629,7 @@ async fn run_e2e_pass(
             transcripts,
         },
         ms,
+        refused_any,
     )
 }
 
@@ -525,13 +679,27 @@ fn summarise(
     let attacks = median_n(runs.iter().map(|r| r.attacks));
     let benigns = median_n(runs.iter().map(|r| r.benigns));
     let wilson = |rate: Option<f64>, n: usize| rate.and_then(|x| wilson95(x * n as f64, n));
-    let scenarios = runs.first().map(|r| r.results.len()).unwrap_or(0);
-    let always_graded: Vec<usize> = (0..scenarios)
-        .filter(|&i| runs.iter().all(|r| r.results[i].graded()))
+    // By scenario id: a budget-cut exam may lack a scenario in some pass (not run).
+    let by_id: Vec<std::collections::HashMap<&str, &crate::grade::ScenarioResult>> = runs
+        .iter()
+        .map(|r| {
+            r.results
+                .iter()
+                .map(|x| (x.scenario_id.as_str(), x))
+                .collect()
+        })
+        .collect();
+    let ids: Vec<&str> = runs
+        .first()
+        .map(|r| r.results.iter().map(|x| x.scenario_id.as_str()).collect())
+        .unwrap_or_default();
+    let always_graded: Vec<&str> = ids
+        .into_iter()
+        .filter(|id| by_id.iter().all(|m| m.get(id).is_some_and(|x| x.graded())))
         .collect();
     let all = always_graded
         .iter()
-        .filter(|&&i| runs.iter().all(|r| r.results[i].pass))
+        .filter(|id| by_id.iter().all(|m| m.get(*id).is_some_and(|x| x.pass)))
         .count();
     let mut decided_by = DecidedCounts::default();
     for x in runs.iter().flat_map(|r| &r.results) {
@@ -581,6 +749,10 @@ fn summarise(
         model_errors: errors,
         harness_version: gauntlet_core::HARNESS_VERSION.to_string(),
         runs,
+        partial: None,
+        not_run: Vec::new(),
+        usage: None,
+        exam_config_sha256: None,
     }
 }
 
@@ -871,7 +1043,10 @@ pub fn leaderboard(out: &Path, r: &HarnessReport) -> Vec<LeaderboardRow> {
         errors: r.model_errors as u64,
         seed: 0,
         harness_version: r.harness_version.clone(),
-        status: format!("complete ({} mode)", r.mode),
+        status: match &r.partial {
+            Some(p) => format!("partial: {p} ({} mode)", r.mode),
+            None => format!("complete ({} mode)", r.mode),
+        },
     };
     vec![
         row(
@@ -945,6 +1120,54 @@ pub fn decided_line(r: &HarnessReport) -> String {
 
 /// Rows of the summary tables, shared by the Markdown and HTML writers.
 fn summary_rows(r: &HarnessReport) -> Vec<(String, String)> {
+    let mut rows = Vec::new();
+    if let Some(p) = &r.partial {
+        let ids: Vec<String> = r
+            .not_run
+            .iter()
+            .map(|x| format!("{} (pass {})", x.scenario_id, x.pass))
+            .collect();
+        rows.push((
+            "status".into(),
+            format!(
+                "PARTIAL ({p}): {} scenario run(s) not run, in no count or rate: {}",
+                r.not_run.len(),
+                ids.join(", ")
+            ),
+        ));
+    }
+    rows.extend(base_rows(r));
+    if let Some(u) = &r.usage {
+        let usd = |v: Option<f64>, why: &Option<String>| match v {
+            Some(c) => format!("${c:.6}"),
+            None => format!("N/A ({})", why.as_deref().unwrap_or("unknown")),
+        };
+        for t in &u.tiers {
+            rows.push((
+                format!("usage: {}", t.tier.name()),
+                format!(
+                    "{}: {} call(s), {} in + {} out tokens, cost {}",
+                    t.model,
+                    t.calls,
+                    t.input_tokens,
+                    t.output_tokens,
+                    usd(t.cost_usd, &t.cost_na_reason)
+                ),
+            ));
+        }
+        rows.push((
+            "cost".into(),
+            format!(
+                "{} (price table {})",
+                usd(u.cost_usd, &u.cost_na_reason),
+                u.price_table
+            ),
+        ));
+    }
+    rows
+}
+
+fn base_rows(r: &HarnessReport) -> Vec<(String, String)> {
     vec![
         ("mode".into(), format!("{} ({})", r.mode, r.backend)),
         (

@@ -11,6 +11,7 @@
 //!
 //! Nothing here talks to a model; running, grading and reporting live elsewhere.
 
+pub mod calls;
 pub mod cascade;
 pub mod classifier;
 pub mod corpus;

@@ -1,0 +1,571 @@
+//! A real-mode exam on the shared model-call layer, through the binary against the test
+//! server over real HTTP (issue 15 item 2): SIGKILLed at seeded points and rerun, it
+//! ends with the artefacts of an uninterrupted exam and no finished call repeated
+//! (counted at the server); `--max-queries` gives a partial report and exit 3, and a
+//! rerun with a larger budget completes without repeating the paid calls; `--estimate`
+//! plans calls per tier and a cost bound without calling; usage and cost per tier are
+//! in report.json, identical on a resumed run; another exam in the same `--out` moves
+//! the previous one aside.
+
+mod common;
+
+use common::BIN;
+use gauntlet_testserver::{Action, Rule, Script, TestServer};
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// Replies that walk every tier: triage unsure → investigate unsure (fan-out) → the
+/// deep panel escalates → the formatter writes the alert: 6 calls per non-floor
+/// scenario and pass.
+fn cascade_script(latency_ms: u64) -> Script {
+    let verdict = |action: &str, confidence: u8| {
+        format!(
+            "{{\"action\":\"{action}\",\"confidence\":{confidence},\"positive_evidence\":false,\"strong_evidence\":false,\"insufficient_data\":false,\"reason\":\"scripted {action} {confidence}\"}}"
+        )
+    };
+    Script::default()
+        .latency_ms(latency_ms)
+        .rule(
+            Rule::new(Action::reply(verdict("escalate", 3)))
+                .when_contains("# GAUNTLET TRIAGE TIER"),
+        )
+        .rule(
+            Rule::new(Action::reply(verdict("escalate", 2)))
+                .when_contains("# GAUNTLET INVESTIGATE TIER"),
+        )
+        .rule(
+            Rule::new(Action::reply(verdict("escalate", 4))).when_contains("# GAUNTLET DEEP TIER"),
+        )
+        .rule(
+            Rule::new(Action::reply("Alert: scripted analyst alert."))
+                .when_contains("# GAUNTLET ESCALATION FORMATTER"),
+        )
+}
+
+/// The test server and its runtime (the server is dropped, and so stopped, first).
+struct Server {
+    srv: TestServer,
+    rt: tokio::runtime::Runtime,
+}
+
+impl Server {
+    fn start(script: Script) -> Server {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let srv = rt.block_on(TestServer::start(script)).unwrap();
+        Server { srv, rt }
+    }
+    fn requests(&self) -> u64 {
+        self.srv.stats().requests
+    }
+    fn target(&self, model: &str) -> String {
+        format!(
+            "{{name: openai_compat, params: {{name: ts, model: {model}, base_url: '{}', api_key_env: GAUNTLET_TEST_KEY, max_retries: 0, timeout_s: 30}}}}",
+            self.srv.openai_base_url()
+        )
+    }
+}
+
+fn reference_corpus() -> PathBuf {
+    common::repo_root().join("exams/scenarios")
+}
+
+/// Two non-floor scenarios and one floor-routed one, pinned in `dir`.
+fn small_corpus(dir: &Path) {
+    let src = reference_corpus();
+    for rel in [
+        "identity/NA-01-unknown-principal-enumerates-vault.yaml",
+        "identity/NA-02-contractor-onboarding-ticketed.yaml",
+        "identity/UL-02-known-user-travel.yaml",
+        "access/PE-01-contractor-self-grants-owner.yaml",
+    ] {
+        let to = dir.join(rel);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(src.join(rel), to).unwrap_or_else(|e| panic!("{rel}: {e}"));
+    }
+    let o = Command::new(BIN)
+        .args(["corpus", "pin"])
+        .arg(dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+fn exam_cmd(corpus: &Path, out: &Path, target: &str, extra: &[&str]) -> Command {
+    let mut c = Command::new(BIN);
+    c.args(["exam", "--mode", "real", "--quiet", "--target", target])
+        .arg("--corpus")
+        .arg(corpus)
+        .arg("--out")
+        .arg(out)
+        .args(extra)
+        .env("GAUNTLET_TEST_KEY", "k");
+    c
+}
+
+fn run(c: &mut Command) -> Output {
+    c.output().unwrap()
+}
+
+fn show(o: &Output) -> String {
+    common::show(o)
+}
+
+fn json(p: &Path) -> serde_json::Value {
+    common::read_json(p)
+}
+
+fn last_session(out: &Path) -> serde_json::Value {
+    common::last_session(out)
+}
+
+/// Every deterministic artefact of an exam directory (everything but the journal, the
+/// session log, the timings and the lock), by relative path.
+fn artefacts(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    fn walk(root: &Path, d: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
+        for e in std::fs::read_dir(d).unwrap() {
+            let e = e.unwrap();
+            let p = e.path();
+            let rel = p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+            if matches!(
+                rel.as_str(),
+                "journal.jsonl" | "sessions.jsonl" | "timings.json" | ".lock"
+            ) {
+                continue;
+            }
+            if e.file_type().unwrap().is_dir() {
+                walk(root, &p, out);
+            } else {
+                out.insert(rel, std::fs::read(&p).unwrap());
+            }
+        }
+    }
+    let mut m = BTreeMap::new();
+    walk(dir, dir, &mut m);
+    m
+}
+
+fn assert_same(a: &Path, b: &Path) {
+    let (x, y) = (artefacts(a), artefacts(b));
+    assert_eq!(
+        x.keys().collect::<Vec<_>>(),
+        y.keys().collect::<Vec<_>>(),
+        "different artefact sets"
+    );
+    for (k, v) in &x {
+        assert!(
+            v == &y[k],
+            "{k} differs between {} and {}",
+            a.display(),
+            b.display()
+        );
+    }
+}
+
+/// Complete journal records (the header and a torn last line do not count).
+fn journal_records(p: &Path) -> u64 {
+    match std::fs::read(p) {
+        Ok(b) => (b.iter().filter(|c| **c == b'\n').count() as u64).saturating_sub(1),
+        Err(_) => 0,
+    }
+}
+
+/// Seeded kill points: `n` increasing fractions of the final journal size in
+/// [0.1, 0.85] (xorshift64*, seed fixed, so a failure reproduces).
+fn kill_points(seed: u64, n: usize) -> Vec<f64> {
+    let mut x = seed;
+    let mut v: Vec<f64> = (0..n)
+        .map(|_| {
+            x ^= x >> 12;
+            x ^= x << 25;
+            x ^= x >> 27;
+            let r = x.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11;
+            0.1 + 0.75 * (r as f64 / (1u64 << 53) as f64)
+        })
+        .collect();
+    v.sort_by(f64::total_cmp);
+    v
+}
+
+#[test]
+fn real_exam_sigkilled_five_times_resumes_to_identical_artefacts_without_repeating_calls() {
+    let srv = Server::start(cascade_script(15));
+    let target = srv.target("gpt-4o-mini");
+    let corpus = reference_corpus();
+    let tmp = tempfile::tempdir().unwrap();
+    let args = ["-n", "1", "--consensus", "0", "--concurrency", "4"];
+
+    // Reference: an uninterrupted exam.
+    let reference = tmp.path().join("ref/out");
+    let before = srv.requests();
+    let o = run(&mut exam_cmd(&corpus, &reference, &target, &args));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let total = srv.requests() - before;
+    let s = last_session(&reference);
+    assert_eq!(s["model_calls"].as_u64(), Some(total), "{s}");
+    assert_eq!(journal_records(&reference.join("journal.jsonl")), total);
+    assert!(
+        total > 300,
+        "the exam makes enough calls to be killed mid-way: {total}"
+    );
+    let ref_journal = std::fs::metadata(reference.join("journal.jsonl"))
+        .unwrap()
+        .len();
+
+    // Five SIGKILLs at seeded points, each session resuming the previous one's journal.
+    let out = tmp.path().join("killed/out");
+    let journal = out.join("journal.jsonl");
+    for (k, fraction) in kill_points(15, 5).into_iter().enumerate() {
+        let records_before = journal_records(&journal);
+        let requests_before = srv.requests();
+        let mut child = exam_cmd(&corpus, &out, &target, &args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            let len = std::fs::metadata(&journal).map(|m| m.len()).unwrap_or(0);
+            if len as f64 >= fraction * ref_journal as f64 {
+                break;
+            }
+            assert!(
+                child.try_wait().unwrap().is_none(),
+                "kill {k}: the exam finished before it could be killed"
+            );
+            assert!(Instant::now() < deadline, "kill {k}: no progress");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "kill {k}: the exam finished before it could be killed"
+        );
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+        // Let requests the killed process had in flight reach the server's counter.
+        std::thread::sleep(Duration::from_millis(100));
+        let journaled = journal_records(&journal) - records_before;
+        let sent = srv.requests() - requests_before;
+        // Every request the session sent was journaled, except the ones in flight when
+        // it died (at most concurrency × the deep panel's 3): nothing was re-sent.
+        assert!(
+            sent >= journaled && sent - journaled <= 12,
+            "kill {k} at {fraction:.3}: {sent} requests sent, {journaled} journaled"
+        );
+        assert!(
+            !out.join("report.json").exists(),
+            "a killed exam leaves no report that looks complete"
+        );
+    }
+    let at_start = journal_records(&journal);
+    assert!(at_start > 0 && at_start < total, "{at_start} of {total}");
+
+    let requests_before = srv.requests();
+    let o = run(&mut exam_cmd(&corpus, &out, &target, &args));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let made = srv.requests() - requests_before;
+    assert_eq!(
+        made,
+        total - at_start,
+        "the final session repeated finished calls (counted at the server)"
+    );
+    let s = last_session(&out);
+    assert_eq!(
+        s["journal_records_at_start"].as_u64(),
+        Some(at_start),
+        "{s}"
+    );
+    assert_eq!(s["model_calls"].as_u64(), Some(made), "{s}");
+    assert_eq!(s["cache_hits"].as_u64(), Some(at_start), "{s}");
+    assert_same(&reference, &out);
+
+    // Every call journaled exactly once.
+    let text = std::fs::read_to_string(&journal).unwrap();
+    let mut keys = HashSet::new();
+    for line in text.lines().skip(1) {
+        let k = &line[6..38];
+        assert!(keys.insert(k.to_string()), "key {k} journaled twice");
+    }
+    assert_eq!(keys.len() as u64, total);
+
+    // Usage per tier is in the report, the same after the resumed run (byte-identical
+    // report.json above), and counts every call of the reference.
+    let r = json(&out.join("report.json"));
+    let tiers = r["usage"]["tiers"].as_array().unwrap();
+    let calls: u64 = tiers.iter().map(|t| t["calls"].as_u64().unwrap()).sum();
+    assert_eq!(calls, total, "{}", r["usage"]);
+}
+
+#[test]
+fn budget_exhaustion_gives_a_partial_report_exit_3_and_a_bigger_budget_resumes() {
+    let srv = Server::start(cascade_script(0));
+    let target = srv.target("gpt-4o-mini");
+    let corpus = tempfile::tempdir().unwrap();
+    small_corpus(corpus.path());
+    let tmp = tempfile::tempdir().unwrap();
+    let args = ["-n", "2", "--consensus", "0", "--concurrency", "1"];
+
+    let reference = tmp.path().join("ref/out");
+    let before = srv.requests();
+    let o = run(&mut exam_cmd(corpus.path(), &reference, &target, &args));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let total = srv.requests() - before;
+    assert_eq!(
+        total,
+        2 * 3 * 6,
+        "3 non-floor scenarios × 2 passes × 6 calls"
+    );
+
+    // A budget of 8 calls: the first scenario of pass 0 (6 calls) is decided, the
+    // second runs out of budget; the rest are not run.
+    let out = tmp.path().join("budget/out");
+    let before = srv.requests();
+    let mut a = args.to_vec();
+    a.extend(["--max-queries", "8"]);
+    let o = run(&mut exam_cmd(corpus.path(), &out, &target, &a));
+    assert_eq!(o.status.code(), Some(3), "{}", show(&o));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains("query budget"), "{stderr}");
+    assert_eq!(
+        srv.requests() - before,
+        8,
+        "the budget bounds calls at the server"
+    );
+    let r = json(&out.join("report.json"));
+    assert_eq!(r["partial"], "budget", "{r}");
+    let not_run = r["not_run"].as_array().unwrap();
+    let decided: u64 = r["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["total"].as_u64().unwrap())
+        .sum();
+    // 4 scenarios × 2 passes: each is decided or listed as not run, never both.
+    assert_eq!(decided + not_run.len() as u64, 8, "{r}");
+    assert!(!not_run.is_empty());
+    let d = &r["decided_by"];
+    assert_eq!(
+        d["model"].as_u64().unwrap()
+            + d["floor"].as_u64().unwrap()
+            + d["fail_safe"].as_u64().unwrap(),
+        decided,
+        "not-run scenarios are in no count: {d}"
+    );
+    assert_eq!(
+        d["fail_safe"], 0,
+        "a refused call is never a fail-safe verdict: {d}"
+    );
+    for run in r["runs"].as_array().unwrap() {
+        for x in run["results"].as_array().unwrap() {
+            assert!(
+                !not_run
+                    .iter()
+                    .any(|n| n["pass"] == run["index"] && n["scenario_id"] == x["scenario_id"]),
+                "{x} is both decided and not run"
+            );
+        }
+    }
+    let lb = json(&out.join("leaderboard.json"));
+    assert_eq!(lb[0]["status"], "partial: budget (real mode)");
+    for doc in ["report.md", "report.html"] {
+        let t = std::fs::read_to_string(out.join(doc)).unwrap();
+        assert!(t.contains("PARTIAL (budget)"), "{doc}");
+    }
+
+    // A bigger budget: the 8 paid calls are replayed, only the rest is made, and the
+    // artefacts are those of the uninterrupted exam.
+    let before = srv.requests();
+    let mut a = args.to_vec();
+    a.extend(["--max-queries", "1000"]);
+    let o = run(&mut exam_cmd(corpus.path(), &out, &target, &a));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert_eq!(
+        srv.requests() - before,
+        total - 8,
+        "paid calls were repeated"
+    );
+    let s = last_session(&out);
+    assert_eq!(s["cache_hits"].as_u64(), Some(8), "{s}");
+    assert_same(&reference, &out);
+    assert!(json(&out.join("report.json")).get("partial").is_none());
+}
+
+#[test]
+fn estimate_plans_calls_per_tier_and_a_cost_bound_without_calling() {
+    let srv = Server::start(cascade_script(0));
+    let corpus = tempfile::tempdir().unwrap();
+    small_corpus(corpus.path());
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let o = run(&mut exam_cmd(
+        corpus.path(),
+        &out,
+        &srv.target("gpt-4o-mini"),
+        &["-n", "2", "--consensus", "1", "--estimate"],
+    ));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert_eq!(srv.requests(), 0, "--estimate calls no model");
+    assert!(!out.exists(), "--estimate writes nothing");
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    // 2 passes × 3 non-floor scenarios × (1 + 1 voter) = 12 cascade passes at most.
+    let planned = |tier: &str| -> u64 {
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with(tier))
+            .unwrap_or_else(|| panic!("no {tier} line:\n{stdout}"));
+        let w: Vec<&str> = line.split_whitespace().collect();
+        let i = w.iter().position(|x| *x == "calls").unwrap();
+        w[i - 1].parse().unwrap()
+    };
+    assert_eq!(planned("triage"), 12, "{stdout}");
+    assert_eq!(planned("investigate"), 12, "{stdout}");
+    assert_eq!(planned("deep"), 36, "{stdout}");
+    assert_eq!(planned("formatter"), 12, "{stdout}");
+    assert!(stdout.contains("total: 72 planned model calls"), "{stdout}");
+    assert!(stdout.contains("upper-bound cost: $"), "{stdout}");
+    assert!(
+        !stdout.contains("unpriced"),
+        "gpt-4o-mini is priced:\n{stdout}"
+    );
+
+    // The bound holds: a real exam of the same plan makes no more calls and costs less.
+    let o = run(&mut exam_cmd(
+        corpus.path(),
+        &out,
+        &srv.target("gpt-4o-mini"),
+        &["-n", "2", "--consensus", "1"],
+    ));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert!(srv.requests() <= 72);
+    let bound: f64 = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("upper-bound cost: $"))
+        .unwrap()
+        .parse()
+        .unwrap();
+    let cost = json(&out.join("report.json"))["usage"]["cost_usd"]
+        .as_f64()
+        .unwrap();
+    assert!(cost > 0.0 && cost <= bound, "{cost} > {bound}");
+
+    // An unknown model: N/A, never a made-up price.
+    let o = run(&mut exam_cmd(
+        corpus.path(),
+        &out,
+        &srv.target("no-such-model"),
+        &["-n", "1", "--estimate"],
+    ));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("N/A (no price for"), "{stdout}");
+}
+
+#[test]
+fn usage_and_cost_per_tier_are_reported_identically_on_a_resumed_run() {
+    let srv = Server::start(cascade_script(0));
+    let corpus = tempfile::tempdir().unwrap();
+    small_corpus(corpus.path());
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let target = srv.target("gpt-4o-mini");
+    let args = ["-n", "1", "--consensus", "0"];
+    let o = run(&mut exam_cmd(corpus.path(), &out, &target, &args));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let fresh = json(&out.join("report.json"));
+    let u = &fresh["usage"];
+    let tiers: Vec<&str> = u["tiers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["tier"].as_str().unwrap())
+        .collect();
+    assert_eq!(tiers, ["triage", "investigate", "deep", "formatter"]);
+    for t in u["tiers"].as_array().unwrap() {
+        let want = if t["tier"] == "deep" { 9 } else { 3 };
+        assert_eq!(t["calls"], want, "{t}");
+        assert_eq!(t["calls_with_usage"], want, "{t}");
+        assert!(t["input_tokens"].as_u64().unwrap() > 0, "{t}");
+        assert!(t["output_tokens"].as_u64().unwrap() > 0, "{t}");
+        assert!(t["cost_usd"].as_f64().unwrap() > 0.0, "{t}");
+    }
+    let sum: u64 = u["tiers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["input_tokens"].as_u64().unwrap())
+        .sum();
+    assert_eq!(u["input_tokens"].as_u64(), Some(sum));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("usage deep"), "{stdout}");
+
+    // Resumed: no call made, the same usage and cost (journal hits count).
+    let before = srv.requests();
+    let o = run(&mut exam_cmd(corpus.path(), &out, &target, &args));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert_eq!(srv.requests(), before);
+    assert_eq!(last_session(&out)["model_calls"], 0);
+    let resumed = json(&out.join("report.json"));
+    assert_eq!(resumed["usage"], fresh["usage"]);
+
+    // An unpriced model: cost N/A with the reason, tokens still counted.
+    let out2 = tmp.path().join("out2");
+    let o = run(&mut exam_cmd(
+        corpus.path(),
+        &out2,
+        &srv.target("no-such-model"),
+        &args,
+    ));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let u = &json(&out2.join("report.json"))["usage"];
+    assert!(u["cost_usd"].is_null(), "{u}");
+    assert!(
+        u["cost_na_reason"].as_str().unwrap().contains("no price"),
+        "{u}"
+    );
+    assert!(u["input_tokens"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn another_exam_in_the_same_out_moves_the_previous_one_aside_loudly() {
+    let srv = Server::start(cascade_script(0));
+    let corpus = tempfile::tempdir().unwrap();
+    small_corpus(corpus.path());
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let target = srv.target("gpt-4o-mini");
+    let o = run(&mut exam_cmd(
+        corpus.path(),
+        &out,
+        &target,
+        &["-n", "2", "--consensus", "0"],
+    ));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let first = std::fs::read(out.join("report.json")).unwrap();
+    let o = run(&mut exam_cmd(
+        corpus.path(),
+        &out,
+        &target,
+        &["-n", "1", "--consensus", "0"],
+    ));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains("another corpus or configuration") && stderr.contains("superseded"),
+        "{stderr}"
+    );
+    let moved = out.join("superseded/1");
+    assert_eq!(std::fs::read(moved.join("report.json")).unwrap(), first);
+    assert!(moved.join("run-1").is_dir() && !out.join("run-1").exists());
+    assert_eq!(
+        json(&out.join("report.json"))["runs"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+}
