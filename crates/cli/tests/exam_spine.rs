@@ -47,7 +47,7 @@ fn cascade_script(latency_ms: u64) -> Script {
 /// The test server and its runtime (the server is dropped, and so stopped, first).
 struct Server {
     srv: TestServer,
-    rt: tokio::runtime::Runtime,
+    _rt: tokio::runtime::Runtime,
 }
 
 impl Server {
@@ -58,7 +58,7 @@ impl Server {
             .build()
             .unwrap();
         let srv = rt.block_on(TestServer::start(script)).unwrap();
-        Server { srv, rt }
+        Server { srv, _rt: rt }
     }
     fn requests(&self) -> u64 {
         self.srv.stats().requests
