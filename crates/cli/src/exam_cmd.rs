@@ -395,29 +395,15 @@ fn print_estimate(
         }
     );
     println!("price table {}", prices.describe());
-    let (mut calls, mut cost, mut unpriced) = (0u64, 0.0f64, 0usize);
-    for r in &rows {
-        calls += r.calls;
-        let c = match &r.max_cost {
-            Ok(c) => {
-                cost += c;
-                format!("≤ ${c:.4}")
-            }
-            Err(why) => {
-                unpriced += 1;
-                format!("N/A ({why})")
-            }
-        };
-        let line = format!(
-            "{:<12} {:<28} {:>9} calls  ≤ {} in + {} out tokens  {c}",
-            r.tier.name(),
-            r.model,
-            r.calls,
-            r.max_input_tokens,
-            r.max_output_tokens
-        );
-        println!("{}", safe(&line));
-    }
+    let (calls, cost, unpriced) =
+        crate::print_estimate_rows(rows.iter().map(|r| crate::EstimateRow {
+            role: r.tier.name(),
+            model: &r.model,
+            calls: r.calls,
+            max_input_tokens: r.max_input_tokens,
+            max_output_tokens: r.max_output_tokens,
+            max_cost: &r.max_cost,
+        }));
     println!(
         "total: {calls} planned model calls at most (journal hits are free and not subtracted){}",
         match max_queries {

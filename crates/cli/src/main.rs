@@ -445,6 +445,43 @@ fn run(
 }
 
 /// `run --estimate`: planned calls per role and an upper-bound cost; no model is called.
+/// One row of an `--estimate` table (`gauntlet run` roles, `gauntlet exam` tiers).
+pub(crate) struct EstimateRow<'a> {
+    pub role: &'a str,
+    pub model: &'a str,
+    pub calls: u64,
+    pub max_input_tokens: u64,
+    pub max_output_tokens: u64,
+    pub max_cost: &'a Result<f64, String>,
+}
+
+/// Prints the rows (model names are escaped: they come from configs); returns the
+/// planned calls, the priced upper-bound cost and how many rows are unpriced.
+pub(crate) fn print_estimate_rows<'a>(
+    rows: impl IntoIterator<Item = EstimateRow<'a>>,
+) -> (u64, f64, usize) {
+    let (mut calls, mut cost, mut unpriced) = (0u64, 0.0f64, 0usize);
+    for r in rows {
+        calls += r.calls;
+        let c = match r.max_cost {
+            Ok(c) => {
+                cost += c;
+                format!("≤ ${c:.4}")
+            }
+            Err(why) => {
+                unpriced += 1;
+                format!("N/A ({why})")
+            }
+        };
+        let line = format!(
+            "{:<13} {:<28} {:>9} calls  ≤ {} in + {} out tokens  {c}",
+            r.role, r.model, r.calls, r.max_input_tokens, r.max_output_tokens
+        );
+        println!("{}", safe(&line));
+    }
+    (calls, cost, unpriced)
+}
+
 fn estimate(path: &Path, trials: Option<u32>) -> ExitCode {
     let plan = match load_plan_with(path, trials) {
         Ok(p) => p,
@@ -472,24 +509,14 @@ fn estimate(path: &Path, trials: Option<u32>) -> ExitCode {
             }
         }
     }
-    let (mut calls, mut cost, mut unpriced) = (0u64, 0.0f64, Vec::new());
-    for r in &rows {
-        calls += r.calls;
-        let c = match &r.max_cost {
-            Ok(c) => {
-                cost += c;
-                format!("≤ ${c:.4}")
-            }
-            Err(why) => {
-                unpriced.push(why.clone());
-                format!("N/A ({why})")
-            }
-        };
-        println!(
-            "{:<13} {:<28} {:>9} calls  ≤ {} in + {} out tokens  {c}",
-            r.role, r.model, r.calls, r.max_input_tokens, r.max_output_tokens
-        );
-    }
+    let (calls, cost, unpriced) = print_estimate_rows(rows.iter().map(|r| EstimateRow {
+        role: &r.role,
+        model: &r.model,
+        calls: r.calls,
+        max_input_tokens: r.max_input_tokens,
+        max_output_tokens: r.max_output_tokens,
+        max_cost: &r.max_cost,
+    }));
     println!(
         "total: {calls} planned model calls (journal hits are free and not subtracted){}",
         match plan.config.max_queries {
@@ -497,13 +524,10 @@ fn estimate(path: &Path, trials: Option<u32>) -> ExitCode {
             _ => String::new(),
         }
     );
-    if unpriced.is_empty() {
+    if unpriced == 0 {
         println!("upper-bound cost: ${cost:.4}");
     } else {
-        println!(
-            "upper-bound cost: ${cost:.4} for the priced roles; {} role(s) unpriced",
-            unpriced.len()
-        );
+        println!("upper-bound cost: ${cost:.4} for the priced roles; {unpriced} role(s) unpriced");
     }
     println!(
         "(bounds: each call at most max_tokens out, else {}; at most the longest prompt/3 + {} tokens + earlier replies in)",
