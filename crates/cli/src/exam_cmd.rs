@@ -15,7 +15,7 @@ use gauntlet_exam::calls::{ExamCalls, SpineOptions};
 use gauntlet_exam::cascade::CascadeOptions;
 use gauntlet_exam::embedded::{CorpusSource, resolve_corpus};
 use gauntlet_exam::exam::{
-    Backend, ExamConfig, Progress, exam_identity, parse_target, run_exam, write_artifacts,
+    Backend, ExamConfig, Progress, exam_identity_bytes, parse_target, run_exam, write_artifacts,
 };
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
@@ -40,6 +40,12 @@ pub enum Mode {
 
 #[derive(Debug, Args)]
 pub struct ExamArgs {
+    /// An exam described by a YAML file (corpus, mode, passes, consensus, tool_loop,
+    /// seed, max_queries, concurrency, out, target, tiers); its identity hash is
+    /// recorded in report.json. --out, --concurrency and --max-queries given here
+    /// override the file; the other settings come from the file only.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["corpus", "mode", "passes", "consensus", "target", "tool_loop", "seed"])]
+    config: Option<PathBuf>,
     /// Scenario corpus directory holding corpus.pin. Default: ./exams/scenarios when it
     /// exists, else the reference corpus embedded in the binary.
     #[arg(long)]
@@ -62,12 +68,17 @@ pub struct ExamArgs {
     /// or a YAML file with a spec, or `{target: SPEC, tiers: {triage|investigate|deep|formatter: SPEC}}`.
     #[arg(long)]
     target: Option<String>,
-    /// Output directory for report.json, classifier.json, run-<i>/ and the reports.
-    #[arg(long, default_value = "exam-out")]
-    out: PathBuf,
-    /// Scenarios in flight at once.
-    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=1024))]
-    concurrency: u32,
+    /// Output directory for report.json, classifier.json, run-<i>/ and the reports
+    /// [default: exam-out].
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Scenarios in flight at once [default: 8].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    concurrency: Option<u32>,
+    /// Request seed of the cascade's calls (consensus voter k sends seed + k); none by
+    /// default.
+    #[arg(long)]
+    seed: Option<u64>,
     /// Golden mode: serve the golden replies over loopback HTTP and reach them through
     /// the `anthropic` target (exercises the wire path).
     #[arg(long)]
@@ -99,7 +110,33 @@ pub struct ExamArgs {
     price_table: Option<PathBuf>,
 }
 
-pub fn exam(a: ExamArgs) -> ExitCode {
+pub fn exam(mut a: ExamArgs) -> ExitCode {
+    let mut file_targets = None;
+    if let Some(p) = &a.config {
+        let f = match gauntlet_exam::exam_file::ExamFile::load(p) {
+            Ok(f) => f,
+            Err(e) => {
+                eprintln!("gauntlet exam: {}", safe_text(&e));
+                return ExitCode::from(2);
+            }
+        };
+        use gauntlet_exam::exam_file::FileMode;
+        a.corpus = f.corpus;
+        a.mode = match f.mode {
+            Some(FileMode::Real) => Mode::Real,
+            Some(FileMode::E2e) => Mode::E2e,
+            Some(FileMode::Golden) | None => Mode::Golden,
+        };
+        a.passes = f.passes.unwrap_or(a.passes);
+        a.consensus = f.consensus.unwrap_or(a.consensus);
+        a.tool_loop = f.tool_loop.unwrap_or(false);
+        a.seed = f.seed;
+        a.out = a.out.take().or(f.out);
+        a.concurrency = a.concurrency.or(f.concurrency);
+        a.max_queries = a.max_queries.or(f.max_queries);
+        file_targets = f.targets;
+    }
+    let out_dir = a.out.clone().unwrap_or_else(|| PathBuf::from("exam-out"));
     let (corpus, source) = match resolve_corpus(a.corpus.as_deref(), Path::new("exams/scenarios")) {
         Ok(c) => c,
         Err(e) => {
@@ -109,7 +146,7 @@ pub fn exam(a: ExamArgs) -> ExitCode {
     };
     let real = match a.mode {
         Mode::Real => true,
-        Mode::E2e => a.target.is_some(),
+        Mode::E2e => a.target.is_some() || file_targets.is_some(),
         Mode::Golden => false,
     };
     let backend = match a.mode {
@@ -117,12 +154,16 @@ pub fn exam(a: ExamArgs) -> ExitCode {
             http: a.golden_http,
         },
         Mode::Golden => {
-            if a.target.is_some() {
-                eprintln!("gauntlet exam: --target is ignored in golden mode");
+            if a.target.is_some() || file_targets.is_some() {
+                eprintln!("gauntlet exam: the target is ignored in golden mode");
             }
             Backend::Golden {
                 http: a.golden_http,
             }
+        }
+        Mode::Real | Mode::E2e if file_targets.is_some() => {
+            let (models, label) = file_targets.take().expect("checked");
+            Backend::Real { models, label }
         }
         Mode::Real | Mode::E2e => {
             let Some(t) = &a.target else {
@@ -156,12 +197,14 @@ pub fn exam(a: ExamArgs) -> ExitCode {
         cascade: CascadeOptions {
             consensus: a.consensus,
             tool_loop: a.tool_loop,
+            seed: a.seed,
             ..CascadeOptions::default()
         },
-        concurrency: a.concurrency as usize,
+        concurrency: a.concurrency.unwrap_or(8) as usize,
         golden_fault: None,
         e2e: a.mode == Mode::E2e,
         detector_timeout: std::time::Duration::from_millis(a.detector_timeout_ms.max(1)),
+        from_file: a.config.is_some(),
         calls: None,
     };
     if a.estimate {
@@ -190,12 +233,12 @@ pub fn exam(a: ExamArgs) -> ExitCode {
     );
     if let Backend::Real { .. } = &cfg.backend {
         let opts = SpineOptions {
-            dir: a.out.clone(),
+            dir: out_dir.clone(),
             max_queries: a.max_queries,
             prices,
         };
         let mut notes = Vec::new();
-        match ExamCalls::open(&opts, &exam_identity(&corpus, &cfg), &mut notes) {
+        match ExamCalls::open(&opts, &exam_identity_bytes(&corpus, &cfg), &mut notes) {
             Ok(c) => cfg.calls = Some(Arc::new(c)),
             Err(e) => {
                 eprintln!("gauntlet exam: {}", safe_text(&e));
@@ -237,12 +280,12 @@ pub fn exam(a: ExamArgs) -> ExitCode {
     {
         b.finish_and_clear();
     }
-    if let Err(e) = write_artifacts(&a.out, &out) {
+    if let Err(e) = write_artifacts(&out_dir, &out) {
         eprintln!(
             "gauntlet exam: {}",
             safe_text(&format!(
                 "{e}; {} was not replaced",
-                a.out.join("report.json").display()
+                out_dir.join("report.json").display()
             ))
         );
         return ExitCode::from(1);
@@ -250,14 +293,14 @@ pub fn exam(a: ExamArgs) -> ExitCode {
     eprintln!(
         "gauntlet exam: finished in {:.2} s (per-scenario wall times in {})",
         out.timings.total_millis as f64 / 1000.0,
-        a.out.join("timings.json").display()
+        out_dir.join("timings.json").display()
     );
     if let Some(s) = &out.session
-        && let Err(e) = s.log(&a.out)
+        && let Err(e) = s.log(&out_dir)
     {
         eprintln!(
             "gauntlet exam: cannot append to {}: {e}",
-            a.out.join(gauntlet_exam::calls::SESSIONS).display()
+            out_dir.join(gauntlet_exam::calls::SESSIONS).display()
         );
     }
     let r = &out.report;
@@ -342,7 +385,7 @@ pub fn exam(a: ExamArgs) -> ExitCode {
         .map(|(b, n)| format!("{b} {n}"))
         .collect();
     println!("classifier (worst)    {}", bins.join(", "));
-    println!("artefacts             {}", a.out.display());
+    println!("artefacts             {}", out_dir.display());
     if let Some(e) = &out.e2e
         && e.fidelity.detector_error > 0
     {
@@ -356,7 +399,7 @@ pub fn exam(a: ExamArgs) -> ExitCode {
         eprintln!(
             "gauntlet exam: the query budget (--max-queries) is spent: the report is partial ({} scenario run(s) not run); raise --max-queries and rerun into {} to resume",
             r.not_run.len(),
-            a.out.display()
+            out_dir.display()
         );
         return ExitCode::from(3);
     }

@@ -569,3 +569,83 @@ fn another_exam_in_the_same_out_moves_the_previous_one_aside_loudly() {
         1
     );
 }
+
+/// An exam described by a YAML file: its settings (budget, seed, targets) apply, the
+/// identity's sha256 is recorded in report.json and is that of exam.json, a CLI
+/// `--max-queries` overrides the file's budget to resume, and a changed seed is another
+/// exam. The file's settings cannot be mixed with the flags that would contradict them.
+#[test]
+fn an_exam_file_describes_the_exam_and_its_hash_is_recorded() {
+    let srv = Server::start(cascade_script(0));
+    let dir = tempfile::tempdir().unwrap();
+    small_corpus(&dir.path().join("corpus"));
+    let file = |seed: u64| {
+        let p = dir.path().join("exam.yaml");
+        std::fs::write(
+            &p,
+            format!(
+                "corpus: corpus\nmode: real\npasses: 1\nconsensus: 0\nseed: {seed}\nmax_queries: 8\nout: out\ntarget: {}\n",
+                srv.target("gpt-4o-mini")
+            ),
+        )
+        .unwrap();
+        p
+    };
+    let exam = |p: &Path, extra: &[&str]| {
+        let mut c = Command::new(BIN);
+        c.args(["exam", "--quiet", "--config"])
+            .arg(p)
+            .args(extra)
+            .env("GAUNTLET_TEST_KEY", "k");
+        c.output().unwrap()
+    };
+    let p = file(7);
+    let o = exam(&p, &[]);
+    assert_eq!(
+        o.status.code(),
+        Some(3),
+        "the file's budget applies: {}",
+        show(&o)
+    );
+    assert_eq!(srv.requests(), 8);
+    let body = &srv.srv.last_request().unwrap().body;
+    assert_eq!(body["seed"], 7, "the file's seed is sent: {body}");
+    let out = dir.path().join("out");
+    let o = exam(&p, &["--max-queries", "100"]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert_eq!(srv.requests(), 18, "3 scenarios × 6 calls, none repeated");
+    let r = json(&out.join("report.json"));
+    let hash = r["exam_config_sha256"].as_str().unwrap().to_string();
+    let identity = std::fs::read(out.join("exam.json")).unwrap();
+    let sum = Command::new("sha256sum")
+        .arg(out.join("exam.json"))
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&sum.stdout).starts_with(&hash));
+    assert_eq!(
+        json(&out.join("exam.json"))["seed"],
+        7,
+        "{}",
+        String::from_utf8_lossy(&identity)
+    );
+
+    // Another seed is another exam: the previous one is moved aside, its hash differs.
+    let p = file(8);
+    let o = exam(&p, &["--max-queries", "100"]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("superseded"));
+    let r2 = json(&out.join("report.json"));
+    assert_ne!(r2["exam_config_sha256"].as_str().unwrap(), hash);
+
+    // Flags that contradict the file are refused; an unknown key names file and line.
+    let o = exam(&p, &["--passes", "2"]);
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    std::fs::write(&p, "mode: real\nbudget: 3\n").unwrap();
+    let o = exam(&p, &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains("exam.yaml:2:") && stderr.contains("unknown key `budget`"),
+        "{stderr}"
+    );
+}

@@ -122,7 +122,7 @@ impl ExamCalls {
     /// exam's identity and opens the journal.
     pub fn open(
         opts: &SpineOptions,
-        identity: &serde_json::Value,
+        identity: &[u8],
         notes: &mut Vec<String>,
     ) -> Result<ExamCalls, String> {
         let dir = &opts.dir;
@@ -146,8 +146,7 @@ impl ExamCalls {
             Err(fs::TryLockError::Error(e)) => return Err(named("cannot lock", &lock_path, e)),
         }
         let exam_json = dir.join(EXAM_JSON);
-        let mut want = serde_json::to_vec_pretty(identity).expect("json");
-        want.push(b'\n');
+        let want = identity;
         let old = match gauntlet_core::files::read(&exam_json, gauntlet_core::files::Kind::CONFIG) {
             Ok(b) => Some(b),
             Err(e) if e.io_kind() == Some(io::ErrorKind::NotFound) => None,
@@ -158,7 +157,7 @@ impl ExamCalls {
                 .map_err(|e| named("cannot read", dir, e))?
                 .flatten()
                 .any(|e| is_run_dir(&e.file_name().to_string_lossy()));
-        if old.as_deref() != Some(&want[..]) && (old.is_some() || has_artefacts) {
+        if old.as_deref() != Some(want) && (old.is_some() || has_artefacts) {
             let to = supersede(dir).map_err(|e| named("cannot move aside the exam in", dir, e))?;
             notes.push(format!(
                 "NOTE: {} held {} (another corpus or configuration); its artefacts are moved to {} (analyse it there). This is a new exam; the journal stays, so only calls the two share are replayed",
@@ -171,7 +170,7 @@ impl ExamCalls {
                 to.display()
             ));
         }
-        gauntlet_core::atomic::write_atomic_named(&exam_json, &want).map_err(|e| e.to_string())?;
+        gauntlet_core::atomic::write_atomic_named(&exam_json, want).map_err(|e| e.to_string())?;
         let path = dir.join(JOURNAL);
         let journal =
             Journal::open(&path).map_err(|e| named("cannot open the journal", &path, e))?;

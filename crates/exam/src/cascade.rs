@@ -249,6 +249,9 @@ pub struct CascadeOptions {
     /// `iterations` measure the model rather than the runtime.
     pub tool_loop: bool,
     pub max_tool_rounds: usize,
+    /// Sent as the request seed (main cascade: `seed`, consensus voter k: `seed + k`,
+    /// so voters stay independent samples); `None` sends none.
+    pub seed: Option<u64>,
 }
 
 impl Default for CascadeOptions {
@@ -259,6 +262,7 @@ impl Default for CascadeOptions {
             findings_in_scan: 1,
             tool_loop: false,
             max_tool_rounds: DEFAULT_TOOL_ROUNDS,
+            seed: None,
         }
     }
 }
@@ -515,7 +519,7 @@ impl Ctx<'_> {
         let req = ChatRequest {
             messages,
             tools: tools.into(),
-            seed: None,
+            seed: self.opts.seed.map(|s| s.wrapping_add(self.voter as u64)),
             temperature: Some(temperature),
             max_tokens: Some(MAX_TOKENS),
             agent_script: None,

@@ -65,6 +65,9 @@ pub struct ExamConfig {
     pub e2e: bool,
     /// End-to-end mode: per-detector, per-scenario time budget.
     pub detector_timeout: std::time::Duration,
+    /// The exam was described by a file (`--config`): its identity hash is recorded in
+    /// report.json whatever the backend.
+    pub from_file: bool,
     /// Real backends: the journaled call layer (resume, budget, usage and cost), opened
     /// on the output directory ([`ExamCalls::open`]). `None`: calls go straight to the
     /// models (the golden backend always does).
@@ -81,6 +84,7 @@ impl ExamConfig {
             golden_fault: None,
             e2e: false,
             detector_timeout: crate::detectors::fleet::DEFAULT_TIMEOUT,
+            from_file: false,
             calls: None,
         }
     }
@@ -420,6 +424,9 @@ pub async fn run_exam(
         None
     };
     let mut report = summarise(corpus, cfg, &backend_label, runs, &transcripts);
+    if cfg.from_file {
+        report.exam_config_sha256 = Some(exam_config_sha256(corpus, cfg));
+    }
     if let (Some(c), Backend::Real { models, .. }) = (&calls, &cfg.backend) {
         report.usage = Some(crate::calls::price_usage(&c.usage(), models, &c.prices));
         report.exam_config_sha256 = Some(exam_config_sha256(corpus, cfg));
@@ -508,18 +515,22 @@ pub fn exam_identity(corpus: &Corpus, cfg: &ExamConfig) -> serde_json::Value {
         "findings_budget": cfg.cascade.findings_budget,
         "tool_loop": cfg.cascade.tool_loop,
         "max_tool_rounds": cfg.cascade.max_tool_rounds,
+        "seed": cfg.cascade.seed,
         "e2e": cfg.e2e,
         "tiers": tiers,
     })
 }
 
-/// sha256 of [`exam_identity`]'s canonical JSON.
+/// `exam.json`: [`exam_identity`] as pretty JSON with a final newline.
+pub fn exam_identity_bytes(corpus: &Corpus, cfg: &ExamConfig) -> Vec<u8> {
+    let mut b = serde_json::to_vec_pretty(&exam_identity(corpus, cfg)).expect("json");
+    b.push(b'\n');
+    b
+}
+
+/// sha256 of `exam.json` ([`exam_identity_bytes`]): `sha256sum exam.json` checks it.
 pub fn exam_config_sha256(corpus: &Corpus, cfg: &ExamConfig) -> String {
-    gauntlet_core::hash::sha256_hex(
-        serde_json::to_string(&exam_identity(corpus, cfg))
-            .expect("json")
-            .as_bytes(),
-    )
+    gauntlet_core::hash::sha256_hex(&exam_identity_bytes(corpus, cfg))
 }
 
 /// The `detect_fidelity` value: the block plus its note and backend facts.
@@ -801,7 +812,6 @@ impl Catalog for Targets {
 /// bare name) used for every tier, or `{target: SPEC, tiers: {triage|investigate|deep|
 /// formatter: SPEC}}`. Errors (including a missing API key) are configuration errors.
 pub fn parse_target(arg: &str) -> Result<(TierModels, String), String> {
-    use gauntlet_core::tree::{Node, Value, parse_yaml};
     let (text, origin) = if Path::new(arg).is_file() {
         (
             gauntlet_core::files::read_to_string(
@@ -814,7 +824,16 @@ pub fn parse_target(arg: &str) -> Result<(TierModels, String), String> {
     } else {
         (arg.to_string(), "--target".to_string())
     };
-    let root = parse_yaml(&text).map_err(|e| format!("{origin}: {e:?}"))?;
+    let root = gauntlet_core::tree::parse_yaml(&text).map_err(|e| format!("{origin}: {e:?}"))?;
+    parse_target_node(&root, &origin)
+}
+
+/// [`parse_target`] of a parsed document; `origin` names it in errors.
+pub fn parse_target_node(
+    root: &gauntlet_core::tree::Node,
+    origin: &str,
+) -> Result<(TierModels, String), String> {
+    use gauntlet_core::tree::{Node, Value};
     let build = |node: &Node, path: &str| -> Result<TierModel, String> {
         let mut diags = Vec::new();
         let spec = resolve_spec(&Targets, Axis::Target, node, path, &mut diags);
@@ -852,7 +871,7 @@ pub fn parse_target(arg: &str) -> Result<(TierModels, String), String> {
         _ => None,
     };
     let Some(entries) = entries else {
-        let m = build(&root, "target")?;
+        let m = build(root, "target")?;
         let label = m.model.label();
         return Ok((
             TierModels {

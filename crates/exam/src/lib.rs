@@ -18,6 +18,7 @@ pub mod corpus;
 pub mod detectors;
 pub mod embedded;
 pub mod exam;
+pub mod exam_file;
 pub mod golden;
 pub mod grade;
 pub mod load;
