@@ -488,13 +488,7 @@ fn estimate(path: &Path, trials: Option<u32>) -> ExitCode {
         Err(code) => return code,
     };
     println!("{}", describe(&plan));
-    let table = plan
-        .prices
-        .iter()
-        .flatten()
-        .next()
-        .cloned()
-        .unwrap_or_else(gauntlet_engine::usage::PriceTable::bundled);
+    let table = plan.price_table();
     println!("price table {}", table.describe());
     let mut rows = gauntlet_engine::usage::estimate(&plan, &table);
     // Every trial makes the same planned calls again.

@@ -181,6 +181,17 @@ fn build_model(strictness: Strictness, spec: &gauntlet_core::params::PluginSpec)
 }
 
 impl Plan {
+    /// The price table of usage.json, the cost metric and `--estimate`: the first
+    /// configured, else the bundled one.
+    pub fn price_table(&self) -> PriceTable {
+        self.prices
+            .iter()
+            .flatten()
+            .next()
+            .cloned()
+            .unwrap_or_else(PriceTable::bundled)
+    }
+
     /// Builds every plugin and loads every dataset. Errors name the config file and the
     /// spec's line.
     pub fn build(config: RunConfig) -> Result<Plan, ConfigError> {

@@ -786,17 +786,6 @@ fn slot_models(plan: &Plan, attack: usize, target: usize, judge: usize) -> [Opti
     ]
 }
 
-/// The price table of usage.json and the cost metric: the first configured, else the
-/// bundled one.
-fn price_table(plan: &Plan) -> crate::usage::PriceTable {
-    plan.prices
-        .iter()
-        .flatten()
-        .next()
-        .cloned()
-        .unwrap_or_else(crate::usage::PriceTable::bundled)
-}
-
 /// One cell's results row and usage.json row, from its accumulators (one per trial).
 /// With several trials each metric is computed per trial (its own bootstrap CI, seeded
 /// by the trial's seed) and summarised across trials, and usage sums every trial.
@@ -1019,7 +1008,7 @@ fn summarise(
     mut cells: Vec<Vec<CellAcc>>,
     status: &Status,
 ) -> (RunSummary, Vec<serde_json::Value>) {
-    let table = price_table(plan);
+    let table = plan.price_table();
     let kept: KeptOutcomes = cells.iter_mut().map(|c| take_outcomes(c)).collect();
     let rows = par_map(cells.into_iter().enumerate().collect(), |(i, trials)| {
         cell_summary(plan, trial_seeds, &table, pb, i, trials)
@@ -1376,7 +1365,7 @@ pub async fn execute(
     // A cell's results (its bootstrap CIs are the costly part) are computed on a blocking
     // thread as soon as its last unit is folded, while later units still run; units are
     // consumed in canonical order, so cells complete in cell order.
-    let table = Arc::new(price_table(&ctx.plan));
+    let table = Arc::new(ctx.plan.price_table());
     let n_cells = cells.len();
     let mut cell_jobs: Vec<tokio::task::JoinHandle<(CellSummary, serde_json::Value)>> =
         Vec::with_capacity(n_cells);
