@@ -438,27 +438,19 @@ fn print_estimate(
         }
     );
     println!("price table {}", prices.describe());
-    let (calls, cost, unpriced) =
-        crate::print_estimate_rows(rows.iter().map(|r| crate::EstimateRow {
-            role: r.tier.name(),
-            model: &r.model,
-            calls: r.calls,
-            max_input_tokens: r.max_input_tokens,
-            max_output_tokens: r.max_output_tokens,
-            max_cost: &r.max_cost,
-        }));
-    println!(
-        "total: {calls} planned model calls at most (journal hits are free and not subtracted){}",
-        match max_queries {
-            Some(m) if m < calls => format!("; --max-queries {m} may stop the exam first"),
-            _ => String::new(),
-        }
+    let totals = crate::print_estimate_rows(rows.iter().map(|r| crate::EstimateRow {
+        role: r.tier.name(),
+        model: &r.model,
+        calls: r.calls,
+        max_input_tokens: r.max_input_tokens,
+        max_output_tokens: r.max_output_tokens,
+        max_cost: &r.max_cost,
+    }));
+    crate::print_estimate_totals(
+        totals,
+        max_queries.map(|m| (m, "--max-queries", "exam")),
+        "tier",
     );
-    if unpriced == 0 {
-        println!("upper-bound cost: ${cost:.4}");
-    } else {
-        println!("upper-bound cost: ${cost:.4} for the priced tiers; {unpriced} tier(s) unpriced");
-    }
     println!(
         "(bounds: passes × scenarios not floor-routed × (1 + consensus voters) × the most calls one cascade pass makes per tier; each call at most {} tokens out and at most its prompt/3 + {} + earlier replies in{})",
         gauntlet_exam::cascade::MAX_TOKENS,

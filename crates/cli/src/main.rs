@@ -482,6 +482,30 @@ pub(crate) fn print_estimate_rows<'a>(
     (calls, cost, unpriced)
 }
 
+/// The total and upper-bound cost lines under an estimate table; `budget` is the query
+/// budget, its setting's name and what it stops; `unit` names a row (`role`, `tier`).
+pub(crate) fn print_estimate_totals(
+    (calls, cost, unpriced): (u64, f64, usize),
+    budget: Option<(u64, &str, &str)>,
+    unit: &str,
+) {
+    println!(
+        "total: {calls} planned model calls (journal hits are free and not subtracted){}",
+        match budget {
+            Some((m, name, what)) if m < calls =>
+                format!("; {name} {m} will stop the {what} first"),
+            _ => String::new(),
+        }
+    );
+    if unpriced == 0 {
+        println!("upper-bound cost: ${cost:.4}");
+    } else {
+        println!(
+            "upper-bound cost: ${cost:.4} for the priced {unit}s; {unpriced} {unit}(s) unpriced"
+        );
+    }
+}
+
 fn estimate(path: &Path, trials: Option<u32>) -> ExitCode {
     let plan = match load_plan_with(path, trials) {
         Ok(p) => p,
@@ -511,18 +535,11 @@ fn estimate(path: &Path, trials: Option<u32>) -> ExitCode {
         max_output_tokens: r.max_output_tokens,
         max_cost: &r.max_cost,
     }));
-    println!(
-        "total: {calls} planned model calls (journal hits are free and not subtracted){}",
-        match plan.config.max_queries {
-            Some(m) if m < calls => format!("; max_queries {m} will stop the run first"),
-            _ => String::new(),
-        }
+    print_estimate_totals(
+        (calls, cost, unpriced),
+        plan.config.max_queries.map(|m| (m, "max_queries", "run")),
+        "role",
     );
-    if unpriced == 0 {
-        println!("upper-bound cost: ${cost:.4}");
-    } else {
-        println!("upper-bound cost: ${cost:.4} for the priced roles; {unpriced} role(s) unpriced");
-    }
     println!(
         "(bounds: each call at most max_tokens out, else {}; at most the longest prompt/3 + {} tokens + earlier replies in)",
         gauntlet_engine::usage::ASSUMED_MAX_TOKENS,

@@ -14,7 +14,7 @@ use gauntlet_testserver::{Action, Rule, Script, TestServer};
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Replies that walk every tier: triage unsure → investigate unsure (fan-out) → the
 /// deep panel escalates → the formatter writes the alert: 6 calls per non-floor
@@ -228,25 +228,7 @@ fn real_exam_sigkilled_five_times_resumes_to_identical_artefacts_without_repeati
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(120);
-        loop {
-            let len = std::fs::metadata(&journal).map(|m| m.len()).unwrap_or(0);
-            if len as f64 >= fraction * ref_journal as f64 {
-                break;
-            }
-            assert!(
-                child.try_wait().unwrap().is_none(),
-                "kill {k}: the exam finished before it could be killed"
-            );
-            assert!(Instant::now() < deadline, "kill {k}: no progress");
-            std::thread::sleep(Duration::from_millis(2));
-        }
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "kill {k}: the exam finished before it could be killed"
-        );
-        child.kill().unwrap(); // SIGKILL
-        child.wait().unwrap();
+        common::kill_when_file_reaches(&mut child, &journal, fraction * ref_journal as f64);
         // Let requests the killed process had in flight reach the server's counter.
         std::thread::sleep(Duration::from_millis(100));
         let journaled = journal_records(&journal) - records_before;
@@ -310,9 +292,16 @@ fn budget_exhaustion_gives_a_partial_report_exit_3_and_a_bigger_budget_resumes()
     let tmp = tempfile::tempdir().unwrap();
     let args = ["-n", "2", "--consensus", "0", "--concurrency", "1"];
 
+    // The reference runs 8 scenarios at once, the budgeted exam one at a time: the
+    // artefacts do not depend on the concurrency.
     let reference = tmp.path().join("ref/out");
     let before = srv.requests();
-    let o = run(&mut exam_cmd(corpus.path(), &reference, &target, &args));
+    let o = run(&mut exam_cmd(
+        corpus.path(),
+        &reference,
+        &target,
+        &["-n", "2", "--consensus", "0", "--concurrency", "8"],
+    ));
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let total = srv.requests() - before;
     assert_eq!(

@@ -10,7 +10,6 @@ use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
 
 mod common;
 use common::*;
@@ -363,25 +362,7 @@ fn sigkill_mid_trial_resumes_without_repeating_calls() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        let len = std::fs::metadata(&journal).map(|m| m.len()).unwrap_or(0);
-        if len as f64 >= 0.8 * ref_journal as f64 {
-            break;
-        }
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "the run finished before it could be killed"
-        );
-        assert!(Instant::now() < deadline, "the run made no progress");
-        std::thread::sleep(Duration::from_millis(2));
-    }
-    assert!(
-        child.try_wait().unwrap().is_none(),
-        "the run finished before it could be killed"
-    );
-    child.kill().unwrap(); // SIGKILL
-    child.wait().unwrap();
+    common::kill_when_file_reaches(&mut child, &journal, 0.8 * ref_journal as f64);
     assert_eq!(
         read_json(&runs.join("big/run.json"))["status"],
         "partial: incomplete"

@@ -5,7 +5,8 @@
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output};
+use std::time::{Duration, Instant};
 
 /// The binary under test, built by cargo for this test run.
 pub const BIN: &str = env!("CARGO_BIN_EXE_gauntlet");
@@ -86,4 +87,29 @@ pub fn assert_same_artefacts(a: &Path, b: &Path) {
             b.display()
         );
     }
+}
+
+/// Waits until `file` holds at least `bytes` bytes (a journal growing), then SIGKILLs
+/// `child` and reaps it. Panics when the child finished first (it could not be killed
+/// mid-way) or `file` did not grow enough within two minutes.
+pub fn kill_when_file_reaches(child: &mut Child, file: &Path, bytes: f64) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let len = std::fs::metadata(file).map(|m| m.len()).unwrap_or(0);
+        if len as f64 >= bytes {
+            break;
+        }
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the process finished before it could be killed"
+        );
+        assert!(Instant::now() < deadline, "the process made no progress");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the process finished before it could be killed"
+    );
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
 }
