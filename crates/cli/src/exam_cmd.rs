@@ -397,8 +397,13 @@ pub fn exam(mut a: ExamArgs) -> ExitCode {
     }
     if r.partial.as_deref() == Some("budget") {
         eprintln!(
-            "gauntlet exam: the query budget (--max-queries) is spent: the report is partial ({} scenario run(s) not run); raise --max-queries and rerun into {} to resume",
+            "gauntlet exam: the query budget (--max-queries) is spent: the report is partial ({} scenario run(s) not run{}); raise --max-queries and rerun into {} to resume",
             r.not_run.len(),
+            if r.e2e_not_run.is_some() {
+                ", end-to-end pass not run"
+            } else {
+                ""
+            },
             out_dir.display()
         );
         return ExitCode::from(3);

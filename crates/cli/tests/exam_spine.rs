@@ -98,8 +98,11 @@ fn small_corpus(dir: &Path) {
 
 fn exam_cmd(corpus: &Path, out: &Path, target: &str, extra: &[&str]) -> Command {
     let mut c = Command::new(BIN);
-    c.args(["exam", "--mode", "real", "--quiet", "--target", target])
-        .arg("--corpus")
+    c.args(["exam", "--quiet", "--target", target]);
+    if !extra.contains(&"--mode") {
+        c.args(["--mode", "real"]);
+    }
+    c.arg("--corpus")
         .arg(corpus)
         .arg("--out")
         .arg(out)
@@ -637,4 +640,52 @@ fn an_exam_file_describes_the_exam_and_its_hash_is_recorded() {
         stderr.contains("exam.yaml:2:") && stderr.contains("unknown key `budget`"),
         "{stderr}"
     );
+}
+
+/// End-to-end mode with a real target journals the fleet findings' triage too: a rerun
+/// makes no call and writes the same artefacts; a budget that runs out in the
+/// end-to-end pass drops `detect_fidelity` (never a fidelity over findings nobody
+/// triaged), says so, exits 3, and a bigger budget finishes it without repeating calls.
+#[test]
+fn end_to_end_mode_resumes_and_a_budget_cut_drops_the_fidelity_block() {
+    let srv = Server::start(cascade_script(0));
+    let target = srv.target("gpt-4o-mini");
+    let corpus = tempfile::tempdir().unwrap();
+    small_corpus(corpus.path());
+    let tmp = tempfile::tempdir().unwrap();
+    let args = ["--mode", "e2e", "-n", "1", "--consensus", "0"];
+    let a = tmp.path().join("a/out");
+    let o = run(&mut exam_cmd(corpus.path(), &a, &target, &args));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let total = srv.requests();
+    assert!(total > 18, "the end-to-end pass called the target: {total}");
+    assert!(json(&a.join("report.json"))["detect_fidelity"].is_object());
+    let before = artefacts(&a);
+    let o = run(&mut exam_cmd(corpus.path(), &a, &target, &args));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert_eq!(srv.requests(), total, "a rerun makes no call");
+    assert!(before == artefacts(&a), "a rerun changed the artefacts");
+
+    // 18 calls: the agent pass (3 scenarios × 6) and nothing of the end-to-end pass.
+    let b = tmp.path().join("b/out");
+    let mut x = args.to_vec();
+    x.extend(["--max-queries", "18"]);
+    let o = run(&mut exam_cmd(corpus.path(), &b, &target, &x));
+    assert_eq!(o.status.code(), Some(3), "{}", show(&o));
+    let r = json(&b.join("report.json"));
+    assert_eq!(r["partial"], "budget");
+    assert!(r.get("detect_fidelity").is_none(), "{r}");
+    assert!(r["e2e_not_run"].as_str().unwrap().contains("budget"), "{r}");
+    assert!(r.get("not_run").is_none(), "the agent pass completed: {r}");
+    let before = srv.requests();
+    let mut x = args.to_vec();
+    x.extend(["--max-queries", "1000"]);
+    let o = run(&mut exam_cmd(corpus.path(), &b, &target, &x));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert_eq!(
+        srv.requests() - before,
+        total - 18,
+        "paid calls were repeated"
+    );
+    assert_same(&a, &b);
 }

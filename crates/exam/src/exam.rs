@@ -181,6 +181,9 @@ pub struct HarnessReport {
     pub partial: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub not_run: Vec<NotRun>,
+    /// End-to-end mode: why the end-to-end pass (and so `detect_fidelity`) is missing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub e2e_not_run: Option<String>,
     /// Token usage and cost per tier (journal hits included: identical on a rerun).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<ExamUsage>,
@@ -432,6 +435,11 @@ pub async fn run_exam(
         report.exam_config_sha256 = Some(exam_config_sha256(corpus, cfg));
         if budget_spent() {
             report.partial = Some("budget".into());
+            if cfg.e2e && e2e_out.is_none() {
+                report.e2e_not_run = Some(
+                    "the query budget ran out before the end-to-end pass finished; detect_fidelity is not reported".into(),
+                );
+            }
         }
         report.not_run = not_run;
     }
@@ -762,6 +770,7 @@ fn summarise(
         runs,
         partial: None,
         not_run: Vec::new(),
+        e2e_not_run: None,
         usage: None,
         exam_config_sha256: None,
     }
@@ -1154,6 +1163,9 @@ fn summary_rows(r: &HarnessReport) -> Vec<(String, String)> {
                 ids.join(", ")
             ),
         ));
+        if let Some(why) = &r.e2e_not_run {
+            rows.push(("end-to-end pass".into(), format!("NOT RUN: {why}")));
+        }
     }
     rows.extend(base_rows(r));
     if let Some(u) = &r.usage {
