@@ -63,6 +63,23 @@ impl Server {
     fn requests(&self) -> u64 {
         self.srv.stats().requests
     }
+    /// Waits until nothing is in flight and the request count has held still for
+    /// 300 ms (a killed client's last requests may still be arriving).
+    fn settle(&self) {
+        let mut last = (u64::MAX, 0);
+        let mut still = std::time::Instant::now();
+        loop {
+            let s = self.srv.stats();
+            let now = (s.requests, s.in_flight);
+            if now != last {
+                last = now;
+                still = std::time::Instant::now();
+            } else if now.1 == 0 && still.elapsed() >= Duration::from_millis(300) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
     fn target(&self, model: &str) -> String {
         format!(
             "{{name: openai_compat, params: {{name: ts, model: {model}, base_url: '{}', api_key_env: GAUNTLET_TEST_KEY, max_retries: 0, timeout_s: 30}}}}",
@@ -233,7 +250,7 @@ fn real_exam_sigkilled_five_times_resumes_to_identical_artefacts_without_repeati
             .unwrap();
         common::kill_when_file_reaches(&mut child, &journal, fraction * ref_journal as f64);
         // Let requests the killed process had in flight reach the server's counter.
-        std::thread::sleep(Duration::from_millis(100));
+        srv.settle();
         let journaled = journal_records(&journal) - records_before;
         let sent = srv.requests() - requests_before;
         // Every request the session sent was journaled, except the ones in flight when

@@ -232,3 +232,25 @@ mod tests {
         assert!(e.contains("missing `target`"), "{e}");
     }
 }
+
+#[cfg(test)]
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Any text is an exam file or a located error; parsing never panics.
+        #[test]
+        fn never_panics(text in "[ -~\n]{0,200}") {
+            let _ = ExamFile::parse(&text, "exam.yaml", Path::new("."));
+        }
+
+        /// Any top-level key outside the schema is refused by name.
+        #[test]
+        fn unknown_keys_are_named(key in "[a-z]{1,12}") {
+            prop_assume!(!KEYS.split(", ").any(|k| k == key));
+            let e = ExamFile::parse(&format!("{key}: 1\n"), "exam.yaml", Path::new(".")).err().unwrap();
+            prop_assert!(e.contains(&format!("unknown key `{key}`")), "{}", e);
+        }
+    }
+}
