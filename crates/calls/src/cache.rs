@@ -1,8 +1,10 @@
-//! The response cache: every model call of a run goes through a [`CachedModel`].
+//! The response cache: every model call of a run (and of a real-mode agent exam) goes
+//! through a [`CachedModel`].
 //!
 //! A call's key hashes the harness version, the call's role, the model's resolved spec,
-//! the unit scope (attack spec, dataset version, behavior id and prompt, seed — see
-//! `run.rs`) and the full request. A hit is served from the journal;
+//! the unit scope (a run: attack spec, dataset version, behavior id and prompt, seed —
+//! see the engine's `run.rs`; an exam: scenario and pass, then tier and consensus voter
+//! — see the exam's `calls.rs`) and the full request. A hit is served from the journal;
 //! a miss calls the model and journals the response. Calls to network models are
 //! journaled the moment they return; calls to offline models (deterministic and free)
 //! are journaled when their unit finishes, in one write. Failed calls are not journaled:
