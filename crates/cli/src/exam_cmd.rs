@@ -167,6 +167,13 @@ pub fn exam(mut a: ExamArgs) -> ExitCode {
         }
         Mode::Real | Mode::E2e => {
             let Some(t) = &a.target else {
+                if let Some(p) = &a.config {
+                    eprintln!(
+                        "gauntlet exam: {}: real mode needs `target: SPEC` (e.g. `target: {{name: openai_compat, params: {{model: M, base_url: 'http://127.0.0.1:8080/v1'}}}}`)",
+                        safe_text(&p.display().to_string())
+                    );
+                    return ExitCode::from(2);
+                }
                 eprintln!(
                     "gauntlet exam: real mode needs --target (e.g. --target \"{{name: openai_compat, params: {{model: M, base_url: 'http://127.0.0.1:8080/v1'}}}}\"; the API key is read from the variable named by api_key_env, default OPENAI_API_KEY / ANTHROPIC_API_KEY)"
                 );
