@@ -57,7 +57,8 @@ impl CallCounters {
         }
     }
 
-    fn halted(&self) -> Option<ModelError> {
+    /// The configuration error that stopped every call, if one did.
+    pub fn halted(&self) -> Option<ModelError> {
         self.halt.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 

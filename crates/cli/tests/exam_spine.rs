@@ -706,3 +706,33 @@ fn end_to_end_mode_resumes_and_a_budget_cut_drops_the_fidelity_block() {
     );
     assert_same(&a, &b);
 }
+
+/// A configuration error (401) stops every further call at once, as in `gauntlet run`:
+/// exit 2, the cause named, no report made of fail-safe verdicts; the journal keeps
+/// what finished, so a rerun with the cause fixed resumes.
+#[test]
+fn a_configuration_error_stops_the_exam_without_a_report() {
+    let srv = Server::start(cascade_script(0).require_key("right"));
+    let corpus = tempfile::tempdir().unwrap();
+    small_corpus(corpus.path());
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let target = srv.target("gpt-4o-mini");
+    let args = ["-n", "1", "--consensus", "0", "--concurrency", "1"];
+    let o = run(exam_cmd(corpus.path(), &out, &target, &args).env("GAUNTLET_TEST_KEY", "wrong"));
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains("the exam stopped") && stderr.contains("401"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("wrong"),
+        "the key is never echoed: {stderr}"
+    );
+    assert_eq!(srv.requests(), 1, "no call after the first 401");
+    assert!(!out.join("report.json").exists());
+    let o = run(exam_cmd(corpus.path(), &out, &target, &args).env("GAUNTLET_TEST_KEY", "right"));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert_eq!(json(&out.join("report.json"))["decided_by"]["fail_safe"], 0);
+}

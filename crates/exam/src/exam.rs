@@ -253,6 +253,13 @@ pub enum ExamError {
     Golden(String),
     #[error("fault switch names unknown scenario `{0}`")]
     UnknownFaultScenario(String),
+    /// A configuration error (401/403, a journal that cannot be written) stopped every
+    /// model call: no report is written (it would be all fail-safe verdicts), and the
+    /// finished calls are in the journal for the rerun.
+    #[error(
+        "the exam stopped: {0}; no report was written. Fix the cause and rerun into the same --out: finished calls are replayed from the journal"
+    )]
+    Halted(String),
 }
 
 pub const GOLDEN_NOTE: &str = "GOLDEN MODE IS A PIPELINE CHECK, NOT AN ACCURACY NUMBER. Every model reply was scripted from the scenario's own expected outcome, so a 100% pass rate only shows that the corpus loader, the cascade wiring, the verdict parser and the grader work; a failure here is a harness bug. Agent accuracy comes only from a real-mode run.";
@@ -426,6 +433,9 @@ pub async fn run_exam(
     } else {
         None
     };
+    if let Some(e) = calls.as_ref().and_then(|c| c.counters.halted()) {
+        return Err(ExamError::Halted(e.to_string()));
+    }
     let mut report = summarise(corpus, cfg, &backend_label, runs, &transcripts);
     if cfg.from_file {
         report.exam_config_sha256 = Some(exam_config_sha256(corpus, cfg));
