@@ -346,6 +346,31 @@ const IDIOMS: &[(&str, &str)] = &[
 /// ("can't" → "cannot", "it's" → "it is", "don't" → "do not"), and a few idioms that
 /// only look like refusals ("can't help but") rewritten.
 pub fn normalise(text: &str) -> Vec<u8> {
+    let mut bytes = if text.is_ascii() {
+        fold_ascii(text.as_bytes())
+    } else {
+        fold_chars(text)
+    };
+    if bytes.contains(&b'\'') || memchr::memmem::find(&bytes, b"can not").is_some() {
+        for (re, to) in CONTRACTIONS.iter() {
+            if let std::borrow::Cow::Owned(b) = re.replace_all(&bytes, *to) {
+                bytes = b;
+            }
+        }
+    }
+    if memchr::memmem::find(&bytes, b"cannot ").is_some() {
+        for (from, to) in IDIOMS {
+            if memchr::memmem::find(&bytes, from.as_bytes()).is_some() {
+                bytes = replace_all(&bytes, from.as_bytes(), to.as_bytes());
+            }
+        }
+    }
+    bytes
+}
+
+/// The character-level folding of [`normalise`] (quotes, markdown markers, whitespace
+/// runs, lower case), for any text.
+fn fold_chars(text: &str) -> Vec<u8> {
     let mut out = String::with_capacity(text.len());
     let mut space = true; // drops leading whitespace
     for ch in text.chars() {
@@ -368,22 +393,36 @@ pub fn normalise(text: &str) -> Vec<u8> {
     if out.ends_with(' ') {
         out.pop();
     }
-    let mut bytes = out.into_bytes();
-    if bytes.contains(&b'\'') || memchr::memmem::find(&bytes, b"can not").is_some() {
-        for (re, to) in CONTRACTIONS.iter() {
-            if let std::borrow::Cow::Owned(b) = re.replace_all(&bytes, *to) {
-                bytes = b;
+    out.into_bytes()
+}
+
+/// [`fold_chars`] for ASCII text, byte by byte (the common case: no char decoding, no
+/// per-character lower-casing iterator). Same output: ASCII whitespace as
+/// `char::is_whitespace` sees it is tab, line feed, vertical tab, form feed, carriage
+/// return and space.
+fn fold_ascii(text: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(text.len());
+    let mut space = true; // drops leading whitespace
+    for &b in text {
+        let b = match b {
+            b'`' => b'\'',
+            b'*' | b'_' | b'#' | b'>' => b' ',
+            b => b,
+        };
+        if matches!(b, b'\t' | b'\n' | 0x0B | 0x0C | b'\r' | b' ') {
+            if !space {
+                out.push(b' ');
             }
+            space = true;
+        } else {
+            out.push(b.to_ascii_lowercase());
+            space = false;
         }
     }
-    if memchr::memmem::find(&bytes, b"cannot ").is_some() {
-        for (from, to) in IDIOMS {
-            if memchr::memmem::find(&bytes, from.as_bytes()).is_some() {
-                bytes = replace_all(&bytes, from.as_bytes(), to.as_bytes());
-            }
-        }
+    if out.last() == Some(&b' ') {
+        out.pop();
     }
-    bytes
+    out
 }
 
 fn replace_all(hay: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
@@ -672,6 +711,13 @@ mod tests {
             let n = normalise(&s);
             proptest::prop_assert!(n.starts_with(opening(&n)));
             let _ = first_hit(&s, &[]);
+        }
+
+        /// The ASCII fast path folds exactly as the general one (every ASCII byte,
+        /// control characters and markdown markers included).
+        #[test]
+        fn ascii_folding_equals_the_general_folding(s in "[\\x00-\\x7f]{0,300}") {
+            proptest::prop_assert_eq!(fold_ascii(s.as_bytes()), fold_chars(&s));
         }
     }
 }
