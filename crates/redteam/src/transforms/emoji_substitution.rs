@@ -57,26 +57,13 @@ impl Transform for EmojiSubstitution {
         FAMILY
     }
     fn apply(&self, text: &str, _rng: &mut ChaCha8Rng) -> Applied {
-        let mut out = String::with_capacity(text.len());
-        let mut word = String::new();
-        let flush = |word: &mut String, out: &mut String| {
-            let l = word.to_lowercase();
+        Applied::Text(super::map_words(text, |word, out| {
+            let l: String = word.iter().flat_map(|c| c.to_lowercase()).collect();
             match TABLE.iter().find(|(w, _)| *w == l) {
                 Some((_, e)) => out.push_str(e),
-                None => out.push_str(word),
+                None => out.extend(word),
             }
-            word.clear();
-        };
-        for c in text.chars() {
-            if c.is_alphabetic() {
-                word.push(c);
-            } else {
-                flush(&mut word, &mut out);
-                out.push(c);
-            }
-        }
-        flush(&mut word, &mut out);
-        Applied::Text(out)
+        }))
     }
     /// The emoji back as their (lower-case) words: exact for text without these emoji
     /// whose table words are written in lower case.

@@ -221,6 +221,29 @@ pub fn int(spec: &PluginSpec, name: &str, default: i64) -> i64 {
     spec.params.int(name).unwrap_or(default)
 }
 
+/// `text` with each word (a maximal run of alphabetic characters) rewritten by `f` in
+/// order, every other character copied as it is: the walk the word-level transforms
+/// share. `f` appends the word's replacement to the output.
+pub fn map_words(text: &str, mut f: impl FnMut(&[char], &mut String)) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut word: Vec<char> = Vec::new();
+    for c in text.chars() {
+        if c.is_alphabetic() {
+            word.push(c);
+        } else {
+            if !word.is_empty() {
+                f(&word, &mut out);
+                word.clear();
+            }
+            out.push(c);
+        }
+    }
+    if !word.is_empty() {
+        f(&word, &mut out);
+    }
+    out
+}
+
 // ---------------------------------------------------------------------------------------
 // Encodings
 // ---------------------------------------------------------------------------------------

@@ -29,29 +29,15 @@ impl Transform for StripVowels {
         FAMILY
     }
     fn apply(&self, text: &str, _rng: &mut ChaCha8Rng) -> Applied {
-        let chars: Vec<char> = text.chars().collect();
-        let mut out = String::with_capacity(text.len());
-        let mut i = 0;
-        while i < chars.len() {
-            if !chars[i].is_alphabetic() {
-                out.push(chars[i]);
-                i += 1;
-                continue;
-            }
-            let start = i;
-            while i < chars.len() && chars[i].is_alphabetic() {
-                i += 1;
-            }
-            let word = &chars[start..i];
-            let stripped: Vec<char> = word.iter().copied().filter(|c| !is_vowel(*c)).collect();
+        Applied::Text(super::map_words(text, |word, out| {
+            let kept = word.iter().filter(|c| !is_vowel(**c)).count();
             // A word of vowels only (or a short one) is kept whole.
-            if word.len() > 2 && !stripped.is_empty() {
-                out.extend(stripped);
+            if word.len() > 2 && kept > 0 {
+                out.extend(word.iter().filter(|c| !is_vowel(**c)));
             } else {
                 out.extend(word);
             }
-        }
-        Applied::Text(out)
+        }))
     }
 }
 

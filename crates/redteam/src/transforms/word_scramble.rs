@@ -33,27 +33,16 @@ impl Transform for WordScramble {
         FAMILY
     }
     fn apply(&self, text: &str, rng: &mut ChaCha8Rng) -> Applied {
-        let chars: Vec<char> = text.chars().collect();
-        let mut out = String::with_capacity(text.len());
-        let mut i = 0;
-        while i < chars.len() {
-            if !chars[i].is_alphabetic() {
-                out.push(chars[i]);
-                i += 1;
-                continue;
-            }
-            let start = i;
-            while i < chars.len() && chars[i].is_alphabetic() {
-                i += 1;
-            }
-            let mut word = chars[start..i].to_vec();
-            if word.len() > 3 && rng.random_bool(self.rate) {
-                let n = word.len();
+        Applied::Text(super::map_words(text, |word, out| {
+            let n = word.len();
+            if n > 3 && rng.random_bool(self.rate) {
+                let mut word = word.to_vec();
                 word[1..n - 1].shuffle(rng);
+                out.extend(word);
+            } else {
+                out.extend(word);
             }
-            out.extend(word);
-        }
-        Applied::Text(out)
+        }))
     }
 }
 
