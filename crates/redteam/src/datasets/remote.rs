@@ -7,7 +7,7 @@
 //! content: a mismatch stops the run before anything is parsed. A local file may go
 //! unpinned (the version still records its actual hash); a download must be pinned.
 
-use super::{Dataset, DatasetError, apply_limit, parse_behaviors, version};
+use super::{Dataset, DatasetError, apply_limit, parse_behaviors, parse_behaviors_reader, version};
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
 use gauntlet_fetch::{FetchOptions, FetchRequest, Origin, fetch};
 use std::path::{Path, PathBuf};
@@ -54,6 +54,10 @@ pub const INFO: PluginInfo = PluginInfo {
     ],
 };
 
+/// Local dataset files larger than this stream through the parser instead of being read
+/// whole first (see [`load`]).
+const STREAM_ABOVE: u64 = 8 << 20;
+
 /// Resolves a `file://` URL to a path.
 pub fn file_url_path(url: &str, base_dir: &Path) -> Result<PathBuf, String> {
     match gauntlet_fetch::parse_source(url, base_dir)? {
@@ -82,17 +86,28 @@ pub fn load(
     .map_err(DatasetError::from)?;
     let shown = fetched.shown.clone();
     let behaviors = match fetched.origin {
-        // A local file: read once and parse exactly the bytes hashed again here, so a
-        // file changed after the fetch layer checked its pin fails the pin instead of
-        // being parsed unverified (and parsing a slice is several times faster than a
-        // reader).
+        // A local file: hashing exactly the bytes parsed, so a file changed after the
+        // fetch layer checked its pin fails the pin instead of being used unverified.
+        // Up to STREAM_ABOVE bytes it is read whole and parsed from memory (several
+        // times faster); a larger one is parsed as it streams from disk, so it is never
+        // held whole beside the behaviors parsed from it (peak memory).
         Origin::LocalFile => {
-            let bytes =
-                gauntlet_core::files::read(&fetched.path, gauntlet_core::files::Kind::DATASET)
+            let file =
+                gauntlet_core::files::open(&fetched.path, gauntlet_core::files::Kind::DATASET)
                     .map_err(|e| {
                         DatasetError::new(&shown, format!("cannot read: {}", e.into_io()))
                     })?;
-            parse_behaviors(&bytes, &shown, Some(&fetched.sha256))?.1
+            if file.len > STREAM_ABOVE {
+                parse_behaviors_reader(file, &shown, Some(&fetched.sha256))?.1
+            } else {
+                let kind = gauntlet_core::files::Kind::DATASET;
+                let mut bytes = Vec::with_capacity(file.len as usize);
+                std::io::Read::read_to_end(&mut { file }, &mut bytes).map_err(|e| {
+                    let e = gauntlet_core::files::read_error(&fetched.path, kind, e);
+                    DatasetError::new(&shown, format!("cannot read: {}", e.into_io()))
+                })?;
+                parse_behaviors(&bytes, &shown, Some(&fetched.sha256))?.1
+            }
         }
         // A download (at most the policy's cap): parse exactly the verified bytes.
         Origin::Cache | Origin::Downloaded => {
@@ -187,10 +202,84 @@ mod tests {
         );
     }
 
+    /// A file above the streaming threshold loads through the streaming parser with the
+    /// same behaviors and pin handling as a small one.
+    #[test]
+    fn a_large_file_streams_with_the_same_result_and_pin() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut body = String::from("{\"behaviors\": [");
+        let mut n = 0;
+        while body.len() as u64 <= STREAM_ABOVE {
+            if n > 0 {
+                body.push(',');
+            }
+            body.push_str(&format!(
+                "{{\"id\":\"b{n}\",\"prompt\":\"{}\",\"expected\":\"should_comply\"}}",
+                "a benign probe request ".repeat(8)
+            ));
+            n += 1;
+        }
+        body.push_str("]}");
+        std::fs::write(dir.path().join("big.json"), &body).unwrap();
+        let good = gauntlet_core::hash::sha256_hex(body.as_bytes());
+        let d = load_file(&spec("file://big.json", Some(&good)), dir.path()).unwrap();
+        assert_eq!(d.behaviors.len(), n);
+        assert_eq!(d.sha256, good);
+        assert_eq!(
+            d.behaviors,
+            super::super::read_behaviors(body.as_bytes(), "x").unwrap()
+        );
+        let bad = "0".repeat(64);
+        let e = load_file(&spec("file://big.json", Some(&bad)), dir.path()).unwrap_err();
+        assert!(e.message.contains("sha256 mismatch"), "{e}");
+    }
+
     proptest::proptest! {
         #[test]
         fn parser_never_panics(s in proptest::collection::vec(proptest::num::u8::ANY, 0..400)) {
             let _ = super::super::parse_behaviors(&s, "fuzz", None);
         }
+
+        /// The streaming parse (local files) accepts and rejects exactly what the
+        /// in-memory parse does, with the same digest and behaviors.
+        #[test]
+        fn streaming_parse_agrees_with_the_slice_parse(
+            s in proptest::collection::vec(proptest::num::u8::ANY, 0..400),
+            items in proptest::collection::vec(("[a-z]{0,3}", "\\PC{0,12}", "[ \n]{0,2}"), 0..6),
+        ) {
+            let body: Vec<String> = items
+                .iter()
+                .map(|(id, prompt, ws)| format!(
+                    "{ws}{{\"id\":{},\"prompt\":{}}}",
+                    serde_json::to_string(id).unwrap(),
+                    serde_json::to_string(prompt).unwrap(),
+                ))
+                .collect();
+            let json = format!("{{\"behaviors\": [{}]}}\n", body.join(","));
+            for bytes in [s, json.into_bytes()] {
+                let slice = super::super::parse_behaviors(&bytes, "fuzz", None);
+                let streamed = super::super::parse_behaviors_reader(&bytes[..], "fuzz", None);
+                match (slice, streamed) {
+                    (Ok(a), Ok(b)) => proptest::prop_assert_eq!(a, b),
+                    (Err(_), Err(_)) => {}
+                    (a, b) => proptest::prop_assert!(false, "slice {a:?} vs streamed {b:?}"),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_changed_file_that_no_longer_parses_reports_the_pin_not_the_syntax() {
+        let pinned = gauntlet_core::hash::sha256_hex(br#"{"behaviors":[{"id":"a","prompt":"x"}]}"#);
+        let e = super::super::parse_behaviors_reader(
+            &b"{\"behaviors\": [oops"[..],
+            "d.json",
+            Some(&pinned),
+        )
+        .unwrap_err();
+        assert!(e.message.contains("sha256 mismatch"), "{e}");
+        let e = super::super::parse_behaviors_reader(&b"{\"behaviors\": [oops"[..], "d.json", None)
+            .unwrap_err();
+        assert!(e.message.contains("line 1 column"), "{e}");
     }
 }
