@@ -251,11 +251,39 @@ pub struct PluginSpec {
 /// Params that annotate a plugin's results without changing what it asks any model.
 pub const ANNOTATION_PARAMS: &[&str] = &["card"];
 
+/// Params that change how a plugin's model calls are sent, never what is asked (a live
+/// target's batch mode): left out of [`PluginSpec::identity`], so cache keys, the config
+/// hash and run.json are the same whether calls are batched or made one by one.
+pub const EXECUTION_PARAMS: &[&str] = &[
+    "batch",
+    "batch_poll_s",
+    "batch_linger_ms",
+    "batch_max_requests",
+];
+
+/// Removes [`EXECUTION_PARAMS`] from a spec's JSON and the specs nested in its params.
+fn strip_execution_params(v: &mut serde_json::Value) {
+    match v {
+        serde_json::Value::Object(o) => {
+            if let Some(serde_json::Value::Object(p)) = o.get_mut("params") {
+                for a in EXECUTION_PARAMS {
+                    p.remove(*a);
+                }
+                p.values_mut().for_each(strip_execution_params);
+            }
+        }
+        serde_json::Value::Array(a) => a.iter_mut().for_each(strip_execution_params),
+        _ => {}
+    }
+}
+
 impl PluginSpec {
-    /// Canonical JSON identity: `{"name": …, "params": {…}}` with nested specs inlined.
-    /// This is what cache keys and provenance hash.
+    /// Canonical JSON identity: `{"name": …, "params": {…}}` with nested specs inlined,
+    /// without [`EXECUTION_PARAMS`]. This is what cache keys and provenance hash.
     pub fn identity(&self) -> serde_json::Value {
-        serde_json::to_value(self).expect("plugin specs serialise")
+        let mut v = serde_json::to_value(self).expect("plugin specs serialise");
+        strip_execution_params(&mut v);
+        v
     }
     /// [`PluginSpec::identity`] without the params that only annotate results
     /// ([`ANNOTATION_PARAMS`], e.g. a judge's `card`): what cache keys of the plugin's

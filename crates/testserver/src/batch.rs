@@ -542,7 +542,11 @@ pub(crate) async fn file_content(
 fn openai_lines(text: &str) -> Result<Vec<(String, Value)>, String> {
     let mut out = Vec::new();
     let mut seen = HashSet::new();
-    for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+    for (i, line) in text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
         let n = i + 1;
         let v: Value =
             serde_json::from_str(line).map_err(|e| format!("line {n}: not valid JSON: {e}"))?;
@@ -672,11 +676,7 @@ pub(crate) async fn anthropic_create(
     }
     let v: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let Some(reqs) = v["requests"].as_array().filter(|r| !r.is_empty()) else {
-        return error(
-            Api::Anthropic,
-            400,
-            "`requests` must be a non-empty array",
-        );
+        return error(Api::Anthropic, 400, "`requests` must be a non-empty array");
     };
     let mut requests = Vec::with_capacity(reqs.len());
     let mut seen = HashSet::new();
@@ -707,15 +707,20 @@ pub(crate) async fn anthropic_create(
     // A batch the script makes fail is refused at creation (Anthropic validates the
     // envelope synchronously).
     let n = s.batches().created + 1;
-    let fail = s.lock().script.batch_rules.iter().find_map(|r| match &r.then {
-        BatchFault::Fail { message }
-            if r.batches.as_ref().is_none_or(|b| b.contains(&n))
-                && r.api.is_none_or(|a| a == Api::Anthropic) =>
-        {
-            Some(message.clone())
-        }
-        _ => None,
-    });
+    let fail = s
+        .lock()
+        .script
+        .batch_rules
+        .iter()
+        .find_map(|r| match &r.then {
+            BatchFault::Fail { message }
+                if r.batches.as_ref().is_none_or(|b| b.contains(&n))
+                    && r.api.is_none_or(|a| a == Api::Anthropic) =>
+            {
+                Some(message.clone())
+            }
+            _ => None,
+        });
     if let Some(m) = fail {
         s.batches().created += 1;
         return error(Api::Anthropic, 400, &m);

@@ -428,8 +428,14 @@ impl TestServer {
             .route("/v1/batches/{id}/cancel", post(batch::openai_cancel))
             .route("/v1/messages/batches", post(batch::anthropic_create))
             .route("/v1/messages/batches/{id}", get(batch::anthropic_get))
-            .route("/v1/messages/batches/{id}/cancel", post(batch::anthropic_cancel))
-            .route("/v1/messages/batches/{id}/results", get(batch::anthropic_results))
+            .route(
+                "/v1/messages/batches/{id}/cancel",
+                post(batch::anthropic_cancel),
+            )
+            .route(
+                "/v1/messages/batches/{id}/results",
+                get(batch::anthropic_results),
+            )
             .with_state(shared.clone());
         let mut rx = shutdown;
         let task = tokio::spawn(async move {
@@ -661,7 +667,10 @@ pub(crate) fn answer(
     }
     if let Err(msg) = validate(api, headers, &body) {
         s.outcome("bad_request");
-        return (Some(reply_error(api, 400, "invalid_request_error", &msg)), latency);
+        return (
+            Some(reply_error(api, 400, "invalid_request_error", &msg)),
+            latency,
+        );
     }
 
     let model = body
