@@ -436,6 +436,8 @@ impl TestServer {
                 "/v1/messages/batches/{id}/results",
                 get(batch::anthropic_results),
             )
+            // Batch uploads are large (OpenAI allows 200 MB files, Anthropic 256 MB).
+            .layer(axum::extract::DefaultBodyLimit::max(256 << 20))
             .with_state(shared.clone());
         let mut rx = shutdown;
         let task = tokio::spawn(async move {
