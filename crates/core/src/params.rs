@@ -753,6 +753,51 @@ mod tests {
     use super::*;
     use crate::tree::parse_yaml;
 
+    /// Batch params are left out of a spec's identity, also in nested specs, so batching
+    /// changes no cache key and no config hash; every other param still counts.
+    #[test]
+    fn execution_params_are_not_identity() {
+        let spec = |batch: bool, model: &str| {
+            let mut p = Params::new();
+            p.insert("model", ParamValue::Str(model.into()));
+            if batch {
+                p.insert("batch", ParamValue::Bool(true));
+                p.insert("batch_poll_s", ParamValue::Float(0.5));
+            }
+            let mut outer = Params::new();
+            outer.insert(
+                "grader",
+                ParamValue::Spec(Box::new(PluginSpec {
+                    name: "openai_compat".into(),
+                    params: p.clone(),
+                    loc: Loc::default(),
+                    label: None,
+                })),
+            );
+            (
+                PluginSpec {
+                    name: "openai_compat".into(),
+                    params: p,
+                    loc: Loc::default(),
+                    label: None,
+                },
+                PluginSpec {
+                    name: "rubric".into(),
+                    params: outer,
+                    loc: Loc::default(),
+                    label: None,
+                },
+            )
+        };
+        let (plain, plain_judge) = spec(false, "m");
+        let (batched, batched_judge) = spec(true, "m");
+        assert_eq!(plain.identity(), batched.identity());
+        assert_eq!(plain_judge.identity(), batched_judge.identity());
+        assert_eq!(plain_judge.key_identity(), batched_judge.key_identity());
+        assert_ne!(plain.identity(), spec(true, "n").0.identity());
+        assert!(!batched_judge.identity().to_string().contains("batch"));
+    }
+
     struct Cat;
     const REF: PluginInfo = PluginInfo {
         axis: Axis::Target,
