@@ -19,6 +19,7 @@
 //! Token usage is tallied per role in a [`UsageSlot`] for every response, journal hits
 //! included, so usage metrics are identical on a rerun.
 
+use crate::batch::{Batching, Served};
 use crate::journal::{Journal, Key};
 use crate::seam::{CallModel, Conversation, PrefixMemo};
 use gauntlet_core::hash::HashWriter;
@@ -45,6 +46,9 @@ pub struct CallCounters {
     /// The first configuration error (401/403, missing key): once set, no further call
     /// reaches any model and every call fails with it.
     halt: Mutex<Option<ModelError>>,
+    /// The batchers of batch-mode models ([`crate::batch`]): a journal miss of such a
+    /// model is answered through its provider batch.
+    batching: Option<Arc<Batching>>,
 }
 
 impl CallCounters {
@@ -55,6 +59,12 @@ impl CallCounters {
             budget_on: max_queries.is_some(),
             ..Default::default()
         }
+    }
+
+    /// Sends the calls of batch-mode models through `batching`.
+    pub fn with_batching(mut self, batching: Option<Arc<Batching>>) -> Self {
+        self.batching = batching;
+        self
     }
 
     /// The configuration error that stopped every call, if one did.
@@ -390,6 +400,33 @@ impl CachedModel<'_> {
         }
         if let Some(e) = self.counters.halted() {
             return Err(e);
+        }
+        if let Some(b) = self
+            .counters
+            .batching
+            .as_ref()
+            .and_then(|b| b.batcher(self.model))
+        {
+            // Budget, journaling and `made` are the batcher's: it spends the budget when
+            // the call joins a wave and journals the response when the batch is ingested.
+            return match b.call(key, req, self.counters).await {
+                Ok((r, served)) => {
+                    if served == Served::Earlier {
+                        self.counters.cached.fetch_add(1, Ordering::Relaxed);
+                    }
+                    self.usage.record(&r);
+                    Ok(r)
+                }
+                Err(e) => {
+                    if e != ModelError::Budget {
+                        self.counters.failed.fetch_add(1, Ordering::Relaxed);
+                    }
+                    if matches!(e, ModelError::Config(_)) {
+                        self.counters.halt_with(&e);
+                    }
+                    Err(e)
+                }
+            };
         }
         if !self.counters.take_budget() {
             return Err(ModelError::Budget);

@@ -17,7 +17,10 @@
 //! (64 key bits, offset and length packed in 64 bits): 16 bytes per record, sized
 //! exactly by a first pass that counts lines. A lookup is a binary search and a positioned
 //! read, and the full 128-bit key stored in the record is checked. Records written during
-//! this session are not indexed (a run never asks for the same call twice).
+//! this session are not indexed (a run never asks for the same call twice), except those
+//! appended with [`Journal::append_indexed`]: the results of a provider batch, journaled
+//! as they are ingested, before the units that asked for them (or, after a re-attach,
+//! will ask for them) look them up.
 
 use gauntlet_core::hash::to_hex;
 use gauntlet_core::json;
@@ -62,6 +65,10 @@ pub struct Journal {
     pub bad_checksums: u64,
     /// Records of a version-1 journal, which carry no checksum (reused unverified).
     pub unverified: u64,
+    /// Records appended this session with [`Journal::append_indexed`]: key → packed
+    /// offset/length. Checked only once it holds something.
+    session: Mutex<std::collections::HashMap<Key, Packed>>,
+    session_used: std::sync::atomic::AtomicBool,
 }
 
 #[cfg(test)]
@@ -187,6 +194,8 @@ impl Journal {
             damaged_lines: damaged,
             bad_checksums,
             unverified,
+            session: Mutex::new(std::collections::HashMap::new()),
+            session_used: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -203,14 +212,10 @@ impl Journal {
         self.index.is_empty()
     }
 
-    /// The stored response for `key`, if a previous session recorded one.
+    /// The stored response for `key`, if a previous session recorded one (or this one
+    /// with [`Journal::append_indexed`]).
     pub fn get(&self, key: &Key) -> Option<ChatResponse> {
-        let k = index_key(key);
-        let i = self.index.partition_point(|e| e.0 < k);
-        let &(found, packed) = self.index.get(i)?;
-        if found != k {
-            return None;
-        }
+        let packed = self.find(key)?;
         let offset = packed >> LEN_BITS;
         let len = (packed & ((1 << LEN_BITS) - 1)) as usize;
         let mut buf = vec![0u8; len];
@@ -220,6 +225,52 @@ impl Journal {
         let rec: RecordIn = serde_json::from_slice(&buf).ok()?;
         // The index holds 64 bits; the record holds the full 128-bit key.
         (rec.k.as_bytes() == to_hex(key).as_bytes()).then_some(rec.r)
+    }
+
+    /// Where `key`'s record is, if it is indexed.
+    fn find(&self, key: &Key) -> Option<Packed> {
+        let k = index_key(key);
+        let i = self.index.partition_point(|e| e.0 < k);
+        match self.index.get(i) {
+            Some(&(found, packed)) if found == k => return Some(packed),
+            _ => {}
+        }
+        if !self.session_used.load(std::sync::atomic::Ordering::Acquire) {
+            return None;
+        }
+        self.session
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(key)
+            .copied()
+    }
+
+    /// True when `key` has a record (no read of the record itself).
+    pub fn contains(&self, key: &Key) -> bool {
+        self.find(key).is_some()
+    }
+
+    /// Appends records (each encoded by [`Journal::encode`]; `keys` gives each record's
+    /// key and length, in order) with one write, and indexes them so that this session's
+    /// [`Journal::get`] finds them.
+    pub fn append_indexed(&self, lines: &[u8], keys: &[(Key, usize)]) -> io::Result<()> {
+        if lines.is_empty() {
+            return Ok(());
+        }
+        let mut f = self.append.lock().unwrap_or_else(|p| p.into_inner());
+        let mut offset = f.metadata()?.len();
+        f.write_all(lines)?;
+        drop(f);
+        let mut session = self.session.lock().unwrap_or_else(|p| p.into_inner());
+        for (k, len) in keys {
+            if (*len as u64) < (1 << LEN_BITS) && offset < (1 << (64 - LEN_BITS)) {
+                session.insert(*k, (offset << LEN_BITS) | *len as u64);
+            }
+            offset += *len as u64;
+        }
+        self.session_used
+            .store(true, std::sync::atomic::Ordering::Release);
+        Ok(())
     }
 
     /// Serialises one record line into `buf`: the bytes `serde_json` writes for
@@ -501,6 +552,33 @@ mod tests {
         let j = Journal::open(&p).unwrap();
         assert_eq!(j.damaged_lines, 0);
         assert_eq!(j.get(&key(3)).unwrap().content, "three");
+    }
+
+    /// Records appended with `append_indexed` are found in the same session, and after
+    /// a reopen like any other.
+    #[test]
+    fn indexed_appends_are_found_in_session() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("j");
+        let j = Journal::open(&p).unwrap();
+        let mut plain = Vec::new();
+        Journal::encode(&mut plain, &key(1), &ChatResponse::text("one"));
+        j.append(&plain).unwrap();
+        assert!(j.get(&key(1)).is_none(), "plain appends are not indexed");
+        let (mut buf, mut keys) = (Vec::new(), Vec::new());
+        for (b, t) in [(2u8, "two"), (3, "three \"quoted\"")] {
+            let at = buf.len();
+            Journal::encode(&mut buf, &key(b), &ChatResponse::text(t));
+            keys.push((key(b), buf.len() - at));
+        }
+        j.append_indexed(&buf, &keys).unwrap();
+        assert_eq!(j.get(&key(2)).unwrap().content, "two");
+        assert_eq!(j.get(&key(3)).unwrap().content, "three \"quoted\"");
+        assert!(j.contains(&key(3)) && !j.contains(&key(4)));
+        drop(j);
+        let j = Journal::open(&p).unwrap();
+        assert_eq!(j.len(), 3);
+        assert_eq!(j.get(&key(3)).unwrap().content, "three \"quoted\"");
     }
 
     #[test]

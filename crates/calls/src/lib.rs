@@ -6,8 +6,10 @@
 //! response cache (keys over the harness version, role, model spec, unit scope and the
 //! full request), the query budget, call counters and per-role token usage; [`journal`]
 //! is the append-only file of finished calls that makes a rerun a resume; [`price`]
-//! turns token usage into cost.
+//! turns token usage into cost; [`batch`] sends the calls of a batch-mode model through
+//! the provider's batch API, wave by wave, re-attaching to batches in flight on a rerun.
 
+pub mod batch;
 pub mod cache;
 pub mod journal;
 pub mod price;

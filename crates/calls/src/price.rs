@@ -27,6 +27,10 @@ struct PriceFile {
     date: String,
     currency: String,
     per_tokens: u64,
+    /// Share taken off the price of calls sent through a provider's batch API, by
+    /// provider (`openai`, `anthropic`); absent: no discount known.
+    #[serde(default)]
+    batch_discount: BTreeMap<String, f64>,
     models: BTreeMap<String, Price>,
     #[serde(rename = "_comment", default)]
     _comment: Option<String>,
@@ -40,6 +44,8 @@ pub struct PriceTable {
     /// Where it came from (the bundled name or a path), for N/A reasons.
     pub source: String,
     pub models: BTreeMap<String, Price>,
+    /// Share taken off batched calls' price, by provider (both list 50%).
+    pub batch_discount: BTreeMap<String, f64>,
 }
 
 impl PriceTable {
@@ -59,11 +65,21 @@ impl PriceTable {
         {
             return Err(format!("price table {source}: negative price for `{m}`"));
         }
+        if let Some((p, d)) = f
+            .batch_discount
+            .iter()
+            .find(|(_, d)| !(0.0..=1.0).contains(*d))
+        {
+            return Err(format!(
+                "price table {source}: batch_discount for `{p}` is {d}; give a share between 0 and 1 (0.5 = half price)"
+            ));
+        }
         Ok(PriceTable {
             version: f.version,
             date: f.date,
             source: source.to_string(),
             models: f.models,
+            batch_discount: f.batch_discount,
         })
     }
     pub fn bundled() -> PriceTable {
@@ -85,6 +101,25 @@ impl PriceTable {
     pub fn describe(&self) -> String {
         format!("{} ({}, {})", self.version, self.date, self.source)
     }
+}
+
+/// The factor a batch-mode model's list price is multiplied by (`1 - discount` of its
+/// provider), or why there is none. `Ok(1.0)` for a model that does not batch.
+pub fn batch_factor(model: &dyn Model, table: &PriceTable) -> Result<f64, String> {
+    let Some(api) = model.batch_api() else {
+        return Ok(1.0);
+    };
+    let provider = api.provider();
+    table
+        .batch_discount
+        .get(provider)
+        .map(|d| 1.0 - d)
+        .ok_or_else(|| {
+            format!(
+                "price table {} has no batch_discount for provider `{provider}`",
+                table.describe()
+            )
+        })
 }
 
 /// The model name a spec sends (its `model` param), else the plugin name.

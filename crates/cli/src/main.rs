@@ -92,6 +92,11 @@ enum Command {
         /// trials. Overrides the config's `trials`.
         #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100))]
         trials: Option<u32>,
+        /// Send every openai_compat / anthropic target's calls through the provider's
+        /// batch API (as `batch: true` on each): half price, results within the
+        /// provider's window; same journal, transcripts and results as call by call.
+        #[arg(long)]
+        batch: bool,
     },
     /// Check a config: every key, plugin name and param, and load every dataset. An
     /// unset API-key variable and a dataset that cannot be downloaded right now are
@@ -208,9 +213,10 @@ fn main() -> ExitCode {
             quiet,
             estimate: true,
             trials,
+            batch,
         } => {
             let _ = (runs_dir, concurrency, quiet);
-            estimate(&config, trials)
+            estimate(&config, trials, batch)
         }
         Command::Run {
             config,
@@ -219,7 +225,8 @@ fn main() -> ExitCode {
             quiet,
             estimate: false,
             trials,
-        } => run(&config, runs_dir, concurrency, quiet, trials),
+            batch,
+        } => run(&config, runs_dir, concurrency, quiet, trials, batch),
         Command::Validate { config, strict } => validate(&config, strict),
         Command::List => {
             list();
@@ -265,13 +272,20 @@ fn main() -> ExitCode {
 
 /// Loads a config, applying a `--trials` override before the plan (and so the config
 /// hash and run.json) is built.
-fn load_plan_with(path: &Path, trials: Option<u32>) -> Result<Plan, ExitCode> {
+fn load_plan_with(path: &Path, trials: Option<u32>, batch: bool) -> Result<Plan, ExitCode> {
     let mut cfg = config::load(path, &Registry).map_err(|e| {
         error(&format!("invalid config\n{e}"));
         ExitCode::from(2)
     })?;
     if let Some(t) = trials {
         cfg.trials = t;
+    }
+    if batch && cfg.enable_batch() == 0 {
+        error(&format!(
+            "--batch: no target of {} has a batch API; it applies to openai_compat and anthropic targets",
+            path.display()
+        ));
+        return Err(ExitCode::from(2));
     }
     Plan::build(cfg).map_err(|e| {
         error(&format!("invalid config\n{e}"));
@@ -385,8 +399,9 @@ fn run(
     concurrency: Option<u32>,
     quiet: bool,
     trials: Option<u32>,
+    batch: bool,
 ) -> ExitCode {
-    let plan = match load_plan_with(path, trials) {
+    let plan = match load_plan_with(path, trials, batch) {
         Ok(p) => p,
         Err(code) => return code,
     };
@@ -533,8 +548,8 @@ pub(crate) fn print_estimate_totals(
     }
 }
 
-fn estimate(path: &Path, trials: Option<u32>) -> ExitCode {
-    let plan = match load_plan_with(path, trials) {
+fn estimate(path: &Path, trials: Option<u32>, batch: bool) -> ExitCode {
+    let plan = match load_plan_with(path, trials, batch) {
         Ok(p) => p,
         Err(code) => return code,
     };
@@ -567,6 +582,15 @@ fn estimate(path: &Path, trials: Option<u32>) -> ExitCode {
         plan.config.max_queries.map(|m| (m, "max_queries", "run")),
         "role",
     );
+    if let Some((cost, unpriced)) = gauntlet_engine::usage::batch_estimate(&plan, &table, &rows) {
+        match unpriced.first() {
+            None => println!("upper-bound cost at the batch price: ${cost:.4}"),
+            Some(why) => println!(
+                "upper-bound cost at the batch price: ${cost:.4} for the priced roles; {} role(s) unpriced ({why})",
+                unpriced.len()
+            ),
+        }
+    }
     println!(
         "(bounds: each call at most max_tokens out, else {}; at most the longest prompt/3 + {} tokens + earlier replies in)",
         gauntlet_engine::usage::ASSUMED_MAX_TOKENS,

@@ -251,11 +251,39 @@ pub struct PluginSpec {
 /// Params that annotate a plugin's results without changing what it asks any model.
 pub const ANNOTATION_PARAMS: &[&str] = &["card"];
 
+/// Params that change how a plugin's model calls are sent, never what is asked (a live
+/// target's batch mode): left out of [`PluginSpec::identity`], so cache keys, the config
+/// hash and run.json are the same whether calls are batched or made one by one.
+pub const EXECUTION_PARAMS: &[&str] = &[
+    "batch",
+    "batch_poll_s",
+    "batch_linger_ms",
+    "batch_max_requests",
+];
+
+/// Removes [`EXECUTION_PARAMS`] from a spec's JSON and the specs nested in its params.
+fn strip_execution_params(v: &mut serde_json::Value) {
+    match v {
+        serde_json::Value::Object(o) => {
+            if let Some(serde_json::Value::Object(p)) = o.get_mut("params") {
+                for a in EXECUTION_PARAMS {
+                    p.remove(*a);
+                }
+                p.values_mut().for_each(strip_execution_params);
+            }
+        }
+        serde_json::Value::Array(a) => a.iter_mut().for_each(strip_execution_params),
+        _ => {}
+    }
+}
+
 impl PluginSpec {
-    /// Canonical JSON identity: `{"name": …, "params": {…}}` with nested specs inlined.
-    /// This is what cache keys and provenance hash.
+    /// Canonical JSON identity: `{"name": …, "params": {…}}` with nested specs inlined,
+    /// without [`EXECUTION_PARAMS`]. This is what cache keys and provenance hash.
     pub fn identity(&self) -> serde_json::Value {
-        serde_json::to_value(self).expect("plugin specs serialise")
+        let mut v = serde_json::to_value(self).expect("plugin specs serialise");
+        strip_execution_params(&mut v);
+        v
     }
     /// [`PluginSpec::identity`] without the params that only annotate results
     /// ([`ANNOTATION_PARAMS`], e.g. a judge's `card`): what cache keys of the plugin's
@@ -724,6 +752,51 @@ fn check_value(
 mod tests {
     use super::*;
     use crate::tree::parse_yaml;
+
+    /// Batch params are left out of a spec's identity, also in nested specs, so batching
+    /// changes no cache key and no config hash; every other param still counts.
+    #[test]
+    fn execution_params_are_not_identity() {
+        let spec = |batch: bool, model: &str| {
+            let mut p = Params::new();
+            p.insert("model", ParamValue::Str(model.into()));
+            if batch {
+                p.insert("batch", ParamValue::Bool(true));
+                p.insert("batch_poll_s", ParamValue::Float(0.5));
+            }
+            let mut outer = Params::new();
+            outer.insert(
+                "grader",
+                ParamValue::Spec(Box::new(PluginSpec {
+                    name: "openai_compat".into(),
+                    params: p.clone(),
+                    loc: Loc::default(),
+                    label: None,
+                })),
+            );
+            (
+                PluginSpec {
+                    name: "openai_compat".into(),
+                    params: p,
+                    loc: Loc::default(),
+                    label: None,
+                },
+                PluginSpec {
+                    name: "rubric".into(),
+                    params: outer,
+                    loc: Loc::default(),
+                    label: None,
+                },
+            )
+        };
+        let (plain, plain_judge) = spec(false, "m");
+        let (batched, batched_judge) = spec(true, "m");
+        assert_eq!(plain.identity(), batched.identity());
+        assert_eq!(plain_judge.identity(), batched_judge.identity());
+        assert_eq!(plain_judge.key_identity(), batched_judge.key_identity());
+        assert_ne!(plain.identity(), spec(true, "n").0.identity());
+        assert!(!batched_judge.identity().to_string().contains("batch"));
+    }
 
     struct Cat;
     const REF: PluginInfo = PluginInfo {

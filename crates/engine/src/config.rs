@@ -61,6 +61,22 @@ impl RunConfig {
             .unwrap_or(Path::new("."))
     }
 
+    /// `run --batch`: every target with a provider batch API (`openai_compat`,
+    /// `anthropic`) sends its calls in batches. Batching is not part of any identity,
+    /// so the config hash, the cache keys and the artefacts do not change. Returns how
+    /// many targets batch.
+    pub fn enable_batch(&mut self) -> usize {
+        let mut n = 0;
+        for t in &mut self.targets {
+            if matches!(t.name.as_str(), "openai_compat" | "anthropic") {
+                t.params
+                    .insert("batch", gauntlet_core::params::ParamValue::Bool(true));
+                n += 1;
+            }
+        }
+        n
+    }
+
     /// The canonical resolved config: what the config hash covers and run.json records.
     /// `concurrency` is left out: it must not change any result.
     pub fn canonical(&self) -> serde_json::Value {

@@ -111,7 +111,7 @@ struct Ctx {
     plan: Plan,
     /// Each trial's seed ([`trial_seeds`]).
     trial_seeds: Vec<u64>,
-    journal: Journal,
+    journal: Arc<Journal>,
     counters: CallCounters,
     sem: Semaphore,
     /// Per-run constants, computed once rather than per unit.
@@ -1060,6 +1060,17 @@ fn assemble(
     (summary, usage_rows)
 }
 
+/// Every model of the plan (targets, attackers, attack judges' and judges' graders).
+fn all_models(plan: &Plan) -> Vec<Arc<dyn Model>> {
+    plan.targets
+        .iter()
+        .chain(plan.attackers.iter().flatten())
+        .chain(plan.attack_graders.iter().flatten())
+        .chain(plan.graders.iter().flatten())
+        .cloned()
+        .collect()
+}
+
 /// Every network model of the plan with its role, for transport counters.
 fn network_models(plan: &Plan) -> Vec<(String, &dyn Model)> {
     let all = plan
@@ -1322,7 +1333,30 @@ pub async fn execute(
             journal.unverified
         ));
     }
-    let concurrency = opts.concurrency.unwrap_or(plan.config.concurrency).max(1) as usize;
+    let journal = Arc::new(journal);
+    // Batch-mode models send their calls through provider batches, re-attaching to the
+    // batches an earlier session left in flight; a wave can only fill if enough units
+    // are in flight, so batch mode raises the unit concurrency to the batch size.
+    let batching = gauntlet_calls::batch::Batching::start(
+        &all_models(&plan),
+        journal.clone(),
+        &dir.path(gauntlet_calls::batch::LEDGER_FILE),
+        {
+            let p = progress.clone();
+            Arc::new(move |m: &str| p.note(m))
+        },
+    )
+    .map_err(|e| {
+        io_err(
+            "cannot open the batch ledger",
+            &dir.path(gauntlet_calls::batch::LEDGER_FILE),
+            e,
+        )
+    })?;
+    let mut concurrency = opts.concurrency.unwrap_or(plan.config.concurrency).max(1) as usize;
+    if let Some(b) = &batching {
+        concurrency = concurrency.max(b.max_requests());
+    }
     let run_json_path = dir.path("run.json");
     // From here until the manifest is written again, readers refuse the directory.
     dir.begin_session()
@@ -1351,7 +1385,7 @@ pub async fn execute(
         trial_seeds: trial_seeds(plan.config.seed, trials),
         ids: Identities::new(&plan),
         journal,
-        counters: CallCounters::with_budget(plan.config.max_queries),
+        counters: CallCounters::with_budget(plan.config.max_queries).with_batching(batching),
         sem: Semaphore::new(concurrency),
         examples_full: std::array::from_fn(|_| {
             (0..plan.cells() * trials as usize)

@@ -15,7 +15,8 @@ use gauntlet_models::Model;
 use serde::Serialize;
 
 pub use gauntlet_calls::price::{
-    BUNDLED_PRICES, BUNDLED_PRICES_NAME, INPUT_ALLOWANCE, Price, PriceTable, model_name, slot_cost,
+    BUNDLED_PRICES, BUNDLED_PRICES_NAME, INPUT_ALLOWANCE, Price, PriceTable, batch_factor,
+    model_name, slot_cost,
 };
 
 /// The role slots of a cell.
@@ -94,6 +95,39 @@ pub fn cost_metric(
         n: calls,
         ..Default::default()
     }
+}
+
+/// The upper-bound cost of `rows` with batch-mode models at their provider's batch
+/// price (`--estimate` with `batch: true` / `--batch`): `None` when no model batches;
+/// else the priced total and the reasons of rows left unpriced.
+pub fn batch_estimate(
+    plan: &Plan,
+    table: &PriceTable,
+    rows: &[RoleEstimate],
+) -> Option<(f64, Vec<String>)> {
+    let models: Vec<&dyn Model> = plan
+        .targets
+        .iter()
+        .chain(plan.attackers.iter().flatten())
+        .chain(plan.attack_graders.iter().flatten())
+        .chain(plan.graders.iter().flatten())
+        .map(|m| m.as_ref())
+        .collect();
+    if !models.iter().any(|m| m.batch_api().is_some()) {
+        return None;
+    }
+    let (mut total, mut unpriced) = (0.0, Vec::new());
+    for r in rows {
+        let factor = models
+            .iter()
+            .find(|m| m.label() == r.model)
+            .map_or(Ok(1.0), |m| batch_factor(*m, table));
+        match (&r.max_cost, &factor) {
+            (Ok(c), Ok(f)) => total += c * f,
+            (Err(why), _) | (_, Err(why)) => unpriced.push(why.clone()),
+        }
+    }
+    Some((total, unpriced))
 }
 
 /// Assumed output tokens per call for a model without `max_tokens`.

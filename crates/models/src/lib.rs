@@ -9,6 +9,7 @@
 //! [`transport`], whose retry and concurrency counters the engine reads with
 //! [`Model::transport_stats`].
 
+pub mod batch;
 pub mod refusal;
 pub mod registry;
 pub mod targets;
@@ -56,6 +57,11 @@ pub trait Model: Send + Sync {
     /// to call while a run is going, e.g. for progress output and `run.json`). `None` for
     /// models that do not use the network.
     fn transport_stats(&self) -> Option<TransportStats> {
+        None
+    }
+    /// The provider's batch API, when this model was built with `batch: true`
+    /// ([`batch::BATCH_PARAMS`]); the call layer then sends its calls in batches.
+    fn batch_api(&self) -> Option<&dyn batch::BatchApi> {
         None
     }
 }

@@ -279,6 +279,19 @@ fn install_crypto_provider() {
     });
 }
 
+/// The body of a batch-plumbing request ([`Transport::plumbing`]).
+pub enum Payload {
+    Empty,
+    /// JSON bytes.
+    Json(Vec<u8>),
+    /// A `multipart/form-data` file upload with its `purpose` field (OpenAI `/v1/files`).
+    File {
+        purpose: &'static str,
+        filename: String,
+        bytes: Vec<u8>,
+    },
+}
+
 enum Failure {
     Retry {
         cause: RetryCause,
@@ -474,38 +487,78 @@ impl Transport {
     }
 
     async fn attempt(&self, body: &[u8]) -> Result<Value, Failure> {
-        let url = self.url.as_str();
         let resp = self
-            .client
-            .post(self.url.clone())
-            .headers(self.headers.clone())
-            .timeout(self.timeout)
-            .body(body.to_vec())
+            .send_once(
+                reqwest::Method::POST,
+                &self.url,
+                &Payload::Json(body.to_vec()),
+                self.timeout,
+            )
+            .await?;
+        let bytes = self.read_body(resp).await?;
+        serde_json::from_slice::<Value>(&bytes).map_err(|e| {
+            Failure::Fatal(ModelError::Call(format!(
+                "malformed JSON from {}: {e}; body starts: {}",
+                self.url,
+                excerpt(&bytes)
+            )))
+        })
+    }
+
+    /// Sends one request and returns a successful response (its body unread), or the
+    /// failure its status or the connection makes.
+    async fn send_once(
+        &self,
+        method: reqwest::Method,
+        url: &Url,
+        payload: &Payload,
+        timeout: Duration,
+    ) -> Result<reqwest::Response, Failure> {
+        let mut headers = self.headers.clone();
+        let req = self.client.request(method, url.clone()).timeout(timeout);
+        let req = match payload {
+            Payload::Empty => {
+                headers.remove(CONTENT_TYPE);
+                req.headers(headers)
+            }
+            Payload::Json(b) => req.headers(headers).body(b.clone()),
+            Payload::File {
+                purpose,
+                filename,
+                bytes,
+            } => {
+                headers.remove(CONTENT_TYPE);
+                let part = reqwest::multipart::Part::bytes(bytes.clone())
+                    .file_name(filename.clone())
+                    .mime_str("application/jsonl")
+                    .map_err(|e| Failure::Fatal(ModelError::Call(format!("upload: {e}"))))?;
+                let form = reqwest::multipart::Form::new()
+                    .text("purpose", *purpose)
+                    .part("file", part);
+                req.headers(headers).multipart(form)
+            }
+        };
+        let resp = req
             .send()
             .await
-            .map_err(|e| self.transport_failure(&e, "request"))?;
+            .map_err(|e| self.transport_failure_at(&e, "request", url))?;
         let status = resp.status();
+        if status.is_success() {
+            return Ok(resp);
+        }
         let retry_after = parse_retry_after(resp.headers(), SystemTime::now());
         let bytes = self.read_body(resp).await?;
-        if status.is_success() {
-            return serde_json::from_slice::<Value>(&bytes).map_err(|e| {
-                Failure::Fatal(ModelError::Call(format!(
-                    "malformed JSON from {url}: {e}; body starts: {}",
-                    excerpt(&bytes)
-                )))
-            });
-        }
         let code = status.as_u16();
         let reason = status.canonical_reason().unwrap_or("");
-        match status {
+        Err(match status {
             StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => {
-                Err(Failure::Fatal(ModelError::Config(format!(
+                Failure::Fatal(ModelError::Config(format!(
                     "HTTP {code} {reason} from {url}: the API key was rejected; check {} ({})",
                     self.key_env,
                     excerpt(&bytes)
-                ))))
+                )))
             }
-            _ if RETRY_STATUSES.contains(&code) => Err(Failure::Retry {
+            _ if RETRY_STATUSES.contains(&code) => Failure::Retry {
                 cause: if code == 429 {
                     RetryCause::RateLimited
                 } else {
@@ -513,14 +566,106 @@ impl Transport {
                 },
                 retry_after,
                 message: format!("HTTP {code} {reason} from {url}: {}", excerpt(&bytes)),
-            }),
-            _ if status.is_redirection() => Err(Failure::Fatal(ModelError::Call(format!(
+            },
+            _ if status.is_redirection() => Failure::Fatal(ModelError::Call(format!(
                 "HTTP {code} {reason} from {url}: redirects are not followed; point base_url at the final address"
-            )))),
-            _ => Err(Failure::Fatal(ModelError::Call(format!(
+            ))),
+            _ => Failure::Fatal(ModelError::Call(format!(
                 "HTTP {code} {reason} from {url}: {}",
                 excerpt(&bytes)
-            )))),
+            ))),
+        })
+    }
+
+    /// A request of the batch plumbing (upload a file, create, poll or cancel a batch)
+    /// to `url` on this target's host, with its key: not a model call, so not counted
+    /// in [`TransportStats`]. Retried as a call is, with backoff, when `retry` is set;
+    /// a batch *create* passes `retry: false` except after a 429, because a create that
+    /// timed out may have been made, and a second one would be paid for twice.
+    pub async fn plumbing(
+        &self,
+        method: reqwest::Method,
+        url: &Url,
+        payload: &Payload,
+        retry: bool,
+    ) -> Result<Value, ModelError> {
+        let mut retries = 0u32;
+        loop {
+            let outcome = match self
+                .send_once(method.clone(), url, payload, self.timeout)
+                .await
+            {
+                Ok(resp) => match self.read_body(resp).await {
+                    Ok(bytes) => serde_json::from_slice::<Value>(&bytes).map_err(|e| {
+                        Failure::Fatal(ModelError::Call(format!(
+                            "malformed JSON from {url}: {e}; body starts: {}",
+                            excerpt(&bytes)
+                        )))
+                    }),
+                    Err(f) => Err(f),
+                },
+                Err(f) => Err(f),
+            };
+            match outcome {
+                Ok(v) => return Ok(v),
+                Err(Failure::Fatal(e)) => return Err(self.scrub(e)),
+                Err(Failure::Retry {
+                    cause,
+                    retry_after,
+                    message,
+                }) => {
+                    let may_retry = retry || cause == RetryCause::RateLimited;
+                    if !may_retry || retries >= self.max_retries {
+                        return Err(self.scrub(ModelError::Call(message)));
+                    }
+                    let wait = match retry_after {
+                        Some(d) => d.min(self.options.retry_after_cap),
+                        None => self.backoff(retries),
+                    };
+                    tokio::time::sleep(wait).await;
+                    retries += 1;
+                }
+            }
+        }
+    }
+
+    /// Opens a download (a batch's results) from `url` with this target's key, retrying
+    /// until the response head arrives; the caller streams the body with
+    /// [`reqwest::Response::chunk`]. The whole download may take up to an hour.
+    pub async fn download(&self, url: &Url) -> Result<reqwest::Response, ModelError> {
+        let mut retries = 0u32;
+        let timeout = self.timeout.max(Duration::from_secs(3600));
+        loop {
+            match self
+                .send_once(reqwest::Method::GET, url, &Payload::Empty, timeout)
+                .await
+            {
+                Ok(r) => return Ok(r),
+                Err(Failure::Fatal(e)) => return Err(self.scrub(e)),
+                Err(Failure::Retry {
+                    retry_after,
+                    message,
+                    ..
+                }) => {
+                    if retries >= self.max_retries {
+                        return Err(self.scrub(ModelError::Call(message)));
+                    }
+                    let wait = match retry_after {
+                        Some(d) => d.min(self.options.retry_after_cap),
+                        None => self.backoff(retries),
+                    };
+                    tokio::time::sleep(wait).await;
+                    retries += 1;
+                }
+            }
+        }
+    }
+
+    /// The key scrubbed from a message (downloaded text quoted in an error).
+    pub fn redact(&self, text: &str) -> String {
+        match &self.secret {
+            Some(s) => s.redact(text),
+            None => text.to_string(),
         }
     }
 
@@ -544,6 +689,10 @@ impl Transport {
     }
 
     fn transport_failure(&self, e: &reqwest::Error, what: &str) -> Failure {
+        self.transport_failure_at(e, what, &self.url)
+    }
+
+    fn transport_failure_at(&self, e: &reqwest::Error, what: &str, url: &Url) -> Failure {
         let cause = if e.is_timeout() {
             RetryCause::Timeout
         } else {
@@ -557,7 +706,7 @@ impl Transport {
         Failure::Retry {
             cause,
             retry_after: None,
-            message: format!("{what} to {} failed: {detail}", self.url),
+            message: format!("{what} to {url} failed: {detail}"),
         }
     }
 }

@@ -20,12 +20,19 @@
 //! * requests are validated like the real APIs where it matters for round-trips: a tool
 //!   result must name a tool call id / tool_use id from the preceding assistant turn, and
 //!   Anthropic requests must carry `anthropic-version` and `max_tokens`;
+//! * it speaks both providers' batch APIs (OpenAI's `/v1/files` + `/v1/batches`,
+//!   Anthropic's `/v1/messages/batches`; see [`batch`](BatchRule)): each batched request
+//!   is answered as the same request sent alone, and per-batch faults (slow, expired,
+//!   cancelled, failed, damaged result lines) are scripted with [`BatchRule`]s;
 //! * it counts requests (`GET /stats`, [`TestServer::stats`]), records the last requests
 //!   received ([`TestServer::requests`]; `GET /requests` without credentials), and tracks
 //!   requests in flight (so concurrency limits can be asserted).
 //!
 //! It binds only to loopback (port 0 by default) and stops when its handle is dropped or
 //! [`TestServer::shutdown`] is awaited.
+
+mod batch;
+pub use batch::{BatchFault, BatchRecord, BatchRule, DEFAULT_POLLS, Damage};
 
 use axum::Router;
 use axum::body::Bytes;
@@ -67,6 +74,8 @@ pub struct Script {
     pub require_key: Option<String>,
     /// Matched in order; the first rule that matches (and has firings left) decides.
     pub rules: Vec<Rule>,
+    /// Faults of the batch APIs, per batch (every matching rule applies).
+    pub batch_rules: Vec<BatchRule>,
 }
 
 pub const DEFAULT_REFUSE_WORD: &str = "forbidden";
@@ -83,6 +92,7 @@ impl Default for Script {
             latency_ms: 0,
             require_key: None,
             rules: Vec::new(),
+            batch_rules: Vec::new(),
         }
     }
 }
@@ -95,6 +105,11 @@ impl Script {
     }
     pub fn latency_ms(mut self, ms: u64) -> Self {
         self.latency_ms = ms;
+        self
+    }
+    /// Adds a batch fault (builder style).
+    pub fn batch_rule(mut self, rule: BatchRule) -> Self {
+        self.batch_rules.push(rule);
         self
     }
     pub fn require_key(mut self, key: impl Into<String>) -> Self {
@@ -333,12 +348,21 @@ struct Inner {
 
 struct Shared {
     inner: Mutex<Inner>,
+    batches: Mutex<batch::Store>,
+    /// `http://127.0.0.1:PORT`.
+    url: String,
     seq: AtomicU64,
     in_flight: AtomicU64,
     shutdown: watch::Receiver<bool>,
 }
 
 impl Shared {
+    fn url(&self) -> String {
+        self.url.clone()
+    }
+    fn batches(&self) -> std::sync::MutexGuard<'_, batch::Store> {
+        self.batches.lock().unwrap_or_else(|p| p.into_inner())
+    }
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -384,6 +408,8 @@ impl TestServer {
                 stats: Stats::default(),
                 log: VecDeque::new(),
             }),
+            batches: Mutex::new(batch::Store::default()),
+            url: format!("http://{addr}"),
             seq: AtomicU64::new(0),
             in_flight: AtomicU64::new(0),
             shutdown: shutdown.clone(),
@@ -394,6 +420,24 @@ impl TestServer {
             .route("/health", get(|| async { "ok" }))
             .route("/stats", get(stats))
             .route("/requests", get(requests))
+            .route("/batches", get(batch::log))
+            .route("/v1/files", post(batch::upload))
+            .route("/v1/files/{id}/content", get(batch::file_content))
+            .route("/v1/batches", post(batch::openai_create))
+            .route("/v1/batches/{id}", get(batch::openai_get))
+            .route("/v1/batches/{id}/cancel", post(batch::openai_cancel))
+            .route("/v1/messages/batches", post(batch::anthropic_create))
+            .route("/v1/messages/batches/{id}", get(batch::anthropic_get))
+            .route(
+                "/v1/messages/batches/{id}/cancel",
+                post(batch::anthropic_cancel),
+            )
+            .route(
+                "/v1/messages/batches/{id}/results",
+                get(batch::anthropic_results),
+            )
+            // Batch uploads are large (OpenAI allows 200 MB files, Anthropic 256 MB).
+            .layer(axum::extract::DefaultBodyLimit::max(256 << 20))
             .with_state(shared.clone());
         let mut rx = shutdown;
         let task = tokio::spawn(async move {
@@ -437,6 +481,11 @@ impl TestServer {
     pub fn requests(&self) -> Vec<RecordedRequest> {
         self.shared.lock().log.iter().cloned().collect()
     }
+    /// Every batch created since start (or [`TestServer::reset`]), with the custom ids
+    /// it carried: a test asserts from it that no request was submitted twice.
+    pub fn batches(&self) -> Vec<BatchRecord> {
+        self.shared.batches().log.clone()
+    }
     pub fn last_request(&self) -> Option<RecordedRequest> {
         self.shared.lock().log.back().cloned()
     }
@@ -447,6 +496,8 @@ impl TestServer {
         g.log.clear();
         g.fired = vec![0; g.script.rules.len()];
         self.shared.seq.store(0, Ordering::SeqCst);
+        drop(g);
+        *self.shared.batches() = batch::Store::default();
     }
     /// Stops serving; hanging requests are released with a 503.
     pub async fn shutdown(mut self) {
@@ -509,12 +560,59 @@ fn header_str(h: &HeaderMap, name: &str) -> Option<String> {
 async fn handle(s: Arc<Shared>, api: Api, headers: HeaderMap, raw: Bytes) -> Response {
     let now_in_flight = s.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
     let _guard = InFlight(&s.in_flight);
-    let seq = s.seq.fetch_add(1, Ordering::SeqCst) + 1;
     let body: Value = serde_json::from_slice(&raw).unwrap_or(Value::Null);
-    let authorization = header_str(&headers, "authorization");
-    let x_api_key = header_str(&headers, "x-api-key");
-    let text = conversation_text(api, &body);
+    let (reply, latency) = answer(&s, api, &headers, body, now_in_flight);
+    if latency > 0 {
+        tokio::time::sleep(Duration::from_millis(latency)).await;
+    }
+    match reply {
+        Some(r) => r.into_response(),
+        None => {
+            let mut rx = s.shutdown.clone();
+            let _ = rx.wait_for(|v| *v).await;
+            reply_error(api, 503, "api_error", "test server shutting down").into_response()
+        }
+    }
+}
 
+/// A computed answer: status, JSON body text and an optional `Retry-After`.
+pub(crate) struct Reply {
+    pub status: StatusCode,
+    pub body: String,
+    pub retry_after: Option<RetryAfter>,
+}
+
+impl Reply {
+    fn into_response(self) -> Response {
+        let mut r = json_response(self.status, &self.body);
+        add_retry_after(&mut r, self.retry_after);
+        r
+    }
+}
+
+fn reply_json(status: StatusCode, body: &str) -> Reply {
+    Reply {
+        status,
+        body: body.to_string(),
+        retry_after: None,
+    }
+}
+
+/// Records one request (counters, log, sequence number), picks its action and computes
+/// the answer: `None` for a hang. Also the wave of a batch: each batch line is answered
+/// here as if it had been sent on its own (`headers` are the batch request's). Returns
+/// the latency to wait before answering (ignored inside batches).
+pub(crate) fn answer(
+    s: &Shared,
+    api: Api,
+    headers: &HeaderMap,
+    body: Value,
+    now_in_flight: u64,
+) -> (Option<Reply>, u64) {
+    let seq = s.seq.fetch_add(1, Ordering::SeqCst) + 1;
+    let authorization = header_str(headers, "authorization");
+    let x_api_key = header_str(headers, "x-api-key");
+    let text = conversation_text(api, &body);
     // Record, count, and pick the action under one lock.
     let (decision, latency, script) = {
         let mut g = s.lock();
@@ -531,7 +629,7 @@ async fn handle(s: Arc<Shared>, api: Api, headers: HeaderMap, raw: Bytes) -> Res
             in_flight_at_arrival: now_in_flight,
             authorization: authorization.clone(),
             x_api_key: x_api_key.clone(),
-            anthropic_version: header_str(&headers, "anthropic-version"),
+            anthropic_version: header_str(headers, "anthropic-version"),
         });
         while g.log.len() > RECORD_LIMIT {
             g.log.pop_front();
@@ -554,10 +652,6 @@ async fn handle(s: Arc<Shared>, api: Api, headers: HeaderMap, raw: Bytes) -> Res
         )
     };
 
-    if latency > 0 {
-        tokio::time::sleep(Duration::from_millis(latency)).await;
-    }
-
     // Authentication and request validation come before scripted behaviour, like a
     // real API (a scripted 401 is still possible through a rule).
     if let Some(want) = &script.require_key {
@@ -570,12 +664,15 @@ async fn handle(s: Arc<Shared>, api: Api, headers: HeaderMap, raw: Bytes) -> Res
         };
         if presented.as_deref() != Some(want.as_str()) {
             s.outcome("unauthorized");
-            return auth_error(api, 401, presented.as_deref());
+            return (Some(reply_auth(api, 401, presented.as_deref())), latency);
         }
     }
-    if let Err(msg) = validate(api, &headers, &body) {
+    if let Err(msg) = validate(api, headers, &body) {
         s.outcome("bad_request");
-        return error_response(api, 400, "invalid_request_error", &msg);
+        return (
+            Some(reply_error(api, 400, "invalid_request_error", &msg)),
+            latency,
+        );
     }
 
     let model = body
@@ -584,7 +681,7 @@ async fn handle(s: Arc<Shared>, api: Api, headers: HeaderMap, raw: Bytes) -> Res
         .unwrap_or("test-model")
         .to_string();
     let input_tokens = words(&text);
-    match decision {
+    let reply = match decision {
         Action::Default => {
             let refuse = script
                 .refuse_word
@@ -597,7 +694,7 @@ async fn handle(s: Arc<Shared>, api: Api, headers: HeaderMap, raw: Bytes) -> Res
             };
             s.outcome("ok");
             let v = success(api, seq, &model, reply, &[], None, input_tokens);
-            json_response(StatusCode::OK, &v.to_string())
+            reply_json(StatusCode::OK, &v.to_string())
         }
         Action::Reply {
             text: reply,
@@ -614,7 +711,7 @@ async fn handle(s: Arc<Shared>, api: Api, headers: HeaderMap, raw: Bytes) -> Res
                 stop.as_deref(),
                 input_tokens,
             );
-            json_response(StatusCode::OK, &v.to_string())
+            reply_json(StatusCode::OK, &v.to_string())
         }
         Action::Refuse { text: reply, style } => {
             s.outcome("refusal");
@@ -642,7 +739,7 @@ async fn handle(s: Arc<Shared>, api: Api, headers: HeaderMap, raw: Bytes) -> Res
                     anthropic_envelope(seq, &model, content, "refusal", input_tokens, out)
                 }
             };
-            json_response(StatusCode::OK, &v.to_string())
+            reply_json(StatusCode::OK, &v.to_string())
         }
         Action::Status {
             code,
@@ -657,12 +754,12 @@ async fn handle(s: Arc<Shared>, api: Api, headers: HeaderMap, raw: Bytes) -> Res
                         .and_then(|a| a.strip_prefix("Bearer ")),
                     Api::Anthropic => x_api_key.as_deref(),
                 };
-                let mut r = auth_error(api, code, presented);
-                add_retry_after(&mut r, retry_after);
-                return r;
+                let mut r = reply_auth(api, code, presented);
+                r.retry_after = retry_after;
+                return (Some(r), latency);
             }
             let mut r = match body {
-                Some(b) => json_response(
+                Some(b) => reply_json(
                     StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
                     &b,
                 ),
@@ -673,17 +770,15 @@ async fn handle(s: Arc<Shared>, api: Api, headers: HeaderMap, raw: Bytes) -> Res
                         c if c >= 500 => ("api_error", "internal error (test server)"),
                         _ => ("invalid_request_error", "rejected by the test server"),
                     };
-                    error_response(api, code, kind, msg)
+                    reply_error(api, code, kind, msg)
                 }
             };
-            add_retry_after(&mut r, retry_after);
+            r.retry_after = retry_after;
             r
         }
         Action::Hang => {
             s.outcome("hang");
-            let mut rx = s.shutdown.clone();
-            let _ = rx.wait_for(|v| *v).await;
-            error_response(api, 503, "api_error", "test server shutting down")
+            return (None, latency);
         }
         Action::Truncated => {
             s.outcome("truncated");
@@ -698,11 +793,11 @@ async fn handle(s: Arc<Shared>, api: Api, headers: HeaderMap, raw: Bytes) -> Res
             )
             .to_string();
             let cut: String = full.chars().take(full.chars().count() / 2).collect();
-            json_response(StatusCode::OK, &cut)
+            reply_json(StatusCode::OK, &cut)
         }
         Action::Malformed => {
             s.outcome("malformed");
-            json_response(
+            reply_json(
                 StatusCode::OK,
                 "{\"id\": \"broken\", \"choices\": [}, <html>",
             )
@@ -719,9 +814,10 @@ async fn handle(s: Arc<Shared>, api: Api, headers: HeaderMap, raw: Bytes) -> Res
                     "model": model, "stop_reason": "end_turn"
                 }),
             };
-            json_response(StatusCode::OK, &v.to_string())
+            reply_json(StatusCode::OK, &v.to_string())
         }
-    }
+    };
+    (Some(reply), latency)
 }
 
 fn matches(w: &When, seq: u64, api: Api, text: &str) -> bool {
@@ -998,17 +1094,17 @@ fn json_response(status: StatusCode, body: &str) -> Response {
         .into_response()
 }
 
-fn error_response(api: Api, code: u16, kind: &str, message: &str) -> Response {
+pub(crate) fn reply_error(api: Api, code: u16, kind: &str, message: &str) -> Reply {
     let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let v = match api {
         Api::Openai => json!({"error": {"message": message, "type": kind, "code": null}}),
         Api::Anthropic => json!({"type": "error", "error": {"type": kind, "message": message}}),
     };
-    json_response(status, &v.to_string())
+    reply_json(status, &v.to_string())
 }
 
 /// An authentication error that, like some real providers, quotes the key it was given.
-fn auth_error(api: Api, code: u16, presented: Option<&str>) -> Response {
+fn reply_auth(api: Api, code: u16, presented: Option<&str>) -> Reply {
     let msg = match presented {
         Some(k) => format!("Incorrect API key provided: {k}"),
         None => "No API key provided".to_string(),
@@ -1018,7 +1114,7 @@ fn auth_error(api: Api, code: u16, presented: Option<&str>) -> Response {
     } else {
         "authentication_error"
     };
-    error_response(api, code, kind, &msg)
+    reply_error(api, code, kind, &msg)
 }
 
 fn add_retry_after(r: &mut Response, ra: Option<RetryAfter>) {

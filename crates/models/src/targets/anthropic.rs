@@ -17,6 +17,7 @@
 //! `ANTHROPIC_API_KEY`) and is never part of the spec.
 
 use super::live::{self, Doc, EnvLookup, Flavor};
+use crate::batch::{BATCH_PARAMS, BatchApi, BatchOptions};
 use crate::transport::{AuthStyle, Transport, TransportOptions, TransportStats};
 use crate::{BoxFuture, Model, ModelError};
 use gauntlet_core::message::{ChatRequest, ChatResponse, Role, StopReason, ToolCall, Usage};
@@ -95,6 +96,10 @@ const PARAMS: &[ParamSpec] = &[
         doc: "most requests in flight to this target; 429s lower it adaptively and successes \
               raise it back. Absent: bounded only by the run's concurrency",
     },
+    BATCH_PARAMS[0],
+    BATCH_PARAMS[1],
+    BATCH_PARAMS[2],
+    BATCH_PARAMS[3],
 ];
 
 pub const INFO: PluginInfo = PluginInfo {
@@ -120,7 +125,9 @@ pub struct AnthropicTarget {
     model: String,
     temperature: Option<f64>,
     max_tokens: u32,
-    transport: Transport,
+    pub(crate) transport: Transport,
+    /// Set by `batch: true`: calls go through the provider's batch API.
+    pub(crate) batch: Option<BatchOptions>,
 }
 
 impl fmt::Debug for AnthropicTarget {
@@ -157,6 +164,7 @@ impl AnthropicTarget {
             temperature: live.temperature,
             max_tokens: live.max_tokens.unwrap_or(1024),
             transport: Transport::new(live.transport)?,
+            batch: BatchOptions::from_params(&spec.params),
         })
     }
 
@@ -340,6 +348,9 @@ impl Model for AnthropicTarget {
     }
     fn transport_stats(&self) -> Option<TransportStats> {
         Some(self.transport.stats())
+    }
+    fn batch_api(&self) -> Option<&dyn BatchApi> {
+        self.batch.as_ref().map(|_| self as &dyn BatchApi)
     }
 }
 

@@ -14,6 +14,7 @@
 //! that variable is unset (local llama.cpp/vLLM servers need no key).
 
 use super::live::{self, Doc, EnvLookup, Flavor};
+use crate::batch::{BATCH_PARAMS, BatchApi, BatchOptions};
 use crate::transport::{AuthStyle, Transport, TransportOptions, TransportStats};
 use crate::{BoxFuture, Model, ModelError};
 use gauntlet_core::message::{
@@ -92,6 +93,10 @@ const PARAMS: &[ParamSpec] = &[
         doc: "most requests in flight to this target; 429s lower it adaptively and successes \
               raise it back. Absent: bounded only by the run's concurrency",
     },
+    BATCH_PARAMS[0],
+    BATCH_PARAMS[1],
+    BATCH_PARAMS[2],
+    BATCH_PARAMS[3],
 ];
 
 pub const INFO: PluginInfo = PluginInfo {
@@ -117,7 +122,9 @@ pub struct OpenAiCompatTarget {
     model: String,
     temperature: Option<f64>,
     max_tokens: Option<u32>,
-    transport: Transport,
+    pub(crate) transport: Transport,
+    /// Set by `batch: true`: calls go through the provider's batch API.
+    pub(crate) batch: Option<BatchOptions>,
 }
 
 impl fmt::Debug for OpenAiCompatTarget {
@@ -149,6 +156,7 @@ impl OpenAiCompatTarget {
             temperature: live.temperature,
             max_tokens: live.max_tokens,
             transport: Transport::new(live.transport)?,
+            batch: BatchOptions::from_params(&spec.params),
         })
     }
 
@@ -338,6 +346,9 @@ impl Model for OpenAiCompatTarget {
     }
     fn transport_stats(&self) -> Option<TransportStats> {
         Some(self.transport.stats())
+    }
+    fn batch_api(&self) -> Option<&dyn BatchApi> {
+        self.batch.as_ref().map(|_| self as &dyn BatchApi)
     }
 }
 
