@@ -9,6 +9,7 @@ mod analysis_cmd;
 mod detect_cmd;
 mod exam_cmd;
 mod judge_eval_cmd;
+mod merge_cmd;
 mod progress;
 
 use clap::{Parser, Subcommand};
@@ -18,7 +19,7 @@ use gauntlet_core::terminal::{safe, safe_text};
 use gauntlet_engine::Registry;
 use gauntlet_engine::config;
 use gauntlet_engine::plan::Plan;
-use gauntlet_engine::run::{RunOptions, Status, execute};
+use gauntlet_engine::run::{RunOptions, Status, execute_sharded};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -67,6 +68,11 @@ enum Command {
         /// trials. Overrides the config's `trials`.
         #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100))]
         trials: Option<u32>,
+        /// Run only shard i of N (0-based: 0/4 … 3/4) of a stable partition of the
+        /// units, into RUNS_DIR/<run_name>.shard-<i>-of-<N>; `gauntlet merge` puts the
+        /// N shards back together (see README, "Scaling out").
+        #[arg(long, value_name = "i/N")]
+        shard: Option<gauntlet_engine::shard::Shard>,
     },
     /// Check a config: every key, plugin name and param, and load every dataset. An
     /// unset API-key variable and a dataset that cannot be downloaded right now are
@@ -105,6 +111,9 @@ enum Command {
     /// Re-judge a finished run with another judge into a new results set (results.json,
     /// leaderboard.json, report.md/html) with provenance; no target calls.
     Rescore(analysis_cmd::RescoreArgs),
+    /// Merge the shard directories of `run --shard i/N` (or `exam --shard i/N`) into
+    /// one directory, byte-identical to a one-machine run's (sessions.jsonl aside).
+    Merge(merge_cmd::MergeArgs),
     /// Paired comparison of two runs over shared behaviors: exact McNemar for rates,
     /// paired bootstrap CIs for scores; writes compare.json.
     Compare(analysis_cmd::CompareArgs),
@@ -181,8 +190,9 @@ fn main() -> ExitCode {
             quiet,
             estimate: true,
             trials,
+            shard,
         } => {
-            let _ = (runs_dir, concurrency, quiet);
+            let _ = (runs_dir, concurrency, quiet, shard);
             estimate(&config, trials)
         }
         Command::Run {
@@ -192,7 +202,8 @@ fn main() -> ExitCode {
             quiet,
             estimate: false,
             trials,
-        } => run(&config, runs_dir, concurrency, quiet, trials),
+            shard,
+        } => run(&config, runs_dir, concurrency, quiet, trials, shard),
         Command::Validate { config, strict } => validate(&config, strict),
         Command::List => {
             list();
@@ -223,6 +234,7 @@ fn main() -> ExitCode {
         Command::Serve(a) => serve(a),
         Command::JudgeAgreement(a) => analysis_cmd::judge_agreement(a),
         Command::Rescore(a) => analysis_cmd::rescore_cmd(a),
+        Command::Merge(a) => merge_cmd::merge(a),
         Command::Compare(a) => analysis_cmd::compare(a),
         Command::JudgeEval(a) => judge_eval_cmd::judge_eval(a),
         Command::Corpus {
@@ -358,6 +370,7 @@ fn run(
     concurrency: Option<u32>,
     quiet: bool,
     trials: Option<u32>,
+    shard: Option<gauntlet_engine::shard::Shard>,
 ) -> ExitCode {
     let plan = match load_plan_with(path, trials) {
         Ok(p) => p,
@@ -388,7 +401,12 @@ fn run(
                 eprintln!("\n{which}: finishing the units in hand and writing partial artefacts (rerun to resume)");
             }
         });
-        execute(plan, RunOptions { runs_dir, concurrency, stop }, progress).await
+        let opts = RunOptions {
+            runs_dir,
+            concurrency,
+            stop,
+        };
+        execute_sharded(plan, opts, shard, progress).await
     });
     match result {
         Ok(out) => {
@@ -549,7 +567,7 @@ fn estimate(path: &Path, trials: Option<u32>) -> ExitCode {
 }
 
 /// One line per cell with each metric's value (N/A where it does not apply).
-fn print_summary(s: &RunSummary) {
+pub(crate) fn print_summary(s: &RunSummary) {
     let Some(first) = s.cells.first() else { return };
     let names: Vec<String> = first
         .metrics
