@@ -54,14 +54,24 @@ fn err(msg: impl Into<String>) -> StoredError {
 
 /// A model of a stored run (a target, or a grader of the run's judges): it carries the
 /// model's identity, so labels and cache keys are the run's, and refuses every call.
-struct NotCalled(PluginSpec);
+/// It is offline when the model it stands for is (a merge prices the shards' tokens).
+struct NotCalled(PluginSpec, bool);
+
+impl NotCalled {
+    fn new(spec: PluginSpec) -> NotCalled {
+        // Built for inspection only (no key needed), never called.
+        let offline = gauntlet_models::registry::build_target_for_check(&spec)
+            .is_ok_and(|(m, _)| m.offline());
+        NotCalled(spec, offline)
+    }
+}
 
 impl Model for NotCalled {
     fn spec(&self) -> &PluginSpec {
         &self.0
     }
     fn offline(&self) -> bool {
-        true
+        self.1
     }
     fn chat<'a>(
         &'a self,
@@ -324,7 +334,7 @@ impl StoredRun {
         };
         plan.targets = targets
             .iter()
-            .map(|t| Arc::new(NotCalled(t.clone())) as Arc<dyn Model>)
+            .map(|t| Arc::new(NotCalled::new(t.clone())) as Arc<dyn Model>)
             .collect();
         plan.judges = judges
             .iter()
@@ -336,7 +346,7 @@ impl StoredRun {
                 build_judge(j)
                     .ok()
                     .and_then(|b| b.grader().cloned())
-                    .map(|g| Arc::new(NotCalled(g)) as Arc<dyn Model>)
+                    .map(|g| Arc::new(NotCalled::new(g)) as Arc<dyn Model>)
             })
             .collect();
         // Judge cards resolve like the datasets did (against the same directory).
@@ -1068,7 +1078,7 @@ mod tests {
     #[test]
     fn stand_in_models_refuse_every_call() {
         let spec = parse_judge_spec("refusal_match").unwrap();
-        let m = NotCalled(spec);
+        let m = NotCalled::new(spec);
         let rt = tokio::runtime::Builder::new_current_thread()
             .build()
             .unwrap();
