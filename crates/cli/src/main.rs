@@ -8,6 +8,7 @@
 mod analysis_cmd;
 mod detect_cmd;
 mod exam_cmd;
+mod exam_shard;
 mod judge_eval_cmd;
 mod merge_cmd;
 mod progress;

@@ -24,6 +24,32 @@ pub struct MergeArgs {
 }
 
 pub fn merge(a: MergeArgs) -> ExitCode {
+    if a.shard_dirs
+        .iter()
+        .any(|d| crate::exam_shard::is_exam_shard(d))
+    {
+        return match crate::exam_shard::merge(&a.shard_dirs, &a.out) {
+            Ok(r) => {
+                println!(
+                    "merged {} exam shard(s): {} pass(es), median pass rate {}, {} model calls",
+                    a.shard_dirs.len(),
+                    r.runs.len(),
+                    gauntlet_exam::exam::pct_or_na(
+                        r.median_pass_rate,
+                        &r.na_reasons,
+                        "median_pass_rate"
+                    ),
+                    r.model_calls
+                );
+                println!("artefacts: {}", safe(&a.out.display().to_string()));
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                error(&e);
+                ExitCode::from(2)
+            }
+        };
+    }
     match gauntlet_engine::merge::merge(&a.shard_dirs, &a.out, a.config_dir.as_deref()) {
         Ok(m) => {
             crate::print_summary(&m.summary);

@@ -515,7 +515,8 @@ pub fn merge(
             ))
         })?;
     }
-    concat_journals(&by_index, &dir.journal())?;
+    let dirs: Vec<&Path> = by_index.iter().map(|s| s.dir.as_path()).collect();
+    concat_journals(&dirs, &dir.journal())?;
     manifest
         .write(&dir.root)
         .map_err(|e| io(&dir.path(MANIFEST), e))?;
@@ -539,17 +540,18 @@ pub fn merge(
     })
 }
 
-/// The shards' journals, one after another under one header, into `to` (written to a
-/// temporary file and renamed). Their keys are disjoint but for calls two units share,
-/// which hold the same response; a torn last line is left out.
-fn concat_journals(shards: &[&ShardDir], to: &Path) -> Result<(), StoredError> {
+/// The journals (`journal.jsonl`) of the shard directories `shards`, one after another
+/// under one header, into `to` (written to a temporary file and renamed). Their keys
+/// are disjoint but for calls two units share, which hold the same response; a torn
+/// last line is left out. Shards without a journal are skipped.
+pub fn concat_journals(shards: &[&Path], to: &Path) -> Result<(), StoredError> {
     let tmp = tmp_path(to);
     let io = |p: &Path, e: std::io::Error| err(format!("cannot write {}: {e}", p.display()));
     let mut w = BufWriter::with_capacity(1 << 20, File::create(&tmp).map_err(|e| io(&tmp, e))?);
     let mut header: Option<Vec<u8>> = None;
     let mut line = Vec::new();
     for s in shards {
-        let path = s.dir.join("journal.jsonl");
+        let path = s.join("journal.jsonl");
         let f = match File::open(&path) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
@@ -587,5 +589,9 @@ fn concat_journals(shards: &[&ShardDir], to: &Path) -> Result<(), StoredError> {
     }
     w.flush().map_err(|e| io(&tmp, e))?;
     drop(w);
+    if header.is_none() {
+        // No shard had a journal (nothing was called): neither has the merge.
+        return std::fs::remove_file(&tmp).map_err(|e| io(&tmp, e));
+    }
     std::fs::rename(&tmp, to).map_err(|e| io(to, e))
 }
