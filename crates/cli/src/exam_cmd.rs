@@ -15,7 +15,8 @@ use gauntlet_exam::calls::{ExamCalls, SpineOptions};
 use gauntlet_exam::cascade::CascadeOptions;
 use gauntlet_exam::embedded::{CorpusSource, resolve_corpus};
 use gauntlet_exam::exam::{
-    Backend, ExamConfig, Progress, exam_identity_bytes, parse_target, run_exam, write_artifacts,
+    Backend, ExamConfig, Progress, exam_identity_bytes, parse_target, run_exam_units,
+    write_artifacts,
 };
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
@@ -108,6 +109,11 @@ pub struct ExamArgs {
     /// default: the bundled one (as `gauntlet run`).
     #[arg(long)]
     price_table: Option<PathBuf>,
+    /// Run only shard i of N (0-based) of the scenario runs (pass × scenario), into
+    /// <out>.shard-<i>-of-<N>; `gauntlet merge` puts the N shards back together (see
+    /// README, "Scaling out"). Not with --mode e2e.
+    #[arg(long, value_name = "i/N")]
+    shard: Option<gauntlet_engine::shard::Shard>,
 }
 
 pub fn exam(mut a: ExamArgs) -> ExitCode {
@@ -136,7 +142,16 @@ pub fn exam(mut a: ExamArgs) -> ExitCode {
         a.max_queries = a.max_queries.or(f.max_queries);
         file_targets = f.targets;
     }
-    let out_dir = a.out.clone().unwrap_or_else(|| PathBuf::from("exam-out"));
+    let mut out_dir = a.out.clone().unwrap_or_else(|| PathBuf::from("exam-out"));
+    if let Some(s) = a.shard {
+        if a.mode == Mode::E2e {
+            eprintln!(
+                "gauntlet exam: --shard {s}: the end-to-end mode cannot be sharded yet; run it on one machine (or shard the agent passes: --mode golden|real)"
+            );
+            return ExitCode::from(2);
+        }
+        out_dir = crate::exam_shard::shard_out(&out_dir, s);
+    }
     let (corpus, source) = match resolve_corpus(a.corpus.as_deref(), Path::new("exams/scenarios")) {
         Ok(c) => c,
         Err(e) => {
@@ -271,10 +286,25 @@ pub fn exam(mut a: ExamArgs) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let out = match rt.block_on(run_exam(
+    let passes = gauntlet_exam::grade::effective_passes(a.passes);
+    let owned = a
+        .shard
+        .map(|s| crate::exam_shard::owned(&corpus, passes, s));
+    if a.shard.is_some()
+        && let Err(e) =
+            std::fs::create_dir_all(&out_dir).and_then(|()| crate::exam_shard::begin(&out_dir))
+    {
+        eprintln!(
+            "gauntlet exam: {}: {e}",
+            safe_text(&out_dir.display().to_string())
+        );
+        return ExitCode::from(1);
+    }
+    let out = match rt.block_on(run_exam_units(
         &corpus,
         &cfg,
         progress.as_ref().map(|(f, _)| f.clone()),
+        owned.as_deref(),
     )) {
         Ok(o) => o,
         Err(e) => {
@@ -295,6 +325,14 @@ pub fn exam(mut a: ExamArgs) -> ExitCode {
                 out_dir.join("report.json").display()
             ))
         );
+        return ExitCode::from(1);
+    }
+    if let (Some(s), Some(owned)) = (a.shard, &owned)
+        && out.report.partial.is_none()
+        && let Err(e) =
+            crate::exam_shard::finish(&out_dir, s, owned, (&corpus, passes), &out.report, &cfg)
+    {
+        eprintln!("gauntlet exam: {}", safe_text(&e.to_string()));
         return ExitCode::from(1);
     }
     eprintln!(

@@ -8,7 +8,9 @@
 mod analysis_cmd;
 mod detect_cmd;
 mod exam_cmd;
+mod exam_shard;
 mod judge_eval_cmd;
+mod merge_cmd;
 mod progress;
 
 use clap::{Parser, Subcommand};
@@ -18,7 +20,7 @@ use gauntlet_core::terminal::{safe, safe_text};
 use gauntlet_engine::Registry;
 use gauntlet_engine::config;
 use gauntlet_engine::plan::Plan;
-use gauntlet_engine::run::{RunOptions, Status, execute};
+use gauntlet_engine::run::{RunOptions, Status, execute_sharded};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -97,6 +99,11 @@ enum Command {
         /// provider's window; same journal, transcripts and results as call by call.
         #[arg(long)]
         batch: bool,
+        /// Run only shard i of N (0-based: 0/4 … 3/4) of a stable partition of the
+        /// units, into RUNS_DIR/<run_name>.shard-<i>-of-<N>; `gauntlet merge` puts the
+        /// N shards back together (see README, "Scaling out").
+        #[arg(long, value_name = "i/N")]
+        shard: Option<gauntlet_engine::shard::Shard>,
     },
     /// Check a config: every key, plugin name and param, and load every dataset. An
     /// unset API-key variable and a dataset that cannot be downloaded right now are
@@ -135,6 +142,9 @@ enum Command {
     /// Re-judge a finished run with another judge into a new results set (results.json,
     /// leaderboard.json, report.md/html) with provenance; no target calls.
     Rescore(analysis_cmd::RescoreArgs),
+    /// Merge the shard directories of `run --shard i/N` (or `exam --shard i/N`) into
+    /// one directory, byte-identical to a one-machine run's (sessions.jsonl aside).
+    Merge(merge_cmd::MergeArgs),
     /// Paired comparison of two runs over shared behaviors: exact McNemar for rates,
     /// paired bootstrap CIs for scores; writes compare.json.
     Compare(analysis_cmd::CompareArgs),
@@ -214,8 +224,9 @@ fn main() -> ExitCode {
             estimate: true,
             trials,
             batch,
+            shard,
         } => {
-            let _ = (runs_dir, concurrency, quiet);
+            let _ = (runs_dir, concurrency, quiet, shard);
             estimate(&config, trials, batch)
         }
         Command::Run {
@@ -226,7 +237,8 @@ fn main() -> ExitCode {
             estimate: false,
             trials,
             batch,
-        } => run(&config, runs_dir, concurrency, quiet, trials, batch),
+            shard,
+        } => run(&config, runs_dir, concurrency, quiet, trials, batch, shard),
         Command::Validate { config, strict } => validate(&config, strict),
         Command::List => {
             list();
@@ -257,6 +269,7 @@ fn main() -> ExitCode {
         Command::Serve(a) => serve(a),
         Command::JudgeAgreement(a) => analysis_cmd::judge_agreement(a),
         Command::Rescore(a) => analysis_cmd::rescore_cmd(a),
+        Command::Merge(a) => merge_cmd::merge(a),
         Command::Compare(a) => analysis_cmd::compare(a),
         Command::JudgeEval(a) => judge_eval_cmd::judge_eval(a),
         Command::Corpus {
@@ -400,6 +413,7 @@ fn run(
     quiet: bool,
     trials: Option<u32>,
     batch: bool,
+    shard: Option<gauntlet_engine::shard::Shard>,
 ) -> ExitCode {
     let plan = match load_plan_with(path, trials, batch) {
         Ok(p) => p,
@@ -430,7 +444,12 @@ fn run(
                 eprintln!("\n{which}: finishing the units in hand and writing partial artefacts (rerun to resume)");
             }
         });
-        execute(plan, RunOptions { runs_dir, concurrency, stop }, progress).await
+        let opts = RunOptions {
+            runs_dir,
+            concurrency,
+            stop,
+        };
+        execute_sharded(plan, opts, shard, progress).await
     });
     match result {
         Ok(out) => {
@@ -600,7 +619,7 @@ fn estimate(path: &Path, trials: Option<u32>, batch: bool) -> ExitCode {
 }
 
 /// One line per cell with each metric's value (N/A where it does not apply).
-fn print_summary(s: &RunSummary) {
+pub(crate) fn print_summary(s: &RunSummary) {
     let Some(first) = s.cells.first() else { return };
     let names: Vec<String> = first
         .metrics

@@ -11,10 +11,12 @@ mod breadth;
 pub mod compare;
 pub mod config;
 pub mod judge_eval;
+pub mod merge;
 pub mod plan;
 pub mod progress;
 pub mod run;
 pub mod rundir;
+pub mod shard;
 pub mod stored;
 pub mod usage;
 

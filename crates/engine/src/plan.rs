@@ -504,6 +504,13 @@ impl Plan {
         }
     }
 
+    /// The canonical index of a unit within a trial (the inverse of [`Plan::unit`]).
+    pub fn unit_index(&self, u: UnitRef) -> u64 {
+        (u.attack * self.targets.len() + u.target) as u64 * self.behaviors_per_block
+            + self.dataset_offsets[u.dataset]
+            + u.behavior as u64
+    }
+
     /// The cell index of a unit under judge `j`.
     pub fn cell(&self, u: UnitRef, j: usize) -> usize {
         ((u.attack * self.targets.len() + u.target) * self.datasets.len() + u.dataset)

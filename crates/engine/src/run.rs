@@ -128,6 +128,8 @@ struct Ctx {
     /// finished ahead of an earlier, slower one is done work while it waits its turn to
     /// be written.
     finished: AtomicU64,
+    /// A shard's canonical unit indexes, ascending (`None`: every unit, `0..n`).
+    order: Option<Vec<u64>>,
 }
 
 /// Canonical identities and labels of the plan's plugins, and the call-key prefixes of
@@ -203,6 +205,8 @@ struct JudgedUnit {
 }
 
 struct UnitOutput {
+    /// The canonical unit index (trial-major).
+    index: u64,
     unit: UnitRef,
     trial: u32,
     attempts: u32,
@@ -428,7 +432,8 @@ async fn run_chunk(ctx: Arc<Ctx>, start: u64, end: u64) -> (Vec<UnitOutput>, Opt
     // Offline calls of the whole chunk are journaled together, after its last unit.
     let pending = Pending::default();
     let mut fatal = None;
-    for i in start..end {
+    for pos in start..end {
+        let i = ctx.order.as_ref().map_or(pos, |o| o[pos as usize]);
         match run_unit(&ctx, i, &pending).await {
             Ok(o) => outs.push(o),
             Err(e) => {
@@ -612,6 +617,7 @@ async fn run_unit(ctx: &Ctx, index: u64, pending: &Pending) -> Result<UnitOutput
         })
         .collect();
     Ok(UnitOutput {
+        index,
         unit: u,
         trial,
         attempts: attempts.len() as u32,
@@ -702,6 +708,12 @@ impl Tally {
         let curve = self.breadth.has_curve(u.attack);
         let judged = judged_unit(b, attempts, vs, usage, shown, [true; 2], curve);
         cell[trial as usize].add(plan, u.behavior, judged);
+    }
+
+    /// Adds token usage to cell `cell` in `trial` (a merge adds each shard's, which the
+    /// transcripts do not hold; see `merge.rs`).
+    pub(crate) fn add_usage(&mut self, cell: usize, trial: usize, usage: CellUsage) {
+        self.cells[cell][trial].usage += usage;
     }
 
     /// The run summary and usage.json rows, as [`execute`] writes them.
@@ -1161,7 +1173,48 @@ pub fn run_json(plan: &Plan, status: &Status, units_done: u64, attempts: u64) ->
     v
 }
 
-fn pretty(v: &impl Serialize) -> Vec<u8> {
+/// A shard's run.json: the whole run's identity plus the shard (see `shard.rs`). The
+/// shard's own units replace the planned count; `run_id` is the shard's.
+fn shard_run_json(
+    mut v: serde_json::Value,
+    shard: crate::shard::Shard,
+    whole_run_id: &str,
+    units: u64,
+) -> serde_json::Value {
+    v["units"]["planned"] = units.into();
+    v["shard"] = serde_json::json!({
+        "index": shard.index,
+        "count": shard.count,
+        "units": units,
+        "partition": crate::shard::PARTITION_SCHEME,
+        "run_id": whole_run_id,
+    });
+    v
+}
+
+/// A shard's shard_usage.json: token usage per (cell, trial), which the transcripts do
+/// not hold, so a merge sums it into the whole run's cells exactly as a one-machine run
+/// would have folded it. Each slot is `[calls, calls_with_usage, input, output]`; cells
+/// without calls are left out.
+fn shard_usage_json(usage: &[CellUsage], trials: usize) -> serde_json::Value {
+    let rows: Vec<serde_json::Value> = usage
+        .iter()
+        .enumerate()
+        .filter(|(_, u)| u.0.iter().any(|r| r.calls > 0))
+        .map(|(i, u)| {
+            serde_json::json!([
+                i / trials,
+                i % trials,
+                u.0.iter()
+                    .map(|r| [r.calls, r.calls_with_usage, r.input_tokens, r.output_tokens])
+                    .collect::<Vec<_>>()
+            ])
+        })
+        .collect();
+    serde_json::json!({ "usage": rows })
+}
+
+pub(crate) fn pretty(v: &impl Serialize) -> Vec<u8> {
     let mut s = serde_json::to_vec_pretty(v).expect("json");
     s.push(b'\n');
     s
@@ -1270,14 +1323,34 @@ pub async fn execute(
     opts: RunOptions,
     progress: Arc<dyn Progress>,
 ) -> Result<RunOutcome, RunError> {
+    execute_sharded(plan, opts, None, progress).await
+}
+
+/// Runs (or resumes) a plan, or one shard of it (`shard.rs`) into
+/// `runs_dir/<run_name>.shard-<i>-of-<N>`: the shard's units in canonical order, with
+/// the shard recorded in run.json and its token usage per cell in shard_usage.json.
+pub async fn execute_sharded(
+    mut plan: Plan,
+    opts: RunOptions,
+    shard: Option<crate::shard::Shard>,
+    progress: Arc<dyn Progress>,
+) -> Result<RunOutcome, RunError> {
     let started = Instant::now();
+    let whole_run_id = plan.run_id.clone();
+    let dir_name = match shard {
+        Some(s) => {
+            plan.run_id = s.run_id(&whole_run_id);
+            s.dir_name(&plan.config.run_name)
+        }
+        None => plan.config.run_name.clone(),
+    };
     let started_unix = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    let dir = RunDir::open(&opts.runs_dir, &plan.config.run_name).map_err(|e| {
+    let dir = RunDir::open(&opts.runs_dir, &dir_name).map_err(|e| {
         io_err(
             "cannot open the run directory",
-            &opts.runs_dir.join(&plan.config.run_name),
+            &opts.runs_dir.join(&dir_name),
             e,
         )
     })?;
@@ -1357,25 +1430,36 @@ pub async fn execute(
     if let Some(b) = &batching {
         concurrency = concurrency.max(b.max_requests());
     }
+    let trials = plan.config.trials.max(1);
+    let order = shard.map(|s| crate::shard::units_of(&plan, trials, s));
+    let shard_units = order.as_ref().map_or(0, |o| o.len() as u64);
+    let shard_json = |v: serde_json::Value| match shard {
+        Some(s) => shard_run_json(v, s, &whole_run_id, shard_units),
+        None => v,
+    };
     let run_json_path = dir.path("run.json");
     // From here until the manifest is written again, readers refuse the directory.
     dir.begin_session()
         .map_err(|e| io_err("cannot remove", &dir.path(crate::rundir::MANIFEST), e))?;
     write_atomic(
         &run_json_path,
-        &pretty(&run_json(
+        &pretty(&shard_json(run_json(
             &plan,
             &Status::Partial("incomplete".into()),
             0,
             0,
-        )),
+        ))),
     )
     .map_err(|e| io_err("cannot write", &run_json_path, e))?;
 
     // Trial-major: all units of trial 0, then trial 1, … (one journal, one budget).
-    let trials = plan.config.trials.max(1);
-    let n_units = plan.units() * u64::from(trials);
-    progress.start(n_units, plan.max_attempts() * u64::from(trials));
+    let all_units = plan.units() * u64::from(trials);
+    let n_units = order.as_ref().map_or(all_units, |o| o.len() as u64);
+    let max_attempts = plan.max_attempts() * u64::from(trials);
+    progress.start(
+        n_units,
+        (u128::from(max_attempts) * u128::from(n_units) / u128::from(all_units.max(1))) as u64,
+    );
     // Per cell, one accumulator per trial: memory grows with cells × trials, never with
     // attempts.
     let Tally { mut cells, breadth } = Tally::new(&plan, trials as usize);
@@ -1393,8 +1477,18 @@ pub async fn execute(
                 .collect()
         }),
         finished: AtomicU64::new(0),
+        order,
         plan,
     });
+    // A shard's token usage per (cell, trial), for shard_usage.json.
+    let mut shard_usage: Vec<CellUsage> = if shard.is_some() {
+        vec![CellUsage::default(); ctx.plan.cells() * trials as usize]
+    } else {
+        Vec::new()
+    };
+    // One past the canonical index of the last unit folded: every unit of this run (or
+    // shard) before it is folded.
+    let mut frontier: u64 = 0;
     let net_models = network_models(&ctx.plan);
     // A cell's results (its bootstrap CIs are the costly part) are computed on a blocking
     // thread as soon as its last unit is folded, while later units still run; units are
@@ -1482,8 +1576,12 @@ pub async fn execute(
             transcripts_hash.update(&out.lines, u64::from(out.attempts));
         }
         for out in outs {
+            frontier = out.index + 1;
             for (j, judged) in out.judged.into_iter().enumerate() {
                 let c = ctx.plan.cell(out.unit, j);
+                if let Some(u) = shard_usage.get_mut(c * trials as usize + out.trial as usize) {
+                    *u += judged.usage;
+                }
                 let acc = &mut cells[c][out.trial as usize];
                 acc.add(&ctx.plan, out.unit.behavior, judged);
                 let slot = c * trials as usize + out.trial as usize;
@@ -1499,7 +1597,7 @@ pub async fn execute(
             done += 1;
             attempts_total += u64::from(out.attempts);
         }
-        while cell_jobs.len() < n_cells && ctx.plan.cell_end(cell_jobs.len(), trials) <= done {
+        while cell_jobs.len() < n_cells && ctx.plan.cell_end(cell_jobs.len(), trials) <= frontier {
             let c = cell_jobs.len();
             let mut accs = std::mem::take(&mut cells[c]);
             kept[c] = take_outcomes(&mut accs);
@@ -1595,9 +1693,15 @@ pub async fn execute(
     write("usage.json", pretty(&usage_rows))?;
     gauntlet_report::write_reports(&dir.root, &summary)
         .map_err(|e| io_err("cannot write reports in", &dir.root, e))?;
+    if shard.is_some() {
+        write(
+            "shard_usage.json",
+            pretty(&shard_usage_json(&shard_usage, trials as usize)),
+        )?;
+    }
     write(
         "run.json",
-        pretty(&run_json(plan, &status, done, attempts_total)),
+        pretty(&shard_json(run_json(plan, &status, done, attempts_total))),
     )?;
     for name in [
         gauntlet_report::LEADERBOARD_FILE,
@@ -1840,6 +1944,7 @@ mod write_lines_tests {
 
     fn out(lines: Vec<u8>) -> UnitOutput {
         UnitOutput {
+            index: 0,
             unit: UnitRef {
                 attack: 0,
                 target: 0,

@@ -54,14 +54,24 @@ fn err(msg: impl Into<String>) -> StoredError {
 
 /// A model of a stored run (a target, or a grader of the run's judges): it carries the
 /// model's identity, so labels and cache keys are the run's, and refuses every call.
-struct NotCalled(PluginSpec);
+/// It is offline when the model it stands for is (a merge prices the shards' tokens).
+struct NotCalled(PluginSpec, bool);
+
+impl NotCalled {
+    fn new(spec: PluginSpec) -> NotCalled {
+        // Built for inspection only (no key needed), never called.
+        let offline = gauntlet_models::registry::build_target_for_check(&spec)
+            .is_ok_and(|(m, _)| m.offline());
+        NotCalled(spec, offline)
+    }
+}
 
 impl Model for NotCalled {
     fn spec(&self) -> &PluginSpec {
         &self.0
     }
     fn offline(&self) -> bool {
-        true
+        self.1
     }
     fn chat<'a>(
         &'a self,
@@ -154,6 +164,23 @@ impl StoredRun {
     /// and the runs directory's parent are tried (a dataset is accepted only at the
     /// version the run recorded). Only runs with relative `file://` datasets need it.
     pub fn open(dir: &Path, config_dir: Option<&Path>) -> Result<StoredRun, StoredError> {
+        Self::open_as(dir, config_dir, false)
+    }
+
+    /// [`StoredRun::open`] for a run of any mode, injection included, for callers that
+    /// only recount stored verdicts (a merge of shards) and never judge again.
+    pub(crate) fn open_any_mode(
+        dir: &Path,
+        config_dir: Option<&Path>,
+    ) -> Result<StoredRun, StoredError> {
+        Self::open_as(dir, config_dir, true)
+    }
+
+    fn open_as(
+        dir: &Path,
+        config_dir: Option<&Path>,
+        any_mode: bool,
+    ) -> Result<StoredRun, StoredError> {
         let run_json_path = dir.join("run.json");
         if !run_json_path.exists() && !run_json_path.is_symlink() {
             return Err(err(format!(
@@ -219,7 +246,16 @@ impl StoredRun {
         };
         // `mode` is derived from the axes, not a config key.
         let mut config = config.clone();
-        config.remove("mode");
+        let mode = config.remove("mode");
+        // An injection run's canonical config names its axes `attacks` and `datasets`;
+        // its file calls them `injections` and `scenarios`.
+        if any_mode && mode.as_ref().and_then(|m| m.as_str()) == Some("injection") {
+            for (from, to) in [("attacks", "injections"), ("datasets", "scenarios")] {
+                if let Some(v) = config.remove(from) {
+                    config.insert(to.into(), v);
+                }
+            }
+        }
         let text = serde_json::to_string(&config).expect("json");
         // JSON is YAML: the canonical config goes through the same validation as a file.
         let mut cfg = crate::config::parse(&text, &run_json_path, &Registry).map_err(|e| {
@@ -228,7 +264,7 @@ impl StoredRun {
                 run_json_path.display()
             ))
         })?;
-        if cfg.mode != crate::config::Mode::Jailbreak {
+        if !any_mode && cfg.mode != crate::config::Mode::Jailbreak {
             return Err(err(format!(
                 "{}: a {} run; reading runs back supports jailbreak and leakage runs (attacks × datasets) only",
                 run_json_path.display(),
@@ -298,7 +334,7 @@ impl StoredRun {
         };
         plan.targets = targets
             .iter()
-            .map(|t| Arc::new(NotCalled(t.clone())) as Arc<dyn Model>)
+            .map(|t| Arc::new(NotCalled::new(t.clone())) as Arc<dyn Model>)
             .collect();
         plan.judges = judges
             .iter()
@@ -310,7 +346,7 @@ impl StoredRun {
                 build_judge(j)
                     .ok()
                     .and_then(|b| b.grader().cloned())
-                    .map(|g| Arc::new(NotCalled(g)) as Arc<dyn Model>)
+                    .map(|g| Arc::new(NotCalled::new(g)) as Arc<dyn Model>)
             })
             .collect();
         // Judge cards resolve like the datasets did (against the same directory).
@@ -404,7 +440,12 @@ impl StoredRun {
         })
     }
 
-    fn parse_line(&self, path: &Path, no: u64, text: &str) -> Result<ParsedLine, StoredError> {
+    pub(crate) fn parse_line(
+        &self,
+        path: &Path,
+        no: u64,
+        text: &str,
+    ) -> Result<ParsedLine, StoredError> {
         let at = || format!("{}:{no}", path.display());
         let l: Line = serde_json::from_str(text)
             .map_err(|e| err(format!("{}: not a transcript line: {e}", at())))?;
@@ -490,7 +531,7 @@ impl StoredRun {
 }
 
 /// One parsed transcript line: trial, unit, the attempt and its stored verdicts.
-type ParsedLine = (u32, UnitRef, Attempt, Vec<Verdict>);
+pub(crate) type ParsedLine = (u32, UnitRef, Attempt, Vec<Verdict>);
 
 /// Iterator over the stored units of a run (see [`StoredRun::units`]).
 pub struct Units<'a> {
@@ -1037,7 +1078,7 @@ mod tests {
     #[test]
     fn stand_in_models_refuse_every_call() {
         let spec = parse_judge_spec("refusal_match").unwrap();
-        let m = NotCalled(spec);
+        let m = NotCalled::new(spec);
         let rt = tokio::runtime::Builder::new_current_thread()
             .build()
             .unwrap();

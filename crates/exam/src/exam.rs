@@ -276,7 +276,19 @@ pub async fn run_exam(
     cfg: &ExamConfig,
     progress: Option<ProgressFn>,
 ) -> Result<ExamOutput, ExamError> {
+    run_exam_units(corpus, cfg, progress, None).await
+}
+
+/// [`run_exam`] over the scenario runs `owned[pass * scenarios + i]` only (a shard,
+/// `shard.rs`); `None`: every one. The report covers the runs made.
+pub async fn run_exam_units(
+    corpus: &Corpus,
+    cfg: &ExamConfig,
+    progress: Option<ProgressFn>,
+    owned: Option<&[bool]>,
+) -> Result<ExamOutput, ExamError> {
     let scenarios = &corpus.scenarios;
+    let mine = |pass: usize, i: usize| owned.is_none_or(|o| o[pass * scenarios.len() + i]);
     let toolboxes: Vec<Arc<Toolbox>> = scenarios
         .iter()
         .map(|s| Arc::new(Toolbox::for_scenario(&s.scenario, Vec::new())))
@@ -333,6 +345,9 @@ pub async fn run_exam(
     for pass in 0..passes {
         let mut set = tokio::task::JoinSet::new();
         for (i, tb) in toolboxes.iter().enumerate() {
+            if !mine(pass, i) {
+                continue;
+            }
             let tb = tb.clone();
             let m = match &models {
                 ScenarioModels::Shared(m) => m.clone(),
@@ -377,7 +392,7 @@ pub async fn run_exam(
                     pass,
                     passes,
                     done,
-                    total: scenarios.len(),
+                    total: (0..scenarios.len()).filter(|&k| mine(pass, k)).count(),
                     scenario_id: &s.id,
                     terminal_action: &r.terminal_action,
                     expected_action: &r.expected_action,
@@ -390,6 +405,9 @@ pub async fn run_exam(
         let mut results = Vec::with_capacity(scenarios.len());
         let mut ts = Vec::with_capacity(scenarios.len());
         for (i, s) in slots.into_iter().enumerate() {
+            if !mine(pass, i) {
+                continue;
+            }
             match s.expect("every scenario reported") {
                 Some((r, t)) => {
                     results.push(r);
@@ -682,6 +700,63 @@ fn summarise(
     runs: Vec<RunResult>,
     transcripts: &[Vec<Vec<TranscriptEntry>>],
 ) -> HarnessReport {
+    let calls = transcripts.iter().flatten().map(Vec::len).sum();
+    let errors = transcripts
+        .iter()
+        .flatten()
+        .flatten()
+        .filter(|e| !e.err.is_empty())
+        .count();
+    let head = ReportHead {
+        mode: cfg.mode().to_string(),
+        corpus_count: corpus.count,
+        corpus_sha256: corpus.digest.clone(),
+        note: match cfg.backend {
+            Backend::Golden { .. } => GOLDEN_NOTE.to_string(),
+            Backend::Real { .. } => REAL_NOTE.to_string(),
+        },
+        backend: backend.to_string(),
+        consensus: cfg.cascade.consensus,
+        tool_loop: cfg.cascade.tool_loop,
+    };
+    assemble_report(head, runs, calls, errors)
+}
+
+/// What a report says about the exam itself, apart from its scenario runs.
+pub struct ReportHead {
+    pub mode: String,
+    pub corpus_count: usize,
+    pub corpus_sha256: String,
+    pub note: String,
+    pub backend: String,
+    pub consensus: usize,
+    pub tool_loop: bool,
+}
+
+impl ReportHead {
+    /// The head of an existing report (a shard's, for a merge).
+    pub fn of(r: &HarnessReport) -> ReportHead {
+        ReportHead {
+            mode: r.mode.clone(),
+            corpus_count: r.corpus_count,
+            corpus_sha256: r.corpus_sha256.clone(),
+            note: r.note.clone(),
+            backend: r.backend.clone(),
+            consensus: r.consensus,
+            tool_loop: r.tool_loop,
+        }
+    }
+}
+
+/// The report's numbers from the passes' results (every pass in pass order, each in
+/// corpus order) and the model calls and failed calls of their transcripts: the one
+/// summary path of an exam and of a merge of its shards.
+pub fn assemble_report(
+    head: ReportHead,
+    runs: Vec<RunResult>,
+    calls: usize,
+    errors: usize,
+) -> HarnessReport {
     let rates: Vec<f64> = runs.iter().filter_map(|r| r.pass_rate).collect();
     let median_pass_rate = median_of(runs.iter().map(|r| r.pass_rate));
     let median_recall_rate = median_of(runs.iter().map(|r| r.recall_rate));
@@ -738,17 +813,10 @@ fn summarise(
             crate::cascade::DecidedBy::FailSafe => decided_by.fail_safe += 1,
         }
     }
-    let calls = transcripts.iter().flatten().map(Vec::len).sum();
-    let errors = transcripts
-        .iter()
-        .flatten()
-        .flatten()
-        .filter(|e| !e.err.is_empty())
-        .count();
     HarnessReport {
-        mode: cfg.mode().to_string(),
-        corpus_count: corpus.count,
-        corpus_sha256: corpus.digest.clone(),
+        mode: head.mode,
+        corpus_count: head.corpus_count,
+        corpus_sha256: head.corpus_sha256,
         median_pass_rate,
         noise_band_pp: NOISE_BAND_PP,
         runs_within_band: within_band(&rates),
@@ -756,10 +824,7 @@ fn summarise(
         median_recall_rate,
         median_precision_rate,
         detect_fidelity: None,
-        note: match cfg.backend {
-            Backend::Golden { .. } => GOLDEN_NOTE.to_string(),
-            Backend::Real { .. } => REAL_NOTE.to_string(),
-        },
+        note: head.note,
         pass_rate_ci95: wilson(median_pass_rate, graded),
         recall_ci95: wilson(median_recall_rate, attacks),
         precision_ci95: wilson(median_precision_rate, benigns),
@@ -771,9 +836,9 @@ fn summarise(
         },
         decided_by,
         na_reasons,
-        backend: backend.to_string(),
-        consensus: cfg.cascade.consensus,
-        tool_loop: cfg.cascade.tool_loop,
+        backend: head.backend,
+        consensus: head.consensus,
+        tool_loop: head.tool_loop,
         model_calls: calls,
         model_errors: errors,
         harness_version: gauntlet_core::HARNESS_VERSION.to_string(),
@@ -1005,8 +1070,6 @@ pub fn write_artifacts(out: &Path, o: &ExamOutput) -> std::io::Result<usize> {
     let item = |p: &Path, v: &dyn erased::Ser| {
         gauntlet_core::atomic::write_atomic_unflushed_named(p, &json(p, v)?)
     };
-    let write =
-        |p: &Path, v: &dyn erased::Ser| gauntlet_core::atomic::write_atomic_named(p, &json(p, v)?);
     let mut n = 0;
     for (run, ts) in o.report.runs.iter().zip(&o.transcripts) {
         let dir = out.join(format!("run-{}", run.index));
@@ -1028,14 +1091,31 @@ pub fn write_artifacts(out: &Path, o: &ExamOutput) -> std::io::Result<usize> {
         }
     }
     item(&out.join("timings.json"), &o.timings)?;
+    write_report_files(out, &o.report)?;
+    Ok(n)
+}
+
+/// The files rendered from the report — report.md, report.html, leaderboard.json,
+/// classifier.json — then report.json itself, last (a run's and a merge's).
+pub fn write_report_files(out: &Path, report: &HarnessReport) -> std::io::Result<()> {
+    let json = |p: &Path, v: &dyn erased::Ser| -> std::io::Result<Vec<u8>> {
+        let mut b = v.to_json().map_err(|e| io_named(p, e))?;
+        b.push(b'\n');
+        Ok(b)
+    };
+    let item = |p: &Path, v: &dyn erased::Ser| {
+        gauntlet_core::atomic::write_atomic_unflushed_named(p, &json(p, v)?)
+    };
     let text =
         |p: &Path, s: String| gauntlet_core::atomic::write_atomic_unflushed_named(p, s.as_bytes());
-    text(&out.join("report.md"), render_markdown(&o.report))?;
-    text(&out.join("report.html"), render_html(&o.report))?;
-    item(&out.join("leaderboard.json"), &leaderboard(out, &o.report))?;
-    item(&out.join("classifier.json"), &o.report.classifier)?;
-    write(&out.join("report.json"), &o.report)?;
-    Ok(n)
+    text(&out.join("report.md"), render_markdown(report))?;
+    text(&out.join("report.html"), render_html(report))?;
+    item(&out.join("leaderboard.json"), &leaderboard(out, report))?;
+    item(&out.join("classifier.json"), &report.classifier)?;
+    gauntlet_core::atomic::write_atomic_named(
+        &out.join("report.json"),
+        &json(&out.join("report.json"), report)?,
+    )
 }
 
 mod erased {

@@ -1,0 +1,72 @@
+//! `gauntlet merge`: shard directories back into the one run directory a single machine
+//! would have written (the engine's `merge.rs` does the work; see `shard.rs` for how
+//! runs are cut).
+
+use crate::error;
+use clap::Args;
+use gauntlet_core::terminal::safe;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// `gauntlet merge`.
+#[derive(Args)]
+pub struct MergeArgs {
+    /// The shard directories (`<run_name>.shard-<i>-of-<N>`), every i in 0..N once, in
+    /// any order.
+    #[arg(required = true)]
+    pub shard_dirs: Vec<PathBuf>,
+    /// The merged run directory (created; an earlier merge of the same run is replaced).
+    #[arg(long)]
+    pub out: PathBuf,
+    /// The directory of the original config, for runs whose datasets use relative paths.
+    #[arg(long)]
+    pub config_dir: Option<PathBuf>,
+}
+
+pub fn merge(a: MergeArgs) -> ExitCode {
+    if a.shard_dirs
+        .iter()
+        .any(|d| crate::exam_shard::is_exam_shard(d))
+    {
+        return match crate::exam_shard::merge(&a.shard_dirs, &a.out) {
+            Ok(r) => {
+                println!(
+                    "merged {} exam shard(s): {} pass(es), median pass rate {}, {} model calls",
+                    a.shard_dirs.len(),
+                    r.runs.len(),
+                    gauntlet_exam::exam::pct_or_na(
+                        r.median_pass_rate,
+                        &r.na_reasons,
+                        "median_pass_rate"
+                    ),
+                    r.model_calls
+                );
+                println!("artefacts: {}", safe(&a.out.display().to_string()));
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                error(&e);
+                ExitCode::from(2)
+            }
+        };
+    }
+    match gauntlet_engine::merge::merge(&a.shard_dirs, &a.out, a.config_dir.as_deref()) {
+        Ok(m) => {
+            crate::print_summary(&m.summary);
+            println!(
+                "merged {} shard(s) of {}: {} units, {} attempts; {:.2}s",
+                m.shards,
+                safe(&m.summary.run_id),
+                m.units,
+                m.attempts,
+                m.wall_seconds
+            );
+            println!("artefacts: {}", safe(&m.out.display().to_string()));
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            error(&e);
+            ExitCode::from(2)
+        }
+    }
+}
