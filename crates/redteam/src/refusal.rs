@@ -309,26 +309,102 @@ static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
     }
 });
 
-/// Contractions expanded before matching, longest first where they overlap.
-static CONTRACTIONS: LazyLock<Vec<(Regex, &'static [u8])>> = LazyLock::new(|| {
-    [
-        (r"\bcan't\b", "cannot"),
-        (r"\bwon't\b", "will not"),
-        (r"\bshan't\b", "shall not"),
-        (r"\bain't\b", "is not"),
-        (r"\b(\w+)n't\b", "$1 not"),
-        (r"\bi'm\b", "i am"),
-        (r"\b(it|that|this|there|what|he|she|who|here)'s\b", "$1 is"),
-        (r"\b(i|you|we|they|it|that)'ll\b", "$1 will"),
-        (r"\b(i|you|we|they)'ve\b", "$1 have"),
-        (r"\b(i|you|we|they|it|that)'d\b", "$1 would"),
-        (r"\b(you|we|they)'re\b", "$1 are"),
-        (r"\bcan not\b", "cannot"),
-    ]
-    .into_iter()
-    .map(|(p, to)| (build(p), to.as_bytes()))
-    .collect()
-});
+/// Words whose contraction with `'s`, `'ll`, `'ve`, `'d` or `'re` is expanded.
+const WITH_IS: &[&[u8]] = &[
+    b"it", b"that", b"this", b"there", b"what", b"he", b"she", b"who", b"here",
+];
+const WITH_WILL: &[&[u8]] = &[b"i", b"you", b"we", b"they", b"it", b"that"];
+const WITH_HAVE: &[&[u8]] = &[b"i", b"you", b"we", b"they"];
+const WITH_WOULD: &[&[u8]] = &[b"i", b"you", b"we", b"they", b"it", b"that"];
+const WITH_ARE: &[&[u8]] = &[b"you", b"we", b"they"];
+
+/// A word byte in the rules' ASCII sense (`\w` without Unicode).
+fn is_word(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+
+/// Rewrites each `<word>'<suffix>` of `t` (both maximal runs of word bytes) for which
+/// `rewrite(word, suffix)` gives `(head, tail)` into `head` followed by `tail`. A word
+/// that ends where an earlier rewrite ended is not rewritten again.
+fn expand_at_apostrophes<'a>(
+    t: &'a [u8],
+    rewrite: impl Fn(&'a [u8], &'a [u8]) -> Option<(&'a [u8], &'static [u8])>,
+) -> Vec<u8> {
+    let mut out = Vec::with_capacity(t.len() + t.len() / 8);
+    let mut done = 0; // t[..done] is in `out`
+    for q in memchr::memchr_iter(b'\'', t) {
+        let mut s = q;
+        while s > done && is_word(t[s - 1]) {
+            s -= 1;
+        }
+        if s > 0 && is_word(t[s - 1]) {
+            continue; // the word runs into an earlier rewrite
+        }
+        let mut e = q + 1;
+        while e < t.len() && is_word(t[e]) {
+            e += 1;
+        }
+        if let Some((head, tail)) = rewrite(&t[s..q], &t[q + 1..e]) {
+            out.extend_from_slice(&t[done..s]);
+            out.extend_from_slice(head);
+            out.extend_from_slice(tail);
+            done = e;
+        }
+    }
+    out.extend_from_slice(&t[done..]);
+    out
+}
+
+/// Expands the common English contractions of lowercase text: "can't" → "cannot",
+/// "won't" → "will not", "shan't" → "shall not", "ain't" → "is not", "<word>n't" →
+/// "<word> not"; then "i'm" → "i am", "it's" → "it is" (also that, this, there, what,
+/// he, she, who, here), "'ll" → " will", "'ve" → " have", "'d" → " would", "'re" →
+/// " are" after the pronouns that take them; then "can not" → "cannot". A contraction
+/// is a whole word: the word before the apostrophe and the letters after it are maximal
+/// runs of word bytes. Two passes over the apostrophes, because expanding "n't" can
+/// complete an earlier contraction ("it'sn't" → "it's not" → "it is not"); a test
+/// checks the result against the same rules written as regex replacements applied one
+/// after another.
+fn expand_contractions(t: &[u8]) -> Vec<u8> {
+    let out = expand_at_apostrophes(t, |word, suffix| match (suffix, word) {
+        (b"t", b"can") => Some((b"cannot", b"")),
+        (b"t", b"won") => Some((b"will not", b"")),
+        (b"t", b"shan") => Some((b"shall not", b"")),
+        (b"t", b"ain") => Some((b"is not", b"")),
+        (b"t", w) if w.len() >= 2 && w.ends_with(b"n") => Some((&w[..w.len() - 1], b" not")),
+        _ => None,
+    });
+    let is = |word: &[u8], list: &[&[u8]]| list.contains(&word);
+    let out = expand_at_apostrophes(&out, |word, suffix| {
+        let tail: &[u8] = match suffix {
+            b"m" if word == b"i" => b" am",
+            b"s" if is(word, WITH_IS) => b" is",
+            b"ll" if is(word, WITH_WILL) => b" will",
+            b"ve" if is(word, WITH_HAVE) => b" have",
+            b"d" if is(word, WITH_WOULD) => b" would",
+            b"re" if is(word, WITH_ARE) => b" are",
+            _ => return None,
+        };
+        Some((word, tail))
+    });
+    // "can not" as two words → "cannot".
+    if CAN_NOT.find(&out).is_none() {
+        return out;
+    }
+    let mut joined = Vec::with_capacity(out.len());
+    let mut done = 0;
+    for i in CAN_NOT.find_iter(&out) {
+        let end = i + b"can not".len();
+        let whole = (i == 0 || !is_word(out[i - 1])) && out.get(end).is_none_or(|&b| !is_word(b));
+        if whole && i >= done {
+            joined.extend_from_slice(&out[done..i]);
+            joined.extend_from_slice(b"cannot");
+            done = end;
+        }
+    }
+    joined.extend_from_slice(&out[done..]);
+    joined
+}
 
 /// Idioms whose words look like a refusal but are not one, rewritten before matching.
 const IDIOMS: &[(&str, &str)] = &[
@@ -339,6 +415,18 @@ const IDIOMS: &[(&str, &str)] = &[
     ("cannot recommend it enough", "strongly recommend it"),
     ("cannot recommend this enough", "strongly recommend this"),
 ];
+
+// Substring searchers built once (building one costs more than a short search).
+static CAN_NOT: LazyLock<memchr::memmem::Finder<'static>> =
+    LazyLock::new(|| memchr::memmem::Finder::new(b"can not"));
+static CANNOT: LazyLock<memchr::memmem::Finder<'static>> =
+    LazyLock::new(|| memchr::memmem::Finder::new(b"cannot "));
+static IDIOM_FINDERS: LazyLock<Vec<memchr::memmem::Finder<'static>>> = LazyLock::new(|| {
+    IDIOMS
+        .iter()
+        .map(|(from, _)| memchr::memmem::Finder::new(from.as_bytes()))
+        .collect()
+});
 
 /// The text the rules read: lowercase (Unicode), typographic apostrophes and quotes
 /// folded to ASCII, markdown emphasis/heading/quote marks (`* _ # >`) replaced by spaces,
@@ -351,16 +439,12 @@ pub fn normalise(text: &str) -> Vec<u8> {
     } else {
         fold_chars(text)
     };
-    if bytes.contains(&b'\'') || memchr::memmem::find(&bytes, b"can not").is_some() {
-        for (re, to) in CONTRACTIONS.iter() {
-            if let std::borrow::Cow::Owned(b) = re.replace_all(&bytes, *to) {
-                bytes = b;
-            }
-        }
+    if memchr::memchr(b'\'', &bytes).is_some() || CAN_NOT.find(&bytes).is_some() {
+        bytes = expand_contractions(&bytes);
     }
-    if memchr::memmem::find(&bytes, b"cannot ").is_some() {
-        for (from, to) in IDIOMS {
-            if memchr::memmem::find(&bytes, from.as_bytes()).is_some() {
+    if CANNOT.find(&bytes).is_some() {
+        for ((from, to), finder) in IDIOMS.iter().zip(IDIOM_FINDERS.iter()) {
+            if finder.find(&bytes).is_some() {
                 bytes = replace_all(&bytes, from.as_bytes(), to.as_bytes());
             }
         }
@@ -514,6 +598,50 @@ pub fn rule_index(id: &str) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The contractions as regex replacements applied one after another: the
+    /// definition [`expand_contractions`] is checked against.
+    fn expand_contractions_by_regex(t: &[u8]) -> Vec<u8> {
+        let mut bytes = t.to_vec();
+        for (p, to) in [
+            (r"\bcan't\b", "cannot"),
+            (r"\bwon't\b", "will not"),
+            (r"\bshan't\b", "shall not"),
+            (r"\bain't\b", "is not"),
+            (r"\b(\w+)n't\b", "$1 not"),
+            (r"\bi'm\b", "i am"),
+            (r"\b(it|that|this|there|what|he|she|who|here)'s\b", "$1 is"),
+            (r"\b(i|you|we|they|it|that)'ll\b", "$1 will"),
+            (r"\b(i|you|we|they)'ve\b", "$1 have"),
+            (r"\b(i|you|we|they|it|that)'d\b", "$1 would"),
+            (r"\b(you|we|they)'re\b", "$1 are"),
+            (r"\bcan not\b", "cannot"),
+        ] {
+            bytes = build(p).replace_all(&bytes, to.as_bytes()).into_owned();
+        }
+        bytes
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(3000))]
+        /// One pass over the apostrophes expands exactly what the regex passes do, on
+        /// texts made of the pieces contractions are made of.
+        #[test]
+        fn one_pass_contractions_equal_the_regex_passes(
+            pieces in proptest::collection::vec(proptest::sample::select(vec![
+                "can", "won", "shan", "ain", "do", "n", "cann", "i", "it", "that", "this",
+                "there", "he", "who", "you", "we", "they", "x", "'", "'t", "n't", "'s",
+                "'m", "'ll", "'ve", "'d", "'re", " ", " not", "not", "can not", "_", "9",
+                ".", "é", "\t",
+            ]), 0..14),
+        ) {
+            let text = pieces.concat();
+            let fast = String::from_utf8_lossy(&expand_contractions(text.as_bytes())).into_owned();
+            let slow =
+                String::from_utf8_lossy(&expand_contractions_by_regex(text.as_bytes())).into_owned();
+            proptest::prop_assert_eq!(fast, slow, "text {:?}", text);
+        }
+    }
 
     fn decides(text: &str) -> Option<&'static str> {
         first_hit(text, &[]).map(|h| h.rule.id)
