@@ -8,6 +8,8 @@
 #       gauntlet run /shared/smoke.yaml --runs-dir /shared/runs --quiet
 #   deploy/slurm/submit.sh 8 /shared/exam-out /shared/merged/exam-out -- \
 #       gauntlet exam --config /shared/exam.yaml --out /shared/exam-out --quiet
+#   deploy/slurm/submit.sh 4 /shared/detect-out /shared/merged/detect-out -- \
+#       gauntlet exam-detect --corpus /shared/scenarios --out /shared/detect-out
 #
 # Every path must be on storage all nodes share. Extra sbatch options (partition,
 # account, time limit) go in SBATCH_* variables or #SBATCH lines of your copies of the
@@ -15,7 +17,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 if [ $# -lt 5 ] || [ "$4" != "--" ]; then
-  sed -n '2,16p' "$0" >&2
+  sed -n '2,18p' "$0" >&2
   exit 2
 fi
 n=$1 base=$2 out=$3

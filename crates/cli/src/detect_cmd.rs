@@ -7,6 +7,7 @@
 //! error during the run).
 
 use clap::Args as ClapArgs;
+use gauntlet_engine::shard::Shard;
 use gauntlet_exam::detectors::detect_exam::{self, DetectReport, Options, RowStatus};
 use gauntlet_exam::detectors::external::{ExternalDetector, Limits};
 use gauntlet_exam::detectors::fleet::Member;
@@ -14,7 +15,7 @@ use gauntlet_exam::load::{
     IndexedFile, LoadedScenario, check_unique_ids, index_corpus, index_extra, load_corpus,
 };
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
@@ -73,17 +74,79 @@ pub struct Args {
     /// any backend (--target) alongside the agent passes, with transcripts.
     #[arg(long)]
     e2e: bool,
-    /// End-to-end mode output directory.
-    #[arg(long, default_value = "exam-detect-out")]
-    out: PathBuf,
+    /// Output directory. Without --e2e: writes report.json (the --json report) and
+    /// report.txt (the summary with --recall and --all-rows) there; nothing is written
+    /// without it (or --shard). With --e2e: OUT/report.json (default exam-detect-out).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Grade only shard i of N (0-based) of the scenario files, into
+    /// <out>.shard-<i>-of-<N> (default out: exam-detect-out); `gauntlet merge` puts the N
+    /// shards back together (see README "Scaling out"). Not with --e2e.
+    #[arg(long, value_name = "i/N")]
+    shard: Option<Shard>,
+}
+
+/// The report in --json form, written by `--out` and by the merge of shards.
+pub const REPORT_JSON: &str = "report.json";
+/// The full human summary (recall view, every row).
+pub const REPORT_TXT: &str = "report.txt";
+
+/// Writes the detect exam's artefacts into `out`: the one writer of a one-machine exam,
+/// a shard and a merge.
+pub fn write_report_files(out: &Path, report: &DetectReport) -> Result<(), String> {
+    let mut json = serde_json::to_vec_pretty(report)
+        .map_err(|e| format!("could not encode the report: {e}"))?;
+    json.push(b'\n');
+    gauntlet_core::atomic::write_atomic_named(&out.join(REPORT_JSON), &json)
+        .map_err(|e| e.to_string())?;
+    gauntlet_core::atomic::write_atomic_named(
+        &out.join(REPORT_TXT),
+        render(report, true, true).as_bytes(),
+    )
+    .map_err(|e| e.to_string())
 }
 
 pub fn run(a: Args) -> ExitCode {
     if a.e2e {
+        if let Some(s) = a.shard {
+            crate::error(&format!(
+                "gauntlet exam-detect --e2e --shard {s}: the end-to-end mode cannot be sharded yet; run it on one machine (or shard the detect exam itself: drop --e2e)"
+            ));
+            return ExitCode::from(2);
+        }
         return run_e2e(&a);
     }
+    let out = match a.shard {
+        Some(s) => Some(crate::exam_shard::shard_out(
+            a.out.as_deref().unwrap_or(Path::new("exam-detect-out")),
+            s,
+        )),
+        None => a.out.clone(),
+    };
+    if let (Some(s), Some(out)) = (a.shard, &out) {
+        if let Err(e) = std::fs::create_dir_all(out).and_then(|()| crate::detect_shard::begin(out))
+        {
+            crate::error(&format!("cannot prepare {}: {e}", out.display()));
+            return ExitCode::from(2);
+        }
+        eprintln!("exam-detect: shard {s} into {}", out.display());
+    }
     match prepare_and_run(&a) {
-        Ok(report) => {
+        Ok((report, shard)) => {
+            if let Some(out) = &out {
+                let written = std::fs::create_dir_all(out)
+                    .map_err(|e| format!("cannot create {}: {e}", out.display()))
+                    .and_then(|()| write_report_files(out, &report))
+                    .and_then(|()| match &shard {
+                        Some(rec) => crate::detect_shard::finish(out, &rec.record())
+                            .map_err(|e| format!("{}: {e}", out.display())),
+                        None => Ok(()),
+                    });
+                if let Err(e) = written {
+                    crate::error(&e);
+                    return ExitCode::from(2);
+                }
+            }
             if a.json {
                 match serde_json::to_string_pretty(&report) {
                     Ok(s) => println!("{s}"),
@@ -100,6 +163,15 @@ pub fn run(a: Args) -> ExitCode {
                 );
             }
             eprintln!("{}", timing_line(&report));
+            if let Some(out) = &out {
+                eprintln!("artefacts: {}", out.display());
+            }
+            if a.shard.is_some() {
+                // A complete shard is a success whatever its rows say: the verdict is
+                // the whole exam's, which `gauntlet merge` gives (and a Slurm merge
+                // waits on `afterok`).
+                return ExitCode::SUCCESS;
+            }
             ExitCode::from(report.exit_code())
         }
         Err(msg) => {
@@ -109,7 +181,63 @@ pub fn run(a: Args) -> ExitCode {
     }
 }
 
-fn prepare_and_run(a: &Args) -> Result<DetectReport, String> {
+/// What a shard records beside its report (owned, for [`crate::detect_shard::finish`]).
+pub struct ShardInfo {
+    shard: Shard,
+    identity_sha256: String,
+    units_total: usize,
+    units: Vec<usize>,
+    groups: BTreeMap<String, usize>,
+}
+
+impl ShardInfo {
+    fn record(&self) -> crate::detect_shard::ShardRecord<'_> {
+        crate::detect_shard::ShardRecord {
+            shard: self.shard,
+            identity_sha256: &self.identity_sha256,
+            units_total: self.units_total,
+            units: &self.units,
+            groups: &self.groups,
+        }
+    }
+}
+
+/// The detect exam's identity: sha256 over everything that decides its rows — the
+/// gauntlet version, the pinned corpus, every scenario file (origin, relpath, sha256,
+/// group) in file order, the fleet (names; each external detector's executable by
+/// sha256) and the limits. Not the corpus path, `--parallel` or the output flags.
+fn identity(
+    a: &Args,
+    corpus: (usize, &str),
+    files: &[(IndexedFile, String, usize)],
+    members: &[Member],
+) -> Result<String, String> {
+    let mut h = gauntlet_core::hash::HashWriter::new();
+    h.field(b"detect-exam-identity-v1");
+    h.field(gauntlet_core::HARNESS_VERSION.as_bytes());
+    h.json(&(corpus.0, corpus.1));
+    for (f, origin, group) in files {
+        h.json(&(origin, &f.file.relpath, &f.file.sha256, group));
+    }
+    for m in members {
+        h.field(m.name().as_bytes());
+        if let Member::External(x) = m {
+            let e = gauntlet_engine::rundir::FileEntry::of_file(&x.path)
+                .map_err(|e| format!("cannot read {}: {e}", x.path.display()))?;
+            h.json(&e);
+        }
+    }
+    h.json(&(
+        a.timeout_ms.max(1),
+        a.external_timeout_ms.max(1),
+        a.external_cpu_secs.max(1),
+        a.external_memory_mb.max(16),
+        a.allow_unconfined_detectors,
+    ));
+    Ok(h.finish_hex())
+}
+
+fn prepare_and_run(a: &Args) -> Result<(DetectReport, Option<ShardInfo>), String> {
     // Verify the pin (hashing every file, keeping none of them), then stream: each
     // scenario is parsed, projected, run and graded, and only its compact row is kept.
     let index =
@@ -185,8 +313,34 @@ fn prepare_and_run(a: &Args) -> Result<DetectReport, String> {
         opts.parallel = p.max(1);
     }
     let root = a.corpus.display().to_string();
+    // A shard grades its own units only, in the exam's file order.
+    let shard = match a.shard {
+        None => None,
+        Some(s) => {
+            let owner = gauntlet_exam::shard::detect_assignment(
+                files
+                    .iter()
+                    .map(|(f, origin, _)| (origin.as_str(), f.file.relpath.as_str())),
+                s.count,
+            );
+            Some(ShardInfo {
+                shard: s,
+                identity_sha256: identity(a, (index.count, &index.digest), &files, &members)?,
+                units_total: files.len(),
+                units: (0..files.len()).filter(|&i| owner[i] == s.index).collect(),
+                groups: files
+                    .iter()
+                    .map(|(_, origin, g)| (origin.clone(), *g))
+                    .collect(),
+            })
+        }
+    };
+    let files: Vec<&(IndexedFile, String, usize)> = match &shard {
+        Some(info) => info.units.iter().map(|&i| &files[i]).collect(),
+        None => files.iter().collect(),
+    };
     let load = |i: usize| {
-        let (f, origin, _) = &files[i];
+        let (f, origin, _) = files[i];
         f.load()
             .map(|s| (s, origin.clone()))
             .map_err(|e| e.to_string())
@@ -215,12 +369,13 @@ fn prepare_and_run(a: &Args) -> Result<DetectReport, String> {
         .zip(&files)
         .map(|(r, (_, _, g))| (r.id.clone(), *g))
         .collect();
-    Ok(detect_exam::sort_rows(report, &members, |r| {
+    let report = detect_exam::sort_rows(report, &members, |r| {
         (
             by_id.get(r.id.as_str()).copied().unwrap_or(usize::MAX),
             r.id.clone(),
         )
-    }))
+    });
+    Ok((report, shard))
 }
 
 /// End-to-end mode over the pinned corpus (+ extra scenarios) with the golden backend.
@@ -266,11 +421,15 @@ fn run_e2e(a: &Args) -> ExitCode {
         "detect_fidelity": &f,
         "note": note,
     });
-    if let Err(e) = std::fs::create_dir_all(&a.out)
-        .map_err(|e| format!("cannot create {}: {e}", a.out.display()))
+    let out = a
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("exam-detect-out"));
+    if let Err(e) = std::fs::create_dir_all(&out)
+        .map_err(|e| format!("cannot create {}: {e}", out.display()))
         .and_then(|_| {
             gauntlet_core::atomic::write_atomic_named(
-                &a.out.join("report.json"),
+                &out.join("report.json"),
                 &serde_json::to_vec_pretty(&report).unwrap_or_default(),
             )
             .map_err(|e| e.to_string())
@@ -333,7 +492,7 @@ fn run_e2e(a: &Args) -> ExitCode {
         );
         println!("{}", gauntlet_core::terminal::safe(&line));
     }
-    println!("report: {}", a.out.join("report.json").display());
+    println!("report: {}", out.join("report.json").display());
     if errors > 0 {
         eprintln!("error: {errors} detector failure(s) during the run");
         return ExitCode::from(2);

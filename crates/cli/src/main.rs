@@ -7,6 +7,7 @@
 
 mod analysis_cmd;
 mod detect_cmd;
+mod detect_shard;
 mod exam_cmd;
 mod exam_shard;
 mod judge_eval_cmd;
@@ -142,8 +143,9 @@ enum Command {
     /// Re-judge a finished run with another judge into a new results set (results.json,
     /// leaderboard.json, report.md/html) with provenance; no target calls.
     Rescore(analysis_cmd::RescoreArgs),
-    /// Merge the shard directories of `run --shard i/N` (or `exam --shard i/N`) into
-    /// one directory, byte-identical to a one-machine run's (sessions.jsonl aside).
+    /// Merge the shard directories of `run --shard i/N` (or `exam` / `exam-detect
+    /// --shard i/N`) into one directory, byte-identical to a one-machine run's
+    /// (sessions.jsonl aside).
     Merge(merge_cmd::MergeArgs),
     /// Paired comparison of two runs over shared behaviors: exact McNemar for rates,
     /// paired bootstrap CIs for scores; writes compare.json.

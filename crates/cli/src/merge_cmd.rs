@@ -11,8 +11,8 @@ use std::process::ExitCode;
 /// `gauntlet merge`.
 #[derive(Args)]
 pub struct MergeArgs {
-    /// The shard directories (`<run_name>.shard-<i>-of-<N>`), every i in 0..N once, in
-    /// any order.
+    /// The shard directories (`<run_name>.shard-<i>-of-<N>`, or `<out>.shard-<i>-of-<N>`
+    /// of `exam` and `exam-detect`), every i in 0..N once, in any order.
     #[arg(required = true)]
     pub shard_dirs: Vec<PathBuf>,
     /// The merged run directory (created; an earlier merge of the same run is replaced).
@@ -24,6 +24,34 @@ pub struct MergeArgs {
 }
 
 pub fn merge(a: MergeArgs) -> ExitCode {
+    if a.shard_dirs
+        .iter()
+        .any(|d| crate::detect_shard::is_detect_shard(d))
+    {
+        return match crate::detect_shard::merge(&a.shard_dirs, &a.out) {
+            Ok(r) => {
+                // The summary a one-machine `exam-detect` prints, and its exit code
+                // (0 pass, 1 gaps, 2 detector errors): the verdict is the whole exam's.
+                print!(
+                    "{}",
+                    gauntlet_core::terminal::safe_text(&crate::detect_cmd::render(
+                        &r, false, false
+                    ))
+                );
+                println!(
+                    "merged {} detect-exam shard(s): {} scenarios",
+                    a.shard_dirs.len(),
+                    r.totals.scenarios
+                );
+                println!("artefacts: {}", safe(&a.out.display().to_string()));
+                ExitCode::from(r.exit_code())
+            }
+            Err(e) => {
+                error(&e);
+                ExitCode::from(2)
+            }
+        };
+    }
     if a.shard_dirs
         .iter()
         .any(|d| crate::exam_shard::is_exam_shard(d))

@@ -41,3 +41,67 @@ pub fn assignment(corpus: &Corpus, passes: usize, count: u32) -> Vec<u32> {
     }
     owner
 }
+
+/// Names the detect exam's cut in detect_shard.json.
+pub const DETECT_PARTITION_SCHEME: &str = "detect-unit-sha256-order/equal/v1";
+
+/// The shard (0-based) of every unit of a detect exam, in the exam's file order. A unit
+/// is one scenario file, named by its origin (`corpus`, `extra`, `detector:<name>`) and
+/// relpath; units are keyed by the sha256 of that name and cut into N equal spans of
+/// key order, as the agent exam's runs are. Every unit weighs the same: a scenario's
+/// fleet run takes milliseconds, and its size is not known before it is read.
+pub fn detect_assignment<'a>(
+    units: impl IntoIterator<Item = (&'a str, &'a str)>,
+    count: u32,
+) -> Vec<u32> {
+    let mut order: Vec<(u64, usize)> = units
+        .into_iter()
+        .enumerate()
+        .map(|(i, (origin, relpath))| {
+            let mut h = HashWriter::new();
+            h.field(b"detect-unit-v1");
+            h.field(origin.as_bytes());
+            h.field(relpath.as_bytes());
+            let d = h.finish();
+            (u64::from_be_bytes(d[..8].try_into().expect("8 bytes")), i)
+        })
+        .collect();
+    order.sort_unstable();
+    let total = order.len() as u128;
+    let mut owner = vec![0u32; order.len()];
+    for (k, (_, unit)) in order.into_iter().enumerate() {
+        owner[unit] = (k as u128 * u128::from(count))
+            .checked_div(total)
+            .unwrap_or(0) as u32;
+    }
+    owner
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn detect_units_are_cut_into_balanced_shards_by_name_alone() {
+        let names: Vec<(String, String)> = (0..103)
+            .map(|i| ("corpus".to_string(), format!("f/{i}.yaml")))
+            .collect();
+        let refs = || names.iter().map(|(o, r)| (o.as_str(), r.as_str()));
+        for n in [1u32, 2, 4, 7, 103, 200] {
+            let a = detect_assignment(refs(), n);
+            assert_eq!(a.len(), names.len());
+            let mut sizes = vec![0usize; n as usize];
+            for s in &a {
+                sizes[*s as usize] += 1;
+            }
+            let (lo, hi) = (sizes.iter().min().unwrap(), sizes.iter().max().unwrap());
+            assert!(hi - lo <= 1, "n={n}: {sizes:?}");
+            // Stable: the same names give the same cut, whatever order they come in.
+            let mut rev: Vec<(&str, &str)> = refs().collect();
+            rev.reverse();
+            let mut b = detect_assignment(rev, n);
+            b.reverse();
+            assert_eq!(a, b);
+        }
+    }
+}

@@ -25,7 +25,7 @@
 use super::fleet::{Fleet, Input, Member};
 use crate::load::LoadedScenario;
 use crate::projection;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -35,7 +35,7 @@ use std::time::{Duration, Instant};
 pub const WILSON_Z: f64 = 1.959_963_984_540_054;
 
 /// A row's outcome.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RowStatus {
     Pass,
@@ -56,7 +56,7 @@ impl RowStatus {
 }
 
 /// A detector failure on one scenario.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RowError {
     pub detector: String,
     /// `panic`, `timeout` or `failed`.
@@ -64,8 +64,8 @@ pub struct RowError {
     pub message: String,
 }
 
-/// One graded scenario.
-#[derive(Debug, Clone, Serialize)]
+/// One graded scenario (read back by the merge of detect-exam shards).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Row {
     pub id: String,
     pub relpath: String,
@@ -192,7 +192,7 @@ pub struct Coverage {
 }
 
 /// Per-detector failure counts.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct DetectorHealth {
     pub detector: String,
     pub external: bool,
@@ -567,9 +567,22 @@ pub fn summarize(
     members: &[Member],
     detector_health: Vec<DetectorHealth>,
     elapsed_secs: f64,
+    corpus: (&str, usize, &str),
+) -> DetectReport {
+    let names: Vec<String> = members.iter().map(|m| m.name().to_string()).collect();
+    summarize_named(rows, &names, detector_health, elapsed_secs, corpus)
+}
+
+/// [`summarize`] by the fleet's detector names (in fleet order): what the merge of
+/// detect-exam shards calls, having the shards' rows but no fleet.
+pub fn summarize_named(
+    rows: Vec<Row>,
+    detectors: &[String],
+    detector_health: Vec<DetectorHealth>,
+    elapsed_secs: f64,
     (root, count, sha): (&str, usize, &str),
 ) -> DetectReport {
-    let registered: BTreeSet<String> = members.iter().map(|m| m.name().to_lowercase()).collect();
+    let registered: BTreeSet<String> = detectors.iter().map(|m| m.to_lowercase()).collect();
     let mut totals = Totals {
         scenarios: rows.len(),
         ..Totals::default()
@@ -669,7 +682,7 @@ pub fn summarize(
         corpus_count: count,
         corpus_sha256: sha.to_string(),
         extra_count,
-        detectors: members.iter().map(|m| m.name().to_string()).collect(),
+        detectors: detectors.to_vec(),
         totals,
         recall: Recall {
             rate: Rate::new(detected, attacks.len()),
