@@ -56,7 +56,7 @@ pub const INFO: PluginInfo = PluginInfo {
 
 /// Local dataset files larger than this stream through the parser instead of being read
 /// whole first (see [`load`]).
-const STREAM_ABOVE: u64 = 8 << 20;
+const STREAM_ABOVE: u64 = 16 << 20;
 
 /// Resolves a `file://` URL to a path.
 pub fn file_url_path(url: &str, base_dir: &Path) -> Result<PathBuf, String> {
