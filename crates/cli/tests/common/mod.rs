@@ -113,3 +113,6 @@ pub fn kill_when_file_reaches(child: &mut Child, file: &Path, bytes: f64) {
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
 }
+
+/// The agent exam's helpers (only the exam test binaries use them).
+pub mod exam;
