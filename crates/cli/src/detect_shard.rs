@@ -16,6 +16,7 @@
 
 use gauntlet_engine::rundir::Manifest;
 use gauntlet_engine::shard::Shard;
+use gauntlet_engine::shard::shown;
 use gauntlet_exam::detectors::detect_exam::{self, DetectReport, DetectorHealth, Row};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -101,14 +102,6 @@ struct DetectShardDir {
     report: ShardReport,
 }
 
-fn shown(v: &serde_json::Value) -> String {
-    match v {
-        serde_json::Value::Null => "absent".into(),
-        serde_json::Value::String(s) => s.clone(),
-        v => v.to_string(),
-    }
-}
-
 fn read_json(p: &Path) -> Result<serde_json::Value, String> {
     let b = gauntlet_core::files::read(p, gauntlet_core::files::Kind::RESULTS)
         .map_err(|e| e.to_string())?;
@@ -189,10 +182,18 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<DetectReport, String> {
         .iter()
         .map(|d| open_shard(d))
         .collect::<Result<_, _>>()?;
-    let first = &shards[0];
-    for other in &shards[1..] {
-        let mut diffs = Vec::new();
-        for (what, k) in [
+    let members: Vec<gauntlet_engine::shard::Member> = shards
+        .iter()
+        .map(|s| gauntlet_engine::shard::Member {
+            shard: s.shard,
+            dir: &s.dir,
+            meta: &s.meta,
+        })
+        .collect();
+    let rules = gauntlet_engine::shard::SetRules {
+        noun: "detect-exam shard",
+        whole: "exam",
+        same: &[
             (
                 "exam identity (corpus, scenarios, detectors, limits)",
                 "/detect_identity_sha256",
@@ -200,49 +201,12 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<DetectReport, String> {
             ("harness version", "/harness_version"),
             ("shard count N", "/shard/count"),
             ("scenario files", "/units_total"),
-        ] {
-            let (a, b) = (first.meta.pointer(k), other.meta.pointer(k));
-            if a != b {
-                diffs.push(format!(
-                    "{what} {} vs {}",
-                    b.map_or("absent".into(), shown),
-                    a.map_or("absent".into(), shown)
-                ));
-            }
-        }
-        if !diffs.is_empty() {
-            return Err(format!(
-                "detect-exam shard {} in {} is not of the same exam as shard {} in {}: {}\n    help: merge the N shards of one `gauntlet exam-detect … --shard i/N` (same corpus, extra scenarios, detectors, limits and gauntlet version)",
-                other.shard,
-                other.dir.display(),
-                first.shard,
-                first.dir.display(),
-                diffs.join("; ")
-            ));
-        }
-    }
-    let n = first.shard.count;
+        ],
+        help: "merge the N shards of one `gauntlet exam-detect … --shard i/N` (same corpus, extra scenarios, detectors, limits and gauntlet version)",
+        command: "gauntlet exam-detect … --shard i/{n}",
+    };
+    gauntlet_engine::shard::check_set(&members, &rules, |_, _| String::new())?;
     shards.sort_by_key(|s| s.shard.index);
-    for w in shards.windows(2) {
-        if w[0].shard.index == w[1].shard.index {
-            return Err(format!(
-                "detect-exam shard {} is given twice: {} and {}; give each shard 0..{n} once",
-                w[0].shard,
-                w[0].dir.display(),
-                w[1].dir.display()
-            ));
-        }
-    }
-    let missing: Vec<String> = (0..n)
-        .filter(|i| !shards.iter().any(|s| s.shard.index == *i))
-        .map(|i| format!("{i}/{n}"))
-        .collect();
-    if !missing.is_empty() {
-        return Err(format!(
-            "missing detect-exam shard(s) {} of {n}: run `gauntlet exam-detect … --shard i/{n}` for each and pass every shard directory",
-            missing.join(", ")
-        ));
-    }
     // Every unit in exactly one shard, and each shard's report holds a row per unit.
     let total = shards[0].meta["units_total"].as_u64().unwrap_or(0) as usize;
     let mut owner: Vec<Option<usize>> = vec![None; total];

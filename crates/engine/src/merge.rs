@@ -21,6 +21,7 @@
 
 use crate::run::{Status, Tally, pretty, run_json};
 use crate::rundir::{FileEntry, HashingCount, MANIFEST, Manifest, RunDir, tmp_path, write_atomic};
+use crate::shard::shown;
 use crate::shard::{PARTITION_SCHEME, Shard};
 use crate::stored::{ParsedLine, StoredError, StoredRun};
 use crate::usage::CellUsage;
@@ -51,14 +52,6 @@ struct ShardDir {
     dir: PathBuf,
     shard: Shard,
     run_json: serde_json::Value,
-}
-
-fn shown(v: &serde_json::Value) -> String {
-    match v {
-        serde_json::Value::Null => "absent".into(),
-        serde_json::Value::String(s) => s.clone(),
-        v => v.to_string(),
-    }
 }
 
 /// Verifies `dir` (manifest, complete, a shard) and reads its run.json.
@@ -135,31 +128,33 @@ fn open_shard(dir: &Path) -> Result<ShardDir, StoredError> {
     })
 }
 
-/// Refuses shards of different runs, naming the shard that differs and how.
+/// Refuses shards of different runs, naming the shard that differs and how (and which
+/// config keys differ when the configs do), a shard given twice and missing shards.
 fn check_same_run(shards: &[ShardDir]) -> Result<(), StoredError> {
-    let first = &shards[0];
-    type Get = fn(&serde_json::Value) -> &serde_json::Value;
-    let fields: [(&str, Get); 6] = [
-        ("harness version", |v| &v["harness_version"]),
-        ("config hash", |v| &v["config_hash"]),
-        ("seed", |v| &v["seed"]),
-        ("shard count N", |v| &v["shard"]["count"]),
-        ("partition scheme", |v| &v["shard"]["partition"]),
-        ("run id", |v| &v["shard"]["run_id"]),
-    ];
-    for other in &shards[1..] {
-        let mut diffs = Vec::new();
-        for (what, get) in fields {
-            let (a, b) = (get(&first.run_json), get(&other.run_json));
-            if a != b {
-                diffs.push(format!("{what} {} vs {}", shown(b), shown(a)));
-            }
-        }
-        if diffs.is_empty() {
-            continue;
-        }
-        // Say which config keys differ when the configs do.
-        let (ca, cb) = (&first.run_json["config"], &other.run_json["config"]);
+    let members: Vec<crate::shard::Member> = shards
+        .iter()
+        .map(|s| crate::shard::Member {
+            shard: s.shard,
+            dir: &s.dir,
+            meta: &s.run_json,
+        })
+        .collect();
+    let rules = crate::shard::SetRules {
+        noun: "shard",
+        whole: "run",
+        same: &[
+            ("harness version", "/harness_version"),
+            ("config hash", "/config_hash"),
+            ("seed", "/seed"),
+            ("shard count N", "/shard/count"),
+            ("partition scheme", "/shard/partition"),
+            ("run id", "/shard/run_id"),
+        ],
+        help: "merge the N shards of one `gauntlet run CONFIG --shard i/N` (same config, seed, gauntlet version and N)",
+        command: "gauntlet run CONFIG --shard i/{n}",
+    };
+    crate::shard::check_set(&members, &rules, |a, b| {
+        let (ca, cb) = (&a["config"], &b["config"]);
         let mut keys: Vec<&String> = ca
             .as_object()
             .into_iter()
@@ -169,52 +164,13 @@ fn check_same_run(shards: &[ShardDir]) -> Result<(), StoredError> {
             .collect();
         keys.sort();
         keys.dedup();
-        let keys = if keys.is_empty() {
-            String::new()
-        } else {
-            format!(
-                " (config keys that differ: {})",
-                keys.iter()
-                    .map(|k| k.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
-        };
-        return Err(err(format!(
-            "shard {} in {} is not of the same run as shard {} in {}: {}{keys}\n    help: merge the N shards of one `gauntlet run CONFIG --shard i/N` (same config, seed, gauntlet version and N)",
-            other.shard,
-            other.dir.display(),
-            first.shard,
-            first.dir.display(),
-            diffs.join("; "),
-        )));
-    }
-    let n = first.shard.count;
-    let mut seen: Vec<Option<&Path>> = vec![None; n as usize];
-    for s in shards {
-        if let Some(prev) = seen[s.shard.index as usize] {
-            return Err(err(format!(
-                "shard {} is given twice: {} and {}; give each shard 0..{n} once",
-                s.shard,
-                prev.display(),
-                s.dir.display()
-            )));
+        if keys.is_empty() {
+            return String::new();
         }
-        seen[s.shard.index as usize] = Some(&s.dir);
-    }
-    let missing: Vec<String> = seen
-        .iter()
-        .enumerate()
-        .filter(|(_, s)| s.is_none())
-        .map(|(i, _)| format!("{i}/{n}"))
-        .collect();
-    if !missing.is_empty() {
-        return Err(err(format!(
-            "missing shard(s) {} of {n}: run `gauntlet run CONFIG --shard i/{n}` for each and pass every shard directory",
-            missing.join(", ")
-        )));
-    }
-    Ok(())
+        let keys: Vec<&str> = keys.iter().map(|k| k.as_str()).collect();
+        format!(" (config keys that differ: {})", keys.join(", "))
+    })
+    .map_err(err)
 }
 
 /// Reads a shard's shard_usage.json into per-(cell, trial) usage.

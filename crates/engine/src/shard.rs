@@ -151,9 +151,149 @@ pub fn units_of(plan: &Plan, trials: u32, shard: Shard) -> Vec<u64> {
         .collect()
 }
 
+/// A shard directory as a merge checks it: which shard it is, where it is, and the JSON
+/// that records what it is a shard of (run.json, an exam's shard record).
+pub struct Member<'a> {
+    pub shard: Shard,
+    pub dir: &'a std::path::Path,
+    pub meta: &'a serde_json::Value,
+}
+
+/// How one kind of shard set is checked and named in errors.
+pub struct SetRules<'a> {
+    /// What a shard is called: "shard", "exam shard", "detect-exam shard".
+    pub noun: &'a str,
+    /// What the shards are shards of: "run", "exam".
+    pub whole: &'a str,
+    /// What every shard must agree on: (what it is, JSON pointer into `meta`).
+    pub same: &'a [(&'a str, &'a str)],
+    /// The help line under "not of the same …".
+    pub help: &'a str,
+    /// The command that makes shard `i` of `N`, shown for missing shards.
+    pub command: &'a str,
+}
+
+/// Refuses a set of shard directories that are not the N shards of one job, with an
+/// error that names the shard: one that differs from the first (what differs, plus
+/// `explain(first, other)`), a shard given twice, the shards missing.
+pub fn check_set(
+    members: &[Member],
+    rules: &SetRules,
+    explain: impl Fn(&serde_json::Value, &serde_json::Value) -> String,
+) -> Result<(), String> {
+    let Some(first) = members.first() else {
+        return Err(format!("no {} given", rules.noun));
+    };
+    for other in &members[1..] {
+        let diffs: Vec<String> = rules
+            .same
+            .iter()
+            .filter_map(|(what, at)| {
+                let (a, b) = (first.meta.pointer(at), other.meta.pointer(at));
+                (a != b).then(|| format!("{what} {} vs {}", shown_opt(b), shown_opt(a)))
+            })
+            .collect();
+        if !diffs.is_empty() {
+            return Err(format!(
+                "{} {} in {} is not of the same {} as shard {} in {}: {}{}\n    help: {}",
+                rules.noun,
+                other.shard,
+                other.dir.display(),
+                rules.whole,
+                first.shard,
+                first.dir.display(),
+                diffs.join("; "),
+                explain(first.meta, other.meta),
+                rules.help,
+            ));
+        }
+    }
+    let n = first.shard.count;
+    let mut seen: Vec<Option<&std::path::Path>> = vec![None; n as usize];
+    for m in members {
+        let Some(slot) = seen.get_mut(m.shard.index as usize) else {
+            return Err(format!("{} {} is out of range", rules.noun, m.shard));
+        };
+        if let Some(prev) = slot.replace(m.dir) {
+            return Err(format!(
+                "{} {} is given twice: {} and {}; give each shard 0..{n} once",
+                rules.noun,
+                m.shard,
+                prev.display(),
+                m.dir.display()
+            ));
+        }
+    }
+    let missing: Vec<String> = (0..n)
+        .filter(|&i| seen[i as usize].is_none())
+        .map(|i| format!("{i}/{n}"))
+        .collect();
+    if !missing.is_empty() {
+        return Err(format!(
+            "missing {}(s) {} of {n}: run `{}` for each and pass every shard directory",
+            rules.noun,
+            missing.join(", "),
+            rules.command.replace("{n}", &n.to_string())
+        ));
+    }
+    Ok(())
+}
+
+/// A JSON value as an error shows it: strings bare, absent as "absent".
+pub fn shown(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::Null => "absent".into(),
+        serde_json::Value::String(s) => s.clone(),
+        v => v.to_string(),
+    }
+}
+
+fn shown_opt(v: Option<&serde_json::Value>) -> String {
+    v.map_or_else(|| "absent".into(), shown)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_shard_set_names_the_odd_shard_the_twice_given_and_the_missing() {
+        let meta = |h: &str| serde_json::json!({"h": h, "shard": {"count": 3}});
+        let (a, b, c) = (meta("x"), meta("x"), meta("y"));
+        let dir = std::path::Path::new;
+        let m = |i, d, meta| Member {
+            shard: Shard { index: i, count: 3 },
+            dir: dir(d),
+            meta,
+        };
+        let rules = SetRules {
+            noun: "exam shard",
+            whole: "exam",
+            same: &[("identity", "/h"), ("absent key", "/nope")],
+            help: "merge one exam",
+            command: "gauntlet exam --shard i/{n}",
+        };
+        let none = |_: &serde_json::Value, _: &serde_json::Value| String::new();
+        let e = check_set(&[m(0, "s0", &a), m(2, "s2", &c)], &rules, none).unwrap_err();
+        assert!(
+            e.starts_with(
+                "exam shard 2/3 in s2 is not of the same exam as shard 0/3 in s0: identity y vs x"
+            ) && e.ends_with("help: merge one exam"),
+            "{e}"
+        );
+        let e = check_set(&[m(1, "s1", &a), m(1, "t1", &b)], &rules, none).unwrap_err();
+        assert_eq!(
+            e,
+            "exam shard 1/3 is given twice: s1 and t1; give each shard 0..3 once"
+        );
+        let e = check_set(&[m(1, "s1", &a)], &rules, none).unwrap_err();
+        assert_eq!(
+            e,
+            "missing exam shard(s) 0/3, 2/3 of 3: run `gauntlet exam --shard i/3` for each and pass every shard directory"
+        );
+        let all = [m(2, "s2", &a), m(0, "s0", &b), m(1, "s1", &a)];
+        assert_eq!(check_set(&all, &rules, none), Ok(()));
+    }
 
     #[test]
     fn parses_i_over_n_and_names_what_is_wrong() {
