@@ -16,7 +16,7 @@
 
 use gauntlet_engine::rundir::Manifest;
 use gauntlet_engine::shard::Shard;
-use gauntlet_engine::shard::shown;
+use gauntlet_engine::shard::{read_json, shown};
 use gauntlet_exam::detectors::detect_exam::{self, DetectReport, DetectorHealth, Row};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -102,12 +102,6 @@ struct DetectShardDir {
     report: ShardReport,
 }
 
-fn read_json(p: &Path) -> Result<serde_json::Value, String> {
-    let b = gauntlet_core::files::read(p, gauntlet_core::files::Kind::RESULTS)
-        .map_err(|e| e.to_string())?;
-    serde_json::from_slice(&b).map_err(|e| format!("{}: not JSON: {e}", p.display()))
-}
-
 fn open_shard(dir: &Path) -> Result<DetectShardDir, String> {
     if !is_detect_shard(dir) {
         return Err(format!(
@@ -115,28 +109,12 @@ fn open_shard(dir: &Path) -> Result<DetectShardDir, String> {
             dir.display()
         ));
     }
-    Manifest::verify(dir).map_err(|e| {
-        format!(
-            "detect-exam shard {}: {e}\n    help: a shard without a whole manifest was interrupted or changed; rerun its `gauntlet exam-detect … --shard i/N`, then merge",
-            dir.display()
-        )
-    })?;
-    let meta = read_json(&dir.join(SHARD_JSON))?;
-    let num = |k: &str| {
-        meta["shard"][k]
-            .as_u64()
-            .and_then(|n| u32::try_from(n).ok())
-            .ok_or_else(|| {
-                format!(
-                    "{}: `shard.{k}` is not a number",
-                    dir.join(SHARD_JSON).display()
-                )
-            })
-    };
-    let shard = Shard {
-        index: num("index")?,
-        count: num("count")?,
-    };
+    let (shard, meta) = gauntlet_engine::shard::open_record(
+        dir,
+        SHARD_JSON,
+        "detect-exam shard",
+        "a shard without a whole manifest was interrupted or changed; rerun its `gauntlet exam-detect … --shard i/N`, then merge",
+    )?;
     if meta["shard"]["partition"] != gauntlet_exam::shard::DETECT_PARTITION_SCHEME {
         return Err(format!(
             "{}: cut by partition `{}`; this gauntlet merges `{}`",

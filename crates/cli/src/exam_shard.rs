@@ -14,7 +14,7 @@
 
 use gauntlet_engine::rundir::{FileEntry, Manifest};
 use gauntlet_engine::shard::Shard;
-use gauntlet_engine::shard::shown;
+use gauntlet_engine::shard::{read_json, shown};
 use gauntlet_exam::exam::{HarnessReport, ReportHead, assemble_report, file_stem};
 use gauntlet_exam::grade::RunResult;
 use std::collections::VecDeque;
@@ -149,35 +149,13 @@ struct ExamShardDir {
     report: HarnessReport,
 }
 
-fn read_json(p: &Path) -> Result<serde_json::Value, String> {
-    let b = gauntlet_core::files::read(p, gauntlet_core::files::Kind::RESULTS)
-        .map_err(|e| e.to_string())?;
-    serde_json::from_slice(&b).map_err(|e| format!("{}: not JSON: {e}", p.display()))
-}
-
 fn open_shard(dir: &Path) -> Result<ExamShardDir, String> {
-    Manifest::verify(dir).map_err(|e| {
-        format!(
-            "exam shard {}: {e}\n    help: an exam shard without a whole manifest was interrupted, cut short by its budget or changed; rerun its `gauntlet exam … --shard i/N` (real mode resumes from the journal), then merge",
-            dir.display()
-        )
-    })?;
-    let meta = read_json(&dir.join(SHARD_JSON))?;
-    let num = |k: &str| {
-        meta["shard"][k]
-            .as_u64()
-            .and_then(|n| u32::try_from(n).ok())
-            .ok_or_else(|| {
-                format!(
-                    "{}: `shard.{k}` is not a number",
-                    dir.join(SHARD_JSON).display()
-                )
-            })
-    };
-    let shard = Shard {
-        index: num("index")?,
-        count: num("count")?,
-    };
+    let (shard, meta) = gauntlet_engine::shard::open_record(
+        dir,
+        SHARD_JSON,
+        "exam shard",
+        "an exam shard without a whole manifest was interrupted, cut short by its budget or changed; rerun its `gauntlet exam … --shard i/N` (real mode resumes from the journal), then merge",
+    )?;
     let report: HarnessReport = serde_json::from_value(read_json(&dir.join("report.json"))?)
         .map_err(|e| {
             format!(

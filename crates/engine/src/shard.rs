@@ -239,6 +239,39 @@ pub fn check_set(
     Ok(())
 }
 
+/// Opens the record of an exam shard: verifies `dir`'s manifest (a shard without a whole
+/// one was interrupted or changed; the error is `{noun} DIR: …` followed by `help`),
+/// reads the JSON file `record` in it and that file's `shard.index` and `shard.count`.
+pub fn open_record(
+    dir: &std::path::Path,
+    record: &str,
+    noun: &str,
+    help: &str,
+) -> Result<(Shard, serde_json::Value), String> {
+    crate::rundir::Manifest::verify(dir)
+        .map_err(|e| format!("{noun} {}: {e}\n    help: {help}", dir.display()))?;
+    let path = dir.join(record);
+    let meta = read_json(&path)?;
+    let num = |k: &str| {
+        meta["shard"][k]
+            .as_u64()
+            .and_then(|n| u32::try_from(n).ok())
+            .ok_or_else(|| format!("{}: `shard.{k}` is not a number", path.display()))
+    };
+    let shard = Shard {
+        index: num("index")?,
+        count: num("count")?,
+    };
+    Ok((shard, meta))
+}
+
+/// Reads a JSON file of a shard directory (capped like any results file).
+pub fn read_json(p: &std::path::Path) -> Result<serde_json::Value, String> {
+    let b = gauntlet_core::files::read(p, gauntlet_core::files::Kind::RESULTS)
+        .map_err(|e| e.to_string())?;
+    serde_json::from_slice(&b).map_err(|e| format!("{}: not JSON: {e}", p.display()))
+}
+
 /// A JSON value as an error shows it: strings bare, absent as "absent".
 pub fn shown(v: &serde_json::Value) -> String {
     match v {
