@@ -640,6 +640,14 @@ pub(crate) async fn openai_cancel(
     let Some(b) = st.batches.get_mut(&id).filter(|b| b.api == Api::Openai) else {
         return error(Api::Openai, 404, &format!("no batch `{id}`"));
     };
+    request_cancel(b);
+    let obj = openai_object(&mut st, &id);
+    json_reply(StatusCode::OK, &obj)
+}
+
+/// A client's cancel of a batch that has not ended: it is marked cancelling, its poll
+/// count restarts and every result it held is dropped; an ended batch is left as it is.
+fn request_cancel(b: &mut Batch) {
     if !ended(b) {
         b.cancel_requested = true;
         b.polls = 0;
@@ -647,8 +655,6 @@ pub(crate) async fn openai_cancel(
             r.1 = None;
         }
     }
-    let obj = openai_object(&mut st, &id);
-    json_reply(StatusCode::OK, &obj)
 }
 
 // ----- Anthropic -----
@@ -761,13 +767,7 @@ pub(crate) async fn anthropic_cancel(
     let Some(b) = st.batches.get_mut(&id).filter(|b| b.api == Api::Anthropic) else {
         return error(Api::Anthropic, 404, &format!("no batch `{id}`"));
     };
-    if !ended(b) {
-        b.cancel_requested = true;
-        b.polls = 0;
-        for r in &mut b.results {
-            r.1 = None;
-        }
-    }
+    request_cancel(b);
     json_reply(StatusCode::OK, &anthropic_object(&s.url(), &id, b))
 }
 
