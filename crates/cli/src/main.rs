@@ -3,11 +3,13 @@
 //!
 //! Exit codes: 0 success; 1 the run stopped early (partial) or failed; 2 the config or
 //! the command line is invalid; 3 the run stopped because `max_queries` was spent
-//! (`partial: budget`; rerun with a higher budget to resume from the journal).
+//! (`partial: budget`; rerun with a higher budget to resume from the journal). They are
+//! given in one place, [`error::CliError::exit_code`].
 
 mod analysis_cmd;
 mod detect_cmd;
 mod detect_shard;
+mod error;
 mod exam_cmd;
 mod exam_shard;
 mod judge_eval_cmd;
@@ -15,6 +17,7 @@ mod merge_cmd;
 mod progress;
 
 use clap::{Parser, Subcommand};
+use error::CliError;
 use gauntlet_core::params::{Axis, DefaultValue};
 use gauntlet_core::results::RunSummary;
 use gauntlet_core::terminal::{safe, safe_text};
@@ -218,6 +221,16 @@ fn main() -> ExitCode {
     exit_quietly_when_stdout_closes();
     let cli = Cli::parse();
     match cli.command {
+        // The exams keep their own exit statuses (see their modules).
+        Command::Exam(a) => exam_cmd::exam(a),
+        Command::ExamDetect(a) => detect_cmd::run(a),
+        command => error::exit(dispatch(command)),
+    }
+}
+
+/// Runs every command but the exams.
+fn dispatch(command: Command) -> Result<(), CliError> {
+    match command {
         Command::Run {
             config,
             runs_dir,
@@ -244,7 +257,7 @@ fn main() -> ExitCode {
         Command::Validate { config, strict } => validate(&config, strict),
         Command::List => {
             list();
-            ExitCode::SUCCESS
+            Ok(())
         }
         Command::Report {
             paths,
@@ -252,10 +265,9 @@ fn main() -> ExitCode {
             group_by,
         } => match paths.as_slice() {
             [run_dir] => report(run_dir, &group_by),
-            _ => {
-                eprintln!("error: report takes one RUN_DIR (or --site OUT with several)");
-                ExitCode::from(2)
-            }
+            _ => Err(CliError::invalid(
+                "report takes one RUN_DIR (or --site OUT with several)",
+            )),
         },
         Command::Report {
             paths,
@@ -263,8 +275,9 @@ fn main() -> ExitCode {
             group_by,
         } => {
             if !group_by.is_empty() {
-                eprintln!("error: --group-by applies to one run's report, not to --site");
-                return ExitCode::from(2);
+                return Err(CliError::invalid(
+                    "--group-by applies to one run's report, not to --site",
+                ));
             }
             site(&out, paths)
         }
@@ -280,32 +293,25 @@ fn main() -> ExitCode {
         Command::Corpus {
             action: CorpusAction::Verify { dir },
         } => corpus_verify(&dir),
-        Command::Exam(a) => exam_cmd::exam(a),
-        Command::ExamDetect(a) => detect_cmd::run(a),
+        Command::Exam(_) | Command::ExamDetect(_) => unreachable!("dispatched in main"),
     }
 }
 
 /// Loads a config, applying a `--trials` override before the plan (and so the config
 /// hash and run.json) is built.
-fn load_plan_with(path: &Path, trials: Option<u32>, batch: bool) -> Result<Plan, ExitCode> {
-    let mut cfg = config::load(path, &Registry).map_err(|e| {
-        error(&format!("invalid config\n{e}"));
-        ExitCode::from(2)
-    })?;
+fn load_plan_with(path: &Path, trials: Option<u32>, batch: bool) -> Result<Plan, CliError> {
+    let mut cfg = config::load(path, &Registry)
+        .map_err(|e| CliError::Invalid(format!("invalid config\n{e}")))?;
     if let Some(t) = trials {
         cfg.trials = t;
     }
     if batch && cfg.enable_batch() == 0 {
-        error(&format!(
+        return Err(CliError::Invalid(format!(
             "--batch: no target of {} has a batch API; it applies to openai_compat and anthropic targets",
             path.display()
-        ));
-        return Err(ExitCode::from(2));
+        )));
     }
-    Plan::build(cfg).map_err(|e| {
-        error(&format!("invalid config\n{e}"));
-        ExitCode::from(2)
-    })
+    Plan::build(cfg).map_err(|e| CliError::Invalid(format!("invalid config\n{e}")))
 }
 
 fn describe(plan: &Plan) -> String {
@@ -336,19 +342,10 @@ fn describe(plan: &Plan) -> String {
     }
 }
 
-fn validate(path: &Path, strict: bool) -> ExitCode {
-    let invalid = |e: config::ConfigError| {
-        eprintln!("error: invalid config\n{e}");
-        ExitCode::from(2)
-    };
-    let cfg = match config::load(path, &Registry) {
-        Ok(c) => c,
-        Err(e) => return invalid(e),
-    };
-    let (plan, warnings) = match Plan::check(cfg) {
-        Ok(p) => p,
-        Err(e) => return invalid(e),
-    };
+fn validate(path: &Path, strict: bool) -> Result<(), CliError> {
+    let invalid = |e: config::ConfigError| CliError::Invalid(format!("invalid config\n{e}"));
+    let cfg = config::load(path, &Registry).map_err(invalid)?;
+    let (plan, warnings) = Plan::check(cfg).map_err(invalid)?;
     let file = path.display().to_string();
     for w in &warnings {
         let one = config::ConfigError {
@@ -359,10 +356,9 @@ fn validate(path: &Path, strict: bool) -> ExitCode {
     }
     let n = warnings.len();
     if strict && n > 0 {
-        eprintln!(
-            "error: {n} warning(s), and --strict makes them errors: `gauntlet run` cannot start until they are resolved"
-        );
-        return ExitCode::from(2);
+        return Err(CliError::Invalid(format!(
+            "{n} warning(s), and --strict makes them errors: `gauntlet run` cannot start until they are resolved"
+        )));
     }
     if n == 0 {
         println!("{}: OK", safe(&file));
@@ -405,7 +401,7 @@ fn validate(path: &Path, strict: bool) -> ExitCode {
             );
         }
     }
-    ExitCode::SUCCESS
+    Ok(())
 }
 
 fn run(
@@ -416,11 +412,8 @@ fn run(
     trials: Option<u32>,
     batch: bool,
     shard: Option<gauntlet_engine::shard::Shard>,
-) -> ExitCode {
-    let plan = match load_plan_with(path, trials, batch) {
-        Ok(p) => p,
-        Err(code) => return code,
-    };
+) -> Result<(), CliError> {
+    let plan = load_plan_with(path, trials, batch)?;
     if !quiet {
         eprintln!("{}", describe(&plan));
     }
@@ -482,28 +475,22 @@ fn run(
             }
             println!("artefacts: {}", safe(&out.dir.display().to_string()));
             if out.status == Status::Complete {
-                ExitCode::SUCCESS
+                Ok(())
             } else if out.budget_exhausted() {
                 eprintln!(
                     "the query budget (max_queries) is spent: artefacts are partial; raise max_queries and rerun to resume"
                 );
-                ExitCode::from(3)
+                Err(CliError::BudgetSpent)
             } else {
                 eprintln!(
                     "the run stopped early ({}); rerun the same command to resume",
                     safe(&out.status.as_string())
                 );
-                ExitCode::from(1)
+                Err(CliError::Stopped)
             }
         }
-        Err(e @ gauntlet_engine::run::RunError::Refused(_)) => {
-            error(&e);
-            ExitCode::from(2)
-        }
-        Err(e) => {
-            error(&e);
-            ExitCode::from(1)
-        }
+        Err(e @ gauntlet_engine::run::RunError::Refused(_)) => Err(CliError::invalid(e)),
+        Err(e) => Err(CliError::failed(e)),
     }
 }
 
@@ -569,11 +556,8 @@ pub(crate) fn print_estimate_totals(
     }
 }
 
-fn estimate(path: &Path, trials: Option<u32>, batch: bool) -> ExitCode {
-    let plan = match load_plan_with(path, trials, batch) {
-        Ok(p) => p,
-        Err(code) => return code,
-    };
+fn estimate(path: &Path, trials: Option<u32>, batch: bool) -> Result<(), CliError> {
+    let plan = load_plan_with(path, trials, batch)?;
     println!("{}", describe(&plan));
     let table = plan.price_table();
     println!("price table {}", table.describe());
@@ -617,7 +601,7 @@ fn estimate(path: &Path, trials: Option<u32>, batch: bool) -> ExitCode {
         gauntlet_engine::usage::ASSUMED_MAX_TOKENS,
         gauntlet_engine::usage::INPUT_ALLOWANCE
     );
-    ExitCode::SUCCESS
+    Ok(())
 }
 
 /// One line per cell with each metric's value (N/A where it does not apply).
@@ -693,7 +677,7 @@ fn list() {
     }
 }
 
-fn report(run_dir: &Path, group_by: &[String]) -> ExitCode {
+fn report(run_dir: &Path, group_by: &[String]) -> Result<(), CliError> {
     let known = gauntlet_report::frameworks();
     let mut opts = gauntlet_report::ReportOptions::default();
     if !group_by.is_empty() {
@@ -704,28 +688,20 @@ fn report(run_dir: &Path, group_by: &[String]) -> ExitCode {
             } else if known.contains(&g.as_str()) {
                 opts.group_by.push(g.clone());
             } else {
-                eprintln!(
-                    "error: --group-by {g:?} is not a threat framework; known: {}, all",
+                return Err(CliError::Invalid(format!(
+                    "--group-by {g:?} is not a threat framework; known: {}, all",
                     known.join(", ")
-                );
-                return ExitCode::from(2);
+                )));
             }
         }
         opts.group_by.dedup();
     }
-    match gauntlet_engine::stored::rerender_reports(run_dir, &opts) {
-        Ok(()) => {
-            println!(
-                "wrote report.md, report.html and leaderboard.json in {}",
-                safe(&run_dir.display().to_string())
-            );
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            error(&e);
-            ExitCode::from(2)
-        }
-    }
+    gauntlet_engine::stored::rerender_reports(run_dir, &opts).map_err(CliError::invalid)?;
+    println!(
+        "wrote report.md, report.html and leaderboard.json in {}",
+        safe(&run_dir.display().to_string())
+    );
+    Ok(())
 }
 
 /// Prints `error: <message>` to stderr with control characters escaped (the message
@@ -734,30 +710,23 @@ pub(crate) fn error(e: &dyn std::fmt::Display) {
     eprintln!("error: {}", safe_text(&e.to_string()));
 }
 
-fn site(out: &Path, roots: Vec<PathBuf>) -> ExitCode {
-    match gauntlet_web::export_site(out, roots) {
-        Ok(r) => {
-            println!(
-                "wrote a static site of {} run(s) ({} files) into {}{}",
-                r.runs,
-                r.files,
-                out.display(),
-                if r.warnings > 0 {
-                    format!("; {} warning(s), shown on the pages", r.warnings)
-                } else {
-                    String::new()
-                }
-            );
-            ExitCode::SUCCESS
+fn site(out: &Path, roots: Vec<PathBuf>) -> Result<(), CliError> {
+    let r = gauntlet_web::export_site(out, roots).map_err(CliError::failed)?;
+    println!(
+        "wrote a static site of {} run(s) ({} files) into {}{}",
+        r.runs,
+        r.files,
+        out.display(),
+        if r.warnings > 0 {
+            format!("; {} warning(s), shown on the pages", r.warnings)
+        } else {
+            String::new()
         }
-        Err(e) => {
-            error(&e);
-            ExitCode::from(1)
-        }
-    }
+    );
+    Ok(())
 }
 
-fn serve(a: ServeArgs) -> ExitCode {
+fn serve(a: ServeArgs) -> Result<(), CliError> {
     let token = std::env::var(gauntlet_web::server::TOKEN_ENV)
         .ok()
         .filter(|t| !t.is_empty());
@@ -767,20 +736,11 @@ fn serve(a: ServeArgs) -> ExitCode {
         allow_remote: a.allow_remote,
         token,
     };
-    if let Err(e) = gauntlet_web::server::check_bind(&opts) {
-        error(&e);
-        return ExitCode::from(2);
-    }
-    match gauntlet_web::serve(opts) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            error(&e);
-            ExitCode::from(1)
-        }
-    }
+    gauntlet_web::server::check_bind(&opts).map_err(CliError::invalid)?;
+    gauntlet_web::serve(opts).map_err(CliError::failed)
 }
 
-fn corpus_pin(dir: &Path) -> ExitCode {
+fn corpus_pin(dir: &Path) -> Result<(), CliError> {
     match gauntlet_exam::corpus::pin(dir) {
         Ok(r) => {
             if let Some(e) = &r.previous_error {
@@ -819,29 +779,20 @@ fn corpus_pin(dir: &Path) -> ExitCode {
                     }
                 }
             }
-            ExitCode::SUCCESS
+            Ok(())
         }
-        Err(e) => {
-            error(&e);
-            ExitCode::from(2)
-        }
+        Err(e) => Err(CliError::invalid(e)),
     }
 }
 
-fn corpus_verify(dir: &Path) -> ExitCode {
-    match gauntlet_exam::load::load_corpus(dir, None) {
-        Ok(c) => {
-            println!("corpus OK: {}", safe(&c.root.display().to_string()));
-            println!("count  {}", c.count);
-            println!("sha256 {}", c.digest);
-            println!("{} scenarios parsed", c.scenarios.len());
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("{}", safe_text(&e.to_string()));
-            ExitCode::from(2)
-        }
-    }
+fn corpus_verify(dir: &Path) -> Result<(), CliError> {
+    let c = gauntlet_exam::load::load_corpus(dir, None)
+        .map_err(|e| CliError::InvalidReport(e.to_string()))?;
+    println!("corpus OK: {}", safe(&c.root.display().to_string()));
+    println!("count  {}", c.count);
+    println!("sha256 {}", c.digest);
+    println!("{} scenarios parsed", c.scenarios.len());
+    Ok(())
 }
 
 #[cfg(test)]
