@@ -56,19 +56,19 @@ pub(super) fn shard_run_json(
 
 /// A shard's shard_usage.json: token usage per (cell, trial), which the transcripts do
 /// not hold, so a merge sums it into the whole run's cells exactly as a one-machine run
-/// would have folded it. Each slot is `[calls, calls_with_usage, input, output]`; cells
+/// would have folded it. Each slot (in [`crate::usage::Slot::ALL`] order) is `[calls, calls_with_usage, input, output]`; cells
 /// without calls are left out.
 pub(super) fn shard_usage_json(usage: &[CellUsage], trials: usize) -> serde_json::Value {
     let rows: Vec<serde_json::Value> = usage
         .iter()
         .enumerate()
-        .filter(|(_, u)| u.0.iter().any(|r| r.calls > 0))
+        .filter(|(_, u)| u.iter().any(|(_, r)| r.calls > 0))
         .map(|(i, u)| {
             serde_json::json!([
                 i / trials,
                 i % trials,
-                u.0.iter()
-                    .map(|r| [r.calls, r.calls_with_usage, r.input_tokens, r.output_tokens])
+                u.iter()
+                    .map(|(_, r)| [r.calls, r.calls_with_usage, r.input_tokens, r.output_tokens])
                     .collect::<Vec<_>>()
             ])
         })

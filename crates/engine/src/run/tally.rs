@@ -5,7 +5,7 @@ use super::output::{JudgedUnit, judged_unit};
 use super::status::Status;
 use crate::breadth::{CellExtras, KeptOutcomes, PlanBreadth};
 use crate::plan::{Plan, UnitRef};
-use crate::usage::{CellUsage, cost_metric, tokens_metric};
+use crate::usage::{CellUsage, PerSlot, Slot, cost_metric, tokens_metric};
 use gauntlet_core::outcome::Verdict;
 use gauntlet_core::results::{
     CellMetric, CellSummary, Example, MetricValue, RunBreadth, RunSummary, TrialCounts,
@@ -14,7 +14,6 @@ use gauntlet_models::Model;
 use gauntlet_redteam::attack::Attempt;
 use gauntlet_redteam::metrics::{MetricAcc, UsageMetric};
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 /// A run's metric accumulation — the per-cell, per-trial accumulators and the summary
@@ -140,22 +139,19 @@ impl CellAcc {
     }
 }
 
-/// The model behind each usage slot of a cell, in [`crate::usage::SLOTS`] order.
+/// The model behind each usage slot of a cell.
 pub(super) fn slot_models(
     plan: &Plan,
     attack: usize,
     target: usize,
     judge: usize,
-) -> [Option<&dyn Model>; 4] {
-    pub(super) fn m(o: &Option<Arc<dyn Model>>) -> Option<&dyn Model> {
-        o.as_deref()
-    }
-    [
-        Some(plan.targets[target].as_ref()),
-        m(&plan.attackers[attack]),
-        m(&plan.attack_graders[attack]),
-        m(&plan.graders[judge]),
-    ]
+) -> PerSlot<Option<&dyn Model>> {
+    PerSlot::from_fn(|s| match s {
+        Slot::Target => Some(plan.targets[target].as_ref()),
+        Slot::Attacker => plan.attackers[attack].as_deref(),
+        Slot::AttackJudge => plan.attack_graders[attack].as_deref(),
+        Slot::Grader => plan.graders[judge].as_deref(),
+    })
 }
 
 /// One cell's results row and usage.json row, from its accumulators (one per trial).
@@ -210,12 +206,11 @@ pub(super) fn cell_summary(
         "dataset": dataset.name,
         "judge": judge_l,
         "price_table": table.describe(),
-        "roles": crate::usage::SLOTS.iter().enumerate().filter(|(i, _)| c.usage.0[*i].calls > 0).map(|(i, slot)| {
-            let u = &c.usage.0[i];
-            let cost = crate::usage::slot_cost(slot, u, models[i], table);
+        "roles": c.usage.iter().filter(|(_, u)| u.calls > 0).map(|(slot, u)| {
+            let cost = crate::usage::slot_cost(slot.name(), u, models[slot], table);
             serde_json::json!({
-                "role": slot,
-                "model": models[i].map(crate::usage::model_name),
+                "role": slot.name(),
+                "model": models[slot].map(crate::usage::model_name),
                 "usage": u,
                 "cost_usd": cost.as_ref().ok(),
                 "cost_na_reason": cost.as_ref().err(),

@@ -9,7 +9,7 @@ use crate::breadth::PlanBreadth;
 use crate::cache::{CachedModel, CallCounters, Pending, RoleUsage, UsageSlot, call_base};
 use crate::journal::Journal;
 use crate::plan::{Plan, UnitRef};
-use crate::usage::CellUsage;
+use crate::usage::{CellUsage, PerSlot, Slot};
 use gauntlet_core::behavior::Behavior;
 use gauntlet_core::hash::{HashWriter, to_hex};
 use gauntlet_core::outcome::Verdict;
@@ -195,7 +195,8 @@ pub(super) async fn run_unit(
     let scope = unit_scope(plan, &ctx.ids, u, b, trial, trial_seed);
     let seed = derive_u64(trial_seed, &["unit", &to_hex(&scope)]);
 
-    let slots: [UsageSlot; 3] = Default::default();
+    // The unit's own calls; each run judge's grader gets its own slot below.
+    let slots: PerSlot<UsageSlot> = Default::default();
     let caller = CachedModel::new(
         target.as_ref(),
         &ctx.ids.target_bases[u.target],
@@ -203,7 +204,7 @@ pub(super) async fn run_unit(
         &ctx.journal,
         &ctx.counters,
         pending,
-        &slots[0],
+        &slots[Slot::Target],
     );
     pub(super) fn helper<'m>(
         m: &'m Option<Arc<dyn Model>>,
@@ -231,7 +232,7 @@ pub(super) async fn run_unit(
         &scope,
         ctx,
         pending,
-        &slots[1],
+        &slots[Slot::Attacker],
     );
     let attack_grader = helper(
         &plan.attack_graders[u.attack],
@@ -239,7 +240,7 @@ pub(super) async fn run_unit(
         &scope,
         ctx,
         pending,
-        &slots[2],
+        &slots[Slot::AttackJudge],
     );
     let actx = AttackCtx {
         target: &caller,
@@ -248,11 +249,7 @@ pub(super) async fn run_unit(
         seed,
     };
     let attempts = attack.run_ctx(b, actx).await?;
-    let unit_usage = [
-        slots[0].snapshot(),
-        slots[1].snapshot(),
-        slots[2].snapshot(),
-    ];
+    let unit_usage: CellUsage = PerSlot::from_fn(|s| slots[s].snapshot());
     let mut grader_usage: Vec<RoleUsage> = Vec::with_capacity(plan.judges.len());
 
     let mut verdicts: Vec<Vec<Verdict>> = Vec::with_capacity(plan.judges.len());
@@ -336,7 +333,8 @@ pub(super) async fn run_unit(
         .zip(&grader_usage)
         .enumerate()
         .map(|(j, (vs, gu))| {
-            let usage = CellUsage([unit_usage[0], unit_usage[1], unit_usage[2], *gu]);
+            let mut usage = unit_usage;
+            usage[Slot::Grader] = *gu;
             let slot = plan.cell(u, j) * ctx.trial_seeds.len() + trial as usize;
             let want = ctx
                 .examples_full
