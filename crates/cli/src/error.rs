@@ -8,6 +8,12 @@
 use gauntlet_core::terminal::safe_text;
 use std::process::ExitCode;
 
+/// Prints `error: <message>` to stderr with control characters escaped (the message
+/// may quote a file name, a dataset or a server's reply).
+pub fn print(e: &dyn std::fmt::Display) {
+    eprintln!("error: {}", safe_text(&e.to_string()));
+}
+
 /// Why a command did not succeed.
 #[derive(Debug, thiserror::Error)]
 pub enum CliError {
@@ -59,7 +65,7 @@ impl CliError {
     /// reply) and returns the exit status.
     pub fn report(self) -> ExitCode {
         match &self {
-            CliError::Invalid(m) | CliError::Failed(m) => crate::error(m),
+            CliError::Invalid(m) | CliError::Failed(m) => print(m),
             CliError::InvalidReport(m) => eprintln!("{}", safe_text(m)),
             CliError::Stopped | CliError::BudgetSpent | CliError::Verdict(_) => {}
         }

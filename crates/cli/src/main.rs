@@ -22,7 +22,8 @@ mod run_cmd;
 use browse_cmd::{corpus_pin, corpus_verify, list, report, serve, site};
 use clap::{Parser, Subcommand};
 use error::CliError;
-use gauntlet_core::terminal::safe_text;
+/// `crate::error(&e)`: prints `error: <message>` (see [`error::print`]).
+pub(crate) use error::print as error;
 pub(crate) use run_cmd::{EstimateRow, print_estimate_rows, print_estimate_totals, print_summary};
 use run_cmd::{estimate, run, validate};
 use std::path::PathBuf;
@@ -293,12 +294,6 @@ fn dispatch(command: Command) -> Result<(), CliError> {
         } => corpus_verify(&dir),
         Command::Exam(_) | Command::ExamDetect(_) => unreachable!("dispatched in main"),
     }
-}
-
-/// Prints `error: <message>` to stderr with control characters escaped (the message
-/// may quote a file name, a dataset or a server's reply).
-pub(crate) fn error(e: &dyn std::fmt::Display) {
-    eprintln!("error: {}", safe_text(&e.to_string()));
 }
 
 #[cfg(test)]
