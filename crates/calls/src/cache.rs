@@ -3,7 +3,7 @@
 //!
 //! A call's key hashes the harness version, the call's role, the model's resolved spec,
 //! the unit scope (a run: attack spec, dataset version, behavior id and prompt, seed —
-//! see the engine's `run.rs`; an exam: scenario and pass, then tier and consensus voter
+//! see the engine's `run/unit.rs`; an exam: scenario and pass, then tier and consensus voter
 //! — see the exam's `calls.rs`) and the full request. A hit is served from the journal;
 //! a miss calls the model and journals the response. Calls to network models are
 //! journaled the moment they return; calls to offline models (deterministic and free)

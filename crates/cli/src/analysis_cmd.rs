@@ -2,24 +2,20 @@
 //! finished runs. None of them calls a target: they read `transcripts.jsonl` back through
 //! [`gauntlet_engine::stored`] (the run's plan is rebuilt from `run.json`, datasets are
 //! pinned, labels are never changed), and any grader call goes through the run's journal,
-//! so repeating an analysis is free.
-//!
-//! The unit of analysis is the behavior (one dataset item under one attack, target and
-//! trial), never the attempt: a judge calls a behavior positive when at least one of its
-//! attempts succeeded under that judge, exactly as the run's metrics do.
+//! so repeating an analysis is free. The analyses themselves are the engine's
+//! ([`gauntlet_engine::agreement`], [`gauntlet_engine::stored::rescore`],
+//! [`gauntlet_engine::compare`]); this file parses arguments and prints their reports.
 
+use crate::error::CliError;
 use clap::Args;
-use gauntlet_core::behavior::Expected;
-use gauntlet_core::stats::{Kappa, Z95, cohen_kappa};
 use gauntlet_core::terminal::safe;
-use gauntlet_engine::compare::{Compared, compare_runs};
-use gauntlet_engine::stored::{
-    BuiltJudge, Rejudger, StoredRun, parse_judge_spec, rescore, same_dir, write_rescored,
+use gauntlet_engine::agreement::{
+    AgreementError, AgreementReport, JudgeCounts, PairStats, judge_agreement as agree,
 };
-use gauntlet_redteam::metrics::BehaviorOutcome;
-use serde_json::{Value, json};
+use gauntlet_engine::compare::{Compared, compare_runs};
+use gauntlet_engine::stored::{StoredRun, parse_judge_spec, rescore, same_dir, write_rescored};
+use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 /// `gauntlet judge-agreement`.
 #[derive(Args)]
@@ -79,326 +75,49 @@ fn runtime() -> tokio::runtime::Runtime {
         .expect("tokio runtime")
 }
 
-fn open(dir: &Path, config_dir: Option<&Path>) -> Result<StoredRun, ExitCode> {
-    StoredRun::open(dir, config_dir).map_err(|e| {
-        crate::error(&e);
-        ExitCode::from(2)
-    })
+fn open(dir: &Path, config_dir: Option<&Path>) -> Result<StoredRun, CliError> {
+    StoredRun::open(dir, config_dir).map_err(CliError::invalid)
 }
 
-fn write_json(path: &Path, v: &Value) -> Result<(), ExitCode> {
+fn write_json(path: &Path, v: &Value) -> Result<(), CliError> {
     let mut s = serde_json::to_vec_pretty(v).expect("json");
     s.push(b'\n');
-    gauntlet_engine::rundir::write_atomic(path, &s).map_err(|e| {
-        eprintln!("error: cannot write {}: {e}", path.display());
-        ExitCode::from(1)
-    })
+    gauntlet_engine::rundir::write_atomic(path, &s)
+        .map_err(|e| CliError::Failed(format!("cannot write {}: {e}", path.display())))
 }
-
-fn expected_key(e: Expected) -> usize {
-    match e {
-        Expected::ShouldRefuse => 0,
-        Expected::ShouldComply => 1,
-    }
-}
-const EXPECTED: [Expected; 2] = [Expected::ShouldRefuse, Expected::ShouldComply];
 
 // ---------------------------------------------------------------------------------------
 // judge-agreement
 // ---------------------------------------------------------------------------------------
-
-/// One judge's per-behavior counts.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct JudgeCounts {
-    /// Behaviors judged (not every attempt errored).
-    pub n: u64,
-    /// Behaviors with at least one successful attempt.
-    pub positive: u64,
-    /// Behaviors whose every attempt errored under this judge (left out of its pairs).
-    pub excluded: u64,
-}
-
-/// Agreement tallies over behaviors: per judge, and a 2×2 table per judge pair.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Agreement {
-    pub labels: Vec<String>,
-    /// `[expected][judge]`.
-    pub counts: [Vec<JudgeCounts>; 2],
-    /// `[expected][pair]` 2×2 table `[[both +, a only], [b only, both −]]`, pairs in
-    /// (0,1), (0,2), …, (1,2), … order.
-    pub tables: [Vec<[[u64; 2]; 2]>; 2],
-    /// Behaviors seen (including excluded ones).
-    pub items: [u64; 2],
-}
-
-impl Agreement {
-    pub fn new(labels: Vec<String>) -> Self {
-        let k = labels.len();
-        let pairs = k * k.saturating_sub(1) / 2;
-        Agreement {
-            labels,
-            counts: [
-                vec![JudgeCounts::default(); k],
-                vec![JudgeCounts::default(); k],
-            ],
-            tables: [vec![[[0; 2]; 2]; pairs], vec![[[0; 2]; 2]; pairs]],
-            items: [0, 0],
-        }
-    }
-
-    /// The judge pairs, in table order.
-    pub fn pairs(&self) -> Vec<(usize, usize)> {
-        let k = self.labels.len();
-        (0..k)
-            .flat_map(|a| (a + 1..k).map(move |b| (a, b)))
-            .collect()
-    }
-
-    /// Adds one behavior: `calls[j]` is `Some(positive)` for judge `j`, `None` when every
-    /// attempt errored under it.
-    pub fn add(&mut self, expected: Expected, calls: &[Option<bool>]) {
-        let e = expected_key(expected);
-        self.items[e] += 1;
-        for (j, c) in calls.iter().enumerate() {
-            let jc = &mut self.counts[e][j];
-            match c {
-                None => jc.excluded += 1,
-                Some(p) => {
-                    jc.n += 1;
-                    jc.positive += u64::from(*p);
-                }
-            }
-        }
-        for (i, (a, b)) in self.pairs().into_iter().enumerate() {
-            if let (Some(x), Some(y)) = (calls[a], calls[b]) {
-                self.tables[e][i][usize::from(!x)][usize::from(!y)] += 1;
-            }
-        }
-    }
-}
-
-fn judge_json(c: JudgeCounts) -> Value {
-    json!({
-        "n": c.n,
-        "positive": c.positive,
-        "rate": (c.n > 0).then(|| c.positive as f64 / c.n as f64),
-        "excluded_all_errors": c.excluded,
-    })
-}
-
-fn pair_json(t: [[u64; 2]; 2]) -> Value {
-    let n = t[0][0] + t[0][1] + t[1][0] + t[1][1];
-    let table: Vec<Vec<u64>> = t.iter().map(|r| r.to_vec()).collect();
-    let mut v = json!({
-        "n": n,
-        "both_positive": t[0][0],
-        "a_only": t[0][1],
-        "b_only": t[1][0],
-        "both_negative": t[1][1],
-        "raw_agreement": (n > 0).then(|| (t[0][0] + t[1][1]) as f64 / n as f64),
-    });
-    let o = v.as_object_mut().expect("object");
-    match cohen_kappa(&table, Z95) {
-        Ok(Kappa {
-            kappa,
-            se,
-            ci_low,
-            ci_high,
-            ..
-        }) => {
-            o.insert("kappa".into(), json!(kappa));
-            o.insert("kappa_se".into(), json!(se));
-            o.insert("kappa_ci_low".into(), json!(ci_low));
-            o.insert("kappa_ci_high".into(), json!(ci_high));
-        }
-        Err(why) => {
-            o.insert("kappa".into(), Value::Null);
-            o.insert("kappa_na_reason".into(), json!(why.to_string()));
-        }
-    }
-    v
-}
-
-fn sum_tables(a: [[u64; 2]; 2], b: [[u64; 2]; 2]) -> [[u64; 2]; 2] {
-    [
-        [a[0][0] + b[0][0], a[0][1] + b[0][1]],
-        [a[1][0] + b[1][0], a[1][1] + b[1][1]],
-    ]
-}
-
-fn sum_counts(a: JudgeCounts, b: JudgeCounts) -> JudgeCounts {
-    JudgeCounts {
-        n: a.n + b.n,
-        positive: a.positive + b.positive,
-        excluded: a.excluded + b.excluded,
-    }
-}
-
-impl Agreement {
-    /// The judge_agreement.json document (without run provenance).
-    pub fn to_json(&self, specs: &[Value]) -> Value {
-        let judges: Vec<Value> = self
-            .labels
-            .iter()
-            .enumerate()
-            .map(|(j, l)| {
-                let by: serde_json::Map<String, Value> = EXPECTED
-                    .iter()
-                    .map(|e| {
-                        (
-                            e.as_str().to_string(),
-                            judge_json(self.counts[expected_key(*e)][j]),
-                        )
-                    })
-                    .collect();
-                json!({
-                    "judge": l,
-                    "spec": specs[j],
-                    "overall": judge_json(sum_counts(self.counts[0][j], self.counts[1][j])),
-                    "by_expected": by,
-                })
-            })
-            .collect();
-        let pairs: Vec<Value> = self
-            .pairs()
-            .into_iter()
-            .enumerate()
-            .map(|(i, (a, b))| {
-                let by: serde_json::Map<String, Value> = EXPECTED
-                    .iter()
-                    .map(|e| {
-                        (
-                            e.as_str().to_string(),
-                            pair_json(self.tables[expected_key(*e)][i]),
-                        )
-                    })
-                    .collect();
-                json!({
-                    "a": self.labels[a],
-                    "b": self.labels[b],
-                    "overall": pair_json(sum_tables(self.tables[0][i], self.tables[1][i])),
-                    "by_expected": by,
-                })
-            })
-            .collect();
-        json!({
-            "items": self.items[0] + self.items[1],
-            "items_by_expected": {
-                "should_refuse": self.items[0],
-                "should_comply": self.items[1],
-            },
-            "judges": judges,
-            "pairs": pairs,
-        })
-    }
-}
-
-/// Labels for judges, made distinct (`rubric`, `rubric#2`) when two share one.
-fn distinct_labels(labels: Vec<String>) -> Vec<String> {
-    let mut out: Vec<String> = Vec::with_capacity(labels.len());
-    for l in labels {
-        let mut name = l.clone();
-        let mut k = 2;
-        while out.contains(&name) {
-            name = format!("{l}#{k}");
-            k += 1;
-        }
-        out.push(name);
-    }
-    out
-}
-
-fn build_judges(texts: &[String]) -> Result<(Vec<BuiltJudge>, Vec<Value>), ExitCode> {
-    let mut built = Vec::new();
-    let mut specs = Vec::new();
-    for t in texts {
-        let spec = parse_judge_spec(t).map_err(|e| {
-            crate::error(&e);
-            ExitCode::from(2)
-        })?;
-        specs.push(spec.identity());
-        built.push(BuiltJudge::build(&spec).map_err(|e| {
-            crate::error(&e);
-            ExitCode::from(2)
-        })?);
-    }
-    Ok((built, specs))
-}
 
 fn fmt_opt(v: Option<f64>) -> String {
     v.map_or("N/A".into(), |x| format!("{x:.3}"))
 }
 
 /// `gauntlet judge-agreement RUN_DIR --judge A --judge B …`.
-pub fn judge_agreement(a: AgreementArgs) -> ExitCode {
+pub fn judge_agreement(a: AgreementArgs) -> Result<(), CliError> {
     if a.judges.len() < 2 {
-        eprintln!("error: judge-agreement needs at least two --judge");
-        return ExitCode::from(2);
+        return Err(CliError::invalid(
+            "judge-agreement needs at least two --judge",
+        ));
     }
-    let run = match open(&a.run_dir, a.config_dir.as_deref()) {
-        Ok(r) => r,
-        Err(c) => return c,
-    };
-    let (built, specs) = match build_judges(&a.judges) {
-        Ok(x) => x,
-        Err(c) => return c,
-    };
-    let labels = distinct_labels(built.iter().map(BuiltJudge::label).collect());
-    let rejudger = match Rejudger::new(&run, built) {
-        Ok(r) => r,
-        Err(e) => {
-            crate::error(&e);
-            return ExitCode::from(1);
-        }
-    };
-    let mut agg = Agreement::new(labels.clone());
-    let mut attempts = 0u64;
-    let result: Result<(), String> = runtime().block_on(async {
-        let units = run.units().map_err(|e| e.to_string())?;
-        for (i, unit) in units.enumerate() {
-            let unit = unit.map_err(|e| e.to_string())?;
-            let b = run.behavior(unit.unit);
-            let verdicts = rejudger.score(&unit).await.map_err(|e| e.to_string())?;
-            let calls: Vec<Option<bool>> = verdicts
-                .iter()
-                .map(|vs| {
-                    let o = BehaviorOutcome::from_behavior(b, &unit.attempts, vs);
-                    o.judged().then_some(o.first_success.is_some())
-                })
-                .collect();
-            agg.add(b.expected, &calls);
-            attempts += unit.attempts.len() as u64;
-            if i % 256 == 255 {
-                rejudger.flush().map_err(|e| e.to_string())?;
-            }
-        }
-        rejudger.flush().map_err(|e| e.to_string())
-    });
-    let (made, cached, failed) = rejudger.grader_calls();
-    drop(rejudger);
-    if let Err(e) = result {
-        crate::error(&e);
-        return ExitCode::from(1);
-    }
-    let mut doc = agg.to_json(&specs);
-    if let Value::Object(o) = &mut doc {
-        o.insert("run_id".into(), json!(run.meta.run_id));
-        o.insert("run_status".into(), json!(run.meta.status));
-        o.insert("unit".into(), json!("behavior: one dataset item under one attack, target and trial; positive = at least one attempt succeeded under the judge (should_refuse: the model complied; should_comply: it answered)"));
-        o.insert("excluded".into(), json!("a behavior whose every attempt errored under a judge is left out of that judge's rate and of every pair involving it"));
-        o.insert("kappa_ci".into(), json!("95% large-sample normal interval, kappa ± 1.96·SE, SE of Fleiss, Cohen & Everitt (1969); no resampling"));
-        o.insert(
-            "labels".into(),
-            json!("expected labels come from the pinned dataset and are never changed"),
-        );
-    }
+    let run = open(&a.run_dir, a.config_dir.as_deref())?;
+    let AgreementReport {
+        agreement: agg,
+        doc,
+        attempts,
+        grader_calls: (made, cached, failed),
+    } = runtime()
+        .block_on(agree(&run, &a.judges))
+        .map_err(|e| match e {
+            AgreementError::Invalid(m) => CliError::Invalid(m),
+            AgreementError::Failed(m) => CliError::Failed(m),
+        })?;
     let path = run.dir.join("judge_agreement.json");
-    if let Err(c) = write_json(&path, &doc) {
-        return c;
-    }
+    write_json(&path, &doc)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&doc).expect("json"));
-        return ExitCode::SUCCESS;
+        return Ok(());
     }
     println!(
         "{}: {} behaviors ({} should_refuse, {} should_comply), {} attempts re-judged; grader calls: {} made, {} from the journal, {} failed; target calls: 0",
@@ -412,22 +131,15 @@ pub fn judge_agreement(a: AgreementArgs) -> ExitCode {
         failed
     );
     // Judge labels come from the command line's specs: printed escaped.
-    let labels: Vec<String> = labels.iter().map(|l| safe(l).into_owned()).collect();
+    let labels: Vec<String> = agg.labels.iter().map(|l| safe(l).into_owned()).collect();
     let wj = labels.iter().map(String::len).max().unwrap_or(5).max(5);
     println!(
         "{:wj$}  {:>15}  {:>15}  {:>15}  {:>8}",
         "judge", "positive", "should_refuse", "should_comply", "excluded"
     );
     for (j, l) in labels.iter().enumerate() {
-        let all = sum_counts(agg.counts[0][j], agg.counts[1][j]);
-        let cell = |c: JudgeCounts| {
-            format!(
-                "{}/{} {}",
-                c.positive,
-                c.n,
-                fmt_opt((c.n > 0).then(|| c.positive as f64 / c.n as f64))
-            )
-        };
+        let all = agg.overall(j);
+        let cell = |c: JudgeCounts| format!("{}/{} {}", c.positive, c.n, fmt_opt(c.rate()));
         println!(
             "{l:wj$}  {:>15}  {:>15}  {:>15}  {:>8}",
             cell(all),
@@ -451,15 +163,13 @@ pub fn judge_agreement(a: AgreementArgs) -> ExitCode {
     for (i, (x, y)) in agg.pairs().into_iter().enumerate() {
         let name = format!("{} vs {}", labels[x], labels[y]);
         let rows = [
-            ("all", sum_tables(agg.tables[0][i], agg.tables[1][i])),
+            ("all", agg.overall_table(i)),
             ("should_refuse", agg.tables[0][i]),
             ("should_comply", agg.tables[1][i]),
         ];
         for (which, t) in rows {
-            let n = t[0][0] + t[0][1] + t[1][0] + t[1][1];
-            let agree = (n > 0).then(|| (t[0][0] + t[1][1]) as f64 / n as f64);
-            let table: Vec<Vec<u64>> = t.iter().map(|r| r.to_vec()).collect();
-            let (k, ci) = match cohen_kappa(&table, Z95) {
+            let s = PairStats::of(t);
+            let (k, ci) = match s.kappa {
                 Ok(k) => (
                     format!("{:.3}", k.kappa),
                     format!("[{:.3}, {:.3}]", k.ci_low, k.ci_high),
@@ -467,13 +177,14 @@ pub fn judge_agreement(a: AgreementArgs) -> ExitCode {
                 Err(_) => ("N/A".into(), "N/A".into()),
             };
             println!(
-                "{name:wp$}  {which:<13}  {n:>5}  {:>9}  {k:>6}  {ci:>17}",
-                fmt_opt(agree)
+                "{name:wp$}  {which:<13}  {:>5}  {:>9}  {k:>6}  {ci:>17}",
+                s.n,
+                fmt_opt(s.agreement)
             );
         }
     }
     println!("wrote {}", path.display());
-    ExitCode::SUCCESS
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------
@@ -481,40 +192,23 @@ pub fn judge_agreement(a: AgreementArgs) -> ExitCode {
 // ---------------------------------------------------------------------------------------
 
 /// `gauntlet rescore RUN_DIR --judge SPEC [--out DIR]`.
-pub fn rescore_cmd(a: RescoreArgs) -> ExitCode {
-    let run = match open(&a.run_dir, a.config_dir.as_deref()) {
-        Ok(r) => r,
-        Err(c) => return c,
-    };
-    let spec = match parse_judge_spec(&a.judge) {
-        Ok(s) => s,
-        Err(e) => {
-            crate::error(&e);
-            return ExitCode::from(2);
-        }
-    };
+pub fn rescore_cmd(a: RescoreArgs) -> Result<(), CliError> {
+    let run = open(&a.run_dir, a.config_dir.as_deref())?;
+    let spec = parse_judge_spec(&a.judge).map_err(CliError::Invalid)?;
     let out = a
         .out
         .clone()
         .unwrap_or_else(|| a.run_dir.join(format!("rescore-{}", spec.label())));
     if same_dir(&out, &a.run_dir) {
-        crate::error(&format!(
+        return Err(CliError::Invalid(format!(
             "--out {} is the run directory itself: a rescore written there would overwrite the run's own results and reports; give another directory (default: RUN_DIR/rescore-<judge>)",
             out.display()
-        ));
-        return ExitCode::from(2);
+        )));
     }
-    let r = match runtime().block_on(rescore(run, &spec)) {
-        Ok(r) => r,
-        Err(e) => {
-            crate::error(&e);
-            return ExitCode::from(2);
-        }
-    };
-    if let Err(e) = write_rescored(&out, &r) {
-        crate::error(&e);
-        return ExitCode::from(1);
-    }
+    let r = runtime()
+        .block_on(rescore(run, &spec))
+        .map_err(CliError::invalid)?;
+    write_rescored(&out, &r).map_err(CliError::failed)?;
     crate::print_summary(&r.summary);
     let (made, cached, failed) = r.grader_calls;
     println!(
@@ -526,10 +220,10 @@ pub fn rescore_cmd(a: RescoreArgs) -> ExitCode {
     );
     println!("artefacts: {}", safe(&out.display().to_string()));
     if r.summary.status == "complete" {
-        ExitCode::SUCCESS
+        Ok(())
     } else {
         eprintln!("the rescore is partial: {}", safe(&r.summary.status));
-        ExitCode::from(1)
+        Err(CliError::Stopped)
     }
 }
 
@@ -539,30 +233,17 @@ pub fn rescore_cmd(a: RescoreArgs) -> ExitCode {
 
 /// `gauntlet compare RUN_A RUN_B`: the statistics are the engine's
 /// ([`gauntlet_engine::compare::compare_runs`]); this prints them.
-pub fn compare(a: CompareArgs) -> ExitCode {
-    let run_a = match open(&a.run_a, a.config_dir.as_deref()) {
-        Ok(r) => r,
-        Err(c) => return c,
-    };
-    let run_b = match open(&a.run_b, a.config_dir.as_deref()) {
-        Ok(r) => r,
-        Err(c) => return c,
-    };
+pub fn compare(a: CompareArgs) -> Result<(), CliError> {
+    let run_a = open(&a.run_a, a.config_dir.as_deref())?;
+    let run_b = open(&a.run_b, a.config_dir.as_deref())?;
     let name_a = a.run_a.display().to_string();
     let name_b = a.run_b.display().to_string();
-    let Compared { doc, rows } = match compare_runs(&run_a, &run_b, &name_a, &name_b) {
-        Ok(c) => c,
-        Err(e) => {
-            crate::error(&e);
-            return ExitCode::from(2);
-        }
-    };
-    if let Err(c) = write_json(&a.out, &doc) {
-        return c;
-    }
+    let Compared { doc, rows } =
+        compare_runs(&run_a, &run_b, &name_a, &name_b).map_err(CliError::invalid)?;
+    write_json(&a.out, &doc)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&doc).expect("json"));
-        return ExitCode::SUCCESS;
+        return Ok(());
     }
     println!(
         "A = {}   B = {}",
@@ -610,50 +291,5 @@ pub fn compare(a: CompareArgs) -> ExitCode {
         println!("{}", line(r));
     }
     println!("wrote {}", a.out.display());
-    ExitCode::SUCCESS
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn agreement_counts_behaviors_and_excludes_errors_per_judge() {
-        let mut g = Agreement::new(vec!["a".into(), "b".into(), "c".into()]);
-        g.add(Expected::ShouldRefuse, &[Some(true), Some(true), None]);
-        g.add(
-            Expected::ShouldRefuse,
-            &[Some(false), Some(true), Some(false)],
-        );
-        g.add(
-            Expected::ShouldComply,
-            &[Some(true), Some(true), Some(true)],
-        );
-        assert_eq!(g.items, [2, 1]);
-        assert_eq!(
-            g.counts[0][2],
-            JudgeCounts {
-                n: 1,
-                positive: 0,
-                excluded: 1
-            }
-        );
-        // pair (a, b): refuse table both+ 1, b only 1; comply both+ 1
-        assert_eq!(g.tables[0][0], [[1, 0], [1, 0]]);
-        assert_eq!(g.tables[1][0], [[1, 0], [0, 0]]);
-        // pair (a, c): the behavior c errored on is not in the table
-        assert_eq!(g.tables[0][1], [[0, 0], [0, 1]]);
-        let j = g.to_json(&[json!("a"), json!("b"), json!("c")]);
-        assert_eq!(j["items"], 3);
-        assert_eq!(j["pairs"][0]["overall"]["n"], 3);
-        assert_eq!(j["pairs"][1]["overall"]["n"], 2);
-    }
-
-    #[test]
-    fn labels_are_made_distinct() {
-        assert_eq!(
-            distinct_labels(vec!["rubric".into(), "rubric".into(), "x".into()]),
-            vec!["rubric", "rubric#2", "x"]
-        );
-    }
+    Ok(())
 }

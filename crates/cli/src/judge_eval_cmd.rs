@@ -1,6 +1,7 @@
 //! `gauntlet judge-eval`: parse the arguments, run [`gauntlet_engine::judge_eval`], print
 //! the agreement table.
 
+use crate::error::CliError;
 use clap::{Args, ValueEnum};
 use gauntlet_core::judge_eval::{AgreementStats, JudgeEvalReport, Proportion};
 use gauntlet_core::terminal::safe;
@@ -8,7 +9,6 @@ use gauntlet_engine::judge_eval::labelled::{LabelledSet, PartialAs};
 use gauntlet_engine::judge_eval::{self, EvalOptions};
 use gauntlet_engine::stored::parse_judge_spec;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 /// `gauntlet judge-eval`.
 #[derive(Args)]
@@ -75,7 +75,7 @@ fn default_name(first: &Path) -> String {
         .unwrap_or_else(|| "labelled".into())
 }
 
-pub fn judge_eval(a: JudgeEvalArgs) -> ExitCode {
+pub fn judge_eval(a: JudgeEvalArgs) -> Result<(), CliError> {
     let texts = if a.judges.is_empty() {
         vec!["refusal_match".to_string()]
     } else {
@@ -85,18 +85,12 @@ pub fn judge_eval(a: JudgeEvalArgs) -> ExitCode {
     for t in &texts {
         match parse_judge_spec(t) {
             Ok(s) => specs.push(s),
-            Err(e) => {
-                eprintln!("error: {e}");
-                return ExitCode::from(2);
-            }
+            Err(e) => return Err(CliError::invalid(e)),
         }
     }
     let set = match LabelledSet::read(&a.files) {
         Ok(s) => s,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
+        Err(e) => return Err(CliError::invalid(e)),
     };
     let opts = EvalOptions {
         partial: match a.partial {
@@ -115,10 +109,7 @@ pub fn judge_eval(a: JudgeEvalArgs) -> ExitCode {
         &|_, _| {},
     )) {
         Ok(r) => r,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(1);
-        }
+        Err(e) => return Err(CliError::failed(e)),
     };
     if let Some(judge) = &a.card {
         let path = a
@@ -127,10 +118,7 @@ pub fn judge_eval(a: JudgeEvalArgs) -> ExitCode {
             .unwrap_or_else(|| a.out.join(format!("{}.card.json", sanitize(judge))));
         match judge_eval::card(&report, judge).and_then(|c| judge_eval::write_card(&path, &c)) {
             Ok(()) => eprintln!("judge card: {}", path.display()),
-            Err(e) => {
-                eprintln!("error: {e}");
-                return ExitCode::from(1);
-            }
+            Err(e) => return Err(CliError::failed(e)),
         }
     }
     if a.json {
@@ -142,9 +130,9 @@ pub fn judge_eval(a: JudgeEvalArgs) -> ExitCode {
         print_table(&report, &a.out);
     }
     if report.status == "complete" {
-        ExitCode::SUCCESS
+        Ok(())
     } else {
-        ExitCode::from(3)
+        Err(CliError::BudgetSpent)
     }
 }
 

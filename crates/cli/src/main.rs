@@ -1,31 +1,33 @@
-//! The `gauntlet` command: argument parsing, progress display and exit codes. All the
-//! logic lives in the library crates; this file only wires them to a terminal.
+//! The `gauntlet` command: argument parsing and dispatch to one module per group of
+//! commands (`*_cmd.rs`). All the logic lives in the library crates; the command
+//! modules only wire them to a terminal.
 //!
 //! Exit codes: 0 success; 1 the run stopped early (partial) or failed; 2 the config or
 //! the command line is invalid; 3 the run stopped because `max_queries` was spent
-//! (`partial: budget`; rerun with a higher budget to resume from the journal).
+//! (`partial: budget`; rerun with a higher budget to resume from the journal). They are
+//! given in one place, [`error::CliError::exit_code`].
 
 mod analysis_cmd;
+mod browse_cmd;
 mod detect_cmd;
 mod detect_shard;
+mod error;
 mod exam_cmd;
 mod exam_shard;
 mod judge_eval_cmd;
 mod merge_cmd;
 mod progress;
+mod run_cmd;
 
+use browse_cmd::{corpus_pin, corpus_verify, list, report, serve, site};
 use clap::{Parser, Subcommand};
-use gauntlet_core::params::{Axis, DefaultValue};
-use gauntlet_core::results::RunSummary;
-use gauntlet_core::terminal::{safe, safe_text};
-use gauntlet_engine::Registry;
-use gauntlet_engine::config;
-use gauntlet_engine::plan::Plan;
-use gauntlet_engine::run::{RunOptions, Status, execute_sharded};
-use std::path::{Path, PathBuf};
+use error::CliError;
+/// `crate::error(&e)`: prints `error: <message>` (see [`error::print`]).
+pub(crate) use error::print as error;
+pub(crate) use run_cmd::{EstimateRow, print_estimate_rows, print_estimate_totals, print_summary};
+use run_cmd::{estimate, run, validate};
+use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 /// mimalloc: a run allocates and frees several short-lived strings per attempt on every
 /// worker thread (prompts, replies, transcript lines); glibc malloc spent ~7% of the
@@ -218,6 +220,16 @@ fn main() -> ExitCode {
     exit_quietly_when_stdout_closes();
     let cli = Cli::parse();
     match cli.command {
+        // The exams keep their own exit statuses (see their modules).
+        Command::Exam(a) => exam_cmd::exam(a),
+        Command::ExamDetect(a) => detect_cmd::run(a),
+        command => error::exit(dispatch(command)),
+    }
+}
+
+/// Runs every command but the exams.
+fn dispatch(command: Command) -> Result<(), CliError> {
+    match command {
         Command::Run {
             config,
             runs_dir,
@@ -244,7 +256,7 @@ fn main() -> ExitCode {
         Command::Validate { config, strict } => validate(&config, strict),
         Command::List => {
             list();
-            ExitCode::SUCCESS
+            Ok(())
         }
         Command::Report {
             paths,
@@ -252,10 +264,9 @@ fn main() -> ExitCode {
             group_by,
         } => match paths.as_slice() {
             [run_dir] => report(run_dir, &group_by),
-            _ => {
-                eprintln!("error: report takes one RUN_DIR (or --site OUT with several)");
-                ExitCode::from(2)
-            }
+            _ => Err(CliError::invalid(
+                "report takes one RUN_DIR (or --site OUT with several)",
+            )),
         },
         Command::Report {
             paths,
@@ -263,8 +274,9 @@ fn main() -> ExitCode {
             group_by,
         } => {
             if !group_by.is_empty() {
-                eprintln!("error: --group-by applies to one run's report, not to --site");
-                return ExitCode::from(2);
+                return Err(CliError::invalid(
+                    "--group-by applies to one run's report, not to --site",
+                ));
             }
             site(&out, paths)
         }
@@ -280,567 +292,7 @@ fn main() -> ExitCode {
         Command::Corpus {
             action: CorpusAction::Verify { dir },
         } => corpus_verify(&dir),
-        Command::Exam(a) => exam_cmd::exam(a),
-        Command::ExamDetect(a) => detect_cmd::run(a),
-    }
-}
-
-/// Loads a config, applying a `--trials` override before the plan (and so the config
-/// hash and run.json) is built.
-fn load_plan_with(path: &Path, trials: Option<u32>, batch: bool) -> Result<Plan, ExitCode> {
-    let mut cfg = config::load(path, &Registry).map_err(|e| {
-        error(&format!("invalid config\n{e}"));
-        ExitCode::from(2)
-    })?;
-    if let Some(t) = trials {
-        cfg.trials = t;
-    }
-    if batch && cfg.enable_batch() == 0 {
-        error(&format!(
-            "--batch: no target of {} has a batch API; it applies to openai_compat and anthropic targets",
-            path.display()
-        ));
-        return Err(ExitCode::from(2));
-    }
-    Plan::build(cfg).map_err(|e| {
-        error(&format!("invalid config\n{e}"));
-        ExitCode::from(2)
-    })
-}
-
-fn describe(plan: &Plan) -> String {
-    let behaviors: usize = plan.datasets.iter().map(|d| d.behaviors.len()).sum();
-    let (attacks, datasets, items) = match plan.config.mode {
-        gauntlet_engine::config::Mode::Injection => {
-            ("injection(s)", "scenario suite(s)", "scenarios")
-        }
-        _ => ("attack(s)", "dataset(s)", "behaviors"),
-    };
-    format!(
-        "mode {}: {} target(s) × {} {attacks} × {} {datasets} ({} {items}) × {} judge(s) = {} cells, {} metric(s); up to {} attempts",
-        plan.mode_label(),
-        plan.targets.len(),
-        plan.attacks.len(),
-        plan.datasets.len(),
-        behaviors,
-        plan.judges.len(),
-        plan.cells(),
-        plan.metrics.len(),
-        plan.max_attempts()
-    ) + &match plan.config.trials {
-        0 | 1 => String::new(),
-        n => format!(
-            " per trial × {n} trials = up to {} attempts",
-            plan.max_attempts() * u64::from(n)
-        ),
-    }
-}
-
-fn validate(path: &Path, strict: bool) -> ExitCode {
-    let invalid = |e: config::ConfigError| {
-        eprintln!("error: invalid config\n{e}");
-        ExitCode::from(2)
-    };
-    let cfg = match config::load(path, &Registry) {
-        Ok(c) => c,
-        Err(e) => return invalid(e),
-    };
-    let (plan, warnings) = match Plan::check(cfg) {
-        Ok(p) => p,
-        Err(e) => return invalid(e),
-    };
-    let file = path.display().to_string();
-    for w in &warnings {
-        let one = config::ConfigError {
-            file: file.clone(),
-            diags: vec![w.clone()],
-        };
-        eprintln!("warning: {}", safe_text(&one.to_string()));
-    }
-    let n = warnings.len();
-    if strict && n > 0 {
-        eprintln!(
-            "error: {n} warning(s), and --strict makes them errors: `gauntlet run` cannot start until they are resolved"
-        );
-        return ExitCode::from(2);
-    }
-    if n == 0 {
-        println!("{}: OK", safe(&file));
-    } else {
-        println!(
-            "{}: OK with {n} warning(s) (on stderr): the config is valid, but `gauntlet run` cannot start until they are resolved",
-            safe(&file)
-        );
-    }
-    println!("{}", describe(&plan));
-    let not_loaded = plan
-        .datasets
-        .iter()
-        .filter(|d| d.version == gauntlet_engine::plan::NOT_LOADED)
-        .count();
-    if not_loaded > 0 {
-        println!("(the counts leave out the {not_loaded} dataset(s) not loaded)");
-    }
-    for t in &plan.config.targets {
-        if t.label.is_some() {
-            println!(
-                "target {} ({}; label from the params that differ from another `{}` target)",
-                safe(&t.label()),
-                safe(&t.name),
-                safe(&t.name)
-            );
-        } else {
-            println!("target {} ({})", safe(&t.label()), safe(&t.name));
-        }
-    }
-    for d in &plan.datasets {
-        if d.version == gauntlet_engine::plan::NOT_LOADED {
-            println!("dataset {}: not loaded (see the warning)", safe(&d.name));
-        } else {
-            println!(
-                "dataset {} version {} ({} behaviors)",
-                safe(&d.name),
-                safe(&d.version),
-                d.behaviors.len()
-            );
-        }
-    }
-    ExitCode::SUCCESS
-}
-
-fn run(
-    path: &Path,
-    runs_dir: PathBuf,
-    concurrency: Option<u32>,
-    quiet: bool,
-    trials: Option<u32>,
-    batch: bool,
-    shard: Option<gauntlet_engine::shard::Shard>,
-) -> ExitCode {
-    let plan = match load_plan_with(path, trials, batch) {
-        Ok(p) => p,
-        Err(code) => return code,
-    };
-    if !quiet {
-        eprintln!("{}", describe(&plan));
-    }
-    let progress = progress::for_terminal(quiet);
-    let stop = Arc::new(AtomicBool::new(false));
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("tokio runtime");
-    let result = rt.block_on(async {
-        let s = stop.clone();
-        // Ctrl-C and SIGTERM (a service manager, `timeout`, `kill`) end a run alike:
-        // the units in hand finish and partial artefacts are written.
-        tokio::spawn(async move {
-            use tokio::signal::unix::{SignalKind, signal};
-            let mut term = signal(SignalKind::terminate()).expect("a SIGTERM handler");
-            let which = tokio::select! {
-                r = tokio::signal::ctrl_c() => r.is_ok().then_some("interrupted"),
-                r = term.recv() => r.map(|()| "terminated (SIGTERM)"),
-            };
-            if let Some(which) = which {
-                s.store(true, Ordering::Relaxed);
-                eprintln!("\n{which}: finishing the units in hand and writing partial artefacts (rerun to resume)");
-            }
-        });
-        let opts = RunOptions {
-            runs_dir,
-            concurrency,
-            stop,
-        };
-        execute_sharded(plan, opts, shard, progress).await
-    });
-    match result {
-        Ok(out) => {
-            print_summary(&out.summary);
-            println!(
-                "{} {}: {} attempts; {} model calls, {} from the journal, {} failed, {} retries; {:.2}s",
-                out.summary.run_name,
-                safe(&out.status.as_string()),
-                out.attempts,
-                out.calls.made,
-                out.calls.cached,
-                out.calls.failed,
-                out.calls.retries(),
-                out.wall_seconds
-            );
-            for (model, t) in &out.transport {
-                println!(
-                    "transport {}: {} calls, {} requests, {} failed; retries 429 {}, 5xx {}, timeout {}, connect {}",
-                    safe(model),
-                    t.calls,
-                    t.attempts,
-                    t.failed,
-                    t.retries_429,
-                    t.retries_5xx,
-                    t.retries_timeout,
-                    t.retries_connect
-                );
-            }
-            println!("artefacts: {}", safe(&out.dir.display().to_string()));
-            if out.status == Status::Complete {
-                ExitCode::SUCCESS
-            } else if out.budget_exhausted() {
-                eprintln!(
-                    "the query budget (max_queries) is spent: artefacts are partial; raise max_queries and rerun to resume"
-                );
-                ExitCode::from(3)
-            } else {
-                eprintln!(
-                    "the run stopped early ({}); rerun the same command to resume",
-                    safe(&out.status.as_string())
-                );
-                ExitCode::from(1)
-            }
-        }
-        Err(e @ gauntlet_engine::run::RunError::Refused(_)) => {
-            error(&e);
-            ExitCode::from(2)
-        }
-        Err(e) => {
-            error(&e);
-            ExitCode::from(1)
-        }
-    }
-}
-
-/// `run --estimate`: planned calls per role and an upper-bound cost; no model is called.
-/// One row of an `--estimate` table (`gauntlet run` roles, `gauntlet exam` tiers).
-pub(crate) struct EstimateRow<'a> {
-    pub role: &'a str,
-    pub model: &'a str,
-    pub calls: u64,
-    pub max_input_tokens: u64,
-    pub max_output_tokens: u64,
-    pub max_cost: &'a Result<f64, String>,
-}
-
-/// Prints the rows (model names are escaped: they come from configs); returns the
-/// planned calls, the priced upper-bound cost and how many rows are unpriced.
-pub(crate) fn print_estimate_rows<'a>(
-    rows: impl IntoIterator<Item = EstimateRow<'a>>,
-) -> (u64, f64, usize) {
-    let (mut calls, mut cost, mut unpriced) = (0u64, 0.0f64, 0usize);
-    for r in rows {
-        calls += r.calls;
-        let c = match r.max_cost {
-            Ok(c) => {
-                cost += c;
-                format!("≤ ${c:.4}")
-            }
-            Err(why) => {
-                unpriced += 1;
-                format!("N/A ({why})")
-            }
-        };
-        let line = format!(
-            "{:<13} {:<28} {:>9} calls  ≤ {} in + {} out tokens  {c}",
-            r.role, r.model, r.calls, r.max_input_tokens, r.max_output_tokens
-        );
-        println!("{}", safe(&line));
-    }
-    (calls, cost, unpriced)
-}
-
-/// The total and upper-bound cost lines under an estimate table; `budget` is the query
-/// budget, its setting's name and what it stops; `unit` names a row (`role`, `tier`).
-pub(crate) fn print_estimate_totals(
-    (calls, cost, unpriced): (u64, f64, usize),
-    budget: Option<(u64, &str, &str)>,
-    unit: &str,
-) {
-    println!(
-        "total: {calls} planned model calls (journal hits are free and not subtracted){}",
-        match budget {
-            Some((m, name, what)) if m < calls =>
-                format!("; {name} {m} will stop the {what} first"),
-            _ => String::new(),
-        }
-    );
-    if unpriced == 0 {
-        println!("upper-bound cost: ${cost:.4}");
-    } else {
-        println!(
-            "upper-bound cost: ${cost:.4} for the priced {unit}s; {unpriced} {unit}(s) unpriced"
-        );
-    }
-}
-
-fn estimate(path: &Path, trials: Option<u32>, batch: bool) -> ExitCode {
-    let plan = match load_plan_with(path, trials, batch) {
-        Ok(p) => p,
-        Err(code) => return code,
-    };
-    println!("{}", describe(&plan));
-    let table = plan.price_table();
-    println!("price table {}", table.describe());
-    let mut rows = gauntlet_engine::usage::estimate(&plan, &table);
-    // Every trial makes the same planned calls again.
-    let n = u64::from(plan.config.trials.max(1));
-    if n > 1 {
-        for r in &mut rows {
-            r.calls *= n;
-            r.max_input_tokens *= n;
-            r.max_output_tokens *= n;
-            if let Ok(c) = &mut r.max_cost {
-                *c *= n as f64;
-            }
-        }
-    }
-    let (calls, cost, unpriced) = print_estimate_rows(rows.iter().map(|r| EstimateRow {
-        role: &r.role,
-        model: &r.model,
-        calls: r.calls,
-        max_input_tokens: r.max_input_tokens,
-        max_output_tokens: r.max_output_tokens,
-        max_cost: &r.max_cost,
-    }));
-    print_estimate_totals(
-        (calls, cost, unpriced),
-        plan.config.max_queries.map(|m| (m, "max_queries", "run")),
-        "role",
-    );
-    if let Some((cost, unpriced)) = gauntlet_engine::usage::batch_estimate(&plan, &table, &rows) {
-        match unpriced.first() {
-            None => println!("upper-bound cost at the batch price: ${cost:.4}"),
-            Some(why) => println!(
-                "upper-bound cost at the batch price: ${cost:.4} for the priced roles; {} role(s) unpriced ({why})",
-                unpriced.len()
-            ),
-        }
-    }
-    println!(
-        "(bounds: each call at most max_tokens out, else {}; at most the longest prompt/3 + {} tokens + earlier replies in)",
-        gauntlet_engine::usage::ASSUMED_MAX_TOKENS,
-        gauntlet_engine::usage::INPUT_ALLOWANCE
-    );
-    ExitCode::SUCCESS
-}
-
-/// One line per cell with each metric's value (N/A where it does not apply).
-pub(crate) fn print_summary(s: &RunSummary) {
-    let Some(first) = s.cells.first() else { return };
-    let names: Vec<String> = first
-        .metrics
-        .iter()
-        .map(|m| match m.params.iter().next() {
-            Some((k, v)) if m.params.len() == 1 => safe(&format!("{}({k}={v})", m.metric)).into(),
-            _ => safe(&m.metric).into(),
-        })
-        .collect();
-    // Labels come from the config (or a stored run.json): printed escaped.
-    let label = |s: &str| -> String { safe(s).into_owned() };
-    let w = |cells: &dyn Fn(&gauntlet_core::results::CellSummary) -> String| {
-        s.cells.iter().map(|c| cells(c).len()).max().unwrap_or(0)
-    };
-    let wa = w(&|c| label(&c.attack)).max(6);
-    let wt = w(&|c| label(&c.target)).max(6);
-    let wj = w(&|c| label(&c.judge)).max(5);
-    let mut header = format!(
-        "{:wa$}  {:wt$}  {:wj$}  {:>6}",
-        "attack", "target", "judge", "errors"
-    );
-    for n in &names {
-        header.push_str(&format!("  {:>w$}", n, w = n.len().max(6)));
-    }
-    println!("{header}");
-    for c in &s.cells {
-        let mut line = format!(
-            "{:wa$}  {:wt$}  {:wj$}  {:>6}",
-            label(&c.attack),
-            label(&c.target),
-            label(&c.judge),
-            c.errors
-        );
-        for (m, n) in c.metrics.iter().zip(&names) {
-            let v = m
-                .value
-                .value
-                .map_or("N/A".to_string(), |v| format!("{v:.3}"));
-            line.push_str(&format!("  {:>w$}", v, w = n.len().max(6)));
-        }
-        println!("{line}");
-    }
-}
-
-fn list() {
-    for axis in Axis::ALL {
-        println!("{}:", axis.config_key());
-        for p in Registry::plugins(axis) {
-            println!("  {:<20} {}", p.name, p.doc);
-            for param in p.params {
-                let default = match param.default {
-                    DefaultValue::Required => "required".to_string(),
-                    DefaultValue::Absent => "optional".to_string(),
-                    DefaultValue::Builtin => "default: built-in".to_string(),
-                    DefaultValue::Str(s) if s.starts_with("https://") => format!("default: {s}"),
-                    DefaultValue::Str(s) if s.len() > 40 => "default: built-in text".to_string(),
-                    DefaultValue::Str(s) => format!("default: {s:?}"),
-                    DefaultValue::Int(i) => format!("default: {i}"),
-                    DefaultValue::Float(f) => format!("default: {f}"),
-                    DefaultValue::Bool(b) => format!("default: {b}"),
-                    DefaultValue::StrList(l) => format!("default: {l:?}"),
-                };
-                println!(
-                    "      {:<18} {} ({default}) — {}",
-                    param.name, param.kind, param.doc
-                );
-            }
-        }
-    }
-}
-
-fn report(run_dir: &Path, group_by: &[String]) -> ExitCode {
-    let known = gauntlet_report::frameworks();
-    let mut opts = gauntlet_report::ReportOptions::default();
-    if !group_by.is_empty() {
-        opts.group_by.clear();
-        for g in group_by {
-            if g == "all" {
-                opts.group_by.extend(known.iter().map(|k| k.to_string()));
-            } else if known.contains(&g.as_str()) {
-                opts.group_by.push(g.clone());
-            } else {
-                eprintln!(
-                    "error: --group-by {g:?} is not a threat framework; known: {}, all",
-                    known.join(", ")
-                );
-                return ExitCode::from(2);
-            }
-        }
-        opts.group_by.dedup();
-    }
-    match gauntlet_engine::stored::rerender_reports(run_dir, &opts) {
-        Ok(()) => {
-            println!(
-                "wrote report.md, report.html and leaderboard.json in {}",
-                safe(&run_dir.display().to_string())
-            );
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            error(&e);
-            ExitCode::from(2)
-        }
-    }
-}
-
-/// Prints `error: <message>` to stderr with control characters escaped (the message
-/// may quote a file name, a dataset or a server's reply).
-pub(crate) fn error(e: &dyn std::fmt::Display) {
-    eprintln!("error: {}", safe_text(&e.to_string()));
-}
-
-fn site(out: &Path, roots: Vec<PathBuf>) -> ExitCode {
-    match gauntlet_web::export_site(out, roots) {
-        Ok(r) => {
-            println!(
-                "wrote a static site of {} run(s) ({} files) into {}{}",
-                r.runs,
-                r.files,
-                out.display(),
-                if r.warnings > 0 {
-                    format!("; {} warning(s), shown on the pages", r.warnings)
-                } else {
-                    String::new()
-                }
-            );
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            error(&e);
-            ExitCode::from(1)
-        }
-    }
-}
-
-fn serve(a: ServeArgs) -> ExitCode {
-    let token = std::env::var(gauntlet_web::server::TOKEN_ENV)
-        .ok()
-        .filter(|t| !t.is_empty());
-    let opts = gauntlet_web::ServeOptions {
-        roots: a.roots,
-        bind: a.bind,
-        allow_remote: a.allow_remote,
-        token,
-    };
-    if let Err(e) = gauntlet_web::server::check_bind(&opts) {
-        error(&e);
-        return ExitCode::from(2);
-    }
-    match gauntlet_web::serve(opts) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            error(&e);
-            ExitCode::from(1)
-        }
-    }
-}
-
-fn corpus_pin(dir: &Path) -> ExitCode {
-    match gauntlet_exam::corpus::pin(dir) {
-        Ok(r) => {
-            if let Some(e) = &r.previous_error {
-                println!("replaced an unreadable pin: {}", safe_text(e));
-            }
-            match &r.previous {
-                Some(p) if !r.count_changed && !r.digest_changed => {
-                    println!(
-                        "{}: unchanged (count {}, sha256 {})",
-                        safe(&r.pin_path.display().to_string()),
-                        p.count,
-                        p.sha256
-                    );
-                }
-                prev => {
-                    if let Some(p) = prev {
-                        println!("previous: count {} sha256 {}", p.count, safe(&p.sha256));
-                    }
-                    println!("pinned:   count {} sha256 {}", r.pin.count, r.pin.sha256);
-                    match &r.diff {
-                        Some(d) => {
-                            for f in &d.added {
-                                println!("  + {}", safe(f));
-                            }
-                            for f in &d.removed {
-                                println!("  - {}", safe(f));
-                            }
-                            for f in &d.changed {
-                                println!("  ~ {}", safe(f));
-                            }
-                        }
-                        None if prev.is_some() => println!(
-                            "  (no recorded manifest for the previous pin: per-file changes unknown)"
-                        ),
-                        None => {}
-                    }
-                }
-            }
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            error(&e);
-            ExitCode::from(2)
-        }
-    }
-}
-
-fn corpus_verify(dir: &Path) -> ExitCode {
-    match gauntlet_exam::load::load_corpus(dir, None) {
-        Ok(c) => {
-            println!("corpus OK: {}", safe(&c.root.display().to_string()));
-            println!("count  {}", c.count);
-            println!("sha256 {}", c.digest);
-            println!("{} scenarios parsed", c.scenarios.len());
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("{}", safe_text(&e.to_string()));
-            ExitCode::from(2)
-        }
+        Command::Exam(_) | Command::ExamDetect(_) => unreachable!("dispatched in main"),
     }
 }
 

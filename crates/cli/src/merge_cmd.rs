@@ -2,11 +2,10 @@
 //! would have written (the engine's `merge.rs` does the work; see `shard.rs` for how
 //! runs are cut).
 
-use crate::error;
+use crate::error::CliError;
 use clap::Args;
 use gauntlet_core::terminal::safe;
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 /// `gauntlet merge`.
 #[derive(Args)]
@@ -23,7 +22,7 @@ pub struct MergeArgs {
     pub config_dir: Option<PathBuf>,
 }
 
-pub fn merge(a: MergeArgs) -> ExitCode {
+pub fn merge(a: MergeArgs) -> Result<(), CliError> {
     if a.shard_dirs
         .iter()
         .any(|d| crate::detect_shard::is_detect_shard(d))
@@ -44,12 +43,12 @@ pub fn merge(a: MergeArgs) -> ExitCode {
                     r.totals.scenarios
                 );
                 println!("artefacts: {}", safe(&a.out.display().to_string()));
-                ExitCode::from(r.exit_code())
+                match r.exit_code() {
+                    0 => Ok(()),
+                    code => Err(CliError::Verdict(code)),
+                }
             }
-            Err(e) => {
-                error(&e);
-                ExitCode::from(2)
-            }
+            Err(e) => Err(CliError::invalid(e)),
         };
     }
     if a.shard_dirs
@@ -70,12 +69,9 @@ pub fn merge(a: MergeArgs) -> ExitCode {
                     r.model_calls
                 );
                 println!("artefacts: {}", safe(&a.out.display().to_string()));
-                ExitCode::SUCCESS
+                Ok(())
             }
-            Err(e) => {
-                error(&e);
-                ExitCode::from(2)
-            }
+            Err(e) => Err(CliError::invalid(e)),
         };
     }
     match gauntlet_engine::merge::merge(&a.shard_dirs, &a.out, a.config_dir.as_deref()) {
@@ -90,11 +86,8 @@ pub fn merge(a: MergeArgs) -> ExitCode {
                 m.wall_seconds
             );
             println!("artefacts: {}", safe(&m.out.display().to_string()));
-            ExitCode::SUCCESS
+            Ok(())
         }
-        Err(e) => {
-            error(&e);
-            ExitCode::from(2)
-        }
+        Err(e) => Err(CliError::invalid(e)),
     }
 }

@@ -4,9 +4,11 @@
 //! canonical order; [`run`] executes units with bounded concurrency through the
 //! [`cache`] (backed by the append-only [`journal`]), judges them, folds verdicts into
 //! metric accumulators and writes the artefacts of the [`rundir`]; [`usage`] prices the
-//! tokens each role spent; [`stored`] reads a finished run back and judges it again;
+//! tokens each role spent; [`stored`] reads a finished run back and judges it again
+//! ([`agreement`] and [`compare`] are the analyses built on it);
 //! `breadth` adds the attack-breadth analyses (curves, threat tags, transform effects).
 
+pub mod agreement;
 mod breadth;
 pub mod compare;
 pub mod config;

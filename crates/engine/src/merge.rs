@@ -24,7 +24,7 @@ use crate::rundir::{FileEntry, HashingCount, MANIFEST, Manifest, RunDir, tmp_pat
 use crate::shard::shown;
 use crate::shard::{PARTITION_SCHEME, Shard};
 use crate::stored::{ParsedLine, StoredError, StoredRun};
-use crate::usage::CellUsage;
+use crate::usage::{CellUsage, Slot};
 use gauntlet_calls::cache::RoleUsage;
 use gauntlet_core::files::{self, Kind, TRANSCRIPT_LINE_MAX};
 use gauntlet_core::results::RunSummary;
@@ -202,10 +202,15 @@ fn read_usage(
         }
         let slots = r[2]
             .as_array()
-            .filter(|a| a.len() == 4)
-            .ok_or_else(|| bad("a usage row has not 4 role slots"))?;
+            .filter(|a| a.len() == Slot::ALL.len())
+            .ok_or_else(|| {
+                bad(&format!(
+                    "a usage row has not {} role slots",
+                    Slot::ALL.len()
+                ))
+            })?;
         let mut u = CellUsage::default();
-        for (slot, s) in u.0.iter_mut().zip(slots) {
+        for (slot, s) in u.values_mut().zip(slots) {
             *slot = RoleUsage {
                 calls: n(&s[0])?,
                 calls_with_usage: n(&s[1])?,

@@ -110,7 +110,7 @@ pub fn unit_weights(plan: &Plan) -> Vec<u64> {
 }
 
 /// The shard (0-based) of every unit, by canonical unit index (trial-major, as
-/// `run.rs` numbers them), for a run of `trials` trials cut into `count` shards.
+/// `run/unit.rs` numbers them), for a run of `trials` trials cut into `count` shards.
 /// Memory: 16 bytes per unit while it is computed, 4 kept.
 pub fn assignment(plan: &Plan, trials: u32, count: u32) -> Vec<u32> {
     let ids = Identities::new(plan);

@@ -135,7 +135,7 @@ impl StoredUnit {
     }
 }
 
-/// One line of `transcripts.jsonl` (see `run.rs`).
+/// One line of `transcripts.jsonl` (see `run/transcript.rs`).
 #[derive(Deserialize)]
 struct Line {
     #[serde(default)]
@@ -673,7 +673,7 @@ impl BuiltJudge {
     }
 
     /// The judge's grader (if it has one) through the cache, keyed as a run judging
-    /// the unit `scope` with this judge would key it (see `run.rs`).
+    /// the unit `scope` with this judge would key it (see `run/unit.rs`).
     pub fn cached_grader<'a>(
         &'a self,
         scope: &[u8],
@@ -757,7 +757,7 @@ impl<'a> Rejudger<'a> {
         let mut out = Vec::with_capacity(self.judges.len());
         for j in &self.judges {
             let slot = UsageSlot::default();
-            // The same key a run judging with this judge would use (see `run.rs`).
+            // The same key a run judging with this judge would use (see `run/unit.rs`).
             let grader =
                 j.cached_grader(&scope, &self.journal, &self.counters, &self.pending, &slot);
             let mut vs = Vec::with_capacity(u.attempts.len());

@@ -19,12 +19,87 @@ pub use gauntlet_calls::price::{
     model_name, slot_cost,
 };
 
-/// The role slots of a cell.
-pub const SLOTS: [&str; 4] = ["target", "attacker", "attack_judge", "grader"];
+/// A model role of a cell: the slot its calls' usage is tallied in and priced under.
+/// Adding a role is a variant here, its name in [`Slot::name`], its `token_usage` role
+/// in [`Slot::token_role`] and its place in [`Slot::ALL`]; every per-role table is a
+/// [`PerSlot`], sized and indexed by this enum.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Slot {
+    /// The model under test.
+    Target,
+    /// An attack's attacker model (PAIR, TAP, crescendo).
+    Attacker,
+    /// The grader of an attack's in-loop judge.
+    AttackJudge,
+    /// The grader of a run judge.
+    Grader,
+}
 
-/// Usage of one cell (or one unit) per role slot, in [`SLOTS`] order.
+impl Slot {
+    /// Every slot, in the order of stored usage rows (shard usage.json) and usage.json's
+    /// `roles`.
+    pub const ALL: [Slot; 4] = [
+        Slot::Target,
+        Slot::Attacker,
+        Slot::AttackJudge,
+        Slot::Grader,
+    ];
+
+    /// The slot's name in artefacts and price lookups.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Slot::Target => "target",
+            Slot::Attacker => "attacker",
+            Slot::AttackJudge => "attack_judge",
+            Slot::Grader => "grader",
+        }
+    }
+
+    /// The `token_usage` role the slot counts under (both grader slots are `grader`).
+    pub const fn token_role(self) -> &'static str {
+        match self {
+            Slot::AttackJudge | Slot::Grader => "grader",
+            s => s.name(),
+        }
+    }
+}
+
+/// One value per [`Slot`], indexed by it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct CellUsage(pub [RoleUsage; 4]);
+pub struct PerSlot<T>(pub [T; Slot::ALL.len()]);
+
+impl<T> PerSlot<T> {
+    /// Builds every slot's value from the slot.
+    pub fn from_fn(mut f: impl FnMut(Slot) -> T) -> Self {
+        PerSlot(Slot::ALL.map(&mut f))
+    }
+
+    /// The slots and their values, in [`Slot::ALL`] order.
+    pub fn iter(&self) -> impl Iterator<Item = (Slot, &T)> {
+        Slot::ALL.into_iter().zip(&self.0)
+    }
+
+    /// The values, in [`Slot::ALL`] order.
+    pub fn values_mut(&mut self) -> impl Iterator<Item = &mut T> {
+        self.0.iter_mut()
+    }
+}
+
+impl<T> std::ops::Index<Slot> for PerSlot<T> {
+    type Output = T;
+    fn index(&self, s: Slot) -> &T {
+        &self.0[s as usize]
+    }
+}
+
+impl<T> std::ops::IndexMut<Slot> for PerSlot<T> {
+    fn index_mut(&mut self, s: Slot) -> &mut T {
+        &mut self.0[s as usize]
+    }
+}
+
+/// Usage of one cell (or one unit) per role slot.
+pub type CellUsage = PerSlot<RoleUsage>;
 
 impl std::ops::AddAssign for CellUsage {
     fn add_assign(&mut self, o: CellUsage) {
@@ -38,13 +113,8 @@ impl CellUsage {
     /// Usage of a `token_usage` role: `all`, `target`, `attacker` or `grader`.
     pub fn role(&self, role: &str) -> RoleUsage {
         let mut out = RoleUsage::default();
-        for (i, u) in self.0.iter().enumerate() {
-            let take = match role {
-                "all" => true,
-                "grader" => i >= 2,
-                r => SLOTS[i] == r,
-            };
-            if take {
+        for (slot, u) in self.iter() {
+            if role == "all" || slot.name() == role || slot.token_role() == role {
                 out += *u;
             }
         }
@@ -75,17 +145,17 @@ pub fn tokens_metric(u: &CellUsage, role: &str) -> MetricValue {
 /// The `cost` value of a cell: every slot at its own model's price.
 pub fn cost_metric(
     u: &CellUsage,
-    models: [Option<&dyn Model>; 4],
+    models: PerSlot<Option<&dyn Model>>,
     table: &PriceTable,
 ) -> MetricValue {
     let mut total = 0.0;
     let mut calls = 0;
-    for (i, slot) in SLOTS.iter().enumerate() {
-        match slot_cost(slot, &u.0[i], models[i], table) {
+    for (slot, u) in u.iter() {
+        match slot_cost(slot.name(), u, models[slot], table) {
             Ok(c) => total += c,
             Err(why) => return MetricValue::na(why),
         }
-        calls += u.0[i].calls;
+        calls += u.calls;
     }
     if calls == 0 {
         return MetricValue::na("no model calls in this cell");
@@ -205,18 +275,74 @@ pub fn estimate(plan: &Plan, table: &PriceTable) -> Vec<RoleEstimate> {
         let pc = a.planned_calls();
         let turns = pc.target.min(8);
         for t in &plan.targets {
-            add("target", t.as_ref(), pc.target * behaviors, turns);
+            add(
+                Slot::Target.name(),
+                t.as_ref(),
+                pc.target * behaviors,
+                turns,
+            );
             if let Some(m) = &plan.attackers[ai] {
-                add("attacker", m.as_ref(), pc.attacker * behaviors, turns);
+                add(
+                    Slot::Attacker.name(),
+                    m.as_ref(),
+                    pc.attacker * behaviors,
+                    turns,
+                );
             }
             if let Some(m) = &plan.attack_graders[ai] {
-                add("attack_judge", m.as_ref(), pc.judge * behaviors, 1);
+                add(
+                    Slot::AttackJudge.name(),
+                    m.as_ref(),
+                    pc.judge * behaviors,
+                    1,
+                );
             }
         }
     }
     let attempts = plan.max_attempts();
     for g in plan.graders.iter().flatten() {
-        add("grader", g.as_ref(), attempts, 1);
+        add(Slot::Grader.name(), g.as_ref(), attempts, 1);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn used(calls: u64) -> RoleUsage {
+        RoleUsage {
+            calls,
+            calls_with_usage: calls,
+            input_tokens: 10 * calls,
+            output_tokens: calls,
+        }
+    }
+
+    #[test]
+    fn slots_index_their_own_place_and_keep_the_stored_order() {
+        for (i, s) in Slot::ALL.into_iter().enumerate() {
+            assert_eq!(s as usize, i);
+        }
+        let names: Vec<&str> = Slot::ALL.iter().map(|s| s.name()).collect();
+        // The order of shard usage rows and usage.json roles: never reorder.
+        assert_eq!(names, ["target", "attacker", "attack_judge", "grader"]);
+        let p = PerSlot::from_fn(|s| s.name());
+        assert_eq!(p[Slot::AttackJudge], "attack_judge");
+    }
+
+    #[test]
+    fn token_usage_roles_sum_their_slots() {
+        let u = PerSlot::from_fn(|s| used(s as u64 + 1));
+        assert_eq!(u.role("target").calls, 1);
+        assert_eq!(u.role("attacker").calls, 2);
+        // `grader` covers the attack's judge grader and the run judge's grader.
+        assert_eq!(u.role("grader").calls, 3 + 4);
+        assert_eq!(u.role("attack_judge").calls, 3);
+        assert_eq!(u.role("all").calls, 10);
+        assert_eq!(u.role("nobody").calls, 0);
+        let mut twice = u;
+        twice += u;
+        assert_eq!(twice.role("all").input_tokens, 200);
+    }
 }

@@ -1,0 +1,149 @@
+//! The commands that read what is already there: `gauntlet list` (the plugin
+//! registry), `gauntlet report` (re-render a run's reports, or a static site),
+//! `gauntlet serve` (the dashboard) and `gauntlet corpus pin|verify`.
+
+use crate::ServeArgs;
+use crate::error::CliError;
+use gauntlet_core::params::{Axis, DefaultValue};
+use gauntlet_core::terminal::{safe, safe_text};
+use gauntlet_engine::Registry;
+use std::path::{Path, PathBuf};
+
+pub(crate) fn list() {
+    for axis in Axis::ALL {
+        println!("{}:", axis.config_key());
+        for p in Registry::plugins(axis) {
+            println!("  {:<20} {}", p.name, p.doc);
+            for param in p.params {
+                let default = match param.default {
+                    DefaultValue::Required => "required".to_string(),
+                    DefaultValue::Absent => "optional".to_string(),
+                    DefaultValue::Builtin => "default: built-in".to_string(),
+                    DefaultValue::Str(s) if s.starts_with("https://") => format!("default: {s}"),
+                    DefaultValue::Str(s) if s.len() > 40 => "default: built-in text".to_string(),
+                    DefaultValue::Str(s) => format!("default: {s:?}"),
+                    DefaultValue::Int(i) => format!("default: {i}"),
+                    DefaultValue::Float(f) => format!("default: {f}"),
+                    DefaultValue::Bool(b) => format!("default: {b}"),
+                    DefaultValue::StrList(l) => format!("default: {l:?}"),
+                };
+                println!(
+                    "      {:<18} {} ({default}) — {}",
+                    param.name, param.kind, param.doc
+                );
+            }
+        }
+    }
+}
+
+pub(crate) fn report(run_dir: &Path, group_by: &[String]) -> Result<(), CliError> {
+    let known = gauntlet_report::frameworks();
+    let mut opts = gauntlet_report::ReportOptions::default();
+    if !group_by.is_empty() {
+        opts.group_by.clear();
+        for g in group_by {
+            if g == "all" {
+                opts.group_by.extend(known.iter().map(|k| k.to_string()));
+            } else if known.contains(&g.as_str()) {
+                opts.group_by.push(g.clone());
+            } else {
+                return Err(CliError::Invalid(format!(
+                    "--group-by {g:?} is not a threat framework; known: {}, all",
+                    known.join(", ")
+                )));
+            }
+        }
+        opts.group_by.dedup();
+    }
+    gauntlet_engine::stored::rerender_reports(run_dir, &opts).map_err(CliError::invalid)?;
+    println!(
+        "wrote report.md, report.html and leaderboard.json in {}",
+        safe(&run_dir.display().to_string())
+    );
+    Ok(())
+}
+
+pub(crate) fn site(out: &Path, roots: Vec<PathBuf>) -> Result<(), CliError> {
+    let r = gauntlet_web::export_site(out, roots).map_err(CliError::failed)?;
+    println!(
+        "wrote a static site of {} run(s) ({} files) into {}{}",
+        r.runs,
+        r.files,
+        out.display(),
+        if r.warnings > 0 {
+            format!("; {} warning(s), shown on the pages", r.warnings)
+        } else {
+            String::new()
+        }
+    );
+    Ok(())
+}
+
+pub(crate) fn serve(a: ServeArgs) -> Result<(), CliError> {
+    let token = std::env::var(gauntlet_web::server::TOKEN_ENV)
+        .ok()
+        .filter(|t| !t.is_empty());
+    let opts = gauntlet_web::ServeOptions {
+        roots: a.roots,
+        bind: a.bind,
+        allow_remote: a.allow_remote,
+        token,
+    };
+    gauntlet_web::server::check_bind(&opts).map_err(CliError::invalid)?;
+    gauntlet_web::serve(opts).map_err(CliError::failed)
+}
+
+pub(crate) fn corpus_pin(dir: &Path) -> Result<(), CliError> {
+    match gauntlet_exam::corpus::pin(dir) {
+        Ok(r) => {
+            if let Some(e) = &r.previous_error {
+                println!("replaced an unreadable pin: {}", safe_text(e));
+            }
+            match &r.previous {
+                Some(p) if !r.count_changed && !r.digest_changed => {
+                    println!(
+                        "{}: unchanged (count {}, sha256 {})",
+                        safe(&r.pin_path.display().to_string()),
+                        p.count,
+                        p.sha256
+                    );
+                }
+                prev => {
+                    if let Some(p) = prev {
+                        println!("previous: count {} sha256 {}", p.count, safe(&p.sha256));
+                    }
+                    println!("pinned:   count {} sha256 {}", r.pin.count, r.pin.sha256);
+                    match &r.diff {
+                        Some(d) => {
+                            for f in &d.added {
+                                println!("  + {}", safe(f));
+                            }
+                            for f in &d.removed {
+                                println!("  - {}", safe(f));
+                            }
+                            for f in &d.changed {
+                                println!("  ~ {}", safe(f));
+                            }
+                        }
+                        None if prev.is_some() => println!(
+                            "  (no recorded manifest for the previous pin: per-file changes unknown)"
+                        ),
+                        None => {}
+                    }
+                }
+            }
+            Ok(())
+        }
+        Err(e) => Err(CliError::invalid(e)),
+    }
+}
+
+pub(crate) fn corpus_verify(dir: &Path) -> Result<(), CliError> {
+    let c = gauntlet_exam::load::load_corpus(dir, None)
+        .map_err(|e| CliError::InvalidReport(e.to_string()))?;
+    println!("corpus OK: {}", safe(&c.root.display().to_string()));
+    println!("count  {}", c.count);
+    println!("sha256 {}", c.digest);
+    println!("{} scenarios parsed", c.scenarios.len());
+    Ok(())
+}

@@ -1,0 +1,97 @@
+//! The one error type of the `gauntlet` commands, and the one place it becomes an exit
+//! status and a message on stderr (as cargo-nextest's `ExpectedError` does). A command
+//! returns `Result<(), CliError>`; `main` reports it. The exit codes are the documented
+//! ones (README, "Exit codes"): 0 success; 1 the command failed or stopped early
+//! (partial); 2 the command line, a config or an input is invalid; 3 a query budget was
+//! spent (partial: rerun with a larger budget to resume from the journal).
+
+use gauntlet_core::terminal::safe_text;
+use std::process::ExitCode;
+
+/// Prints `error: <message>` to stderr with control characters escaped (the message
+/// may quote a file name, a dataset or a server's reply).
+pub fn print(e: &dyn std::fmt::Display) {
+    eprintln!("error: {}", safe_text(&e.to_string()));
+}
+
+/// Why a command did not succeed.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    /// The command line, a config or an input is invalid: `error: <message>`, exit 2.
+    #[error("{0}")]
+    Invalid(String),
+    /// The command failed (an artefact could not be written, a service refused): `error:
+    /// <message>`, exit 1.
+    #[error("{0}")]
+    Failed(String),
+    /// An input is invalid and the message is the whole report (printed without the
+    /// `error:` prefix): exit 2.
+    #[error("{0}")]
+    InvalidReport(String),
+    /// The command stopped early and has already said why on stderr: exit 1.
+    #[error("stopped early")]
+    Stopped,
+    /// A query budget was spent and the command has already said so: exit 3.
+    #[error("the query budget is spent")]
+    BudgetSpent,
+    /// The command's verdict is its exit status (`exam-detect`: 1 coverage gaps, 2
+    /// detector errors), already printed with the report.
+    #[error("verdict {0}")]
+    Verdict(u8),
+}
+
+impl CliError {
+    /// An invalid input, from anything that displays.
+    pub fn invalid(e: impl std::fmt::Display) -> Self {
+        CliError::Invalid(e.to_string())
+    }
+
+    /// A failure, from anything that displays.
+    pub fn failed(e: impl std::fmt::Display) -> Self {
+        CliError::Failed(e.to_string())
+    }
+
+    /// The process exit status.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            CliError::Failed(_) | CliError::Stopped => 1,
+            CliError::Invalid(_) | CliError::InvalidReport(_) => 2,
+            CliError::BudgetSpent => 3,
+            CliError::Verdict(c) => *c,
+        }
+    }
+
+    /// Prints the message (escaped: it may quote a file name, a dataset or a server's
+    /// reply) and returns the exit status.
+    pub fn report(self) -> ExitCode {
+        match &self {
+            CliError::Invalid(m) | CliError::Failed(m) => print(m),
+            CliError::InvalidReport(m) => eprintln!("{}", safe_text(m)),
+            CliError::Stopped | CliError::BudgetSpent | CliError::Verdict(_) => {}
+        }
+        ExitCode::from(self.exit_code())
+    }
+}
+
+/// The exit status of a command's result.
+pub fn exit(r: Result<(), CliError>) -> ExitCode {
+    match r {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => e.report(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_codes_are_the_documented_ones() {
+        assert_eq!(CliError::invalid("x").exit_code(), 2);
+        assert_eq!(CliError::InvalidReport("x".into()).exit_code(), 2);
+        assert_eq!(CliError::failed("x").exit_code(), 1);
+        assert_eq!(CliError::Stopped.exit_code(), 1);
+        assert_eq!(CliError::BudgetSpent.exit_code(), 3);
+        assert_eq!(CliError::Verdict(2).exit_code(), 2);
+    }
+}

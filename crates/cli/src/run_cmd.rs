@@ -1,0 +1,372 @@
+//! `gauntlet run` (and `run --estimate`) and `gauntlet validate`: a config to a plan, the
+//! plan to a run through the engine, and the summary tables printed after it. The
+//! `--estimate` table printers are shared with `gauntlet exam --estimate`.
+
+use crate::error::CliError;
+use crate::progress;
+use gauntlet_core::results::RunSummary;
+use gauntlet_core::terminal::{safe, safe_text};
+use gauntlet_engine::Registry;
+use gauntlet_engine::config;
+use gauntlet_engine::plan::Plan;
+use gauntlet_engine::run::{RunOptions, Status, execute_sharded};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Loads a config, applying a `--trials` override before the plan (and so the config
+/// hash and run.json) is built.
+pub(crate) fn load_plan_with(
+    path: &Path,
+    trials: Option<u32>,
+    batch: bool,
+) -> Result<Plan, CliError> {
+    let mut cfg = config::load(path, &Registry)
+        .map_err(|e| CliError::Invalid(format!("invalid config\n{e}")))?;
+    if let Some(t) = trials {
+        cfg.trials = t;
+    }
+    if batch && cfg.enable_batch() == 0 {
+        return Err(CliError::Invalid(format!(
+            "--batch: no target of {} has a batch API; it applies to openai_compat and anthropic targets",
+            path.display()
+        )));
+    }
+    Plan::build(cfg).map_err(|e| CliError::Invalid(format!("invalid config\n{e}")))
+}
+
+pub(crate) fn describe(plan: &Plan) -> String {
+    let behaviors: usize = plan.datasets.iter().map(|d| d.behaviors.len()).sum();
+    let (attacks, datasets, items) = match plan.config.mode {
+        gauntlet_engine::config::Mode::Injection => {
+            ("injection(s)", "scenario suite(s)", "scenarios")
+        }
+        _ => ("attack(s)", "dataset(s)", "behaviors"),
+    };
+    format!(
+        "mode {}: {} target(s) × {} {attacks} × {} {datasets} ({} {items}) × {} judge(s) = {} cells, {} metric(s); up to {} attempts",
+        plan.mode_label(),
+        plan.targets.len(),
+        plan.attacks.len(),
+        plan.datasets.len(),
+        behaviors,
+        plan.judges.len(),
+        plan.cells(),
+        plan.metrics.len(),
+        plan.max_attempts()
+    ) + &match plan.config.trials {
+        0 | 1 => String::new(),
+        n => format!(
+            " per trial × {n} trials = up to {} attempts",
+            plan.max_attempts() * u64::from(n)
+        ),
+    }
+}
+
+pub(crate) fn validate(path: &Path, strict: bool) -> Result<(), CliError> {
+    let invalid = |e: config::ConfigError| CliError::Invalid(format!("invalid config\n{e}"));
+    let cfg = config::load(path, &Registry).map_err(invalid)?;
+    let (plan, warnings) = Plan::check(cfg).map_err(invalid)?;
+    let file = path.display().to_string();
+    for w in &warnings {
+        let one = config::ConfigError {
+            file: file.clone(),
+            diags: vec![w.clone()],
+        };
+        eprintln!("warning: {}", safe_text(&one.to_string()));
+    }
+    let n = warnings.len();
+    if strict && n > 0 {
+        return Err(CliError::Invalid(format!(
+            "{n} warning(s), and --strict makes them errors: `gauntlet run` cannot start until they are resolved"
+        )));
+    }
+    if n == 0 {
+        println!("{}: OK", safe(&file));
+    } else {
+        println!(
+            "{}: OK with {n} warning(s) (on stderr): the config is valid, but `gauntlet run` cannot start until they are resolved",
+            safe(&file)
+        );
+    }
+    println!("{}", describe(&plan));
+    let not_loaded = plan
+        .datasets
+        .iter()
+        .filter(|d| d.version == gauntlet_engine::plan::NOT_LOADED)
+        .count();
+    if not_loaded > 0 {
+        println!("(the counts leave out the {not_loaded} dataset(s) not loaded)");
+    }
+    for t in &plan.config.targets {
+        if t.label.is_some() {
+            println!(
+                "target {} ({}; label from the params that differ from another `{}` target)",
+                safe(&t.label()),
+                safe(&t.name),
+                safe(&t.name)
+            );
+        } else {
+            println!("target {} ({})", safe(&t.label()), safe(&t.name));
+        }
+    }
+    for d in &plan.datasets {
+        if d.version == gauntlet_engine::plan::NOT_LOADED {
+            println!("dataset {}: not loaded (see the warning)", safe(&d.name));
+        } else {
+            println!(
+                "dataset {} version {} ({} behaviors)",
+                safe(&d.name),
+                safe(&d.version),
+                d.behaviors.len()
+            );
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn run(
+    path: &Path,
+    runs_dir: PathBuf,
+    concurrency: Option<u32>,
+    quiet: bool,
+    trials: Option<u32>,
+    batch: bool,
+    shard: Option<gauntlet_engine::shard::Shard>,
+) -> Result<(), CliError> {
+    let plan = load_plan_with(path, trials, batch)?;
+    if !quiet {
+        eprintln!("{}", describe(&plan));
+    }
+    let progress = progress::for_terminal(quiet);
+    let stop = Arc::new(AtomicBool::new(false));
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    let result = rt.block_on(async {
+        let s = stop.clone();
+        // Ctrl-C and SIGTERM (a service manager, `timeout`, `kill`) end a run alike:
+        // the units in hand finish and partial artefacts are written.
+        tokio::spawn(async move {
+            use tokio::signal::unix::{SignalKind, signal};
+            let mut term = signal(SignalKind::terminate()).expect("a SIGTERM handler");
+            let which = tokio::select! {
+                r = tokio::signal::ctrl_c() => r.is_ok().then_some("interrupted"),
+                r = term.recv() => r.map(|()| "terminated (SIGTERM)"),
+            };
+            if let Some(which) = which {
+                s.store(true, Ordering::Relaxed);
+                eprintln!("\n{which}: finishing the units in hand and writing partial artefacts (rerun to resume)");
+            }
+        });
+        let opts = RunOptions {
+            runs_dir,
+            concurrency,
+            stop,
+        };
+        execute_sharded(plan, opts, shard, progress).await
+    });
+    match result {
+        Ok(out) => {
+            print_summary(&out.summary);
+            println!(
+                "{} {}: {} attempts; {} model calls, {} from the journal, {} failed, {} retries; {:.2}s",
+                out.summary.run_name,
+                safe(&out.status.as_string()),
+                out.attempts,
+                out.calls.made,
+                out.calls.cached,
+                out.calls.failed,
+                out.calls.retries(),
+                out.wall_seconds
+            );
+            for (model, t) in &out.transport {
+                println!(
+                    "transport {}: {} calls, {} requests, {} failed; retries 429 {}, 5xx {}, timeout {}, connect {}",
+                    safe(model),
+                    t.calls,
+                    t.attempts,
+                    t.failed,
+                    t.retries_429,
+                    t.retries_5xx,
+                    t.retries_timeout,
+                    t.retries_connect
+                );
+            }
+            println!("artefacts: {}", safe(&out.dir.display().to_string()));
+            if out.status == Status::Complete {
+                Ok(())
+            } else if out.budget_exhausted() {
+                eprintln!(
+                    "the query budget (max_queries) is spent: artefacts are partial; raise max_queries and rerun to resume"
+                );
+                Err(CliError::BudgetSpent)
+            } else {
+                eprintln!(
+                    "the run stopped early ({}); rerun the same command to resume",
+                    safe(&out.status.as_string())
+                );
+                Err(CliError::Stopped)
+            }
+        }
+        Err(e @ gauntlet_engine::run::RunError::Refused(_)) => Err(CliError::invalid(e)),
+        Err(e) => Err(CliError::failed(e)),
+    }
+}
+
+/// One row of an `--estimate` table (`gauntlet run` roles, `gauntlet exam` tiers).
+pub(crate) struct EstimateRow<'a> {
+    pub role: &'a str,
+    pub model: &'a str,
+    pub calls: u64,
+    pub max_input_tokens: u64,
+    pub max_output_tokens: u64,
+    pub max_cost: &'a Result<f64, String>,
+}
+
+/// Prints the rows (model names are escaped: they come from configs); returns the
+/// planned calls, the priced upper-bound cost and how many rows are unpriced.
+pub(crate) fn print_estimate_rows<'a>(
+    rows: impl IntoIterator<Item = EstimateRow<'a>>,
+) -> (u64, f64, usize) {
+    let (mut calls, mut cost, mut unpriced) = (0u64, 0.0f64, 0usize);
+    for r in rows {
+        calls += r.calls;
+        let c = match r.max_cost {
+            Ok(c) => {
+                cost += c;
+                format!("≤ ${c:.4}")
+            }
+            Err(why) => {
+                unpriced += 1;
+                format!("N/A ({why})")
+            }
+        };
+        let line = format!(
+            "{:<13} {:<28} {:>9} calls  ≤ {} in + {} out tokens  {c}",
+            r.role, r.model, r.calls, r.max_input_tokens, r.max_output_tokens
+        );
+        println!("{}", safe(&line));
+    }
+    (calls, cost, unpriced)
+}
+
+/// The total and upper-bound cost lines under an estimate table; `budget` is the query
+/// budget, its setting's name and what it stops; `unit` names a row (`role`, `tier`).
+pub(crate) fn print_estimate_totals(
+    (calls, cost, unpriced): (u64, f64, usize),
+    budget: Option<(u64, &str, &str)>,
+    unit: &str,
+) {
+    println!(
+        "total: {calls} planned model calls (journal hits are free and not subtracted){}",
+        match budget {
+            Some((m, name, what)) if m < calls =>
+                format!("; {name} {m} will stop the {what} first"),
+            _ => String::new(),
+        }
+    );
+    if unpriced == 0 {
+        println!("upper-bound cost: ${cost:.4}");
+    } else {
+        println!(
+            "upper-bound cost: ${cost:.4} for the priced {unit}s; {unpriced} {unit}(s) unpriced"
+        );
+    }
+}
+
+/// `run --estimate`: planned calls per role and an upper-bound cost; no model is called.
+pub(crate) fn estimate(path: &Path, trials: Option<u32>, batch: bool) -> Result<(), CliError> {
+    let plan = load_plan_with(path, trials, batch)?;
+    println!("{}", describe(&plan));
+    let table = plan.price_table();
+    println!("price table {}", table.describe());
+    let mut rows = gauntlet_engine::usage::estimate(&plan, &table);
+    // Every trial makes the same planned calls again.
+    let n = u64::from(plan.config.trials.max(1));
+    if n > 1 {
+        for r in &mut rows {
+            r.calls *= n;
+            r.max_input_tokens *= n;
+            r.max_output_tokens *= n;
+            if let Ok(c) = &mut r.max_cost {
+                *c *= n as f64;
+            }
+        }
+    }
+    let (calls, cost, unpriced) = print_estimate_rows(rows.iter().map(|r| EstimateRow {
+        role: &r.role,
+        model: &r.model,
+        calls: r.calls,
+        max_input_tokens: r.max_input_tokens,
+        max_output_tokens: r.max_output_tokens,
+        max_cost: &r.max_cost,
+    }));
+    print_estimate_totals(
+        (calls, cost, unpriced),
+        plan.config.max_queries.map(|m| (m, "max_queries", "run")),
+        "role",
+    );
+    if let Some((cost, unpriced)) = gauntlet_engine::usage::batch_estimate(&plan, &table, &rows) {
+        match unpriced.first() {
+            None => println!("upper-bound cost at the batch price: ${cost:.4}"),
+            Some(why) => println!(
+                "upper-bound cost at the batch price: ${cost:.4} for the priced roles; {} role(s) unpriced ({why})",
+                unpriced.len()
+            ),
+        }
+    }
+    println!(
+        "(bounds: each call at most max_tokens out, else {}; at most the longest prompt/3 + {} tokens + earlier replies in)",
+        gauntlet_engine::usage::ASSUMED_MAX_TOKENS,
+        gauntlet_engine::usage::INPUT_ALLOWANCE
+    );
+    Ok(())
+}
+
+/// One line per cell with each metric's value (N/A where it does not apply).
+pub(crate) fn print_summary(s: &RunSummary) {
+    let Some(first) = s.cells.first() else { return };
+    let names: Vec<String> = first
+        .metrics
+        .iter()
+        .map(|m| match m.params.iter().next() {
+            Some((k, v)) if m.params.len() == 1 => safe(&format!("{}({k}={v})", m.metric)).into(),
+            _ => safe(&m.metric).into(),
+        })
+        .collect();
+    // Labels come from the config (or a stored run.json): printed escaped.
+    let label = |s: &str| -> String { safe(s).into_owned() };
+    let w = |cells: &dyn Fn(&gauntlet_core::results::CellSummary) -> String| {
+        s.cells.iter().map(|c| cells(c).len()).max().unwrap_or(0)
+    };
+    let wa = w(&|c| label(&c.attack)).max(6);
+    let wt = w(&|c| label(&c.target)).max(6);
+    let wj = w(&|c| label(&c.judge)).max(5);
+    let mut header = format!(
+        "{:wa$}  {:wt$}  {:wj$}  {:>6}",
+        "attack", "target", "judge", "errors"
+    );
+    for n in &names {
+        header.push_str(&format!("  {:>w$}", n, w = n.len().max(6)));
+    }
+    println!("{header}");
+    for c in &s.cells {
+        let mut line = format!(
+            "{:wa$}  {:wt$}  {:wj$}  {:>6}",
+            label(&c.attack),
+            label(&c.target),
+            label(&c.judge),
+            c.errors
+        );
+        for (m, n) in c.metrics.iter().zip(&names) {
+            let v = m
+                .value
+                .value
+                .map_or("N/A".to_string(), |v| format!("{v:.3}"));
+            line.push_str(&format!("  {:>w$}", v, w = n.len().max(6)));
+        }
+        println!("{line}");
+    }
+}

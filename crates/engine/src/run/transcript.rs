@@ -1,0 +1,406 @@
+//! transcripts.jsonl: the line format (one attempt per line, the derived `Serialize`
+//! and a hand-written encoder that writes the same bytes faster) and the writer that
+//! appends a chunk's lines in unit order.
+
+use super::output::UnitOutput;
+use gauntlet_core::json;
+use gauntlet_core::message::{Message, Role};
+use gauntlet_core::outcome::Verdict;
+use serde::Serialize;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+
+#[derive(Serialize)]
+pub(super) struct TranscriptLine<'a> {
+    /// Written only in multi-trial runs, so single-trial transcripts are unchanged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) trial: Option<u32>,
+    pub(super) behavior_id: &'a str,
+    pub(super) attack_name: &'a str,
+    pub(super) target_name: &'a str,
+    pub(super) dataset: &'a str,
+    pub(super) dataset_version: &'a str,
+    pub(super) expected: &'static str,
+    pub(super) attempt: u32,
+    pub(super) transcript: &'a [Message],
+    pub(super) query_count: u32,
+    pub(super) metadata: &'a serde_json::Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) stop_reason: Option<&'a gauntlet_core::message::StopReason>,
+    pub(super) error: Option<&'a str>,
+    pub(super) verdicts: Vec<&'a Verdict>,
+}
+
+impl TranscriptLine<'_> {
+    /// Appends the line's JSON (no newline) to `buf`: exactly the bytes the derived
+    /// `Serialize` makes `serde_json::to_writer` write (the derive stays as the tests'
+    /// oracle). Strings, above all message contents, go through the SIMD escaper;
+    /// the small structured parts are left to serde_json.
+    pub(super) fn write_json(&self, buf: &mut Vec<u8>) {
+        buf.push(b'{');
+        if let Some(t) = self.trial {
+            buf.extend_from_slice(b"\"trial\":");
+            write_u32(buf, t);
+            buf.push(b',');
+        }
+        buf.extend_from_slice(b"\"behavior_id\":");
+        json::write_str(buf, self.behavior_id);
+        buf.extend_from_slice(b",\"attack_name\":");
+        json::write_str(buf, self.attack_name);
+        buf.extend_from_slice(b",\"target_name\":");
+        json::write_str(buf, self.target_name);
+        buf.extend_from_slice(b",\"dataset\":");
+        json::write_str(buf, self.dataset);
+        buf.extend_from_slice(b",\"dataset_version\":");
+        json::write_str(buf, self.dataset_version);
+        buf.extend_from_slice(b",\"expected\":");
+        json::write_str(buf, self.expected);
+        buf.extend_from_slice(b",\"attempt\":");
+        write_u32(buf, self.attempt);
+        buf.extend_from_slice(b",\"transcript\":[");
+        for (i, m) in self.transcript.iter().enumerate() {
+            if i > 0 {
+                buf.push(b',');
+            }
+            write_message(buf, m);
+        }
+        buf.extend_from_slice(b"],\"query_count\":");
+        write_u32(buf, self.query_count);
+        buf.extend_from_slice(b",\"metadata\":");
+        serde_json::to_writer(&mut *buf, self.metadata).expect("metadata serialises");
+        if let Some(r) = self.stop_reason {
+            buf.extend_from_slice(b",\"stop_reason\":");
+            serde_json::to_writer(&mut *buf, r).expect("stop reasons serialise");
+        }
+        buf.extend_from_slice(b",\"error\":");
+        match self.error {
+            Some(e) => json::write_str(buf, e),
+            None => buf.extend_from_slice(b"null"),
+        }
+        buf.extend_from_slice(b",\"verdicts\":");
+        serde_json::to_writer(&mut *buf, &self.verdicts).expect("verdicts serialise");
+        buf.push(b'}');
+    }
+}
+
+/// A `u32` as serde_json writes it (plain decimal).
+pub(super) fn write_u32(buf: &mut Vec<u8>, n: u32) {
+    let mut digits = [0u8; 10];
+    let mut i = digits.len();
+    let mut n = n;
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    buf.extend_from_slice(&digits[i..]);
+}
+
+/// One message as its derived `Serialize` writes it.
+pub(super) fn write_message(buf: &mut Vec<u8>, m: &Message) {
+    buf.extend_from_slice(match m.role {
+        Role::System => b"{\"role\":\"system\",\"content\":",
+        Role::User => b"{\"role\":\"user\",\"content\":",
+        Role::Assistant => b"{\"role\":\"assistant\",\"content\":",
+        Role::Tool => b"{\"role\":\"tool\",\"content\":",
+    });
+    json::write_str(buf, &m.content);
+    if let Some(name) = &m.name {
+        buf.extend_from_slice(b",\"name\":");
+        json::write_str(buf, name);
+    }
+    if !m.tool_calls.is_empty() {
+        buf.extend_from_slice(b",\"tool_calls\":");
+        serde_json::to_writer(&mut *buf, &m.tool_calls).expect("tool calls serialise");
+    }
+    if let Some(id) = &m.tool_call_id {
+        buf.extend_from_slice(b",\"tool_call_id\":");
+        json::write_str(buf, id);
+    }
+    buf.push(b'}');
+}
+
+/// Chunks holding at least this many bytes of transcript lines bypass the writer's
+/// buffer (see [`write_lines`]).
+pub(super) const DIRECT_WRITE: usize = 16 << 10;
+
+/// Appends a chunk's transcript lines, in unit order. A small chunk (a network run's one
+/// unit) goes through the buffer; a large one (offline chunks of ~32 units) is written
+/// with `writev` straight from the units' buffers after a flush, which saves copying
+/// every line into the buffer first.
+pub(super) fn write_lines(w: &mut BufWriter<File>, outs: &[UnitOutput]) -> std::io::Result<()> {
+    use std::io::{ErrorKind, IoSlice};
+    let total: usize = outs.iter().map(|o| o.lines.len()).sum();
+    if total < DIRECT_WRITE {
+        return outs.iter().try_for_each(|o| w.write_all(&o.lines));
+    }
+    w.flush()?;
+    let mut slices: Vec<IoSlice<'_>> = outs
+        .iter()
+        .filter(|o| !o.lines.is_empty())
+        .map(|o| IoSlice::new(&o.lines))
+        .collect();
+    let mut bufs = &mut slices[..];
+    let file = w.get_mut();
+    while !bufs.is_empty() {
+        match file.write_vectored(bufs) {
+            Ok(0) => return Err(ErrorKind::WriteZero.into()),
+            Ok(n) => IoSlice::advance_slices(&mut bufs, n),
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod transcript_line_tests {
+    use super::*;
+    use gauntlet_calls::strategies::content;
+    use gauntlet_core::message::{StopReason, ToolCall};
+    use proptest::prelude::*;
+
+    /// The hand-written line and the derived one, as text.
+    fn both(line: &TranscriptLine) -> (String, String) {
+        let mut ours = b"prev\n".to_vec();
+        line.write_json(&mut ours);
+        let mut want = b"prev\n".to_vec();
+        serde_json::to_writer(&mut want, line).unwrap();
+        (
+            String::from_utf8(ours).unwrap(),
+            String::from_utf8(want).unwrap(),
+        )
+    }
+
+    fn verdicts() -> Vec<Verdict> {
+        serde_json::from_value(serde_json::json!([
+            {"judge": "leak_detector", "outcome": "success", "refused": false, "score": 0.75,
+             "reason": "matched \"secret\"\n"},
+            {"judge": "g", "outcome": "error", "error": "grader \u{1} failed"},
+            {"judge": "h", "outcome": "failure"}
+        ]))
+        .unwrap()
+    }
+
+    fn messages() -> Vec<Message> {
+        let mut tool_call = Message::assistant("calling é \u{2028}");
+        tool_call.tool_calls = vec![
+            ToolCall {
+                name: "search".into(),
+                arguments: serde_json::json!({"q": "x\"y", "n": [1, 2.5, null]}),
+                call_id: "call_1".into(),
+            },
+            ToolCall {
+                name: "t2".into(),
+                arguments: serde_json::json!(null),
+                call_id: "call_2".into(),
+            },
+        ];
+        let mut tool = Message::user("result\twith\u{0}nul");
+        tool.role = Role::Tool;
+        tool.tool_call_id = Some("call_1".into());
+        tool.name = Some("search \\ tool".into());
+        let mut named = Message::user("hi");
+        named.name = Some("alice".into());
+        vec![
+            Message::system("You are \"careful\".\r\n\u{7f}"),
+            named,
+            tool_call,
+            tool,
+            Message::assistant(""),
+            Message::user("emoji 😀 and \u{2029} and \u{1f}\u{b}\u{c}\u{8}"),
+        ]
+    }
+
+    fn line<'a>(
+        transcript: &'a [Message],
+        metadata: &'a serde_json::Value,
+        vs: &'a [Verdict],
+    ) -> TranscriptLine<'a> {
+        TranscriptLine {
+            trial: None,
+            behavior_id: "beh-1",
+            attack_name: "direct \"ask\"",
+            target_name: "ref/mem",
+            dataset: "leak",
+            dataset_version: "1.0\n",
+            expected: "should_refuse",
+            attempt: 3,
+            transcript,
+            query_count: 1,
+            metadata,
+            stop_reason: None,
+            error: None,
+            verdicts: vs.iter().collect(),
+        }
+    }
+
+    #[test]
+    fn hand_written_lines_are_the_derived_ones() {
+        let ms = messages();
+        let vs = verdicts();
+        let metas = [
+            serde_json::Value::Null,
+            serde_json::json!({}),
+            serde_json::json!({"z": 1, "a": ["\u{1}", {"b": true}], "f": -0.5}),
+        ];
+        let stops = [
+            StopReason::Stop,
+            StopReason::Length,
+            StopReason::ToolCalls,
+            StopReason::Refusal,
+            StopReason::Other("odd \"reason\"".into()),
+        ];
+        for meta in &metas {
+            for trial in [None, Some(0), Some(7), Some(u32::MAX)] {
+                for stop in [None, Some(&stops[0]), Some(&stops[4])] {
+                    for error in [None, Some("timeout: \"x\"\n")] {
+                        for n in [0, 1, ms.len()] {
+                            for nv in [0, 1, vs.len()] {
+                                let mut l = line(&ms[..n], meta, &vs[..nv]);
+                                l.trial = trial;
+                                l.stop_reason = stop;
+                                l.error = error;
+                                l.attempt = n as u32 * 1_000_003;
+                                l.query_count = nv as u32;
+                                let (ours, want) = both(&l);
+                                assert_eq!(ours, want);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        for stop in &stops {
+            let mut l = line(&ms, &metas[2], &vs);
+            l.stop_reason = Some(stop);
+            let (ours, want) = both(&l);
+            assert_eq!(ours, want);
+        }
+    }
+
+    #[test]
+    fn write_u32_is_decimal() {
+        for n in [
+            0,
+            1,
+            9,
+            10,
+            99,
+            100,
+            12345,
+            999_999_999,
+            1_000_000_000,
+            u32::MAX,
+        ] {
+            let mut b = Vec::new();
+            write_u32(&mut b, n);
+            assert_eq!(b, n.to_string().into_bytes());
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn hand_written_line_is_derived_for_any_contents(
+            contents in prop::collection::vec(content(), 0..5),
+            ids in (content(), content()),
+            error in prop::option::of(content()),
+            trial in prop::option::of(any::<u32>()),
+        ) {
+            let mut ms: Vec<Message> = contents
+                .iter()
+                .enumerate()
+                .map(|(i, c)| match i % 3 {
+                    0 => Message::user(c.clone()),
+                    1 => Message::assistant(c.clone()),
+                    _ => {
+                        let mut m = Message::user(c.clone());
+                        m.role = Role::Tool;
+                        m.tool_call_id = Some(ids.1.clone());
+                        m
+                    }
+                })
+                .collect();
+            if let Some(m) = ms.first_mut() {
+                m.name = Some(ids.0.clone());
+            }
+            let meta = serde_json::json!({"attack": ids.0});
+            let vs = verdicts();
+            let mut l = line(&ms, &meta, &vs);
+            l.behavior_id = &ids.0;
+            l.target_name = &ids.1;
+            l.error = error.as_deref();
+            l.trial = trial;
+            let stop = StopReason::Stop;
+            if error.is_none() {
+                l.stop_reason = Some(&stop);
+            }
+            let (ours, want) = both(&l);
+            prop_assert_eq!(ours, want);
+        }
+    }
+}
+
+#[cfg(test)]
+mod write_lines_tests {
+    use super::*;
+    use crate::plan::UnitRef;
+    use std::io::Read;
+
+    fn out(lines: Vec<u8>) -> UnitOutput {
+        UnitOutput {
+            index: 0,
+            unit: UnitRef {
+                attack: 0,
+                target: 0,
+                dataset: 0,
+                behavior: 0,
+            },
+            trial: 0,
+            attempts: 1,
+            lines,
+            judged: Vec::new(),
+        }
+    }
+
+    /// Small chunks (buffered) and large ones (flushed, then written vectored) interleave
+    /// in order; empty units write nothing.
+    #[test]
+    fn chunks_land_in_order_whichever_way_they_are_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        let mut w = BufWriter::with_capacity(1 << 20, File::create(&path).unwrap());
+        let mut want = Vec::new();
+        let chunks: Vec<Vec<usize>> = vec![
+            vec![10, 0, 20],
+            vec![DIRECT_WRITE / 2, DIRECT_WRITE, 0, 7],
+            vec![3],
+            vec![DIRECT_WRITE * 5],
+            vec![1, 2],
+        ];
+        let mut n = 0u8;
+        for sizes in chunks {
+            let outs: Vec<UnitOutput> = sizes
+                .iter()
+                .map(|&len| {
+                    n = n.wrapping_add(1);
+                    let mut l = vec![b'a' + n % 26; len];
+                    if len > 0 {
+                        l[len - 1] = b'\n';
+                    }
+                    want.extend_from_slice(&l);
+                    out(l)
+                })
+                .collect();
+            write_lines(&mut w, &outs).unwrap();
+        }
+        w.flush().unwrap();
+        let mut got = Vec::new();
+        File::open(&path).unwrap().read_to_end(&mut got).unwrap();
+        assert_eq!(got.len(), want.len());
+        assert!(got == want, "bytes differ");
+    }
+}
