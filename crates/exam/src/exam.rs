@@ -30,6 +30,7 @@ use gauntlet_core::params::{
 use gauntlet_core::results::LeaderboardRow;
 use gauntlet_models::targets::anthropic::AnthropicTarget;
 use gauntlet_models::{Model, TransportOptions};
+use gauntlet_report::{Block, Page};
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -1394,170 +1395,109 @@ fn failures(r: &HarnessReport) -> Vec<[String; 4]> {
         .collect()
 }
 
-fn md_cell(s: &str) -> String {
-    crate::sanitize::sanitize(s)
-        .replace('|', "\\|")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-}
-
-pub fn render_markdown(r: &HarnessReport) -> String {
-    let mut s = String::from("# Agent exam report\n\n");
-    let _ = writeln!(s, "> {}\n", md_cell(&r.note));
+/// The report as a [`Page`] of gauntlet-report: the one renderer (stylesheet, CSP,
+/// escaping) behind report.md and report.html, shared with the run report.
+pub fn report_page(r: &HarnessReport) -> Page {
+    let mut blocks = vec![Block::Note(r.note.clone())];
     let fr = fidelity_rows(r);
     if !fr.is_empty() {
-        let _ = writeln!(
-            s,
-            "## Detect fidelity (end-to-end)\n\n> {}\n\n| | |\n|---|---|",
-            md_cell(E2E_NOTE)
-        );
-        for (k, v) in fr {
-            let _ = writeln!(s, "| {} | {} |", md_cell(&k), md_cell(&v));
-        }
-        s.push_str("\n## Agent exam (hand-written findings)\n\n");
+        blocks.push(Block::Heading("Detect fidelity (end-to-end)".into()));
+        blocks.push(Block::Note(E2E_NOTE.into()));
+        blocks.push(Block::Fields(fr));
+        blocks.push(Block::Heading("Agent exam (hand-written findings)".into()));
     }
-    s.push_str("| | |\n|---|---|\n");
-    for (k, v) in summary_rows(r) {
-        let _ = writeln!(s, "| {} | {} |", md_cell(&k), md_cell(&v));
-    }
-    s.push_str("\n## Passes\n\n| pass | passed / graded | fail-safe (excluded) | pass rate | recall | precision |\n|---|---|---|---|---|---|\n");
-    for run in &r.runs {
-        let _ = writeln!(
-            s,
-            "| {} | {}/{} | {} | {} | {}/{} ({}) | {}/{} ({}) |",
-            run.index,
-            run.passed,
-            run.graded,
-            run.fail_safe,
-            md_cell(&pct_or_na(run.pass_rate, &run.na_reasons, "pass_rate")),
-            run.attacks_passed,
-            run.attacks,
-            md_cell(&pct_or_na(run.recall_rate, &run.na_reasons, "recall_rate")),
-            run.benigns_passed,
-            run.benigns,
-            md_cell(&pct_or_na(
-                run.precision_rate,
-                &run.na_reasons,
-                "precision_rate"
-            ))
-        );
-    }
-    s.push_str("\n## Classifier (worst pass)\n\n| bin | scenarios |\n|---|---|\n");
-    for (b, n) in &r.classifier.counts {
-        let _ = writeln!(s, "| {} | {n} |", md_cell(b));
-    }
-    let f = failures(r);
-    if !f.is_empty() {
-        s.push_str("\n## Failures (worst pass)\n\n| scenario | expected | terminal | bin |\n|---|---|---|---|\n");
-        for [a, b, c, d] in f {
-            let _ = writeln!(
-                s,
-                "| {} | {} | {} | {} |",
-                md_cell(&a),
-                md_cell(&b),
-                md_cell(&c),
-                md_cell(&d)
-            );
-        }
-    }
-    s
-}
-
-/// HTML-escapes text (`& < > " '`).
-pub fn escape_html(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&#39;"),
-            c => o.push(c),
-        }
-    }
-    o
-}
-
-pub fn render_html(r: &HarnessReport) -> String {
-    let e = escape_html;
-    let mut s = String::from(
-        "<!doctype html>\n<html><head><meta charset=\"utf-8\">\
-         <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">\
-         <title>Agent exam report</title>\
-         <style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}\
-         td,th{border:1px solid #ccc;padding:4px 8px}.note{background:#fff3cd;padding:1em}</style>\
-         </head><body>\n<h1>Agent exam report</h1>\n",
-    );
-    let _ = writeln!(s, "<p class=\"note\">{}</p>", e(&r.note));
-    let fr = fidelity_rows(r);
-    if !fr.is_empty() {
-        let _ = writeln!(
-            s,
-            "<h2>Detect fidelity (end-to-end)</h2>\n<p class=\"note\">{}</p>\n<table>",
-            e(E2E_NOTE)
-        );
-        for (k, v) in fr {
-            let _ = writeln!(s, "<tr><th>{}</th><td>{}</td></tr>", e(&k), e(&v));
-        }
-        s.push_str("</table>\n<h2>Agent exam (hand-written findings)</h2>\n");
-    }
-    s.push_str("<table>\n");
-    for (k, v) in summary_rows(r) {
-        let _ = writeln!(s, "<tr><th>{}</th><td>{}</td></tr>", e(&k), e(&v));
-    }
-    s.push_str("</table>\n<h2>Passes</h2>\n<table><tr><th>pass</th><th>passed / graded</th><th>fail-safe (excluded)</th><th>pass rate</th><th>recall</th><th>precision</th></tr>\n");
-    for run in &r.runs {
-        let _ = writeln!(
-            s,
-            "<tr><td>{}</td><td>{}/{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            run.index,
-            run.passed,
-            run.graded,
-            run.fail_safe,
-            e(&pct_or_na(run.pass_rate, &run.na_reasons, "pass_rate")),
-            e(&pct_or_na(run.recall_rate, &run.na_reasons, "recall_rate")),
-            e(&pct_or_na(
-                run.precision_rate,
-                &run.na_reasons,
-                "precision_rate"
-            ))
-        );
-    }
-    s.push_str("</table>\n");
-    // The chart: pass rate per pass over the noise band (numbers only; the SVG is built
-    // and escaped by gauntlet-report's charts, shared by every renderer).
-    // A pass whose rate is N/A (every scenario decided by the fail-safe) has no dot.
-    let rates: Vec<f64> = r
+    blocks.push(Block::Fields(summary_rows(r)));
+    blocks.push(Block::Heading("Passes".into()));
+    let header = [
+        "pass",
+        "passed / graded",
+        "fail-safe (excluded)",
+        "pass rate",
+        "recall",
+        "precision",
+    ];
+    let rows = r
         .runs
         .iter()
-        .map(|run| run.pass_rate.unwrap_or(f64::NAN))
+        .map(|run| {
+            let na = |x, key| pct_or_na(x, &run.na_reasons, key);
+            vec![
+                run.index.to_string(),
+                format!("{}/{}", run.passed, run.graded),
+                run.fail_safe.to_string(),
+                na(run.pass_rate, "pass_rate"),
+                format!(
+                    "{}/{} ({})",
+                    run.attacks_passed,
+                    run.attacks,
+                    na(run.recall_rate, "recall_rate")
+                ),
+                format!(
+                    "{}/{} ({})",
+                    run.benigns_passed,
+                    run.benigns,
+                    na(run.precision_rate, "precision_rate")
+                ),
+            ]
+        })
         .collect();
-    s.push_str(&gauntlet_report::charts::pass_band(
-        "Pass rate per pass, with the noise band",
-        &rates,
-        r.noise_band_pp,
-        r.pass_rate_ci95.map(|i| (i.low, i.high)),
-    ));
-    s.push_str("\n<h2>Classifier (worst pass)</h2>\n<table>\n");
-    for (b, n) in &r.classifier.counts {
-        let _ = writeln!(s, "<tr><td>{}</td><td>{n}</td></tr>", e(b));
-    }
-    s.push_str("</table>\n");
+    blocks.push(Block::Table {
+        header: header.map(String::from).to_vec(),
+        rows,
+    });
+    // Pass rate per pass over the noise band; a pass whose rate is N/A (every scenario
+    // decided by the fail-safe) has no dot.
+    blocks.push(Block::PassBand {
+        title: "Pass rate per pass, with the noise band".into(),
+        pass_rates: r
+            .runs
+            .iter()
+            .map(|run| run.pass_rate.unwrap_or(f64::NAN))
+            .collect(),
+        band_pp: r.noise_band_pp,
+        median_ci: r.pass_rate_ci95.map(|i| (i.low, i.high)),
+    });
+    blocks.push(Block::Heading("Classifier (worst pass)".into()));
+    blocks.push(Block::Table {
+        header: vec!["bin".into(), "scenarios".into()],
+        rows: r
+            .classifier
+            .counts
+            .iter()
+            .map(|(b, n)| vec![b.clone(), n.to_string()])
+            .collect(),
+    });
     let f = failures(r);
     if !f.is_empty() {
-        s.push_str("<h2>Failures (worst pass)</h2>\n<table><tr><th>scenario</th><th>expected</th><th>terminal</th><th>bin</th></tr>\n");
-        for row in f {
-            s.push_str("<tr>");
-            for c in row {
-                let _ = write!(s, "<td>{}</td>", e(&c));
-            }
-            s.push_str("</tr>\n");
-        }
-        s.push_str("</table>\n");
+        blocks.push(Block::Heading("Failures (worst pass)".into()));
+        blocks.push(Block::Table {
+            header: ["scenario", "expected", "terminal", "bin"]
+                .map(String::from)
+                .to_vec(),
+            rows: f.into_iter().map(|row| row.to_vec()).collect(),
+        });
     }
-    s.push_str("</body></html>\n");
-    s
+    Page {
+        title: "Agent exam report".into(),
+        partial: r.partial.as_ref().map(|p| {
+            format!(
+                "PARTIAL EXAM ({p}): {} scenario run(s) not run. The numbers below cover only the scenario runs that finished and are not comparable with a complete exam.",
+                r.not_run.len()
+            )
+        }),
+        blocks,
+    }
+}
+
+/// report.md: [`report_page`] rendered by gauntlet-report.
+pub fn render_markdown(r: &HarnessReport) -> String {
+    gauntlet_report::render_page_markdown(&report_page(r))
+}
+
+/// report.html: [`report_page`] rendered by gauntlet-report (the run report's
+/// stylesheet, Content-Security-Policy and escaping).
+pub fn render_html(r: &HarnessReport) -> String {
+    gauntlet_report::render_page_html(&report_page(r))
 }
 
 /// The default output directory.
