@@ -8,14 +8,14 @@
 
 use clap::Args as ClapArgs;
 use gauntlet_engine::shard::Shard;
+use gauntlet_exam::detectors::assemble::FleetOptions;
 use gauntlet_exam::detectors::detect_exam::{self, DetectReport, Options, RowStatus};
-use gauntlet_exam::detectors::external::{ExternalDetector, Limits};
+use gauntlet_exam::detectors::external::Limits;
 use gauntlet_exam::detectors::fleet::Member;
-use gauntlet_exam::load::{IndexedFile, check_unique_ids, index_corpus, index_extra};
+use gauntlet_exam::load::{IndexedFile, check_unique_ids, index_corpus};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::Duration;
 
 #[derive(Debug, ClapArgs)]
@@ -267,62 +267,19 @@ fn prepare_and_run(a: &Args) -> Result<(DetectReport, Option<ShardInfo>), String
         memory_bytes: a.external_memory_mb.max(16) * 1024 * 1024,
         allow_unconfined: a.allow_unconfined_detectors,
     };
-    let mut externals = Vec::new();
-    if let Some(dir) = &a.detectors_dir {
-        externals.extend(ExternalDetector::discover(dir, limits).map_err(|e| e.to_string())?);
+    let assembled = gauntlet_exam::detectors::assemble::assemble(
+        &index,
+        &FleetOptions {
+            detectors_dir: a.detectors_dir.as_deref(),
+            detectors: &a.detectors,
+            limits,
+            detector_scenarios: !a.no_detector_scenarios,
+        },
+    )?;
+    for note in &assembled.notes {
+        eprintln!("{note}");
     }
-    for spec in &a.detectors {
-        externals.push(ExternalDetector::from_spec(spec, limits).map_err(|e| e.to_string())?);
-    }
-    if !externals.is_empty() {
-        let support = gauntlet_exam::detectors::sandbox::Support::current();
-        eprintln!("external detectors: sandbox: {}", support.describe());
-        if !support.confines() {
-            eprintln!(
-                "WARNING: external detectors run NOT fully confined (--allow-unconfined-detectors): {}",
-                support.missing().join("; ")
-            );
-        }
-    }
-    let mut members: Vec<Member> = gauntlet_exam::detectors::builtin()
-        .into_iter()
-        .map(Member::Builtin)
-        .collect();
-    let mut names: BTreeMap<String, String> = members
-        .iter()
-        .map(|m| (m.name().to_string(), "built-in".to_string()))
-        .collect();
-    for x in &externals {
-        if let Some(prev) = names.insert(x.name.clone(), x.path.display().to_string()) {
-            return Err(format!(
-                "external detector `{}` ({}) clashes with {prev}",
-                x.name,
-                x.path.display()
-            ));
-        }
-    }
-
-    // (file, origin, group): the pinned and extra scenarios form group 0 and are
-    // reported together by id; each external detector's own efficacy scenarios
-    // (unpinned) follow as their own group.
-    let mut files: Vec<(IndexedFile, String, usize)> = index
-        .files
-        .iter()
-        .map(|f| {
-            let origin = if f.extra { "extra" } else { "corpus" };
-            (f.clone(), origin.to_string(), 0)
-        })
-        .collect();
-    if !a.no_detector_scenarios {
-        for (k, x) in externals.iter().enumerate() {
-            if let Some(dir) = &x.scenarios_dir {
-                for f in index_extra(dir).map_err(|e| e.to_string())? {
-                    files.push((f, format!("detector:{}", x.name), k + 1));
-                }
-            }
-        }
-    }
-    members.extend(externals.into_iter().map(|x| Member::External(Arc::new(x))));
+    let (members, files) = (assembled.members, assembled.files);
 
     let mut opts = Options {
         timeout: Duration::from_millis(a.timeout_ms.max(1)),
