@@ -102,3 +102,54 @@ pub fn assemble(index: &CorpusIndex, opts: &FleetOptions<'_>) -> Result<Assemble
         notes,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::load::index_corpus;
+
+    fn corpus() -> CorpusIndex {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../exams/scenarios");
+        index_corpus(&root, None).unwrap()
+    }
+
+    #[test]
+    fn the_builtin_fleet_grades_the_corpus_as_group_zero() {
+        let index = corpus();
+        let a = assemble(
+            &index,
+            &FleetOptions {
+                detectors_dir: None,
+                detectors: &[],
+                limits: Limits::default(),
+                detector_scenarios: true,
+            },
+        )
+        .unwrap();
+        assert_eq!(a.members.len(), crate::detectors::builtin().len());
+        assert_eq!(a.files.len(), index.files.len());
+        assert!(a.files.iter().all(|(_, o, g)| o == "corpus" && *g == 0));
+        assert!(a.notes.is_empty());
+    }
+
+    #[test]
+    fn an_external_detector_may_not_take_a_builtin_name() {
+        let builtin = crate::detectors::builtin()[0].name().to_string();
+        let spec = [format!("{builtin}=/bin/true")];
+        let e = assemble(
+            &corpus(),
+            &FleetOptions {
+                detectors_dir: None,
+                detectors: &spec,
+                limits: Limits::default(),
+                detector_scenarios: true,
+            },
+        )
+        .err()
+        .expect("a clash is refused");
+        assert!(
+            e.contains(&format!("`{builtin}`")) && e.contains("clashes with built-in"),
+            "{e}"
+        );
+    }
+}
