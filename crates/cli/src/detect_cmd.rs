@@ -8,16 +8,14 @@
 
 use clap::Args as ClapArgs;
 use gauntlet_engine::shard::Shard;
+use gauntlet_exam::detectors::assemble::FleetOptions;
 use gauntlet_exam::detectors::detect_exam::{self, DetectReport, Options, RowStatus};
-use gauntlet_exam::detectors::external::{ExternalDetector, Limits};
+use gauntlet_exam::detectors::external::Limits;
 use gauntlet_exam::detectors::fleet::Member;
-use gauntlet_exam::load::{
-    IndexedFile, LoadedScenario, check_unique_ids, index_corpus, index_extra, load_corpus,
-};
+use gauntlet_exam::load::{IndexedFile, check_unique_ids, index_corpus};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::Duration;
 
 #[derive(Debug, ClapArgs)]
@@ -67,16 +65,16 @@ pub struct Args {
     /// Print the full report as JSON on stdout instead of the human summary.
     #[arg(long)]
     json: bool,
-    /// End-to-end mode (spec §9): events → fleet → findings → triage cascade (golden
-    /// backend: a pipeline check, not an accuracy figure) with the detect-fidelity
-    /// block; writes OUT/report.json. Exit 0 when the run completed, 2 on failure.
-    /// Kept for compatibility: `gauntlet exam --mode e2e` runs the same pipeline with
-    /// any backend (--target) alongside the agent passes, with transcripts.
+    /// End-to-end mode (spec §9): an alias of `gauntlet exam --mode e2e --corpus CORPUS
+    /// --out OUT` (golden backend; events → fleet → findings → triage cascade with the
+    /// detect-fidelity block, beside the agent passes; the exam's artefacts in OUT,
+    /// default exam-detect-out). Exit 0 when the run completed, 2 on failure. Not with
+    /// --extra-scenarios-dir, --detector, --detectors-dir, --json or --shard.
     #[arg(long)]
     e2e: bool,
     /// Output directory. Without --e2e: writes report.json (the --json report) and
     /// report.txt (the summary with --recall and --all-rows) there; nothing is written
-    /// without it (or --shard). With --e2e: OUT/report.json (default exam-detect-out).
+    /// without it (or --shard). With --e2e: the exam's artefacts (default exam-detect-out).
     #[arg(long)]
     out: Option<PathBuf>,
     /// Grade only shard i of N (0-based) of the scenario files, into
@@ -114,7 +112,28 @@ pub fn run(a: Args) -> ExitCode {
             ));
             return ExitCode::from(2);
         }
-        return run_e2e(&a);
+        // One end-to-end path: `gauntlet exam --mode e2e`. What it does not take is
+        // refused rather than silently dropped.
+        for (given, flag) in [
+            (a.extra_scenarios_dir.is_some(), "--extra-scenarios-dir"),
+            (!a.detectors.is_empty(), "--detector"),
+            (a.detectors_dir.is_some(), "--detectors-dir"),
+            (a.json, "--json"),
+        ] {
+            if given {
+                crate::error(&format!(
+                    "gauntlet exam-detect --e2e {flag}: the end-to-end mode is `gauntlet exam --mode e2e` (exam-detect --e2e is its alias), which runs the reference fleet over a pinned corpus and does not take {flag}; drop it, or grade detectors without --e2e"
+                ));
+                return ExitCode::from(2);
+            }
+        }
+        return crate::exam_cmd::e2e_alias(
+            a.corpus.clone(),
+            a.out
+                .clone()
+                .unwrap_or_else(|| PathBuf::from("exam-detect-out")),
+            a.timeout_ms,
+        );
     }
     let out = match a.shard {
         Some(s) => Some(crate::exam_shard::shard_out(
@@ -248,62 +267,19 @@ fn prepare_and_run(a: &Args) -> Result<(DetectReport, Option<ShardInfo>), String
         memory_bytes: a.external_memory_mb.max(16) * 1024 * 1024,
         allow_unconfined: a.allow_unconfined_detectors,
     };
-    let mut externals = Vec::new();
-    if let Some(dir) = &a.detectors_dir {
-        externals.extend(ExternalDetector::discover(dir, limits).map_err(|e| e.to_string())?);
+    let assembled = gauntlet_exam::detectors::assemble::assemble(
+        &index,
+        &FleetOptions {
+            detectors_dir: a.detectors_dir.as_deref(),
+            detectors: &a.detectors,
+            limits,
+            detector_scenarios: !a.no_detector_scenarios,
+        },
+    )?;
+    for note in &assembled.notes {
+        eprintln!("{note}");
     }
-    for spec in &a.detectors {
-        externals.push(ExternalDetector::from_spec(spec, limits).map_err(|e| e.to_string())?);
-    }
-    if !externals.is_empty() {
-        let support = gauntlet_exam::detectors::sandbox::Support::current();
-        eprintln!("external detectors: sandbox: {}", support.describe());
-        if !support.confines() {
-            eprintln!(
-                "WARNING: external detectors run NOT fully confined (--allow-unconfined-detectors): {}",
-                support.missing().join("; ")
-            );
-        }
-    }
-    let mut members: Vec<Member> = gauntlet_exam::detectors::builtin()
-        .into_iter()
-        .map(Member::Builtin)
-        .collect();
-    let mut names: BTreeMap<String, String> = members
-        .iter()
-        .map(|m| (m.name().to_string(), "built-in".to_string()))
-        .collect();
-    for x in &externals {
-        if let Some(prev) = names.insert(x.name.clone(), x.path.display().to_string()) {
-            return Err(format!(
-                "external detector `{}` ({}) clashes with {prev}",
-                x.name,
-                x.path.display()
-            ));
-        }
-    }
-
-    // (file, origin, group): the pinned and extra scenarios form group 0 and are
-    // reported together by id; each external detector's own efficacy scenarios
-    // (unpinned) follow as their own group.
-    let mut files: Vec<(IndexedFile, String, usize)> = index
-        .files
-        .iter()
-        .map(|f| {
-            let origin = if f.extra { "extra" } else { "corpus" };
-            (f.clone(), origin.to_string(), 0)
-        })
-        .collect();
-    if !a.no_detector_scenarios {
-        for (k, x) in externals.iter().enumerate() {
-            if let Some(dir) = &x.scenarios_dir {
-                for f in index_extra(dir).map_err(|e| e.to_string())? {
-                    files.push((f, format!("detector:{}", x.name), k + 1));
-                }
-            }
-        }
-    }
-    members.extend(externals.into_iter().map(|x| Member::External(Arc::new(x))));
+    let (members, files) = (assembled.members, assembled.files);
 
     let mut opts = Options {
         timeout: Duration::from_millis(a.timeout_ms.max(1)),
@@ -376,128 +352,6 @@ fn prepare_and_run(a: &Args) -> Result<(DetectReport, Option<ShardInfo>), String
         )
     });
     Ok((report, shard))
-}
-
-/// End-to-end mode over the pinned corpus (+ extra scenarios) with the golden backend.
-fn run_e2e(a: &Args) -> ExitCode {
-    use gauntlet_exam::detectors::e2e;
-    let corpus = match load_corpus(&a.corpus, a.extra_scenarios_dir.as_deref()) {
-        Ok(c) => c,
-        Err(e) => {
-            crate::error(&e);
-            return ExitCode::from(2);
-        }
-    };
-    let members: Vec<Member> = gauntlet_exam::detectors::builtin()
-        .into_iter()
-        .map(Member::Builtin)
-        .collect();
-    let rt = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            crate::error(&e);
-            return ExitCode::from(2);
-        }
-    };
-    let opts = gauntlet_exam::cascade::CascadeOptions::default();
-    let refs: Vec<&LoadedScenario> = corpus.scenarios.iter().collect();
-    let f = e2e::run(
-        &refs,
-        &members,
-        Duration::from_millis(a.timeout_ms.max(1)),
-        e2e::golden_triage(&rt, &opts),
-    );
-    let note = "golden backend: every tier answers from the scenario's expected outcome. \
-                The detect_fidelity block measures the detector fleet and the pipeline; it is \
-                not an agent accuracy figure and is never folded into the agent pass rate.";
-    let report = serde_json::json!({
-        "mode": "e2e",
-        "backend": "golden",
-        "corpus_count": corpus.count,
-        "corpus_sha256": corpus.digest,
-        "detect_fidelity": &f,
-        "note": note,
-    });
-    let out = a
-        .out
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("exam-detect-out"));
-    if let Err(e) = std::fs::create_dir_all(&out)
-        .map_err(|e| format!("cannot create {}: {e}", out.display()))
-        .and_then(|_| {
-            gauntlet_core::atomic::write_atomic_named(
-                &out.join("report.json"),
-                &serde_json::to_vec_pretty(&report).unwrap_or_default(),
-            )
-            .map_err(|e| e.to_string())
-        })
-    {
-        crate::error(&e);
-        return ExitCode::from(2);
-    }
-    let errors: usize = f.rows.iter().map(|r| r.detector_errors.len()).sum();
-    let rate = |name: &str, x: Option<f64>| match x {
-        Some(x) => pct(x),
-        None => format!(
-            "N/A ({})",
-            f.na_reasons
-                .get(name)
-                .map(String::as_str)
-                .unwrap_or("no denominator")
-        ),
-    };
-    println!(
-        "DETECT FIDELITY (end-to-end, golden backend: not an accuracy figure)  {} scenarios",
-        f.total
-    );
-    println!(
-        "  REPRODUCED {}  MISMATCH {}  DETECT-MISS {}  DETECTOR-ERROR {}   reproduction {}",
-        f.reproduced,
-        f.mismatch,
-        f.detect_miss,
-        f.detector_error,
-        rate("reproduction_rate", f.reproduction_rate)
-    );
-    println!(
-        "  end-to-end pass {}   e2e recall {}   e2e precision {}",
-        rate("end_to_end_pass_rate", f.end_to_end_pass_rate),
-        rate("e2e_recall", f.e2e_recall),
-        rate("e2e_precision", f.e2e_precision)
-    );
-    for r in f
-        .rows
-        .iter()
-        .filter(|r| r.passed != Some(true) || r.fidelity != e2e::Fidelity::Reproduced)
-    {
-        let line = format!(
-            "  {:<14} {:<4} {}  expected {} on {} ({}), {} finding(s){}",
-            r.fidelity.label(),
-            match r.passed {
-                Some(true) => "pass",
-                Some(false) => "FAIL",
-                None => "n/a",
-            },
-            r.id,
-            r.expected_family,
-            r.expected_actor,
-            r.expected_chain_action,
-            r.findings,
-            r.ungraded
-                .as_ref()
-                .map(|w| format!(" — ungraded: {w}"))
-                .unwrap_or_default()
-        );
-        println!("{}", gauntlet_core::terminal::safe(&line));
-    }
-    println!("report: {}", out.join("report.json").display());
-    if errors > 0 {
-        eprintln!("error: {errors} detector failure(s) during the run");
-        return ExitCode::from(2);
-    }
-    ExitCode::SUCCESS
 }
 
 fn pct(x: f64) -> String {

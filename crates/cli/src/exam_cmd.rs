@@ -116,6 +116,31 @@ pub struct ExamArgs {
     shard: Option<gauntlet_engine::shard::Shard>,
 }
 
+/// `gauntlet exam-detect --e2e`: an alias of `gauntlet exam --mode e2e` (golden backend,
+/// default passes and voters, no progress lines) over `corpus` into `out` — the same
+/// code, artefacts and exit codes; the detect exam keeps no end-to-end pipeline of its own.
+pub fn e2e_alias(corpus: PathBuf, out: PathBuf, detector_timeout_ms: u64) -> ExitCode {
+    exam(ExamArgs {
+        config: None,
+        corpus: Some(corpus),
+        mode: Mode::E2e,
+        passes: 3,
+        consensus: gauntlet_exam::cascade::DEFAULT_CONSENSUS,
+        target: None,
+        out: Some(out),
+        concurrency: None,
+        seed: None,
+        golden_http: false,
+        tool_loop: false,
+        detector_timeout_ms,
+        quiet: true,
+        max_queries: None,
+        estimate: false,
+        price_table: None,
+        shard: None,
+    })
+}
+
 pub fn exam(mut a: ExamArgs) -> ExitCode {
     let mut file_targets = None;
     if let Some(p) = &a.config {

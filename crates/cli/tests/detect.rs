@@ -325,11 +325,86 @@ fn end_to_end_mode_writes_the_fidelity_block() {
     assert_eq!(f["e2e_recall"], 1.0);
     assert_eq!(f["e2e_precision"], 1.0);
     assert!(
-        r["note"]
+        r["detect_fidelity"]["note"]
             .as_str()
             .unwrap()
-            .contains("never folded into the agent pass rate")
+            .contains("NEVER folded into the agent pass rate")
     );
+}
+
+/// One end-to-end path: `exam-detect --e2e` is an alias of `exam --mode e2e` and writes
+/// the same artefacts, byte for byte (the wall-clock timings.json aside); the options
+/// the end-to-end mode does not take are refused, naming the replacement.
+#[test]
+fn exam_detect_e2e_is_an_alias_of_exam_mode_e2e() {
+    let root = repo().join("exams/scenarios");
+    let r = root.to_str().unwrap();
+    let t = tempfile::tempdir().unwrap();
+    let (a, b) = (t.path().join("a/out"), t.path().join("b/out"));
+    let o = gauntlet(&[
+        "exam-detect",
+        "--e2e",
+        "--corpus",
+        r,
+        "--out",
+        a.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let o = gauntlet(&[
+        "exam",
+        "--mode",
+        "e2e",
+        "--quiet",
+        "--corpus",
+        r,
+        "--out",
+        b.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    fn files(d: &std::path::Path, base: &std::path::Path, out: &mut Vec<(String, Vec<u8>)>) {
+        for e in std::fs::read_dir(d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                files(&p, base, out);
+            } else if p.file_name().unwrap() != "timings.json" {
+                let rel = p.strip_prefix(base).unwrap().display().to_string();
+                out.push((rel, std::fs::read(&p).unwrap()));
+            }
+        }
+    }
+    let (mut fa, mut fb) = (Vec::new(), Vec::new());
+    files(&a, &a, &mut fa);
+    files(&b, &b, &mut fb);
+    fa.sort();
+    fb.sort();
+    assert!(fa.len() > 100, "{}", fa.len());
+    assert_eq!(
+        fa.iter().map(|f| &f.0).collect::<Vec<_>>(),
+        fb.iter().map(|f| &f.0).collect::<Vec<_>>()
+    );
+    for (x, y) in fa.iter().zip(&fb) {
+        assert!(x.1 == y.1, "{} differs", x.0);
+    }
+    for flag in [
+        vec!["--extra-scenarios-dir", r],
+        vec!["--detector", "x=/bin/true"],
+        vec!["--detectors-dir", r],
+        vec!["--json"],
+    ] {
+        let out = t.path().join("refused");
+        let mut args = vec!["exam-detect", "--e2e", "--corpus", r, "--out"];
+        args.push(out.to_str().unwrap());
+        args.extend(&flag);
+        let o = gauntlet(&args);
+        assert_eq!(o.status.code(), Some(2), "{flag:?}: {}", text(&o));
+        assert!(
+            text(&o).contains("gauntlet exam --mode e2e"),
+            "{}",
+            text(&o)
+        );
+        assert!(text(&o).contains(flag[0]), "{}", text(&o));
+        assert!(!out.exists());
+    }
 }
 
 /// The JSON and the human report are byte-identical across reruns and --parallel; the

@@ -774,3 +774,110 @@ fn a_flipped_byte_in_the_journal_is_detected_and_the_call_made_again() {
         }
     }
 }
+
+/// The agent exam's report.html and report.md go through gauntlet-report like the run
+/// report and pass the same hostile-string checks: a scenario id and a target name full
+/// of HTML, Markdown and table syntax (a real-mode exam whose target fails every call,
+/// so the scenario is listed among the failures under its id) reach both escaped, the
+/// HTML page carries the run report's CSP and loads nothing.
+#[test]
+fn hostile_scenario_ids_and_target_names_are_escaped_in_the_exam_report() {
+    use gauntlet_testserver::{Action, Rule};
+    const HOSTILE: &str = "<script>alert(1)</script></td>| pipe `tick` ```\n\
+                           # heading\n| a | b |\n[link](javascript:alert(1)) <SCRIPT>x";
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let srv = rt
+        .block_on(TestServer::start(
+            Script::default().rule(Rule::new(Action::status(500))),
+        ))
+        .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let corpus = d.join("corpus");
+    std::fs::create_dir(&corpus).unwrap();
+    let reference =
+        repo_root().join("exams/scenarios/identity/NA-01-unknown-principal-enumerates-vault.yaml");
+    let yaml = std::fs::read_to_string(reference).unwrap().replacen(
+        "id: NA-01-unknown-principal-enumerates-vault",
+        &format!("id: {}", serde_json::to_string(HOSTILE).unwrap()),
+        1,
+    );
+    assert!(yaml.contains("<script>"));
+    std::fs::write(corpus.join("hostile.yaml"), yaml).unwrap();
+    ok(&within(20, &["corpus", "pin", corpus.to_str().unwrap()], d));
+    let target = format!(
+        "{{name: openai_compat, params: {{name: '<script>alert(2)</script></td>| `x` [l](javascript:y)', model: m, base_url: '{}', api_key_env: GAUNTLET_TEST_KEY, max_retries: 0, timeout_s: 10}}}}",
+        srv.openai_base_url()
+    );
+    let out = d.join("exam-out");
+    let o = Command::new(bin())
+        .args(["exam", "--mode", "real", "-n", "1", "--consensus", "1"])
+        .args(["--target", &target, "--corpus"])
+        .arg(&corpus)
+        .arg("--out")
+        .arg(&out)
+        .env("GAUNTLET_TEST_KEY", "k")
+        .current_dir(d)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    ok(&o);
+
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(!html.to_lowercase().contains("<script"), "{html}");
+    assert!(
+        html.contains("&lt;script&gt;alert(1)&lt;&#x2f;script&gt;"),
+        "{html}"
+    );
+    assert!(
+        html.contains("&lt;script&gt;alert(2)&lt;&#x2f;script&gt;"),
+        "{html}"
+    );
+    assert!(html.contains("&lt;&#x2f;td&gt;"));
+    assert!(!html.contains("javascript:alert(1)\""));
+    // Only the template's own cells: hostile `</td>` never closes one.
+    assert_eq!(html.matches("<td").count(), html.matches("</td>").count());
+    assert!(html.contains(
+        "<meta http-equiv=\"Content-Security-Policy\" \
+         content=\"default-src 'none'; style-src 'unsafe-inline'\">"
+    ));
+    for external in ["<link", "<img", "<iframe", "src=", "href=", "url("] {
+        assert!(!html.contains(external), "{external}");
+    }
+
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(!md.to_lowercase().contains("<script"), "{md}");
+    assert!(
+        md.contains("&lt;script&gt;alert(1)&lt;/script&gt;&lt;/td&gt;\\| pipe \\`tick\\`"),
+        "{md}"
+    );
+    assert!(!md.contains("[link]") && !md.contains("[l]"), "{md}");
+    for line in md.lines() {
+        for structure in ["# heading", "| a | b |", "\\# heading", "\\| a \\| b"] {
+            assert!(
+                !line.starts_with(structure),
+                "hostile text escaped its slot: {line:?}"
+            );
+        }
+    }
+    // The failures table keeps its four columns on the hostile row.
+    let row = md
+        .lines()
+        .find(|l| l.contains("alert(1)") && l.starts_with('|'))
+        .expect("the hostile scenario is listed among the failures");
+    let (mut pipes, mut chars) = (0, row.chars());
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                chars.next();
+            }
+            '|' => pipes += 1,
+            _ => {}
+        }
+    }
+    assert_eq!(pipes, 5, "{row:?}");
+}

@@ -13,9 +13,9 @@
 //!   must-mention string.
 //!
 //! Two ways to use it: [`GoldenModel`] in-process (one per scenario), and
-//! [`GoldenServer`], a loopback HTTP server speaking the Anthropic messages shape (and
-//! OpenAI chat completions) so the live targets' wire path is exercised; scenario `i`
-//! is served under `/s/<i>/`.
+//! [`GoldenServer`]: gauntlet-testserver on loopback, speaking the Anthropic messages
+//! shape (and OpenAI chat completions) so the live targets' wire path is exercised;
+//! scenario `i` is served under `/s/<i>/`.
 //!
 //! A test-only fault switch ([`GoldenScript::wrong`]) makes one scenario's script
 //! answer the opposite decision.
@@ -25,7 +25,8 @@ use crate::scenario::Scenario;
 use gauntlet_core::message::{ChatRequest, ChatResponse, Role, StopReason, ToolCall};
 use gauntlet_core::params::{ParamValue, Params, PluginSpec};
 use gauntlet_models::{BoxFuture, Model, ModelError};
-use serde_json::{Value, json};
+use gauntlet_testserver::{Action, Prompt, Responder, Script, ScriptedCall, TestServer};
+use serde_json::json;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -164,177 +165,46 @@ impl Model for GoldenModel {
     }
 }
 
-/// A loopback HTTP golden server; stops when dropped.
+/// The golden backend over loopback HTTP: gauntlet-testserver's [`TestServer`] (the one
+/// fake model server, with its request validation) with a responder answering scenario
+/// `i`'s script under `/s/<i>/`; stops when dropped.
 pub struct GoldenServer {
-    addr: SocketAddr,
-    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    server: TestServer,
 }
-
-type Scripts = Arc<Vec<GoldenScript>>;
 
 impl GoldenServer {
     /// Starts serving `scripts` on 127.0.0.1 (an ephemeral port). Must be called
     /// inside a tokio runtime.
     pub async fn start(scripts: Vec<GoldenScript>) -> std::io::Result<GoldenServer> {
-        use axum::routing::post;
-        let state: Scripts = Arc::new(scripts);
-        let app = axum::Router::new()
-            .route("/s/{idx}/v1/messages", post(anthropic))
-            .route("/s/{idx}/v1/chat/completions", post(openai))
-            .with_state(state);
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-        let addr = listener.local_addr()?;
-        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        tokio::spawn(async move {
-            let _ = axum::serve(listener, app)
-                .with_graceful_shutdown(async {
-                    let _ = rx.await;
-                })
-                .await;
+        let scripts = Arc::new(scripts);
+        let responder: Responder = Arc::new(move |p: &Prompt<'_>| {
+            let script = scripts.get(p.scope?)?;
+            Some(if p.tools_offered && !p.tool_result_present {
+                // Tool loop: first gather evidence, then answer.
+                Action::tool_calls(
+                    GOLDEN_TOOL_CALLS
+                        .iter()
+                        .enumerate()
+                        .map(|(i, n)| ScriptedCall::new(format!("toolu_golden_{i}"), *n, json!({})))
+                        .collect(),
+                )
+            } else {
+                Action::reply(script.reply(p.system))
+            })
         });
         Ok(GoldenServer {
-            addr,
-            shutdown: Some(tx),
+            server: TestServer::start_with_responder(Script::default(), responder).await?,
         })
     }
 
     /// The Anthropic base URL serving scenario `idx` (`{base}/v1/messages`).
     pub fn base_url(&self, idx: usize) -> String {
-        format!("http://{}/s/{idx}", self.addr)
+        format!("{}/s/{idx}", self.server.url())
     }
 
     pub fn addr(&self) -> SocketAddr {
-        self.addr
+        self.server.addr()
     }
-}
-
-impl Drop for GoldenServer {
-    fn drop(&mut self) {
-        if let Some(tx) = self.shutdown.take() {
-            let _ = tx.send(());
-        }
-    }
-}
-
-type Reply = (axum::http::StatusCode, axum::Json<Value>);
-
-fn bad(msg: &str) -> Reply {
-    (
-        axum::http::StatusCode::BAD_REQUEST,
-        axum::Json(
-            json!({"type": "error", "error": {"type": "invalid_request_error", "message": msg}}),
-        ),
-    )
-}
-
-fn script(state: &Scripts, idx: usize) -> Option<&GoldenScript> {
-    state.get(idx)
-}
-
-async fn anthropic(
-    axum::extract::State(state): axum::extract::State<Scripts>,
-    axum::extract::Path(idx): axum::extract::Path<usize>,
-    axum::Json(body): axum::Json<Value>,
-) -> Reply {
-    let Some(s) = script(&state, idx) else {
-        return bad("unknown scenario index");
-    };
-    if body.get("max_tokens").and_then(Value::as_u64).is_none() {
-        return bad("max_tokens is required");
-    }
-    let system = match body.get("system") {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(blocks)) => blocks
-            .iter()
-            .filter_map(|b| b.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
-    };
-    let has_tools = body
-        .get("tools")
-        .and_then(Value::as_array)
-        .is_some_and(|t| !t.is_empty());
-    let has_result = body
-        .get("messages")
-        .and_then(Value::as_array)
-        .is_some_and(|ms| {
-            ms.iter().any(|m| {
-                m.get("content")
-                    .and_then(Value::as_array)
-                    .is_some_and(|bs| {
-                        bs.iter()
-                            .any(|b| b.get("type").and_then(Value::as_str) == Some("tool_result"))
-                    })
-            })
-        });
-    if has_tools && !has_result {
-        let blocks: Vec<Value> = GOLDEN_TOOL_CALLS
-            .iter()
-            .enumerate()
-            .map(|(i, n)| json!({"type": "tool_use", "id": format!("toolu_golden_{i}"), "name": n, "input": {}}))
-            .collect();
-        return (
-            axum::http::StatusCode::OK,
-            axum::Json(json!({
-                "id": format!("msg_golden_{idx}"),
-                "type": "message",
-                "role": "assistant",
-                "model": body.get("model").cloned().unwrap_or(Value::Null),
-                "content": blocks,
-                "stop_reason": "tool_use",
-                "stop_sequence": null,
-                "usage": {"input_tokens": 1, "output_tokens": 1},
-            })),
-        );
-    }
-    let text = s.reply(&system);
-    let out = (text.len() / 4) as u64;
-    (
-        axum::http::StatusCode::OK,
-        axum::Json(json!({
-            "id": format!("msg_golden_{idx}"),
-            "type": "message",
-            "role": "assistant",
-            "model": body.get("model").cloned().unwrap_or(Value::Null),
-            "content": [{"type": "text", "text": text}],
-            "stop_reason": "end_turn",
-            "stop_sequence": null,
-            "usage": {"input_tokens": 1, "output_tokens": out},
-        })),
-    )
-}
-
-async fn openai(
-    axum::extract::State(state): axum::extract::State<Scripts>,
-    axum::extract::Path(idx): axum::extract::Path<usize>,
-    axum::Json(body): axum::Json<Value>,
-) -> Reply {
-    let Some(s) = script(&state, idx) else {
-        return bad("unknown scenario index");
-    };
-    let system = body
-        .get("messages")
-        .and_then(Value::as_array)
-        .map(|ms| {
-            ms.iter()
-                .filter(|m| m.get("role").and_then(Value::as_str) == Some("system"))
-                .filter_map(|m| m.get("content").and_then(Value::as_str))
-                .collect::<Vec<_>>()
-                .join("\n")
-        })
-        .unwrap_or_default();
-    let text = s.reply(&system);
-    (
-        axum::http::StatusCode::OK,
-        axum::Json(json!({
-            "id": format!("chatcmpl-golden-{idx}"),
-            "object": "chat.completion",
-            "model": body.get("model").cloned().unwrap_or(Value::Null),
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-        })),
-    )
 }
 
 #[cfg(test)]

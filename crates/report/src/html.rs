@@ -23,15 +23,34 @@ const MAIN_TEMPLATE: &str = include_str!("../templates/report.html");
 const BREADTH_TEMPLATE: &str = include_str!("../templates/breadth.html");
 const BREADTH_MARKER: &str =
     "{# @breadth: templates/breadth.html is spliced in here (html.rs) #}\n";
+/// The stylesheet every HTML page of gauntlet shares (the run report and
+/// [`crate::page`]'s pages), spliced in at each template's marker.
+const STYLE: &str = include_str!("../templates/style.html");
+const STYLE_MARKER: &str = "{# @style: templates/style.html is spliced in here (html.rs) #}\n";
 static TEMPLATE: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     assert!(
         MAIN_TEMPLATE.contains(BREADTH_MARKER),
         "report.html has the breadth marker"
     );
-    MAIN_TEMPLATE.replacen(BREADTH_MARKER, BREADTH_TEMPLATE, 1)
+    with_style(&MAIN_TEMPLATE.replacen(BREADTH_MARKER, BREADTH_TEMPLATE, 1))
 });
 
+/// `template` with the shared stylesheet spliced in at its marker.
+pub(crate) fn with_style(template: &str) -> String {
+    assert!(
+        template.contains(STYLE_MARKER),
+        "template has the style marker"
+    );
+    template.replacen(STYLE_MARKER, STYLE, 1)
+}
+
 fn environment() -> Environment<'static> {
+    environment_with(TEMPLATE_NAME, TEMPLATE.as_str())
+}
+
+/// The one minijinja environment every HTML page is rendered in: HTML auto-escaping for
+/// every template, undefined values an error, `template` registered as `name`.
+pub(crate) fn environment_with(name: &'static str, template: &'static str) -> Environment<'static> {
     let mut env = Environment::new();
     // Escape everything, whatever the template is called.
     env.set_auto_escape_callback(|_| AutoEscape::Html);
@@ -45,7 +64,7 @@ fn environment() -> Environment<'static> {
             .build()
             .expect("default delimiters are valid"),
     );
-    env.add_template(TEMPLATE_NAME, TEMPLATE.as_str())
+    env.add_template(name, template)
         .expect("the embedded report template parses");
     env
 }

@@ -6,6 +6,8 @@
 //! - [`render_html`]: a self-contained HTML report (inline CSS, no scripts, no external
 //!   resources, strict Content-Security-Policy);
 //! - [`write_reports`]: all three, written atomically into a directory;
+//! - [`page`]: pages built from blocks (headings, notes, tables, charts) in the same
+//!   look, CSP and escaping, for harnesses without a run summary (the agent exam);
 //! - [`charts`]: the inline SVG charts every renderer uses ([`run_charts`] for a run).
 //!
 //! Runs with attack-breadth results also get curves, per-transform effects and a
@@ -21,12 +23,14 @@ pub mod charts;
 mod html;
 mod judge_eval;
 mod markdown;
+pub mod page;
 mod view;
 mod write;
 
 use gauntlet_core::results::RunSummary;
 
 pub use breadth::{DEFAULT_GROUP_BY, ReportOptions, frameworks};
+pub use page::{Block, Page, render_page_html, render_page_markdown};
 pub use view::EXAMPLE_MAX_CHARS;
 pub use write::{
     HTML_FILE, LEADERBOARD_FILE, MARKDOWN_FILE, write_atomic, write_reports, write_reports_with,

@@ -213,7 +213,7 @@ fn create(
     let mut results = Vec::with_capacity(requests.len());
     for (i, (custom_id, body)) in requests.into_iter().enumerate() {
         let reply = (i < runs).then(|| {
-            answer(s, api, headers, body, 1).0.unwrap_or_else(|| {
+            answer(s, api, None, headers, body, 1).0.unwrap_or_else(|| {
                 reply_error(api, 500, "api_error", "the request hung inside the batch")
             })
         });

@@ -28,6 +28,12 @@
 //!   received ([`TestServer::requests`]; `GET /requests` without credentials), and tracks
 //!   requests in flight (so concurrency limits can be asserted).
 //!
+//! * a [`Responder`] ([`TestServer::start_with_responder`]) computes the action of
+//!   every request no rule matched from the request itself (its system prompt, whether
+//!   tools are offered or a tool result is present) and from a scope taken from the path:
+//!   `/s/<i>/v1/messages` and `/s/<i>/v1/chat/completions` are scope `i`. The agent
+//!   exam's golden backend over HTTP is this server with such a responder.
+//!
 //! It binds only to loopback (port 0 by default) and stops when its handle is dropped or
 //! [`TestServer::shutdown`] is awaited.
 
@@ -348,6 +354,7 @@ struct Inner {
 
 struct Shared {
     inner: Mutex<Inner>,
+    responder: Option<Responder>,
     batches: Mutex<batch::Store>,
     /// `http://127.0.0.1:PORT`.
     url: String,
@@ -376,6 +383,25 @@ impl Shared {
     }
 }
 
+/// What a [`Responder`] sees of one request.
+#[derive(Debug, Clone, Copy)]
+pub struct Prompt<'a> {
+    /// `i` of a `/s/<i>/v1/...` path; `None` on the plain paths (and in batches).
+    pub scope: Option<usize>,
+    pub api: Api,
+    /// The system prompt (Anthropic `system`, or the OpenAI system messages), joined
+    /// by newlines.
+    pub system: &'a str,
+    /// The request offers tools.
+    pub tools_offered: bool,
+    /// The conversation already holds a tool result.
+    pub tool_result_present: bool,
+}
+
+/// Computes the action of a request no rule matched; `None` answers 404 (e.g. an
+/// unknown scope).
+pub type Responder = Arc<dyn Fn(&Prompt<'_>) -> Option<Action> + Send + Sync>;
+
 /// A running server. Dropping it stops the server.
 pub struct TestServer {
     addr: SocketAddr,
@@ -392,6 +418,28 @@ impl TestServer {
 
     /// Starts on the given loopback address (non-loopback addresses are refused).
     pub async fn start_on(addr: SocketAddr, script: Script) -> std::io::Result<TestServer> {
+        Self::start_inner(addr, script, None).await
+    }
+
+    /// Starts on 127.0.0.1 (an OS-chosen port) with a [`Responder`] answering every
+    /// request no rule of `script` matched, on the plain and the scoped paths.
+    pub async fn start_with_responder(
+        script: Script,
+        responder: Responder,
+    ) -> std::io::Result<TestServer> {
+        Self::start_inner(
+            SocketAddr::from(([127, 0, 0, 1], 0)),
+            script,
+            Some(responder),
+        )
+        .await
+    }
+
+    async fn start_inner(
+        addr: SocketAddr,
+        script: Script,
+        responder: Option<Responder>,
+    ) -> std::io::Result<TestServer> {
         if !addr.ip().is_loopback() {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::InvalidInput,
@@ -408,6 +456,7 @@ impl TestServer {
                 stats: Stats::default(),
                 log: VecDeque::new(),
             }),
+            responder,
             batches: Mutex::new(batch::Store::default()),
             url: format!("http://{addr}"),
             seq: AtomicU64::new(0),
@@ -417,6 +466,8 @@ impl TestServer {
         let app = Router::new()
             .route("/v1/chat/completions", post(openai))
             .route("/v1/messages", post(anthropic))
+            .route("/s/{scope}/v1/chat/completions", post(openai_scoped))
+            .route("/s/{scope}/v1/messages", post(anthropic_scoped))
             .route("/health", get(|| async { "ok" }))
             .route("/stats", get(stats))
             .route("/requests", get(requests))
@@ -535,11 +586,29 @@ async fn requests(State(s): State<Arc<Shared>>) -> Response {
 }
 
 async fn openai(State(s): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
-    handle(s, Api::Openai, headers, body).await
+    handle(s, Api::Openai, None, headers, body).await
 }
 
 async fn anthropic(State(s): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
-    handle(s, Api::Anthropic, headers, body).await
+    handle(s, Api::Anthropic, None, headers, body).await
+}
+
+async fn openai_scoped(
+    State(s): State<Arc<Shared>>,
+    axum::extract::Path(scope): axum::extract::Path<usize>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    handle(s, Api::Openai, Some(scope), headers, body).await
+}
+
+async fn anthropic_scoped(
+    State(s): State<Arc<Shared>>,
+    axum::extract::Path(scope): axum::extract::Path<usize>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    handle(s, Api::Anthropic, Some(scope), headers, body).await
 }
 
 /// Decrements the in-flight count however the handler ends (including when the client
@@ -557,11 +626,17 @@ fn header_str(h: &HeaderMap, name: &str) -> Option<String> {
         .map(str::to_string)
 }
 
-async fn handle(s: Arc<Shared>, api: Api, headers: HeaderMap, raw: Bytes) -> Response {
+async fn handle(
+    s: Arc<Shared>,
+    api: Api,
+    scope: Option<usize>,
+    headers: HeaderMap,
+    raw: Bytes,
+) -> Response {
     let now_in_flight = s.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
     let _guard = InFlight(&s.in_flight);
     let body: Value = serde_json::from_slice(&raw).unwrap_or(Value::Null);
-    let (reply, latency) = answer(&s, api, &headers, body, now_in_flight);
+    let (reply, latency) = answer(&s, api, scope, &headers, body, now_in_flight);
     if latency > 0 {
         tokio::time::sleep(Duration::from_millis(latency)).await;
     }
@@ -605,6 +680,7 @@ fn reply_json(status: StatusCode, body: &str) -> Reply {
 pub(crate) fn answer(
     s: &Shared,
     api: Api,
+    scope: Option<usize>,
     headers: &HeaderMap,
     body: Value,
     now_in_flight: u64,
@@ -644,7 +720,10 @@ pub(crate) fn answer(
             g.fired[i] += 1;
             break;
         }
-        let (action, rule_latency) = chosen.unwrap_or((Action::Default, None));
+        let (action, rule_latency) = match chosen {
+            Some((a, l)) => (Some(a), l),
+            None => (None, None),
+        };
         (
             action,
             rule_latency.unwrap_or(g.script.latency_ms),
@@ -675,6 +754,28 @@ pub(crate) fn answer(
         );
     }
 
+    let decision = match (decision, &s.responder) {
+        (Some(a), _) => a,
+        (None, None) => Action::Default,
+        (None, Some(r)) => {
+            let system = system_text(api, &body);
+            r(&Prompt {
+                scope,
+                api,
+                system: &system,
+                tools_offered: body
+                    .get("tools")
+                    .and_then(Value::as_array)
+                    .is_some_and(|t| !t.is_empty()),
+                tool_result_present: has_tool_result(api, &body),
+            })
+            .unwrap_or(Action::Status {
+                code: 404,
+                retry_after: None,
+                body: None,
+            })
+        }
+    };
     let model = body
         .get("model")
         .and_then(Value::as_str)
@@ -864,6 +965,52 @@ fn conversation_text(api: Api, body: &Value) -> String {
         }
     }
     out.join("\n")
+}
+
+/// The system prompt of a request: Anthropic's `system` (a string or text blocks), or
+/// the OpenAI system messages, joined by newlines.
+fn system_text(api: Api, body: &Value) -> String {
+    let text = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    };
+    match api {
+        Api::Anthropic => body.get("system").map(text).unwrap_or_default(),
+        Api::Openai => body
+            .get("messages")
+            .and_then(Value::as_array)
+            .map(|ms| {
+                ms.iter()
+                    .filter(|m| m.get("role").and_then(Value::as_str) == Some("system"))
+                    .filter_map(|m| m.get("content").map(text))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            })
+            .unwrap_or_default(),
+    }
+}
+
+/// The conversation holds a tool result (an OpenAI `tool` message, an Anthropic
+/// `tool_result` block).
+fn has_tool_result(api: Api, body: &Value) -> bool {
+    let msgs = body.get("messages").and_then(Value::as_array);
+    msgs.is_some_and(|ms| {
+        ms.iter().any(|m| match api {
+            Api::Openai => m.get("role").and_then(Value::as_str) == Some("tool"),
+            Api::Anthropic => m
+                .get("content")
+                .and_then(Value::as_array)
+                .is_some_and(|bs| {
+                    bs.iter()
+                        .any(|b| b.get("type").and_then(Value::as_str) == Some("tool_result"))
+                }),
+        })
+    })
 }
 
 /// The checks a real API makes that matter for gauntlet's translation.

@@ -248,3 +248,80 @@ async fn the_binary_prints_its_address_and_serves() {
     assert_eq!(st, 200);
     assert!(body.contains("from the script file"), "{body}");
 }
+
+/// A responder answers what no rule matched, from the request's scope (`/s/<i>/`), its
+/// system prompt and its tool state, in both wire formats; rules still come first,
+/// requests are still validated and counted, and `None` answers 404.
+#[tokio::test]
+async fn a_responder_answers_per_scope_from_the_system_prompt() {
+    use gauntlet_testserver::{Prompt, Responder, Rule, ScriptedCall};
+    let responder: Responder = std::sync::Arc::new(|p: &Prompt<'_>| {
+        let scope = p.scope?;
+        if scope > 1 {
+            return None;
+        }
+        Some(if p.tools_offered && !p.tool_result_present {
+            Action::tool_calls(vec![ScriptedCall::new("call_0", "lookup", json!({}))])
+        } else {
+            Action::reply(format!("scope {scope} {:?} system [{}]", p.api, p.system))
+        })
+    });
+    let script = Script::default().rule(Rule::new(Action::status(503)).when_contains("boom"));
+    let s = TestServer::start_with_responder(script, responder)
+        .await
+        .unwrap();
+    let c = client();
+    let anthropic = |scope: usize, extra: Value| {
+        let mut b = json!({"model": "m", "max_tokens": 16, "system": [{"type": "text", "text": "SYS A"}],
+                           "messages": [{"role": "user", "content": "hi"}]});
+        b.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        (format!("{}/s/{scope}/v1/messages", s.url()), b)
+    };
+    let (u, b) = anthropic(1, json!({}));
+    let (st, _, body) = post(&c, u, b).await;
+    assert_eq!(st, 200, "{body}");
+    let v: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["content"][0]["text"], "scope 1 Anthropic system [SYS A]");
+    // Tools offered, no result yet: the responder's tool calls on the wire.
+    let (u, b) = anthropic(
+        0,
+        json!({"tools": [{"name": "lookup", "input_schema": {"type": "object"}}]}),
+    );
+    let (st, _, body) = post(&c, u, b).await;
+    assert_eq!(st, 200, "{body}");
+    let v: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["stop_reason"], "tool_use", "{v}");
+    assert_eq!(v["content"][0]["name"], "lookup");
+    // OpenAI on a scoped path; the system messages are the system prompt.
+    let (st, _, body) = post(
+        &c,
+        format!("{}/s/0/v1/chat/completions", s.url()),
+        json!({"model": "m", "messages": [{"role": "system", "content": "SYS O"}, {"role": "user", "content": "hi"}]}),
+    )
+    .await;
+    assert_eq!(st, 200, "{body}");
+    let v: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        v["choices"][0]["message"]["content"],
+        "scope 0 Openai system [SYS O]"
+    );
+    // A rule still comes first; an unknown scope is a 404; the plain paths have no scope.
+    let (u, mut b) = anthropic(0, json!({}));
+    b["messages"][0]["content"] = json!("boom");
+    assert_eq!(post(&c, u, b).await.0, 503);
+    let (u, b) = anthropic(7, json!({}));
+    assert_eq!(post(&c, u, b).await.0, 404);
+    assert_eq!(
+        post(&c, format!("{}/v1/messages", s.url()), chat("hi"))
+            .await
+            .0,
+        404
+    );
+    // Validated like the real API: no max_tokens is a 400 before the responder.
+    let (u, mut b) = anthropic(0, json!({}));
+    b.as_object_mut().unwrap().remove("max_tokens");
+    assert_eq!(post(&c, u, b).await.0, 400);
+    assert_eq!(s.stats().requests, 7);
+}

@@ -23,6 +23,7 @@ use crate::projection::{Baseline, Event, Finding};
 use std::sync::Arc;
 
 pub mod alert_signal;
+pub mod assemble;
 pub mod auth_failure_burst;
 pub mod config_drift;
 pub mod dependency_tamper;

@@ -1,0 +1,234 @@
+//! The exam's configuration and report types: the backend, options, progress events,
+//! `report.json`'s schema (HarnessReport and its parts), the outputs of a run, the
+//! errors and the notes every report carries.
+
+use super::*;
+
+/// Where replies come from.
+#[derive(Clone)]
+pub enum Backend {
+    /// Golden replies scripted from each scenario's expected outcome. `http`: served by
+    /// a loopback [`GoldenServer`] and reached through the `anthropic` target.
+    Golden { http: bool },
+    /// Real models, one per tier.
+    Real { models: TierModels, label: String },
+}
+
+/// What to run.
+#[derive(Clone)]
+pub struct ExamConfig {
+    pub backend: Backend,
+    /// Passes; ≤ 0 means 3.
+    pub passes: i64,
+    pub cascade: CascadeOptions,
+    /// Scenarios in flight at once.
+    pub concurrency: usize,
+    /// TEST-ONLY fault switch: the golden backend answers this scenario wrongly.
+    #[doc(hidden)]
+    pub golden_fault: Option<String>,
+    /// End-to-end mode (spec §9): after the agent passes, one end-to-end pass — the
+    /// reference detector fleet over each scenario's raw events, every finding triaged
+    /// by the same backend in the scenario's own store — reported as
+    /// `detect_fidelity`, apart from the agent pass rate.
+    pub e2e: bool,
+    /// End-to-end mode: per-detector, per-scenario time budget.
+    pub detector_timeout: std::time::Duration,
+    /// The exam was described by a file (`--config`): its identity hash is recorded in
+    /// report.json whatever the backend.
+    pub from_file: bool,
+    /// Real backends: the journaled call layer (resume, budget, usage and cost), opened
+    /// on the output directory ([`ExamCalls::open`]). `None`: calls go straight to the
+    /// models (the golden backend always does).
+    pub calls: Option<Arc<ExamCalls>>,
+}
+
+impl ExamConfig {
+    pub fn golden() -> ExamConfig {
+        ExamConfig {
+            backend: Backend::Golden { http: false },
+            passes: 3,
+            cascade: CascadeOptions::default(),
+            concurrency: 8,
+            golden_fault: None,
+            e2e: false,
+            detector_timeout: crate::detectors::fleet::DEFAULT_TIMEOUT,
+            from_file: false,
+            calls: None,
+        }
+    }
+
+    /// `e2e`, `golden` or `real` (the backend of an e2e run is in the report's
+    /// `backend`).
+    pub fn mode(&self) -> &'static str {
+        match self.backend {
+            _ if self.e2e => "e2e",
+            Backend::Golden { .. } => "golden",
+            Backend::Real { .. } => "real",
+        }
+    }
+}
+
+/// Per-scenario progress.
+#[derive(Debug, Clone)]
+pub struct Progress<'a> {
+    pub pass: usize,
+    pub passes: usize,
+    pub done: usize,
+    pub total: usize,
+    pub scenario_id: &'a str,
+    pub terminal_action: &'a str,
+    pub expected_action: &'a str,
+    pub model_calls: usize,
+    pub pass_ok: bool,
+}
+
+pub type ProgressFn = Arc<dyn Fn(&Progress<'_>) + Send + Sync>;
+
+/// pass^N: scenarios passing in every pass, over the scenarios graded (never
+/// fail-safe) in every pass.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PassAllRuns {
+    pub passes: usize,
+    pub scenarios: usize,
+    pub total: usize,
+    /// `null` when no scenario was graded in every pass.
+    pub rate: Option<f64>,
+}
+
+/// Scenario runs (scenarios × passes) by what decided them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DecidedCounts {
+    pub model: usize,
+    pub floor: usize,
+    /// The fail-safe after a failed or unparseable model call: outside every rate.
+    pub fail_safe: usize,
+}
+
+/// `report.json`: mallcop's `HarnessReport` fields, then ours.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HarnessReport {
+    pub mode: String,
+    pub corpus_count: usize,
+    pub corpus_sha256: String,
+    pub runs: Vec<RunResult>,
+    /// Median over the passes that have a rate; `null` (reason in `na_reasons`) when
+    /// none has: every scenario of every pass was decided by the fail-safe.
+    pub median_pass_rate: Option<f64>,
+    pub noise_band_pp: f64,
+    pub runs_within_band: bool,
+    pub classifier: ClassifierSummary,
+    pub median_recall_rate: Option<f64>,
+    pub median_precision_rate: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detect_fidelity: Option<serde_json::Value>,
+    pub note: String,
+    // --- beyond the original ---
+    /// Wilson 95% interval of the median pass rate (n = scenarios).
+    pub pass_rate_ci95: Option<Interval>,
+    pub recall_ci95: Option<Interval>,
+    pub precision_ci95: Option<Interval>,
+    pub pass_all_runs: PassAllRuns,
+    /// Scenario runs by what decided them; only `model` and `floor` ones are in the
+    /// rates.
+    pub decided_by: DecidedCounts,
+    /// Why a median rate is `null`.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub na_reasons: std::collections::BTreeMap<String, String>,
+    /// The backend: `golden`, `golden-http`, or the real target's label.
+    pub backend: String,
+    pub consensus: usize,
+    /// The investigate tier drove the tools itself (`--tool-loop`).
+    pub tool_loop: bool,
+    pub model_calls: usize,
+    pub model_errors: usize,
+    pub harness_version: String,
+    // --- real mode on the call layer (absent otherwise) ---
+    /// `budget` when the query budget ran out: the scenarios in `not_run` were not
+    /// decided and are in no count or rate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partial: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_run: Vec<NotRun>,
+    /// End-to-end mode: why the end-to-end pass (and so `detect_fidelity`) is missing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub e2e_not_run: Option<String>,
+    /// Token usage and cost per tier (journal hits included: identical on a rerun).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<ExamUsage>,
+    /// sha256 of the exam's canonical identity (`exam.json`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exam_config_sha256: Option<String>,
+}
+
+/// A scenario run the budget did not allow.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NotRun {
+    pub pass: usize,
+    pub scenario_id: String,
+}
+
+/// A finished exam: the report and every transcript (`[pass][scenario]`).
+pub struct ExamOutput {
+    pub report: HarnessReport,
+    pub transcripts: Vec<Vec<Vec<TranscriptEntry>>>,
+    /// End-to-end mode: the fidelity block and each scenario's triage transcripts.
+    pub e2e: Option<E2eOutput>,
+    /// Wall-clock figures, written to `timings.json` (never into `report.json`, which
+    /// is byte-identical across reruns of a deterministic backend).
+    pub timings: Timings,
+    /// Real mode on the call layer: what this session did (calls made, journal hits).
+    pub session: Option<SessionStats>,
+}
+
+/// The end-to-end pass of an exam.
+pub struct E2eOutput {
+    pub fidelity: DetectFidelity,
+    /// Per scenario (corpus order): each fleet finding's triage transcript.
+    pub transcripts: Vec<Vec<FindingTranscript>>,
+}
+
+/// The cascade transcript of one fleet finding (`e2e/<id>.transcript.json`).
+#[derive(Debug, Clone, Serialize)]
+pub struct FindingTranscript {
+    pub finding_id: String,
+    pub family: String,
+    pub actor: String,
+    pub transcript: Vec<TranscriptEntry>,
+}
+
+/// `timings.json`: wall-clock milliseconds per scenario and pass, kept apart from the
+/// deterministic artefacts.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Timings {
+    pub note: &'static str,
+    /// `passes[i][scenario_id]`: the cascade's wall time in pass `i`.
+    pub passes: Vec<std::collections::BTreeMap<String, u64>>,
+    /// End-to-end mode: fleet plus every finding's cascade, per scenario.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub e2e: std::collections::BTreeMap<String, u64>,
+    pub total_millis: u64,
+}
+
+pub(super) const TIMINGS_NOTE: &str = "Wall-clock milliseconds. They vary from run to run, so they live here and not in report.json or run-<i>/<id>.json.";
+
+/// The note of the `detect_fidelity` block (also shown in the human output).
+pub const E2E_NOTE: &str = "END-TO-END MODE: detect_fidelity measures the detector fleet and the whole pipeline (events → detectors → findings → cascade → resolutions). It is reported on its own and is NEVER folded into the agent pass rate, which still comes from the hand-written findings.";
+
+/// Why an exam could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum ExamError {
+    #[error("golden backend: {0}")]
+    Golden(String),
+    #[error("fault switch names unknown scenario `{0}`")]
+    UnknownFaultScenario(String),
+    /// A configuration error (401/403, a journal that cannot be written) stopped every
+    /// model call: no report is written (it would be all fail-safe verdicts), and the
+    /// finished calls are in the journal for the rerun.
+    #[error(
+        "the exam stopped: {0}; no report was written. Fix the cause and rerun into the same --out: finished calls are replayed from the journal"
+    )]
+    Halted(String),
+}
+
+pub const GOLDEN_NOTE: &str = "GOLDEN MODE IS A PIPELINE CHECK, NOT AN ACCURACY NUMBER. Every model reply was scripted from the scenario's own expected outcome, so a 100% pass rate only shows that the corpus loader, the cascade wiring, the verdict parser and the grader work; a failure here is a harness bug. Agent accuracy comes only from a real-mode run.";
+pub const REAL_NOTE: &str = "Real mode: the model under test decided every non-floor verdict (floor-routed findings escalate with zero model calls and are graded honestly), except where a model call failed or its reply could not be parsed: the cascade then escalated by default, and those scenarios (decided_by: fail_safe) are excluded from every rate and counted beside them. median_pass_rate BLENDS missed attacks and false alarms: read median_recall_rate (attacks escalated) and median_precision_rate (benign findings resolved) for the split. chain_action is the only gating axis; the other axes are reported only.";

@@ -1,0 +1,176 @@
+//! From graded passes to `report.json`: medians, rates with Wilson intervals, the
+//! decided-by counts, pass^N, and the report assembled from its head and passes (a
+//! run's and a merge's).
+
+use super::*;
+
+/// The median of the passes' values that exist (`None` when none does).
+pub fn median_of(values: impl Iterator<Item = Option<f64>>) -> Option<f64> {
+    let v: Vec<f64> = values.flatten().collect();
+    (!v.is_empty()).then(|| median(&v))
+}
+
+/// The median of per-pass population sizes, rounded down: the `n` of the Wilson
+/// interval of a median rate (every pass has the same n when nothing errored).
+pub(super) fn median_n(values: impl Iterator<Item = usize>) -> usize {
+    let v: Vec<f64> = values.map(|n| n as f64).collect();
+    median(&v).floor() as usize
+}
+
+pub(super) fn summarise(
+    corpus: &Corpus,
+    cfg: &ExamConfig,
+    backend: &str,
+    runs: Vec<RunResult>,
+    transcripts: &[Vec<Vec<TranscriptEntry>>],
+) -> HarnessReport {
+    let calls = transcripts.iter().flatten().map(Vec::len).sum();
+    let errors = transcripts
+        .iter()
+        .flatten()
+        .flatten()
+        .filter(|e| !e.err.is_empty())
+        .count();
+    let head = ReportHead {
+        mode: cfg.mode().to_string(),
+        corpus_count: corpus.count,
+        corpus_sha256: corpus.digest.clone(),
+        note: match cfg.backend {
+            Backend::Golden { .. } => GOLDEN_NOTE.to_string(),
+            Backend::Real { .. } => REAL_NOTE.to_string(),
+        },
+        backend: backend.to_string(),
+        consensus: cfg.cascade.consensus,
+        tool_loop: cfg.cascade.tool_loop,
+    };
+    assemble_report(head, runs, calls, errors)
+}
+
+/// What a report says about the exam itself, apart from its scenario runs.
+pub struct ReportHead {
+    pub mode: String,
+    pub corpus_count: usize,
+    pub corpus_sha256: String,
+    pub note: String,
+    pub backend: String,
+    pub consensus: usize,
+    pub tool_loop: bool,
+}
+
+impl ReportHead {
+    /// The head of an existing report (a shard's, for a merge).
+    pub fn of(r: &HarnessReport) -> ReportHead {
+        ReportHead {
+            mode: r.mode.clone(),
+            corpus_count: r.corpus_count,
+            corpus_sha256: r.corpus_sha256.clone(),
+            note: r.note.clone(),
+            backend: r.backend.clone(),
+            consensus: r.consensus,
+            tool_loop: r.tool_loop,
+        }
+    }
+}
+
+/// The report's numbers from the passes' results (every pass in pass order, each in
+/// corpus order) and the model calls and failed calls of their transcripts: the one
+/// summary path of an exam and of a merge of its shards.
+pub fn assemble_report(
+    head: ReportHead,
+    runs: Vec<RunResult>,
+    calls: usize,
+    errors: usize,
+) -> HarnessReport {
+    let rates: Vec<f64> = runs.iter().filter_map(|r| r.pass_rate).collect();
+    let median_pass_rate = median_of(runs.iter().map(|r| r.pass_rate));
+    let median_recall_rate = median_of(runs.iter().map(|r| r.recall_rate));
+    let median_precision_rate = median_of(runs.iter().map(|r| r.precision_rate));
+    let fail_safe: usize = runs.iter().map(|r| r.fail_safe).sum();
+    let mut na_reasons = std::collections::BTreeMap::new();
+    for (name, v, what) in [
+        ("median_pass_rate", median_pass_rate, "scenario"),
+        ("median_recall_rate", median_recall_rate, "attack scenario"),
+        (
+            "median_precision_rate",
+            median_precision_rate,
+            "benign scenario",
+        ),
+    ] {
+        if v.is_none() {
+            na_reasons.insert(
+                name.to_string(),
+                format!("in no pass: {}", crate::grade::na_reason(what, fail_safe)),
+            );
+        }
+    }
+    let graded = median_n(runs.iter().map(|r| r.graded));
+    let attacks = median_n(runs.iter().map(|r| r.attacks));
+    let benigns = median_n(runs.iter().map(|r| r.benigns));
+    let wilson = |rate: Option<f64>, n: usize| rate.and_then(|x| wilson95(x * n as f64, n));
+    // By scenario id: a budget-cut exam may lack a scenario in some pass (not run).
+    let by_id: Vec<std::collections::HashMap<&str, &crate::grade::ScenarioResult>> = runs
+        .iter()
+        .map(|r| {
+            r.results
+                .iter()
+                .map(|x| (x.scenario_id.as_str(), x))
+                .collect()
+        })
+        .collect();
+    let ids: Vec<&str> = runs
+        .first()
+        .map(|r| r.results.iter().map(|x| x.scenario_id.as_str()).collect())
+        .unwrap_or_default();
+    let always_graded: Vec<&str> = ids
+        .into_iter()
+        .filter(|id| by_id.iter().all(|m| m.get(id).is_some_and(|x| x.graded())))
+        .collect();
+    let all = always_graded
+        .iter()
+        .filter(|id| by_id.iter().all(|m| m.get(*id).is_some_and(|x| x.pass)))
+        .count();
+    let mut decided_by = DecidedCounts::default();
+    for x in runs.iter().flat_map(|r| &r.results) {
+        match x.decided_by {
+            crate::cascade::DecidedBy::Model => decided_by.model += 1,
+            crate::cascade::DecidedBy::Floor => decided_by.floor += 1,
+            crate::cascade::DecidedBy::FailSafe => decided_by.fail_safe += 1,
+        }
+    }
+    HarnessReport {
+        mode: head.mode,
+        corpus_count: head.corpus_count,
+        corpus_sha256: head.corpus_sha256,
+        median_pass_rate,
+        noise_band_pp: NOISE_BAND_PP,
+        runs_within_band: within_band(&rates),
+        classifier: classify(&runs),
+        median_recall_rate,
+        median_precision_rate,
+        detect_fidelity: None,
+        note: head.note,
+        pass_rate_ci95: wilson(median_pass_rate, graded),
+        recall_ci95: wilson(median_recall_rate, attacks),
+        precision_ci95: wilson(median_precision_rate, benigns),
+        pass_all_runs: PassAllRuns {
+            passes: runs.len(),
+            scenarios: all,
+            total: always_graded.len(),
+            rate: (!always_graded.is_empty()).then(|| all as f64 / always_graded.len() as f64),
+        },
+        decided_by,
+        na_reasons,
+        backend: head.backend,
+        consensus: head.consensus,
+        tool_loop: head.tool_loop,
+        model_calls: calls,
+        model_errors: errors,
+        harness_version: gauntlet_core::HARNESS_VERSION.to_string(),
+        runs,
+        partial: None,
+        not_run: Vec::new(),
+        e2e_not_run: None,
+        usage: None,
+        exam_config_sha256: None,
+    }
+}

@@ -1,0 +1,220 @@
+//! Writing the artefacts, each atomically (`gauntlet_core::atomic`), report.json last;
+//! scenario ids as file names; the leaderboard rows.
+
+use super::*;
+
+// ---------------------------------------------------------------- artefacts
+
+/// A scenario id as a file name, injectively: `[A-Za-z0-9._-]` are kept, every other
+/// byte (and a leading `.`) is written `%XX`, so distinct ids never share a file
+/// (`ZZ-a/b` → `ZZ-a%2Fb`, `ZZ-a_b` → `ZZ-a_b`, `ZZ-a?b` → `ZZ-a%3Fb`) and an id already
+/// made of safe characters is its own name. A name that would exceed
+/// [`MAX_STEM_BYTES`] keeps a prefix and ends in `~` and the id's full sha256 (`~`
+/// never appears otherwise, so these cannot meet an escaped name).
+pub fn file_stem(id: &str) -> String {
+    let mut s = String::with_capacity(id.len());
+    for (i, b) in id.bytes().enumerate() {
+        let safe = b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-') || (b == b'.' && i > 0);
+        if safe {
+            s.push(b as char);
+        } else {
+            let _ = write!(s, "%{b:02X}");
+        }
+    }
+    if s.is_empty() {
+        s.push('%');
+    }
+    if s.len() > MAX_STEM_BYTES {
+        let digest = gauntlet_core::hash::sha256_hex(id.as_bytes());
+        s.truncate(MAX_STEM_BYTES - 65);
+        s.push('~');
+        s.push_str(&digest);
+    }
+    s
+}
+
+/// The longest file stem [`file_stem`] produces (file names stay under 255 bytes with
+/// the `.transcript.json` suffix).
+pub const MAX_STEM_BYTES: usize = 200;
+
+pub(super) fn io_named(path: &Path, e: std::io::Error) -> std::io::Error {
+    std::io::Error::new(e.kind(), format!("cannot write {}: {e}", path.display()))
+}
+
+/// Writes every artefact under `out`, each atomically (a temporary file renamed into
+/// place, so a failed write leaves the previous file intact) and `report.json` last, so
+/// a new `report.json` means every file it indexes is new too. Only `report.json` is
+/// flushed to disk (one flush per file would dominate the exam's wall time). Returns the number of
+/// (agent-pass) transcript files. Errors name the file. Everything but `timings.json` is
+/// a function of the corpus, the backend's replies and the options: byte-identical
+/// across reruns of a deterministic backend.
+pub fn write_artifacts(out: &Path, o: &ExamOutput) -> std::io::Result<usize> {
+    let mkdir = |d: &Path| std::fs::create_dir_all(d).map_err(|e| io_named(d, e));
+    mkdir(out)?;
+    // Every file is renamed into place; only report.json, the index written last, is
+    // also flushed to disk (a flush costs milliseconds on a busy disk, and there are
+    // hundreds of per-scenario files).
+    let json = |p: &Path, v: &dyn erased::Ser| -> std::io::Result<Vec<u8>> {
+        let mut b = v.to_json().map_err(|e| io_named(p, e))?;
+        b.push(b'\n');
+        Ok(b)
+    };
+    let item = |p: &Path, v: &dyn erased::Ser| {
+        gauntlet_core::atomic::write_atomic_unflushed_named(p, &json(p, v)?)
+    };
+    let mut n = 0;
+    for (run, ts) in o.report.runs.iter().zip(&o.transcripts) {
+        let dir = out.join(format!("run-{}", run.index));
+        mkdir(&dir)?;
+        for (r, t) in run.results.iter().zip(ts) {
+            let stem = file_stem(&r.scenario_id);
+            item(&dir.join(format!("{stem}.json")), r)?;
+            item(&dir.join(format!("{stem}.transcript.json")), t)?;
+            n += 1;
+        }
+    }
+    if let Some(e) = &o.e2e {
+        let dir = out.join("e2e");
+        mkdir(&dir)?;
+        for (row, ts) in e.fidelity.rows.iter().zip(&e.transcripts) {
+            let stem = file_stem(&row.id);
+            item(&dir.join(format!("{stem}.json")), row)?;
+            item(&dir.join(format!("{stem}.transcript.json")), ts)?;
+        }
+    }
+    item(&out.join("timings.json"), &o.timings)?;
+    write_report_files(out, &o.report)?;
+    Ok(n)
+}
+
+/// The files rendered from the report — report.md, report.html, leaderboard.json,
+/// classifier.json — then report.json itself, last (a run's and a merge's).
+pub fn write_report_files(out: &Path, report: &HarnessReport) -> std::io::Result<()> {
+    let json = |p: &Path, v: &dyn erased::Ser| -> std::io::Result<Vec<u8>> {
+        let mut b = v.to_json().map_err(|e| io_named(p, e))?;
+        b.push(b'\n');
+        Ok(b)
+    };
+    let item = |p: &Path, v: &dyn erased::Ser| {
+        gauntlet_core::atomic::write_atomic_unflushed_named(p, &json(p, v)?)
+    };
+    let text =
+        |p: &Path, s: String| gauntlet_core::atomic::write_atomic_unflushed_named(p, s.as_bytes());
+    text(&out.join("report.md"), render_markdown(report))?;
+    text(&out.join("report.html"), render_html(report))?;
+    item(&out.join("leaderboard.json"), &leaderboard(out, report))?;
+    item(&out.join("classifier.json"), &report.classifier)?;
+    gauntlet_core::atomic::write_atomic_named(
+        &out.join("report.json"),
+        &json(&out.join("report.json"), report)?,
+    )
+}
+
+mod erased {
+    pub trait Ser {
+        fn to_json(&self) -> std::io::Result<Vec<u8>>;
+    }
+    impl<T: serde::Serialize> Ser for T {
+        fn to_json(&self) -> std::io::Result<Vec<u8>> {
+            serde_json::to_vec_pretty(self).map_err(std::io::Error::other)
+        }
+    }
+}
+
+/// Leaderboard rows (pass rate, recall, precision) with provenance; the corpus digest
+/// is the dataset version.
+pub fn leaderboard(out: &Path, r: &HarnessReport) -> Vec<LeaderboardRow> {
+    let run_id = out
+        .file_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "exam".into());
+    let total = median_n(r.runs.iter().map(|x| x.graded)) as u64;
+    let att = median_n(r.runs.iter().map(|x| x.attacks)) as u64;
+    let ben = median_n(r.runs.iter().map(|x| x.benigns)) as u64;
+    let row = |metric: &str, value: Option<f64>, ci: Option<Interval>, n: u64| LeaderboardRow {
+        run_id: run_id.clone(),
+        attack: "agent-exam".into(),
+        target: r.backend.clone(),
+        dataset: "exam-corpus".into(),
+        dataset_version: r.corpus_sha256.clone(),
+        judge: "chain_action".into(),
+        metric: metric.into(),
+        metric_params: serde_json::Map::new(),
+        value,
+        ci_low: ci.map(|c| c.low),
+        ci_high: ci.map(|c| c.high),
+        n,
+        na_reason: r.na_reasons.get(metric).cloned(),
+        ci_method: ci.map(|_| gauntlet_core::results::CiMethod::Wilson),
+        corrected: None,
+        judge_measures:
+            "the cascade's terminal action matched the scenario's expected chain_action".into(),
+        attempts: r.model_calls as u64,
+        errors: r.model_errors as u64,
+        seed: 0,
+        harness_version: r.harness_version.clone(),
+        status: match &r.partial {
+            Some(p) => format!("partial: {p} ({} mode)", r.mode),
+            None => format!("complete ({} mode)", r.mode),
+        },
+    };
+    vec![
+        row(
+            "median_pass_rate",
+            r.median_pass_rate,
+            r.pass_rate_ci95,
+            total,
+        ),
+        row(
+            "median_recall_rate",
+            r.median_recall_rate,
+            r.recall_ci95,
+            att,
+        ),
+        row(
+            "median_precision_rate",
+            r.median_precision_rate,
+            r.precision_ci95,
+            ben,
+        ),
+    ]
+}
+
+/// The default output directory.
+pub fn default_out_dir() -> PathBuf {
+    PathBuf::from("exam-out")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn file_stems_of_ids_that_used_to_collide_differ() {
+        assert_eq!(file_stem("ZZ-a_b"), "ZZ-a_b");
+        assert_eq!(file_stem("ZZ-a/b"), "ZZ-a%2Fb");
+        assert_eq!(file_stem("ZZ-a?b"), "ZZ-a%3Fb");
+        assert_eq!(file_stem(".hidden"), "%2Ehidden");
+        assert_eq!(file_stem("a%b"), "a%25b");
+        assert_eq!(file_stem(""), "%");
+        assert_eq!(file_stem("é"), "%C3%A9");
+        let long = "x/".repeat(300);
+        let s = file_stem(&long);
+        assert!(s.len() <= MAX_STEM_BYTES && s.contains('~'), "{s}");
+    }
+
+    proptest! {
+        /// Distinct ids never share a file name, and names are safe path components.
+        #[test]
+        fn file_stem_is_injective_and_safe(a in ".{0,300}", b in ".{0,300}") {
+            let (sa, sb) = (file_stem(&a), file_stem(&b));
+            prop_assert!(sa.len() <= MAX_STEM_BYTES);
+            prop_assert!(!sa.starts_with('.'));
+            prop_assert!(sa.bytes().all(|c| c.is_ascii_alphanumeric() || b"._-%~".contains(&c)));
+            if a != b {
+                prop_assert_ne!(sa, sb);
+            }
+        }
+    }
+}
