@@ -491,7 +491,10 @@ mod tests {
         Manifest::verify(dir.path()).unwrap();
         std::fs::write(dir.path().join("results.json"), b"{\"a\":2}\n").unwrap();
         let e = Manifest::verify(dir.path()).unwrap_err();
-        assert!(e.contains("is not the file the run wrote") && e.contains("sha256 "), "{e}");
+        assert!(
+            e.contains("is not the file the run wrote") && e.contains("sha256 "),
+            "{e}"
+        );
         // A version 2 manifest records BLAKE3 and names it when a file changed.
         let mut m = Manifest::new("r", "complete");
         m.record_file(dir.path(), "results.json").unwrap();
