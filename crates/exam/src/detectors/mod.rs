@@ -41,6 +41,7 @@ pub mod new_actor;
 pub mod new_external_access;
 pub mod priv_escalation;
 pub mod rate_anomaly;
+pub mod report_text;
 pub mod sandbox;
 pub mod secrets_exposure;
 pub mod synthetic_marker;
