@@ -51,12 +51,14 @@ fn no_transparent_huge_pages() {
 const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
 /// Has mimalloc return freed memory to the OS after 1 ms instead of its default 1 s
-/// (10 s for whole arenas): a run frees a dataset's parse buffers and every attempt's
-/// strings as it goes, and with the default they stayed resident to the end (the
-/// 1M-attempt offline run peaked at 68 MiB instead of 60; CPU unchanged, BENCHMARKS.md).
+/// (10 s for whole arenas), for `run` and `merge`: a run frees a dataset's parse buffers
+/// and every attempt's strings as it goes, and with the default they stayed resident to
+/// the end (the 1M-attempt offline run peaked at 68 MiB instead of 62). The exams keep
+/// the default: the detect exam frees per scenario on many threads, and prompt purging
+/// cost it 10–13% of its throughput (BENCHMARKS.md, "Memory").
 fn prompt_purge() {
     // SAFETY: an integer option setter with no pointer arguments. mimalloc documents it
-    // as not thread safe; this runs first thing in `main`, before any thread is spawned.
+    // as not thread safe; `main` calls it before any thread is spawned.
     unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 1) };
 }
 
@@ -216,9 +218,11 @@ fn exit_quietly_when_stdout_closes() {
 
 fn main() -> ExitCode {
     no_transparent_huge_pages();
-    prompt_purge();
     exit_quietly_when_stdout_closes();
     let cli = Cli::parse();
+    if matches!(cli.command, Command::Run { .. } | Command::Merge(_)) {
+        prompt_purge();
+    }
     match cli.command {
         // The exams keep their own exit statuses (see their modules).
         Command::Exam(a) => exam_cmd::exam(a),
