@@ -138,6 +138,18 @@ pub(crate) struct Store {
     pub(crate) log: Vec<BatchRecord>,
 }
 
+impl Store {
+    /// The batch `id` of `api` (see [`no_batch`] for the reply when there is none).
+    fn batch(&mut self, api: Api, id: &str) -> Option<&mut Batch> {
+        self.batches.get_mut(id).filter(|b| b.api == api)
+    }
+}
+
+/// The API's 404 reply for a batch it does not hold.
+fn no_batch(api: Api, id: &str) -> Response {
+    error(api, 404, &format!("no batch `{id}`"))
+}
+
 fn json_reply(status: StatusCode, v: &Value) -> Response {
     (
         status,
@@ -620,8 +632,8 @@ pub(crate) async fn openai_get(
         return r;
     }
     let mut st = s.batches();
-    let Some(b) = st.batches.get_mut(&id).filter(|b| b.api == Api::Openai) else {
-        return error(Api::Openai, 404, &format!("no batch `{id}`"));
+    let Some(b) = st.batch(Api::Openai, &id) else {
+        return no_batch(Api::Openai, &id);
     };
     b.polls += 1;
     let obj = openai_object(&mut st, &id);
@@ -637,8 +649,8 @@ pub(crate) async fn openai_cancel(
         return r;
     }
     let mut st = s.batches();
-    let Some(b) = st.batches.get_mut(&id).filter(|b| b.api == Api::Openai) else {
-        return error(Api::Openai, 404, &format!("no batch `{id}`"));
+    let Some(b) = st.batch(Api::Openai, &id) else {
+        return no_batch(Api::Openai, &id);
     };
     request_cancel(b);
     let obj = openai_object(&mut st, &id);
@@ -748,8 +760,8 @@ pub(crate) async fn anthropic_get(
         return r;
     }
     let mut st = s.batches();
-    let Some(b) = st.batches.get_mut(&id).filter(|b| b.api == Api::Anthropic) else {
-        return error(Api::Anthropic, 404, &format!("no batch `{id}`"));
+    let Some(b) = st.batch(Api::Anthropic, &id) else {
+        return no_batch(Api::Anthropic, &id);
     };
     b.polls += 1;
     json_reply(StatusCode::OK, &anthropic_object(&s.url(), &id, b))
@@ -764,8 +776,8 @@ pub(crate) async fn anthropic_cancel(
         return r;
     }
     let mut st = s.batches();
-    let Some(b) = st.batches.get_mut(&id).filter(|b| b.api == Api::Anthropic) else {
-        return error(Api::Anthropic, 404, &format!("no batch `{id}`"));
+    let Some(b) = st.batch(Api::Anthropic, &id) else {
+        return no_batch(Api::Anthropic, &id);
     };
     request_cancel(b);
     json_reply(StatusCode::OK, &anthropic_object(&s.url(), &id, b))
@@ -779,9 +791,9 @@ pub(crate) async fn anthropic_results(
     if let Some(r) = unauthorized(&s, Api::Anthropic, &headers) {
         return r;
     }
-    let st = s.batches();
-    let Some(b) = st.batches.get(&id).filter(|b| b.api == Api::Anthropic) else {
-        return error(Api::Anthropic, 404, &format!("no batch `{id}`"));
+    let mut st = s.batches();
+    let Some(b) = st.batch(Api::Anthropic, &id) else {
+        return no_batch(Api::Anthropic, &id);
     };
     if !(ended(b) && b.polls > 0) {
         return error(
