@@ -14,16 +14,14 @@
 //! without repeating a finished call and writes identical artefacts.
 
 use crate::error::CliError;
+use crate::progress::{self, ExamProgress};
 use crate::{exam_print, exam_shard};
 use clap::{Args, ValueEnum};
-use gauntlet_core::terminal::{safe, safe_text};
-use gauntlet_exam::exam::{ExamOutput, Progress, run_exam_units, write_artifacts};
+use gauntlet_core::terminal::safe_text;
+use gauntlet_exam::exam::{ExamOutput, run_exam_units, write_artifacts};
 use gauntlet_exam::exam_file::ExamMode;
 use gauntlet_exam::settings::{ExamRequest, ExamSettings};
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 /// How the exam's errors are reported (`gauntlet exam: <message>`).
 const EXAM: &str = "gauntlet exam";
@@ -205,10 +203,14 @@ pub fn exam(a: ExamArgs) -> Result<(), CliError> {
     s.open_calls(&out_dir, &mut notes).map_err(invalid)?;
     say(&notes);
     let passes = s.passes();
-    let progress = (!a.quiet).then(|| progress_fn(passes * s.corpus.scenarios.len()));
     let owned = a
         .shard
         .map(|shard| exam_shard::owned(&s.corpus, passes, shard));
+    let units = owned
+        .as_ref()
+        .map_or(passes * s.corpus.scenarios.len(), |o| {
+            o.iter().filter(|&&mine| mine).count()
+        });
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -218,17 +220,16 @@ pub fn exam(a: ExamArgs) -> Result<(), CliError> {
             .and_then(|()| exam_shard::begin(&out_dir))
             .map_err(|e| failed(format!("{}: {e}", out_dir.display())))?;
     }
-    let out = rt
-        .block_on(run_exam_units(
-            &s.corpus,
-            &s.config,
-            progress.as_ref().map(|(f, _)| f.clone()),
-            owned.as_deref(),
-        ))
-        .map_err(invalid)?;
-    if let Some((_, Some(bar))) = &progress {
-        bar.finish_and_clear();
-    }
+    let display = progress::for_terminal(a.quiet, "scenarios");
+    let progress = ExamProgress::start(display, &s.config, units);
+    let run = rt.block_on(progress.ticking(run_exam_units(
+        &s.corpus,
+        &s.config,
+        Some(progress.on_scenario()),
+        owned.as_deref(),
+    )));
+    progress.finish();
+    let out = run.map_err(invalid)?;
     write_artifacts(&out_dir, &out).map_err(|e| {
         let report = out_dir.join("report.json");
         failed(format!("{e}; {} was not replaced", report.display()))
@@ -291,48 +292,4 @@ fn outcome(out: &ExamOutput, out_dir: &Path) -> Result<(), CliError> {
         return Err(CliError::BudgetSpent);
     }
     Ok(())
-}
-
-type Bar = Option<ProgressBar>;
-
-fn progress_fn(total: usize) -> (gauntlet_exam::exam::ProgressFn, Bar) {
-    if std::io::stderr().is_terminal() {
-        let bar = ProgressBar::with_draw_target(
-            Some(total as u64),
-            ProgressDrawTarget::stderr_with_hz(8),
-        );
-        bar.set_style(
-            ProgressStyle::with_template("{bar:30} {pos}/{len} scenarios  {msg}")
-                .expect("static template"),
-        );
-        let b = bar.clone();
-        let f = Arc::new(move |p: &Progress<'_>| {
-            b.inc(1);
-            b.set_message(format!(
-                "pass {}/{} {} {}",
-                p.pass + 1,
-                p.passes,
-                safe(p.scenario_id),
-                if p.pass_ok { "PASS" } else { "FAIL" }
-            ));
-        });
-        (f, Some(bar))
-    } else {
-        let f = Arc::new(|p: &Progress<'_>| {
-            let line = format!(
-                "[pass {}/{}] {:>4}/{} {} -> {} (expected {}, {} call(s)) {}",
-                p.pass + 1,
-                p.passes,
-                p.done,
-                p.total,
-                p.scenario_id,
-                p.terminal_action,
-                p.expected_action,
-                p.model_calls,
-                if p.pass_ok { "PASS" } else { "FAIL" }
-            );
-            eprintln!("{}", safe(&line));
-        });
-        (f, None)
-    }
 }

@@ -137,7 +137,7 @@ pub(crate) fn run(
     if !quiet {
         eprintln!("{}", describe(&plan));
     }
-    let progress = progress::for_terminal(quiet);
+    let progress = progress::for_terminal(quiet, "units");
     let stop = Arc::new(AtomicBool::new(false));
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
