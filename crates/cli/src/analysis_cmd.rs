@@ -209,7 +209,7 @@ pub fn rescore_cmd(a: RescoreArgs) -> Result<(), CliError> {
         .block_on(rescore(run, &spec))
         .map_err(CliError::invalid)?;
     write_rescored(&out, &r).map_err(CliError::failed)?;
-    crate::print_summary(&r.summary);
+    crate::print::run_summary(&r.summary);
     let (made, cached, failed) = r.grader_calls;
     println!(
         "{}: {} behaviors, {} attempts re-judged with {}; grader calls: {made} made, {cached} from the journal, {failed} failed; target calls: 0",

@@ -2,12 +2,27 @@
 //! registry), `gauntlet report` (re-render a run's reports, or a static site),
 //! `gauntlet serve` (the dashboard) and `gauntlet corpus pin|verify`.
 
-use crate::ServeArgs;
 use crate::error::CliError;
 use gauntlet_core::params::{Axis, DefaultValue};
 use gauntlet_core::terminal::{safe, safe_text};
 use gauntlet_engine::Registry;
 use std::path::{Path, PathBuf};
+
+#[derive(clap::Args)]
+pub(crate) struct ServeArgs {
+    /// Run directories, or directories holding them (red-team runs, agent-exam output
+    /// directories, detect-exam report directories).
+    #[arg(default_value = "runs")]
+    roots: Vec<PathBuf>,
+    /// Address to listen on. Loopback by default; another address needs --allow-remote
+    /// and a token in GAUNTLET_WEB_TOKEN.
+    #[arg(long, default_value = "127.0.0.1:8765")]
+    bind: std::net::SocketAddr,
+    /// Allow a non-loopback --bind (requires the GAUNTLET_WEB_TOKEN token on every
+    /// request: `Authorization: Bearer …`, or visit once with `?token=…`).
+    #[arg(long)]
+    allow_remote: bool,
+}
 
 pub(crate) fn list() {
     for axis in Axis::ALL {

@@ -6,17 +6,17 @@
 //! failure (integrity check, bad detector config, or any detector panic / timeout /
 //! error during the run).
 
+use crate::error::CliError;
 use clap::Args as ClapArgs;
 use gauntlet_engine::shard::Shard;
 use gauntlet_exam::detectors::assemble::FleetOptions;
 use gauntlet_exam::detectors::detect_exam::{self, DetectReport, Options};
 use gauntlet_exam::detectors::external::Limits;
 use gauntlet_exam::detectors::fleet::Member;
-pub use gauntlet_exam::detectors::report_text::render;
+use gauntlet_exam::detectors::report_text::{render, write_report_files};
 use gauntlet_exam::load::{IndexedFile, check_unique_ids, index_corpus};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 use std::time::Duration;
 
 #[derive(Debug, ClapArgs)]
@@ -85,33 +85,12 @@ pub struct Args {
     shard: Option<Shard>,
 }
 
-/// The report in --json form, written by `--out` and by the merge of shards.
-pub const REPORT_JSON: &str = "report.json";
-/// The full human summary (recall view, every row).
-pub const REPORT_TXT: &str = "report.txt";
-
-/// Writes the detect exam's artefacts into `out`: the one writer of a one-machine exam,
-/// a shard and a merge.
-pub fn write_report_files(out: &Path, report: &DetectReport) -> Result<(), String> {
-    let mut json = serde_json::to_vec_pretty(report)
-        .map_err(|e| format!("could not encode the report: {e}"))?;
-    json.push(b'\n');
-    gauntlet_core::atomic::write_atomic_named(&out.join(REPORT_JSON), &json)
-        .map_err(|e| e.to_string())?;
-    gauntlet_core::atomic::write_atomic_named(
-        &out.join(REPORT_TXT),
-        render(report, true, true).as_bytes(),
-    )
-    .map_err(|e| e.to_string())
-}
-
-pub fn run(a: Args) -> ExitCode {
+pub fn run(a: Args) -> Result<(), CliError> {
     if a.e2e {
         if let Some(s) = a.shard {
-            crate::error(&format!(
+            return Err(CliError::invalid(format!(
                 "gauntlet exam-detect --e2e --shard {s}: the end-to-end mode cannot be sharded yet; run it on one machine (or shard the detect exam itself: drop --e2e)"
-            ));
-            return ExitCode::from(2);
+            )));
         }
         // One end-to-end path: `gauntlet exam --mode e2e`. What it does not take is
         // refused rather than silently dropped.
@@ -122,10 +101,9 @@ pub fn run(a: Args) -> ExitCode {
             (a.json, "--json"),
         ] {
             if given {
-                crate::error(&format!(
+                return Err(CliError::invalid(format!(
                     "gauntlet exam-detect --e2e {flag}: the end-to-end mode is `gauntlet exam --mode e2e` (exam-detect --e2e is its alias), which runs the reference fleet over a pinned corpus and does not take {flag}; drop it, or grade detectors without --e2e"
-                ));
-                return ExitCode::from(2);
+                )));
             }
         }
         return crate::exam_cmd::e2e_alias(
@@ -144,60 +122,45 @@ pub fn run(a: Args) -> ExitCode {
         None => a.out.clone(),
     };
     if let (Some(s), Some(out)) = (a.shard, &out) {
-        if let Err(e) = std::fs::create_dir_all(out).and_then(|()| crate::detect_shard::begin(out))
-        {
-            crate::error(&format!("cannot prepare {}: {e}", out.display()));
-            return ExitCode::from(2);
-        }
+        std::fs::create_dir_all(out)
+            .and_then(|()| crate::detect_shard::begin(out))
+            .map_err(|e| CliError::invalid(format!("cannot prepare {}: {e}", out.display())))?;
         eprintln!("exam-detect: shard {s} into {}", out.display());
     }
-    match prepare_and_run(&a) {
-        Ok((report, shard)) => {
-            if let Some(out) = &out {
-                let written = std::fs::create_dir_all(out)
-                    .map_err(|e| format!("cannot create {}: {e}", out.display()))
-                    .and_then(|()| write_report_files(out, &report))
-                    .and_then(|()| match &shard {
-                        Some(rec) => crate::detect_shard::finish(out, &rec.record())
-                            .map_err(|e| format!("{}: {e}", out.display())),
-                        None => Ok(()),
-                    });
-                if let Err(e) = written {
-                    crate::error(&e);
-                    return ExitCode::from(2);
-                }
-            }
-            if a.json {
-                match serde_json::to_string_pretty(&report) {
-                    Ok(s) => println!("{s}"),
-                    Err(e) => {
-                        eprintln!("error: could not encode the report: {e}");
-                        return ExitCode::from(2);
-                    }
-                }
-            } else {
-                // Scenario ids, families and detector names are corpus data.
-                print!(
-                    "{}",
-                    gauntlet_core::terminal::safe_text(&render(&report, a.recall, a.all_rows))
-                );
-            }
-            eprintln!("{}", timing_line(&report));
-            if let Some(out) = &out {
-                eprintln!("artefacts: {}", out.display());
-            }
-            if a.shard.is_some() {
-                // A complete shard is a success whatever its rows say: the verdict is
-                // the whole exam's, which `gauntlet merge` gives (and a Slurm merge
-                // waits on `afterok`).
-                return ExitCode::SUCCESS;
-            }
-            ExitCode::from(report.exit_code())
-        }
-        Err(msg) => {
-            crate::error(&msg);
-            ExitCode::from(2)
-        }
+    let (report, shard) = prepare_and_run(&a).map_err(CliError::Invalid)?;
+    if let Some(out) = &out {
+        std::fs::create_dir_all(out)
+            .map_err(|e| format!("cannot create {}: {e}", out.display()))
+            .and_then(|()| write_report_files(out, &report))
+            .and_then(|()| match &shard {
+                Some(rec) => crate::detect_shard::finish(out, &rec.record())
+                    .map_err(|e| format!("{}: {e}", out.display())),
+                None => Ok(()),
+            })
+            .map_err(CliError::Invalid)?;
+    }
+    if a.json {
+        let json = serde_json::to_string_pretty(&report)
+            .map_err(|e| CliError::invalid(format!("could not encode the report: {e}")))?;
+        println!("{json}");
+    } else {
+        // Scenario ids, families and detector names are corpus data.
+        print!(
+            "{}",
+            gauntlet_core::terminal::safe_text(&render(&report, a.recall, a.all_rows))
+        );
+    }
+    eprintln!("{}", timing_line(&report));
+    if let Some(out) = &out {
+        eprintln!("artefacts: {}", out.display());
+    }
+    match report.exit_code() {
+        // A complete shard is a success whatever its rows say: the verdict is the
+        // whole exam's, which `gauntlet merge` gives (and a Slurm merge waits on
+        // `afterok`).
+        _ if a.shard.is_some() => Ok(()),
+        0 => Ok(()),
+        verdict => Err(CliError::Verdict(verdict)),
     }
 }
 

@@ -18,6 +18,7 @@ use gauntlet_engine::rundir::Manifest;
 use gauntlet_engine::shard::Shard;
 use gauntlet_engine::shard::{read_json, shown};
 use gauntlet_exam::detectors::detect_exam::{self, DetectReport, DetectorHealth, Row};
+use gauntlet_exam::detectors::report_text;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -71,8 +72,8 @@ pub fn finish(out: &Path, r: &ShardRecord<'_>) -> std::io::Result<()> {
     gauntlet_core::atomic::write_atomic_named(&out.join(SHARD_JSON), &b)?;
     let mut m = Manifest::new(&r.shard.run_id(r.identity_sha256), "complete");
     for n in [
-        crate::detect_cmd::REPORT_JSON,
-        crate::detect_cmd::REPORT_TXT,
+        report_text::REPORT_JSON,
+        report_text::REPORT_TXT,
         SHARD_JSON,
     ] {
         m.record_file(out, n)?;
@@ -123,7 +124,7 @@ fn open_shard(dir: &Path) -> Result<DetectShardDir, String> {
             gauntlet_exam::shard::DETECT_PARTITION_SCHEME
         ));
     }
-    let p = dir.join(crate::detect_cmd::REPORT_JSON);
+    let p = dir.join(report_text::REPORT_JSON);
     let mut v = read_json(&p)?;
     let bad = |k: &str, e: &dyn std::fmt::Display| {
         format!("{}: not a detect-exam report: `{k}`: {e}", p.display())
@@ -210,7 +211,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<DetectReport, String> {
         if units.len() != s.report.rows.len() {
             return Err(format!(
                 "{}: holds {} row(s) but its {SHARD_JSON} lists {} scenario file(s); rerun the shard",
-                s.dir.join(crate::detect_cmd::REPORT_JSON).display(),
+                s.dir.join(report_text::REPORT_JSON).display(),
                 s.report.rows.len(),
                 units.len()
             ));
@@ -272,6 +273,6 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<DetectReport, String> {
         (&root, count, &sha),
     );
     std::fs::create_dir_all(out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
-    crate::detect_cmd::write_report_files(out, &report)?;
+    report_text::write_report_files(out, &report)?;
     Ok(report)
 }

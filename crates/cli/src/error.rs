@@ -1,9 +1,12 @@
 //! The one error type of the `gauntlet` commands, and the one place it becomes an exit
-//! status and a message on stderr (as cargo-nextest's `ExpectedError` does). A command
-//! returns `Result<(), CliError>`; `main` reports it. The exit codes are the documented
-//! ones (README, "Exit codes"): 0 success; 1 the command failed or stopped early
-//! (partial); 2 the command line, a config or an input is invalid; 3 a query budget was
-//! spent (partial: rerun with a larger budget to resume from the journal).
+//! status and a message on stderr (as cargo-nextest's `ExpectedError` does). Every
+//! command returns `Result<(), CliError>`; `main` reports it. The exit codes are the
+//! documented ones (README, "Exit codes" and the exams' sections): 0 success; 1 the
+//! command failed or stopped early (partial); 2 the command line, a config or an input
+//! is invalid (for the exams also a corpus or operational failure, such as a detector
+//! that failed); 3 a query budget was spent (partial: rerun with a larger budget to
+//! resume from the journal); `exam-detect` (and `merge` of its shards) exits with its
+//! verdict (1 gaps, 2 detector errors).
 
 use gauntlet_core::terminal::safe_text;
 use std::process::ExitCode;
@@ -17,7 +20,8 @@ pub fn print(e: &dyn std::fmt::Display) {
 /// Why a command did not succeed.
 #[derive(Debug, thiserror::Error)]
 pub enum CliError {
-    /// The command line, a config or an input is invalid: `error: <message>`, exit 2.
+    /// The command line, a config or an input is invalid (for the exams also a corpus
+    /// or operational failure): `error: <message>`, exit 2.
     #[error("{0}")]
     Invalid(String),
     /// The command failed (an artefact could not be written, a service refused): `error:
@@ -35,9 +39,17 @@ pub enum CliError {
     #[error("the query budget is spent")]
     BudgetSpent,
     /// The command's verdict is its exit status (`exam-detect`: 1 coverage gaps, 2
-    /// detector errors), already printed with the report.
+    /// detector errors; `exam --mode e2e`: 2 when a detector failed in the end-to-end
+    /// pass), already printed with the report.
     #[error("verdict {0}")]
     Verdict(u8),
+    /// `error`, reported in the form `command` has always used (`gauntlet exam:
+    /// <message>` instead of `error: <message>`), with `error`'s exit status.
+    #[error("{command}: {error}")]
+    In {
+        command: &'static str,
+        error: Box<CliError>,
+    },
 }
 
 impl CliError {
@@ -51,9 +63,18 @@ impl CliError {
         CliError::Failed(e.to_string())
     }
 
+    /// This error, reported as `command`'s own (see [`CliError::In`]).
+    pub fn of(self, command: &'static str) -> Self {
+        CliError::In {
+            command,
+            error: Box::new(self),
+        }
+    }
+
     /// The process exit status.
     pub fn exit_code(&self) -> u8 {
         match self {
+            CliError::In { error, .. } => error.exit_code(),
             CliError::Failed(_) | CliError::Stopped => 1,
             CliError::Invalid(_) | CliError::InvalidReport(_) => 2,
             CliError::BudgetSpent => 3,
@@ -64,12 +85,21 @@ impl CliError {
     /// Prints the message (escaped: it may quote a file name, a dataset or a server's
     /// reply) and returns the exit status.
     pub fn report(self) -> ExitCode {
-        match &self {
-            CliError::Invalid(m) | CliError::Failed(m) => print(m),
+        self.print(None);
+        ExitCode::from(self.exit_code())
+    }
+
+    /// `error: <message>`, or `<command>: <message>` inside [`CliError::In`].
+    fn print(&self, command: Option<&str>) {
+        match self {
+            CliError::In { command, error } => error.print(Some(command)),
+            CliError::Invalid(m) | CliError::Failed(m) => match command {
+                Some(c) => eprintln!("{c}: {}", safe_text(m)),
+                None => print(m),
+            },
             CliError::InvalidReport(m) => eprintln!("{}", safe_text(m)),
             CliError::Stopped | CliError::BudgetSpent | CliError::Verdict(_) => {}
         }
-        ExitCode::from(self.exit_code())
     }
 }
 
@@ -93,5 +123,13 @@ mod tests {
         assert_eq!(CliError::Stopped.exit_code(), 1);
         assert_eq!(CliError::BudgetSpent.exit_code(), 3);
         assert_eq!(CliError::Verdict(2).exit_code(), 2);
+        // Reported in a command's own form, with the status of what it wraps.
+        assert_eq!(CliError::invalid("x").of("gauntlet exam").exit_code(), 2);
+        assert_eq!(CliError::failed("x").of("gauntlet exam").exit_code(), 1);
+        assert_eq!(CliError::BudgetSpent.of("gauntlet exam").exit_code(), 3);
+        assert_eq!(
+            CliError::failed("x").of("gauntlet exam").to_string(),
+            "gauntlet exam: x"
+        );
     }
 }

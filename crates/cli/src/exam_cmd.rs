@@ -1,28 +1,30 @@
 //! `gauntlet exam`: the agent exam (security-triage cascade over a pinned scenario
 //! corpus), and with `--mode e2e` the end-to-end pass with its detect-fidelity block.
-//! Exit 0 when the run completed, whatever the pass rate; 2 on a corpus or
-//! configuration failure (including real mode without its API key), or when a detector
-//! failed during the end-to-end pass (the artefacts are still written); 3 when the
-//! query budget (`--max-queries`) ran out (partial artefacts, `partial: budget`).
+//! Parsing, the run and the exit status; the settings are resolved by
+//! `gauntlet_exam::settings`, the output printed by `exam_print.rs`.
+//!
+//! Exit 0 when the run completed, whatever the pass rate; 1 when an artefact could not
+//! be written; 2 on a corpus or configuration failure (including real mode without its
+//! API key), or when a detector failed during the end-to-end pass (the artefacts are
+//! still written); 3 when the query budget (`--max-queries`) ran out (partial
+//! artefacts, `partial: budget`). Errors read `gauntlet exam: <message>`.
 //!
 //! Real mode runs on the shared model-call layer: every call is journaled in
 //! `<out>/journal.jsonl`, so rerunning the same exam into the same `--out` resumes
 //! without repeating a finished call and writes identical artefacts.
 
+use crate::error::CliError;
+use crate::progress::{self, ExamProgress};
+use crate::{exam_print, exam_shard};
 use clap::{Args, ValueEnum};
-use gauntlet_core::terminal::{safe, safe_text};
-use gauntlet_exam::calls::{ExamCalls, SpineOptions};
-use gauntlet_exam::cascade::CascadeOptions;
-use gauntlet_exam::embedded::{CorpusSource, resolve_corpus};
-use gauntlet_exam::exam::{
-    Backend, ExamConfig, Progress, exam_identity_bytes, parse_target, run_exam_units,
-    write_artifacts,
-};
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use std::io::IsTerminal;
+use gauntlet_core::terminal::safe_text;
+use gauntlet_exam::exam::{ExamOutput, run_exam_units, write_artifacts};
+use gauntlet_exam::exam_file::ExamMode;
+use gauntlet_exam::settings::{ExamRequest, ExamSettings};
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
-use std::sync::Arc;
+
+/// How the exam's errors are reported (`gauntlet exam: <message>`).
+const EXAM: &str = "gauntlet exam";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Mode {
@@ -119,7 +121,7 @@ pub struct ExamArgs {
 /// `gauntlet exam-detect --e2e`: an alias of `gauntlet exam --mode e2e` (golden backend,
 /// default passes and voters, no progress lines) over `corpus` into `out` — the same
 /// code, artefacts and exit codes; the detect exam keeps no end-to-end pipeline of its own.
-pub fn e2e_alias(corpus: PathBuf, out: PathBuf, detector_timeout_ms: u64) -> ExitCode {
+pub fn e2e_alias(corpus: PathBuf, out: PathBuf, detector_timeout_ms: u64) -> Result<(), CliError> {
     exam(ExamArgs {
         config: None,
         corpus: Some(corpus),
@@ -141,333 +143,144 @@ pub fn e2e_alias(corpus: PathBuf, out: PathBuf, detector_timeout_ms: u64) -> Exi
     })
 }
 
-pub fn exam(mut a: ExamArgs) -> ExitCode {
-    let mut file_targets = None;
-    if let Some(p) = &a.config {
-        let f = match gauntlet_exam::exam_file::ExamFile::load(p) {
-            Ok(f) => f,
-            Err(e) => {
-                eprintln!("gauntlet exam: {}", safe_text(&e));
-                return ExitCode::from(2);
-            }
-        };
-        use gauntlet_exam::exam_file::FileMode;
-        a.corpus = f.corpus;
-        a.mode = match f.mode {
-            Some(FileMode::Real) => Mode::Real,
-            Some(FileMode::E2e) => Mode::E2e,
-            Some(FileMode::Golden) | None => Mode::Golden,
-        };
-        a.passes = f.passes.unwrap_or(a.passes);
-        a.consensus = f.consensus.unwrap_or(a.consensus);
-        a.tool_loop = f.tool_loop.unwrap_or(false);
-        a.seed = f.seed;
-        a.out = a.out.take().or(f.out);
-        a.concurrency = a.concurrency.or(f.concurrency);
-        a.max_queries = a.max_queries.or(f.max_queries);
-        file_targets = f.targets;
+impl ExamArgs {
+    /// The flags, for [`ExamSettings::resolve`] (the settings are the exam's business).
+    fn request(&self) -> ExamRequest {
+        ExamRequest {
+            config: self.config.clone(),
+            corpus: self.corpus.clone(),
+            mode: match self.mode {
+                Mode::Golden => ExamMode::Golden,
+                Mode::Real => ExamMode::Real,
+                Mode::E2e => ExamMode::E2e,
+            },
+            passes: self.passes,
+            consensus: self.consensus,
+            target: self.target.clone(),
+            out: self.out.clone(),
+            concurrency: self.concurrency,
+            seed: self.seed,
+            golden_http: self.golden_http,
+            tool_loop: self.tool_loop,
+            detector_timeout_ms: self.detector_timeout_ms,
+            max_queries: self.max_queries,
+            price_table: self.price_table.clone(),
+            shard: self.shard.map(|s| (s.index, s.count)),
+        }
     }
-    let mut out_dir = a.out.clone().unwrap_or_else(|| PathBuf::from("exam-out"));
-    if let Some(s) = a.shard {
-        if a.mode == Mode::E2e {
-            eprintln!(
-                "gauntlet exam: --shard {s}: the end-to-end mode cannot be sharded yet; run it on one machine (or shard the agent passes: --mode golden|real)"
-            );
-            return ExitCode::from(2);
-        }
-        out_dir = crate::exam_shard::shard_out(&out_dir, s);
+}
+
+fn invalid(e: impl std::fmt::Display) -> CliError {
+    CliError::invalid(e).of(EXAM)
+}
+
+fn failed(e: impl std::fmt::Display) -> CliError {
+    CliError::failed(e).of(EXAM)
+}
+
+/// Notes and warnings on stderr, escaped (they quote paths).
+fn say(notes: &[String]) {
+    for n in notes {
+        eprintln!("{EXAM}: {}", safe_text(n));
     }
-    let (corpus, source) = match resolve_corpus(a.corpus.as_deref(), Path::new("exams/scenarios")) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("gauntlet exam: corpus: {}", safe_text(&e.to_string()));
-            return ExitCode::from(2);
-        }
-    };
-    let real = match a.mode {
-        Mode::Real => true,
-        Mode::E2e => a.target.is_some() || file_targets.is_some(),
-        Mode::Golden => false,
-    };
-    let backend = match a.mode {
-        _ if !real && a.mode == Mode::E2e => Backend::Golden {
-            http: a.golden_http,
-        },
-        Mode::Golden => {
-            if a.target.is_some() || file_targets.is_some() {
-                eprintln!("gauntlet exam: the target is ignored in golden mode");
-            }
-            Backend::Golden {
-                http: a.golden_http,
-            }
-        }
-        Mode::Real | Mode::E2e if file_targets.is_some() => {
-            let (models, label) = file_targets.take().expect("checked");
-            Backend::Real { models, label }
-        }
-        Mode::Real | Mode::E2e => {
-            let Some(t) = &a.target else {
-                if let Some(p) = &a.config {
-                    eprintln!(
-                        "gauntlet exam: {}: real mode needs `target: SPEC` (e.g. `target: {{name: openai_compat, params: {{model: M, base_url: 'http://127.0.0.1:8080/v1'}}}}`)",
-                        safe_text(&p.display().to_string())
-                    );
-                    return ExitCode::from(2);
-                }
-                eprintln!(
-                    "gauntlet exam: real mode needs --target (e.g. --target \"{{name: openai_compat, params: {{model: M, base_url: 'http://127.0.0.1:8080/v1'}}}}\"; the API key is read from the variable named by api_key_env, default OPENAI_API_KEY / ANTHROPIC_API_KEY)"
-                );
-                return ExitCode::from(2);
-            };
-            match parse_target(t) {
-                Ok((models, label)) => Backend::Real { models, label },
-                Err(e) => {
-                    eprintln!("gauntlet exam: real mode: {}", safe_text(&e.to_string()));
-                    return ExitCode::from(2);
-                }
-            }
-        }
-    };
-    let prices = match &a.price_table {
-        Some(p) => match gauntlet_calls::price::PriceTable::load(p) {
-            Ok(t) => t,
-            Err(e) => {
-                eprintln!("gauntlet exam: {}", safe_text(&e));
-                return ExitCode::from(2);
-            }
-        },
-        None => gauntlet_calls::price::PriceTable::bundled(),
-    };
-    let mut cfg = ExamConfig {
-        backend,
-        passes: a.passes,
-        cascade: CascadeOptions {
-            consensus: a.consensus,
-            tool_loop: a.tool_loop,
-            seed: a.seed,
-            ..CascadeOptions::default()
-        },
-        concurrency: a.concurrency.unwrap_or(8) as usize,
-        golden_fault: None,
-        e2e: a.mode == Mode::E2e,
-        detector_timeout: std::time::Duration::from_millis(a.detector_timeout_ms.max(1)),
-        from_file: a.config.is_some(),
-        calls: None,
-    };
+}
+
+pub fn exam(a: ExamArgs) -> Result<(), CliError> {
+    let mut notes = Vec::new();
+    let resolved = ExamSettings::resolve(a.request(), &mut notes);
+    say(&notes);
+    let mut s = resolved.map_err(invalid)?;
     if a.estimate {
-        return print_estimate(&corpus, &cfg, &prices, a.max_queries);
+        exam_print::estimate(&s);
+        return Ok(());
     }
-    let src = match &source {
-        CorpusSource::Explicit(d) | CorpusSource::Disk(d) => d.display().to_string(),
-        CorpusSource::Embedded => "embedded reference corpus".to_string(),
+    eprintln!("{EXAM}: {}", exam_print::header(&s));
+    let out_dir = match a.shard {
+        Some(shard) => exam_shard::shard_out(&s.out, shard),
+        None => s.out.clone(),
     };
-    eprintln!(
-        "gauntlet exam: {} mode{}, {} scenarios from {src} (count {}, sha256 {}), {} pass(es)",
-        cfg.mode(),
-        if cfg.e2e {
-            if real {
-                " (real backend)"
-            } else {
-                " (golden backend)"
-            }
-        } else {
-            ""
-        },
-        corpus.scenarios.len(),
-        corpus.count,
-        corpus.digest,
-        gauntlet_exam::grade::effective_passes(a.passes)
-    );
-    if let Backend::Real { .. } = &cfg.backend {
-        let opts = SpineOptions {
-            dir: out_dir.clone(),
-            max_queries: a.max_queries,
-            prices,
-        };
-        let mut notes = Vec::new();
-        match ExamCalls::open(&opts, &exam_identity_bytes(&corpus, &cfg), &mut notes) {
-            Ok(c) => cfg.calls = Some(Arc::new(c)),
-            Err(e) => {
-                eprintln!("gauntlet exam: {}", safe_text(&e));
-                return ExitCode::from(2);
-            }
-        }
-        for n in notes {
-            eprintln!("gauntlet exam: {}", safe_text(&n));
-        }
-    } else if a.max_queries.is_some() {
-        eprintln!("gauntlet exam: --max-queries is ignored in golden mode (nothing is paid)");
-    }
-    let progress = (!a.quiet).then(|| {
-        progress_fn(gauntlet_exam::grade::effective_passes(a.passes) * corpus.scenarios.len())
-    });
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("gauntlet exam: cannot start the runtime: {e}");
-            return ExitCode::from(1);
-        }
-    };
-    let passes = gauntlet_exam::grade::effective_passes(a.passes);
+    let mut notes = Vec::new();
+    s.open_calls(&out_dir, &mut notes).map_err(invalid)?;
+    say(&notes);
+    let passes = s.passes();
     let owned = a
         .shard
-        .map(|s| crate::exam_shard::owned(&corpus, passes, s));
-    if a.shard.is_some()
-        && let Err(e) =
-            std::fs::create_dir_all(&out_dir).and_then(|()| crate::exam_shard::begin(&out_dir))
-    {
-        eprintln!(
-            "gauntlet exam: {}: {e}",
-            safe_text(&out_dir.display().to_string())
-        );
-        return ExitCode::from(1);
+        .map(|shard| exam_shard::owned(&s.corpus, passes, shard));
+    let units = owned
+        .as_ref()
+        .map_or(passes * s.corpus.scenarios.len(), |o| {
+            o.iter().filter(|&&mine| mine).count()
+        });
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| failed(format!("cannot start the runtime: {e}")))?;
+    if a.shard.is_some() {
+        std::fs::create_dir_all(&out_dir)
+            .and_then(|()| exam_shard::begin(&out_dir))
+            .map_err(|e| failed(format!("{}: {e}", out_dir.display())))?;
     }
-    let out = match rt.block_on(run_exam_units(
-        &corpus,
-        &cfg,
-        progress.as_ref().map(|(f, _)| f.clone()),
+    let display = progress::for_terminal(a.quiet, "scenarios");
+    let progress = ExamProgress::start(display, &s.config, units);
+    let run = rt.block_on(progress.ticking(run_exam_units(
+        &s.corpus,
+        &s.config,
+        Some(progress.on_scenario()),
         owned.as_deref(),
-    )) {
-        Ok(o) => o,
-        Err(e) => {
-            eprintln!("gauntlet exam: {}", safe_text(&e.to_string()));
-            return ExitCode::from(2);
-        }
-    };
-    if let Some((_, bar)) = &progress
-        && let Some(b) = bar
-    {
-        b.finish_and_clear();
-    }
-    if let Err(e) = write_artifacts(&out_dir, &out) {
-        eprintln!(
-            "gauntlet exam: {}",
-            safe_text(&format!(
-                "{e}; {} was not replaced",
-                out_dir.join("report.json").display()
-            ))
-        );
-        return ExitCode::from(1);
-    }
-    if let (Some(s), Some(owned)) = (a.shard, &owned)
+    )));
+    progress.finish();
+    let out = run.map_err(invalid)?;
+    write_artifacts(&out_dir, &out).map_err(|e| {
+        let report = out_dir.join("report.json");
+        failed(format!("{e}; {} was not replaced", report.display()))
+    })?;
+    if let (Some(shard), Some(owned)) = (a.shard, &owned)
         && out.report.partial.is_none()
-        && let Err(e) =
-            crate::exam_shard::finish(&out_dir, s, owned, (&corpus, passes), &out.report, &cfg)
     {
-        eprintln!("gauntlet exam: {}", safe_text(&e.to_string()));
-        return ExitCode::from(1);
+        exam_shard::finish(
+            &out_dir,
+            shard,
+            owned,
+            (&s.corpus, passes),
+            &out.report,
+            &s.config,
+        )
+        .map_err(failed)?;
     }
     eprintln!(
-        "gauntlet exam: finished in {:.2} s (per-scenario wall times in {})",
+        "{EXAM}: finished in {:.2} s (per-scenario wall times in {})",
         out.timings.total_millis as f64 / 1000.0,
         out_dir.join("timings.json").display()
     );
-    if let Some(s) = &out.session
-        && let Err(e) = s.log(&out_dir)
+    if let Some(session) = &out.session
+        && let Err(e) = session.log(&out_dir)
     {
         eprintln!(
-            "gauntlet exam: cannot append to {}: {e}",
+            "{EXAM}: cannot append to {}: {e}",
             out_dir.join(gauntlet_exam::calls::SESSIONS).display()
         );
     }
+    exam_print::summary(&out, &out_dir);
+    outcome(&out, &out_dir)
+}
+
+/// The exit status of a finished exam: 2 when a detector failed in the end-to-end
+/// pass, 3 when the query budget ran out (each said on stderr), else success whatever
+/// the pass rate.
+fn outcome(out: &ExamOutput, out_dir: &Path) -> Result<(), CliError> {
     let r = &out.report;
-    if let Some(e) = &out.e2e {
-        print_fidelity(&e.fidelity, r);
-    }
-    let ci = |i: Option<gauntlet_exam::grade::Interval>| {
-        i.map(|i| format!(" (95% {:.1}%–{:.1}%)", i.low * 100.0, i.high * 100.0))
-            .unwrap_or_default()
-    };
-    let rate = |x: Option<f64>, key: &str| gauntlet_exam::exam::pct_or_na(x, &r.na_reasons, key);
-    println!("{}", r.note);
-    if out.e2e.is_some() {
-        println!("AGENT EXAM (hand-written findings; the fidelity block above is not part of it)");
-    }
-    println!(
-        "decided by            {}",
-        gauntlet_exam::exam::decided_line(r)
-    );
-    println!(
-        "median pass rate      {}{}",
-        rate(r.median_pass_rate, "median_pass_rate"),
-        ci(r.pass_rate_ci95)
-    );
-    println!(
-        "median recall         {}{}",
-        rate(r.median_recall_rate, "median_recall_rate"),
-        ci(r.recall_ci95)
-    );
-    println!(
-        "median precision      {}{}",
-        rate(r.median_precision_rate, "median_precision_rate"),
-        ci(r.precision_ci95)
-    );
-    println!(
-        "pass^{}                {}/{}",
-        r.pass_all_runs.passes, r.pass_all_runs.scenarios, r.pass_all_runs.total
-    );
-    println!("runs within 8 pp band {}", r.runs_within_band);
-    println!(
-        "model calls           {} ({} errors)",
-        r.model_calls, r.model_errors
-    );
-    if let Some(s) = &out.session {
-        let retries: u64 = s.transport.iter().map(|(_, t)| t.retries()).sum();
-        let requests: u64 = s.transport.iter().map(|(_, t)| t.attempts).sum();
-        println!(
-            "this session          {} call(s) made, {} journal hit(s), {} failed; {} HTTP request(s), {} retr{}",
-            s.model_calls,
-            s.cache_hits,
-            s.failed_calls,
-            requests,
-            retries,
-            if retries == 1 { "y" } else { "ies" }
-        );
-    }
-    if let Some(u) = &r.usage {
-        for t in &u.tiers {
-            let line = format!(
-                "usage {:<15} {} call(s), {} in + {} out tokens, cost {}",
-                t.tier.name(),
-                t.calls,
-                t.input_tokens,
-                t.output_tokens,
-                usd(t.cost_usd, t.cost_na_reason.as_deref())
-            );
-            println!("{}", safe(&line));
-        }
-        println!(
-            "{}",
-            safe(&format!(
-                "cost                  {} (price table {})",
-                usd(u.cost_usd, u.cost_na_reason.as_deref()),
-                u.price_table
-            ))
-        );
-    }
-    let bins: Vec<String> = r
-        .classifier
-        .counts
-        .iter()
-        .map(|(b, n)| format!("{b} {n}"))
-        .collect();
-    println!("classifier (worst)    {}", bins.join(", "));
-    println!("artefacts             {}", out_dir.display());
     if let Some(e) = &out.e2e
         && e.fidelity.detector_error > 0
     {
         eprintln!(
-            "gauntlet exam: {} scenario(s) had detector failures in the end-to-end pass (DETECTOR-ERROR rows; see e2e/<id>.json)",
+            "{EXAM}: {} scenario(s) had detector failures in the end-to-end pass (DETECTOR-ERROR rows; see e2e/<id>.json)",
             e.fidelity.detector_error
         );
-        return ExitCode::from(2);
+        return Err(CliError::Verdict(2));
     }
     if r.partial.as_deref() == Some("budget") {
         eprintln!(
-            "gauntlet exam: the query budget (--max-queries) is spent: the report is partial ({} scenario run(s) not run{}); raise --max-queries and rerun into {} to resume",
+            "{EXAM}: the query budget (--max-queries) is spent: the report is partial ({} scenario run(s) not run{}); raise --max-queries and rerun into {} to resume",
             r.not_run.len(),
             if r.e2e_not_run.is_some() {
                 ", end-to-end pass not run"
@@ -476,158 +289,7 @@ pub fn exam(mut a: ExamArgs) -> ExitCode {
             },
             out_dir.display()
         );
-        return ExitCode::from(3);
+        return Err(CliError::BudgetSpent);
     }
-    ExitCode::SUCCESS
-}
-
-fn usd(v: Option<f64>, why: Option<&str>) -> String {
-    match v {
-        Some(c) => format!("${c:.6}"),
-        None => format!("N/A ({})", why.unwrap_or("unknown")),
-    }
-}
-
-/// `gauntlet exam --estimate`: planned calls per tier and an upper-bound cost; no call.
-fn print_estimate(
-    corpus: &gauntlet_exam::Corpus,
-    cfg: &ExamConfig,
-    prices: &gauntlet_calls::price::PriceTable,
-    max_queries: Option<u64>,
-) -> ExitCode {
-    let passes = gauntlet_exam::grade::effective_passes(cfg.passes);
-    let models = match &cfg.backend {
-        Backend::Real { models, .. } => Some(models),
-        Backend::Golden { .. } => None,
-    };
-    let rows = gauntlet_exam::calls::estimate(corpus, &cfg.cascade, passes, models, prices);
-    println!(
-        "exam estimate: {} mode, {} scenarios, {passes} pass(es), consensus {}{}",
-        cfg.mode(),
-        corpus.scenarios.len(),
-        cfg.cascade.consensus,
-        if cfg.cascade.tool_loop {
-            format!(", tool loop of up to {} calls", cfg.cascade.max_tool_rounds)
-        } else {
-            String::new()
-        }
-    );
-    println!("price table {}", prices.describe());
-    let totals = crate::print_estimate_rows(rows.iter().map(|r| crate::EstimateRow {
-        role: r.tier.name(),
-        model: &r.model,
-        calls: r.calls,
-        max_input_tokens: r.max_input_tokens,
-        max_output_tokens: r.max_output_tokens,
-        max_cost: &r.max_cost,
-    }));
-    crate::print_estimate_totals(
-        totals,
-        max_queries.map(|m| (m, "--max-queries", "exam")),
-        "tier",
-    );
-    println!(
-        "(bounds: passes × scenarios not floor-routed × (1 + consensus voters) × the most calls one cascade pass makes per tier; each call at most {} tokens out and at most its prompt/3 + {} + earlier replies in{})",
-        gauntlet_exam::cascade::MAX_TOKENS,
-        gauntlet_calls::price::INPUT_ALLOWANCE,
-        if cfg.e2e {
-            "; the end-to-end pass is not included (its findings are not known before detection)"
-        } else {
-            ""
-        }
-    );
-    ExitCode::SUCCESS
-}
-
-/// The end-to-end block, printed first: it is the headline of an e2e run.
-fn print_fidelity(
-    f: &gauntlet_exam::detectors::e2e::DetectFidelity,
-    r: &gauntlet_exam::exam::HarnessReport,
-) {
-    use gauntlet_exam::detectors::e2e::Fidelity;
-    println!(
-        "================ DETECT FIDELITY (end-to-end, {} backend) ================",
-        r.backend
-    );
-    println!("{}", gauntlet_exam::exam::E2E_NOTE);
-    if r.backend.starts_with("golden") {
-        println!(
-            "Golden backend: the cascade's replies are scripted, so the pass figures check the pipeline; they are not an accuracy figure."
-        );
-    }
-    for (k, v) in gauntlet_exam::exam::fidelity_rows(r) {
-        println!("  {k:<22}{v}");
-    }
-    for row in f
-        .rows
-        .iter()
-        .filter(|x| x.passed != Some(true) || x.fidelity != Fidelity::Reproduced)
-    {
-        let outcome = match row.passed {
-            Some(true) => "pass",
-            Some(false) => "FAIL",
-            None => "n/a",
-        };
-        // Ids and expectations are corpus data: escaped.
-        let line = format!(
-            "  {:<14} {:<4} {}  expected {} on {} ({}), {} finding(s){}",
-            row.fidelity.label(),
-            outcome,
-            row.id,
-            row.expected_family,
-            row.expected_actor,
-            row.expected_chain_action,
-            row.findings,
-            row.ungraded
-                .as_ref()
-                .map(|w| format!(" — ungraded: {w}"))
-                .unwrap_or_default()
-        );
-        println!("{}", safe(&line));
-    }
-    println!("===========================================================================");
-}
-
-type Bar = Option<ProgressBar>;
-
-fn progress_fn(total: usize) -> (gauntlet_exam::exam::ProgressFn, Bar) {
-    if std::io::stderr().is_terminal() {
-        let bar = ProgressBar::with_draw_target(
-            Some(total as u64),
-            ProgressDrawTarget::stderr_with_hz(8),
-        );
-        bar.set_style(
-            ProgressStyle::with_template("{bar:30} {pos}/{len} scenarios  {msg}")
-                .expect("static template"),
-        );
-        let b = bar.clone();
-        let f = Arc::new(move |p: &Progress<'_>| {
-            b.inc(1);
-            b.set_message(format!(
-                "pass {}/{} {} {}",
-                p.pass + 1,
-                p.passes,
-                safe(p.scenario_id),
-                if p.pass_ok { "PASS" } else { "FAIL" }
-            ));
-        });
-        (f, Some(bar))
-    } else {
-        let f = Arc::new(|p: &Progress<'_>| {
-            let line = format!(
-                "[pass {}/{}] {:>4}/{} {} -> {} (expected {}, {} call(s)) {}",
-                p.pass + 1,
-                p.passes,
-                p.done,
-                p.total,
-                p.scenario_id,
-                p.terminal_action,
-                p.expected_action,
-                p.model_calls,
-                if p.pass_ok { "PASS" } else { "FAIL" }
-            );
-            eprintln!("{}", safe(&line));
-        });
-        (f, None)
-    }
+    Ok(())
 }

@@ -4,8 +4,10 @@
 //!
 //! Exit codes: 0 success; 1 the run stopped early (partial) or failed; 2 the config or
 //! the command line is invalid; 3 the run stopped because `max_queries` was spent
-//! (`partial: budget`; rerun with a higher budget to resume from the journal). They are
-//! given in one place, [`error::CliError::exit_code`].
+//! (`partial: budget`; rerun with a higher budget to resume from the journal);
+//! `exam-detect` exits with its verdict (1 gaps, 2 detector errors). Every command,
+//! the exams included, returns a [`error::CliError`], and the statuses are given in one
+//! place, [`error::CliError::exit_code`].
 
 mod analysis_cmd;
 mod browse_cmd;
@@ -13,18 +15,17 @@ mod detect_cmd;
 mod detect_shard;
 mod error;
 mod exam_cmd;
+mod exam_print;
 mod exam_shard;
 mod judge_eval_cmd;
 mod merge_cmd;
+mod print;
 mod progress;
 mod run_cmd;
 
 use browse_cmd::{corpus_pin, corpus_verify, list, report, serve, site};
 use clap::{Parser, Subcommand};
 use error::CliError;
-/// `crate::error(&e)`: prints `error: <message>` (see [`error::print`]).
-pub(crate) use error::print as error;
-pub(crate) use run_cmd::{EstimateRow, print_estimate_rows, print_estimate_totals, print_summary};
 use run_cmd::{estimate, run, validate};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -139,7 +140,7 @@ enum Command {
     },
     /// Serve the dashboard over run directories (read-only): per-surface leaderboards,
     /// run pages with charts, a transcript browser, compare, live runs.
-    Serve(ServeArgs),
+    Serve(browse_cmd::ServeArgs),
     /// Re-judge a finished run's stored transcripts with two or more judges (no target
     /// calls) and report, per behavior, each judge's rate and each pair's raw agreement
     /// and Cohen's κ with a 95% CI; writes RUN_DIR/judge_agreement.json.
@@ -169,22 +170,6 @@ enum Command {
     /// Detect exam: the reference detector fleet (+ external detectors) graded against
     /// the labelled scenario corpus; recall, precision and a coverage matrix.
     ExamDetect(detect_cmd::Args),
-}
-
-#[derive(clap::Args)]
-struct ServeArgs {
-    /// Run directories, or directories holding them (red-team runs, agent-exam output
-    /// directories, detect-exam report directories).
-    #[arg(default_value = "runs")]
-    roots: Vec<PathBuf>,
-    /// Address to listen on. Loopback by default; another address needs --allow-remote
-    /// and a token in GAUNTLET_WEB_TOKEN.
-    #[arg(long, default_value = "127.0.0.1:8765")]
-    bind: std::net::SocketAddr,
-    /// Allow a non-loopback --bind (requires the GAUNTLET_WEB_TOKEN token on every
-    /// request: `Authorization: Bearer …`, or visit once with `?token=…`).
-    #[arg(long)]
-    allow_remote: bool,
 }
 
 #[derive(Subcommand)]
@@ -223,15 +208,10 @@ fn main() -> ExitCode {
     if matches!(cli.command, Command::Run { .. } | Command::Merge(_)) {
         prompt_purge();
     }
-    match cli.command {
-        // The exams keep their own exit statuses (see their modules).
-        Command::Exam(a) => exam_cmd::exam(a),
-        Command::ExamDetect(a) => detect_cmd::run(a),
-        command => error::exit(dispatch(command)),
-    }
+    error::exit(dispatch(cli.command))
 }
 
-/// Runs every command but the exams.
+/// Runs the command.
 fn dispatch(command: Command) -> Result<(), CliError> {
     match command {
         Command::Run {
@@ -296,7 +276,8 @@ fn dispatch(command: Command) -> Result<(), CliError> {
         Command::Corpus {
             action: CorpusAction::Verify { dir },
         } => corpus_verify(&dir),
-        Command::Exam(_) | Command::ExamDetect(_) => unreachable!("dispatched in main"),
+        Command::Exam(a) => exam_cmd::exam(a),
+        Command::ExamDetect(a) => detect_cmd::run(a),
     }
 }
 

@@ -33,9 +33,9 @@ pub fn merge(a: MergeArgs) -> Result<(), CliError> {
                 // (0 pass, 1 gaps, 2 detector errors): the verdict is the whole exam's.
                 print!(
                     "{}",
-                    gauntlet_core::terminal::safe_text(&crate::detect_cmd::render(
-                        &r, false, false
-                    ))
+                    gauntlet_core::terminal::safe_text(
+                        &gauntlet_exam::detectors::report_text::render(&r, false, false)
+                    )
                 );
                 println!(
                     "merged {} detect-exam shard(s): {} scenarios",
@@ -76,7 +76,7 @@ pub fn merge(a: MergeArgs) -> Result<(), CliError> {
     }
     match gauntlet_engine::merge::merge(&a.shard_dirs, &a.out, a.config_dir.as_deref()) {
         Ok(m) => {
-            crate::print_summary(&m.summary);
+            crate::print::run_summary(&m.summary);
             println!(
                 "merged {} shard(s) of {}: {} units, {} attempts; {:.2}s",
                 m.shards,

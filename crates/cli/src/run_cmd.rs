@@ -4,7 +4,6 @@
 
 use crate::error::CliError;
 use crate::progress;
-use gauntlet_core::results::RunSummary;
 use gauntlet_core::terminal::{safe, safe_text};
 use gauntlet_engine::Registry;
 use gauntlet_engine::config;
@@ -138,7 +137,7 @@ pub(crate) fn run(
     if !quiet {
         eprintln!("{}", describe(&plan));
     }
-    let progress = progress::for_terminal(quiet);
+    let progress = progress::for_terminal(quiet, "units");
     let stop = Arc::new(AtomicBool::new(false));
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -169,7 +168,7 @@ pub(crate) fn run(
     });
     match result {
         Ok(out) => {
-            print_summary(&out.summary);
+            crate::print::run_summary(&out.summary);
             println!(
                 "{} {}: {} attempts; {} model calls, {} from the journal, {} failed, {} retries; {:.2}s",
                 out.summary.run_name,
@@ -215,67 +214,6 @@ pub(crate) fn run(
     }
 }
 
-/// One row of an `--estimate` table (`gauntlet run` roles, `gauntlet exam` tiers).
-pub(crate) struct EstimateRow<'a> {
-    pub role: &'a str,
-    pub model: &'a str,
-    pub calls: u64,
-    pub max_input_tokens: u64,
-    pub max_output_tokens: u64,
-    pub max_cost: &'a Result<f64, String>,
-}
-
-/// Prints the rows (model names are escaped: they come from configs); returns the
-/// planned calls, the priced upper-bound cost and how many rows are unpriced.
-pub(crate) fn print_estimate_rows<'a>(
-    rows: impl IntoIterator<Item = EstimateRow<'a>>,
-) -> (u64, f64, usize) {
-    let (mut calls, mut cost, mut unpriced) = (0u64, 0.0f64, 0usize);
-    for r in rows {
-        calls += r.calls;
-        let c = match r.max_cost {
-            Ok(c) => {
-                cost += c;
-                format!("≤ ${c:.4}")
-            }
-            Err(why) => {
-                unpriced += 1;
-                format!("N/A ({why})")
-            }
-        };
-        let line = format!(
-            "{:<13} {:<28} {:>9} calls  ≤ {} in + {} out tokens  {c}",
-            r.role, r.model, r.calls, r.max_input_tokens, r.max_output_tokens
-        );
-        println!("{}", safe(&line));
-    }
-    (calls, cost, unpriced)
-}
-
-/// The total and upper-bound cost lines under an estimate table; `budget` is the query
-/// budget, its setting's name and what it stops; `unit` names a row (`role`, `tier`).
-pub(crate) fn print_estimate_totals(
-    (calls, cost, unpriced): (u64, f64, usize),
-    budget: Option<(u64, &str, &str)>,
-    unit: &str,
-) {
-    println!(
-        "total: {calls} planned model calls (journal hits are free and not subtracted){}",
-        match budget {
-            Some((m, name, what)) if m < calls =>
-                format!("; {name} {m} will stop the {what} first"),
-            _ => String::new(),
-        }
-    );
-    if unpriced == 0 {
-        println!("upper-bound cost: ${cost:.4}");
-    } else {
-        println!(
-            "upper-bound cost: ${cost:.4} for the priced {unit}s; {unpriced} {unit}(s) unpriced"
-        );
-    }
-}
-
 /// `run --estimate`: planned calls per role and an upper-bound cost; no model is called.
 pub(crate) fn estimate(path: &Path, trials: Option<u32>, batch: bool) -> Result<(), CliError> {
     let plan = load_plan_with(path, trials, batch)?;
@@ -295,15 +233,16 @@ pub(crate) fn estimate(path: &Path, trials: Option<u32>, batch: bool) -> Result<
             }
         }
     }
-    let (calls, cost, unpriced) = print_estimate_rows(rows.iter().map(|r| EstimateRow {
-        role: &r.role,
-        model: &r.model,
-        calls: r.calls,
-        max_input_tokens: r.max_input_tokens,
-        max_output_tokens: r.max_output_tokens,
-        max_cost: &r.max_cost,
-    }));
-    print_estimate_totals(
+    let (calls, cost, unpriced) =
+        crate::print::estimate_rows(rows.iter().map(|r| crate::print::EstimateRow {
+            role: &r.role,
+            model: &r.model,
+            calls: r.calls,
+            max_input_tokens: r.max_input_tokens,
+            max_output_tokens: r.max_output_tokens,
+            max_cost: &r.max_cost,
+        }));
+    crate::print::estimate_totals(
         (calls, cost, unpriced),
         plan.config.max_queries.map(|m| (m, "max_queries", "run")),
         "role",
@@ -323,50 +262,4 @@ pub(crate) fn estimate(path: &Path, trials: Option<u32>, batch: bool) -> Result<
         gauntlet_engine::usage::INPUT_ALLOWANCE
     );
     Ok(())
-}
-
-/// One line per cell with each metric's value (N/A where it does not apply).
-pub(crate) fn print_summary(s: &RunSummary) {
-    let Some(first) = s.cells.first() else { return };
-    let names: Vec<String> = first
-        .metrics
-        .iter()
-        .map(|m| match m.params.iter().next() {
-            Some((k, v)) if m.params.len() == 1 => safe(&format!("{}({k}={v})", m.metric)).into(),
-            _ => safe(&m.metric).into(),
-        })
-        .collect();
-    // Labels come from the config (or a stored run.json): printed escaped.
-    let label = |s: &str| -> String { safe(s).into_owned() };
-    let w = |cells: &dyn Fn(&gauntlet_core::results::CellSummary) -> String| {
-        s.cells.iter().map(|c| cells(c).len()).max().unwrap_or(0)
-    };
-    let wa = w(&|c| label(&c.attack)).max(6);
-    let wt = w(&|c| label(&c.target)).max(6);
-    let wj = w(&|c| label(&c.judge)).max(5);
-    let mut header = format!(
-        "{:wa$}  {:wt$}  {:wj$}  {:>6}",
-        "attack", "target", "judge", "errors"
-    );
-    for n in &names {
-        header.push_str(&format!("  {:>w$}", n, w = n.len().max(6)));
-    }
-    println!("{header}");
-    for c in &s.cells {
-        let mut line = format!(
-            "{:wa$}  {:wt$}  {:wj$}  {:>6}",
-            label(&c.attack),
-            label(&c.target),
-            label(&c.judge),
-            c.errors
-        );
-        for (m, n) in c.metrics.iter().zip(&names) {
-            let v = m
-                .value
-                .value
-                .map_or("N/A".to_string(), |v| format!("{v:.3}"));
-            line.push_str(&format!("  {:>w$}", v, w = n.len().max(6)));
-        }
-        println!("{line}");
-    }
 }

@@ -68,9 +68,19 @@ fn golden_run_completes_with_artefacts() {
         "{html}"
     );
     assert!(html.contains("Content-Security-Policy"), "{html}");
-    // Per-scenario progress on stderr.
+    // Progress on stderr, on the run's display: stderr is a pipe, so plain lines,
+    // the last one when the exam is done.
     let stderr = String::from_utf8_lossy(&o.stderr);
-    assert!(stderr.contains("[pass 1/1]"), "{stderr}");
+    let last = stderr
+        .lines()
+        .rfind(|l| l.starts_with("progress: "))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    let n = r["corpus_count"].as_u64().unwrap();
+    assert!(
+        last.starts_with(&format!("progress: {n}/{n} scenarios (100%), "))
+            && last.contains(", eta 0s, calls "),
+        "{last}"
+    );
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! Progress that tells the truth for slow runs: a live run against the test server at
 //! two seconds a call (under one unit per second) reports its unit and call rates per
-//! minute and a real ETA, never "0 units/s, eta 0s".
+//! minute and a real ETA, never "0 units/s, eta 0s"; the agent exam shows the same
+//! display.
 
 use gauntlet_testserver::{Script, TestServer};
 use std::process::Command;
@@ -65,6 +66,52 @@ fn a_slow_live_run_shows_rates_per_minute_and_a_real_eta() {
     let last = progress.last().unwrap();
     assert!(
         last.starts_with("progress: 4/4 units (100%)") && last.contains("eta 0s"),
+        "{last}"
+    );
+}
+
+/// The agent exam shows the same display: a real exam against the test server at 700 ms
+/// a call, one scenario at a time (four sequential calls per scenario: about 8 s),
+/// reports plain lines while it runs — scenario runs done, rates, calls made so far —
+/// and a last one when done.
+#[test]
+fn a_slow_real_exam_shows_the_same_progress_lines() {
+    use common::exam::{Server, cascade_script, small_corpus};
+    let srv = Server::start(cascade_script(700));
+    let corpus = tempfile::tempdir().unwrap();
+    small_corpus(corpus.path());
+    let out = tempfile::tempdir().unwrap();
+    let o = Command::new(BIN)
+        .args(["exam", "--mode", "real", "-n", "1", "--concurrency", "1"])
+        .args(["--target", &srv.target("m"), "--corpus"])
+        .arg(corpus.path())
+        .arg("--out")
+        .arg(out.path().join("o"))
+        .env("GAUNTLET_TEST_KEY", "k")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", show(&o));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    let progress: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("progress: "))
+        .collect();
+    let (last, mid) = progress.split_last().unwrap_or_else(|| panic!("{stderr}"));
+    assert!(!mid.is_empty(), "a line while the exam runs: {stderr}");
+    for l in mid {
+        assert!(l.contains(" scenarios ("), "{l}");
+        let made: u64 = l
+            .split(", calls ")
+            .nth(1)
+            .and_then(|c| c.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{l}"));
+        assert!(made > 0, "calls are counted as they are made: {l}");
+    }
+    // Three scenarios walk the six-call cascade; the fourth is floor-routed.
+    assert!(
+        last.starts_with("progress: 4/4 scenarios (100%)")
+            && last.ends_with("eta 0s, calls 18 (journal 0, failed 0)"),
         "{last}"
     );
 }

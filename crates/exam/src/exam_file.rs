@@ -27,11 +27,15 @@ use crate::cascade::TierModels;
 use gauntlet_core::tree::{Key, Node, Value, parse_yaml};
 use std::path::{Path, PathBuf};
 
-/// The exam mode a file names.
+/// The exam mode (`--mode`, `mode:`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FileMode {
+pub enum ExamMode {
+    /// Replies scripted from each scenario's expected outcome (a pipeline check).
     Golden,
+    /// The models of the target decide.
     Real,
+    /// The agent passes plus the end-to-end pass (golden backend unless a target is
+    /// given).
     E2e,
 }
 
@@ -39,7 +43,7 @@ pub enum FileMode {
 #[derive(Clone, Default)]
 pub struct ExamFile {
     pub corpus: Option<PathBuf>,
-    pub mode: Option<FileMode>,
+    pub mode: Option<ExamMode>,
     pub passes: Option<i64>,
     pub consensus: Option<usize>,
     pub tool_loop: Option<bool>,
@@ -101,9 +105,9 @@ impl ExamFile {
                 "out" => f.out = Some(path_of(k, v)?),
                 "mode" => {
                     f.mode = Some(match v.as_str() {
-                        Some("golden") => FileMode::Golden,
-                        Some("real") => FileMode::Real,
-                        Some("e2e") => FileMode::E2e,
+                        Some("golden") => ExamMode::Golden,
+                        Some("real") => ExamMode::Real,
+                        Some("e2e") => ExamMode::E2e,
                         _ => return Err(at(k, "expected one of golden, real, e2e")),
                     })
                 }
@@ -183,7 +187,7 @@ mod tests {
         .unwrap();
         assert_eq!(f.corpus, Some(PathBuf::from("/base/c")));
         assert_eq!(f.out, Some(PathBuf::from("/base/o")));
-        assert_eq!(f.mode, Some(FileMode::Golden));
+        assert_eq!(f.mode, Some(ExamMode::Golden));
         assert_eq!(
             (
                 f.passes,

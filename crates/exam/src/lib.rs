@@ -25,6 +25,7 @@ pub mod load;
 pub mod projection;
 pub mod sanitize;
 pub mod scenario;
+pub mod settings;
 pub mod shard;
 pub mod tools;
 pub mod verdict;

@@ -1,9 +1,31 @@
 //! The detect exam's human summary (`exam-detect` on stdout, report.txt): the verdict
 //! first, then what needs attention (missed attacks, false alarms, detector errors),
 //! then recall and precision with their Wilson intervals and the coverage of each
-//! detector family. Plain text; the CLI escapes it for the terminal.
+//! detector family. Plain text; the CLI escapes it for the terminal. Also the one
+//! writer of the detect exam's artefacts (a one-machine exam, a shard and a merge).
 
 use super::detect_exam::{DetectReport, RowStatus};
+use std::path::Path;
+
+/// The report in `--json` form, written by `--out` and by the merge of shards.
+pub const REPORT_JSON: &str = "report.json";
+/// The full human summary (recall view, every row).
+pub const REPORT_TXT: &str = "report.txt";
+
+/// Writes the detect exam's artefacts into `out` ([`REPORT_JSON`], then [`REPORT_TXT`]),
+/// each atomically; the error names the file.
+pub fn write_report_files(out: &Path, report: &DetectReport) -> Result<(), String> {
+    let mut json = serde_json::to_vec_pretty(report)
+        .map_err(|e| format!("could not encode the report: {e}"))?;
+    json.push(b'\n');
+    gauntlet_core::atomic::write_atomic_named(&out.join(REPORT_JSON), &json)
+        .map_err(|e| e.to_string())?;
+    gauntlet_core::atomic::write_atomic_named(
+        &out.join(REPORT_TXT),
+        render(report, true, true).as_bytes(),
+    )
+    .map_err(|e| e.to_string())
+}
 
 fn pct(x: f64) -> String {
     format!("{:.1}%", x * 100.0)

@@ -1,30 +1,7 @@
-//! Progress on stderr: a bar on a terminal, plain periodic lines otherwise (logs, CI),
-//! nothing with `--quiet`.
-//!
-//! Rates and the ETA come from a [`Meter`]: moving averages over the last minute (or,
-//! in a slow run, over the last few finished units), so a live run at a few units a
-//! minute shows "2.4 units/min, 0.8 calls/s, eta 12m30s" instead of "0 units/s, eta 0s",
-//! and an ETA it cannot know yet is "eta unknown", never 0. Model calls are counted as
-//! they are made (the engine reports them about once a second while units run), so a
-//! run whose first unit takes minutes still shows its calls going out.
+//! Units done, model calls made, and their moving-average rates and ETA: what the
+//! progress displays show, over a clock the caller supplies so tests control time.
 
-use gauntlet_engine::progress::{CallStats, Progress, Silent};
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::collections::VecDeque;
-use std::io::IsTerminal;
-use std::sync::Arc;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
-
-pub fn for_terminal(quiet: bool) -> Arc<dyn Progress> {
-    if quiet {
-        Arc::new(Silent)
-    } else if std::io::stderr().is_terminal() {
-        Arc::new(Bar::new())
-    } else {
-        Arc::new(Lines::default())
-    }
-}
 
 /// Rates look back this far…
 const WINDOW_S: f64 = 60.0;
@@ -49,16 +26,19 @@ struct Sample {
 
 /// Units done, model calls made, and moving-average rates over a clock the caller
 /// supplies (seconds since the start), so tests control time.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Meter {
     total: u64,
+    /// What a unit is, plural (`units`, `scenarios`).
+    what: &'static str,
     samples: VecDeque<Sample>,
 }
 
 impl Meter {
-    pub fn new(total: u64) -> Self {
+    pub fn new(total: u64, what: &'static str) -> Self {
         Meter {
             total,
+            what,
             samples: VecDeque::from([Sample {
                 t: 0.0,
                 units: 0,
@@ -130,7 +110,8 @@ impl Meter {
         self.unit_rate().map(|r| left as f64 / r)
     }
 
-    /// `3/40 units (7%), 1.2 units/min, 0.8 calls/s, eta 30m50s`.
+    /// `3/40 units (7%), 1.2 units/min, 0.8 calls/s, eta 30m50s` (with this meter's
+    /// name for a unit).
     pub fn line(&self) -> String {
         let done = self.done();
         let pct = if self.total > 0 {
@@ -138,18 +119,24 @@ impl Meter {
         } else {
             100.0
         };
+        let what = self.what;
         format!(
-            "{done}/{} units ({pct:.0}%), {}, {}, eta {}",
+            "{done}/{} {what} ({pct:.0}%), {}, {}, eta {}",
             self.total,
             self.unit_rate().map_or_else(
-                || "no unit finished yet".to_string(),
-                |r| per_time(r, "units")
+                || format!("no {} finished yet", singular(what)),
+                |r| per_time(r, what)
             ),
             self.call_rate()
                 .map_or_else(|| "- calls/s".to_string(), |r| per_time(r, "calls")),
             self.eta().map_or_else(|| "unknown".to_string(), duration)
         )
     }
+}
+
+/// `units` → `unit`.
+fn singular(what: &str) -> &str {
+    what.strip_suffix('s').unwrap_or(what)
 }
 
 /// A rate in the unit that keeps it readable: per second, minute or hour.
@@ -177,136 +164,13 @@ fn duration(secs: f64) -> String {
     }
 }
 
-fn calls(c: CallStats) -> String {
-    let mut s = format!(
-        "calls {} (journal {}, failed {})",
-        c.made, c.cached, c.failed
-    );
-    if c.retries() > 0 {
-        s.push_str(&format!(
-            ", retries {} (429 {}, 5xx {}, timeout {}, connect {})",
-            c.retries(),
-            c.retries_429,
-            c.retries_5xx,
-            c.retries_timeout,
-            c.retries_connect
-        ));
-    }
-    s
-}
-
-/// What both displays track.
-#[derive(Default)]
-struct State {
-    meter: Meter,
-    done: u64,
-    started: Option<Instant>,
-    last_shown: Option<Instant>,
-    calls: CallStats,
-}
-
-impl State {
-    fn start(&mut self, units: u64) {
-        self.meter = Meter::new(units);
-        self.started = Some(Instant::now());
-        self.last_shown = self.started;
-    }
-
-    fn advance(&mut self, units: u64, c: CallStats) {
-        self.done += units;
-        self.calls = c;
-        let t = self.started.map_or(0.0, |s| s.elapsed().as_secs_f64());
-        self.meter.record(t, self.done, c.made);
-    }
-
-    /// True at most once per `every` (and resets the clock when it is).
-    fn due(&mut self, every: Duration) -> bool {
-        if self.last_shown.is_some_and(|l| l.elapsed() >= every) {
-            self.last_shown = Some(Instant::now());
-            true
-        } else {
-            false
-        }
-    }
-}
-
-struct Bar {
-    bar: ProgressBar,
-    state: Mutex<State>,
-}
-
-impl Bar {
-    fn new() -> Self {
-        let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr_with_hz(8));
-        bar.set_style(ProgressStyle::with_template("{bar:30} {msg}").expect("static template"));
-        Bar {
-            bar,
-            state: Mutex::new(State::default()),
-        }
-    }
-}
-
-impl Progress for Bar {
-    fn start(&self, units: u64, _attempts: u64) {
-        self.bar.set_length(units);
-        self.state.lock().expect("progress lock").start(units);
-    }
-    fn advance(&self, units: u64, _attempts: u64, c: CallStats) {
-        self.bar.inc(units);
-        let mut s = self.state.lock().expect("progress lock");
-        s.advance(units, c);
-        if s.due(Duration::from_millis(250)) {
-            self.bar
-                .set_message(format!("{}  {}", s.meter.line(), calls(s.calls)));
-        }
-    }
-    fn note(&self, message: &str) {
-        self.bar
-            .println(gauntlet_core::terminal::safe_text(message));
-    }
-    fn finish(&self) {
-        self.bar.finish_and_clear();
-    }
-}
-
-#[derive(Default)]
-struct Lines {
-    state: Mutex<State>,
-}
-
-impl Lines {
-    fn print(s: &State) {
-        eprintln!("progress: {}, {}", s.meter.line(), calls(s.calls));
-    }
-}
-
-impl Progress for Lines {
-    fn start(&self, units: u64, _attempts: u64) {
-        self.state.lock().expect("progress lock").start(units);
-    }
-    fn advance(&self, units: u64, _attempts: u64, c: CallStats) {
-        let mut s = self.state.lock().expect("progress lock");
-        s.advance(units, c);
-        if s.due(Duration::from_secs(5)) {
-            Self::print(&s);
-        }
-    }
-    fn note(&self, message: &str) {
-        eprintln!("{}", gauntlet_core::terminal::safe_text(message));
-    }
-    fn finish(&self) {
-        let s = self.state.lock().expect("progress lock");
-        Self::print(&s);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     /// A run of 40 units, one finishing every 25 s, one call every 5 s.
     fn slow() -> Meter {
-        let mut m = Meter::new(40);
+        let mut m = Meter::new(40, "units");
         for t in 1..=300u64 {
             m.record(t as f64, t / 25, t / 5);
         }
@@ -329,7 +193,7 @@ mod tests {
 
     #[test]
     fn the_window_follows_the_recent_rate() {
-        let mut m = Meter::new(1000);
+        let mut m = Meter::new(1000, "units");
         // Fast for a minute (10 units/s), then one unit every 10 s for five minutes.
         let mut units = 0;
         for t in 1..=60u64 {
@@ -354,7 +218,7 @@ mod tests {
 
     #[test]
     fn slow_units_widen_the_window_to_span_a_few() {
-        let mut m = Meter::new(10);
+        let mut m = Meter::new(10, "units");
         // One unit every 100 s: a 60 s window would often hold none.
         for t in 1..=1000u64 {
             m.record(t as f64, t / 100, 0);
@@ -366,7 +230,7 @@ mod tests {
 
     #[test]
     fn before_the_first_unit_the_eta_is_unknown_not_zero() {
-        let mut m = Meter::new(5);
+        let mut m = Meter::new(5, "units");
         m.record(30.0, 0, 12);
         assert_eq!(m.unit_rate(), None);
         assert_eq!(m.eta(), None);
@@ -374,21 +238,26 @@ mod tests {
             m.line(),
             "0/5 units (0%), no unit finished yet, 24.0 calls/min, eta unknown"
         );
-        let fresh = Meter::new(5);
+        let fresh = Meter::new(5, "units");
         assert_eq!(
             fresh.line(),
             "0/5 units (0%), no unit finished yet, - calls/s, eta unknown"
+        );
+        let exam = Meter::new(96, "scenarios");
+        assert_eq!(
+            exam.line(),
+            "0/96 scenarios (0%), no scenario finished yet, - calls/s, eta unknown"
         );
     }
 
     #[test]
     fn finished_runs_and_stalls() {
-        let mut m = Meter::new(3);
+        let mut m = Meter::new(3, "units");
         m.record(1.0, 3, 3);
         assert_eq!(m.eta(), Some(0.0));
         assert!(m.line().ends_with("eta 0s"), "{}", m.line());
         // A stall lowers the rate as time passes without units.
-        let mut m = Meter::new(100);
+        let mut m = Meter::new(100, "units");
         m.record(10.0, 10, 10);
         let before = m.unit_rate().unwrap();
         m.record(100.0, 10, 10);
@@ -397,7 +266,7 @@ mod tests {
 
     #[test]
     fn memory_stays_bounded_under_frequent_reports() {
-        let mut m = Meter::new(u64::MAX);
+        let mut m = Meter::new(u64::MAX, "units");
         for i in 0..1_000_000u64 {
             m.record(i as f64 * 0.001, i, i);
         }

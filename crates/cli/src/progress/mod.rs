@@ -1,0 +1,168 @@
+//! Progress on stderr, the one display of `gauntlet run` and `gauntlet exam`: a bar on a
+//! terminal, plain periodic lines otherwise (logs, CI), nothing with `--quiet`.
+//!
+//! Rates and the ETA come from a [`Meter`] (`meter.rs`): moving averages over the last minute (or,
+//! in a slow run, over the last few finished units), so a live run at a few units a
+//! minute shows "2.4 units/min, 0.8 calls/s, eta 12m30s" instead of "0 units/s, eta 0s",
+//! and an ETA it cannot know yet is "eta unknown", never 0. Model calls are counted as
+//! they are made (the engine reports them about once a second while units run), so a
+//! run whose first unit takes minutes still shows its calls going out.
+
+mod exam;
+mod meter;
+
+pub use exam::ExamProgress;
+use gauntlet_engine::progress::{CallStats, Progress, Silent};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use meter::Meter;
+use std::io::IsTerminal;
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// The display for stderr; `what` names a unit, plural (`units` for a run's behavior ×
+/// attack × target, `scenarios` for an exam's scenario runs).
+pub fn for_terminal(quiet: bool, what: &'static str) -> Arc<dyn Progress> {
+    if quiet {
+        Arc::new(Silent)
+    } else if std::io::stderr().is_terminal() {
+        Arc::new(Bar::new(what))
+    } else {
+        Arc::new(Lines {
+            state: Mutex::new(State::new(what)),
+        })
+    }
+}
+
+fn calls(c: CallStats) -> String {
+    let mut s = format!(
+        "calls {} (journal {}, failed {})",
+        c.made, c.cached, c.failed
+    );
+    if c.retries() > 0 {
+        s.push_str(&format!(
+            ", retries {} (429 {}, 5xx {}, timeout {}, connect {})",
+            c.retries(),
+            c.retries_429,
+            c.retries_5xx,
+            c.retries_timeout,
+            c.retries_connect
+        ));
+    }
+    s
+}
+
+/// What both displays track.
+struct State {
+    meter: Meter,
+    what: &'static str,
+    done: u64,
+    started: Option<Instant>,
+    last_shown: Option<Instant>,
+    calls: CallStats,
+}
+
+impl State {
+    fn new(what: &'static str) -> Self {
+        State {
+            meter: Meter::new(0, what),
+            what,
+            done: 0,
+            started: None,
+            last_shown: None,
+            calls: CallStats::default(),
+        }
+    }
+
+    fn start(&mut self, units: u64) {
+        self.meter = Meter::new(units, self.what);
+        self.started = Some(Instant::now());
+        self.last_shown = self.started;
+    }
+
+    fn advance(&mut self, units: u64, c: CallStats) {
+        self.done += units;
+        self.calls = c;
+        let t = self.started.map_or(0.0, |s| s.elapsed().as_secs_f64());
+        self.meter.record(t, self.done, c.made);
+    }
+
+    /// True at most once per `every` (and resets the clock when it is).
+    fn due(&mut self, every: Duration) -> bool {
+        if self.last_shown.is_some_and(|l| l.elapsed() >= every) {
+            self.last_shown = Some(Instant::now());
+            true
+        } else {
+            false
+        }
+    }
+}
+
+struct Bar {
+    bar: ProgressBar,
+    state: Mutex<State>,
+}
+
+impl Bar {
+    fn new(what: &'static str) -> Self {
+        let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr_with_hz(8));
+        bar.set_style(ProgressStyle::with_template("{bar:30} {msg}").expect("static template"));
+        Bar {
+            bar,
+            state: Mutex::new(State::new(what)),
+        }
+    }
+}
+
+impl Progress for Bar {
+    fn start(&self, units: u64, _attempts: u64) {
+        self.bar.set_length(units);
+        self.state.lock().expect("progress lock").start(units);
+    }
+    fn advance(&self, units: u64, _attempts: u64, c: CallStats) {
+        self.bar.inc(units);
+        let mut s = self.state.lock().expect("progress lock");
+        s.advance(units, c);
+        if s.due(Duration::from_millis(250)) {
+            self.bar
+                .set_message(format!("{}  {}", s.meter.line(), calls(s.calls)));
+        }
+    }
+    fn note(&self, message: &str) {
+        self.bar
+            .println(gauntlet_core::terminal::safe_text(message));
+    }
+    fn finish(&self) {
+        self.bar.finish_and_clear();
+    }
+}
+
+struct Lines {
+    state: Mutex<State>,
+}
+
+impl Lines {
+    fn print(s: &State) {
+        eprintln!("progress: {}, {}", s.meter.line(), calls(s.calls));
+    }
+}
+
+impl Progress for Lines {
+    fn start(&self, units: u64, _attempts: u64) {
+        self.state.lock().expect("progress lock").start(units);
+    }
+    fn advance(&self, units: u64, _attempts: u64, c: CallStats) {
+        let mut s = self.state.lock().expect("progress lock");
+        s.advance(units, c);
+        if s.due(Duration::from_secs(5)) {
+            Self::print(&s);
+        }
+    }
+    fn note(&self, message: &str) {
+        eprintln!("{}", gauntlet_core::terminal::safe_text(message));
+    }
+    fn finish(&self) {
+        let s = self.state.lock().expect("progress lock");
+        Self::print(&s);
+    }
+}
