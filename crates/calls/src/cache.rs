@@ -44,8 +44,9 @@ pub struct CallCounters {
     /// Set once a call was refused for lack of budget.
     pub budget_hit: AtomicBool,
     /// The first configuration error (401/403, missing key): once set, no further call
-    /// reaches any model and every call fails with it.
-    halt: Mutex<Option<ModelError>>,
+    /// reaches any model and every call fails with it. Read on every call: a lock-free
+    /// load, where a mutex cost 0.5% of the offline benchmark's CPU.
+    halt: std::sync::OnceLock<ModelError>,
     /// The batchers of batch-mode models ([`crate::batch`]): a journal miss of such a
     /// model is answered through its provider batch.
     batching: Option<Arc<Batching>>,
@@ -69,15 +70,12 @@ impl CallCounters {
 
     /// The configuration error that stopped every call, if one did.
     pub fn halted(&self) -> Option<ModelError> {
-        self.halt.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.halt.get().cloned()
     }
 
     /// Stops every further call with `e` (the first one given is kept).
     pub fn halt_with(&self, e: &ModelError) {
-        let mut h = self.halt.lock().unwrap_or_else(|e| e.into_inner());
-        if h.is_none() {
-            *h = Some(e.clone());
-        }
+        let _ = self.halt.set(e.clone());
     }
 
     /// Takes one call from the budget; false (and `budget_hit` set) when it is spent.

@@ -346,7 +346,9 @@ pub struct RecordedRequest {
 pub const RECORD_LIMIT: usize = 256;
 
 struct Inner {
-    script: Script,
+    /// Shared with each request's handler (an `Arc`, so a request does not copy the
+    /// rules and texts).
+    script: Arc<Script>,
     fired: Vec<u64>,
     stats: Stats,
     log: VecDeque<RecordedRequest>,
@@ -452,7 +454,7 @@ impl TestServer {
         let shared = Arc::new(Shared {
             inner: Mutex::new(Inner {
                 fired: vec![0; script.rules.len()],
-                script,
+                script: Arc::new(script),
                 stats: Stats::default(),
                 log: VecDeque::new(),
             }),
@@ -521,7 +523,7 @@ impl TestServer {
     pub fn set_script(&self, script: Script) {
         let mut g = self.shared.lock();
         g.fired = vec![0; script.rules.len()];
-        g.script = script;
+        g.script = Arc::new(script);
     }
     pub fn stats(&self) -> Stats {
         let mut s = self.shared.lock().stats.clone();
@@ -727,7 +729,7 @@ pub(crate) fn answer(
         (
             action,
             rule_latency.unwrap_or(g.script.latency_ms),
-            g.script.clone(),
+            Arc::clone(&g.script),
         )
     };
 
