@@ -8,13 +8,13 @@
 
 use crate::error::CliError;
 use clap::Args as ClapArgs;
-use gauntlet_engine::shard::Shard;
+use gauntlet_core::shard::Shard;
 use gauntlet_exam::detectors::assemble::FleetOptions;
 use gauntlet_exam::detectors::detect_exam::{self, DetectReport, Options};
 use gauntlet_exam::detectors::external::Limits;
-use gauntlet_exam::detectors::fleet::Member;
 use gauntlet_exam::detectors::report_text::{render, write_report_files};
 use gauntlet_exam::load::{IndexedFile, check_unique_ids, index_corpus};
+use gauntlet_exam::shard::detect::{self as detect_shard, IdentityLimits, ShardRecord};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -115,7 +115,7 @@ pub fn run(a: Args) -> Result<(), CliError> {
         );
     }
     let out = match a.shard {
-        Some(s) => Some(crate::exam_shard::shard_out(
+        Some(s) => Some(gauntlet_exam::shard::shard_out(
             a.out.as_deref().unwrap_or(Path::new("exam-detect-out")),
             s,
         )),
@@ -123,7 +123,7 @@ pub fn run(a: Args) -> Result<(), CliError> {
     };
     if let (Some(s), Some(out)) = (a.shard, &out) {
         std::fs::create_dir_all(out)
-            .and_then(|()| crate::detect_shard::begin(out))
+            .and_then(|()| detect_shard::begin(out))
             .map_err(|e| CliError::invalid(format!("cannot prepare {}: {e}", out.display())))?;
         eprintln!("exam-detect: shard {s} into {}", out.display());
     }
@@ -133,8 +133,9 @@ pub fn run(a: Args) -> Result<(), CliError> {
             .map_err(|e| format!("cannot create {}: {e}", out.display()))
             .and_then(|()| write_report_files(out, &report))
             .and_then(|()| match &shard {
-                Some(rec) => crate::detect_shard::finish(out, &rec.record())
-                    .map_err(|e| format!("{}: {e}", out.display())),
+                Some(rec) => {
+                    detect_shard::finish(out, rec).map_err(|e| format!("{}: {e}", out.display()))
+                }
                 None => Ok(()),
             })
             .map_err(CliError::Invalid)?;
@@ -164,63 +165,7 @@ pub fn run(a: Args) -> Result<(), CliError> {
     }
 }
 
-/// What a shard records beside its report (owned, for [`crate::detect_shard::finish`]).
-pub struct ShardInfo {
-    shard: Shard,
-    identity_sha256: String,
-    units_total: usize,
-    units: Vec<usize>,
-    groups: BTreeMap<String, usize>,
-}
-
-impl ShardInfo {
-    fn record(&self) -> crate::detect_shard::ShardRecord<'_> {
-        crate::detect_shard::ShardRecord {
-            shard: self.shard,
-            identity_sha256: &self.identity_sha256,
-            units_total: self.units_total,
-            units: &self.units,
-            groups: &self.groups,
-        }
-    }
-}
-
-/// The detect exam's identity: sha256 over everything that decides its rows — the
-/// gauntlet version, the pinned corpus, every scenario file (origin, relpath, sha256,
-/// group) in file order, the fleet (names; each external detector's executable by
-/// sha256) and the limits. Not the corpus path, `--parallel` or the output flags.
-fn identity(
-    a: &Args,
-    corpus: (usize, &str),
-    files: &[(IndexedFile, String, usize)],
-    members: &[Member],
-) -> Result<String, String> {
-    let mut h = gauntlet_core::hash::HashWriter::new();
-    h.field(b"detect-exam-identity-v1");
-    h.field(gauntlet_core::HARNESS_VERSION.as_bytes());
-    h.json(&(corpus.0, corpus.1));
-    for (f, origin, group) in files {
-        h.json(&(origin, &f.file.relpath, &f.file.sha256, group));
-    }
-    for m in members {
-        h.field(m.name().as_bytes());
-        if let Member::External(x) = m {
-            let e = gauntlet_engine::rundir::FileEntry::of_file(&x.path)
-                .map_err(|e| format!("cannot read {}: {e}", x.path.display()))?;
-            h.json(&e);
-        }
-    }
-    h.json(&(
-        a.timeout_ms.max(1),
-        a.external_timeout_ms.max(1),
-        a.external_cpu_secs.max(1),
-        a.external_memory_mb.max(16),
-        a.allow_unconfined_detectors,
-    ));
-    Ok(h.finish_hex())
-}
-
-fn prepare_and_run(a: &Args) -> Result<(DetectReport, Option<ShardInfo>), String> {
+fn prepare_and_run(a: &Args) -> Result<(DetectReport, Option<ShardRecord>), String> {
     // Verify the pin (hashing every file, keeping none of them), then stream: each
     // scenario is parsed, projected, run and graded, and only its compact row is kept.
     let index =
@@ -257,22 +202,16 @@ fn prepare_and_run(a: &Args) -> Result<(DetectReport, Option<ShardInfo>), String
     let shard = match a.shard {
         None => None,
         Some(s) => {
-            let owner = gauntlet_exam::shard::detect_assignment(
-                files
-                    .iter()
-                    .map(|(f, origin, _)| (origin.as_str(), f.file.relpath.as_str())),
-                s.count,
-            );
-            Some(ShardInfo {
-                shard: s,
-                identity_sha256: identity(a, (index.count, &index.digest), &files, &members)?,
-                units_total: files.len(),
-                units: (0..files.len()).filter(|&i| owner[i] == s.index).collect(),
-                groups: files
-                    .iter()
-                    .map(|(_, origin, g)| (origin.clone(), *g))
-                    .collect(),
-            })
+            let limits = IdentityLimits {
+                timeout_ms: a.timeout_ms,
+                external_timeout_ms: a.external_timeout_ms,
+                external_cpu_secs: a.external_cpu_secs,
+                external_memory_mb: a.external_memory_mb,
+                allow_unconfined: a.allow_unconfined_detectors,
+            };
+            let id =
+                detect_shard::identity((index.count, &index.digest), &files, &members, &limits)?;
+            Some(ShardRecord::plan(s, &files, id))
         }
     };
     let files: Vec<&(IndexedFile, String, usize)> = match &shard {

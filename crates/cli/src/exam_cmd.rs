@@ -14,13 +14,14 @@
 //! without repeating a finished call and writes identical artefacts.
 
 use crate::error::CliError;
+use crate::exam_print;
 use crate::progress::{self, ExamProgress};
-use crate::{exam_print, exam_shard};
 use clap::{Args, ValueEnum};
 use gauntlet_core::terminal::safe_text;
 use gauntlet_exam::exam::{ExamOutput, run_exam_units, write_artifacts};
 use gauntlet_exam::exam_file::ExamMode;
 use gauntlet_exam::settings::{ExamRequest, ExamSettings};
+use gauntlet_exam::shard::agent as exam_shard;
 use std::path::{Path, PathBuf};
 
 /// How the exam's errors are reported (`gauntlet exam: <message>`).
@@ -115,7 +116,7 @@ pub struct ExamArgs {
     /// <out>.shard-<i>-of-<N>; `gauntlet merge` puts the N shards back together (see
     /// README, "Scaling out"). Not with --mode e2e.
     #[arg(long, value_name = "i/N")]
-    shard: Option<gauntlet_engine::shard::Shard>,
+    shard: Option<gauntlet_core::shard::Shard>,
 }
 
 /// `gauntlet exam-detect --e2e`: an alias of `gauntlet exam --mode e2e` (golden backend,
@@ -196,7 +197,7 @@ pub fn exam(a: ExamArgs) -> Result<(), CliError> {
     }
     eprintln!("{EXAM}: {}", exam_print::header(&s));
     let out_dir = match a.shard {
-        Some(shard) => exam_shard::shard_out(&s.out, shard),
+        Some(shard) => gauntlet_exam::shard::shard_out(&s.out, shard),
         None => s.out.clone(),
     };
     let mut notes = Vec::new();

@@ -12,11 +12,9 @@
 mod analysis_cmd;
 mod browse_cmd;
 mod detect_cmd;
-mod detect_shard;
 mod error;
 mod exam_cmd;
 mod exam_print;
-mod exam_shard;
 mod judge_eval_cmd;
 mod merge_cmd;
 mod print;

@@ -1,10 +1,11 @@
 //! `gauntlet merge`: shard directories back into the one run directory a single machine
-//! would have written (the engine's `merge.rs` does the work; see `shard.rs` for how
-//! runs are cut).
+//! would have written (the engine's `merge.rs` does the work for runs, see its
+//! `shard.rs` for how runs are cut; `gauntlet_exam::shard` for both exams).
 
 use crate::error::CliError;
 use clap::Args;
 use gauntlet_core::terminal::safe;
+use gauntlet_exam::shard::{agent, detect};
 use std::path::PathBuf;
 
 /// `gauntlet merge`.
@@ -23,11 +24,8 @@ pub struct MergeArgs {
 }
 
 pub fn merge(a: MergeArgs) -> Result<(), CliError> {
-    if a.shard_dirs
-        .iter()
-        .any(|d| crate::detect_shard::is_detect_shard(d))
-    {
-        return match crate::detect_shard::merge(&a.shard_dirs, &a.out) {
+    if a.shard_dirs.iter().any(|d| detect::is_shard(d)) {
+        return match detect::merge(&a.shard_dirs, &a.out) {
             Ok(r) => {
                 // The summary a one-machine `exam-detect` prints, and its exit code
                 // (0 pass, 1 gaps, 2 detector errors): the verdict is the whole exam's.
@@ -51,11 +49,8 @@ pub fn merge(a: MergeArgs) -> Result<(), CliError> {
             Err(e) => Err(CliError::invalid(e)),
         };
     }
-    if a.shard_dirs
-        .iter()
-        .any(|d| crate::exam_shard::is_exam_shard(d))
-    {
-        return match crate::exam_shard::merge(&a.shard_dirs, &a.out) {
+    if a.shard_dirs.iter().any(|d| agent::is_shard(d)) {
+        return match agent::merge(&a.shard_dirs, &a.out) {
             Ok(r) => {
                 println!(
                     "merged {} exam shard(s): {} pass(es), median pass rate {}, {} model calls",

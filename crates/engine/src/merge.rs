@@ -29,7 +29,7 @@ use gauntlet_calls::cache::RoleUsage;
 use gauntlet_core::files::{self, Kind, TRANSCRIPT_LINE_MAX};
 use gauntlet_core::results::RunSummary;
 use std::fs::File;
-use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::io::{BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -170,7 +170,7 @@ fn check_same_run(shards: &[ShardDir]) -> Result<(), StoredError> {
         let keys: Vec<&str> = keys.iter().map(|k| k.as_str()).collect();
         format!(" (config keys that differ: {})", keys.join(", "))
     })
-    .map_err(err)
+    .map_err(|e| err(e.to_string()))
 }
 
 /// Reads a shard's shard_usage.json into per-(cell, trial) usage.
@@ -502,57 +502,7 @@ pub fn merge(
 }
 
 /// The journals (`journal.jsonl`) of the shard directories `shards`, one after another
-/// under one header, into `to` (written to a temporary file and renamed). Their keys
-/// are disjoint but for calls two units share, which hold the same response; a torn
-/// last line is left out. Shards without a journal are skipped.
+/// under one header, into `to` ([`gauntlet_core::shard::concat_journals`]).
 pub fn concat_journals(shards: &[&Path], to: &Path) -> Result<(), StoredError> {
-    let tmp = tmp_path(to);
-    let io = |p: &Path, e: std::io::Error| err(format!("cannot write {}: {e}", p.display()));
-    let mut w = BufWriter::with_capacity(1 << 20, File::create(&tmp).map_err(|e| io(&tmp, e))?);
-    let mut header: Option<Vec<u8>> = None;
-    let mut line = Vec::new();
-    for s in shards {
-        let path = s.join("journal.jsonl");
-        let f = match File::open(&path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(err(format!("cannot read {}: {e}", path.display()))),
-        };
-        let mut r = BufReader::with_capacity(1 << 20, f);
-        let mut first = true;
-        loop {
-            line.clear();
-            let n = r
-                .read_until(b'\n', &mut line)
-                .map_err(|e| err(format!("cannot read {}: {e}", path.display())))?;
-            if n == 0 || line.last() != Some(&b'\n') {
-                break;
-            }
-            if first {
-                first = false;
-                match &header {
-                    None => {
-                        w.write_all(&line).map_err(|e| io(&tmp, e))?;
-                        header = Some(line.clone());
-                    }
-                    Some(h) if *h == line => {}
-                    Some(_) => {
-                        return Err(err(format!(
-                            "{}: a journal of another format than the other shards' (another gauntlet version?)",
-                            path.display()
-                        )));
-                    }
-                }
-                continue;
-            }
-            w.write_all(&line).map_err(|e| io(&tmp, e))?;
-        }
-    }
-    w.flush().map_err(|e| io(&tmp, e))?;
-    drop(w);
-    if header.is_none() {
-        // No shard had a journal (nothing was called): neither has the merge.
-        return std::fs::remove_file(&tmp).map_err(|e| io(&tmp, e));
-    }
-    std::fs::rename(&tmp, to).map_err(|e| io(to, e))
+    gauntlet_core::shard::concat_journals(shards, to).map_err(err)
 }

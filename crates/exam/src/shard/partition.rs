@@ -1,11 +1,10 @@
-//! Shards of an agent exam: the scenario runs (pass × scenario) cut into N parts that
-//! separate machines run (`gauntlet exam … --shard i/N`) and `gauntlet merge` puts back
-//! together. As for red-team runs (the engine's `shard.rs`), the cut depends on the
-//! exam alone: every scenario run is keyed by the sha256 of (scenario path, scenario id,
-//! pass), runs are laid out in key order and the sequence is cut into N equal spans.
-//! Every scenario run weighs the same (one cascade: the calls it makes depend on the
-//! model's answers, so no finer plan exists before it runs), so shard sizes differ by at
-//! most one.
+//! How both exams are cut into shards. The agent exam: every scenario run (pass ×
+//! scenario) is keyed by the sha256 of (scenario path, scenario id, pass), runs are laid
+//! out in key order and the sequence is cut into N equal spans. As for red-team runs
+//! (the engine's `shard.rs`), the cut depends on the exam alone. Every scenario run
+//! weighs the same (one cascade: the calls it makes depend on the model's answers, so
+//! no finer plan exists before it runs), so shard sizes differ by at most one. The
+//! detect exam: see [`detect_assignment`].
 
 use crate::load::Corpus;
 use gauntlet_core::hash::HashWriter;

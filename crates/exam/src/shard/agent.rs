@@ -1,39 +1,37 @@
 //! Shards of the agent exam: `gauntlet exam … --shard i/N` runs the scenario runs
-//! (pass × scenario) `gauntlet_exam::shard` gives shard i into `<out>.shard-<i>-of-<N>`,
-//! and `gauntlet merge` (this file's [`merge`]) puts the N shard directories back into
-//! the directory a one-machine exam writes.
+//! (pass × scenario) [`super::assignment`] gives shard i ([`owned`]) into
+//! `<out>.shard-<i>-of-<N>` ([`super::shard_out`]), and [`merge`] puts the N shard
+//! directories back into the directory a one-machine exam writes.
 //!
 //! A shard directory is an exam output directory (report.json over its own scenario
 //! runs, run-<pass>/<id>.json and .transcript.json, its journal in real mode) plus
-//! `shard.json` (which runs it holds, the exam's identity) and a `manifest.json`
-//! (the engine's: size and sha256 of every file), both written last: a shard without
-//! them was interrupted. The merge copies each scenario run's two files from its shard
-//! byte for byte, recomputes the report with the exam's own summary
-//! (`exam::assemble_report`) over the passes put back in corpus order, renders the same
-//! report files, copies exam.json and concatenates the journals.
+//! `shard.json` (which runs it holds, the exam's identity) and a `manifest.json` (size
+//! and digest of every file), both written last by [`finish`]: a shard without them was
+//! interrupted ([`begin`] removes them before a session changes anything). The merge
+//! copies each scenario run's two files from its shard byte for byte, recomputes the
+//! report with the exam's own summary ([`assemble_report`]) over the passes put back in
+//! corpus order, renders the same report files, copies exam.json and concatenates the
+//! journals.
 
-use gauntlet_engine::rundir::{FileEntry, Manifest};
-use gauntlet_engine::shard::Shard;
-use gauntlet_engine::shard::{read_json, shown};
-use gauntlet_exam::exam::{HarnessReport, ReportHead, assemble_report, file_stem};
-use gauntlet_exam::grade::RunResult;
+use super::MergeError;
+use crate::calls::{EXAM_JSON, ExamUsage, JOURNAL, TierRole};
+use crate::exam::{
+    Backend, ExamConfig, HarnessReport, ReportHead, assemble_report, exam_config_sha256, file_stem,
+    write_report_files,
+};
+use crate::grade::{RunResult, ScenarioResult};
+use crate::load::Corpus;
+use gauntlet_core::manifest::{FileEntry, Manifest};
+use gauntlet_core::shard::{Member, SetRules, Shard, check_set, open_record, read_json, shown};
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 
-/// shard.json in a shard of an exam.
+/// The agent exam's shard record.
 pub const SHARD_JSON: &str = "shard.json";
 
-/// The shard's output directory: `<out>.shard-<i>-of-<N>`.
-pub fn shard_out(out: &Path, s: Shard) -> PathBuf {
-    let name = out
-        .file_name()
-        .map_or_else(|| "exam-out".into(), |n| n.to_string_lossy().into_owned());
-    out.with_file_name(format!("{name}.shard-{}-of-{}", s.index, s.count))
-}
-
-/// Which scenario runs (pass-major) the shard holds.
-pub fn owned(corpus: &gauntlet_exam::Corpus, passes: usize, s: Shard) -> Vec<bool> {
-    gauntlet_exam::shard::assignment(corpus, passes, s.count)
+/// Which scenario runs (pass-major: `pass * scenarios + i`) shard `s` holds.
+pub fn owned(corpus: &Corpus, passes: usize, s: Shard) -> Vec<bool> {
+    super::assignment(corpus, passes, s.count)
         .into_iter()
         .map(|o| o == s.index)
         .collect()
@@ -42,33 +40,27 @@ pub fn owned(corpus: &gauntlet_exam::Corpus, passes: usize, s: Shard) -> Vec<boo
 /// Before a shard session changes anything: without a manifest the directory reads as
 /// unfinished until [`finish`] writes it again.
 pub fn begin(out: &Path) -> std::io::Result<()> {
-    for f in ["manifest.json", SHARD_JSON] {
-        match std::fs::remove_file(out.join(f)) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
-            _ => {}
-        }
-    }
-    Ok(())
+    super::begin(out, SHARD_JSON)
 }
 
 /// After a complete shard's artefacts: shard.json, then the manifest of every file.
+/// `owned` is [`owned`]'s, `report` the shard's own.
 pub fn finish(
     out: &Path,
     s: Shard,
     owned: &[bool],
-    (corpus, passes): (&gauntlet_exam::Corpus, usize),
+    (corpus, passes): (&Corpus, usize),
     report: &HarnessReport,
-    cfg: &gauntlet_exam::exam::ExamConfig,
+    cfg: &ExamConfig,
 ) -> std::io::Result<()> {
     let scenarios = corpus.scenarios.len();
-    let identity_sha256 = &gauntlet_exam::exam::exam_config_sha256(corpus, cfg);
+    let identity_sha256 = &exam_config_sha256(corpus, cfg);
     // Real mode: each tier's price per 1M tokens, so the merge prices the summed tokens
     // once, exactly as a one-machine exam does (a sum of the shards' costs would differ
     // in the last digits).
     let mut prices = serde_json::Map::new();
-    if let (gauntlet_exam::exam::Backend::Real { models, .. }, Some(c)) = (&cfg.backend, &cfg.calls)
-    {
-        for role in gauntlet_exam::calls::TierRole::ALL {
+    if let (Backend::Real { models, .. }, Some(c)) = (&cfg.backend, &cfg.calls) {
+        for role in TierRole::ALL {
             let m = &models.for_tier(role.tier()).model;
             let p = c
                 .prices
@@ -83,7 +75,7 @@ pub fn finish(
         }
     }
     // The scenario runs' files live in run-<pass>/, which a manifest does not list:
-    // shard.json records them (size, sha256), and the manifest covers shard.json.
+    // shard.json records them (size, digest), and the manifest covers shard.json.
     let mut files = serde_json::Map::new();
     for run in &report.runs {
         for r in &run.results {
@@ -106,7 +98,7 @@ pub fn finish(
             "index": s.index,
             "count": s.count,
             "units": units.len(),
-            "partition": gauntlet_exam::shard::PARTITION_SCHEME,
+            "partition": super::PARTITION_SCHEME,
         },
         "exam_config_sha256": identity_sha256,
         "harness_version": gauntlet_core::HARNESS_VERSION,
@@ -128,8 +120,8 @@ pub fn finish(
         "classifier.json".into(),
         SHARD_JSON.into(),
     ];
-    if out.join(gauntlet_exam::calls::EXAM_JSON).exists() {
-        names.push(gauntlet_exam::calls::EXAM_JSON.into());
+    if out.join(EXAM_JSON).exists() {
+        names.push(EXAM_JSON.into());
     }
     for n in names {
         m.record_file(out, &n)?;
@@ -137,47 +129,50 @@ pub fn finish(
     m.write(out)
 }
 
-/// Whether `dir` is a shard of an exam (not of a red-team run).
-pub fn is_exam_shard(dir: &Path) -> bool {
+/// Whether `dir` is a shard of an agent exam (not of a red-team run or a detect exam).
+pub fn is_shard(dir: &Path) -> bool {
     dir.join(SHARD_JSON).is_file()
 }
 
-struct ExamShardDir {
+/// A finished shard as the merge reads it.
+struct ShardDir {
     dir: PathBuf,
     shard: Shard,
     meta: serde_json::Value,
     report: HarnessReport,
 }
 
-fn open_shard(dir: &Path) -> Result<ExamShardDir, String> {
-    let (shard, meta) = gauntlet_engine::shard::open_record(
+fn open_shard(dir: &Path) -> Result<ShardDir, MergeError> {
+    let (shard, meta) = open_record(
         dir,
         SHARD_JSON,
         "exam shard",
         "an exam shard without a whole manifest was interrupted, cut short by its budget or changed; rerun its `gauntlet exam … --shard i/N` (real mode resumes from the journal), then merge",
-    )?;
-    let report: HarnessReport = serde_json::from_value(read_json(&dir.join("report.json"))?)
-        .map_err(|e| {
-            format!(
-                "{}: not an exam report: {e}",
-                dir.join("report.json").display()
-            )
-        })?;
+    )
+    .map_err(MergeError::Shard)?;
+    let report: HarnessReport =
+        serde_json::from_value(read_json(&dir.join("report.json")).map_err(MergeError::Shard)?)
+            .map_err(|e| {
+                MergeError::Shard(format!(
+                    "{}: not an exam report: {e}",
+                    dir.join("report.json").display()
+                ))
+            })?;
     if let Some(p) = &report.partial {
-        return Err(format!(
+        return Err(MergeError::Shard(format!(
             "exam shard {shard} in {} is incomplete (partial: {p}); rerun its `gauntlet exam … --shard {shard}` to finish it, then merge",
             dir.display()
-        ));
+        )));
     }
-    if meta["shard"]["partition"] != gauntlet_exam::shard::PARTITION_SCHEME {
-        return Err(format!(
+    if meta["shard"]["partition"] != super::PARTITION_SCHEME {
+        return Err(MergeError::Shard(format!(
             "{}: cut by partition `{}`; this gauntlet merges `{}`",
             dir.display(),
             shown(&meta["shard"]["partition"]),
-            gauntlet_exam::shard::PARTITION_SCHEME
-        ));
+            super::PARTITION_SCHEME
+        )));
     }
-    Ok(ExamShardDir {
+    Ok(ShardDir {
         dir: dir.to_path_buf(),
         shard,
         meta,
@@ -185,21 +180,22 @@ fn open_shard(dir: &Path) -> Result<ExamShardDir, String> {
     })
 }
 
-/// Merges exam shard directories into `out`. Returns the merged report.
-pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<HarnessReport, String> {
-    let mut shards: Vec<ExamShardDir> = dirs
+/// Merges agent-exam shard directories (every shard 0..N of one exam once, in any
+/// order) into `out`. Returns the merged report, which is the one-machine exam's.
+pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<HarnessReport, MergeError> {
+    let mut shards: Vec<ShardDir> = dirs
         .iter()
         .map(|d| open_shard(d))
         .collect::<Result<_, _>>()?;
-    let members: Vec<gauntlet_engine::shard::Member> = shards
+    let members: Vec<Member> = shards
         .iter()
-        .map(|s| gauntlet_engine::shard::Member {
+        .map(|s| Member {
             shard: s.shard,
             dir: &s.dir,
             meta: &s.meta,
         })
         .collect();
-    let rules = gauntlet_engine::shard::SetRules {
+    let rules = SetRules {
         noun: "exam shard",
         whole: "exam",
         same: &[
@@ -212,12 +208,41 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<HarnessReport, String> {
         help: "merge the N shards of one `gauntlet exam … --shard i/N` (same corpus, mode, passes, consensus, seed, target and gauntlet version)",
         command: "gauntlet exam … --shard i/{n}",
     };
-    gauntlet_engine::shard::check_set(&members, &rules, |_, _| String::new())?;
+    check_set(&members, &rules, |_, _| String::new())?;
     shards.sort_by_key(|s| s.shard.index);
     let first = &shards[0];
     let passes = first.meta["passes"].as_u64().unwrap_or(0) as usize;
     let scenarios = first.meta["scenarios"].as_u64().unwrap_or(0) as usize;
-    // Which shard holds each scenario run; every run exactly once.
+    let owner = owners(&shards, passes, scenarios)?;
+    let runs = copy_runs(&shards, &owner, (passes, scenarios), out)?;
+    let calls = shards.iter().map(|s| s.report.model_calls).sum();
+    let errors = shards.iter().map(|s| s.report.model_errors).sum();
+    let r0 = &shards[0].report;
+    let mut report = assemble_report(ReportHead::of(r0), runs, calls, errors);
+    report.exam_config_sha256 = r0.exam_config_sha256.clone();
+    report.usage = merged_usage(&shards, &shards[0].meta["prices"]);
+    // exam.json (real mode), the journals, the timings (wall clock: shards side by side).
+    let exam_json = shards[0].dir.join(EXAM_JSON);
+    if exam_json.exists() {
+        let b = std::fs::read(&exam_json)
+            .map_err(|e| MergeError::Shard(format!("cannot read {}: {e}", exam_json.display())))?;
+        gauntlet_core::atomic::write_atomic_named(&out.join(EXAM_JSON), &b)
+            .map_err(|e| MergeError::Write(e.to_string()))?;
+    }
+    let dirs: Vec<&Path> = shards.iter().map(|s| s.dir.as_path()).collect();
+    gauntlet_core::shard::concat_journals(&dirs, &out.join(JOURNAL))
+        .map_err(MergeError::Journal)?;
+    let mut tb = serde_json::to_vec_pretty(&merged_timings(&shards, passes)).expect("json");
+    tb.push(b'\n');
+    gauntlet_core::atomic::write_atomic_unflushed_named(&out.join("timings.json"), &tb)
+        .map_err(|e| MergeError::Write(e.to_string()))?;
+    write_report_files(out, &report).map_err(|e| MergeError::Write(e.to_string()))?;
+    Ok(report)
+}
+
+/// Which shard (index into `shards`) holds each scenario run, pass-major: every run
+/// exactly once.
+fn owners(shards: &[ShardDir], passes: usize, scenarios: usize) -> Result<Vec<usize>, MergeError> {
     let mut owner: Vec<Option<usize>> = vec![None; passes * scenarios];
     for (k, s) in shards.iter().enumerate() {
         for u in s.meta["units"].as_array().into_iter().flatten() {
@@ -231,28 +256,40 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<HarnessReport, String> {
                 .filter(|_| (i as usize) < scenarios)
                 .and_then(|x| owner.get_mut(x))
                 .ok_or_else(|| {
-                    format!(
+                    MergeError::Units(format!(
                         "{}: unit [{p}, {i}] is out of range",
                         s.dir.join(SHARD_JSON).display()
-                    )
+                    ))
                 })?;
             if slot.replace(k).is_some() {
-                return Err(format!(
+                return Err(MergeError::Units(format!(
                     "{}: scenario run [{p}, {i}] is in two shards (were they cut by different gauntlets?)",
                     s.dir.join(SHARD_JSON).display()
-                ));
+                )));
             }
         }
     }
     if let Some(u) = owner.iter().position(Option::is_none) {
-        return Err(format!(
+        return Err(MergeError::Units(format!(
             "scenario run [{}, {}] is in no shard (were they cut by different gauntlets?)",
             u / scenarios,
             u % scenarios
-        ));
+        )));
     }
+    Ok(owner.into_iter().map(|o| o.expect("checked")).collect())
+}
+
+/// Creates `out` and its run-<pass>/ directories, copies each scenario run's two files
+/// from the shard that holds it (byte for byte, after checking them against its
+/// shard.json) and returns the passes' results in corpus order.
+fn copy_runs(
+    shards: &[ShardDir],
+    owner: &[usize],
+    (passes, scenarios): (usize, usize),
+    out: &Path,
+) -> Result<Vec<RunResult>, MergeError> {
     // Each shard's results, per pass, in corpus order.
-    let mut queues: Vec<Vec<VecDeque<&gauntlet_exam::grade::ScenarioResult>>> = shards
+    let mut queues: Vec<Vec<VecDeque<&ScenarioResult>>> = shards
         .iter()
         .map(|s| {
             let mut q = vec![VecDeque::new(); passes];
@@ -264,60 +301,53 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<HarnessReport, String> {
             q
         })
         .collect();
-    std::fs::create_dir_all(out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
+    let create = |d: &Path| {
+        std::fs::create_dir_all(d)
+            .map_err(|e| MergeError::Write(format!("cannot create {}: {e}", d.display())))
+    };
+    create(out)?;
     let mut runs = Vec::with_capacity(passes);
     for p in 0..passes {
         let dir = out.join(format!("run-{p}"));
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        create(&dir)?;
         let mut results = Vec::with_capacity(scenarios);
         for i in 0..scenarios {
-            let k = owner[p * scenarios + i].expect("checked");
+            let k = owner[p * scenarios + i];
             let r = queues[k][p].pop_front().ok_or_else(|| {
-                format!(
+                MergeError::Units(format!(
                     "{}: report.json holds fewer scenario runs of pass {p} than its shard.json lists",
                     shards[k].dir.display()
-                )
+                ))
             })?;
             let stem = file_stem(&r.scenario_id);
             for f in [format!("{stem}.json"), format!("{stem}.transcript.json")] {
                 let from = shards[k].dir.join(format!("run-{p}")).join(&f);
-                let bytes = std::fs::read(&from)
-                    .map_err(|e| format!("cannot read {}: {e}", from.display()))?;
+                let bytes = std::fs::read(&from).map_err(|e| {
+                    MergeError::Shard(format!("cannot read {}: {e}", from.display()))
+                })?;
                 let want = &shards[k].meta["files"][format!("run-{p}/{f}")];
                 if serde_json::to_value(FileEntry::of(&bytes)).ok().as_ref() != Some(want) {
-                    return Err(format!(
+                    return Err(MergeError::Shard(format!(
                         "{} is not the file the shard wrote ({} records another size or sha256): it was truncated, edited or replaced since; rerun the shard",
                         from.display(),
                         shards[k].dir.join(SHARD_JSON).display()
-                    ));
+                    )));
                 }
                 gauntlet_core::atomic::write_atomic_unflushed_named(&dir.join(&f), &bytes)
-                    .map_err(|e| e.to_string())?;
+                    .map_err(|e| MergeError::Write(e.to_string()))?;
             }
             results.push(r.clone());
         }
         runs.push(RunResult::from_results(p, results));
     }
-    let calls = shards.iter().map(|s| s.report.model_calls).sum();
-    let errors = shards.iter().map(|s| s.report.model_errors).sum();
-    let r0 = &shards[0].report;
-    let mut report = assemble_report(ReportHead::of(r0), runs, calls, errors);
-    report.exam_config_sha256 = r0.exam_config_sha256.clone();
-    report.usage = merged_usage(&shards, &shards[0].meta["prices"]);
-    // exam.json (real mode), the journals, the timings (wall clock: shards side by side).
-    let exam_json = shards[0].dir.join(gauntlet_exam::calls::EXAM_JSON);
-    if exam_json.exists() {
-        let b = std::fs::read(&exam_json)
-            .map_err(|e| format!("cannot read {}: {e}", exam_json.display()))?;
-        gauntlet_core::atomic::write_atomic_named(&out.join(gauntlet_exam::calls::EXAM_JSON), &b)
-            .map_err(|e| e.to_string())?;
-    }
-    let dirs: Vec<&Path> = shards.iter().map(|s| s.dir.as_path()).collect();
-    gauntlet_engine::merge::concat_journals(&dirs, &out.join(gauntlet_exam::calls::JOURNAL))
-        .map_err(|e| e.to_string())?;
+    Ok(runs)
+}
+
+/// The shards' timings.json put together: each pass's per-scenario wall times from the
+/// shard that ran them, the longest shard's total (shards run side by side).
+fn merged_timings(shards: &[ShardDir], passes: usize) -> serde_json::Value {
     let mut timings = serde_json::json!({"note": "", "passes": vec![serde_json::json!({}); passes], "total_millis": 0});
-    for s in &shards {
+    for s in shards {
         if let Ok(t) = read_json(&s.dir.join("timings.json")) {
             timings["note"] = t["note"].clone();
             for (p, m) in t["passes"]
@@ -337,22 +367,14 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<HarnessReport, String> {
             }
         }
     }
-    let mut tb = serde_json::to_vec_pretty(&timings).expect("json");
-    tb.push(b'\n');
-    gauntlet_core::atomic::write_atomic_unflushed_named(&out.join("timings.json"), &tb)
-        .map_err(|e| e.to_string())?;
-    gauntlet_exam::exam::write_report_files(out, &report).map_err(|e| e.to_string())?;
-    Ok(report)
+    timings
 }
 
 /// Real mode: token counts per tier summed over the shards and priced once at the
 /// prices the shards recorded — `gauntlet_calls::price::slot_cost`'s formula and
-/// `gauntlet_exam::calls::price_usage`'s total, so the figures are the one-machine
-/// exam's to the last digit. A tier a shard could not price keeps that shard's reason.
-fn merged_usage(
-    shards: &[ExamShardDir],
-    prices: &serde_json::Value,
-) -> Option<gauntlet_exam::calls::ExamUsage> {
+/// `crate::calls::price_usage`'s total, so the figures are the one-machine exam's to
+/// the last digit. A tier a shard could not price keeps that shard's reason.
+fn merged_usage(shards: &[ShardDir], prices: &serde_json::Value) -> Option<ExamUsage> {
     let mut it = shards.iter().filter_map(|s| s.report.usage.clone());
     let mut u = it.next()?;
     for o in it {

@@ -1,0 +1,364 @@
+//! The manifest of an artefact directory: size, digest and line count of every file a
+//! finished session wrote, written last (`manifest.json`), so a reader can tell a
+//! directory left as its session left it from one truncated, edited, mixed with
+//! another, or killed mid-session. Run directories (the engine's `rundir`), shard
+//! directories of runs and of both exams, and merged directories carry one.
+//!
+//! A session removes `manifest.json` before it changes anything and writes it after its
+//! last artefact, so a directory without one is mid-session or was killed;
+//! [`Manifest::verify`] refuses such a directory, and any artefact that no longer
+//! matches its size, line count or digest (BLAKE3 since manifest version 2; version 1
+//! manifests, with sha256, still verify). Nothing inside such a directory may be a
+//! symbolic link ([`refuse_symlinks`]).
+
+use crate::atomic::write_atomic;
+use crate::files::{self, Kind};
+use crate::hash::to_hex;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::{self, Read};
+use std::path::Path;
+
+/// The name of the manifest a finished session writes last.
+pub const MANIFEST: &str = "manifest.json";
+
+/// Refuses a run directory that holds a symbolic link: gauntlet never follows one
+/// inside a run directory (a dangling `journal.jsonl` link would be created wherever it
+/// points).
+pub fn refuse_symlinks(dir: &Path) -> io::Result<()> {
+    for entry in fs::read_dir(dir)? {
+        let entry = entry?;
+        if entry.file_type()?.is_symlink() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "{} is a symbolic link; gauntlet never follows links inside a run directory: remove it (or move the run directory aside)",
+                    entry.path().display()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Size, digest and (for JSONL files) line count of one artefact. The digest is BLAKE3
+/// (manifest version 2): about 2.7 times sha256's speed with SHA-NI on the machines we
+/// measure, and the transcripts of a large run are most of what a run hashes
+/// (BENCHMARKS.md, issue 18). A version 1 manifest's entries carry sha256 instead and
+/// are verified with it. `b3sum FILE` prints the same BLAKE3 hex.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileEntry {
+    pub bytes: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blake3: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lines: Option<u64>,
+}
+
+/// Which digest an entry carries.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Algo {
+    Blake3,
+    Sha256,
+}
+
+/// A streaming digest of either kind.
+enum Digester {
+    Blake3(Box<blake3::Hasher>),
+    Sha256(Sha256),
+}
+
+impl Digester {
+    fn new(algo: Algo) -> Self {
+        match algo {
+            Algo::Blake3 => Digester::Blake3(Box::new(blake3::Hasher::new())),
+            Algo::Sha256 => Digester::Sha256(Sha256::new()),
+        }
+    }
+    fn update(&mut self, b: &[u8]) {
+        match self {
+            Digester::Blake3(h) => {
+                h.update(b);
+            }
+            Digester::Sha256(h) => h.update(b),
+        }
+    }
+    fn entry(self, bytes: u64, lines: Option<u64>) -> FileEntry {
+        let (blake3, sha256) = match self {
+            Digester::Blake3(h) => (Some(h.finalize().to_hex().to_string()), None),
+            Digester::Sha256(h) => (None, Some(to_hex(&h.finalize()))),
+        };
+        FileEntry {
+            bytes,
+            blake3,
+            sha256,
+            lines,
+        }
+    }
+}
+
+impl FileEntry {
+    /// The entry of bytes in memory.
+    pub fn of(bytes: &[u8]) -> FileEntry {
+        let mut d = Digester::new(Algo::Blake3);
+        d.update(bytes);
+        d.entry(bytes.len() as u64, None)
+    }
+
+    /// Hashes a file as it is, streaming (lines are counted for `.jsonl` files).
+    pub fn of_file(path: &Path) -> io::Result<FileEntry> {
+        Self::of_file_like(path, None)
+    }
+
+    /// The digest as shown in errors: its kind and first 12 hex digits.
+    fn digest_shown(&self) -> String {
+        match (&self.blake3, &self.sha256) {
+            (Some(d), _) => format!("blake3 {}", d.get(..12).unwrap_or(d)),
+            (None, Some(d)) => format!("sha256 {}", d.get(..12).unwrap_or(d)),
+            (None, None) => "no digest".into(),
+        }
+    }
+
+    /// [`FileEntry::of_file`] made comparable with `want`: hashed with the digest `want`
+    /// carries, and a file whose size is not `want`'s is not read: its entry has that
+    /// size and no digest (it cannot match anyway).
+    fn of_file_like(path: &Path, want: Option<&FileEntry>) -> io::Result<FileEntry> {
+        let mut f = files::open(path, Kind::RUN_ARTEFACT).map_err(io::Error::other)?;
+        if want.is_some_and(|w| w.bytes != f.len) {
+            return Ok(FileEntry {
+                bytes: f.len,
+                blake3: None,
+                sha256: None,
+                lines: None,
+            });
+        }
+        let algo = match want {
+            Some(w) if w.blake3.is_none() && w.sha256.is_some() => Algo::Sha256,
+            _ => Algo::Blake3,
+        };
+        let mut h = Digester::new(algo);
+        let mut buf = vec![0u8; 1 << 20];
+        let (mut bytes, mut lines) = (0u64, 0u64);
+        loop {
+            let n = f.read(&mut buf)?;
+            if n == 0 {
+                break;
+            }
+            h.update(&buf[..n]);
+            bytes += n as u64;
+            lines += memchr_count(&buf[..n]);
+        }
+        let jsonl = path.extension().is_some_and(|e| e == "jsonl");
+        Ok(h.entry(bytes, jsonl.then_some(lines)))
+    }
+}
+
+fn memchr_count(b: &[u8]) -> u64 {
+    b.iter().filter(|&&c| c == b'\n').count() as u64
+}
+
+/// A streaming digest of a JSONL artefact as it is written: bytes and lines too. Lines
+/// arrive a few hundred bytes at a time; they are staged into blocks of
+/// [`HashingCount::BLOCK`] bytes, because BLAKE3 hashes a long input several chunks at
+/// once (SIMD) and a short one a chunk at a time.
+pub struct HashingCount {
+    h: blake3::Hasher,
+    staged: Vec<u8>,
+    bytes: u64,
+    lines: u64,
+}
+
+impl Default for HashingCount {
+    fn default() -> Self {
+        HashingCount {
+            h: blake3::Hasher::new(),
+            staged: Vec::with_capacity(Self::BLOCK),
+            bytes: 0,
+            lines: 0,
+        }
+    }
+}
+
+impl HashingCount {
+    const BLOCK: usize = 64 * 1024;
+
+    /// Adds bytes made of whole lines (`lines` of them).
+    pub fn update(&mut self, chunk: &[u8], lines: u64) {
+        if self.staged.len() + chunk.len() > Self::BLOCK {
+            self.h.update(&self.staged);
+            self.staged.clear();
+        }
+        if chunk.len() >= Self::BLOCK {
+            self.h.update(chunk);
+        } else {
+            self.staged.extend_from_slice(chunk);
+        }
+        self.bytes += chunk.len() as u64;
+        self.lines += lines;
+    }
+    pub fn finish(mut self) -> FileEntry {
+        self.h.update(&self.staged);
+        FileEntry {
+            bytes: self.bytes,
+            blake3: Some(self.h.finalize().to_hex().to_string()),
+            sha256: None,
+            lines: Some(self.lines),
+        }
+    }
+}
+
+/// What a finished session wrote: every artefact's size and digest, so a reader can
+/// tell a directory left as the run left it from one truncated, edited, mixed with
+/// another run, or killed mid-session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Manifest {
+    pub gauntlet_manifest: u32,
+    pub run_id: String,
+    pub status: String,
+    pub files: BTreeMap<String, FileEntry>,
+}
+
+impl Manifest {
+    pub fn new(run_id: &str, status: &str) -> Manifest {
+        Manifest {
+            gauntlet_manifest: 2,
+            run_id: run_id.to_string(),
+            status: status.to_string(),
+            files: BTreeMap::new(),
+        }
+    }
+
+    /// Records `name` in `dir` as it is now.
+    pub fn record_file(&mut self, dir: &Path, name: &str) -> io::Result<()> {
+        let e = FileEntry::of_file(&dir.join(name))?;
+        self.files.insert(name.to_string(), e);
+        Ok(())
+    }
+
+    /// Writes `dir/manifest.json` (atomically).
+    pub fn write(&self, dir: &Path) -> io::Result<()> {
+        let mut s = serde_json::to_vec_pretty(self).expect("a manifest serialises");
+        s.push(b'\n');
+        write_atomic(&dir.join(MANIFEST), &s)
+    }
+
+    /// Reads `dir`'s manifest and checks every artefact it lists against it. The error
+    /// says what is wrong and what to do.
+    pub fn verify(dir: &Path) -> Result<Manifest, String> {
+        Self::verify_except(dir, &[])
+    }
+
+    /// [`Manifest::verify`], leaving out files the caller is about to rewrite (a
+    /// missing or edited report is fine when `gauntlet report` makes it again).
+    pub fn verify_except(dir: &Path, rewritten: &[&str]) -> Result<Manifest, String> {
+        refuse_symlinks(dir).map_err(|e| e.to_string())?;
+        let path = dir.join(MANIFEST);
+        let bytes = match files::read(&path, Kind::RUN_METADATA) {
+            Ok(b) => b,
+            Err(e) if e.io_kind() == Some(io::ErrorKind::NotFound) => {
+                let why = if dir.join("run.json").exists() {
+                    "a session is running in it, was killed before it finished, or it was written by a gauntlet without manifests"
+                } else {
+                    "is it a gauntlet run directory?"
+                };
+                return Err(format!(
+                    "{} has no {MANIFEST} ({why}); its artefacts may be mixed or partial, so it is not read. Rerun the run's config with `gauntlet run` to finish or rebuild it (finished model calls are replayed from the journal, not repeated)",
+                    dir.display()
+                ));
+            }
+            Err(e) => return Err(e.to_string()),
+        };
+        let m: Manifest = serde_json::from_slice(&bytes)
+            .map_err(|e| format!("{}: not a gauntlet manifest: {e}", path.display()))?;
+        for (name, want) in &m.files {
+            if rewritten.contains(&name.as_str()) {
+                continue;
+            }
+            if name.contains('/') || name.starts_with('.') {
+                return Err(format!(
+                    "{}: lists `{name}`, not a run artefact",
+                    path.display()
+                ));
+            }
+            let p = dir.join(name);
+            let got = FileEntry::of_file_like(&p, Some(want)).map_err(|e| {
+                format!(
+                    "{}: {e}; the run's {MANIFEST} lists it: the directory is incomplete",
+                    p.display()
+                )
+            })?;
+            if got != *want {
+                let shown = |e: &FileEntry| {
+                    let lines = e.lines.map_or(String::new(), |l| format!("{l} lines, "));
+                    format!("{lines}{} bytes, {}", e.bytes, e.digest_shown())
+                };
+                return Err(format!(
+                    "{} is not the file the run wrote (now {}; the run recorded {} in {MANIFEST}): it was truncated, edited or replaced since. Restore it, or rerun the config into a fresh run directory",
+                    p.display(),
+                    shown(&got),
+                    shown(want),
+                ));
+            }
+        }
+        Ok(m)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entries_carry_blake3_and_staged_hashing_equals_one_pass() {
+        // BLAKE3 of "abc" (the reference implementation's test vector).
+        assert_eq!(
+            FileEntry::of(b"abc").blake3.as_deref(),
+            Some("6437b3ac38465133ffb63b75273a8db548c558465d79db03fd359c6cd5bd9d85")
+        );
+        // Lines of every size, across the staging block's edges and above it.
+        let mut all = Vec::new();
+        let mut h = HashingCount::default();
+        for i in 0..400usize {
+            let line = format!("{}\n", "x".repeat((i * 977) % 70_000));
+            h.update(line.as_bytes(), 1);
+            all.extend_from_slice(line.as_bytes());
+        }
+        let staged = h.finish();
+        let mut whole = FileEntry::of(&all);
+        whole.lines = Some(400);
+        assert_eq!(staged, whole);
+    }
+
+    #[test]
+    fn version_1_manifests_verify_with_sha256_and_catch_an_edit() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("results.json"), b"{\"a\":1}\n").unwrap();
+        let v1 = serde_json::json!({
+            "gauntlet_manifest": 1, "run_id": "r", "status": "complete",
+            "files": {"results.json": {
+                "bytes": 8,
+                "sha256": crate::hash::sha256_hex(b"{\"a\":1}\n"),
+            }},
+        });
+        std::fs::write(dir.path().join(MANIFEST), v1.to_string()).unwrap();
+        Manifest::verify(dir.path()).unwrap();
+        std::fs::write(dir.path().join("results.json"), b"{\"a\":2}\n").unwrap();
+        let e = Manifest::verify(dir.path()).unwrap_err();
+        assert!(
+            e.contains("is not the file the run wrote") && e.contains("sha256 "),
+            "{e}"
+        );
+        // A version 2 manifest records BLAKE3 and names it when a file changed.
+        let mut m = Manifest::new("r", "complete");
+        m.record_file(dir.path(), "results.json").unwrap();
+        m.write(dir.path()).unwrap();
+        assert_eq!(Manifest::verify(dir.path()).unwrap().gauntlet_manifest, 2);
+        std::fs::write(dir.path().join("results.json"), b"{\"a\":3}\n").unwrap();
+        let e = Manifest::verify(dir.path()).unwrap_err();
+        assert!(e.contains("blake3 "), "{e}");
+    }
+}
