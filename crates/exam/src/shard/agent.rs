@@ -22,7 +22,7 @@ use crate::exam::{
 use crate::grade::{RunResult, ScenarioResult};
 use crate::load::Corpus;
 use gauntlet_core::manifest::{FileEntry, Manifest};
-use gauntlet_core::shard::{Member, SetRules, Shard, check_set, open_record, read_json, shown};
+use gauntlet_core::shard::{SetRules, Shard, check_set, open_record, read_json, shown};
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 
@@ -135,12 +135,7 @@ pub fn is_shard(dir: &Path) -> bool {
 }
 
 /// A finished shard as the merge reads it.
-struct ShardDir {
-    dir: PathBuf,
-    shard: Shard,
-    meta: serde_json::Value,
-    report: HarnessReport,
-}
+type ShardDir = super::ShardDir<HarnessReport>;
 
 fn open_shard(dir: &Path) -> Result<ShardDir, MergeError> {
     let (shard, meta) = open_record(
@@ -187,14 +182,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<HarnessReport, MergeError> 
         .iter()
         .map(|d| open_shard(d))
         .collect::<Result<_, _>>()?;
-    let members: Vec<Member> = shards
-        .iter()
-        .map(|s| Member {
-            shard: s.shard,
-            dir: &s.dir,
-            meta: &s.meta,
-        })
-        .collect();
+    let members = super::members(&shards);
     let rules = SetRules {
         noun: "exam shard",
         whole: "exam",

@@ -20,7 +20,7 @@ use crate::detectors::detect_exam::{self, DetectReport, DetectorHealth, Row};
 use crate::detectors::fleet::Member as FleetMember;
 use crate::detectors::report_text;
 use gauntlet_core::manifest::{FileEntry, Manifest};
-use gauntlet_core::shard::{Member, SetRules, Shard, check_set, open_record, read_json, shown};
+use gauntlet_core::shard::{SetRules, Shard, check_set, open_record, read_json, shown};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -170,12 +170,7 @@ struct ShardReport {
 }
 
 /// A finished shard as the merge reads it.
-struct ShardDir {
-    dir: PathBuf,
-    shard: Shard,
-    meta: serde_json::Value,
-    report: ShardReport,
-}
+type ShardDir = super::ShardDir<ShardReport>;
 
 fn open_shard(dir: &Path) -> Result<ShardDir, MergeError> {
     if !is_shard(dir) {
@@ -240,14 +235,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<DetectReport, MergeError> {
         .iter()
         .map(|d| open_shard(d))
         .collect::<Result<_, _>>()?;
-    let members: Vec<Member> = shards
-        .iter()
-        .map(|s| Member {
-            shard: s.shard,
-            dir: &s.dir,
-            meta: &s.meta,
-        })
-        .collect();
+    let members = super::members(&shards);
     let rules = SetRules {
         noun: "detect-exam shard",
         whole: "exam",

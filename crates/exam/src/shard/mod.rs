@@ -48,6 +48,27 @@ fn begin(out: &Path, record: &str) -> std::io::Result<()> {
     Ok(())
 }
 
+/// An opened shard directory of either exam: where it is, which shard it is, its
+/// record, and its report (`R`: the agent exam's or the detect exam's).
+struct ShardDir<R> {
+    dir: PathBuf,
+    shard: Shard,
+    meta: serde_json::Value,
+    report: R,
+}
+
+/// The shards as members of a set, for [`gauntlet_core::shard::check_set`].
+fn members<R>(shards: &[ShardDir<R>]) -> Vec<gauntlet_core::shard::Member<'_>> {
+    shards
+        .iter()
+        .map(|s| gauntlet_core::shard::Member {
+            shard: s.shard,
+            dir: &s.dir,
+            meta: &s.meta,
+        })
+        .collect()
+}
+
 /// Why shard directories could not be merged. Every message names the directory or
 /// the file at fault and what to do (`gauntlet merge` exits 2 on any of them).
 #[derive(Debug, thiserror::Error)]
