@@ -292,9 +292,14 @@ fn build(pattern: &str) -> Regex {
 }
 
 static COMPILED: LazyLock<Compiled> = LazyLock::new(|| Compiled {
-    prefilter: anchors()
-        .ok()
-        .and_then(|lits| aho_corasick::AhoCorasick::new(lits).ok()),
+    prefilter: anchors().ok().and_then(|lits| {
+        // A full DFA: 90 literals are too many for the SIMD searcher, and the DFA reads
+        // a byte per transition where the default automaton follows failure links.
+        aho_corasick::AhoCorasick::builder()
+            .kind(Some(aho_corasick::AhoCorasickKind::DFA))
+            .build(lits)
+            .ok()
+    }),
     each: RULES.iter().map(|r| build(r.pattern)).collect(),
 });
 
