@@ -22,7 +22,7 @@ use crate::exam::{
 use crate::grade::{RunResult, ScenarioResult};
 use crate::load::Corpus;
 use gauntlet_core::manifest::{FileEntry, Manifest};
-use gauntlet_core::shard::{SetRules, Shard, check_set, open_record, read_json, shown};
+use gauntlet_core::shard::{SetRules, Shard, open_record, read_json, shown};
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 
@@ -178,11 +178,6 @@ fn open_shard(dir: &Path) -> Result<ShardDir, MergeError> {
 /// Merges agent-exam shard directories (every shard 0..N of one exam once, in any
 /// order) into `out`. Returns the merged report, which is the one-machine exam's.
 pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<HarnessReport, MergeError> {
-    let mut shards: Vec<ShardDir> = dirs
-        .iter()
-        .map(|d| open_shard(d))
-        .collect::<Result<_, _>>()?;
-    let members = super::members(&shards);
     let rules = SetRules {
         noun: "exam shard",
         whole: "exam",
@@ -196,8 +191,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<HarnessReport, MergeError> 
         help: "merge the N shards of one `gauntlet exam … --shard i/N` (same corpus, mode, passes, consensus, seed, target and gauntlet version)",
         command: "gauntlet exam … --shard i/{n}",
     };
-    check_set(&members, &rules, |_, _| String::new())?;
-    shards.sort_by_key(|s| s.shard.index);
+    let shards = super::open_set(dirs, open_shard, &rules)?;
     let first = &shards[0];
     let passes = first.meta["passes"].as_u64().unwrap_or(0) as usize;
     let scenarios = first.meta["scenarios"].as_u64().unwrap_or(0) as usize;

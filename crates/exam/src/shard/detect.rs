@@ -20,7 +20,7 @@ use crate::detectors::detect_exam::{self, DetectReport, DetectorHealth, Row};
 use crate::detectors::fleet::Member as FleetMember;
 use crate::detectors::report_text;
 use gauntlet_core::manifest::{FileEntry, Manifest};
-use gauntlet_core::shard::{SetRules, Shard, check_set, open_record, read_json, shown};
+use gauntlet_core::shard::{SetRules, Shard, open_record, read_json, shown};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -231,11 +231,6 @@ fn open_shard(dir: &Path) -> Result<ShardDir, MergeError> {
 /// order) into `out` (report.json, report.txt). Returns the merged report, which is the
 /// one-machine exam's (its exit code is the whole exam's verdict).
 pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<DetectReport, MergeError> {
-    let mut shards: Vec<ShardDir> = dirs
-        .iter()
-        .map(|d| open_shard(d))
-        .collect::<Result<_, _>>()?;
-    let members = super::members(&shards);
     let rules = SetRules {
         noun: "detect-exam shard",
         whole: "exam",
@@ -251,8 +246,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<DetectReport, MergeError> {
         help: "merge the N shards of one `gauntlet exam-detect … --shard i/N` (same corpus, extra scenarios, detectors, limits and gauntlet version)",
         command: "gauntlet exam-detect … --shard i/{n}",
     };
-    check_set(&members, &rules, |_, _| String::new())?;
-    shards.sort_by_key(|s| s.shard.index);
+    let shards = super::open_set(dirs, open_shard, &rules)?;
     let total = shards[0].meta["units_total"].as_u64().unwrap_or(0) as usize;
     check_units(&shards, total)?;
     let groups: BTreeMap<String, usize> = serde_json::from_value(shards[0].meta["groups"].clone())

@@ -57,16 +57,28 @@ struct ShardDir<R> {
     report: R,
 }
 
-/// The shards as members of a set, for [`gauntlet_core::shard::check_set`].
-fn members<R>(shards: &[ShardDir<R>]) -> Vec<gauntlet_core::shard::Member<'_>> {
-    shards
+/// Opens every directory with `open`, checks that they are the N shards of one job
+/// ([`gauntlet_core::shard::check_set`] under `rules`), and returns them in shard order.
+fn open_set<R>(
+    dirs: &[PathBuf],
+    open: impl Fn(&Path) -> Result<ShardDir<R>, MergeError>,
+    rules: &gauntlet_core::shard::SetRules,
+) -> Result<Vec<ShardDir<R>>, MergeError> {
+    let mut shards = dirs
+        .iter()
+        .map(|d| open(d))
+        .collect::<Result<Vec<_>, _>>()?;
+    let members: Vec<gauntlet_core::shard::Member> = shards
         .iter()
         .map(|s| gauntlet_core::shard::Member {
             shard: s.shard,
             dir: &s.dir,
             meta: &s.meta,
         })
-        .collect()
+        .collect();
+    gauntlet_core::shard::check_set(&members, rules, |_, _| String::new())?;
+    shards.sort_by_key(|s| s.shard.index);
+    Ok(shards)
 }
 
 /// Why shard directories could not be merged. Every message names the directory or

@@ -30,15 +30,7 @@ pub fn assignment(corpus: &Corpus, passes: usize, count: u32) -> Vec<u32> {
             ));
         }
     }
-    order.sort_unstable();
-    let total = order.len() as u128;
-    let mut owner = vec![0u32; order.len()];
-    for (k, (_, unit)) in order.into_iter().enumerate() {
-        owner[unit] = (k as u128 * u128::from(count))
-            .checked_div(total)
-            .unwrap_or(0) as u32;
-    }
-    owner
+    cut(order, count)
 }
 
 /// Names the detect exam's cut in detect_shard.json.
@@ -53,7 +45,7 @@ pub fn detect_assignment<'a>(
     units: impl IntoIterator<Item = (&'a str, &'a str)>,
     count: u32,
 ) -> Vec<u32> {
-    let mut order: Vec<(u64, usize)> = units
+    let order: Vec<(u64, usize)> = units
         .into_iter()
         .enumerate()
         .map(|(i, (origin, relpath))| {
@@ -65,6 +57,12 @@ pub fn detect_assignment<'a>(
             (u64::from_be_bytes(d[..8].try_into().expect("8 bytes")), i)
         })
         .collect();
+    cut(order, count)
+}
+
+/// The shard of every unit: units laid out in key order (`(key, unit)` pairs) and the
+/// sequence cut into `count` spans of equal length (sizes differ by at most one).
+fn cut(mut order: Vec<(u64, usize)>, count: u32) -> Vec<u32> {
     order.sort_unstable();
     let total = order.len() as u128;
     let mut owner = vec![0u32; order.len()];
