@@ -88,6 +88,33 @@ fn smoke_example_gives_the_documented_numbers() {
     );
     ok(&out);
     let run = runs.join("smoke");
+    // The call keys themselves are pinned: a change makes every journal written by an
+    // earlier build useless for resuming (its calls are made and paid for again). If
+    // that is intended, bump the `gauntlet-call-v*` / `unit-v*` tag and this digest.
+    let journal = std::fs::read_to_string(run.join("journal.jsonl")).unwrap();
+    let mut keys: Vec<String> = journal
+        .lines()
+        .skip(1)
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["k"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    keys.sort();
+    let listed: String = keys.iter().map(|k| format!("{k}\n")).collect();
+    assert_eq!(
+        (
+            keys.len(),
+            gauntlet_core::hash::sha256_hex(listed.as_bytes())
+        ),
+        (
+            800,
+            "cc3a8229adae882ed779fe83f9df060061c008edce19b2f5cbbc5370dc9cdd10".to_string()
+        ),
+        "the call keys changed"
+    );
     let v = |a, t, j, m| metric(&run, a, t, j, m)["value"].as_f64();
     // The permissive target is jailbroken by the plain prompt on 24 of 30 harmful behaviors.
     assert_eq!(v("static", "permissive", "refusal_match", "asr"), Some(0.8));

@@ -48,7 +48,6 @@ pub(super) struct Ctx {
 /// Canonical identities and labels of the plan's plugins, and the call-key prefixes of
 /// its models.
 pub(crate) struct Identities {
-    pub(super) targets: Vec<String>,
     pub(super) attacks: Vec<String>,
     pub(super) judges: Vec<String>,
     pub(super) target_labels: Vec<String>,
@@ -58,6 +57,9 @@ pub(crate) struct Identities {
     pub(super) grader_bases: Vec<Option<HashWriter>>,
     pub(super) attacker_bases: Vec<Option<HashWriter>>,
     pub(super) attack_grader_bases: Vec<Option<HashWriter>>,
+    /// [`unit_scope`]'s hash state after its per-run fields (tag, target, attack,
+    /// dataset version), per target × attack × dataset: half of what it hashes per unit.
+    unit_bases: Vec<HashWriter>,
 }
 
 impl Identities {
@@ -67,9 +69,24 @@ impl Identities {
         let id = |s: &gauntlet_core::params::PluginSpec| {
             gauntlet_core::hash::sha256_hex(s.identity().to_string().as_bytes())
         };
+        let targets: Vec<String> = plan.targets.iter().map(|t| id(t.spec())).collect();
+        let attacks: Vec<String> = plan.attacks.iter().map(|a| id(a.spec())).collect();
+        let mut unit_bases = Vec::new();
+        for t in &targets {
+            for a in &attacks {
+                for d in &plan.datasets {
+                    let mut h = HashWriter::new();
+                    h.field(b"unit-v2");
+                    h.field(t.as_bytes());
+                    h.field(a.as_bytes());
+                    h.field(d.version.as_bytes());
+                    unit_bases.push(h);
+                }
+            }
+        }
         Identities {
-            targets: plan.targets.iter().map(|t| id(t.spec())).collect(),
-            attacks: plan.attacks.iter().map(|a| id(a.spec())).collect(),
+            attacks,
+            unit_bases,
             judges: plan
                 .judges
                 .iter()
@@ -134,11 +151,8 @@ pub(crate) fn unit_scope(
     trial: u32,
     trial_seed: u64,
 ) -> [u8; 32] {
-    let mut h = HashWriter::new();
-    h.field(b"unit-v2");
-    h.field(ids.targets[u.target].as_bytes());
-    h.field(ids.attacks[u.attack].as_bytes());
-    h.field(plan.datasets[u.dataset].version.as_bytes());
+    let base = (u.target * ids.attacks.len() + u.attack) * plan.datasets.len() + u.dataset;
+    let mut h = ids.unit_bases[base].clone();
     h.field(b.id.as_bytes());
     h.field(b.prompt.as_bytes());
     h.field(&trial_seed.to_le_bytes());
