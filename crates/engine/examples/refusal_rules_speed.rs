@@ -6,7 +6,9 @@
 //!         ../shared/data/xstest-v2-dev/*.csv
 //!
 //! Without files it times the two replies of the offline benchmark's reference targets
-//! (`bench/offline.sh`): a canned refusal and a canned compliance.
+//! (`bench/offline.sh`): a canned refusal and a canned compliance. It also prints how
+//! long the first call takes (it builds the prefilter and compiles the rules it reaches);
+//! with `EACH=1` in the environment it first times each reply on its own.
 
 use gauntlet_engine::judge_eval::labelled::LabelledSet;
 use gauntlet_redteam::refusal::first_hit;
