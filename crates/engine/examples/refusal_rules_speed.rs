@@ -43,7 +43,7 @@ fn main() {
             println!(
                 "{:.3} µs  {:?}",
                 t.elapsed().as_nanos() as f64 / 200_000.0 / 1000.0,
-                &r[..r.len().min(40)]
+                r.chars().take(40).collect::<String>()
             );
         }
     }
