@@ -5,7 +5,7 @@
 use super::output::UnitOutput;
 use gauntlet_core::json;
 use gauntlet_core::message::{Message, Role};
-use gauntlet_core::outcome::Verdict;
+use gauntlet_core::outcome::{Outcome, Verdict};
 use serde::Serialize;
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -77,10 +77,50 @@ impl TranscriptLine<'_> {
             Some(e) => json::write_str(buf, e),
             None => buf.extend_from_slice(b"null"),
         }
-        buf.extend_from_slice(b",\"verdicts\":");
-        serde_json::to_writer(&mut *buf, &self.verdicts).expect("verdicts serialise");
-        buf.push(b'}');
+        buf.extend_from_slice(b",\"verdicts\":[");
+        for (i, v) in self.verdicts.iter().enumerate() {
+            if i > 0 {
+                buf.push(b',');
+            }
+            write_verdict(buf, v);
+        }
+        buf.extend_from_slice(b"]}");
     }
+}
+
+/// One verdict as its derived `Serialize` writes it (half the instructions of serde's
+/// field-by-field path, whose key and string escaping is a byte at a time; a transcript
+/// line carries one verdict per judge).
+pub(super) fn write_verdict(buf: &mut Vec<u8>, v: &Verdict) {
+    buf.extend_from_slice(b"{\"judge\":");
+    json::write_str(buf, &v.judge);
+    buf.extend_from_slice(match v.outcome {
+        Outcome::Success => b",\"outcome\":\"success\"",
+        Outcome::Failure => b",\"outcome\":\"failure\"",
+        Outcome::Error => b",\"outcome\":\"error\"",
+    });
+    match v.refused {
+        Some(true) => buf.extend_from_slice(b",\"refused\":true"),
+        Some(false) => buf.extend_from_slice(b",\"refused\":false"),
+        None => {}
+    }
+    if let Some(score) = v.score {
+        buf.extend_from_slice(b",\"score\":");
+        serde_json::to_writer(&mut *buf, &score).expect("a float serialises");
+    }
+    if !v.reason.is_empty() {
+        buf.extend_from_slice(b",\"reason\":");
+        json::write_str(buf, &v.reason);
+    }
+    if let Some(e) = &v.error {
+        buf.extend_from_slice(b",\"error\":");
+        json::write_str(buf, e);
+    }
+    if let Some(facts) = &v.injection {
+        buf.extend_from_slice(b",\"injection\":");
+        serde_json::to_writer(&mut *buf, facts).expect("injection facts serialise");
+    }
+    buf.push(b'}');
 }
 
 /// A `u32` as serde_json writes it (plain decimal).
@@ -340,6 +380,44 @@ mod transcript_line_tests {
             }
             let (ours, want) = both(&l);
             prop_assert_eq!(ours, want);
+        }
+
+        /// Any verdict (every optional field present or not, any strings, any float
+        /// including non-finite ones) is written as the derive writes it.
+        #[test]
+        fn hand_written_verdicts_are_the_derived_ones(
+            judge in content(),
+            outcome in prop::sample::select(vec![Outcome::Success, Outcome::Failure, Outcome::Error]),
+            refused in prop::option::of(any::<bool>()),
+            score in prop::option::of(prop_oneof![
+                any::<f64>(),
+                Just(f64::NAN),
+                Just(f64::INFINITY),
+                Just(-0.0),
+                Just(0.1 + 0.2),
+            ]),
+            reason in prop_oneof![Just(String::new()), content()],
+            error in prop::option::of(content()),
+            injection in prop::option::of((any::<bool>(), any::<bool>())),
+        ) {
+            let v = Verdict {
+                judge,
+                outcome,
+                refused,
+                score,
+                reason,
+                error,
+                injection: injection.map(|(injected, task_completed)| {
+                    gauntlet_core::outcome::InjectionFacts { injected, task_completed }
+                }),
+            };
+            let mut ours = b"[".to_vec();
+            write_verdict(&mut ours, &v);
+            let want = serde_json::to_vec(&v).unwrap();
+            prop_assert_eq!(
+                String::from_utf8(ours[1..].to_vec()).unwrap(),
+                String::from_utf8(want).unwrap()
+            );
         }
     }
 }
