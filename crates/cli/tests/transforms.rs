@@ -3,7 +3,6 @@
 //! Best-of-N and many-shot curves, threat-taxonomy tags and grouping, and the guarantee
 //! that configs without transforms keep every call key.
 
-use gauntlet_core::hash::sha256_hex;
 use gauntlet_testserver::{Action, Rule, Script, TestServer};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -35,23 +34,6 @@ fn row(run: &Path, attack: &str, target: &str, metric: &str) -> Value {
         .find(|r| r["attack"] == attack && r["target"] == target && r["metric"] == metric)
         .unwrap_or_else(|| panic!("no row {attack} {target} {metric}"))
         .clone()
-}
-
-/// sha256 over the sorted journal keys of a run, and their number.
-fn journal_keys(run: &Path) -> (usize, String) {
-    let text = std::fs::read_to_string(run.join("journal.jsonl")).unwrap();
-    let mut keys: Vec<String> = text
-        .lines()
-        .skip(1)
-        .map(|l| {
-            serde_json::from_str::<Value>(l).unwrap()["k"]
-                .as_str()
-                .unwrap()
-                .to_string()
-        })
-        .collect();
-    keys.sort();
-    (keys.len(), sha256_hex(keys.join("\n").as_bytes()))
 }
 
 /// The call keys of the bundled example configs, pinned at the commit before prompt

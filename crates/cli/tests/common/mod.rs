@@ -116,3 +116,23 @@ pub fn kill_when_file_reaches(child: &mut Child, file: &Path, bytes: f64) {
 
 /// The agent exam's helpers (only the exam test binaries use them).
 pub mod exam;
+
+/// sha256 over the sorted journal keys of a run, and their number.
+pub fn journal_keys(run: &Path) -> (usize, String) {
+    let text = std::fs::read_to_string(run.join("journal.jsonl")).unwrap();
+    let mut keys: Vec<String> = text
+        .lines()
+        .skip(1)
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["k"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    keys.sort();
+    (
+        keys.len(),
+        gauntlet_core::hash::sha256_hex(keys.join("\n").as_bytes()),
+    )
+}
