@@ -49,16 +49,31 @@ fn no_transparent_huge_pages() {
 /// mimalloc.h); a test pins this one against the binding's own constant for the next.
 const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
-/// Has mimalloc return freed memory to the OS after 1 ms instead of its default 1 s
-/// (10 s for whole arenas), for `run` and `merge`: a run frees a dataset's parse buffers
-/// and every attempt's strings as it goes, and with the default they stayed resident to
-/// the end (the 1M-attempt offline run peaked at 68 MiB instead of 62). The exams keep
-/// the default: the detect exam frees per scenario on many threads, and prompt purging
-/// cost it 10–13% of its throughput (BENCHMARKS.md, "Memory").
+/// How long mimalloc keeps freed memory before returning it to the OS, for `run` and
+/// `merge` (its default is 1 s, 10 s for whole arenas).
+const PURGE_DELAY_MS: std::ffi::c_long = 30;
+
+/// Has mimalloc return freed memory to the OS after [`PURGE_DELAY_MS`] instead of its
+/// default, for `run` and `merge`: a run frees every attempt's strings as it goes, and
+/// with the default they stayed resident to the end. 30 ms rather than 1 ms: at 1 ms
+/// pages freed by one chunk of units were returned and faulted back in by the next
+/// (2–6% of the offline benchmarks' CPU); the one large free, the datasets' parse
+/// buffers, is returned at once by [`release_freed_memory`]. The 1M-attempt offline run
+/// peaks at 59–60 MiB this way, 57–58 MiB with 1 ms, 68 MiB with the default
+/// (BENCHMARKS.md, "Memory"). The exams keep the default: the detect exam frees per
+/// scenario on many threads, and prompt purging cost it 10–13% of its throughput.
 fn prompt_purge() {
     // SAFETY: an integer option setter with no pointer arguments. mimalloc documents it
     // as not thread safe; `main` calls it before any thread is spawned.
-    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 1) };
+    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, PURGE_DELAY_MS) };
+}
+
+/// Returns the memory this thread's heap has freed to the OS now, without waiting for
+/// the purge delay: `run` calls it once its datasets are parsed (their parse buffers are
+/// a run's largest one-time garbage).
+pub(crate) fn release_freed_memory() {
+    // SAFETY: no arguments but a flag; mimalloc collects the calling thread's heap.
+    unsafe { libmimalloc_sys::mi_collect(true) };
 }
 
 #[derive(Parser)]
@@ -292,6 +307,6 @@ mod tests {
         super::prompt_purge();
         // SAFETY: an integer option getter.
         let got = unsafe { libmimalloc_sys::mi_option_get(super::MI_OPTION_PURGE_DELAY) };
-        assert_eq!(got, 1);
+        assert_eq!(got, super::PURGE_DELAY_MS);
     }
 }

@@ -134,6 +134,7 @@ pub(crate) fn run(
     shard: Option<gauntlet_engine::shard::Shard>,
 ) -> Result<(), CliError> {
     let plan = load_plan_with(path, trials, batch)?;
+    crate::release_freed_memory();
     if !quiet {
         eprintln!("{}", describe(&plan));
     }
