@@ -57,14 +57,9 @@ impl TranscriptLine<'_> {
         json::write_str(buf, self.expected);
         buf.extend_from_slice(b",\"attempt\":");
         write_u32(buf, self.attempt);
-        buf.extend_from_slice(b",\"transcript\":[");
-        for (i, m) in self.transcript.iter().enumerate() {
-            if i > 0 {
-                buf.push(b',');
-            }
-            write_message(buf, m);
-        }
-        buf.extend_from_slice(b"],\"query_count\":");
+        buf.extend_from_slice(b",\"transcript\":");
+        write_list(buf, self.transcript, write_message);
+        buf.extend_from_slice(b",\"query_count\":");
         write_u32(buf, self.query_count);
         buf.extend_from_slice(b",\"metadata\":");
         serde_json::to_writer(&mut *buf, self.metadata).expect("metadata serialises");
@@ -77,15 +72,22 @@ impl TranscriptLine<'_> {
             Some(e) => json::write_str(buf, e),
             None => buf.extend_from_slice(b"null"),
         }
-        buf.extend_from_slice(b",\"verdicts\":[");
-        for (i, v) in self.verdicts.iter().enumerate() {
-            if i > 0 {
-                buf.push(b',');
-            }
-            write_verdict(buf, v);
-        }
-        buf.extend_from_slice(b"]}");
+        buf.extend_from_slice(b",\"verdicts\":");
+        write_list(buf, self.verdicts.iter().copied(), write_verdict);
+        buf.push(b'}');
     }
+}
+
+/// A JSON array of `items`, each written by `each`.
+fn write_list<T>(buf: &mut Vec<u8>, items: impl IntoIterator<Item = T>, each: fn(&mut Vec<u8>, T)) {
+    buf.push(b'[');
+    for (i, x) in items.into_iter().enumerate() {
+        if i > 0 {
+            buf.push(b',');
+        }
+        each(buf, x);
+    }
+    buf.push(b']');
 }
 
 /// One verdict as its derived `Serialize` writes it (half the instructions of serde's
