@@ -296,7 +296,8 @@ fn build(pattern: &str) -> Regex {
 static COMPILED: LazyLock<Compiled> = LazyLock::new(|| Compiled {
     prefilter: anchors().ok().and_then(|lits| {
         // A full DFA: 90 literals are too many for the SIMD searcher, and the DFA reads
-        // a byte per transition where the default automaton follows failure links.
+        // a byte per transition where the default automaton follows failure links. Its
+        // own rare-byte prefilter only interrupts it on these common letters.
         aho_corasick::AhoCorasick::builder()
             .kind(Some(aho_corasick::AhoCorasickKind::DFA))
             .prefilter(false)
