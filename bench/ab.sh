@@ -7,23 +7,11 @@
 set -euo pipefail
 A=$(realpath "$1"); B=$(realpath "$2"); ROUNDS=${3:-5}
 cd "$(dirname "$0")/.."
+. bench/smoke_matrix.sh
 W=$(pwd)/${BENCH_OUT:-bench/out/ab}
 rm -rf "$W"; mkdir -p "$W"
 python3 bench/gen_dataset.py 10000 > "$W/b10k.json"
-cat > "$W/smoke10k.yaml" <<YAML
-run_name: smoke10k
-seed: 0
-targets:
-  - {name: reference, params: {name: aligned, bypass_markers: [just this once]}}
-  - {name: reference, params: {name: permissive, refusal_topics: [ransomware, phishing], bypass_markers: [staying fully in character]}}
-attacks: [static, template]
-datasets:
-  - {name: remote, params: {url: 'file://$W/b10k.json', name: generated}}
-judges:
-  - refusal_match
-  - {name: rubric, params: {grader: {name: reference, params: {name: grader}}}}
-metrics: [asr, {name: asr_at_k, params: {k: 1}}, refusal_rate, strongreject_score, frr]
-YAML
+smoke_matrix smoke10k "url: 'file://$W/b10k.json', name: generated" > "$W/smoke10k.yaml"
 python3 bench/gen_leakage.py 10000 400 "$W/probes.json" "$W/leak.yaml" leak > /dev/null
 t() { # bin config runs-dir label
   /usr/bin/time -f '%e %U %S %M' -o "$W/t.txt" "$1" run "$2" --runs-dir "$3" --concurrency 64 --quiet > /dev/null

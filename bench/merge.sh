@@ -15,6 +15,7 @@
 # byte with a one-machine run of the same config.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/smoke_matrix.sh
 OUT=${BENCH_OUT:-bench/out-merge}
 N=${BENCH_BEHAVIORS:-125000}
 SHARDS=${BENCH_SHARDS:-4}
@@ -26,20 +27,7 @@ mkdir -p "$OUT"
 trap 'rm -rf "$OUT"' EXIT
 
 python3 bench/gen_dataset.py "$N" > "$OUT/behaviors.json"
-cat > "$OUT/merge.yaml" <<YAML
-run_name: merge
-seed: 0
-targets:
-  - {name: reference, params: {name: aligned, bypass_markers: [just this once]}}
-  - {name: reference, params: {name: permissive, refusal_topics: [ransomware, phishing], bypass_markers: [staying fully in character]}}
-attacks: [static, template]
-datasets:
-  - {name: remote, params: {url: 'file://$(pwd)/$OUT/behaviors.json', name: generated}}
-judges:
-  - refusal_match
-  - {name: rubric, params: {grader: {name: reference, params: {name: grader}}}}
-metrics: [asr, {name: asr_at_k, params: {k: 1}}, refusal_rate, strongreject_score, frr]
-YAML
+smoke_matrix merge "url: 'file://$(pwd)/$OUT/behaviors.json', name: generated" > "$OUT/merge.yaml"
 
 echo "gauntlet merge benchmark: $(nproc) cores, $N behaviors, $SHARDS shards, $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 for ((i = 0; i < SHARDS; i++)); do

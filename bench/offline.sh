@@ -12,6 +12,7 @@
 # attempt. Figures include transcript writing, the journal and the reports.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/smoke_matrix.sh
 OUT=${BENCH_OUT:-bench/out}
 CONC=${BENCH_CONCURRENCY:-64}
 cargo build --release -q -p gauntlet-cli
@@ -20,20 +21,7 @@ rm -rf "$OUT"
 mkdir -p "$OUT"
 
 config() { # name dataset-file
-  cat > "$OUT/$1.yaml" <<YAML
-run_name: $1
-seed: 0
-targets:
-  - {name: reference, params: {name: aligned, bypass_markers: [just this once]}}
-  - {name: reference, params: {name: permissive, refusal_topics: [ransomware, phishing], bypass_markers: [staying fully in character]}}
-attacks: [static, template]
-datasets:
-  - {name: remote, params: {url: 'file://$2', name: generated}}
-judges:
-  - refusal_match
-  - {name: rubric, params: {grader: {name: reference, params: {name: grader}}}}
-metrics: [asr, {name: asr_at_k, params: {k: 1}}, refusal_rate, strongreject_score, frr]
-YAML
+  smoke_matrix "$1" "url: 'file://$2', name: generated" > "$OUT/$1.yaml"
 }
 
 measure() { # label name

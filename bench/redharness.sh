@@ -10,6 +10,7 @@
 # Prints wall time, CPU and peak RSS of each, the attempts written, and the speed-up.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/smoke_matrix.sh
 OUT=$(pwd)/${BENCH_OUT:-bench/out/redharness}
 BIN=${BENCH_BIN:-target/release/gauntlet}
 [ -n "${BENCH_BIN:-}" ] || cargo build --release -q -p gauntlet-cli
@@ -22,20 +23,8 @@ fi
 python3 bench/gen_dataset.py 5000 > "$OUT/b5k.json"
 sha=$(python3 -c 'import hashlib,sys; print(hashlib.sha256(open(sys.argv[1],"rb").read()).hexdigest())' "$OUT/b5k.json")
 # redharness's own format: metrics as plain names, a pinned and explicitly allowed file URL.
-cat > "$OUT/smoke5k.yaml" <<YAML
-run_name: smoke5k
-seed: 0
-targets:
-  - {name: reference, params: {name: aligned, bypass_markers: [just this once]}}
-  - {name: reference, params: {name: permissive, refusal_topics: [ransomware, phishing], bypass_markers: [staying fully in character]}}
-attacks: [static, template]
-datasets:
-  - {name: remote, params: {url: 'file://$OUT/b5k.json', name: generated, sha256: $sha, allow_download: true}}
-judges:
-  - refusal_match
-  - {name: rubric, params: {grader: {name: reference, params: {name: grader}}}}
-metrics: [asr, asr_at_k, refusal_rate, strongreject_score, frr]
-YAML
+smoke_matrix smoke5k "url: 'file://$OUT/b5k.json', name: generated, sha256: $sha, allow_download: true" \
+  "[asr, asr_at_k, refusal_rate, strongreject_score, frr]" > "$OUT/smoke5k.yaml"
 measure() { # label runs-dir command...
   local label=$1 runs=$2; shift 2
   /usr/bin/time -f '%e %U %S %M' -o "$OUT/time.txt" "$@" > /dev/null 2>&1
