@@ -20,7 +20,7 @@
 //! accumulators — never the attempts.
 
 use crate::run::{Status, Tally, pretty, run_json};
-use crate::rundir::{FileEntry, HashingCount, MANIFEST, Manifest, RunDir, tmp_path, write_atomic};
+use crate::rundir::{FileEntry, HashingWriter, MANIFEST, Manifest, RunDir, tmp_path, write_atomic};
 use crate::shard::shown;
 use crate::shard::{PARTITION_SCHEME, Shard};
 use crate::stored::{ParsedLine, StoredError, StoredRun};
@@ -29,7 +29,7 @@ use gauntlet_calls::cache::RoleUsage;
 use gauntlet_core::files::{self, Kind, TRANSCRIPT_LINE_MAX};
 use gauntlet_core::results::RunSummary;
 use std::fs::File;
-use std::io::{BufReader, BufWriter, Write};
+use std::io::BufReader;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -376,11 +376,8 @@ pub fn merge(
     let transcripts_path = dir.path("transcripts.jsonl");
     let transcripts_tmp = tmp_path(&transcripts_path);
     let io = |p: &Path, e: std::io::Error| err(format!("cannot write {}: {e}", p.display()));
-    let mut w = BufWriter::with_capacity(
-        1 << 20,
-        File::create(&transcripts_tmp).map_err(|e| io(&transcripts_tmp, e))?,
-    );
-    let mut hash = HashingCount::default();
+    let mut w =
+        HashingWriter::new(File::create(&transcripts_tmp).map_err(|e| io(&transcripts_tmp, e))?);
     let mut readers: Vec<ShardLines> = by_index
         .iter()
         .map(|s| ShardLines::open(&run, s))
@@ -422,8 +419,7 @@ pub fn merge(
             tally.add(plan, trial, u, j, &attempts, &vs, CellUsage::default());
         }
         attempts_total += attempts.len() as u64;
-        hash.update(&unit_buf, attempts.len() as u64);
-        w.write_all(&unit_buf)
+        w.write_lines(&unit_buf, attempts.len() as u64)
             .map_err(|e| io(&transcripts_tmp, e))?;
     }
     for r in &readers {
@@ -436,8 +432,8 @@ pub fn merge(
         }
     }
     drop(readers);
-    w.flush().map_err(|e| io(&transcripts_tmp, e))?;
-    drop(w);
+    let (file, transcripts_entry) = w.finish().map_err(|e| io(&transcripts_tmp, e))?;
+    drop(file);
     std::fs::rename(&transcripts_tmp, &transcripts_path).map_err(|e| io(&transcripts_path, e))?;
 
     let status = Status::Complete;
@@ -445,7 +441,7 @@ pub fn merge(
     let mut manifest = Manifest::new(&plan.run_id, &status.as_string());
     manifest
         .files
-        .insert("transcripts.jsonl".into(), hash.finish());
+        .insert("transcripts.jsonl".into(), transcripts_entry);
     let mut write = |name: &str, bytes: Vec<u8>| {
         let path = dir.path(name);
         write_atomic(&path, &bytes).map_err(|e| io(&path, e))?;

@@ -30,7 +30,7 @@ use std::path::{Path, PathBuf};
 
 /// The manifest every finished session writes last, shared with the exams' shard
 /// directories.
-pub use gauntlet_core::manifest::{FileEntry, HashingCount, MANIFEST, Manifest, refuse_symlinks};
+pub use gauntlet_core::manifest::{FileEntry, HashingWriter, MANIFEST, Manifest, refuse_symlinks};
 
 /// The files that belong to one run (besides the manifest), as opposed to the
 /// directory's journal and session log, which outlive a run of another config.

@@ -21,14 +21,13 @@ use crate::cache::CallCounters;
 use crate::journal::Journal;
 use crate::plan::Plan;
 use crate::progress::{CallStats, Progress};
-use crate::rundir::{FileEntry, HashingCount, Manifest, RunDir, tmp_path, write_atomic};
+use crate::rundir::{FileEntry, HashingWriter, Manifest, RunDir, tmp_path, write_atomic};
 use crate::usage::CellUsage;
 use gauntlet_core::files::{self, Kind};
 use gauntlet_core::results::{CellSummary, RunSummary};
 use gauntlet_models::{Model, ModelError, TransportStats};
 use std::collections::VecDeque;
 use std::fs::File;
-use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -51,7 +50,6 @@ use tally::{
     MAX_ERROR_EXAMPLES, MAX_NOTABLE_EXAMPLES, assemble, cell_summary, par_map, run_breadth,
     take_outcomes,
 };
-use transcript::write_lines;
 pub use unit::trial_seeds;
 use unit::{Ctx, run_chunk};
 pub(crate) use unit::{Identities, unit_scope};
@@ -454,12 +452,10 @@ pub async fn execute_sharded(
 
     let transcripts_path = dir.path("transcripts.jsonl");
     let transcripts_tmp = tmp_path(&transcripts_path);
-    let mut transcripts = BufWriter::with_capacity(
-        1 << 20,
+    // Digested as they are written, for the manifest.
+    let mut transcripts = HashingWriter::new(
         File::create(&transcripts_tmp).map_err(|e| io_err("cannot create", &transcripts_tmp, e))?,
     );
-    // The manifest's entry for the transcripts, hashed as they are written.
-    let mut transcripts_hash = HashingCount::default();
 
     // Offline models answer in microseconds: hand them out in chunks so scheduling does
     // not dominate, with only as many in flight as there are cores. Network models get
@@ -524,10 +520,10 @@ pub async fn execute_sharded(
                 Some(ModelError::Config(format!("internal error: {join}"))),
             ),
         };
-        write_lines(&mut transcripts, &outs)
-            .map_err(|e| io_err("cannot write", &transcripts_tmp, e))?;
         for out in &outs {
-            transcripts_hash.update(&out.lines, u64::from(out.attempts));
+            transcripts
+                .write_lines(&out.lines, u64::from(out.attempts))
+                .map_err(|e| io_err("cannot write", &transcripts_tmp, e))?;
         }
         for out in outs {
             frontier = out.index + 1;
@@ -597,10 +593,10 @@ pub async fn execute_sharded(
         }
     }
     progress.finish();
-    transcripts
-        .flush()
+    let (file, transcripts_entry) = transcripts
+        .finish()
         .map_err(|e| io_err("cannot write", &transcripts_tmp, e))?;
-    drop(transcripts);
+    drop(file);
     std::fs::rename(&transcripts_tmp, &transcripts_path)
         .map_err(|e| io_err("cannot write", &transcripts_path, e))?;
 
@@ -636,7 +632,7 @@ pub async fn execute_sharded(
     let mut manifest = Manifest::new(&plan.run_id, &status.as_string());
     manifest
         .files
-        .insert("transcripts.jsonl".into(), transcripts_hash.finish());
+        .insert("transcripts.jsonl".into(), transcripts_entry);
     let mut write = |name: &str, bytes: Vec<u8>| {
         let path = dir.path(name);
         write_atomic(&path, &bytes).map_err(|e| io_err("cannot write", &path, e))?;

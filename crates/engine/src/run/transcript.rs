@@ -1,14 +1,11 @@
 //! transcripts.jsonl: the line format (one attempt per line, the derived `Serialize`
-//! and a hand-written encoder that writes the same bytes faster) and the writer that
-//! appends a chunk's lines in unit order.
+//! and a hand-written encoder that writes the same bytes faster). The run appends each
+//! unit's lines, in unit order, through the manifest's `HashingWriter`.
 
-use super::output::UnitOutput;
 use gauntlet_core::json;
 use gauntlet_core::message::{Message, Role};
 use gauntlet_core::outcome::{Outcome, Verdict};
 use serde::Serialize;
-use std::fs::File;
-use std::io::{BufWriter, Write};
 
 #[derive(Serialize)]
 pub(super) struct TranscriptLine<'a> {
@@ -163,39 +160,6 @@ pub(super) fn write_message(buf: &mut Vec<u8>, m: &Message) {
         json::write_str(buf, id);
     }
     buf.push(b'}');
-}
-
-/// Chunks holding at least this many bytes of transcript lines bypass the writer's
-/// buffer (see [`write_lines`]).
-pub(super) const DIRECT_WRITE: usize = 16 << 10;
-
-/// Appends a chunk's transcript lines, in unit order. A small chunk (a network run's one
-/// unit) goes through the buffer; a large one (offline chunks of ~32 units) is written
-/// with `writev` straight from the units' buffers after a flush, which saves copying
-/// every line into the buffer first.
-pub(super) fn write_lines(w: &mut BufWriter<File>, outs: &[UnitOutput]) -> std::io::Result<()> {
-    use std::io::{ErrorKind, IoSlice};
-    let total: usize = outs.iter().map(|o| o.lines.len()).sum();
-    if total < DIRECT_WRITE {
-        return outs.iter().try_for_each(|o| w.write_all(&o.lines));
-    }
-    w.flush()?;
-    let mut slices: Vec<IoSlice<'_>> = outs
-        .iter()
-        .filter(|o| !o.lines.is_empty())
-        .map(|o| IoSlice::new(&o.lines))
-        .collect();
-    let mut bufs = &mut slices[..];
-    let file = w.get_mut();
-    while !bufs.is_empty() {
-        match file.write_vectored(bufs) {
-            Ok(0) => return Err(ErrorKind::WriteZero.into()),
-            Ok(n) => IoSlice::advance_slices(&mut bufs, n),
-            Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -421,66 +385,5 @@ mod transcript_line_tests {
                 String::from_utf8(want).unwrap()
             );
         }
-    }
-}
-
-#[cfg(test)]
-mod write_lines_tests {
-    use super::*;
-    use crate::plan::UnitRef;
-    use std::io::Read;
-
-    fn out(lines: Vec<u8>) -> UnitOutput {
-        UnitOutput {
-            index: 0,
-            unit: UnitRef {
-                attack: 0,
-                target: 0,
-                dataset: 0,
-                behavior: 0,
-            },
-            trial: 0,
-            attempts: 1,
-            lines,
-            judged: Vec::new(),
-        }
-    }
-
-    /// Small chunks (buffered) and large ones (flushed, then written vectored) interleave
-    /// in order; empty units write nothing.
-    #[test]
-    fn chunks_land_in_order_whichever_way_they_are_written() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("t.jsonl");
-        let mut w = BufWriter::with_capacity(1 << 20, File::create(&path).unwrap());
-        let mut want = Vec::new();
-        let chunks: Vec<Vec<usize>> = vec![
-            vec![10, 0, 20],
-            vec![DIRECT_WRITE / 2, DIRECT_WRITE, 0, 7],
-            vec![3],
-            vec![DIRECT_WRITE * 5],
-            vec![1, 2],
-        ];
-        let mut n = 0u8;
-        for sizes in chunks {
-            let outs: Vec<UnitOutput> = sizes
-                .iter()
-                .map(|&len| {
-                    n = n.wrapping_add(1);
-                    let mut l = vec![b'a' + n % 26; len];
-                    if len > 0 {
-                        l[len - 1] = b'\n';
-                    }
-                    want.extend_from_slice(&l);
-                    out(l)
-                })
-                .collect();
-            write_lines(&mut w, &outs).unwrap();
-        }
-        w.flush().unwrap();
-        let mut got = Vec::new();
-        File::open(&path).unwrap().read_to_end(&mut got).unwrap();
-        assert_eq!(got.len(), want.len());
-        assert!(got == want, "bytes differ");
     }
 }
