@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # Interleaved A/B of two gauntlet binaries on the offline and leakage workloads, for a
 # change's cost on a shared machine: A and B alternate, each round a fresh run and a
-# complete rerun of each workload; prints wall, user + system CPU and peak RSS per run.
+# complete rerun of each workload; prints wall, user + system CPU (to the millisecond,
+# bench/measure.py) and peak RSS per run.
 #
 #   bench/ab.sh A_BIN B_BIN [ROUNDS]      # e.g. main's target/release/gauntlet vs yours
+#
+# Ends with the medians per workload and B's change against A (bench/ab_summary.py, which
+# also reads a saved log: bench/ab_summary.py LOG).
 set -euo pipefail
 A=$(realpath "$1"); B=$(realpath "$2"); ROUNDS=${3:-5}
 cd "$(dirname "$0")/.."
@@ -13,10 +17,13 @@ rm -rf "$W"; mkdir -p "$W"
 python3 bench/gen_dataset.py 10000 > "$W/b10k.json"
 smoke_matrix smoke10k "url: 'file://$W/b10k.json', name: generated" > "$W/smoke10k.yaml"
 python3 bench/gen_leakage.py 10000 400 "$W/probes.json" "$W/leak.yaml" leak > /dev/null
+LOG=$W/ab.log
+: > "$LOG"
 t() { # bin config runs-dir label
-  /usr/bin/time -f '%e %U %S %M' -o "$W/t.txt" "$1" run "$2" --runs-dir "$3" --concurrency 64 --quiet > /dev/null
-  read -r e u s m < "$W/t.txt"
-  echo "$4 wall=$e cpu=$(python3 -c "print(round($u+$s,2))") rss=$((m / 1024))MiB"
+  local out e c m
+  out=$(python3 bench/measure.py "$1" run "$2" --runs-dir "$3" --concurrency 64 --quiet)
+  read -r e c m <<< "$out"
+  echo "$4 wall=$e cpu=$c rss=$((m / 1024))MiB" | tee -a "$LOG"
 }
 for r in $(seq 1 "$ROUNDS"); do
   for X in A B; do
@@ -27,3 +34,4 @@ for r in $(seq 1 "$ROUNDS"); do
     done
   done
 done
+python3 bench/ab_summary.py "$LOG"
