@@ -165,12 +165,13 @@ fn memchr_count(b: &[u8]) -> u64 {
 /// of [`HashingWriter::BLOCK`] bytes, which is hashed and written whenever it is full.
 /// Lines arrive a few hundred bytes at a time, but BLAKE3 hashes several 1 KiB chunks at
 /// once (SIMD) only within one long update, and a block boundary that is not a chunk
-/// boundary sends the next chunk down the one-at-a-time path: so blocks are filled to the
-/// byte before they are hashed (`cargo run --release -p gauntlet-core --example
-/// digest_speed`: 3.0 GB/s for blocks flushed at line ends, 3.6 exactly full, 4.4 for
-/// BLAKE3 alone). The file is written from the block the hash has just read, so the
-/// lines are copied once, where writing them straight from the callers' buffers and
-/// staging a copy for the hash read them twice.
+/// boundary sends the next chunk down the one-at-a-time path; so blocks are filled to the
+/// byte before they are hashed (3.6–3.8 GB/s on unit-sized pieces; a block hashed at the
+/// last line end that fitted gave 3.0–3.15, BLAKE3 alone runs at 4.4–4.6: `cargo run
+/// --release -p gauntlet-core --example digest_speed`, BENCHMARKS.md). The
+/// file is written from the block the hash has just read, so the lines are copied once,
+/// where writing them straight from the callers' buffers and staging a copy for the hash
+/// read them twice.
 pub struct HashingWriter<W: Write> {
     inner: W,
     block: Vec<u8>,
