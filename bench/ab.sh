@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Interleaved A/B of two gauntlet binaries on the offline and leakage workloads, for a
 # change's cost on a shared machine: A and B alternate, each round a fresh run and a
-# complete rerun of each workload; prints wall, user + system CPU (to the millisecond,
+# complete rerun of each workload; prints wall, user + system CPU (wait4's, to 0.1 ms:
 # bench/measure.py) and peak RSS per run.
 #
 #   bench/ab.sh A_BIN B_BIN [ROUNDS]      # e.g. main's target/release/gauntlet vs yours

@@ -3,8 +3,9 @@
 
     bench/measure.py CMD [ARGS...]     # prints: WALL_S CPU_S PEAK_RSS_KIB
 
-The CPU figure comes from wait4() for that one child, to the microsecond (GNU time prints
-it to 10 ms, which is 2% of a 0.5 s run: coarser than the differences an A/B looks for).
+The CPU figure is wait4()'s for that one child (microsecond resolution, printed to 0.1 ms;
+GNU time prints it to 10 ms, which is 2% of a 0.5 s run: coarser than the differences an
+A/B looks for).
 The command's stdout is discarded; its stderr passes through; a failing command fails.
 """
 import os
@@ -18,6 +19,7 @@ start = time.monotonic()
 child = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL)
 _, status, usage = os.wait4(child.pid, 0)
 wall = time.monotonic() - start
+# Reaped here, not by Popen: record the status so Popen does not think it still runs.
 child.returncode = os.waitstatus_to_exitcode(status)
 if child.returncode != 0:
     sys.exit(f"measure.py: {sys.argv[1]} exited with {child.returncode}")
