@@ -6,6 +6,9 @@
 The CPU figure is wait4()'s for that one child (microsecond resolution, printed to 0.1 ms;
 GNU time prints it to 10 ms, which is 2% of a 0.5 s run: coarser than the differences an
 A/B looks for).
+The peak RSS is the child's ru_maxrss, which also counts the Python process the child was
+spawned from (the kernel records the old address space's peak at exec): a floor of about
+14 MiB here, below every workload bench/ab.sh runs (20 MiB and up).
 The command's stdout is discarded; its stderr passes through; a failing command fails.
 """
 import os
