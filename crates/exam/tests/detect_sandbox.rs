@@ -4,8 +4,8 @@
 //! On a kernel that cannot confine, the detector is refused instead (checked too).
 
 use gauntlet_exam::detectors::external::{ConfigError, ExternalDetector, Limits};
-use gauntlet_exam::detectors::sandbox::Support;
 use gauntlet_exam::projection::Baseline;
+use gauntlet_sandbox::Support;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -52,7 +52,7 @@ pub fn assemble(index: &CorpusIndex, opts: &FleetOptions<'_>) -> Result<Assemble
     }
     let mut notes = Vec::new();
     if !externals.is_empty() {
-        let support = super::sandbox::Support::current();
+        let support = gauntlet_sandbox::Support::current();
         notes.push(format!(
             "external detectors: sandbox: {}",
             support.describe()

@@ -7,7 +7,7 @@
 //! # Protocol `gauntlet-detector/1`
 //!
 //! The executable is started once per scenario with no arguments, in its own process
-//! group, confined ([`super::sandbox`]), with the detector's directory as working
+//! group, confined ([`gauntlet_sandbox`]), with the detector's directory as working
 //! directory (read-only), a private scratch directory as `$TMPDIR` and `$HOME`, and:
 //! - **stdin**: one JSON object, then EOF:
 //!   `{"protocol": "gauntlet-detector/1", "detector": "<name>", "events": [Event…],
@@ -36,8 +36,8 @@
 //! `detectors/<name>/scenarios/*.yaml` — the detector's own efficacy scenarios, graded
 //! as extra, unpinned rows.
 
-use super::sandbox::{self, Ended, Prepared, Support};
 use crate::projection::{Baseline, Event, Finding};
+use gauntlet_sandbox::{self as sandbox, Ended, Prepared, Support};
 use serde::Serialize;
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use std::fmt;

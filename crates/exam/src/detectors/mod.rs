@@ -10,7 +10,7 @@
 //! each with its thresholds as named constants and a doc comment stating the rule;
 //! [`util`] holds the shared field readers; [`fleet`] runs detectors isolated (own
 //! thread, panic capture, timeout); [`external`] runs out-of-process detectors over a
-//! JSON stdin/stdout protocol, confined by [`sandbox`]; [`detect_exam`] grades a corpus.
+//! JSON stdin/stdout protocol, confined by [`gauntlet_sandbox`]; [`detect_exam`] grades a corpus.
 //!
 //! Conventions every detector follows:
 //! - Event types are compared canonically (trimmed, lowercased).
@@ -42,7 +42,6 @@ pub mod new_external_access;
 pub mod priv_escalation;
 pub mod rate_anomaly;
 pub mod report_text;
-pub mod sandbox;
 pub mod secrets_exposure;
 pub mod synthetic_marker;
 pub mod unusual_login;

@@ -1,4 +1,5 @@
-//! The confinement of external detectors.
+//! The confinement of third-party programs gauntlet runs: external detectors first, and
+//! every other program that is not ours (benchmark sidecars, MCP servers, command targets).
 //!
 //! Why this exists: an external detector is a third-party executable run over every
 //! scenario. Resource limits alone do not stop it from truncating, deleting or creating
@@ -28,7 +29,7 @@
 //!   is re-parented to it, and it kills the whole tree at the end.
 //!
 //! A kernel that cannot provide all three layers ([`Support::confines`]) makes
-//! [`super::external::ExternalDetector::new`] refuse the detector, with the reason,
+//! the external-detector runner (`gauntlet_exam::detectors::external`) refuse the detector, with the reason,
 //! unless the user opts out explicitly (`--allow-unconfined-detectors`); an opted-out
 //! run still gets every layer the kernel has, and writes no file (`RLIMIT_FSIZE` 0)
 //! when Landlock is missing.
