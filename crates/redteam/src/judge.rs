@@ -19,6 +19,11 @@ pub trait Judge: Send + Sync {
     fn detects_injection(&self) -> bool {
         false
     }
+    /// Whether the judge judges agent runs and records their unparsed tool calls (for
+    /// `unparsed_tool_call_rate`): every injection judge, and `injecagent`.
+    fn judges_agent_runs(&self) -> bool {
+        self.detects_injection()
+    }
     /// The grader model spec, for judges that call one.
     fn grader(&self) -> Option<&PluginSpec> {
         None

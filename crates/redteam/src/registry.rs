@@ -21,7 +21,9 @@ use crate::metrics::{
     Metric, asr, asr_at_k, canary_exposure_rate, cost, extraction_rate, frr, pii_leak_rate,
     refusal_rate, strongreject_score, system_prompt_leak_rate, token_usage, verbatim_overlap,
 };
-use crate::metrics::{injection_success_rate, utility_baseline, utility_under_attack};
+use crate::metrics::{
+    injection_success_rate, unparsed_tool_call_rate, utility_baseline, utility_under_attack,
+};
 use gauntlet_core::params::{Axis, Catalog, PluginInfo, PluginSpec};
 use gauntlet_models::registry::TARGETS;
 
@@ -78,6 +80,7 @@ pub const METRICS: &[PluginInfo] = &[
     injection_success_rate::INFO,
     utility_under_attack::INFO,
     utility_baseline::INFO,
+    unparsed_tool_call_rate::INFO,
     token_usage::INFO,
     cost::INFO,
 ];
@@ -193,6 +196,7 @@ pub fn build_metric(spec: &PluginSpec) -> Result<Box<dyn Metric>, String> {
         "injection_success_rate" => Ok(Box::new(injection_success_rate::InjectionSuccessRate(s))),
         "utility_under_attack" => Ok(Box::new(utility_under_attack::UtilityUnderAttack(s))),
         "utility_baseline" => Ok(Box::new(utility_baseline::UtilityBaseline(s))),
+        "unparsed_tool_call_rate" => Ok(Box::new(unparsed_tool_call_rate::UnparsedToolCallRate(s))),
         "token_usage" => Ok(Box::new(token_usage::TokenUsage::new(s)?)),
         "cost" => Ok(Box::new(cost::Cost(s))),
         other => Err(format!("unknown metric `{other}`")),

@@ -3,6 +3,7 @@
 //! or an unparseable reply).
 
 use super::*;
+use gauntlet_models::ToolProtocol;
 
 /// Records every model call of one scenario.
 pub(super) struct Recorder {
@@ -34,6 +35,11 @@ impl Recorder {
         }
         v
     }
+}
+
+/// The tool protocol of the investigate tier's model (the `--tool-loop` caller).
+fn tm_protocol(ctx: &Ctx<'_>) -> ToolProtocol {
+    ctx.models.for_tier(Tier::Investigate).model.tool_protocol()
 }
 
 pub(super) struct Ctx<'a> {
@@ -99,7 +105,15 @@ impl Ctx<'_> {
                 .join("\n")
         };
         let advertised: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
-        let mut messages = vec![Message::system(system.clone())];
+        // Under `tool_protocol: prompted` the tools travel in the system prompt: the
+        // transcript shows the one sent.
+        let shown_system = match tm.model.tool_protocol() {
+            ToolProtocol::Prompted if !tools.is_empty() => {
+                gauntlet_models::tool_protocol::system_prompt(&system, &tools)
+            }
+            _ => system.clone(),
+        };
+        let mut messages = vec![Message::system(system)];
         messages.extend(user);
         let req = ChatRequest {
             messages,
@@ -139,7 +153,7 @@ impl Ctx<'_> {
             .push(TranscriptEntry {
                 seq,
                 model: tm.id.clone(),
-                system,
+                system: shown_system,
                 user_prompt,
                 tools: if advertised.is_empty() {
                     fed
@@ -200,11 +214,20 @@ impl Ctx<'_> {
                 }
             };
             if r.tool_calls.is_empty() {
-                return (
-                    self.rec.checked(seq, parse_verdict(&r.content)),
-                    rounds,
-                    data,
-                );
+                // A reply that reached for a tool and yielded no call (prompted protocol)
+                // is not the model's verdict: escalated by default, counted as fail-safe.
+                let unparsed = match last {
+                    false => tm_protocol(self).unparsed(&r),
+                    true => None,
+                };
+                let v = match unparsed {
+                    Some(why) => Verdict::fail_safe(
+                        ParseKind::Unparseable,
+                        format!("unparsed_tool_call: {why}; escalated by default"),
+                    ),
+                    None => parse_verdict(&r.content),
+                };
+                return (self.rec.checked(seq, v), rounds, data);
             }
             msgs.push(Message {
                 role: gauntlet_core::message::Role::Assistant,

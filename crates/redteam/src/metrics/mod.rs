@@ -25,6 +25,7 @@ pub mod refusal_rate;
 pub mod strongreject_score;
 pub mod system_prompt_leak_rate;
 pub mod token_usage;
+pub mod unparsed_tool_call_rate;
 pub mod utility_baseline;
 pub mod utility_under_attack;
 pub mod verbatim_overlap;
@@ -95,9 +96,14 @@ impl BehaviorOutcome {
                 let acc = out.injection.get_or_insert(InjectionFacts {
                     injected: f.injected,
                     task_completed: false,
+                    unparsed_tool_call: None,
+                    injecagent: f.injecagent,
                 });
                 acc.injected |= f.injected;
                 acc.task_completed |= f.task_completed;
+                if let Some(u) = f.unparsed_tool_call {
+                    acc.unparsed_tool_call = Some(acc.unparsed_tool_call.unwrap_or(false) | u);
+                }
             }
         }
         out
@@ -438,6 +444,8 @@ mod tests {
         o.injection = Some(InjectionFacts {
             injected: true,
             task_completed: false,
+            unparsed_tool_call: None,
+            injecagent: None,
         });
         a.observe(&inj, &o);
         let i = a.finish(&inj, &detector, Some(&c), 3, &["cell"]);
