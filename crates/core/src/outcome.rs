@@ -90,9 +90,6 @@ pub enum StepEval {
     Unsucc,
     /// The output does not parse as an action (the paper's "invalid").
     Invalid,
-    /// The step could not be run (its model call failed, or no attacker-tool response
-    /// could be simulated): outside every population the step is in.
-    Error,
 }
 
 /// One InjecAgent case's evaluation.
@@ -100,7 +97,10 @@ pub enum StepEval {
 pub struct InjecAgentFacts {
     pub attack: InjecAgentAttack,
     pub step1: StepEval,
-    /// Data stealing whose step 1 succeeded only.
+    /// Step 2 (data stealing whose step 1 succeeded). A step that could not be run (its
+    /// model call failed, no attacker-tool response could be simulated) is an errored
+    /// attempt of its own: its evaluation is absent, and the case is outside every
+    /// population that needs it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step2: Option<StepEval>,
 }

@@ -24,6 +24,10 @@ pub trait Judge: Send + Sync {
     fn judges_agent_runs(&self) -> bool {
         self.detects_injection()
     }
+    /// Whether verdicts carry InjecAgent's evaluation (for the `injecagent_*` metrics).
+    fn evaluates_injecagent(&self) -> bool {
+        false
+    }
     /// The grader model spec, for judges that call one.
     fn grader(&self) -> Option<&PluginSpec> {
         None

@@ -368,7 +368,7 @@ mod transcript_line_tests {
                 any::<bool>(),
                 any::<bool>(),
                 prop::option::of(any::<bool>()),
-                prop::option::of((any::<bool>(), 0usize..4, prop::option::of(0usize..4))),
+                prop::option::of((any::<bool>(), 0usize..3, prop::option::of(0usize..3))),
             )),
         ) {
             let v = Verdict {
@@ -381,7 +381,7 @@ mod transcript_line_tests {
                 injection: injection.map(|(injected, task_completed, unparsed_tool_call, ia)| {
                     use gauntlet_core::outcome::{InjecAgentAttack, InjecAgentFacts, StepEval};
                     let step = |i: usize| {
-                        [StepEval::Succ, StepEval::Unsucc, StepEval::Invalid, StepEval::Error][i]
+                        [StepEval::Succ, StepEval::Unsucc, StepEval::Invalid][i]
                     };
                     gauntlet_core::outcome::InjectionFacts {
                         injected,

@@ -19,6 +19,9 @@ pub mod canary_exposure_rate;
 pub mod cost;
 pub mod extraction_rate;
 pub mod frr;
+pub mod injecagent_asr_all;
+pub mod injecagent_asr_valid;
+pub mod injecagent_valid_rate;
 pub mod injection_success_rate;
 pub mod pii_leak_rate;
 pub mod refusal_rate;
@@ -97,12 +100,20 @@ impl BehaviorOutcome {
                     injected: f.injected,
                     task_completed: false,
                     unparsed_tool_call: None,
-                    injecagent: f.injecagent,
+                    injecagent: None,
                 });
                 acc.injected |= f.injected;
                 acc.task_completed |= f.task_completed;
                 if let Some(u) = f.unparsed_tool_call {
                     acc.unparsed_tool_call = Some(acc.unparsed_tool_call.unwrap_or(false) | u);
+                }
+                // An InjecAgent case's steps are attempts of their own: step 1 comes
+                // from the first, step 2 from the step-2 attempt (absent when it errored).
+                if let Some(ia) = f.injecagent {
+                    match &mut acc.injecagent {
+                        None => acc.injecagent = Some(ia),
+                        Some(have) => have.step2 = have.step2.or(ia.step2),
+                    }
                 }
             }
         }
@@ -296,6 +307,16 @@ pub(crate) fn injection_judge_required(judge: &dyn Judge) -> Option<String> {
     (!judge.detects_injection()).then(|| {
         format!(
             "judge `{}` does not judge agent runs for injections (use injection_detector)",
+            judge.spec().name
+        )
+    })
+}
+
+/// The N/A reason of the InjecAgent metrics under another judge.
+pub(crate) fn injecagent_judge_required(judge: &dyn Judge) -> Option<String> {
+    (!judge.evaluates_injecagent()).then(|| {
+        format!(
+            "judge `{}` does not evaluate InjecAgent cases (use injecagent)",
             judge.spec().name
         )
     })
