@@ -89,10 +89,19 @@ impl Ctx<'_> {
     ) -> Result<gauntlet_core::message::ChatResponse, String> {
         let tm = self.models.for_tier(tier);
         let system = tier.system_prompt();
+        // The transcript shows the conversation as sent: under `tool_protocol: prompted`
+        // the tools in the system prompt, calls and results as text.
+        let protocol = tm.model.tool_protocol();
+        let mut shown = Vec::with_capacity(user.len() + 1);
+        shown.push(Message::system(system.clone()));
+        shown.extend(user.iter().cloned());
+        let shown = protocol.as_sent(shown, &tools);
+        let shown_system = shown[0].content.clone();
         let user_prompt = if user.len() == 1 {
-            user[0].content.clone()
+            shown[1].content.clone()
         } else {
-            user.iter()
+            shown[1..]
+                .iter()
                 .map(|m| {
                     let calls: Vec<String> = m
                         .tool_calls
@@ -105,14 +114,6 @@ impl Ctx<'_> {
                 .join("\n")
         };
         let advertised: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
-        // Under `tool_protocol: prompted` the tools travel in the system prompt: the
-        // transcript shows the one sent.
-        let shown_system = match tm.model.tool_protocol() {
-            ToolProtocol::Prompted if !tools.is_empty() => {
-                gauntlet_models::tool_protocol::system_prompt(&system, &tools)
-            }
-            _ => system.clone(),
-        };
         let mut messages = vec![Message::system(system)];
         messages.extend(user);
         let req = ChatRequest {
