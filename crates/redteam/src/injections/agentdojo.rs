@@ -10,7 +10,7 @@
 //! model call and 15 rounds of tool calls), whatever the run's `max_steps`.
 
 use crate::attack::{Attack, Attempt, CallModel, PlannedCalls};
-use crate::injection::agentdojo::{DEFENSES, episode, sidecar::Sidecar};
+use crate::injection::agentdojo::{episode, import, sidecar::Sidecar};
 use gauntlet_core::behavior::Behavior;
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
 use gauntlet_models::{BoxFuture, ModelError};
@@ -45,9 +45,21 @@ pub const INFO: PluginInfo = PluginInfo {
         },
         ParamSpec {
             name: "defense",
-            kind: ParamKind::Enum(DEFENSES),
+            kind: ParamKind::Enum(import::PIPELINE_DEFENSES),
             default: DefaultValue::Absent,
-            doc: "AgentDojo's defence (set by the config's `defenses:` axis)",
+            doc: "AgentDojo's defence (set by the config's `defenses:` axis; transformers_pi_detector only for imported runs)",
+        },
+        ParamSpec {
+            name: "logdir",
+            kind: ParamKind::Str,
+            default: DefaultValue::Absent,
+            doc: "read each case from AgentDojo's result files in this directory instead of running it (what `gauntlet import agentdojo` writes)",
+        },
+        ParamSpec {
+            name: "model",
+            kind: ParamKind::Str,
+            default: DefaultValue::Absent,
+            doc: "with `logdir`: the model part of the pipeline directory names (`<model>` or `<model>-<defense>`)",
         },
     ],
 };
@@ -56,16 +68,41 @@ pub struct AgentDojoInjection {
     spec: PluginSpec,
     attack: Option<String>,
     defense: Option<String>,
-    sidecar: Arc<Sidecar>,
+    /// Where the cases come from: the sidecar, or AgentDojo's result files.
+    source: Source,
+}
+
+enum Source {
+    Sidecar(Arc<Sidecar>),
+    Logs {
+        logdir: std::path::PathBuf,
+        model: String,
+    },
 }
 
 impl AgentDojoInjection {
     pub fn new(spec: PluginSpec) -> Result<Self, String> {
         let attack = spec.params.str("attack").unwrap_or("none");
+        let defense = spec.params.str("defense").map(str::to_string);
+        let source = match (spec.params.str("logdir"), spec.params.str("model")) {
+            (Some(l), Some(m)) => Source::Logs {
+                logdir: l.into(),
+                model: m.to_string(),
+            },
+            (None, None) => {
+                if defense.as_deref() == Some("transformers_pi_detector") {
+                    return Err("defense `transformers_pi_detector` needs torch and a model download, which the sidecar's virtualenv does not have (it can only be imported from AgentDojo's logs)".into());
+                }
+                Source::Sidecar(Sidecar::shared(
+                    &crate::injection::agentdojo::sidecar::default_venv(),
+                ))
+            }
+            _ => return Err("`logdir` and `model` go together (an imported run)".into()),
+        };
         Ok(AgentDojoInjection {
             attack: (attack != "none").then(|| attack.to_string()),
-            defense: spec.params.str("defense").map(str::to_string),
-            sidecar: Sidecar::shared(&crate::injection::agentdojo::sidecar::default_venv()),
+            defense,
+            source,
             spec,
         })
     }
@@ -79,6 +116,9 @@ impl Attack for AgentDojoInjection {
         1
     }
     fn planned_calls(&self) -> PlannedCalls {
+        if matches!(self.source, Source::Logs { .. }) {
+            return PlannedCalls::default();
+        }
         let filter = u64::from(self.defense.as_deref() == Some("tool_filter"));
         PlannedCalls {
             target: u64::from(episode::MAX_CALLS) + filter,
@@ -108,14 +148,25 @@ impl Attack for AgentDojoInjection {
             if case.injection_task.is_some() != self.attack.is_some() {
                 return Ok(Vec::new());
             }
-            let a = episode::attempt(
-                &self.sidecar,
-                case,
-                self.attack.as_deref(),
-                self.defense.as_deref(),
-                target,
-            )
-            .await?;
+            let a = match &self.source {
+                Source::Sidecar(sidecar) => {
+                    episode::attempt(
+                        sidecar,
+                        case,
+                        self.attack.as_deref(),
+                        self.defense.as_deref(),
+                        target,
+                    )
+                    .await?
+                }
+                Source::Logs { logdir, model } => import::attempt(
+                    logdir,
+                    model,
+                    case,
+                    self.attack.as_deref(),
+                    self.defense.as_deref(),
+                ),
+            };
             Ok(vec![a])
         })
     }

@@ -24,6 +24,7 @@
 //!   end of each episode.
 
 pub mod episode;
+pub mod import;
 pub mod sidecar;
 
 use crate::datasets::{Dataset, DatasetError};
