@@ -44,6 +44,8 @@ pub const AGENTDOJO_VERSION: &str = "0.1.35";
 /// The environment variable that names the virtualenv.
 pub const VENV_ENV: &str = "GAUNTLET_AGENTDOJO_VENV";
 const UNCONFINED_ENV: &str = "GAUNTLET_ALLOW_UNCONFINED_SIDECAR";
+/// Overrides the per-request time limit, in seconds (default 60).
+pub const CALL_TIMEOUT_ENV: &str = "GAUNTLET_AGENTDOJO_CALL_TIMEOUT_S";
 /// A reply line longer than this is malformed.
 const MAX_REPLY_BYTES: usize = 64 << 20;
 const STDERR_TAIL: usize = 4096;
@@ -221,7 +223,15 @@ impl Sidecar {
         {
             return s;
         }
-        let s = Arc::new(Sidecar::new(venv.to_path_buf(), Limits::default()));
+        let mut limits = Limits::default();
+        if let Some(t) = std::env::var(CALL_TIMEOUT_ENV)
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok())
+            .filter(|t| *t > 0)
+        {
+            limits.call_timeout = Duration::from_secs(t);
+        }
+        let s = Arc::new(Sidecar::new(venv.to_path_buf(), limits));
         all.push((venv.to_path_buf(), Arc::downgrade(&s)));
         s
     }
@@ -547,19 +557,21 @@ fn reader(
     if let Some(why) = why {
         shared.fail(why);
     }
+    // Its stdout closed: the process ended (its supervisor follows at once) or is ending.
+    // Whatever is left of the tree is killed after a moment.
+    let deadline = std::time::Instant::now() + Duration::from_secs(2);
+    while matches!(child.try_wait(), Ok(None)) && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
     // SAFETY: signalling our own child's process group.
     unsafe { libc::kill(-pgid, libc::SIGKILL) };
-    let status = child.wait();
+    let _ = child.wait();
     let _ = err_reader.join();
     let tail = shared.stderr_tail();
-    let how = match status {
-        Ok(s) => s.to_string(),
-        Err(e) => format!("wait failed: {e}"),
-    };
     shared.fail(if tail.is_empty() {
-        format!("the AgentDojo sidecar exited ({how})")
+        "the AgentDojo sidecar exited (its stdout closed)".to_string()
     } else {
-        format!("the AgentDojo sidecar exited ({how}): {tail}")
+        format!("the AgentDojo sidecar exited (its stdout closed): {tail}")
     });
     drop(writer);
     drop(scratch);
