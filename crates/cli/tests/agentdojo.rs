@@ -134,11 +134,7 @@ judges: [agentdojo]\nmetrics: [utility_baseline, utility_under_attack, injection
 /// A message as the model saw it: role, text, tool calls (name and arguments).
 type Seen = (String, String, Vec<(String, Value)>);
 
-fn seen(
-    role: &str,
-    text: String,
-    calls: Vec<(String, Value)>,
-) -> Seen {
+fn seen(role: &str, text: String, calls: Vec<(String, Value)>) -> Seen {
     (role.to_string(), text, calls)
 }
 

@@ -3,32 +3,29 @@
 //! episode, spoken to in JSON lines (protocol `gauntlet-agentdojo/1`, documented in
 //! `sidecar.py`).
 //!
-//! The process is third-party code and is confined like external detectors
-//! ([`gauntlet_sandbox`]): the filesystem read-only except a private scratch directory
-//! (its `$HOME` and `$TMPDIR`, where the script is written), no sockets, an empty network
-//! namespace, every descendant killed with it, an address-space and a CPU-time limit.
-//! A kernel that cannot confine it makes the sidecar refuse to start, with the reason,
-//! unless `GAUNTLET_ALLOW_UNCONFINED_SIDECAR=1` (it then gets every layer the kernel has).
+//! The process is third-party code and runs confined ([`gauntlet_sandbox::Process`]):
+//! the filesystem read-only except a private scratch directory (its `$HOME` and
+//! `$TMPDIR`), no sockets, an empty network namespace, every descendant killed when it is
+//! dropped or gauntlet dies, an address-space and a CPU-time limit. A kernel that cannot
+//! confine it makes the sidecar refuse to start, with the reason, unless
+//! `GAUNTLET_ALLOW_UNCONFINED_SIDECAR=1` (it then gets every layer the kernel has).
 //!
 //! Failures are outcomes, not crashes of the run: a request that gets no reply within the
-//! call time limit (a hang), a sidecar that exits (a crash, the CPU limit), or a reply that
-//! is not the protocol's (malformed, an unknown id) fails every request in flight with the
-//! reason, and the process is killed; the next request starts a fresh one (a new
-//! *generation*). An episode belongs to the generation that started it: its later
-//! requests fail once that generation is gone, so each affected episode ends as an error
-//! outcome and the run goes on.
+//! call time limit (a hang; `GAUNTLET_AGENTDOJO_CALL_TIMEOUT_S`, default 60 s), a sidecar
+//! that exits (a crash, the CPU limit), or a reply that is not the protocol's (malformed,
+//! an unknown id) fails every request in flight with the reason, and the process is
+//! killed; the next request starts a fresh one (a new *generation*). An episode belongs
+//! to the generation that started it: its later requests fail once that generation is
+//! gone, so each affected episode ends as an error outcome and the run goes on.
 //!
-//! Threads: one spawns the process and then reads its stdout (the process is tied to that
-//! thread's life by `PR_SET_PDEATHSIG`, and it lives exactly as long as the process), one
-//! writes its stdin, one keeps the tail of its stderr. Async callers never block on a pipe.
+//! Threads: one spawns the process and then reads its stdout until it closes, one writes
+//! its stdin, one keeps the tail of its stderr. Async callers never block on a pipe.
 
-use gauntlet_sandbox::{Prepared, Support};
+use gauntlet_sandbox::{Memory, Process, Spec};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
@@ -128,9 +125,9 @@ type Waiters = HashMap<u64, oneshot::Sender<Result<Value, SidecarError>>>;
 /// One started process.
 struct Generation {
     id: u64,
-    lines: std::sync::mpsc::Sender<Vec<u8>>,
+    /// The writer thread's queue (taken at the end: the writer then closes stdin).
+    lines: Mutex<Option<std::sync::mpsc::Sender<Vec<u8>>>>,
     shared: Arc<GenShared>,
-    pgid: i32,
 }
 
 /// What the reader thread and the callers share.
@@ -139,7 +136,8 @@ struct GenShared {
     /// Why this generation is over (set once).
     dead: Mutex<Option<String>>,
     stderr: Mutex<Vec<u8>>,
-    pgid: AtomicU64,
+    /// The confined process; taking and dropping it kills its whole tree.
+    process: Mutex<Option<Process>>,
 }
 
 impl GenShared {
@@ -153,11 +151,7 @@ impl GenShared {
             }
             d.clone().unwrap_or_default()
         };
-        let pgid = self.pgid.load(Ordering::Relaxed) as i32;
-        if pgid > 0 {
-            // SAFETY: signalling our own child's process group.
-            unsafe { libc::kill(-pgid, libc::SIGKILL) };
-        }
+        drop(self.process.lock().unwrap().take());
         let waiters = std::mem::take(&mut *self.waiters.lock().unwrap());
         for (_, w) in waiters {
             let _ = w.send(Err(SidecarError(why.clone())));
@@ -173,9 +167,16 @@ impl GenShared {
 }
 
 impl Drop for Generation {
+    /// The end of the run: the sidecar sees the end of its stdin and exits by itself
+    /// (so its resource usage is accounted to gauntlet's process tree), or is killed
+    /// after a grace period.
     fn drop(&mut self) {
-        // SAFETY: signalling our own child's process group.
-        unsafe { libc::kill(-self.pgid, libc::SIGKILL) };
+        drop(self.lines.lock().unwrap().take());
+        let p = self.shared.process.lock().unwrap().take();
+        if let Some(p) = p {
+            p.stop(Duration::from_secs(2));
+        }
+        self.shared.fail("the run is over".into());
     }
 }
 
@@ -302,7 +303,13 @@ impl Sidecar {
         g.shared.waiters.lock().unwrap().insert(id, tx);
         let mut line = serde_json::to_vec(&req).expect("requests serialise");
         line.push(b'\n');
-        if g.lines.send(line).is_err() {
+        let sent = g
+            .lines
+            .lock()
+            .unwrap()
+            .as_ref()
+            .is_some_and(|l| l.send(line).is_ok());
+        if !sent {
             g.shared
                 .fail("its stdin closed (the process is gone)".into());
         }
@@ -336,7 +343,7 @@ impl Sidecar {
             waiters: Mutex::new(HashMap::new()),
             dead: Mutex::new(None),
             stderr: Mutex::new(Vec::new()),
-            pgid: AtomicU64::new(0),
+            process: Mutex::new(None),
         });
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let (line_tx, line_rx) = std::sync::mpsc::channel::<Vec<u8>>();
@@ -346,15 +353,14 @@ impl Sidecar {
             .name(format!("agentdojo-sidecar-{id}"))
             .spawn(move || reader(python, limits, sh, ready_tx, line_rx))
             .map_err(|e| SidecarError(format!("cannot start the sidecar thread: {e}")))?;
-        let pgid = ready_rx
+        ready_rx
             .recv()
             .map_err(|_| SidecarError("the sidecar thread ended before starting it".into()))?
             .map_err(SidecarError)?;
         Ok(Generation {
             id,
-            lines: line_tx,
+            lines: Mutex::new(Some(line_tx)),
             shared,
-            pgid,
         })
     }
 }
@@ -397,85 +403,37 @@ fn check_hello(v: &Value) -> Result<Hello, String> {
     })
 }
 
-/// Starts the sidecar process confined (the one place that does; the long-lived
-/// confined-child API of `gauntlet-sandbox` replaces it). Returns the child, started in
-/// its own process group, with piped stdio, and the scratch directory it owns.
-fn spawn_confined(python: &Path, limits: Limits) -> Result<(Child, tempfile::TempDir), String> {
-    let support = Support::current();
-    if !support.confines() && std::env::var(UNCONFINED_ENV).as_deref() != Ok("1") {
-        return Err(format!(
-            "the AgentDojo sidecar cannot be confined on this machine: {}. It runs third-party code, so it is refused; set {UNCONFINED_ENV}=1 to run it anyway (with every protection this kernel has)",
-            support.missing().join("; ")
-        ));
-    }
-    let scratch = tempfile::Builder::new()
-        .prefix("gauntlet-agentdojo-")
+/// Starts the sidecar process confined ([`gauntlet_sandbox::Process`]: read-only files
+/// but its scratch directory, no sockets, an empty network namespace, its tree killed
+/// when it is dropped or gauntlet dies). The script is written into a directory of
+/// gauntlet's own, which the process can only read.
+fn spawn_confined(python: &Path, limits: Limits) -> Result<(Process, tempfile::TempDir), String> {
+    let dir = tempfile::Builder::new()
+        .prefix("gauntlet-agentdojo-script-")
         .tempdir()
-        .map_err(|e| format!("cannot create the sidecar's scratch directory: {e}"))?;
-    let script = scratch.path().join("sidecar.py");
+        .map_err(|e| format!("cannot create a directory for the sidecar's script: {e}"))?;
+    let script = dir.path().join("sidecar.py");
     std::fs::write(&script, SCRIPT)
         .map_err(|e| format!("cannot write {}: {e}", script.display()))?;
-    // The report pipe is the supervisor's; the sidecar's end is read by nobody (its exit
-    // shows as the end of its stdout), so its write end stays open in the supervisor only.
-    let mut fds = [0; 2];
-    // SAFETY: a plain pipe2 call into a local array.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(format!(
-            "cannot create a pipe: {}",
-            std::io::Error::last_os_error()
-        ));
-    }
-    let (report_rd, report_wr) = (fds[0], fds[1]);
-    let prepared = Prepared::new(
-        support,
-        scratch.path(),
-        report_wr,
-        // The process lives for the run; the call time limit catches hangs.
-        Duration::from_secs(7 * 24 * 3600),
-        limits.cpu_secs,
-        limits.memory_bytes,
-    );
-    let mut prepared = match prepared {
-        Ok(p) => p,
-        Err(e) => {
-            // SAFETY: closing our own descriptors.
-            unsafe {
-                libc::close(report_rd);
-                libc::close(report_wr);
-            }
-            return Err(e);
-        }
-    };
-    let mut cmd = Command::new(python);
-    cmd.arg("-s")
+    let mut spec = Spec::new(python)
+        .arg("-s")
         .arg("-B")
         .arg(&script)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .env_clear()
-        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-        .env("LANG", "C.UTF-8")
-        .env("HOME", scratch.path())
-        .env("TMPDIR", scratch.path())
         .env("PYTHONDONTWRITEBYTECODE", "1")
         // Set and dict orders of strings must not vary between runs.
         .env("PYTHONHASHSEED", "0")
-        .env("PYTHONUNBUFFERED", "1")
-        .current_dir(scratch.path())
-        .process_group(0);
-    // SAFETY: `enter` is written for the window between fork and exec.
-    unsafe {
-        cmd.pre_exec(move || prepared.enter());
-    }
-    let spawned = cmd.spawn();
-    // SAFETY: closing our own descriptors (the child has its copies).
-    unsafe {
-        libc::close(report_wr);
-        libc::close(report_rd);
-    }
-    let child = spawned.map_err(|e| format!("could not start {}: {e}", python.display()))?;
-    Ok((child, scratch))
+        .env("PYTHONUNBUFFERED", "1");
+    spec.memory = Memory::AddressSpace(limits.memory_bytes);
+    spec.cpu_secs = Some(limits.cpu_secs);
+    spec.allow_unconfined = std::env::var(UNCONFINED_ENV).as_deref() == Ok("1");
+    spec.scratch_prefix = "gauntlet-agentdojo-".into();
+    let p = Process::spawn(&spec).map_err(|e| match e {
+        gauntlet_sandbox::SpawnError::Unconfinable { missing, .. } => format!(
+            "the AgentDojo sidecar cannot be confined on this machine: {missing}. It runs third-party code, so it is refused; set {UNCONFINED_ENV}=1 to run it anyway (with every protection this kernel has)"
+        ),
+        other => format!("cannot start the AgentDojo sidecar: {other}"),
+    })?;
+    Ok((p, dir))
 }
 
 /// The reader thread: spawns the process, hands the callers its process group, starts
@@ -484,19 +442,20 @@ fn reader(
     python: PathBuf,
     limits: Limits,
     shared: Arc<GenShared>,
-    ready: std::sync::mpsc::Sender<Result<i32, String>>,
+    ready: std::sync::mpsc::Sender<Result<(), String>>,
     lines: std::sync::mpsc::Receiver<Vec<u8>>,
 ) {
-    let (mut child, scratch) = match spawn_confined(&python, limits) {
+    let (mut process, script_dir) = match spawn_confined(&python, limits) {
         Ok(c) => c,
         Err(e) => {
             let _ = ready.send(Err(e));
             return;
         }
     };
-    let pgid = child.id() as i32;
-    shared.pgid.store(pgid as u64, Ordering::Relaxed);
-    let mut stdin = child.stdin.take().expect("piped stdin");
+    let mut stdin = process.stdin.take().expect("piped stdin");
+    let stdout = process.stdout.take().expect("piped stdout");
+    let mut stderr = process.stderr.take().expect("piped stderr");
+    *shared.process.lock().unwrap() = Some(process);
     let sh = shared.clone();
     let writer = std::thread::spawn(move || {
         for line in lines {
@@ -506,7 +465,6 @@ fn reader(
             }
         }
     });
-    let mut stderr = child.stderr.take().expect("piped stderr");
     let sh = shared.clone();
     let err_reader = std::thread::spawn(move || {
         let mut buf = [0u8; 8192];
@@ -522,8 +480,8 @@ fn reader(
             }
         }
     });
-    let _ = ready.send(Ok(pgid));
-    let mut out = BufReader::with_capacity(1 << 16, child.stdout.take().expect("piped stdout"));
+    let _ = ready.send(Ok(()));
+    let mut out = BufReader::with_capacity(1 << 16, stdout);
     let mut line = Vec::new();
     let why = loop {
         line.clear();
@@ -557,15 +515,19 @@ fn reader(
     if let Some(why) = why {
         shared.fail(why);
     }
-    // Its stdout closed: the process ended (its supervisor follows at once) or is ending.
-    // Whatever is left of the tree is killed after a moment.
+    // Its stdout closed: the process ended or is ending. Whatever is left of the tree is
+    // killed after a moment (dropping the process).
     let deadline = std::time::Instant::now() + Duration::from_secs(2);
-    while matches!(child.try_wait(), Ok(None)) && std::time::Instant::now() < deadline {
+    loop {
+        let mut guard = shared.process.lock().unwrap();
+        let done = guard.as_mut().is_none_or(|p| p.try_ended().is_some());
+        if done || std::time::Instant::now() >= deadline {
+            drop(guard.take());
+            break;
+        }
+        drop(guard);
         std::thread::sleep(Duration::from_millis(5));
     }
-    // SAFETY: signalling our own child's process group.
-    unsafe { libc::kill(-pgid, libc::SIGKILL) };
-    let _ = child.wait();
     let _ = err_reader.join();
     let tail = shared.stderr_tail();
     shared.fail(if tail.is_empty() {
@@ -574,7 +536,7 @@ fn reader(
         format!("the AgentDojo sidecar exited (its stdout closed): {tail}")
     });
     drop(writer);
-    drop(scratch);
+    drop(script_dir);
 }
 
 /// One reply line: its id and its result.
