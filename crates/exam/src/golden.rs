@@ -21,9 +21,9 @@
 //! answer the opposite decision.
 
 use crate::cascade::Tier;
-use crate::scenario::Scenario;
 use gauntlet_core::message::{ChatRequest, ChatResponse, Role, StopReason, ToolCall};
 use gauntlet_core::params::{ParamValue, Params, PluginSpec};
+use gauntlet_corpus::scenario::Scenario;
 use gauntlet_models::{BoxFuture, Model, ModelError};
 use gauntlet_testserver::{Action, Prompt, Responder, Script, ScriptedCall, TestServer};
 use serde_json::json;

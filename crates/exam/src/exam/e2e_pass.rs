@@ -10,7 +10,7 @@ pub(super) fn e2e_value(f: &DetectFidelity) -> serde_json::Value {
         o.insert("note".into(), E2E_NOTE.into());
         o.insert(
             "fleet".into(),
-            crate::detectors::builtin()
+            gauntlet_detect::builtin()
                 .iter()
                 .map(|d| d.name().to_string())
                 .collect::<Vec<_>>()
@@ -32,7 +32,7 @@ pub(super) async fn run_e2e_pass(
     calls: Option<&Arc<ExamCalls>>,
 ) -> (E2eOutput, std::collections::BTreeMap<String, u64>, bool) {
     let scenarios = &corpus.scenarios;
-    let members: Vec<Member> = crate::detectors::builtin()
+    let members: Vec<Member> = gauntlet_detect::builtin()
         .into_iter()
         .map(Member::Builtin)
         .collect();

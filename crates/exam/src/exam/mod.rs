@@ -15,19 +15,19 @@ use crate::cascade::{
     CascadeOptions, TierModel, TierModels, TranscriptEntry, run_cascade, run_cascade_via,
 };
 use crate::classifier::{ClassifierSummary, classify};
-use crate::detectors::e2e::{self, DetectFidelity, Resolution, Triaged};
-use crate::detectors::fleet::{Fleet, Member};
+use crate::e2e::{self, DetectFidelity, Resolution, Triaged};
 use crate::golden::{GoldenModel, GoldenScript, GoldenServer};
 use crate::grade::{
     GradeInput, Interval, NOISE_BAND_PP, RunResult, effective_passes, grade, median, wilson95,
     within_band,
 };
-use crate::load::Corpus;
 use crate::tools::Toolbox;
 use gauntlet_core::params::{
     Axis, Catalog, ParamValue, Params, PluginInfo, PluginSpec, resolve_spec,
 };
 use gauntlet_core::results::LeaderboardRow;
+use gauntlet_corpus::load::Corpus;
+use gauntlet_detect::fleet::{Fleet, Member};
 use gauntlet_models::targets::anthropic::AnthropicTarget;
 use gauntlet_models::{Model, TransportOptions};
 use gauntlet_report::{Block, Page};

@@ -51,7 +51,7 @@ impl ExamConfig {
             concurrency: 8,
             golden_fault: None,
             e2e: false,
-            detector_timeout: crate::detectors::fleet::DEFAULT_TIMEOUT,
+            detector_timeout: gauntlet_detect::fleet::DEFAULT_TIMEOUT,
             from_file: false,
             calls: None,
         }
