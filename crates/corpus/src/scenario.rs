@@ -34,7 +34,7 @@
 //! silently read only the first).
 
 use gauntlet_core::tree::{self, Loc, Node, Value};
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Serialize};
 use serde_json::Map;
 use serde_saphyr::Spanned;
 use std::collections::BTreeMap;
@@ -499,8 +499,9 @@ impl RawScenario {
 
 /// Go-zero-value leniency: null reads as the type's default.
 mod lenient {
-    use super::*;
     use serde::de::{self, Visitor};
+    use serde::{Deserialize, Deserializer};
+    use std::fmt;
 
     /// Any scalar as its source text; null → "".
     pub fn string<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {

@@ -1,7 +1,15 @@
 //! The end-to-end pass (spec §9): events → fleet → findings → cascade → resolutions,
 //! per scenario in an isolated store, and its `detect_fidelity` block.
 
-use super::*;
+use super::driver::{ScenarioModels, triage};
+use super::schema::{E2E_NOTE, E2eOutput, ExamConfig, FindingTranscript};
+use crate::calls::ExamCalls;
+use crate::e2e;
+use crate::e2e::{DetectFidelity, Resolution, Triaged};
+use gauntlet_corpus::load::Corpus;
+use gauntlet_detect::fleet::{Fleet, Member};
+use std::sync::Arc;
+use std::time::Instant;
 
 /// The `detect_fidelity` value: the block plus its note and backend facts.
 pub(super) fn e2e_value(f: &DetectFidelity) -> serde_json::Value {

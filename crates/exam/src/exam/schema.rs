@@ -2,7 +2,13 @@
 //! `report.json`'s schema (HarnessReport and its parts), the outputs of a run, the
 //! errors and the notes every report carries.
 
-use super::*;
+use crate::calls::{ExamCalls, ExamUsage, SessionStats};
+use crate::cascade::{CascadeOptions, TierModels, TranscriptEntry};
+use crate::classifier::ClassifierSummary;
+use crate::e2e::DetectFidelity;
+use crate::grade::{Interval, RunResult};
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 /// Where replies come from.
 #[derive(Clone)]
