@@ -23,7 +23,7 @@
 //!
 //! All collections are ordered (`BTreeMap`/`BTreeSet`) so every projection serialises
 //! identically run to run. The serialised shapes are also the external-detector wire
-//! format (see `detectors::external`).
+//! format (see `gauntlet_detect::external`).
 
 use crate::scenario::{self, Scenario};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};

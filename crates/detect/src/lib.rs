@@ -1,16 +1,21 @@
-//! The reference detector fleet (spec `agent-exam.md` §4), the isolated fleet runner,
-//! external detectors, and the detect exam (§8).
+//! gauntlet-detect: the detector fleet and the detect exam (spec `agent-exam.md` §4, §8).
 //!
 //! Why this exists: the detect exam grades a detection layer offline against labelled
-//! scenarios, and end-to-end mode feeds the fleet's findings into the triage cascade.
-//! Both need mallcop's reference fleet reproduced rule for rule over the §3 projection
-//! ([`gauntlet_corpus::projection`]).
+//! scenarios, and the agent exam's end-to-end mode feeds the fleet's findings into the
+//! triage cascade. Both need mallcop's reference fleet reproduced rule for rule over the
+//! §3 projection ([`gauntlet_corpus::projection`]). This crate owns:
+//! - the [`Detector`] seam and the reference fleet ([`builtin`]): one file per family
+//!   under [`rules`] (18 framework families plus the two authored examples), each with
+//!   its thresholds as named constants and a doc comment stating the rule, and [`util`],
+//!   the field readers they share;
+//! - [`fleet`]: running detectors isolated (own thread, panic capture, timeout);
+//! - [`external`]: out-of-process detectors over a JSON stdin/stdout protocol, confined
+//!   by [`gauntlet_sandbox`]; [`assemble`]: the fleet and the files an exam grades, from
+//!   the user's options;
+//! - [`exam`]: the detect exam itself (grading, recall and precision, coverage), and
+//!   [`report_text`], its human summary and the writer of its artefacts.
 //!
-//! Layout: one file per family (18 framework families plus the two authored examples),
-//! each with its thresholds as named constants and a doc comment stating the rule;
-//! [`util`] holds the shared field readers; [`fleet`] runs detectors isolated (own
-//! thread, panic capture, timeout); [`external`] runs out-of-process detectors over a
-//! JSON stdin/stdout protocol, confined by [`gauntlet_sandbox`]; [`detect_exam`] grades a corpus.
+//! It does not know about the agent exam (the end-to-end mode lives there and calls in).
 //!
 //! Conventions every detector follows:
 //! - Event types are compared canonically (trimmed, lowercased).

@@ -31,7 +31,7 @@
 //! sanitised and boxed (`sanitize`). Any model error or unparseable reply escalates
 //! (fail safe), and the outcome says so ([`DecidedBy::FailSafe`], with the error), so
 //! the exam never counts a verdict the model did not make as the model's. The cascade
-//! sees only the model-visible [`Toolbox`] of a scenario.
+//! sees only the model-visible [`Toolbox`](crate::tools::Toolbox) of a scenario.
 
 mod call;
 mod chain;
