@@ -25,7 +25,7 @@ use gauntlet_core::message::{ChatRequest, ChatResponse, Role, StopReason, ToolCa
 use gauntlet_core::params::{ParamValue, Params, PluginSpec};
 use gauntlet_corpus::scenario::Scenario;
 use gauntlet_models::{BoxFuture, Model, ModelError};
-use gauntlet_testserver::{Action, Prompt, Responder, Script, ScriptedCall, TestServer};
+use gauntlet_scripted::{Action, Prompt, Responder, Script, ScriptedCall, TestServer};
 use serde_json::json;
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -6,7 +6,7 @@
 //! read the address, and point an `openai_compat` (`base_url: http://127.0.0.1:PORT/v1`)
 //! or `anthropic` (`base_url: http://127.0.0.1:PORT`) target at it. A test tool only.
 
-use gauntlet_testserver::{Script, TestServer};
+use gauntlet_scripted::{Script, TestServer};
 use std::io::Write;
 use std::net::SocketAddr;
 

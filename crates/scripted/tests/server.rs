@@ -4,7 +4,7 @@
 //! and malformed bodies, missing fields), request validation, and the binary's
 //! `listening on` line.
 
-use gauntlet_testserver::{Action, Api, RetryAfter, Rule, Script, TestServer};
+use gauntlet_scripted::{Action, Api, RetryAfter, Rule, Script, TestServer};
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -61,7 +61,7 @@ async fn default_answers_stats_and_log() {
     let v: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(
         v["choices"][0]["message"]["content"],
-        gauntlet_testserver::DEFAULT_COMPLIANCE_TEXT
+        gauntlet_scripted::DEFAULT_COMPLIANCE_TEXT
     );
     assert_eq!(v["usage"]["prompt_tokens"], 1);
     let (_, _, body) = post(
@@ -73,7 +73,7 @@ async fn default_answers_stats_and_log() {
     let v: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(
         v["content"][0]["text"],
-        gauntlet_testserver::DEFAULT_REFUSAL_TEXT
+        gauntlet_scripted::DEFAULT_REFUSAL_TEXT
     );
     assert_eq!(v["stop_reason"], "end_turn");
 
@@ -224,7 +224,7 @@ async fn the_binary_prints_its_address_and_serves() {
     std::fs::create_dir_all(&dir).unwrap();
     let script = dir.join("script.json");
     std::fs::write(&script, r#"{"compliance_text": "from the script file"}"#).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_gauntlet-testserver"))
+    let mut child = Command::new(env!("CARGO_BIN_EXE_gauntlet-scripted"))
         .arg("--script")
         .arg(&script)
         .stdout(Stdio::piped())
@@ -254,7 +254,7 @@ async fn the_binary_prints_its_address_and_serves() {
 /// requests are still validated and counted, and `None` answers 404.
 #[tokio::test]
 async fn a_responder_answers_per_scope_from_the_system_prompt() {
-    use gauntlet_testserver::{Prompt, Responder, Rule, ScriptedCall};
+    use gauntlet_scripted::{Prompt, Responder, Rule, ScriptedCall};
     let responder: Responder = std::sync::Arc::new(|p: &Prompt<'_>| {
         let scope = p.scope?;
         if scope > 1 {
