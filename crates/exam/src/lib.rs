@@ -9,7 +9,7 @@
 //! - [`grade`] (the deterministic grader and N-pass statistics) and [`classifier`]
 //!   (the failure bins of the worst pass);
 //! - [`golden`]: the golden backend, a merge gate for the harness (in process, or over
-//!   loopback HTTP through gauntlet-testserver);
+//!   loopback HTTP through gauntlet-scripted);
 //! - [`e2e`]: the end-to-end mode, the detector fleet's findings triaged by the cascade;
 //! - [`exam`]: the driver, the report and its artefacts; [`calls`]: the exam's journaled
 //!   model calls (resume, budget, usage); [`settings`] and [`exam_file`]: what an exam

@@ -15,7 +15,7 @@
 //! some requests done, a batch that fails validation, and damaged result lines.
 //!
 //! Every batch created is logged with the custom ids it carried
-//! ([`crate::TestServer::batches`], `GET /batches`), so a test can assert that no request
+//! ([`crate::ScriptedServer::batches`], `GET /batches`), so a test can assert that no request
 //! was ever submitted twice.
 
 use crate::{Api, Reply, Shared, answer, header_str, reply_error};

@@ -1,11 +1,13 @@
-//! gauntlet-testserver: a scripted, fault-injecting HTTP server that speaks the two wire
+//! gauntlet-scripted: a scripted, fault-injecting HTTP server that speaks the two wire
 //! formats gauntlet's live targets use — OpenAI chat completions
 //! (`POST /v1/chat/completions`) and Anthropic messages (`POST /v1/messages`) — so the
 //! transport's behaviour under every failure a provider can produce is tested over real
 //! HTTP on loopback, deterministically and without a network.
 //!
-//! It is a **test tool only**. Its answers are canned; it is never a stand-in for the
-//! real-model test, and nothing it says measures a model.
+//! Its answers are canned: it is never a stand-in for the real-model test, and nothing
+//! it says measures a model. Two kinds of user: the transport's tests and benchmarks,
+//! and the agent exam's golden backend over HTTP (a pipeline check the shipped binary
+//! runs, `gauntlet exam --golden-http`), which is this server with a [`Responder`].
 //!
 //! Behaviour:
 //! * by default it answers from the request: a refusal text when the conversation
@@ -24,18 +26,18 @@
 //!   Anthropic's `/v1/messages/batches`; see [`batch`](BatchRule)): each batched request
 //!   is answered as the same request sent alone, and per-batch faults (slow, expired,
 //!   cancelled, failed, damaged result lines) are scripted with [`BatchRule`]s;
-//! * it counts requests (`GET /stats`, [`TestServer::stats`]), records the last requests
-//!   received ([`TestServer::requests`]; `GET /requests` without credentials), and tracks
+//! * it counts requests (`GET /stats`, [`ScriptedServer::stats`]), records the last requests
+//!   received ([`ScriptedServer::requests`]; `GET /requests` without credentials), and tracks
 //!   requests in flight (so concurrency limits can be asserted).
 //!
-//! * a [`Responder`] ([`TestServer::start_with_responder`]) computes the action of
+//! * a [`Responder`] ([`ScriptedServer::start_with_responder`]) computes the action of
 //!   every request no rule matched from the request itself (its system prompt, whether
 //!   tools are offered or a tool result is present) and from a scope taken from the path:
 //!   `/s/<i>/v1/messages` and `/s/<i>/v1/chat/completions` are scope `i`. The agent
 //!   exam's golden backend over HTTP is this server with such a responder.
 //!
 //! It binds only to loopback (port 0 by default) and stops when its handle is dropped or
-//! [`TestServer::shutdown`] is awaited.
+//! [`ScriptedServer::shutdown`] is awaited.
 
 mod batch;
 pub use batch::{BatchFault, BatchRecord, BatchRule, DEFAULT_POLLS, Damage};
@@ -404,22 +406,25 @@ pub struct Prompt<'a> {
 /// unknown scope).
 pub type Responder = Arc<dyn Fn(&Prompt<'_>) -> Option<Action> + Send + Sync>;
 
+/// The server's name from when it was a test tool only; new code names [`ScriptedServer`].
+pub type TestServer = ScriptedServer;
+
 /// A running server. Dropping it stops the server.
-pub struct TestServer {
+pub struct ScriptedServer {
     addr: SocketAddr,
     shared: Arc<Shared>,
     stop: watch::Sender<bool>,
     task: Option<JoinHandle<()>>,
 }
 
-impl TestServer {
+impl ScriptedServer {
     /// Starts on 127.0.0.1 with an OS-chosen port.
-    pub async fn start(script: Script) -> std::io::Result<TestServer> {
+    pub async fn start(script: Script) -> std::io::Result<ScriptedServer> {
         Self::start_on(SocketAddr::from(([127, 0, 0, 1], 0)), script).await
     }
 
     /// Starts on the given loopback address (non-loopback addresses are refused).
-    pub async fn start_on(addr: SocketAddr, script: Script) -> std::io::Result<TestServer> {
+    pub async fn start_on(addr: SocketAddr, script: Script) -> std::io::Result<ScriptedServer> {
         Self::start_inner(addr, script, None).await
     }
 
@@ -428,7 +433,7 @@ impl TestServer {
     pub async fn start_with_responder(
         script: Script,
         responder: Responder,
-    ) -> std::io::Result<TestServer> {
+    ) -> std::io::Result<ScriptedServer> {
         Self::start_inner(
             SocketAddr::from(([127, 0, 0, 1], 0)),
             script,
@@ -441,7 +446,7 @@ impl TestServer {
         addr: SocketAddr,
         script: Script,
         responder: Option<Responder>,
-    ) -> std::io::Result<TestServer> {
+    ) -> std::io::Result<ScriptedServer> {
         if !addr.ip().is_loopback() {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::InvalidInput,
@@ -500,7 +505,7 @@ impl TestServer {
                 })
                 .await;
         });
-        Ok(TestServer {
+        Ok(ScriptedServer {
             addr,
             shared,
             stop,
@@ -534,7 +539,7 @@ impl TestServer {
     pub fn requests(&self) -> Vec<RecordedRequest> {
         self.shared.lock().log.iter().cloned().collect()
     }
-    /// Every batch created since start (or [`TestServer::reset`]), with the custom ids
+    /// Every batch created since start (or [`ScriptedServer::reset`]), with the custom ids
     /// it carried: a test asserts from it that no request was submitted twice.
     pub fn batches(&self) -> Vec<BatchRecord> {
         self.shared.batches().log.clone()
@@ -561,7 +566,7 @@ impl TestServer {
     }
 }
 
-impl Drop for TestServer {
+impl Drop for ScriptedServer {
     fn drop(&mut self) {
         let _ = self.stop.send(true);
         if let Some(t) = self.task.take() {

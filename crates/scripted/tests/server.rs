@@ -4,7 +4,7 @@
 //! and malformed bodies, missing fields), request validation, and the binary's
 //! `listening on` line.
 
-use gauntlet_scripted::{Action, Api, RetryAfter, Rule, Script, TestServer};
+use gauntlet_scripted::{Action, Api, RetryAfter, Rule, Script, ScriptedServer};
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -39,7 +39,7 @@ fn chat(prompt: &str) -> Value {
 
 #[tokio::test]
 async fn default_answers_stats_and_log() {
-    let s = TestServer::start(Script::default()).await.unwrap();
+    let s = ScriptedServer::start(Script::default()).await.unwrap();
     let c = client();
     assert_eq!(
         c.get(format!("{}/health", s.url()))
@@ -114,7 +114,7 @@ async fn default_answers_stats_and_log() {
 
 #[tokio::test]
 async fn scripted_faults_on_the_wire() {
-    let s = TestServer::start(
+    let s = ScriptedServer::start(
         Script::default()
             .rule(Rule::new(Action::rate_limited(Some(RetryAfter::Seconds(3)))).on_requests(&[1]))
             .rule(
@@ -173,7 +173,7 @@ async fn scripted_faults_on_the_wire() {
 
 #[tokio::test]
 async fn requests_are_validated_like_the_real_apis() {
-    let s = TestServer::start(Script::default()).await.unwrap();
+    let s = ScriptedServer::start(Script::default()).await.unwrap();
     let c = client();
     // Anthropic: system is not a message role; tool_result must answer a tool_use.
     let (st, _, body) = post(
@@ -214,13 +214,13 @@ async fn requests_are_validated_like_the_real_apis() {
 
 #[tokio::test]
 async fn binds_loopback_only() {
-    let e = TestServer::start_on("0.0.0.0:0".parse().unwrap(), Script::default()).await;
+    let e = ScriptedServer::start_on("0.0.0.0:0".parse().unwrap(), Script::default()).await;
     assert!(e.is_err());
 }
 
 #[tokio::test]
 async fn the_binary_prints_its_address_and_serves() {
-    let dir = std::env::temp_dir().join(format!("gauntlet-testserver-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("gauntlet-scripted-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let script = dir.join("script.json");
     std::fs::write(&script, r#"{"compliance_text": "from the script file"}"#).unwrap();
@@ -267,7 +267,7 @@ async fn a_responder_answers_per_scope_from_the_system_prompt() {
         })
     });
     let script = Script::default().rule(Rule::new(Action::status(503)).when_contains("boom"));
-    let s = TestServer::start_with_responder(script, responder)
+    let s = ScriptedServer::start_with_responder(script, responder)
         .await
         .unwrap();
     let c = client();

@@ -1,17 +1,17 @@
-//! `gauntlet-testserver`: runs the fault-injecting test server until killed.
+//! `gauntlet-scripted`: runs the scripted, fault-injecting server until killed.
 //!
-//! Usage: `gauntlet-testserver [--script FILE.json] [--port N]`. It binds 127.0.0.1 (port
+//! Usage: `gauntlet-scripted [--script FILE.json] [--port N]`. It binds 127.0.0.1 (port
 //! 0 = any free port unless `--port` is given) and prints `listening on
 //! http://127.0.0.1:PORT` on stdout once ready, so scripts and benchmarks can start it,
 //! read the address, and point an `openai_compat` (`base_url: http://127.0.0.1:PORT/v1`)
 //! or `anthropic` (`base_url: http://127.0.0.1:PORT`) target at it. A test tool only.
 
-use gauntlet_scripted::{Script, TestServer};
+use gauntlet_scripted::{Script, ScriptedServer};
 use std::io::Write;
 use std::net::SocketAddr;
 
 fn usage() -> ! {
-    eprintln!("usage: gauntlet-testserver [--script FILE.json] [--port N]");
+    eprintln!("usage: gauntlet-scripted [--script FILE.json] [--port N]");
     std::process::exit(2);
 }
 
@@ -43,7 +43,7 @@ async fn main() {
             _ => usage(),
         }
     }
-    let server = TestServer::start_on(SocketAddr::from(([127, 0, 0, 1], port)), script)
+    let server = ScriptedServer::start_on(SocketAddr::from(([127, 0, 0, 1], port)), script)
         .await
         .unwrap_or_else(|e| {
             eprintln!("cannot bind 127.0.0.1:{port}: {e}");
