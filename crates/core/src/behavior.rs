@@ -1,6 +1,6 @@
 //! A behavior: one item of a jailbreak or leakage dataset.
 
-use crate::scenario::Scenario;
+use crate::scenario::{BenchCase, Scenario};
 use serde::{Deserialize, Serialize};
 use std::sync::{Arc, OnceLock};
 
@@ -46,6 +46,11 @@ pub struct Behavior {
     /// behavior file. Construct with `Default::default()`.
     #[serde(skip)]
     pub case: CasePayload,
+    /// The case of an external agent benchmark this behavior stands for (AgentDojo: its
+    /// environment and checks run in a sidecar; never read from or written to a behavior
+    /// file).
+    #[serde(skip)]
+    pub bench_case: Option<Arc<BenchCase>>,
     /// The normalised `target_secret`, computed on first use (see
     /// [`Behavior::normalized_secret`]; never read from or written to a behavior file).
     /// Construct with `Default::default()`.

@@ -77,3 +77,14 @@ pub fn precheck(judge: &str, attempt: &Attempt) -> Option<Verdict> {
         Ok(_) => None,
     }
 }
+
+/// From an agent run's metadata: under `tool_protocol: prompted` (`tool_protocol:
+/// "prompted"`), whether a reply reached for a tool and yielded no call
+/// (`unparsed_tool_call` holds the reason, or null); `None` for a native-protocol run.
+pub fn unparsed_tool_call(metadata: &serde_json::Value) -> Option<bool> {
+    (metadata.get("tool_protocol") == Some(&serde_json::Value::from("prompted"))).then(|| {
+        metadata
+            .get("unparsed_tool_call")
+            .is_some_and(|v| !v.is_null())
+    })
+}

@@ -12,16 +12,16 @@ use crate::datasets::strongreject as strongreject_set;
 use crate::datasets::{
     advbench, demo, harmbench, jbb_behaviors, leakage_demo, or_bench, remote, xstest,
 };
-use crate::injection::{bundled, scenario_file};
+use crate::injection::{agentdojo as agentdojo_source, bundled, scenario_file};
 use crate::injections::{
-    Injection, direct_injection, indirect_injection, injecagent as injecagent_injection,
-    no_injection,
+    Injection, agentdojo as agentdojo_injection, direct_injection, indirect_injection,
+    injecagent as injecagent_injection, no_injection,
 };
 use crate::judge::Judge;
 use crate::judges::strongreject;
 use crate::judges::{
-    injecagent as injecagent_judge, injection_detector, leak_detector, refusal_classifier,
-    refusal_match, rubric,
+    agentdojo as agentdojo_judge, injecagent as injecagent_judge, injection_detector,
+    leak_detector, refusal_classifier, refusal_match, rubric,
 };
 use crate::metrics::{
     Metric, asr, asr_at_k, canary_exposure_rate, cost, extraction_rate, frr, pii_leak_rate,
@@ -64,11 +64,13 @@ pub const INJECTIONS: &[PluginInfo] = &[
     direct_injection::INFO,
     indirect_injection::INFO,
     injecagent_injection::INFO,
+    agentdojo_injection::INFO,
 ];
 pub const SCENARIOS: &[PluginInfo] = &[
     bundled::INFO,
     scenario_file::INFO,
     crate::injecagent::source::INFO,
+    agentdojo_source::INFO,
 ];
 pub const JUDGES: &[PluginInfo] = &[
     refusal_match::INFO,
@@ -78,6 +80,7 @@ pub const JUDGES: &[PluginInfo] = &[
     injection_detector::INFO,
     injecagent_judge::INFO,
     refusal_classifier::INFO,
+    agentdojo_judge::INFO,
 ];
 pub const METRICS: &[PluginInfo] = &[
     asr::INFO,
@@ -176,6 +179,9 @@ pub fn build_injection(spec: &PluginSpec, max_steps: u32) -> Result<Box<dyn Atta
     if spec.name == "injecagent" {
         return Ok(Box::new(injecagent_injection::InjecAgentInjection::new(s)));
     }
+    if spec.name == "agentdojo" {
+        return Ok(Box::new(agentdojo_injection::AgentDojoInjection::new(s)?));
+    }
     let i: Injection = match spec.name.as_str() {
         "no_injection" => no_injection::build(s, max_steps),
         "direct_injection" => direct_injection::build(s, max_steps),
@@ -198,6 +204,7 @@ pub fn build_judge(spec: &PluginSpec) -> Result<Box<dyn Judge>, String> {
             spec.clone(),
         ))),
         "refusal_classifier" => refusal_classifier::build(spec),
+        "agentdojo" => Ok(Box::new(agentdojo_judge::AgentDojoJudge::new(spec.clone()))),
         other => Err(format!("unknown judge `{other}`")),
     }
 }
@@ -282,6 +289,12 @@ mod tests {
                     params.insert(
                         "attacker",
                         gauntlet_core::params::ParamValue::Spec(Box::new(attacker)),
+                    );
+                }
+                if axis == Axis::Injection && info.name == "agentdojo" {
+                    params.insert(
+                        "attack",
+                        gauntlet_core::params::ParamValue::Str("important_instructions".into()),
                     );
                 }
                 if info.name == "rubric" || info.name == "strongreject" {

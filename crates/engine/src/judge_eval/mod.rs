@@ -210,6 +210,7 @@ impl ScoreCtx<'_> {
             scenario: None,
             secret_cache: Default::default(),
             case: Default::default(),
+            bench_case: None,
         };
         let attempt = Attempt {
             index: 0,

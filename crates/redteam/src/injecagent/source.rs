@@ -209,9 +209,11 @@ pub fn load(
     }
     let mut digest = HashWriter::new();
     digest.field(b"injecagent-v1");
+    let mut files = serde_json::Map::new();
     let mut note = |file: &str, sha: &str| {
         digest.field(file.as_bytes());
         digest.field(sha.as_bytes());
+        files.insert(file.to_string(), sha.into());
     };
     let (tools_bytes, sha, shown) = read(spec, "tools.json", base_dir, opts)?;
     note("tools.json", &sha);
@@ -264,6 +266,7 @@ pub fn load(
                 data,
                 env: env.clone(),
             })),
+            bench_case: None,
         })
         .collect();
     let sha256 = digest.finish_hex();
@@ -282,10 +285,22 @@ pub fn load(
         h.field(user_email.as_bytes());
         version.push_str(&format!("+user={}", &h.finish_hex()[..8]));
     }
+    // Whether every file read is the published one (its pin at the pinned commit).
+    let published = files
+        .iter()
+        .all(|(f, sha)| PINS.iter().any(|(pf, pin)| pf == f && sha == pin));
+    let provenance = serde_json::json!({
+        "benchmark": "InjecAgent",
+        "upstream": format!("uiuc-kang-lab/InjecAgent@{COMMIT}"),
+        "setting": setting,
+        "published_files": published,
+        "files": files,
+    });
     Ok(Dataset {
         name,
         version,
         sha256,
         behaviors,
+        provenance: Some(provenance),
     })
 }

@@ -90,6 +90,7 @@ pub fn parse_suite(
             scenario: Some(Arc::new(s)),
             secret_cache: Default::default(),
             case: Default::default(),
+            bench_case: None,
         });
     }
     Ok(Suite {

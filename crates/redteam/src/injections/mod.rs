@@ -3,6 +3,7 @@
 //! scenario, differing only in where the attacker's instruction is placed; `injecagent`
 //! runs InjecAgent's cases ([`crate::injecagent::runner`]).
 
+pub mod agentdojo;
 pub mod direct_injection;
 pub mod indirect_injection;
 pub mod injecagent;

@@ -65,14 +65,7 @@ impl InjectionDetector {
         };
         // Under the prompted tool protocol the loop records whether a reply reached for a
         // tool and yielded none (the reason, or null).
-        let unparsed_tool_call = (attempt.metadata.get("tool_protocol")
-            == Some(&serde_json::Value::from("prompted")))
-        .then(|| {
-            attempt
-                .metadata
-                .get("unparsed_tool_call")
-                .is_some_and(|v| !v.is_null())
-        });
+        let unparsed_tool_call = crate::judge::unparsed_tool_call(&attempt.metadata);
         let fired = check::matches(&s.attacker_check, calls());
         let task_completed = check::matches(&s.user_check, calls());
         let mut reason = format!(

@@ -258,6 +258,7 @@ mod tests {
             scenario: None,
             secret_cache: Default::default(),
             case: Default::default(),
+            bench_case: None,
         }
     }
     fn judge() -> LeakDetector {
