@@ -721,7 +721,10 @@ fn label_part(key: &str, v: &ParamValue) -> String {
         ParamValue::Bool(b) => Some(b.to_string()),
         // Short lists as JSON (`bypass_markers=["x"]`), unambiguous.
         ParamValue::StrList(_) => serde_json::to_string(v).ok(),
-        ParamValue::StrMap(_) | ParamValue::Spec(_) | ParamValue::SpecList(_) => None,
+        ParamValue::StrMap(_)
+        | ParamValue::Spec(_)
+        | ParamValue::SpecList(_)
+        | ParamValue::Json(_) => None,
     };
     match scalar {
         Some(s) if !s.is_empty() && s.chars().count() <= 64 && !s.chars().any(char::is_control) => {
