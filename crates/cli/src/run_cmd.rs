@@ -134,6 +134,8 @@ pub(crate) fn run(
     shard: Option<gauntlet_engine::shard::Shard>,
 ) -> Result<(), CliError> {
     let plan = load_plan_with(path, trials, batch)?;
+    let gate = plan.config.gate.clone();
+    let sharded = shard.is_some();
     crate::release_freed_memory();
     if !quiet {
         eprintln!("{}", describe(&plan));
@@ -196,7 +198,16 @@ pub(crate) fn run(
             }
             println!("artefacts: {}", safe(&out.dir.display().to_string()));
             if out.status == Status::Complete {
-                Ok(())
+                match &gate {
+                    Some(_) if sharded => {
+                        eprintln!(
+                            "gate: not checked on a shard (its numbers are a part of the run's); gate the merged run with `gauntlet gate`"
+                        );
+                        Ok(())
+                    }
+                    Some(g) => crate::ci_cmd::run_gate(&out.dir, g),
+                    None => Ok(()),
+                }
             } else if out.budget_exhausted() {
                 eprintln!(
                     "the query budget (max_queries) is spent: artefacts are partial; raise max_queries and rerun to resume"

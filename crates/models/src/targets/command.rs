@@ -441,17 +441,20 @@ impl CommandTarget {
         s[start..].replace('\n', " | ")
     }
 
-    /// One exchange with the running program (starting it first if needed). An `Err`
-    /// whose flag is true means the program is gone or out of step and was stopped.
+    /// One exchange with the running program (starting it first if needed).
     async fn exchange_once(
         &self,
         state: &mut Option<Running>,
         line: &[u8],
         id: u64,
-    ) -> Result<ChatResponse, (ModelError, bool)> {
+    ) -> Result<ChatResponse, (ModelError, Broke)> {
         if state.is_none() {
-            let spawned = spawn_program(&self.program)
-                .map_err(|e| (ModelError::Config(format!("command target: {e}")), false))?;
+            let spawned = spawn_program(&self.program).map_err(|e| {
+                (
+                    ModelError::Config(format!("command target: {e}")),
+                    Broke::No,
+                )
+            })?;
             self.starts.fetch_add(1, Ordering::Relaxed);
             let Spawned {
                 child,
@@ -475,7 +478,7 @@ impl CommandTarget {
             r.stdin
                 .write_all(line)
                 .await
-                .map_err(|e| format!("writing the request failed ({e}): the program exited?"))?;
+                .map_err(|e| format!("{EXITED}: writing the request failed ({e})"))?;
             r.stdin
                 .flush()
                 .await
@@ -487,7 +490,7 @@ impl CommandTarget {
                 .await
                 .map_err(|e| format!("reading the reply failed: {e}"))?;
             if n == 0 {
-                return Err("the program closed its stdout (it exited?)".to_string());
+                return Err(EXITED.to_string());
             }
             if buf.len() > MAX_LINE || !buf.ends_with(b"\n") && buf.len() >= MAX_LINE {
                 return Err(format!("a reply line is longer than {MAX_LINE} bytes"));
@@ -499,9 +502,14 @@ impl CommandTarget {
             Ok(Err(why)) => {
                 let tail = Self::tail(r);
                 self.stop(state).await;
+                let how = if why.starts_with(EXITED) {
+                    Broke::Exited
+                } else {
+                    Broke::Stopped
+                };
                 return Err((
                     ModelError::Call(with_tail(format!("command target {prog}: {why}"), &tail)),
-                    true,
+                    how,
                 ));
             }
             Err(_) => {
@@ -515,7 +523,7 @@ impl CommandTarget {
                         ),
                         &tail,
                     )),
-                    true,
+                    Broke::Stopped,
                 ));
             }
         };
@@ -529,7 +537,7 @@ impl CommandTarget {
                 self.quick_deaths.store(0, Ordering::Relaxed);
                 Err((
                     ModelError::Call(format!("command target {prog} answered an error: {msg}")),
-                    false,
+                    Broke::No,
                 ))
             }
             Err(why) => {
@@ -542,7 +550,7 @@ impl CommandTarget {
                         ),
                         &tail,
                     )),
-                    true,
+                    Broke::Stopped,
                 ))
             }
         }
@@ -570,9 +578,9 @@ impl CommandTarget {
             let fresh = state.is_none();
             match self.exchange_once(&mut state, &line, id).await {
                 Ok(r) => return Ok(r),
-                Err((e, false)) => return Err(e),
-                Err((e, true)) => {
-                    if fresh {
+                Err((e, Broke::No)) => return Err(e),
+                Err((e, how)) => {
+                    if fresh && how == Broke::Exited {
                         let n = self.quick_deaths.fetch_add(1, Ordering::Relaxed) + 1;
                         if n >= u64::from(MAX_QUICK_DEATHS) {
                             return Err(ModelError::Config(format!(
@@ -589,6 +597,19 @@ impl CommandTarget {
         }
     }
 }
+
+/// How an exchange failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Broke {
+    /// The program answered (its own error) or could not be started: nothing to restart.
+    No,
+    /// It exited (closed its pipes): restarted; counted when it was fresh.
+    Exited,
+    /// It timed out or broke the protocol, and was stopped: restarted.
+    Stopped,
+}
+
+const EXITED: &str = "the program closed its stdout (it exited?)";
 
 fn with_tail(msg: String, tail: &str) -> String {
     if tail.is_empty() {
