@@ -206,7 +206,7 @@ fn http_target_against_a_real_application() {
     // A rerun replays every call from the journal.
     let again = run(dir.path(), "app-http", &jailbreak("app-http", &json_target));
     assert_eq!(again["status"], "complete");
-    assert_eq!(last_session(&rd)["calls_made"], 0, "{}", last_session(&rd));
+    assert_eq!(last_session(&rd)["model_calls"], 0, "{}", last_session(&rd));
 
     // Multi-turn through the SSE mode, the session id taken from a response header.
     let sse_target = format!(
