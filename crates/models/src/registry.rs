@@ -62,6 +62,8 @@ pub fn build_target_for_check_with(
         Ok(match spec.name.as_str() {
             "openai_compat" => Arc::new(OpenAiCompatTarget::with_env(spec, env, options)?),
             "anthropic" => Arc::new(AnthropicTarget::with_env(spec, env, options)?),
+            "http" => Arc::new(HttpTarget::with_env(spec, env, options)?),
+            "command" => Arc::new(CommandTarget::with_env(spec, env)?),
             _ => build_target(spec)?,
         })
     };
@@ -69,13 +71,21 @@ pub fn build_target_for_check_with(
         Ok(m) => return Ok((m, None)),
         Err(e) => e,
     };
-    let key_var = spec.params.str("api_key_env");
-    let key_unset = key_var.is_some_and(|k| env(k).is_none_or(|v| v.trim().is_empty()));
-    let (Some(var), true) = (key_var, key_unset) else {
+    // The variables a target reads its secrets from: `api_key_env`, the `http` target's
+    // `header_env` values, the `command` target's `env` names.
+    let p = &spec.params;
+    let mut vars: Vec<&str> = p.str("api_key_env").into_iter().collect();
+    vars.extend(p.str_map("header_env").unwrap_or(&[]).iter().map(|(_, v)| v.as_str()));
+    vars.extend(p.str_list("env").unwrap_or(&[]).iter().map(String::as_str));
+    let unset: Vec<&str> = vars
+        .into_iter()
+        .filter(|k| env(k).is_none_or(|v| v.trim().is_empty()))
+        .collect();
+    if unset.is_empty() {
         return Err(e);
-    };
+    }
     let with_key = |name: &str| {
-        if name == var {
+        if unset.contains(&name) {
             Some("gauntlet-validate-stand-in-key".to_string())
         } else {
             env(name)
