@@ -312,6 +312,10 @@ impl ExternalDetector {
         let raw = match ended {
             Some((Ended::Status(raw), _)) => raw,
             Some((Ended::TimedOut, _)) => return Err(timed_out()),
+            // Only long-lived runs are stopped by their parent; a detector run is not.
+            Some((Ended::Stopped, _)) => {
+                return Err("the sandbox supervisor stopped the run".to_string());
+            }
             None if status.is_none() => return Err(timed_out()),
             None => {
                 return Err(format!(

@@ -10,6 +10,7 @@
 pub mod agent;
 pub mod bundled;
 pub mod check;
+pub mod env;
 pub mod sandbox;
 pub mod scenario_file;
 pub mod suite;
