@@ -155,6 +155,21 @@ fn user_turns(t: &Value) -> Vec<String> {
         .collect()
 }
 
+/// Crescendo ran its rounds against the application (the search tree holds every round's
+/// question and reply). Whether a round is kept in the conversation depends on the real
+/// model (a refused round is rolled back), so the final conversations' lengths are
+/// reported, not required; the session mechanics are pinned by crates/models/tests/http.rs.
+fn rounds_ran(ts: &[Value], turns: &[Vec<String>]) {
+    for t in ts {
+        let tree = t["metadata"]["tree"].as_array().unwrap();
+        assert!(tree.len() >= 2, "both rounds ran: {}", t["metadata"]);
+    }
+    eprintln!(
+        "crescendo: final conversations of {:?} user turns",
+        turns.iter().map(Vec::len).collect::<Vec<_>>()
+    );
+}
+
 fn target_usage(run_dir: &Path) -> (u64, u64) {
     let usage = read_json(&run_dir.join("usage.json"));
     let mut io = (0, 0);
@@ -223,10 +238,7 @@ fn http_target_against_a_real_application() {
     let rd = dir.path().join("runs/app-http-multi");
     let ts = real_replies(&rd, 2);
     let turns: Vec<Vec<String>> = ts.iter().map(user_turns).collect();
-    assert!(
-        turns.iter().any(|t| t.len() >= 2),
-        "crescendo kept at least one round: {turns:?}"
-    );
+    rounds_ran(&ts, &turns);
     // The server held each attacked conversation exactly: one of its conversations has
     // the very user turns of each final transcript, in order.
     let out = Command::new("curl")
@@ -265,10 +277,9 @@ fn http_target_against_a_real_application() {
 fn command_target_against_the_same_application() {
     let Some(model) = model_url() else { return };
     let dir = tempfile::tempdir().unwrap();
-    // The bot calls the model server over loopback, so it needs the network: the
-    // explicit opt-out of the confinement (which forbids sockets).
+    // The bot calls the model server over loopback: it is confined but for sockets.
     let target = format!(
-        "{{name: command, params: {{name: support-bot-cli, command: [python3, '{}', stdio, --model-url, '{model}'], confine: false, timeout_s: 600}}}}",
+        "{{name: command, params: {{name: support-bot-cli, command: [/usr/bin/python3, '{}', stdio, --model-url, '{model}'], network: true, timeout_s: 600}}}}",
         bot_script()
     );
     let run_json = run(dir.path(), "app-cmd", &jailbreak("app-cmd", &target));
@@ -289,8 +300,6 @@ fn command_target_against_the_same_application() {
     );
     assert_eq!(run_json["status"], "complete");
     let ts = real_replies(&dir.path().join("runs/app-cmd-multi"), 2);
-    assert!(
-        ts.iter().any(|t| user_turns(t).len() >= 2),
-        "crescendo kept at least one round"
-    );
+    let turns: Vec<Vec<String>> = ts.iter().map(user_turns).collect();
+    rounds_ran(&ts, &turns);
 }

@@ -75,7 +75,12 @@ pub fn build_target_for_check_with(
     // `header_env` values, the `command` target's `env` names.
     let p = &spec.params;
     let mut vars: Vec<&str> = p.str("api_key_env").into_iter().collect();
-    vars.extend(p.str_map("header_env").unwrap_or(&[]).iter().map(|(_, v)| v.as_str()));
+    vars.extend(
+        p.str_map("header_env")
+            .unwrap_or(&[])
+            .iter()
+            .map(|(_, v)| v.as_str()),
+    );
     vars.extend(p.str_list("env").unwrap_or(&[]).iter().map(String::as_str));
     let unset: Vec<&str> = vars
         .into_iter()

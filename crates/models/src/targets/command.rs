@@ -26,14 +26,15 @@
 //!
 //! # Confinement
 //!
-//! The program is third-party code: it runs confined as external detectors are
-//! ([`gauntlet_sandbox`]): the filesystem read-only but for a private scratch directory
-//! (`$HOME`, `$TMPDIR`), no sockets, its process tree killed with it, CPU seconds and
-//! address space limited, a clean environment (`PATH`, `LANG`, `HOME`, `TMPDIR` and the
-//! variables `env` names). A kernel that cannot confine it makes the target refuse to
-//! start, unless `confine: false`: the explicit opt-out, which a program that needs the
-//! network (a wrapper around a model server) needs as well. An unconfined program still
-//! runs in its own process group with a clean environment, and is killed with the run.
+//! The program is third-party code: it runs confined by the sandbox crate's long-lived
+//! [`Process`] as external detectors are: the filesystem read-only but for a private
+//! scratch directory (`$HOME`, `$TMPDIR`), no sockets and an empty network namespace,
+//! its process tree killed with it (and with gauntlet), CPU seconds and address space
+//! limited, a clean environment (`PATH`, `LANG`, `HOME`, `TMPDIR` and the variables
+//! `env` names). `network: true` allows sockets (a wrapper around a model server needs
+//! them) and keeps the rest. A kernel that cannot confine it fully makes the target
+//! refuse to start, unless `confine: false`: the explicit opt-out, which runs it with the
+//! layers the kernel has.
 //!
 //! The program's path is part of the target's identity (and so of every cache key), its
 //! code is not — as an HTTP application's code is not: name a changed application anew
@@ -42,16 +43,14 @@
 use crate::{BoxFuture, Model, ModelError};
 use gauntlet_core::message::{ChatRequest, ChatResponse, Role, StopReason, Usage};
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
-use gauntlet_sandbox::{Prepared, Support};
+use gauntlet_sandbox::{Memory, Process, Spec as SandboxSpec, Support};
 use serde_json::{Value, json};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::sync::Mutex;
 
 pub const PROTOCOL: &str = "gauntlet-command/1";
@@ -86,8 +85,15 @@ const PARAMS: &[ParamSpec] = &[
         name: "confine",
         kind: ParamKind::Bool,
         default: DefaultValue::Bool(true),
-        doc: "run the program confined like external detectors (read-only files but a scratch \
-              dir, no network, limits); false is the explicit opt-out (e.g. it calls a model server)",
+        doc: "refuse to run the program where the kernel cannot confine it fully; false is the \
+              explicit opt-out (it then runs with the layers the kernel has)",
+    },
+    ParamSpec {
+        name: "network",
+        kind: ParamKind::Bool,
+        default: DefaultValue::Bool(false),
+        doc: "allow the program sockets (e.g. it calls a model server); the rest of the \
+              confinement stays",
     },
     ParamSpec {
         name: "timeout_s",
@@ -139,86 +145,54 @@ pub struct ProgramSpec {
     pub args: Vec<String>,
     /// (name, value) passed through.
     pub env: Vec<(String, String)>,
-    pub confine: bool,
+    /// `confine: false`: run even where the kernel cannot confine it fully.
+    pub allow_unconfined: bool,
+    /// `network: true`: sockets allowed (the rest of the confinement stays).
+    pub network: bool,
     pub cpu_secs: u64,
     pub memory_bytes: u64,
 }
 
-/// A started program: the child, its pipes, and what must live as long as it does.
+/// A started program: its async pipes and the confined process behind them.
 pub struct Spawned {
-    pub child: Child,
-    pub stdin: ChildStdin,
-    pub stdout: ChildStdout,
+    pub stdin: tokio::net::unix::pipe::Sender,
+    pub stdout: tokio::net::unix::pipe::Receiver,
     /// The last bytes of its stderr, filled in the background.
     pub stderr_tail: Arc<std::sync::Mutex<Vec<u8>>>,
-    /// The private scratch directory (`$HOME`, `$TMPDIR`), removed when dropped.
-    _scratch: tempfile::TempDir,
-    /// The read end of the sandbox supervisor's report pipe.
-    _report: Option<OwnedFd>,
+    /// The confined process (stopped, its whole tree killed, when dropped).
+    pub process: Process,
 }
 
-/// Starts `spec`'s program with piped stdin and stdout, confined unless `spec.confine`
-/// is false. The one place the command target starts processes: when the sandbox crate
-/// offers a long-lived confined child with piped stdio, this is what switches to it.
+/// Starts `spec`'s program with piped stdin and stdout, confined by the sandbox crate's
+/// long-lived [`Process`]. The one place the command target starts processes.
 pub fn spawn_program(spec: &ProgramSpec) -> Result<Spawned, String> {
-    let scratch = tempfile::Builder::new()
-        .prefix("gauntlet-command-")
-        .tempdir()
-        .map_err(|e| format!("cannot create the scratch directory: {e}"))?;
-    let mut cmd = Command::new(&spec.program);
-    cmd.args(&spec.args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .env_clear()
-        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-        .env("LANG", "C.UTF-8")
-        .env("HOME", scratch.path())
-        .env("TMPDIR", scratch.path())
-        .process_group(0)
-        .kill_on_drop(true);
-    for (k, v) in &spec.env {
-        cmd.env(k, v);
-    }
-    if let Some(dir) = spec.program.parent().filter(|d| !d.as_os_str().is_empty()) {
-        cmd.current_dir(dir);
-    }
-    let mut report = None;
-    if spec.confine {
-        let (rd, wr) = report_pipe()?;
-        // The supervisor's wall clock bounds the program's whole life; calls have their
-        // own timeouts. A month is "the run".
-        let mut prepared = Prepared::new(
-            Support::current(),
-            scratch.path(),
-            wr.as_raw_fd(),
-            Duration::from_secs(30 * 24 * 3600),
-            spec.cpu_secs,
-            spec.memory_bytes,
-        )?;
-        // SAFETY: `enter` is written for the window between fork and exec.
-        unsafe {
-            cmd.pre_exec(move || prepared.enter());
-        }
-        let child = cmd.spawn();
-        drop(wr);
-        report = Some(rd);
-        return finish_spawn(child, spec, scratch, report);
-    }
-    let child = cmd.spawn();
-    finish_spawn(child, spec, scratch, report.take())
-}
-
-fn finish_spawn(
-    child: std::io::Result<Child>,
-    spec: &ProgramSpec,
-    scratch: tempfile::TempDir,
-    report: Option<OwnedFd>,
-) -> Result<Spawned, String> {
-    let mut child = child.map_err(|e| format!("cannot start {}: {e}", spec.program.display()))?;
-    let stdin = child.stdin.take().expect("piped stdin");
-    let stdout = child.stdout.take().expect("piped stdout");
-    let mut stderr = child.stderr.take().expect("piped stderr");
+    let mut s = SandboxSpec::new(&spec.program);
+    s.args = spec.args.iter().map(Into::into).collect();
+    s.env = spec.env.iter().map(|(k, v)| (k.into(), v.into())).collect();
+    s.cwd = spec
+        .program
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .map(Path::to_path_buf);
+    s.network = spec.network;
+    s.memory = Memory::AddressSpace(spec.memory_bytes);
+    s.cpu_secs = Some(spec.cpu_secs);
+    s.allow_unconfined = spec.allow_unconfined;
+    s.scratch_prefix = "gauntlet-command-".into();
+    let mut process = Process::spawn(&s).map_err(|e| e.to_string())?;
+    let pipe_err = |e: std::io::Error| format!("cannot use the program's pipes: {e}");
+    let stdin = tokio::net::unix::pipe::Sender::from_owned_fd(OwnedFd::from(
+        process.stdin.take().expect("piped stdin"),
+    ))
+    .map_err(pipe_err)?;
+    let stdout = tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(
+        process.stdout.take().expect("piped stdout"),
+    ))
+    .map_err(pipe_err)?;
+    let mut stderr = tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(
+        process.stderr.take().expect("piped stderr"),
+    ))
+    .map_err(pipe_err)?;
     let tail = Arc::new(std::sync::Mutex::new(Vec::new()));
     let t = tail.clone();
     tokio::spawn(async move {
@@ -238,43 +212,19 @@ fn finish_spawn(
         }
     });
     Ok(Spawned {
-        child,
         stdin,
         stdout,
         stderr_tail: tail,
-        _scratch: scratch,
-        _report: report,
+        process,
     })
-}
-
-/// A pipe for the supervisor's report: (read end, non-blocking; write end).
-fn report_pipe() -> Result<(OwnedFd, OwnedFd), String> {
-    let mut fds = [0; 2];
-    // SAFETY: valid out array; both ends are close-on-exec.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(format!(
-            "cannot create a pipe: {}",
-            std::io::Error::last_os_error()
-        ));
-    }
-    // SAFETY: fresh descriptors we own.
-    let (rd, wr) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-    // SAFETY: plain fcntl on our descriptor.
-    unsafe {
-        let fl = libc::fcntl(rd.as_raw_fd(), libc::F_GETFL);
-        libc::fcntl(rd.as_raw_fd(), libc::F_SETFL, fl | libc::O_NONBLOCK);
-    }
-    Ok((rd, wr))
 }
 
 /// The running program, when there is one.
 struct Running {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
+    process: Process,
+    stdin: tokio::net::unix::pipe::Sender,
+    stdout: BufReader<tokio::net::unix::pipe::Receiver>,
     stderr_tail: Arc<std::sync::Mutex<Vec<u8>>>,
-    /// The scratch directory and the report pipe: kept as long as the program runs.
-    _keep: (tempfile::TempDir, Option<OwnedFd>),
 }
 
 pub struct CommandTarget {
@@ -293,7 +243,7 @@ impl std::fmt::Debug for CommandTarget {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CommandTarget")
             .field("program", &self.program.program)
-            .field("confine", &self.program.confine)
+            .field("network", &self.program.network)
             .finish_non_exhaustive()
     }
 }
@@ -369,7 +319,8 @@ impl CommandTarget {
                 program,
                 args: args.to_vec(),
                 env: pass,
-                confine,
+                allow_unconfined: !confine,
+                network: p.bool("network").unwrap_or(false),
                 cpu_secs: p.int("cpu_s").unwrap_or(3600).max(1) as u64,
                 memory_bytes: (p.int("memory_mb").unwrap_or(4096).max(16) as u64) << 20,
             },
@@ -457,19 +408,16 @@ impl CommandTarget {
             })?;
             self.starts.fetch_add(1, Ordering::Relaxed);
             let Spawned {
-                child,
                 stdin,
                 stdout,
                 stderr_tail,
-                _scratch,
-                _report,
+                process,
             } = spawned;
             *state = Some(Running {
-                child,
+                process,
                 stdin,
                 stdout: BufReader::with_capacity(64 << 10, stdout),
                 stderr_tail,
-                _keep: (_scratch, _report),
             });
         }
         let r = state.as_mut().expect("running");
@@ -557,15 +505,10 @@ impl CommandTarget {
     }
 
     async fn stop(&self, state: &mut Option<Running>) {
-        if let Some(mut r) = state.take() {
-            if let Some(pid) = r.child.id() {
-                // SAFETY: the child's own process group (process_group(0)).
-                unsafe {
-                    libc::kill(-(pid as i32), libc::SIGKILL);
-                }
-            }
-            let _ = r.child.kill().await;
-            let _ = r.child.wait().await;
+        if let Some(r) = state.take() {
+            let Running { process, .. } = r;
+            // The supervisor kills the whole tree; waiting for it blocks briefly.
+            let _ = tokio::task::spawn_blocking(move || process.stop(Duration::ZERO)).await;
         }
     }
 
