@@ -159,6 +159,8 @@ pub struct Spawned {
     pub stdout: tokio::net::unix::pipe::Receiver,
     /// The last bytes of its stderr, filled in the background.
     pub stderr_tail: Arc<std::sync::Mutex<Vec<u8>>>,
+    /// Set when its stderr reached its end.
+    pub stderr_done: Arc<std::sync::atomic::AtomicBool>,
     /// The confined process (stopped, its whole tree killed, when dropped).
     pub process: Process,
 }
@@ -195,6 +197,8 @@ pub fn spawn_program(spec: &ProgramSpec) -> Result<Spawned, String> {
     .map_err(pipe_err)?;
     let tail = Arc::new(std::sync::Mutex::new(Vec::new()));
     let t = tail.clone();
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let d = done.clone();
     tokio::spawn(async move {
         let mut buf = [0u8; 4096];
         loop {
@@ -210,11 +214,13 @@ pub fn spawn_program(spec: &ProgramSpec) -> Result<Spawned, String> {
                 }
             }
         }
+        d.store(true, Ordering::Release);
     });
     Ok(Spawned {
         stdin,
         stdout,
         stderr_tail: tail,
+        stderr_done: done,
         process,
     })
 }
@@ -225,6 +231,7 @@ struct Running {
     stdin: tokio::net::unix::pipe::Sender,
     stdout: BufReader<tokio::net::unix::pipe::Receiver>,
     stderr_tail: Arc<std::sync::Mutex<Vec<u8>>>,
+    stderr_done: Arc<std::sync::atomic::AtomicBool>,
 }
 
 pub struct CommandTarget {
@@ -411,6 +418,7 @@ impl CommandTarget {
                 stdin,
                 stdout,
                 stderr_tail,
+                stderr_done,
                 process,
             } = spawned;
             *state = Some(Running {
@@ -418,6 +426,7 @@ impl CommandTarget {
                 stdin,
                 stdout: BufReader::with_capacity(64 << 10, stdout),
                 stderr_tail,
+                stderr_done,
             });
         }
         let r = state.as_mut().expect("running");
@@ -448,6 +457,13 @@ impl CommandTarget {
         let got = match tokio::time::timeout(self.timeout, io).await {
             Ok(Ok(b)) => b,
             Ok(Err(why)) => {
+                // A program that exited may still have its last words in the stderr pipe.
+                for _ in 0..50 {
+                    if r.stderr_done.load(Ordering::Acquire) {
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
                 let tail = Self::tail(r);
                 self.stop(state).await;
                 let how = if why.starts_with(EXITED) {
