@@ -27,7 +27,7 @@ use crate::run::{Identities, trial_seeds, unit_scope};
 pub const PARTITION_SCHEME: &str = "unit-scope-sha256-order/planned-calls/v1";
 
 /// `i/N`, the set checks and the shard records every kind of shard shares.
-pub use gauntlet_core::shard::{
+pub use gauntlet_job::shard::{
     MAX_SHARDS, Member, Mismatch, SetError, SetRules, Shard, check_set, open_record, read_json,
     shown,
 };

@@ -20,9 +20,9 @@ use crate::exam::{
     write_report_files,
 };
 use crate::grade::{RunResult, ScenarioResult};
-use gauntlet_core::manifest::{FileEntry, Manifest};
-use gauntlet_core::shard::{SetRules, Shard, open_record, read_json, shown};
 use gauntlet_corpus::load::Corpus;
+use gauntlet_job::manifest::{FileEntry, Manifest};
+use gauntlet_job::shard::{SetRules, Shard, open_record, read_json, shown};
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 
@@ -212,8 +212,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<HarnessReport, MergeError> 
             .map_err(|e| MergeError::Write(e.to_string()))?;
     }
     let dirs: Vec<&Path> = shards.iter().map(|s| s.dir.as_path()).collect();
-    gauntlet_core::shard::concat_journals(&dirs, &out.join(JOURNAL))
-        .map_err(MergeError::Journal)?;
+    gauntlet_job::shard::concat_journals(&dirs, &out.join(JOURNAL)).map_err(MergeError::Journal)?;
     let mut tb = serde_json::to_vec_pretty(&merged_timings(&shards, passes)).expect("json");
     tb.push(b'\n');
     gauntlet_core::atomic::write_atomic_unflushed_named(&out.join("timings.json"), &tb)
