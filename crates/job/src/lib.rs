@@ -11,9 +11,11 @@
 //!   atomic writes are `gauntlet_core::atomic` (the one writer every surface uses);
 //! - [`shard`]: `i/N`, a shard directory's name and identity, the checks that a set of
 //!   directories is the N shards of one job, the journals put back together;
+//! - [`partition`]: the one cut of a job's keyed, weighted units into N spans;
 //! - [`progress`]: the one progress trait a harness reports through.
 
 pub mod manifest;
+pub mod partition;
 pub mod progress;
 pub mod rundir;
 pub mod shard;

@@ -31,10 +31,7 @@ pub const SHARD_JSON: &str = "shard.json";
 
 /// Which scenario runs (pass-major: `pass * scenarios + i`) shard `s` holds.
 pub fn owned(corpus: &Corpus, passes: usize, s: Shard) -> Vec<bool> {
-    super::assignment(corpus, passes, s.count)
-        .into_iter()
-        .map(|o| o == s.index)
-        .collect()
+    gauntlet_job::partition::owned(&super::assignment(corpus, passes, s.count), s)
 }
 
 /// Before a shard session changes anything: without a manifest the directory reads as

@@ -113,8 +113,9 @@ impl ShardRecord {
             shard,
             identity_sha256,
             units_total: files.len(),
-            units: (0..files.len())
-                .filter(|&i| owner[i] == shard.index)
+            units: gauntlet_job::partition::units_of(&owner, shard)
+                .into_iter()
+                .map(|i| i as usize)
                 .collect(),
             groups: files
                 .iter()
