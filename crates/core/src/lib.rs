@@ -17,7 +17,8 @@
 //! - [`files`]: reading named files: regular files only, capped per kind;
 //! - [`terminal`]: printing untrusted text with its control characters escaped;
 //! - [`paired`]: paired comparisons of per-behavior outcomes (McNemar, paired bootstrap);
-//! - [`taxonomy`]: the threat map (OWASP, MITRE ATLAS, NIST AI RMF) results are tagged with.
+//! - [`taxonomy`]: the threat map (OWASP, MITRE ATLAS, NIST AI RMF) results are tagged with;
+//! - [`pyjson`]: JSON text as Python's `json.dumps` writes it (benchmark prompts).
 
 pub mod atomic;
 pub mod behavior;
@@ -29,6 +30,7 @@ pub mod message;
 pub mod outcome;
 pub mod paired;
 pub mod params;
+pub mod pyjson;
 pub mod results;
 pub mod rng;
 pub mod scenario;
