@@ -200,6 +200,18 @@ pub fn exam(a: ExamArgs) -> Result<(), CliError> {
         Some(shard) => gauntlet_exam::shard::shard_out(&s.out, shard),
         None => s.out.clone(),
     };
+    {
+        use gauntlet_core::outdir::{Holding, refuse_other};
+        let shard = a.shard.is_some();
+        refuse_other(
+            &out_dir,
+            "--out",
+            "exam",
+            "give an empty or new directory (default: exam-out), or one holding an earlier exam",
+            |h| *h == Holding::Exam || (shard && *h == Holding::ExamShard),
+        )
+        .map_err(invalid)?;
+    }
     let mut notes = Vec::new();
     s.open_calls(&out_dir, &mut notes).map_err(invalid)?;
     say(&notes);

@@ -16,6 +16,7 @@
 //! - [`results`]: metric values (with N/A) and leaderboard rows carrying provenance;
 //! - [`files`]: reading named files: regular files only, capped per kind;
 //! - [`manifest`]: the manifest of an artefact directory (size and digest of every file);
+//! - [`outdir`]: what an output directory already holds, so no command writes over another's;
 //! - [`shard`]: `--shard i/N`, checking a set of shard directories, their journals;
 //! - [`terminal`]: printing untrusted text with its control characters escaped;
 //! - [`paired`]: paired comparisons of per-behavior outcomes (McNemar, paired bootstrap);
@@ -30,6 +31,7 @@ pub mod judge_eval;
 pub mod manifest;
 pub mod message;
 pub mod outcome;
+pub mod outdir;
 pub mod paired;
 pub mod params;
 pub mod results;

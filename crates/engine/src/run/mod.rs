@@ -597,7 +597,8 @@ pub async fn execute_sharded(
         .finish()
         .map_err(|e| io_err("cannot write", &transcripts_tmp, e))?;
     drop(file);
-    std::fs::rename(&transcripts_tmp, &transcripts_path)
+    gauntlet_core::atomic::check_replaceable(&transcripts_path)
+        .and_then(|()| std::fs::rename(&transcripts_tmp, &transcripts_path))
         .map_err(|e| io_err("cannot write", &transcripts_path, e))?;
 
     let plan = &ctx.plan;
