@@ -33,7 +33,7 @@
 //! Progress hears of every submitted batch, every status change and every ingest
 //! through the `note` callback.
 
-use crate::cache::{CallCounters, journal_error};
+use crate::cache::{CallCounters, journal_error, vet_reply};
 use crate::journal::{Journal, Key};
 use gauntlet_core::hash::{HashWriter, to_hex};
 use gauntlet_core::message::{ChatRequest, ChatResponse};
@@ -567,6 +567,14 @@ impl Batcher {
                 }
                 return;
             }
+            // The call layer's checks and key scrubbing, as for a call made alone.
+            let outcome = match outcome {
+                Outcome::Response(r) => match vet_reply(self.model.as_ref(), r) {
+                    Ok(r) => Outcome::Response(r),
+                    Err(e) => Outcome::Error(e),
+                },
+                other => other,
+            };
             match outcome {
                 Outcome::Response(r) => {
                     ok += 1;

@@ -1155,3 +1155,386 @@ fn a_symlinked_run_directory_is_refused() {
         "the run was written into the link's target"
     );
 }
+
+/// The test server with `script`, on its own runtime.
+fn scripted(script: Script) -> SlowServer {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let srv = rt.block_on(TestServer::start(script)).unwrap();
+    SlowServer { srv, _rt: rt }
+}
+
+/// An OpenAI chat completion carrying `n` tool calls (`send_email` with a padded body).
+fn openai_tool_calls(n: usize) -> String {
+    let calls: Vec<serde_json::Value> = (0..n)
+        .map(|i| {
+            serde_json::json!({"id": format!("call_{i}"), "type": "function",
+                "function": {"name": "send_email", "arguments": format!("{{\"to\": \"x{i}@example.invalid\", \"body\": \"{}\"}}", "b".repeat(40))}})
+        })
+        .collect();
+    serde_json::json!({"id": "c", "object": "chat.completion", "model": "m",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": null, "tool_calls": calls}, "finish_reason": "tool_calls"}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 10}})
+    .to_string()
+}
+
+/// An injection run of one scenario (the three placements) against `target`.
+fn injection_config(dir: &Path, name: &str, target: &str, max_steps: u32) -> PathBuf {
+    write(
+        &dir.join(format!("{name}.yaml")),
+        &format!(
+            "run_name: {name}\nseed: 0\nmax_steps: {max_steps}\ntargets:\n  - {target}\ninjections: [no_injection, direct_injection, indirect_injection]\nscenarios:\n  - {{name: bundled, params: {{suite: injecagent_demo, limit: 1}}}}\njudges: [injection_detector]\nmetrics: [injection_success_rate, utility_under_attack, utility_baseline]\n"
+        ),
+    )
+}
+
+fn run_with_key(args: &[&str], cwd: &Path, key: &str, secs: u64) -> Output {
+    let child = Command::new(bin())
+        .args(args)
+        .current_dir(cwd)
+        .env("GAUNTLET_TEST_KEY", key)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_within(child, secs, args)
+}
+
+/// Issue 26, defect 3: a reply with thousands of tool calls (the audit's 300,000 took
+/// 66 s, 1.3 GB and a 145 MB transcript line) is that call's error outcome at the
+/// default cap of 128 per reply, over both wire formats; with the cap raised, the
+/// conversation's size cap (`max_request_bytes`) ends the agent loop instead, again as
+/// an error outcome. Nothing counts as a success or failure of the model, and the
+/// transcripts stay small.
+#[test]
+fn tool_calls_per_reply_and_the_conversation_size_are_capped() {
+    let body = openai_tool_calls(5_000);
+    let s = scripted(Script::default().rule(gauntlet_testserver::Rule::new(
+        gauntlet_testserver::Action::Status {
+            code: 200,
+            retry_after: None,
+            body: Some(body),
+        },
+    )));
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let url = s.srv.openai_base_url();
+    let target = |extra: &str| {
+        format!(
+            "{{name: openai_compat, params: {{name: oa, model: m, base_url: \"{url}\", api_key_env: GAUNTLET_TEST_KEY, max_retries: 0{extra}}}}}"
+        )
+    };
+    for (name, extra, want) in [
+        ("capped", "", "5000 tool calls, more than the 128"),
+        (
+            "conv",
+            ", max_tool_calls: 10000, max_request_bytes: 65536",
+            "more than the 65536 a request may be",
+        ),
+    ] {
+        let cfg = injection_config(d, name, &target(extra), 6);
+        let started = Instant::now();
+        let o = run_with_key(
+            &["run", cfg.to_str().unwrap(), "--quiet"],
+            d,
+            "sk-test",
+            120,
+        );
+        ok(&o);
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{name}: {:?}",
+            started.elapsed()
+        );
+        let t = d.join(format!("runs/{name}/transcripts.jsonl"));
+        let len = std::fs::metadata(&t).unwrap().len();
+        let lines = lines(&t);
+        assert_eq!(lines.len(), 3);
+        for l in &lines {
+            let e = l["error"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{name}: not an error: {l}"));
+            assert!(e.contains(want), "{name}: {e}");
+            for v in l["verdicts"].as_array().unwrap() {
+                assert_eq!(v["outcome"], "error", "{name}: {v}");
+            }
+        }
+        if name == "capped" {
+            assert!(len < 64 << 10, "{name}: transcripts of {len} bytes");
+        }
+    }
+    // The Anthropic parser counts tool_use blocks the same way.
+    let blocks: Vec<serde_json::Value> = (0..5_000)
+        .map(|i| serde_json::json!({"type": "tool_use", "id": format!("t{i}"), "name": "send_email", "input": {"to": "a@example.invalid"}}))
+        .collect();
+    let body = serde_json::json!({"id": "m", "type": "message", "role": "assistant", "model": "m",
+        "content": blocks, "stop_reason": "tool_use", "usage": {"input_tokens": 1, "output_tokens": 1}});
+    s.srv
+        .set_script(Script::default().rule(gauntlet_testserver::Rule::new(
+            gauntlet_testserver::Action::Status {
+                code: 200,
+                retry_after: None,
+                body: Some(body.to_string()),
+            },
+        )));
+    let cfg = injection_config(
+        d,
+        "anth",
+        &format!(
+            "{{name: anthropic, params: {{name: an, model: m, base_url: \"{}\", api_key_env: GAUNTLET_TEST_KEY, max_retries: 0}}}}",
+            s.srv.url()
+        ),
+        6,
+    );
+    ok(&run_with_key(
+        &["run", cfg.to_str().unwrap(), "--quiet"],
+        d,
+        "sk-test",
+        120,
+    ));
+    for l in lines(&d.join("runs/anth/transcripts.jsonl")) {
+        assert!(
+            l["error"].as_str().unwrap().contains("5000 tool calls"),
+            "{l}"
+        );
+    }
+}
+
+/// Issue 26, defect 3 (the agent exam): `--tool-loop` against a model answering every
+/// call with 20,000 tool calls used to take 1.6 GB and write 297 MB for 9 scenarios; each
+/// such reply is now that call's error (the scenario goes to the fail-safe, outside
+/// every rate) and the artefacts stay small.
+#[test]
+fn the_exam_tool_loop_caps_tool_calls_per_reply() {
+    let s = scripted(Script::default().rule(gauntlet_testserver::Rule::new(
+        gauntlet_testserver::Action::Status {
+            code: 200,
+            retry_after: None,
+            body: Some(openai_tool_calls(20_000)),
+        },
+    )));
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let corpus = d.join("corpus");
+    std::fs::create_dir(&corpus).unwrap();
+    for f in [
+        "exams/scenarios/identity/NA-01-unknown-principal-enumerates-vault.yaml",
+        "exams/scenarios/auth/AF-01-four-failures-then-reset.yaml",
+    ] {
+        let src = repo_root().join(f);
+        std::fs::copy(&src, corpus.join(src.file_name().unwrap())).unwrap();
+    }
+    ok(&within(20, &["corpus", "pin", corpus.to_str().unwrap()], d));
+    let target = format!(
+        "{{name: openai_compat, params: {{name: many, model: m, base_url: '{}', api_key_env: GAUNTLET_TEST_KEY, max_retries: 0}}}}",
+        s.srv.openai_base_url()
+    );
+    let out = d.join("exam-out");
+    let o = run_with_key(
+        &[
+            "exam",
+            "--mode",
+            "real",
+            "-n",
+            "1",
+            "--consensus",
+            "0",
+            "--tool-loop",
+            "--quiet",
+            "--target",
+            &target,
+            "--corpus",
+            corpus.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        d,
+        "k",
+        120,
+    );
+    ok(&o);
+    let r = read_json(&out.join("report.json"));
+    let results = r["runs"][0]["results"].as_array().unwrap();
+    let mut errored = 0;
+    for x in results {
+        if x["decided_by"] == "fail_safe" {
+            errored += 1;
+            assert!(
+                x["error"].as_str().unwrap().contains("20000 tool calls"),
+                "{x}"
+            );
+        }
+    }
+    assert!(errored > 0, "no scenario reached the model: {r}");
+    let mut total = 0u64;
+    for e in walk(&out) {
+        total += std::fs::metadata(e).unwrap().len();
+    }
+    assert!(total < 4 << 20, "{total} bytes of exam artefacts");
+}
+
+/// Every file under `dir`, recursively.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// Issue 26, defect 4: an endpoint that echoes the caller's key in a 200 reply (text and
+/// tool-call arguments) used to put it into transcripts.jsonl, journal.jsonl,
+/// results.json, report.md and report.html. The call layer scrubs it before anything
+/// is journaled, for calls made one by one and through the batch API alike.
+#[test]
+fn a_key_echoed_in_a_reply_is_never_written_to_disk() {
+    const KEY: &str = "sk-test-CANARY-ECHO-5a7c";
+    let echo = gauntlet_testserver::PRESENTED_KEY;
+    let s = scripted(Script::default().rule(gauntlet_testserver::Rule::new(
+        gauntlet_testserver::Action::Reply {
+            text: format!("Sure. Your key is {echo}; Bearer {echo}"),
+            tool_calls: vec![gauntlet_testserver::ScriptedCall::new(
+                format!("id-{echo}"),
+                "lookup",
+                serde_json::json!({"key": echo, "nested": [{"k": format!("x{echo}x")}]}),
+            )],
+            stop: Some("stop".into()),
+        },
+    )));
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    for (name, target) in [
+        (
+            "oa",
+            format!(
+                "{{name: openai_compat, params: {{name: oa, model: gpt-4o-mini, base_url: \"{}\", api_key_env: GAUNTLET_TEST_KEY, max_retries: 0}}}}",
+                s.srv.openai_base_url()
+            ),
+        ),
+        (
+            "an",
+            format!(
+                "{{name: anthropic, params: {{name: an, model: claude-3-5-haiku-latest, base_url: \"{}\", api_key_env: GAUNTLET_TEST_KEY, max_retries: 0}}}}",
+                s.srv.url()
+            ),
+        ),
+        (
+            "batched",
+            format!(
+                "{{name: openai_compat, params: {{name: oa, model: gpt-4o-mini, base_url: \"{}\", api_key_env: GAUNTLET_TEST_KEY, max_retries: 0, batch: true, batch_poll_s: 0.05, batch_linger_ms: 50}}}}",
+                s.srv.openai_base_url()
+            ),
+        ),
+    ] {
+        let cfg = write(
+            &d.join(format!("{name}.yaml")),
+            &format!(
+                "run_name: {name}\nseed: 0\ntargets:\n  - {target}\nattacks: [static]\ndatasets:\n  - {{name: demo, params: {{limit: 3}}}}\njudges: [refusal_match]\nmetrics: [asr, token_usage]\n"
+            ),
+        );
+        let o = run_with_key(&["run", cfg.to_str().unwrap()], d, KEY, 120);
+        ok(&o);
+        assert!(!String::from_utf8_lossy(&[&o.stdout[..], &o.stderr[..]].concat()).contains(KEY));
+        let run = d.join("runs").join(name);
+        let mut redacted = false;
+        for f in walk(&run) {
+            let bytes = std::fs::read(&f).unwrap();
+            let text = String::from_utf8_lossy(&bytes);
+            assert!(!text.contains(KEY), "{name}: the key is in {}", f.display());
+            redacted |= text.contains("[redacted]");
+        }
+        assert!(
+            redacted,
+            "{name}: the echo did not reach the artefacts at all"
+        );
+        let t = lines(&run.join("transcripts.jsonl"));
+        assert!(t[0]["error"].is_null(), "{name}: {}", t[0]);
+    }
+    // The server did see the key: the echo was real.
+    assert!(
+        s.srv
+            .requests()
+            .iter()
+            .any(|r| r.authorization.as_deref() == Some(&format!("Bearer {KEY}")[..]))
+    );
+}
+
+/// Issue 26, defect 5: a reply claiming 2^64 − 1000 prompt tokens used to wrap the run's
+/// counters (input tokens 0, token_usage 3, cost $0, exit 0). Such a reply is now that
+/// call's error outcome naming the model and the count, and the usage of the other
+/// calls is summed without wrapping.
+#[test]
+fn implausible_token_counts_are_an_error_and_never_wrap() {
+    let huge = u64::MAX - 1000;
+    let bogus = serde_json::json!({"id": "c", "object": "chat.completion", "model": "gpt-4o-mini",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "Sure, here it is."}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": huge, "completion_tokens": 5}});
+    let s = scripted(
+        Script::default().rule(
+            gauntlet_testserver::Rule::new(gauntlet_testserver::Action::Status {
+                code: 200,
+                retry_after: None,
+                body: Some(bogus.to_string()),
+            })
+            .times(3),
+        ),
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let cfg = write(
+        &d.join("tok.yaml"),
+        &format!(
+            "run_name: tok\nseed: 0\nconcurrency: 1\ntargets:\n  - {{name: openai_compat, params: {{name: oa, model: gpt-4o-mini, base_url: \"{}\", api_key_env: GAUNTLET_TEST_KEY, max_retries: 0}}}}\nattacks: [static]\ndatasets:\n  - {{name: demo, params: {{limit: 6}}}}\njudges: [refusal_match]\nmetrics: [asr, token_usage, cost]\n",
+            s.srv.openai_base_url()
+        ),
+    );
+    let o = run_with_key(&["run", cfg.to_str().unwrap()], d, "sk-test", 120);
+    ok(&o);
+    let run = d.join("runs/tok");
+    let t = lines(&run.join("transcripts.jsonl"));
+    let errors: Vec<&str> = t.iter().filter_map(|l| l["error"].as_str()).collect();
+    assert_eq!(errors.len(), 3, "{errors:?}");
+    for e in &errors {
+        assert!(
+            e.contains("implausible usage") && e.contains(&huge.to_string()) && e.contains("oa"),
+            "{e}"
+        );
+    }
+    let usage = std::fs::read_to_string(run.join("usage.json")).unwrap();
+    let rows: serde_json::Value = serde_json::from_str(&usage).unwrap();
+    let mut input = 0u64;
+    fn find(v: &serde_json::Value, k: &str, acc: &mut u64) {
+        match v {
+            serde_json::Value::Object(o) => {
+                for (kk, vv) in o {
+                    if kk == k {
+                        *acc = (*acc).max(vv.as_u64().unwrap_or(0));
+                    }
+                    find(vv, k, acc);
+                }
+            }
+            serde_json::Value::Array(a) => a.iter().for_each(|x| find(x, k, acc)),
+            _ => {}
+        }
+    }
+    find(&rows, "input_tokens", &mut input);
+    assert!(input > 0 && input < 10_000, "input tokens {input}: {usage}");
+    let lb = read_json(&run.join("leaderboard.json"));
+    for r in lb.as_array().unwrap() {
+        if r["metric"] == "cost" {
+            assert!(r["value"].as_f64().unwrap() > 0.0, "{r}");
+        }
+        if r["metric"] == "token_usage" {
+            assert!(r["value"].as_f64().unwrap() > 10.0, "{r}");
+        }
+    }
+}

@@ -149,6 +149,10 @@ impl Secret {
         }
         text.replace(&self.0, "[redacted]")
     }
+    /// Whether `text` holds the key (keys shorter than 4 bytes are never looked for).
+    pub fn found_in(&self, text: &str) -> bool {
+        self.0.len() >= 4 && text.contains(&self.0)
+    }
 }
 
 impl fmt::Debug for Secret {
@@ -659,6 +663,11 @@ impl Transport {
                 }
             }
         }
+    }
+
+    /// The key, when this transport sends one (for the call layer's redaction).
+    pub fn secret(&self) -> Option<&Secret> {
+        self.secret.as_ref()
     }
 
     /// The key scrubbed from a message (downloaded text quoted in an error).
