@@ -1538,3 +1538,80 @@ fn implausible_token_counts_are_an_error_and_never_wrap() {
         }
     }
 }
+
+/// Issue 26, defect 9: `exam -n 1000000` filled 4 GB in 20 s and aborted with nothing
+/// written. Passes are range-checked like `trials` (at most 100), up front, from the
+/// flag and from an exam file.
+#[test]
+fn exam_passes_are_range_checked_up_front() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let out = d.join("exam-out");
+    let o = within(
+        20,
+        &[
+            "exam",
+            "-n",
+            "1000000",
+            "--quiet",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &repo_root(),
+    );
+    refused(&o, &["passes = 1000000 is out of range", "at most 100"]);
+    assert!(!out.exists());
+    let f = write(&d.join("exam.yaml"), "passes: 101\n");
+    let o = within(
+        20,
+        &[
+            "exam",
+            "--config",
+            f.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &repo_root(),
+    );
+    refused(&o, &["exam.yaml:1:9", "passes = 101 is out of range"]);
+    // At the bound and ≤ 0 (the default, 3) are accepted.
+    let o = within(
+        60,
+        &["exam", "-n", "0", "--quiet", "--out", out.to_str().unwrap()],
+        &repo_root(),
+    );
+    ok(&o);
+}
+
+/// Issue 26, weakness: `exam --config` reported one error per run, in odd words
+/// ("expected a whole number ≥ 0, found an integer" for −1), and `--target /dev/zero`
+/// said "unknown target". All of a file's errors come at once, located and in a run
+/// config's terms; a device given as the target file is named as one.
+#[test]
+fn exam_config_errors_come_all_at_once_in_run_config_terms() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let f = write(
+        &d.join("exam.yaml"),
+        "consensus: -1\nmax_queries: -2\nconcurrency: 0\nmode: fast\nbudget: 3\n",
+    );
+    let o = within(20, &["exam", "--config", f.to_str().unwrap()], d);
+    refused(
+        &o,
+        &[
+            "exam.yaml:1:12: consensus = -1 is out of range",
+            "exam.yaml:2:14: max_queries = -2 is out of range",
+            "exam.yaml:3:14: concurrency = 0 is out of range",
+            "exam.yaml:4:7: mode `fast` is not an exam mode",
+            "exam.yaml:5:1: unknown key `budget`",
+        ],
+    );
+    assert!(!stderr(&o).contains("found an integer"), "{}", show(&o));
+    let o = within(
+        20,
+        &["exam", "--mode", "real", "--target", "/dev/zero", "-n", "1"],
+        d,
+    );
+    refused(&o, &["/dev/zero", "character device"]);
+    assert!(!stderr(&o).contains("unknown target"), "{}", show(&o));
+}
