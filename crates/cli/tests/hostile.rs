@@ -1615,3 +1615,27 @@ fn exam_config_errors_come_all_at_once_in_run_config_terms() {
     refused(&o, &["/dev/zero", "character device"]);
     assert!(!stderr(&o).contains("unknown target"), "{}", show(&o));
 }
+
+/// Issue 26, weakness: `judge-eval` read a 300 MB label file into memory (795 MB RSS)
+/// before refusing it at 256 MiB. The size is checked first: under a 160 MiB data limit
+/// (reading it would abort the process) it is refused with exit 2, naming the file.
+#[test]
+fn judge_eval_checks_a_label_file_size_before_reading_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let big = d.join("labels.csv");
+    sparse(&big, 300 << 20);
+    let child = Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -d 163840 && exec \"$0\" \"$@\"")
+        .arg(bin())
+        .args(["judge-eval", big.to_str().unwrap(), "--out", "je"])
+        .current_dir(d)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let o = wait_within(child, 60, &["judge-eval", "labels.csv"]);
+    refused(&o, &["labels.csv", "larger than 256 MiB"]);
+}
