@@ -1639,3 +1639,25 @@ fn judge_eval_checks_a_label_file_size_before_reading_it() {
     let o = wait_within(child, 60, &["judge-eval", "labels.csv"]);
     refused(&o, &["labels.csv", "larger than 256 MiB"]);
 }
+
+/// Issue 26, weakness: `validate` of a config repeating one metric 200,000 times
+/// printed 22 MB of identical errors. Repeats of one message are shown five times and
+/// then counted ("… and 199,995 more").
+#[test]
+fn repeated_config_errors_are_capped() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let metrics = vec!["asr"; 200_000].join(", ");
+    let cfg = write(
+        &d.join("rep.yaml"),
+        &format!(
+            "run_name: rep\ntargets: [reference]\nattacks: [static]\ndatasets: [demo]\njudges: [refusal_match]\nmetrics: [{metrics}]\n"
+        ),
+    );
+    let o = within(60, &["validate", cfg.to_str().unwrap()], d);
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    let e = stderr(&o);
+    assert!(e.len() < 20_000, "{} bytes of errors", e.len());
+    assert!(e.contains("and 199,99"), "{e}");
+    assert!(e.contains("rep.yaml:6:"), "{e}");
+}
