@@ -1661,3 +1661,32 @@ fn repeated_config_errors_are_capped() {
     assert!(e.contains("and 199,99"), "{e}");
     assert!(e.contains("rep.yaml:6:"), "{e}");
 }
+
+/// Issue 26, weakness: string params were uncapped (a 1 MiB `char_spacing` separator
+/// turned 2 attempts into 118 MB of transcripts) while `divergence` was capped at
+/// 64 KiB. Every free-text param is capped at 64 KiB, and the separator, repeated
+/// between every two characters, at 64 bytes.
+#[test]
+fn every_free_text_param_is_capped() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let huge = "x".repeat(1 << 20);
+    let cfg = write(
+        &d.join("sep.yaml"),
+        &format!(
+            "run_name: sep\ntargets: [reference]\nattacks: [static]\ntransforms: [{{name: char_spacing, params: {{separator: \"{huge}\"}}}}]\ndatasets: [demo]\njudges: [refusal_match]\nmetrics: [asr]\n"
+        ),
+    );
+    let o = within(60, &["validate", cfg.to_str().unwrap()], d);
+    refused(&o, &["sep.yaml:4:", "separator", "more than the 65536"]);
+    assert!(stderr(&o).len() < 10_000, "the value is echoed");
+    let long = "x".repeat(100);
+    let cfg = write(
+        &d.join("sep2.yaml"),
+        &format!(
+            "run_name: sep2\ntargets: [reference]\nattacks: [static]\ntransforms: [{{name: char_spacing, params: {{separator: \"{long}\"}}}}]\ndatasets: [demo]\njudges: [refusal_match]\nmetrics: [asr]\n"
+        ),
+    );
+    let o = within(60, &["validate", cfg.to_str().unwrap()], d);
+    refused(&o, &["separator", "at most 64"]);
+}
