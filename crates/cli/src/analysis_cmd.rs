@@ -76,8 +76,12 @@ fn runtime() -> tokio::runtime::Runtime {
         .expect("tokio runtime")
 }
 
+/// Opens a stored run and makes the dashboard's checks of it (values within their
+/// intervals, results.json as its transcripts recount) before any verdict is used.
 fn open(dir: &Path, config_dir: Option<&Path>) -> Result<StoredRun, CliError> {
-    StoredRun::open(dir, config_dir).map_err(CliError::invalid)
+    let run = StoredRun::open(dir, config_dir).map_err(CliError::invalid)?;
+    gauntlet_engine::stored::check_results(&run).map_err(CliError::invalid)?;
+    Ok(run)
 }
 
 /// Writes an analysis' JSON: into the run directory (`judge_agreement.json`), or to the
@@ -115,12 +119,16 @@ pub fn judge_agreement(a: AgreementArgs) -> Result<(), CliError> {
         doc,
         attempts,
         grader_calls: (made, cached, failed),
+        notes,
     } = runtime()
         .block_on(agree(&run, &a.judges))
         .map_err(|e| match e {
             AgreementError::Invalid(m) => CliError::Invalid(m),
             AgreementError::Failed(m) => CliError::Failed(m),
         })?;
+    for n in &notes {
+        eprintln!("{}", gauntlet_core::terminal::safe_text(n));
+    }
     let path = run.dir.join("judge_agreement.json");
     write_json(&path, &doc, false)?;
     if a.json {
@@ -226,6 +234,9 @@ pub fn rescore_cmd(a: RescoreArgs) -> Result<(), CliError> {
     let r = runtime()
         .block_on(rescore(run, &spec))
         .map_err(CliError::invalid)?;
+    for n in &r.notes {
+        eprintln!("{}", gauntlet_core::terminal::safe_text(n));
+    }
     write_rescored(&out, &r).map_err(CliError::failed)?;
     crate::print::run_summary(&r.summary);
     let (made, cached, failed) = r.grader_calls;
@@ -254,8 +265,13 @@ pub fn rescore_cmd(a: RescoreArgs) -> Result<(), CliError> {
 pub fn compare(a: CompareArgs) -> Result<(), CliError> {
     // compare pairs stored verdicts and judges nothing again, so injection runs (two
     // AgentDojo defences, two models on the same cases) compare too.
-    let open_any =
-        |d: &Path| StoredRun::open_any_mode(d, a.config_dir.as_deref()).map_err(CliError::invalid);
+    // The stored verdicts are checked as the dashboard checks them before they are used.
+    let open_any = |d: &Path| {
+        let run =
+            StoredRun::open_any_mode(d, a.config_dir.as_deref()).map_err(CliError::invalid)?;
+        gauntlet_engine::stored::check_results(&run).map_err(CliError::invalid)?;
+        Ok::<_, CliError>(run)
+    };
     let run_a = open_any(&a.run_a)?;
     let run_b = open_any(&a.run_b)?;
     let name_a = a.run_a.display().to_string();

@@ -1690,3 +1690,197 @@ fn every_free_text_param_is_capped() {
     let o = within(60, &["validate", cfg.to_str().unwrap()], d);
     refused(&o, &["separator", "at most 64"]);
 }
+
+/// Issue 26, weakness: `compare`/`rescore`/`judge-agreement` on an injection run said
+/// its config "no longer validates with this build: unknown attack `no_injection`".
+/// rescore and judge-agreement say what they do not support; compare pairs it.
+#[test]
+fn analyses_of_an_injection_run_say_what_is_unsupported() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let cfg = injection_config(d, "inj", "reference_agent", 4);
+    ok(&within(120, &["run", cfg.to_str().unwrap(), "--quiet"], d));
+    let r = d.join("runs/inj");
+    let r = r.to_str().unwrap();
+    let out = d.join("rs");
+    for args in [
+        vec![
+            "rescore",
+            r,
+            "--judge",
+            "refusal_match",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        vec![
+            "judge-agreement",
+            r,
+            "--judge",
+            "refusal_match",
+            "--judge",
+            "{name: rubric, params: {grader: {name: reference}}}",
+        ],
+    ] {
+        let o = within(60, &args, d);
+        refused(&o, &["prompt-injection run", "not supported"]);
+        assert!(!stderr(&o).contains("unknown attack"), "{}", show(&o));
+        assert!(!stderr(&o).contains("no longer validates"), "{}", show(&o));
+    }
+    ok(&within(60, &["compare", r, r], d));
+}
+
+/// Issue 26, weakness: `judge-agreement` re-made the calls of damaged journal records
+/// without the checksum note `run` prints. It prints it now (and rescore too).
+#[test]
+fn judge_agreement_and_rescore_name_damaged_journal_records() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let run = offline_run(d, "jrn", 0);
+    let r = run.to_str().unwrap();
+    let judges = [
+        "--judge",
+        "refusal_match",
+        "--judge",
+        "{name: rubric, params: {grader: {name: reference}}}",
+    ];
+    let mut args = vec!["judge-agreement", r];
+    args.extend(judges);
+    ok(&within(60, &args, d));
+    // Flip a byte of a record's reply: its checksum fails.
+    let jp = run.join("journal.jsonl");
+    let mut j = std::fs::read(&jp).unwrap();
+    let at = j
+        .windows(12)
+        .position(|w| w == b"\"content\":\"I")
+        .expect("a record whose reply starts with I")
+        + 11;
+    j[at] = b'X';
+    std::fs::write(&jp, &j).unwrap();
+    let o = within(60, &args, d);
+    ok(&o);
+    assert!(
+        stderr(&o).contains("1 record(s) failed their checksum"),
+        "{}",
+        show(&o)
+    );
+}
+
+/// Issue 26, weakness: `rescore` refused a read-only run directory even with `--out`
+/// elsewhere and an offline judge (it took the run's lock for writing). Such a run is
+/// rescored, with a note; a network grader, whose calls must be journaled, is refused
+/// with the reason. The run directory is left as it was.
+#[test]
+fn rescore_reads_a_read_only_run_directory() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let run = offline_run(d, "ro", 0);
+    let before = snapshot(&run);
+    let out = d.join("rescored");
+    // root may write anything: the rescore then runs as `nobody`.
+    let root = unsafe { libc::geteuid() } == 0;
+    let chmod = |p: &Path, m: u32| std::fs::set_permissions(p, std::fs::Permissions::from_mode(m));
+    chmod(d, 0o777).unwrap();
+    chmod(&d.join("runs"), 0o755).unwrap();
+    chmod(&run, 0o555).unwrap();
+    let rescore = |judge: &str, out: &Path| {
+        let mut c = Command::new(bin());
+        c.args([
+            "rescore",
+            run.to_str().unwrap(),
+            "--judge",
+            judge,
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .current_dir(d)
+        .env("GAUNTLET_TEST_KEY", "sk-test")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+        if root {
+            c.uid(65534).gid(65534);
+        }
+        wait_within(c.spawn().unwrap(), 60, &["rescore"])
+    };
+    let o = rescore("refusal_match", &out);
+    ok(&o);
+    assert!(stderr(&o).contains("cannot be written"), "{}", show(&o));
+    assert!(out.join("results.json").exists());
+    let out = d.join("rescored2");
+    let o = rescore(
+        "{name: rubric, params: {grader: {name: openai_compat, params: {name: g, model: m, base_url: \"http://127.0.0.1:9/v1\", api_key_env: GAUNTLET_TEST_KEY}}}}",
+        &out,
+    );
+    refused(&o, &["cannot be written", "journaled"]);
+    chmod(&run, 0o755).unwrap();
+    assert!(before == snapshot(&run), "the run directory changed");
+}
+
+/// Rewrites `run`'s manifest to match its files as they are now (a forger's step).
+fn reseal(run: &Path) {
+    let path = run.join("manifest.json");
+    let mut m: gauntlet_core::manifest::Manifest =
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let names: Vec<String> = m.files.keys().cloned().collect();
+    for n in names {
+        let lines = m.files[&n].lines;
+        m.record_file(run, &n).unwrap();
+        if lines.is_some() {
+            let e = m.files.get_mut(&n).unwrap();
+            e.lines = Some(
+                std::fs::read(run.join(&n))
+                    .unwrap()
+                    .iter()
+                    .filter(|b| **b == b'\n')
+                    .count() as u64,
+            );
+        }
+    }
+    m.write(run).unwrap();
+}
+
+/// Issue 26, weakness: with a forged manifest (files edited, the manifest rewritten to
+/// match) `report` printed a value outside its own CI with exit 0 and `compare` used
+/// the forged verdicts; only the dashboard flagged the run. `report` and the analyses
+/// now make the dashboard's checks: every value within its interval, and results.json
+/// as the transcripts recount.
+#[test]
+fn a_forged_manifest_is_caught_by_report_and_the_analyses() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let run = offline_run(d, "forged", 0);
+    let r = run.to_str().unwrap();
+    let results = run.join("results.json");
+    let good = std::fs::read(&results).unwrap();
+    // A value outside its own interval.
+    let mut doc: serde_json::Value = serde_json::from_slice(&good).unwrap();
+    let m = &mut doc["cells"][0]["metrics"][0];
+    let (lo, hi) = (
+        m["ci_low"].as_f64().unwrap(),
+        m["ci_high"].as_f64().unwrap(),
+    );
+    m["value"] = serde_json::json!(if lo > 0.05 { lo - 0.05 } else { hi + 0.05 });
+    std::fs::write(&results, serde_json::to_vec_pretty(&doc).unwrap()).unwrap();
+    reseal(&run);
+    let o = within(60, &["report", r], d);
+    refused(&o, &["results.json", "outside its own interval"]);
+    let o = within(60, &["compare", r, r], d);
+    refused(&o, &["results.json", "outside its own interval"]);
+    // Forged verdicts: one transcript's verdict flipped, results.json left as it was.
+    std::fs::write(&results, &good).unwrap();
+    let tp = run.join("transcripts.jsonl");
+    let t = std::fs::read_to_string(&tp).unwrap();
+    let forged = t.replacen("\"outcome\":\"failure\"", "\"outcome\":\"success\"", 1);
+    assert_ne!(t, forged);
+    std::fs::write(&tp, forged).unwrap();
+    reseal(&run);
+    for args in [
+        vec!["report", r],
+        vec!["compare", r, r],
+        vec!["rescore", r, "--judge", "refusal_match"],
+    ] {
+        let o = within(60, &args, d);
+        refused(&o, &["results.json", "its transcripts give"]);
+    }
+}
