@@ -1884,3 +1884,91 @@ fn a_forged_manifest_is_caught_by_report_and_the_analyses() {
         refused(&o, &["results.json", "its transcripts give"]);
     }
 }
+
+/// Issue 26, weakness: `run … 2>&1 | head -1` used to panic (exit 101) at the next
+/// message once stderr's reader was gone, leaving the run partial. A closed stderr
+/// (and stdout) no longer ends the run: it finishes complete.
+#[test]
+fn a_closed_stderr_does_not_end_a_run() {
+    use std::io::BufRead;
+    let s = slow_server(150);
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let cfg = live_config(d, "closed", &s.srv.openai_base_url(), 1);
+    let mut child = spawn_run(&cfg, d);
+    let mut first = String::new();
+    std::io::BufReader::new(child.stderr.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    drop(child.stdout.take());
+    let status = {
+        let start = Instant::now();
+        loop {
+            if let Some(st) = child.try_wait().unwrap() {
+                break st;
+            }
+            if start.elapsed() > Duration::from_secs(120) {
+                child.kill().unwrap();
+                panic!("still running");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    assert_ne!(status.code(), Some(101), "panicked on the closed stderr");
+    let run = d.join("runs/closed");
+    assert_eq!(read_json(&run.join("run.json"))["status"], "complete");
+    assert!(run.join("manifest.json").exists());
+    assert_eq!(lines(&run.join("transcripts.jsonl")).len(), 50);
+}
+
+/// Issue 26, weakness: `Retry-After: 999999999` was capped at 120 s per retry, but
+/// nothing said why the run stalled. The run says it is waiting and why.
+#[test]
+fn a_capped_retry_after_wait_is_announced() {
+    let s = scripted(
+        Script::default().rule(
+            gauntlet_testserver::Rule::new(gauntlet_testserver::Action::rate_limited(Some(
+                gauntlet_testserver::RetryAfter::Seconds(999_999_999),
+            )))
+            .times(1),
+        ),
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let url = s.srv.openai_base_url();
+    let cfg = write(
+        &d.join("ra.yaml"),
+        &format!(
+            "run_name: ra\nseed: 0\nconcurrency: 1\ntargets:\n  - {{name: openai_compat, params: {{name: ts, model: m, base_url: \"{url}\", api_key_env: GAUNTLET_TEST_KEY, max_retries: 2, timeout_s: 10}}}}\nattacks: [static]\ndatasets: [demo]\njudges: [refusal_match]\nmetrics: [asr]\n"
+        ),
+    );
+    let mut child = spawn_run(&cfg, d);
+    let err = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(err).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let start = Instant::now();
+    let mut seen = Vec::new();
+    let found = loop {
+        match rx.recv_timeout(Duration::from_millis(200)) {
+            Ok(l) if l.contains("waiting 120 s (server asked 999999999 s") => break true,
+            Ok(l) => seen.push(l),
+            Err(_) if start.elapsed() > Duration::from_secs(30) => break false,
+            Err(_) => {}
+        }
+    };
+    child.kill().unwrap();
+    let _ = child.wait();
+    assert!(
+        found,
+        "no notice of the capped wait in:\n{}",
+        seen.join("\n")
+    );
+}
