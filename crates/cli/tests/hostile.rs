@@ -1820,7 +1820,7 @@ fn rescore_reads_a_read_only_run_directory() {
 /// Rewrites `run`'s manifest to match its files as they are now (a forger's step).
 fn reseal(run: &Path) {
     let path = run.join("manifest.json");
-    let mut m: gauntlet_core::manifest::Manifest =
+    let mut m: gauntlet_job::manifest::Manifest =
         serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     let names: Vec<String> = m.files.keys().cloned().collect();
     for n in names {
