@@ -11,6 +11,20 @@
 //! the exams included, returns a [`error::CliError`], and the statuses are given in one
 //! place, [`error::CliError::exit_code`].
 
+/// `eprintln!` for the whole command, shadowing std's: a write to a closed stderr
+/// (`gauntlet run … 2>&1 | head -1`) is dropped instead of panicking, so losing the
+/// reader of its messages never ends a run (std's panics, and the run was left partial).
+macro_rules! eprintln {
+    () => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr());
+    }};
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 mod analysis_cmd;
 mod browse_cmd;
 mod ci_cmd;
@@ -248,6 +262,10 @@ fn main() -> ExitCode {
     no_transparent_huge_pages();
     exit_quietly_when_stdout_closes();
     let cli = Cli::parse();
+    // What a waiting call must say (a server's Retry-After beyond the cap).
+    gauntlet_models::transport::on_notice(|m| {
+        eprintln!("{}", gauntlet_core::terminal::safe_text(m));
+    });
     if matches!(cli.command, Command::Run { .. } | Command::Merge(_)) {
         prompt_purge();
     }

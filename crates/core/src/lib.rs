@@ -15,6 +15,7 @@
 //! - [`hash`]: sha256 helpers and canonical JSON hashing;
 //! - [`results`]: metric values (with N/A) and leaderboard rows carrying provenance;
 //! - [`files`]: reading named files: regular files only, capped per kind;
+//! - [`outdir`]: what an output directory already holds, so no command writes over another's;
 //! - [`terminal`]: printing untrusted text with its control characters escaped;
 //! - [`paired`]: paired comparisons of per-behavior outcomes (McNemar, paired bootstrap);
 //! - [`taxonomy`]: the threat map (OWASP, MITRE ATLAS, NIST AI RMF) results are tagged with;
@@ -28,6 +29,7 @@ pub mod json;
 pub mod judge_eval;
 pub mod message;
 pub mod outcome;
+pub mod outdir;
 pub mod paired;
 pub mod params;
 pub mod pyjson;

@@ -289,6 +289,8 @@ pub struct AgreementReport {
     pub attempts: u64,
     /// Grader calls: (made, from the journal, failed). Target calls are always 0.
     pub grader_calls: (u64, u64, u64),
+    /// Notes for the user (the journal's damaged records).
+    pub notes: Vec<String>,
 }
 
 /// Re-judges `run` with every judge of `judges` (names or inline YAML, two or more).
@@ -309,7 +311,8 @@ pub async fn judge_agreement(
         built.push(BuiltJudge::build(&spec).map_err(AgreementError::Invalid)?);
     }
     let labels = distinct_labels(built.iter().map(BuiltJudge::label).collect());
-    let rejudger = Rejudger::new(run, built).map_err(|e| AgreementError::Failed(e.to_string()))?;
+    let mut rejudger =
+        Rejudger::new(run, built).map_err(|e| AgreementError::Failed(e.to_string()))?;
     let mut agreement = Agreement::new(labels);
     let mut attempts = 0u64;
     let result: Result<(), String> = async {
@@ -335,6 +338,7 @@ pub async fn judge_agreement(
     }
     .await;
     let grader_calls = rejudger.grader_calls();
+    let notes = std::mem::take(&mut rejudger.notes);
     drop(rejudger);
     result.map_err(AgreementError::Failed)?;
     let mut doc = agreement.to_json(&specs);
@@ -354,6 +358,7 @@ pub async fn judge_agreement(
         doc,
         attempts,
         grader_calls,
+        notes,
     })
 }
 

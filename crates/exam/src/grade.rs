@@ -311,6 +311,10 @@ impl RunResult {
     }
 }
 
+/// The most passes an exam runs (`-n`, `passes:`): like a run's `trials`, a range is
+/// checked up front (a million passes used to fill 4 GB and abort with nothing written).
+pub const MAX_PASSES: i64 = 100;
+
 /// The number of passes actually run: N ≤ 0 means 3.
 pub fn effective_passes(n: i64) -> usize {
     if n <= 0 { 3 } else { n as usize }

@@ -47,6 +47,27 @@ pub enum ModelError {
     Budget,
 }
 
+/// Caps on one call, checked by the call layer for every model (`gauntlet-calls`):
+/// tool calls per reply and the request's size. Live targets take them from their
+/// `max_tool_calls` and `max_request_bytes` params;
+/// any excess is that call's error outcome, never a success or failure of the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CallLimits {
+    /// Most tool calls one reply may carry.
+    pub max_tool_calls: usize,
+    /// Largest request ([`gauntlet_core::message::ChatRequest::size`]) sent.
+    pub max_request_bytes: usize,
+}
+
+impl Default for CallLimits {
+    fn default() -> Self {
+        CallLimits {
+            max_tool_calls: gauntlet_core::message::DEFAULT_MAX_TOOL_CALLS,
+            max_request_bytes: gauntlet_core::message::DEFAULT_MAX_REQUEST_BYTES,
+        }
+    }
+}
+
 /// A chat model.
 pub trait Model: Send + Sync {
     /// The resolved spec this model was built from; its identity keys the cache.
@@ -74,5 +95,15 @@ pub trait Model: Send + Sync {
     /// ([`tool_protocol`]): `Prompted` for a target built with `tool_protocol: prompted`.
     fn tool_protocol(&self) -> ToolProtocol {
         ToolProtocol::Native
+    }
+    /// The caps the call layer applies to this model's calls.
+    fn limits(&self) -> CallLimits {
+        CallLimits::default()
+    }
+    /// The API key this model sends, so the call layer can scrub it from every reply
+    /// before anything is journaled (an endpoint may echo it back). `None` for models
+    /// without one.
+    fn secret(&self) -> Option<&transport::Secret> {
+        None
     }
 }

@@ -339,7 +339,21 @@ pub fn leaderboard(d: &Dashboard, q: &LbQuery, mode: Mode) -> String {
     }
     let mut all: Vec<Item> = Vec::new();
     let mut runs = 0;
+    // Golden-backend exams: pipeline checks beside the leaderboard, never ranked in it.
+    let mut checks: Vec<Value> = Vec::new();
     for run in cat.runs.iter().filter(|r| r.surface == surface) {
+        if let Some(pc) = &run.pipeline_check {
+            checks.push(context! {
+                run => run.name.clone(),
+                run_href => links.run(&run.slug),
+                date => run.date.map(fmt_date).unwrap_or_default(),
+                target => run.rows.first().map(|r| r.target.clone()).unwrap_or_default(),
+                result => if pc.passed { "passed" } else { "failed" },
+                scenario_runs => format!("{}/{}", pc.runs_passed, pc.runs),
+                status => run.status.clone(),
+            });
+            continue;
+        }
         runs += 1;
         let check = d.check_of(run);
         let date = run.date.map(fmt_date).unwrap_or_default();
@@ -502,6 +516,7 @@ pub fn leaderboard(d: &Dashboard, q: &LbQuery, mode: Mode) -> String {
         sort => sort,
         dir => if desc { "desc" } else { "asc" },
         rows => Serde(rows),
+        checks => checks,
         chart => chart,
         page => page + 1,
         pages => if server { pages } else { 1 },

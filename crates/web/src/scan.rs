@@ -125,6 +125,40 @@ pub struct Run {
     /// `units.planned` / `units.done` of run.json (red-team runs).
     pub units: Option<(u64, u64)>,
     pub has_transcripts: bool,
+    /// An agent exam on the golden backend: the merge gate, a pipeline check and not a
+    /// score. Shown as passed or failed beside the leaderboard, never ranked in it.
+    pub pipeline_check: Option<PipelineCheck>,
+}
+
+/// The verdict of a golden-backend agent exam: every scenario run must pass (scripted
+/// replies; a failure is a harness bug).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PipelineCheck {
+    pub passed: bool,
+    /// Scenario runs that passed, of all scenario runs.
+    pub runs_passed: u64,
+    pub runs: u64,
+}
+
+impl PipelineCheck {
+    /// From a golden exam's report.json: its passes' `passed` and `total`.
+    fn of(report: &Value) -> Option<PipelineCheck> {
+        let backend = report.get("backend").and_then(Value::as_str)?;
+        if !backend.starts_with("golden") {
+            return None;
+        }
+        let (mut runs_passed, mut runs) = (0u64, 0u64);
+        for r in report.get("runs")?.as_array()? {
+            runs_passed += r.get("passed").and_then(Value::as_u64).unwrap_or(0);
+            runs += r.get("total").and_then(Value::as_u64).unwrap_or(0);
+        }
+        let partial = report.get("partial").is_some_and(|p| !p.is_null());
+        Some(PipelineCheck {
+            passed: runs > 0 && runs_passed == runs && !partial,
+            runs_passed,
+            runs,
+        })
+    }
 }
 
 /// Everything found under the roots.
@@ -455,15 +489,33 @@ pub fn read_run(dir: &Path) -> Option<Run> {
             live: false,
             units: None,
             has_transcripts: false,
+            pipeline_check: None,
         });
     }
     if let Some(r) = &report
         && r.get("runs").is_some_and(Value::is_array)
     {
-        let rows = leaderboard
+        let pipeline_check = PipelineCheck::of(r);
+        let mut rows = leaderboard
             .as_ref()
             .map(|l| parse_leaderboard(l, &mut warnings))
             .unwrap_or_default();
+        // A golden exam's rows, whatever its leaderboard.json says (an older one ranked
+        // it by median_pass_rate): the one pipeline-check row, no value, no interval.
+        if let Some(pc) = &pipeline_check {
+            let mut row = rows.first().cloned().unwrap_or_default();
+            row.metric = gauntlet_exam::exam::PIPELINE_CHECK.into();
+            row.metric_name = row.metric.clone();
+            row.metric_params = "{}".into();
+            row.value = None;
+            row.ci = None;
+            row.n = Some(pc.runs);
+            row.na_reason = Some(gauntlet_exam::exam::pipeline_check_reason(
+                pc.runs_passed,
+                pc.runs,
+            ));
+            rows = vec![row];
+        }
         if leaderboard.is_none() {
             warnings.push("no leaderboard.json: the exam's rows are missing".into());
         }
@@ -494,6 +546,7 @@ pub fn read_run(dir: &Path) -> Option<Run> {
             live: false,
             units: None,
             has_transcripts: false,
+            pipeline_check,
         });
     }
     // Nothing readable and nothing damaged: not a run. (Files that were there but
@@ -586,6 +639,7 @@ pub fn read_run(dir: &Path) -> Option<Run> {
         live,
         units,
         has_transcripts,
+        pipeline_check: None,
     })
 }
 
@@ -712,6 +766,9 @@ fn slug_for(name: &str, taken: &mut HashMap<String, usize>) -> String {
     if *n == 1 { base } else { format!("{base}-{n}") }
 }
 
+/// How many of the other directories a duplicate run id's note names.
+pub const DUPLICATES_NAMED: usize = 3;
+
 /// Scans `roots`: each root is a run directory itself, or holds run directories (one
 /// level down). Symlinked entries are skipped with a warning.
 pub fn scan(roots: &[PathBuf]) -> Catalog {
@@ -776,19 +833,25 @@ pub fn scan(roots: &[PathBuf]) -> Catalog {
             runs.push(r);
         }
     }
+    // Each copy names a few of the others and counts the rest: the note is the same size
+    // whatever the number of copies (naming every other copy made it, and the
+    // dashboard's memory, grow with the square of their number: 3,000 copies, 2.6 GB).
     for (id, idx) in &ids {
         if idx.len() > 1 {
-            let slugs: Vec<String> = idx.iter().map(|i| runs[*i].slug.clone()).collect();
-            for (i, mine) in idx.iter().zip(&slugs) {
-                let others: Vec<&str> = slugs
+            for (k, i) in idx.iter().enumerate() {
+                let others: Vec<&str> = idx
                     .iter()
-                    .filter(|s| *s != mine)
-                    .map(String::as_str)
+                    .enumerate()
+                    .filter(|(j, _)| *j != k)
+                    .take(DUPLICATES_NAMED)
+                    .map(|(_, o)| runs[*o].slug.as_str())
                     .collect();
-                runs[*i].problems.push(format!(
-                    "duplicate run id `{id}`: also in {}",
-                    others.join(", ")
-                ));
+                let rest = idx.len() - 1 - others.len();
+                let mut note = format!("duplicate run id `{id}`: also in {}", others.join(", "));
+                if rest > 0 {
+                    note.push_str(&format!(" and {rest} more"));
+                }
+                runs[*i].problems.push(note);
             }
         }
     }

@@ -342,8 +342,20 @@ pub fn start_background(d: &Arc<Dashboard>) {
     });
 }
 
+/// Most connections served at once; further ones wait in the listen backlog (they cost
+/// the dashboard no descriptor) until one ends.
+pub const MAX_CONNECTIONS: usize = 256;
+/// A client must send a request's whole header within this long, on a new connection and
+/// between requests on a kept-alive one (so an idle connection is closed after it too).
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// Longest a connection may last, whatever it does (a client reading a page slowly).
+pub const MAX_CONNECTION_TIME: Duration = Duration::from_secs(300);
+
 /// Binds and serves on the current tokio runtime; returns the bound address and the
-/// server task.
+/// server task. Slow or idle clients cannot hold the dashboard: at most
+/// [`MAX_CONNECTIONS`] connections are served at once, each must send its request
+/// headers within [`HEADER_READ_TIMEOUT`] (600 slowloris connections used to block it
+/// under a 512-descriptor limit), and none lasts longer than [`MAX_CONNECTION_TIME`].
 pub async fn spawn(
     d: Arc<Dashboard>,
     bind: SocketAddr,
@@ -352,10 +364,36 @@ pub async fn spawn(
     let listener = tokio::net::TcpListener::bind(bind).await?;
     let addr = listener.local_addr()?;
     let app = router(d, token, addr.port());
-    let task = tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
+    let task = tokio::spawn(accept_loop(listener, app));
     Ok((addr, task))
+}
+
+async fn accept_loop(listener: tokio::net::TcpListener, app: Router) {
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+    loop {
+        let Ok(slot) = slots.clone().acquire_owned().await else {
+            return;
+        };
+        let stream = match listener.accept().await {
+            Ok((s, _)) => s,
+            Err(_) => {
+                // Out of descriptors or a connection reset before it was accepted: wait
+                // a moment rather than spin.
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        tokio::spawn(async move {
+            let _slot = slot;
+            let conn = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(HEADER_READ_TIMEOUT)
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+            let _ = tokio::time::timeout(MAX_CONNECTION_TIME, conn).await;
+        });
+    }
 }
 
 /// `gauntlet serve`: checks the bind policy, scans, serves until killed.

@@ -14,6 +14,8 @@ pub const CONSENSUS_TEMPERATURE: f64 = 0.4;
 pub const MAX_TOKENS: u32 = 512;
 /// Default number of consensus voters.
 pub const DEFAULT_CONSENSUS: usize = 3;
+/// The most consensus voters (`--consensus`, `consensus:`): each runs a whole cascade.
+pub const MAX_CONSENSUS: usize = 100;
 /// Default model calls of one `--tool-loop` investigation.
 pub const DEFAULT_TOOL_ROUNDS: usize = 4;
 /// Default findings budget per scan (E-006).
