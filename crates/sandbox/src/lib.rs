@@ -29,7 +29,7 @@
 //!   is re-parented to it, and it kills the whole tree at the end.
 //!
 //! A kernel that cannot provide all three layers ([`Support::confines`]) makes
-//! the external-detector runner (`gauntlet_exam::detectors::external`) refuse the detector, with the reason,
+//! the external-detector runner (`gauntlet_detect::external`) refuse the detector, with the reason,
 //! unless the user opts out explicitly (`--allow-unconfined-detectors`); an opted-out
 //! run still gets every layer the kernel has, and writes no file (`RLIMIT_FSIZE` 0)
 //! when Landlock is missing.
