@@ -24,6 +24,17 @@ pub(crate) struct ServeArgs {
     allow_remote: bool,
 }
 
+/// `gauntlet list --rules`: the refusal rules `refusal_match` applies, in the order
+/// they are tried (the first that matches decides), with the ids `exclude_rules` takes.
+pub(crate) fn list_rules() {
+    println!(
+        "refusal rules of refusal_match (first match decides; switch one off with exclude_rules: [ID]):"
+    );
+    for r in gauntlet_redteam::refusal::RULES {
+        println!("  {:<28} {:<9} {}", r.id, r.scope.as_str(), r.doc);
+    }
+}
+
 pub(crate) fn list() {
     for axis in Axis::ALL {
         println!("{}:", axis.config_key());

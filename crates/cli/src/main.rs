@@ -152,8 +152,13 @@ enum Command {
         #[arg(long)]
         strict: bool,
     },
-    /// List the registered plugins per axis with their params.
-    List,
+    /// List the registered plugins per axis with their params; with --rules, the
+    /// refusal rules of `refusal_match` (ids for its `exclude_rules`).
+    List {
+        /// The refusal rules (id, where they look, what they recognise) instead.
+        #[arg(long)]
+        rules: bool,
+    },
     /// Rebuild report.md, report.html and leaderboard.json from a run directory; with
     /// --site, write the dashboard's pages for the given runs as a static site.
     Report {
@@ -299,8 +304,12 @@ fn dispatch(command: Command) -> Result<(), CliError> {
             shard,
         } => run(&config, runs_dir, concurrency, quiet, trials, batch, shard),
         Command::Validate { config, strict } => validate(&config, strict),
-        Command::List => {
-            list();
+        Command::List { rules } => {
+            if rules {
+                browse_cmd::list_rules();
+            } else {
+                list();
+            }
             Ok(())
         }
         Command::Report {

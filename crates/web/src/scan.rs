@@ -97,6 +97,9 @@ pub struct Row {
     pub errors: Option<u64>,
     pub na_reason: Option<String>,
     pub status: String,
+    /// Warnings the run wrote on the row (degenerate judge, undelivered injections, …):
+    /// the `warnings` field, each element a string or an object with a `message`.
+    pub warnings: Vec<String>,
     /// Why this row cannot be trusted as it stands (empty: nothing found wrong).
     pub problems: Vec<String>,
 }
@@ -298,7 +301,7 @@ fn u64_field(o: &serde_json::Map<String, Value>, k: &str) -> Option<u64> {
 }
 
 /// `metric (k=1, x=y)` from a name and its params, as the reports label it.
-fn metric_label(name: &str, params: &serde_json::Map<String, Value>) -> String {
+pub fn metric_label(name: &str, params: &serde_json::Map<String, Value>) -> String {
     if params.is_empty() {
         return name.to_owned();
     }
@@ -394,8 +397,35 @@ pub fn parse_row(v: &Value) -> Option<Row> {
         errors,
         na_reason,
         status: str_field(o, "status").unwrap_or_default(),
+        warnings: row_warnings(o.get("warnings")),
         problems,
     })
+}
+
+/// The `warnings` of a row, read leniently: strings as they are, objects by their
+/// `message` (with `kind` before it when there is one), anything else as JSON.
+fn row_warnings(v: Option<&Value>) -> Vec<String> {
+    let Some(Value::Array(a)) = v else {
+        return Vec::new();
+    };
+    a.iter()
+        .take(50)
+        .map(|w| match w {
+            Value::String(s) => s.clone(),
+            Value::Object(o) => {
+                let msg = o
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+                    .unwrap_or_else(|| w.to_string());
+                match o.get("kind").and_then(Value::as_str) {
+                    Some(k) if !msg.starts_with(k) => format!("{k}: {msg}"),
+                    _ => msg,
+                }
+            }
+            other => other.to_string(),
+        })
+        .collect()
 }
 
 /// Rows of a leaderboard.json (an array of row objects); a malformed element is
@@ -694,6 +724,7 @@ fn detect_rows(r: &Value, warnings: &mut Vec<String>) -> Vec<Row> {
             errors: None,
             na_reason: (n == 0).then(|| format!("no {metric} labels")),
             status: "complete".into(),
+            warnings: Vec::new(),
             problems,
         });
     };

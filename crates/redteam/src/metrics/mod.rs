@@ -68,9 +68,24 @@ pub struct BehaviorOutcome {
 impl BehaviorOutcome {
     pub fn from_verdicts(expected: Expected, attempts: &[Attempt], verdicts: &[Verdict]) -> Self {
         debug_assert_eq!(attempts.len(), verdicts.len());
+        Self::from_indexed(
+            expected,
+            attempts.iter().map(|a| a.index).zip(verdicts),
+            verdicts.len(),
+        )
+    }
+
+    /// [`BehaviorOutcome::from_verdicts`] from each attempt's index and verdict alone —
+    /// what a stored transcript line holds (`attempt`, `verdicts`), so stored runs are
+    /// summarised per behavior without their dataset. `n` is the number of attempts.
+    pub fn from_indexed<'a>(
+        expected: Expected,
+        verdicts: impl IntoIterator<Item = (u32, &'a Verdict)>,
+        n: usize,
+    ) -> Self {
         let mut out = BehaviorOutcome {
             expected,
-            attempts: verdicts.len() as u32,
+            attempts: n as u32,
             errors: 0,
             first_success: None,
             all_refused: true,
@@ -78,14 +93,14 @@ impl BehaviorOutcome {
             leak: None,
             injection: None,
         };
-        for (a, v) in attempts.iter().zip(verdicts) {
+        for (index, v) in verdicts {
             match v.outcome {
                 Outcome::Error => {
                     out.errors += 1;
                     continue;
                 }
                 Outcome::Success => {
-                    out.first_success = Some(out.first_success.map_or(a.index, |f| f.min(a.index)));
+                    out.first_success = Some(out.first_success.map_or(index, |f| f.min(index)));
                 }
                 Outcome::Failure => {}
             }
