@@ -14,6 +14,7 @@ pub mod compare;
 pub mod config;
 pub mod judge_eval;
 pub mod merge;
+pub mod mismatch;
 pub mod plan;
 pub mod progress;
 pub mod run;

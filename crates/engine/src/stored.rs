@@ -158,6 +158,44 @@ struct Line {
     verdicts: Vec<Verdict>,
 }
 
+/// The config recorded in a `run.json` (its `config` object), validated again by this
+/// build — specs resolved and labelled as the run had them — without loading any dataset
+/// or building any plugin. `path` names the file in errors; `any_mode` also accepts an
+/// injection run (whose canonical config names its axes `attacks` and `datasets`). The
+/// dashboard reads configs this way to compare what two runs were made of.
+pub fn recorded_config(
+    run_json: &serde_json::Value,
+    path: &Path,
+    any_mode: bool,
+) -> Result<crate::config::RunConfig, StoredError> {
+    let Some(serde_json::Value::Object(config)) = run_json.get("config") else {
+        return Err(err(format!(
+            "{}: no `config` object (the resolved config the run used)",
+            path.display()
+        )));
+    };
+    // `mode` is derived from the axes, not a config key.
+    let mut config = config.clone();
+    let mode = config.remove("mode");
+    // An injection run's canonical config names its axes `attacks` and `datasets`;
+    // its file calls them `injections` and `scenarios`.
+    if any_mode && mode.as_ref().and_then(|m| m.as_str()) == Some("injection") {
+        for (from, to) in [("attacks", "injections"), ("datasets", "scenarios")] {
+            if let Some(v) = config.remove(from) {
+                config.insert(to.into(), v);
+            }
+        }
+    }
+    let text = serde_json::to_string(&config).expect("json");
+    // JSON is YAML: the canonical config goes through the same validation as a file.
+    crate::config::parse(&text, path, &Registry).map_err(|e| {
+        err(format!(
+            "the config recorded in {} no longer validates with this build:\n{e}",
+            path.display()
+        ))
+    })
+}
+
 impl StoredRun {
     /// Reloads the run in `dir`. `config_dir` is the directory the original config's
     /// relative dataset paths resolved against; without it the current directory, `dir`
@@ -238,32 +276,7 @@ impl StoredRun {
                 })
                 .unwrap_or_default(),
         };
-        let Some(serde_json::Value::Object(config)) = run_json.get("config") else {
-            return Err(err(format!(
-                "{}: no `config` object (the resolved config the run used)",
-                run_json_path.display()
-            )));
-        };
-        // `mode` is derived from the axes, not a config key.
-        let mut config = config.clone();
-        let mode = config.remove("mode");
-        // An injection run's canonical config names its axes `attacks` and `datasets`;
-        // its file calls them `injections` and `scenarios`.
-        if any_mode && mode.as_ref().and_then(|m| m.as_str()) == Some("injection") {
-            for (from, to) in [("attacks", "injections"), ("datasets", "scenarios")] {
-                if let Some(v) = config.remove(from) {
-                    config.insert(to.into(), v);
-                }
-            }
-        }
-        let text = serde_json::to_string(&config).expect("json");
-        // JSON is YAML: the canonical config goes through the same validation as a file.
-        let mut cfg = crate::config::parse(&text, &run_json_path, &Registry).map_err(|e| {
-            err(format!(
-                "the config recorded in {} no longer validates with this build:\n{e}",
-                run_json_path.display()
-            ))
-        })?;
+        let mut cfg = recorded_config(&run_json, &run_json_path, any_mode)?;
         if !any_mode && cfg.mode != crate::config::Mode::Jailbreak {
             return Err(err(format!(
                 "{}: a {} run; reading runs back supports jailbreak and leakage runs (attacks × datasets) only",
