@@ -386,6 +386,7 @@ mod tests {
             target_secret: None,
             scenario: Some(s.clone()),
             secret_cache: Default::default(),
+            bench_case: None,
         };
         let a = block_on(attempt("direct_injection", Placement::Direct, &b, &m, 6, 1)).unwrap();
         assert_eq!(a[0].metadata["no_tool_calls"], true);

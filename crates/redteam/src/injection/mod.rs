@@ -8,6 +8,7 @@
 //! ordering, CIs and reports therefore work unchanged.
 
 pub mod agent;
+pub mod agentdojo;
 pub mod bundled;
 pub mod check;
 pub mod env;
