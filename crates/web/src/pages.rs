@@ -1248,7 +1248,7 @@ fn compare_runs(a: &Run, b: &Run) -> Result<Vec<[String; 11]>, String> {
     };
     let ra = open(a)?;
     let rb = open(b)?;
-    gauntlet_engine::compare::compare_runs(&ra, &rb, &a.slug, &b.slug).map(|c| c.rows)
+    gauntlet_engine::compare::compare_runs(&ra, &rb, &a.slug, &b.slug, false).map(|c| c.rows)
 }
 
 /// An error page.
