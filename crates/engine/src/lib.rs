@@ -12,6 +12,8 @@ pub mod agreement;
 mod breadth;
 pub mod compare;
 pub mod config;
+pub mod findings;
+pub mod gate;
 pub mod judge_eval;
 pub mod merge;
 pub mod mismatch;
