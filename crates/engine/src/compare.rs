@@ -138,6 +138,7 @@ pub fn compare_runs(
                 o.insert("test".into(), json!("paired_bootstrap"));
                 o.insert("ci_low".into(), json!(diff.ci.map(|c| c.0)));
                 o.insert("ci_high".into(), json!(diff.ci.map(|c| c.1)));
+                o.insert("ci_method".into(), json!(diff.ci_method));
                 o.insert("resamples".into(), json!(BOOTSTRAP_RESAMPLES));
                 (
                     diff.n.to_string(),
