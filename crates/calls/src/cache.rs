@@ -486,6 +486,9 @@ impl CallModel for CachedModel<'_> {
         let key = self.conversation_key(conv);
         Box::pin(self.call_inner(conv.request(), key))
     }
+    fn tool_protocol(&self) -> gauntlet_models::ToolProtocol {
+        self.model.tool_protocol()
+    }
 }
 
 #[cfg(test)]
@@ -690,11 +693,21 @@ mod key_tests {
                 panic!("`{label}` has the same key as `{prev}`");
             }
         }
-        // The role, the model's spec, the unit scope and a narrowed scope count too.
+        // The role, the model's spec (its tool protocol included), the unit scope and a
+        // narrowed scope count too.
         let other = agent("vulnerable");
+        let prompted = {
+            let mut s = m.spec().clone();
+            s.params
+                .insert("tool_protocol", ParamValue::Str("prompted".into()));
+            gauntlet_models::registry::build_target(&s).unwrap()
+        };
+        let pc = cached(&e, prompted.as_ref(), "target", b"unit");
+        assert_eq!(pc.tool_protocol(), gauntlet_models::ToolProtocol::Prompted);
         for (label, k) in [
             ("role", cached(&e, &m, "grader", b"unit").key(&base)),
             ("spec", cached(&e, &other, "target", b"unit").key(&base)),
+            ("tool protocol", pc.key(&base)),
             ("scope", cached(&e, &m, "target", b"unit2").key(&base)),
             ("narrowed", c.narrowed(b"0").key(&base)),
         ] {

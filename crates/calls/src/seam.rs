@@ -5,7 +5,7 @@
 
 use gauntlet_core::hash::HashWriter;
 use gauntlet_core::message::{ChatRequest, ChatResponse, Message};
-use gauntlet_models::{BoxFuture, ModelError};
+use gauntlet_models::{BoxFuture, ModelError, ToolProtocol};
 
 /// A model as an attack or judge sees it: the engine's wrapper that adds the response
 /// cache, the journal, the query budget and call accounting around the real model.
@@ -30,6 +30,13 @@ pub trait CallModel: Send + Sync {
         conv: &'a mut Conversation,
     ) -> BoxFuture<'a, Result<ChatResponse, ModelError>> {
         self.call_ref(&conv.req)
+    }
+    /// The tool protocol of the model behind this seam (`tool_protocol` of the target):
+    /// agent surfaces use it to record unparsed tool calls
+    /// ([`ToolProtocol::unparsed`]) and to show transcripts as sent
+    /// ([`ToolProtocol::as_sent`]).
+    fn tool_protocol(&self) -> ToolProtocol {
+        ToolProtocol::Native
     }
 }
 

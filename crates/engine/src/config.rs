@@ -712,11 +712,7 @@ fn transform_axis(
 }
 
 pub fn valid_run_name(s: &str) -> bool {
-    (1..=128).contains(&s.len())
-        && s != "."
-        && s != ".."
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
+    gauntlet_job::rundir::plain_name(s)
 }
 
 fn int_key(

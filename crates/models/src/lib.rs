@@ -8,13 +8,19 @@
 //! Live targets (`openai_compat`, `anthropic`) send their calls through the resilient
 //! [`transport`], whose retry and concurrency counters the engine reads with
 //! [`Model::transport_stats`].
+//!
+//! A target built with `tool_protocol: prompted` comes wrapped in
+//! [`tool_protocol::PromptedTarget`]: tools described in its prompt, calls parsed from
+//! its text (AgentDojo's `LOCAL` format), for models without native tool calls.
 
 pub mod batch;
 pub mod refusal;
 pub mod registry;
 pub mod targets;
+pub mod tool_protocol;
 pub mod transport;
 
+pub use tool_protocol::ToolProtocol;
 pub use transport::{TransportOptions, TransportStats};
 
 use gauntlet_core::message::{ChatRequest, ChatResponse};
@@ -63,5 +69,10 @@ pub trait Model: Send + Sync {
     /// ([`batch::BATCH_PARAMS`]); the call layer then sends its calls in batches.
     fn batch_api(&self) -> Option<&dyn batch::BatchApi> {
         None
+    }
+    /// How this model is told about tools and how its calls come back
+    /// ([`tool_protocol`]): `Prompted` for a target built with `tool_protocol: prompted`.
+    fn tool_protocol(&self) -> ToolProtocol {
+        ToolProtocol::Native
     }
 }

@@ -364,7 +364,12 @@ mod transcript_line_tests {
             ]),
             reason in prop_oneof![Just(String::new()), content()],
             error in prop::option::of(content()),
-            injection in prop::option::of((any::<bool>(), any::<bool>())),
+            injection in prop::option::of((
+                any::<bool>(),
+                any::<bool>(),
+                prop::option::of(any::<bool>()),
+                prop::option::of((any::<bool>(), 0usize..3, prop::option::of(0usize..3))),
+            )),
         ) {
             let v = Verdict {
                 judge,
@@ -373,8 +378,21 @@ mod transcript_line_tests {
                 score,
                 reason,
                 error,
-                injection: injection.map(|(injected, task_completed)| {
-                    gauntlet_core::outcome::InjectionFacts { injected, task_completed }
+                injection: injection.map(|(injected, task_completed, unparsed_tool_call, ia)| {
+                    use gauntlet_core::outcome::{InjecAgentAttack, InjecAgentFacts, StepEval};
+                    let step = |i: usize| {
+                        [StepEval::Succ, StepEval::Unsucc, StepEval::Invalid][i]
+                    };
+                    gauntlet_core::outcome::InjectionFacts {
+                        injected,
+                        task_completed,
+                        unparsed_tool_call,
+                        injecagent: ia.map(|(dh, s1, s2)| InjecAgentFacts {
+                            attack: if dh { InjecAgentAttack::Dh } else { InjecAgentAttack::Ds },
+                            step1: step(s1),
+                            step2: s2.map(step),
+                        }),
+                    }
                 }),
             };
             let mut ours = b"[".to_vec();

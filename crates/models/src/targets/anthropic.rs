@@ -100,6 +100,7 @@ const PARAMS: &[ParamSpec] = &[
     BATCH_PARAMS[1],
     BATCH_PARAMS[2],
     BATCH_PARAMS[3],
+    crate::tool_protocol::PARAM,
 ];
 
 pub const INFO: PluginInfo = PluginInfo {

@@ -1,10 +1,12 @@
-//! Injections, one file per plugin: the injection-mode counterpart of attacks. Each runs
-//! the agent loop ([`crate::injection::agent`]) once per scenario, differing only in
-//! where the attacker's instruction is placed.
+//! Injections, one file per plugin: the injection-mode counterpart of attacks. The
+//! bundled-suite injections run the agent loop ([`crate::injection::agent`]) once per
+//! scenario, differing only in where the attacker's instruction is placed; `injecagent`
+//! runs InjecAgent's cases ([`crate::injecagent::runner`]).
 
 pub mod agentdojo;
 pub mod direct_injection;
 pub mod indirect_injection;
+pub mod injecagent;
 pub mod no_injection;
 
 use crate::attack::{Attack, Attempt, CallModel, PlannedCalls};

@@ -70,6 +70,8 @@ mod injection_metric_tests {
             injection: Some(InjectionFacts {
                 injected,
                 task_completed: done,
+                unparsed_tool_call: None,
+                injecagent: None,
             }),
         }
     }

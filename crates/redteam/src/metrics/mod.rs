@@ -19,12 +19,16 @@ pub mod canary_exposure_rate;
 pub mod cost;
 pub mod extraction_rate;
 pub mod frr;
+pub mod injecagent_asr_all;
+pub mod injecagent_asr_valid;
+pub mod injecagent_valid_rate;
 pub mod injection_success_rate;
 pub mod pii_leak_rate;
 pub mod refusal_rate;
 pub mod strongreject_score;
 pub mod system_prompt_leak_rate;
 pub mod token_usage;
+pub mod unparsed_tool_call_rate;
 pub mod utility_baseline;
 pub mod utility_under_attack;
 pub mod verbatim_overlap;
@@ -95,9 +99,22 @@ impl BehaviorOutcome {
                 let acc = out.injection.get_or_insert(InjectionFacts {
                     injected: f.injected,
                     task_completed: false,
+                    unparsed_tool_call: None,
+                    injecagent: None,
                 });
                 acc.injected |= f.injected;
                 acc.task_completed |= f.task_completed;
+                if let Some(u) = f.unparsed_tool_call {
+                    acc.unparsed_tool_call = Some(acc.unparsed_tool_call.unwrap_or(false) | u);
+                }
+                // An InjecAgent case's steps are attempts of their own: step 1 comes
+                // from the first, step 2 from the step-2 attempt (absent when it errored).
+                if let Some(ia) = f.injecagent {
+                    match &mut acc.injecagent {
+                        None => acc.injecagent = Some(ia),
+                        Some(have) => have.step2 = have.step2.or(ia.step2),
+                    }
+                }
             }
         }
         out
@@ -306,6 +323,16 @@ pub(crate) fn injection_judge_required(judge: &dyn Judge) -> Option<String> {
     })
 }
 
+/// The N/A reason of the InjecAgent metrics under another judge.
+pub(crate) fn injecagent_judge_required(judge: &dyn Judge) -> Option<String> {
+    (!judge.evaluates_injecagent()).then(|| {
+        format!(
+            "judge `{}` does not evaluate InjecAgent cases (use injecagent)",
+            judge.spec().name
+        )
+    })
+}
+
 /// The N/A reason of the leakage metrics under a judge that does not detect leaks.
 pub(crate) fn leak_judge_required(judge: &dyn Judge) -> Option<String> {
     (!judge.detects_leaks()).then(|| {
@@ -464,6 +491,8 @@ mod tests {
         o.injection = Some(InjectionFacts {
             injected: true,
             task_completed: false,
+            unparsed_tool_call: None,
+            injecagent: None,
         });
         a.observe(&inj, &o);
         let i = a.finish(&inj, &detector, Some(&c), 3, &["cell"]);
