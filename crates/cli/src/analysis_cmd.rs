@@ -67,6 +67,11 @@ pub struct CompareArgs {
     /// The directory of the original configs, for runs whose datasets use relative paths.
     #[arg(long)]
     pub config_dir: Option<PathBuf>,
+    /// Compare even when paired cells differ in more than the compared factor (an
+    /// attack's or judge's params: attacker model, grader, transforms); the differences
+    /// are printed and listed in compare.json's `mismatches`.
+    #[arg(long)]
+    pub allow_mismatch: bool,
 }
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -276,8 +281,15 @@ pub fn compare(a: CompareArgs) -> Result<(), CliError> {
     let run_b = open_any(&a.run_b)?;
     let name_a = a.run_a.display().to_string();
     let name_b = a.run_b.display().to_string();
-    let Compared { doc, rows } =
-        compare_runs(&run_a, &run_b, &name_a, &name_b).map_err(CliError::invalid)?;
+    let Compared {
+        doc,
+        rows,
+        mismatches,
+    } = compare_runs(&run_a, &run_b, &name_a, &name_b, a.allow_mismatch)
+        .map_err(CliError::invalid)?;
+    for m in &mismatches {
+        eprintln!("warning: --allow-mismatch: {}", safe(m));
+    }
     write_json(&a.out, &doc, true)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&doc).expect("json"));

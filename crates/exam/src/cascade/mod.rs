@@ -47,6 +47,7 @@ pub use run::{run_cascade, run_cascade_via};
 pub use tiers::{
     CONSENSUS_TEMPERATURE, DEFAULT_CONSENSUS, DEFAULT_FINDINGS_BUDGET, DEFAULT_TOOL_ROUNDS, Direct,
     MAIN_TEMPERATURE, MAX_CONSENSUS, MAX_TOKENS, Tier, TierCaller, TierModel, TierModels,
+    answer_template,
 };
 
 #[cfg(test)]

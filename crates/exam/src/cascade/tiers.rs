@@ -95,6 +95,16 @@ legitimate (baseline history, an approval reference, a known relationship). \
 strong_evidence: those facts are specific and sufficient on their own. \
 insufficient_data: the data cannot support either decision.";
 
+/// The answer template's JSON line as the prompt shows it (placeholders and all): what
+/// a model that echoes the prompt copies (the verdict parser never takes it as a
+/// decision).
+pub fn answer_template() -> &'static str {
+    CONTRACT
+        .lines()
+        .nth(1)
+        .expect("CONTRACT's second line is the template")
+}
+
 pub(super) const TRIAGE: &str = "\
 Role: first-line triage. Read the finding and the tool results. Resolve only when the \
 activity is clearly routine for this actor and the tool results show why. Prefer \

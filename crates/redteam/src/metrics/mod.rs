@@ -251,6 +251,17 @@ impl MetricAcc {
                 );
                 (wilson(self.hist.ones(), n, Z95), CiMethod::Wilson)
             }
+            // Every score equal (or one score): the bootstrap degenerates to a
+            // zero-width interval (or none) whatever n is; a [0, 1] score gets the
+            // bounded-mean (Wilson) interval instead (issue 30 item 6).
+            MetricKind::Score
+                if self.hist.entries().count() == 1 && (0.0..=1.0).contains(&mean) =>
+            {
+                (
+                    gauntlet_core::stats::bounded_mean_ci(mean, n),
+                    CiMethod::WilsonBounded,
+                )
+            }
             MetricKind::Score | MetricKind::Usage => (
                 bootstrap_mean_ci(
                     &self.hist,
@@ -441,6 +452,21 @@ mod tests {
         });
         let v = a.finish(&s, &rubric, None, 7, &["c"]);
         assert_eq!(v.ci_method, Some(CiMethod::Bootstrap));
+        // 30 equal scores (issue 30 item 6): never a zero-width interval.
+        let mut a = MetricAcc::default();
+        for _ in 0..30 {
+            let mut o = outcome(false, 1);
+            o.max_score = Some(0.0);
+            a.observe(&s, &o);
+        }
+        let v = a.finish(&s, &rubric, None, 7, &["c"]);
+        assert_eq!((v.value, v.n), (Some(0.0), 30));
+        assert_eq!(v.ci_method, Some(CiMethod::WilsonBounded));
+        assert_eq!(v.ci_low, Some(0.0));
+        assert!(
+            (v.ci_high.unwrap() - z2 / (30.0 + z2)).abs() < 1e-12,
+            "{v:?}"
+        );
     }
 
     /// With a card, asr is also reported corrected: by hand, 12 of 40 behaviors
