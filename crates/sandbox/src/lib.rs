@@ -206,10 +206,24 @@ const SYS_REMOVEXATTRAT: libc::c_long = 466;
 /// backend.
 fn filter() -> Option<&'static BpfProgram> {
     static F: OnceLock<Option<BpfProgram>> = OnceLock::new();
-    F.get_or_init(|| {
+    F.get_or_init(|| build_filter(false)).as_ref()
+}
+
+/// The same filter with `socket(2)` allowed ([`Prepared::allow_network`]).
+fn filter_with_sockets() -> Option<&'static BpfProgram> {
+    static F: OnceLock<Option<BpfProgram>> = OnceLock::new();
+    F.get_or_init(|| build_filter(true)).as_ref()
+}
+
+fn build_filter(sockets: bool) -> Option<BpfProgram> {
+    {
         let arch = std::env::consts::ARCH.try_into().ok()?;
         let denied: &[libc::c_long] = &[
-            libc::SYS_socket,
+            if sockets {
+                libc::SYS_io_uring_setup
+            } else {
+                libc::SYS_socket
+            },
             libc::SYS_io_uring_setup,
             libc::SYS_io_uring_enter,
             libc::SYS_io_uring_register,
@@ -281,12 +295,11 @@ fn filter() -> Option<&'static BpfProgram> {
         )
         .ok()?;
         BpfProgram::try_from(f).ok()
-    })
-    .as_ref()
+    }
 }
 
 /// The Landlock ruleset of one run: read-only `/`, read-write `/dev/null` and `scratch`.
-fn ruleset(abi: i32, scratch: &Path) -> Result<RulesetCreated, String> {
+fn ruleset(abi: i32, scratch: &Path, network: bool) -> Result<RulesetCreated, String> {
     let abi = ABI::from(abi);
     let all = AccessFs::from_all(abi);
     let fd = |p: &Path| PathFd::new(p).map_err(|e| format!("cannot open {}: {e}", p.display()));
@@ -299,7 +312,7 @@ fn ruleset(abi: i32, scratch: &Path) -> Result<RulesetCreated, String> {
         let mut r = Ruleset::default()
             .set_compatibility(CompatLevel::BestEffort)
             .handle_access(all)?;
-        if abi >= ABI::V4 {
+        if abi >= ABI::V4 && !network {
             r = r.handle_access(AccessNet::from_all(abi))?;
         }
         if abi >= ABI::V6 {
@@ -333,6 +346,8 @@ pub struct Prepared {
     cpu_secs: u64,
     memory_bytes: u64,
     fsize: u64,
+    /// [`Prepared::allow_network`]: no network namespace.
+    keep_network: bool,
 }
 
 impl Prepared {
@@ -349,7 +364,7 @@ impl Prepared {
         let landlock = support.landlock_abi >= MIN_LANDLOCK_ABI;
         Ok(Prepared {
             ruleset: if landlock {
-                Some(ruleset(support.landlock_abi, scratch)?)
+                Some(ruleset(support.landlock_abi, scratch, false)?)
             } else {
                 None
             },
@@ -363,7 +378,20 @@ impl Prepared {
             cpu_secs,
             memory_bytes,
             fsize: if landlock { SCRATCH_FILE_BYTES } else { 0 },
+            keep_network: false,
         })
+    }
+
+    /// Lets the program use the network: no socket filter, no Landlock TCP rules and no
+    /// network namespace; files and the process tree stay confined. For a program the
+    /// user explicitly allows the network (an MCP server under `--allow-network`).
+    pub fn allow_network(mut self, support: &Support, scratch: &Path) -> Result<Prepared, String> {
+        if self.ruleset.is_some() {
+            self.ruleset = Some(ruleset(support.landlock_abi, scratch, true)?);
+        }
+        self.filter = filter_with_sockets();
+        self.keep_network = true;
+        Ok(self)
     }
 
     /// Runs in the forked child (`pre_exec`). Returns `Ok` only in the process that
@@ -382,8 +410,15 @@ impl Prepared {
             set_limit(libc::RLIMIT_CORE, 0, 0)?;
             // Die with the thread that started us.
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            let pidns =
-                self.namespaces != Namespaces::None && libc::unshare(self.namespaces.flags()) == 0;
+            let pidns = self.namespaces != Namespaces::None
+                && libc::unshare(
+                    self.namespaces.flags()
+                        & !if self.keep_network {
+                            libc::CLONE_NEWNET
+                        } else {
+                            0
+                        },
+                ) == 0;
             if !pidns && libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1) != 0 {
                 return Err(io::Error::last_os_error());
             }
