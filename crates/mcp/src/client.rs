@@ -303,6 +303,11 @@ impl Session {
         }
     }
 
+    /// A stdio server's scratch directory (its `${GAUNTLET_SCRATCH}`).
+    pub fn scratch(&self) -> Option<std::path::PathBuf> {
+        self.child.as_ref().map(Confined::scratch_path)
+    }
+
     fn service(&self) -> &RunningService<RoleClient, ClientConfig> {
         self.service.as_ref().expect("connected")
     }
@@ -468,8 +473,16 @@ impl Session {
     /// Everything the server offers.
     pub async fn inventory(&self) -> Result<Inventory, McpError> {
         let mut notes = Vec::new();
+        let mut tools_relisted = None;
         let tools = if self.offers("tools") {
-            self.list_tools().await?
+            let first = self.list_tools().await?;
+            // Listed twice: a server that changes its tools once they were listed (an
+            // in-session rug pull) shows it here.
+            let again = self.list_tools().await?;
+            if again != first {
+                tools_relisted = Some(again);
+            }
+            first
         } else {
             notes.push("tools/list: the server does not offer tools".to_string());
             Vec::new()
@@ -495,6 +508,7 @@ impl Session {
             tools,
             prompts,
             resources,
+            tools_relisted,
             notes,
         })
     }

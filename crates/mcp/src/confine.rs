@@ -8,7 +8,8 @@
 //! passes `--allow-network`, resource limits (address space, CPU seconds, file size),
 //! and a supervisor that kills the whole process tree when its lifetime is up. Its
 //! environment is cleared down to `PATH`, `LANG`, `HOME`, `TMPDIR` and the entry's own
-//! `env`. [`Confined::end`] freezes and kills every descendant (double-forked and
+//! `env`; `${GAUNTLET_SCRATCH}` in its arguments or environment becomes the scratch
+//! directory's path (a filesystem server's root). [`Confined::end`] freezes and kills every descendant (double-forked and
 //! `setsid` daemons included), then reaps the supervisor.
 
 use gauntlet_sandbox::{Prepared, Support};
@@ -46,6 +47,10 @@ impl Default for ConfineLimits {
         }
     }
 }
+
+/// Written in a server's arguments or environment, this becomes the path of its scratch
+/// directory (the one place it may write): `["server.js", "${GAUNTLET_SCRATCH}"]`.
+pub const SCRATCH_VAR: &str = "${GAUNTLET_SCRATCH}";
 
 /// The last bytes a server wrote to stderr, for error messages.
 pub const STDERR_TAIL: usize = 2048;
@@ -103,8 +108,10 @@ pub fn spawn(
             .allow_network(support, scratch.path())
             .map_err(SpawnError::Start)?;
     }
+    let here = scratch.path().to_string_lossy().into_owned();
+    let sub = |s: &String| s.replace(SCRATCH_VAR, &here);
     let mut cmd = Command::new(command);
-    cmd.args(args)
+    cmd.args(args.iter().map(sub))
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -116,7 +123,7 @@ pub fn spawn(
         .env("LANG", "C.UTF-8")
         .env("HOME", scratch.path())
         .env("TMPDIR", scratch.path())
-        .envs(env)
+        .envs(env.iter().map(|(k, v)| (k, sub(v))))
         .current_dir(
             cwd.map(Path::to_path_buf)
                 .unwrap_or_else(|| scratch.path().to_path_buf()),

@@ -28,6 +28,10 @@ pub struct Inventory {
     pub prompts: Vec<Value>,
     #[serde(default)]
     pub resources: Vec<Value>,
+    /// A second `tools/list` of the same session, when it differed from the first (a
+    /// server that changes its tools after they were listed: an in-session rug pull).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools_relisted: Option<Vec<Value>>,
     /// What could not be listed and why it is not an error (`prompts/list: the server
     /// does not offer prompts`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -44,6 +48,7 @@ impl Inventory {
             tools,
             prompts: Vec::new(),
             resources: Vec::new(),
+            tools_relisted: None,
             notes: Vec::new(),
         }
     }
@@ -201,7 +206,10 @@ pub fn scan_inventories(invs: &[Inventory]) -> ScanReport {
                     })
                     .collect()
             };
-        let tools = listed(ItemKind::Tool, &inv.tools, &mut findings);
+        let mut tools = listed(ItemKind::Tool, &inv.tools, &mut findings);
+        if let Some(later) = &inv.tools_relisted {
+            relisted_findings(inv, later, &own, &others, &mut findings, &mut tools);
+        }
         let prompts = listed(ItemKind::Prompt, &inv.prompts, &mut findings);
         let resources = listed(ItemKind::Resource, &inv.resources, &mut findings);
         servers.push(ServerReport {
@@ -234,6 +242,66 @@ pub fn scan_inventories(invs: &[Inventory]) -> ScanReport {
         errors: Vec::new(),
         findings,
         pin: None,
+    }
+}
+
+/// Tools whose definition changed between two listings of one session: a `rug_pull`
+/// each, and the rules over the new definition.
+fn relisted_findings(
+    inv: &Inventory,
+    later: &[Value],
+    own: &BTreeSet<String>,
+    others: &BTreeMap<String, BTreeSet<String>>,
+    findings: &mut Vec<Finding>,
+    tools: &mut [Listed],
+) {
+    let first: BTreeMap<&str, String> = inv
+        .tools
+        .iter()
+        .map(|t| {
+            (
+                fields::name_of(t),
+                canonical::sha256(&canonical::tool_definition(t)),
+            )
+        })
+        .collect();
+    for t in later {
+        let name = fields::name_of(t);
+        let d = canonical::tool_definition(t);
+        let digest = canonical::sha256(&d);
+        let before = findings.len();
+        match first.get(name) {
+            Some(f) if *f == digest => continue,
+            Some(f) => findings.push(Finding {
+                server: inv.server.clone(),
+                kind: ItemKind::Tool,
+                item: name.to_string(),
+                rule: Rule::RugPull,
+                severity: Severity::High,
+                location: String::new(),
+                text: crate::finding::excerpt(&canonical::to_string(&d)),
+                message: format!("the definition changed between two tools/list calls of one session (sha256 {} → {})", &f[..12], &digest[..12]),
+            }),
+            None => findings.push(Finding {
+                server: inv.server.clone(),
+                kind: ItemKind::Tool,
+                item: name.to_string(),
+                rule: Rule::PinDrift,
+                severity: Severity::Medium,
+                location: String::new(),
+                text: crate::finding::excerpt(&canonical::to_string(&d)),
+                message: "a tool that appeared on a second tools/list of the same session".into(),
+            }),
+        }
+        let mut more = Vec::new();
+        item_findings(&inv.server, ItemKind::Tool, t, own, others, &mut more);
+        for mut f in more {
+            f.location = format!("(second tools/list){}", f.location);
+            findings.push(f);
+        }
+        if let Some(l) = tools.iter_mut().find(|l| l.name == name) {
+            l.findings += findings.len() - before;
+        }
     }
 }
 

@@ -10,7 +10,8 @@
 //!
 //! An entry has `command` (with optional `args`, `env`, `cwd`) for a stdio server, or
 //! `url` for a streamable-HTTP one. An `env` value may be `${VAR}`, taken from gauntlet's
-//! own environment (keys stay out of the file). Keys other MCP clients add (`disabled`,
+//! own environment (keys stay out of the file); `${GAUNTLET_SCRATCH}` in `args` or `env`
+//! is the server's scratch directory, the one place it may write. Keys other MCP clients add (`disabled`,
 //! `autoApprove`, `timeout`…) are ignored with a note; `"disabled": true` skips the entry.
 
 use serde_json::Value;
@@ -217,7 +218,7 @@ pub fn parse(
                             let v = v.as_str().ok_or_else(|| {
                                 invalid(&format!("{place}.env.{k}"), "expected a string")
                             })?;
-                            let v = match v.strip_prefix("${").and_then(|r| r.strip_suffix('}')) {
+                            let v = match v.strip_prefix("${").and_then(|r| r.strip_suffix('}')).filter(|var| *var != "GAUNTLET_SCRATCH") {
                                 Some(var) => env(var).ok_or_else(|| invalid(&format!("{place}.env.{k}"), &format!("refers to ${{{var}}}, which is not set in the environment")))?,
                                 None => v.to_string(),
                             };

@@ -5,7 +5,7 @@
 //! printable text that reads as an instruction or a data request (a word from the text
 //! rules' vocabulary: ignore, instructions, assistant, send, read, password, key, ssh…).
 //! A digest, an image, a JWT header or a random token decodes to bytes or to JSON without
-//! such words, and is left alone.
+//! such words, and is left alone; so is printable text of fewer than four words.
 
 use super::{Ctx, re};
 use crate::finding::{Finding, Rule, Severity};
@@ -19,7 +19,7 @@ static PERCENT_RUN: LazyLock<Regex> = LazyLock::new(|| re(r"(?:%[0-9a-fA-F]{2}[^
 static XESC_RUN: LazyLock<Regex> = LazyLock::new(|| re(r"(?:\\x[0-9a-fA-F]{2}){8,}"));
 static WORDS: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r"\b(ignore|instructions?|assistant|system|prompt|you must|always|never|do not|send|read|include|forward|password|secret|key|token|ssh|credential|conversation|exfiltrate|upload|curl|wget|http|bcc|user)\b",
+        r"\b(ignore|instructions?|assistant|system|prompt|you must|always|never|do not|send|read|include|forward|password|secret|key|token|ssh|credential|conversation|exfiltrate|upload|curl|wget|http|bcc|user|delete|remove|erase|files?|home|without|asking|execute|run|call|transfer|approve|admin|root)\b",
     )
 });
 
@@ -105,10 +105,13 @@ pub fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
                 ));
             }
         }
-        if let Some((enc, run, text)) = decoded
-            .into_iter()
-            .find(|(_, _, t)| WORDS.is_match(t.to_lowercase().as_bytes()))
-        {
+        if let Some((enc, run, text)) = decoded.into_iter().find(|(_, _, t)| {
+            WORDS.is_match(t.to_lowercase().as_bytes())
+                || t.split_whitespace()
+                    .filter(|w| w.chars().all(char::is_alphabetic))
+                    .count()
+                    >= 4
+        }) {
             out.push(ctx.finding(
                 Rule::EncodedPayload,
                 Severity::High,

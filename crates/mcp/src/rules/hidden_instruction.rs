@@ -53,6 +53,18 @@ static PATTERNS: LazyLock<Vec<Pattern>> = LazyLock::new(|| {
             "an instruction that changes the model's behaviour beyond this tool",
         ),
         p(
+            r"\bnote (to|for) (the )?(ai|assistant|model|agent|llm|bot)\b|\b(message|instructions?) (to|for) (the )?(ai|assistant|model|agent|llm)\b",
+            "a note addressed to the model",
+        ),
+        p(
+            r"\b(pre-?approved|already (approved|authori[sz]ed|consented|agreed)|has (approved|authori[sz]ed|consented to))\b[^.\n]{0,80}\b(never|no need to|not need to|don't need to|do not need to|without) (ask|asking|confirm|confirmation|checking)|\b(never|do not|don't) (ask|wait) (the user )?for (confirmation|permission|approval)\b",
+            "an instruction to skip the user's confirmation",
+        ),
+        p(
+            r"\b(before|after|with) (each|every|any) (response|reply|answer|turn|message you (send|write))\b",
+            "an instruction that runs on every turn of the conversation",
+        ),
+        p(
             r"\b(do not|don't|dont|never|must not|should not)\s+(tell|inform|mention|reveal|notify|alert|show|disclose|explain|let|warn|report|ask)\b[^.\n]{0,40}\b(user|human|operator|person|anyone|them)\b",
             "an instruction to keep something from the user",
         ),

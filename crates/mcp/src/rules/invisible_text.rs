@@ -68,7 +68,7 @@ pub fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
             let text = if tags.is_empty() {
                 shown
             } else {
-                format!("{shown} [decoded tag text: {tags}]")
+                format!("[decoded tag text: {tags}] {shown}")
             };
             out.push(ctx.finding(
                 Rule::InvisibleText,

@@ -25,11 +25,32 @@ pub(crate) static VERB: LazyLock<Regex> = LazyLock::new(|| re(REQUEST_VERB));
 pub(crate) static FILE: LazyLock<Regex> = LazyLock::new(|| re(CREDENTIAL_FILE));
 pub(crate) static SECRET: LazyLock<Regex> = LazyLock::new(|| re(SECRET_NOUN));
 pub(crate) static CONVERSATION: LazyLock<Regex> = LazyLock::new(|| re(CONVERSATION_DATA));
+/// "requires the contents of ~/.aws/credentials": a demand without an imperative.
+static NEEDS: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"\b(requires?|needs?|expects?|must (be given|receive|have))\b[^.\n]{0,30}\b(contents?|text|value) of\b",
+    )
+});
 static BEYOND: LazyLock<Regex> = LazyLock::new(|| {
     re(
         r"\b(all|every|any other|other|stored|saved|cached|existing|environment|env|the user'?s|contents? of|in (the|your) (conversation|context|memory|environment|system)|you (have|know|can find|can see|remember|hold)|available to you|on (this|the) (machine|system|computer|host)|found in)\b",
     )
 });
+
+/// Two consecutive sentences of `f` that together hold both patterns ("… the contents of
+/// ~/.aws/credentials; provide them in `auth`"), as one range.
+pub(crate) fn pair_with(
+    f: &super::NormField<'_>,
+    a: &Regex,
+    b: &Regex,
+) -> Option<std::ops::Range<usize>> {
+    let t = f.norm.text.as_bytes();
+    let s = f.norm.sentences();
+    s.windows(2).find_map(|w| {
+        let r = w[0].start..w[1].end;
+        (a.is_match(&t[r.clone()]) && b.is_match(&t[r.clone()])).then_some(r)
+    })
+}
 
 /// A parameter name that is itself a secret the tool needs (`api_key`, `token`…).
 pub(crate) fn secret_param(name: &str) -> bool {
@@ -68,7 +89,10 @@ fn purpose_is_conversation(name: &str) -> bool {
 pub fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
     let has_secret_param = ctx.param_names.iter().any(|p| secret_param(p));
     for f in ctx.text_fields() {
-        if let Some(s) = sentence_with(f, &[&VERB, &FILE]) {
+        if let Some(s) = sentence_with(f, &[&VERB, &FILE])
+            .or_else(|| pair_with(f, &VERB, &FILE))
+            .or_else(|| sentence_with(f, &[&NEEDS, &FILE]))
+        {
             out.push(ctx.finding(
                 Rule::SensitiveDataRequest,
                 Severity::High,
