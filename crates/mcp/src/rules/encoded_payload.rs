@@ -5,7 +5,7 @@
 //! printable text that reads as an instruction or a data request (a word from the text
 //! rules' vocabulary: ignore, instructions, assistant, send, read, password, key, ssh…).
 //! A digest, an image, a JWT header or a random token decodes to bytes or to JSON without
-//! such words, and is left alone; so is printable text of fewer than four words.
+//! such words, and is left alone.
 
 use super::{Ctx, re};
 use crate::finding::{Finding, Rule, Severity};
@@ -105,13 +105,10 @@ pub fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
                 ));
             }
         }
-        if let Some((enc, run, text)) = decoded.into_iter().find(|(_, _, t)| {
-            WORDS.is_match(t.to_lowercase().as_bytes())
-                || t.split_whitespace()
-                    .filter(|w| w.chars().all(char::is_alphabetic))
-                    .count()
-                    >= 4
-        }) {
+        if let Some((enc, run, text)) = decoded
+            .into_iter()
+            .find(|(_, _, t)| WORDS.is_match(t.to_lowercase().as_bytes()))
+        {
             out.push(ctx.finding(
                 Rule::EncodedPayload,
                 Severity::High,

@@ -11,7 +11,7 @@
 //! - A free-text parameter with a covert-channel name (`sidenote`, `telemetry`,
 //!   `debug_info`, `conversation`…) that nothing in the definition explains.
 
-use super::sensitive_data_request::{CONVERSATION, FILE, SECRET, VERB, secret_param};
+use super::sensitive_data_request::{BEYOND, CONVERSATION, FILE, SECRET, VERB, secret_param};
 use super::{Ctx, quote, re};
 use crate::finding::{Finding, Rule, Severity};
 use regex::bytes::Regex;
@@ -87,10 +87,15 @@ pub fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
         if let Some(param) = param_of_description(&f.field.pointer) {
             let wants = |s: &std::ops::Range<usize>| {
                 let t = &b[s.clone()];
-                VERB.is_match(t)
-                    && (FILE.is_match(t)
-                        || (!conv_ok && CONVERSATION.is_match(t))
-                        || (SECRET.is_match(t) && !secret_param(&param)))
+                // "Sign with the API token stored in your context": a secret from
+                // elsewhere, asked for without an imperative.
+                ((SECRET.is_match(t) || CONVERSATION.is_match(t))
+                    && BEYOND.is_match(t)
+                    && !secret_param(&param))
+                    || VERB.is_match(t)
+                        && (FILE.is_match(t)
+                            || (!conv_ok && CONVERSATION.is_match(t))
+                            || (SECRET.is_match(t) && !secret_param(&param)))
             };
             if let Some(s) = f.norm.sentences().into_iter().find(wants) {
                 out.push(ctx.finding(

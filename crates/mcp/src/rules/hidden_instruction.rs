@@ -53,6 +53,14 @@ static PATTERNS: LazyLock<Vec<Pattern>> = LazyLock::new(|| {
             "an instruction that changes the model's behaviour beyond this tool",
         ),
         p(
+            r"\b(system|developer|admin|administrator) (note|message|notice|instructions?|override|directive)\s*:|\b(disregard|ignore|override|bypass)\s+(the user'?s|any|all|your)\s+([a-z]+\s+)?(preferences|settings|wishes|requests|choices|constraints|rules|guidelines|instructions|policies)\b",
+            "a system message or an override in the description",
+        ),
+        p(
+            r"\bhidden from (the )?user\b|\b(not|never) (visible|shown|displayed) to (the )?user\b|\bthe user (cannot|can't|won't|will not) see (this|these)\b",
+            "text marked as hidden from the user",
+        ),
+        p(
             r"\bnote (to|for) (the )?(ai|assistant|model|agent|llm|bot)\b|\b(message|instructions?) (to|for) (the )?(ai|assistant|model|agent|llm)\b",
             "a note addressed to the model",
         ),

@@ -31,7 +31,7 @@ static NEEDS: LazyLock<Regex> = LazyLock::new(|| {
         r"\b(requires?|needs?|expects?|must (be given|receive|have))\b[^.\n]{0,30}\b(contents?|text|value) of\b",
     )
 });
-static BEYOND: LazyLock<Regex> = LazyLock::new(|| {
+pub(crate) static BEYOND: LazyLock<Regex> = LazyLock::new(|| {
     re(
         r"\b(all|every|any other|other|stored|saved|cached|existing|environment|env|the user'?s|contents? of|in (the|your) (conversation|context|memory|environment|system)|you (have|know|can find|can see|remember|hold)|available to you|on (this|the) (machine|system|computer|host)|found in)\b",
     )

@@ -73,6 +73,12 @@ static GENERIC: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
         ),
         (
             re(
+                r"\b(call|use|invoke|run|trigger|execute)\b[^.\n]{0,50}\b(on|of|from|in|via|through) the [a-z0-9_-]+ (server|integration|plugin|mcp server|connector)\b|\bthe [a-z0-9_-]+ (server|integration|plugin)'s [a-z0-9_-]+ tool\b",
+            ),
+            "a directive about a tool of another server",
+        ),
+        (
+            re(
                 r"\b(change|set|replace|overwrite|switch) the (recipient|destination|to address|account|iban|payee|target|receiver|beneficiary|url|endpoint)\b[^.\n]{0,40}\bto\b",
             ),
             "a redirection of what other tools send",
