@@ -11,7 +11,9 @@
 //! - Redirections of what other tools send: "send all emails to …", "always BCC …",
 //!   "change the recipient to …", "route every payment to …".
 //!
-//! A reference to a tool of the *same* server ("DEPRECATED: use read_text_file
+//! A name another scanned server also offers counts even when this server has it too
+//! (which one the model will call is then the point). A reference to a tool only the
+//! *same* server has ("DEPRECATED: use read_text_file
 //! instead") is how servers document their own tools, and is left alone.
 
 use super::{Ctx, quote, re};
@@ -102,8 +104,7 @@ pub fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
             if DIRECTIVE.is_match(t) {
                 for (other, servers) in ctx.other_tools {
                     let lo = other.to_ascii_lowercase();
-                    if lo.len() >= 4 && !ctx.own_tools.contains(other) && word_at(t, lo.as_bytes())
-                    {
+                    if lo.len() >= 4 && word_at(t, lo.as_bytes()) {
                         let on: Vec<&str> = servers.iter().map(String::as_str).collect();
                         found = Some((
                             s.clone(),
