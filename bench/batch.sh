@@ -14,16 +14,16 @@ OUT=${BENCH_OUT:-bench/out/batch}
 CALLS=${BENCH_CALLS:-10000}
 PROFILE=${BENCH_PROFILE:-release}
 if [ "$PROFILE" = release ]; then
-  cargo build --release -q -p gauntlet-cli -p gauntlet-testserver
+  cargo build --release -q -p gauntlet-cli -p gauntlet-scripted
 else
-  cargo build -q -p gauntlet-cli -p gauntlet-testserver
+  cargo build -q -p gauntlet-cli -p gauntlet-scripted
 fi
 BIN=target/$PROFILE/gauntlet
 rm -rf "$OUT"
 mkdir -p "$OUT"
 python3 bench/gen_dataset.py "$CALLS" > "$OUT/behaviors.json"
 
-target/$PROFILE/gauntlet-testserver > "$OUT/server.out" &
+target/$PROFILE/gauntlet-scripted > "$OUT/server.out" &
 SERVER=$!
 trap 'kill $SERVER 2>/dev/null || true' EXIT
 for _ in $(seq 1 100); do grep -q listening "$OUT/server.out" 2>/dev/null && break; sleep 0.05; done

@@ -17,14 +17,14 @@ OUT=${BENCH_OUT:-bench/out/live}
 CALLS=${BENCH_CALLS:-10000}
 LAT=${BENCH_LATENCY_MS:-100}
 CONC=${BENCH_CONCURRENCY:-100}
-cargo build --release -q -p gauntlet-cli -p gauntlet-testserver
+cargo build --release -q -p gauntlet-cli -p gauntlet-scripted
 BIN=target/release/gauntlet
 rm -rf "$OUT"
 mkdir -p "$OUT"
 python3 bench/gen_dataset.py "$CALLS" > "$OUT/behaviors.json"
 echo "{\"latency_ms\": $LAT}" > "$OUT/script.json"
 
-target/release/gauntlet-testserver --script "$OUT/script.json" > "$OUT/server.out" &
+target/release/gauntlet-scripted --script "$OUT/script.json" > "$OUT/server.out" &
 SERVER=$!
 trap 'kill $SERVER 2>/dev/null || true' EXIT
 for _ in $(seq 1 100); do grep -q listening "$OUT/server.out" 2>/dev/null && break; sleep 0.05; done

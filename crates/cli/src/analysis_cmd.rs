@@ -234,8 +234,12 @@ pub fn rescore_cmd(a: RescoreArgs) -> Result<(), CliError> {
 /// `gauntlet compare RUN_A RUN_B`: the statistics are the engine's
 /// ([`gauntlet_engine::compare::compare_runs`]); this prints them.
 pub fn compare(a: CompareArgs) -> Result<(), CliError> {
-    let run_a = open(&a.run_a, a.config_dir.as_deref())?;
-    let run_b = open(&a.run_b, a.config_dir.as_deref())?;
+    // compare pairs stored verdicts and judges nothing again, so injection runs (two
+    // AgentDojo defences, two models on the same cases) compare too.
+    let open_any =
+        |d: &Path| StoredRun::open_any_mode(d, a.config_dir.as_deref()).map_err(CliError::invalid);
+    let run_a = open_any(&a.run_a)?;
+    let run_b = open_any(&a.run_b)?;
     let name_a = a.run_a.display().to_string();
     let name_b = a.run_b.display().to_string();
     let Compared { doc, rows } =

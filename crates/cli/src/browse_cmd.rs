@@ -109,7 +109,7 @@ pub(crate) fn serve(a: ServeArgs) -> Result<(), CliError> {
 }
 
 pub(crate) fn corpus_pin(dir: &Path) -> Result<(), CliError> {
-    match gauntlet_exam::corpus::pin(dir) {
+    match gauntlet_corpus::corpus::pin(dir) {
         Ok(r) => {
             if let Some(e) = &r.previous_error {
                 println!("replaced an unreadable pin: {}", safe_text(e));
@@ -154,7 +154,7 @@ pub(crate) fn corpus_pin(dir: &Path) -> Result<(), CliError> {
 }
 
 pub(crate) fn corpus_verify(dir: &Path) -> Result<(), CliError> {
-    let c = gauntlet_exam::load::load_corpus(dir, None)
+    let c = gauntlet_corpus::load::load_corpus(dir, None)
         .map_err(|e| CliError::InvalidReport(e.to_string()))?;
     println!("corpus OK: {}", safe(&c.root.display().to_string()));
     println!("count  {}", c.count);

@@ -9,11 +9,11 @@
 use crate::error::CliError;
 use clap::Args as ClapArgs;
 use gauntlet_core::shard::Shard;
-use gauntlet_exam::detectors::assemble::FleetOptions;
-use gauntlet_exam::detectors::detect_exam::{self, DetectReport, Options};
-use gauntlet_exam::detectors::external::Limits;
-use gauntlet_exam::detectors::report_text::{render, write_report_files};
-use gauntlet_exam::load::{IndexedFile, check_unique_ids, index_corpus};
+use gauntlet_corpus::load::{IndexedFile, check_unique_ids, index_corpus};
+use gauntlet_detect::assemble::FleetOptions;
+use gauntlet_detect::exam::{self as detect_exam, DetectReport, Options};
+use gauntlet_detect::external::Limits;
+use gauntlet_detect::report_text::{render, write_report_files};
 use gauntlet_exam::shard::detect::{self as detect_shard, IdentityLimits, ShardRecord};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -28,7 +28,7 @@ pub struct Args {
     #[arg(long)]
     extra_scenarios_dir: Option<PathBuf>,
     /// External detector NAME=PATH (repeatable). Protocol: gauntlet-detector/1, JSON
-    /// on stdin/stdout; see the gauntlet_exam::detectors::external docs.
+    /// on stdin/stdout; see the gauntlet_detect::external docs.
     #[arg(long = "detector", value_name = "NAME=PATH")]
     detectors: Vec<String>,
     /// Directory of external detectors laid out as <name>/detector (+ <name>/scenarios/).
@@ -176,7 +176,7 @@ fn prepare_and_run(a: &Args) -> Result<(DetectReport, Option<ShardRecord>), Stri
         memory_bytes: a.external_memory_mb.max(16) * 1024 * 1024,
         allow_unconfined: a.allow_unconfined_detectors,
     };
-    let assembled = gauntlet_exam::detectors::assemble::assemble(
+    let assembled = gauntlet_detect::assemble::assemble(
         &index,
         &FleetOptions {
             detectors_dir: a.detectors_dir.as_deref(),

@@ -3,8 +3,8 @@
 //! expectations) and model names are escaped.
 
 use gauntlet_core::terminal::safe;
-use gauntlet_exam::detectors::e2e::{DetectFidelity, Fidelity};
-use gauntlet_exam::embedded::CorpusSource;
+use gauntlet_corpus::embedded::CorpusSource;
+use gauntlet_exam::e2e::{DetectFidelity, Fidelity};
 use gauntlet_exam::exam::{Backend, ExamOutput, HarnessReport};
 use gauntlet_exam::grade::Interval;
 use gauntlet_exam::settings::ExamSettings;

@@ -15,6 +15,7 @@ mod detect_cmd;
 mod error;
 mod exam_cmd;
 mod exam_print;
+mod import_cmd;
 mod judge_eval_cmd;
 mod mcp_cmd;
 mod merge_cmd;
@@ -166,6 +167,12 @@ enum Command {
     /// --shard i/N`) into one directory, byte-identical to a one-machine run's
     /// (sessions.jsonl aside).
     Merge(merge_cmd::MergeArgs),
+    /// Read results another harness wrote into a run directory that report, the
+    /// dashboard and compare read (`import agentdojo LOGDIR --out RUN_DIR`).
+    Import {
+        #[command(subcommand)]
+        what: import_cmd::ImportWhat,
+    },
     /// Paired comparison of two runs over shared behaviors: exact McNemar for rates,
     /// paired bootstrap CIs for scores; writes compare.json.
     Compare(analysis_cmd::CompareArgs),
@@ -289,6 +296,7 @@ fn dispatch(command: Command) -> Result<(), CliError> {
         Command::JudgeAgreement(a) => analysis_cmd::judge_agreement(a),
         Command::Rescore(a) => analysis_cmd::rescore_cmd(a),
         Command::Merge(a) => merge_cmd::merge(a),
+        Command::Import { what } => import_cmd::import(what),
         Command::Compare(a) => analysis_cmd::compare(a),
         Command::JudgeEval(a) => judge_eval_cmd::judge_eval(a),
         Command::Corpus {

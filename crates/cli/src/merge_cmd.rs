@@ -31,9 +31,9 @@ pub fn merge(a: MergeArgs) -> Result<(), CliError> {
                 // (0 pass, 1 gaps, 2 detector errors): the verdict is the whole exam's.
                 print!(
                     "{}",
-                    gauntlet_core::terminal::safe_text(
-                        &gauntlet_exam::detectors::report_text::render(&r, false, false)
-                    )
+                    gauntlet_core::terminal::safe_text(&gauntlet_detect::report_text::render(
+                        &r, false, false
+                    ))
                 );
                 println!(
                     "merged {} detect-exam shard(s): {} scenarios",

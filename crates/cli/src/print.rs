@@ -83,9 +83,24 @@ pub fn run_summary(s: &RunSummary) {
     let wa = w(&|c| label(&c.attack)).max(6);
     let wt = w(&|c| label(&c.target)).max(6);
     let wj = w(&|c| label(&c.judge)).max(5);
+    // A dataset column only when cells differ by dataset (AgentDojo's suites), so every
+    // other run prints as before.
+    let datasets = s.cells.iter().any(|c| c.dataset != first.dataset);
+    let wd = w(&|c| label(&c.dataset)).max(7);
+    let ds = |d: &str| {
+        if datasets {
+            format!("  {d:wd$}")
+        } else {
+            String::new()
+        }
+    };
     let mut header = format!(
-        "{:wa$}  {:wt$}  {:wj$}  {:>6}",
-        "attack", "target", "judge", "errors"
+        "{:wa$}  {:wt$}{}  {:wj$}  {:>6}",
+        "attack",
+        "target",
+        ds("dataset"),
+        "judge",
+        "errors"
     );
     for n in &names {
         header.push_str(&format!("  {:>w$}", n, w = n.len().max(6)));
@@ -93,9 +108,10 @@ pub fn run_summary(s: &RunSummary) {
     println!("{header}");
     for c in &s.cells {
         let mut line = format!(
-            "{:wa$}  {:wt$}  {:wj$}  {:>6}",
+            "{:wa$}  {:wt$}{}  {:wj$}  {:>6}",
             label(&c.attack),
             label(&c.target),
+            ds(&label(&c.dataset)),
             label(&c.judge),
             c.errors
         );

@@ -167,6 +167,14 @@ pub(crate) fn run(
         };
         execute_sharded(plan, opts, shard, progress).await
     });
+    print_outcome(result)
+}
+
+/// Prints a session's summary and turns how it ended into the exit status (`run`, and
+/// `import`, which runs the engine over imported results).
+pub(crate) fn print_outcome(
+    result: Result<gauntlet_engine::run::RunOutcome, gauntlet_engine::run::RunError>,
+) -> Result<(), CliError> {
     match result {
         Ok(out) => {
             crate::print::run_summary(&out.summary);

@@ -1,6 +1,6 @@
 //! A behavior: one item of a jailbreak or leakage dataset.
 
-use crate::scenario::Scenario;
+use crate::scenario::{BenchCase, Scenario};
 use serde::{Deserialize, Serialize};
 use std::sync::{Arc, OnceLock};
 
@@ -41,6 +41,11 @@ pub struct Behavior {
     /// read from or written to a behavior file).
     #[serde(skip)]
     pub scenario: Option<Arc<Scenario>>,
+    /// The case of an external agent benchmark this behavior stands for (AgentDojo: its
+    /// environment and checks run in a sidecar; never read from or written to a behavior
+    /// file).
+    #[serde(skip)]
+    pub bench_case: Option<Arc<BenchCase>>,
     /// The normalised `target_secret`, computed on first use (see
     /// [`Behavior::normalized_secret`]; never read from or written to a behavior file).
     /// Construct with `Default::default()`.

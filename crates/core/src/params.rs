@@ -173,6 +173,9 @@ impl Params {
     pub fn insert(&mut self, name: &str, v: ParamValue) {
         self.0.insert(name.to_string(), v);
     }
+    pub fn remove(&mut self, name: &str) -> Option<ParamValue> {
+        self.0.remove(name)
+    }
     pub fn get(&self, name: &str) -> Option<&ParamValue> {
         self.0.get(name)
     }
@@ -303,27 +306,30 @@ impl PluginSpec {
         self.label.clone().unwrap_or_else(|| self.own_label())
     }
     /// What the spec says by itself: the `name` param when a plugin has one (targets are
-    /// usually told apart by it), else the `suite` param (bundled scenario suites), else
-    /// the plugin name; followed by `+<transform>` for each prompt transform of a
-    /// `transforms` chain (`static+base64+leetspeak`), so a transformed attack is its own
-    /// cell.
+    /// usually told apart by it), else the `suite` param (bundled scenario suites,
+    /// AgentDojo suites), else the `attack` param (AgentDojo injections), else the plugin
+    /// name; followed by `+<transform>` for each prompt transform of a `transforms` chain
+    /// (`static+base64+leetspeak`), so a transformed attack is its own cell, and by
+    /// `+<defense>` for a `defense` param (`important_instructions+tool_filter`).
     pub fn own_label(&self) -> String {
-        let base = self
+        let mut l = self
             .params
             .str("name")
             .or_else(|| self.params.str("suite"))
-            .unwrap_or(&self.name);
-        match self.params.spec_list(TRANSFORMS_PARAM) {
-            Some(chain) if !chain.is_empty() => {
-                let mut l = base.to_string();
-                for t in chain {
-                    l.push('+');
-                    l.push_str(&t.name);
-                }
-                l
+            .or_else(|| self.params.str("attack"))
+            .unwrap_or(&self.name)
+            .to_string();
+        if let Some(chain) = self.params.spec_list(TRANSFORMS_PARAM) {
+            for t in chain {
+                l.push('+');
+                l.push_str(&t.name);
             }
-            _ => base.to_string(),
         }
+        if let Some(d) = self.params.str("defense") {
+            l.push('+');
+            l.push_str(d);
+        }
+        l
     }
 }
 

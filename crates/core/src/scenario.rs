@@ -105,6 +105,20 @@ impl Scenario {
     }
 }
 
+/// One case of an external agent benchmark whose environments, tools and checks are not
+/// gauntlet's (AgentDojo): which benchmark, at which version, which suite, which user
+/// task, and which injection task attacks it (`None`: the benign case). `model_name` is
+/// how the benchmark's attack texts address the model.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct BenchCase {
+    pub benchmark: String,
+    pub version: String,
+    pub suite: String,
+    pub user_task: String,
+    pub injection_task: Option<String>,
+    pub model_name: String,
+}
+
 /// A lazily built [`AgentScript`]. A cache: it never takes part in equality.
 #[derive(Debug, Clone, Default)]
 pub struct ScriptCache(OnceLock<Arc<AgentScript>>);

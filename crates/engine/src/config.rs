@@ -158,6 +158,7 @@ const TOP_KEYS: &[&str] = &[
     "injections",
     "scenarios",
     "transforms",
+    "defenses",
 ];
 
 /// Reads and validates a config file.
@@ -304,11 +305,28 @@ pub fn parse(text: &str, path: &Path, catalog: &dyn Catalog) -> Result<RunConfig
                 .with_help("remove `transforms`, or run the attacks in a jailbreak config"),
             );
         }
+        let injections = list("injections", Axis::Injection, false, &mut diags);
+        let scenarios = list("scenarios", Axis::Scenario, false, &mut diags);
         (
-            list("injections", Axis::Injection, false, &mut diags),
-            list("scenarios", Axis::Scenario, false, &mut diags),
+            match get("defenses") {
+                Some(node) => defense_axis(node, injections, &mut diags),
+                None => injections,
+            },
+            expand_suites(scenarios, &mut diags),
         )
     };
+    if mode == Mode::Jailbreak
+        && let Some(node) = get("defenses")
+    {
+        diags.push(
+            Diag::new(
+                node.loc,
+                "defenses",
+                "`defenses` applies to AgentDojo injections; a jailbreak run has none",
+            )
+            .with_help("remove `defenses`, or run `injections: [{name: agentdojo, …}]` over `scenarios: [{name: agentdojo, …}]`"),
+        );
+    }
     for (key, specs) in [
         (pair[0], &attacks),
         (pair[1], &datasets),
@@ -349,6 +367,176 @@ pub fn parse(text: &str, path: &Path, catalog: &dyn Catalog) -> Result<RunConfig
         judges,
         metrics,
     })
+}
+
+/// The `defenses:` axis (injection mode): every injection once per entry, in order; an
+/// entry is `none` (the injection as it is) or one of AgentDojo's defences, which becomes
+/// the injection's `defense` param — so a defended injection is its own cell
+/// (`important_instructions+tool_filter`), its own identity and cache keys, and
+/// `compare` pairs two defences case by case. Shorthand for writing the injections out
+/// with `params: {defense: …}`; what the plan and the config hash see is the expansion.
+fn defense_axis(
+    node: &Node,
+    injections: Vec<PluginSpec>,
+    diags: &mut Vec<Diag>,
+) -> Vec<PluginSpec> {
+    use gauntlet_redteam::injection::agentdojo::DEFENSES;
+    let known = || format!("none, {}", DEFENSES.join(", "));
+    let Some(items) = node.as_seq().filter(|i| !i.is_empty()) else {
+        diags.push(
+            Diag::new(node.loc, "defenses", "`defenses` must be a non-empty list")
+                .with_help(format!("e.g. [none, tool_filter]; known: {}", known())),
+        );
+        return injections;
+    };
+    let mut defenses: Vec<Option<&str>> = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let path = format!("defenses[{i}]");
+        match item.as_str() {
+            Some("none") => defenses.push(None),
+            Some(d) if DEFENSES.contains(&d) => defenses.push(Some(d)),
+            Some("transformers_pi_detector") => diags.push(
+                Diag::new(item.loc, path, "defense `transformers_pi_detector` is not supported")
+                    .with_help(format!("it needs torch and a model download, which the sidecar's virtualenv does not have; known: {}", known())),
+            ),
+            Some(d) => diags.push(
+                Diag::new(item.loc, path, format!("unknown defense `{d}`"))
+                    .with_help(format!("known: {}", known())),
+            ),
+            None => diags.push(
+                Diag::new(item.loc, path, format!("a defense is a name, found {}", item.value.kind()))
+                    .with_help(format!("known: {}", known())),
+            ),
+        }
+        if let Some((last, before)) = defenses.split_last()
+            && before.contains(last)
+            && item.as_str().is_some()
+        {
+            defenses.pop();
+            diags.push(
+                Diag::new(
+                    item.loc,
+                    format!("defenses[{i}]"),
+                    "this defense is listed twice",
+                )
+                .with_help("remove the repeated entry"),
+            );
+        }
+    }
+    let mut out = Vec::with_capacity(injections.len() * defenses.len());
+    for (k, inj) in injections.into_iter().enumerate() {
+        for d in &defenses {
+            let Some(d) = d else {
+                out.push(inj.clone());
+                continue;
+            };
+            if inj.name != "agentdojo" {
+                diags.push(
+                    Diag::new(
+                        inj.loc,
+                        format!("injections[{k}]"),
+                        format!(
+                            "defense `{d}` applies to `agentdojo` injections, not `{}`",
+                            inj.name
+                        ),
+                    )
+                    .with_help(
+                        "keep `defenses: [none]` (or drop the key) for the bundled injections",
+                    ),
+                );
+                continue;
+            }
+            if inj.params.get("defense").is_some() {
+                diags.push(
+                    Diag::new(
+                        inj.loc,
+                        format!("injections[{k}].params.defense"),
+                        "this injection names its defense and `defenses:` adds more",
+                    )
+                    .with_help("give defences either in `defenses:` or in the injection's params"),
+                );
+                continue;
+            }
+            let mut s = inj.clone();
+            s.params
+                .insert("defense", ParamValue::Str((*d).to_string()));
+            out.push(s);
+        }
+    }
+    out
+}
+
+/// An `agentdojo` scenario source listing `suites` becomes one source per suite (its
+/// `suite` param), so each suite is its own dataset and report row.
+fn expand_suites(specs: Vec<PluginSpec>, diags: &mut Vec<Diag>) -> Vec<PluginSpec> {
+    use gauntlet_redteam::injection::agentdojo::SUITES;
+    let mut out = Vec::with_capacity(specs.len());
+    for (i, s) in specs.into_iter().enumerate() {
+        let suites = match (s.name.as_str(), s.params.str_list("suites")) {
+            ("agentdojo", Some(l)) => l.to_vec(),
+            _ => {
+                if s.name == "agentdojo" && s.params.get("suite").is_none() {
+                    diags.push(
+                        Diag::new(
+                            s.loc,
+                            format!("scenarios[{i}].params"),
+                            "an `agentdojo` scenario source needs `suites`",
+                        )
+                        .with_help(format!(
+                            "e.g. suites: [banking, slack]; known: {}",
+                            SUITES.join(", ")
+                        )),
+                    );
+                }
+                out.push(s);
+                continue;
+            }
+        };
+        let path = format!("scenarios[{i}].params.suites");
+        if s.params.get("suite").is_some() {
+            diags.push(
+                Diag::new(s.loc, path, "give `suites` or `suite`, not both")
+                    .with_help("`suites: [banking, slack]` runs each as its own scenario source"),
+            );
+            continue;
+        }
+        if suites.is_empty() {
+            diags.push(
+                Diag::new(s.loc, path, "`suites` is empty")
+                    .with_help(format!("known: {}", SUITES.join(", "))),
+            );
+            continue;
+        }
+        for (k, name) in suites.iter().enumerate() {
+            if !SUITES.contains(&name.as_str()) {
+                diags.push(
+                    Diag::new(
+                        s.loc,
+                        format!("{path}[{k}]"),
+                        format!("unknown AgentDojo suite `{name}`"),
+                    )
+                    .with_help(format!("known: {}", SUITES.join(", "))),
+                );
+                continue;
+            }
+            if suites[..k].contains(name) {
+                diags.push(
+                    Diag::new(
+                        s.loc,
+                        format!("{path}[{k}]"),
+                        format!("suite `{name}` is listed twice"),
+                    )
+                    .with_help("remove the repeated entry"),
+                );
+                continue;
+            }
+            let mut one = s.clone();
+            one.params.remove("suites");
+            one.params.insert("suite", ParamValue::Str(name.clone()));
+            out.push(one);
+        }
+    }
+    out
 }
 
 /// The `transforms:` axis: every attack once per entry, with the entry's transforms

@@ -413,6 +413,7 @@ impl Plan {
                         version: NOT_LOADED.to_string(),
                         sha256: String::new(),
                         behaviors: Vec::new(),
+                        provenance: None,
                     });
                 }
                 Err(e) => diags.push(Diag::new(

@@ -168,11 +168,8 @@ impl StoredRun {
     }
 
     /// [`StoredRun::open`] for a run of any mode, injection included, for callers that
-    /// only recount stored verdicts (a merge of shards) and never judge again.
-    pub(crate) fn open_any_mode(
-        dir: &Path,
-        config_dir: Option<&Path>,
-    ) -> Result<StoredRun, StoredError> {
+    /// only recount stored verdicts (a merge of shards, `compare`) and never judge again.
+    pub fn open_any_mode(dir: &Path, config_dir: Option<&Path>) -> Result<StoredRun, StoredError> {
         Self::open_as(dir, config_dir, true)
     }
 

@@ -479,7 +479,7 @@ pub fn max_calls_per_pass(role: TierRole, opts: &crate::cascade::CascadeOptions)
 /// [`INPUT_ALLOWANCE`] + the earlier tiers' replies) in. Journal hits are not
 /// subtracted; the end-to-end pass (findings not known before detection) is not included.
 pub fn estimate(
-    corpus: &crate::load::Corpus,
+    corpus: &gauntlet_corpus::load::Corpus,
     opts: &crate::cascade::CascadeOptions,
     passes: usize,
     models: Option<&TierModels>,

@@ -13,7 +13,7 @@
 //!   must-mention string.
 //!
 //! Two ways to use it: [`GoldenModel`] in-process (one per scenario), and
-//! [`GoldenServer`]: gauntlet-testserver on loopback, speaking the Anthropic messages
+//! [`GoldenServer`]: gauntlet-scripted on loopback, speaking the Anthropic messages
 //! shape (and OpenAI chat completions) so the live targets' wire path is exercised;
 //! scenario `i` is served under `/s/<i>/`.
 //!
@@ -21,11 +21,11 @@
 //! answer the opposite decision.
 
 use crate::cascade::Tier;
-use crate::scenario::Scenario;
 use gauntlet_core::message::{ChatRequest, ChatResponse, Role, StopReason, ToolCall};
 use gauntlet_core::params::{ParamValue, Params, PluginSpec};
+use gauntlet_corpus::scenario::Scenario;
 use gauntlet_models::{BoxFuture, Model, ModelError};
-use gauntlet_testserver::{Action, Prompt, Responder, Script, ScriptedCall, TestServer};
+use gauntlet_scripted::{Action, Prompt, Responder, Script, ScriptedCall, ScriptedServer};
 use serde_json::json;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -165,11 +165,11 @@ impl Model for GoldenModel {
     }
 }
 
-/// The golden backend over loopback HTTP: gauntlet-testserver's [`TestServer`] (the one
+/// The golden backend over loopback HTTP: gauntlet-scripted's [`ScriptedServer`] (the one
 /// fake model server, with its request validation) with a responder answering scenario
 /// `i`'s script under `/s/<i>/`; stops when dropped.
 pub struct GoldenServer {
-    server: TestServer,
+    server: ScriptedServer,
 }
 
 impl GoldenServer {
@@ -193,7 +193,7 @@ impl GoldenServer {
             })
         });
         Ok(GoldenServer {
-            server: TestServer::start_with_responder(Script::default(), responder).await?,
+            server: ScriptedServer::start_with_responder(Script::default(), responder).await?,
         })
     }
 

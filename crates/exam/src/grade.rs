@@ -21,7 +21,7 @@
 //! mallcop's `report.json` / `run-<i>/<id>.json`.
 
 use crate::cascade::{CascadeOutcome, DecidedBy, TranscriptEntry};
-use crate::scenario::Expected;
+use gauntlet_corpus::scenario::Expected;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 

@@ -1,42 +1,47 @@
-//! gauntlet-exam: the agent exam's scenario corpus.
+//! gauntlet-exam: the agent exam.
 //!
-//! The agent exam grades an LLM agent on mallcop's security-triage scenarios, and must
-//! read mallcop's corpora unchanged (spec `agent-exam.md` §1–2). This crate is the
-//! ground floor of that exam:
-//! - [`corpus`]: which files form a corpus, the canonical manifest and digest, the
-//!   `corpus.pin` format, integrity verification and re-pinning;
-//! - [`scenario`]: the lenient, validated scenario schema, with ground truth held apart
-//!   from what a model may see;
-//! - [`load`]: [`load_corpus`], which verifies the pin before parsing anything.
+//! The agent exam grades an LLM agent on mallcop's security-triage scenarios (spec
+//! `agent-exam.md` §5–7, §9): a fixed, auditable triage cascade around the model under
+//! test, run N passes over a pinned corpus and graded by code. This crate owns:
+//! - [`cascade`]: the agent under test (floor → triage → investigate → deep panel →
+//!   formatter, consensus), with its [`tools`], the [`sanitize`]d prompt boxes and the
+//!   [`verdict`] parser;
+//! - [`grade`] (the deterministic grader and N-pass statistics) and [`classifier`]
+//!   (the failure bins of the worst pass);
+//! - [`golden`]: the golden backend, a merge gate for the harness (in process, or over
+//!   loopback HTTP through gauntlet-scripted);
+//! - [`e2e`]: the end-to-end mode, the detector fleet's findings triaged by the cascade;
+//! - [`exam`]: the driver, the report and its artefacts; [`calls`]: the exam's journaled
+//!   model calls (resume, budget, usage); [`settings`] and [`exam_file`]: what an exam
+//!   is, from the flags and its YAML file; [`shard`]: shards of both exams and their merge.
 //!
-//! Nothing here talks to a model; running, grading and reporting live elsewhere.
+//! It does not own the corpus (`gauntlet-corpus`: pins, loading, the scenario schema,
+//! projections) nor the detectors and the detect exam (`gauntlet-detect`).
 
 pub mod calls;
 pub mod cascade;
 pub mod classifier;
-pub mod corpus;
-pub mod detectors;
-pub mod embedded;
+pub mod e2e;
 pub mod exam;
 pub mod exam_file;
 pub mod golden;
 pub mod grade;
-pub mod load;
-pub mod projection;
 pub mod sanitize;
-pub mod scenario;
 pub mod settings;
 pub mod shard;
 pub mod tools;
 pub mod verdict;
 
-pub use corpus::{
-    CorpusFile, IntegrityError, MANIFEST_FILE, Manifest, ManifestDiff, ManifestEntry, PIN_FILE,
-    Pin, PinError, PinReport, pin, scan,
-};
-pub use load::{Corpus, CorpusError, LoadedScenario, load_corpus, load_extra};
-pub use scenario::{
-    ActorStep, Baseline, Case, ConnectorTool, Event, Expected, ExpectedDetection, Finding,
-    GroundTruth, KnownEntities, Relationship, Scenario, ScenarioError, ScenarioInfo,
-    parse_scenario, parse_scenario_bytes,
-};
+// The paths of the corpus and the detectors from before they became crates of their
+// own, for code written against them; new code names `gauntlet_corpus` and
+// `gauntlet_detect` directly.
+#[doc(hidden)]
+pub use gauntlet_corpus::{corpus, embedded, load, projection, scenario};
+#[doc(hidden)]
+pub mod detectors {
+    pub use crate::e2e;
+    pub use gauntlet_detect::exam as detect_exam;
+    pub use gauntlet_detect::{
+        Detector, FAMILIES, assemble, builtin, external, fleet, report_text, util,
+    };
+}

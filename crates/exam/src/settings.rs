@@ -10,12 +10,12 @@
 
 use crate::calls::{ExamCalls, SpineOptions};
 use crate::cascade::{CascadeOptions, TierModels};
-use crate::embedded::{CorpusSource, resolve_corpus};
 use crate::exam::{Backend, ExamConfig, exam_identity_bytes, parse_target};
 use crate::exam_file::{ExamFile, ExamMode};
 use crate::grade::effective_passes;
-use crate::load::{Corpus, CorpusError};
 use gauntlet_calls::price::PriceTable;
+use gauntlet_corpus::embedded::{CorpusSource, resolve_corpus};
+use gauntlet_corpus::load::{Corpus, CorpusError};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 

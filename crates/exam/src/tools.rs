@@ -12,10 +12,10 @@
 //! family and a flat metadata key/value, folded into the result as `matched_rules`
 //! (the exam corpus ships none; the seam exists so an operator corpus can be added).
 
-use crate::projection::{self, Baseline, Event, Finding, value_text};
 use crate::sanitize::boxed;
-use crate::scenario::Scenario;
 use gauntlet_core::message::ToolDef;
+use gauntlet_corpus::projection::{self, Baseline, Event, Finding, value_text};
+use gauntlet_corpus::scenario::Scenario;
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::fmt::Write as _;
@@ -474,7 +474,7 @@ pub fn render_finding(f: &Finding, metadata: &[(String, String)]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::parse_scenario;
+    use gauntlet_corpus::scenario::parse_scenario;
     use std::path::Path;
 
     const HOSTILE: &str = r#"

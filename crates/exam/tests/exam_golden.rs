@@ -4,10 +4,10 @@
 
 use gauntlet_core::message::{ChatRequest, ChatResponse, Role};
 use gauntlet_core::params::{ParamValue, Params, PluginSpec};
+use gauntlet_corpus::load::{Corpus, load_corpus};
 use gauntlet_exam::cascade::{CascadeOptions, Tier, TierModels, run_cascade};
 use gauntlet_exam::classifier;
 use gauntlet_exam::exam::{Backend, ExamConfig, run_exam, write_artifacts};
-use gauntlet_exam::load::{Corpus, load_corpus};
 use gauntlet_exam::tools::Toolbox;
 use gauntlet_models::{BoxFuture, Model, ModelError};
 use std::path::Path;

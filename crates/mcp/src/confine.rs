@@ -1,25 +1,26 @@
 //! Starting a stdio MCP server confined: the one function every stdio server goes
-//! through ([`spawn`]), so moving to the sandbox crate's long-lived confined-child API
-//! is a change here only.
+//! through ([`spawn`]), on the sandbox crate's long-lived confined child
+//! ([`gauntlet_sandbox::Process`]), so a server gets exactly the confinement every other
+//! third-party program gets.
 //!
-//! The server runs under [`gauntlet_sandbox`]'s layers, as external detectors do: the
-//! filesystem read-only except a private scratch directory (its `$HOME`, `$TMPDIR` and
-//! default working directory), no sockets and an empty network namespace unless the user
-//! passes `--allow-network`, resource limits (address space, CPU seconds, file size),
-//! and a supervisor that kills the whole process tree when its lifetime is up. Its
-//! environment is cleared down to `PATH`, `LANG`, `HOME`, `TMPDIR` and the entry's own
-//! `env`; `${GAUNTLET_SCRATCH}` in its arguments or environment becomes the scratch
-//! directory's path (a filesystem server's root). [`Confined::end`] freezes and kills every descendant (double-forked and
-//! `setsid` daemons included), then reaps the supervisor.
+//! The filesystem is read-only except a private scratch directory (its `$HOME`,
+//! `$TMPDIR` and default working directory); no sockets and an empty network namespace
+//! unless the user passes `--allow-network`; `RLIMIT_DATA` (node's V8 reserves far more
+//! address space than it uses), CPU seconds and a lifetime after which the supervisor
+//! kills the whole tree. The environment is cleared down to `PATH`, `LANG`, `HOME`,
+//! `TMPDIR` and the entry's own `env`; `${GAUNTLET_SCRATCH}` in its arguments or
+//! environment becomes the scratch directory's path (a filesystem server's root).
+//! [`Confined::end`] closes stdin, waits a grace period, then has the supervisor kill
+//! every descendant (double-forked and `setsid` daemons included).
 
-use gauntlet_sandbox::{Prepared, Support};
+use gauntlet_sandbox::{Ended, Memory, Process, Spec};
 use std::collections::BTreeMap;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::io::Read;
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::io::AsyncReadExt;
-use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::net::unix::pipe::{Receiver, Sender};
 
 /// Limits of one confined server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,9 +29,9 @@ pub struct ConfineLimits {
     pub lifetime: Duration,
     /// `RLIMIT_CPU`, seconds.
     pub cpu_secs: u64,
-    /// `RLIMIT_AS`, bytes (node needs about 1 GiB of address space to start).
+    /// `RLIMIT_DATA`, bytes (heap and private writable mappings).
     pub memory_bytes: u64,
-    /// `--allow-network`: no socket filter, no network namespace.
+    /// `--allow-network`: sockets allowed, the host's network namespace kept.
     pub allow_network: bool,
     /// Run even where the kernel cannot confine fully (every layer it has still applies).
     pub allow_unconfined: bool,
@@ -57,12 +58,11 @@ pub const STDERR_TAIL: usize = 2048;
 
 /// A running confined server.
 pub struct Confined {
-    child: Child,
-    pub stdin: Option<ChildStdin>,
-    pub stdout: Option<ChildStdout>,
+    process: Arc<Mutex<Option<Process>>>,
+    pub stdin: Option<Sender>,
+    pub stdout: Option<Receiver>,
     stderr: Arc<Mutex<Vec<u8>>>,
-    report: OwnedFd,
-    /// Kept until the end: the server's scratch directory.
+    /// Removed after the process (fields drop in order).
     scratch: tempfile::TempDir,
 }
 
@@ -77,6 +77,18 @@ pub enum SpawnError {
     Start(String),
 }
 
+/// Finds `command` on `PATH` as the server would (the sandbox runs a path).
+fn resolve(command: &str) -> PathBuf {
+    if command.contains('/') {
+        return PathBuf::from(command);
+    }
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
+    std::env::split_paths(&path)
+        .map(|d| d.join(command))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| PathBuf::from(command))
+}
+
 /// Starts `command args…` confined with piped stdin/stdout/stderr.
 pub fn spawn(
     command: &str,
@@ -85,65 +97,68 @@ pub fn spawn(
     cwd: Option<&Path>,
     limits: &ConfineLimits,
 ) -> Result<Confined, SpawnError> {
-    let support = Support::current();
-    if !support.confines() && !limits.allow_unconfined {
-        return Err(SpawnError::Unconfined(support.missing().join("; ")));
-    }
+    // The server's scratch directory is ours (made before the spawn, so
+    // `${GAUNTLET_SCRATCH}` can name it), given to the sandbox as its one writable
+    // directory and as `$HOME`, `$TMPDIR` and the default working directory.
     let scratch = tempfile::Builder::new()
         .prefix("gauntlet-mcp-")
         .tempdir()
         .map_err(|e| SpawnError::Start(format!("cannot create the scratch directory: {e}")))?;
-    let (report_rd, report_wr) = report_pipe().map_err(SpawnError::Start)?;
-    let mut prepared = Prepared::new(
-        support,
-        scratch.path(),
-        report_wr.as_raw_fd(),
-        limits.lifetime,
-        limits.cpu_secs,
-        limits.memory_bytes,
-    )
-    .map_err(SpawnError::Start)?;
-    if limits.allow_network {
-        prepared = prepared
-            .allow_network(support, scratch.path())
-            .map_err(SpawnError::Start)?;
-    }
     let here = scratch.path().to_string_lossy().into_owned();
     let sub = |s: &String| s.replace(SCRATCH_VAR, &here);
-    let mut cmd = Command::new(command);
-    cmd.args(args.iter().map(sub))
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .env_clear()
-        .env(
-            "PATH",
-            std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into()),
-        )
-        .env("LANG", "C.UTF-8")
-        .env("HOME", scratch.path())
-        .env("TMPDIR", scratch.path())
-        .envs(env.iter().map(|(k, v)| (k, sub(v))))
-        .current_dir(
-            cwd.map(Path::to_path_buf)
-                .unwrap_or_else(|| scratch.path().to_path_buf()),
-        )
-        .process_group(0)
-        .kill_on_drop(true);
-    // SAFETY: `enter` is written for the window between fork and exec.
-    unsafe {
-        cmd.pre_exec(move || prepared.enter());
+    let mut spec = Spec::new(resolve(command));
+    for a in args {
+        spec = spec.arg(sub(a));
     }
-    let spawned = cmd.spawn();
-    drop(report_wr);
-    let mut child =
-        spawned.map_err(|e| SpawnError::Start(format!("could not start `{command}`: {e}")))?;
+    if let Some(path) = std::env::var_os("PATH") {
+        spec = spec.env("PATH", path);
+    }
+    spec = spec
+        .env("HOME", scratch.path())
+        .env("TMPDIR", scratch.path());
+    for (k, v) in env {
+        spec = spec.env(k, sub(v));
+    }
+    spec.writable.push(scratch.path().to_path_buf());
+    spec.cwd = Some(
+        cwd.map(Path::to_path_buf)
+            .unwrap_or_else(|| scratch.path().to_path_buf()),
+    );
+    spec.network = limits.allow_network;
+    spec.memory = Memory::Data(limits.memory_bytes);
+    spec.cpu_secs = Some(limits.cpu_secs);
+    spec.lifetime = Some(limits.lifetime);
+    spec.allow_unconfined = limits.allow_unconfined;
+    spec.scratch_prefix = "gauntlet-mcp-proc-".into();
+    let mut p = Process::spawn(&spec).map_err(|e| match e {
+        gauntlet_sandbox::SpawnError::Unconfinable { missing, .. } => {
+            SpawnError::Unconfined(missing)
+        }
+        gauntlet_sandbox::SpawnError::Start { source, .. } => {
+            SpawnError::Start(format!("could not start `{command}`: {source}"))
+        }
+        other => SpawnError::Start(other.to_string()),
+    })?;
+    let pipe_err = |e: std::io::Error| SpawnError::Start(format!("cannot use the server's pipes: {e}"));
+    let stdin = p
+        .stdin
+        .take()
+        .map(|w| Sender::from_owned_fd(OwnedFd::from(w)))
+        .transpose()
+        .map_err(pipe_err)?;
+    let stdout = p
+        .stdout
+        .take()
+        .map(|r| Receiver::from_owned_fd(OwnedFd::from(r)))
+        .transpose()
+        .map_err(pipe_err)?;
     let stderr = Arc::new(Mutex::new(Vec::new()));
-    if let Some(mut err) = child.stderr.take() {
+    if let Some(mut err) = p.stderr.take() {
         let tail = stderr.clone();
-        tokio::spawn(async move {
+        // A plain thread: it ends when the server's stderr closes (the tree is killed).
+        std::thread::spawn(move || {
             let mut buf = vec![0u8; 4096];
-            while let Ok(n) = err.read(&mut buf).await {
+            while let Ok(n) = err.read(&mut buf) {
                 if n == 0 {
                     break;
                 }
@@ -157,11 +172,10 @@ pub fn spawn(
         });
     }
     Ok(Confined {
-        stdin: child.stdin.take(),
-        stdout: child.stdout.take(),
-        child,
+        process: Arc::new(Mutex::new(Some(p))),
+        stdin,
+        stdout,
         stderr,
-        report: report_rd,
         scratch,
     })
 }
@@ -172,6 +186,10 @@ impl Confined {
         self.scratch.path()
     }
 
+    pub fn scratch_path(&self) -> PathBuf {
+        self.scratch.path().to_path_buf()
+    }
+
     /// What the server last wrote to stderr (lossy UTF-8, trimmed).
     pub fn stderr_tail(&self) -> String {
         String::from_utf8_lossy(&self.stderr.lock().unwrap())
@@ -179,132 +197,46 @@ impl Confined {
             .to_string()
     }
 
-    /// How the server ended, if it has and the supervisor said so: `exited with status
-    /// N`, `killed by signal N`, `timed out`.
+    /// How the server ended, if it has: `exited with status N`, `killed by signal N`,
+    /// `its lifetime ran out`.
     pub fn ended(&self) -> Option<String> {
-        match gauntlet_sandbox::read_report(self.report.as_raw_fd())? {
-            (gauntlet_sandbox::Ended::TimedOut, _) => {
-                Some("its lifetime ran out (process tree killed)".into())
-            }
-            (gauntlet_sandbox::Ended::Status(raw), _) => Some(if libc::WIFEXITED(raw) {
+        let mut g = self.process.lock().unwrap();
+        let e = g.as_mut()?.try_ended()?;
+        Some(describe(e))
+    }
+
+    /// Ends the server: closes its stdin, gives it `grace` to exit, then the supervisor
+    /// kills every process descended from it.
+    pub async fn end(mut self, grace: Duration) {
+        drop(self.stdin.take());
+        drop(self.stdout.take());
+        let p = self.process.lock().unwrap().take();
+        if let Some(p) = p {
+            let _ = tokio::task::spawn_blocking(move || p.stop(grace)).await;
+        }
+    }
+}
+
+/// A sandbox end in words.
+fn describe(e: Ended) -> String {
+    match e {
+        Ended::TimedOut => "its lifetime ran out (process tree killed)".into(),
+        Ended::Stopped => "was stopped (process tree killed)".into(),
+        Ended::Status(raw) => {
+            if libc::WIFEXITED(raw) {
                 format!("exited with status {}", libc::WEXITSTATUS(raw))
             } else if libc::WIFSIGNALED(raw) {
                 let sig = libc::WTERMSIG(raw);
                 let hint = match sig {
                     libc::SIGXCPU => " (CPU time limit)",
                     libc::SIGXFSZ => " (file size limit)",
-                    libc::SIGSEGV | libc::SIGABRT => " (crashed; out of address space?)",
+                    libc::SIGSEGV | libc::SIGABRT => " (crashed; out of memory?)",
                     _ => "",
                 };
                 format!("killed by signal {sig}{hint}")
             } else {
                 "ended abnormally".to_string()
-            }),
-        }
-    }
-
-    /// Ends the server: closes its stdin, gives it `grace` to exit, then freezes and kills
-    /// every process descended from it and reaps the supervisor.
-    pub async fn end(mut self, grace: Duration) {
-        drop(self.stdin.take());
-        if let Some(pid) = self.child.id() {
-            let deadline = tokio::time::Instant::now() + grace;
-            // A well-behaved server exits on EOF; the supervisor then reports and exits.
-            while tokio::time::Instant::now() < deadline {
-                if matches!(self.child.try_wait(), Ok(Some(_))) {
-                    break;
-                }
-                tokio::time::sleep(Duration::from_millis(5)).await;
-            }
-            kill_tree(pid as libc::pid_t);
-        }
-        let _ = self.child.kill().await;
-        let _ = self.child.wait().await;
-    }
-
-    /// The pid of the supervisor process (tests).
-    pub fn pid(&self) -> Option<u32> {
-        self.child.id()
-    }
-
-    pub fn scratch_path(&self) -> PathBuf {
-        self.scratch.path().to_path_buf()
-    }
-}
-
-/// Every descendant of `pid` (children of each of its threads, recursively).
-fn descendants(pid: libc::pid_t, out: &mut Vec<libc::pid_t>) {
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return;
-    };
-    for t in tasks.flatten() {
-        let Ok(s) = std::fs::read_to_string(t.path().join("children")) else {
-            continue;
-        };
-        for c in s
-            .split_whitespace()
-            .filter_map(|x| x.parse::<libc::pid_t>().ok())
-        {
-            if !out.contains(&c) {
-                out.push(c);
-                descendants(c, out);
             }
         }
     }
-}
-
-/// Stops `pid` and every descendant (repeating until no new one appears, so none can
-/// fork away), then kills them all.
-fn kill_tree(pid: libc::pid_t) {
-    let mut all = vec![pid];
-    for _ in 0..64 {
-        let before = all.len();
-        let mut found = Vec::new();
-        for &p in &all {
-            descendants(p, &mut found);
-        }
-        for p in found {
-            if !all.contains(&p) {
-                all.push(p);
-            }
-        }
-        for &p in &all {
-            // SAFETY: plain syscall on pids we found under our own child.
-            unsafe { libc::kill(p, libc::SIGSTOP) };
-        }
-        if all.len() == before {
-            break;
-        }
-    }
-    for &p in all.iter().rev() {
-        // SAFETY: as above.
-        unsafe {
-            libc::kill(p, libc::SIGKILL);
-        }
-    }
-    // The process group as a backstop.
-    // SAFETY: the child's own process group (process_group(0)).
-    unsafe {
-        libc::kill(-pid, libc::SIGKILL);
-    }
-}
-
-/// A pipe for the supervisor's report: (read end, non-blocking; write end).
-fn report_pipe() -> Result<(OwnedFd, OwnedFd), String> {
-    let mut fds = [0; 2];
-    // SAFETY: valid out array; both ends close-on-exec.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(format!(
-            "cannot create a pipe: {}",
-            std::io::Error::last_os_error()
-        ));
-    }
-    // SAFETY: fresh descriptors we own.
-    let (rd, wr) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-    // SAFETY: plain fcntl on our descriptor.
-    unsafe {
-        let fl = libc::fcntl(rd.as_raw_fd(), libc::F_GETFL);
-        libc::fcntl(rd.as_raw_fd(), libc::F_SETFL, fl | libc::O_NONBLOCK);
-    }
-    Ok((rd, wr))
 }

@@ -2,6 +2,7 @@
 //! ever name a plugin compiled into this list.
 
 use crate::targets::anthropic::{self, AnthropicTarget};
+use crate::targets::imported::{self, Imported};
 use crate::targets::openai_compat::{self, OpenAiCompatTarget};
 use crate::targets::reference::{self, ReferenceTarget};
 use crate::targets::reference_agent::{self, ReferenceAgent};
@@ -20,6 +21,7 @@ pub const TARGETS: &[PluginInfo] = &[
     reference_agent::INFO,
     openai_compat::INFO,
     anthropic::INFO,
+    imported::INFO,
 ];
 
 /// Builds a target from a resolved spec. Live targets read their API key from the
@@ -31,6 +33,7 @@ pub fn build_target(spec: &PluginSpec) -> Result<Arc<dyn Model>, ModelError> {
         "reference_agent" => Ok(Arc::new(ReferenceAgent::new(spec.clone()))),
         "openai_compat" => Ok(Arc::new(OpenAiCompatTarget::new(spec)?)),
         "anthropic" => Ok(Arc::new(AnthropicTarget::new(spec)?)),
+        "imported" => Ok(Arc::new(Imported::new(spec.clone()))),
         other => Err(ModelError::Config(format!("unknown target `{other}`"))),
     }
 }

@@ -12,11 +12,16 @@ use crate::datasets::strongreject as strongreject_set;
 use crate::datasets::{
     advbench, demo, harmbench, jbb_behaviors, leakage_demo, or_bench, remote, xstest,
 };
-use crate::injection::{bundled, scenario_file};
-use crate::injections::{Injection, direct_injection, indirect_injection, no_injection};
+use crate::injection::{agentdojo as agentdojo_source, bundled, scenario_file};
+use crate::injections::{
+    Injection, agentdojo as agentdojo_injection, direct_injection, indirect_injection, no_injection,
+};
 use crate::judge::Judge;
 use crate::judges::strongreject;
-use crate::judges::{injection_detector, leak_detector, refusal_classifier, refusal_match, rubric};
+use crate::judges::{
+    agentdojo as agentdojo_judge, injection_detector, leak_detector, refusal_classifier,
+    refusal_match, rubric,
+};
 use crate::metrics::{
     Metric, asr, asr_at_k, canary_exposure_rate, cost, extraction_rate, frr, pii_leak_rate,
     refusal_rate, strongreject_score, system_prompt_leak_rate, token_usage, verbatim_overlap,
@@ -54,8 +59,9 @@ pub const INJECTIONS: &[PluginInfo] = &[
     no_injection::INFO,
     direct_injection::INFO,
     indirect_injection::INFO,
+    agentdojo_injection::INFO,
 ];
-pub const SCENARIOS: &[PluginInfo] = &[bundled::INFO, scenario_file::INFO];
+pub const SCENARIOS: &[PluginInfo] = &[bundled::INFO, scenario_file::INFO, agentdojo_source::INFO];
 pub const JUDGES: &[PluginInfo] = &[
     refusal_match::INFO,
     rubric::INFO,
@@ -63,6 +69,7 @@ pub const JUDGES: &[PluginInfo] = &[
     leak_detector::INFO,
     injection_detector::INFO,
     refusal_classifier::INFO,
+    agentdojo_judge::INFO,
 ];
 pub const METRICS: &[PluginInfo] = &[
     asr::INFO,
@@ -154,6 +161,9 @@ fn build_plain_attack(spec: &PluginSpec) -> Result<Box<dyn Attack>, String> {
 /// agent run.
 pub fn build_injection(spec: &PluginSpec, max_steps: u32) -> Result<Box<dyn Attack>, String> {
     let s = spec.clone();
+    if spec.name == "agentdojo" {
+        return Ok(Box::new(agentdojo_injection::AgentDojoInjection::new(s)?));
+    }
     let i: Injection = match spec.name.as_str() {
         "no_injection" => no_injection::build(s, max_steps),
         "direct_injection" => direct_injection::build(s, max_steps),
@@ -173,6 +183,7 @@ pub fn build_judge(spec: &PluginSpec) -> Result<Box<dyn Judge>, String> {
             spec.clone(),
         ))),
         "refusal_classifier" => refusal_classifier::build(spec),
+        "agentdojo" => Ok(Box::new(agentdojo_judge::AgentDojoJudge::new(spec.clone()))),
         other => Err(format!("unknown judge `{other}`")),
     }
 }
@@ -253,6 +264,12 @@ mod tests {
                     params.insert(
                         "attacker",
                         gauntlet_core::params::ParamValue::Spec(Box::new(attacker)),
+                    );
+                }
+                if axis == Axis::Injection && info.name == "agentdojo" {
+                    params.insert(
+                        "attack",
+                        gauntlet_core::params::ParamValue::Str("important_instructions".into()),
                     );
                 }
                 if info.name == "rubric" || info.name == "strongreject" {

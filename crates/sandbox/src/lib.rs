@@ -29,7 +29,7 @@
 //!   is re-parented to it, and it kills the whole tree at the end.
 //!
 //! A kernel that cannot provide all three layers ([`Support::confines`]) makes
-//! the external-detector runner (`gauntlet_exam::detectors::external`) refuse the detector, with the reason,
+//! the external-detector runner (`gauntlet_detect::external`) refuse the detector, with the reason,
 //! unless the user opts out explicitly (`--allow-unconfined-detectors`); an opted-out
 //! run still gets every layer the kernel has, and writes no file (`RLIMIT_FSIZE` 0)
 //! when Landlock is missing.
@@ -47,9 +47,12 @@ use seccompiler::{BpfProgram, SeccompAction, SeccompFilter, SeccompRule};
 use std::collections::BTreeMap;
 use std::io;
 use std::os::fd::RawFd;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::Duration;
+
+mod process;
+pub use process::{Process, SpawnError, Spec};
 
 /// The lowest Landlock ABI whose rules cover every file operation of the guarantee
 /// (ABI 3, Linux 6.2, adds truncation).
@@ -74,6 +77,15 @@ impl Namespaces {
             Namespaces::UserPidNet => libc::CLONE_NEWUSER | libc::CLONE_NEWPID | libc::CLONE_NEWNET,
             Namespaces::PidNet => libc::CLONE_NEWPID | libc::CLONE_NEWNET,
             Namespaces::None => 0,
+        }
+    }
+
+    /// The flags of a run; a run allowed the network keeps the host's network namespace.
+    fn run_flags(self, network: bool) -> libc::c_int {
+        if network {
+            self.flags() & !libc::CLONE_NEWNET
+        } else {
+            self.flags()
         }
     }
 }
@@ -109,7 +121,7 @@ impl Support {
         };
         Support {
             landlock_abi: abi.max(0) as i32,
-            seccomp: filter().is_some(),
+            seccomp: filter(false).is_some(),
             namespaces: probe_namespaces(),
             proc_children: Path::new("/proc/thread-self/children").exists(),
         }
@@ -200,30 +212,18 @@ fn probe_namespaces() -> Namespaces {
 const SYS_SETXATTRAT: libc::c_long = 463;
 const SYS_REMOVEXATTRAT: libc::c_long = 466;
 
-/// The seccomp filter (built once): `socket`, io_uring, metadata changes (mode, owner,
-/// extended attributes, times: Landlock does not cover them) and the privileged calls
-/// fail with `EPERM`; everything else is allowed. `None` where seccompiler has no
-/// backend.
-fn filter() -> Option<&'static BpfProgram> {
-    static F: OnceLock<Option<BpfProgram>> = OnceLock::new();
-    F.get_or_init(|| build_filter(false)).as_ref()
-}
-
-/// The same filter with `socket(2)` allowed ([`Prepared::allow_network`]).
-fn filter_with_sockets() -> Option<&'static BpfProgram> {
-    static F: OnceLock<Option<BpfProgram>> = OnceLock::new();
-    F.get_or_init(|| build_filter(true)).as_ref()
-}
-
-fn build_filter(sockets: bool) -> Option<BpfProgram> {
-    {
+/// The seccomp filter (built once per kind): `socket` (unless the run may use the
+/// network), io_uring, metadata changes (mode, owner, extended attributes, times:
+/// Landlock does not cover them) and the privileged calls fail with `EPERM`; everything
+/// else is allowed. `None` where seccompiler has no backend.
+fn filter(network: bool) -> Option<&'static BpfProgram> {
+    static NO_NET: OnceLock<Option<BpfProgram>> = OnceLock::new();
+    static NET: OnceLock<Option<BpfProgram>> = OnceLock::new();
+    let cell = if network { &NET } else { &NO_NET };
+    cell.get_or_init(|| {
         let arch = std::env::consts::ARCH.try_into().ok()?;
+        let socket: &[libc::c_long] = if network { &[] } else { &[libc::SYS_socket] };
         let denied: &[libc::c_long] = &[
-            if sockets {
-                libc::SYS_io_uring_setup
-            } else {
-                libc::SYS_socket
-            },
             libc::SYS_io_uring_setup,
             libc::SYS_io_uring_enter,
             libc::SYS_io_uring_register,
@@ -280,7 +280,12 @@ fn build_filter(sockets: bool) -> Option<BpfProgram> {
         let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
         // `c_long` is `i64` here, `i32` on 32-bit targets.
         #[allow(clippy::unnecessary_cast)]
-        for nr in denied.iter().chain(legacy).map(|&nr| nr as i64) {
+        for nr in socket
+            .iter()
+            .chain(denied)
+            .chain(legacy)
+            .map(|&nr| nr as i64)
+        {
             rules.insert(nr, Vec::new());
             // The x32 ABI reaches the same calls with bit 30 set, under the x86_64 arch.
             if cfg!(target_arch = "x86_64") {
@@ -295,19 +300,26 @@ fn build_filter(sockets: bool) -> Option<BpfProgram> {
         )
         .ok()?;
         BpfProgram::try_from(f).ok()
-    }
+    })
+    .as_ref()
 }
 
-/// The Landlock ruleset of one run: read-only `/`, read-write `/dev/null` and `scratch`.
-fn ruleset(abi: i32, scratch: &Path, network: bool) -> Result<RulesetCreated, String> {
+/// The Landlock ruleset of one run: read-only `/`, read-write `/dev/null`, `scratch` and
+/// each of `writable`; TCP bind and connect denied unless the run may use the network.
+fn ruleset(
+    abi: i32,
+    scratch: &Path,
+    writable: &[PathBuf],
+    network: bool,
+) -> Result<RulesetCreated, String> {
     let abi = ABI::from(abi);
     let all = AccessFs::from_all(abi);
     let fd = |p: &Path| PathFd::new(p).map_err(|e| format!("cannot open {}: {e}", p.display()));
-    let (root, dev_null, scratch) = (
-        fd(Path::new("/"))?,
-        fd(Path::new("/dev/null"))?,
-        fd(scratch)?,
-    );
+    let (root, dev_null) = (fd(Path::new("/"))?, fd(Path::new("/dev/null"))?);
+    let mut rw = vec![fd(scratch)?];
+    for w in writable {
+        rw.push(fd(w)?);
+    }
     let build = || -> Result<RulesetCreated, landlock::RulesetError> {
         let mut r = Ruleset::default()
             .set_compatibility(CompatLevel::BestEffort)
@@ -319,10 +331,14 @@ fn ruleset(abi: i32, scratch: &Path, network: bool) -> Result<RulesetCreated, St
             r = r.scope(Scope::from_all(abi))?;
         }
         let null_access: BitFlags<AccessFs> = AccessFs::from_file(abi) & !AccessFs::Execute;
-        r.create()?
+        let mut c = r
+            .create()?
             .add_rule(PathBeneath::new(root, AccessFs::from_read(abi)))?
-            .add_rule(PathBeneath::new(dev_null, null_access))?
-            .add_rule(PathBeneath::new(scratch, all))
+            .add_rule(PathBeneath::new(dev_null, null_access))?;
+        for d in rw {
+            c = c.add_rule(PathBeneath::new(d, all))?;
+        }
+        Ok(c)
     };
     build().map_err(|e| format!("cannot prepare the Landlock ruleset: {e}"))
 }
@@ -330,10 +346,40 @@ fn ruleset(abi: i32, scratch: &Path, network: bool) -> Result<RulesetCreated, St
 /// How a supervised run ended, as the supervisor reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Ended {
-    /// The detector's raw wait status.
+    /// The program's raw wait status.
     Status(libc::c_int),
     /// Its time was up; the whole tree was killed.
     TimedOut,
+    /// The parent asked the run to end (or went away): the whole tree was killed.
+    /// Only long-lived runs ([`Process`]) can end this way.
+    Stopped,
+}
+
+/// How a run's memory is limited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Memory {
+    /// `RLIMIT_AS`: the whole address space (what external detectors get).
+    AddressSpace(u64),
+    /// `RLIMIT_DATA`: writable private mappings, heap included. For runtimes that
+    /// reserve far more address space than they use (V8 reserves gigabytes it never
+    /// touches), where an address-space limit would refuse them at start.
+    Data(u64),
+}
+
+/// Everything about a run that the forked child needs, prepared in the parent.
+pub(crate) struct Confinement<'a> {
+    pub scratch: &'a Path,
+    /// Directories writable besides the scratch directory.
+    pub writable: &'a [PathBuf],
+    /// Sockets allowed, the host's network namespace kept.
+    pub network: bool,
+    pub report_fd: RawFd,
+    /// Read end of the control pipe of a long-lived run: its end of file (the parent
+    /// closed the write end, or is gone) ends the run.
+    pub control_fd: Option<RawFd>,
+    pub timeout: Duration,
+    pub cpu_secs: Option<u64>,
+    pub memory: Memory,
 }
 
 /// Everything the forked child needs, prepared in the parent.
@@ -341,13 +387,13 @@ pub struct Prepared {
     ruleset: Option<RulesetCreated>,
     filter: Option<&'static BpfProgram>,
     namespaces: Namespaces,
+    ns_flags: libc::c_int,
     report_fd: RawFd,
+    control_fd: RawFd,
     timeout: libc::timespec,
-    cpu_secs: u64,
-    memory_bytes: u64,
+    cpu_secs: Option<u64>,
+    memory: Memory,
     fsize: u64,
-    /// [`Prepared::allow_network`]: no network namespace.
-    keep_network: bool,
 }
 
 impl Prepared {
@@ -361,37 +407,49 @@ impl Prepared {
         cpu_secs: u64,
         memory_bytes: u64,
     ) -> Result<Prepared, String> {
+        Prepared::with(
+            support,
+            &Confinement {
+                scratch,
+                writable: &[],
+                network: false,
+                report_fd,
+                control_fd: None,
+                timeout,
+                cpu_secs: Some(cpu_secs),
+                memory: Memory::AddressSpace(memory_bytes),
+            },
+        )
+    }
+
+    pub(crate) fn with(support: &Support, c: &Confinement<'_>) -> Result<Prepared, String> {
         let landlock = support.landlock_abi >= MIN_LANDLOCK_ABI;
+        // Far enough to never come, small enough for timespec arithmetic.
+        let timeout = c.timeout.min(Duration::from_secs(100 * 365 * 86_400));
         Ok(Prepared {
             ruleset: if landlock {
-                Some(ruleset(support.landlock_abi, scratch, false)?)
+                Some(ruleset(
+                    support.landlock_abi,
+                    c.scratch,
+                    c.writable,
+                    c.network,
+                )?)
             } else {
                 None
             },
-            filter: filter(),
+            filter: filter(c.network),
             namespaces: support.namespaces,
-            report_fd,
+            ns_flags: support.namespaces.run_flags(c.network),
+            report_fd: c.report_fd,
+            control_fd: c.control_fd.unwrap_or(-1),
             timeout: libc::timespec {
                 tv_sec: timeout.as_secs() as libc::time_t,
                 tv_nsec: timeout.subsec_nanos() as libc::c_long,
             },
-            cpu_secs,
-            memory_bytes,
+            cpu_secs: c.cpu_secs,
+            memory: c.memory,
             fsize: if landlock { SCRATCH_FILE_BYTES } else { 0 },
-            keep_network: false,
         })
-    }
-
-    /// Lets the program use the network: no socket filter, no Landlock TCP rules and no
-    /// network namespace; files and the process tree stay confined. For a program the
-    /// user explicitly allows the network (an MCP server under `--allow-network`).
-    pub fn allow_network(mut self, support: &Support, scratch: &Path) -> Result<Prepared, String> {
-        if self.ruleset.is_some() {
-            self.ruleset = Some(ruleset(support.landlock_abi, scratch, true)?);
-        }
-        self.filter = filter_with_sockets();
-        self.keep_network = true;
-        Ok(self)
     }
 
     /// Runs in the forked child (`pre_exec`). Returns `Ok` only in the process that
@@ -403,22 +461,22 @@ impl Prepared {
     pub unsafe fn enter(&mut self) -> io::Result<()> {
         // SAFETY (whole body): async-signal-safe syscalls on prepared data.
         unsafe {
-            let cpu = self.cpu_secs;
-            set_limit(libc::RLIMIT_CPU, cpu, cpu + 1)?;
-            set_limit(libc::RLIMIT_AS, self.memory_bytes, self.memory_bytes)?;
+            if let Some(cpu) = self.cpu_secs {
+                set_limit(libc::RLIMIT_CPU, cpu, cpu + 1)?;
+            }
+            match self.memory {
+                Memory::AddressSpace(b) => set_limit(libc::RLIMIT_AS, b, b)?,
+                Memory::Data(b) => set_limit(libc::RLIMIT_DATA, b, b)?,
+            }
             set_limit(libc::RLIMIT_FSIZE, self.fsize, self.fsize)?;
             set_limit(libc::RLIMIT_CORE, 0, 0)?;
-            // Die with the thread that started us.
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            let pidns = self.namespaces != Namespaces::None
-                && libc::unshare(
-                    self.namespaces.flags()
-                        & !if self.keep_network {
-                            libc::CLONE_NEWNET
-                        } else {
-                            0
-                        },
-                ) == 0;
+            if self.control_fd < 0 {
+                // Die with the thread that started us. A long-lived run outlives the
+                // thread that spawned it (a pool thread may exit while the run goes on);
+                // its control pipe ends it when the parent goes away instead.
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            }
+            let pidns = self.namespaces != Namespaces::None && libc::unshare(self.ns_flags) == 0;
             if !pidns && libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1) != 0 {
                 return Err(io::Error::last_os_error());
             }
@@ -439,10 +497,10 @@ impl Prepared {
                 if c == 0 {
                     return self.detector();
                 }
-                close_all_but(self.report_fd);
+                close_all_but(self.report_fd, self.control_fd);
                 self.supervise(c, true)
             }
-            close_all_but(self.report_fd);
+            close_all_but(self.report_fd, self.control_fd);
             if pidns {
                 // The namespace's init reports; we only wait for it.
                 let mut st = 0;
@@ -499,6 +557,20 @@ impl Prepared {
                 if !before(now(), deadline) {
                     break;
                 }
+                if self.control_fd >= 0 {
+                    // A long-lived run: wait on the control pipe between reaps; its end
+                    // of file (or anything written to it) ends the run.
+                    let mut p = libc::pollfd {
+                        fd: self.control_fd,
+                        events: libc::POLLIN,
+                        revents: 0,
+                    };
+                    if libc::poll(&mut p, 1, 10) > 0 && p.revents != 0 {
+                        ended = Ended::Stopped;
+                        break;
+                    }
+                    continue;
+                }
                 let pause = libc::timespec {
                     tv_sec: 0,
                     tv_nsec: 1_000_000,
@@ -526,6 +598,7 @@ pub fn read_report(fd: RawFd) -> Option<(Ended, bool)> {
     let ended = match b[0] {
         1 => Ended::Status(value),
         2 => Ended::TimedOut,
+        3 => Ended::Stopped,
         _ => return None,
     };
     Some((ended, b[1] == 1))
@@ -535,6 +608,7 @@ unsafe fn report(fd: RawFd, ended: Ended, pidns: bool) {
     let (tag, value) = match ended {
         Ended::Status(s) => (1u8, s),
         Ended::TimedOut => (2u8, 0),
+        Ended::Stopped => (3u8, 0),
     };
     let v = value.to_ne_bytes();
     let b = [tag, u8::from(pidns), 0, 0, v[0], v[1], v[2], v[3]];
@@ -594,15 +668,23 @@ unsafe fn for_each_child(mut f: impl FnMut(libc::pid_t)) {
     }
 }
 
-/// Closes every descriptor but `keep` (stdio included).
-unsafe fn close_all_but(keep: RawFd) {
+/// Closes every descriptor but `keep` and `also` (stdio included; `also` may be -1).
+unsafe fn close_all_but(keep: RawFd, also: RawFd) {
     unsafe {
-        let ok = keep > 0
-            && libc::syscall(libc::SYS_close_range, 0u32, (keep - 1) as u32, 0u32) == 0
-            && libc::syscall(libc::SYS_close_range, (keep + 1) as u32, u32::MAX, 0u32) == 0;
+        let (lo, hi) = if also < 0 {
+            (keep, keep)
+        } else {
+            (keep.min(also), keep.max(also))
+        };
+        let range =
+            |from: RawFd, to: u32| libc::syscall(libc::SYS_close_range, from as u32, to, 0u32) == 0;
+        let ok = lo > 0
+            && range(0, (lo - 1) as u32)
+            && (hi == lo || hi == lo + 1 || range(lo + 1, (hi - 1) as u32))
+            && range(hi + 1, u32::MAX);
         if !ok {
             for fd in 0..4096 {
-                if fd != keep {
+                if fd != keep && fd != also {
                     libc::close(fd);
                 }
             }
@@ -672,7 +754,8 @@ mod tests {
     #[test]
     fn the_filter_builds_on_supported_architectures() {
         if matches!(std::env::consts::ARCH, "x86_64" | "aarch64" | "riscv64") {
-            assert!(filter().is_some());
+            assert!(filter(false).is_some());
+            assert!(filter(true).is_some());
         }
     }
 }

@@ -209,6 +209,7 @@ impl ScoreCtx<'_> {
             target_secret: None,
             scenario: None,
             secret_cache: Default::default(),
+            bench_case: None,
         };
         let attempt = Attempt {
             index: 0,

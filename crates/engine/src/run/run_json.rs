@@ -20,9 +20,16 @@ pub fn run_json(plan: &Plan, status: &Status, units_done: u64, attempts: u64) ->
         "mode": plan.mode_label(),
         "status": status.as_string(),
         "config": plan.config.canonical(),
-        "datasets": plan.datasets.iter().map(|d| serde_json::json!({
-            "name": d.name, "version": d.version, "sha256": d.sha256, "behaviors": d.behaviors.len(),
-        })).collect::<Vec<_>>(),
+        "datasets": plan.datasets.iter().map(|d| {
+            let mut e = serde_json::json!({
+                "name": d.name, "version": d.version, "sha256": d.sha256, "behaviors": d.behaviors.len(),
+            });
+            // Only sources that have one (AgentDojo's pins), so other runs are unchanged.
+            if let Some(p) = &d.provenance {
+                e["provenance"] = p.clone();
+            }
+            e
+        }).collect::<Vec<_>>(),
         "units": { "planned": plan.units() * u64::from(trials), "done": units_done },
         "attempts": attempts,
     });

@@ -103,6 +103,11 @@ pub(super) struct CellAcc {
 impl CellAcc {
     pub(super) fn add(&mut self, plan: &Plan, behavior: usize, j: JudgedUnit) {
         let o = &j.outcome;
+        // A unit without attempts is one its attack does not apply to (AgentDojo's
+        // `none` on an attacked case, an attack on a benign one): outside the cell.
+        if o.attempts == 0 {
+            return;
+        }
         self.extras.add(behavior, o, j.curve.as_ref());
         self.usage += j.usage;
         self.behaviors += 1;

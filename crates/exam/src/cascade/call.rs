@@ -2,7 +2,15 @@
 //! recorded in the transcript, the reply parsed into a verdict (fail safe on an error
 //! or an unparseable reply).
 
-use super::*;
+use super::outcome::{CascadeOptions, TranscriptEntry};
+use super::tiers::{MAX_TOKENS, Tier, TierCaller, TierModels};
+use crate::sanitize::boxed;
+use crate::tools::{Evidence, Toolbox};
+use crate::verdict::{Action, ParseKind, Verdict, parse_verdict};
+use gauntlet_core::message::{ChatRequest, Message};
+use std::fmt::Write as _;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Records every model call of one scenario.
 pub(super) struct Recorder {

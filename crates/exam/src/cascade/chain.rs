@@ -1,7 +1,12 @@
 //! One pass of the chain: triage → investigate → deep panel (merged by code) →
 //! the escalate formatter.
 
-use super::*;
+use super::call::Ctx;
+use super::evidence::{evidence_score, investigate_triggers, needs_strong_evidence};
+use super::run::Pass;
+use super::tiers::Tier;
+use crate::sanitize::boxed;
+use crate::verdict::{Action, ParseKind, Verdict};
 
 pub(super) async fn one_pass(ctx: &Ctx<'_>, temperature: f64) -> Pass {
     let tb = ctx.toolbox;

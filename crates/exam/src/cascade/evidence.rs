@@ -1,7 +1,8 @@
 //! The evidence gates computed by code: approval and export markers, the triggers that
 //! send a finding on to investigate, and the structural evidence score.
 
-use super::*;
+use crate::tools::{Evidence, Toolbox};
+use crate::verdict::Verdict;
 
 pub(super) const ROLE_GRANT_MARKERS: &[&str] = &[
     "role_assign",

@@ -1,7 +1,10 @@
 //! The deterministic floor (step 0): finding types that escalate with zero model
 //! calls, and the reason each route gives.
 
-use super::*;
+use super::outcome::CascadeOptions;
+use crate::sanitize::sanitize;
+use crate::tools::Toolbox;
+use std::fmt::Write as _;
 
 /// A floor route (step 0).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

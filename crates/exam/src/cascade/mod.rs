@@ -31,33 +31,23 @@
 //! sanitised and boxed (`sanitize`). Any model error or unparseable reply escalates
 //! (fail safe), and the outcome says so ([`DecidedBy::FailSafe`], with the error), so
 //! the exam never counts a verdict the model did not make as the model's. The cascade
-//! sees only the model-visible [`Toolbox`] of a scenario.
+//! sees only the model-visible [`Toolbox`](crate::tools::Toolbox) of a scenario.
 
-use crate::sanitize::{boxed, sanitize};
-use crate::tools::{Evidence, Toolbox, render_finding};
-use crate::verdict::{Action, ParseKind, Verdict, parse_verdict};
-use gauntlet_core::message::{ChatRequest, ChatResponse, Message};
-use gauntlet_models::{BoxFuture, Model, ModelError};
-use serde::{Deserialize, Serialize};
-use std::fmt::Write as _;
-use std::sync::Arc;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
-
-mod tiers;
-pub use tiers::*;
-mod outcome;
-pub use outcome::*;
-mod floor;
-pub use floor::*;
 mod call;
-use call::*;
-mod run;
-pub use run::*;
-mod evidence;
-use evidence::*;
 mod chain;
-use chain::*;
+mod evidence;
+mod floor;
+mod outcome;
+mod run;
+mod tiers;
+
+pub use floor::{BUDGET_ROUTE, FLOOR_ROUTES, FloorRoute, floor_route, normalise_type};
+pub use outcome::{CascadeOptions, CascadeOutcome, DecidedBy, TranscriptEntry};
+pub use run::{run_cascade, run_cascade_via};
+pub use tiers::{
+    CONSENSUS_TEMPERATURE, DEFAULT_CONSENSUS, DEFAULT_FINDINGS_BUDGET, DEFAULT_TOOL_ROUNDS, Direct,
+    MAIN_TEMPERATURE, MAX_TOKENS, Tier, TierCaller, TierModel, TierModels,
+};
 
 #[cfg(test)]
 mod tests;

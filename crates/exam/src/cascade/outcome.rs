@@ -1,7 +1,8 @@
 //! The cascade's options and its record: the transcript of every call, who decided
 //! the verdict ([`DecidedBy`]) and the outcome.
 
-use super::*;
+use super::tiers::{DEFAULT_CONSENSUS, DEFAULT_FINDINGS_BUDGET, DEFAULT_TOOL_ROUNDS};
+use serde::{Deserialize, Serialize};
 
 /// Cascade settings.
 #[derive(Debug, Clone, PartialEq)]

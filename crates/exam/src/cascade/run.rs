@@ -1,7 +1,15 @@
 //! Running the cascade: the floor, one pass of the chain, and the consensus voters
 //! (more complete passes at temperature 0.4 when the chain resolves).
 
-use super::*;
+use super::call::{Ctx, Recorder};
+use super::chain::one_pass;
+use super::floor::{floor_reason, floor_route};
+use super::outcome::{CascadeOptions, CascadeOutcome};
+use super::tiers::{CONSENSUS_TEMPERATURE, Direct, MAIN_TEMPERATURE, TierCaller, TierModels};
+use crate::tools::{Toolbox, render_finding};
+use crate::verdict::Action;
+use std::sync::Mutex;
+use std::sync::atomic::AtomicUsize;
 
 /// One complete pass of steps 1–4.
 pub(super) struct Pass {

@@ -1,7 +1,10 @@
 //! The cascade's tiers: the request constants, the tier names and system prompts, the
 //! models of each tier, and how a tier's request reaches its model ([`TierCaller`]).
 
-use super::*;
+use gauntlet_core::message::{ChatRequest, ChatResponse};
+use gauntlet_models::{BoxFuture, Model, ModelError};
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 /// Temperature of the main cascade.
 pub const MAIN_TEMPERATURE: f64 = 0.0;

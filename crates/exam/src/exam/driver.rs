@@ -1,7 +1,21 @@
 //! The driver: N passes of the cascade over the corpus, scenarios concurrently, results
 //! in corpus order; each cascade through the journaled calls when there are any.
 
-use super::*;
+use super::e2e_pass::{e2e_value, run_e2e_pass};
+use super::identity::exam_config_sha256;
+use super::schema::{
+    Backend, ExamConfig, ExamError, ExamOutput, NotRun, Progress, ProgressFn, TIMINGS_NOTE, Timings,
+};
+use super::summary::summarise;
+use super::targets::golden_http_target;
+use crate::calls::{SessionStats, UnitCalls};
+use crate::cascade::{CascadeOptions, TierModels, run_cascade, run_cascade_via};
+use crate::golden::{GoldenModel, GoldenScript, GoldenServer};
+use crate::grade::{GradeInput, RunResult, effective_passes, grade};
+use crate::tools::Toolbox;
+use gauntlet_corpus::load::Corpus;
+use std::sync::Arc;
+use std::time::Instant;
 
 pub(super) enum ScenarioModels {
     Shared(TierModels),

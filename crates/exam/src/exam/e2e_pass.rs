@@ -1,7 +1,15 @@
 //! The end-to-end pass (spec §9): events → fleet → findings → cascade → resolutions,
 //! per scenario in an isolated store, and its `detect_fidelity` block.
 
-use super::*;
+use super::driver::{ScenarioModels, triage};
+use super::schema::{E2E_NOTE, E2eOutput, ExamConfig, FindingTranscript};
+use crate::calls::ExamCalls;
+use crate::e2e;
+use crate::e2e::{DetectFidelity, Resolution, Triaged};
+use gauntlet_corpus::load::Corpus;
+use gauntlet_detect::fleet::{Fleet, Member};
+use std::sync::Arc;
+use std::time::Instant;
 
 /// The `detect_fidelity` value: the block plus its note and backend facts.
 pub(super) fn e2e_value(f: &DetectFidelity) -> serde_json::Value {
@@ -10,7 +18,7 @@ pub(super) fn e2e_value(f: &DetectFidelity) -> serde_json::Value {
         o.insert("note".into(), E2E_NOTE.into());
         o.insert(
             "fleet".into(),
-            crate::detectors::builtin()
+            gauntlet_detect::builtin()
                 .iter()
                 .map(|d| d.name().to_string())
                 .collect::<Vec<_>>()
@@ -32,7 +40,7 @@ pub(super) async fn run_e2e_pass(
     calls: Option<&Arc<ExamCalls>>,
 ) -> (E2eOutput, std::collections::BTreeMap<String, u64>, bool) {
     let scenarios = &corpus.scenarios;
-    let members: Vec<Member> = crate::detectors::builtin()
+    let members: Vec<Member> = gauntlet_detect::builtin()
         .into_iter()
         .map(Member::Builtin)
         .collect();

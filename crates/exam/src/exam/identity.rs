@@ -1,7 +1,9 @@
 //! The canonical identity of an exam (what its artefacts depend on), recorded in
 //! `exam.json` and hashed.
 
-use super::*;
+use super::schema::{Backend, ExamConfig};
+use crate::grade::effective_passes;
+use gauntlet_corpus::load::Corpus;
 
 /// The canonical identity of an exam: everything its artefacts depend on (not the
 /// budget or the concurrency). Recorded in `exam.json`; another identity in the same

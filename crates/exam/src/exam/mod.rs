@@ -10,46 +10,27 @@
 //! `run-<i>/<id>.transcript.json`, plus `report.md`, `report.html` and
 //! `leaderboard.json` (provenance: the corpus digest is the dataset version).
 
-use crate::calls::{ExamCalls, ExamUsage, SessionStats, UnitCalls};
-use crate::cascade::{
-    CascadeOptions, TierModel, TierModels, TranscriptEntry, run_cascade, run_cascade_via,
-};
-use crate::classifier::{ClassifierSummary, classify};
-use crate::detectors::e2e::{self, DetectFidelity, Resolution, Triaged};
-use crate::detectors::fleet::{Fleet, Member};
-use crate::golden::{GoldenModel, GoldenScript, GoldenServer};
-use crate::grade::{
-    GradeInput, Interval, NOISE_BAND_PP, RunResult, effective_passes, grade, median, wilson95,
-    within_band,
-};
-use crate::load::Corpus;
-use crate::tools::Toolbox;
-use gauntlet_core::params::{
-    Axis, Catalog, ParamValue, Params, PluginInfo, PluginSpec, resolve_spec,
-};
-use gauntlet_core::results::LeaderboardRow;
-use gauntlet_models::targets::anthropic::AnthropicTarget;
-use gauntlet_models::{Model, TransportOptions};
-use gauntlet_report::{Block, Page};
-use serde::{Deserialize, Serialize};
-use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::time::Instant;
-
-mod schema;
-pub use schema::*;
 mod driver;
-pub use driver::*;
-mod identity;
-pub use identity::*;
 mod e2e_pass;
-use e2e_pass::*;
-mod summary;
-pub use summary::*;
-mod targets;
-pub use targets::*;
-mod writer;
-pub use writer::*;
+mod identity;
 mod render;
-pub use render::*;
+mod schema;
+mod summary;
+mod targets;
+mod writer;
+
+pub use driver::{run_exam, run_exam_units};
+pub use identity::{exam_config_sha256, exam_identity, exam_identity_bytes};
+pub use render::{
+    decided_line, fidelity_rows, pct_or_na, render_html, render_markdown, report_page,
+};
+pub use schema::{
+    Backend, DecidedCounts, E2E_NOTE, E2eOutput, ExamConfig, ExamError, ExamOutput,
+    FindingTranscript, GOLDEN_NOTE, HarnessReport, NotRun, PassAllRuns, Progress, ProgressFn,
+    REAL_NOTE, Timings,
+};
+pub use summary::{ReportHead, assemble_report, median_of};
+pub use targets::{parse_target, parse_target_node};
+pub use writer::{
+    MAX_STEM_BYTES, default_out_dir, file_stem, leaderboard, write_artifacts, write_report_files,
+};

@@ -2,7 +2,9 @@
 //! report.html (the run report's stylesheet, CSP and escaping), and the summary rows
 //! the CLI prints.
 
-use super::*;
+use super::schema::{E2E_NOTE, HarnessReport};
+use crate::grade::Interval;
+use gauntlet_report::{Block, Page};
 
 pub(super) fn pct(x: f64) -> String {
     format!("{:.1}%", x * 100.0)

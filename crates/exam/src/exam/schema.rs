@@ -2,13 +2,19 @@
 //! `report.json`'s schema (HarnessReport and its parts), the outputs of a run, the
 //! errors and the notes every report carries.
 
-use super::*;
+use crate::calls::{ExamCalls, ExamUsage, SessionStats};
+use crate::cascade::{CascadeOptions, TierModels, TranscriptEntry};
+use crate::classifier::ClassifierSummary;
+use crate::e2e::DetectFidelity;
+use crate::grade::{Interval, RunResult};
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 /// Where replies come from.
 #[derive(Clone)]
 pub enum Backend {
     /// Golden replies scripted from each scenario's expected outcome. `http`: served by
-    /// a loopback [`GoldenServer`] and reached through the `anthropic` target.
+    /// a loopback [`GoldenServer`](crate::golden::GoldenServer) and reached through the `anthropic` target.
     Golden { http: bool },
     /// Real models, one per tier.
     Real { models: TierModels, label: String },
@@ -51,7 +57,7 @@ impl ExamConfig {
             concurrency: 8,
             golden_fault: None,
             e2e: false,
-            detector_timeout: crate::detectors::fleet::DEFAULT_TIMEOUT,
+            detector_timeout: gauntlet_detect::fleet::DEFAULT_TIMEOUT,
             from_file: false,
             calls: None,
         }

@@ -2,7 +2,13 @@
 //! decided-by counts, pass^N, and the report assembled from its head and passes (a
 //! run's and a merge's).
 
-use super::*;
+use super::schema::{
+    Backend, DecidedCounts, ExamConfig, GOLDEN_NOTE, HarnessReport, PassAllRuns, REAL_NOTE,
+};
+use crate::cascade::TranscriptEntry;
+use crate::classifier::classify;
+use crate::grade::{NOISE_BAND_PP, RunResult, median, wilson95, within_band};
+use gauntlet_corpus::load::Corpus;
 
 /// The median of the passes' values that exist (`None` when none does).
 pub fn median_of(values: impl Iterator<Item = Option<f64>>) -> Option<f64> {

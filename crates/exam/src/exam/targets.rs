@@ -1,7 +1,14 @@
 //! Target specs of real mode: parsing `--target` (inline YAML, a file, or per-tier
 //! targets) into the models of each tier, and the golden backend's HTTP target.
 
-use super::*;
+use crate::cascade::{TierModel, TierModels};
+use gauntlet_core::params::{
+    Axis, Catalog, ParamValue, Params, PluginInfo, PluginSpec, resolve_spec,
+};
+use gauntlet_models::targets::anthropic::AnthropicTarget;
+use gauntlet_models::{Model, TransportOptions};
+use std::path::Path;
+use std::sync::Arc;
 
 /// An `anthropic` target pointed at a loopback golden server.
 pub(super) fn golden_http_target(

@@ -1,7 +1,13 @@
 //! Writing the artefacts, each atomically (`gauntlet_core::atomic`), report.json last;
 //! scenario ids as file names; the leaderboard rows.
 
-use super::*;
+use super::render::{render_html, render_markdown};
+use super::schema::{ExamOutput, HarnessReport};
+use super::summary::median_n;
+use crate::grade::Interval;
+use gauntlet_core::results::LeaderboardRow;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
 
 // ---------------------------------------------------------------- artefacts
 

@@ -20,9 +20,9 @@ use crate::exam::{
     write_report_files,
 };
 use crate::grade::{RunResult, ScenarioResult};
-use crate::load::Corpus;
 use gauntlet_core::manifest::{FileEntry, Manifest};
 use gauntlet_core::shard::{SetRules, Shard, open_record, read_json, shown};
+use gauntlet_corpus::load::Corpus;
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 

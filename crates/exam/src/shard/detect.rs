@@ -15,12 +15,12 @@
 //! all, byte for byte.
 
 use super::MergeError;
-use crate::detectors::assemble::ExamFile;
-use crate::detectors::detect_exam::{self, DetectReport, DetectorHealth, Row};
-use crate::detectors::fleet::Member as FleetMember;
-use crate::detectors::report_text;
 use gauntlet_core::manifest::{FileEntry, Manifest};
 use gauntlet_core::shard::{SetRules, Shard, open_record, read_json, shown};
+use gauntlet_detect::assemble::ExamFile;
+use gauntlet_detect::exam::{self as detect_exam, DetectReport, DetectorHealth, Row};
+use gauntlet_detect::fleet::Member as FleetMember;
+use gauntlet_detect::report_text;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -285,7 +285,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<DetectReport, MergeError> {
     }
     // Scenario ids are unique over the whole exam (a one-machine exam refuses the
     // same corpus with the same check; two shards can each hold one of a pair).
-    crate::load::check_unique_ids(
+    gauntlet_corpus::load::check_unique_ids(
         rows.iter()
             .map(|r| (r.id.as_str(), Path::new(r.relpath.as_str()))),
     )?;

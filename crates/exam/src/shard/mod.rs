@@ -102,7 +102,7 @@ pub enum MergeError {
     /// The scenario ids of the merged detect exam are not unique (the check a
     /// one-machine exam makes on its corpus).
     #[error(transparent)]
-    Corpus(#[from] crate::load::CorpusError),
+    Corpus(#[from] gauntlet_corpus::load::CorpusError),
     /// The shards' journals could not be put together.
     #[error("{0}")]
     Journal(String),

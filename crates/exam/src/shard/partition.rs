@@ -6,8 +6,8 @@
 //! no finer plan exists before it runs), so shard sizes differ by at most one. The
 //! detect exam: see [`detect_assignment`].
 
-use crate::load::Corpus;
 use gauntlet_core::hash::HashWriter;
+use gauntlet_corpus::load::Corpus;
 
 /// Names the cut in shard.json: a merge refuses shards cut by another scheme.
 pub const PARTITION_SCHEME: &str = "exam-unit-sha256-order/equal/v1";

@@ -3,15 +3,15 @@
 //! of another kind and an edited shard are refused with an error naming the shard.
 
 use super::*;
-use crate::detectors::detect_exam::{self, DetectReport, Item, Options};
-use crate::detectors::fleet::Member as FleetMember;
-use crate::detectors::report_text;
 use crate::exam::{ExamConfig, run_exam_units, write_artifacts};
-use crate::load::Corpus;
+use gauntlet_corpus::load::Corpus;
+use gauntlet_detect::exam::{self as detect_exam, DetectReport, Item, Options};
+use gauntlet_detect::fleet::Member as FleetMember;
+use gauntlet_detect::report_text;
 use std::collections::BTreeMap;
 
 fn corpus(n: usize) -> Corpus {
-    let mut c = crate::embedded::load_embedded().unwrap();
+    let mut c = gauntlet_corpus::embedded::load_embedded().unwrap();
     c.scenarios.truncate(n);
     c
 }
@@ -166,7 +166,7 @@ fn an_agent_shard_set_with_a_shard_missing_or_given_twice_is_refused_naming_it()
 /// The detect exam of `c` over the units `units` (of the exam's file order) with the
 /// reference fleet, rows ordered as the command orders them.
 fn detect_run(c: &Corpus, units: &[usize]) -> DetectReport {
-    let members: Vec<FleetMember> = crate::detectors::builtin()
+    let members: Vec<FleetMember> = gauntlet_detect::builtin()
         .into_iter()
         .map(FleetMember::Builtin)
         .collect();
@@ -294,14 +294,14 @@ fn a_detect_shard_set_with_a_shard_missing_or_given_twice_is_refused_naming_it()
 #[test]
 fn detect_shard_plans_cover_every_file_once_and_record_the_groups() {
     let file = |origin: &str, rel: &str, group: usize| {
-        let f = crate::corpus::CorpusFile {
+        let f = gauntlet_corpus::corpus::CorpusFile {
             relpath: rel.into(),
             path: PathBuf::from(rel),
             sha256: String::new(),
             bytes: Vec::new(),
         };
         (
-            crate::load::IndexedFile {
+            gauntlet_corpus::load::IndexedFile {
                 file: f,
                 extra: false,
             },
@@ -346,7 +346,7 @@ fn shard_directories_sit_beside_the_output() {
 
 #[test]
 fn the_detect_identity_follows_the_fleet_and_the_limits_after_their_floors() {
-    let members: Vec<FleetMember> = crate::detectors::builtin()
+    let members: Vec<FleetMember> = gauntlet_detect::builtin()
         .into_iter()
         .map(FleetMember::Builtin)
         .collect();

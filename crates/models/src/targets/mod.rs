@@ -1,6 +1,7 @@
 //! Targets: the models a run can evaluate, one file per plugin.
 
 pub mod anthropic;
+pub mod imported;
 pub(crate) mod live;
 pub mod openai_compat;
 pub mod reference;

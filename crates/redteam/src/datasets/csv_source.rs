@@ -347,6 +347,7 @@ pub(crate) fn load(
         version,
         sha256: fetched.sha256,
         behaviors,
+        provenance: None,
     })
 }
 

@@ -33,6 +33,7 @@ pub fn load(spec: &PluginSpec) -> Result<Dataset, DatasetError> {
         version: version("demo", &sha, limit),
         sha256: sha,
         behaviors,
+        provenance: None,
     })
 }
 

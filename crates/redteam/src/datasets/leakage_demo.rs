@@ -36,6 +36,7 @@ pub fn load(spec: &PluginSpec) -> Result<Dataset, DatasetError> {
         version: version("leakage_demo", &sha, limit),
         sha256: sha,
         behaviors,
+        provenance: None,
     })
 }
 

@@ -32,6 +32,9 @@ pub struct Dataset {
     /// sha256 of the source bytes.
     pub sha256: String,
     pub behaviors: Vec<Behavior>,
+    /// What run.json records about where the behaviors come from besides name, version
+    /// and sha256 (AgentDojo: the package, benchmark version and sidecar pins).
+    pub provenance: Option<serde_json::Value>,
 }
 
 /// Why a dataset could not be loaded.
@@ -236,6 +239,7 @@ pub fn load_with(
         // Scenario suites (injection mode's `scenarios:`).
         "bundled" => crate::injection::bundled::load(spec),
         "scenario_file" => crate::injection::scenario_file::load(spec, base_dir),
+        "agentdojo" => crate::injection::agentdojo::load(spec),
         other => Err(DatasetError::new(other, "unknown dataset")),
     }
 }

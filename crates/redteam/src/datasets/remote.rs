@@ -123,6 +123,7 @@ pub fn load(
         name,
         sha256: fetched.sha256,
         behaviors,
+        provenance: None,
     })
 }
 

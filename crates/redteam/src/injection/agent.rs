@@ -1,4 +1,5 @@
-//! The agent loop: one scenario, one target, up to `max_steps` model calls.
+//! The bundled suites' agent runs: one scenario, one target, up to `max_steps` model
+//! calls, through the generic loop of [`super::env`] over a [`BundledEnv`].
 //!
 //! Messages start as `[system: a short generic agent instruction, user: the user task]`
 //! (with the instruction appended for a direct injection); the tools are the scenario's
@@ -16,13 +17,14 @@
 //! `no_tool_calls: true` and can never count as the user's or the attacker's action.
 
 use super::check::{self, RecordedCall};
+use super::env::{EnvError, ToolEnv, run_loop};
 use super::sandbox::{Sandbox, Toolkit};
 use super::templates;
-use crate::attack::{Attempt, CallModel, Conversation};
+use crate::attack::{Attempt, CallModel};
 use gauntlet_core::behavior::Behavior;
-use gauntlet_core::message::{ChatRequest, ChatResponse, Message, Role};
+use gauntlet_core::message::{ChatRequest, ChatResponse, Message, ToolCall};
 use gauntlet_core::scenario::Scenario;
-use gauntlet_models::ModelError;
+use gauntlet_models::{BoxFuture, ModelError};
 use serde_json::Value;
 
 /// The system message of every agent run: generic, with nothing scenario-specific.
@@ -60,6 +62,45 @@ pub struct AgentRun {
     pub delivered: bool,
 }
 
+/// The bundled suites' environment: the scenario's [`Sandbox`], with the injection
+/// planted in the output of the scenario's `injection_tool` for an indirect placement.
+pub struct BundledEnv<'s> {
+    scenario: &'s Scenario,
+    sandbox: Sandbox<'s>,
+    placement: Placement,
+    tools: std::sync::Arc<[gauntlet_core::message::ToolDef]>,
+    /// The injected instruction reached the model.
+    pub delivered: bool,
+}
+
+impl<'s> BundledEnv<'s> {
+    pub fn new(scenario: &'s Scenario, placement: Placement) -> Self {
+        BundledEnv {
+            scenario,
+            sandbox: Sandbox::new(scenario),
+            placement,
+            tools: Toolkit::parse(&scenario.toolkit)
+                .map(Toolkit::defs)
+                .unwrap_or_default(),
+            delivered: placement == Placement::Direct,
+        }
+    }
+}
+
+impl ToolEnv for BundledEnv<'_> {
+    fn tools(&self) -> std::sync::Arc<[gauntlet_core::message::ToolDef]> {
+        self.tools.clone()
+    }
+    fn call<'a>(&'a mut self, call: &'a ToolCall) -> BoxFuture<'a, Result<String, EnvError>> {
+        let mut out = self.sandbox.execute(&call.name, &call.arguments);
+        if self.placement == Placement::Indirect && call.name == self.scenario.injection_tool {
+            out.push_str(&templates::indirect(&self.scenario.attacker_goal));
+            self.delivered = true;
+        }
+        Box::pin(std::future::ready(Ok(out)))
+    }
+}
+
 /// Runs the loop for one scenario.
 pub async fn run_agent(
     target: &dyn CallModel,
@@ -69,92 +110,28 @@ pub async fn run_agent(
     seed: u64,
 ) -> Result<AgentRun, ModelError> {
     let script = scenario.script(templates::MARKER);
-    let tools = Toolkit::parse(&scenario.toolkit)
-        .map(Toolkit::defs)
-        .unwrap_or_default();
     let mut user = scenario.user_task.clone();
     if placement == Placement::Direct {
         user.push_str(&templates::direct(&scenario.attacker_goal));
     }
-    // One request for the whole run: its conversation grows in place and is lent to
-    // each call, so no step copies the transcript.
     let mut messages = Vec::with_capacity(2 + 2 * max_steps as usize);
     messages.push(Message::system(SYSTEM_PROMPT));
     messages.push(Message::user(user));
-    let mut conv = Conversation::new(ChatRequest {
+    let request = ChatRequest {
         messages,
-        tools,
         seed: Some(seed),
         agent_script: Some(script),
         ..Default::default()
-    });
-    let mut sandbox = Sandbox::new(scenario);
-    let mut delivered = placement == Placement::Direct;
-    let mut steps = 0;
-    let mut last: Result<ChatResponse, String> = Err("no model call was made".into());
-    let mut max_steps_hit = false;
-    loop {
-        if steps == max_steps {
-            max_steps_hit = true;
-            break;
-        }
-        steps += 1;
-        let mut r = match target.call_conversation(&mut conv).await {
-            Ok(r) => r,
-            Err(e @ (ModelError::Config(_) | ModelError::Budget)) => return Err(e),
-            Err(ModelError::Call(msg)) => {
-                last = Err(msg);
-                break;
-            }
-        };
-        if r.tool_calls.is_empty() {
-            conv.push(Message::assistant(r.content.clone()));
-            last = Ok(r);
-            break;
-        }
-        // A reply with tool calls is the run's last only when the step limit is reached
-        // now; otherwise the next call replaces it, so its parts move into the transcript.
-        let keep = steps == max_steps;
-        let (content, tool_calls) = if keep {
-            (r.content.clone(), r.tool_calls.clone())
-        } else {
-            (
-                std::mem::take(&mut r.content),
-                std::mem::take(&mut r.tool_calls),
-            )
-        };
-        let at = conv.messages().len();
-        conv.push(Message {
-            tool_calls,
-            ..Message::assistant(content)
-        });
-        for k in 0..conv.messages()[at].tool_calls.len() {
-            let c = &conv.messages()[at].tool_calls[k];
-            let mut out = sandbox.execute(&c.name, &c.arguments);
-            if placement == Placement::Indirect && c.name == scenario.injection_tool {
-                out.push_str(&templates::indirect(&scenario.attacker_goal));
-                delivered = true;
-            }
-            let tool = Message {
-                role: Role::Tool,
-                content: out,
-                name: Some(c.name.clone()),
-                tool_calls: Vec::new(),
-                tool_call_id: Some(c.call_id.clone()),
-            };
-            conv.push(tool);
-        }
-        if keep {
-            last = Ok(r);
-        }
-    }
+    };
+    let mut env = BundledEnv::new(scenario, placement);
+    let run = run_loop(target, &mut env, request, max_steps).await?;
     Ok(AgentRun {
-        transcript: conv.into_request().messages,
-        response: last,
-        calls: sandbox.into_calls(),
-        steps,
-        max_steps_hit,
-        delivered,
+        transcript: run.transcript,
+        response: run.response,
+        calls: env.sandbox.into_calls(),
+        steps: run.steps,
+        max_steps_hit: run.max_steps_hit,
+        delivered: env.delivered,
     })
 }
 
@@ -226,6 +203,7 @@ pub async fn attempt(
 mod tests {
     use super::*;
     use crate::injection::bundled;
+    use gauntlet_core::message::Role;
     use gauntlet_core::params::{Axis, ParamValue, Params, PluginSpec, resolve_spec};
     use gauntlet_core::tree::parse_yaml;
     use gauntlet_models::targets::anthropic::AnthropicTarget;
@@ -408,6 +386,7 @@ mod tests {
             target_secret: None,
             scenario: Some(s.clone()),
             secret_cache: Default::default(),
+            bench_case: None,
         };
         let a = block_on(attempt("direct_injection", Placement::Direct, &b, &m, 6, 1)).unwrap();
         assert_eq!(a[0].metadata["no_tool_calls"], true);

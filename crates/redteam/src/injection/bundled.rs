@@ -78,6 +78,7 @@ fn load_bytes(
         version: version(name, &suite.sha256, limit),
         sha256: suite.sha256,
         behaviors,
+        provenance: None,
     })
 }
 

@@ -8,8 +8,10 @@
 //! ordering, CIs and reports therefore work unchanged.
 
 pub mod agent;
+pub mod agentdojo;
 pub mod bundled;
 pub mod check;
+pub mod env;
 pub mod sandbox;
 pub mod scenario_file;
 pub mod suite;

@@ -64,5 +64,6 @@ pub fn load(spec: &PluginSpec, base_dir: &Path) -> Result<Dataset, DatasetError>
         name,
         sha256: suite.sha256,
         behaviors,
+        provenance: None,
     })
 }

@@ -2,6 +2,7 @@
 //! the agent loop ([`crate::injection::agent`]) once per scenario, differing only in
 //! where the attacker's instruction is placed.
 
+pub mod agentdojo;
 pub mod direct_injection;
 pub mod indirect_injection;
 pub mod no_injection;

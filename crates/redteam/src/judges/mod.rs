@@ -1,5 +1,6 @@
 //! Judges, one file per plugin.
 
+pub mod agentdojo;
 pub mod injection_detector;
 pub mod leak_detector;
 pub mod refusal_classifier;

@@ -31,6 +31,6 @@ impl Metric for UtilityBaseline {
         super::injection_judge_required(judge)
     }
     fn empty_reason(&self) -> &'static str {
-        "no judged baseline scenarios (only a no_injection cell measures the baseline)"
+        "no judged baseline scenarios (only a no_injection cell, or AgentDojo's `attack: none`, measures the baseline)"
     }
 }

@@ -31,6 +31,6 @@ impl Metric for UtilityUnderAttack {
         super::injection_judge_required(judge)
     }
     fn empty_reason(&self) -> &'static str {
-        "no judged injected scenarios (a no_injection cell injects nothing)"
+        "no judged injected scenarios (a no_injection cell, or AgentDojo's `attack: none`, injects nothing)"
     }
 }

@@ -1,0 +1,533 @@
+//! AgentDojo through its own checks, with real processes: the pinned sidecar virtualenv
+//! (scripts/install-agentdojo.sh), two scripted OpenAI-compatible agents of our own
+//! (bench/agentdojo_agent.py: one obeys injected instructions, one ignores them) and
+//! AgentDojo's own harness (`python -m agentdojo.scripts.benchmark`) on the same
+//! endpoints.
+//!
+//! The virtualenv comes from GAUNTLET_AGENTDOJO_VENV or the default place. Without it
+//! these tests print a loud SKIP, except under CI, where they fail: .ci/run installs it,
+//! and a failed install must show up as failed tests, never as silently skipped ones.
+
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+mod common;
+use common::*;
+
+fn venv(test: &str) -> Option<PathBuf> {
+    let v = std::env::var_os("GAUNTLET_AGENTDOJO_VENV")
+        .map(PathBuf::from)
+        .or_else(|| {
+            let home = std::env::var_os("HOME")?;
+            Some(PathBuf::from(home).join(".cache/gauntlet/agentdojo-0.1.35"))
+        })
+        .filter(|v| v.join("bin/python").is_file());
+    if v.is_none() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI: no AgentDojo virtualenv (GAUNTLET_AGENTDOJO_VENV unset; scripts/install-agentdojo.sh failed?)"
+        );
+        eprintln!(
+            "\n======== SKIP {test}: no AgentDojo virtualenv; run scripts/install-agentdojo.sh (or set GAUNTLET_AGENTDOJO_VENV) ========\n"
+        );
+    }
+    v
+}
+
+/// A scripted agent process, killed on drop.
+struct Agent {
+    child: Child,
+    url: String,
+    port: u16,
+}
+
+impl Agent {
+    fn start(venv: &Path, mode: &str) -> Agent {
+        let mut child = Command::new(venv.join("bin/python"))
+            .arg(repo_root().join("bench/agentdojo_agent.py"))
+            .args(["--mode", mode, "--port", "0"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start the scripted agent");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let url = line.trim().to_string();
+        assert!(url.starts_with("http://127.0.0.1:"), "agent said {url:?}");
+        let port = url
+            .trim_start_matches("http://127.0.0.1:")
+            .trim_end_matches("/v1")
+            .parse()
+            .unwrap();
+        Agent { child, url, port }
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// AgentDojo's own harness on banking and slack, with `--attack` or without.
+fn agentdojo_benchmark(venv: &Path, agent: &Agent, logdir: &Path, attack: Option<&str>) {
+    let cwd = tempfile::tempdir().unwrap();
+    let mut c = Command::new(venv.join("bin/python"));
+    c.args([
+        "-m",
+        "agentdojo.scripts.benchmark",
+        "--model",
+        "VLLM_PARSED",
+    ])
+    .args([
+        "--benchmark-version",
+        "v1.2.2",
+        "-s",
+        "banking",
+        "-s",
+        "slack",
+    ])
+    .arg("--logdir")
+    .arg(logdir)
+    .env("LOCAL_LLM_PORT", agent.port.to_string())
+    .current_dir(cwd.path());
+    if let Some(a) = attack {
+        c.args(["--attack", a]);
+    }
+    let o = c.output().expect("run agentdojo.scripts.benchmark");
+    assert!(
+        o.status.success(),
+        "AgentDojo's harness failed: {}",
+        show(&o)
+    );
+}
+
+fn config(dir: &Path, agents: &[(&str, &Agent)], suites: &str, extra: &str) -> PathBuf {
+    let targets: Vec<String> = agents
+        .iter()
+        .map(|(name, a)| {
+            format!(
+                "  - {{name: openai_compat, params: {{name: {name}, model: scripted, base_url: \"{}\"}}}}",
+                a.url
+            )
+        })
+        .collect();
+    let text = format!(
+        "run_name: agentdojo\nseed: 0\nconcurrency: 4\ntargets:\n{}\n\
+scenarios:\n  - {{name: agentdojo, params: {{version: v1.2.2, {suites}, model_name: \"Local model\"}}}}\n\
+injections:\n  - {{name: agentdojo, params: {{attack: important_instructions}}}}\n  - {{name: agentdojo, params: {{attack: none}}}}\n\
+judges: [agentdojo]\nmetrics: [utility_baseline, utility_under_attack, injection_success_rate]\n{extra}",
+        targets.join("\n")
+    );
+    let p = dir.join("agentdojo.yaml");
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// A message as the model saw it: role, text, tool calls (name and arguments).
+type Seen = (String, String, Vec<(String, Value)>);
+
+fn seen(role: &str, text: String, calls: Vec<(String, Value)>) -> Seen {
+    (role.to_string(), text, calls)
+}
+
+/// AgentDojo's messages of one result file, as the model saw them.
+fn agentdojo_messages(file: &Value) -> Vec<Seen> {
+    file["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            let text = match (&m["error"], &m["content"]) {
+                (Value::String(e), _) if m["role"] == "tool" => e.clone(),
+                (_, Value::Array(blocks)) => blocks
+                    .iter()
+                    .filter_map(|b| b["content"].as_str())
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+                _ => String::new(),
+            };
+            let calls = m["tool_calls"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|c| {
+                    (
+                        c["function"].as_str().unwrap().to_string(),
+                        c["args"].clone(),
+                    )
+                })
+                .collect();
+            seen(m["role"].as_str().unwrap(), text, calls)
+        })
+        .collect()
+}
+
+fn gauntlet_messages(line: &Value) -> Vec<Seen> {
+    line["transcript"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            let calls = m["tool_calls"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|c| {
+                    (
+                        c["name"].as_str().unwrap().to_string(),
+                        c["arguments"].clone(),
+                    )
+                })
+                .collect();
+            seen(
+                m["role"].as_str().unwrap(),
+                m["content"].as_str().unwrap().to_string(),
+                calls,
+            )
+        })
+        .collect()
+}
+
+/// (suite, user task, injection task) → (utility, security) of every metric cell row.
+type Cases = BTreeMap<(String, String, Option<String>), (bool, Option<bool>)>;
+
+/// The acceptance test: every case's utility and security from `gauntlet run` equal
+/// those of AgentDojo's own harness on the same endpoint, case by case (and so do the
+/// messages the model was sent: system message, prompt, tool schemas' results, attack
+/// texts), for banking and slack with `important_instructions` and with no attack, for
+/// an agent that obeys injections and one that ignores them; `gauntlet import agentdojo`
+/// of AgentDojo's logs gives the same table as the run.
+#[test]
+fn agentdojo_parity_with_its_own_harness_case_by_case() {
+    let Some(venv) = venv("agentdojo_parity_with_its_own_harness_case_by_case") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let obey = Agent::start(&venv, "obey");
+    let ignore = Agent::start(&venv, "ignore");
+    let agents = [("obey", &obey), ("ignore", &ignore)];
+    let cfg = config(tmp.path(), &agents, "suites: [banking, slack]", "");
+    let runs = tmp.path().join("runs");
+    let started = Instant::now();
+    let o = Command::new(BIN)
+        .args(["run", cfg.to_str().unwrap(), "--quiet", "--runs-dir"])
+        .arg(&runs)
+        .env("GAUNTLET_AGENTDOJO_VENV", &venv)
+        .output()
+        .unwrap();
+    ok(&o);
+    eprintln!("gauntlet run: {:.1} s", started.elapsed().as_secs_f64());
+    let run = runs.join("agentdojo");
+    let lines = lines(&run.join("transcripts.jsonl"));
+    for (mode, agent) in agents {
+        let logdir = tmp.path().join(format!("logs-{mode}"));
+        let started = Instant::now();
+        agentdojo_benchmark(&venv, agent, &logdir, Some("important_instructions"));
+        agentdojo_benchmark(&venv, agent, &logdir, None);
+        eprintln!(
+            "AgentDojo's harness ({mode}): {:.1} s",
+            started.elapsed().as_secs_f64()
+        );
+        let mut ours: Cases = BTreeMap::new();
+        let mut compared = 0;
+        for l in lines.iter().filter(|l| l["target_name"] == mode) {
+            let m = &l["metadata"];
+            assert!(l["error"].is_null(), "{l}");
+            let (suite, ut) = (
+                m["suite"].as_str().unwrap(),
+                m["user_task"].as_str().unwrap(),
+            );
+            let it = m["injection_task"].as_str().map(str::to_string);
+            let (attack, file_it) = match &it {
+                Some(i) => ("important_instructions", i.as_str()),
+                None => ("none", "none"),
+            };
+            let path = logdir.join(format!("vllm_parsed/{suite}/{ut}/{attack}/{file_it}.json"));
+            let file = read_json(&path);
+            let key = (suite.to_string(), ut.to_string(), it.clone());
+            let theirs = (
+                file["utility"].as_bool().unwrap(),
+                it.as_ref().map(|_| file["security"].as_bool().unwrap()),
+            );
+            let mine = (m["utility"].as_bool().unwrap(), m["security"].as_bool());
+            assert_eq!(
+                mine, theirs,
+                "{mode} {key:?}: gauntlet {mine:?}, AgentDojo {theirs:?}"
+            );
+            assert_eq!(
+                gauntlet_messages(l),
+                agentdojo_messages(&file),
+                "{mode} {key:?}: the messages differ"
+            );
+            ours.insert(key, mine);
+            compared += 1;
+        }
+        // Banking 16 × 9 + 16, slack 21 × 5 + 21.
+        assert_eq!(compared, 144 + 16 + 105 + 21, "{mode}");
+        let hijacked = ours.values().filter(|(_, s)| *s == Some(true)).count();
+        if mode == "obey" {
+            assert!(
+                hijacked > 200,
+                "the obeying agent was hijacked in {hijacked} cases"
+            );
+        } else {
+            assert_eq!(hijacked, 0, "the ignoring agent was hijacked");
+        }
+        // The import of AgentDojo's logs gives the same table as the run.
+        let out = tmp.path().join(format!("imports/{mode}"));
+        let o = Command::new(BIN)
+            .args([
+                "import",
+                "agentdojo",
+                logdir.to_str().unwrap(),
+                "--quiet",
+                "--out",
+            ])
+            .arg(&out)
+            .output()
+            .unwrap();
+        ok(&o);
+        let table = |results: &Value,
+                     target: Option<&str>|
+         -> Vec<(String, String, String, Value, Value)> {
+            results["cells"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|c| target.is_none_or(|t| c["target"] == t))
+                .flat_map(|c| {
+                    c["metrics"].as_array().unwrap().iter().map(move |m| {
+                        (
+                            c["attack"].as_str().unwrap().to_string(),
+                            c["dataset"].as_str().unwrap().to_string(),
+                            m["metric"].as_str().unwrap().to_string(),
+                            m["value"]["value"].clone(),
+                            m["value"]["n"].clone(),
+                        )
+                    })
+                })
+                .collect()
+        };
+        let run_table = table(&read_json(&run.join("results.json")), Some(mode));
+        let import_table = table(&read_json(&out.join("results.json")), None);
+        assert_eq!(run_table.len(), 2 * 2 * 3, "{run_table:?}");
+        assert_eq!(
+            import_table, run_table,
+            "{mode}: import and run tables differ"
+        );
+    }
+    // Two models on the same cases, paired (McNemar): the obeying agent against the
+    // ignoring one.
+    let cmp = tmp.path().join("compare.json");
+    let (a, b) = (
+        tmp.path().join("imports/ignore"),
+        tmp.path().join("imports/obey"),
+    );
+    let o = gauntlet(
+        &[
+            "compare",
+            a.to_str().unwrap(),
+            b.to_str().unwrap(),
+            "--out",
+            cmp.to_str().unwrap(),
+        ],
+        tmp.path(),
+    );
+    ok(&o);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("injection_success_rate") && text.contains("McNemar"),
+        "{text}"
+    );
+}
+
+/// SIGKILL in the middle of an AgentDojo run, then the same command: byte-identical
+/// artefacts to an uninterrupted run (at another concurrency), and no journaled model
+/// call is made again.
+#[test]
+fn agentdojo_sigkill_then_rerun_is_byte_identical_without_repeated_calls() {
+    let Some(venv) = venv("agentdojo_sigkill_then_rerun_is_byte_identical_without_repeated_calls")
+    else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let obey = Agent::start(&venv, "obey");
+    let suites = "suites: [banking, workspace], user_tasks: [user_task_0, user_task_1, user_task_2, user_task_3, user_task_4, user_task_5]";
+    let cfg = config(tmp.path(), &[("obey", &obey)], suites, "");
+    let cmd = |runs: &Path, conc: &str| {
+        let mut c = Command::new(BIN);
+        c.args([
+            "run",
+            cfg.to_str().unwrap(),
+            "--quiet",
+            "--concurrency",
+            conc,
+            "--runs-dir",
+        ])
+        .arg(runs)
+        .env("GAUNTLET_AGENTDOJO_VENV", &venv);
+        c
+    };
+    let reference = tmp.path().join("reference");
+    ok(&cmd(&reference, "1").output().unwrap());
+    let total = last_session(&reference.join("agentdojo"))["model_calls"]
+        .as_u64()
+        .unwrap();
+    let killed = tmp.path().join("killed");
+    let mut child = cmd(&killed, "4")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let journal = killed.join("agentdojo/journal.jsonl");
+    let deadline = Instant::now() + Duration::from_secs(600);
+    loop {
+        let n = std::fs::read_to_string(&journal).map_or(0, |t| t.lines().count() as u64);
+        if n > total / 3 || Instant::now() > deadline {
+            break;
+        }
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // `kill` is SIGKILL: no handler runs, nothing is flushed.
+    child.kill().unwrap();
+    let _ = child.wait();
+    let o = cmd(&killed, "4").output().unwrap();
+    ok(&o);
+    let s = last_session(&killed.join("agentdojo"));
+    let (made, at_start) = (
+        s["model_calls"].as_u64().unwrap(),
+        s["journal_records_at_start"].as_u64().unwrap(),
+    );
+    assert!(at_start > 0 && made < total, "{s}");
+    assert_eq!(
+        made + at_start,
+        total,
+        "a journaled call was made again: {s}"
+    );
+    assert_same_artefacts(&reference.join("agentdojo"), &killed.join("agentdojo"));
+    // A rerun of the finished run calls nothing and changes nothing.
+    ok(&cmd(&killed, "2").output().unwrap());
+    assert_eq!(last_session(&killed.join("agentdojo"))["model_calls"], 0);
+    assert_same_artefacts(&reference.join("agentdojo"), &killed.join("agentdojo"));
+}
+
+/// A fake virtualenv whose `python` runs the real sidecar with a fault at the episode of
+/// `user_task_1/injection_task_0`: the process exits (`crash`), stops answering (`hang`) or answers with
+/// something that is not the protocol (`malformed`).
+fn faulty_venv(real: &Path, dir: &Path, mode: &str) -> PathBuf {
+    let v = dir.join(format!("venv-{mode}"));
+    std::fs::create_dir_all(v.join("bin")).unwrap();
+    let preamble = format!(
+        r#"
+import json, os, runpy, sys, time
+class Lines:
+    def __init__(self, f):
+        self.f, self.n = f, 0
+    def __iter__(self):
+        return self
+    def __next__(self):
+        line = self.f.readline()
+        if not line:
+            raise StopIteration
+        if b'"op":"start"' in line and b'"user_task":"user_task_1"' in line and b'"injection_task":"injection_task_0"' in line:
+            if True:
+                if "{mode}" == "crash":
+                    os._exit(7)
+                if "{mode}" == "hang":
+                    time.sleep(3600)
+                if "{mode}" == "malformed":
+                    json.dumps = lambda *a, **k: "this is not the protocol"
+        return line
+class Stdin:
+    buffer = Lines(sys.stdin.buffer)
+sys.stdin = Stdin()
+script = sys.argv[1]
+sys.argv = [script]
+runpy.run_path(script, run_name="__main__")
+"#
+    );
+    let py = v.join("bin/python");
+    std::fs::write(
+        &py,
+        format!(
+            "#!/bin/sh\n# -s -B SCRIPT\nexec '{}' -s -B -c '{}' \"$3\"\n",
+            real.join("bin/python").display(),
+            preamble.replace('\'', "'\\''")
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&py, std::fs::Permissions::from_mode(0o755)).unwrap();
+    v
+}
+
+#[test]
+fn agentdojo_sidecar_crash_hang_and_malformed_reply_are_that_episodes_error() {
+    let Some(real) =
+        venv("agentdojo_sidecar_crash_hang_and_malformed_reply_are_that_episodes_error")
+    else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let obey = Agent::start(&real, "obey");
+    let suites = "suites: [banking], user_tasks: [user_task_0, user_task_1, user_task_2], injection_tasks: [injection_task_0]";
+    let cfg = config(tmp.path(), &[("obey", &obey)], suites, "");
+    for (mode, why) in [
+        ("crash", "the AgentDojo sidecar exited"),
+        ("hang", "no reply to `start` within 3 s"),
+        ("malformed", "malformed reply from the AgentDojo sidecar"),
+    ] {
+        let venv = faulty_venv(&real, tmp.path(), mode);
+        let runs = tmp.path().join(format!("runs-{mode}"));
+        let o = Command::new(BIN)
+            .args([
+                "run",
+                cfg.to_str().unwrap(),
+                "--quiet",
+                "--concurrency",
+                "1",
+                "--runs-dir",
+            ])
+            .arg(&runs)
+            .env("GAUNTLET_AGENTDOJO_VENV", &venv)
+            .env("GAUNTLET_AGENTDOJO_CALL_TIMEOUT_S", "3")
+            .output()
+            .unwrap();
+        ok(&o);
+        let lines = lines(&runs.join("agentdojo/transcripts.jsonl"));
+        // 3 attacked cases, then 3 benign ones; one episode met the fault.
+        assert_eq!(lines.len(), 6, "{mode}");
+        let errors: Vec<&Value> = lines.iter().filter(|l| !l["error"].is_null()).collect();
+        assert_eq!(errors.len(), 1, "{mode}: {errors:?}");
+        assert_eq!(
+            errors[0]["behavior_id"], "user_task_1/injection_task_0",
+            "{mode}"
+        );
+        let e = errors[0]["error"].as_str().unwrap();
+        assert!(e.contains(why), "{mode}: {e}");
+        assert_eq!(errors[0]["verdicts"][0]["outcome"], "error");
+        // Every other episode ran in a restarted sidecar and was judged.
+        for l in lines.iter().filter(|l| l["error"].is_null()) {
+            assert!(l["metadata"]["utility"].is_boolean(), "{mode}: {l}");
+        }
+        let results = read_json(&runs.join("agentdojo/results.json"));
+        let errs: u64 = results["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["errors"].as_u64().unwrap())
+            .sum();
+        assert_eq!(errs, 1, "{mode}");
+    }
+}

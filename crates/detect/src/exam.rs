@@ -1,0 +1,916 @@
+//! The detect exam (spec §8): run the fleet over labelled scenarios and grade it.
+//!
+//! Why this exists: it measures a detection layer offline — recall with the missed
+//! attacks named, precision with the false alarms named, a coverage matrix per family.
+//!
+//! Grading, per labelled row (a scenario with `expected_detection`):
+//! - **fail** when any `must_not_fire` family fired (a violation — never exempt), or a
+//!   `must_fire` family with a registered detector did not fire;
+//! - **reserved_pending** when the only missing `must_fire` families have no
+//!   registered detector: a tracked expected miss, counted in `totals.reserved`, not
+//!   `failed`. (The scenario's own `reserved: true` flag is reported; once its family
+//!   is registered the row is graded like any other.)
+//! - **pass** otherwise.
+//!
+//! Recall = attack rows (with a `must_fire` family) whose every `must_fire` family
+//! fired ÷ attack rows — reserved rows stay in the denominator and are named as
+//! reserved misses. Precision = benign rows (no `must_fire`) with no `must_not_fire`
+//! family fired ÷ benign rows. Empty denominator → 1.0. Both carry 95% Wilson
+//! intervals. Families are compared trimmed and lowercased.
+//!
+//! Detector failures (panic, timeout, external error) are recorded per row and per
+//! detector; the exam completes regardless, and its exit code says the run was not
+//! clean.
+
+use crate::fleet::{Fleet, Input, Member};
+use gauntlet_corpus::load::LoadedScenario;
+use gauntlet_corpus::projection;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+/// z for a 95% Wilson interval.
+pub const WILSON_Z: f64 = 1.959_963_984_540_054;
+
+/// A row's outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RowStatus {
+    Pass,
+    Fail,
+    ReservedPending,
+    Unlabeled,
+}
+
+impl RowStatus {
+    pub fn label(self) -> &'static str {
+        match self {
+            RowStatus::Pass => "PASS",
+            RowStatus::Fail => "FAIL",
+            RowStatus::ReservedPending => "RESERVED",
+            RowStatus::Unlabeled => "UNLABELED",
+        }
+    }
+}
+
+/// A detector failure on one scenario.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RowError {
+    pub detector: String,
+    /// `panic`, `timeout` or `failed`.
+    pub kind: String,
+    pub message: String,
+}
+
+/// One graded scenario (read back by the merge of detect-exam shards).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Row {
+    pub id: String,
+    pub relpath: String,
+    /// `corpus`, `extra`, or `detector:<name>` for an external detector's scenarios.
+    pub origin: String,
+    pub status: RowStatus,
+    pub must_fire: Vec<String>,
+    pub must_not_fire: Vec<String>,
+    /// The scenario's own `expected_detection.reserved` flag.
+    pub reserved_flag: bool,
+    /// Families that fired, sorted.
+    pub fired: Vec<String>,
+    /// `must_fire` families that did not fire (registered ones: a miss).
+    pub missing: Vec<String>,
+    /// Missing `must_fire` families with no registered detector.
+    pub reserved_families: Vec<String>,
+    /// `must_not_fire` families that fired.
+    pub violations: Vec<String>,
+    /// Fired families in neither list (informational).
+    pub unexpected: Vec<String>,
+    pub errors: Vec<RowError>,
+    pub events: usize,
+    pub findings: usize,
+}
+
+impl Row {
+    pub fn is_attack(&self) -> bool {
+        self.status != RowStatus::Unlabeled && !self.must_fire.is_empty()
+    }
+
+    pub fn is_benign(&self) -> bool {
+        self.status != RowStatus::Unlabeled && self.must_fire.is_empty()
+    }
+
+    /// Every must_fire family fired.
+    pub fn fully_detected(&self) -> bool {
+        self.missing.is_empty() && self.reserved_families.is_empty()
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct Totals {
+    pub scenarios: usize,
+    pub labeled: usize,
+    pub unlabeled: usize,
+    pub passed: usize,
+    pub failed: usize,
+    pub reserved: usize,
+    /// Projected events over every scenario.
+    pub events: usize,
+}
+
+/// A proportion with its 95% Wilson interval.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Rate {
+    pub numerator: usize,
+    pub denominator: usize,
+    pub rate: f64,
+    pub wilson_low: f64,
+    pub wilson_high: f64,
+}
+
+impl Rate {
+    pub fn new(numerator: usize, denominator: usize) -> Rate {
+        let rate = if denominator == 0 {
+            1.0
+        } else {
+            numerator as f64 / denominator as f64
+        };
+        let (lo, hi) = gauntlet_core::stats::wilson(numerator as u64, denominator as u64, WILSON_Z)
+            .unwrap_or((rate, rate));
+        Rate {
+            numerator,
+            denominator,
+            rate,
+            wilson_low: lo,
+            wilson_high: hi,
+        }
+    }
+}
+
+/// A missed attack.
+#[derive(Debug, Clone, Serialize)]
+pub struct Miss {
+    pub id: String,
+    pub missing: Vec<String>,
+    /// True when every missing family is unregistered (a tracked, reserved miss).
+    pub reserved: bool,
+}
+
+/// A benign row on which a must_not_fire family fired.
+#[derive(Debug, Clone, Serialize)]
+pub struct FalseAlarm {
+    pub id: String,
+    pub families: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Recall {
+    #[serde(flatten)]
+    pub rate: Rate,
+    pub missed: Vec<Miss>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Precision {
+    #[serde(flatten)]
+    pub rate: Rate,
+    pub false_alarms: Vec<FalseAlarm>,
+}
+
+/// One family's coverage line.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Coverage {
+    pub family: String,
+    pub registered: bool,
+    pub attack_labels: usize,
+    pub benign_labels: usize,
+    pub missed: usize,
+    pub false_alarms: usize,
+    pub reserved: usize,
+    /// Rows on which this family fired.
+    pub fired: usize,
+}
+
+/// Per-detector failure counts.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct DetectorHealth {
+    pub detector: String,
+    pub external: bool,
+    pub ok: usize,
+    pub panics: usize,
+    pub timeouts: usize,
+    pub failures: usize,
+}
+
+/// How fast a run went (not serialized; see [`DetectReport::throughput`]).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Throughput {
+    pub elapsed_secs: f64,
+    pub events: usize,
+    pub scenarios_per_sec: f64,
+    pub events_per_sec: f64,
+}
+
+/// The whole detect-exam result.
+#[derive(Debug, Clone, Serialize)]
+pub struct DetectReport {
+    pub mode: &'static str,
+    pub corpus_root: String,
+    pub corpus_count: usize,
+    pub corpus_sha256: String,
+    pub extra_count: usize,
+    pub detectors: Vec<String>,
+    pub totals: Totals,
+    pub recall: Recall,
+    pub precision: Precision,
+    pub coverage: Vec<Coverage>,
+    pub detector_health: Vec<DetectorHealth>,
+    pub detector_errors: usize,
+    pub rows: Vec<Row>,
+    /// Wall-clock figures: kept out of the serialized report so that the report is
+    /// byte-identical across reruns and `--parallel`; the CLI prints them on stderr.
+    #[serde(skip)]
+    pub throughput: Throughput,
+}
+
+impl DetectReport {
+    /// 0 all pass; 1 gaps (failed rows); 2 the run was not clean (detector errors).
+    pub fn exit_code(&self) -> u8 {
+        if self.detector_errors > 0 {
+            2
+        } else if self.totals.failed > 0 {
+            1
+        } else {
+            0
+        }
+    }
+}
+
+/// Per-detector status counts: `[ok, panic, timeout, failed]`.
+type StatusCounts = BTreeMap<String, [usize; 4]>;
+
+/// A scenario to grade, with where it came from.
+pub struct Item<'a> {
+    pub scenario: &'a LoadedScenario,
+    pub origin: String,
+}
+
+/// Options for [`run`].
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Per-detector, per-scenario budget for built-ins.
+    pub timeout: Duration,
+    /// Scenarios graded concurrently (each with its own fleet lanes).
+    pub parallel: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            timeout: crate::fleet::DEFAULT_TIMEOUT,
+            parallel: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        }
+    }
+}
+
+fn norm(v: &[String]) -> Vec<String> {
+    let set: BTreeSet<String> = v
+        .iter()
+        .map(|s| s.trim().to_lowercase())
+        .filter(|s| !s.is_empty())
+        .collect();
+    set.into_iter().collect()
+}
+
+/// Grades one scenario's fleet output.
+pub fn grade_row(
+    item: &Item<'_>,
+    runs: &[crate::fleet::DetectorRun],
+    registered: &BTreeSet<String>,
+    events: usize,
+) -> Row {
+    let s = &item.scenario.scenario;
+    let fired: BTreeSet<String> = runs
+        .iter()
+        .flat_map(|r| r.findings.iter().map(|f| f.family()))
+        .filter(|f| !f.is_empty())
+        .collect();
+    let errors: Vec<RowError> = runs
+        .iter()
+        .filter(|r| !r.status.is_ok())
+        .map(|r| RowError {
+            detector: r.detector.clone(),
+            kind: r.status.kind().to_string(),
+            message: r.status.message().to_string(),
+        })
+        .collect();
+    let findings = runs.iter().map(|r| r.findings.len()).sum();
+    let mut row = Row {
+        id: s.id.clone(),
+        relpath: item.scenario.relpath.clone(),
+        origin: item.origin.clone(),
+        status: RowStatus::Unlabeled,
+        must_fire: Vec::new(),
+        must_not_fire: Vec::new(),
+        reserved_flag: false,
+        fired: fired.iter().cloned().collect(),
+        missing: Vec::new(),
+        reserved_families: Vec::new(),
+        violations: Vec::new(),
+        unexpected: Vec::new(),
+        errors,
+        events,
+        findings,
+    };
+    let Some(ed) = &s.ground_truth.expected_detection else {
+        return row;
+    };
+    row.must_fire = norm(&ed.must_fire);
+    row.must_not_fire = norm(&ed.must_not_fire);
+    row.reserved_flag = ed.reserved;
+    for f in &row.must_fire {
+        if !fired.contains(f) {
+            if registered.contains(f) {
+                row.missing.push(f.clone());
+            } else {
+                row.reserved_families.push(f.clone());
+            }
+        }
+    }
+    row.violations = row
+        .must_not_fire
+        .iter()
+        .filter(|f| fired.contains(*f))
+        .cloned()
+        .collect();
+    row.unexpected = fired
+        .iter()
+        .filter(|f| !row.must_fire.contains(f) && !row.must_not_fire.contains(f))
+        .cloned()
+        .collect();
+    row.status = if !row.violations.is_empty() || !row.missing.is_empty() {
+        RowStatus::Fail
+    } else if !row.reserved_families.is_empty() {
+        RowStatus::ReservedPending
+    } else {
+        RowStatus::Pass
+    };
+    row
+}
+
+/// Runs the fleet (built from `members`) over `items` and grades every row.
+pub fn run(
+    items: &[Item<'_>],
+    members: &[Member],
+    opts: &Options,
+    corpus: (&str, usize, &str),
+) -> DetectReport {
+    let load = |i: usize| -> Result<(&LoadedScenario, String), String> {
+        Ok((items[i].scenario, items[i].origin.clone()))
+    };
+    match run_streaming(items.len(), load, members, opts, corpus) {
+        Ok(r) => r,
+        Err(e) => unreachable!("in-memory items do not fail to load: {}", e.message),
+    }
+}
+
+/// Why a streaming run stopped: scenario `index` could not be loaded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadFailure {
+    pub index: usize,
+    pub message: String,
+}
+
+/// The streaming detect exam: `load(i)` yields scenario `i` of `n` (and its origin);
+/// at most `opts.parallel` scenarios are in flight, each loaded, projected, run through
+/// the fleet, graded and dropped before its worker takes the next, so peak memory is
+/// bounded by the in-flight scenarios plus one compact [`Row`] per scenario. Rows are
+/// stored by index, so the report does not depend on scheduling or `opts.parallel`.
+///
+/// A load failure stops the run: workers take no new scenario and the failure with
+/// the lowest index among those seen is returned.
+pub fn run_streaming<L, S>(
+    n: usize,
+    load: L,
+    members: &[Member],
+    opts: &Options,
+    corpus: (&str, usize, &str),
+) -> Result<DetectReport, LoadFailure>
+where
+    L: Fn(usize) -> Result<(S, String), String> + Sync,
+    S: std::borrow::Borrow<LoadedScenario>,
+{
+    let started = Instant::now();
+    let registered: BTreeSet<String> = members.iter().map(|m| m.name().to_lowercase()).collect();
+    let parallel = opts.parallel.clamp(1, n.max(1));
+    let next = AtomicUsize::new(0);
+    let failed = std::sync::atomic::AtomicBool::new(false);
+    let failures: std::sync::Mutex<Vec<LoadFailure>> = std::sync::Mutex::new(Vec::new());
+    let counts: std::sync::Mutex<StatusCounts> = std::sync::Mutex::new(BTreeMap::new());
+    let slots: Vec<std::sync::Mutex<Option<Row>>> =
+        (0..n).map(|_| std::sync::Mutex::new(None)).collect();
+    std::thread::scope(|scope| {
+        for _ in 0..parallel {
+            scope.spawn(|| {
+                let fleet = Fleet::new(members.to_vec(), opts.timeout);
+                // Statuses are tallied here; only the compact row outlives its scenario.
+                let mut local: StatusCounts = BTreeMap::new();
+                loop {
+                    if failed.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= n {
+                        break;
+                    }
+                    let (loaded, origin) = match load(i) {
+                        Ok(x) => x,
+                        Err(message) => {
+                            failed.store(true, Ordering::Relaxed);
+                            failures
+                                .lock()
+                                .unwrap_or_else(|e| e.into_inner())
+                                .push(LoadFailure { index: i, message });
+                            break;
+                        }
+                    };
+                    let item = Item {
+                        scenario: loaded.borrow(),
+                        origin,
+                    };
+                    let input = Arc::new(Input {
+                        events: projection::events(&item.scenario.scenario),
+                        baseline: projection::Baseline::from_scenario(
+                            item.scenario.scenario.case.baseline.as_ref(),
+                        ),
+                    });
+                    let n_events = input.events.len();
+                    let runs = fleet.run(input);
+                    let row = grade_row(&item, &runs, &registered, n_events);
+                    for r in &runs {
+                        let k = match r.status.kind() {
+                            "ok" => 0,
+                            "panic" => 1,
+                            "timeout" => 2,
+                            _ => 3,
+                        };
+                        local.entry(r.detector.clone()).or_default()[k] += 1;
+                    }
+                    // The scenario, its projection and its findings are dropped here.
+                    drop(runs);
+                    *slots[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(row);
+                }
+                let mut all = counts.lock().unwrap_or_else(|e| e.into_inner());
+                for (name, c) in local {
+                    let t = all.entry(name).or_default();
+                    for k in 0..4 {
+                        t[k] += c[k];
+                    }
+                }
+            });
+        }
+    });
+    if let Some(first) = failures
+        .into_inner()
+        .unwrap_or_else(|e| e.into_inner())
+        .into_iter()
+        .min_by_key(|f| f.index)
+    {
+        return Err(first);
+    }
+    let rows: Vec<Row> = slots
+        .into_iter()
+        .filter_map(|s| s.into_inner().unwrap_or_else(|e| e.into_inner()))
+        .collect();
+
+    let mut health: BTreeMap<String, DetectorHealth> = members
+        .iter()
+        .map(|m| {
+            (
+                m.name().to_string(),
+                DetectorHealth {
+                    detector: m.name().to_string(),
+                    external: m.is_external(),
+                    ..Default::default()
+                },
+            )
+        })
+        .collect();
+    for (name, [ok, panics, timeouts, failures]) in
+        counts.into_inner().unwrap_or_else(|e| e.into_inner())
+    {
+        let h = health
+            .entry(name.clone())
+            .or_insert_with(|| DetectorHealth {
+                detector: name,
+                ..Default::default()
+            });
+        h.ok += ok;
+        h.panics += panics;
+        h.timeouts += timeouts;
+        h.failures += failures;
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    Ok(summarize(
+        rows,
+        members,
+        health.into_values().collect(),
+        elapsed,
+        corpus,
+    ))
+}
+
+/// Reorders the report's rows by `key` (stable) and rebuilds every derived list
+/// (missed attacks, false alarms) in the new order. For a streaming run, whose rows
+/// come in file order while scenario ids are only known after parsing.
+pub fn sort_rows<K: Ord>(
+    report: DetectReport,
+    members: &[Member],
+    key: impl Fn(&Row) -> K,
+) -> DetectReport {
+    let DetectReport {
+        corpus_root,
+        corpus_count,
+        corpus_sha256,
+        detector_health,
+        mut rows,
+        throughput,
+        ..
+    } = report;
+    rows.sort_by_key(|r| key(r));
+    let mut r = summarize(
+        rows,
+        members,
+        detector_health,
+        throughput.elapsed_secs,
+        (&corpus_root, corpus_count, &corpus_sha256),
+    );
+    r.throughput = throughput;
+    r
+}
+
+fn cov_entry<'a>(
+    cov: &'a mut BTreeMap<String, Coverage>,
+    f: &str,
+    registered: &BTreeSet<String>,
+) -> &'a mut Coverage {
+    cov.entry(f.to_string()).or_insert_with(|| Coverage {
+        family: f.to_string(),
+        registered: registered.contains(f),
+        ..Default::default()
+    })
+}
+
+/// Builds the report from graded rows.
+pub fn summarize(
+    rows: Vec<Row>,
+    members: &[Member],
+    detector_health: Vec<DetectorHealth>,
+    elapsed_secs: f64,
+    corpus: (&str, usize, &str),
+) -> DetectReport {
+    let names: Vec<String> = members.iter().map(|m| m.name().to_string()).collect();
+    summarize_named(rows, &names, detector_health, elapsed_secs, corpus)
+}
+
+/// [`summarize`] by the fleet's detector names (in fleet order): what the merge of
+/// detect-exam shards calls, having the shards' rows but no fleet.
+pub fn summarize_named(
+    rows: Vec<Row>,
+    detectors: &[String],
+    detector_health: Vec<DetectorHealth>,
+    elapsed_secs: f64,
+    (root, count, sha): (&str, usize, &str),
+) -> DetectReport {
+    let registered: BTreeSet<String> = detectors.iter().map(|m| m.to_lowercase()).collect();
+    let mut totals = Totals {
+        scenarios: rows.len(),
+        ..Totals::default()
+    };
+    for r in &rows {
+        match r.status {
+            RowStatus::Unlabeled => totals.unlabeled += 1,
+            s => {
+                totals.labeled += 1;
+                match s {
+                    RowStatus::Pass => totals.passed += 1,
+                    RowStatus::Fail => totals.failed += 1,
+                    _ => totals.reserved += 1,
+                }
+            }
+        }
+    }
+    let attacks: Vec<&Row> = rows.iter().filter(|r| r.is_attack()).collect();
+    let detected = attacks.iter().filter(|r| r.fully_detected()).count();
+    let missed = attacks
+        .iter()
+        .filter(|r| !r.fully_detected())
+        .map(|r| {
+            let mut missing = r.missing.clone();
+            missing.extend(r.reserved_families.iter().cloned());
+            missing.sort();
+            Miss {
+                id: r.id.clone(),
+                missing,
+                reserved: r.missing.is_empty(),
+            }
+        })
+        .collect();
+    let benign: Vec<&Row> = rows.iter().filter(|r| r.is_benign()).collect();
+    let silent = benign.iter().filter(|r| r.violations.is_empty()).count();
+    let false_alarms = benign
+        .iter()
+        .filter(|r| !r.violations.is_empty())
+        .map(|r| FalseAlarm {
+            id: r.id.clone(),
+            families: r.violations.clone(),
+        })
+        .collect();
+
+    let mut cov: BTreeMap<String, Coverage> = registered
+        .iter()
+        .map(|f| {
+            (
+                f.clone(),
+                Coverage {
+                    family: f.clone(),
+                    registered: true,
+                    ..Default::default()
+                },
+            )
+        })
+        .collect();
+    for r in rows.iter().filter(|r| r.status != RowStatus::Unlabeled) {
+        for f in &r.must_fire {
+            let c = cov_entry(&mut cov, f, &registered);
+            c.attack_labels += 1;
+            if r.missing.contains(f) {
+                c.missed += 1;
+            }
+            if r.reserved_families.contains(f) {
+                c.reserved += 1;
+            }
+        }
+        for f in &r.must_not_fire {
+            let c = cov_entry(&mut cov, f, &registered);
+            c.benign_labels += 1;
+            if r.violations.contains(f) {
+                c.false_alarms += 1;
+            }
+        }
+    }
+    for r in &rows {
+        for f in &r.fired {
+            let c = cov_entry(&mut cov, f, &registered);
+            c.fired += 1;
+        }
+    }
+    let events: usize = rows.iter().map(|r| r.events).sum();
+    totals.events = events;
+    let detector_errors = rows.iter().map(|r| r.errors.len()).sum();
+    let extra_count = rows.iter().filter(|r| r.origin != "corpus").count();
+    let per = |n: usize| {
+        if elapsed_secs > 0.0 {
+            n as f64 / elapsed_secs
+        } else {
+            0.0
+        }
+    };
+    DetectReport {
+        mode: "detect",
+        corpus_root: root.to_string(),
+        corpus_count: count,
+        corpus_sha256: sha.to_string(),
+        extra_count,
+        detectors: detectors.to_vec(),
+        totals,
+        recall: Recall {
+            rate: Rate::new(detected, attacks.len()),
+            missed,
+        },
+        precision: Precision {
+            rate: Rate::new(silent, benign.len()),
+            false_alarms,
+        },
+        coverage: cov.into_values().collect(),
+        detector_health,
+        detector_errors,
+        throughput: Throughput {
+            elapsed_secs,
+            events,
+            scenarios_per_sec: per(rows.len()),
+            events_per_sec: per(events),
+        },
+        rows,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Detector, builtin};
+    use gauntlet_corpus::projection::{Baseline, Event, Finding};
+    use gauntlet_corpus::scenario::parse_scenario;
+    use std::path::{Path, PathBuf};
+
+    fn corpus_root() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../exams/scenarios")
+    }
+
+    fn builtins() -> Vec<Member> {
+        builtin().into_iter().map(Member::Builtin).collect()
+    }
+
+    #[test]
+    fn reference_corpus_passes_with_full_recall_and_precision() {
+        let corpus = gauntlet_corpus::load::load_corpus(&corpus_root(), None).unwrap();
+        let items: Vec<Item<'_>> = corpus
+            .scenarios
+            .iter()
+            .map(|s| Item {
+                scenario: s,
+                origin: "corpus".into(),
+            })
+            .collect();
+        let r = run(
+            &items,
+            &builtins(),
+            &Options::default(),
+            ("c", corpus.count, &corpus.digest),
+        );
+        let bad: Vec<String> = r
+            .rows
+            .iter()
+            .filter(|x| x.status != RowStatus::Pass || !x.unexpected.is_empty())
+            .map(|x| {
+                format!(
+                    "{} {:?} missing={:?} violations={:?} unexpected={:?}",
+                    x.id, x.status, x.missing, x.violations, x.unexpected
+                )
+            })
+            .collect();
+        assert!(bad.is_empty(), "{}", bad.join("\n"));
+        assert_eq!(r.totals.labeled, 108);
+        assert_eq!(r.recall.rate.rate, 1.0);
+        assert_eq!(r.precision.rate.rate, 1.0);
+        assert_eq!(r.recall.rate.denominator, 79);
+        assert_eq!(r.precision.rate.denominator, 29);
+        assert_eq!(r.exit_code(), 0);
+        assert_eq!(r.detector_errors, 0);
+        // Every family is exercised by the corpus in both directions.
+        for c in r.coverage.iter() {
+            assert!(c.registered && c.attack_labels > 0, "{c:?}");
+        }
+    }
+
+    fn scenario(id: &str, must_fire: &str, must_not_fire: &str, reserved: bool) -> LoadedScenario {
+        let text = format!(
+            "id: {id}\nfinding: {{id: f}}\nevents:\n  - {{id: e1, timestamp: '2026-05-04T10:00:00Z', source: s, event_type: t, actor: stranger}}\nbaseline:\n  known_entities: {{actors: [a]}}\nexpected_detection: {{must_fire: [{must_fire}], must_not_fire: [{must_not_fire}], reserved: {reserved}}}\n"
+        );
+        LoadedScenario {
+            relpath: format!("{id}.yaml"),
+            path: PathBuf::from(format!("{id}.yaml")),
+            sha256: String::new(),
+            extra: false,
+            scenario: parse_scenario(&text, Path::new("x.yaml")).unwrap(),
+        }
+    }
+
+    /// A stand-in for a family with a registered detector that fires on every event.
+    struct Always(&'static str);
+    impl Detector for Always {
+        fn name(&self) -> &str {
+            self.0
+        }
+        fn detect(&self, events: &[Event], _: &Baseline) -> Vec<Finding> {
+            events
+                .iter()
+                .map(|e| {
+                    crate::util::finding(
+                        self.0,
+                        e,
+                        "x",
+                        "low",
+                        String::new(),
+                        serde_json::json!({}),
+                    )
+                })
+                .collect()
+        }
+    }
+
+    fn grade(scenarios: &[LoadedScenario], members: Vec<Member>) -> DetectReport {
+        let items: Vec<Item<'_>> = scenarios
+            .iter()
+            .map(|s| Item {
+                scenario: s,
+                origin: "corpus".into(),
+            })
+            .collect();
+        run(&items, &members, &Options::default(), ("c", 0, ""))
+    }
+
+    #[test]
+    fn reserved_rows_pending_vs_registered() {
+        let s = vec![
+            scenario("pending", "future-family", "", true),
+            scenario("pending-unflagged", "future-family", "", false),
+            scenario("registered", "new-actor", "", true),
+            scenario("registered-miss", "git-oops", "", true),
+        ];
+        let r = grade(&s, builtins());
+        let st: Vec<(String, RowStatus)> =
+            r.rows.iter().map(|x| (x.id.clone(), x.status)).collect();
+        assert_eq!(
+            st,
+            vec![
+                ("pending".into(), RowStatus::ReservedPending),
+                ("pending-unflagged".into(), RowStatus::ReservedPending),
+                ("registered".into(), RowStatus::Pass),
+                ("registered-miss".into(), RowStatus::Fail),
+            ]
+        );
+        assert_eq!(r.totals.reserved, 2);
+        assert_eq!(r.totals.failed, 1);
+        assert_eq!(r.totals.passed, 1);
+        // Reserved misses stay in the recall denominator and are named as reserved.
+        assert_eq!((r.recall.rate.numerator, r.recall.rate.denominator), (1, 4));
+        assert!(
+            r.recall
+                .missed
+                .iter()
+                .any(|m| m.id == "pending" && m.reserved)
+        );
+        assert!(
+            r.recall
+                .missed
+                .iter()
+                .any(|m| m.id == "registered-miss" && !m.reserved)
+        );
+        let c = r
+            .coverage
+            .iter()
+            .find(|c| c.family == "future-family")
+            .unwrap();
+        assert!(!c.registered);
+        assert_eq!((c.attack_labels, c.reserved, c.missed), (2, 2, 0));
+        assert_eq!(r.exit_code(), 1);
+
+        // Once the family is registered, the same rows are graded normally.
+        let mut m = builtins();
+        m.push(Member::Builtin(Arc::new(Always("future-family"))));
+        let r = grade(&s[..2], m);
+        assert!(r.rows.iter().all(|x| x.status == RowStatus::Pass));
+        assert_eq!(r.totals.reserved, 0);
+    }
+
+    #[test]
+    fn must_not_fire_violations_are_never_exempt() {
+        // A reserved-pending must_fire does not shelter a must_not_fire violation.
+        let s = vec![
+            scenario("violates", "future-family", "new-actor", true),
+            scenario("benign-violates", "", "new-actor", true),
+            scenario("benign-silent", "", "git-oops", false),
+        ];
+        let r = grade(&s, builtins());
+        assert_eq!(r.rows[0].status, RowStatus::Fail);
+        assert_eq!(r.rows[0].violations, vec!["new-actor"]);
+        assert_eq!(r.rows[1].status, RowStatus::Fail);
+        assert_eq!(r.rows[2].status, RowStatus::Pass);
+        assert_eq!(r.totals.reserved, 0);
+        assert_eq!(r.totals.failed, 2);
+        assert_eq!(
+            (r.precision.rate.numerator, r.precision.rate.denominator),
+            (1, 2)
+        );
+        assert_eq!(r.precision.false_alarms[0].id, "benign-violates");
+        assert_eq!(r.exit_code(), 1);
+    }
+
+    #[test]
+    fn empty_denominators_are_one_and_unlabeled_rows_are_counted_apart() {
+        let text = "id: u\nfinding: {id: f}\n";
+        let s = vec![LoadedScenario {
+            relpath: "u.yaml".into(),
+            path: "u.yaml".into(),
+            sha256: String::new(),
+            extra: false,
+            scenario: parse_scenario(text, Path::new("u.yaml")).unwrap(),
+        }];
+        let r = grade(&s, builtins());
+        assert_eq!(r.totals.unlabeled, 1);
+        assert_eq!(r.totals.labeled, 0);
+        assert_eq!(r.recall.rate.rate, 1.0);
+        assert_eq!(r.precision.rate.rate, 1.0);
+        assert_eq!(r.exit_code(), 0);
+    }
+
+    #[test]
+    fn wilson_intervals_bracket_the_rate() {
+        let r = Rate::new(29, 39);
+        assert!(r.wilson_low < r.rate && r.rate < r.wilson_high);
+        let full = Rate::new(75, 75);
+        assert_eq!(full.wilson_high, 1.0);
+        assert!(full.wilson_low > 0.95 && full.wilson_low < 1.0);
+    }
+}

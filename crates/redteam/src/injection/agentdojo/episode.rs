@@ -1,0 +1,280 @@
+//! One AgentDojo case run as an agent episode: the sidecar sets the environment up
+//! (attack texts placed, defence applied), gauntlet's loop talks to the model, every
+//! tool call runs in the sidecar, and the sidecar's checks score the final state.
+//!
+//! The pipeline replayed is AgentDojo's `AgentPipeline.from_config` for an OpenAI-style
+//! model: `[system message, user prompt, model, loop(tools, model) ≤ 15 rounds]`, with
+//! - `tool_filter`: before the first call, the model is asked which tools the task needs
+//!   (the prompt AgentDojo appends as a user turn, its reply kept in the conversation, as
+//!   AgentDojo does); only the tools named in the reply stay. gauntlet sends this call
+//!   with the tools but without `tool_choice: "none"` (the model layer has no such field).
+//! - `repeat_user_prompt`: the user prompt again after every round of tool results.
+//! - `spotlighting_with_delimiting`: the system message's suffix and the `<<…>>` around
+//!   tool results come from the sidecar.
+//!
+//! Differences from AgentDojo's harness, all where AgentDojo itself would stop or crash:
+//! a call whose arguments are not a JSON object is an episode error (AgentDojo raises in
+//! its OpenAI client); a final reply with no text is scored as empty text (AgentDojo
+//! re-queries the whole pipeline up to three times on the same environment).
+
+use super::sidecar::{Bound, Sidecar, SidecarError};
+use crate::attack::{Attempt, CallModel};
+use crate::injection::env::{EnvError, ToolEnv, run_loop};
+use gauntlet_core::message::{ChatRequest, ChatResponse, Message, ToolCall, ToolDef};
+use gauntlet_core::scenario::BenchCase;
+use gauntlet_models::{BoxFuture, ModelError};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Episode ids, unique in the process.
+static EPISODES: AtomicU64 = AtomicU64::new(1);
+
+/// The episode's side of the seam: tool calls go to the sidecar.
+pub struct Episode<'s> {
+    sidecar: &'s Sidecar,
+    bound: Bound,
+    id: u64,
+    tools: Arc<[ToolDef]>,
+    /// `repeat_user_prompt`: the prompt added after every round.
+    repeat: Option<String>,
+}
+
+impl ToolEnv for Episode<'_> {
+    fn tools(&self) -> Arc<[ToolDef]> {
+        self.tools.clone()
+    }
+    fn call<'a>(&'a mut self, c: &'a ToolCall) -> BoxFuture<'a, Result<String, EnvError>> {
+        Box::pin(async move {
+            let req = json!({
+                "op": "call", "episode": self.id, "name": c.name,
+                "arguments": c.arguments, "call_id": c.call_id,
+            });
+            let r = self
+                .sidecar
+                .request_in(&self.bound, req)
+                .await
+                .map_err(|e| EnvError(e.0))?;
+            match r["content"].as_str() {
+                Some(s) => Ok(s.to_string()),
+                None => Err(EnvError(
+                    "malformed reply from the AgentDojo sidecar: a tool result without `content`"
+                        .into(),
+                )),
+            }
+        })
+    }
+    fn after_tools(&mut self) -> Vec<Message> {
+        self.repeat
+            .iter()
+            .map(|p| Message::user(p.clone()))
+            .collect()
+    }
+}
+
+fn tool_defs(v: &Value) -> Result<Arc<[ToolDef]>, String> {
+    let tools: Vec<ToolDef> = serde_json::from_value(v.clone())
+        .map_err(|e| format!("malformed reply from the AgentDojo sidecar: tools: {e}"))?;
+    Ok(Arc::from(tools))
+}
+
+/// What an episode produced, before it becomes an [`Attempt`].
+struct Ran {
+    transcript: Vec<Message>,
+    response: Result<ChatResponse, String>,
+    steps: u32,
+    max_steps_hit: bool,
+    injections: Value,
+    verdict: Option<(bool, Option<bool>)>,
+}
+
+/// Runs one case under `attack` (`None`: no attack) and `defense`, as one attempt with
+/// its metadata: `suite, user_task, injection_task, attack, defense, utility, security`
+/// (AgentDojo's verdicts; `null` when the episode errored, `security` null for a benign
+/// case), `injected`, `injections` (vector → text placed), `steps`, `max_steps_hit`.
+pub async fn attempt(
+    sidecar: &Sidecar,
+    case: &BenchCase,
+    attack: Option<&str>,
+    defense: Option<&str>,
+    target: &dyn CallModel,
+) -> Result<Attempt, ModelError> {
+    let ran = run(sidecar, case, attack, defense, target).await?;
+    let (utility, security) = match ran.verdict {
+        Some((u, s)) => (Value::Bool(u), s.map_or(Value::Null, Value::Bool)),
+        None => (Value::Null, Value::Null),
+    };
+    let metadata = json!({
+        "suite": case.suite,
+        "user_task": case.user_task,
+        "injection_task": case.injection_task,
+        "attack": attack.unwrap_or("none"),
+        "defense": defense.unwrap_or("none"),
+        "utility": utility,
+        "security": security,
+        "injected": case.injection_task.is_some(),
+        "injections": ran.injections,
+        "steps": ran.steps,
+        "max_steps_hit": ran.max_steps_hit,
+    });
+    Ok(Attempt {
+        index: 0,
+        transcript: ran.transcript,
+        response: ran.response,
+        query_count: ran.steps,
+        metadata,
+    })
+}
+
+async fn run(
+    sidecar: &Sidecar,
+    case: &BenchCase,
+    attack: Option<&str>,
+    defense: Option<&str>,
+    target: &dyn CallModel,
+) -> Result<Ran, ModelError> {
+    let failed = |why: String, transcript: Vec<Message>, steps: u32, injections: Value| Ran {
+        transcript,
+        response: Err(why),
+        steps,
+        max_steps_hit: false,
+        injections,
+        verdict: None,
+    };
+    let bound = match sidecar.bind().await {
+        Ok(b) => b,
+        Err(e) => return Ok(failed(e.0, Vec::new(), 0, Value::Null)),
+    };
+    let id = EPISODES.fetch_add(1, Ordering::Relaxed);
+    let start = json!({
+        "op": "start", "episode": id, "version": case.version, "suite": case.suite,
+        "user_task": case.user_task, "injection_task": case.injection_task,
+        "attack": attack, "defense": defense, "model_name": case.model_name,
+    });
+    let s = match sidecar.request_in(&bound, start).await {
+        Ok(s) => s,
+        Err(e) => return Ok(failed(e.0, Vec::new(), 0, Value::Null)),
+    };
+    let injections = s["injections"].clone();
+    let (Some(system), Some(user)) = (s["system"].as_str(), s["user"].as_str()) else {
+        let why = "malformed reply from the AgentDojo sidecar: `start` without system or user";
+        return Ok(failed(why.into(), Vec::new(), 0, injections));
+    };
+    let mut tools = match tool_defs(&s["tools"]) {
+        Ok(t) => t,
+        Err(e) => return Ok(failed(e, Vec::new(), 0, injections)),
+    };
+    let mut messages = vec![Message::system(system), Message::user(user)];
+    let mut steps = 0;
+    // Tool calls the model made that are never executed but that AgentDojo's checks see
+    // (they are in its messages): the filter reply's, and the last reply's at the limit.
+    let mut pending: Vec<ToolCall> = Vec::new();
+    if let Some(prompt) = s["tool_filter_prompt"].as_str() {
+        messages.push(Message::user(prompt));
+        let req = ChatRequest {
+            messages: messages.clone(),
+            tools: tools.clone(),
+            temperature: Some(0.0),
+            ..Default::default()
+        };
+        steps += 1;
+        let r = match target.call(req).await {
+            Ok(r) => r,
+            Err(e @ (ModelError::Config(_) | ModelError::Budget)) => {
+                end(sidecar, &bound, id).await;
+                return Err(e);
+            }
+            Err(ModelError::Call(msg)) => {
+                end(sidecar, &bound, id).await;
+                return Ok(failed(msg, messages, steps, injections));
+            }
+        };
+        let kept = sidecar
+            .request_in(
+                &bound,
+                json!({"op": "filter", "episode": id, "output": r.content}),
+            )
+            .await
+            .map_err(|e| e.0)
+            .and_then(|v| tool_defs(&v["tools"]));
+        pending.extend(r.tool_calls.iter().cloned());
+        messages.push(Message {
+            tool_calls: r.tool_calls,
+            ..Message::assistant(r.content)
+        });
+        match kept {
+            Ok(t) => tools = t,
+            Err(e) => return Ok(failed(e, messages, steps, injections)),
+        }
+    }
+    let mut env = Episode {
+        sidecar,
+        bound: bound.clone(),
+        id,
+        tools,
+        repeat: s["repeat_user_prompt"]
+            .as_bool()
+            .unwrap_or(false)
+            .then(|| user.to_string()),
+    };
+    let request = ChatRequest {
+        messages,
+        ..Default::default()
+    };
+    let looped = match run_loop(target, &mut env, request, MAX_CALLS).await {
+        Ok(l) => l,
+        Err(e) => {
+            end(sidecar, &bound, id).await;
+            return Err(e);
+        }
+    };
+    steps += looped.steps;
+    let response = match looped.response {
+        Ok(r) => r,
+        Err(why) => {
+            end(sidecar, &bound, id).await;
+            return Ok(failed(why, looped.transcript, steps, injections));
+        }
+    };
+    if looped.max_steps_hit {
+        pending.extend(response.tool_calls.iter().cloned());
+    }
+    let pending: Vec<Value> = pending
+        .iter()
+        .map(|c| json!({"name": c.name, "arguments": c.arguments, "call_id": c.call_id}))
+        .collect();
+    let score = json!({
+        "op": "score", "episode": id, "output": response.content, "pending_calls": pending,
+    });
+    let verdict = match sidecar.request_in(&bound, score).await {
+        Ok(v) => match (v["utility"].as_bool(), &v["security"]) {
+            (Some(u), Value::Bool(s)) => Ok((u, Some(*s))),
+            (Some(u), Value::Null) => Ok((u, None)),
+            _ => Err(SidecarError(
+                "malformed reply from the AgentDojo sidecar: `score` without utility".into(),
+            )),
+        },
+        Err(e) => Err(e),
+    };
+    Ok(match verdict {
+        Ok(v) => Ran {
+            transcript: looped.transcript,
+            response: Ok(response),
+            steps,
+            max_steps_hit: looped.max_steps_hit,
+            injections,
+            verdict: Some(v),
+        },
+        Err(e) => failed(e.0, looped.transcript, steps, injections),
+    })
+}
+
+/// Model calls of one episode at most: AgentDojo's first call and its 15 rounds.
+pub const MAX_CALLS: u32 = 1 + super::MAX_ITERS;
+
+/// Drops an episode the sidecar still holds (best effort: a dead sidecar holds nothing).
+async fn end(sidecar: &Sidecar, bound: &Bound, id: u64) {
+    let _ = sidecar
+        .request_in(bound, json!({"op": "end", "episode": id}))
+        .await;
+}

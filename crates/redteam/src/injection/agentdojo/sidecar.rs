@@ -1,0 +1,593 @@
+//! The AgentDojo sidecar process: our own Python (`sidecar.py`, embedded) driving the
+//! `agentdojo` package in a pinned virtualenv, one process per run shared by every
+//! episode, spoken to in JSON lines (protocol `gauntlet-agentdojo/1`, documented in
+//! `sidecar.py`).
+//!
+//! The process is third-party code and runs confined ([`gauntlet_sandbox::Process`]):
+//! the filesystem read-only except a private scratch directory (its `$HOME` and
+//! `$TMPDIR`), no sockets, an empty network namespace, every descendant killed when it is
+//! dropped or gauntlet dies, an address-space and a CPU-time limit. A kernel that cannot
+//! confine it makes the sidecar refuse to start, with the reason, unless
+//! `GAUNTLET_ALLOW_UNCONFINED_SIDECAR=1` (it then gets every layer the kernel has).
+//!
+//! Failures are outcomes, not crashes of the run: a request that gets no reply within the
+//! call time limit (a hang; `GAUNTLET_AGENTDOJO_CALL_TIMEOUT_S`, default 60 s), a sidecar
+//! that exits (a crash, the CPU limit), or a reply that is not the protocol's (malformed,
+//! an unknown id) fails every request in flight with the reason, and the process is
+//! killed; the next request starts a fresh one (a new *generation*). An episode belongs
+//! to the generation that started it: its later requests fail once that generation is
+//! gone, so each affected episode ends as an error outcome and the run goes on.
+//!
+//! Threads: one spawns the process and then reads its stdout until it closes, one writes
+//! its stdin, one keeps the tail of its stderr. Async callers never block on a pipe.
+
+use gauntlet_sandbox::{Memory, Process, Spec};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+use tokio::sync::oneshot;
+
+/// The sidecar's source, written into its scratch directory at each start.
+pub const SCRIPT: &str = include_str!("sidecar.py");
+/// The pinned requirements of its virtualenv (scripts/install-agentdojo.sh installs them).
+pub const REQUIREMENTS: &str = include_str!("requirements.txt");
+pub const PROTOCOL: &str = "gauntlet-agentdojo/1";
+/// The agentdojo package version the catalogue and the pins are for.
+pub const AGENTDOJO_VERSION: &str = "0.1.35";
+/// The environment variable that names the virtualenv.
+pub const VENV_ENV: &str = "GAUNTLET_AGENTDOJO_VENV";
+const UNCONFINED_ENV: &str = "GAUNTLET_ALLOW_UNCONFINED_SIDECAR";
+/// Overrides the per-request time limit, in seconds (default 60).
+pub const CALL_TIMEOUT_ENV: &str = "GAUNTLET_AGENTDOJO_CALL_TIMEOUT_S";
+/// A reply line longer than this is malformed.
+const MAX_REPLY_BYTES: usize = 64 << 20;
+const STDERR_TAIL: usize = 4096;
+
+/// Limits of one sidecar process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Time for one request's reply (a tool call, a check); longer is a hang.
+    pub call_timeout: Duration,
+    /// Time for the start-up (Python imports the package) and the handshake.
+    pub start_timeout: Duration,
+    /// `RLIMIT_AS`, bytes.
+    pub memory_bytes: u64,
+    /// `RLIMIT_CPU` of one process, seconds (a restart gets a fresh budget).
+    pub cpu_secs: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            call_timeout: Duration::from_secs(60),
+            start_timeout: Duration::from_secs(300),
+            memory_bytes: 4 << 30,
+            cpu_secs: 4 * 3600,
+        }
+    }
+}
+
+/// The virtualenv the sidecar runs in: `$GAUNTLET_AGENTDOJO_VENV`, else
+/// `$XDG_CACHE_HOME/gauntlet/agentdojo-0.1.35`, else `~/.cache/gauntlet/agentdojo-0.1.35`
+/// (where scripts/install-agentdojo.sh installs it).
+pub fn default_venv() -> PathBuf {
+    let env = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
+    if let Some(v) = env(VENV_ENV) {
+        return PathBuf::from(v);
+    }
+    let leaf = format!("gauntlet/agentdojo-{AGENTDOJO_VERSION}");
+    if let Some(x) = env("XDG_CACHE_HOME") {
+        return PathBuf::from(x).join(leaf);
+    }
+    PathBuf::from(env("HOME").unwrap_or_else(|| ".".into()))
+        .join(".cache")
+        .join(leaf)
+}
+
+/// The pinned `(name, version)` pairs of [`REQUIREMENTS`].
+pub fn pins() -> Vec<(&'static str, &'static str)> {
+    REQUIREMENTS
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .filter_map(|l| l.split_whitespace().next()?.split_once("=="))
+        .collect()
+}
+
+/// Normalised distribution name (PEP 503).
+fn norm(name: &str) -> String {
+    name.to_ascii_lowercase().replace(['_', '.'], "-")
+}
+
+/// What the handshake established.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hello {
+    pub agentdojo: String,
+    pub python: String,
+    pub frozen_time: String,
+}
+
+/// Why a request failed: ends the episode as an error outcome.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SidecarError(pub String);
+
+impl std::fmt::Display for SidecarError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+type Waiters = HashMap<u64, oneshot::Sender<Result<Value, SidecarError>>>;
+
+/// One started process.
+struct Generation {
+    id: u64,
+    /// The writer thread's queue (taken at the end: the writer then closes stdin).
+    lines: Mutex<Option<std::sync::mpsc::Sender<Vec<u8>>>>,
+    shared: Arc<GenShared>,
+}
+
+/// What the reader thread and the callers share.
+struct GenShared {
+    waiters: Mutex<Waiters>,
+    /// Why this generation is over (set once).
+    dead: Mutex<Option<String>>,
+    stderr: Mutex<Vec<u8>>,
+    /// The confined process; taking and dropping it kills its whole tree.
+    process: Mutex<Option<Process>>,
+}
+
+impl GenShared {
+    /// Marks the generation over (first reason wins), kills the process tree and fails
+    /// every request in flight.
+    fn fail(&self, why: String) {
+        let why = {
+            let mut d = self.dead.lock().unwrap();
+            if d.is_none() {
+                *d = Some(why);
+            }
+            d.clone().unwrap_or_default()
+        };
+        drop(self.process.lock().unwrap().take());
+        let waiters = std::mem::take(&mut *self.waiters.lock().unwrap());
+        for (_, w) in waiters {
+            let _ = w.send(Err(SidecarError(why.clone())));
+        }
+    }
+    fn stderr_tail(&self) -> String {
+        let b = self.stderr.lock().unwrap();
+        let s = String::from_utf8_lossy(&b);
+        let s = s.trim();
+        let lines: Vec<&str> = s.lines().rev().take(6).collect();
+        lines.into_iter().rev().collect::<Vec<_>>().join(" | ")
+    }
+}
+
+impl Drop for Generation {
+    /// The end of the run: the sidecar sees the end of its stdin and exits by itself
+    /// (so its resource usage is accounted to gauntlet's process tree), or is killed
+    /// after a grace period.
+    fn drop(&mut self) {
+        drop(self.lines.lock().unwrap().take());
+        let p = self.shared.process.lock().unwrap().take();
+        if let Some(p) = p {
+            p.stop(Duration::from_secs(2));
+        }
+        self.shared.fail("the run is over".into());
+    }
+}
+
+/// A sidecar: starts its process on first use and again after any failure.
+pub struct Sidecar {
+    venv: PathBuf,
+    limits: Limits,
+    current: tokio::sync::Mutex<Option<Arc<Generation>>>,
+    generations: AtomicU64,
+    next_id: AtomicU64,
+    /// Starts so far (the first one included), for tests and reports.
+    pub starts: AtomicU64,
+}
+
+/// A handle on an episode's generation: requests through it fail once that process is
+/// gone.
+#[derive(Clone)]
+pub struct Bound {
+    generation: Arc<Generation>,
+}
+
+static SHARED: Mutex<Vec<(PathBuf, Weak<Sidecar>)>> = Mutex::new(Vec::new());
+
+impl Sidecar {
+    pub fn new(venv: PathBuf, limits: Limits) -> Sidecar {
+        Sidecar {
+            venv,
+            limits,
+            current: tokio::sync::Mutex::new(None),
+            generations: AtomicU64::new(0),
+            next_id: AtomicU64::new(1),
+            starts: AtomicU64::new(0),
+        }
+    }
+
+    /// The sidecar of `venv` shared by every plugin of the process that holds it (one
+    /// process per run); a new one when none is alive.
+    pub fn shared(venv: &Path) -> Arc<Sidecar> {
+        let mut all = SHARED.lock().unwrap();
+        all.retain(|(_, w)| w.strong_count() > 0);
+        if let Some(s) = all
+            .iter()
+            .find(|(p, _)| p == venv)
+            .and_then(|(_, w)| w.upgrade())
+        {
+            return s;
+        }
+        let mut limits = Limits::default();
+        if let Some(t) = std::env::var(CALL_TIMEOUT_ENV)
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok())
+            .filter(|t| *t > 0)
+        {
+            limits.call_timeout = Duration::from_secs(t);
+        }
+        let s = Arc::new(Sidecar::new(venv.to_path_buf(), limits));
+        all.push((venv.to_path_buf(), Arc::downgrade(&s)));
+        s
+    }
+
+    pub fn venv(&self) -> &Path {
+        &self.venv
+    }
+
+    /// The live generation, started (with its handshake) when there is none.
+    pub async fn bind(&self) -> Result<Bound, SidecarError> {
+        let mut cur = self.current.lock().await;
+        if let Some(g) = cur.as_ref()
+            && g.shared.dead.lock().unwrap().is_none()
+        {
+            return Ok(Bound {
+                generation: g.clone(),
+            });
+        }
+        *cur = None;
+        let g = Arc::new(self.start()?);
+        let b = Bound { generation: g };
+        let hello = self
+            .send(
+                &b,
+                serde_json::json!({"op": "hello"}),
+                self.limits.start_timeout,
+            )
+            .await
+            .map_err(|e| SidecarError(format!("the AgentDojo sidecar did not start: {e}")))?;
+        if let Err(e) = check_hello(&hello) {
+            b.generation.shared.fail(e.clone());
+            return Err(SidecarError(format!(
+                "{e} (virtualenv {})",
+                self.venv.display()
+            )));
+        }
+        *cur = Some(b.generation.clone());
+        Ok(b)
+    }
+
+    /// One request through the live generation (started if needed).
+    pub async fn request(&self, req: Value) -> Result<Value, SidecarError> {
+        let b = self.bind().await?;
+        self.send(&b, req, self.limits.call_timeout).await
+    }
+
+    /// One request through an episode's generation.
+    pub async fn request_in(&self, b: &Bound, req: Value) -> Result<Value, SidecarError> {
+        self.send(b, req, self.limits.call_timeout).await
+    }
+
+    async fn send(
+        &self,
+        b: &Bound,
+        mut req: Value,
+        timeout: Duration,
+    ) -> Result<Value, SidecarError> {
+        let g = &b.generation;
+        if let Some(why) = g.shared.dead.lock().unwrap().clone() {
+            return Err(SidecarError(format!(
+                "the AgentDojo sidecar this episode ran in is gone ({why})"
+            )));
+        }
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        req["id"] = id.into();
+        let op = req["op"].as_str().unwrap_or("?").to_string();
+        let (tx, rx) = oneshot::channel();
+        g.shared.waiters.lock().unwrap().insert(id, tx);
+        let mut line = serde_json::to_vec(&req).expect("requests serialise");
+        line.push(b'\n');
+        let sent = g
+            .lines
+            .lock()
+            .unwrap()
+            .as_ref()
+            .is_some_and(|l| l.send(line).is_ok());
+        if !sent {
+            g.shared
+                .fail("its stdin closed (the process is gone)".into());
+        }
+        match tokio::time::timeout(timeout, rx).await {
+            Ok(Ok(r)) => r,
+            Ok(Err(_)) => Err(SidecarError("the sidecar's reader ended".into())),
+            Err(_) => {
+                let why = format!(
+                    "no reply to `{op}` within {} s: the AgentDojo sidecar hung (generation {}); it was killed and a fresh one serves the next episode",
+                    timeout.as_secs(),
+                    g.id
+                );
+                g.shared.fail(why.clone());
+                Err(SidecarError(why))
+            }
+        }
+    }
+
+    /// Starts a process and its three threads.
+    fn start(&self) -> Result<Generation, SidecarError> {
+        let python = self.venv.join("bin/python");
+        if !python.is_file() {
+            return Err(SidecarError(format!(
+                "no AgentDojo virtualenv at {} (no bin/python): install it with scripts/install-agentdojo.sh, or point {VENV_ENV} at one",
+                self.venv.display()
+            )));
+        }
+        let id = self.generations.fetch_add(1, Ordering::Relaxed) + 1;
+        self.starts.fetch_add(1, Ordering::Relaxed);
+        let shared = Arc::new(GenShared {
+            waiters: Mutex::new(HashMap::new()),
+            dead: Mutex::new(None),
+            stderr: Mutex::new(Vec::new()),
+            process: Mutex::new(None),
+        });
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let (line_tx, line_rx) = std::sync::mpsc::channel::<Vec<u8>>();
+        let limits = self.limits;
+        let sh = shared.clone();
+        std::thread::Builder::new()
+            .name(format!("agentdojo-sidecar-{id}"))
+            .spawn(move || reader(python, limits, sh, ready_tx, line_rx))
+            .map_err(|e| SidecarError(format!("cannot start the sidecar thread: {e}")))?;
+        ready_rx
+            .recv()
+            .map_err(|_| SidecarError("the sidecar thread ended before starting it".into()))?
+            .map_err(SidecarError)?;
+        Ok(Generation {
+            id,
+            lines: Mutex::new(Some(line_tx)),
+            shared,
+        })
+    }
+}
+
+/// Checks the handshake: protocol, package version and every pinned distribution.
+fn check_hello(v: &Value) -> Result<Hello, String> {
+    if v["protocol"] != PROTOCOL {
+        return Err(format!(
+            "the sidecar speaks {} (this gauntlet speaks {PROTOCOL})",
+            v["protocol"]
+        ));
+    }
+    let installed: HashMap<String, &str> = v["distributions"]
+        .as_object()
+        .map(|o| {
+            o.iter()
+                .filter_map(|(k, v)| Some((norm(k), v.as_str()?)))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut wrong = Vec::new();
+    for (name, want) in pins() {
+        match installed.get(&norm(name)) {
+            Some(have) if *have == want => {}
+            Some(have) => wrong.push(format!("{name} is {have} (pinned {want})")),
+            None => wrong.push(format!("{name} is missing (pinned {want})")),
+        }
+    }
+    if !wrong.is_empty() {
+        return Err(format!(
+            "the AgentDojo virtualenv does not match its pins ({}); reinstall it with scripts/install-agentdojo.sh",
+            wrong.join(", ")
+        ));
+    }
+    let s = |k: &str| v[k].as_str().unwrap_or_default().to_string();
+    Ok(Hello {
+        agentdojo: s("agentdojo"),
+        python: s("python"),
+        frozen_time: s("frozen_time"),
+    })
+}
+
+/// Starts the sidecar process confined ([`gauntlet_sandbox::Process`]: read-only files
+/// but its scratch directory, no sockets, an empty network namespace, its tree killed
+/// when it is dropped or gauntlet dies). The script is written into a directory of
+/// gauntlet's own, which the process can only read.
+fn spawn_confined(python: &Path, limits: Limits) -> Result<(Process, tempfile::TempDir), String> {
+    let dir = tempfile::Builder::new()
+        .prefix("gauntlet-agentdojo-script-")
+        .tempdir()
+        .map_err(|e| format!("cannot create a directory for the sidecar's script: {e}"))?;
+    let script = dir.path().join("sidecar.py");
+    std::fs::write(&script, SCRIPT)
+        .map_err(|e| format!("cannot write {}: {e}", script.display()))?;
+    let mut spec = Spec::new(python)
+        .arg("-s")
+        .arg("-B")
+        .arg(&script)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        // Set and dict orders of strings must not vary between runs.
+        .env("PYTHONHASHSEED", "0")
+        .env("PYTHONUNBUFFERED", "1");
+    spec.memory = Memory::AddressSpace(limits.memory_bytes);
+    spec.cpu_secs = Some(limits.cpu_secs);
+    spec.allow_unconfined = std::env::var(UNCONFINED_ENV).as_deref() == Ok("1");
+    spec.scratch_prefix = "gauntlet-agentdojo-".into();
+    let p = Process::spawn(&spec).map_err(|e| match e {
+        gauntlet_sandbox::SpawnError::Unconfinable { missing, .. } => format!(
+            "the AgentDojo sidecar cannot be confined on this machine: {missing}. It runs third-party code, so it is refused; set {UNCONFINED_ENV}=1 to run it anyway (with every protection this kernel has)"
+        ),
+        other => format!("cannot start the AgentDojo sidecar: {other}"),
+    })?;
+    Ok((p, dir))
+}
+
+/// The reader thread: spawns the process, hands the callers its process group, starts
+/// the writer and stderr threads, then dispatches reply lines until the process ends.
+fn reader(
+    python: PathBuf,
+    limits: Limits,
+    shared: Arc<GenShared>,
+    ready: std::sync::mpsc::Sender<Result<(), String>>,
+    lines: std::sync::mpsc::Receiver<Vec<u8>>,
+) {
+    let (mut process, script_dir) = match spawn_confined(&python, limits) {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = ready.send(Err(e));
+            return;
+        }
+    };
+    let mut stdin = process.stdin.take().expect("piped stdin");
+    let stdout = process.stdout.take().expect("piped stdout");
+    let mut stderr = process.stderr.take().expect("piped stderr");
+    *shared.process.lock().unwrap() = Some(process);
+    let sh = shared.clone();
+    let writer = std::thread::spawn(move || {
+        for line in lines {
+            if stdin.write_all(&line).and_then(|_| stdin.flush()).is_err() {
+                sh.fail("its stdin closed (the process is gone)".into());
+                break;
+            }
+        }
+    });
+    let sh = shared.clone();
+    let err_reader = std::thread::spawn(move || {
+        let mut buf = [0u8; 8192];
+        while let Ok(n) = stderr.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            let mut tail = sh.stderr.lock().unwrap();
+            tail.extend_from_slice(&buf[..n]);
+            if tail.len() > 2 * STDERR_TAIL {
+                let cut = tail.len() - STDERR_TAIL;
+                tail.drain(..cut);
+            }
+        }
+    });
+    let _ = ready.send(Ok(()));
+    let mut out = BufReader::with_capacity(1 << 16, stdout);
+    let mut line = Vec::new();
+    let why = loop {
+        line.clear();
+        match (&mut out)
+            .take(MAX_REPLY_BYTES as u64 + 1)
+            .read_until(b'\n', &mut line)
+        {
+            Ok(0) => break None,
+            Ok(_) if line.len() > MAX_REPLY_BYTES => {
+                break Some(format!(
+                    "malformed reply from the AgentDojo sidecar: a line over {MAX_REPLY_BYTES} bytes"
+                ));
+            }
+            Ok(_) => {}
+            Err(e) => break Some(format!("cannot read the sidecar's stdout: {e}")),
+        }
+        match parse_reply(&line) {
+            Ok((id, r)) => match shared.waiters.lock().unwrap().remove(&id) {
+                Some(w) => {
+                    let _ = w.send(r);
+                }
+                None => {
+                    break Some(format!(
+                        "malformed reply from the AgentDojo sidecar: id {id} answers no request"
+                    ));
+                }
+            },
+            Err(e) => break Some(format!("malformed reply from the AgentDojo sidecar: {e}")),
+        }
+    };
+    if let Some(why) = why {
+        shared.fail(why);
+    }
+    // Its stdout closed: the process ended or is ending. Whatever is left of the tree is
+    // killed after a moment (dropping the process).
+    let deadline = std::time::Instant::now() + Duration::from_secs(2);
+    loop {
+        let mut guard = shared.process.lock().unwrap();
+        let done = guard.as_mut().is_none_or(|p| p.try_ended().is_some());
+        if done || std::time::Instant::now() >= deadline {
+            drop(guard.take());
+            break;
+        }
+        drop(guard);
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let _ = err_reader.join();
+    let tail = shared.stderr_tail();
+    shared.fail(if tail.is_empty() {
+        "the AgentDojo sidecar exited (its stdout closed)".to_string()
+    } else {
+        format!("the AgentDojo sidecar exited (its stdout closed): {tail}")
+    });
+    drop(writer);
+    drop(script_dir);
+}
+
+/// One reply line: its id and its result.
+fn parse_reply(line: &[u8]) -> Result<(u64, Result<Value, SidecarError>), String> {
+    let v: Value = serde_json::from_slice(line).map_err(|e| {
+        let shown = String::from_utf8_lossy(&line[..line.len().min(200)]).into_owned();
+        format!("{e} in {shown:?}")
+    })?;
+    let id = v["id"].as_u64().ok_or("a reply without a numeric `id`")?;
+    if let Some(ok) = v.get("ok") {
+        return Ok((id, Ok(ok.clone())));
+    }
+    match v.get("error").and_then(Value::as_str) {
+        Some(e) => Ok((id, Err(SidecarError(e.to_string())))),
+        None => Err(format!("reply {id} has neither `ok` nor `error`")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replies_parse_and_bad_ones_are_named() {
+        let (id, r) = parse_reply(br#"{"id":7,"ok":{"content":"x"}}"#).unwrap();
+        assert_eq!((id, r.unwrap()["content"].as_str()), (7, Some("x")));
+        let (_, r) = parse_reply(br#"{"id":8,"error":"no such task"}"#).unwrap();
+        assert_eq!(r.unwrap_err().0, "no such task");
+        assert!(parse_reply(b"not json").unwrap_err().contains("not json"));
+        assert!(parse_reply(br#"{"ok":1}"#).unwrap_err().contains("id"));
+        assert!(parse_reply(br#"{"id":1}"#).unwrap_err().contains("neither"));
+    }
+
+    #[test]
+    fn pins_cover_the_package_and_check_the_handshake() {
+        let p = pins();
+        assert!(p.contains(&("agentdojo", AGENTDOJO_VERSION)), "{p:?}");
+        assert!(p.len() > 50);
+        let mut dists = serde_json::Map::new();
+        for (n, v) in &p {
+            dists.insert(n.replace('-', "_"), Value::String(v.to_string()));
+        }
+        let mut hello = serde_json::json!({"protocol": PROTOCOL, "agentdojo": "0.1.35", "distributions": dists});
+        assert!(check_hello(&hello).is_ok());
+        hello["distributions"]["pydantic"] = "1.0".into();
+        let e = check_hello(&hello).unwrap_err();
+        assert!(
+            e.contains("pydantic is 1.0") && e.contains("install-agentdojo.sh"),
+            "{e}"
+        );
+        hello["protocol"] = "other/9".into();
+        assert!(check_hello(&hello).unwrap_err().contains("other/9"));
+    }
+}

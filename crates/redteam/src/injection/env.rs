@@ -1,0 +1,271 @@
+//! The tool-environment seam of the agent loop: what an agent acts on.
+//!
+//! The loop ([`run_loop`]) owns the conversation and every model call; a [`ToolEnv`]
+//! owns the tools: their definitions, the execution of one call by name and arguments,
+//! and how its result reads to the model. Implementations:
+//!
+//! - the bundled suites' in-memory sandbox with its injection placement
+//!   ([`crate::injection::agent::BundledEnv`]);
+//! - an AgentDojo episode, whose tools run in the confined sidecar
+//!   (`injection::agentdojo`);
+//! - tools served by MCP servers (the same seam, another implementation).
+//!
+//! # Contract
+//! - [`ToolEnv::tools`] is fixed for an episode: it is sent with every model call (and
+//!   so is part of every call's cache key); return the same definitions every time.
+//! - [`ToolEnv::call`] runs one call the model made, in the order the model made them.
+//!   `Ok(text)` is the tool message's content exactly as the model must see it: an
+//!   environment that reports a bad call to the model (an unknown tool, missing
+//!   arguments) returns that report as `Ok` text, since the model is meant to see it and
+//!   may recover. `Err` is an *episode error*: the environment itself failed (a sidecar
+//!   that crashed, hung past its time limit or replied with something malformed, a
+//!   server that went away). The loop stops there and the run is an error outcome with
+//!   that reason — never a success or a failure of the model.
+//! - [`ToolEnv::after_tools`] may add messages after each round of tool results (a
+//!   defence that repeats the user's prompt); none by default.
+//! - Determinism: for byte-identical reruns, the same calls in the same order must give
+//!   the same texts (cache keys of later model calls include them).
+//!
+//! The loop's transcript records each tool result as a `tool` message carrying the
+//! call's name and id (`tool_call_id`), so real APIs can match them.
+
+use crate::attack::{CallModel, Conversation};
+use gauntlet_core::message::{ChatRequest, ChatResponse, Message, Role, ToolCall, ToolDef};
+use gauntlet_models::{BoxFuture, ModelError};
+use std::sync::Arc;
+
+/// Why an environment could not answer a call: ends the episode as an error outcome.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnvError(pub String);
+
+impl std::fmt::Display for EnvError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A tool environment an agent loop acts in (see the module docs for the contract).
+pub trait ToolEnv: Send {
+    /// The tool definitions sent to the model with every call.
+    fn tools(&self) -> Arc<[ToolDef]>;
+    /// Executes one tool call; the text is the tool message's content.
+    fn call<'a>(&'a mut self, call: &'a ToolCall) -> BoxFuture<'a, Result<String, EnvError>>;
+    /// Messages appended after each round of tool results.
+    fn after_tools(&mut self) -> Vec<Message> {
+        Vec::new()
+    }
+}
+
+/// What one loop did.
+#[derive(Debug, Clone)]
+pub struct LoopRun {
+    /// Every message: the initial ones, each assistant turn (tool calls included), each
+    /// tool result and whatever the environment added after a round.
+    pub transcript: Vec<Message>,
+    /// The last reply, or why the run has none (a failed model call, an episode error).
+    pub response: Result<ChatResponse, String>,
+    /// Model calls made.
+    pub steps: u32,
+    /// The model was still calling tools when `max_steps` ran out.
+    pub max_steps_hit: bool,
+    /// The run ended on an episode error ([`EnvError`]) rather than a model's reply.
+    pub env_error: bool,
+}
+
+/// Runs the agent loop: `request` holds the initial messages (system, user), the seed
+/// and any out-of-band script; its tools are replaced by the environment's. At most
+/// `max_steps` model calls; the loop stops at the first reply without tool calls.
+///
+/// A failed model call ends the run with that error as its response; configuration and
+/// budget errors propagate (they stop the whole run).
+pub async fn run_loop(
+    target: &dyn CallModel,
+    env: &mut dyn ToolEnv,
+    mut request: ChatRequest,
+    max_steps: u32,
+) -> Result<LoopRun, ModelError> {
+    request.tools = env.tools();
+    // One request for the whole run: its conversation grows in place and is lent to
+    // each call, so no step copies the transcript.
+    request
+        .messages
+        .reserve(2 * max_steps as usize + request.messages.len());
+    let mut conv = Conversation::new(request);
+    let mut steps = 0;
+    let mut last: Result<ChatResponse, String> = Err("no model call was made".into());
+    let mut max_steps_hit = false;
+    let mut env_error = false;
+    'turns: loop {
+        if steps == max_steps {
+            max_steps_hit = true;
+            break;
+        }
+        steps += 1;
+        let mut r = match target.call_conversation(&mut conv).await {
+            Ok(r) => r,
+            Err(e @ (ModelError::Config(_) | ModelError::Budget)) => return Err(e),
+            Err(ModelError::Call(msg)) => {
+                last = Err(msg);
+                break;
+            }
+        };
+        if r.tool_calls.is_empty() {
+            conv.push(Message::assistant(r.content.clone()));
+            last = Ok(r);
+            break;
+        }
+        // A reply with tool calls is the run's last only when the step limit is reached
+        // now; otherwise the next call replaces it, so its parts move into the transcript.
+        let keep = steps == max_steps;
+        let (content, tool_calls) = if keep {
+            (r.content.clone(), r.tool_calls.clone())
+        } else {
+            (
+                std::mem::take(&mut r.content),
+                std::mem::take(&mut r.tool_calls),
+            )
+        };
+        let at = conv.messages().len();
+        conv.push(Message {
+            tool_calls,
+            ..Message::assistant(content)
+        });
+        for k in 0..conv.messages()[at].tool_calls.len() {
+            let c = &conv.messages()[at].tool_calls[k];
+            let out = match env.call(c).await {
+                Ok(out) => out,
+                Err(e) => {
+                    last = Err(e.0);
+                    env_error = true;
+                    break 'turns;
+                }
+            };
+            let tool = Message {
+                role: Role::Tool,
+                content: out,
+                name: Some(c.name.clone()),
+                tool_calls: Vec::new(),
+                tool_call_id: Some(c.call_id.clone()),
+            };
+            conv.push(tool);
+        }
+        for m in env.after_tools() {
+            conv.push(m);
+        }
+        if keep {
+            last = Ok(r);
+        }
+    }
+    Ok(LoopRun {
+        transcript: conv.into_request().messages,
+        response: last,
+        steps,
+        max_steps_hit,
+        env_error,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gauntlet_core::message::StopReason;
+    use std::sync::Mutex;
+
+    /// Replies from a fixed list, recording each request's messages.
+    struct Scripted {
+        replies: Mutex<Vec<ChatResponse>>,
+        seen: Mutex<Vec<Vec<Message>>>,
+    }
+    impl CallModel for Scripted {
+        fn call<'a>(&'a self, req: ChatRequest) -> BoxFuture<'a, Result<ChatResponse, ModelError>> {
+            self.seen.lock().unwrap().push(req.messages.clone());
+            let mut v = self.replies.lock().unwrap();
+            let r = if v.is_empty() {
+                Err(ModelError::Call("out of replies".into()))
+            } else {
+                Ok(v.remove(0))
+            };
+            Box::pin(std::future::ready(r))
+        }
+    }
+    fn calling(name: &str, id: &str) -> ChatResponse {
+        ChatResponse {
+            content: String::new(),
+            stop_reason: StopReason::ToolCalls,
+            tool_calls: vec![ToolCall {
+                name: name.into(),
+                arguments: serde_json::json!({}),
+                call_id: id.into(),
+            }],
+            usage: None,
+        }
+    }
+    /// Answers `echo` with its call id, fails on `boom`, repeats a user turn after
+    /// every round.
+    struct Env;
+    impl ToolEnv for Env {
+        fn tools(&self) -> Arc<[ToolDef]> {
+            Arc::from(vec![ToolDef {
+                name: "echo".into(),
+                description: "echo".into(),
+                parameters: serde_json::json!({"type": "object"}),
+            }])
+        }
+        fn call<'a>(&'a mut self, c: &'a ToolCall) -> BoxFuture<'a, Result<String, EnvError>> {
+            let r = if c.name == "boom" {
+                Err(EnvError("the environment crashed".into()))
+            } else {
+                Ok(format!("echo {}", c.call_id))
+            };
+            Box::pin(std::future::ready(r))
+        }
+        fn after_tools(&mut self) -> Vec<Message> {
+            vec![Message::user("again")]
+        }
+    }
+    fn run(replies: Vec<ChatResponse>) -> (LoopRun, Vec<Vec<Message>>) {
+        let m = Scripted {
+            replies: Mutex::new(replies),
+            seen: Mutex::new(Vec::new()),
+        };
+        let req = ChatRequest {
+            messages: vec![Message::system("s"), Message::user("u")],
+            ..Default::default()
+        };
+        let r = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(run_loop(&m, &mut Env, req, 6))
+            .unwrap();
+        (r, m.seen.into_inner().unwrap())
+    }
+
+    #[test]
+    fn results_and_added_turns_go_back_in_order() {
+        let (r, seen) = run(vec![calling("echo", "c1"), ChatResponse::text("done")]);
+        assert!(!r.env_error && !r.max_steps_hit);
+        assert_eq!(r.steps, 2);
+        let roles: Vec<Role> = seen[1].iter().map(|m| m.role).collect();
+        assert_eq!(
+            roles,
+            [
+                Role::System,
+                Role::User,
+                Role::Assistant,
+                Role::Tool,
+                Role::User
+            ]
+        );
+        assert_eq!(seen[1][3].content, "echo c1");
+        assert_eq!(seen[1][3].tool_call_id.as_deref(), Some("c1"));
+        assert_eq!(r.transcript.last().unwrap().content, "done");
+    }
+
+    #[test]
+    fn an_environment_failure_ends_the_run_as_an_error() {
+        let (r, seen) = run(vec![calling("boom", "c1"), ChatResponse::text("never")]);
+        assert!(r.env_error);
+        assert_eq!(r.response.unwrap_err(), "the environment crashed");
+        assert_eq!((r.steps, seen.len()), (1, 1));
+    }
+}
