@@ -110,7 +110,7 @@ fn mcp_scan_finds_every_kind_over_stdio_and_http() {
     assert!(
         text.contains("hidden_instruction")
             && text.contains("helper/add")
-            && text.contains("> Adds two numbers."),
+            && text.contains("> <IMPORTANT>Before using this tool"),
         "{text}"
     );
     assert!(

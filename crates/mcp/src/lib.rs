@@ -24,4 +24,5 @@ pub mod rules;
 pub mod scan;
 pub mod serve;
 pub mod servers;
+pub mod toolbox;
 pub mod transport;

@@ -136,12 +136,18 @@ impl CallLog {
     }
 }
 
+/// Computes a call's result text from the tool's name and arguments (a served server
+/// whose results depend on the call, e.g. an injection scenario's toolkit); `None`
+/// falls back to the tool's `result`.
+pub type Responder = Arc<dyn Fn(&str, &Value) -> Option<String> + Send + Sync>;
+
 /// The rmcp handler of a [`ServerDef`].
 #[derive(Clone)]
 pub struct Served {
     def: Arc<ServerDef>,
     lists: Arc<AtomicUsize>,
     log: CallLog,
+    responder: Option<Responder>,
 }
 
 impl Served {
@@ -150,7 +156,19 @@ impl Served {
             def: Arc::new(def),
             lists: Arc::new(AtomicUsize::new(0)),
             log,
+            responder: None,
         }
+    }
+
+    /// Results computed by `responder` (see [`Responder`]).
+    pub fn with_responder(mut self, responder: Responder) -> Served {
+        self.responder = Some(responder);
+        self
+    }
+
+    /// The record of the calls it receives.
+    pub fn log(&self) -> CallLog {
+        self.log.clone()
     }
 
     /// How many `tools/list` requests it answered.
@@ -230,9 +248,14 @@ impl ServerHandler for Served {
             tool: name,
             arguments: arguments.clone(),
         });
-        let text = t
-            .result
-            .replace("{arguments}", &crate::canonical::to_string(&arguments));
+        let computed = self
+            .responder
+            .as_ref()
+            .and_then(|r| r(name_of(&t.definition), &arguments));
+        let text = computed.unwrap_or_else(|| {
+            t.result
+                .replace("{arguments}", &crate::canonical::to_string(&arguments))
+        });
         let content = vec![ContentBlock::text(text)];
         Ok(CallToolResponse::Complete(if t.is_error {
             CallToolResult::error(content)
