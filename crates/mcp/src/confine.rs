@@ -139,7 +139,8 @@ pub fn spawn(
         }
         other => SpawnError::Start(other.to_string()),
     })?;
-    let pipe_err = |e: std::io::Error| SpawnError::Start(format!("cannot use the server's pipes: {e}"));
+    let pipe_err =
+        |e: std::io::Error| SpawnError::Start(format!("cannot use the server's pipes: {e}"));
     let stdin = p
         .stdin
         .take()
