@@ -8,13 +8,13 @@
 
 use crate::error::CliError;
 use clap::Args as ClapArgs;
-use gauntlet_core::shard::Shard;
 use gauntlet_corpus::load::{IndexedFile, check_unique_ids, index_corpus};
 use gauntlet_detect::assemble::FleetOptions;
 use gauntlet_detect::exam::{self as detect_exam, DetectReport, Options};
 use gauntlet_detect::external::Limits;
 use gauntlet_detect::report_text::{render, write_report_files};
 use gauntlet_exam::shard::detect::{self as detect_shard, IdentityLimits, ShardRecord};
+use gauntlet_job::shard::Shard;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;

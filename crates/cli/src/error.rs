@@ -11,6 +11,10 @@
 use gauntlet_core::terminal::safe_text;
 use std::process::ExitCode;
 
+/// `gauntlet run`'s exit status when the run is complete but a rule of its config's
+/// `gate:` block failed.
+pub const GATE_FAILED: u8 = 4;
+
 /// Prints `error: <message>` to stderr with control characters escaped (the message
 /// may quote a file name, a dataset or a server's reply).
 pub fn print(e: &dyn std::fmt::Display) {

@@ -116,7 +116,7 @@ pub struct ExamArgs {
     /// <out>.shard-<i>-of-<N>; `gauntlet merge` puts the N shards back together (see
     /// README, "Scaling out"). Not with --mode e2e.
     #[arg(long, value_name = "i/N")]
-    shard: Option<gauntlet_core::shard::Shard>,
+    shard: Option<gauntlet_job::shard::Shard>,
 }
 
 /// `gauntlet exam-detect --e2e`: an alias of `gauntlet exam --mode e2e` (golden backend,

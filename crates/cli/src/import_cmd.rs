@@ -182,5 +182,5 @@ fn import_agentdojo(a: AgentDojoArgs) -> Result<(), CliError> {
         },
         progress,
     ));
-    crate::run_cmd::print_outcome(result)
+    crate::run_cmd::print_outcome(result, None, false)
 }

@@ -4,13 +4,16 @@
 //!
 //! Exit codes: 0 success; 1 the run stopped early (partial) or failed; 2 the config or
 //! the command line is invalid; 3 the run stopped because `max_queries` was spent
-//! (`partial: budget`; rerun with a higher budget to resume from the journal);
+//! (`partial: budget`; rerun with a higher budget to resume from the journal); 4 the
+//! run is complete but a rule of its config's `gate:` failed; `gate` exits 0 / 1 / 2
+//! (pass / a rule failed / bad input);
 //! `exam-detect` exits with its verdict (1 gaps, 2 detector errors). Every command,
 //! the exams included, returns a [`error::CliError`], and the statuses are given in one
 //! place, [`error::CliError::exit_code`].
 
 mod analysis_cmd;
 mod browse_cmd;
+mod ci_cmd;
 mod detect_cmd;
 mod error;
 mod exam_cmd;
@@ -152,7 +155,27 @@ enum Command {
         /// mitre_atlas, nist_ai_rmf, or `all`. Repeat for several.
         #[arg(long = "group-by", value_name = "FRAMEWORK")]
         group_by: Vec<String>,
+        /// A pipeline format instead of the reports: junit (a case per cell × metric and
+        /// one for the run's status), sarif (SARIF 2.1.0: a result per successful
+        /// attack, injection hit or leak, rule ids from the threat taxonomy) or
+        /// github-summary (Markdown for $GITHUB_STEP_SUMMARY). Written to stdout, or
+        /// --out.
+        #[arg(long, value_enum, value_name = "FORMAT")]
+        format: Option<ci_cmd::ReportFormat>,
+        /// With --format: write to FILE instead of stdout.
+        #[arg(long, value_name = "FILE", requires = "format")]
+        out: Option<PathBuf>,
+        /// With --format sarif: the run's config file (it must be the run's), so results
+        /// point at the target's line in it and at rows of its local dataset files.
+        #[arg(long, value_name = "FILE", requires = "format")]
+        config: Option<PathBuf>,
     },
+    /// Gate a finished run for CI: threshold rules over its leaderboard rows, with the
+    /// bound stated (`asr[target=bot] <= 0.05 by ci_low`), and regression rules against a
+    /// baseline run by the paired test (`asr no regression at alpha=0.05`). Exit 0 every
+    /// rule passed, 1 a rule failed, 2 bad input (a partial or unverified run, provenance
+    /// that differs from the baseline, a rule that selects nothing).
+    Gate(ci_cmd::GateArgs),
     /// Serve the dashboard over run directories (read-only): per-surface leaderboards,
     /// run pages with charts, a transcript browser, compare, live runs.
     Serve(browse_cmd::ServeArgs),
@@ -274,6 +297,23 @@ fn dispatch(command: Command) -> Result<(), CliError> {
             paths,
             site: None,
             group_by,
+            format: Some(format),
+            out,
+            config,
+        } => match paths.as_slice() {
+            [run_dir] if group_by.is_empty() => {
+                ci_cmd::report_format(run_dir, format, out.as_deref(), config.as_deref())
+            }
+            [_] => Err(CliError::invalid(
+                "--group-by applies to report.md and report.html, not to --format",
+            )),
+            _ => Err(CliError::invalid("report --format takes one RUN_DIR")),
+        },
+        Command::Report {
+            paths,
+            site: None,
+            group_by,
+            ..
         } => match paths.as_slice() {
             [run_dir] => report(run_dir, &group_by),
             _ => Err(CliError::invalid(
@@ -284,7 +324,14 @@ fn dispatch(command: Command) -> Result<(), CliError> {
             paths,
             site: Some(out),
             group_by,
+            format,
+            ..
         } => {
+            if format.is_some() {
+                return Err(CliError::invalid(
+                    "--format applies to one run, not to --site",
+                ));
+            }
             if !group_by.is_empty() {
                 return Err(CliError::invalid(
                     "--group-by applies to one run's report, not to --site",
@@ -293,6 +340,7 @@ fn dispatch(command: Command) -> Result<(), CliError> {
             site(&out, paths)
         }
         Command::Serve(a) => serve(a),
+        Command::Gate(a) => ci_cmd::gate_cmd(a),
         Command::JudgeAgreement(a) => analysis_cmd::judge_agreement(a),
         Command::Rescore(a) => analysis_cmd::rescore_cmd(a),
         Command::Merge(a) => merge_cmd::merge(a),

@@ -134,6 +134,8 @@ pub(crate) fn run(
     shard: Option<gauntlet_engine::shard::Shard>,
 ) -> Result<(), CliError> {
     let plan = load_plan_with(path, trials, batch)?;
+    let gate = plan.config.gate.clone();
+    let sharded = shard.is_some();
     crate::release_freed_memory();
     if !quiet {
         eprintln!("{}", describe(&plan));
@@ -167,13 +169,16 @@ pub(crate) fn run(
         };
         execute_sharded(plan, opts, shard, progress).await
     });
-    print_outcome(result)
+    print_outcome(result, gate.as_ref(), sharded)
 }
 
 /// Prints a session's summary and turns how it ended into the exit status (`run`, and
-/// `import`, which runs the engine over imported results).
+/// `import`, which runs the engine over imported results). A complete run is then held to
+/// the config's `gate:` (never a shard's: its numbers are a part of the run's).
 pub(crate) fn print_outcome(
     result: Result<gauntlet_engine::run::RunOutcome, gauntlet_engine::run::RunError>,
+    gate: Option<&gauntlet_engine::gate::GateConfig>,
+    sharded: bool,
 ) -> Result<(), CliError> {
     match result {
         Ok(out) => {
@@ -204,7 +209,16 @@ pub(crate) fn print_outcome(
             }
             println!("artefacts: {}", safe(&out.dir.display().to_string()));
             if out.status == Status::Complete {
-                Ok(())
+                match gate {
+                    Some(_) if sharded => {
+                        eprintln!(
+                            "gate: not checked on a shard (its numbers are a part of the run's); gate the merged run with `gauntlet gate`"
+                        );
+                        Ok(())
+                    }
+                    Some(g) => crate::ci_cmd::run_gate(&out.dir, g),
+                    None => Ok(()),
+                }
             } else if out.budget_exhausted() {
                 eprintln!(
                     "the query budget (max_queries) is spent: artefacts are partial; raise max_queries and rerun to resume"

@@ -2,8 +2,8 @@
 //!
 //! Nothing here performs I/O beyond parsing text handed to it, except [`files`], the one
 //! way every crate reads a file it was pointed at, [`atomic`], the atomic artefact
-//! writer every surface writes its files through, and what every artefact directory
-//! shares: its [`manifest`] and, for the shards of a job, [`shard`]. The pieces:
+//! writer every surface writes its files through (the run-directory protocol built on
+//! it — manifests, shards, supersede, merge — is `gauntlet-job`). The pieces:
 //! - [`message`]: chat messages, requests and responses exchanged with any model;
 //! - [`behavior`]: one dataset item (a behavior / probe) and what a safe model should do;
 //! - [`scenario`]: injection scenarios (agent task, sandbox state, checks) and agent scripts;
@@ -15,8 +15,6 @@
 //! - [`hash`]: sha256 helpers and canonical JSON hashing;
 //! - [`results`]: metric values (with N/A) and leaderboard rows carrying provenance;
 //! - [`files`]: reading named files: regular files only, capped per kind;
-//! - [`manifest`]: the manifest of an artefact directory (size and digest of every file);
-//! - [`shard`]: `--shard i/N`, checking a set of shard directories, their journals;
 //! - [`terminal`]: printing untrusted text with its control characters escaped;
 //! - [`paired`]: paired comparisons of per-behavior outcomes (McNemar, paired bootstrap);
 //! - [`taxonomy`]: the threat map (OWASP, MITRE ATLAS, NIST AI RMF) results are tagged with.
@@ -27,7 +25,6 @@ pub mod files;
 pub mod hash;
 pub mod json;
 pub mod judge_eval;
-pub mod manifest;
 pub mod message;
 pub mod outcome;
 pub mod paired;
@@ -35,7 +32,6 @@ pub mod params;
 pub mod results;
 pub mod rng;
 pub mod scenario;
-pub mod shard;
 pub mod stats;
 pub mod taxonomy;
 pub mod terminal;

@@ -91,6 +91,9 @@ pub enum ParamKind {
     /// A list of nested plugin specs of the given axis, in order (an attack's
     /// `transforms` chain).
     SpecList(Axis),
+    /// Any value (mapping, list, string, number, boolean, null), kept as JSON: a request
+    /// body template (the `http` target's `body`). Mappings are canonical (keys sorted).
+    Json,
 }
 
 impl fmt::Display for ParamKind {
@@ -109,6 +112,7 @@ impl fmt::Display for ParamKind {
                 "list of {} specs (each a name or {{name, params}})",
                 axis.as_str()
             ),
+            ParamKind::Json => write!(f, "any value (mapping, list, string, number)"),
         }
     }
 }
@@ -160,6 +164,7 @@ pub enum ParamValue {
     StrMap(Vec<(String, String)>),
     Spec(Box<PluginSpec>),
     SpecList(Vec<PluginSpec>),
+    Json(serde_json::Value),
 }
 
 /// Resolved parameters: declared names only, defaults filled in, ordered by name.
@@ -222,6 +227,12 @@ impl Params {
             _ => None,
         }
     }
+    pub fn json(&self, name: &str) -> Option<&serde_json::Value> {
+        match self.0.get(name) {
+            Some(ParamValue::Json(v)) => Some(v),
+            _ => None,
+        }
+    }
     pub fn spec_list(&self, name: &str) -> Option<&[PluginSpec]> {
         match self.0.get(name) {
             Some(ParamValue::SpecList(v)) => Some(v),
@@ -264,19 +275,26 @@ pub const EXECUTION_PARAMS: &[&str] = &[
     "batch_max_requests",
 ];
 
-/// Removes [`EXECUTION_PARAMS`] from a spec's JSON and the specs nested in its params.
-fn strip_execution_params(v: &mut serde_json::Value) {
-    match v {
-        serde_json::Value::Object(o) => {
-            if let Some(serde_json::Value::Object(p)) = o.get_mut("params") {
-                for a in EXECUTION_PARAMS {
-                    p.remove(*a);
+/// Removes [`EXECUTION_PARAMS`] from a spec's JSON (`spec` is the spec it was made
+/// from) and from the specs nested in its params. Only nested specs are walked: a
+/// [`ParamKind::Json`] value (a request body) is data, kept whole whatever its keys.
+fn strip_execution_params(spec: &PluginSpec, v: &mut serde_json::Value) {
+    let Some(serde_json::Value::Object(p)) = v.get_mut("params") else {
+        return;
+    };
+    for a in EXECUTION_PARAMS {
+        p.remove(*a);
+    }
+    for (k, pv) in spec.params.iter() {
+        match (pv, p.get_mut(k.as_str())) {
+            (ParamValue::Spec(s), Some(j)) => strip_execution_params(s, j),
+            (ParamValue::SpecList(l), Some(serde_json::Value::Array(js))) => {
+                for (s, j) in l.iter().zip(js.iter_mut()) {
+                    strip_execution_params(s, j);
                 }
-                p.values_mut().for_each(strip_execution_params);
             }
+            _ => {}
         }
-        serde_json::Value::Array(a) => a.iter_mut().for_each(strip_execution_params),
-        _ => {}
     }
 }
 
@@ -285,7 +303,7 @@ impl PluginSpec {
     /// without [`EXECUTION_PARAMS`]. This is what cache keys and provenance hash.
     pub fn identity(&self) -> serde_json::Value {
         let mut v = serde_json::to_value(self).expect("plugin specs serialise");
-        strip_execution_params(&mut v);
+        strip_execution_params(self, &mut v);
         v
     }
     /// [`PluginSpec::identity`] without the params that only annotate results
@@ -735,6 +753,7 @@ fn check_value(
         (ParamKind::Spec(axis), _) => {
             resolve_spec(catalog, axis, v, path, diags).map(|s| ParamValue::Spec(Box::new(s)))
         }
+        (ParamKind::Json, _) => Some(ParamValue::Json(v.to_json())),
         (ParamKind::SpecList(axis), Value::Seq(items)) => {
             let before = diags.len();
             let specs: Vec<PluginSpec> = items
@@ -758,6 +777,27 @@ fn check_value(
 mod tests {
     use super::*;
     use crate::tree::parse_yaml;
+
+    /// A `Json` param (a request body) is data: a key in it named like an execution
+    /// param stays in the identity, while the spec's own execution params are stripped.
+    #[test]
+    fn json_params_are_kept_whole_in_the_identity() {
+        let mut p = Params::new();
+        p.insert(
+            "body",
+            ParamValue::Json(serde_json::json!({"params": {"batch": true}, "m": "{{prompt}}"})),
+        );
+        p.insert("batch", ParamValue::Bool(true));
+        let s = PluginSpec {
+            name: "http".into(),
+            params: p,
+            loc: Loc::default(),
+            label: None,
+        };
+        let id = s.identity();
+        assert_eq!(id["params"]["body"]["params"]["batch"], true);
+        assert!(id["params"].get("batch").is_none());
+    }
 
     /// Batch params are left out of a spec's identity, also in nested specs, so batching
     /// changes no cache key and no config hash; every other param still counts.

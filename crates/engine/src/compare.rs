@@ -29,40 +29,11 @@ pub fn compare_runs(
     name_a: &str,
     name_b: &str,
 ) -> Result<Compared, String> {
-    // Two single-target runs are compared target against target, whatever their labels.
-    let any_target = run_a.plan.targets.len() == 1 && run_b.plan.targets.len() == 1;
-    let (order, sa) = match series_of(run_a, any_target) {
-        Ok(x) => x,
-        Err(e) => {
-            return Err(e);
-        }
-    };
-    let (_, sb) = match series_of(run_b, any_target) {
-        Ok(x) => x,
-        Err(e) => {
-            return Err(e);
-        }
-    };
-    let shared: Vec<&CellKey> = order.iter().filter(|k| sb.contains_key(*k)).collect();
-    if shared.is_empty() {
-        return Err(format!(
-            "{} and {} share no (attack, target, dataset, judge, metric) cell; compare runs of the same attacks, datasets, judges and metrics (targets are matched by label, or one against one)",
-            name_a, name_b
-        ));
-    }
-    for k in &shared {
-        let (x, y) = (&sa[*k], &sb[*k]);
-        if x.dataset_version != y.dataset_version {
-            return Err(format!(
-                "cell {} × {} × {}: dataset `{}` is {} in {} but {} in {}; a paired comparison needs the same pinned behaviors — rerun one run on the other's dataset version",
-                k.0, k.1, k.3, k.2, x.dataset_version, name_a, y.dataset_version, name_b
-            ));
-        }
-    }
+    let (shared, sa, sb) = shared_series(run_a, run_b, name_a, name_b)?;
     let mut rows = Vec::new();
     let mut cells_json = Vec::new();
     for k in &shared {
-        let (x, y) = (&sa[*k], &sb[*k]);
+        let (x, y) = (&sa[k], &sb[k]);
         let metric_base = k.4.split('(').next().unwrap_or(&k.4).to_string();
         let score = SCORE_METRICS.contains(&metric_base.as_str());
         let only_a = x
@@ -197,6 +168,106 @@ pub fn compare_runs(
     Ok(Compared { doc, rows })
 }
 
+/// The cells two runs share, each run's per-behavior series of them, after the checks
+/// every paired analysis needs (some shared cell; equal dataset versions).
+type SeriesPair = (
+    Vec<CellKey>,
+    BTreeMap<CellKey, Series>,
+    BTreeMap<CellKey, Series>,
+);
+
+fn shared_series(
+    run_a: &StoredRun,
+    run_b: &StoredRun,
+    name_a: &str,
+    name_b: &str,
+) -> Result<SeriesPair, String> {
+    // Two single-target runs are compared target against target, whatever their labels.
+    let any_target = run_a.plan.targets.len() == 1 && run_b.plan.targets.len() == 1;
+    let (order, sa) = series_of(run_a, any_target)?;
+    let (_, sb) = series_of(run_b, any_target)?;
+    let shared: Vec<CellKey> = order.into_iter().filter(|k| sb.contains_key(k)).collect();
+    if shared.is_empty() {
+        return Err(format!(
+            "{} and {} share no (attack, target, dataset, judge, metric) cell; compare runs of the same attacks, datasets, judges and metrics (targets are matched by label, or one against one)",
+            name_a, name_b
+        ));
+    }
+    for k in &shared {
+        let (x, y) = (&sa[k], &sb[k]);
+        if x.dataset_version != y.dataset_version {
+            return Err(format!(
+                "cell {} × {} × {}: dataset `{}` is {} in {} but {} in {}; a paired comparison needs the same pinned behaviors — rerun one run on the other's dataset version",
+                k.0, k.1, k.3, k.2, x.dataset_version, name_a, y.dataset_version, name_b
+            ));
+        }
+    }
+    Ok((shared, sa, sb))
+}
+
+/// One cell × metric two runs share, behavior by behavior (for a regression gate).
+#[derive(Debug, Clone)]
+pub struct PairedCell {
+    pub attack: String,
+    /// Run A's and run B's target labels (equal unless both runs have one target).
+    pub target_a: String,
+    pub target_b: String,
+    pub dataset: String,
+    pub dataset_version: String,
+    pub judge: String,
+    /// The metric's display name (`asr`, `asr_at_k(k=3)`) and plugin name.
+    pub metric: String,
+    pub metric_name: String,
+    /// The metric's resolved params.
+    pub metric_params: serde_json::Map<String, Value>,
+    /// Why the metric is N/A in the cell, in either run.
+    pub na: Option<String>,
+    /// `(item, a, b)` for every item in the metric's population in both runs; the item is
+    /// the behavior id, with `#t<trial>` in a multi-trial run.
+    pub pairs: Vec<(String, f64, f64)>,
+}
+
+/// Every cell × metric run A (the baseline) and run B share, with the per-behavior
+/// values of both; refused as [`compare_runs`] refuses.
+pub fn paired_cells(
+    run_a: &StoredRun,
+    run_b: &StoredRun,
+    name_a: &str,
+    name_b: &str,
+) -> Result<Vec<PairedCell>, String> {
+    let (shared, sa, sb) = shared_series(run_a, run_b, name_a, name_b)?;
+    let multi = run_a.plan.config.trials > 1 || run_b.plan.config.trials > 1;
+    let mut out = Vec::new();
+    for k in &shared {
+        let (x, y) = (&sa[k], &sb[k]);
+        let na = x.na.clone().or_else(|| y.na.clone());
+        let pairs = x
+            .values
+            .iter()
+            .filter_map(|(i, va)| y.values.get(i).map(|vb| (i, *va, *vb)))
+            .map(|((trial, b), va, vb)| {
+                let id = x.behavior_ids.get(*b as usize).cloned().unwrap_or_default();
+                let item = if multi { format!("{id}#t{trial}") } else { id };
+                (item, va, vb)
+            })
+            .collect();
+        out.push(PairedCell {
+            attack: k.0.clone(),
+            target_a: x.target_label.clone(),
+            target_b: y.target_label.clone(),
+            dataset: k.2.clone(),
+            dataset_version: x.dataset_version.clone(),
+            judge: k.3.clone(),
+            metric: k.4.clone(),
+            metric_name: x.metric_name.clone(),
+            metric_params: x.metric_params.clone(),
+            na,
+            pairs,
+        });
+    }
+    Ok(out)
+}
+
 /// Per-behavior values of one cell × metric of one run.
 #[derive(Debug, Default)]
 struct Series {
@@ -209,6 +280,10 @@ struct Series {
     dataset_version: String,
     empty_reason: String,
     target_label: String,
+    /// The dataset's behavior ids, by index.
+    behavior_ids: Vec<String>,
+    metric_name: String,
+    metric_params: serde_json::Map<String, Value>,
 }
 
 /// Cell × metric key: attack, target (or `*` when both runs have one target), dataset,
@@ -276,6 +351,16 @@ fn series_of(
                                 dataset_version: plan.datasets[d].version.clone(),
                                 empty_reason: metric.empty_reason().to_string(),
                                 target_label: plan.targets[t].label(),
+                                behavior_ids: plan.datasets[d]
+                                    .behaviors
+                                    .iter()
+                                    .map(|b| b.id.clone())
+                                    .collect(),
+                                metric_name: metric.spec().name.clone(),
+                                metric_params: match serde_json::to_value(&metric.spec().params) {
+                                    Ok(Value::Object(o)) => o,
+                                    _ => Default::default(),
+                                },
                                 ..Default::default()
                             },
                         );

@@ -50,6 +50,10 @@ pub struct RunConfig {
     pub datasets: Vec<PluginSpec>,
     pub judges: Vec<PluginSpec>,
     pub metrics: Vec<PluginSpec>,
+    /// The `gate:` block: rules checked once the run is complete (`gauntlet run` then
+    /// exits with its gate status). Not part of the canonical config: a gate judges a
+    /// run's numbers and changes none of them.
+    pub gate: Option<crate::gate::GateConfig>,
 }
 
 impl RunConfig {
@@ -159,6 +163,7 @@ const TOP_KEYS: &[&str] = &[
     "scenarios",
     "transforms",
     "defenses",
+    "gate",
 ];
 
 /// Reads and validates a config file.
@@ -352,7 +357,12 @@ pub fn parse(text: &str, path: &Path, catalog: &dyn Catalog) -> Result<RunConfig
         diags.sort_by_key(|d| d.loc);
         return Err(ConfigError { file: shown, diags });
     }
+    let gate = get("gate").and_then(|n| gate_block(n, path, &mut diags));
+    if !diags.is_empty() {
+        return Err(ConfigError { file: shown, diags });
+    }
     Ok(RunConfig {
+        gate,
         path: path.to_path_buf(),
         run_name,
         seed,
@@ -539,6 +549,95 @@ fn expand_suites(specs: Vec<PluginSpec>, diags: &mut Vec<Diag>) -> Vec<PluginSpe
     out
 }
 
+/// The `gate:` block: a list of rules, or `{rules: [...], baseline: RUN_DIR}` (the
+/// baseline relative to the config's directory).
+fn gate_block(node: &Node, path: &Path, diags: &mut Vec<Diag>) -> Option<crate::gate::GateConfig> {
+    let help = format!(
+        "`gate:` is a list of rules, or {{rules: [...], baseline: RUN_DIR}}; a rule is {}",
+        crate::gate::RULE_SYNTAX
+    );
+    let (rules_node, baseline) = match &node.value {
+        Value::Seq(_) => (Some(node), None),
+        Value::Map(entries) => {
+            let mut rules = None;
+            let mut baseline = None;
+            for (k, v) in entries {
+                match k.name.as_str() {
+                    "rules" => rules = Some(v),
+                    "baseline" => match v.as_str() {
+                        Some(b) if !b.trim().is_empty() => {
+                            let base = path
+                                .parent()
+                                .filter(|p| !p.as_os_str().is_empty())
+                                .unwrap_or(Path::new("."));
+                            baseline = Some(base.join(b.trim()));
+                        }
+                        _ => diags.push(
+                            Diag::new(
+                                v.loc,
+                                "gate.baseline",
+                                "`baseline` must be a run directory path",
+                            )
+                            .with_help(help.clone()),
+                        ),
+                    },
+                    _ => diags.push(unknown_key_diag(k, "gate", &["rules", "baseline"])),
+                }
+            }
+            (rules, baseline)
+        }
+        other => {
+            diags.push(
+                Diag::new(
+                    node.loc,
+                    "gate",
+                    format!("`gate` must be a list or a mapping, found {}", other.kind()),
+                )
+                .with_help(help),
+            );
+            return None;
+        }
+    };
+    let Some(items) = rules_node.and_then(|n| n.as_seq()) else {
+        diags.push(
+            Diag::new(node.loc, "gate.rules", "the gate has no `rules` list").with_help(help),
+        );
+        return None;
+    };
+    let mut rules = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        let at = format!("gate.rules[{i}]");
+        match item.as_str() {
+            Some(t) => match crate::gate::parse_rule(t) {
+                Ok(r) => rules.push(r),
+                Err(e) => diags.push(Diag::new(item.loc, at, e)),
+            },
+            None => diags.push(
+                Diag::new(
+                    item.loc,
+                    at,
+                    format!("a rule is a string, found {}", item.value.kind()),
+                )
+                .with_help(help.clone()),
+            ),
+        }
+    }
+    if rules.is_empty() && diags.is_empty() {
+        diags.push(Diag::new(node.loc, "gate.rules", "the gate lists no rule").with_help(help));
+    }
+    if rules.iter().any(|r| r.is_regression()) && baseline.is_none() {
+        diags.push(
+            Diag::new(
+                node.loc,
+                "gate.baseline",
+                "a regression rule needs `baseline: RUN_DIR`",
+            )
+            .with_help("write the gate as {rules: [...], baseline: ../runs/last-release}"),
+        );
+    }
+    Some(crate::gate::GateConfig { rules, baseline })
+}
+
 /// The `transforms:` axis: every attack once per entry, with the entry's transforms
 /// appended to its own chain. An entry is `none` (the attack as it is), a transform spec,
 /// or a list of them (one chain). This is shorthand for writing the attacks out with
@@ -613,11 +712,7 @@ fn transform_axis(
 }
 
 pub fn valid_run_name(s: &str) -> bool {
-    (1..=128).contains(&s.len())
-        && s != "."
-        && s != ".."
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
+    gauntlet_job::rundir::plain_name(s)
 }
 
 fn int_key(
@@ -909,7 +1004,10 @@ fn label_part(key: &str, v: &ParamValue) -> String {
         ParamValue::Bool(b) => Some(b.to_string()),
         // Short lists as JSON (`bypass_markers=["x"]`), unambiguous.
         ParamValue::StrList(_) => serde_json::to_string(v).ok(),
-        ParamValue::StrMap(_) | ParamValue::Spec(_) | ParamValue::SpecList(_) => None,
+        ParamValue::StrMap(_)
+        | ParamValue::Spec(_)
+        | ParamValue::SpecList(_)
+        | ParamValue::Json(_) => None,
     };
     match scalar {
         Some(s) if !s.is_empty() && s.chars().count() <= 64 && !s.chars().any(char::is_control) => {

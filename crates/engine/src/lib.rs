@@ -12,16 +12,19 @@ pub mod agreement;
 mod breadth;
 pub mod compare;
 pub mod config;
+pub mod findings;
+pub mod gate;
 pub mod judge_eval;
 pub mod merge;
 pub mod plan;
-pub mod progress;
 pub mod run;
-pub mod rundir;
 pub mod shard;
 pub mod stored;
 pub mod usage;
 
 /// The model-call layer, re-exported under its historical paths.
 pub use gauntlet_calls::{cache, journal};
+/// The run-directory protocol's progress trait and run directory (`gauntlet-job`),
+/// under their historical paths.
+pub use gauntlet_job::{progress, rundir};
 pub use gauntlet_redteam::registry::Registry;

@@ -498,7 +498,7 @@ pub fn merge(
 }
 
 /// The journals (`journal.jsonl`) of the shard directories `shards`, one after another
-/// under one header, into `to` ([`gauntlet_core::shard::concat_journals`]).
+/// under one header, into `to` ([`gauntlet_job::shard::concat_journals`]).
 pub fn concat_journals(shards: &[&Path], to: &Path) -> Result<(), StoredError> {
-    gauntlet_core::shard::concat_journals(shards, to).map_err(err)
+    gauntlet_job::shard::concat_journals(shards, to).map_err(err)
 }

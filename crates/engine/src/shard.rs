@@ -12,7 +12,8 @@
 //!    attack's planned target, attacker and in-loop judge calls, plus one grader call per
 //!    attempt for each judge with a grader — at least 1);
 //! 3. the cumulative weight `0..W` is cut into N equal spans: a unit whose weight starts
-//!    at `c` belongs to shard `⌊c·N / W⌋`.
+//!    at `c` belongs to shard `⌊c·N / W⌋` (`gauntlet_job::partition`, the cut both exams
+//!    use too, with unit weights).
 //!
 //! So each shard holds a contiguous run of the hash order (an even mix of every cell) and
 //! its planned calls differ from W/N by less than one unit's weight. A shard runs its
@@ -21,13 +22,14 @@
 
 use crate::plan::Plan;
 use crate::run::{Identities, trial_seeds, unit_scope};
+use gauntlet_job::partition;
 
 /// Names the partition scheme in run.json (`shard.partition`): a merge refuses shards
 /// cut by another scheme.
 pub const PARTITION_SCHEME: &str = "unit-scope-sha256-order/planned-calls/v1";
 
 /// `i/N`, the set checks and the shard records every kind of shard shares.
-pub use gauntlet_core::shard::{
+pub use gauntlet_job::shard::{
     MAX_SHARDS, Member, Mismatch, SetError, SetRules, Shard, check_set, open_record, read_json,
     shown,
 };
@@ -59,31 +61,19 @@ pub fn assignment(plan: &Plan, trials: u32, count: u32) -> Vec<u32> {
             let u = plan.unit(i);
             let b = &plan.datasets[u.dataset].behaviors[u.behavior];
             let scope = unit_scope(plan, &ids, u, b, t as u32, seed);
-            let key = u64::from_be_bytes(scope[..8].try_into().expect("8 bytes"));
-            order.push((key, t as u64 * per_trial + i));
+            order.push((partition::key(&scope), t as u64 * per_trial + i));
         }
     }
-    order.sort_unstable();
-    let weight = |idx: u64| weights[plan.unit(idx % per_trial).attack];
-    let total: u128 =
-        (0..per_trial).map(|i| u128::from(weight(i))).sum::<u128>() * seeds.len() as u128;
-    let mut owner = vec![0u32; total_units as usize];
-    let mut cum: u128 = 0;
-    for (_, idx) in order {
-        owner[idx as usize] = (cum * u128::from(count)).checked_div(total).unwrap_or(0) as u32;
-        cum += u128::from(weight(idx));
-    }
-    owner
+    partition::cut(
+        order,
+        |idx| weights[plan.unit(idx % per_trial).attack],
+        count,
+    )
 }
 
 /// The canonical unit indexes of shard `shard`, ascending.
 pub fn units_of(plan: &Plan, trials: u32, shard: Shard) -> Vec<u64> {
-    assignment(plan, trials, shard.count)
-        .into_iter()
-        .enumerate()
-        .filter(|(_, s)| *s == shard.index)
-        .map(|(i, _)| i as u64)
-        .collect()
+    partition::units_of(&assignment(plan, trials, shard.count), shard)
 }
 
 #[cfg(test)]

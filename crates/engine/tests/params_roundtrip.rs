@@ -49,6 +49,14 @@ fn value(kind: ParamKind) -> BoxedStrategy<serde_json::Value> {
         ParamKind::StrMap => prop::collection::btree_map("[a-z_]{1,8}", text(), 1..4)
             .prop_map(|m| J::Object(m.into_iter().map(|(k, v)| (k, J::String(v))).collect()))
             .boxed(),
+        ParamKind::Json => prop_oneof![
+            text().prop_map(J::String),
+            prop::collection::btree_map("[a-z_]{1,8}", text(), 0..4).prop_map(|m| {
+                J::Object(m.into_iter().map(|(k, v)| (k, J::String(v))).collect())
+            }),
+            prop::collection::vec(any::<i64>().prop_map(J::from), 0..3).prop_map(J::Array),
+        ]
+        .boxed(),
         ParamKind::Spec(axis) => prop::sample::select(Registry::plugins(axis))
             .prop_map(|p: PluginInfo| J::String(p.name.to_string()))
             .boxed(),

@@ -2,6 +2,8 @@
 //! ever name a plugin compiled into this list.
 
 use crate::targets::anthropic::{self, AnthropicTarget};
+use crate::targets::command::{self, CommandTarget};
+use crate::targets::http::{self, HttpTarget};
 use crate::targets::imported::{self, Imported};
 use crate::targets::openai_compat::{self, OpenAiCompatTarget};
 use crate::targets::reference::{self, ReferenceTarget};
@@ -22,6 +24,8 @@ pub const TARGETS: &[PluginInfo] = &[
     openai_compat::INFO,
     anthropic::INFO,
     imported::INFO,
+    http::INFO,
+    command::INFO,
 ];
 
 /// Builds a target from a resolved spec. Live targets read their API key from the
@@ -34,6 +38,8 @@ pub fn build_target(spec: &PluginSpec) -> Result<Arc<dyn Model>, ModelError> {
         "openai_compat" => Ok(Arc::new(OpenAiCompatTarget::new(spec)?)),
         "anthropic" => Ok(Arc::new(AnthropicTarget::new(spec)?)),
         "imported" => Ok(Arc::new(Imported::new(spec.clone()))),
+        "http" => Ok(Arc::new(HttpTarget::new(spec)?)),
+        "command" => Ok(Arc::new(CommandTarget::new(spec)?)),
         other => Err(ModelError::Config(format!("unknown target `{other}`"))),
     }
 }
@@ -59,6 +65,8 @@ pub fn build_target_for_check_with(
         Ok(match spec.name.as_str() {
             "openai_compat" => Arc::new(OpenAiCompatTarget::with_env(spec, env, options)?),
             "anthropic" => Arc::new(AnthropicTarget::with_env(spec, env, options)?),
+            "http" => Arc::new(HttpTarget::with_env(spec, env, options)?),
+            "command" => Arc::new(CommandTarget::with_env(spec, env)?),
             _ => build_target(spec)?,
         })
     };
@@ -66,13 +74,26 @@ pub fn build_target_for_check_with(
         Ok(m) => return Ok((m, None)),
         Err(e) => e,
     };
-    let key_var = spec.params.str("api_key_env");
-    let key_unset = key_var.is_some_and(|k| env(k).is_none_or(|v| v.trim().is_empty()));
-    let (Some(var), true) = (key_var, key_unset) else {
+    // The variables a target reads its secrets from: `api_key_env`, the `http` target's
+    // `header_env` values, the `command` target's `env` names.
+    let p = &spec.params;
+    let mut vars: Vec<&str> = p.str("api_key_env").into_iter().collect();
+    vars.extend(
+        p.str_map("header_env")
+            .unwrap_or(&[])
+            .iter()
+            .map(|(_, v)| v.as_str()),
+    );
+    vars.extend(p.str_list("env").unwrap_or(&[]).iter().map(String::as_str));
+    let unset: Vec<&str> = vars
+        .into_iter()
+        .filter(|k| env(k).is_none_or(|v| v.trim().is_empty()))
+        .collect();
+    if unset.is_empty() {
         return Err(e);
-    };
+    }
     let with_key = |name: &str| {
-        if name == var {
+        if unset.contains(&name) {
             Some("gauntlet-validate-stand-in-key".to_string())
         } else {
             env(name)

@@ -249,6 +249,8 @@ pub struct Transport {
     url: Url,
     headers: HeaderMap,
     secret: Option<Secret>,
+    /// Further secrets scrubbed from every message (the `http` target's secret headers).
+    extra_secrets: Vec<Secret>,
     key_env: String,
     timeout: Duration,
     max_retries: u32,
@@ -256,6 +258,8 @@ pub struct Transport {
     counters: Counters,
     limiter: Limiter,
     jitter: AtomicU64,
+    /// Set by [`Transport::stop_on_client_errors`]: a 4xx is a configuration error.
+    client_errors_stop: bool,
 }
 
 impl fmt::Debug for Transport {
@@ -284,6 +288,9 @@ pub enum Payload {
     Empty,
     /// JSON bytes.
     Json(Vec<u8>),
+    /// Bytes with headers of their own (the `http` target's request): they replace the
+    /// transport's `Content-Type` and are added to its other headers.
+    Raw(HeaderMap, Vec<u8>),
     /// A `multipart/form-data` file upload with its `purpose` field (OpenAI `/v1/files`).
     File {
         purpose: &'static str,
@@ -292,7 +299,18 @@ pub enum Payload {
     },
 }
 
-enum Failure {
+/// One request of a target whose requests the user describes (the `http` target): its
+/// method, URL, headers and body bytes (the `Content-Type` among the headers).
+#[derive(Debug, Clone)]
+pub struct RawRequest {
+    pub method: reqwest::Method,
+    pub url: Url,
+    pub headers: HeaderMap,
+    pub body: Vec<u8>,
+}
+
+/// Why one attempt failed: retried (with the server's `Retry-After`, if any), or final.
+pub enum Failure {
     Retry {
         cause: RetryCause,
         retry_after: Option<Duration>,
@@ -353,6 +371,7 @@ impl Transport {
             url: cfg.url,
             headers,
             secret,
+            extra_secrets: Vec::new(),
             key_env: cfg.key_env,
             timeout: cfg.timeout,
             max_retries: cfg.max_retries,
@@ -360,7 +379,23 @@ impl Transport {
             options: cfg.options,
             counters: Counters::default(),
             jitter: AtomicU64::new(seed),
+            client_errors_stop: false,
         })
+    }
+
+    /// This transport with every 4xx but 401/403 (key), 408 (retried as a timeout) and
+    /// 429 (retried) made a [`ModelError::Config`] that stops the run: for a target whose
+    /// requests the user wrote (the `http` target), a 4xx means the request is wrong,
+    /// and every later call would be refused alike.
+    pub fn stop_on_client_errors(mut self) -> Self {
+        self.client_errors_stop = true;
+        self
+    }
+
+    /// This transport with `secrets` scrubbed from every error message as the key is.
+    pub fn with_secrets(mut self, secrets: Vec<Secret>) -> Self {
+        self.extra_secrets = secrets;
+        self
     }
 
     /// The endpoint URL.
@@ -388,12 +423,14 @@ impl Transport {
         }
     }
 
-    /// Scrubs the key from an error.
+    /// Scrubs the key (and every other secret) from an error.
     fn scrub(&self, e: ModelError) -> ModelError {
-        let Some(s) = &self.secret else { return e };
+        if self.secret.is_none() && self.extra_secrets.is_empty() {
+            return e;
+        }
         match e {
-            ModelError::Config(m) => ModelError::Config(s.redact(&m)),
-            ModelError::Call(m) => ModelError::Call(s.redact(&m)),
+            ModelError::Config(m) => ModelError::Config(self.redact(&m)),
+            ModelError::Call(m) => ModelError::Call(self.redact(&m)),
             ModelError::Budget => ModelError::Budget,
         }
     }
@@ -522,6 +559,17 @@ impl Transport {
                 req.headers(headers)
             }
             Payload::Json(b) => req.headers(headers).body(b.clone()),
+            Payload::Raw(extra, b) => {
+                headers.remove(CONTENT_TYPE);
+                for (k, v) in extra {
+                    headers.insert(k.clone(), v.clone());
+                }
+                if b.is_empty() {
+                    req.headers(headers)
+                } else {
+                    req.headers(headers).body(b.clone())
+                }
+            }
             Payload::File {
                 purpose,
                 filename,
@@ -555,6 +603,17 @@ impl Transport {
                 Failure::Fatal(ModelError::Config(format!(
                     "HTTP {code} {reason} from {url}: the API key was rejected; check {} ({})",
                     self.key_env,
+                    excerpt(&bytes)
+                )))
+            }
+            StatusCode::REQUEST_TIMEOUT if self.client_errors_stop => Failure::Retry {
+                cause: RetryCause::Timeout,
+                retry_after,
+                message: format!("HTTP {code} {reason} from {url}: {}", excerpt(&bytes)),
+            },
+            _ if self.client_errors_stop && status.is_client_error() && code != 429 => {
+                Failure::Fatal(ModelError::Config(format!(
+                    "HTTP {code} {reason} from {url}: the application refused the request as malformed ({}); every call would be refused alike, so the run stops: check the target's url, method, headers and body template",
                     excerpt(&bytes)
                 )))
             }
@@ -661,12 +720,118 @@ impl Transport {
         }
     }
 
-    /// The key scrubbed from a message (downloaded text quoted in an error).
+    /// The key (and every other secret) scrubbed from a message (downloaded text quoted
+    /// in an error).
     pub fn redact(&self, text: &str) -> String {
-        match &self.secret {
+        let mut out = match &self.secret {
             Some(s) => s.redact(text),
             None => text.to_string(),
+        };
+        for s in &self.extra_secrets {
+            out = s.redact(&out);
         }
+        out
+    }
+
+    /// Sends `req` with this transport's retries, concurrency limit and counters, as
+    /// [`Transport::call`] does, and hands a successful (2xx) response to `read`, which
+    /// reads its body (whole, or as a stream) and returns what the call returns. A
+    /// [`Failure::Retry`] from `read` (the connection dropped mid-body, the time ran out)
+    /// is retried like a failed request; a [`Failure::Fatal`] ends the call.
+    pub async fn exchange<'a, T>(
+        &'a self,
+        req: &RawRequest,
+        read: impl Fn(reqwest::Response) -> crate::BoxFuture<'a, Result<T, Failure>>,
+    ) -> Result<T, ModelError> {
+        bump(&self.counters.calls, 1);
+        let mut retries = 0u32;
+        loop {
+            let permit = self.limiter.acquire().await;
+            bump(&self.counters.attempts, 1);
+            let outcome = match self
+                .send_once(
+                    req.method.clone(),
+                    &req.url,
+                    &Payload::Raw(req.headers.clone(), req.body.clone()),
+                    self.timeout,
+                )
+                .await
+            {
+                Ok(resp) => read(resp).await,
+                Err(f) => Err(f),
+            };
+            match outcome {
+                Ok(v) => {
+                    self.limiter.on_success();
+                    drop(permit);
+                    bump(&self.counters.succeeded, 1);
+                    return Ok(v);
+                }
+                Err(Failure::Fatal(e)) => {
+                    drop(permit);
+                    bump(&self.counters.failed, 1);
+                    return Err(self.scrub(e));
+                }
+                Err(Failure::Retry {
+                    cause,
+                    retry_after,
+                    message,
+                }) => {
+                    if cause == RetryCause::RateLimited {
+                        self.limiter.on_rate_limited(&permit);
+                    }
+                    drop(permit);
+                    if retries >= self.max_retries {
+                        bump(&self.counters.failed, 1);
+                        let tail = match retries {
+                            0 => "no retries allowed".to_string(),
+                            1 => "gave up after 1 retry".to_string(),
+                            n => format!("gave up after {n} retries"),
+                        };
+                        return Err(self.scrub(ModelError::Call(format!("{message} ({tail})"))));
+                    }
+                    let c = &self.counters;
+                    bump(
+                        match cause {
+                            RetryCause::RateLimited => &c.retries_429,
+                            RetryCause::ServerError => &c.retries_5xx,
+                            RetryCause::Timeout => &c.retries_timeout,
+                            RetryCause::Connect => &c.retries_connect,
+                        },
+                        1,
+                    );
+                    let wait = match retry_after {
+                        Some(d) => d.min(self.options.retry_after_cap),
+                        None => self.backoff(retries),
+                    };
+                    bump(&c.retry_wait_ms, wait.as_millis() as u64);
+                    tokio::time::sleep(wait).await;
+                    retries += 1;
+                }
+            }
+        }
+    }
+
+    /// Reads a whole response body, at most [`TransportOptions::max_body_bytes`]
+    /// (for [`Transport::exchange`]'s readers).
+    pub async fn read_capped(&self, resp: reqwest::Response) -> Result<Vec<u8>, Failure> {
+        self.read_body(resp).await
+    }
+
+    /// The largest response body accepted, in bytes.
+    pub fn max_body_bytes(&self) -> usize {
+        self.options.max_body_bytes
+    }
+
+    /// The per-attempt timeout (connect, request and the whole body).
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// The failure a body read that failed with `e` makes (retried as a timeout or a
+    /// connection error), for readers that stream a body themselves.
+    pub fn body_failure(&self, e: &reqwest::Error, what: &str, url: &Url) -> Failure {
+        self.transport_failure_at(e, what, url)
     }
 
     async fn read_body(&self, mut resp: reqwest::Response) -> Result<Vec<u8>, Failure> {
@@ -727,7 +892,7 @@ fn error_chain(e: &dyn std::error::Error) -> String {
 }
 
 /// The first ~200 characters of a body, on one line.
-pub(crate) fn excerpt(bytes: &[u8]) -> String {
+pub fn excerpt(bytes: &[u8]) -> String {
     let text = String::from_utf8_lossy(bytes);
     let one_line: String = text
         .chars()

@@ -20,10 +20,13 @@
 
 mod breadth;
 pub mod charts;
+pub mod github_summary;
 mod html;
 mod judge_eval;
+pub mod junit;
 mod markdown;
 pub mod page;
+pub mod sarif;
 mod view;
 mod write;
 

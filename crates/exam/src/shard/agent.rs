@@ -20,9 +20,9 @@ use crate::exam::{
     write_report_files,
 };
 use crate::grade::{RunResult, ScenarioResult};
-use gauntlet_core::manifest::{FileEntry, Manifest};
-use gauntlet_core::shard::{SetRules, Shard, open_record, read_json, shown};
 use gauntlet_corpus::load::Corpus;
+use gauntlet_job::manifest::{FileEntry, Manifest};
+use gauntlet_job::shard::{SetRules, Shard, open_record, read_json, shown};
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 
@@ -31,10 +31,7 @@ pub const SHARD_JSON: &str = "shard.json";
 
 /// Which scenario runs (pass-major: `pass * scenarios + i`) shard `s` holds.
 pub fn owned(corpus: &Corpus, passes: usize, s: Shard) -> Vec<bool> {
-    super::assignment(corpus, passes, s.count)
-        .into_iter()
-        .map(|o| o == s.index)
-        .collect()
+    gauntlet_job::partition::owned(&super::assignment(corpus, passes, s.count), s)
 }
 
 /// Before a shard session changes anything: without a manifest the directory reads as
@@ -212,8 +209,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<HarnessReport, MergeError> 
             .map_err(|e| MergeError::Write(e.to_string()))?;
     }
     let dirs: Vec<&Path> = shards.iter().map(|s| s.dir.as_path()).collect();
-    gauntlet_core::shard::concat_journals(&dirs, &out.join(JOURNAL))
-        .map_err(MergeError::Journal)?;
+    gauntlet_job::shard::concat_journals(&dirs, &out.join(JOURNAL)).map_err(MergeError::Journal)?;
     let mut tb = serde_json::to_vec_pretty(&merged_timings(&shards, passes)).expect("json");
     tb.push(b'\n');
     gauntlet_core::atomic::write_atomic_unflushed_named(&out.join("timings.json"), &tb)

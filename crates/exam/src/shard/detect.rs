@@ -15,12 +15,12 @@
 //! all, byte for byte.
 
 use super::MergeError;
-use gauntlet_core::manifest::{FileEntry, Manifest};
-use gauntlet_core::shard::{SetRules, Shard, open_record, read_json, shown};
 use gauntlet_detect::assemble::ExamFile;
 use gauntlet_detect::exam::{self as detect_exam, DetectReport, DetectorHealth, Row};
 use gauntlet_detect::fleet::Member as FleetMember;
 use gauntlet_detect::report_text;
+use gauntlet_job::manifest::{FileEntry, Manifest};
+use gauntlet_job::shard::{SetRules, Shard, open_record, read_json, shown};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -113,8 +113,9 @@ impl ShardRecord {
             shard,
             identity_sha256,
             units_total: files.len(),
-            units: (0..files.len())
-                .filter(|&i| owner[i] == shard.index)
+            units: gauntlet_job::partition::units_of(&owner, shard)
+                .into_iter()
+                .map(|i| i as usize)
                 .collect(),
             groups: files
                 .iter()

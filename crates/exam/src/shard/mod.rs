@@ -10,14 +10,14 @@
 //!   its merge.
 //!
 //! A shard directory is the exam's own output directory over its part, plus its record
-//! and a `manifest.json` (size and digest of every file, `gauntlet_core::manifest`),
+//! and a `manifest.json` (size and digest of every file, `gauntlet_job::manifest`),
 //! both written last: a shard without them was interrupted. What every kind of shard
 //! shares — `i/N`, checking that a set of directories is the N shards of one job,
 //! opening a record behind its manifest, concatenating journals — is
-//! `gauntlet_core::shard`, which the red-team run's shards (the engine's `shard.rs` and
+//! `gauntlet_job::shard`, which the red-team run's shards (the engine's `shard.rs` and
 //! `merge.rs`) use too.
 
-use gauntlet_core::shard::{SetError, Shard};
+use gauntlet_job::shard::{SetError, Shard};
 use std::path::{Path, PathBuf};
 
 pub mod agent;
@@ -39,7 +39,7 @@ pub fn shard_out(out: &Path, s: Shard) -> PathBuf {
 /// `record`, so the directory reads as unfinished until the session's `finish` writes
 /// them again.
 fn begin(out: &Path, record: &str) -> std::io::Result<()> {
-    for f in [gauntlet_core::manifest::MANIFEST, record] {
+    for f in [gauntlet_job::manifest::MANIFEST, record] {
         match std::fs::remove_file(out.join(f)) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
             _ => {}
@@ -58,25 +58,25 @@ struct ShardDir<R> {
 }
 
 /// Opens every directory with `open`, checks that they are the N shards of one job
-/// ([`gauntlet_core::shard::check_set`] under `rules`), and returns them in shard order.
+/// ([`gauntlet_job::shard::check_set`] under `rules`), and returns them in shard order.
 fn open_set<R>(
     dirs: &[PathBuf],
     open: impl Fn(&Path) -> Result<ShardDir<R>, MergeError>,
-    rules: &gauntlet_core::shard::SetRules,
+    rules: &gauntlet_job::shard::SetRules,
 ) -> Result<Vec<ShardDir<R>>, MergeError> {
     let mut shards = dirs
         .iter()
         .map(|d| open(d))
         .collect::<Result<Vec<_>, _>>()?;
-    let members: Vec<gauntlet_core::shard::Member> = shards
+    let members: Vec<gauntlet_job::shard::Member> = shards
         .iter()
-        .map(|s| gauntlet_core::shard::Member {
+        .map(|s| gauntlet_job::shard::Member {
             shard: s.shard,
             dir: &s.dir,
             meta: &s.meta,
         })
         .collect();
-    gauntlet_core::shard::check_set(&members, rules, |_, _| String::new())?;
+    gauntlet_job::shard::check_set(&members, rules, |_, _| String::new())?;
     shards.sort_by_key(|s| s.shard.index);
     Ok(shards)
 }

@@ -3,11 +3,13 @@
 //! out in key order and the sequence is cut into N equal spans. As for red-team runs
 //! (the engine's `shard.rs`), the cut depends on the exam alone. Every scenario run
 //! weighs the same (one cascade: the calls it makes depend on the model's answers, so
-//! no finer plan exists before it runs), so shard sizes differ by at most one. The
-//! detect exam: see [`detect_assignment`].
+//! no finer plan exists before it runs), so shard sizes differ by at most one
+//! (`gauntlet_job::partition`, the red-team run's cut with unit weights). The detect
+//! exam: see [`detect_assignment`].
 
 use gauntlet_core::hash::HashWriter;
 use gauntlet_corpus::load::Corpus;
+use gauntlet_job::partition;
 
 /// Names the cut in shard.json: a merge refuses shards cut by another scheme.
 pub const PARTITION_SCHEME: &str = "exam-unit-sha256-order/equal/v1";
@@ -15,7 +17,7 @@ pub const PARTITION_SCHEME: &str = "exam-unit-sha256-order/equal/v1";
 /// The shard (0-based) of every scenario run, pass-major (`pass * scenarios + i`).
 pub fn assignment(corpus: &Corpus, passes: usize, count: u32) -> Vec<u32> {
     let n = corpus.scenarios.len();
-    let mut order: Vec<(u64, usize)> = Vec::with_capacity(passes * n);
+    let mut order: Vec<(u64, u64)> = Vec::with_capacity(passes * n);
     for pass in 0..passes {
         for (i, s) in corpus.scenarios.iter().enumerate() {
             let mut h = HashWriter::new();
@@ -23,14 +25,10 @@ pub fn assignment(corpus: &Corpus, passes: usize, count: u32) -> Vec<u32> {
             h.field(s.relpath.as_bytes());
             h.field(s.scenario.id.as_bytes());
             h.field(&(pass as u64).to_le_bytes());
-            let d = h.finish();
-            order.push((
-                u64::from_be_bytes(d[..8].try_into().expect("8 bytes")),
-                pass * n + i,
-            ));
+            order.push((partition::key(&h.finish()), (pass * n + i) as u64));
         }
     }
-    cut(order, count)
+    partition::cut(order, |_| 1, count)
 }
 
 /// Names the detect exam's cut in detect_shard.json.
@@ -45,7 +43,7 @@ pub fn detect_assignment<'a>(
     units: impl IntoIterator<Item = (&'a str, &'a str)>,
     count: u32,
 ) -> Vec<u32> {
-    let order: Vec<(u64, usize)> = units
+    let order: Vec<(u64, u64)> = units
         .into_iter()
         .enumerate()
         .map(|(i, (origin, relpath))| {
@@ -53,25 +51,10 @@ pub fn detect_assignment<'a>(
             h.field(b"detect-unit-v1");
             h.field(origin.as_bytes());
             h.field(relpath.as_bytes());
-            let d = h.finish();
-            (u64::from_be_bytes(d[..8].try_into().expect("8 bytes")), i)
+            (partition::key(&h.finish()), i as u64)
         })
         .collect();
-    cut(order, count)
-}
-
-/// The shard of every unit: units laid out in key order (`(key, unit)` pairs) and the
-/// sequence cut into `count` spans of equal length (sizes differ by at most one).
-fn cut(mut order: Vec<(u64, usize)>, count: u32) -> Vec<u32> {
-    order.sort_unstable();
-    let total = order.len() as u128;
-    let mut owner = vec![0u32; order.len()];
-    for (k, (_, unit)) in order.into_iter().enumerate() {
-        owner[unit] = (k as u128 * u128::from(count))
-            .checked_div(total)
-            .unwrap_or(0) as u32;
-    }
-    owner
+    partition::cut(order, |_| 1, count)
 }
 
 #[cfg(test)]

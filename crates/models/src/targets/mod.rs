@@ -1,6 +1,8 @@
 //! Targets: the models a run can evaluate, one file per plugin.
 
 pub mod anthropic;
+pub mod command;
+pub mod http;
 pub mod imported;
 pub(crate) mod live;
 pub mod openai_compat;

@@ -3,12 +3,12 @@
 //! feeds it, and raw by update size), the journal records' CRC-32, and the sha256 the
 //! call keys are made of. BENCHMARKS.md compares a run's digest cost with these ceilings.
 //!
-//!     cargo run --release -p gauntlet-core --example digest_speed
+//!     cargo run --release -p gauntlet-job --example digest_speed
 //!
 //! Each figure is the best of five passes over 64 MiB of pseudo-random bytes.
 
 use gauntlet_core::hash::HashWriter;
-use gauntlet_core::manifest::HashingWriter;
+use gauntlet_job::manifest::HashingWriter;
 use sha2::Digest;
 use std::hint::black_box;
 use std::time::Instant;

@@ -11,9 +11,9 @@
 //! manifests, with sha256, still verify). Nothing inside such a directory may be a
 //! symbolic link ([`refuse_symlinks`]).
 
-use crate::atomic::write_atomic;
-use crate::files::{self, Kind};
-use crate::hash::to_hex;
+use gauntlet_core::atomic::write_atomic;
+use gauntlet_core::files::{self, Kind};
+use gauntlet_core::hash::to_hex;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -423,7 +423,7 @@ mod tests {
             "gauntlet_manifest": 1, "run_id": "r", "status": "complete",
             "files": {"results.json": {
                 "bytes": 8,
-                "sha256": crate::hash::sha256_hex(b"{\"a\":1}\n"),
+                "sha256": gauntlet_core::hash::sha256_hex(b"{\"a\":1}\n"),
             }},
         });
         std::fs::write(dir.path().join(MANIFEST), v1.to_string()).unwrap();

@@ -265,7 +265,8 @@ pub fn open_record(
 
 /// Reads a JSON file of a shard directory (capped like any results file).
 pub fn read_json(p: &Path) -> Result<serde_json::Value, String> {
-    let b = crate::files::read(p, crate::files::Kind::RESULTS).map_err(|e| e.to_string())?;
+    let b = gauntlet_core::files::read(p, gauntlet_core::files::Kind::RESULTS)
+        .map_err(|e| e.to_string())?;
     serde_json::from_slice(&b).map_err(|e| format!("{}: not JSON: {e}", p.display()))
 }
 
@@ -287,7 +288,7 @@ fn shown_opt(v: Option<&serde_json::Value>) -> String {
 /// are disjoint but for calls two units share, which hold the same response; a torn
 /// last line is left out. Shards without a journal are skipped.
 pub fn concat_journals(shards: &[&Path], to: &Path) -> Result<(), String> {
-    let tmp = crate::atomic::tmp_path(to);
+    let tmp = gauntlet_core::atomic::tmp_path(to);
     let io = |p: &Path, e: std::io::Error| format!("cannot write {}: {e}", p.display());
     let mut w = BufWriter::with_capacity(1 << 20, File::create(&tmp).map_err(|e| io(&tmp, e))?);
     let mut header: Option<Vec<u8>> = None;

@@ -30,7 +30,7 @@ use std::path::{Path, PathBuf};
 
 /// The manifest every finished session writes last, shared with the exams' shard
 /// directories.
-pub use gauntlet_core::manifest::{FileEntry, HashingWriter, MANIFEST, Manifest, refuse_symlinks};
+pub use crate::manifest::{FileEntry, HashingWriter, MANIFEST, Manifest, refuse_symlinks};
 
 /// The files that belong to one run (besides the manifest), as opposed to the
 /// directory's journal and session log, which outlive a run of another config.
@@ -104,11 +104,7 @@ impl RunDir {
         let base = self.path("superseded");
         fs::create_dir_all(&base)?;
         // run.json is data: its run id names a directory only if it is a plain name.
-        let name = if crate::config::valid_run_name(run_id) {
-            run_id
-        } else {
-            "run"
-        };
+        let name = if plain_name(run_id) { run_id } else { "run" };
         let mut dest = base.join(name);
         let mut k = 2;
         while fs::symlink_metadata(&dest).is_ok() {
@@ -161,4 +157,14 @@ pub use gauntlet_core::atomic::{tmp_path, write_atomic};
 /// (the report writer's).
 fn is_temporary(name: &str) -> bool {
     name.ends_with(".tmp") || (name.starts_with('.') && name.contains(".tmp-"))
+}
+
+/// Whether `s` is a plain directory name: 1 to 128 ASCII letters, digits, `.`, `_` and
+/// `-`, and neither `.` nor `..` (a run name, a shard's directory name).
+pub fn plain_name(s: &str) -> bool {
+    (1..=128).contains(&s.len())
+        && s != "."
+        && s != ".."
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
 }

@@ -1,0 +1,364 @@
+//! The commands for pipelines: `gauntlet gate` (threshold and regression rules over a
+//! finished run; exit 0 pass, 1 a rule failed, 2 bad input) and the pipeline formats of
+//! `gauntlet report` (JUnit XML, SARIF 2.1.0, GitHub step-summary Markdown). The gate of
+//! a run config's `gate:` block runs through [`run_gate`] at the end of `gauntlet run`.
+
+use crate::error::CliError;
+use gauntlet_core::terminal::safe;
+use gauntlet_engine::gate::{self, GateReport, Rule};
+use gauntlet_report::junit::{self, Case, Outcome, Suite};
+use std::path::{Path, PathBuf};
+
+/// Output formats of `gate`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum GateFormat {
+    Text,
+    Json,
+    Junit,
+    GithubSummary,
+}
+
+/// Pipeline formats of `report`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum ReportFormat {
+    Junit,
+    Sarif,
+    GithubSummary,
+}
+
+#[derive(clap::Args)]
+pub(crate) struct GateArgs {
+    /// The run directory to gate.
+    run_dir: PathBuf,
+    /// A rule (repeat): `METRIC[key=value,…] (<=|<|>=|>) NUMBER by (value|ci_low|ci_high)`
+    /// or `METRIC[key=value,…] no regression at alpha=NUMBER` (needs --baseline).
+    #[arg(long = "rule", value_name = "RULE", required = true)]
+    rules: Vec<String>,
+    /// The baseline run for regression rules.
+    #[arg(long, value_name = "RUN_DIR")]
+    baseline: Option<PathBuf>,
+    /// text (a table), json, junit (one test case per rule) or github-summary.
+    #[arg(long, value_enum, default_value = "text")]
+    format: GateFormat,
+    /// Write the output to FILE instead of stdout (the verdict is still the exit code).
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+    /// The original config's directory, for runs with relative `file://` datasets
+    /// (regression rules read the runs back).
+    #[arg(long, value_name = "DIR")]
+    config_dir: Option<PathBuf>,
+}
+
+fn emit(text: &str, out: Option<&Path>) -> Result<(), CliError> {
+    match out {
+        Some(p) => {
+            let dir = p
+                .parent()
+                .filter(|d| !d.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            let name = p.file_name().and_then(|n| n.to_str()).ok_or_else(|| {
+                CliError::invalid(format!("--out {}: not a file name", p.display()))
+            })?;
+            gauntlet_report::write_atomic(dir, name, text.as_bytes())
+                .map_err(|e| CliError::failed(format!("cannot write {}: {e}", p.display())))
+        }
+        None => {
+            print!("{text}");
+            Ok(())
+        }
+    }
+}
+
+/// The gate's JUnit suite: one case per rule, failed with its numbers when it failed.
+fn gate_junit(r: &GateReport) -> String {
+    let cases = r
+        .rules
+        .iter()
+        .map(|o| {
+            let details: Vec<String> = o
+                .checked
+                .iter()
+                .map(|c| {
+                    let mut l = format!(
+                        "{} {} {} (n={}): {}",
+                        if c.passed { "ok" } else { "FAIL" },
+                        c.cell,
+                        c.metric,
+                        c.n,
+                        c.detail
+                    );
+                    if !c.flipped.is_empty() {
+                        l.push_str(&format!("; flipped: {}", c.flipped.join(", ")));
+                    }
+                    l
+                })
+                .collect();
+            let failed = o.checked.iter().filter(|c| !c.passed).count();
+            Case {
+                name: o.rule.text().to_string(),
+                classname: format!(
+                    "gauntlet.gate.{}",
+                    if o.rule.is_regression() {
+                        "regression"
+                    } else {
+                        "threshold"
+                    }
+                ),
+                outcome: if o.passed {
+                    Outcome::Passed
+                } else {
+                    Outcome::Failed {
+                        message: format!(
+                            "{failed} of {} row(s) fail: {}",
+                            o.checked.len(),
+                            o.checked
+                                .iter()
+                                .find(|c| !c.passed)
+                                .map(|c| format!("{}: {}", c.cell, c.detail))
+                                .unwrap_or_default()
+                        ),
+                        details: details.join("\n"),
+                    }
+                },
+                properties: vec![("rows".into(), o.checked.len().to_string())],
+                output: Some(details.join("\n")),
+            }
+        })
+        .collect();
+    let mut props = vec![
+        ("run".to_string(), r.run.clone()),
+        ("run_id".to_string(), r.run_id.clone()),
+    ];
+    if let Some(b) = &r.baseline {
+        props.push(("baseline".into(), b.clone()));
+    }
+    junit::render(
+        "gauntlet gate",
+        &[Suite {
+            name: format!("gate {}", r.run_id),
+            properties: props,
+            cases,
+        }],
+    )
+}
+
+fn gate_markdown(r: &GateReport) -> String {
+    let rows: Vec<Vec<String>> = r
+        .rules
+        .iter()
+        .flat_map(|o| {
+            o.checked.iter().map(move |c| {
+                vec![
+                    if c.passed { "pass" } else { "FAIL" }.to_string(),
+                    o.rule.text().to_string(),
+                    c.cell.clone(),
+                    c.n.to_string(),
+                    c.detail.clone(),
+                    c.flipped.join(", "),
+                ]
+            })
+        })
+        .collect();
+    let failed = r.rules.iter().filter(|o| !o.passed).count();
+    format!(
+        "## gauntlet gate: {}\n\nrun `{}`{}\n\n{}",
+        if r.passed {
+            format!("passed ({} rule(s))", r.rules.len())
+        } else {
+            format!("FAILED ({failed} of {} rule(s))", r.rules.len())
+        },
+        r.run_id,
+        r.baseline
+            .as_ref()
+            .map(|b| format!(" against baseline `{b}`"))
+            .unwrap_or_default(),
+        gauntlet_report::github_summary::table(
+            &[
+                "result",
+                "rule",
+                "cell",
+                "n",
+                "numbers",
+                "flipped to the bad side"
+            ],
+            &rows
+        )
+    )
+}
+
+fn render_gate(r: &GateReport, format: GateFormat) -> String {
+    match format {
+        GateFormat::Text => gate::table(r),
+        GateFormat::Json => {
+            let mut s = serde_json::to_string_pretty(r).expect("JSON");
+            s.push('\n');
+            s
+        }
+        GateFormat::Junit => gate_junit(r),
+        GateFormat::GithubSummary => gate_markdown(r),
+    }
+}
+
+pub(crate) fn gate_cmd(a: GateArgs) -> Result<(), CliError> {
+    let rules: Vec<Rule> = a
+        .rules
+        .iter()
+        .map(|r| gate::parse_rule(r))
+        .collect::<Result<_, _>>()
+        .map_err(CliError::Invalid)?;
+    let report = gate::evaluate(
+        &a.run_dir,
+        a.baseline.as_deref(),
+        &rules,
+        a.config_dir.as_deref(),
+    )
+    .map_err(CliError::invalid)?;
+    emit(&render_gate(&report, a.format), a.out.as_deref())?;
+    if a.out.is_some() || a.format != GateFormat::Text {
+        eprint!("{}", safe(&gate::table(&report)));
+    }
+    if report.passed {
+        Ok(())
+    } else {
+        Err(CliError::Verdict(1))
+    }
+}
+
+/// The gate of a run config, after a complete run: prints the table; `Err` with the
+/// run's gate exit status (4) when a rule failed, 2 when the gate cannot be evaluated.
+pub(crate) fn run_gate(run_dir: &Path, g: &gate::GateConfig) -> Result<(), CliError> {
+    let report = gate::evaluate(run_dir, g.baseline.as_deref(), &g.rules, None)
+        .map_err(|e| CliError::Invalid(format!("gate: {e}")))?;
+    print!("{}", safe(&gate::table(&report)));
+    if report.passed {
+        Ok(())
+    } else {
+        Err(CliError::Verdict(crate::error::GATE_FAILED))
+    }
+}
+
+/// `report RUN_DIR --format junit|sarif|github-summary [--out FILE] [--config FILE]`.
+pub(crate) fn report_format(
+    run_dir: &Path,
+    format: ReportFormat,
+    out: Option<&Path>,
+    config: Option<&Path>,
+) -> Result<(), CliError> {
+    let text = match format {
+        ReportFormat::Sarif => {
+            let f = gauntlet_engine::findings::run_findings(run_dir, config)
+                .map_err(CliError::Invalid)?;
+            gauntlet_report::sarif::render(
+                &gauntlet_report::sarif::Tool {
+                    name: "gauntlet".into(),
+                    version: env!("CARGO_PKG_VERSION").into(),
+                    information_uri: None,
+                },
+                &f.rules,
+                &f.findings,
+            )
+        }
+        ReportFormat::GithubSummary => {
+            let f = gauntlet_engine::findings::run_findings(run_dir, config)
+                .map_err(CliError::Invalid)?;
+            gauntlet_report::github_summary::run(&f.summary, &f.counts)
+        }
+        ReportFormat::Junit => {
+            let (summary, _) =
+                gauntlet_engine::findings::read_run(run_dir).map_err(CliError::Invalid)?;
+            report_junit(&summary)
+        }
+    };
+    emit(&text, out)
+}
+
+/// A run as JUnit: a `run` suite whose case fails when the run is partial, then one suite
+/// per cell with a case per metric (its value and interval as properties; N/A skipped).
+fn report_junit(s: &gauntlet_core::results::RunSummary) -> String {
+    let num = |x: Option<f64>| x.map_or("N/A".to_string(), |v| format!("{v}"));
+    let mut suites = vec![Suite {
+        name: format!("run {}", s.run_id),
+        properties: vec![
+            ("run_id".into(), s.run_id.clone()),
+            ("config_hash".into(), s.config_hash.clone()),
+            ("seed".into(), s.seed.to_string()),
+            ("harness_version".into(), s.harness_version.clone()),
+        ],
+        cases: vec![Case {
+            name: "run complete".into(),
+            classname: "gauntlet.run".into(),
+            outcome: if s.status == "complete" {
+                Outcome::Passed
+            } else {
+                Outcome::Failed {
+                    message: format!("the run is {}", s.status),
+                    details: "rerun the same config to resume it".into(),
+                }
+            },
+            properties: vec![],
+            output: None,
+        }],
+    }];
+    for c in &s.cells {
+        let cell = format!("{} × {} × {} × {}", c.attack, c.target, c.dataset, c.judge);
+        let cases = c
+            .metrics
+            .iter()
+            .map(|m| {
+                let v = &m.value;
+                Case {
+                    name: m.metric.clone()
+                        + &if m.params.is_empty() {
+                            String::new()
+                        } else {
+                            let ps: Vec<String> = m
+                                .params
+                                .iter()
+                                .map(|(k, v)| match v {
+                                    serde_json::Value::String(s) => format!("{k}={s}"),
+                                    v => format!("{k}={v}"),
+                                })
+                                .collect();
+                            format!("({})", ps.join(","))
+                        },
+                    classname: format!("gauntlet.{}.{}", c.attack, c.target),
+                    outcome: match v.value {
+                        Some(_) => Outcome::Passed,
+                        None => Outcome::Skipped {
+                            message: format!(
+                                "N/A: {}",
+                                v.na_reason.as_deref().unwrap_or("no value")
+                            ),
+                        },
+                    },
+                    properties: vec![
+                        ("value".into(), num(v.value)),
+                        ("ci_low".into(), num(v.ci_low)),
+                        ("ci_high".into(), num(v.ci_high)),
+                        ("n".into(), v.n.to_string()),
+                        ("errors_excluded".into(), c.errors.to_string()),
+                    ],
+                    output: Some(format!(
+                        "{} = {} [{}, {}] over n={} ({}; {} errors excluded)",
+                        m.metric,
+                        num(v.value),
+                        num(v.ci_low),
+                        num(v.ci_high),
+                        v.n,
+                        c.dataset_version,
+                        c.errors
+                    )),
+                }
+            })
+            .collect();
+        suites.push(Suite {
+            name: cell,
+            properties: vec![
+                ("dataset_version".into(), c.dataset_version.clone()),
+                ("judge".into(), c.judge.clone()),
+            ],
+            cases,
+        });
+    }
+    junit::render("gauntlet report", &suites)
+}

@@ -1,0 +1,876 @@
+//! CI gates over a finished run (`gauntlet gate`, and a run config's `gate:` block).
+//!
+//! A gate is a list of rules; it passes when every rule passes. Two kinds:
+//!
+//! - **Threshold** rules test leaderboard rows against a number, with the bound stated:
+//!   `asr[target=prod-bot] <= 0.05 by ci_low`. The rule holds for a row when *its bound*
+//!   compares as written with the threshold: `by value` tests the point estimate;
+//!   `by ci_low` / `by ci_high` test an end of the row's 95% interval. For an upper limit
+//!   (`<=`, `<`) `by ci_low` fails only when even the lower end is above the line (the
+//!   evidence shows a breach) and `by ci_high` passes only when the upper end is below it
+//!   (the evidence shows it holds); for a lower limit (`>=`, `>`) the roles swap. The
+//!   filters (`[key=value, …]`, `*` a wildcard) select rows by `attack`, `target`,
+//!   `dataset`, `judge` or a metric param (`asr_at_k[k=3]`); every selected row must
+//!   hold. A row whose bound is N/A (no value, no interval) fails the rule with its
+//!   reason: no evidence is not a pass. A rule that selects no row is bad input.
+//! - **Regression** rules compare the run (B) with a baseline run (A) behavior by
+//!   behavior: `asr[target=prod-bot] no regression at alpha=0.05`. A cell fails when the
+//!   paired test of `compare` shows it significantly worse at the stated α: for a rate,
+//!   the exact McNemar test (two-sided p < α, and more behaviors flipped to the bad side
+//!   than back); for a score, the paired bootstrap (1 − α) interval of B − A lies wholly
+//!   on the bad side. Which side is bad comes from the threat map (`asr` higher,
+//!   `refusal_rate` lower). The behaviors that flipped to the bad side are named.
+//!
+//! The runs gated must be trustworthy: complete (not `partial: …`), verified against
+//! their manifest, and for a regression rule of the same provenance as the baseline
+//! (the datasets at the same versions, the judges with the same identity). Anything else
+//! is refused, saying why ([`GateError`], exit 2).
+
+use crate::compare::{PairedCell, paired_cells};
+use crate::rundir::Manifest;
+use crate::stored::StoredRun;
+use gauntlet_core::paired::SCORE_METRICS;
+use gauntlet_core::results::LeaderboardEntry;
+use gauntlet_core::rng::rng_for;
+use gauntlet_core::stats::{BOOTSTRAP_RESAMPLES, mcnemar_exact, paired_bootstrap_diff};
+use gauntlet_core::taxonomy::{Worse, map as threat_map};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+
+/// Which number of a row a threshold rule tests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Bound {
+    Value,
+    CiLow,
+    CiHigh,
+}
+
+impl Bound {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Bound::Value => "value",
+            Bound::CiLow => "ci_low",
+            Bound::CiHigh => "ci_high",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Op {
+    #[serde(rename = "<=")]
+    Le,
+    #[serde(rename = "<")]
+    Lt,
+    #[serde(rename = ">=")]
+    Ge,
+    #[serde(rename = ">")]
+    Gt,
+}
+
+impl Op {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Op::Le => "<=",
+            Op::Lt => "<",
+            Op::Ge => ">=",
+            Op::Gt => ">",
+        }
+    }
+    fn holds(self, x: f64, t: f64) -> bool {
+        match self {
+            Op::Le => x <= t,
+            Op::Lt => x < t,
+            Op::Ge => x >= t,
+            Op::Gt => x > t,
+        }
+    }
+}
+
+/// Which rows (or cells) a rule is about: a metric name and filters.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Selector {
+    pub metric: String,
+    pub filters: Vec<(String, String)>,
+}
+
+/// One gate rule.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Rule {
+    Threshold {
+        text: String,
+        select: Selector,
+        op: Op,
+        threshold: f64,
+        bound: Bound,
+    },
+    Regression {
+        text: String,
+        select: Selector,
+        alpha: f64,
+    },
+}
+
+impl Rule {
+    /// The rule as written (normalised spacing).
+    pub fn text(&self) -> &str {
+        match self {
+            Rule::Threshold { text, .. } | Rule::Regression { text, .. } => text,
+        }
+    }
+    pub fn is_regression(&self) -> bool {
+        matches!(self, Rule::Regression { .. })
+    }
+}
+
+/// The rule syntax, for error messages.
+pub const RULE_SYNTAX: &str = "METRIC[key=value,…] (<=|<|>=|>) NUMBER by (value|ci_low|ci_high), or METRIC[key=value,…] no regression at alpha=NUMBER; keys: attack, target, dataset, judge or a metric param; e.g. `asr[target=prod-bot] <= 0.05 by ci_low`";
+
+const FILTER_KEYS: &[&str] = &["attack", "target", "dataset", "judge"];
+
+/// Parses one rule.
+pub fn parse_rule(text: &str) -> Result<Rule, String> {
+    let t = text.trim();
+    let bad = |why: &str| format!("gate rule `{t}`: {why}; write {RULE_SYNTAX}");
+    let name_end = t
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .unwrap_or(t.len());
+    let metric = &t[..name_end];
+    if metric.is_empty() {
+        return Err(bad("it does not start with a metric name"));
+    }
+    let mut rest = &t[name_end..];
+    let mut filters = Vec::new();
+    if let Some(r) = rest.strip_prefix('[') {
+        let close = r.find(']').ok_or_else(|| bad("`[` is not closed"))?;
+        for f in r[..close]
+            .split(',')
+            .map(str::trim)
+            .filter(|f| !f.is_empty())
+        {
+            let (k, v) = f
+                .split_once('=')
+                .ok_or_else(|| bad(&format!("filter `{f}` is not key=value")))?;
+            let (k, v) = (k.trim(), v.trim().trim_matches('"').trim_matches('\''));
+            if k.is_empty() || v.is_empty() {
+                return Err(bad(&format!("filter `{f}` is not key=value")));
+            }
+            filters.push((k.to_string(), v.to_string()));
+        }
+        rest = &r[close + 1..];
+    }
+    let words: Vec<&str> = rest.split_whitespace().collect();
+    let select = Selector {
+        metric: metric.to_string(),
+        filters,
+    };
+    let shown = t.split_whitespace().collect::<Vec<_>>().join(" ");
+    match words.as_slice() {
+        ["no", "regression", "at", a] => {
+            let alpha = a
+                .strip_prefix("alpha=")
+                .and_then(|x| x.parse::<f64>().ok())
+                .filter(|x| *x > 0.0 && *x < 1.0)
+                .ok_or_else(|| bad("alpha must be alpha=NUMBER in (0, 1)"))?;
+            Ok(Rule::Regression {
+                text: shown,
+                select,
+                alpha,
+            })
+        }
+        [op, num, "by", bound] => {
+            let op = match *op {
+                "<=" => Op::Le,
+                "<" => Op::Lt,
+                ">=" => Op::Ge,
+                ">" => Op::Gt,
+                other => return Err(bad(&format!("`{other}` is not <=, <, >= or >"))),
+            };
+            let threshold = num
+                .parse::<f64>()
+                .ok()
+                .filter(|x| x.is_finite())
+                .ok_or_else(|| bad(&format!("`{num}` is not a number")))?;
+            let bound = match *bound {
+                "value" => Bound::Value,
+                "ci_low" => Bound::CiLow,
+                "ci_high" => Bound::CiHigh,
+                other => {
+                    return Err(bad(&format!(
+                        "`by {other}`: the bound is value, ci_low or ci_high"
+                    )));
+                }
+            };
+            Ok(Rule::Threshold {
+                text: shown,
+                select,
+                op,
+                threshold,
+                bound,
+            })
+        }
+        [_, _] => Err(bad(
+            "say which bound is tested: `by ci_low` (fail only on evidence of a breach), `by value` or `by ci_high` (pass only on evidence it holds)",
+        )),
+        _ => Err(bad("it is neither a threshold nor a regression rule")),
+    }
+}
+
+/// `*` matches any run of characters; everything else literally.
+fn glob(pattern: &str, s: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('*').collect();
+    if parts.len() == 1 {
+        return pattern == s;
+    }
+    let (first, last) = (parts[0], parts[parts.len() - 1]);
+    if !s.starts_with(first) || s.len() < first.len() + last.len() || !s.ends_with(last) {
+        return false;
+    }
+    let mut rest = &s[first.len()..s.len() - last.len()];
+    for p in &parts[1..parts.len() - 1] {
+        match rest.find(p) {
+            Some(i) => rest = &rest[i + p.len()..],
+            None => return false,
+        }
+    }
+    true
+}
+
+/// A filter value's view of a JSON param value.
+fn param_text(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// What a selector is matched against.
+struct Subject<'a> {
+    metric: &'a str,
+    attack: &'a str,
+    targets: &'a [&'a str],
+    dataset: &'a str,
+    judge: &'a str,
+    params: &'a serde_json::Map<String, serde_json::Value>,
+}
+
+impl Selector {
+    fn matches(&self, s: &Subject<'_>) -> bool {
+        self.metric == s.metric
+            && self.filters.iter().all(|(k, v)| match k.as_str() {
+                "attack" => glob(v, s.attack),
+                "target" => s.targets.iter().any(|t| glob(v, t)),
+                "dataset" => glob(v, s.dataset),
+                "judge" => glob(v, s.judge),
+                p => s.params.get(p).is_some_and(|x| glob(v, &param_text(x))),
+            })
+    }
+
+    /// A filter key that is neither a cell axis nor a param of any selected metric.
+    fn unknown_key(&self, params: &[&serde_json::Map<String, serde_json::Value>]) -> Option<&str> {
+        self.filters
+            .iter()
+            .map(|(k, _)| k.as_str())
+            .find(|k| !FILTER_KEYS.contains(k) && !params.iter().any(|p| p.contains_key(*k)))
+    }
+}
+
+/// Why a gate could not be evaluated (exit 2).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct GateError(pub String);
+
+fn gerr(m: impl Into<String>) -> GateError {
+    GateError(m.into())
+}
+
+/// One row (or cell) a rule looked at.
+#[derive(Debug, Clone, Serialize)]
+pub struct Checked {
+    /// `attack × target × dataset × judge`.
+    pub cell: String,
+    pub metric: String,
+    pub passed: bool,
+    /// Threshold rules: the row's numbers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ci_low: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ci_high: Option<f64>,
+    pub n: u64,
+    /// What was tested and what came out, in words (`ci_low 0.021 <= 0.05`).
+    pub detail: String,
+    /// Regression rules: the items that flipped to the bad side (B bad, A not).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub flipped: Vec<String>,
+}
+
+/// One rule's outcome.
+#[derive(Debug, Clone, Serialize)]
+pub struct RuleOutcome {
+    pub rule: Rule,
+    pub passed: bool,
+    pub checked: Vec<Checked>,
+}
+
+/// A gate's outcome.
+#[derive(Debug, Clone, Serialize)]
+pub struct GateReport {
+    pub run: String,
+    pub run_id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<String>,
+    pub passed: bool,
+    pub rules: Vec<RuleOutcome>,
+}
+
+/// Refuses a run directory that is not a complete, verified run; returns its run.json.
+fn trusted(dir: &Path, role: &str) -> Result<serde_json::Value, GateError> {
+    Manifest::verify(dir).map_err(|e| {
+        gerr(format!(
+            "{role} {}: {e}; a gate reads only verified runs (rerun the config to finish or rebuild it)",
+            dir.display()
+        ))
+    })?;
+    let p = dir.join("run.json");
+    let bytes = gauntlet_core::files::read(&p, gauntlet_core::files::Kind::RUN_METADATA)
+        .map_err(|e| gerr(format!("{role}: {e}")))?;
+    let run: serde_json::Value = serde_json::from_slice(&bytes)
+        .map_err(|e| gerr(format!("{}: not a gauntlet run.json: {e}", p.display())))?;
+    match run.get("status").and_then(|s| s.as_str()) {
+        Some("complete") => Ok(run),
+        Some(s) => Err(gerr(format!(
+            "{role} {} is `{s}`, not complete: a gate on a partial run would judge numbers the rest of the run could change; rerun its config to finish it",
+            dir.display()
+        ))),
+        None => Err(gerr(format!("{}: no `status`", p.display()))),
+    }
+}
+
+/// Evaluates `rules` on the run in `dir` (regression rules against `baseline`).
+pub fn evaluate(
+    dir: &Path,
+    baseline: Option<&Path>,
+    rules: &[Rule],
+    config_dir: Option<&Path>,
+) -> Result<GateReport, GateError> {
+    if rules.is_empty() {
+        return Err(gerr(format!("no gate rule given; write {RULE_SYNTAX}")));
+    }
+    let run_json = trusted(dir, "run")?;
+    let run_id = run_json["run_id"].as_str().unwrap_or("").to_string();
+    let board_path = dir.join("leaderboard.json");
+    let bytes = gauntlet_core::files::read(&board_path, gauntlet_core::files::Kind::RESULTS)
+        .map_err(|e| gerr(e.to_string()))?;
+    let board: Vec<LeaderboardEntry> = serde_json::from_slice(&bytes)
+        .map_err(|e| gerr(format!("{}: {e}", board_path.display())))?;
+
+    let mut stored: Option<(StoredRun, StoredRun, Vec<PairedCell>)> = None;
+    if rules.iter().any(Rule::is_regression) {
+        let Some(base) = baseline else {
+            return Err(gerr(
+                "a regression rule needs a baseline run: pass --baseline RUN_DIR (or `baseline:` in the config's gate block)",
+            ));
+        };
+        trusted(base, "baseline")?;
+        let a = StoredRun::open(base, config_dir).map_err(|e| gerr(format!("baseline: {e}")))?;
+        let b = StoredRun::open(dir, config_dir).map_err(|e| gerr(format!("run: {e}")))?;
+        same_provenance(&a, &b, base, dir)?;
+        let cells = paired_cells(
+            &a,
+            &b,
+            &base.display().to_string(),
+            &dir.display().to_string(),
+        )
+        .map_err(gerr)?;
+        stored = Some((a, b, cells));
+    }
+
+    let mut outcomes = Vec::new();
+    for rule in rules {
+        let checked = match rule {
+            Rule::Threshold {
+                select,
+                op,
+                threshold,
+                bound,
+                text,
+            } => threshold_rule(&board, text, select, *op, *threshold, *bound)?,
+            Rule::Regression {
+                select,
+                alpha,
+                text,
+            } => {
+                let (_, _, cells) = stored.as_ref().expect("opened above");
+                regression_rule(cells, text, select, *alpha)?
+            }
+        };
+        outcomes.push(RuleOutcome {
+            rule: rule.clone(),
+            passed: checked.iter().all(|c| c.passed),
+            checked,
+        });
+    }
+    Ok(GateReport {
+        run: dir.display().to_string(),
+        run_id,
+        baseline: baseline.map(|b| b.display().to_string()),
+        passed: outcomes.iter().all(|o| o.passed),
+        rules: outcomes,
+    })
+}
+
+/// The baseline and the run must measure the same thing: the datasets they share at the
+/// same versions, the judges they share (by label) with the same identity.
+fn same_provenance(a: &StoredRun, b: &StoredRun, pa: &Path, pb: &Path) -> Result<(), GateError> {
+    for (name, va) in &a.meta.datasets {
+        if let Some((_, vb)) = b.meta.datasets.iter().find(|(n, _)| n == name)
+            && va != vb
+        {
+            return Err(gerr(format!(
+                "dataset `{name}` is {va} in the baseline {} but {vb} in the run {}: a regression is measured on the same pinned behaviors; rerun one of them on the other's version",
+                pa.display(),
+                pb.display()
+            )));
+        }
+    }
+    for ja in &a.original_judges {
+        if let Some(jb) = b.original_judges.iter().find(|j| j.label() == ja.label())
+            && ja.key_identity() != jb.key_identity()
+        {
+            return Err(gerr(format!(
+                "judge `{}` differs between the baseline ({}) and the run ({}): {} vs {}; a regression must be judged alike (rescore one run with the other's judge)",
+                ja.label(),
+                pa.display(),
+                pb.display(),
+                ja.key_identity(),
+                jb.key_identity()
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn fmt(x: Option<f64>) -> String {
+    x.map_or("N/A".to_string(), |v| format!("{v:.4}"))
+}
+
+fn threshold_rule(
+    board: &[LeaderboardEntry],
+    text: &str,
+    select: &Selector,
+    op: Op,
+    threshold: f64,
+    bound: Bound,
+) -> Result<Vec<Checked>, GateError> {
+    let rows: Vec<&LeaderboardEntry> = board
+        .iter()
+        .filter(|e| {
+            let r = &e.row;
+            select.matches(&Subject {
+                metric: &r.metric,
+                attack: &r.attack,
+                targets: &[r.target.as_str()],
+                dataset: &r.dataset,
+                judge: &r.judge,
+                params: &r.metric_params,
+            })
+        })
+        .collect();
+    if let Some(k) = select.unknown_key(
+        &board
+            .iter()
+            .filter(|e| e.row.metric == select.metric)
+            .map(|e| &e.row.metric_params)
+            .collect::<Vec<_>>(),
+    ) {
+        return Err(gerr(format!(
+            "gate rule `{text}`: `{k}` is not a filter key (attack, target, dataset, judge, or a param of `{}`)",
+            select.metric
+        )));
+    }
+    if rows.is_empty() {
+        return Err(no_rows(
+            board.iter().map(|e| {
+                let r = &e.row;
+                (
+                    r.metric.as_str(),
+                    r.attack.as_str(),
+                    r.target.as_str(),
+                    r.judge.as_str(),
+                )
+            }),
+            text,
+        ));
+    }
+    Ok(rows
+        .into_iter()
+        .map(|e| {
+            let r = &e.row;
+            let x = match bound {
+                Bound::Value => r.value,
+                Bound::CiLow => r.ci_low,
+                Bound::CiHigh => r.ci_high,
+            };
+            let (passed, detail) = match x {
+                Some(x) => {
+                    let ok = op.holds(x, threshold);
+                    (
+                        ok,
+                        format!(
+                            "{} {x:.4} {} {threshold}: {}",
+                            bound.as_str(),
+                            if ok { op.as_str() } else { negate(op) },
+                            if ok { "holds" } else { "fails" }
+                        ),
+                    )
+                }
+                None => (
+                    false,
+                    format!(
+                        "{} is N/A ({}): no evidence either way, so the rule cannot pass",
+                        bound.as_str(),
+                        r.na_reason.as_deref().unwrap_or(if r.value.is_some() {
+                            "no interval"
+                        } else {
+                            "no value"
+                        })
+                    ),
+                ),
+            };
+            Checked {
+                cell: format!("{} × {} × {} × {}", r.attack, r.target, r.dataset, r.judge),
+                metric: r.metric.clone(),
+                passed,
+                value: r.value,
+                ci_low: r.ci_low,
+                ci_high: r.ci_high,
+                n: r.n,
+                detail,
+                flipped: Vec::new(),
+            }
+        })
+        .collect())
+}
+
+fn negate(op: Op) -> &'static str {
+    match op {
+        Op::Le => ">",
+        Op::Lt => ">=",
+        Op::Ge => "<",
+        Op::Gt => "<=",
+    }
+}
+
+fn no_rows<'a>(
+    rows: impl Iterator<Item = (&'a str, &'a str, &'a str, &'a str)>,
+    text: &str,
+) -> GateError {
+    let mut metrics = Vec::new();
+    let mut attacks = Vec::new();
+    let mut targets = Vec::new();
+    let mut judges = Vec::new();
+    for (m, a, t, j) in rows {
+        for (v, x) in [
+            (&mut metrics, m),
+            (&mut attacks, a),
+            (&mut targets, t),
+            (&mut judges, j),
+        ] {
+            if !v.contains(&x) {
+                v.push(x);
+            }
+        }
+    }
+    gerr(format!(
+        "gate rule `{text}` selects no row; the run has metrics {}, attacks {}, targets {}, judges {}",
+        metrics.join(", "),
+        attacks.join(", "),
+        targets.join(", "),
+        judges.join(", ")
+    ))
+}
+
+fn regression_rule(
+    cells: &[PairedCell],
+    text: &str,
+    select: &Selector,
+    alpha: f64,
+) -> Result<Vec<Checked>, GateError> {
+    let picked: Vec<&PairedCell> = cells
+        .iter()
+        .filter(|c| {
+            select.matches(&Subject {
+                metric: &c.metric_name,
+                attack: &c.attack,
+                targets: &[c.target_a.as_str(), c.target_b.as_str()],
+                dataset: &c.dataset,
+                judge: &c.judge,
+                params: &c.metric_params,
+            })
+        })
+        .collect();
+    if let Some(k) = select.unknown_key(
+        &cells
+            .iter()
+            .filter(|c| c.metric_name == select.metric)
+            .map(|c| &c.metric_params)
+            .collect::<Vec<_>>(),
+    ) {
+        return Err(gerr(format!(
+            "gate rule `{text}`: `{k}` is not a filter key (attack, target, dataset, judge, or a param of `{}`)",
+            select.metric
+        )));
+    }
+    if picked.is_empty() {
+        return Err(no_rows(
+            cells.iter().map(|c| {
+                (
+                    c.metric_name.as_str(),
+                    c.attack.as_str(),
+                    c.target_b.as_str(),
+                    c.judge.as_str(),
+                )
+            }),
+            &format!("{text}` (over the cells the run shares with the baseline)` "),
+        ));
+    }
+    let worse = threat_map().worse(&select.metric).ok_or_else(|| {
+        gerr(format!(
+            "gate rule `{text}`: `{}` has no worse direction (a usage metric); a regression rule needs a metric where higher or lower is bad news",
+            select.metric
+        ))
+    })?;
+    let mut out = Vec::new();
+    for c in picked {
+        let target = if c.target_a == c.target_b {
+            c.target_b.clone()
+        } else {
+            format!("{} vs {}", c.target_a, c.target_b)
+        };
+        let cell = format!("{} × {} × {} × {}", c.attack, target, c.dataset, c.judge);
+        // Orient so that "bad" is a positive difference B − A.
+        let sign = if worse == Worse::Higher { 1.0 } else { -1.0 };
+        if let Some(why) = &c.na {
+            out.push(Checked {
+                cell,
+                metric: c.metric.clone(),
+                passed: false,
+                value: None,
+                ci_low: None,
+                ci_high: None,
+                n: 0,
+                detail: format!("N/A ({why}): no evidence either way, so the rule cannot pass"),
+                flipped: Vec::new(),
+            });
+            continue;
+        }
+        if c.pairs.is_empty() {
+            out.push(Checked {
+                cell,
+                metric: c.metric.clone(),
+                passed: false,
+                value: None,
+                ci_low: None,
+                ci_high: None,
+                n: 0,
+                detail: "no behavior is in the metric's population in both runs".into(),
+                flipped: Vec::new(),
+            });
+            continue;
+        }
+        let n = c.pairs.len() as f64;
+        let mean_a = c.pairs.iter().map(|p| p.1).sum::<f64>() / n;
+        let mean_b = c.pairs.iter().map(|p| p.2).sum::<f64>() / n;
+        let flipped: Vec<String> = c
+            .pairs
+            .iter()
+            .filter(|(_, a, b)| sign * (b - a) > 0.0)
+            .map(|(id, _, _)| id.clone())
+            .collect();
+        let binary = c
+            .pairs
+            .iter()
+            .all(|(_, a, b)| (*a == 0.0 || *a == 1.0) && (*b == 0.0 || *b == 1.0));
+        let (regressed, detail) = if binary && !SCORE_METRICS.contains(&c.metric_name.as_str()) {
+            let to_bad = flipped.len() as u64;
+            let to_good = c
+                .pairs
+                .iter()
+                .filter(|(_, a, b)| sign * (b - a) < 0.0)
+                .count() as u64;
+            let t = mcnemar_exact(to_good, to_bad);
+            let r = t.p_exact < alpha && to_bad > to_good;
+            (
+                r,
+                format!(
+                    "baseline {mean_a:.4} → run {mean_b:.4} over {} paired behaviors; {to_bad} flipped to the bad side, {to_good} back; exact McNemar p={:.4} {} alpha {alpha}{}",
+                    c.pairs.len(),
+                    t.p_exact,
+                    if t.p_exact < alpha { "<" } else { ">=" },
+                    if r {
+                        ": a significant regression"
+                    } else {
+                        ": no significant regression"
+                    }
+                ),
+            )
+        } else {
+            let flipped_pairs: Vec<(f64, f64)> = c.pairs.iter().map(|(_, a, b)| (*b, *a)).collect();
+            let d = paired_bootstrap_diff(
+                &flipped_pairs,
+                BOOTSTRAP_RESAMPLES,
+                1.0 - alpha,
+                &mut rng_for(
+                    0,
+                    &["gate", &c.attack, &target, &c.dataset, &c.judge, &c.metric],
+                ),
+            );
+            match d.and_then(|d| d.ci.map(|ci| (d.mean_diff, ci))) {
+                Some((diff, (lo, hi))) => {
+                    let r = if sign > 0.0 { lo > 0.0 } else { hi < 0.0 };
+                    (
+                        r,
+                        format!(
+                            "baseline {mean_a:.4} → run {mean_b:.4}; B − A = {diff:+.4}, paired bootstrap {:.0}% CI [{lo:+.4}, {hi:+.4}]{}",
+                            (1.0 - alpha) * 100.0,
+                            if r {
+                                ": a significant regression"
+                            } else {
+                                ": no significant regression"
+                            }
+                        ),
+                    )
+                }
+                None => (false, "one pair: no interval, no evidence".into()),
+            }
+        };
+        out.push(Checked {
+            cell,
+            metric: c.metric.clone(),
+            passed: !regressed,
+            value: Some(mean_b),
+            ci_low: None,
+            ci_high: None,
+            n: c.pairs.len() as u64,
+            detail,
+            flipped: if regressed { flipped } else { Vec::new() },
+        });
+    }
+    Ok(out)
+}
+
+/// The `gate:` block of a run config: rules and an optional baseline run directory
+/// (relative to the config).
+#[derive(Debug, Clone, PartialEq)]
+pub struct GateConfig {
+    pub rules: Vec<Rule>,
+    pub baseline: Option<PathBuf>,
+}
+
+/// The gate as a table: one line per rule and per row it looked at.
+pub fn table(r: &GateReport) -> String {
+    let mut s = String::new();
+    for o in &r.rules {
+        s.push_str(&format!(
+            "{}  {}\n",
+            if o.passed { "PASS" } else { "FAIL" },
+            o.rule.text()
+        ));
+        for c in &o.checked {
+            s.push_str(&format!(
+                "    {}  {} {} (n={}): {}\n",
+                if c.passed { "ok  " } else { "FAIL" },
+                c.cell,
+                c.metric,
+                c.n,
+                c.detail
+            ));
+            if let Rule::Threshold { .. } = o.rule {
+                let _ = (fmt(c.value), fmt(c.ci_low), fmt(c.ci_high));
+            }
+            if !c.flipped.is_empty() {
+                let shown: Vec<&str> = c.flipped.iter().take(20).map(String::as_str).collect();
+                s.push_str(&format!(
+                    "          flipped to the bad side ({}): {}{}\n",
+                    c.flipped.len(),
+                    shown.join(", "),
+                    if c.flipped.len() > 20 { ", …" } else { "" }
+                ));
+            }
+        }
+    }
+    let failed = r.rules.iter().filter(|o| !o.passed).count();
+    s.push_str(&if failed == 0 {
+        format!("gate passed: {} rule(s)\n", r.rules.len())
+    } else {
+        format!("gate FAILED: {failed} of {} rule(s)\n", r.rules.len())
+    });
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rules_parse_or_say_how() {
+        let r = parse_rule("asr[target=prod-bot, judge=refusal_match] <= 0.05 by ci_low").unwrap();
+        match r {
+            Rule::Threshold {
+                select,
+                op,
+                threshold,
+                bound,
+                ..
+            } => {
+                assert_eq!(select.metric, "asr");
+                assert_eq!(
+                    select.filters,
+                    vec![
+                        ("target".into(), "prod-bot".into()),
+                        ("judge".into(), "refusal_match".into())
+                    ]
+                );
+                assert_eq!((op, threshold, bound), (Op::Le, 0.05, Bound::CiLow));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            parse_rule("refusal_rate no regression at alpha=0.01").unwrap(),
+            Rule::Regression { alpha, .. } if alpha == 0.01
+        ));
+        for (bad, why) in [
+            ("asr <= 0.05", "say which bound"),
+            (
+                "asr <= 0.05 by mean",
+                "the bound is value, ci_low or ci_high",
+            ),
+            ("asr =< 0.05 by value", "is not <="),
+            ("asr <= x by value", "not a number"),
+            ("asr[target=x <= 0.05 by value", "not closed"),
+            ("asr[target] <= 0.05 by value", "not key=value"),
+            ("asr no regression at alpha=2", "alpha must be"),
+            ("<= 0.05 by value", "metric name"),
+        ] {
+            let e = parse_rule(bad).unwrap_err();
+            assert!(
+                e.contains(why) && e.contains("by (value|ci_low|ci_high)"),
+                "{bad}: {e}"
+            );
+        }
+    }
+
+    #[test]
+    fn globs() {
+        assert!(glob("prod-*", "prod-bot"));
+        assert!(glob("*bot", "prod-bot"));
+        assert!(glob("p*d*t", "prod-bot"));
+        assert!(!glob("p*x*t", "prod-bot"));
+        assert!(glob("exact", "exact") && !glob("exact", "exactly"));
+        assert!(glob("*", ""));
+        assert!(!glob("ab*ab", "ab"));
+    }
+}

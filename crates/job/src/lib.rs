@@ -1,0 +1,21 @@
+//! gauntlet-job: the run-directory protocol, once, under every harness.
+//!
+//! A red-team run, an agent exam and a detect exam are one protocol: canonical units,
+//! journal-backed work, an in-order fold, artefacts, and a manifest written last, plus
+//! supersede, shards and their merge, and progress. This crate owns that protocol and
+//! knows nothing about any particular harness:
+//! - [`rundir`]: a run directory — open and lock, stale temporaries removed, the
+//!   session log, the previous job's artefacts set aside (supersede), the session
+//!   begun (manifest removed before anything changes);
+//! - [`manifest`]: size and digest of every artefact, written last, verified by readers;
+//!   atomic writes are `gauntlet_core::atomic` (the one writer every surface uses);
+//! - [`shard`]: `i/N`, a shard directory's name and identity, the checks that a set of
+//!   directories is the N shards of one job, the journals put back together;
+//! - [`partition`]: the one cut of a job's keyed, weighted units into N spans;
+//! - [`progress`]: the one progress trait a harness reports through.
+
+pub mod manifest;
+pub mod partition;
+pub mod progress;
+pub mod rundir;
+pub mod shard;
