@@ -34,6 +34,7 @@ mod exam_cmd;
 mod exam_print;
 mod import_cmd;
 mod judge_eval_cmd;
+mod mcp_cmd;
 mod merge_cmd;
 mod print;
 mod progress;
@@ -232,6 +233,13 @@ enum Command {
     /// Detect exam: the reference detector fleet (+ external detectors) graded against
     /// the labelled scenario corpus; recall, precision and a coverage matrix.
     ExamDetect(detect_cmd::Args),
+    /// Scan MCP servers (stdio `-- CMD ARGS…`, `--url URL`, or a servers file) for
+    /// poisoned tool definitions, shadowing, name collisions, excessive capability and,
+    /// with --pin, rug pulls. Exit 0 clean, 1 findings, 2 could not scan.
+    McpScan(mcp_cmd::ScanArgs),
+    /// Serve an MCP server from a definition file (tools with descriptions, scripted
+    /// results, rug-pull definitions) over stdio or --http PORT, recording calls.
+    McpServe(mcp_cmd::ServeArgs),
 }
 
 #[derive(Subcommand)]
@@ -374,6 +382,8 @@ fn dispatch(command: Command) -> Result<(), CliError> {
         } => corpus_verify(&dir),
         Command::Exam(a) => exam_cmd::exam(a),
         Command::ExamDetect(a) => detect_cmd::run(a),
+        Command::McpScan(a) => mcp_cmd::scan(a),
+        Command::McpServe(a) => mcp_cmd::serve(a),
     }
 }
 

@@ -15,7 +15,8 @@ use crate::datasets::{
 use crate::injection::{agentdojo as agentdojo_source, bundled, scenario_file};
 use crate::injections::{
     Injection, agentdojo as agentdojo_injection, direct_injection, indirect_injection,
-    injecagent as injecagent_injection, no_injection,
+    injecagent as injecagent_injection, mcp_rug_pull, mcp_shadowing, mcp_tool_description,
+    mcp_tool_result, no_injection,
 };
 use crate::judge::Judge;
 use crate::judges::strongreject;
@@ -65,6 +66,10 @@ pub const INJECTIONS: &[PluginInfo] = &[
     indirect_injection::INFO,
     injecagent_injection::INFO,
     agentdojo_injection::INFO,
+    mcp_tool_description::INFO,
+    mcp_tool_result::INFO,
+    mcp_rug_pull::INFO,
+    mcp_shadowing::INFO,
 ];
 pub const SCENARIOS: &[PluginInfo] = &[
     bundled::INFO,
@@ -181,6 +186,13 @@ pub fn build_injection(spec: &PluginSpec, max_steps: u32) -> Result<Box<dyn Atta
     }
     if spec.name == "agentdojo" {
         return Ok(Box::new(agentdojo_injection::AgentDojoInjection::new(s)?));
+    }
+    match spec.name.as_str() {
+        "mcp_tool_description" => return Ok(Box::new(mcp_tool_description::build(s, max_steps)?)),
+        "mcp_tool_result" => return Ok(Box::new(mcp_tool_result::build(s, max_steps)?)),
+        "mcp_rug_pull" => return Ok(Box::new(mcp_rug_pull::build(s, max_steps)?)),
+        "mcp_shadowing" => return Ok(Box::new(mcp_shadowing::build(s, max_steps)?)),
+        _ => {}
     }
     let i: Injection = match spec.name.as_str() {
         "no_injection" => no_injection::build(s, max_steps),

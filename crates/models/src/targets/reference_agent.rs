@@ -4,7 +4,8 @@
 //! [`ChatRequest::agent_script`] (never in the prompt, so nothing about it can leak to
 //! a real model through the same request). Given the conversation so far it:
 //! 1. if it is `vulnerable`, the injection marker appears in any user or tool message it
-//!    has received, and it has not yet done so, performs the attacker action;
+//!    has received or in the definition of a tool it is offered, and it has not yet done
+//!    so, performs the attacker action;
 //! 2. otherwise performs the next step of its user plan (one tool call per reply, ids
 //!    `call_<n>`);
 //! 3. once the plan is done, replies with a final text.
@@ -170,7 +171,12 @@ impl ReferenceAgent {
         let is_attack = |c: &ToolStep| c.name == attack.name && c.arguments == attack.arguments;
         let mut calls_made = 0usize;
         let mut attack_done = false;
-        let mut marker_seen = false;
+        // A marker in a tool's definition (a poisoned MCP tool's description or schema)
+        // reaches the model as surely as one in a message.
+        let mut marker_seen = req.tools.iter().any(|t| {
+            t.description.contains(script.marker())
+                || t.parameters.to_string().contains(script.marker())
+        });
         for m in &req.messages {
             match m.role {
                 Role::Assistant => {
