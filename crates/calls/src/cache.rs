@@ -213,7 +213,7 @@ pub fn vet_reply(model: &dyn Model, mut r: ChatResponse) -> Result<ChatResponse,
             }
         }
     }
-    if let Some(secret) = model.secret() {
+    for secret in model.secrets() {
         redact_reply(secret, &mut r);
     }
     Ok(r)

@@ -1196,6 +1196,7 @@ fn run_with_key(args: &[&str], cwd: &Path, key: &str, secs: u64) -> Output {
         .args(args)
         .current_dir(cwd)
         .env("GAUNTLET_TEST_KEY", key)
+        .env("GAUNTLET_TEST_AUTH", format!("Bearer {key}"))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -1394,7 +1395,8 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
 /// Issue 26, defect 4: an endpoint that echoes the caller's key in a 200 reply (text and
 /// tool-call arguments) used to put it into transcripts.jsonl, journal.jsonl,
 /// results.json, report.md and report.html. The call layer scrubs it before anything
-/// is journaled, for calls made one by one and through the batch API alike.
+/// is journaled, for calls made one by one and through the batch API alike, and for
+/// the `http` target's secret header values.
 #[test]
 fn a_key_echoed_in_a_reply_is_never_written_to_disk() {
     const KEY: &str = "sk-test-CANARY-ECHO-5a7c";
@@ -1431,6 +1433,15 @@ fn a_key_echoed_in_a_reply_is_never_written_to_disk() {
             "batched",
             format!(
                 "{{name: openai_compat, params: {{name: oa, model: gpt-4o-mini, base_url: \"{}\", api_key_env: GAUNTLET_TEST_KEY, max_retries: 0, batch: true, batch_poll_s: 0.05, batch_linger_ms: 50}}}}",
+                s.srv.openai_base_url()
+            ),
+        ),
+        // The `http` target's secret header (`Bearer KEY` from header_env): an
+        // application echoing the whole value or the token alone is scrubbed alike.
+        (
+            "ht",
+            format!(
+                "{{name: http, params: {{name: ht, url: \"{}/chat/completions\", header_env: {{Authorization: GAUNTLET_TEST_AUTH}}, body: {{model: gpt-4o-mini, messages: \"{{{{messages}}}}\"}}, reply_pointer: /choices/0/message/content, max_retries: 0}}}}",
                 s.srv.openai_base_url()
             ),
         ),

@@ -106,4 +106,10 @@ pub trait Model: Send + Sync {
     fn secret(&self) -> Option<&transport::Secret> {
         None
     }
+    /// Every secret this model sends (its API key, the `http` target's secret header
+    /// values), each scrubbed by the call layer from every reply before anything is
+    /// journaled.
+    fn secrets(&self) -> Vec<&transport::Secret> {
+        self.secret().into_iter().collect()
+    }
 }

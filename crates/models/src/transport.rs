@@ -436,6 +436,11 @@ impl Transport {
         self
     }
 
+    /// The secrets given by [`Transport::with_secrets`].
+    pub fn secrets(&self) -> &[Secret] {
+        &self.extra_secrets
+    }
+
     /// The endpoint URL.
     pub fn url(&self) -> &Url {
         &self.url

@@ -485,6 +485,13 @@ impl HttpTarget {
             hv.set_sensitive(true);
             secret_headers.insert(name, hv);
             secrets.push(Secret::new(value.trim()));
+            // `Bearer TOKEN`, `Basic …`: an application may echo the token alone.
+            if let Some((scheme, token)) = value.trim().split_once(' ')
+                && scheme.chars().all(|c| c.is_ascii_alphabetic())
+                && !token.trim().is_empty()
+            {
+                secrets.push(Secret::new(token.trim()));
+            }
             vars.push(var.clone());
         }
 
@@ -1135,5 +1142,8 @@ impl Model for HttpTarget {
     }
     fn transport_stats(&self) -> Option<TransportStats> {
         Some(self.transport.stats())
+    }
+    fn secrets(&self) -> Vec<&Secret> {
+        self.transport.secrets().iter().collect()
     }
 }
