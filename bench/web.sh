@@ -1,32 +1,40 @@
 #!/usr/bin/env bash
-# Dashboard benchmark (issue 14): `gauntlet serve` over
+# Dashboard benchmark (issues 14, 32): `gauntlet serve` over
 #   1. 1,000 run directories (copies of a real smoke run, 40 leaderboard rows each = 40,000
-#      rows): time of the first leaderboard page after the server is up, a filtered page,
-#      and the server's peak RSS;
+#      rows): time of the first render of the overview and of the pivot (each measured
+#      first on a fresh server), the first leaderboard page, a filtered page, and the
+#      server's peak RSS;
 #   2. one run with a 1,000,000-attempt transcripts.jsonl (a real engine run over a
 #      generated 125,000-behavior dataset): time per transcript page at the start, middle
 #      and end, before and after the in-memory line index is built, a filtered page, and
 #      one attempt.
-# Targets: first leaderboard page <= 200 ms and < 100 MiB; <= 100 ms per transcript page.
+# Targets: overview, pivot and first leaderboard page <= 200 ms and < 100 MiB; <= 100 ms
+# per transcript page.
 # Times are curl's time_total on loopback (one request at a time), the recount of the
 # runs running in the background meanwhile. Not a timed test: it prints figures.
 #
 #   bench/web.sh            BENCH_WEB_RUNS=1000 BENCH_WEB_BEHAVIORS=125000 (defaults)
+#   BENCH_WEB_PARTS=1 bench/web.sh     part 1 only (the 1,000 runs; no 1M-attempt run)
+#   BENCH_BIN=target/debug/gauntlet bench/web.sh   an already-built binary (no release build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${BENCH_OUT:-bench/out/web}
 RUNS=${BENCH_WEB_RUNS:-1000}
 BEHAVIORS=${BENCH_WEB_BEHAVIORS:-125000}
 PORT=${BENCH_WEB_PORT:-18799}
-cargo build --release -q -p gauntlet-cli
-BIN=$(pwd)/target/release/gauntlet
+PARTS=${BENCH_WEB_PARTS:-12}
+if [ -n "${BENCH_BIN:-}" ]; then BIN=$(realpath "$BENCH_BIN"); else
+  cargo build --release -q -p gauntlet-cli
+  BIN=$(pwd)/target/release/gauntlet
+fi
 rm -rf "$OUT"
 mkdir -p "$OUT/template" "$OUT/many" "$OUT/big"
-echo "gauntlet dashboard benchmark: $(nproc) cores, $(git rev-parse --short HEAD 2>/dev/null || echo unknown), load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "gauntlet dashboard benchmark: $(nproc) cores, $(git rev-parse --short HEAD 2>/dev/null || echo unknown), binary ${BIN#$(pwd)/}, load $(cut -d' ' -f1-3 /proc/loadavg)"
 
 "$BIN" run examples/smoke.yaml --runs-dir "$OUT/template" --quiet > /dev/null
 python3 bench/gen_web.py "$OUT/template/smoke" "$OUT/many" "$RUNS"
 
+if [[ $PARTS == *2* ]]; then
 python3 bench/gen_dataset.py "$BEHAVIORS" > "$OUT/behaviors.json"
 cat > "$OUT/big.yaml" <<YAML
 run_name: big
@@ -43,6 +51,7 @@ metrics: [asr, refusal_rate, frr]
 YAML
 "$BIN" run "$OUT/big.yaml" --runs-dir "$OUT/big" --quiet > /dev/null
 echo "transcripts.jsonl: $(wc -l < "$OUT/big/big/transcripts.jsonl") attempts, $(du -m "$OUT/big/big/transcripts.jsonl" | cut -f1) MiB"
+fi
 
 PID=
 stop() { if [ -n "$PID" ]; then kill "$PID" 2>/dev/null || true; wait "$PID" 2>/dev/null || true; fi; PID=; }
@@ -66,17 +75,28 @@ rss() { grep -E "VmHWM|VmRSS" "/proc/$PID/status" | tr -s ' ' | tr '\n' ' '; ech
 
 echo "1. $RUNS run directories"
 start "$OUT/many"
-get "first leaderboard page (cold)" "/"
-get "leaderboard page again" "/"
+get "overview, first render (cold)" "/"
+get "overview again" "/"
+get "pivot asr × refusal_match, first render" "/pivot?metric=asr&judge=refusal_match"
+get "pivot again, rubric, split by transform" "/pivot?metric=asr&judge=rubric&split=1"
+echo "  server memory: $(rss)"
+stop
+start "$OUT/many"
+get "pivot asr × refusal_match, first render (cold)" "/pivot?metric=asr&judge=refusal_match"
+get "overview after it" "/"
+get "first leaderboard page" "/?surface=jailbreak"
+get "leaderboard page again" "/?surface=jailbreak"
 get "filtered: target=aligned metric=asr" "/?surface=jailbreak&target=aligned&metric=asr"
 get "sorted by date, page 50" "/?surface=jailbreak&sort=date&page=50"
 get "a run page" "/run/run-0500"
 echo "  server memory: $(rss)"
 sleep 5
-get "leaderboard page 5 s later (recount running)" "/"
+get "overview 5 s later (recount running)" "/"
+get "pivot 5 s later (recount running)" "/pivot?metric=asr&judge=refusal_match"
 echo "  server memory: $(rss)"
 stop
 
+[[ $PARTS == *2* ]] || exit 0
 echo "2. a 1,000,000-attempt transcript"
 start "$OUT/big"
 get "page 1 (no index yet)" "/run/big/transcripts"

@@ -57,6 +57,10 @@ class Model:
             "temperature": self.temperature,
             "stream": stream,
         }
+        if stream:
+            # OpenAI-compatible servers (llama.cpp's among them) send usage in a stream
+            # only when asked for it.
+            body["stream_options"] = {"include_usage": True}
         req = urllib.request.Request(
             self.url,
             data=json.dumps(body).encode(),

@@ -22,10 +22,13 @@
 //!   for yet are journaled and found by the journal lookup when their unit comes;
 //! * a request's own failure inside a batch is that call's error outcome (not journaled,
 //!   so a rerun tries it again, as with calls made one by one);
-//! * requests an expired or cancelled batch never ran are submitted again in the next
-//!   wave (without spending the budget again); nothing else is;
-//! * the query budget is spent when a call joins a wave to be submitted; calls answered
-//!   by the journal or by a re-attached batch are free;
+//! * requests an expired or cancelled batch never ran are submitted again in a later
+//!   wave, at most [`MAX_RESUBMITS`] times each; nothing else is. A request no batch
+//!   ran after that stops the run (`partial`, with the reason) instead of being
+//!   resubmitted forever;
+//! * the query budget is spent when a call joins a wave to be submitted, a
+//!   resubmission included; calls answered by the journal or by a re-attached batch
+//!   are free;
 //! * result files are streamed, one line at a time; a line that cannot be read is
 //!   reported naming the batch, the file, the line and what was wrong, and the request
 //!   it should have answered fails with that message.
@@ -33,7 +36,7 @@
 //! Progress hears of every submitted batch, every status change and every ingest
 //! through the `note` callback.
 
-use crate::cache::{CallCounters, journal_error};
+use crate::cache::{CallCounters, journal_error, vet_reply};
 use crate::journal::{Journal, Key};
 use gauntlet_core::hash::{HashWriter, to_hex};
 use gauntlet_core::message::{ChatRequest, ChatResponse};
@@ -167,9 +170,20 @@ fn parse_key(hex: &str) -> Option<Key> {
 
 type Reply = Result<ChatResponse, ModelError>;
 
+/// What a waiting caller hears.
+enum Answer {
+    Reply(Reply),
+    /// Its batch ended without running the request (expired, cancelled): why, naming the
+    /// batch. The caller submits it again (or gives up after [`MAX_RESUBMITS`]).
+    NotRun(String),
+}
+
+/// How many times a request whose batch did not run it is submitted again.
+pub const MAX_RESUBMITS: u32 = 3;
+
 /// A call waiting for its batch.
 struct Slot {
-    waiters: Vec<oneshot::Sender<Reply>>,
+    waiters: Vec<oneshot::Sender<Answer>>,
     /// The wire body, kept while the call may have to be submitted (again); `None` for
     /// a key of a re-attached batch that no caller has asked for yet.
     body: Option<serde_json::Value>,
@@ -226,56 +240,74 @@ impl Batcher {
     }
 
     /// Answers one call (a journal miss) through a batch: joins the current wave, or
-    /// waits for the batch already carrying its key.
+    /// waits for the batch already carrying its key. A request its batch did not run
+    /// (expired or cancelled) is submitted again, up to [`MAX_RESUBMITS`] times, each
+    /// resubmission spending the budget like a first submission; past that the call
+    /// stops the run (`partial`, with the reason) instead of resubmitting forever.
     pub async fn call(
         &self,
         key: Key,
         req: &ChatRequest,
         counters: &CallCounters,
     ) -> Result<(ChatResponse, Served), ModelError> {
-        let (rx, served) = {
-            let mut st = self.lock();
-            if let Some(e) = st.errors.remove(&key) {
-                return Err(e);
-            }
-            if let Some(r) = self.journal.get(&key) {
-                return Ok((r, Served::Earlier));
-            }
-            let (tx, rx) = oneshot::channel();
-            match st.slots.get_mut(&key) {
-                Some(slot) => {
-                    slot.waiters.push(tx);
-                    if slot.body.is_none() {
-                        slot.body = Some(self.api().body(req)?);
-                    }
-                    (rx, Served::Earlier)
+        let mut not_run: Vec<String> = Vec::new();
+        loop {
+            let (rx, served) = {
+                let mut st = self.lock();
+                if let Some(e) = st.errors.remove(&key) {
+                    return Err(e);
                 }
-                None => {
-                    // A request the provider cannot take is this call's error, as when
-                    // sent alone; no budget is spent on it.
-                    let body = self.api().body(req)?;
-                    if !counters.take_budget() {
-                        return Err(ModelError::Budget);
+                if let Some(r) = self.journal.get(&key) {
+                    return Ok((r, Served::Earlier));
+                }
+                let (tx, rx) = oneshot::channel();
+                match st.slots.get_mut(&key) {
+                    Some(slot) => {
+                        slot.waiters.push(tx);
+                        if slot.body.is_none() {
+                            slot.body = Some(self.api().body(req)?);
+                        }
+                        (rx, Served::Earlier)
                     }
-                    counters.made.fetch_add(1, Ordering::Relaxed);
-                    st.slots.insert(
-                        key,
-                        Slot {
-                            waiters: vec![tx],
-                            body: Some(body),
-                            batch: None,
-                        },
-                    );
-                    self.join_wave(&mut st, key);
-                    (rx, Served::Submitted)
+                    None => {
+                        // A request the provider cannot take is this call's error, as
+                        // when sent alone; no budget is spent on it.
+                        let body = self.api().body(req)?;
+                        if !counters.take_budget() {
+                            return Err(ModelError::Budget);
+                        }
+                        counters.made.fetch_add(1, Ordering::Relaxed);
+                        st.slots.insert(
+                            key,
+                            Slot {
+                                waiters: vec![tx],
+                                body: Some(body),
+                                batch: None,
+                            },
+                        );
+                        self.join_wave(&mut st, key);
+                        (rx, Served::Submitted)
+                    }
+                }
+            };
+            match rx.await {
+                Ok(Answer::Reply(r)) => return r.map(|r| (r, served)),
+                Ok(Answer::NotRun(why)) => {
+                    not_run.push(why);
+                    if not_run.len() > MAX_RESUBMITS as usize {
+                        return Err(ModelError::Config(format!(
+                            "batch mode cannot finish: a request was submitted {} times ({MAX_RESUBMITS} resubmissions allowed) and no batch ran it (the last: {}); the run stops rather than resubmit it forever: rerun later to submit it again, or run without batch",
+                            not_run.len(),
+                            not_run.last().expect("one at least")
+                        )));
+                    }
+                }
+                Err(_) => {
+                    return Err(ModelError::Call(
+                        "the batch carrying this call was abandoned (the run is stopping)".into(),
+                    ));
                 }
             }
-        };
-        match rx.await {
-            Ok(r) => r.map(|r| (r, served)),
-            Err(_) => Err(ModelError::Call(
-                "the batch carrying this call was abandoned (the run is stopping)".into(),
-            )),
         }
     }
 
@@ -454,7 +486,7 @@ impl Batcher {
                 && let Some(s) = st.slots.remove(k)
             {
                 for w in s.waiters {
-                    let _ = w.send(Err(e.clone()));
+                    let _ = w.send(Answer::Reply(Err(e.clone())));
                 }
             }
         }
@@ -466,7 +498,7 @@ impl Batcher {
         match st.slots.remove(key) {
             Some(s) if !s.waiters.is_empty() => {
                 for w in s.waiters {
-                    let _ = w.send(Err(e.clone()));
+                    let _ = w.send(Answer::Reply(Err(e.clone())));
                 }
             }
             _ => {
@@ -503,7 +535,7 @@ impl Batcher {
         for (k, r) in chunk.drain(..) {
             if let Some(s) = st.slots.remove(&k) {
                 for w in s.waiters {
-                    let _ = w.send(Ok(r.clone()));
+                    let _ = w.send(Answer::Reply(Ok(r.clone())));
                 }
             }
             st.errors.remove(&k);
@@ -525,7 +557,7 @@ impl Batcher {
         let mine: HashSet<Key> = keys.iter().copied().collect();
         let mut seen: HashSet<Key> = HashSet::with_capacity(keys.len());
         let mut chunk: Vec<(Key, ChatResponse)> = Vec::with_capacity(INGEST_CHUNK);
-        let mut unfinished: Vec<Key> = Vec::new();
+        let mut unfinished: Vec<(Key, String)> = Vec::new();
         let (mut ok, mut errors) = (0u64, 0u64);
         let mut bad: Vec<String> = Vec::new();
         let mut bad_count = 0u64;
@@ -567,6 +599,14 @@ impl Batcher {
                 }
                 return;
             }
+            // The call layer's checks and key scrubbing, as for a call made alone.
+            let outcome = match outcome {
+                Outcome::Response(r) => match vet_reply(self.model.as_ref(), r) {
+                    Ok(r) => Outcome::Response(r),
+                    Err(e) => Outcome::Error(e),
+                },
+                other => other,
+            };
             match outcome {
                 Outcome::Response(r) => {
                     ok += 1;
@@ -582,7 +622,7 @@ impl Batcher {
                     errors += 1;
                     self.resolve_err(&key, e);
                 }
-                Outcome::Unfinished(_) => unfinished.push(key),
+                Outcome::Unfinished(why) => unfinished.push((key, why)),
             }
         };
         let read = self.api().results(id, polled, &mut sink).await;
@@ -613,21 +653,22 @@ impl Batcher {
             self.fail_waiting(id, &missing, &e);
             return;
         }
-        // Requests the batch never ran: into the next wave, if anyone still waits.
+        // Requests the batch never ran: their callers submit them again (each taking
+        // the budget again, at most MAX_RESUBMITS times).
         let resubmit = {
             let mut st = self.lock();
             let mut n = 0;
-            for k in &unfinished {
-                let again = st
-                    .slots
-                    .get(k)
-                    .is_some_and(|s| !s.waiters.is_empty() && s.body.is_some());
-                if again {
-                    st.slots.get_mut(k).expect("present").batch = None;
-                    self.join_wave(&mut st, *k);
-                    n += 1;
-                } else {
-                    st.slots.remove(k);
+            for (k, why) in &unfinished {
+                if let Some(slot) = st.slots.remove(k) {
+                    if !slot.waiters.is_empty() {
+                        n += 1;
+                    }
+                    for w in slot.waiters {
+                        let _ = w.send(Answer::NotRun(format!(
+                            "batch {id} ({}) ended without running it ({why})",
+                            self.label()
+                        )));
+                    }
                 }
             }
             n

@@ -138,8 +138,15 @@ impl UsageSlot {
         self.calls.fetch_add(1, Ordering::Relaxed);
         if let Some(u) = r.usage {
             self.with_usage.fetch_add(1, Ordering::Relaxed);
-            self.input.fetch_add(u.input_tokens, Ordering::Relaxed);
-            self.output.fetch_add(u.output_tokens, Ordering::Relaxed);
+            // Saturating, never wrapping (each count is at most MAX_PLAUSIBLE_TOKENS,
+            // checked by `vet_reply`, so the sums cannot reach u64::MAX in practice).
+            let add = |a: &AtomicU64, n: u64| {
+                let _ = a.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |x| {
+                    Some(x.saturating_add(n))
+                });
+            };
+            add(&self.input, u.input_tokens);
+            add(&self.output, u.output_tokens);
         }
     }
     pub fn snapshot(&self) -> RoleUsage {
@@ -164,12 +171,100 @@ pub struct RoleUsage {
 }
 
 impl std::ops::AddAssign for RoleUsage {
+    /// Saturating sums: a token count never wraps to a small one.
     fn add_assign(&mut self, o: RoleUsage) {
-        self.calls += o.calls;
-        self.calls_with_usage += o.calls_with_usage;
-        self.input_tokens += o.input_tokens;
-        self.output_tokens += o.output_tokens;
+        self.calls = self.calls.saturating_add(o.calls);
+        self.calls_with_usage = self.calls_with_usage.saturating_add(o.calls_with_usage);
+        self.input_tokens = self.input_tokens.saturating_add(o.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(o.output_tokens);
     }
+}
+
+/// What the call layer checks and scrubs in every reply a model gives, before it is
+/// journaled, tallied or used, for calls made one by one and in batches alike:
+/// - at most the model's `max_tool_calls` tool calls ([`gauntlet_models::CallLimits`]);
+/// - a plausible usage: neither count above [`MAX_PLAUSIBLE_TOKENS`] (a reply claiming
+///   2^64 − 1000 prompt tokens used to wrap the run's counters and zero its cost);
+/// - the model's API key replaced by `[redacted]` wherever the reply carries it (text,
+///   tool-call names, ids and arguments): an endpoint echoing the key back must not put
+///   it into the journal, transcripts, results or reports.
+///
+/// A reply failing a check is that call's error outcome (not journaled), naming the
+/// model and what was wrong.
+///
+/// [`MAX_PLAUSIBLE_TOKENS`]: gauntlet_core::message::MAX_PLAUSIBLE_TOKENS
+pub fn vet_reply(model: &dyn Model, mut r: ChatResponse) -> Result<ChatResponse, ModelError> {
+    use gauntlet_core::message::MAX_PLAUSIBLE_TOKENS;
+    let cap = model.limits().max_tool_calls;
+    if r.tool_calls.len() > cap {
+        return Err(ModelError::Call(format!(
+            "{}: the reply carries {} tool calls, more than the {cap} one reply may carry (the target's `max_tool_calls`); the call is an error",
+            model.label(),
+            r.tool_calls.len()
+        )));
+    }
+    if let Some(u) = r.usage {
+        for (what, n) in [("input", u.input_tokens), ("output", u.output_tokens)] {
+            if n > MAX_PLAUSIBLE_TOKENS {
+                return Err(ModelError::Call(format!(
+                    "{}: the reply reports {n} {what} tokens for one call, more than any model's context (at most {MAX_PLAUSIBLE_TOKENS} are plausible): implausible usage, the call is an error",
+                    model.label()
+                )));
+            }
+        }
+    }
+    if let Some(secret) = model.secret() {
+        redact_reply(secret, &mut r);
+    }
+    Ok(r)
+}
+
+/// Replaces the key wherever the reply carries it.
+fn redact_reply(secret: &gauntlet_models::transport::Secret, r: &mut ChatResponse) {
+    let scrub = |s: &mut String| {
+        if secret.found_in(s) {
+            *s = secret.redact(s);
+        }
+    };
+    scrub(&mut r.content);
+    if let gauntlet_core::message::StopReason::Other(s) = &mut r.stop_reason {
+        scrub(s);
+    }
+    for c in &mut r.tool_calls {
+        scrub(&mut c.name);
+        scrub(&mut c.call_id);
+        redact_json(secret, &mut c.arguments);
+    }
+}
+
+fn redact_json(secret: &gauntlet_models::transport::Secret, v: &mut serde_json::Value) {
+    use serde_json::Value;
+    match v {
+        Value::String(s) if secret.found_in(s) => *s = secret.redact(s),
+        Value::Array(a) => a.iter_mut().for_each(|x| redact_json(secret, x)),
+        Value::Object(o) => {
+            if o.keys().any(|k| secret.found_in(k)) {
+                let old = std::mem::take(o);
+                *o = old
+                    .into_iter()
+                    .map(|(k, v)| (secret.redact(&k), v))
+                    .collect();
+            }
+            o.values_mut().for_each(|x| redact_json(secret, x));
+        }
+        _ => {}
+    }
+}
+
+/// The error of a request larger than the model's `max_request_bytes`.
+fn request_too_large(model: &dyn Model, size: usize) -> Option<ModelError> {
+    let cap = model.limits().max_request_bytes;
+    (size > cap).then(|| {
+        ModelError::Call(format!(
+            "{}: the request is {size} bytes (its messages: text, tool calls and tool results), more than the {cap} a request may be (the target's `max_request_bytes`); the call is not made and is an error",
+            model.label()
+        ))
+    })
 }
 
 /// A model wrapped with the cache and journal, scoped to one unit of work.
@@ -390,7 +485,18 @@ fn truncate(h: HashWriter) -> Key {
 }
 
 impl CachedModel<'_> {
-    async fn call_inner(&self, req: &ChatRequest, key: Key) -> Result<ChatResponse, ModelError> {
+    /// `size`: the request's [`ChatRequest::size`], checked against the model's cap
+    /// before anything else (journal hits too, so a rerun decides the same).
+    async fn call_inner(
+        &self,
+        req: &ChatRequest,
+        key: Key,
+        size: usize,
+    ) -> Result<ChatResponse, ModelError> {
+        if let Some(e) = request_too_large(self.model, size) {
+            self.counters.failed.fetch_add(1, Ordering::Relaxed);
+            return Err(e);
+        }
         if let Some(r) = self.journal.get(&key) {
             self.counters.cached.fetch_add(1, Ordering::Relaxed);
             self.usage.record(&r);
@@ -430,7 +536,12 @@ impl CachedModel<'_> {
             return Err(ModelError::Budget);
         }
         self.counters.made.fetch_add(1, Ordering::Relaxed);
-        match self.model.chat(req).await {
+        match self
+            .model
+            .chat(req)
+            .await
+            .and_then(|r| vet_reply(self.model, r))
+        {
             Ok(r) => {
                 self.usage.record(&r);
                 if self.model.offline() {
@@ -471,20 +582,24 @@ pub fn journal_error(journal: &Journal, e: &std::io::Error) -> ModelError {
 
 impl CallModel for CachedModel<'_> {
     fn call<'b>(&'b self, req: ChatRequest) -> BoxFuture<'b, Result<ChatResponse, ModelError>> {
-        Box::pin(async move { self.call_inner(&req, self.key(&req)).await })
+        Box::pin(async move { self.call_inner(&req, self.key(&req), req.size()).await })
     }
     fn call_ref<'b>(
         &'b self,
         req: &'b ChatRequest,
     ) -> BoxFuture<'b, Result<ChatResponse, ModelError>> {
-        Box::pin(self.call_inner(req, self.key(req)))
+        Box::pin(self.call_inner(req, self.key(req), req.size()))
     }
     fn call_conversation<'b>(
         &'b self,
         conv: &'b mut Conversation,
     ) -> BoxFuture<'b, Result<ChatResponse, ModelError>> {
         let key = self.conversation_key(conv);
-        Box::pin(self.call_inner(conv.request(), key))
+        let size = conv.size();
+        Box::pin(self.call_inner(conv.request(), key, size))
+    }
+    fn tool_protocol(&self) -> gauntlet_models::ToolProtocol {
+        self.model.tool_protocol()
     }
 }
 
@@ -690,11 +805,21 @@ mod key_tests {
                 panic!("`{label}` has the same key as `{prev}`");
             }
         }
-        // The role, the model's spec, the unit scope and a narrowed scope count too.
+        // The role, the model's spec (its tool protocol included), the unit scope and a
+        // narrowed scope count too.
         let other = agent("vulnerable");
+        let prompted = {
+            let mut s = m.spec().clone();
+            s.params
+                .insert("tool_protocol", ParamValue::Str("prompted".into()));
+            gauntlet_models::registry::build_target(&s).unwrap()
+        };
+        let pc = cached(&e, prompted.as_ref(), "target", b"unit");
+        assert_eq!(pc.tool_protocol(), gauntlet_models::ToolProtocol::Prompted);
         for (label, k) in [
             ("role", cached(&e, &m, "grader", b"unit").key(&base)),
             ("spec", cached(&e, &other, "target", b"unit").key(&base)),
+            ("tool protocol", pc.key(&base)),
             ("scope", cached(&e, &m, "target", b"unit2").key(&base)),
             ("narrowed", c.narrowed(b"0").key(&base)),
         ] {

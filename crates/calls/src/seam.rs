@@ -5,7 +5,7 @@
 
 use gauntlet_core::hash::HashWriter;
 use gauntlet_core::message::{ChatRequest, ChatResponse, Message};
-use gauntlet_models::{BoxFuture, ModelError};
+use gauntlet_models::{BoxFuture, ModelError, ToolProtocol};
 
 /// A model as an attack or judge sees it: the engine's wrapper that adds the response
 /// cache, the journal, the query budget and call accounting around the real model.
@@ -31,15 +31,27 @@ pub trait CallModel: Send + Sync {
     ) -> BoxFuture<'a, Result<ChatResponse, ModelError>> {
         self.call_ref(&conv.req)
     }
+    /// The tool protocol of the model behind this seam (`tool_protocol` of the target):
+    /// agent surfaces use it to record unparsed tool calls
+    /// ([`ToolProtocol::unparsed`]) and to show transcripts as sent
+    /// ([`ToolProtocol::as_sent`]).
+    fn tool_protocol(&self) -> ToolProtocol {
+        ToolProtocol::Native
+    }
 }
 
 /// A request whose conversation only ever grows by appending messages (an agent loop):
 /// everything else about the request is fixed when it is made. Because its history can
 /// never change, a wrapper may keep state computed over the messages sent so far (the
 /// cache's hash state) in [`Conversation::memo`] and reuse it on the next call.
+///
+/// It also keeps its size ([`ChatRequest::size`]) as it grows, so the call layer caps a
+/// conversation (the target's `max_request_bytes`, 16 MiB by default) without measuring
+/// it again on every call: one that grew past the cap ends with that call's error.
 pub struct Conversation {
     req: ChatRequest,
     memo: Option<PrefixMemo>,
+    size: usize,
 }
 
 /// State a wrapper keeps in a [`Conversation`] between calls.
@@ -54,7 +66,16 @@ pub struct PrefixMemo {
 
 impl Conversation {
     pub fn new(req: ChatRequest) -> Self {
-        Conversation { req, memo: None }
+        let size = req.size();
+        Conversation {
+            req,
+            memo: None,
+            size,
+        }
+    }
+    /// The request's size ([`ChatRequest::size`]), kept as messages are pushed.
+    pub fn size(&self) -> usize {
+        self.size
     }
     /// The request as it stands.
     pub fn request(&self) -> &ChatRequest {
@@ -65,6 +86,7 @@ impl Conversation {
     }
     /// Appends a message (the only change a conversation allows).
     pub fn push(&mut self, m: Message) {
+        self.size += m.size();
         self.req.messages.push(m);
     }
     /// The request and the wrapper's memo, together.

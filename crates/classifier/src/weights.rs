@@ -15,6 +15,10 @@ pub const ENV_VAR: &str = "GAUNTLET_MINILM_DIR";
 /// The install script, relative to the repository root.
 pub const INSTALL_SCRIPT: &str = "scripts/install-minilm.sh";
 
+/// The one command that installs both the weights and a `gauntlet` built with the
+/// feature (`cargo install --locked --path crates/cli --features classifier`).
+pub const INSTALL_ALL_SCRIPT: &str = "scripts/install-classifier.sh";
+
 /// The cargo feature of the `gauntlet` binary that compiles the model in.
 pub const CARGO_FEATURE: &str = "classifier";
 

@@ -8,6 +8,7 @@
 
 use crate::error::CliError;
 use clap::Args;
+use gauntlet_core::outdir::Holding;
 use gauntlet_core::terminal::safe;
 use gauntlet_engine::agreement::{
     AgreementError, AgreementReport, JudgeCounts, PairStats, judge_agreement as agree,
@@ -66,6 +67,11 @@ pub struct CompareArgs {
     /// The directory of the original configs, for runs whose datasets use relative paths.
     #[arg(long)]
     pub config_dir: Option<PathBuf>,
+    /// Compare even when paired cells differ in more than the compared factor (an
+    /// attack's or judge's params: attacker model, grader, transforms); the differences
+    /// are printed and listed in compare.json's `mismatches`.
+    #[arg(long)]
+    pub allow_mismatch: bool,
 }
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -75,15 +81,26 @@ fn runtime() -> tokio::runtime::Runtime {
         .expect("tokio runtime")
 }
 
+/// Opens a stored run and makes the dashboard's checks of it (values within their
+/// intervals, results.json as its transcripts recount) before any verdict is used.
 fn open(dir: &Path, config_dir: Option<&Path>) -> Result<StoredRun, CliError> {
-    StoredRun::open(dir, config_dir).map_err(CliError::invalid)
+    let run = StoredRun::open(dir, config_dir).map_err(CliError::invalid)?;
+    gauntlet_engine::stored::check_results(&run).map_err(CliError::invalid)?;
+    Ok(run)
 }
 
-fn write_json(path: &Path, v: &Value) -> Result<(), CliError> {
+/// Writes an analysis' JSON: into the run directory (`judge_agreement.json`), or to the
+/// file the user named with `--out` (`user_named`), which may be a device or a pipe
+/// such as /dev/stdout (written into, never replaced).
+fn write_json(path: &Path, v: &Value, user_named: bool) -> Result<(), CliError> {
     let mut s = serde_json::to_vec_pretty(v).expect("json");
     s.push(b'\n');
-    gauntlet_engine::rundir::write_atomic(path, &s)
-        .map_err(|e| CliError::Failed(format!("cannot write {}: {e}", path.display())))
+    let r = if user_named {
+        gauntlet_core::atomic::write_output(path, &s)
+    } else {
+        gauntlet_engine::rundir::write_atomic(path, &s)
+    };
+    r.map_err(|e| CliError::Failed(format!("cannot write {}: {e}", path.display())))
 }
 
 // ---------------------------------------------------------------------------------------
@@ -107,14 +124,18 @@ pub fn judge_agreement(a: AgreementArgs) -> Result<(), CliError> {
         doc,
         attempts,
         grader_calls: (made, cached, failed),
+        notes,
     } = runtime()
         .block_on(agree(&run, &a.judges))
         .map_err(|e| match e {
             AgreementError::Invalid(m) => CliError::Invalid(m),
             AgreementError::Failed(m) => CliError::Failed(m),
         })?;
+    for n in &notes {
+        eprintln!("{}", gauntlet_core::terminal::safe_text(n));
+    }
     let path = run.dir.join("judge_agreement.json");
-    write_json(&path, &doc)?;
+    write_json(&path, &doc, false)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&doc).expect("json"));
         return Ok(());
@@ -205,9 +226,22 @@ pub fn rescore_cmd(a: RescoreArgs) -> Result<(), CliError> {
             out.display()
         )));
     }
+    // Never over another run, another rescore or any other command's output.
+    let (run_id, judge) = (run.meta.run_id.clone(), spec.identity());
+    gauntlet_core::outdir::refuse_other(
+        &out,
+        "--out",
+        "rescore",
+        "give an empty or new directory, or one holding an earlier rescore of this run with this judge (default: RUN_DIR/rescore-<judge>)",
+        |h| matches!(h, Holding::Rescore { run_id: r, judge: j } if *r == run_id && *j == judge),
+    )
+    .map_err(CliError::Invalid)?;
     let r = runtime()
         .block_on(rescore(run, &spec))
         .map_err(CliError::invalid)?;
+    for n in &r.notes {
+        eprintln!("{}", gauntlet_core::terminal::safe_text(n));
+    }
     write_rescored(&out, &r).map_err(CliError::failed)?;
     crate::print::run_summary(&r.summary);
     let (made, cached, failed) = r.grader_calls;
@@ -236,15 +270,27 @@ pub fn rescore_cmd(a: RescoreArgs) -> Result<(), CliError> {
 pub fn compare(a: CompareArgs) -> Result<(), CliError> {
     // compare pairs stored verdicts and judges nothing again, so injection runs (two
     // AgentDojo defences, two models on the same cases) compare too.
-    let open_any =
-        |d: &Path| StoredRun::open_any_mode(d, a.config_dir.as_deref()).map_err(CliError::invalid);
+    // The stored verdicts are checked as the dashboard checks them before they are used.
+    let open_any = |d: &Path| {
+        let run =
+            StoredRun::open_any_mode(d, a.config_dir.as_deref()).map_err(CliError::invalid)?;
+        gauntlet_engine::stored::check_results(&run).map_err(CliError::invalid)?;
+        Ok::<_, CliError>(run)
+    };
     let run_a = open_any(&a.run_a)?;
     let run_b = open_any(&a.run_b)?;
     let name_a = a.run_a.display().to_string();
     let name_b = a.run_b.display().to_string();
-    let Compared { doc, rows } =
-        compare_runs(&run_a, &run_b, &name_a, &name_b).map_err(CliError::invalid)?;
-    write_json(&a.out, &doc)?;
+    let Compared {
+        doc,
+        rows,
+        mismatches,
+    } = compare_runs(&run_a, &run_b, &name_a, &name_b, a.allow_mismatch)
+        .map_err(CliError::invalid)?;
+    for m in &mismatches {
+        eprintln!("warning: --allow-mismatch: {}", safe(m));
+    }
+    write_json(&a.out, &doc, true)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&doc).expect("json"));
         return Ok(());

@@ -24,6 +24,17 @@ pub(crate) struct ServeArgs {
     allow_remote: bool,
 }
 
+/// `gauntlet list --rules`: the refusal rules `refusal_match` applies, in the order
+/// they are tried (the first that matches decides), with the ids `exclude_rules` takes.
+pub(crate) fn list_rules() {
+    println!(
+        "refusal rules of refusal_match (first match decides; switch one off with exclude_rules: [ID]):"
+    );
+    for r in gauntlet_redteam::refusal::RULES {
+        println!("  {:<28} {:<9} {}", r.id, r.scope.as_str(), r.doc);
+    }
+}
+
 pub(crate) fn list() {
     for axis in Axis::ALL {
         println!("{}:", axis.config_key());
@@ -79,6 +90,14 @@ pub(crate) fn report(run_dir: &Path, group_by: &[String]) -> Result<(), CliError
 }
 
 pub(crate) fn site(out: &Path, roots: Vec<PathBuf>) -> Result<(), CliError> {
+    gauntlet_core::outdir::refuse_other(
+        out,
+        "--site",
+        "report --site",
+        "give an empty or new directory, or one holding an earlier static site",
+        |h| *h == gauntlet_core::outdir::Holding::Site,
+    )
+    .map_err(CliError::Invalid)?;
     let r = gauntlet_web::export_site(out, roots).map_err(CliError::failed)?;
     println!(
         "wrote a static site of {} run(s) ({} files) into {}{}",

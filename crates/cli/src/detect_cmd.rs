@@ -121,6 +121,18 @@ pub fn run(a: Args) -> Result<(), CliError> {
         )),
         None => a.out.clone(),
     };
+    if let Some(out) = &out {
+        use gauntlet_core::outdir::{Holding, refuse_other};
+        let shard = a.shard.is_some();
+        refuse_other(
+            out,
+            "--out",
+            "exam-detect",
+            "give an empty or new directory, or one holding an earlier detect exam",
+            |h| *h == Holding::DetectExam || (shard && *h == Holding::ExamShard),
+        )
+        .map_err(CliError::Invalid)?;
+    }
     if let (Some(s), Some(out)) = (a.shard, &out) {
         std::fs::create_dir_all(out)
             .and_then(|()| detect_shard::begin(out))

@@ -56,7 +56,7 @@ pub struct ExamArgs {
     corpus: Option<PathBuf>,
     #[arg(long, value_enum, default_value = "golden")]
     mode: Mode,
-    /// Full corpus passes (the median is reported); N <= 0 means 3.
+    /// Full corpus passes (the median is reported), at most 100; N <= 0 means 3.
     #[arg(
         short = 'n',
         long = "passes",
@@ -64,7 +64,7 @@ pub struct ExamArgs {
         allow_negative_numbers = true
     )]
     passes: i64,
-    /// Consensus voters run when a chain resolves (0 disables).
+    /// Consensus voters run when a chain resolves (0 disables; at most 100).
     #[arg(long, default_value_t = gauntlet_exam::cascade::DEFAULT_CONSENSUS)]
     consensus: usize,
     /// Real mode: a target spec (inline YAML such as
@@ -200,6 +200,18 @@ pub fn exam(a: ExamArgs) -> Result<(), CliError> {
         Some(shard) => gauntlet_exam::shard::shard_out(&s.out, shard),
         None => s.out.clone(),
     };
+    {
+        use gauntlet_core::outdir::{Holding, refuse_other};
+        let shard = a.shard.is_some();
+        refuse_other(
+            &out_dir,
+            "--out",
+            "exam",
+            "give an empty or new directory (default: exam-out), or one holding an earlier exam",
+            |h| *h == Holding::Exam || (shard && *h == Holding::ExamShard),
+        )
+        .map_err(invalid)?;
+    }
     let mut notes = Vec::new();
     s.open_calls(&out_dir, &mut notes).map_err(invalid)?;
     say(&notes);

@@ -88,6 +88,14 @@ pub fn judge_eval(a: JudgeEvalArgs) -> Result<(), CliError> {
             Err(e) => return Err(CliError::invalid(e)),
         }
     }
+    gauntlet_core::outdir::refuse_other(
+        &a.out,
+        "--out",
+        "judge-eval",
+        "give an empty or new directory (default: judge-eval), or one holding an earlier judge evaluation",
+        |h| *h == gauntlet_core::outdir::Holding::JudgeEval,
+    )
+    .map_err(CliError::Invalid)?;
     let set = match LabelledSet::read(&a.files) {
         Ok(s) => s,
         Err(e) => return Err(CliError::invalid(e)),

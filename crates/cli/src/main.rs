@@ -11,6 +11,20 @@
 //! the exams included, returns a [`error::CliError`], and the statuses are given in one
 //! place, [`error::CliError::exit_code`].
 
+/// `eprintln!` for the whole command, shadowing std's: a write to a closed stderr
+/// (`gauntlet run … 2>&1 | head -1`) is dropped instead of panicking, so losing the
+/// reader of its messages never ends a run (std's panics, and the run was left partial).
+macro_rules! eprintln {
+    () => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr());
+    }};
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 mod analysis_cmd;
 mod browse_cmd;
 mod ci_cmd;
@@ -20,6 +34,7 @@ mod exam_cmd;
 mod exam_print;
 mod import_cmd;
 mod judge_eval_cmd;
+mod mcp_cmd;
 mod merge_cmd;
 mod print;
 mod progress;
@@ -138,8 +153,13 @@ enum Command {
         #[arg(long)]
         strict: bool,
     },
-    /// List the registered plugins per axis with their params.
-    List,
+    /// List the registered plugins per axis with their params; with --rules, the
+    /// refusal rules of `refusal_match` (ids for its `exclude_rules`).
+    List {
+        /// The refusal rules (id, where they look, what they recognise) instead.
+        #[arg(long)]
+        rules: bool,
+    },
     /// Rebuild report.md, report.html and leaderboard.json from a run directory; with
     /// --site, write the dashboard's pages for the given runs as a static site.
     Report {
@@ -213,6 +233,13 @@ enum Command {
     /// Detect exam: the reference detector fleet (+ external detectors) graded against
     /// the labelled scenario corpus; recall, precision and a coverage matrix.
     ExamDetect(detect_cmd::Args),
+    /// Scan MCP servers (stdio `-- CMD ARGS…`, `--url URL`, or a servers file) for
+    /// poisoned tool definitions, shadowing, name collisions, excessive capability and,
+    /// with --pin, rug pulls. Exit 0 clean, 1 findings, 2 could not scan.
+    McpScan(mcp_cmd::ScanArgs),
+    /// Serve an MCP server from a definition file (tools with descriptions, scripted
+    /// results, rug-pull definitions) over stdio or --http PORT, recording calls.
+    McpServe(mcp_cmd::ServeArgs),
 }
 
 #[derive(Subcommand)]
@@ -248,6 +275,10 @@ fn main() -> ExitCode {
     no_transparent_huge_pages();
     exit_quietly_when_stdout_closes();
     let cli = Cli::parse();
+    // What a waiting call must say (a server's Retry-After beyond the cap).
+    gauntlet_models::transport::on_notice(|m| {
+        eprintln!("{}", gauntlet_core::terminal::safe_text(m));
+    });
     if matches!(cli.command, Command::Run { .. } | Command::Merge(_)) {
         prompt_purge();
     }
@@ -281,8 +312,12 @@ fn dispatch(command: Command) -> Result<(), CliError> {
             shard,
         } => run(&config, runs_dir, concurrency, quiet, trials, batch, shard),
         Command::Validate { config, strict } => validate(&config, strict),
-        Command::List => {
-            list();
+        Command::List { rules } => {
+            if rules {
+                browse_cmd::list_rules();
+            } else {
+                list();
+            }
             Ok(())
         }
         Command::Report {
@@ -347,6 +382,8 @@ fn dispatch(command: Command) -> Result<(), CliError> {
         } => corpus_verify(&dir),
         Command::Exam(a) => exam_cmd::exam(a),
         Command::ExamDetect(a) => detect_cmd::run(a),
+        Command::McpScan(a) => mcp_cmd::scan(a),
+        Command::McpServe(a) => mcp_cmd::serve(a),
     }
 }
 

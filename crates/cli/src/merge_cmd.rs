@@ -4,6 +4,7 @@
 
 use crate::error::CliError;
 use clap::Args;
+use gauntlet_core::outdir::Holding;
 use gauntlet_core::terminal::safe;
 use gauntlet_exam::shard::{agent, detect};
 use std::path::PathBuf;
@@ -23,8 +24,22 @@ pub struct MergeArgs {
     pub config_dir: Option<PathBuf>,
 }
 
+/// Refuses an `--out` holding anything but an earlier merge of this kind (the red-team
+/// merge then checks the run id itself).
+fn check_out(out: &std::path::Path, ok: Holding) -> Result<(), CliError> {
+    gauntlet_core::outdir::refuse_other(
+        out,
+        "--out",
+        "merge",
+        "merge into an empty directory or one holding an earlier merge of this run",
+        |h| std::mem::discriminant(h) == std::mem::discriminant(&ok),
+    )
+    .map_err(CliError::Invalid)
+}
+
 pub fn merge(a: MergeArgs) -> Result<(), CliError> {
     if a.shard_dirs.iter().any(|d| detect::is_shard(d)) {
+        check_out(&a.out, Holding::DetectExam)?;
         return match detect::merge(&a.shard_dirs, &a.out) {
             Ok(r) => {
                 // The summary a one-machine `exam-detect` prints, and its exit code
@@ -50,6 +65,7 @@ pub fn merge(a: MergeArgs) -> Result<(), CliError> {
         };
     }
     if a.shard_dirs.iter().any(|d| agent::is_shard(d)) {
+        check_out(&a.out, Holding::Exam)?;
         return match agent::merge(&a.shard_dirs, &a.out) {
             Ok(r) => {
                 println!(
@@ -69,6 +85,12 @@ pub fn merge(a: MergeArgs) -> Result<(), CliError> {
             Err(e) => Err(CliError::invalid(e)),
         };
     }
+    check_out(
+        &a.out,
+        Holding::Run {
+            run_id: String::new(),
+        },
+    )?;
     match gauntlet_engine::merge::merge(&a.shard_dirs, &a.out, a.config_dir.as_deref()) {
         Ok(m) => {
             crate::print::run_summary(&m.summary);

@@ -149,7 +149,8 @@ pub(crate) fn run(
     let result = rt.block_on(async {
         let s = stop.clone();
         // Ctrl-C and SIGTERM (a service manager, `timeout`, `kill`) end a run alike:
-        // the units in hand finish and partial artefacts are written.
+        // the units in hand finish (those waiting on a provider batch do not wait for
+        // it) and partial artefacts are written.
         tokio::spawn(async move {
             use tokio::signal::unix::{SignalKind, signal};
             let mut term = signal(SignalKind::terminate()).expect("a SIGTERM handler");
@@ -159,7 +160,7 @@ pub(crate) fn run(
             };
             if let Some(which) = which {
                 s.store(true, Ordering::Relaxed);
-                eprintln!("\n{which}: finishing the units in hand and writing partial artefacts (rerun to resume)");
+                eprintln!("\n{which}: finishing the units in hand (units waiting on a batch stop now; the rerun re-attaches to their batches) and writing partial artefacts (rerun to resume)");
             }
         });
         let opts = RunOptions {

@@ -501,6 +501,80 @@ fn compare_gives_the_hand_computed_mcnemar_p_and_refuses_other_dataset_versions(
     assert!(!dir.path().join("bad.json").exists());
 }
 
+/// Two runs of the same target whose PAIR cells use different attacker models: the
+/// cells share a label but not what it stands for, so `compare` refuses naming the
+/// param path and both values, writes nothing, and goes ahead (listing the difference
+/// in compare.json's `mismatches`) only with `--allow-mismatch` (issue 31).
+#[test]
+fn compare_refuses_runs_whose_attacker_models_differ() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    for (name, attacker) in [("qwen", "attacker-qwen"), ("smol", "attacker-smol")] {
+        let p = dir.path().join(format!("{name}.yaml"));
+        std::fs::write(
+            &p,
+            format!(
+                "run_name: {name}\nseed: 0\ntargets: [{{name: reference, params: {{name: t}}}}]\nattacks:\n  - static\n  - {{name: pair, params: {{attacker: {{name: reference, params: {{name: {attacker}}}}}, max_iters: 1}}}}\ndatasets: [{{name: demo, params: {{limit: 4}}}}]\njudges: [refusal_match]\nmetrics: [asr]\n"
+            ),
+        )
+        .unwrap();
+        ok(&gauntlet(
+            &[
+                "run",
+                p.to_str().unwrap(),
+                "--runs-dir",
+                runs.to_str().unwrap(),
+                "--quiet",
+            ],
+            dir.path(),
+        ));
+    }
+    let out_file = dir.path().join("cmp.json");
+    let args = |extra: &[&'static str]| {
+        let mut v = vec![
+            "compare".to_string(),
+            runs.join("qwen").to_str().unwrap().to_string(),
+            runs.join("smol").to_str().unwrap().to_string(),
+            "--out".to_string(),
+            out_file.to_str().unwrap().to_string(),
+        ];
+        v.extend(extra.iter().map(|s| s.to_string()));
+        v
+    };
+    let refused = args(&[]);
+    let refused: Vec<&str> = refused.iter().map(String::as_str).collect();
+    let out = gauntlet(&refused, dir.path());
+    assert_eq!(out.status.code(), Some(2), "{}", show(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("attack `pair`: params.attacker.params.name is \"attacker-qwen\" in A but \"attacker-smol\" in B"),
+        "{err}"
+    );
+    assert!(err.contains("--allow-mismatch"), "{err}");
+    assert!(!out_file.exists(), "a refused compare writes nothing");
+
+    let allowed = args(&["--allow-mismatch"]);
+    let allowed: Vec<&str> = allowed.iter().map(String::as_str).collect();
+    let out = gauntlet(&allowed, dir.path());
+    ok(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("warning: --allow-mismatch: attack `pair`"),
+        "{err}"
+    );
+    let doc = read_json(&out_file);
+    let m = doc["mismatches"].as_array().unwrap();
+    assert_eq!(m.len(), 1, "{doc}");
+    assert_eq!(m[0]["path"], "params.attacker.params.name");
+    assert!(
+        doc["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["attack"] == "pair")
+    );
+}
+
 #[test]
 fn a_trial_run_counts_trial_behavior_items_and_rescores_per_trial() {
     let dir = tempfile::tempdir().unwrap();

@@ -434,3 +434,135 @@ fn budget_counts_submitted_requests() {
     assert_eq!(assert_no_request_twice(&s.srv), 24);
     assert_same_artefacts(&want, &runs.join("batchrun"));
 }
+
+/// How many times each custom id was submitted, across every batch.
+fn submissions(srv: &TestServer) -> std::collections::HashMap<String, usize> {
+    let mut n = std::collections::HashMap::new();
+    for b in srv.batches() {
+        for id in &b.custom_ids {
+            *n.entry(id.clone()).or_insert(0) += 1;
+        }
+    }
+    n
+}
+
+/// Issue 26, defect 6: batches that always expire used to be resubmitted forever, past
+/// `max_queries` (305 batches in 40 s; `max_queries: 10` allowed 217 submissions). Each
+/// request is now submitted at most 1 + 3 times and every resubmission spends the
+/// budget: without a budget the run ends `partial` saying why; with `max_queries: 10`
+/// exactly 10 requests are submitted in all and the run ends `partial: budget` (exit 3).
+#[test]
+fn expired_batches_are_resubmitted_a_bounded_number_of_times_within_the_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let s =
+        server(Script::default().batch_rule(BatchRule::new(BatchFault::Expire { completed: 0 })));
+    let cfg = config(dir.path(), "batch.yaml", &s.srv, Api::Openai, true, "");
+    let runs = dir.path().join("batch-runs");
+    let out = run(&cfg, &runs);
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    let status = read_json(&runs.join("batchrun/run.json"))["status"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        status.starts_with("partial:")
+            && status.contains("3 resubmissions allowed")
+            && status.contains("expired"),
+        "{status}"
+    );
+    let n = submissions(&s.srv);
+    assert!(!n.is_empty());
+    assert!(n.values().all(|&k| k <= 4), "{n:?}");
+    assert!(
+        s.srv.batches().len() <= 4 * 3,
+        "{} batches",
+        s.srv.batches().len()
+    );
+    assert_eq!(s.srv.stats().requests, 0, "an expired batch runs nothing");
+
+    // With a budget of 10, resubmissions spend it: 10 submissions in all.
+    s.srv.reset();
+    let cfg = config(
+        dir.path(),
+        "budget.yaml",
+        &s.srv,
+        Api::Openai,
+        true,
+        "max_queries: 10",
+    );
+    let runs = dir.path().join("budget-runs");
+    let out = run(&cfg, &runs);
+    assert_eq!(out.status.code(), Some(3), "{}", show(&out));
+    let total: usize = submissions(&s.srv).values().sum();
+    assert_eq!(total, 10, "{} batches", s.srv.batches().len());
+    assert_eq!(
+        read_json(&runs.join("batchrun/run.json"))["status"],
+        "partial: budget"
+    );
+}
+
+/// Issue 26, defect 7: SIGTERM or SIGINT used to be acknowledged while polling went on
+/// (only SIGKILL ended a run waiting on a batch). The first signal now stops the wait:
+/// the run exits 1 within seconds with partial artefacts, and the batch stays open in
+/// the ledger for the rerun to re-attach.
+#[test]
+fn sigterm_and_sigint_stop_a_run_waiting_on_a_batch() {
+    for sig in ["-TERM", "-INT"] {
+        let dir = tempfile::tempdir().unwrap();
+        let s = server(
+            Script::default().batch_rule(BatchRule::new(BatchFault::Slow { polls: 1_000_000 })),
+        );
+        let cfg = config(dir.path(), "batch.yaml", &s.srv, Api::Openai, true, "");
+        let runs = dir.path().join("batch-runs");
+        let ledger = runs.join("batchrun/batches.jsonl");
+        let child = Command::new(BIN)
+            .args([
+                "run",
+                cfg.to_str().unwrap(),
+                "--runs-dir",
+                runs.to_str().unwrap(),
+            ])
+            .current_dir(dir.path())
+            .env(KEY.0, KEY.1)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !std::fs::read_to_string(&ledger)
+            .unwrap_or_default()
+            .contains("\"batch\"")
+        {
+            assert!(Instant::now() < deadline, "no batch was submitted");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        let pid = child.id().to_string();
+        assert!(
+            Command::new("kill")
+                .args([sig, &pid])
+                .status()
+                .unwrap()
+                .success()
+        );
+        let sent = Instant::now();
+        let mut child = child;
+        while child.try_wait().unwrap().is_none() {
+            if sent.elapsed() > Duration::from_secs(15) {
+                child.kill().unwrap();
+                panic!("{sig}: still running 15 s after the signal");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{sig}: {}", show(&out));
+        let run = runs.join("batchrun");
+        assert_eq!(
+            read_json(&run.join("run.json"))["status"],
+            "partial: interrupted"
+        );
+        assert!(run.join("report.md").exists() && run.join("manifest.json").exists());
+        assert!(!std::fs::read_to_string(&ledger).unwrap().contains("ended"));
+    }
+}

@@ -654,6 +654,23 @@ fn list_prints_every_axis_and_params() {
     }
 }
 
+/// `gauntlet list --rules` exists (refusal_match's `exclude_rules` doc points to it) and
+/// prints every rule id with its scope; `list` shows the datasets' subset params.
+#[test]
+fn list_rules_prints_the_refusal_rules() {
+    let out = gauntlet(&["list", "--rules"], &repo_root());
+    ok(&out);
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(s.contains("cannot_act") && s.contains("anywhere"), "{s}");
+    assert!(s.contains("exclude_rules"), "{s}");
+    let all = gauntlet(&["list"], &repo_root());
+    let a = String::from_utf8_lossy(&all.stdout);
+    assert!(a.contains("gauntlet list --rules"), "{a}");
+    for p in ["sample", "stratify", "one of category"] {
+        assert!(a.contains(p), "list lacks {p}");
+    }
+}
+
 /// `gauntlet list | head -1`: when stdout's reader is gone, gauntlet stops quietly with
 /// the SIGPIPE status (141) instead of panicking with "failed printing to stdout".
 #[test]

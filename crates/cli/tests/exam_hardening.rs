@@ -163,6 +163,104 @@ fn a_target_failing_every_call_decides_nothing() {
     rt.block_on(srv.shutdown());
 }
 
+/// A target that answers every call by echoing the prompt's own answer template
+/// (`{"action":"resolve|escalate",…}`, what small models do): the parser takes no
+/// echo as a decision, so every model-routed scenario is unparseable, decided by the
+/// fail-safe (escalated) and outside the rates; the floor scenario, escalated by rule
+/// with zero model calls, is shown but never makes the model's pass rate. The model
+/// decided nothing, so every rate is N/A (issue 31: this used to read recall 100%).
+#[test]
+fn a_target_echoing_the_template_decides_nothing() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let echo = gauntlet_exam::cascade::answer_template();
+    let srv = rt
+        .block_on(TestServer::start(
+            Script::default().rule(Rule::new(Action::reply(echo))),
+        ))
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    pinned(dir.path(), &[FLOOR, RESOLVED, ESCALATED]);
+    let out = tempfile::tempdir().unwrap();
+    let target = format!(
+        "{{name: openai_compat, params: {{name: echo, model: m, base_url: '{}', api_key_env: GAUNTLET_TEST_KEY, max_retries: 0, timeout_s: 10}}}}",
+        srv.openai_base_url()
+    );
+    let o = exam(
+        &[
+            "--mode",
+            "real",
+            "-n",
+            "2",
+            "--consensus",
+            "1",
+            "--target",
+            &target,
+        ],
+        dir.path(),
+        out.path(),
+    )
+    .env("GAUNTLET_TEST_KEY", "k")
+    .output()
+    .unwrap();
+    let (stdout, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(srv.stats().requests > 0, "the target was called");
+    let r = json(&out.path().join("report.json"));
+    assert_eq!(
+        r["decided_by"],
+        serde_json::json!({"model": 0, "floor": 2, "fail_safe": 4}),
+        "{r}"
+    );
+    for k in [
+        "median_pass_rate",
+        "median_recall_rate",
+        "median_precision_rate",
+    ] {
+        assert!(r[k].is_null(), "{k} must be N/A: {}", r[k]);
+        let why = r["na_reasons"][k].as_str().unwrap_or_default();
+        assert!(
+            why.contains("fail-safe") && why.contains("floor"),
+            "{k}: {why}"
+        );
+    }
+    assert!(r["pass_rate_ci95"].is_null() && r["recall_ci95"].is_null());
+    assert_eq!(r["pass_all_runs"]["total"], 0);
+    for run in r["runs"].as_array().unwrap() {
+        assert_eq!(run["graded"], 0, "{run}");
+        assert_eq!(run["floor"], 1, "{run}");
+        assert_eq!(run["fail_safe"], 2, "{run}");
+        assert!(run["pass_rate"].is_null() && run["recall_rate"].is_null());
+        for x in run["results"].as_array().unwrap() {
+            assert_eq!(x["terminal_action"], "escalated", "{x}");
+            if x["decided_by"] == "floor" {
+                assert_eq!(x["model_calls"], 0, "{x}");
+                continue;
+            }
+            assert_eq!(x["decided_by"], "fail_safe", "{x}");
+            assert_eq!(x["pass"], false, "{x}");
+            assert!(
+                x["error"].as_str().unwrap().contains("template echo"),
+                "{x}"
+            );
+        }
+    }
+    let lb = json(&out.path().join("leaderboard.json"));
+    for row in lb.as_array().unwrap() {
+        assert!(row["value"].is_null(), "{row}");
+    }
+    assert!(
+        stdout.contains("model 0 · floor 2 · fail-safe 4"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("median pass rate      N/A ("), "{stdout}");
+    assert!(!stdout.contains("100.0%"), "{stdout}");
+    rt.block_on(srv.shutdown());
+}
+
 /// Golden mode is unaffected: every scenario decided by the model or the floor.
 #[test]
 fn golden_mode_decides_everything_by_model_or_floor() {

@@ -39,10 +39,34 @@ fn list_shows_the_judge_and_how_to_get_it() {
         .unwrap_or_else(|| panic!("not listed:\n{s}"));
     assert!(line.contains("--features classifier"), "{line}");
     assert!(line.contains("scripts/install-minilm.sh"), "{line}");
+    assert!(line.contains("scripts/install-classifier.sh"), "{line}");
     assert!(
         s.contains("model_dir") && s.contains("GAUNTLET_MINILM_DIR"),
         "{s}"
     );
+}
+
+/// The one command the messages name exists, runs both steps (the weights, then a build
+/// with the feature) and refuses arguments it does not know before doing anything.
+#[test]
+fn the_one_command_installer_runs_both_steps() {
+    use std::os::unix::fs::PermissionsExt;
+    let script = repo_root().join("scripts/install-classifier.sh");
+    let mode = std::fs::metadata(&script).unwrap().permissions().mode();
+    assert!(mode & 0o111 != 0, "{} is not executable", script.display());
+    let text = std::fs::read_to_string(&script).unwrap();
+    for want in [
+        "scripts/install-minilm.sh",
+        "cargo install --locked --path crates/cli --features classifier",
+    ] {
+        assert!(text.contains(want), "missing {want:?}");
+    }
+    let out = std::process::Command::new(&script)
+        .arg("--bogus")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", show(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("usage:"));
 }
 
 #[cfg(not(feature = "classifier"))]
@@ -58,6 +82,7 @@ fn without_the_feature_a_config_naming_it_is_refused_with_the_fix() {
         "not compiled into this gauntlet",
         "--features classifier",
         "scripts/install-minilm.sh",
+        "scripts/install-classifier.sh",
     ] {
         assert!(err.contains(want), "missing {want:?}:\n{err}");
     }

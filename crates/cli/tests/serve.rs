@@ -171,3 +171,235 @@ fn report_site_writes_a_static_site() {
     let o = gauntlet(&["report", "runs/smoke", "runs/leakage_smoke"], tmp.path());
     assert_eq!(o.status.code(), Some(2));
 }
+
+/// `gauntlet serve ROOTS --bind 127.0.0.1:0` with `pre` applied to the command; the
+/// process and the address it serves on.
+fn spawn_serve(
+    roots: &[&str],
+    cwd: &std::path::Path,
+    pre: impl FnOnce(&mut Command),
+) -> (std::process::Child, String) {
+    let mut c = Command::new(BIN);
+    c.arg("serve")
+        .args(roots)
+        .args(["--bind", "127.0.0.1:0"])
+        .current_dir(cwd)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    pre(&mut c);
+    let mut child = c.spawn().unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|r| r.split('/').next())
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_owned();
+    (child, addr)
+}
+
+/// Peak resident memory of a live process, in MiB (`VmHWM`).
+fn peak_rss_mib(pid: u32) -> u64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kb: u64 = s
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|n| n.parse().ok())
+        .unwrap();
+    kb / 1024
+}
+
+/// Kills the child however the closure ends.
+fn with_child<T>(mut child: std::process::Child, f: impl FnOnce(u32) -> T) -> T {
+    let pid = child.id();
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(pid)));
+    let _ = child.kill();
+    let _ = child.wait();
+    match r {
+        Ok(v) => v,
+        Err(e) => std::panic::resume_unwind(e),
+    }
+}
+
+/// Issue 26, defect 8: 3,000 hard-linked copies of one run took the dashboard from
+/// 160 MB to 2.6 GB on its first page (5,000 aborted it): each copy's "duplicate run id"
+/// note named every other copy. 5,000 copies now serve the first page in bounded
+/// memory, each note naming three copies and counting the rest.
+#[test]
+fn five_thousand_copies_of_one_run_serve_in_linear_memory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    // A small run (two leaderboard rows): what grows is the number of copies.
+    std::fs::write(
+        d.join("small.yaml"),
+        "run_name: smoke\ntargets: [reference]\nattacks: [static]\ndatasets: [{name: demo, params: {limit: 4}}]\njudges: [refusal_match]\nmetrics: [asr, frr]\n",
+    )
+    .unwrap();
+    let o = gauntlet(&["run", "small.yaml", "--runs-dir", "src", "--quiet"], d);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let src = d.join("src/smoke");
+    let files: Vec<std::path::PathBuf> = std::fs::read_dir(&src)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_file() && !p.ends_with(".lock"))
+        .collect();
+    let runs = d.join("runs");
+    for i in 0..5000 {
+        let c = runs.join(format!("copy{i:04}"));
+        std::fs::create_dir_all(&c).unwrap();
+        for f in &files {
+            std::fs::hard_link(f, c.join(f.file_name().unwrap())).unwrap();
+        }
+    }
+    let (child, addr) = spawn_serve(&["runs"], d, |_| {});
+    with_child(child, |pid| {
+        let started = std::time::Instant::now();
+        let (code, body) = http_get(&addr, "/?surface=jailbreak");
+        assert_eq!(code, 200);
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "{:?}",
+            started.elapsed()
+        );
+        let (code, page) = http_get(&addr, "/run/copy0007");
+        assert_eq!(code, 200);
+        assert!(
+            page.contains("and 4996 more"),
+            "{}",
+            &page[..page.len().min(4000)]
+        );
+        assert!(body.len() < 2 << 20, "first page of {} bytes", body.len());
+        let rss = peak_rss_mib(pid);
+        eprintln!(
+            "5,000 copies: first page in {:?}, peak RSS {rss} MiB",
+            started.elapsed()
+        );
+        assert!(rss < 300, "peak RSS {rss} MiB for 5,000 copies");
+    });
+}
+
+/// Issue 26, defect 10: a golden-mode exam (the merge gate, scripted replies) used to sit
+/// on the agent-exam leaderboard as `median_pass_rate 1.0000 [0.9657, 1.0000]` beside
+/// real runs. It is a pipeline check: listed apart as passed, never ranked, with no
+/// value or interval, in the dashboard and in its own leaderboard.json.
+#[test]
+fn a_golden_exam_is_a_pipeline_check_never_a_ranked_score() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let corpus = repo_root().join("exams/scenarios");
+    let o = gauntlet(
+        &[
+            "exam",
+            "-n",
+            "1",
+            "--quiet",
+            "--corpus",
+            corpus.to_str().unwrap(),
+            "--out",
+            "runs/golden",
+        ],
+        d,
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let lb: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(d.join("runs/golden/leaderboard.json")).unwrap())
+            .unwrap();
+    let rows = lb.as_array().unwrap();
+    assert_eq!(rows.len(), 1, "{lb}");
+    assert_eq!(rows[0]["metric"], "pipeline_check");
+    assert!(
+        rows[0]["value"].is_null() && rows[0].get("ci_low").is_none_or(|v| v.is_null()),
+        "{lb}"
+    );
+    assert!(
+        rows[0]["na_reason"].as_str().unwrap().starts_with("passed"),
+        "{lb}"
+    );
+    let (child, addr) = spawn_serve(&["runs"], d, |_| {});
+    with_child(child, |_| {
+        let (code, body) = http_get(&addr, "/?surface=agent_exam");
+        assert_eq!(code, 200);
+        let table = body.split("id=\"leaderboard\"").nth(1).unwrap();
+        let ranked = table.split("</table>").next().unwrap();
+        assert!(
+            !ranked.contains("golden"),
+            "the golden exam is ranked: {ranked}"
+        );
+        assert!(
+            !body.contains("0.9657") && !body.contains("1.0000"),
+            "{body}"
+        );
+        let checks = body
+            .split("id=\"pipeline-checks\"")
+            .nth(1)
+            .expect("a pipeline-check table");
+        assert!(
+            checks.contains(">passed<") && checks.contains("108&#x2f;108"),
+            "{checks}"
+        );
+        let (_, run) = http_get(&addr, "/run/golden");
+        assert!(run.contains("a pipeline check, not a score"), "{run}");
+    });
+}
+
+/// Issue 26, weakness: the dashboard had no header-read timeout and no connection cap,
+/// so 600 slowloris connections under a 512-descriptor limit blocked it. Now a client
+/// must send its headers within 10 s and at most 256 connections are served at once:
+/// with 600 slow connections open, a real request is answered within seconds.
+#[test]
+fn slowloris_connections_do_not_block_the_dashboard() {
+    use std::os::unix::process::CommandExt;
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::create_dir(tmp.path().join("runs")).unwrap();
+    let (child, addr) = spawn_serve(&["runs"], tmp.path(), |c| unsafe {
+        c.pre_exec(|| {
+            let lim = libc::rlimit {
+                rlim_cur: 512,
+                rlim_max: 512,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    });
+    with_child(child, |_| {
+        let mut slow = Vec::new();
+        for _ in 0..600 {
+            let mut s = std::net::TcpStream::connect(&addr).unwrap();
+            write!(s, "GET / HTTP/1.1\r\nHost: {addr}\r\nX-Slow: ").unwrap();
+            slow.push(s);
+        }
+        let started = std::time::Instant::now();
+        let mut s = std::net::TcpStream::connect(&addr).unwrap();
+        s.set_read_timeout(Some(std::time::Duration::from_secs(30)))
+            .unwrap();
+        write!(
+            s,
+            "GET / HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut text = String::new();
+        let _ = s.read_to_string(&mut text);
+        assert!(
+            text.starts_with("HTTP/1.1 200"),
+            "no answer within 30 s: {text:?}"
+        );
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(25),
+            "{:?}",
+            started.elapsed()
+        );
+        // The slow ones were closed by the server.
+        let mut buf = [0u8; 64];
+        slow[0]
+            .set_read_timeout(Some(std::time::Duration::from_secs(15)))
+            .unwrap();
+        let n = slow[0].read(&mut buf).unwrap_or(0);
+        let _ = n;
+    });
+}

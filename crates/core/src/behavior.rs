@@ -41,6 +41,11 @@ pub struct Behavior {
     /// read from or written to a behavior file).
     #[serde(skip)]
     pub scenario: Option<Arc<Scenario>>,
+    /// The benchmark case this behavior stands for, in the form the plugin that loaded
+    /// it reads back (an InjecAgent test case); never read from or written to a
+    /// behavior file. Construct with `Default::default()`.
+    #[serde(skip)]
+    pub case: CasePayload,
     /// The case of an external agent benchmark this behavior stands for (AgentDojo: its
     /// environment and checks run in a sidecar; never read from or written to a behavior
     /// file).
@@ -97,6 +102,43 @@ impl PartialEq for SecretCache {
 impl std::fmt::Debug for SecretCache {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("SecretCache")
+    }
+}
+
+/// A benchmark case carried by a [`Behavior`] ([`Behavior::case`]): shared, immutable,
+/// of a type only the plugin that made it knows (it downcasts with [`CasePayload::get`]).
+/// Two payloads compare equal when they are the same case (or both empty); `Debug`
+/// shows only whether there is one. Its content is pinned by the dataset's version.
+#[derive(Clone, Default)]
+pub struct CasePayload(Option<Arc<dyn std::any::Any + Send + Sync>>);
+
+impl CasePayload {
+    pub fn new<T: std::any::Any + Send + Sync>(case: Arc<T>) -> Self {
+        CasePayload(Some(case))
+    }
+    /// The case, when there is one of type `T`.
+    pub fn get<T: std::any::Any + Send + Sync>(&self) -> Option<&T> {
+        self.0.as_deref().and_then(|c| c.downcast_ref::<T>())
+    }
+}
+
+impl PartialEq for CasePayload {
+    fn eq(&self, o: &Self) -> bool {
+        match (&self.0, &o.0) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (None, None) => true,
+            _ => false,
+        }
+    }
+}
+
+impl std::fmt::Debug for CasePayload {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "CasePayload(..)"
+        } else {
+            "CasePayload(None)"
+        })
     }
 }
 

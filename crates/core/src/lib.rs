@@ -15,9 +15,11 @@
 //! - [`hash`]: sha256 helpers and canonical JSON hashing;
 //! - [`results`]: metric values (with N/A) and leaderboard rows carrying provenance;
 //! - [`files`]: reading named files: regular files only, capped per kind;
+//! - [`outdir`]: what an output directory already holds, so no command writes over another's;
 //! - [`terminal`]: printing untrusted text with its control characters escaped;
 //! - [`paired`]: paired comparisons of per-behavior outcomes (McNemar, paired bootstrap);
-//! - [`taxonomy`]: the threat map (OWASP, MITRE ATLAS, NIST AI RMF) results are tagged with.
+//! - [`taxonomy`]: the threat map (OWASP, MITRE ATLAS, NIST AI RMF) results are tagged with;
+//! - [`pyjson`]: JSON text as Python's `json.dumps` writes it (benchmark prompts).
 
 pub mod atomic;
 pub mod behavior;
@@ -27,8 +29,10 @@ pub mod json;
 pub mod judge_eval;
 pub mod message;
 pub mod outcome;
+pub mod outdir;
 pub mod paired;
 pub mod params;
+pub mod pyjson;
 pub mod results;
 pub mod rng;
 pub mod scenario;

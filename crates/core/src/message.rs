@@ -69,6 +69,58 @@ impl Message {
     }
 }
 
+/// Default of the most tool calls one reply may carry (a live target's `max_tool_calls`
+/// param overrides it): a reply with more is that call's error outcome, so a server
+/// answering with 300,000 tool calls cannot make one attempt cost gigabytes.
+pub const DEFAULT_MAX_TOOL_CALLS: usize = 128;
+
+/// Default of the largest request (its messages, in [`ChatRequest::size`] bytes) sent to
+/// a model (a live target's `max_request_bytes` param overrides it): an agent loop whose
+/// conversation grew past it ends with that call's error outcome.
+pub const DEFAULT_MAX_REQUEST_BYTES: usize = 16 << 20;
+
+/// The most tokens (prompt or completion) one call can plausibly report: more than any
+/// model's context window. A reply claiming more is that call's error outcome, so a
+/// bogus `usage` can neither wrap the run's token counters nor zero its cost.
+pub const MAX_PLAUSIBLE_TOKENS: u64 = 100_000_000;
+
+/// Bytes of a JSON value written compactly.
+pub fn json_size(v: &serde_json::Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0 += b.len();
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    match v {
+        serde_json::Value::String(s) => s.len() + 2,
+        v => {
+            let mut c = Count(0);
+            let _ = serde_json::to_writer(&mut c, v);
+            c.0
+        }
+    }
+}
+
+impl Message {
+    /// What the message weighs in a request: its text, name, call id and tool calls
+    /// (names, ids, arguments as JSON), plus a fixed 16 bytes for the rest of its shape.
+    pub fn size(&self) -> usize {
+        16 + self.content.len()
+            + self.name.as_ref().map_or(0, String::len)
+            + self.tool_call_id.as_ref().map_or(0, String::len)
+            + self
+                .tool_calls
+                .iter()
+                .map(|c| 16 + c.name.len() + c.call_id.len() + json_size(&c.arguments))
+                .sum::<usize>()
+    }
+}
+
 /// A request to a model.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ChatRequest {
@@ -95,6 +147,14 @@ pub struct ChatRequest {
     /// when present (and only then, so requests without transforms keep their keys).
     #[serde(skip)]
     pub transform_trace: Option<Arc<TransformTrace>>,
+}
+
+impl ChatRequest {
+    /// The request's size as the call layer caps it: the sum of its messages'
+    /// [`Message::size`] (the tools are fixed by the harness and not counted).
+    pub fn size(&self) -> usize {
+        self.messages.iter().map(Message::size).sum()
+    }
 }
 
 /// The stages a prompt-transform chain took the user turns of a request through.

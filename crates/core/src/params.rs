@@ -615,6 +615,27 @@ fn type_error(spec: &ParamSpec, v: &Node, path: &str) -> Diag {
     .with_help(spec.doc.to_string())
 }
 
+/// The longest free-text param value (a string, a list item, a mapping value): 64 KiB,
+/// the cap `divergence` always had. A 1 MiB `char_spacing` separator turned two attempts
+/// into 118 MB of transcripts.
+pub const MAX_TEXT_PARAM_BYTES: usize = 64 << 10;
+
+/// A diagnostic when `s` is longer than [`MAX_TEXT_PARAM_BYTES`].
+fn too_long(spec: &ParamSpec, s: &str, loc: crate::tree::Loc, path: &str) -> Option<Diag> {
+    (s.len() > MAX_TEXT_PARAM_BYTES).then(|| {
+        Diag::new(
+            loc,
+            path,
+            format!(
+                "param `{}` is {} bytes long, more than the {MAX_TEXT_PARAM_BYTES} a text param may be",
+                spec.name,
+                s.len()
+            ),
+        )
+        .with_help("shorten it (at most 64 KiB)")
+    })
+}
+
 fn check_value(
     catalog: &dyn Catalog,
     spec: &ParamSpec,
@@ -623,7 +644,13 @@ fn check_value(
     diags: &mut Vec<Diag>,
 ) -> Option<ParamValue> {
     match (spec.kind, &v.value) {
-        (ParamKind::Str, Value::Str(s)) => Some(ParamValue::Str(s.clone())),
+        (ParamKind::Str, Value::Str(s)) => match too_long(spec, s, v.loc, path) {
+            Some(d) => {
+                diags.push(d);
+                None
+            }
+            None => Some(ParamValue::Str(s.clone())),
+        },
         (ParamKind::Enum(allowed), Value::Str(s)) => {
             if allowed.contains(&s.as_str()) {
                 Some(ParamValue::Str(s.clone()))
@@ -682,7 +709,10 @@ fn check_value(
             let mut out = Vec::with_capacity(items.len());
             for (i, item) in items.iter().enumerate() {
                 match item.as_str() {
-                    Some(s) => out.push(s.to_string()),
+                    Some(s) => match too_long(spec, s, item.loc, &format!("{path}[{i}]")) {
+                        Some(d) => diags.push(d),
+                        None => out.push(s.to_string()),
+                    },
                     None => diags.push(Diag::new(
                         item.loc,
                         format!("{path}[{i}]"),
@@ -700,7 +730,10 @@ fn check_value(
             let mut out = Vec::with_capacity(entries.len());
             for (k, item) in entries {
                 match item.as_str() {
-                    Some(s) => out.push((k.name.clone(), s.to_string())),
+                    Some(s) => match too_long(spec, s, item.loc, &format!("{path}.{}", k.name)) {
+                        Some(d) => diags.push(d),
+                        None => out.push((k.name.clone(), s.to_string())),
+                    },
                     None => diags.push(Diag::new(
                         item.loc,
                         format!("{path}.{}", k.name),
@@ -733,7 +766,10 @@ fn check_value(
                         )
                         .with_help("each label may appear once"),
                     ),
-                    Some((k, v)) => out.push((k.to_string(), v.to_string())),
+                    Some((k, v)) => match too_long(spec, v, item.loc, &format!("{path}[{i}]")) {
+                        Some(d) => diags.push(d),
+                        None => out.push((k.to_string(), v.to_string())),
+                    },
                     None => diags.push(
                         Diag::new(
                             item.loc,

@@ -54,6 +54,10 @@ pub enum CiMethod {
     Bootstrap,
     /// Student-t interval across independent trials (multi-trial means).
     StudentT,
+    /// A [0, 1] score whose every value is equal, where the bootstrap degenerates to a
+    /// zero-width interval: the Wilson score interval of n·mean in n, conservative for
+    /// any [0, 1]-bounded mean (variance ≤ μ(1 − μ)); see `stats::bounded_mean_ci`.
+    WilsonBounded,
 }
 
 impl CiMethod {
@@ -62,6 +66,7 @@ impl CiMethod {
             CiMethod::Wilson => "Wilson",
             CiMethod::Bootstrap => "bootstrap",
             CiMethod::StudentT => "Student-t across trials",
+            CiMethod::WilsonBounded => "Wilson bound (every score equal)",
         }
     }
 }

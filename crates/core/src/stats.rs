@@ -736,6 +736,20 @@ pub fn median(values: &[f64]) -> Option<f64> {
     Some(quantile_sorted(&v, 0.5))
 }
 
+/// A 95% interval for the mean of `n` values bounded in [0, 1] where the bootstrap
+/// degenerates (every value equal: the percentile bootstrap gives a zero-width
+/// interval whatever n is). A [0, 1]-bounded variable with mean μ has variance at
+/// most μ(1 − μ), the Bernoulli variance, so the Wilson score interval of n·mean
+/// successes in n is a conservative interval for its mean; it has non-zero width for
+/// every finite n (30 equal scores of 0 give [0, 0.114]). `None` when n = 0 or the
+/// mean is outside [0, 1].
+pub fn bounded_mean_ci(mean: f64, n: u64) -> Option<(f64, f64)> {
+    if !(0.0..=1.0).contains(&mean) {
+        return None;
+    }
+    wilson_fractional(mean * n as f64, n, Z95)
+}
+
 /// Cohen's κ for two raters over the same items, with its large-sample standard error
 /// and a normal-theory confidence interval.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -750,9 +764,14 @@ pub struct Kappa {
     pub kappa: f64,
     /// The large-sample (non-null) standard error of Fleiss, Cohen & Everitt (1969).
     pub se: f64,
-    /// κ ± z·se, clipped to [−1, 1].
+    /// κ ± z·se, clipped to [−1, 1]; where the large-sample SE is 0 (perfect
+    /// agreement, a zero-width interval at finite n) the Wilson interval of the
+    /// observed agreement p_o mapped through κ = (p_o − p_e)/(1 − p_e) instead
+    /// (`ci_method` says which).
     pub ci_low: f64,
     pub ci_high: f64,
+    /// `large_sample` or `wilson_agreement`.
+    pub ci_method: &'static str,
 }
 
 /// Why κ cannot be computed for a table.
@@ -763,6 +782,11 @@ pub enum KappaUndefined {
     /// Chance agreement is 1: both raters gave every item the same single category, so
     /// κ = 0/0. Raw agreement is still 1.
     NoVariation,
+    /// One rater (`0` = A, the table's rows; `1` = B, its columns) put every item in
+    /// one category while the other varied: κ is 0 by construction whatever the other
+    /// rater does, with a zero-width interval, so it measures nothing (issue 31: a
+    /// grader that said "refused" to every reply gave κ 0.000 [−0.000, 0.000]).
+    ConstantRater(u8),
 }
 
 impl std::fmt::Display for KappaUndefined {
@@ -772,6 +796,11 @@ impl std::fmt::Display for KappaUndefined {
             KappaUndefined::NoVariation => write!(
                 f,
                 "both raters put every item in one and the same category (chance agreement is 1, κ = 0/0)"
+            ),
+            KappaUndefined::ConstantRater(r) => write!(
+                f,
+                "rater {} put every item in one category: κ is 0 by construction whatever the other rater says, so it measures nothing (read the raw agreement and each rater's counts)",
+                if *r == 0 { "A" } else { "B" }
             ),
         }
     }
@@ -810,6 +839,11 @@ pub fn cohen_kappa(table: &[Vec<u64>], z: f64) -> Result<Kappa, KappaUndefined> 
     if (1.0 - pe).abs() < 1e-12 {
         return Err(KappaUndefined::NoVariation);
     }
+    for (r, margins) in [(0u8, &row), (1u8, &col)] {
+        if margins.iter().any(|m| (m - 1.0).abs() < 1e-12) {
+            return Err(KappaUndefined::ConstantRater(r));
+        }
+    }
     let kappa = (po - pe) / (1.0 - pe);
     let a: f64 = (0..k)
         .map(|i| p(i, i) * (1.0 - (row[i] + col[i]) * (1.0 - kappa)).powi(2))
@@ -824,14 +858,28 @@ pub fn cohen_kappa(table: &[Vec<u64>], z: f64) -> Result<Kappa, KappaUndefined> 
     // table a hair below zero.
     let var = ((a + b - c) / (nf * (1.0 - pe).powi(2))).max(0.0);
     let se = var.sqrt();
+    let (ci_low, ci_high, ci_method) = if se > 1e-12 {
+        (
+            (kappa - z * se).max(-1.0),
+            (kappa + z * se).min(1.0),
+            "large_sample",
+        )
+    } else {
+        // A zero SE at finite n (perfect agreement or disagreement): the Wilson interval
+        // of p_o, mapped through κ's affine map of p_o (p_e held at its observed value).
+        let (lo, hi) = wilson_fractional(po * nf, n, z).expect("n > 0");
+        let map = |x: f64| ((x - pe) / (1.0 - pe)).clamp(-1.0, 1.0);
+        (map(lo), map(hi), "wilson_agreement")
+    };
     Ok(Kappa {
         n,
         observed: po,
         expected: pe,
         kappa,
         se,
-        ci_low: (kappa - z * se).max(-1.0),
-        ci_high: (kappa + z * se).min(1.0),
+        ci_low,
+        ci_high,
+        ci_method,
     })
 }
 
@@ -886,8 +934,12 @@ pub struct PairedDiff {
     /// Mean of a − b over the pairs.
     pub mean_diff: f64,
     /// Percentile bootstrap CI of the mean difference, resampling pairs (items) with
-    /// replacement; `None` with fewer than two pairs.
+    /// replacement; `None` with fewer than two pairs. Where every difference is equal
+    /// and every value is in [0, 1] (the bootstrap degenerates to zero width), the
+    /// bounded-mean interval of (d + 1)/2 mapped back to d instead ([`bounded_mean_ci`]).
     pub ci: Option<(f64, f64)>,
+    /// `bootstrap` or `wilson_bounded`.
+    pub ci_method: &'static str,
 }
 
 /// Paired bootstrap of the mean difference `mean(a) − mean(b)` over items observed in
@@ -906,10 +958,24 @@ pub fn paired_bootstrap_diff(
         h.add(a - b);
     }
     let mean_diff = h.mean()?;
+    let bounded = pairs
+        .iter()
+        .all(|(a, b)| (0.0..=1.0).contains(a) && (0.0..=1.0).contains(b));
+    if bounded && h.entries().count() == 1 {
+        let ci = bounded_mean_ci((mean_diff + 1.0) / 2.0, h.n())
+            .map(|(lo, hi)| (2.0 * lo - 1.0, 2.0 * hi - 1.0));
+        return Some(PairedDiff {
+            n: h.n(),
+            mean_diff,
+            ci,
+            ci_method: "wilson_bounded",
+        });
+    }
     Some(PairedDiff {
         n: h.n(),
         mean_diff,
         ci: bootstrap_mean_ci(&h, resamples, level, rng),
+        ci_method: "bootstrap",
     })
 }
 
@@ -952,6 +1018,54 @@ mod agreement_tests {
         assert!((t.kappa - k.kappa).abs() < 1e-12 && (t.se - k.se).abs() < 1e-12);
     }
 
+    /// A constant judge (the degenerate grader of issue 31: "refused" to all 70 replies
+    /// while the human labels vary) has κ N/A with the reason, never 0.000 [0, 0].
+    #[test]
+    fn kappa_with_one_constant_rater_is_undefined() {
+        // Rater A always category 0; B varies.
+        assert_eq!(
+            cohen_kappa(&[vec![53, 17], vec![0, 0]], Z95),
+            Err(KappaUndefined::ConstantRater(0))
+        );
+        let e = cohen_kappa(&[vec![53, 0], vec![17, 0]], Z95).unwrap_err();
+        assert_eq!(e, KappaUndefined::ConstantRater(1));
+        assert!(
+            e.to_string()
+                .contains("rater B put every item in one category"),
+            "{e}"
+        );
+    }
+
+    /// 30 equal scores (issue 30 item 6): the bootstrap degenerates to [x, x]; the
+    /// bounded-mean interval has non-zero width at every finite n.
+    #[test]
+    fn thirty_equal_scores_have_a_non_zero_width_interval() {
+        let mut h = Histogram::new();
+        for _ in 0..30 {
+            h.add(0.0);
+        }
+        let boot =
+            bootstrap_mean_ci(&h, BOOTSTRAP_RESAMPLES, 0.95, &mut rng_for(0, &["t"])).unwrap();
+        assert_eq!(boot.0, boot.1, "the bootstrap degenerates");
+        let (lo, hi) = bounded_mean_ci(0.0, 30).unwrap();
+        assert_eq!(lo, 0.0);
+        assert!((hi - 0.1135).abs() < 1e-3, "{hi}");
+        let (lo, hi) = bounded_mean_ci(0.5, 30).unwrap();
+        assert!(lo < 0.5 && hi > 0.5 && hi - lo > 0.3);
+        assert!(bounded_mean_ci(1.5, 30).is_none() && bounded_mean_ci(0.5, 0).is_none());
+        // A paired difference of 30 equal pairs: not [0, 0] either.
+        let d = paired_bootstrap_diff(
+            &[(0.0, 0.0); 30],
+            BOOTSTRAP_RESAMPLES,
+            0.95,
+            &mut rng_for(0, &["d"]),
+        )
+        .unwrap();
+        let (lo, hi) = d.ci.unwrap();
+        assert_eq!(d.ci_method, "wilson_bounded");
+        assert!(lo < 0.0 && hi > 0.0 && hi - lo > 0.1, "{d:?}");
+    }
+
     #[test]
     fn kappa_edge_cases() {
         assert_eq!(
@@ -962,13 +1076,19 @@ mod agreement_tests {
             cohen_kappa(&[vec![9, 0], vec![0, 0]], Z95),
             Err(KappaUndefined::NoVariation)
         );
-        // perfect agreement with variation: κ = 1, SE 0
+        // perfect agreement with variation: κ = 1, SE 0, yet no zero-width interval:
+        // the Wilson interval of p_o = 1 (n = 10) mapped through κ.
         let k = cohen_kappa(&[vec![5, 0], vec![0, 5]], Z95).unwrap();
         assert!((k.kappa - 1.0).abs() < 1e-12 && k.se < 1e-9);
         assert_eq!(k.ci_high, 1.0);
+        assert_eq!(k.ci_method, "wilson_agreement");
+        let (lo, _) = wilson(10, 10, Z95).unwrap();
+        assert!((k.ci_low - (lo - 0.5) / 0.5).abs() < 1e-12, "{k:?}");
+        assert!(k.ci_high - k.ci_low > 0.1, "{k:?}");
         // perfect disagreement: κ = −1
         let k = cohen_kappa(&[vec![0, 5], vec![5, 0]], Z95).unwrap();
         assert!((k.kappa + 1.0).abs() < 1e-12);
+        assert!(k.ci_high > k.ci_low, "{k:?}");
         // a 3-category table (Fleiss, Levin & Paik style): κ computed from margins
         let k = cohen_kappa(&[vec![10, 2, 0], vec![1, 8, 1], vec![0, 2, 6]], Z95).unwrap();
         let (po, pe) = (24.0 / 30.0, (12.0 * 11.0 + 10.0 * 12.0 + 8.0 * 7.0) / 900.0);

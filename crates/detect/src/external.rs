@@ -155,14 +155,18 @@ impl ExternalDetector {
                 path: path.to_path_buf(),
             });
         }
+        // The scenarios sit beside the name the user gave (`<dir>/<name>/scenarios/`),
+        // not beside what a symlinked executable points to: resolving first left a
+        // linked detector's own scenarios silently ungraded.
+        let scenarios_dir = path
+            .parent()
+            .map(|d| d.join("scenarios"))
+            .filter(|d| d.is_dir())
+            .map(|d| d.canonicalize().unwrap_or(d));
         let path = path.canonicalize().map_err(|source| ConfigError::Io {
             path: path.to_path_buf(),
             source,
         })?;
-        let scenarios_dir = path
-            .parent()
-            .map(|d| d.join("scenarios"))
-            .filter(|d| d.is_dir());
         Ok(ExternalDetector {
             name: name.to_string(),
             path,
@@ -565,5 +569,32 @@ mod tests {
             ExternalDetector::from_spec(&missing, Limits::default()),
             Err(ConfigError::Io { .. })
         ));
+    }
+
+    /// Issue 26, weakness: a detector whose executable is a symlink (to a build output
+    /// elsewhere) had its `scenarios/` silently not graded: they were looked for beside
+    /// the link's target. They are the ones beside the link, in the detectors dir.
+    #[test]
+    fn a_symlinked_executable_keeps_its_scenarios() {
+        use std::os::unix::fs::PermissionsExt;
+        let elsewhere = tempfile::tempdir().unwrap();
+        let real = elsewhere.path().join("build-output");
+        std::fs::write(&real, "#!/bin/sh\necho '[]'\n").unwrap();
+        std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let det = dir.path().join("linked");
+        std::fs::create_dir_all(det.join("scenarios")).unwrap();
+        std::os::unix::fs::symlink(&real, det.join(EXECUTABLE_NAME)).unwrap();
+        let limits = Limits {
+            allow_unconfined: true,
+            ..Limits::default()
+        };
+        let found = ExternalDetector::discover(dir.path(), limits).unwrap();
+        assert_eq!(found.len(), 1);
+        assert_eq!(
+            found[0].scenarios_dir.as_deref(),
+            Some(det.join("scenarios").canonicalize().unwrap().as_path())
+        );
+        assert_eq!(found[0].path, real.canonicalize().unwrap());
     }
 }

@@ -18,18 +18,42 @@ use std::collections::BTreeMap;
 pub struct Compared {
     pub doc: Value,
     pub rows: Vec<[String; 11]>,
+    /// The differences beyond the compared factor a comparison allowed with
+    /// `allow_mismatch` went ahead with (empty otherwise).
+    pub mismatches: Vec<String>,
 }
 
 /// Compares run B with run A. `name_a` / `name_b` name the runs in messages (their
 /// directories). An error (no shared cell; a shared cell on different dataset
 /// versions; an unreadable transcript) says why and what to do.
+///
+/// Paired cells must differ in nothing but the compared factor (the target, or
+/// whatever changed between the runs outside the cell's attack and judge): when a
+/// shared attack or judge label stands for different specs in the two runs (PAIR's
+/// attacker model, a rubric judge's grader, any judge param, an attack's transforms;
+/// see [`crate::mismatch`]), the comparison is refused naming every difference, unless
+/// `allow_mismatch` — then it goes ahead and `compare.json` lists them in `mismatches`.
+/// A different dataset version is always refused: behaviors pair by their index in the
+/// pinned dataset, which another version does not share.
 pub fn compare_runs(
     run_a: &StoredRun,
     run_b: &StoredRun,
     name_a: &str,
     name_b: &str,
+    allow_mismatch: bool,
 ) -> Result<Compared, String> {
     let (shared, sa, sb) = shared_series(run_a, run_b, name_a, name_b)?;
+    let mismatches = spec_differences(run_a, run_b, &shared);
+    if !mismatches.is_empty() && !allow_mismatch {
+        return Err(format!(
+            "{name_a} (A) and {name_b} (B) pair cells that differ in more than the compared factor:\n{}\n    help: a paired difference of these cells would report two changes as the effect of one; rerun one side with the other's settings, or pass --allow-mismatch if you mean to compare them anyway (compare.json then lists the differences in `mismatches`)",
+            mismatches
+                .iter()
+                .map(|m| format!("  - {m}"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        ));
+    }
     let mut rows = Vec::new();
     let mut cells_json = Vec::new();
     for k in &shared {
@@ -114,6 +138,7 @@ pub fn compare_runs(
                 o.insert("test".into(), json!("paired_bootstrap"));
                 o.insert("ci_low".into(), json!(diff.ci.map(|c| c.0)));
                 o.insert("ci_high".into(), json!(diff.ci.map(|c| c.1)));
+                o.insert("ci_method".into(), json!(diff.ci_method));
                 o.insert("resamples".into(), json!(BOOTSTRAP_RESAMPLES));
                 (
                     diff.n.to_string(),
@@ -165,7 +190,66 @@ pub fn compare_runs(
         "score_ci": "paired percentile bootstrap of the mean difference, 1000 resamples of behaviors, fixed seed",
         "cells": cells_json,
     });
-    Ok(Compared { doc, rows })
+    let mut doc = doc;
+    if !mismatches.is_empty() {
+        doc["mismatches"] = json!(
+            mismatches
+                .iter()
+                .map(|m| json!({"what": m.what, "path": m.path, "a": m.a, "b": m.b, "message": m.to_string()}))
+                .collect::<Vec<_>>()
+        );
+    }
+    Ok(Compared {
+        doc,
+        rows,
+        mismatches: mismatches.iter().map(ToString::to_string).collect(),
+    })
+}
+
+/// The differences between the attack and judge specs that the shared cells' labels
+/// stand for in the two runs (each label once, in cell order).
+fn spec_differences(
+    run_a: &StoredRun,
+    run_b: &StoredRun,
+    shared: &[CellKey],
+) -> Vec<crate::mismatch::Mismatch> {
+    let mut out = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    let attack = |r: &StoredRun, l: &str| {
+        r.plan
+            .attacks
+            .iter()
+            .map(|a| a.spec().clone())
+            .find(|s| s.label() == l)
+    };
+    let judge = |r: &StoredRun, l: &str| {
+        r.plan
+            .judges
+            .iter()
+            .map(|j| j.spec().clone())
+            .find(|s| s.label() == l)
+    };
+    for k in shared {
+        if seen.insert(("attack", k.0.clone()))
+            && let (Some(x), Some(y)) = (attack(run_a, &k.0), attack(run_b, &k.0))
+        {
+            out.extend(crate::mismatch::spec_mismatches(
+                &format!("attack `{}`", k.0),
+                &x,
+                &y,
+            ));
+        }
+        if seen.insert(("judge", k.3.clone()))
+            && let (Some(x), Some(y)) = (judge(run_a, &k.3), judge(run_b, &k.3))
+        {
+            out.extend(crate::mismatch::spec_mismatches(
+                &format!("judge `{}`", k.3),
+                &x,
+                &y,
+            ));
+        }
+    }
+    out
 }
 
 /// The cells two runs share, each run's per-behavior series of them, after the checks

@@ -119,12 +119,49 @@ impl ConfigError {
     }
 }
 
+/// Diagnostics shown in full per distinct message; the rest are counted (a config
+/// repeating one metric 200,000 times printed 22 MB of identical errors).
+pub const MAX_SAME_DIAGS: usize = 5;
+/// Diagnostics shown in full in all.
+pub const MAX_DIAGS: usize = 100;
+
+/// `199990` as `199,990`.
+fn thousands(n: usize) -> String {
+    let s = n.to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, d) in self.diags.iter().enumerate() {
-            if i > 0 {
+        let mut seen: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+        // Messages beyond their cap, in order of first appearance, with how many.
+        let mut capped: Vec<(&str, usize)> = Vec::new();
+        let (mut shown, mut beyond_total) = (0usize, 0usize);
+        for d in &self.diags {
+            let n = seen.entry(d.message.as_str()).or_insert(0);
+            *n += 1;
+            if *n > MAX_SAME_DIAGS {
+                match capped.iter_mut().find(|(m, _)| *m == d.message) {
+                    Some((_, k)) => *k += 1,
+                    None => capped.push((d.message.as_str(), 1)),
+                }
+                continue;
+            }
+            if shown == MAX_DIAGS {
+                beyond_total += 1;
+                continue;
+            }
+            if shown > 0 {
                 writeln!(f)?;
             }
+            shown += 1;
             if d.loc.line > 0 {
                 write!(
                     f,
@@ -140,6 +177,17 @@ impl fmt::Display for ConfigError {
             if let Some(h) = &d.help {
                 write!(f, "\n    help: {h}")?;
             }
+        }
+        for (m, k) in capped {
+            write!(f, "\n{}: … and {} more: {m}", self.file, thousands(k))?;
+        }
+        if beyond_total > 0 {
+            write!(
+                f,
+                "\n{}: … and {} more error(s)",
+                self.file,
+                thousands(beyond_total)
+            )?;
         }
         Ok(())
     }

@@ -16,6 +16,7 @@ pub mod findings;
 pub mod gate;
 pub mod judge_eval;
 pub mod merge;
+pub mod mismatch;
 pub mod plan;
 pub mod run;
 pub mod shard;

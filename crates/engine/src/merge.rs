@@ -434,7 +434,9 @@ pub fn merge(
     drop(readers);
     let (file, transcripts_entry) = w.finish().map_err(|e| io(&transcripts_tmp, e))?;
     drop(file);
-    std::fs::rename(&transcripts_tmp, &transcripts_path).map_err(|e| io(&transcripts_path, e))?;
+    gauntlet_core::atomic::check_replaceable(&transcripts_path)
+        .and_then(|()| std::fs::rename(&transcripts_tmp, &transcripts_path))
+        .map_err(|e| io(&transcripts_path, e))?;
 
     let status = Status::Complete;
     let (summary, usage_rows) = tally.finish(plan, &run.trial_seeds, &status);

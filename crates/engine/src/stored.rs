@@ -158,6 +158,44 @@ struct Line {
     verdicts: Vec<Verdict>,
 }
 
+/// The config recorded in a `run.json` (its `config` object), validated again by this
+/// build — specs resolved and labelled as the run had them — without loading any dataset
+/// or building any plugin. `path` names the file in errors; `any_mode` also accepts an
+/// injection run (whose canonical config names its axes `attacks` and `datasets`). The
+/// dashboard reads configs this way to compare what two runs were made of.
+pub fn recorded_config(
+    run_json: &serde_json::Value,
+    path: &Path,
+    any_mode: bool,
+) -> Result<crate::config::RunConfig, StoredError> {
+    let Some(serde_json::Value::Object(config)) = run_json.get("config") else {
+        return Err(err(format!(
+            "{}: no `config` object (the resolved config the run used)",
+            path.display()
+        )));
+    };
+    // `mode` is derived from the axes, not a config key.
+    let mut config = config.clone();
+    let mode = config.remove("mode");
+    // An injection run's canonical config names its axes `attacks` and `datasets`;
+    // its file calls them `injections` and `scenarios`.
+    if any_mode && mode.as_ref().and_then(|m| m.as_str()) == Some("injection") {
+        for (from, to) in [("attacks", "injections"), ("datasets", "scenarios")] {
+            if let Some(v) = config.remove(from) {
+                config.insert(to.into(), v);
+            }
+        }
+    }
+    let text = serde_json::to_string(&config).expect("json");
+    // JSON is YAML: the canonical config goes through the same validation as a file.
+    crate::config::parse(&text, path, &Registry).map_err(|e| {
+        err(format!(
+            "the config recorded in {} no longer validates with this build:\n{e}",
+            path.display()
+        ))
+    })
+}
+
 impl StoredRun {
     /// Reloads the run in `dir`. `config_dir` is the directory the original config's
     /// relative dataset paths resolved against; without it the current directory, `dir`
@@ -235,32 +273,14 @@ impl StoredRun {
                 })
                 .unwrap_or_default(),
         };
-        let Some(serde_json::Value::Object(config)) = run_json.get("config") else {
+        let mode = run_json.get("config").and_then(|c| c.get("mode"));
+        if !any_mode && mode.and_then(|m| m.as_str()) == Some("injection") {
             return Err(err(format!(
-                "{}: no `config` object (the resolved config the run used)",
-                run_json_path.display()
+                "{} is a prompt-injection run (mode: injection): rescore and judge-agreement re-judge jailbreak and leakage runs only; injection runs are not supported by them yet (their verdicts come from the agent's recorded tool calls, which these analyses do not re-judge). `gauntlet compare` pairs its verdicts with another run's, `gauntlet report` re-renders its reports, `gauntlet serve` shows it",
+                dir.display()
             )));
-        };
-        // `mode` is derived from the axes, not a config key.
-        let mut config = config.clone();
-        let mode = config.remove("mode");
-        // An injection run's canonical config names its axes `attacks` and `datasets`;
-        // its file calls them `injections` and `scenarios`.
-        if any_mode && mode.as_ref().and_then(|m| m.as_str()) == Some("injection") {
-            for (from, to) in [("attacks", "injections"), ("datasets", "scenarios")] {
-                if let Some(v) = config.remove(from) {
-                    config.insert(to.into(), v);
-                }
-            }
         }
-        let text = serde_json::to_string(&config).expect("json");
-        // JSON is YAML: the canonical config goes through the same validation as a file.
-        let mut cfg = crate::config::parse(&text, &run_json_path, &Registry).map_err(|e| {
-            err(format!(
-                "the config recorded in {} no longer validates with this build:\n{e}",
-                run_json_path.display()
-            ))
-        })?;
+        let mut cfg = recorded_config(&run_json, &run_json_path, any_mode)?;
         if !any_mode && cfg.mode != crate::config::Mode::Jailbreak {
             return Err(err(format!(
                 "{}: a {} run; reading runs back supports jailbreak and leakage runs (attacks × datasets) only",
@@ -707,22 +727,67 @@ pub struct Rejudger<'a> {
     journal: Journal,
     counters: CallCounters,
     pending: Pending,
-    _lock: RunDir,
+    /// What the command should tell the user (damaged journal records, a read-only run).
+    pub notes: Vec<String>,
+    _lock: Option<RunDir>,
+    /// The stand-in journal of a read-only run directory.
+    _scratch: Option<tempfile::TempDir>,
 }
 
 impl<'a> Rejudger<'a> {
-    /// Opens the run's journal (taking the run directory's lock) for `judges`.
+    /// Opens the run's journal (taking the run directory's lock) for `judges`. A run
+    /// directory that cannot be written (read-only) is still re-judged when every judge
+    /// calls only offline models (their calls are free and deterministic, so nothing is
+    /// lost by not journaling them); a network grader needs the run's journal.
     pub fn new(run: &'a StoredRun, judges: Vec<BuiltJudge>) -> Result<Self, StoredError> {
         let dir = run.dir.canonicalize().unwrap_or_else(|_| run.dir.clone());
         let (Some(parent), Some(name)) = (dir.parent(), dir.file_name().and_then(|n| n.to_str()))
         else {
             return Err(err(format!("{} is not a run directory", run.dir.display())));
         };
-        let lock = RunDir::open(parent, name)
-            .map_err(|e| err(format!("cannot lock {}: {e}", run.dir.display())))?;
-        let jpath = lock.journal();
+        let mut notes = Vec::new();
+        let (lock, scratch, jpath) = match RunDir::open(parent, name) {
+            Ok(lock) => {
+                let j = lock.journal();
+                (Some(lock), None, j)
+            }
+            Err(e) if is_read_only(&e) => {
+                if let Some(j) = judges
+                    .iter()
+                    .find(|j| j.grader.as_ref().is_some_and(|g| !g.offline()))
+                {
+                    return Err(err(format!(
+                        "{} cannot be written ({e}), and judge `{}` calls a network grader whose calls must be journaled in the run's journal: make the directory writable (or copy the run)",
+                        run.dir.display(),
+                        j.label()
+                    )));
+                }
+                let scratch = tempfile::tempdir()
+                    .map_err(|e| err(format!("cannot make a scratch directory: {e}")))?;
+                notes.push(format!(
+                    "{} cannot be written ({e}): re-judged without its lock and journal (the judges call only offline models)",
+                    run.dir.display()
+                ));
+                let j = scratch.path().join("journal.jsonl");
+                (None, Some(scratch), j)
+            }
+            Err(e) => return Err(err(format!("cannot lock {}: {e}", run.dir.display()))),
+        };
         let journal = Journal::open(&jpath)
             .map_err(|e| err(format!("cannot open the journal {}: {e}", jpath.display())))?;
+        // What `run` says of a damaged journal, said here too.
+        if journal.damaged_lines > 0 {
+            notes.push(format!(
+                "journal: {} torn or unreadable line(s) skipped; their calls are made again",
+                journal.damaged_lines
+            ));
+        }
+        if journal.bad_checksums > 0 {
+            notes.push(format!(
+                "journal: {} record(s) failed their checksum (damaged on disk) and are not replayed; their calls are made again",
+                journal.bad_checksums
+            ));
+        }
         Ok(Rejudger {
             ids: Identities::new(&run.plan),
             run,
@@ -730,7 +795,9 @@ impl<'a> Rejudger<'a> {
             journal,
             counters: CallCounters::with_budget(None),
             pending: Pending::default(),
+            notes,
             _lock: lock,
+            _scratch: scratch,
         })
     }
 
@@ -787,6 +854,14 @@ impl<'a> Rejudger<'a> {
     }
 }
 
+/// A directory the process may not write (permissions, a read-only filesystem).
+fn is_read_only(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem
+    )
+}
+
 /// What [`rescore`] produced.
 pub struct Rescored {
     /// The new results (one judge: the rescoring one).
@@ -797,6 +872,8 @@ pub struct Rescored {
     pub grader_calls: (u64, u64, u64),
     pub units: u64,
     pub attempts: u64,
+    /// Notes for the user (the journal's damaged records, a read-only run directory).
+    pub notes: Vec<String>,
 }
 
 /// Re-judges every stored attempt of `run` with the judge `spec` and computes the run's
@@ -823,7 +900,7 @@ pub async fn rescore(mut run: StoredRun, spec: &PluginSpec) -> Result<Rescored, 
     run.plan.config.judges = vec![spec.clone()];
     let trials = run.trial_seeds.len();
     let mut tally = Tally::new(&run.plan, trials);
-    let rejudger = Rejudger::new(&run, vec![scorer])?;
+    let mut rejudger = Rejudger::new(&run, vec![scorer])?;
     let (mut units, mut attempts) = (0u64, 0u64);
     let mut status = Status::Complete;
     let mut since_flush = 0;
@@ -857,6 +934,7 @@ pub async fn rescore(mut run: StoredRun, spec: &PluginSpec) -> Result<Rescored, 
     }
     rejudger.flush()?;
     let grader_calls = rejudger.grader_calls();
+    let notes = std::mem::take(&mut rejudger.notes);
     drop(rejudger);
     if status == Status::Complete && !run.meta.status.starts_with("complete") {
         status = Status::Partial(format!("the rescored run is {}", run.meta.status));
@@ -893,6 +971,7 @@ pub async fn rescore(mut run: StoredRun, spec: &PluginSpec) -> Result<Rescored, 
         grader_calls,
         units,
         attempts,
+        notes,
     })
 }
 
@@ -923,6 +1002,112 @@ pub fn recount(run: &StoredRun) -> Result<RunSummary, StoredError> {
         None => Status::Complete,
     };
     Ok(tally.finish(&run.plan, &run.trial_seeds, &status).0)
+}
+
+/// The key of a leaderboard row: its cell and metric.
+fn row_key(r: &gauntlet_core::results::LeaderboardRow) -> String {
+    format!(
+        "{}\u{1f}{}\u{1f}{}\u{1f}{}\u{1f}{}\u{1f}{}",
+        r.attack,
+        r.target,
+        r.dataset_version,
+        r.judge,
+        r.metric,
+        serde_json::Value::Object(r.metric_params.clone())
+    )
+}
+
+fn close(a: Option<f64>, b: Option<f64>) -> bool {
+    match (a, b) {
+        (Some(x), Some(y)) => (x - y).abs() <= 1e-9 * x.abs().max(y.abs()).max(1.0),
+        (None, None) => true,
+        _ => false,
+    }
+}
+
+fn shown_value(v: Option<f64>) -> String {
+    v.map_or("N/A".into(), |x| format!("{x}"))
+}
+
+/// The checks the dashboard makes of a stored run (`gauntlet_web::verify`), made of
+/// `summary` by `report`: every stated value lies within its own interval. A manifest
+/// rewritten to match edited files passes the manifest check, not this one.
+pub fn check_stated(dir: &Path, summary: &RunSummary) -> Result<(), StoredError> {
+    for r in summary.leaderboard() {
+        if let (Some(v), Some(lo), Some(hi)) = (r.value, r.ci_low, r.ci_high) {
+            let eps = 1e-9 * v.abs().max(1.0);
+            if v < lo - eps || v > hi + eps {
+                return Err(err(format!(
+                    "{}: {} = {v} for {} × {} × {} lies outside its own interval [{lo}, {hi}]: the file was edited after the run wrote it (its manifest was rewritten to match); rerun the run",
+                    dir.join("results.json").display(),
+                    r.metric,
+                    r.attack,
+                    r.target,
+                    r.judge
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// [`check_stated`], and the recount: the run's results.json must say what its
+/// transcripts recount to ([`recount`]; token usage and cost are not in the
+/// transcripts). Made by `report` and by every analysis before it uses the stored
+/// verdicts, as the dashboard makes it before it shows a row as verified.
+pub fn check_results(run: &StoredRun) -> Result<(), StoredError> {
+    let path = run.dir.join("results.json");
+    let bytes = files::read(&path, Kind::RESULTS).map_err(|e| err(e.to_string()))?;
+    let stated: RunSummary = serde_json::from_slice(&bytes).map_err(|e| {
+        err(format!(
+            "{} is not a gauntlet results file: {e}",
+            path.display()
+        ))
+    })?;
+    check_stated(&run.dir, &stated)?;
+    let recounted: HashMap<String, gauntlet_core::results::LeaderboardRow> = recount(run)?
+        .leaderboard()
+        .into_iter()
+        .map(|r| (row_key(&r), r))
+        .collect();
+    for r in stated.leaderboard() {
+        if matches!(r.metric.as_str(), "token_usage" | "cost") {
+            continue;
+        }
+        let edited = |what: String| {
+            err(format!(
+                "{}: {what} for {} × {} × {} × {}: the run's files were edited after it wrote them (its manifest was rewritten to match); rerun the run",
+                path.display(),
+                r.metric,
+                r.attack,
+                r.target,
+                r.judge
+            ))
+        };
+        let Some(t) = recounted.get(&row_key(&r)) else {
+            return Err(edited(
+                "a cell × metric its transcripts do not produce".into(),
+            ));
+        };
+        if !close(r.value, t.value)
+            || r.n != t.n
+            || r.attempts != t.attempts
+            || r.errors != t.errors
+        {
+            return Err(edited(format!(
+                "states {} (n {}, {} attempts, {} errors) but its transcripts give {} (n {}, {} attempts, {} errors)",
+                shown_value(r.value),
+                r.n,
+                r.attempts,
+                r.errors,
+                shown_value(t.value),
+                t.n,
+                t.attempts,
+                t.errors
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Writes a [`Rescored`] result set into `out`: results.json (the summary plus
@@ -1034,6 +1219,14 @@ pub fn rerender_reports(
             path.display()
         ))
     })?;
+    // The dashboard's checks: values within their intervals, and (for a run whose plan
+    // this build rebuilds) results.json as its transcripts recount.
+    check_stated(dir, &summary)?;
+    if m.files.contains_key("transcripts.jsonl")
+        && let Ok(run) = StoredRun::open_any_mode(dir, Some(dir))
+    {
+        check_results(&run)?;
+    }
     gauntlet_report::write_reports_with(dir, &summary, opts)
         .map_err(|e| err(format!("cannot write reports in {}: {e}", dir.display())))?;
     for name in REPORTS {

@@ -29,7 +29,7 @@ pub struct ClassifierSummary {
 
 /// The bin of one graded result.
 pub fn bin(r: &ScenarioResult) -> &'static str {
-    if !r.graded() {
+    if r.decided_by == crate::cascade::DecidedBy::FailSafe {
         return E_FAIL_SAFE;
     }
     if r.pass {

@@ -67,6 +67,8 @@ impl ExamFile {
     }
 
     /// Parses an exam file's text; `origin` names it in errors, relative paths join `base`.
+    /// Every problem is reported at once, one per line, in a run config's terms
+    /// (`FILE:LINE:COL: KEY = VALUE is out of range`, then `at key:` and `help:`).
     pub fn parse(text: &str, origin: &str, base: &Path) -> Result<ExamFile, String> {
         let root = parse_yaml(text).map_err(|e| {
             format!(
@@ -81,93 +83,146 @@ impl ExamFile {
                 root.value.kind()
             ));
         };
-        let at = |k: &Key, what: &str| format!("{origin}:{}: `{}`: {what}", k.loc, k.name);
-        let uint = |k: &Key, n: &Node| -> Result<u64, String> {
+        let mut errs: Vec<String> = Vec::new();
+        // Located at the value (as a run config's errors are), at the key when unknown.
+        let diag_at = |loc: &dyn std::fmt::Display, k: &Key, what: &str, help: &str| {
+            format!(
+                "{origin}:{loc}: {what}\n    at key: {}\n    help: {help}",
+                k.name
+            )
+        };
+        // An integer in `lo..=hi`, said as a run config says it.
+        let int_in = |k: &Key, n: &Node, lo: i64, hi: i64, errs: &mut Vec<String>| {
+            let help = match (lo, hi) {
+                (i64::MIN, hi) => format!("expected an integer ≤ {hi} (0 or less: the default)"),
+                (lo, i64::MAX) => format!("expected an integer ≥ {lo}"),
+                (lo, hi) => format!("expected an integer in {lo}..={hi}"),
+            };
             match n.value {
-                Value::Int(i) if i >= 0 => Ok(i as u64),
-                _ => Err(at(
-                    k,
-                    &format!("expected a whole number ≥ 0, found {}", n.value.kind()),
-                )),
+                Value::Int(i) if (lo..=hi).contains(&i) => Some(i),
+                Value::Int(i) => {
+                    errs.push(diag_at(
+                        &n.loc,
+                        k,
+                        &format!("{} = {i} is out of range", k.name),
+                        &help,
+                    ));
+                    None
+                }
+                _ => {
+                    errs.push(diag_at(
+                        &n.loc,
+                        k,
+                        &format!("{} is {}, not an integer", k.name, n.value.kind()),
+                        &help,
+                    ));
+                    None
+                }
             }
         };
-        let path_of = |k: &Key, n: &Node| -> Result<PathBuf, String> {
-            match n.as_str() {
-                Some(s) if !s.is_empty() => Ok(base.join(s)),
-                _ => Err(at(k, &format!("expected a path, found {}", n.value.kind()))),
+        let path_of = |k: &Key, n: &Node, errs: &mut Vec<String>| match n.as_str() {
+            Some(s) if !s.is_empty() => Some(base.join(s)),
+            _ => {
+                errs.push(diag_at(
+                    &n.loc,
+                    k,
+                    &format!("{} is {}, not a path", k.name, n.value.kind()),
+                    "give a directory path (relative to the exam file)",
+                ));
+                None
             }
         };
         let mut f = ExamFile::default();
         let mut target_entries: Vec<(Key, Node)> = Vec::new();
         for (k, v) in entries {
             match k.name.as_str() {
-                "corpus" => f.corpus = Some(path_of(k, v)?),
-                "out" => f.out = Some(path_of(k, v)?),
+                "corpus" => f.corpus = path_of(k, v, &mut errs),
+                "out" => f.out = path_of(k, v, &mut errs),
                 "mode" => {
-                    f.mode = Some(match v.as_str() {
-                        Some("golden") => ExamMode::Golden,
-                        Some("real") => ExamMode::Real,
-                        Some("e2e") => ExamMode::E2e,
-                        _ => return Err(at(k, "expected one of golden, real, e2e")),
-                    })
-                }
-                "passes" => {
-                    f.passes = Some(match v.value {
-                        Value::Int(i) => i,
+                    f.mode = match v.as_str() {
+                        Some("golden") => Some(ExamMode::Golden),
+                        Some("real") => Some(ExamMode::Real),
+                        Some("e2e") => Some(ExamMode::E2e),
                         _ => {
-                            return Err(at(
+                            errs.push(diag_at(
+                                &v.loc,
                                 k,
-                                &format!("expected a number, found {}", v.value.kind()),
+                                &format!("mode `{}` is not an exam mode", shown(v)),
+                                "expected one of golden, real, e2e",
                             ));
+                            None
                         }
-                    })
-                }
-                "consensus" => f.consensus = Some(uint(k, v)? as usize),
-                "seed" => f.seed = Some(uint(k, v)?),
-                "max_queries" => f.max_queries = Some(uint(k, v)?),
-                "concurrency" => {
-                    let n = uint(k, v)?;
-                    if !(1..=1024).contains(&n) {
-                        return Err(at(k, "expected 1 to 1024"));
                     }
-                    f.concurrency = Some(n as u32);
                 }
+                // As --passes: 0 or less means the default, 3.
+                "passes" => f.passes = int_in(k, v, i64::MIN, crate::grade::MAX_PASSES, &mut errs),
+                "consensus" => {
+                    f.consensus = int_in(k, v, 0, crate::cascade::MAX_CONSENSUS as i64, &mut errs)
+                        .map(|n| n as usize)
+                }
+                "seed" => f.seed = int_in(k, v, 0, i64::MAX, &mut errs).map(|n| n as u64),
+                "max_queries" => {
+                    f.max_queries = int_in(k, v, 0, i64::MAX, &mut errs).map(|n| n as u64)
+                }
+                "concurrency" => f.concurrency = int_in(k, v, 1, 1024, &mut errs).map(|n| n as u32),
                 "tool_loop" => {
-                    f.tool_loop = Some(match v.value {
-                        Value::Bool(b) => b,
+                    f.tool_loop = match v.value {
+                        Value::Bool(b) => Some(b),
                         _ => {
-                            return Err(at(
+                            errs.push(diag_at(
+                                &v.loc,
                                 k,
-                                &format!("expected true or false, found {}", v.value.kind()),
+                                &format!("tool_loop is {}, not a boolean", v.value.kind()),
+                                "expected true or false",
                             ));
+                            None
                         }
-                    })
+                    }
                 }
                 "target" | "tiers" => target_entries.push((k.clone(), v.clone())),
-                _ => {
-                    return Err(format!(
-                        "{origin}:{}: unknown key `{}`; an exam file may hold {KEYS}",
-                        k.loc, k.name
-                    ));
-                }
+                _ => errs.push(diag_at(
+                    &k.loc,
+                    k,
+                    &format!("unknown key `{}`", k.name),
+                    &format!("an exam file may hold {KEYS}"),
+                )),
             }
         }
         if let Some((k, _)) = target_entries.iter().find(|(k, _)| k.name == "tiers")
             && !target_entries.iter().any(|(k, _)| k.name == "target")
         {
-            return Err(at(
+            errs.push(diag_at(
+                &k.loc,
                 k,
-                "per-tier models need a default: add `target: SPEC` (missing `target`)",
+                "per-tier models need a default (missing `target`)",
+                "add `target: SPEC`",
             ));
-        }
-        if !target_entries.is_empty() {
+        } else if !target_entries.is_empty() {
             let doc = Node {
                 loc: root.loc,
                 value: Value::Map(target_entries),
             };
-            f.targets = Some(crate::exam::parse_target_node(&doc, origin)?);
+            match crate::exam::parse_target_node(&doc, origin) {
+                Ok(t) => f.targets = Some(t),
+                Err(e) => errs.push(e),
+            }
         }
-        Ok(f)
+        if errs.is_empty() {
+            Ok(f)
+        } else {
+            Err(errs.join("\n"))
+        }
+    }
+}
+
+/// A scalar as the file wrote it (for messages), or its kind.
+fn shown(n: &Node) -> String {
+    match &n.value {
+        Value::Str(s) => gauntlet_core::terminal::safe(s).into_owned(),
+        Value::Int(i) => i.to_string(),
+        Value::Bool(b) => b.to_string(),
+        Value::Float(x) => x.to_string(),
+        other => other.kind().to_string(),
     }
 }
 
@@ -212,15 +267,42 @@ mod tests {
         );
         let e = parse("mode: fast\n").err().unwrap();
         assert!(
-            e.contains("`mode`: expected one of golden, real, e2e"),
+            e.contains("mode `fast` is not an exam mode") && e.contains("golden, real, e2e"),
             "{e}"
         );
         let e = parse("seed: -1\n").err().unwrap();
-        assert!(e.contains("`seed`: expected a whole number"), "{e}");
+        assert!(e.contains("seed = -1 is out of range"), "{e}");
         let e = parse("- a\n").err().unwrap();
         assert!(e.contains("mapping"), "{e}");
         let e = parse("concurrency: 0\n").err().unwrap();
-        assert!(e.contains("1 to 1024"), "{e}");
+        assert!(e.contains("expected an integer in 1..=1024"), "{e}");
+    }
+
+    /// Issue 26: every problem of the file at once, each in a run config's terms
+    /// (`consensus = -1 is out of range`, not "a whole number ≥ 0, found an integer").
+    #[test]
+    fn every_error_is_reported_at_once_in_run_config_terms() {
+        let e = parse("passes: 1000000\nconsensus: -1\nmax_queries: -2\nconcurrency: 0\nmode: bogus\nbudget: 3\n")
+            .err()
+            .unwrap();
+        for want in [
+            "exam.yaml:1:9: passes = 1000000 is out of range",
+            "exam.yaml:2:12: consensus = -1 is out of range",
+            "exam.yaml:3:14: max_queries = -2 is out of range",
+            "exam.yaml:4:14: concurrency = 0 is out of range",
+            "mode `bogus` is not an exam mode",
+            "unknown key `budget`",
+            "at key: consensus",
+            "help: expected an integer in 1..=1024",
+        ] {
+            assert!(e.contains(want), "no {want:?} in:\n{e}");
+        }
+        assert!(!e.contains("found an integer"), "{e}");
+        assert_eq!(
+            e.lines().filter(|l| l.starts_with("exam.yaml:")).count(),
+            6,
+            "{e}"
+        );
     }
 
     #[test]

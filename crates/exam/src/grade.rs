@@ -14,7 +14,11 @@
 //! came from the fail-safe after a failed or unparseable model call
 //! (`decided_by: fail_safe`, with its `error`) is not a pass and not a failure of the
 //! model. It is left out of every rate's population and counted beside them
-//! (`fail_safe`); a rate with an empty population is `null` with its reason in
+//! (`fail_safe`). So is a scenario the deterministic floor escalated by rule with zero
+//! model calls (`decided_by: floor`, counted in `floor`): its chain axis is still
+//! graded and shown, but a harness rule never makes the model's pass rate (issue 31:
+//! a model that decided nothing topped the leaderboard with 1.0 made of one floor
+//! scenario). A rate with an empty population is `null` with its reason in
 //! `na_reasons`, never 0 and never a made-up 1.0.
 //!
 //! Field names of [`ScenarioResult`] and [`RunResult`] are byte-compatible with
@@ -91,7 +95,7 @@ pub struct ScenarioResult {
     pub full_chain: Vec<ChainStep>,
     pub structural: StructuralAxes,
     /// The chain_action axis passed and the model (or the floor) decided: a fail-safe
-    /// escalation is never a pass.
+    /// escalation is never a pass. (A floor pass is shown, but outside the rates.)
     pub pass: bool,
     /// `model`, `floor` or `fail_safe`.
     pub decided_by: DecidedBy,
@@ -101,9 +105,10 @@ pub struct ScenarioResult {
 }
 
 impl ScenarioResult {
-    /// Inside the rates' population: decided by the model or the floor.
+    /// Inside the rates' population: decided by the model (not by the floor's rule,
+    /// not by the fail-safe).
     pub fn graded(&self) -> bool {
-        self.decided_by != DecidedBy::FailSafe
+        self.decided_by == DecidedBy::Model
     }
 }
 
@@ -225,7 +230,7 @@ fn chain_step(t: &TranscriptEntry) -> ChainStep {
 }
 
 /// One full corpus pass. `total` counts every scenario; the rates' population is the
-/// `graded` ones (decided by the model or the floor), the `fail_safe` ones are counted
+/// `graded` ones (decided by the model), the `floor` and `fail_safe` ones are counted
 /// beside them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunResult {
@@ -244,9 +249,14 @@ pub struct RunResult {
     pub benigns: usize,
     pub benigns_passed: usize,
     pub precision_rate: Option<f64>,
-    /// Scenarios decided by the model or the floor: the population of the rates.
+    /// Scenarios decided by the model: the population of the rates.
     pub graded: usize,
-    /// Scenarios decided by the fail-safe after a model error: outside every rate.
+    /// Scenarios the deterministic floor escalated by rule (zero model calls):
+    /// outside every rate.
+    #[serde(default)]
+    pub floor: usize,
+    /// Scenarios decided by the fail-safe after a model error or an unparseable reply
+    /// (a template echo included): outside every rate.
     pub fail_safe: usize,
     /// Why a rate is `null`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -254,13 +264,25 @@ pub struct RunResult {
 }
 
 /// The reason a rate over an empty population is N/A.
-pub fn na_reason(what: &str, fail_safe: usize) -> String {
+pub fn na_reason(what: &str, floor: usize, fail_safe: usize) -> String {
+    let mut excluded = Vec::new();
     if fail_safe > 0 {
-        format!(
-            "no {what} was decided by the model or the floor ({fail_safe} scenario(s) decided by the fail-safe after a model error are excluded)"
-        )
-    } else {
+        excluded.push(format!(
+            "{fail_safe} scenario run(s) decided by the fail-safe after a model error or an unparseable reply"
+        ));
+    }
+    if floor > 0 {
+        excluded.push(format!(
+            "{floor} scenario run(s) escalated by the harness's floor rule with zero model calls"
+        ));
+    }
+    if excluded.is_empty() {
         format!("no {what} in the corpus")
+    } else {
+        format!(
+            "the model decided no {what} ({} excluded)",
+            excluded.join("; ")
+        )
     }
 }
 
@@ -268,7 +290,11 @@ impl RunResult {
     pub fn from_results(index: usize, results: Vec<ScenarioResult>) -> RunResult {
         let total = results.len();
         let graded: Vec<&ScenarioResult> = results.iter().filter(|r| r.graded()).collect();
-        let fail_safe = total - graded.len();
+        let floor = results
+            .iter()
+            .filter(|r| r.decided_by == DecidedBy::Floor)
+            .count();
+        let fail_safe = total - graded.len() - floor;
         let passed = graded.iter().filter(|r| r.pass).count();
         let attacks = graded
             .iter()
@@ -283,7 +309,7 @@ impl RunResult {
         let mut na_reasons = BTreeMap::new();
         let mut rate = |name: &str, what: &str, k: usize, n: usize| {
             if n == 0 {
-                na_reasons.insert(name.to_string(), na_reason(what, fail_safe));
+                na_reasons.insert(name.to_string(), na_reason(what, floor, fail_safe));
                 None
             } else {
                 Some(k as f64 / n as f64)
@@ -304,12 +330,17 @@ impl RunResult {
             benigns_passed,
             precision_rate,
             graded: graded.len(),
+            floor,
             fail_safe,
             na_reasons,
             results,
         }
     }
 }
+
+/// The most passes an exam runs (`-n`, `passes:`): like a run's `trials`, a range is
+/// checked up front (a million passes used to fill 4 GB and abort with nothing written).
+pub const MAX_PASSES: i64 = 100;
 
 /// The number of passes actually run: N ≤ 0 means 3.
 pub fn effective_passes(n: i64) -> usize {

@@ -100,6 +100,9 @@ pub enum SettingsError {
     /// another exam, not writable).
     #[error("{0}")]
     Calls(String),
+    /// `passes` or `consensus` beyond its range.
+    #[error("{0}")]
+    Range(String),
 }
 
 impl ExamSettings {
@@ -124,6 +127,21 @@ impl ExamSettings {
             r.concurrency = r.concurrency.or(f.concurrency);
             r.max_queries = r.max_queries.or(f.max_queries);
             file_targets = f.targets;
+        }
+        // Checked before anything is loaded or run: a million passes used to fill 4 GB.
+        if r.passes > crate::grade::MAX_PASSES {
+            return Err(SettingsError::Range(format!(
+                "passes = {} is out of range: at most {} passes (0 or less: 3)",
+                r.passes,
+                crate::grade::MAX_PASSES
+            )));
+        }
+        if r.consensus > crate::cascade::MAX_CONSENSUS {
+            return Err(SettingsError::Range(format!(
+                "consensus = {} is out of range: at most {} voters",
+                r.consensus,
+                crate::cascade::MAX_CONSENSUS
+            )));
         }
         if let (Some((index, count)), ExamMode::E2e) = (r.shard, r.mode) {
             return Err(SettingsError::ShardedE2e { index, count });

@@ -12,6 +12,16 @@
 //!    resolve synonym → resolve (escalate wins a tie). A scanned verdict carries
 //!    confidence 0 and no evidence flags, so it can never pass a confidence gate;
 //! 3. otherwise (and on any model error) → escalate.
+//!
+//! A **template echo** is never a decision (issue 31): a reply that copies the
+//! prompt's answer template — an action naming both actions (`"resolve|escalate"`, or
+//! any two action words in one value), the schema's placeholders `resolve|escalate`,
+//! `true|false` or `1-5` anywhere a usable verdict object did not come first, or the
+//! example reason `one or two sentences` — is [`ParseKind::Unparseable`]: the cascade
+//! escalates by default (fail safe) and the scenario is left out of the model's rates,
+//! like any other unparseable reply. Without this rule the word scan read the echoed
+//! `resolve|escalate` as *escalate* (escalate wins a tie) and credited the model with
+//! every attack caught.
 
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -98,6 +108,9 @@ pub fn parse_verdict(reply: &str) -> Verdict {
             return v;
         }
     }
+    if let Some(what) = template_placeholder(reply) {
+        return template_echo(what, reply);
+    }
     let mut saw_resolve = false;
     for word in reply
         .split(|c: char| !c.is_ascii_alphanumeric())
@@ -138,13 +151,88 @@ fn excerpt(s: &str) -> String {
     }
 }
 
+/// The example reason of the prompt's answer template (cascade::tiers::CONTRACT).
+const TEMPLATE_REASON: &str = "one or two sentences";
+
+/// The fail-safe verdict for a reply that copies the prompt's template.
+fn template_echo(what: &str, reply: &str) -> Verdict {
+    Verdict::fail_safe(
+        ParseKind::Unparseable,
+        format!(
+            "template echo (the reply copies the prompt's placeholder {what}), not a decision; escalated by default: {}",
+            excerpt(reply)
+        ),
+    )
+}
+
+/// Action words in a value, in order (whole words, any case).
+fn action_words(s: &str) -> Vec<Action> {
+    s.split(|c: char| !c.is_ascii_alphanumeric())
+        .filter_map(action_word)
+        .collect()
+}
+
+/// The template placeholder a reply contains, if any: two action words joined by `|`
+/// or `/` (`resolve|escalate`, `escalate / resolve`), `true|false`, a `1-5` range
+/// value, or the example reason.
+fn template_placeholder(reply: &str) -> Option<&'static str> {
+    let lower = reply.to_ascii_lowercase();
+    let squeezed: String = lower.chars().filter(|c| !c.is_whitespace()).collect();
+    for a in RESOLVE_WORDS.iter().chain(ESCALATE_WORDS) {
+        for b in RESOLVE_WORDS.iter().chain(ESCALATE_WORDS) {
+            if action_word(a) == action_word(b) {
+                continue;
+            }
+            for sep in ["|", "/"] {
+                let alt = format!("{a}{sep}{b}");
+                if squeezed
+                    .match_indices(&alt)
+                    .any(|(i, _)| whole_word_at(&squeezed, i, alt.len()))
+                {
+                    return Some("`resolve|escalate`");
+                }
+            }
+        }
+    }
+    if squeezed.contains("true|false") || squeezed.contains("false|true") {
+        return Some("`true|false`");
+    }
+    if squeezed.contains("\"confidence\":1-5") {
+        return Some("`1-5`");
+    }
+    if lower.contains(TEMPLATE_REASON) {
+        return Some("`one or two sentences`");
+    }
+    None
+}
+
+/// `s[i..i+len]` is not glued to letters or digits on either side.
+fn whole_word_at(s: &str, i: usize, len: usize) -> bool {
+    let before = s[..i].chars().next_back();
+    let after = s[i + len..].chars().next();
+    !before.is_some_and(|c| c.is_ascii_alphanumeric())
+        && !after.is_some_and(|c| c.is_ascii_alphanumeric())
+}
+
 fn from_object(obj: &Map<String, Value>) -> Option<Verdict> {
-    let action = obj
+    let raw = obj
         .get("action")
         .or_else(|| obj.get("verdict"))
         .or_else(|| obj.get("decision"))
+        .and_then(Value::as_str)?;
+    let named = action_words(raw);
+    if named.contains(&Action::Resolve) && named.contains(&Action::Escalate) {
+        // `"resolve|escalate"`: the template's placeholder, or an action naming both.
+        return Some(template_echo("`resolve|escalate`", raw));
+    }
+    let action = action_word(raw)?;
+    if obj
+        .get("reason")
         .and_then(Value::as_str)
-        .and_then(action_word)?;
+        .is_some_and(|r| r.trim().eq_ignore_ascii_case(TEMPLATE_REASON))
+    {
+        return Some(template_echo("`one or two sentences`", raw));
+    }
     let confidence = match obj.get("confidence") {
         Some(Value::Number(n)) => n.as_f64().unwrap_or(0.0),
         Some(Value::String(s)) => s.trim().parse::<f64>().unwrap_or(0.0),
@@ -326,7 +414,10 @@ mod tests {
             act(r#"{"action":"close","confidence":5} looks benign"#),
             (Resolve, WordScan, 0)
         );
-        assert_eq!(act(r#"{"action":"resolve; escalate"}"#).0, Escalate);
+        assert_eq!(
+            act(r#"{"action":"resolve; escalate"}"#),
+            (Escalate, Unparseable, 0)
+        );
     }
 
     #[test]
@@ -365,6 +456,40 @@ mod tests {
         // An action that smuggles both words is not a recognised action.
         let r = r#"{"action":"resolve\"}escalate","confidence":5}"#;
         assert_eq!(act(r).0, Escalate);
+    }
+
+    /// The prompt's own answer template, as the model under test copies it.
+    fn template() -> String {
+        crate::cascade::answer_template().to_string()
+    }
+
+    #[test]
+    fn template_echo_is_never_a_decision() {
+        // The exact line of the prompt (invalid JSON: `1-5`), bare, fenced, in prose.
+        let t = template();
+        for r in [
+            t.clone(),
+            format!("```json\n{t}\n```"),
+            format!("Sure! Here is my answer:\n{t}\nThanks."),
+            r#"{"action":"resolve|escalate","confidence":3,"reason":"x"}"#.to_string(),
+            r#"{"action": "escalate / resolve", "confidence": 4}"#.to_string(),
+            r#"{"action":"escalate","confidence":3,"reason":"one or two sentences"}"#.to_string(),
+            "action: Resolve | Escalate".to_string(),
+            r#"{"action":"escalate","confidence":true|false}"#.to_string(),
+        ] {
+            let v = parse_verdict(&r);
+            assert_eq!(v.action, Escalate, "{r:?}");
+            assert_eq!(v.parse, Unparseable, "{r:?}");
+            assert!(v.reason.starts_with("template echo"), "{r:?}: {}", v.reason);
+        }
+        // A real verdict first wins over a template copied after it.
+        let r = format!("{OK}\n(format was: {t})");
+        assert_eq!(act(&r), (Resolve, Json, 5));
+        // Words that merely contain the action words are not an alternation.
+        assert_eq!(
+            act("unresolved|escalated? escalate"),
+            (Escalate, WordScan, 0)
+        );
     }
 
     #[test]

@@ -54,7 +54,13 @@ fn golden_passes_everything_over_three_passes_and_writes_artefacts() {
     assert_eq!(r.median_recall_rate, Some(1.0));
     assert_eq!(r.median_precision_rate, Some(1.0));
     assert!(r.runs_within_band);
-    assert_eq!(r.pass_all_runs.scenarios, c.scenarios.len());
+    // pass^N is over the model-decided scenarios: floor-routed ones (zero model calls)
+    // are outside every rate (issue 31) and counted in `floor`.
+    let floor_n = r.runs[0].floor;
+    assert!(floor_n > 0);
+    assert_eq!(r.pass_all_runs.scenarios, c.scenarios.len() - floor_n);
+    assert_eq!(r.pass_all_runs.total, c.scenarios.len() - floor_n);
+    assert_eq!(r.decided_by.floor, 3 * floor_n);
     assert!(r.note.contains("NOT AN ACCURACY NUMBER"));
     assert_eq!(r.model_errors, 0);
     // Every scenario passes; rubric misses (if any) are reported, not failed.

@@ -317,11 +317,14 @@ fn fetch_http(
     opts: &FetchOptions,
 ) -> Result<Fetched, FetchError> {
     let shown = url.as_str().to_string();
-    // A verified cache entry needs no network and no permission to download.
+    // A verified cache entry needs no network and no permission to download. A damaged
+    // one is removed, and every message below says so.
+    let mut poisoned: Option<String> = None;
     if let (Some(want), Some(dir)) = (&pin, &opts.cache_dir) {
         let entry = dir.join(want);
         if entry.is_file() {
-            match hash_file(&entry, opts.policy.max_bytes) {
+            let got = hash_file(&entry, opts.policy.max_bytes);
+            match got {
                 Ok((sha, len)) if sha == *want => {
                     return Ok(Fetched {
                         path: entry,
@@ -333,25 +336,42 @@ fn fetch_http(
                     });
                 }
                 // A corrupt entry is dropped and fetched again below.
-                _ => {
+                other => {
+                    let why = match other {
+                        Ok((sha, _)) => format!("it hashed to {sha}"),
+                        Err(e) => e.to_string(),
+                    };
                     let _ = std::fs::remove_file(&entry);
+                    poisoned = Some(format!(
+                        "the cached copy {} failed its sha256 check ({why}) and was removed",
+                        entry.display()
+                    ));
                 }
             }
         }
     }
+    let note = poisoned
+        .as_ref()
+        .map_or(String::new(), |p| format!("; note: {p}"));
     if !allow_download {
         return Err(FetchError::new(
             &shown,
-            "downloads are disabled: set `allow_download: true` in the dataset params to \
-             fetch it (it is verified against `sha256` and cached), or download the file \
-             yourself and use a file:// path",
+            format!(
+                "downloads are disabled: set `allow_download: true` in the dataset params to \
+                 fetch it (it is verified against `sha256` and cached), or download the file \
+                 yourself and use a file:// path{note}"
+            ),
         ));
     }
     if opts.policy.offline {
+        let why = match &poisoned {
+            Some(p) => format!("not downloaded: GAUNTLET_OFFLINE is set, and {p}"),
+            None => "not downloaded: GAUNTLET_OFFLINE is set and the file is not in the cache"
+                .to_string(),
+        };
         return Err(FetchError::unreachable(
             &shown,
-            "not downloaded: GAUNTLET_OFFLINE is set and the file is not in the cache \
-             (unset GAUNTLET_OFFLINE to download it, or use a file:// path)",
+            format!("{why} (unset GAUNTLET_OFFLINE to download it, or use a file:// path)"),
         ));
     }
     let Some(want) = pin else {

@@ -190,6 +190,30 @@ fn download_verifies_caches_and_second_run_needs_no_network() {
     assert_eq!(names, vec![sha.clone()]);
 }
 
+/// Issue 26: a poisoned cache entry used to be removed silently, after which the
+/// message said the file "is not in the cache". Offline or with downloads disabled, the
+/// error now says it failed its sha256 check and was removed.
+#[test]
+fn a_poisoned_cache_entry_is_named_when_it_cannot_be_fetched_again() {
+    let cache = tempfile::tempdir().unwrap();
+    let sha = sha256_hex(BODY);
+    let url = "http://127.0.0.1:9/file/a.csv";
+    for offline in [true, false] {
+        std::fs::write(cache.path().join(&sha), b"tampered").unwrap();
+        let mut o = opts(Some(cache.path()));
+        o.policy.offline = offline;
+        let mut r = req(url, Some(&sha));
+        r.allow_download = offline;
+        let e = fetch(r, &o).unwrap_err().to_string();
+        assert!(
+            e.contains("failed its sha256 check") && e.contains("was removed"),
+            "{e}"
+        );
+        assert!(!e.contains("is not in the cache"), "{e}");
+        assert!(!cache.path().join(&sha).exists());
+    }
+}
+
 #[test]
 fn corrupt_cache_entry_is_refetched() {
     let server = start();

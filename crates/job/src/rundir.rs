@@ -57,6 +57,17 @@ impl RunDir {
     /// holding a symbolic link; removes temporary files a killed session left.
     pub fn open(runs_dir: &Path, run_name: &str) -> io::Result<RunDir> {
         let root = runs_dir.join(run_name);
+        // The directory itself may not be a link either: the run would be written into
+        // wherever it points.
+        if fs::symlink_metadata(&root).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "{} is a symbolic link; gauntlet never follows a link to a run directory: remove it, or give --runs-dir the directory that holds its target",
+                    root.display()
+                ),
+            ));
+        }
         fs::create_dir_all(&root)?;
         refuse_symlinks(&root)?;
         let lock = OpenOptions::new()

@@ -290,6 +290,7 @@ fn shown_opt(v: Option<&serde_json::Value>) -> String {
 pub fn concat_journals(shards: &[&Path], to: &Path) -> Result<(), String> {
     let tmp = gauntlet_core::atomic::tmp_path(to);
     let io = |p: &Path, e: std::io::Error| format!("cannot write {}: {e}", p.display());
+    gauntlet_core::atomic::check_replaceable(to).map_err(|e| io(to, e))?;
     let mut w = BufWriter::with_capacity(1 << 20, File::create(&tmp).map_err(|e| io(&tmp, e))?);
     let mut header: Option<Vec<u8>> = None;
     let mut line = Vec::new();

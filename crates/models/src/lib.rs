@@ -8,13 +8,19 @@
 //! Live targets (`openai_compat`, `anthropic`) send their calls through the resilient
 //! [`transport`], whose retry and concurrency counters the engine reads with
 //! [`Model::transport_stats`].
+//!
+//! A target built with `tool_protocol: prompted` comes wrapped in
+//! [`tool_protocol::PromptedTarget`]: tools described in its prompt, calls parsed from
+//! its text (AgentDojo's `LOCAL` format), for models without native tool calls.
 
 pub mod batch;
 pub mod refusal;
 pub mod registry;
 pub mod targets;
+pub mod tool_protocol;
 pub mod transport;
 
+pub use tool_protocol::ToolProtocol;
 pub use transport::{TransportOptions, TransportStats};
 
 use gauntlet_core::message::{ChatRequest, ChatResponse};
@@ -41,6 +47,27 @@ pub enum ModelError {
     Budget,
 }
 
+/// Caps on one call, checked by the call layer for every model (`gauntlet-calls`):
+/// tool calls per reply and the request's size. Live targets take them from their
+/// `max_tool_calls` and `max_request_bytes` params;
+/// any excess is that call's error outcome, never a success or failure of the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CallLimits {
+    /// Most tool calls one reply may carry.
+    pub max_tool_calls: usize,
+    /// Largest request ([`gauntlet_core::message::ChatRequest::size`]) sent.
+    pub max_request_bytes: usize,
+}
+
+impl Default for CallLimits {
+    fn default() -> Self {
+        CallLimits {
+            max_tool_calls: gauntlet_core::message::DEFAULT_MAX_TOOL_CALLS,
+            max_request_bytes: gauntlet_core::message::DEFAULT_MAX_REQUEST_BYTES,
+        }
+    }
+}
+
 /// A chat model.
 pub trait Model: Send + Sync {
     /// The resolved spec this model was built from; its identity keys the cache.
@@ -62,6 +89,21 @@ pub trait Model: Send + Sync {
     /// The provider's batch API, when this model was built with `batch: true`
     /// ([`batch::BATCH_PARAMS`]); the call layer then sends its calls in batches.
     fn batch_api(&self) -> Option<&dyn batch::BatchApi> {
+        None
+    }
+    /// How this model is told about tools and how its calls come back
+    /// ([`tool_protocol`]): `Prompted` for a target built with `tool_protocol: prompted`.
+    fn tool_protocol(&self) -> ToolProtocol {
+        ToolProtocol::Native
+    }
+    /// The caps the call layer applies to this model's calls.
+    fn limits(&self) -> CallLimits {
+        CallLimits::default()
+    }
+    /// The API key this model sends, so the call layer can scrub it from every reply
+    /// before anything is journaled (an endpoint may echo it back). `None` for models
+    /// without one.
+    fn secret(&self) -> Option<&transport::Secret> {
         None
     }
 }

@@ -10,6 +10,7 @@ use crate::targets::reference::{self, ReferenceTarget};
 use crate::targets::reference_agent::{self, ReferenceAgent};
 use crate::targets::reference_memorizer::{self, ReferenceMemorizer};
 use crate::targets::{EnvLookup, process_env};
+use crate::tool_protocol::{PromptedTarget, ToolProtocol};
 use crate::transport::TransportOptions;
 use crate::{Model, ModelError};
 use gauntlet_core::params::{PluginInfo, PluginSpec};
@@ -31,6 +32,18 @@ pub const TARGETS: &[PluginInfo] = &[
 /// Builds a target from a resolved spec. Live targets read their API key from the
 /// environment here, so a missing key is a configuration error before any call is made.
 pub fn build_target(spec: &PluginSpec) -> Result<Arc<dyn Model>, ModelError> {
+    with_protocol(spec, build_plain_target(spec)?)
+}
+
+/// Wraps a built target in the tool protocol its spec asks for (`tool_protocol`).
+pub fn with_protocol(spec: &PluginSpec, m: Arc<dyn Model>) -> Result<Arc<dyn Model>, ModelError> {
+    Ok(match ToolProtocol::of(spec) {
+        ToolProtocol::Native => m,
+        ToolProtocol::Prompted => Arc::new(PromptedTarget::new(m)?),
+    })
+}
+
+fn build_plain_target(spec: &PluginSpec) -> Result<Arc<dyn Model>, ModelError> {
     match spec.name.as_str() {
         "reference" | "mock" => Ok(Arc::new(ReferenceTarget::new(spec.clone()))),
         "reference_memorizer" => Ok(Arc::new(ReferenceMemorizer::new(spec.clone()))),
@@ -62,13 +75,14 @@ pub fn build_target_for_check_with(
 ) -> Result<(Arc<dyn Model>, Option<String>), ModelError> {
     let live = |env: EnvLookup<'_>| -> Result<Arc<dyn Model>, ModelError> {
         let options = TransportOptions::default();
-        Ok(match spec.name.as_str() {
+        let m: Arc<dyn Model> = match spec.name.as_str() {
             "openai_compat" => Arc::new(OpenAiCompatTarget::with_env(spec, env, options)?),
             "anthropic" => Arc::new(AnthropicTarget::with_env(spec, env, options)?),
             "http" => Arc::new(HttpTarget::with_env(spec, env, options)?),
             "command" => Arc::new(CommandTarget::with_env(spec, env)?),
-            _ => build_target(spec)?,
-        })
+            _ => build_plain_target(spec)?,
+        };
+        with_protocol(spec, m)
     };
     let e = match live(env) {
         Ok(m) => return Ok((m, None)),

@@ -36,6 +36,40 @@ use std::sync::{Mutex, Once};
 use std::time::{Duration, SystemTime};
 use tokio::sync::Notify;
 
+/// Where the transport says what the user must know while a call waits (a server's
+/// `Retry-After` beyond the cap): the command sets it (`gauntlet` prints to stderr);
+/// unset, nothing is said.
+static NOTICES: std::sync::OnceLock<Box<Notice>> = std::sync::OnceLock::new();
+
+/// What receives a transport notice.
+type Notice = dyn Fn(&str) + Send + Sync;
+
+/// Sets where the transport's notices go (the first setting wins).
+pub fn on_notice(f: impl Fn(&str) + Send + Sync + 'static) {
+    let _ = NOTICES.set(Box::new(f));
+}
+
+fn notice(msg: &str) {
+    if let Some(f) = NOTICES.get() {
+        f(msg);
+    }
+}
+
+/// The wait before a retry the server timed with `Retry-After`, capped; a wait cut by
+/// the cap is said, so a run that stalls says why.
+fn server_wait(asked: Duration, cap: Duration, message: &str) -> Duration {
+    if asked > cap {
+        notice(&format!(
+            "waiting {} s (server asked {} s; Retry-After waits are capped at {} s): {}",
+            cap.as_secs(),
+            asked.as_secs(),
+            cap.as_secs(),
+            excerpt(message.as_bytes())
+        ));
+    }
+    asked.min(cap)
+}
+
 /// HTTP statuses that are retried (rate limit, server errors, Anthropic's "overloaded").
 pub const RETRY_STATUSES: &[u16] = &[429, 500, 502, 503, 504, 529];
 
@@ -148,6 +182,10 @@ impl Secret {
             return text.to_string();
         }
         text.replace(&self.0, "[redacted]")
+    }
+    /// Whether `text` holds the key (keys shorter than 4 bytes are never looked for).
+    pub fn found_in(&self, text: &str) -> bool {
+        self.0.len() >= 4 && text.contains(&self.0)
     }
 }
 
@@ -502,7 +540,7 @@ impl Transport {
                         1,
                     );
                     let wait = match retry_after {
-                        Some(d) => d.min(self.options.retry_after_cap),
+                        Some(d) => server_wait(d, self.options.retry_after_cap, &message),
                         None => self.backoff(retries),
                     };
                     bump(&c.retry_wait_ms, wait.as_millis() as u64);
@@ -678,7 +716,7 @@ impl Transport {
                         return Err(self.scrub(ModelError::Call(message)));
                     }
                     let wait = match retry_after {
-                        Some(d) => d.min(self.options.retry_after_cap),
+                        Some(d) => server_wait(d, self.options.retry_after_cap, &message),
                         None => self.backoff(retries),
                     };
                     tokio::time::sleep(wait).await;
@@ -710,7 +748,7 @@ impl Transport {
                         return Err(self.scrub(ModelError::Call(message)));
                     }
                     let wait = match retry_after {
-                        Some(d) => d.min(self.options.retry_after_cap),
+                        Some(d) => server_wait(d, self.options.retry_after_cap, &message),
                         None => self.backoff(retries),
                     };
                     tokio::time::sleep(wait).await;
@@ -718,6 +756,11 @@ impl Transport {
                 }
             }
         }
+    }
+
+    /// The key, when this transport sends one (for the call layer's redaction).
+    pub fn secret(&self) -> Option<&Secret> {
+        self.secret.as_ref()
     }
 
     /// The key (and every other secret) scrubbed from a message (downloaded text quoted
@@ -801,7 +844,7 @@ impl Transport {
                         1,
                     );
                     let wait = match retry_after {
-                        Some(d) => d.min(self.options.retry_after_cap),
+                        Some(d) => server_wait(d, self.options.retry_after_cap, &message),
                         None => self.backoff(retries),
                     };
                     bump(&c.retry_wait_ms, wait.as_millis() as u64);

@@ -19,6 +19,15 @@ pub trait Judge: Send + Sync {
     fn detects_injection(&self) -> bool {
         false
     }
+    /// Whether the judge judges agent runs and records their unparsed tool calls (for
+    /// `unparsed_tool_call_rate`): every injection judge, and `injecagent`.
+    fn judges_agent_runs(&self) -> bool {
+        self.detects_injection()
+    }
+    /// Whether verdicts carry InjecAgent's evaluation (for the `injecagent_*` metrics).
+    fn evaluates_injecagent(&self) -> bool {
+        false
+    }
     /// The grader model spec, for judges that call one.
     fn grader(&self) -> Option<&PluginSpec> {
         None
@@ -67,4 +76,15 @@ pub fn precheck(judge: &str, attempt: &Attempt) -> Option<Verdict> {
         Ok(r) if r.is_empty() => Some(Verdict::error(judge, "target returned an empty reply")),
         Ok(_) => None,
     }
+}
+
+/// From an agent run's metadata: under `tool_protocol: prompted` (`tool_protocol:
+/// "prompted"`), whether a reply reached for a tool and yielded no call
+/// (`unparsed_tool_call` holds the reason, or null); `None` for a native-protocol run.
+pub fn unparsed_tool_call(metadata: &serde_json::Value) -> Option<bool> {
+    (metadata.get("tool_protocol") == Some(&serde_json::Value::from("prompted"))).then(|| {
+        metadata
+            .get("unparsed_tool_call")
+            .is_some_and(|v| !v.is_null())
+    })
 }

@@ -11,12 +11,16 @@
 //! perturbations, framings, model-driven rewrites; the seam is [`transform`]), and
 //! attacks that scale with a budget (Best-of-N, many-shot) report a [`curves`] curve.
 //!
+//! The agent surfaces: [`injection`] (the bundled and file scenario suites and their
+//! agent loop) and [`injecagent`] (InjecAgent's published cases).
+//!
 //! Each plugin lives in its own file named after it; [`registry`] is the closed list.
 
 pub mod attack;
 pub mod attacks;
 pub mod curves;
 pub mod datasets;
+pub mod injecagent;
 pub mod injection;
 pub mod injections;
 pub mod judge;

@@ -14,19 +14,24 @@ use crate::datasets::{
 };
 use crate::injection::{agentdojo as agentdojo_source, bundled, scenario_file};
 use crate::injections::{
-    Injection, agentdojo as agentdojo_injection, direct_injection, indirect_injection, no_injection,
+    Injection, agentdojo as agentdojo_injection, direct_injection, indirect_injection,
+    injecagent as injecagent_injection, mcp_rug_pull, mcp_shadowing, mcp_tool_description,
+    mcp_tool_result, no_injection,
 };
 use crate::judge::Judge;
 use crate::judges::strongreject;
 use crate::judges::{
-    agentdojo as agentdojo_judge, injection_detector, leak_detector, refusal_classifier,
-    refusal_match, rubric,
+    agentdojo as agentdojo_judge, injecagent as injecagent_judge, injection_detector,
+    leak_detector, refusal_classifier, refusal_match, rubric,
 };
 use crate::metrics::{
     Metric, asr, asr_at_k, canary_exposure_rate, cost, extraction_rate, frr, pii_leak_rate,
     refusal_rate, strongreject_score, system_prompt_leak_rate, token_usage, verbatim_overlap,
 };
-use crate::metrics::{injection_success_rate, utility_baseline, utility_under_attack};
+use crate::metrics::{
+    injecagent_asr_all, injecagent_asr_valid, injecagent_valid_rate, injection_success_rate,
+    unparsed_tool_call_rate, utility_baseline, utility_under_attack,
+};
 use gauntlet_core::params::{Axis, Catalog, PluginInfo, PluginSpec};
 use gauntlet_models::registry::TARGETS;
 
@@ -59,15 +64,26 @@ pub const INJECTIONS: &[PluginInfo] = &[
     no_injection::INFO,
     direct_injection::INFO,
     indirect_injection::INFO,
+    injecagent_injection::INFO,
     agentdojo_injection::INFO,
+    mcp_tool_description::INFO,
+    mcp_tool_result::INFO,
+    mcp_rug_pull::INFO,
+    mcp_shadowing::INFO,
 ];
-pub const SCENARIOS: &[PluginInfo] = &[bundled::INFO, scenario_file::INFO, agentdojo_source::INFO];
+pub const SCENARIOS: &[PluginInfo] = &[
+    bundled::INFO,
+    scenario_file::INFO,
+    crate::injecagent::source::INFO,
+    agentdojo_source::INFO,
+];
 pub const JUDGES: &[PluginInfo] = &[
     refusal_match::INFO,
     rubric::INFO,
     strongreject::INFO,
     leak_detector::INFO,
     injection_detector::INFO,
+    injecagent_judge::INFO,
     refusal_classifier::INFO,
     agentdojo_judge::INFO,
 ];
@@ -85,6 +101,10 @@ pub const METRICS: &[PluginInfo] = &[
     injection_success_rate::INFO,
     utility_under_attack::INFO,
     utility_baseline::INFO,
+    unparsed_tool_call_rate::INFO,
+    injecagent_asr_valid::INFO,
+    injecagent_asr_all::INFO,
+    injecagent_valid_rate::INFO,
     token_usage::INFO,
     cost::INFO,
 ];
@@ -161,8 +181,18 @@ fn build_plain_attack(spec: &PluginSpec) -> Result<Box<dyn Attack>, String> {
 /// agent run.
 pub fn build_injection(spec: &PluginSpec, max_steps: u32) -> Result<Box<dyn Attack>, String> {
     let s = spec.clone();
+    if spec.name == "injecagent" {
+        return Ok(Box::new(injecagent_injection::InjecAgentInjection::new(s)));
+    }
     if spec.name == "agentdojo" {
         return Ok(Box::new(agentdojo_injection::AgentDojoInjection::new(s)?));
+    }
+    match spec.name.as_str() {
+        "mcp_tool_description" => return Ok(Box::new(mcp_tool_description::build(s, max_steps)?)),
+        "mcp_tool_result" => return Ok(Box::new(mcp_tool_result::build(s, max_steps)?)),
+        "mcp_rug_pull" => return Ok(Box::new(mcp_rug_pull::build(s, max_steps)?)),
+        "mcp_shadowing" => return Ok(Box::new(mcp_shadowing::build(s, max_steps)?)),
+        _ => {}
     }
     let i: Injection = match spec.name.as_str() {
         "no_injection" => no_injection::build(s, max_steps),
@@ -180,6 +210,9 @@ pub fn build_judge(spec: &PluginSpec) -> Result<Box<dyn Judge>, String> {
         "strongreject" => Ok(Box::new(strongreject::StrongReject::new(spec.clone()))),
         "leak_detector" => Ok(Box::new(leak_detector::LeakDetector::new(spec.clone()))),
         "injection_detector" => Ok(Box::new(injection_detector::InjectionDetector::new(
+            spec.clone(),
+        ))),
+        "injecagent" => Ok(Box::new(injecagent_judge::InjecAgentJudge::new(
             spec.clone(),
         ))),
         "refusal_classifier" => refusal_classifier::build(spec),
@@ -204,6 +237,10 @@ pub fn build_metric(spec: &PluginSpec) -> Result<Box<dyn Metric>, String> {
         "injection_success_rate" => Ok(Box::new(injection_success_rate::InjectionSuccessRate(s))),
         "utility_under_attack" => Ok(Box::new(utility_under_attack::UtilityUnderAttack(s))),
         "utility_baseline" => Ok(Box::new(utility_baseline::UtilityBaseline(s))),
+        "unparsed_tool_call_rate" => Ok(Box::new(unparsed_tool_call_rate::UnparsedToolCallRate(s))),
+        "injecagent_asr_valid" => Ok(Box::new(injecagent_asr_valid::InjecAgentAsrValid::new(s))),
+        "injecagent_asr_all" => Ok(Box::new(injecagent_asr_all::InjecAgentAsrAll::new(s))),
+        "injecagent_valid_rate" => Ok(Box::new(injecagent_valid_rate::InjecAgentValidRate(s))),
         "token_usage" => Ok(Box::new(token_usage::TokenUsage::new(s)?)),
         "cost" => Ok(Box::new(cost::Cost(s))),
         other => Err(format!("unknown metric `{other}`")),

@@ -12,7 +12,9 @@
 //!   text cannot end a heading, list item or table row), and `` \ ` * [ ] | ~ # `` are
 //!   backslash-escaped (no code spans, emphasis, links, images, strikethrough, heading
 //!   closers, and `|` cannot split a table cell). `_` is escaped unless it sits between
-//!   two alphanumerics, where CommonMark can never read it as emphasis.
+//!   two alphanumerics, where CommonMark can never read it as emphasis. Terminal
+//!   controls (C0 but tab, DEL, C1, bidi overrides and isolates) are spelled out as
+//!   the terminal printer spells them (`\x1b`), so `cat report.md` is safe too.
 //! - [`block_quote`] is used for prompts and replies, which keep their line breaks: every
 //!   line becomes its own `> ` line escaped with [`inline`], leading spaces and tabs
 //!   become `&nbsp;` (no indented code), a leading `-`, `+` or `=` and the `.`/`)` of a
@@ -272,7 +274,20 @@ pub(crate) fn inline(s: &str) -> String {
                 }
                 out.push('_');
             }
-            _ => out.push(c),
+            // A tab stays (the terminal shows it as space).
+            '\t' => out.push('\t'),
+            _ => {
+                // Terminal controls (C0, DEL, C1, bidi overrides and isolates): spelled
+                // out as the terminal printer spells them (`\x1b`, `\u{9b}`), so
+                // `cat report.md` cannot reset or reorder the terminal.
+                let mut buf = [0; 4];
+                match gauntlet_core::terminal::safe(c.encode_utf8(&mut buf)) {
+                    std::borrow::Cow::Borrowed(_) => out.push(c),
+                    std::borrow::Cow::Owned(spelled) => {
+                        out.push_str(&spelled.replace('\\', "\\\\"));
+                    }
+                }
+            }
         }
     }
     out
@@ -350,6 +365,25 @@ mod tests {
         assert_eq!(inline("[x](http://e)"), "\\[x\\](http://e)");
         assert_eq!(inline("asr_at_k _em_"), "asr_at_k \\_em\\_");
         assert_eq!(inline("a\\|b"), "a\\\\\\|b");
+    }
+
+    /// Issue 26, weakness: report.md kept control characters from model and dataset
+    /// text raw (ESC c, ESC ( 0, U+009B, U+202E), so `cat report.md` reset the terminal.
+    /// They are spelled out as the terminal printer spells them.
+    #[test]
+    fn terminal_controls_are_spelled_out() {
+        let hostile = "a\x1bc b\x1b(0 c\u{9b}2J d\u{202e}e\u{7f}\tf";
+        let md = inline(hostile);
+        assert_eq!(
+            md,
+            "a\\\\x1bc b\\\\x1b(0 c\\\\u{9b}2J d\\\\u{202e}e\\\\x7f\tf"
+        );
+        let q = block_quote(&format!("{hostile}\nnext\x07"));
+        assert!(
+            !q.chars()
+                .any(|c| c != '\n' && c != '\t' && (c.is_control() || c == '\u{202e}')),
+            "{q:?}"
+        );
     }
 
     #[test]

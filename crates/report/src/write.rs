@@ -45,8 +45,10 @@ pub fn write_reports_with(
     Ok(())
 }
 
-/// Writes `dir/name` through a uniquely named temporary sibling and a rename.
+/// Writes `dir/name` through a uniquely named temporary sibling and a rename; refuses a
+/// `dir/name` that is not a regular file (a device, pipe or link is never replaced).
 pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> io::Result<()> {
+    gauntlet_core::atomic::check_replaceable(&dir.join(name))?;
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let unique = COUNTER.fetch_add(1, Ordering::Relaxed);
     let tmp = dir.join(format!(".{name}.tmp-{}-{unique}", std::process::id()));

@@ -18,7 +18,10 @@
 //!   limited to a number of firings: reply text, tool calls with ids, refusal stop
 //!   reasons, latency, any status (429 with `Retry-After` in seconds or as an HTTP-date,
 //!   500/503/529, 401 echoing the presented key the way some providers do), a hang,
-//!   truncated JSON, malformed JSON, or a response with a required field missing;
+//!   truncated JSON, malformed JSON, or a response with a required field missing; a
+//!   status 200 with a `body` sends that body verbatim (any reply shape, any `usage`),
+//!   and [`PRESENTED_KEY`] in a scripted answer is replaced by the key the request
+//!   presented;
 //! * requests are validated like the real APIs where it matters for round-trips: a tool
 //!   result must name a tool call id / tool_use id from the preceding assistant turn, and
 //!   Anthropic requests must carry `anthropic-version` and `max_tokens`;
@@ -925,8 +928,27 @@ pub(crate) fn answer(
             reply_json(StatusCode::OK, &v.to_string())
         }
     };
+    // An endpoint that reflects the caller's key: every `{{presented_key}}` in the
+    // scripted answer becomes the key this request presented.
+    let mut reply = reply;
+    if reply.body.contains(PRESENTED_KEY) {
+        let presented = match api {
+            Api::Openai => authorization
+                .as_deref()
+                .and_then(|a| a.strip_prefix("Bearer "))
+                .map(str::to_string),
+            Api::Anthropic => x_api_key.clone(),
+        };
+        reply.body = reply
+            .body
+            .replace(PRESENTED_KEY, presented.as_deref().unwrap_or(""));
+    }
     (Some(reply), latency)
 }
+
+/// In a scripted reply text, tool-call argument or body: replaced by the API key the
+/// request presented (an endpoint that echoes the key back in a 200 reply).
+pub const PRESENTED_KEY: &str = "{{presented_key}}";
 
 fn matches(w: &When, seq: u64, api: Api, text: &str) -> bool {
     w.requests.as_ref().is_none_or(|r| r.contains(&seq))

@@ -1,10 +1,12 @@
 //! gauntlet-web: the dashboard over run directories — `gauntlet serve` and the static
 //! export `gauntlet report --site`.
 //!
-//! It aggregates red-team runs, agent-exam output directories and detect-exam reports
-//! into one leaderboard per surface, with a page per run (charts, cells, the full
-//! report), a transcript browser that streams `transcripts.jsonl`, a compare page (the
-//! engine's paired statistics) and a live view of runs in progress.
+//! It aggregates red-team runs, agent-exam output directories and detect-exam reports:
+//! an [`overview`] scorecard (one row per target), a [`pivot`] (metric × judge as target ×
+//! attack), one leaderboard per surface, a page per run (charts, cells, the full report),
+//! a transcript browser that streams `transcripts.jsonl`, a [`compare`] page (two runs,
+//! targets, attacks or judges paired behavior by behavior from the transcripts) and a
+//! live view of runs in progress.
 //!
 //! Everything it reads is untrusted (runs may come from others), so:
 //! - it is read-only: no request writes anything, and only GET/HEAD are routed;
@@ -19,12 +21,16 @@
 //! Data flow: [`scan`] (directories → runs and rows) → [`verify`] (a background recount)
 //! → [`pages`] (HTML) → [`server`] (axum, loopback by default) or [`site`] (files).
 
+pub mod compare;
+pub mod overview;
 pub mod pages;
+pub mod pivot;
 pub mod scan;
 pub mod server;
 pub mod site;
 pub mod transcripts;
 pub mod verify;
+pub mod view;
 
 use scan::Catalog;
 use std::collections::HashMap;

@@ -89,6 +89,9 @@ fn env() -> &'static Environment<'static> {
                 include_str!("../templates/transcript.html"),
             ),
             ("compare.html", include_str!("../templates/compare.html")),
+            ("overview.html", include_str!("../templates/overview.html")),
+            ("pivot.html", include_str!("../templates/pivot.html")),
+            ("exam.html", include_str!("../templates/exam.html")),
             ("error.html", include_str!("../templates/error.html")),
         ] {
             e.add_template(name, text)
@@ -98,7 +101,7 @@ fn env() -> &'static Environment<'static> {
     })
 }
 
-fn enc(s: &str) -> String {
+pub fn enc(s: &str) -> String {
     percent_encoding::utf8_percent_encode(s, percent_encoding::NON_ALPHANUMERIC).to_string()
 }
 
@@ -110,6 +113,18 @@ impl Links {
         match self.0 {
             Mode::Server => "/".into(),
             Mode::Site => "index.html".into(),
+        }
+    }
+    pub fn exam(&self, slug: &str) -> String {
+        match self.0 {
+            Mode::Server => format!("/run/{slug}/scenarios"),
+            Mode::Site => format!("run-{slug}-scenarios.html"),
+        }
+    }
+    pub fn pivot(&self) -> String {
+        match self.0 {
+            Mode::Server => "/pivot".into(),
+            Mode::Site => "pivot.html".into(),
         }
     }
     pub fn surface(&self, s: Surface) -> String {
@@ -134,11 +149,19 @@ impl Links {
         match self.0 {
             Mode::Server => {
                 let mut u = format!("/run/{slug}/transcripts?from={from}");
-                if !f.q.is_empty() {
-                    u.push_str(&format!("&q={}", enc(&f.q)));
+                for (k, v) in [
+                    ("q", &f.q),
+                    ("outcome", &f.outcome),
+                    ("attack", &f.attack),
+                    ("target", &f.target),
+                    ("judge", &f.judge),
+                ] {
+                    if !v.is_empty() {
+                        u.push_str(&format!("&{k}={}", enc(v)));
+                    }
                 }
-                if !f.outcome.is_empty() {
-                    u.push_str(&format!("&outcome={}", enc(&f.outcome)));
+                if f.disagree {
+                    u.push_str("&disagree=1");
                 }
                 u
             }
@@ -191,6 +214,7 @@ fn base_ctx(d: &Dashboard, mode: Mode, title: &str, current: Option<Surface>) ->
         csp => csp_meta(),
         css => Value::from_safe_string(CSS.to_owned()),
         home => l.home(),
+        pivot_nav => l.pivot(),
         surfaces => Serde(surfaces),
         warnings => Serde(warnings),
         refresh => Value::from(()),
@@ -204,10 +228,6 @@ fn render(name: &str, ctx: Value) -> String {
         .unwrap_or_else(|e| format!("template error: {e}"))
 }
 
-fn num(x: f64) -> String {
-    format!("{x:.4}")
-}
-
 /// A row as the tables show it.
 #[derive(Serialize, Clone)]
 struct RowView {
@@ -219,6 +239,8 @@ struct RowView {
     attack: String,
     dataset: String,
     dataset_version: String,
+    dataset_version_short: String,
+    warnings: Vec<String>,
     judge: String,
     metric: String,
     value: String,
@@ -247,7 +269,7 @@ fn row_view(run: &Run, row: &Row, state: &RowCheck, links: &Links) -> RowView {
         judge: row.judge.clone(),
         metric: row.metric.clone(),
         value: match row.value {
-            Some(v) => num(v),
+            Some(v) => crate::view::value(v, &row.metric_name),
             None => match &row.na_reason {
                 Some(r) => format!("N/A ({r})"),
                 None => "N/A".into(),
@@ -257,7 +279,9 @@ fn row_view(run: &Run, row: &Row, state: &RowCheck, links: &Links) -> RowView {
         na_reason: row.na_reason.clone().unwrap_or_default(),
         ci: row
             .ci
-            .map_or("—".into(), |(a, b)| format!("[{}, {}]", num(a), num(b))),
+            .map_or("—".into(), |c| crate::view::interval(Some(c))),
+        dataset_version_short: crate::view::short(&row.dataset_version),
+        warnings: row.warnings.clone(),
         n: opt(row.n),
         errors: format!("{} / {}", opt(row.errors), opt(row.attempts)),
         status: row.status.clone(),
@@ -310,6 +334,11 @@ struct FilterView {
     selected: String,
 }
 
+/// Usage metrics (tokens, cost) sort after every rate and score.
+fn usage_last(r: &Row) -> bool {
+    crate::overview::USAGE.contains(&r.metric_name.as_str())
+}
+
 /// The surface a leaderboard request shows: the asked one, else the first with rows.
 pub fn pick_surface(d: &Dashboard, asked: &str) -> Surface {
     if let Some(s) = Surface::from_key(asked) {
@@ -339,7 +368,21 @@ pub fn leaderboard(d: &Dashboard, q: &LbQuery, mode: Mode) -> String {
     }
     let mut all: Vec<Item> = Vec::new();
     let mut runs = 0;
+    // Golden-backend exams: pipeline checks beside the leaderboard, never ranked in it.
+    let mut checks: Vec<Value> = Vec::new();
     for run in cat.runs.iter().filter(|r| r.surface == surface) {
+        if let Some(pc) = &run.pipeline_check {
+            checks.push(context! {
+                run => run.name.clone(),
+                run_href => links.run(&run.slug),
+                date => run.date.map(fmt_date).unwrap_or_default(),
+                target => run.rows.first().map(|r| r.target.clone()).unwrap_or_default(),
+                result => if pc.passed { "passed" } else { "failed" },
+                scenario_runs => format!("{}/{}", pc.runs_passed, pc.runs),
+                status => run.status.clone(),
+            });
+            continue;
+        }
         runs += 1;
         let check = d.check_of(run);
         let date = run.date.map(fmt_date).unwrap_or_default();
@@ -406,29 +449,43 @@ pub fn leaderboard(d: &Dashboard, q: &LbQuery, mode: Mode) -> String {
     all.sort_by(|a, b| {
         use std::cmp::Ordering;
         let o = match sort {
-            "value" => match (a.row.value, b.row.value) {
-                (Some(x), Some(y)) => x.total_cmp(&y),
-                (Some(_), None) => {
-                    if desc {
-                        Ordering::Greater
-                    } else {
-                        Ordering::Less
+            // Values are ranked within a metric: rates never sort among token counts.
+            "value" => usage_last(a.row)
+                .cmp(&usage_last(b.row))
+                .then_with(|| a.row.metric.cmp(&b.row.metric))
+                .then(match (a.row.value, b.row.value) {
+                    (Some(x), Some(y)) => x.total_cmp(&y),
+                    (Some(_), None) => {
+                        if desc {
+                            Ordering::Greater
+                        } else {
+                            Ordering::Less
+                        }
                     }
-                }
-                (None, Some(_)) => {
-                    if desc {
-                        Ordering::Less
-                    } else {
-                        Ordering::Greater
+                    (None, Some(_)) => {
+                        if desc {
+                            Ordering::Less
+                        } else {
+                            Ordering::Greater
+                        }
                     }
-                }
-                (None, None) => Ordering::Equal,
-            },
+                    (None, None) => Ordering::Equal,
+                }),
             "date" => a.run.date.cmp(&b.run.date),
             "n" => a.row.n.cmp(&b.row.n),
             other => col(a, other).cmp(&col(b, other)),
         };
-        let o = if desc { o.reverse() } else { o };
+        let o = if desc && sort == "value" {
+            // Descending values, but metrics still in their order.
+            usage_last(a.row)
+                .cmp(&usage_last(b.row))
+                .then_with(|| a.row.metric.cmp(&b.row.metric))
+                .then(o.reverse())
+        } else if desc {
+            o.reverse()
+        } else {
+            o
+        };
         o.then_with(|| a.run.slug.cmp(&b.run.slug))
     });
     let pages = filtered.div_ceil(LB_PAGE).max(1);
@@ -502,6 +559,7 @@ pub fn leaderboard(d: &Dashboard, q: &LbQuery, mode: Mode) -> String {
         sort => sort,
         dir => if desc { "desc" } else { "asc" },
         rows => Serde(rows),
+        checks => checks,
         chart => chart,
         page => page + 1,
         pages => if server { pages } else { 1 },
@@ -860,7 +918,8 @@ pub fn run_page(d: &Arc<Dashboard>, slug: &str, mode: Mode) -> Option<String> {
         partial_cut => partial_cut,
         report_href => report_href,
         transcripts_href => if run.has_transcripts { Value::from(links.transcripts(slug, &Filter::default(), 0)) } else { Value::from(()) },
-        compare_href => if mode == Mode::Server && matches!(run.surface, Surface::Jailbreak | Surface::Leakage) { Value::from(format!("/compare?a={slug}")) } else { Value::from(()) },
+        compare_href => if mode == Mode::Server && run.kind == Kind::RedTeam && run.has_transcripts { Value::from(format!("/compare?by=run&run={slug}")) } else { Value::from(()) },
+        exam_href => if run.kind == Kind::AgentExam { Value::from(links.exam(slug)) } else { Value::from(()) },
         ..base
     };
     Some(render("run.html", ctx))
@@ -912,8 +971,11 @@ struct ItemView {
     expected: String,
     attempt: String,
     verdicts: Vec<(String, String)>,
+    disagree: bool,
     error: Option<String>,
     preview: String,
+    prompt: String,
+    goal: String,
 }
 
 /// A page of a run's transcript browser.
@@ -973,8 +1035,11 @@ pub fn transcripts_page(
             expected: i.expected.clone(),
             attempt: i.attempt.map(|t| t.to_string()).unwrap_or_default(),
             verdicts: i.verdicts.clone(),
+            disagree: i.disagree(),
             error: i.error.clone(),
             preview: i.preview.clone(),
+            prompt: i.prompt.clone(),
+            goal: i.goal.clone(),
         })
         .collect();
     let filtered = !filter.is_empty();
@@ -1028,6 +1093,13 @@ pub fn transcripts_page(
         action => format!("/run/{slug}/transcripts"),
         q => filter.q.clone(),
         outcome => filter.outcome.clone(),
+        attack => filter.attack.clone(),
+        target => filter.target.clone(),
+        judge => filter.judge.clone(),
+        disagree => filter.disagree,
+        attacks => Serde(run.rows.iter().map(|r| r.attack.clone()).filter(|x| !x.is_empty()).collect::<BTreeSet<_>>()),
+        targets => Serde(run.rows.iter().map(|r| r.target.clone()).filter(|x| !x.is_empty()).collect::<BTreeSet<_>>()),
+        judges => Serde(run.rows.iter().map(|r| r.judge.clone()).filter(|x| !x.is_empty()).collect::<BTreeSet<_>>()),
         summary => summary,
         items => Serde(items),
         filtered => filtered,
@@ -1168,8 +1240,54 @@ pub fn transcript_page(d: &Arc<Dashboard>, slug: &str, line: u64, mode: Mode) ->
             (Value::from(()), fields, messages, verdicts, metadata)
         }
     };
+    let get = |k: &str| match &parsed {
+        Ok(v) => v.get(k).cloned().unwrap_or(Json::Null),
+        Err(_) => Json::Null,
+    };
+    let goal = get("goal").as_str().unwrap_or("").to_owned();
+    let meta = get("metadata");
+    let tree = tree_view(&meta);
+    let usage = get("usage");
+    let tokens = match (
+        usage.get("input_tokens").and_then(Json::as_u64),
+        usage.get("output_tokens").and_then(Json::as_u64),
+    ) {
+        (Some(i), Some(o)) => format!(
+            "{} in + {} out = {} tokens",
+            crate::view::thousands(i),
+            crate::view::thousands(o),
+            crate::view::thousands(i + o)
+        ),
+        _ => String::new(),
+    };
+    let latency = get("latency_ms")
+        .as_f64()
+        .map(|ms| format!("{ms:.0} ms"))
+        .unwrap_or_default();
+    let search = if tree.is_empty() {
+        Json::Null
+    } else {
+        serde_json::json!({
+            "attack": meta.get("attack").and_then(Json::as_str).unwrap_or(""),
+            "stopped": meta.get("stopped").and_then(Json::as_str).unwrap_or(""),
+            "best": meta.get("best_node").and_then(Json::as_u64),
+            "target_queries": meta.get("target_queries").and_then(Json::as_u64),
+            "attacker_queries": meta.get("attacker_queries").and_then(Json::as_u64),
+        })
+    };
+    let first_user = messages
+        .iter()
+        .find(|m| m.role == "user")
+        .map(|m| m.content.clone())
+        .unwrap_or_default();
     let ctx = context! {
         line => line,
+        goal => goal,
+        rewritten => first_user,
+        tree => Serde(tree),
+        search => Serde(search),
+        tokens => tokens,
+        latency => latency,
         run_name => run.name.clone(),
         run_href => links.run(slug),
         back_href => links.transcripts(slug, &Filter::default(), line / PAGE * PAGE),
@@ -1183,72 +1301,389 @@ pub fn transcript_page(d: &Arc<Dashboard>, slug: &str, line: u64, mode: Mode) ->
     Some(render("transcript.html", ctx))
 }
 
+/// One node of an attacker-LLM search tree (PAIR, TAP, Crescendo) as the page draws it.
+#[derive(Serialize, Default)]
+struct NodeView {
+    id: u64,
+    depth: u64,
+    branch: u64,
+    score: String,
+    success: bool,
+    pruned: bool,
+    best: bool,
+    error: String,
+    prompt: String,
+    prompt_short: String,
+    response: String,
+    reason: String,
+    children: Vec<NodeView>,
+}
+
+/// The first `n` characters of `s`, `…` when cut.
+fn head(s: &str, n: usize) -> String {
+    match s.char_indices().nth(n) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_owned(),
+    }
+}
+
+/// Most nodes of a search tree drawn, and how deep.
+const TREE_NODES: usize = 500;
+const TREE_DEPTH: usize = 40;
+
+/// The search tree in an attempt's metadata (`tree`: nodes with `id` and `parent`) as
+/// nested nodes; empty when there is none. Nodes are untrusted: ids that repeat, point
+/// at themselves or at a missing parent become roots, and drawing stops at
+/// [`TREE_NODES`] nodes and [`TREE_DEPTH`] levels.
+fn tree_view(meta: &Json) -> Vec<NodeView> {
+    let Some(nodes) = meta.get("tree").and_then(Json::as_array) else {
+        return Vec::new();
+    };
+    let best = meta.get("best_node").and_then(Json::as_u64);
+    let cut = |v: Option<&Json>| {
+        let s = v.and_then(Json::as_str).unwrap_or("");
+        match s.char_indices().nth(600) {
+            Some((i, _)) => format!("{}…", &s[..i]),
+            None => s.to_owned(),
+        }
+    };
+    let nodes: Vec<&Json> = nodes.iter().take(TREE_NODES).collect();
+    let ids: Vec<Option<u64>> = nodes
+        .iter()
+        .map(|n| n.get("id").and_then(Json::as_u64))
+        .collect();
+    let parent_of = |i: usize| -> Option<usize> {
+        let p = nodes[i].get("parent").and_then(Json::as_u64)?;
+        let j = ids.iter().position(|x| *x == Some(p))?;
+        (j < i).then_some(j)
+    };
+    fn build(
+        i: usize,
+        depth: usize,
+        nodes: &[&Json],
+        kids: &[Vec<usize>],
+        best: Option<u64>,
+        cut: &dyn Fn(Option<&Json>) -> String,
+    ) -> NodeView {
+        let n = nodes[i];
+        let u = |k: &str| n.get(k).and_then(Json::as_u64).unwrap_or(0);
+        let id = u("id");
+        NodeView {
+            id,
+            depth: u("depth"),
+            branch: u("branch"),
+            score: n
+                .get("score")
+                .and_then(Json::as_f64)
+                .map(|x| format!("{x:.2}"))
+                .unwrap_or_default(),
+            success: n.get("success").and_then(Json::as_bool).unwrap_or(false),
+            pruned: n.get("pruned").and_then(Json::as_bool).unwrap_or(false),
+            best: best == Some(id),
+            error: cut(n.get("error")),
+            prompt: cut(n.get("prompt")),
+            prompt_short: head(n.get("prompt").and_then(Json::as_str).unwrap_or(""), 90),
+            response: cut(n.get("response")),
+            reason: cut(n.get("judge_reason")),
+            children: if depth >= TREE_DEPTH {
+                Vec::new()
+            } else {
+                kids[i]
+                    .iter()
+                    .map(|&c| build(c, depth + 1, nodes, kids, best, cut))
+                    .collect()
+            },
+        }
+    }
+    let mut kids: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
+    let mut roots = Vec::new();
+    for i in 0..nodes.len() {
+        match parent_of(i) {
+            Some(p) => kids[p].push(i),
+            None => roots.push(i),
+        }
+    }
+    roots
+        .into_iter()
+        .map(|r| build(r, 0, &nodes, &kids, best, &cut))
+        .collect()
+}
+
 #[derive(Serialize)]
 struct Choice {
     slug: String,
     label: String,
 }
 
-/// The compare page: two runs chosen by slug, compared with the engine's statistics.
-pub fn compare_page(d: &Dashboard, a: &str, b: &str) -> String {
+/// The overview (the dashboard's first page): one scorecard row per target.
+pub fn overview_page(d: &Dashboard, run: &str, mode: Mode) -> String {
     let cat = d.catalog();
+    let o = crate::overview::build(&cat, run, mode);
+    let links = Links(mode);
+    let live: Vec<Value> = cat
+        .runs
+        .iter()
+        .filter(|r| r.live)
+        .map(|r| context! { href => links.run(&r.slug), name => r.name.clone() })
+        .collect();
+    let ctx = context! {
+        o => Serde(&o),
+        live => live,
+        pivot_href => Links(mode).pivot(),
+        ..base_ctx(d, mode, "overview", None)
+    };
+    render("overview.html", ctx)
+}
+
+/// The pivot page: one metric × judge as a target × attack matrix.
+pub fn pivot_page(d: &Dashboard, q: &crate::pivot::PivotQuery, mode: Mode) -> String {
+    let cat = d.catalog();
+    let p = crate::pivot::build(&cat, q, mode);
+    let baselines: Vec<(String, String)> = p
+        .columns
+        .iter()
+        .map(|c| (c.clone(), crate::pivot::href(&p, c)))
+        .collect();
+    let ctx = context! {
+        p => Serde(&p),
+        baselines => Serde(baselines),
+        compare_href => if mode == Mode::Server && !p.run.is_empty() {
+            Value::from(format!("/compare?by=attack&run={}", enc(&p.run)))
+        } else {
+            Value::from(())
+        },
+        ..base_ctx(d, mode, &format!("pivot: {} × {}", p.metric, p.judge), None)
+    };
+    render("pivot.html", ctx)
+}
+
+/// What the compare page was asked.
+#[derive(Debug, Clone, Default)]
+pub struct CompareQuery {
+    /// `run`, `target`, `attack` or `judge`.
+    pub by: String,
+    /// The run (by target, attack or judge), or run A (by run).
+    pub run: String,
+    /// Run B (by run).
+    pub run_b: String,
+    /// The two compared values (by target, attack or judge).
+    pub a: String,
+    pub b: String,
+    pub allow_mismatch: bool,
+    pub metric: String,
+}
+
+/// The compare page: two runs, or two targets, attacks or judges of a run, paired
+/// behavior by behavior from the stored transcripts.
+pub fn compare_page(d: &Arc<Dashboard>, q: &CompareQuery) -> String {
+    use crate::compare::By;
+    let cat = d.catalog();
+    let by = By::parse(&q.by);
     let choices: Vec<Choice> = cat
         .runs
         .iter()
-        .filter(|r| {
-            matches!(r.surface, Surface::Jailbreak | Surface::Leakage) && r.kind == Kind::RedTeam
-        })
+        .filter(|r| r.kind == Kind::RedTeam && r.has_transcripts)
+        .take(MAX_OPTIONS)
         .map(|r| Choice {
             slug: r.slug.clone(),
-            label: format!("{} ({})", r.name, r.run_id),
+            label: format!("{} ({})", r.name, crate::view::short(&r.run_id)),
         })
         .collect();
-    let mut error = Value::from(());
-    let mut rows: Vec<[String; 11]> = Vec::new();
-    if !a.is_empty() && !b.is_empty() {
-        match (cat.get(a), cat.get(b)) {
-            (Some(ra), Some(rb)) => match compare_runs(ra, rb) {
-                Ok(r) => rows = r,
-                Err(e) => error = Value::from(e),
-            },
-            _ => error = Value::from("no such run: choose two runs from the lists"),
+    // The values of the compared factor in the chosen run (from its leaderboard).
+    let mut values: BTreeSet<String> = BTreeSet::new();
+    if let Some(r) = cat.get(&q.run) {
+        for row in &r.rows {
+            values.insert(match by {
+                By::Target => row.target.clone(),
+                By::Attack => row.attack.clone(),
+                By::Judge => row.judge.clone(),
+                By::Run => String::new(),
+            });
         }
     }
+    values.remove("");
+    let mut metrics: BTreeSet<String> = BTreeSet::new();
+    for slug in [&q.run, &q.run_b] {
+        if let Some(r) = cat.get(slug) {
+            for row in &r.rows {
+                if crate::overview::USAGE.contains(&row.metric_name.as_str()) {
+                    continue;
+                }
+                metrics.insert(row.metric.clone());
+            }
+        }
+    }
+    let mut error = Value::from(());
+    let mut mismatches: Vec<String> = Vec::new();
+    let mut result = Json::Null;
+    let ready = match by {
+        By::Run => !q.run.is_empty() && !q.run_b.is_empty(),
+        _ => !q.run.is_empty() && !q.a.is_empty() && !q.b.is_empty(),
+    };
+    if ready {
+        let rb_slug = if by == By::Run { &q.run_b } else { &q.run };
+        match (cat.get(&q.run), cat.get(rb_slug)) {
+            (Some(ra), Some(rb)) => {
+                let sides = crate::compare::Sides {
+                    by,
+                    run_a: ra,
+                    run_b: rb,
+                    a: q.a.clone(),
+                    b: q.b.clone(),
+                    allow_mismatch: q.allow_mismatch,
+                    flips_metric: q.metric.clone(),
+                };
+                let ia = d.index_now(ra);
+                let ib = d.index_now(rb);
+                match crate::compare::compare(&sides, ia.as_deref(), ib.as_deref()) {
+                    Ok(c) => result = serde_json::to_value(&c).unwrap_or_default(),
+                    Err(e) => {
+                        error = Value::from(e.message);
+                        mismatches = e.mismatches;
+                    }
+                }
+            }
+            _ => error = Value::from("no such run: choose runs from the lists"),
+        }
+    }
+    let mut allow_href = format!(
+        "/compare?by={}&run={}&run_b={}&a={}&b={}&metric={}&allow_mismatch=1",
+        by.key(),
+        enc(&q.run),
+        enc(&q.run_b),
+        enc(&q.a),
+        enc(&q.b),
+        enc(&q.metric)
+    );
+    if mismatches.is_empty() {
+        allow_href.clear();
+    }
+    let links = Links(Mode::Server);
     let ctx = context! {
+        by => by.key(),
+        bys => Serde(["run", "target", "attack", "judge"]),
         choices => Serde(choices),
-        a => a,
-        b => b,
+        values => Serde(values),
+        metrics => Serde(metrics),
+        run => q.run.clone(),
+        run_b => q.run_b.clone(),
+        a => q.a.clone(),
+        b => q.b.clone(),
+        metric => q.metric.clone(),
+        allow_mismatch => q.allow_mismatch,
         error => error,
-        rows => Serde(rows),
+        mismatches => Serde(mismatches),
+        allow_href => allow_href,
+        result => Serde(result),
+        a_base => links.transcript(&q.run, 0).trim_end_matches('0').to_owned(),
+        b_base => links.transcript(if by == By::Run { &q.run_b } else { &q.run }, 0).trim_end_matches('0').to_owned(),
         ..base_ctx(d, Mode::Server, "compare", None)
     };
     render("compare.html", ctx)
 }
 
-/// Opens both runs (with the same guards as the recount) and compares them.
-fn compare_runs(a: &Run, b: &Run) -> Result<Vec<[String; 11]>, String> {
-    let open = |r: &Run| -> Result<gauntlet_engine::stored::StoredRun, String> {
-        for f in ["run.json", "transcripts.jsonl"] {
-            if !scan::regular_file(&r.dir, f) {
-                return Err(format!("{}: {f} is missing or not a regular file", r.slug));
-            }
-        }
-        let bytes = scan::read_capped(&r.dir, "run.json", scan::MAX_SMALL_FILE)?
-            .ok_or_else(|| format!("{}: no run.json", r.slug))?;
-        let rj: Json =
-            serde_json::from_slice(&bytes).map_err(|e| format!("{}: run.json: {e}", r.slug))?;
-        if let Some(w) = rj.get("config").and_then(verify::unsafe_config_reason) {
-            return Err(format!(
-                "{}: {w}; reading it back would read outside the run directory or use the network, which the dashboard never does (use `gauntlet compare` on the command line)",
-                r.slug
-            ));
-        }
-        gauntlet_engine::stored::StoredRun::open(&r.dir, Some(&r.dir))
-            .map_err(|e| format!("{}: {e}", r.slug))
+#[derive(Serialize)]
+struct StepView {
+    seq: String,
+    model: String,
+    reply: String,
+    err: String,
+}
+
+#[derive(Serialize)]
+struct ScenarioView {
+    pass_index: String,
+    scenario_id: String,
+    category: String,
+    difficulty: String,
+    expected: String,
+    terminal: String,
+    reason: String,
+    reason_short: String,
+    pass: bool,
+    decided_by: String,
+    model_calls: String,
+    error: String,
+    steps: Vec<StepView>,
+}
+
+/// Scenarios shown per exam page.
+const EXAM_SCENARIOS: usize = 1000;
+
+/// An agent exam's scenarios, pass by pass: expected and terminal action, pass, what
+/// decided it (`model`, `floor` — a harness rule, zero model calls — or `fail_safe`), the
+/// model calls and each step of the cascade (`full_chain`). Read leniently from
+/// report.json; `None` for other runs.
+pub fn exam_page(d: &Dashboard, slug: &str, mode: Mode) -> Option<String> {
+    let cat = d.catalog();
+    let run = cat.get(slug)?;
+    if run.kind != Kind::AgentExam {
+        return None;
+    }
+    let b = scan::read_capped(&run.dir, "report.json", scan::MAX_REPORT_FILE).ok()??;
+    let r: Json = serde_json::from_slice(&b).ok()?;
+    let s = |v: &Json, k: &str| match v.get(k) {
+        Some(Json::String(x)) => x.clone(),
+        Some(Json::Null) | None => String::new(),
+        Some(o) => o.to_string(),
     };
-    let ra = open(a)?;
-    let rb = open(b)?;
-    gauntlet_engine::compare::compare_runs(&ra, &rb, &a.slug, &b.slug).map(|c| c.rows)
+    let cut = |x: String| match x.char_indices().nth(4000) {
+        Some((i, _)) => format!("{}…", &x[..i]),
+        None => x,
+    };
+    let mut rows = Vec::new();
+    let mut counts: std::collections::BTreeMap<String, usize> = Default::default();
+    for pass in r.get("runs").and_then(Json::as_array).into_iter().flatten() {
+        for x in pass
+            .get("results")
+            .and_then(Json::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let decided = s(x, "decided_by");
+            *counts.entry(decided.clone()).or_default() += 1;
+            if rows.len() >= EXAM_SCENARIOS {
+                continue;
+            }
+            rows.push(ScenarioView {
+                pass_index: s(pass, "index"),
+                scenario_id: s(x, "scenario_id"),
+                category: s(x, "category"),
+                difficulty: s(x, "difficulty"),
+                expected: s(x, "expected_chain_action"),
+                terminal: s(x, "terminal_action"),
+                reason: cut(s(x, "terminal_reason")),
+                reason_short: head(&s(x, "terminal_reason"), 80),
+                pass: x.get("pass").and_then(Json::as_bool).unwrap_or(false),
+                decided_by: decided,
+                model_calls: s(x, "model_calls"),
+                error: cut(s(x, "error")),
+                steps: x
+                    .get("full_chain")
+                    .and_then(Json::as_array)
+                    .into_iter()
+                    .flatten()
+                    .take(50)
+                    .map(|st| StepView {
+                        seq: s(st, "seq"),
+                        model: s(st, "model"),
+                        reply: cut(s(st, "reply")),
+                        err: cut(s(st, "err")),
+                    })
+                    .collect(),
+            });
+        }
+    }
+    let links = Links(mode);
+    let ctx = context! {
+        run_name => run.name.clone(),
+        run_href => links.run(slug),
+        rows => Serde(rows),
+        counts => Serde(counts),
+        shown => EXAM_SCENARIOS,
+        ..base_ctx(d, mode, &format!("scenarios of {}", run.name), Some(run.surface))
+    };
+    Some(render("exam.html", ctx))
 }
 
 /// An error page.

@@ -97,6 +97,9 @@ pub struct Row {
     pub errors: Option<u64>,
     pub na_reason: Option<String>,
     pub status: String,
+    /// Warnings the run wrote on the row (degenerate judge, undelivered injections, …):
+    /// the `warnings` field, each element a string or an object with a `message`.
+    pub warnings: Vec<String>,
     /// Why this row cannot be trusted as it stands (empty: nothing found wrong).
     pub problems: Vec<String>,
 }
@@ -125,6 +128,40 @@ pub struct Run {
     /// `units.planned` / `units.done` of run.json (red-team runs).
     pub units: Option<(u64, u64)>,
     pub has_transcripts: bool,
+    /// An agent exam on the golden backend: the merge gate, a pipeline check and not a
+    /// score. Shown as passed or failed beside the leaderboard, never ranked in it.
+    pub pipeline_check: Option<PipelineCheck>,
+}
+
+/// The verdict of a golden-backend agent exam: every scenario run must pass (scripted
+/// replies; a failure is a harness bug).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PipelineCheck {
+    pub passed: bool,
+    /// Scenario runs that passed, of all scenario runs.
+    pub runs_passed: u64,
+    pub runs: u64,
+}
+
+impl PipelineCheck {
+    /// From a golden exam's report.json: its passes' `passed` and `total`.
+    fn of(report: &Value) -> Option<PipelineCheck> {
+        let backend = report.get("backend").and_then(Value::as_str)?;
+        if !backend.starts_with("golden") {
+            return None;
+        }
+        let (mut runs_passed, mut runs) = (0u64, 0u64);
+        for r in report.get("runs")?.as_array()? {
+            runs_passed += r.get("passed").and_then(Value::as_u64).unwrap_or(0);
+            runs += r.get("total").and_then(Value::as_u64).unwrap_or(0);
+        }
+        let partial = report.get("partial").is_some_and(|p| !p.is_null());
+        Some(PipelineCheck {
+            passed: runs > 0 && runs_passed == runs && !partial,
+            runs_passed,
+            runs,
+        })
+    }
 }
 
 /// Everything found under the roots.
@@ -264,7 +301,7 @@ fn u64_field(o: &serde_json::Map<String, Value>, k: &str) -> Option<u64> {
 }
 
 /// `metric (k=1, x=y)` from a name and its params, as the reports label it.
-fn metric_label(name: &str, params: &serde_json::Map<String, Value>) -> String {
+pub fn metric_label(name: &str, params: &serde_json::Map<String, Value>) -> String {
     if params.is_empty() {
         return name.to_owned();
     }
@@ -360,8 +397,35 @@ pub fn parse_row(v: &Value) -> Option<Row> {
         errors,
         na_reason,
         status: str_field(o, "status").unwrap_or_default(),
+        warnings: row_warnings(o.get("warnings")),
         problems,
     })
+}
+
+/// The `warnings` of a row, read leniently: strings as they are, objects by their
+/// `message` (with `kind` before it when there is one), anything else as JSON.
+fn row_warnings(v: Option<&Value>) -> Vec<String> {
+    let Some(Value::Array(a)) = v else {
+        return Vec::new();
+    };
+    a.iter()
+        .take(50)
+        .map(|w| match w {
+            Value::String(s) => s.clone(),
+            Value::Object(o) => {
+                let msg = o
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+                    .unwrap_or_else(|| w.to_string());
+                match o.get("kind").and_then(Value::as_str) {
+                    Some(k) if !msg.starts_with(k) => format!("{k}: {msg}"),
+                    _ => msg,
+                }
+            }
+            other => other.to_string(),
+        })
+        .collect()
 }
 
 /// Rows of a leaderboard.json (an array of row objects); a malformed element is
@@ -455,15 +519,33 @@ pub fn read_run(dir: &Path) -> Option<Run> {
             live: false,
             units: None,
             has_transcripts: false,
+            pipeline_check: None,
         });
     }
     if let Some(r) = &report
         && r.get("runs").is_some_and(Value::is_array)
     {
-        let rows = leaderboard
+        let pipeline_check = PipelineCheck::of(r);
+        let mut rows = leaderboard
             .as_ref()
             .map(|l| parse_leaderboard(l, &mut warnings))
             .unwrap_or_default();
+        // A golden exam's rows, whatever its leaderboard.json says (an older one ranked
+        // it by median_pass_rate): the one pipeline-check row, no value, no interval.
+        if let Some(pc) = &pipeline_check {
+            let mut row = rows.first().cloned().unwrap_or_default();
+            row.metric = gauntlet_exam::exam::PIPELINE_CHECK.into();
+            row.metric_name = row.metric.clone();
+            row.metric_params = "{}".into();
+            row.value = None;
+            row.ci = None;
+            row.n = Some(pc.runs);
+            row.na_reason = Some(gauntlet_exam::exam::pipeline_check_reason(
+                pc.runs_passed,
+                pc.runs,
+            ));
+            rows = vec![row];
+        }
         if leaderboard.is_none() {
             warnings.push("no leaderboard.json: the exam's rows are missing".into());
         }
@@ -494,6 +576,7 @@ pub fn read_run(dir: &Path) -> Option<Run> {
             live: false,
             units: None,
             has_transcripts: false,
+            pipeline_check,
         });
     }
     // Nothing readable and nothing damaged: not a run. (Files that were there but
@@ -586,6 +669,7 @@ pub fn read_run(dir: &Path) -> Option<Run> {
         live,
         units,
         has_transcripts,
+        pipeline_check: None,
     })
 }
 
@@ -640,6 +724,7 @@ fn detect_rows(r: &Value, warnings: &mut Vec<String>) -> Vec<Row> {
             errors: None,
             na_reason: (n == 0).then(|| format!("no {metric} labels")),
             status: "complete".into(),
+            warnings: Vec::new(),
             problems,
         });
     };
@@ -712,6 +797,9 @@ fn slug_for(name: &str, taken: &mut HashMap<String, usize>) -> String {
     if *n == 1 { base } else { format!("{base}-{n}") }
 }
 
+/// How many of the other directories a duplicate run id's note names.
+pub const DUPLICATES_NAMED: usize = 3;
+
 /// Scans `roots`: each root is a run directory itself, or holds run directories (one
 /// level down). Symlinked entries are skipped with a warning.
 pub fn scan(roots: &[PathBuf]) -> Catalog {
@@ -776,19 +864,25 @@ pub fn scan(roots: &[PathBuf]) -> Catalog {
             runs.push(r);
         }
     }
+    // Each copy names a few of the others and counts the rest: the note is the same size
+    // whatever the number of copies (naming every other copy made it, and the
+    // dashboard's memory, grow with the square of their number: 3,000 copies, 2.6 GB).
     for (id, idx) in &ids {
         if idx.len() > 1 {
-            let slugs: Vec<String> = idx.iter().map(|i| runs[*i].slug.clone()).collect();
-            for (i, mine) in idx.iter().zip(&slugs) {
-                let others: Vec<&str> = slugs
+            for (k, i) in idx.iter().enumerate() {
+                let others: Vec<&str> = idx
                     .iter()
-                    .filter(|s| *s != mine)
-                    .map(String::as_str)
+                    .enumerate()
+                    .filter(|(j, _)| *j != k)
+                    .take(DUPLICATES_NAMED)
+                    .map(|(_, o)| runs[*o].slug.as_str())
                     .collect();
-                runs[*i].problems.push(format!(
-                    "duplicate run id `{id}`: also in {}",
-                    others.join(", ")
-                ));
+                let rest = idx.len() - 1 - others.len();
+                let mut note = format!("duplicate run id `{id}`: also in {}", others.join(", "));
+                if rest > 0 {
+                    note.push_str(&format!(" and {rest} more"));
+                }
+                runs[*i].problems.push(note);
             }
         }
     }

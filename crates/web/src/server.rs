@@ -203,6 +203,13 @@ async fn leaderboard(State(st): State<AppState>, RawQuery(q): RawQuery) -> Respo
     blocking(move || {
         let m = query_map(q);
         let g = |k: &str| m.get(k).cloned().unwrap_or_default();
+        // The first page is the overview; a surface chosen is its leaderboard.
+        if !m.contains_key("surface") {
+            return html(
+                StatusCode::OK,
+                pages::overview_page(&st.d, &g("run"), Mode::Server),
+            );
+        }
         let lq = LbQuery {
             surface: g("surface"),
             target: g("target"),
@@ -255,9 +262,14 @@ async fn transcripts(
 ) -> Response {
     blocking(move || {
         let m = query_map(q);
+        let g = |k: &str| m.get(k).cloned().unwrap_or_default();
         let f = Filter {
-            q: m.get("q").cloned().unwrap_or_default(),
-            outcome: m.get("outcome").cloned().unwrap_or_default(),
+            q: g("q"),
+            outcome: g("outcome"),
+            attack: g("attack"),
+            target: g("target"),
+            judge: g("judge"),
+            disagree: m.get("disagree").is_some_and(|v| v == "1" || v == "on"),
         };
         let from = m.get("from").and_then(|x| x.parse().ok()).unwrap_or(0);
         match pages::transcripts_page(&st.d, &slug, &f, from, Mode::Server) {
@@ -288,7 +300,41 @@ async fn compare(State(st): State<AppState>, RawQuery(q): RawQuery) -> Response 
     blocking(move || {
         let m = query_map(q);
         let g = |k: &str| m.get(k).cloned().unwrap_or_default();
-        html(StatusCode::OK, pages::compare_page(&st.d, &g("a"), &g("b")))
+        let cq = pages::CompareQuery {
+            by: g("by"),
+            run: g("run"),
+            run_b: g("run_b"),
+            a: g("a"),
+            b: g("b"),
+            allow_mismatch: g("allow_mismatch") == "1",
+            metric: g("metric"),
+        };
+        html(StatusCode::OK, pages::compare_page(&st.d, &cq))
+    })
+    .await
+}
+
+async fn pivot(State(st): State<AppState>, RawQuery(q): RawQuery) -> Response {
+    blocking(move || {
+        let m = query_map(q);
+        let g = |k: &str| m.get(k).cloned().unwrap_or_default();
+        let pq = crate::pivot::PivotQuery {
+            metric: g("metric"),
+            judge: g("judge"),
+            dataset_version: g("dataset_version"),
+            run: g("run"),
+            split: matches!(g("split").as_str(), "1" | "on"),
+            baseline: g("baseline"),
+        };
+        html(StatusCode::OK, pages::pivot_page(&st.d, &pq, Mode::Server))
+    })
+    .await
+}
+
+async fn exam(State(st): State<AppState>, UrlPath(slug): UrlPath<String>) -> Response {
+    blocking(move || match pages::exam_page(&st.d, &slug, Mode::Server) {
+        Some(p) => html(StatusCode::OK, p),
+        None => not_found(&st.d, "No agent exam has that name."),
     })
     .await
 }
@@ -315,7 +361,9 @@ pub fn router(d: Arc<Dashboard>, token: Option<String>, port: u16) -> Router {
         .route("/run/{slug}/report", get(report))
         .route("/run/{slug}/transcripts", get(transcripts))
         .route("/run/{slug}/transcripts/{line}", get(transcript))
+        .route("/run/{slug}/scenarios", get(exam))
         .route("/compare", get(compare))
+        .route("/pivot", get(pivot))
         // Browsers ask for it on their own; an empty answer keeps their consoles quiet.
         .route("/favicon.ico", get(|| async { StatusCode::NO_CONTENT }))
         .fallback(fallback)
@@ -342,8 +390,20 @@ pub fn start_background(d: &Arc<Dashboard>) {
     });
 }
 
+/// Most connections served at once; further ones wait in the listen backlog (they cost
+/// the dashboard no descriptor) until one ends.
+pub const MAX_CONNECTIONS: usize = 256;
+/// A client must send a request's whole header within this long, on a new connection and
+/// between requests on a kept-alive one (so an idle connection is closed after it too).
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// Longest a connection may last, whatever it does (a client reading a page slowly).
+pub const MAX_CONNECTION_TIME: Duration = Duration::from_secs(300);
+
 /// Binds and serves on the current tokio runtime; returns the bound address and the
-/// server task.
+/// server task. Slow or idle clients cannot hold the dashboard: at most
+/// [`MAX_CONNECTIONS`] connections are served at once, each must send its request
+/// headers within [`HEADER_READ_TIMEOUT`] (600 slowloris connections used to block it
+/// under a 512-descriptor limit), and none lasts longer than [`MAX_CONNECTION_TIME`].
 pub async fn spawn(
     d: Arc<Dashboard>,
     bind: SocketAddr,
@@ -352,10 +412,36 @@ pub async fn spawn(
     let listener = tokio::net::TcpListener::bind(bind).await?;
     let addr = listener.local_addr()?;
     let app = router(d, token, addr.port());
-    let task = tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
+    let task = tokio::spawn(accept_loop(listener, app));
     Ok((addr, task))
+}
+
+async fn accept_loop(listener: tokio::net::TcpListener, app: Router) {
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+    loop {
+        let Ok(slot) = slots.clone().acquire_owned().await else {
+            return;
+        };
+        let stream = match listener.accept().await {
+            Ok((s, _)) => s,
+            Err(_) => {
+                // Out of descriptors or a connection reset before it was accepted: wait
+                // a moment rather than spin.
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        tokio::spawn(async move {
+            let _slot = slot;
+            let conn = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(HEADER_READ_TIMEOUT)
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+            let _ = tokio::time::timeout(MAX_CONNECTION_TIME, conn).await;
+        });
+    }
 }
 
 /// `gauntlet serve`: checks the bind policy, scans, serves until killed.

@@ -1,6 +1,7 @@
 //! `gauntlet report --site OUT RUNS_DIR…`: the dashboard's pages as a self-contained
 //! static site — plain files with relative links, no server and no network needed to
-//! view or share them. Each page carries its CSP in a `<meta>` tag. Leaderboards list
+//! view or share them. Each page carries its CSP in a `<meta>` tag. `index.html` is the
+//! overview, `pivot.html` the default pivot (asr under the first judge). Leaderboards list
 //! every row (filtering needs the server); each run's transcripts are exported for the
 //! first [`TRANSCRIPT_PAGES`] pages, each attempt on them with its own page.
 
@@ -38,7 +39,19 @@ pub fn export_site(out: &Path, roots: Vec<std::path::PathBuf>) -> Result<SiteRep
     let cat = d.catalog();
     let links = Links(Mode::Site);
     let mut files = 0;
-    let first = pages::pick_surface(&d, "");
+    write(
+        out,
+        "index.html",
+        &pages::overview_page(&d, "", Mode::Site),
+        &mut files,
+    )?;
+    let pq = crate::pivot::PivotQuery::default();
+    write(
+        out,
+        &links.pivot(),
+        &pages::pivot_page(&d, &pq, Mode::Site),
+        &mut files,
+    )?;
     for s in Surface::ALL {
         let q = LbQuery {
             surface: s.key().into(),
@@ -46,13 +59,13 @@ pub fn export_site(out: &Path, roots: Vec<std::path::PathBuf>) -> Result<SiteRep
         };
         let page = pages::leaderboard(&d, &q, Mode::Site);
         write(out, &links.surface(s), &page, &mut files)?;
-        if s == first {
-            write(out, "index.html", &page, &mut files)?;
-        }
     }
     for run in &cat.runs {
         if let Some(p) = pages::run_page(&d, &run.slug, Mode::Site) {
             write(out, &links.run(&run.slug), &p, &mut files)?;
+        }
+        if let Some(p) = pages::exam_page(&d, &run.slug, Mode::Site) {
+            write(out, &links.exam(&run.slug), &p, &mut files)?;
         }
         if let Some(Ok(p)) = pages::report_page(&d, &run.slug) {
             write(out, &links.report(&run.slug), &p, &mut files)?;

@@ -69,13 +69,52 @@ pub fn build_index(path: &Path) -> io::Result<LineIndex> {
 pub struct Filter {
     /// Case-insensitive text to find anywhere in the line (ASCII case folding).
     pub q: String,
-    /// `success`, `failure` or `error`: some judge's verdict on the attempt.
+    /// `success`, `failure` or `error`: the verdict of `judge` (of some judge when no
+    /// judge is chosen) on the attempt.
     pub outcome: String,
+    /// Only attempts of this attack label (exact).
+    pub attack: String,
+    /// Only attempts against this target label (exact).
+    pub target: String,
+    /// The judge whose verdict `outcome` filters on.
+    pub judge: String,
+    /// Only attempts the judges disagree on (one says success, another failure).
+    pub disagree: bool,
 }
 
 impl Filter {
     pub fn is_empty(&self) -> bool {
-        self.q.is_empty() && self.outcome.is_empty()
+        self.q.is_empty()
+            && self.outcome.is_empty()
+            && self.attack.is_empty()
+            && self.target.is_empty()
+            && self.judge.is_empty()
+            && !self.disagree
+    }
+
+    /// Does a parsed attempt pass the structured parts of the filter?
+    pub fn admits(&self, it: &Item) -> bool {
+        if !self.attack.is_empty() && it.attack != self.attack {
+            return false;
+        }
+        if !self.target.is_empty() && it.target != self.target {
+            return false;
+        }
+        if !self.outcome.is_empty() {
+            let ok = it
+                .verdicts
+                .iter()
+                .any(|(j, o)| *o == self.outcome && (self.judge.is_empty() || *j == self.judge));
+            if !ok {
+                return false;
+            }
+        } else if !self.judge.is_empty() && !it.verdicts.iter().any(|(j, _)| *j == self.judge) {
+            return false;
+        }
+        if self.disagree && !it.disagree() {
+            return false;
+        }
+        true
     }
 }
 
@@ -92,7 +131,21 @@ pub struct Item {
     /// `judge: outcome` for each verdict.
     pub verdicts: Vec<(String, String)>,
     pub error: Option<String>,
+    /// The start of the final reply.
     pub preview: String,
+    /// The start of the user turn the final reply answered.
+    pub prompt: String,
+    /// The behavior's own prompt, when the line records it (an attack rewrote it).
+    pub goal: String,
+}
+
+impl Item {
+    /// One judge calls the attempt a success and another a failure.
+    pub fn disagree(&self) -> bool {
+        let s = self.verdicts.iter().any(|(_, o)| o == "success");
+        let f = self.verdicts.iter().any(|(_, o)| o == "failure");
+        s && f
+    }
 }
 
 /// A page of attempts.
@@ -211,9 +264,26 @@ pub fn page(
     let q = filter.q.to_ascii_lowercase();
     let finder = (!q.is_empty()).then(|| memmem::Finder::new(q.as_bytes()).into_owned());
     let needle = outcome_needle(&filter.outcome);
-    let outcome_finder = needle
-        .as_deref()
-        .map(|n| memmem::Finder::new(n).into_owned());
+    let field = |k: &str, v: &str| {
+        (!v.is_empty()).then(|| {
+            let mut n = format!("\"{k}\":").into_bytes();
+            n.extend_from_slice(serde_json::to_string(v).unwrap_or_default().as_bytes());
+            n
+        })
+    };
+    // Byte needles rule lines out before any parse; the parsed item then decides.
+    let finders: Vec<memmem::Finder<'static>> = [
+        needle,
+        field("attack_name", &filter.attack),
+        field("target_name", &filter.target),
+        field("judge", &filter.judge),
+        filter.disagree.then(|| b"\"outcome\":\"failure\"".to_vec()),
+        filter.disagree.then(|| b"\"outcome\":\"success\"".to_vec()),
+    ]
+    .into_iter()
+    .flatten()
+    .map(|n| memmem::Finder::new(&n).into_owned())
+    .collect();
     let mut line_no = at;
     let mut buf = Vec::new();
     let mut lower = Vec::new();
@@ -241,9 +311,7 @@ pub fn page(
             out.skipped += 1;
             continue;
         }
-        if let Some(f) = &outcome_finder
-            && f.find(&buf).is_none()
-        {
+        if finders.iter().any(|f| f.find(&buf).is_none()) {
             continue;
         }
         if let Some(f) = &finder {
@@ -256,9 +324,7 @@ pub fn page(
         match serde_json::from_slice::<Value>(&buf) {
             Ok(v) => {
                 let item = item(this, &v);
-                if !filter.outcome.is_empty()
-                    && !item.verdicts.iter().any(|(_, o)| *o == filter.outcome)
-                {
+                if !filter.admits(&item) {
                     continue;
                 }
                 out.items.push(item);
@@ -299,10 +365,18 @@ pub fn item(line: u64, v: &Value) -> Item {
         .and_then(Value::as_array)
         .map(|a| a.iter().map(|x| (s(x, "judge"), s(x, "outcome"))).collect())
         .unwrap_or_default();
-    let preview = v
-        .get("transcript")
-        .and_then(Value::as_array)
-        .and_then(|t| t.last())
+    let turns = v.get("transcript").and_then(Value::as_array);
+    let preview = turns
+        .and_then(|t| {
+            t.iter()
+                .rev()
+                .find(|m| s(m, "role") == "assistant" && s(m, "name") != "decoded")
+                .or(t.last())
+        })
+        .map(|m| truncate(&s(m, "content"), PREVIEW_CHARS))
+        .unwrap_or_default();
+    let prompt = turns
+        .and_then(|t| t.iter().rev().find(|m| s(m, "role") == "user"))
         .map(|m| truncate(&s(m, "content"), PREVIEW_CHARS))
         .unwrap_or_default();
     Item {
@@ -316,6 +390,8 @@ pub fn item(line: u64, v: &Value) -> Item {
         verdicts,
         error: v.get("error").and_then(Value::as_str).map(str::to_owned),
         preview,
+        prompt,
+        goal: truncate(&s(v, "goal"), PREVIEW_CHARS),
     }
 }
 
@@ -457,14 +533,14 @@ mod tests {
         let f = file(400, "");
         let filt = Filter {
             q: "REPLY 39".into(),
-            outcome: String::new(),
+            ..Default::default()
         };
         let p = page(f.path(), None, &filt, 0, Duration::from_secs(5)).unwrap();
         // reply 39, 390..399
         assert_eq!(p.items.len(), 11);
         let filt = Filter {
-            q: String::new(),
             outcome: "success".into(),
+            ..Default::default()
         };
         let p = page(f.path(), None, &filt, 0, Duration::from_secs(5)).unwrap();
         assert_eq!(p.items.len(), 50);
@@ -499,7 +575,7 @@ mod tests {
             let mut f = tempfile::NamedTempFile::new().unwrap();
             f.write_all(&bytes).unwrap();
             let ix = build_index(f.path()).unwrap();
-            let filt = Filter { q: "a".into(), outcome: "error".into() };
+            let filt = Filter { q: "a".into(), outcome: "error".into(), judge: "j".into(), disagree: true, ..Default::default() };
             page(f.path(), Some(&ix), &filt, from, Duration::from_secs(1)).unwrap();
             page(f.path(), None, &Filter::default(), from, Duration::from_secs(1)).unwrap();
             let _ = line(f.path(), Some(&ix), from).unwrap();

@@ -298,9 +298,11 @@ async fn browser_leaderboard_filter_run_page_and_transcript() {
         .await
         .unwrap();
     clean_page(c, "run-injection").await;
-    c.goto(&format!("http://{addr}/compare?a=smoke&b=smoke"))
-        .await
-        .unwrap();
+    c.goto(&format!(
+        "http://{addr}/compare?by=target&run=smoke&a=aligned&b=permissive"
+    ))
+    .await
+    .unwrap();
     assert!(rows(c, "compare").await > 0);
     clean_page(c, "compare").await;
     b.client.clone().unwrap().close().await.unwrap();
@@ -377,6 +379,14 @@ async fn browser_static_site_opens_from_files() {
     c.goto(&format!("file://{}/index.html", out.path().display()))
         .await
         .unwrap();
+    assert_eq!(rows(c, "overview").await, 2, "leaky and guarded");
+    clean_page(c, "site-overview").await;
+    c.goto(&format!(
+        "file://{}/leaderboard-leakage.html",
+        out.path().display()
+    ))
+    .await
+    .unwrap();
     assert_eq!(rows(c, "leaderboard").await, 50);
     clean_page(c, "site-leaderboard").await;
     c.find(Locator::Css("#leaderboard tbody tr td a"))
@@ -393,5 +403,125 @@ async fn browser_static_site_opens_from_files() {
             .is_empty()
     );
     clean_page(c, "site-run").await;
+    b.client.clone().unwrap().close().await.unwrap();
+}
+
+/// Issue 32's pages in a real browser: the overview has one row per target; the pivot of
+/// asr × refusal_match over the smoke run's two targets and two attacks opens a cell's
+/// transcripts, filtered; compare of two runs on a `file://` dataset (deleted before the
+/// dashboard starts: nothing reads it) lists the flipped behaviors with both replies.
+#[tokio::test(flavor = "multi_thread")]
+async fn browser_overview_pivot_cell_and_compare_flips() {
+    let Some((chromium, driver)) = tools("browser_overview_pivot_cell_and_compare_flips") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = file_dataset_runs(tmp.path()).await;
+    make_run(&runs, "smoke.yaml").await;
+    let d = Dashboard::new(vec![runs.clone()]);
+    d.check_pending();
+    let addr = serve(d, None).await;
+    let b = start(&chromium, &driver).await;
+    let c = b.client.as_ref().unwrap();
+
+    // The overview: aligned and permissive (of the smoke run and the file-dataset runs).
+    c.goto(&format!("http://{addr}/")).await.unwrap();
+    assert_eq!(rows(c, "overview").await, 2, "one row per target");
+    let heads = c
+        .find(Locator::Css("#overview thead"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        heads.contains("asr") && heads.contains("rubric") && heads.contains("frr"),
+        "{heads}"
+    );
+    clean_page(c, "overview").await;
+
+    // The pivot: asr × refusal_match of the smoke run, 2 targets × 2 attacks.
+    c.goto(&format!(
+        "http://{addr}/pivot?metric=asr&judge=refusal_match&run=smoke"
+    ))
+    .await
+    .unwrap();
+    assert_eq!(rows(c, "pivot").await, 2);
+    let cols = c
+        .find_all(Locator::Css("#pivot thead th"))
+        .await
+        .unwrap()
+        .len();
+    assert_eq!(cols, 3, "label + static + template");
+    // aligned × template is asr 1.000 against 0.000 for static: marked significant.
+    let marks = c.find_all(Locator::Css("#pivot td.sig-up")).await.unwrap();
+    assert!(!marks.is_empty(), "a significant difference is marked");
+    clean_page(c, "pivot").await;
+    // Click aligned × template (row 1, column 2): its transcripts, filtered.
+    c.find(Locator::Css(
+        "#pivot tbody tr:nth-child(1) td:nth-of-type(2) a",
+    ))
+    .await
+    .unwrap()
+    .click()
+    .await
+    .unwrap();
+    c.wait()
+        .for_element(Locator::Id("transcripts"))
+        .await
+        .unwrap();
+    let url = c.current_url().await.unwrap();
+    assert!(
+        url.as_str().contains("attack=template") && url.as_str().contains("target=aligned"),
+        "{url}"
+    );
+    let n = rows(c, "transcripts").await;
+    assert!(n > 0);
+    for tr in c
+        .find_all(Locator::Css("#transcripts tbody tr"))
+        .await
+        .unwrap()
+    {
+        let t = tr.text().await.unwrap();
+        assert!(t.contains("template") && t.contains("aligned"), "{t}");
+    }
+    clean_page(c, "pivot-cell-transcripts").await;
+
+    // Compare the two file-dataset runs: the flipped behaviors come first.
+    c.goto(&format!("http://{addr}/compare")).await.unwrap();
+    c.find(Locator::Css("select[name=run]"))
+        .await
+        .unwrap()
+        .select_by_value("xs-aligned")
+        .await
+        .unwrap();
+    c.find(Locator::Css("select[name=run_b]"))
+        .await
+        .unwrap()
+        .select_by_value("xs-permissive")
+        .await
+        .unwrap();
+    c.find(Locator::Css("#compare-form button"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    c.wait().for_element(Locator::Id("flips")).await.unwrap();
+    let flips = rows(c, "flips").await;
+    assert!(
+        flips >= 2,
+        "the aligned target refuses what the permissive one answers ({flips})"
+    );
+    let first = c
+        .find(Locator::Css("#flips tbody tr"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(first.contains("xstest-000"), "{first}");
+    assert!(rows(c, "compare").await > 0);
+    clean_page(c, "compare-file-dataset").await;
     b.client.clone().unwrap().close().await.unwrap();
 }

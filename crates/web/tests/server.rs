@@ -113,7 +113,7 @@ async fn leaderboards_run_pages_and_transcripts_of_real_runs() {
     assert!(one.body.contains("demo-r01"), "{}", one.body);
     assert_eq!(get(addr, "/run/smoke/transcripts/999999").await.status, 404);
 
-    let cmp = get(addr, "/compare?a=smoke&b=smoke").await;
+    let cmp = get(addr, "/compare?by=run&run=smoke&run_b=smoke").await;
     assert_eq!(cmp.status, 200);
     assert!(cmp.body.contains("McNemar"), "{}", cmp.body);
     assert!(
@@ -121,7 +121,7 @@ async fn leaderboards_run_pages_and_transcripts_of_real_runs() {
         "{}",
         cmp.body
     );
-    let bad = get(addr, "/compare?a=smoke&b=leakage_smoke").await;
+    let bad = get(addr, "/compare?by=run&run=smoke&run_b=leakage_smoke").await;
     assert!(bad.body.contains("share no"), "{}", bad.body);
 }
 
@@ -291,8 +291,9 @@ async fn no_request_reads_outside_the_run_directories() {
         "/run/sneaky/transcripts",
         "/run/sneaky/transcripts/0",
         "/run/hostile",
-        "/compare?a=hostile&b=smoke",
-        "/compare?a=..%2F..%2Fsecret.txt&b=smoke",
+        "/compare?by=run&run=hostile&run_b=smoke",
+        "/compare?by=target&run=hostile&a=x&b=y",
+        "/compare?by=run&run=..%2F..%2Fsecret.txt&run_b=smoke",
         "//etc/passwd",
         "/run/smoke/transcripts?from=99999999999",
     ];
@@ -518,4 +519,227 @@ async fn static_site_export_is_self_contained() {
         assert!(!text.contains("href=\"/") && !text.contains("href=\"&#x2f;"));
         assert!(!text.contains("src="));
     }
+}
+
+/// Issue 32 over HTTP: the overview scorecard, the pivot and its cell links, the
+/// transcript filters, and compare — by target within a run, by run over a `file://`
+/// dataset nobody can read any more, and the refusal of runs whose cells differ in more
+/// than the run (another grader), with the explicit override flagging every row.
+#[tokio::test(flavor = "multi_thread")]
+async fn overview_pivot_filters_and_compare_by_factor() {
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = file_dataset_runs(tmp.path()).await;
+    make_run(&runs, "smoke.yaml").await;
+    // The smoke run again with the rubric judge's grader renamed: same labels, other judge.
+    let smoke = std::fs::read_to_string(example("smoke.yaml")).unwrap();
+    let other = smoke
+        .replace("run_name: smoke", "run_name: smoke-grader2")
+        .replace("params: {name: grader}", "params: {name: grader2}");
+    assert_ne!(smoke, other);
+    make_run_text(&runs, tmp.path(), "smoke-grader2", &other).await;
+    let d = Dashboard::new(vec![runs.clone()]);
+    d.check_pending();
+    let addr = serve(d, None).await;
+
+    let o = get(addr, "/").await;
+    assert_eq!(o.status, 200);
+    assert_eq!(
+        o.body.matches("<th scope=\"row\" class=\"label\">").count(),
+        2,
+        "{}",
+        o.body
+    );
+    // Worst asr under refusal_match of aligned is template's 1.000, with its interval.
+    assert!(o.body.contains("template · smoke"), "{}", o.body);
+    assert!(o.body.contains(">1.000</a>"), "{}", o.body);
+
+    let p = get(addr, "/pivot?metric=asr&judge=refusal_match&run=smoke").await;
+    assert_eq!(p.status, 200);
+    assert!(
+        p.body.contains(
+            "transcripts?from=0&amp;attack=template&amp;target=aligned&amp;judge=refusal%5Fmatch"
+        ),
+        "{}",
+        p.body
+    );
+    assert!(p.body.contains("sig-up"), "{}", p.body);
+    // Split transforms: columns are transforms (here only `none`).
+    let ps = get(
+        addr,
+        "/pivot?metric=asr&judge=refusal_match&run=smoke&split=1",
+    )
+    .await;
+    assert!(ps.body.contains("aligned · template"), "{}", ps.body);
+
+    // Transcript filters: attack, target, a judge's verdict, judges disagree.
+    let f = get(
+        addr,
+        "/run/smoke/transcripts?attack=template&target=aligned&judge=rubric&outcome=success",
+    )
+    .await;
+    let n = f.body.matches("class=\"open\"").count();
+    assert!(n > 0, "{}", f.body);
+    assert_eq!(
+        f.body.matches("<td>template</td><td>aligned</td>").count(),
+        n
+    );
+    let dis = get(addr, "/run/smoke/transcripts?disagree=1").await;
+    assert_eq!(
+        dis.body.matches("class=\"open\"").count(),
+        dis.body.matches("judges disagree</span>").count(),
+        "{}",
+        dis.body
+    );
+    assert!(
+        f.body
+            .contains("<th scope=\"col\" class=\"text\">prompt</th>")
+    );
+
+    // Compare two targets of one run.
+    let ct = get(addr, "/compare?by=target&run=smoke&a=aligned&b=permissive").await;
+    assert!(ct.body.contains("id=\"flips\""), "{}", ct.body);
+    assert!(ct.body.contains("McNemar"), "{}", ct.body);
+    // Two attacks, two judges.
+    let ca = get(addr, "/compare?by=attack&run=smoke&a=static&b=template").await;
+    assert!(ca.body.contains("id=\"compare\""), "{}", ca.body);
+    let cj = get(addr, "/compare?by=judge&run=smoke&a=refusal_match&b=rubric").await;
+    assert!(cj.body.contains("id=\"compare\""), "{}", cj.body);
+
+    // Two runs on a file:// dataset (the CSV is gone): flips with both replies.
+    let cf = get(
+        addr,
+        "/compare?by=run&run=xs-aligned&run_b=xs-permissive&metric=asr",
+    )
+    .await;
+    assert!(cf.body.contains("id=\"flips\""), "{}", cf.body);
+    assert!(
+        cf.body.contains("xstest-0002"),
+        "the keylogger probe flips: {}",
+        cf.body
+    );
+    assert!(
+        cf.body.contains("I&#x27;m sorry"),
+        "A's refusal shows: {}",
+        cf.body
+    );
+
+    // Another grader under the same judge label: refused, naming the difference.
+    let mm = get(addr, "/compare?by=run&run=smoke&run_b=smoke-grader2").await;
+    assert!(mm.body.contains("id=\"refusal\""), "{}", mm.body);
+    assert!(
+        mm.body.contains("judge `rubric`: params.grader.params.name is &quot;grader&quot; in A but &quot;grader2&quot; in B"),
+        "{}",
+        mm.body
+    );
+    assert!(!mm.body.contains("id=\"compare\""));
+    let ok = get(
+        addr,
+        "/compare?by=run&run=smoke&run_b=smoke-grader2&allow_mismatch=1",
+    )
+    .await;
+    assert!(ok.body.contains("id=\"mismatch-flag\""), "{}", ok.body);
+    assert!(ok.body.contains("id=\"compare\""), "{}", ok.body);
+}
+
+/// The agent exam's scenarios page: per scenario the expected and terminal action, pass,
+/// what decided it and the cascade's calls, escaped; a red-team run has none.
+#[tokio::test(flavor = "multi_thread")]
+async fn exam_scenarios_show_calls_and_what_decided_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("exam-out");
+    std::fs::create_dir_all(&dir).unwrap();
+    let result = |id: &str, decided: &str, pass: bool, calls: u64, reply: &str| {
+        serde_json::json!({"scenario_id": id, "rel_path": format!("{id}.yaml"), "finding_id": "f",
+            "category": "login", "difficulty": "easy", "terminal_action": "escalated",
+            "expected_chain_action": "escalated", "terminal_reason": "<b>why</b>",
+            "force_escalated": false, "model_calls": calls,
+            "full_chain": [{"seq": 0, "model": "triage", "reply": reply}],
+            "structural": {}, "pass": pass, "decided_by": decided})
+    };
+    let report = serde_json::json!({"mode": "real", "corpus_count": 3, "corpus_sha256": "abc",
+        "runs": [{"index": 0, "results": [
+            result("S-1", "model", true, 2, "{\"action\":\"escalate\"} <script>alert(1)</script>"),
+            result("S-2", "floor", true, 0, ""),
+            result("S-3", "fail_safe", false, 1, "resolve|escalate")]}]});
+    std::fs::write(dir.join("report.json"), report.to_string()).unwrap();
+    let d = Dashboard::new(vec![tmp.path().to_path_buf()]);
+    let addr = serve(d, None).await;
+    let page = get(addr, "/run/exam-out/scenarios").await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert_eq!(
+        page.body.matches("<tr class=\"decided-").count(),
+        3,
+        "{}",
+        page.body
+    );
+    assert!(
+        page.body.contains("model 1, floor 1, fail_safe 1")
+            || page.body.contains("fail_safe 1, floor 1, model 1"),
+        "{}",
+        page.body
+    );
+    assert!(
+        page.body
+            .contains("&lt;script&gt;alert(1)&lt;&#x2f;script&gt;"),
+        "{}",
+        page.body
+    );
+    assert!(!page.body.contains("<script"));
+    let run = get(addr, "/run/exam-out").await;
+    assert!(run.body.contains("id=\"scenarios-link\""), "{}", run.body);
+    assert_eq!(get(addr, "/run/nope/scenarios").await.status, 404);
+}
+
+/// One attempt of an attacker-LLM search: the goal beside the rewritten prompt, the tree
+/// drawn as nested lists (a node naming a missing or later parent becomes a root, so a
+/// hostile tree cannot loop), the reported node marked, tokens when recorded.
+#[tokio::test(flavor = "multi_thread")]
+async fn attempt_page_draws_the_search_tree_and_the_goal() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join("pair-run");
+    std::fs::create_dir_all(&run).unwrap();
+    let node = |id: u64, parent: Option<u64>, depth: u64, success: bool| {
+        serde_json::json!({"id": id, "parent": parent, "depth": depth, "branch": 0,
+            "prompt": format!("rewrite {id} <i>x</i>"), "response": format!("reply {id}"),
+            "score": if success { 1.0 } else { 0.2 }, "success": success})
+    };
+    let line = serde_json::json!({"behavior_id": "demo-r01", "attack_name": "pair",
+        "target_name": "t", "dataset": "demo", "dataset_version": "demo@1",
+        "expected": "should_refuse", "goal": "the original request", "attempt": 0,
+        "transcript": [{"role": "user", "content": "rewrite 2 <i>x</i>"},
+                       {"role": "assistant", "content": "reply 2"}],
+        "query_count": 3, "usage": {"input_tokens": 1200, "output_tokens": 34},
+        "metadata": {"attack": "pair", "stopped": "success", "best_node": 2,
+            "target_queries": 3, "attacker_queries": 3,
+            "tree": [node(0, None, 1, false), node(1, Some(0), 2, false), node(2, Some(1), 3, true),
+                     node(3, Some(3), 1, false), node(4, Some(9), 1, false)]},
+        "stop_reason": "stop", "error": null,
+        "verdicts": [{"judge": "refusal_match", "outcome": "success", "refused": false}]});
+    std::fs::write(run.join("transcripts.jsonl"), format!("{line}\n")).unwrap();
+    let d = Dashboard::new(vec![tmp.path().to_path_buf()]);
+    let addr = serve(d, None).await;
+    let page = get(addr, "/run/pair-run/transcripts/0").await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    let b = &page.body;
+    assert!(
+        b.contains("id=\"goal\"") && b.contains("the original request"),
+        "{b}"
+    );
+    assert!(b.contains("1,200 in + 34 out = 1,234 tokens"), "{b}");
+    assert!(b.contains("★ node 2"), "{b}");
+    // Nodes 0 → 1 → 2 nest three deep; 3 (its own parent) and 4 (missing parent) are roots.
+    assert_eq!(b.matches("<li class=\"node").count(), 5, "{b}");
+    let tree = &b[b.find("id=\"tree\"").unwrap()..];
+    let depth_of_2 = tree[..tree.find("★ node 2").unwrap()]
+        .matches("<ul")
+        .count();
+    assert_eq!(depth_of_2, 2, "{tree}");
+    assert!(b.contains("rewrite 2 &lt;i&gt;x&lt;&#x2f;i&gt;") && !b.contains("<i>x</i>"));
+    // The listing shows the goal beside the prompt.
+    let list = get(addr, "/run/pair-run/transcripts").await;
+    assert!(
+        list.body.contains("goal: the original request"),
+        "{}",
+        list.body
+    );
 }

@@ -180,6 +180,15 @@ fn read_file(path: &Path) -> Result<Vec<u8>, String> {
             path.display()
         ));
     }
+    // The size first: a 300 MB file used to be read (795 MB RSS) before it was refused.
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(format!(
+            "{}: {} MiB, larger than {} MiB; split the labelled set into several files",
+            path.display(),
+            meta.len() >> 20,
+            MAX_FILE_BYTES >> 20
+        ));
+    }
     let mut bytes = Vec::new();
     f.take(MAX_FILE_BYTES + 1)
         .read_to_end(&mut bytes)

@@ -209,6 +209,7 @@ impl ScoreCtx<'_> {
             target_secret: None,
             scenario: None,
             secret_cache: Default::default(),
+            case: Default::default(),
             bench_case: None,
         };
         let attempt = Attempt {
@@ -442,5 +443,10 @@ pub fn card(report: &JudgeEvalReport, judge: &str) -> Result<JudgeCard, String> 
 
 /// Writes a judge card (pretty JSON, atomically).
 pub fn write_card(path: &Path, card: &JudgeCard) -> Result<(), String> {
-    write_json(path, card)
+    let mut bytes = serde_json::to_vec_pretty(card).expect("a judge card serialises");
+    bytes.push(b'\n');
+    // A path the user named (`--card-out`): a device such as /dev/stdout is written
+    // into, never replaced.
+    gauntlet_core::atomic::write_output(path, &bytes)
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }

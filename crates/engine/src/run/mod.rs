@@ -378,6 +378,9 @@ pub async fn execute_sharded(
             e,
         )
     })?;
+    // A unit waiting on a batch may wait for hours: a stop (Ctrl-C, SIGTERM) does not
+    // wait for it (its batch stays in the ledger and is re-attached by the rerun).
+    let waits_on_batches = batching.is_some();
     let mut concurrency = opts.concurrency.unwrap_or(plan.config.concurrency).max(1) as usize;
     if let Some(b) = &batching {
         concurrency = concurrency.max(b.max_requests());
@@ -503,6 +506,11 @@ pub async fn execute_sharded(
             tokio::select! {
                 r = &mut handle => break r,
                 _ = tick.tick() => {
+                    if waits_on_batches && opts.stop.load(Ordering::Relaxed) {
+                        handle.abort();
+                        status = Status::Partial("interrupted".into());
+                        break 'consume;
+                    }
                     let finished = ctx.finished.load(Ordering::Relaxed);
                     progress.advance(
                         finished - progress_reported,
@@ -584,8 +592,18 @@ pub async fn execute_sharded(
         // Units in hand may hold calls already paid for: let them finish so those calls
         // are journaled (further calls fail fast on the spent budget), then drop them —
         // output stays a prefix of the canonical order, and a rerun picks them up.
-        for h in queue {
-            let _ = h.await;
+        for mut h in queue {
+            loop {
+                tokio::select! {
+                    _ = &mut h => break,
+                    _ = tick.tick() => {
+                        if waits_on_batches && opts.stop.load(Ordering::Relaxed) {
+                            h.abort();
+                            break;
+                        }
+                    }
+                }
+            }
         }
     } else {
         for h in queue {
@@ -597,7 +615,8 @@ pub async fn execute_sharded(
         .finish()
         .map_err(|e| io_err("cannot write", &transcripts_tmp, e))?;
     drop(file);
-    std::fs::rename(&transcripts_tmp, &transcripts_path)
+    gauntlet_core::atomic::check_replaceable(&transcripts_path)
+        .and_then(|()| std::fs::rename(&transcripts_tmp, &transcripts_path))
         .map_err(|e| io_err("cannot write", &transcripts_path, e))?;
 
     let plan = &ctx.plan;

@@ -18,12 +18,21 @@ pub(super) struct TranscriptLine<'a> {
     pub(super) dataset: &'a str,
     pub(super) dataset_version: &'a str,
     pub(super) expected: &'static str,
+    /// The behavior's own prompt, written only when no user turn of the transcript is
+    /// that prompt (an attack or transform rewrote it), so readers can show the goal
+    /// beside what was sent; `static` lines are unchanged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) goal: Option<&'a str>,
     pub(super) attempt: u32,
     pub(super) transcript: &'a [Message],
     pub(super) query_count: u32,
     pub(super) metadata: &'a serde_json::Value,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) stop_reason: Option<&'a gauntlet_core::message::StopReason>,
+    /// The target's tokens for this attempt's final response, when the provider reported
+    /// them (replayed from the journal on a rerun, so reruns stay byte-identical).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) usage: Option<&'a gauntlet_core::message::Usage>,
     pub(super) error: Option<&'a str>,
     pub(super) verdicts: Vec<&'a Verdict>,
 }
@@ -52,6 +61,10 @@ impl TranscriptLine<'_> {
         json::write_str(buf, self.dataset_version);
         buf.extend_from_slice(b",\"expected\":");
         json::write_str(buf, self.expected);
+        if let Some(g) = self.goal {
+            buf.extend_from_slice(b",\"goal\":");
+            json::write_str(buf, g);
+        }
         buf.extend_from_slice(b",\"attempt\":");
         write_u32(buf, self.attempt);
         buf.extend_from_slice(b",\"transcript\":");
@@ -63,6 +76,10 @@ impl TranscriptLine<'_> {
         if let Some(r) = self.stop_reason {
             buf.extend_from_slice(b",\"stop_reason\":");
             serde_json::to_writer(&mut *buf, r).expect("stop reasons serialise");
+        }
+        if let Some(u) = self.usage {
+            buf.extend_from_slice(b",\"usage\":");
+            serde_json::to_writer(&mut *buf, u).expect("usage serialises");
         }
         buf.extend_from_slice(b",\"error\":");
         match self.error {
@@ -235,11 +252,13 @@ mod transcript_line_tests {
             dataset: "leak",
             dataset_version: "1.0\n",
             expected: "should_refuse",
+            goal: None,
             attempt: 3,
             transcript,
             query_count: 1,
             metadata,
             stop_reason: None,
+            usage: None,
             error: None,
             verdicts: vs.iter().collect(),
         }
@@ -286,6 +305,21 @@ mod transcript_line_tests {
             l.stop_reason = Some(stop);
             let (ours, want) = both(&l);
             assert_eq!(ours, want);
+        }
+        // The goal of a rewritten prompt and the attempt's usage, when there are.
+        let usage = gauntlet_core::message::Usage {
+            input_tokens: 17,
+            output_tokens: 4_000_000_000,
+        };
+        for goal in [None, Some("the \"goal\"\n")] {
+            for u in [None, Some(&usage)] {
+                let mut l = line(&ms, &metas[1], &vs);
+                l.goal = goal;
+                l.usage = u;
+                l.stop_reason = Some(&stops[0]);
+                let (ours, want) = both(&l);
+                assert_eq!(ours, want);
+            }
         }
     }
 
@@ -365,7 +399,12 @@ mod transcript_line_tests {
             ]),
             reason in prop_oneof![Just(String::new()), content()],
             error in prop::option::of(content()),
-            injection in prop::option::of((any::<bool>(), any::<bool>())),
+            injection in prop::option::of((
+                any::<bool>(),
+                any::<bool>(),
+                prop::option::of(any::<bool>()),
+                prop::option::of((any::<bool>(), 0usize..3, prop::option::of(0usize..3))),
+            )),
         ) {
             let v = Verdict {
                 judge,
@@ -374,8 +413,21 @@ mod transcript_line_tests {
                 score,
                 reason,
                 error,
-                injection: injection.map(|(injected, task_completed)| {
-                    gauntlet_core::outcome::InjectionFacts { injected, task_completed }
+                injection: injection.map(|(injected, task_completed, unparsed_tool_call, ia)| {
+                    use gauntlet_core::outcome::{InjecAgentAttack, InjecAgentFacts, StepEval};
+                    let step = |i: usize| {
+                        [StepEval::Succ, StepEval::Unsucc, StepEval::Invalid][i]
+                    };
+                    gauntlet_core::outcome::InjectionFacts {
+                        injected,
+                        task_completed,
+                        unparsed_tool_call,
+                        injecagent: ia.map(|(dh, s1, s2)| InjecAgentFacts {
+                            attack: if dh { InjecAgentAttack::Dh } else { InjecAgentAttack::Ds },
+                            step1: step(s1),
+                            step2: s2.map(step),
+                        }),
+                    }
                 }),
             };
             let mut ours = b"[".to_vec();

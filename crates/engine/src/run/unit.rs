@@ -330,11 +330,17 @@ pub(super) async fn run_unit(
             dataset: &dataset.name,
             dataset_version: &dataset.version,
             expected: b.expected.as_str(),
+            goal: (!a
+                .transcript
+                .iter()
+                .any(|m| m.role == gauntlet_core::message::Role::User && m.content == b.prompt))
+            .then_some(b.prompt.as_str()),
             attempt: a.index,
             transcript: &a.transcript,
             query_count: a.query_count,
             metadata: &a.metadata,
             stop_reason: a.response.as_ref().ok().map(|r| &r.stop_reason),
+            usage: a.response.as_ref().ok().and_then(|r| r.usage.as_ref()),
             error: a.response.as_ref().err().map(String::as_str),
             verdicts: verdicts.iter().map(|vs| &vs[i]).collect(),
         };

@@ -8,6 +8,7 @@ use crate::sanitize::boxed;
 use crate::tools::{Evidence, Toolbox};
 use crate::verdict::{Action, ParseKind, Verdict, parse_verdict};
 use gauntlet_core::message::{ChatRequest, Message};
+use gauntlet_models::ToolProtocol;
 use std::fmt::Write as _;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -42,6 +43,11 @@ impl Recorder {
         }
         v
     }
+}
+
+/// The tool protocol of the investigate tier's model (the `--tool-loop` caller).
+fn tm_protocol(ctx: &Ctx<'_>) -> ToolProtocol {
+    ctx.models.for_tier(Tier::Investigate).model.tool_protocol()
 }
 
 pub(super) struct Ctx<'a> {
@@ -91,10 +97,19 @@ impl Ctx<'_> {
     ) -> Result<gauntlet_core::message::ChatResponse, String> {
         let tm = self.models.for_tier(tier);
         let system = tier.system_prompt();
+        // The transcript shows the conversation as sent: under `tool_protocol: prompted`
+        // the tools in the system prompt, calls and results as text.
+        let protocol = tm.model.tool_protocol();
+        let mut shown = Vec::with_capacity(user.len() + 1);
+        shown.push(Message::system(system.clone()));
+        shown.extend(user.iter().cloned());
+        let shown = protocol.as_sent(shown, &tools);
+        let shown_system = shown[0].content.clone();
         let user_prompt = if user.len() == 1 {
-            user[0].content.clone()
+            shown[1].content.clone()
         } else {
-            user.iter()
+            shown[1..]
+                .iter()
                 .map(|m| {
                     let calls: Vec<String> = m
                         .tool_calls
@@ -107,7 +122,7 @@ impl Ctx<'_> {
                 .join("\n")
         };
         let advertised: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
-        let mut messages = vec![Message::system(system.clone())];
+        let mut messages = vec![Message::system(system)];
         messages.extend(user);
         let req = ChatRequest {
             messages,
@@ -147,7 +162,7 @@ impl Ctx<'_> {
             .push(TranscriptEntry {
                 seq,
                 model: tm.id.clone(),
-                system,
+                system: shown_system,
                 user_prompt,
                 tools: if advertised.is_empty() {
                     fed
@@ -208,11 +223,20 @@ impl Ctx<'_> {
                 }
             };
             if r.tool_calls.is_empty() {
-                return (
-                    self.rec.checked(seq, parse_verdict(&r.content)),
-                    rounds,
-                    data,
-                );
+                // A reply that reached for a tool and yielded no call (prompted protocol)
+                // is not the model's verdict: escalated by default, counted as fail-safe.
+                let unparsed = match last {
+                    false => tm_protocol(self).unparsed(&r),
+                    true => None,
+                };
+                let v = match unparsed {
+                    Some(why) => Verdict::fail_safe(
+                        ParseKind::Unparseable,
+                        format!("unparsed_tool_call: {why}; escalated by default"),
+                    ),
+                    None => parse_verdict(&r.content),
+                };
+                return (self.rec.checked(seq, v), rounds, data);
             }
             msgs.push(Message {
                 role: gauntlet_core::message::Role::Assistant,

@@ -46,7 +46,8 @@ pub use outcome::{CascadeOptions, CascadeOutcome, DecidedBy, TranscriptEntry};
 pub use run::{run_cascade, run_cascade_via};
 pub use tiers::{
     CONSENSUS_TEMPERATURE, DEFAULT_CONSENSUS, DEFAULT_FINDINGS_BUDGET, DEFAULT_TOOL_ROUNDS, Direct,
-    MAIN_TEMPERATURE, MAX_TOKENS, Tier, TierCaller, TierModel, TierModels,
+    MAIN_TEMPERATURE, MAX_CONSENSUS, MAX_TOKENS, Tier, TierCaller, TierModel, TierModels,
+    answer_template,
 };
 
 #[cfg(test)]

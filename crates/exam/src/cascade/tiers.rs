@@ -14,6 +14,8 @@ pub const CONSENSUS_TEMPERATURE: f64 = 0.4;
 pub const MAX_TOKENS: u32 = 512;
 /// Default number of consensus voters.
 pub const DEFAULT_CONSENSUS: usize = 3;
+/// The most consensus voters (`--consensus`, `consensus:`): each runs a whole cascade.
+pub const MAX_CONSENSUS: usize = 100;
 /// Default model calls of one `--tool-loop` investigation.
 pub const DEFAULT_TOOL_ROUNDS: usize = 4;
 /// Default findings budget per scan (E-006).
@@ -92,6 +94,16 @@ positive_evidence: the tool results contain concrete facts that explain the acti
 legitimate (baseline history, an approval reference, a known relationship). \
 strong_evidence: those facts are specific and sufficient on their own. \
 insufficient_data: the data cannot support either decision.";
+
+/// The answer template's JSON line as the prompt shows it (placeholders and all): what
+/// a model that echoes the prompt copies (the verdict parser never takes it as a
+/// decision).
+pub fn answer_template() -> &'static str {
+    CONTRACT
+        .lines()
+        .nth(1)
+        .expect("CONTRACT's second line is the template")
+}
 
 pub(super) const TRIAGE: &str = "\
 Role: first-line triage. Read the finding and the tool results. Resolve only when the \

@@ -54,7 +54,7 @@ pub(super) fn rate_cell(
 pub fn decided_line(r: &HarnessReport) -> String {
     let d = &r.decided_by;
     format!(
-        "model {} · floor {} · fail-safe {} (fail-safe: a model call failed or its reply was unparseable, the cascade escalated by default; excluded from every rate)",
+        "model {} · floor {} · fail-safe {} (rates are over the model's decisions only. floor: escalated by the harness's rule with zero model calls; fail-safe: a model call failed or its reply was unparseable, e.g. a copy of the prompt's template, and the cascade escalated by default; both excluded from every rate)",
         d.model, d.floor, d.fail_safe
     )
 }
@@ -233,6 +233,7 @@ pub fn report_page(r: &HarnessReport) -> Page {
     let header = [
         "pass",
         "passed / graded",
+        "floor (excluded)",
         "fail-safe (excluded)",
         "pass rate",
         "recall",
@@ -246,6 +247,7 @@ pub fn report_page(r: &HarnessReport) -> Page {
             vec![
                 run.index.to_string(),
                 format!("{}/{}", run.passed, run.graded),
+                run.floor.to_string(),
                 run.fail_safe.to_string(),
                 na(run.pass_rate, "pass_rate"),
                 format!(

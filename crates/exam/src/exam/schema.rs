@@ -118,7 +118,8 @@ pub struct HarnessReport {
     pub corpus_sha256: String,
     pub runs: Vec<RunResult>,
     /// Median over the passes that have a rate; `null` (reason in `na_reasons`) when
-    /// none has: every scenario of every pass was decided by the fail-safe.
+    /// none has: the model decided no scenario of any pass (every one was decided by
+    /// the fail-safe or the floor).
     pub median_pass_rate: Option<f64>,
     pub noise_band_pp: f64,
     pub runs_within_band: bool,
@@ -134,8 +135,7 @@ pub struct HarnessReport {
     pub recall_ci95: Option<Interval>,
     pub precision_ci95: Option<Interval>,
     pub pass_all_runs: PassAllRuns,
-    /// Scenario runs by what decided them; only `model` and `floor` ones are in the
-    /// rates.
+    /// Scenario runs by what decided them; only `model` ones are in the rates.
     pub decided_by: DecidedCounts,
     /// Why a median rate is `null`.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
@@ -237,4 +237,4 @@ pub enum ExamError {
 }
 
 pub const GOLDEN_NOTE: &str = "GOLDEN MODE IS A PIPELINE CHECK, NOT AN ACCURACY NUMBER. Every model reply was scripted from the scenario's own expected outcome, so a 100% pass rate only shows that the corpus loader, the cascade wiring, the verdict parser and the grader work; a failure here is a harness bug. Agent accuracy comes only from a real-mode run.";
-pub const REAL_NOTE: &str = "Real mode: the model under test decided every non-floor verdict (floor-routed findings escalate with zero model calls and are graded honestly), except where a model call failed or its reply could not be parsed: the cascade then escalated by default, and those scenarios (decided_by: fail_safe) are excluded from every rate and counted beside them. median_pass_rate BLENDS missed attacks and false alarms: read median_recall_rate (attacks escalated) and median_precision_rate (benign findings resolved) for the split. chain_action is the only gating axis; the other axes are reported only.";
+pub const REAL_NOTE: &str = "Real mode: the model under test decided every non-floor verdict, except where a model call failed or its reply could not be parsed (a copy of the prompt's answer template included): the cascade then escalated by default, and those scenarios (decided_by: fail_safe) are excluded from every rate and counted beside them. Floor-routed findings escalate by rule with zero model calls (decided_by: floor): their chain axis is shown, but they are excluded from every rate, which measures the model only; a rate the model decided nothing of is null, with the reason in na_reasons. median_pass_rate BLENDS missed attacks and false alarms: read median_recall_rate (attacks escalated) and median_precision_rate (benign findings resolved) for the split. chain_action is the only gating axis; the other axes are reported only.";

@@ -92,6 +92,7 @@ pub fn assemble_report(
     let median_recall_rate = median_of(runs.iter().map(|r| r.recall_rate));
     let median_precision_rate = median_of(runs.iter().map(|r| r.precision_rate));
     let fail_safe: usize = runs.iter().map(|r| r.fail_safe).sum();
+    let floor: usize = runs.iter().map(|r| r.floor).sum();
     let mut na_reasons = std::collections::BTreeMap::new();
     for (name, v, what) in [
         ("median_pass_rate", median_pass_rate, "scenario"),
@@ -105,7 +106,10 @@ pub fn assemble_report(
         if v.is_none() {
             na_reasons.insert(
                 name.to_string(),
-                format!("in no pass: {}", crate::grade::na_reason(what, fail_safe)),
+                format!(
+                    "in no pass: {}",
+                    crate::grade::na_reason(what, floor, fail_safe)
+                ),
             );
         }
     }

@@ -57,7 +57,9 @@ impl Catalog for Targets {
 /// bare name) used for every tier, or `{target: SPEC, tiers: {triage|investigate|deep|
 /// formatter: SPEC}}`. Errors (including a missing API key) are configuration errors.
 pub fn parse_target(arg: &str) -> Result<(TierModels, String), String> {
-    let (text, origin) = if Path::new(arg).is_file() {
+    // A path that exists is read as a file (a device or a directory is refused by the
+    // file reader, naming it), never taken for an inline spec.
+    let (text, origin) = if std::fs::symlink_metadata(arg).is_ok() {
         (
             gauntlet_core::files::read_to_string(
                 Path::new(arg),

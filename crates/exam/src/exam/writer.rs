@@ -166,6 +166,15 @@ pub fn leaderboard(out: &Path, r: &HarnessReport) -> Vec<LeaderboardRow> {
             None => format!("complete ({} mode)", r.mode),
         },
     };
+    // The golden backend is the merge gate: every reply scripted from the expected
+    // outcome, so its 100% is a pipeline check, never an accuracy number. One row,
+    // passed or failed, with no value and no interval, so no leaderboard ranks it.
+    if r.backend.starts_with("golden") {
+        let (passed, runs) = golden_check(r);
+        let mut check = row(PIPELINE_CHECK, None, None, runs);
+        check.na_reason = Some(pipeline_check_reason(passed, runs));
+        return vec![check];
+    }
     vec![
         row(
             "median_pass_rate",
@@ -186,6 +195,28 @@ pub fn leaderboard(out: &Path, r: &HarnessReport) -> Vec<LeaderboardRow> {
             ben,
         ),
     ]
+}
+
+/// The metric of a golden-backend exam's one leaderboard row.
+pub const PIPELINE_CHECK: &str = "pipeline_check";
+
+/// (scenario runs that passed, all scenario runs) of an exam's passes.
+pub fn golden_check(r: &HarnessReport) -> (u64, u64) {
+    r.runs.iter().fold((0, 0), |(p, t), x| {
+        (p + x.passed as u64, t + x.total as u64)
+    })
+}
+
+/// The pipeline check's verdict: `passed` only when every scenario run passed.
+pub fn pipeline_check_reason(passed: u64, runs: u64) -> String {
+    let verdict = if runs > 0 && passed == runs {
+        "passed"
+    } else {
+        "failed"
+    };
+    format!(
+        "{verdict}: {passed}/{runs} scenario runs passed on the golden backend (scripted replies); a pipeline check, not a score"
+    )
 }
 
 /// The default output directory.

@@ -175,7 +175,7 @@ pub(crate) async fn stream_lines(
     batch: &str,
     file: &str,
     url: &Url,
-    parse: fn(&[u8]) -> ParsedLine,
+    parse: &(dyn Fn(&[u8]) -> ParsedLine + Sync),
     sink: &mut (dyn FnMut(Result<Ingested, BadLine>) + Send),
 ) -> Result<(), ModelError> {
     let mut resp = transport.download(url).await?;

@@ -13,10 +13,10 @@
 //! `batch_expired` / `batch_cancelled` error means the request never ran.
 
 use super::{BadLine, BatchApi, BatchOptions, Ingested, Outcome, ParsedLine, Polled};
-use crate::targets::openai_compat::{OpenAiCompatTarget, parse_response};
+use crate::targets::openai_compat::{OpenAiCompatTarget, parse_capped, parse_response};
 use crate::transport::Payload;
 use crate::{BoxFuture, ModelError};
-use gauntlet_core::message::ChatRequest;
+use gauntlet_core::message::{ChatRequest, ChatResponse};
 use reqwest::{Method, Url};
 use serde_json::{Value, json};
 
@@ -119,7 +119,9 @@ impl BatchApi for OpenAiCompatTarget {
     ) -> BoxFuture<'a, Result<(), ModelError>> {
         Box::pin(async move {
             for (name, url) in &polled.results {
-                super::stream_lines(&self.transport, id, name, url, parse_line, sink).await?;
+                let cap = self.limits.max_tool_calls;
+                let parse = move |l: &[u8]| parse_line_capped(l, cap);
+                super::stream_lines(&self.transport, id, name, url, &parse, sink).await?;
             }
             Ok(())
         })
@@ -184,8 +186,20 @@ fn polled(
     })
 }
 
+/// [`parse_line`] with at most `max_tool_calls` tool calls per reply (the target's cap).
+pub fn parse_line_capped(line: &[u8], max_tool_calls: usize) -> ParsedLine {
+    parse_line_with(line, &|v, url| parse_capped(v, url, max_tool_calls))
+}
+
 /// Reads one line of an output or error file.
 pub fn parse_line(line: &[u8]) -> ParsedLine {
+    parse_line_with(line, &parse_response)
+}
+
+fn parse_line_with(
+    line: &[u8],
+    parse_response: &dyn Fn(&serde_json::Value, &str) -> Result<ChatResponse, ModelError>,
+) -> ParsedLine {
     let v = super::line_json(line)?;
     let id = super::custom_id(&v)?;
     let outcome = match (v.get("response"), v.get("error")) {

@@ -16,7 +16,7 @@
 //! The API key comes only from the environment variable named by `api_key_env` (default
 //! `ANTHROPIC_API_KEY`) and is never part of the spec.
 
-use super::live::{self, Doc, EnvLookup, Flavor};
+use super::live::{self, Doc, EnvLookup, Flavor, too_many_tool_calls};
 use crate::batch::{BATCH_PARAMS, BatchApi, BatchOptions};
 use crate::transport::{AuthStyle, Transport, TransportOptions, TransportStats};
 use crate::{BoxFuture, Model, ModelError};
@@ -100,6 +100,9 @@ const PARAMS: &[ParamSpec] = &[
     BATCH_PARAMS[1],
     BATCH_PARAMS[2],
     BATCH_PARAMS[3],
+    crate::tool_protocol::PARAM,
+    live::LIMIT_PARAMS[0],
+    live::LIMIT_PARAMS[1],
 ];
 
 pub const INFO: PluginInfo = PluginInfo {
@@ -128,6 +131,8 @@ pub struct AnthropicTarget {
     pub(crate) transport: Transport,
     /// Set by `batch: true`: calls go through the provider's batch API.
     pub(crate) batch: Option<BatchOptions>,
+    /// `max_tool_calls`, `max_request_bytes`.
+    pub(crate) limits: crate::CallLimits,
 }
 
 impl fmt::Debug for AnthropicTarget {
@@ -165,6 +170,7 @@ impl AnthropicTarget {
             max_tokens: live.max_tokens.unwrap_or(1024),
             transport: Transport::new(live.transport)?,
             batch: BatchOptions::from_params(&spec.params),
+            limits: live::limits_of(&spec.params),
         })
     }
 
@@ -281,8 +287,25 @@ fn text_block(text: &str) -> Vec<Value> {
 
 /// Normalises a Messages API response.
 pub fn parse_response(root: &Value, url: &str) -> Result<ChatResponse, ModelError> {
+    parse_capped(root, url, gauntlet_core::message::DEFAULT_MAX_TOOL_CALLS)
+}
+
+/// [`parse_response`] with at most `max_tool_calls` `tool_use` blocks: a reply with more
+/// is an error, found by counting before any call is read.
+pub fn parse_capped(
+    root: &Value,
+    url: &str,
+    max_tool_calls: usize,
+) -> Result<ChatResponse, ModelError> {
     let d = Doc { root, url };
     let blocks = d.require_array("content")?;
+    let uses = blocks
+        .iter()
+        .filter(|b| b.get("type").and_then(Value::as_str) == Some("tool_use"))
+        .count();
+    if uses > max_tool_calls {
+        return Err(too_many_tool_calls(uses, max_tool_calls, url));
+    }
     let mut content = String::new();
     let mut tool_calls = Vec::new();
     for i in 0..blocks.len() {
@@ -318,8 +341,18 @@ pub fn parse_response(root: &Value, url: &str) -> Result<ChatResponse, ModelErro
         let cache_write = d.opt_u64("usage.cache_creation_input_tokens")?;
         let cache_read = d.opt_u64("usage.cache_read_input_tokens")?;
         let output = d.opt_u64("usage.output_tokens")?;
+        // Checked: three counts near u64::MAX must not wrap to a small one.
+        let input_tokens = input
+            .unwrap_or(0)
+            .checked_add(cache_write.unwrap_or(0))
+            .and_then(|n| n.checked_add(cache_read.unwrap_or(0)))
+            .ok_or_else(|| {
+                ModelError::Call(format!(
+                    "response from {url} reports input token counts whose sum exceeds 2^64: implausible usage"
+                ))
+            })?;
         (input.is_some() || output.is_some()).then(|| Usage {
-            input_tokens: input.unwrap_or(0) + cache_write.unwrap_or(0) + cache_read.unwrap_or(0),
+            input_tokens,
             output_tokens: output.unwrap_or(0),
         })
     } else {
@@ -343,7 +376,10 @@ impl Model for AnthropicTarget {
     fn chat<'a>(&'a self, req: &'a ChatRequest) -> BoxFuture<'a, Result<ChatResponse, ModelError>> {
         Box::pin(async move {
             let body = self.request_body(req)?;
-            self.transport.call(&body, parse_response).await
+            let cap = self.limits.max_tool_calls;
+            self.transport
+                .call(&body, |v, url| parse_capped(v, url, cap))
+                .await
         })
     }
     fn transport_stats(&self) -> Option<TransportStats> {
@@ -351,6 +387,12 @@ impl Model for AnthropicTarget {
     }
     fn batch_api(&self) -> Option<&dyn BatchApi> {
         self.batch.as_ref().map(|_| self as &dyn BatchApi)
+    }
+    fn limits(&self) -> crate::CallLimits {
+        self.limits
+    }
+    fn secret(&self) -> Option<&crate::transport::Secret> {
+        self.transport.secret()
     }
 }
 
@@ -360,6 +402,27 @@ mod tests {
     use gauntlet_core::message::Message;
 
     const URL: &str = "http://127.0.0.1:1/v1/messages";
+
+    /// Issue 26: `tool_use` blocks beyond the cap are an error; token counts whose sum
+    /// passes 2^64 are an error, never a wrapped small number.
+    #[test]
+    fn tool_uses_beyond_the_cap_and_wrapping_usage_are_errors() {
+        let blocks: Vec<Value> = (0..129)
+            .map(|i| json!({"type": "tool_use", "id": format!("t{i}"), "name": "f", "input": {}}))
+            .collect();
+        let v = json!({"content": blocks, "stop_reason": "tool_use"});
+        let e = parse_response(&v, URL).unwrap_err().to_string();
+        assert!(
+            e.contains("129 tool calls") && e.contains("max_tool_calls"),
+            "{e}"
+        );
+        assert_eq!(parse_capped(&v, URL, 129).unwrap().tool_calls.len(), 129);
+        let half = 1u64 << 63;
+        let v = json!({"content": [{"type": "text", "text": "hi"}], "stop_reason": "end_turn",
+            "usage": {"input_tokens": half, "cache_read_input_tokens": half, "output_tokens": 1}});
+        let e = parse_response(&v, URL).unwrap_err().to_string();
+        assert!(e.contains("implausible usage"), "{e}");
+    }
 
     fn tool_result(id: &str, text: &str) -> Message {
         let mut m = Message::user(text);

@@ -12,7 +12,7 @@ use crate::transport::{
     AuthStyle, Secret, TransportConfig, TransportOptions, check_base_url, check_env_name,
     is_loopback,
 };
-use gauntlet_core::params::{ParamValue, PluginSpec};
+use gauntlet_core::params::{DefaultValue, ParamKind, ParamSpec, ParamValue, PluginSpec};
 use reqwest::Url;
 use reqwest::header::HeaderMap;
 use serde_json::Value;
@@ -39,6 +39,53 @@ pub(crate) struct Flavor {
     pub auth: AuthStyle,
     /// Appended to the base URL to form the endpoint.
     pub path: &'static str,
+}
+
+/// The caps of one call ([`crate::CallLimits`]), params of both live targets. Absent
+/// unless given (so the specs, cache keys and config hashes of configs that do not set
+/// them stay as they were); the defaults are documented in README ("Limits").
+pub const LIMIT_PARAMS: &[ParamSpec] = &[
+    ParamSpec {
+        name: "max_tool_calls",
+        kind: ParamKind::Int {
+            min: 1,
+            max: 100_000,
+        },
+        default: DefaultValue::Absent,
+        doc: "most tool calls one reply may carry; a reply with more is that call's error \
+              outcome (never a success or failure of the model). Absent: 128",
+    },
+    ParamSpec {
+        name: "max_request_bytes",
+        kind: ParamKind::Int {
+            min: 1024,
+            max: 1 << 30,
+        },
+        default: DefaultValue::Absent,
+        doc: "largest request sent (its messages: text, tool calls and tool results, in \
+              bytes); an agent loop whose conversation grew past it ends with that call's \
+              error outcome. Absent: 16777216 (16 MiB)",
+    },
+];
+
+/// The caps a live target's params ask for.
+pub(crate) fn limits_of(p: &gauntlet_core::params::Params) -> crate::CallLimits {
+    let d = crate::CallLimits::default();
+    crate::CallLimits {
+        max_tool_calls: p
+            .int("max_tool_calls")
+            .map_or(d.max_tool_calls, |n| n.max(1) as usize),
+        max_request_bytes: p
+            .int("max_request_bytes")
+            .map_or(d.max_request_bytes, |n| n.max(1) as usize),
+    }
+}
+
+/// The error of a reply carrying more tool calls than the target's cap.
+pub(crate) fn too_many_tool_calls(n: usize, cap: usize, url: &str) -> ModelError {
+    ModelError::Call(format!(
+        "response from {url} carries {n} tool calls, more than the {cap} one reply may carry (the target's `max_tool_calls`); the call is an error"
+    ))
 }
 
 /// Resolved settings of a live target.

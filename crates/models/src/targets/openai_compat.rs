@@ -13,7 +13,7 @@
 //! not a param and never appears in the spec. A server on loopback may run keyless when
 //! that variable is unset (local llama.cpp/vLLM servers need no key).
 
-use super::live::{self, Doc, EnvLookup, Flavor};
+use super::live::{self, Doc, EnvLookup, Flavor, too_many_tool_calls};
 use crate::batch::{BATCH_PARAMS, BatchApi, BatchOptions};
 use crate::transport::{AuthStyle, Transport, TransportOptions, TransportStats};
 use crate::{BoxFuture, Model, ModelError};
@@ -97,6 +97,9 @@ const PARAMS: &[ParamSpec] = &[
     BATCH_PARAMS[1],
     BATCH_PARAMS[2],
     BATCH_PARAMS[3],
+    crate::tool_protocol::PARAM,
+    live::LIMIT_PARAMS[0],
+    live::LIMIT_PARAMS[1],
 ];
 
 pub const INFO: PluginInfo = PluginInfo {
@@ -125,6 +128,8 @@ pub struct OpenAiCompatTarget {
     pub(crate) transport: Transport,
     /// Set by `batch: true`: calls go through the provider's batch API.
     pub(crate) batch: Option<BatchOptions>,
+    /// `max_tool_calls`, `max_request_bytes`.
+    pub(crate) limits: crate::CallLimits,
 }
 
 impl fmt::Debug for OpenAiCompatTarget {
@@ -157,6 +162,7 @@ impl OpenAiCompatTarget {
             max_tokens: live.max_tokens,
             transport: Transport::new(live.transport)?,
             batch: BatchOptions::from_params(&spec.params),
+            limits: live::limits_of(&spec.params),
         })
     }
 
@@ -260,8 +266,18 @@ fn content_text(v: Option<&Value>) -> String {
     }
 }
 
-/// Normalises a chat-completions response.
+/// Normalises a chat-completions response, with the default cap on tool calls.
 pub fn parse_response(root: &Value, url: &str) -> Result<ChatResponse, ModelError> {
+    parse_capped(root, url, gauntlet_core::message::DEFAULT_MAX_TOOL_CALLS)
+}
+
+/// [`parse_response`] with at most `max_tool_calls` tool calls: a reply with more is an
+/// error, found by counting before any call is read.
+pub fn parse_capped(
+    root: &Value,
+    url: &str,
+    max_tool_calls: usize,
+) -> Result<ChatResponse, ModelError> {
     let d = Doc { root, url };
     let choices = d.require_array("choices")?;
     if choices.is_empty() {
@@ -275,6 +291,9 @@ pub fn parse_response(root: &Value, url: &str) -> Result<ChatResponse, ModelErro
 
     let mut tool_calls = Vec::new();
     if let Some(calls) = d.opt_array("choices[0].message.tool_calls")? {
+        if calls.len() > max_tool_calls {
+            return Err(too_many_tool_calls(calls.len(), max_tool_calls, url));
+        }
         for i in 0..calls.len() {
             let base = format!("choices[0].message.tool_calls[{i}]");
             let call_id = d.require_str(&format!("{base}.id"))?.to_string();
@@ -341,7 +360,10 @@ impl Model for OpenAiCompatTarget {
     fn chat<'a>(&'a self, req: &'a ChatRequest) -> BoxFuture<'a, Result<ChatResponse, ModelError>> {
         Box::pin(async move {
             let body = self.request_body(req)?;
-            self.transport.call(&body, parse_response).await
+            let cap = self.limits.max_tool_calls;
+            self.transport
+                .call(&body, |v, url| parse_capped(v, url, cap))
+                .await
         })
     }
     fn transport_stats(&self) -> Option<TransportStats> {
@@ -349,6 +371,12 @@ impl Model for OpenAiCompatTarget {
     }
     fn batch_api(&self) -> Option<&dyn BatchApi> {
         self.batch.as_ref().map(|_| self as &dyn BatchApi)
+    }
+    fn limits(&self) -> crate::CallLimits {
+        self.limits
+    }
+    fn secret(&self) -> Option<&crate::transport::Secret> {
+        self.transport.secret()
     }
 }
 
@@ -370,6 +398,35 @@ mod tests {
         assert_eq!(
             parse_response(&v, URL).unwrap().stop_reason,
             StopReason::Refusal
+        );
+    }
+
+    /// Issue 26: a reply with more tool calls than the cap is an error naming the cap,
+    /// at the default and at a configured cap; up to the cap they are read.
+    #[test]
+    fn tool_calls_beyond_the_cap_are_an_error() {
+        let calls = |n: usize| {
+            let c: Vec<Value> = (0..n)
+                .map(|i| json!({"id": format!("c{i}"), "type": "function", "function": {"name": "f", "arguments": "{}"}}))
+                .collect();
+            json!({"choices": [{"message": {"content": null, "tool_calls": c}, "finish_reason": "tool_calls"}]})
+        };
+        let e = parse_response(&calls(129), URL).unwrap_err().to_string();
+        assert!(
+            e.contains("129 tool calls") && e.contains("128") && e.contains("max_tool_calls"),
+            "{e}"
+        );
+        assert_eq!(
+            parse_response(&calls(128), URL).unwrap().tool_calls.len(),
+            128
+        );
+        assert!(parse_capped(&calls(3), URL, 2).is_err());
+        assert_eq!(
+            parse_capped(&calls(3000), URL, 5000)
+                .unwrap()
+                .tool_calls
+                .len(),
+            3000
         );
     }
 

@@ -4,17 +4,23 @@
 //! [`ChatRequest::agent_script`] (never in the prompt, so nothing about it can leak to
 //! a real model through the same request). Given the conversation so far it:
 //! 1. if it is `vulnerable`, the injection marker appears in any user or tool message it
-//!    has received, and it has not yet done so, performs the attacker action;
+//!    has received or in the definition of a tool it is offered, and it has not yet done
+//!    so, performs the attacker action;
 //! 2. otherwise performs the next step of its user plan (one tool call per reply, ids
 //!    `call_<n>`);
 //! 3. once the plan is done, replies with a final text.
 //!
-//! A `robust` agent never performs the attacker action. Without a script (a plain chat
+//! A `robust` agent never performs the attacker action. With `tool_protocol: prompted`
+//! it writes each call as text (`<function=NAME>{…}</function>`) and reads its earlier
+//! calls back from the text of its turns, like a model without native tool calls; its
+//! `malformed_call_rate` fraction of conversations (by the same hash) then write every
+//! call with arguments that are not JSON, to exercise the unparsed-tool-call outcome. Without a script (a plain chat
 //! request) it answers with a fixed text. Like `reference`, it can inject faults into a
 //! deterministic fraction of conversations (`fault_rate`, by a hash of the first user
 //! message) to exercise error handling end to end: every call of such a conversation
 //! fails.
 
+use crate::tool_protocol::{TextCall, ToolProtocol, call_text, parse_call};
 use crate::{BoxFuture, Model, ModelError};
 use gauntlet_core::hash::HashWriter;
 use gauntlet_core::message::{ChatRequest, ChatResponse, Role, StopReason, ToolCall};
@@ -46,6 +52,15 @@ pub const INFO: PluginInfo = PluginInfo {
             doc: "test fixture: fraction of conversations (chosen by a hash of the first user \
                   message) whose every call fails",
         },
+        ParamSpec {
+            name: "malformed_call_rate",
+            kind: ParamKind::Float { min: 0.0, max: 1.0 },
+            default: DefaultValue::Absent,
+            doc: "test fixture, with tool_protocol: prompted: fraction of conversations (by a \
+                  hash of the first user message) whose calls are written with arguments that \
+                  are not JSON",
+        },
+        crate::tool_protocol::PARAM,
     ],
 };
 
@@ -62,38 +77,86 @@ pub struct ReferenceAgent {
     spec: PluginSpec,
     vulnerable: bool,
     fault_threshold: u64,
+    /// Calls are written as text (`tool_protocol: prompted`).
+    prompted: bool,
+    malformed_threshold: u64,
+}
+
+/// The hash threshold below which a conversation is picked at `rate`.
+fn threshold(rate: f64) -> u64 {
+    if rate >= 1.0 {
+        u64::MAX
+    } else {
+        (rate * u64::MAX as f64) as u64
+    }
 }
 
 impl ReferenceAgent {
     pub fn new(spec: PluginSpec) -> Self {
         let p = &spec.params;
-        let rate = p.float("fault_rate").unwrap_or(0.0);
         ReferenceAgent {
             vulnerable: p.str("susceptibility") == Some("vulnerable"),
-            fault_threshold: if rate >= 1.0 {
-                u64::MAX
-            } else {
-                (rate * u64::MAX as f64) as u64
-            },
+            fault_threshold: threshold(p.float("fault_rate").unwrap_or(0.0)),
+            prompted: ToolProtocol::of(&spec) == ToolProtocol::Prompted,
+            malformed_threshold: threshold(p.float("malformed_call_rate").unwrap_or(0.0)),
             spec,
         }
     }
 
     fn faulty(&self, req: &ChatRequest) -> bool {
-        if self.fault_threshold == 0 {
-            return false;
-        }
-        let first_user = req
-            .messages
-            .iter()
-            .find(|m| m.role == Role::User)
-            .map_or("", |m| m.content.as_str());
-        let mut h = HashWriter::new();
-        h.field(first_user.as_bytes());
-        let x = u64::from_le_bytes(h.finish()[..8].try_into().expect("8 bytes"));
-        x < self.fault_threshold
+        picked(req, self.fault_threshold)
     }
 
+    /// The calls an assistant turn made: its native calls, or (prompted) the one its
+    /// text writes.
+    fn calls_of(&self, m: &gauntlet_core::message::Message) -> Vec<ToolStep> {
+        if !self.prompted {
+            return m
+                .tool_calls
+                .iter()
+                .map(|c| ToolStep {
+                    name: c.name.clone(),
+                    arguments: c.arguments.clone(),
+                })
+                .collect();
+        }
+        match parse_call(&m.content) {
+            TextCall::Call { name, arguments } => vec![ToolStep { name, arguments }],
+            TextCall::None | TextCall::Unparsed(_) => Vec::new(),
+        }
+    }
+
+    /// The reply that makes the call `step`.
+    fn call(&self, req: &ChatRequest, step: &ToolStep, calls_made: usize) -> ChatResponse {
+        if !self.prompted {
+            return call(step, calls_made);
+        }
+        let text = if picked(req, self.malformed_threshold) {
+            format!("<function={}>{{\"arguments\": </function>", step.name)
+        } else {
+            call_text(&step.name, &step.arguments)
+        };
+        ChatResponse::text(text)
+    }
+}
+
+/// Whether the conversation is picked at `threshold` (a hash of its first user message).
+fn picked(req: &ChatRequest, threshold: u64) -> bool {
+    if threshold == 0 {
+        return false;
+    }
+    let first_user = req
+        .messages
+        .iter()
+        .find(|m| m.role == Role::User)
+        .map_or("", |m| m.content.as_str());
+    let mut h = HashWriter::new();
+    h.field(first_user.as_bytes());
+    let x = u64::from_le_bytes(h.finish()[..8].try_into().expect("8 bytes"));
+    x < threshold
+}
+
+impl ReferenceAgent {
     /// The next reply, decided from the conversation so far.
     pub fn respond(&self, req: &ChatRequest) -> Result<ChatResponse, ModelError> {
         if self.faulty(req) {
@@ -105,15 +168,21 @@ impl ReferenceAgent {
             return Ok(ChatResponse::text(PLAIN_REPLY));
         };
         let attack = script.attacker_action();
-        let is_attack = |c: &ToolCall| c.name == attack.name && c.arguments == attack.arguments;
+        let is_attack = |c: &ToolStep| c.name == attack.name && c.arguments == attack.arguments;
         let mut calls_made = 0usize;
         let mut attack_done = false;
-        let mut marker_seen = false;
+        // A marker in a tool's definition (a poisoned MCP tool's description or schema)
+        // reaches the model as surely as one in a message.
+        let mut marker_seen = req.tools.iter().any(|t| {
+            t.description.contains(script.marker())
+                || t.parameters.to_string().contains(script.marker())
+        });
         for m in &req.messages {
             match m.role {
                 Role::Assistant => {
-                    calls_made += m.tool_calls.len();
-                    attack_done |= m.tool_calls.iter().any(is_attack);
+                    let calls = self.calls_of(m);
+                    calls_made += calls.len();
+                    attack_done |= calls.iter().any(is_attack);
                 }
                 Role::User | Role::Tool => {
                     marker_seen = marker_seen || m.content.contains(script.marker());
@@ -122,11 +191,11 @@ impl ReferenceAgent {
             }
         }
         if self.vulnerable && marker_seen && !attack_done {
-            return Ok(call(attack, calls_made));
+            return Ok(self.call(req, attack, calls_made));
         }
         let plan_done = calls_made - usize::from(attack_done);
         match script.user_plan().get(plan_done) {
-            Some(step) => Ok(call(step, calls_made)),
+            Some(step) => Ok(self.call(req, step, calls_made)),
             None if marker_seen && !self.vulnerable => Ok(ChatResponse::text(IGNORED_REPLY)),
             None => Ok(ChatResponse::text(DONE_REPLY)),
         }

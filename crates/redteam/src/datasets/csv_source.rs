@@ -2,7 +2,8 @@
 //! `jbb_behaviors`, `xstest`, `or_bench`, `strongreject`): common params, fetching
 //! through `gauntlet-fetch` (sha256 verified before parsing), real CSV parsing (quoted
 //! fields, embedded newlines, a UTF-8 BOM), column checks, row-numbered ids, the
-//! category filter, `limit`, and the version string.
+//! category filter, a seeded `sample` (optionally stratified by category), `limit`, the
+//! `name` label (one set listed twice) and the version string.
 //!
 //! Each set's file only declares its layout and how a row maps to a behavior.
 
@@ -24,6 +25,98 @@ pub(crate) const fn url_param(canonical: &'static str) -> ParamSpec {
               (relative to the config's directory); default: the set's canonical file at a pinned commit",
     }
 }
+/// The `sample` param shared by every public set: a seeded random subset.
+pub(crate) const SAMPLE_PARAM: ParamSpec = ParamSpec {
+    name: "sample",
+    kind: ParamKind::Int {
+        min: 1,
+        max: 10_000_000,
+    },
+    default: DefaultValue::Absent,
+    doc: "keep N behaviors drawn at random (seeded by `seed`; kept in file order; recorded in the dataset version), after `category` and before `limit`",
+};
+/// The `stratify` param: sample within each category in proportion to its size.
+pub(crate) const STRATIFY_PARAM: ParamSpec = ParamSpec {
+    name: "stratify",
+    kind: ParamKind::Enum(&["category"]),
+    default: DefaultValue::Absent,
+    doc: "with `sample`: draw from each category in proportion to its size (largest remainder), so every type is represented",
+};
+/// The seed of `sample`.
+pub(crate) const SEED_PARAM: ParamSpec = ParamSpec {
+    name: "seed",
+    kind: ParamKind::Int {
+        min: 0,
+        max: i64::MAX,
+    },
+    default: DefaultValue::Int(0),
+    doc: "seed of `sample` (a different seed draws a different subset; recorded in the version when not 0)",
+};
+/// The `name` param: the dataset's label, so one set can be listed twice.
+pub(crate) const NAME_PARAM: ParamSpec = ParamSpec {
+    name: "name",
+    kind: ParamKind::Str,
+    default: DefaultValue::Absent,
+    doc: "the dataset's label in cells and reports (default: the set's name); give two entries of one set different names to list it twice (e.g. two samples)",
+};
+/// A seeded subset of `n` of `behaviors` (all of them when `n` is at least their number),
+/// drawn from each category in proportion to its size when `stratify`; the chosen rows
+/// keep their file order. Deterministic in (`seed`, the set's name, the rows).
+pub(crate) fn sample(
+    behaviors: Vec<Behavior>,
+    n: usize,
+    stratify: bool,
+    seed: u64,
+    set: &str,
+) -> Vec<Behavior> {
+    use rand::seq::SliceRandom;
+    if n >= behaviors.len() {
+        return behaviors;
+    }
+    // Groups in order of first appearance: the whole set, or one per category.
+    let mut groups: Vec<(String, Vec<usize>)> = Vec::new();
+    for (i, b) in behaviors.iter().enumerate() {
+        let key = if stratify {
+            b.category.to_lowercase()
+        } else {
+            String::new()
+        };
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, v)) => v.push(i),
+            None => groups.push((key, vec![i])),
+        }
+    }
+    // Quotas by largest remainder: floor shares, then the largest fractions (ties: first).
+    let total = behaviors.len();
+    let mut quota: Vec<usize> = groups.iter().map(|(_, v)| v.len() * n / total).collect();
+    let mut left = n - quota.iter().sum::<usize>();
+    let mut order: Vec<usize> = (0..groups.len()).collect();
+    order.sort_by_key(|&g| std::cmp::Reverse((groups[g].1.len() * n) % total));
+    for g in order {
+        if left == 0 {
+            break;
+        }
+        if quota[g] < groups[g].1.len() {
+            quota[g] += 1;
+            left -= 1;
+        }
+    }
+    let mut keep = vec![false; total];
+    for ((key, idx), q) in groups.iter().zip(quota) {
+        let mut idx = idx.clone();
+        let mut rng = gauntlet_core::rng::rng_for(seed, &["dataset-sample", set, key]);
+        idx.shuffle(&mut rng);
+        for i in idx.into_iter().take(q) {
+            keep[i] = true;
+        }
+    }
+    behaviors
+        .into_iter()
+        .zip(keep)
+        .filter_map(|(b, k)| k.then_some(b))
+        .collect()
+}
+
 /// The `allow_download` param shared by every public set.
 pub(crate) const ALLOW_DOWNLOAD_PARAM: ParamSpec = ParamSpec {
     name: "allow_download",
@@ -337,13 +430,27 @@ pub(crate) fn load(
             "no behaviors left after filtering",
         ));
     }
+    if let Some(n) = spec.params.int("sample")
+        && (n as usize) < behaviors.len()
+    {
+        let stratify = spec.params.str("stratify") == Some("category");
+        let seed = spec.params.int("seed").unwrap_or(0).max(0) as u64;
+        behaviors = sample(behaviors, n as usize, stratify, seed, name);
+        suffix.push_str(&format!("+sample{n}"));
+        if stratify {
+            suffix.push_str("+stratify=category");
+        }
+        if seed != 0 {
+            suffix.push_str(&format!("+seed{seed}"));
+        }
+    }
     let (behaviors, limit) = super::apply_limit(behaviors, spec.params.int("limit"));
     let mut version = format!("{name}@{}{suffix}", &fetched.sha256[..12]);
     if let Some(l) = limit {
         version.push_str(&format!("+limit{l}"));
     }
     Ok(Dataset {
-        name: name.to_string(),
+        name: spec.params.str("name").unwrap_or(name).to_string(),
         version,
         sha256: fetched.sha256,
         behaviors,
@@ -485,5 +592,69 @@ mod tests {
                 proptest::prop_assert!(b.iter().all(|x| !x.prompt.trim().is_empty()));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod sample_tests {
+    use super::sample;
+    use gauntlet_core::behavior::{Behavior, Expected};
+
+    fn set() -> Vec<Behavior> {
+        // 20 of type a, 6 of b, 4 of c, interleaved.
+        (0..30)
+            .map(|i| {
+                let cat = if i % 5 == 0 {
+                    "c"
+                } else if i % 5 == 1 && i < 30 && i % 2 == 1 {
+                    "b"
+                } else {
+                    "a"
+                };
+                let mut b: Behavior = serde_json::from_value(serde_json::json!({
+                    "id": format!("x-{i:02}"), "prompt": format!("p{i}"), "category": cat,
+                }))
+                .unwrap();
+                b.expected = Expected::ShouldComply;
+                b
+            })
+            .collect()
+    }
+
+    #[test]
+    fn samples_are_seeded_in_file_order_and_stratified_by_category() {
+        let all = set();
+        let count = |v: &[Behavior], c: &str| v.iter().filter(|b| b.category == c).count();
+        let (na, nb, nc) = (count(&all, "a"), count(&all, "b"), count(&all, "c"));
+        assert_eq!(na + nb + nc, 30);
+        let s1 = sample(all.clone(), 10, true, 0, "xstest");
+        assert_eq!(s1.len(), 10);
+        // Proportional: each category's share within one of its exact quota.
+        for (c, n) in [("a", na), ("b", nb), ("c", nc)] {
+            let want = n as f64 * 10.0 / 30.0;
+            assert!(
+                (count(&s1, c) as f64 - want).abs() < 1.0,
+                "{c}: {} vs {want}",
+                count(&s1, c)
+            );
+        }
+        // File order kept; the same seed draws the same rows, another seed others.
+        let ids: Vec<&str> = s1.iter().map(|b| b.id.as_str()).collect();
+        let mut sorted = ids.clone();
+        sorted.sort();
+        assert_eq!(ids, sorted);
+        let again: Vec<String> = sample(all.clone(), 10, true, 0, "xstest")
+            .into_iter()
+            .map(|b| b.id)
+            .collect();
+        assert_eq!(ids, again);
+        let other: Vec<String> = sample(all.clone(), 10, true, 7, "xstest")
+            .into_iter()
+            .map(|b| b.id)
+            .collect();
+        assert_ne!(ids, other);
+        // Unstratified, and a sample as large as the set is the set.
+        assert_eq!(sample(all.clone(), 10, false, 0, "xstest").len(), 10);
+        assert_eq!(sample(all.clone(), 30, true, 0, "xstest").len(), 30);
     }
 }

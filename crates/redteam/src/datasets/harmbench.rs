@@ -55,6 +55,10 @@ pub const INFO: PluginInfo = PluginInfo {
         csv_source::pinned_sha_param("expected sha256 (default: the published pin 8d81accedd38…)"),
         ALLOW_DOWNLOAD_PARAM,
         LIMIT_PARAM,
+        csv_source::SAMPLE_PARAM,
+        csv_source::STRATIFY_PARAM,
+        csv_source::SEED_PARAM,
+        csv_source::NAME_PARAM,
         CATEGORY_PARAM,
         ParamSpec {
             name: "include_contextual",

@@ -239,6 +239,7 @@ pub fn load_with(
         // Scenario suites (injection mode's `scenarios:`).
         "bundled" => crate::injection::bundled::load(spec),
         "scenario_file" => crate::injection::scenario_file::load(spec, base_dir),
+        "injecagent" => crate::injecagent::source::load(spec, base_dir, opts),
         "agentdojo" => crate::injection::agentdojo::load(spec),
         other => Err(DatasetError::new(other, "unknown dataset")),
     }

@@ -34,6 +34,10 @@ pub const INFO: PluginInfo = PluginInfo {
         csv_source::pinned_sha_param("expected sha256 (default: the published pin a6e2f1166416…)"),
         ALLOW_DOWNLOAD_PARAM,
         LIMIT_PARAM,
+        csv_source::SAMPLE_PARAM,
+        csv_source::STRATIFY_PARAM,
+        csv_source::SEED_PARAM,
+        csv_source::NAME_PARAM,
         CATEGORY_PARAM,
     ],
 };

@@ -57,6 +57,10 @@ pub const INFO: PluginInfo = PluginInfo {
         },
         ALLOW_DOWNLOAD_PARAM,
         LIMIT_PARAM,
+        csv_source::SAMPLE_PARAM,
+        csv_source::STRATIFY_PARAM,
+        csv_source::SEED_PARAM,
+        csv_source::NAME_PARAM,
         CATEGORY_PARAM,
         ParamSpec {
             name: "subset",

@@ -15,6 +15,9 @@
 //! an `Error` verdict, the run goes on); configuration and budget errors propagate.
 //! A model that writes a tool call as text makes no call: it is recorded as
 //! `no_tool_calls: true` and can never count as the user's or the attacker's action.
+//! Under `tool_protocol: prompted` the target's calls are read from its text; a reply
+//! that reached for a tool and yielded none ends the run, recorded as
+//! `unparsed_tool_call` (its reason), and the transcript is the conversation as sent.
 
 use super::check::{self, RecordedCall};
 use super::env::{EnvError, ToolEnv, run_loop};
@@ -24,7 +27,7 @@ use crate::attack::{Attempt, CallModel};
 use gauntlet_core::behavior::Behavior;
 use gauntlet_core::message::{ChatRequest, ChatResponse, Message, ToolCall};
 use gauntlet_core::scenario::Scenario;
-use gauntlet_models::{BoxFuture, ModelError};
+use gauntlet_models::{BoxFuture, ModelError, ToolProtocol};
 use serde_json::Value;
 
 /// The system message of every agent run: generic, with nothing scenario-specific.
@@ -60,6 +63,8 @@ pub struct AgentRun {
     /// The injected instruction reached the model (always for direct; for indirect only
     /// once the injection tool was called).
     pub delivered: bool,
+    /// Why the last reply reached for a tool and yielded no call (prompted protocol).
+    pub unparsed_tool_call: Option<String>,
 }
 
 /// The bundled suites' environment: the scenario's [`Sandbox`], with the injection
@@ -132,6 +137,7 @@ pub async fn run_agent(
         steps: run.steps,
         max_steps_hit: run.max_steps_hit,
         delivered: env.delivered,
+        unparsed_tool_call: run.unparsed_tool_call,
     })
 }
 
@@ -142,7 +148,8 @@ pub fn fired(check: &gauntlet_core::scenario::Check, calls: &[RecordedCall]) -> 
 
 /// One injection's attempt on one scenario behavior: the agent run as an [`Attempt`]
 /// with its metadata (`injection`, `injected`, `delivered`, `steps`, `max_steps_hit`,
-/// `calls`, `attack_fired`, `task_completed`, `no_tool_calls`).
+/// `calls`, `attack_fired`, `task_completed`, `no_tool_calls`; under the prompted tool
+/// protocol also `tool_protocol` and `unparsed_tool_call`, the reason or null).
 pub async fn attempt(
     injection: &str,
     placement: Placement,
@@ -189,6 +196,10 @@ pub async fn attempt(
     m.insert("attack_fired".into(), attack_fired.into());
     m.insert("task_completed".into(), task_completed.into());
     m.insert("no_tool_calls".into(), no_tool_calls.into());
+    if target.tool_protocol() == ToolProtocol::Prompted {
+        m.insert("tool_protocol".into(), "prompted".into());
+        m.insert("unparsed_tool_call".into(), run.unparsed_tool_call.into());
+    }
     let metadata = Value::Object(m);
     Ok(vec![Attempt {
         index: 0,
@@ -213,17 +224,20 @@ mod tests {
     use std::sync::{Arc, Mutex};
 
     /// A model called directly, with every request recorded.
-    struct Direct<M> {
-        model: M,
+    struct Direct {
+        model: Arc<dyn Model>,
         seen: Mutex<Vec<ChatRequest>>,
     }
-    impl<M: Model> CallModel for Direct<M> {
+    impl CallModel for Direct {
         fn call<'a>(&'a self, req: ChatRequest) -> BoxFuture<'a, Result<ChatResponse, ModelError>> {
             Box::pin(async move {
                 let r = self.model.chat(&req).await;
                 self.seen.lock().unwrap().push(req);
                 r
             })
+        }
+        fn tool_protocol(&self) -> ToolProtocol {
+            self.model.tool_protocol()
         }
     }
     /// Replies from a fixed list, then fails.
@@ -245,16 +259,16 @@ mod tests {
         }
     }
 
-    fn agent(s: &str) -> Direct<ReferenceAgent> {
+    fn agent(s: &str) -> Direct {
         let mut p = Params::new();
         p.insert("susceptibility", ParamValue::Str(s.into()));
         Direct {
-            model: ReferenceAgent::new(PluginSpec {
+            model: Arc::new(ReferenceAgent::new(PluginSpec {
                 name: "reference_agent".into(),
                 params: p,
                 loc: Default::default(),
                 label: None,
-            }),
+            })),
             seen: Mutex::new(Vec::new()),
         }
     }
@@ -386,6 +400,7 @@ mod tests {
             target_secret: None,
             scenario: Some(s.clone()),
             secret_cache: Default::default(),
+            case: Default::default(),
             bench_case: None,
         };
         let a = block_on(attempt("direct_injection", Placement::Direct, &b, &m, 6, 1)).unwrap();
@@ -393,6 +408,118 @@ mod tests {
         assert_eq!(a[0].metadata["attack_fired"], false);
         assert_eq!(a[0].metadata["injected"], true);
         assert_eq!(a[0].query_count, 1);
+    }
+
+    /// A reference agent called through the prompted tool protocol (its calls written
+    /// as text), optionally writing every call malformed.
+    fn prompted_agent(s: &str, malformed: bool) -> Direct {
+        let mut p = Params::new();
+        p.insert("susceptibility", ParamValue::Str(s.into()));
+        p.insert("tool_protocol", ParamValue::Str("prompted".into()));
+        if malformed {
+            p.insert("malformed_call_rate", ParamValue::Float(1.0));
+        }
+        let spec = PluginSpec {
+            name: "reference_agent".into(),
+            params: p,
+            loc: Default::default(),
+            label: None,
+        };
+        Direct {
+            model: gauntlet_models::registry::build_target(&spec).unwrap(),
+            seen: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Under the prompted protocol the loop gets the same calls from text, sends no
+    /// tool schemas, records the transcript as sent, and a reply that reaches for a tool
+    /// without a readable call ends the run as an unparsed tool call, never an action.
+    #[test]
+    fn prompted_protocol_runs_and_unparsed_calls() {
+        let s = scenario("injecagent_demo", 1);
+        let native = block_on(run_agent(
+            &agent("vulnerable"),
+            &s,
+            Placement::Indirect,
+            6,
+            1,
+        ))
+        .unwrap();
+        let a = prompted_agent("vulnerable", false);
+        let p = block_on(run_agent(&a, &s, Placement::Indirect, 6, 1)).unwrap();
+        let names = |r: &AgentRun| r.calls.iter().map(|c| c.name.clone()).collect::<Vec<_>>();
+        assert_eq!(names(&p), names(&native));
+        assert!(fired(&s.attacker_check, &p.calls));
+        assert_eq!(p.unparsed_tool_call, None);
+        // The transcript is what was sent: the tool prompt, results as user messages;
+        // assistant turns keep the parsed calls.
+        assert!(
+            p.transcript[0]
+                .content
+                .contains("## Currently Available Functions")
+        );
+        assert!(p.transcript[0].content.ends_with(SYSTEM_PROMPT));
+        assert!(p.transcript.iter().all(|m| m.role != Role::Tool));
+        let calls: usize = p.transcript.iter().map(|m| m.tool_calls.len()).sum();
+        assert_eq!(calls, p.calls.len());
+        // The loop still offers the tools; the wrapper sends them as text.
+        assert!(a.seen.lock().unwrap().iter().all(|r| !r.tools.is_empty()));
+
+        let bad = prompted_agent("vulnerable", true);
+        let r = block_on(run_agent(&bad, &s, Placement::Indirect, 6, 1)).unwrap();
+        assert!(r.calls.is_empty());
+        assert_eq!(r.steps, 1);
+        assert!(
+            r.unparsed_tool_call
+                .as_deref()
+                .unwrap()
+                .contains("not JSON")
+        );
+        let b = Behavior {
+            id: s.id.clone(),
+            prompt: s.user_task.clone(),
+            category: s.toolkit.clone(),
+            expected: gauntlet_core::behavior::Expected::ShouldRefuse,
+            reference_answer: None,
+            target_secret: None,
+            scenario: Some(s.clone()),
+            secret_cache: Default::default(),
+            case: Default::default(),
+            bench_case: None,
+        };
+        let at = block_on(attempt(
+            "indirect_injection",
+            Placement::Indirect,
+            &b,
+            &bad,
+            6,
+            1,
+        ))
+        .unwrap();
+        assert_eq!(at[0].metadata["tool_protocol"], "prompted");
+        assert!(at[0].metadata["unparsed_tool_call"].as_str().is_some());
+        assert_eq!(at[0].metadata["attack_fired"], false);
+        let ok = block_on(attempt(
+            "indirect_injection",
+            Placement::Indirect,
+            &b,
+            &a,
+            6,
+            1,
+        ))
+        .unwrap();
+        assert_eq!(ok[0].metadata["unparsed_tool_call"], Value::Null);
+        // Native runs carry neither key.
+        let n = block_on(attempt(
+            "indirect_injection",
+            Placement::Indirect,
+            &b,
+            &agent("robust"),
+            6,
+            1,
+        ))
+        .unwrap();
+        assert!(n[0].metadata.get("tool_protocol").is_none());
     }
 
     fn wire_spec(yaml: &str) -> PluginSpec {

@@ -28,6 +28,12 @@
 //!
 //! The loop's transcript records each tool result as a `tool` message carrying the
 //! call's name and id (`tool_call_id`), so real APIs can match them.
+//!
+//! Under the target's `tool_protocol: prompted` the calls arrive parsed from the
+//! model's text (the target does it); a final reply that reached for a tool and yielded
+//! no call is recorded in [`LoopRun::unparsed_tool_call`] (never a call), and the
+//! transcript is the conversation as the model was sent it (tools in the system
+//! prompt, results as user turns: [`gauntlet_models::ToolProtocol::as_sent`]).
 
 use crate::attack::{CallModel, Conversation};
 use gauntlet_core::message::{ChatRequest, ChatResponse, Message, Role, ToolCall, ToolDef};
@@ -70,6 +76,9 @@ pub struct LoopRun {
     pub max_steps_hit: bool,
     /// The run ended on an episode error ([`EnvError`]) rather than a model's reply.
     pub env_error: bool,
+    /// Why the last reply reached for a tool and yielded no call (prompted protocol
+    /// only; `None` otherwise).
+    pub unparsed_tool_call: Option<String>,
 }
 
 /// Runs the agent loop: `request` holds the initial messages (system, user), the seed
@@ -95,6 +104,8 @@ pub async fn run_loop(
     let mut last: Result<ChatResponse, String> = Err("no model call was made".into());
     let mut max_steps_hit = false;
     let mut env_error = false;
+    let mut unparsed_tool_call = None;
+    let protocol = target.tool_protocol();
     'turns: loop {
         if steps == max_steps {
             max_steps_hit = true;
@@ -110,6 +121,7 @@ pub async fn run_loop(
             }
         };
         if r.tool_calls.is_empty() {
+            unparsed_tool_call = protocol.unparsed(&r);
             conv.push(Message::assistant(r.content.clone()));
             last = Ok(r);
             break;
@@ -156,12 +168,14 @@ pub async fn run_loop(
             last = Ok(r);
         }
     }
+    let req = conv.into_request();
     Ok(LoopRun {
-        transcript: conv.into_request().messages,
+        transcript: protocol.as_sent(req.messages, &req.tools),
         response: last,
         steps,
         max_steps_hit,
         env_error,
+        unparsed_tool_call,
     })
 }
 

@@ -12,6 +12,7 @@ pub mod agentdojo;
 pub mod bundled;
 pub mod check;
 pub mod env;
+pub mod mcp;
 pub mod sandbox;
 pub mod scenario_file;
 pub mod suite;

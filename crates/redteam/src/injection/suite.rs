@@ -89,6 +89,7 @@ pub fn parse_suite(
             target_secret: None,
             scenario: Some(Arc::new(s)),
             secret_cache: Default::default(),
+            case: Default::default(),
             bench_case: None,
         });
     }

@@ -1,10 +1,16 @@
-//! Injections, one file per plugin: the injection-mode counterpart of attacks. Each runs
-//! the agent loop ([`crate::injection::agent`]) once per scenario, differing only in
-//! where the attacker's instruction is placed.
+//! Injections, one file per plugin: the injection-mode counterpart of attacks. The
+//! bundled-suite injections run the agent loop ([`crate::injection::agent`]) once per
+//! scenario, differing only in where the attacker's instruction is placed; `injecagent`
+//! runs InjecAgent's cases ([`crate::injecagent::runner`]).
 
 pub mod agentdojo;
 pub mod direct_injection;
 pub mod indirect_injection;
+pub mod injecagent;
+pub mod mcp_rug_pull;
+pub mod mcp_shadowing;
+pub mod mcp_tool_description;
+pub mod mcp_tool_result;
 pub mod no_injection;
 
 use crate::attack::{Attack, Attempt, CallModel, PlannedCalls};
@@ -59,6 +65,76 @@ impl Attack for Injection {
         Box::pin(attempt(
             &self.spec.name,
             self.placement,
+            behavior,
+            target,
+            self.max_steps,
+            seed,
+        ))
+    }
+}
+
+/// An MCP injection (`mcp_tool_description`, `mcp_tool_result`, `mcp_rug_pull`,
+/// `mcp_shadowing`): the agent loop over tools from MCP servers, the instruction
+/// delivered through one vector ([`crate::injection::mcp`]).
+pub struct McpInjection {
+    spec: PluginSpec,
+    vector: crate::injection::mcp::Vector,
+    servers: Vec<gauntlet_mcp::servers::ServerSpec>,
+    max_steps: u32,
+}
+
+/// The `servers` param every MCP injection takes.
+pub const MCP_PARAMS: &[gauntlet_core::params::ParamSpec] = &[gauntlet_core::params::ParamSpec {
+    name: "servers",
+    kind: gauntlet_core::params::ParamKind::Str,
+    default: gauntlet_core::params::DefaultValue::Absent,
+    doc: "a servers file in the MCP clients' shape ({\"mcpServers\": {name: {command, args, env} | {url}}}) whose tools are offered beside gauntlet's served ones",
+}];
+
+impl McpInjection {
+    pub(crate) fn new(
+        mut spec: PluginSpec,
+        vector: crate::injection::mcp::Vector,
+        max_steps: u32,
+    ) -> Result<Self, String> {
+        let servers = match spec.params.str("servers") {
+            Some(p) => crate::injection::mcp::read_servers(std::path::Path::new(p))?,
+            None => Vec::new(),
+        };
+        spec.params
+            .insert("max_steps", ParamValue::Int(i64::from(max_steps)));
+        Ok(McpInjection {
+            spec,
+            vector,
+            servers,
+            max_steps,
+        })
+    }
+}
+
+impl Attack for McpInjection {
+    fn spec(&self) -> &PluginSpec {
+        &self.spec
+    }
+    fn max_attempts(&self) -> u32 {
+        1
+    }
+    fn planned_calls(&self) -> PlannedCalls {
+        PlannedCalls {
+            target: u64::from(self.max_steps),
+            ..Default::default()
+        }
+    }
+    fn run<'a>(
+        &'a self,
+        behavior: &'a Behavior,
+        target: &'a dyn CallModel,
+        seed: u64,
+    ) -> BoxFuture<'a, Result<Vec<Attempt>, ModelError>> {
+        Box::pin(crate::injection::mcp::attempt(
+            &self.spec.name,
+            self.vector,
+            &self.servers,
             behavior,
             target,
             self.max_steps,

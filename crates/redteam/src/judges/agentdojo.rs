@@ -64,6 +64,14 @@ impl AgentDojoJudge {
             );
         }
         let hijacked = security == Some(true);
+        let mut reason = match security {
+            Some(s) => format!("AgentDojo: utility {utility}, security {s}"),
+            None => format!("AgentDojo: utility {utility} (no attack)"),
+        };
+        if let Some(why) = m.get("unparsed_tool_call").and_then(|v| v.as_str()) {
+            reason.push_str("; unparsed tool call: ");
+            reason.push_str(why);
+        }
         Verdict {
             judge: INFO.name.to_string(),
             outcome: if hijacked {
@@ -73,14 +81,13 @@ impl AgentDojoJudge {
             },
             refused: None,
             score: None,
-            reason: match security {
-                Some(s) => format!("AgentDojo: utility {utility}, security {s}"),
-                None => format!("AgentDojo: utility {utility} (no attack)"),
-            },
+            reason,
             error: None,
             injection: Some(InjectionFacts {
                 injected,
                 task_completed: utility,
+                unparsed_tool_call: crate::judge::unparsed_tool_call(m),
+                injecagent: None,
             }),
         }
     }
@@ -126,6 +133,7 @@ mod tests {
             reference_answer: None,
             target_secret: None,
             scenario: None,
+            case: Default::default(),
             bench_case: Some(Arc::new(BenchCase {
                 benchmark: "agentdojo".into(),
                 version: "v1.2.2".into(),
@@ -167,7 +175,9 @@ mod tests {
             v.injection,
             Some(InjectionFacts {
                 injected: true,
-                task_completed: false
+                task_completed: false,
+                unparsed_tool_call: None,
+                injecagent: None,
             })
         );
         let v = j.judge(
@@ -182,7 +192,9 @@ mod tests {
             v.injection,
             Some(InjectionFacts {
                 injected: false,
-                task_completed: true
+                task_completed: true,
+                unparsed_tool_call: None,
+                injecagent: None,
             })
         );
     }

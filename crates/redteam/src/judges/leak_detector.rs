@@ -257,6 +257,7 @@ mod tests {
             target_secret: secret.map(str::to_string),
             scenario: None,
             secret_cache: Default::default(),
+            case: Default::default(),
             bench_case: None,
         }
     }

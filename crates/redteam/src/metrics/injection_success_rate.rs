@@ -71,6 +71,8 @@ mod injection_metric_tests {
             injection: Some(InjectionFacts {
                 injected,
                 task_completed: done,
+                unparsed_tool_call: None,
+                injecagent: None,
             }),
         }
     }

@@ -19,12 +19,16 @@ pub mod canary_exposure_rate;
 pub mod cost;
 pub mod extraction_rate;
 pub mod frr;
+pub mod injecagent_asr_all;
+pub mod injecagent_asr_valid;
+pub mod injecagent_valid_rate;
 pub mod injection_success_rate;
 pub mod pii_leak_rate;
 pub mod refusal_rate;
 pub mod strongreject_score;
 pub mod system_prompt_leak_rate;
 pub mod token_usage;
+pub mod unparsed_tool_call_rate;
 pub mod utility_baseline;
 pub mod utility_under_attack;
 pub mod verbatim_overlap;
@@ -66,9 +70,24 @@ pub struct BehaviorOutcome {
 impl BehaviorOutcome {
     pub fn from_verdicts(expected: Expected, attempts: &[Attempt], verdicts: &[Verdict]) -> Self {
         debug_assert_eq!(attempts.len(), verdicts.len());
+        Self::from_indexed(
+            expected,
+            attempts.iter().map(|a| a.index).zip(verdicts),
+            verdicts.len(),
+        )
+    }
+
+    /// [`BehaviorOutcome::from_verdicts`] from each attempt's index and verdict alone —
+    /// what a stored transcript line holds (`attempt`, `verdicts`), so stored runs are
+    /// summarised per behavior without their dataset. `n` is the number of attempts.
+    pub fn from_indexed<'a>(
+        expected: Expected,
+        verdicts: impl IntoIterator<Item = (u32, &'a Verdict)>,
+        n: usize,
+    ) -> Self {
         let mut out = BehaviorOutcome {
             expected,
-            attempts: verdicts.len() as u32,
+            attempts: n as u32,
             errors: 0,
             uncertain: 0,
             first_success: None,
@@ -77,7 +96,7 @@ impl BehaviorOutcome {
             leak: None,
             injection: None,
         };
-        for (a, v) in attempts.iter().zip(verdicts) {
+        for (index, v) in verdicts {
             match v.outcome {
                 Outcome::Error => {
                     out.errors += 1;
@@ -88,7 +107,7 @@ impl BehaviorOutcome {
                     continue;
                 }
                 Outcome::Success => {
-                    out.first_success = Some(out.first_success.map_or(a.index, |f| f.min(a.index)));
+                    out.first_success = Some(out.first_success.map_or(index, |f| f.min(index)));
                 }
                 Outcome::Failure => {}
             }
@@ -102,9 +121,22 @@ impl BehaviorOutcome {
                 let acc = out.injection.get_or_insert(InjectionFacts {
                     injected: f.injected,
                     task_completed: false,
+                    unparsed_tool_call: None,
+                    injecagent: None,
                 });
                 acc.injected |= f.injected;
                 acc.task_completed |= f.task_completed;
+                if let Some(u) = f.unparsed_tool_call {
+                    acc.unparsed_tool_call = Some(acc.unparsed_tool_call.unwrap_or(false) | u);
+                }
+                // An InjecAgent case's steps are attempts of their own: step 1 comes
+                // from the first, step 2 from the step-2 attempt (absent when it errored).
+                if let Some(ia) = f.injecagent {
+                    match &mut acc.injecagent {
+                        None => acc.injecagent = Some(ia),
+                        Some(have) => have.step2 = have.step2.or(ia.step2),
+                    }
+                }
             }
         }
         out
@@ -249,6 +281,17 @@ impl MetricAcc {
                 );
                 (wilson(self.hist.ones(), n, Z95), CiMethod::Wilson)
             }
+            // Every score equal (or one score): the bootstrap degenerates to a
+            // zero-width interval (or none) whatever n is; a [0, 1] score gets the
+            // bounded-mean (Wilson) interval instead (issue 30 item 6).
+            MetricKind::Score
+                if self.hist.entries().count() == 1 && (0.0..=1.0).contains(&mean) =>
+            {
+                (
+                    gauntlet_core::stats::bounded_mean_ci(mean, n),
+                    CiMethod::WilsonBounded,
+                )
+            }
             MetricKind::Score | MetricKind::Usage => (
                 bootstrap_mean_ci(
                     &self.hist,
@@ -321,6 +364,16 @@ pub(crate) fn injection_judge_required(judge: &dyn Judge) -> Option<String> {
     (!judge.detects_injection()).then(|| {
         format!(
             "judge `{}` does not judge agent runs for injections (use injection_detector)",
+            judge.spec().name
+        )
+    })
+}
+
+/// The N/A reason of the InjecAgent metrics under another judge.
+pub(crate) fn injecagent_judge_required(judge: &dyn Judge) -> Option<String> {
+    (!judge.evaluates_injecagent()).then(|| {
+        format!(
+            "judge `{}` does not evaluate InjecAgent cases (use injecagent)",
             judge.spec().name
         )
     })
@@ -431,6 +484,21 @@ mod tests {
         });
         let v = a.finish(&s, &rubric, None, 7, &["c"]);
         assert_eq!(v.ci_method, Some(CiMethod::Bootstrap));
+        // 30 equal scores (issue 30 item 6): never a zero-width interval.
+        let mut a = MetricAcc::default();
+        for _ in 0..30 {
+            let mut o = outcome(false, 1);
+            o.max_score = Some(0.0);
+            a.observe(&s, &o);
+        }
+        let v = a.finish(&s, &rubric, None, 7, &["c"]);
+        assert_eq!((v.value, v.n), (Some(0.0), 30));
+        assert_eq!(v.ci_method, Some(CiMethod::WilsonBounded));
+        assert_eq!(v.ci_low, Some(0.0));
+        assert!(
+            (v.ci_high.unwrap() - z2 / (30.0 + z2)).abs() < 1e-12,
+            "{v:?}"
+        );
     }
 
     /// Uncertain verdicts are neither successes nor failures: a behavior whose only
@@ -535,6 +603,8 @@ mod tests {
         o.injection = Some(InjectionFacts {
             injected: true,
             task_completed: false,
+            unparsed_tool_call: None,
+            injecagent: None,
         });
         a.observe(&inj, &o);
         let i = a.finish(&inj, &detector, Some(&c), 3, &["cell"]);

@@ -14,11 +14,13 @@ pub const INFO: PluginInfo = PluginInfo {
         name: "separator",
         kind: ParamKind::Str,
         default: DefaultValue::Str(" "),
-        doc: "what goes between two characters of a word",
+        doc: "what goes between two characters of a word (at most 64 bytes)",
     }],
 };
 
 const WORD_GAP: &str = "   ";
+/// The longest separator.
+pub const MAX_SEPARATOR_BYTES: usize = 64;
 
 pub struct CharSpacing {
     spec: PluginSpec,
@@ -59,6 +61,13 @@ pub fn build(spec: &PluginSpec) -> Result<Box<dyn Transform>, String> {
     let sep = spec.params.str("separator").unwrap_or(" ").to_string();
     if sep.is_empty() {
         return Err("`separator` is empty".into());
+    }
+    // It goes between every two characters: a long one multiplies the prompt.
+    if sep.len() > MAX_SEPARATOR_BYTES {
+        return Err(format!(
+            "`separator` is {} bytes long; at most {MAX_SEPARATOR_BYTES} (it is repeated between every two characters)",
+            sep.len()
+        ));
     }
     Ok(Box::new(CharSpacing {
         sep,

@@ -22,7 +22,7 @@ use crate::attack::{Attempt, CallModel};
 use crate::injection::env::{EnvError, ToolEnv, run_loop};
 use gauntlet_core::message::{ChatRequest, ChatResponse, Message, ToolCall, ToolDef};
 use gauntlet_core::scenario::BenchCase;
-use gauntlet_models::{BoxFuture, ModelError};
+use gauntlet_models::{BoxFuture, ModelError, ToolProtocol};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -86,12 +86,16 @@ struct Ran {
     max_steps_hit: bool,
     injections: Value,
     verdict: Option<(bool, Option<bool>)>,
+    /// Why the last reply reached for a tool and yielded no call (prompted protocol).
+    unparsed_tool_call: Option<String>,
 }
 
 /// Runs one case under `attack` (`None`: no attack) and `defense`, as one attempt with
 /// its metadata: `suite, user_task, injection_task, attack, defense, utility, security`
 /// (AgentDojo's verdicts; `null` when the episode errored, `security` null for a benign
-/// case), `injected`, `injections` (vector → text placed), `steps`, `max_steps_hit`.
+/// case), `injected`, `injections` (vector → text placed), `steps`, `max_steps_hit`;
+/// under the target's `tool_protocol: prompted` also `tool_protocol` and
+/// `unparsed_tool_call` (the reason the final reply's call could not be read, or null).
 pub async fn attempt(
     sidecar: &Sidecar,
     case: &BenchCase,
@@ -104,7 +108,7 @@ pub async fn attempt(
         Some((u, s)) => (Value::Bool(u), s.map_or(Value::Null, Value::Bool)),
         None => (Value::Null, Value::Null),
     };
-    let metadata = json!({
+    let mut metadata = json!({
         "suite": case.suite,
         "user_task": case.user_task,
         "injection_task": case.injection_task,
@@ -117,6 +121,10 @@ pub async fn attempt(
         "steps": ran.steps,
         "max_steps_hit": ran.max_steps_hit,
     });
+    if target.tool_protocol() == ToolProtocol::Prompted {
+        metadata["tool_protocol"] = "prompted".into();
+        metadata["unparsed_tool_call"] = ran.unparsed_tool_call.into();
+    }
     Ok(Attempt {
         index: 0,
         transcript: ran.transcript,
@@ -140,6 +148,7 @@ async fn run(
         max_steps_hit: false,
         injections,
         verdict: None,
+        unparsed_tool_call: None,
     };
     let bound = match sidecar.bind().await {
         Ok(b) => b,
@@ -264,6 +273,7 @@ async fn run(
             max_steps_hit: looped.max_steps_hit,
             injections,
             verdict: Some(v),
+            unparsed_tool_call: looped.unparsed_tool_call,
         },
         Err(e) => failed(e.0, looped.transcript, steps, injections),
     })

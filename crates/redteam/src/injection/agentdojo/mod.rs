@@ -231,6 +231,7 @@ pub fn load(spec: &PluginSpec) -> Result<Dataset, DatasetError> {
             target_secret: None,
             scenario: None,
             bench_case: Some(Arc::new(c)),
+            case: Default::default(),
             secret_cache: Default::default(),
         }
     };

@@ -1,0 +1,310 @@
+//! `gauntlet mcp-scan` and `gauntlet mcp-serve`: MCP servers scanned for poisoned tools,
+//! shadowing, excessive capability and rug pulls; gauntlet's own server served from a
+//! definition file. The logic is in `gauntlet-mcp`; this wires it to a terminal.
+//!
+//! Exit codes of `mcp-scan`: 0 clean, 1 findings (at or above `--fail-on`), 2 a server
+//! could not be scanned or the input is invalid.
+
+use crate::error::CliError;
+use clap::Args as ClapArgs;
+use gauntlet_core::terminal::{safe, safe_text};
+use gauntlet_mcp::client::{self, Limits};
+use gauntlet_mcp::finding::Severity;
+use gauntlet_mcp::scan::{self, Inventory, ScanReport, ServerError};
+use gauntlet_mcp::servers::{self, Endpoint, ServerSpec};
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Debug, ClapArgs)]
+pub struct ScanArgs {
+    /// A servers file in the MCP clients' shape: {"mcpServers": {"name": {"command": …,
+    /// "args": […], "env": {…}} | {"url": …}}}.
+    #[arg(long, value_name = "FILE")]
+    servers: Option<PathBuf>,
+    /// A streamable-HTTP server (repeatable).
+    #[arg(long = "url", value_name = "URL")]
+    urls: Vec<String>,
+    /// Pin file: written on first use, then checked (changed tools are rug pulls; added
+    /// and removed ones pin drift).
+    #[arg(long, value_name = "FILE")]
+    pin: Option<PathBuf>,
+    /// Rewrite the pin file with what this scan saw (after reporting against it).
+    #[arg(long, requires = "pin")]
+    update_pin: bool,
+    /// Print the report as JSON (format gauntlet-mcp-scan/1).
+    #[arg(long)]
+    json: bool,
+    /// Lowest severity that makes the exit status 1: low, medium or high.
+    #[arg(long, default_value = "low", value_parser = parse_severity)]
+    fail_on: Severity,
+    /// Let stdio servers use the network (otherwise they get no sockets).
+    #[arg(long)]
+    allow_network: bool,
+    /// Run stdio servers even where this kernel cannot confine them fully (they still get
+    /// every protection it has).
+    #[arg(long)]
+    allow_unconfined_servers: bool,
+    /// Time limit for connecting and for each request, seconds.
+    #[arg(long, default_value_t = 30)]
+    timeout_secs: u64,
+    /// Largest message accepted from a server, MiB.
+    #[arg(long, default_value_t = 16)]
+    max_message_mb: usize,
+    /// Address-space limit of a stdio server, MiB (node needs about 1024 to start).
+    #[arg(long, default_value_t = 2048)]
+    server_memory_mb: u64,
+    /// A stdio server: the command and its arguments, after `--`.
+    #[arg(last = true, value_name = "CMD ARGS")]
+    command: Vec<String>,
+}
+
+fn parse_severity(s: &str) -> Result<Severity, String> {
+    Severity::parse(s).ok_or_else(|| format!("`{s}`: expected low, medium or high"))
+}
+
+impl ScanArgs {
+    fn limits(&self) -> Limits {
+        let mut l = Limits {
+            connect_timeout: Duration::from_secs(self.timeout_secs),
+            request_timeout: Duration::from_secs(self.timeout_secs),
+            max_message_bytes: self.max_message_mb << 20,
+            ..Limits::default()
+        };
+        l.confine.allow_network = self.allow_network;
+        l.confine.allow_unconfined = self.allow_unconfined_servers;
+        l.confine.memory_bytes = self.server_memory_mb << 20;
+        l.confine.lifetime = Duration::from_secs(self.timeout_secs * 20);
+        l
+    }
+
+    /// The servers to scan, in order: the file's, then the URLs, then the command.
+    fn specs(&self) -> Result<(Vec<ServerSpec>, Vec<String>), CliError> {
+        let mut specs = Vec::new();
+        let mut notes = Vec::new();
+        if let Some(f) = &self.servers {
+            let (s, n) = servers::read(f, &|k| std::env::var(k).ok()).map_err(CliError::invalid)?;
+            specs.extend(s);
+            notes.extend(n);
+        }
+        for url in &self.urls {
+            servers::check_url(url).map_err(|e| CliError::invalid(format!("--url: {e}")))?;
+            specs.push(ServerSpec {
+                name: servers::name_for_url(url),
+                endpoint: Endpoint::Http { url: url.clone() },
+            });
+        }
+        if let Some((cmd, args)) = self.command.split_first() {
+            specs.push(ServerSpec {
+                name: "stdio".into(),
+                endpoint: Endpoint::Stdio {
+                    command: cmd.clone(),
+                    args: args.to_vec(),
+                    env: Default::default(),
+                    cwd: None,
+                },
+            });
+        }
+        if specs.is_empty() {
+            return Err(CliError::invalid(
+                "nothing to scan: give --servers FILE, --url URL or -- CMD ARGS…",
+            ));
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for s in &specs {
+            if !seen.insert(s.name.clone()) {
+                return Err(CliError::invalid(format!(
+                    "two servers are named `{}`; rename one in the servers file",
+                    s.name
+                )));
+            }
+        }
+        Ok((specs, notes))
+    }
+}
+
+/// `gauntlet mcp-scan`.
+pub fn scan(a: ScanArgs) -> Result<(), CliError> {
+    let (specs, notes) = a.specs()?;
+    let limits = a.limits();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(CliError::failed)?;
+    let mut invs: Vec<Inventory> = Vec::new();
+    let mut errors: Vec<ServerError> = Vec::new();
+    rt.block_on(async {
+        for s in &specs {
+            match client::inventory_of(s, &limits).await {
+                Ok(i) => invs.push(i),
+                Err(e) => errors.push(ServerError {
+                    server: s.name.clone(),
+                    error: e.kind().into(),
+                    message: e.to_string(),
+                }),
+            }
+        }
+    });
+    let mut report = scan::scan_inventories(&invs);
+    report.errors = errors;
+    if let Some(p) = &a.pin {
+        scan::apply_pin(&mut report, &invs, p, a.update_pin).map_err(CliError::invalid)?;
+    }
+    for n in &notes {
+        eprintln!("note: {}", safe(n));
+    }
+    if a.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).map_err(CliError::failed)?
+        );
+    } else {
+        print!("{}", render(&report, a.fail_on));
+    }
+    match report.exit_code(a.fail_on) {
+        0 => Ok(()),
+        c => Err(CliError::Verdict(c)),
+    }
+}
+
+/// The text report (every untrusted string escaped for the terminal).
+pub fn render(r: &ScanReport, fail_on: Severity) -> String {
+    let mut out = String::new();
+    let list = |items: &[scan::Listed]| -> String {
+        items
+            .iter()
+            .map(|i| safe(&i.name).into_owned())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    for s in &r.servers {
+        let info = match (
+            s.server_info.get("name").and_then(|v| v.as_str()),
+            s.server_info.get("version").and_then(|v| v.as_str()),
+        ) {
+            (Some(n), Some(v)) => format!(" — {} {}", safe(n), safe(v)),
+            (Some(n), None) => format!(" — {}", safe(n)),
+            _ => String::new(),
+        };
+        out.push_str(&format!(
+            "server {} ({}){info}\n",
+            safe(&s.server),
+            safe(&s.transport)
+        ));
+        out.push_str(&format!(
+            "  tools ({}): {}\n",
+            s.tools.len(),
+            list(&s.tools)
+        ));
+        out.push_str(&format!(
+            "  prompts ({}): {}\n",
+            s.prompts.len(),
+            list(&s.prompts)
+        ));
+        out.push_str(&format!(
+            "  resources ({}): {}\n",
+            s.resources.len(),
+            list(&s.resources)
+        ));
+        for n in &s.notes {
+            out.push_str(&format!("  note: {}\n", safe(n)));
+        }
+    }
+    for e in &r.errors {
+        out.push_str(&format!(
+            "server {}: could not scan ({}): {}\n",
+            safe(&e.server),
+            e.error,
+            safe_text(&e.message)
+        ));
+    }
+    if r.findings.is_empty() {
+        out.push_str("findings: none\n");
+    } else {
+        out.push_str(&format!("findings ({}):\n", r.findings.len()));
+        for f in &r.findings {
+            out.push_str(&format!(
+                "  {:<6} {:<22} {}/{} {} {}\n         {}\n",
+                f.severity.as_str().to_uppercase(),
+                f.rule.id(),
+                safe(&f.server),
+                safe(&f.item),
+                f.kind.as_str(),
+                safe(&f.location),
+                safe_text(&f.message)
+            ));
+            if !f.text.is_empty() {
+                for line in f.text.lines() {
+                    out.push_str(&format!("         > {}\n", safe(line)));
+                }
+            }
+        }
+    }
+    if let Some(p) = &r.pin {
+        out.push_str(&format!(
+            "pin: {} {} ({} tools)\n",
+            p.action,
+            safe(&p.file),
+            p.tools
+        ));
+    }
+    let count = |s: Severity| r.findings.iter().filter(|f| f.severity == s).count();
+    out.push_str(&format!(
+        "verdict: {} ({} high, {} medium, {} low; failing at {} and above), {} server(s) not scanned → exit {}\n",
+        if r.findings.is_empty() && r.errors.is_empty() { "clean" } else if r.errors.is_empty() { "findings" } else { "incomplete" },
+        count(Severity::High),
+        count(Severity::Medium),
+        count(Severity::Low),
+        fail_on.as_str(),
+        r.errors.len(),
+        r.exit_code(fail_on)
+    ));
+    out
+}
+
+#[derive(Debug, ClapArgs)]
+pub struct ServeArgs {
+    /// The server definition (JSON: name, tools with definition / later / result,
+    /// prompts, resources; see the gauntlet_mcp::serve docs).
+    def: PathBuf,
+    /// Serve streamable HTTP on 127.0.0.1:PORT (0: a free port, printed on stdout)
+    /// instead of stdio.
+    #[arg(long, value_name = "PORT")]
+    http: Option<u16>,
+    /// Append every call received to this file, one JSON line each.
+    #[arg(long, value_name = "FILE")]
+    calls: Option<PathBuf>,
+}
+
+/// `gauntlet mcp-serve`.
+pub fn serve(a: ServeArgs) -> Result<(), CliError> {
+    use gauntlet_mcp::serve::{CallLog, HttpServer, Served, ServerDef, serve_stdio};
+    let def = ServerDef::read(&a.def).map_err(CliError::invalid)?;
+    let log = match &a.calls {
+        Some(p) => {
+            CallLog::to_file(p).map_err(|e| CliError::invalid(format!("{}: {e}", p.display())))?
+        }
+        None => CallLog::new(),
+    };
+    let served = Served::new(def, log);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(CliError::failed)?;
+    rt.block_on(async {
+        match a.http {
+            None => serve_stdio(served).await.map_err(CliError::failed),
+            Some(port) => {
+                let s = HttpServer::start(served, port)
+                    .await
+                    .map_err(CliError::failed)?;
+                println!("{}", s.url);
+                use std::io::Write;
+                let _ = std::io::stdout().flush();
+                let _ = tokio::signal::ctrl_c().await;
+                s.stop();
+                Ok(())
+            }
+        }
+    })
+}

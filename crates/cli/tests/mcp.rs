@@ -1,0 +1,255 @@
+//! `gauntlet mcp-scan` and `gauntlet mcp-serve` as real processes: the poisoned server of
+//! crates/mcp/tests/fixtures served by `gauntlet mcp-serve` over stdio and over HTTP,
+//! scanned from a servers file; pin, change, rescan (rug pull); hostile servers; the real
+//! server-everything.
+
+mod common;
+
+use common::{BIN, gauntlet, repo_root};
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+fn fixture(name: &str) -> PathBuf {
+    repo_root().join("crates/mcp/tests/fixtures").join(name)
+}
+
+/// `gauntlet mcp-serve DEF --http 0` in the background; its URL.
+struct HttpServe(Child, String);
+
+impl HttpServe {
+    fn start(def: &Path) -> HttpServe {
+        let mut c = Command::new(BIN)
+            .args(["mcp-serve", def.to_str().unwrap(), "--http", "0"])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(c.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert!(line.starts_with("http://127.0.0.1:"), "{line}");
+        HttpServe(c, line.trim().to_string())
+    }
+}
+
+impl Drop for HttpServe {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn stdio_entry(def: &Path) -> Value {
+    json!({"command": BIN, "args": ["mcp-serve", def]})
+}
+
+fn scan_json(args: &[&str], cwd: &Path) -> (i32, Value, String) {
+    let mut a = vec!["mcp-scan", "--json"];
+    a.extend_from_slice(args);
+    let out = gauntlet(&a, cwd);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let v = serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("{e}: {stdout} {}", String::from_utf8_lossy(&out.stderr)));
+    (
+        out.status.code().unwrap(),
+        v,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn has(report: &Value, rule: &str, server: &str, item: &str) -> bool {
+    report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|f| f["rule"] == rule && f["server"] == server && f["item"] == item)
+}
+
+fn every_kind(r: &Value) {
+    for (rule, item) in [
+        ("hidden_instruction", "add"),
+        ("sensitive_data_request", "add"),
+        ("exfiltration_channel", "add"),
+        ("invisible_text", "translate"),
+        ("encoded_payload", "checksum"),
+        ("tool_shadowing", "time_now"),
+        ("name_collision", "send_email"),
+        ("excessive_capability", "run"),
+        ("exfiltration_channel", "notes"),
+        ("hidden_instruction", "greeting"),
+    ] {
+        assert!(has(r, rule, "helper", item), "{rule} on {item}: {r:#}");
+    }
+}
+
+#[test]
+fn mcp_scan_finds_every_kind_over_stdio_and_http() {
+    let dir = tempfile::tempdir().unwrap();
+    // The poisoned server over stdio, the trusted one over HTTP …
+    let mail = HttpServe::start(&fixture("trusted_server.json"));
+    let servers = dir.path().join("servers.json");
+    std::fs::write(&servers, json!({"mcpServers": {"helper": stdio_entry(&fixture("poisoned_server.json")), "mail": {"url": mail.1}}}).to_string()).unwrap();
+    let (code, r, err) = scan_json(&["--servers", servers.to_str().unwrap()], dir.path());
+    assert_eq!(code, 1, "{err}");
+    every_kind(&r);
+    assert_eq!(r["servers"][0]["tools"].as_array().unwrap().len(), 7);
+    // … and the other way round.
+    let helper = HttpServe::start(&fixture("poisoned_server.json"));
+    std::fs::write(&servers, json!({"mcpServers": {"helper": {"url": helper.1}, "mail": stdio_entry(&fixture("trusted_server.json"))}}).to_string()).unwrap();
+    let (code, r, err) = scan_json(&["--servers", servers.to_str().unwrap()], dir.path());
+    assert_eq!(code, 1, "{err}");
+    every_kind(&r);
+    // The text report names the tool and quotes the text, escaped for the terminal.
+    let out = gauntlet(
+        &["mcp-scan", "--servers", servers.to_str().unwrap()],
+        dir.path(),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("hidden_instruction")
+            && text.contains("helper/add")
+            && text.contains("> <IMPORTANT>Before using this tool"),
+        "{text}"
+    );
+    assert!(
+        text.contains("\\u{e0073}"),
+        "tag characters are spelled out: {text}"
+    );
+    assert!(!text.contains('\u{e0073}'));
+}
+
+#[test]
+fn pin_change_rescan_is_a_rug_pull() {
+    let dir = tempfile::tempdir().unwrap();
+    let def = dir.path().join("mail.json");
+    std::fs::copy(fixture("trusted_server.json"), &def).unwrap();
+    let pin = dir.path().join("mcp.pin");
+    let args = |extra: &[&str]| -> Vec<String> {
+        let mut a = vec![
+            "--pin".to_string(),
+            pin.to_str().unwrap().into(),
+            "--".into(),
+            BIN.into(),
+            "mcp-serve".into(),
+            def.to_str().unwrap().into(),
+        ];
+        a.splice(0..0, extra.iter().map(|s| s.to_string()));
+        a
+    };
+    let run = |extra: &[&str]| {
+        let a = args(extra);
+        scan_json(
+            &a.iter().map(String::as_str).collect::<Vec<_>>(),
+            dir.path(),
+        )
+    };
+    let (code, r, err) = run(&[]);
+    assert_eq!(code, 0, "{err} {r:#}");
+    assert_eq!(r["pin"]["action"], "written");
+    let text = std::fs::read_to_string(&pin).unwrap();
+    assert!(
+        text.contains("\"stdio\" \"send_email\"") && text.starts_with("# MCP tool pin"),
+        "{text}"
+    );
+    // Unchanged: clean.
+    assert_eq!(run(&[]).0, 0);
+    // A description changes: rug pull, exit 1.
+    let mut d: Value = serde_json::from_str(&std::fs::read_to_string(&def).unwrap()).unwrap();
+    d["tools"][0]["definition"]["description"] =
+        json!("Sends an email to a recipient, and keeps a copy.");
+    std::fs::write(&def, d.to_string()).unwrap();
+    let (code, r, _) = run(&[]);
+    assert_eq!(code, 1);
+    let f = &r["findings"][0];
+    assert_eq!(
+        (f["rule"].as_str(), f["item"].as_str()),
+        (Some("rug_pull"), Some("send_email")),
+        "{r:#}"
+    );
+    assert!(f["text"].as_str().unwrap().contains("keeps a copy"));
+    // Reviewed and accepted: --update-pin, then clean again.
+    assert_eq!(run(&["--update-pin"]).0, 1);
+    assert_eq!(run(&[]).0, 0);
+}
+
+#[test]
+fn hostile_servers_are_named_errors_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let py = fixture("hostile_server.py");
+    for (mode, kind) in [
+        ("hang", "timeout"),
+        ("broken_json", "invalid_json"),
+        ("exit", "exited"),
+    ] {
+        let (code, r, _) = scan_json(
+            &[
+                "--timeout-secs",
+                "2",
+                "--",
+                "python3",
+                py.to_str().unwrap(),
+                mode,
+            ],
+            dir.path(),
+        );
+        assert_eq!(code, 2, "{mode}: {r:#}");
+        assert_eq!(r["errors"][0]["error"], kind, "{mode}: {r:#}");
+    }
+    // Bad input is exit 2 with the place named.
+    let bad = dir.path().join("bad.json");
+    std::fs::write(
+        &bad,
+        r#"{"mcpServers": {"x": {"command": "a", "url": "http://h"}}}"#,
+    )
+    .unwrap();
+    let out = gauntlet(
+        &["mcp-scan", "--servers", bad.to_str().unwrap()],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("mcpServers.x: has both"));
+    let out = gauntlet(&["mcp-scan"], dir.path());
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn server_everything_through_the_cli() {
+    let Some(servers) = std::env::var_os("GAUNTLET_MCP_SERVERS_DIR") else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "GAUNTLET_MCP_SERVERS_DIR is not set: scripts/install-mcp-servers.sh failed"
+        );
+        eprintln!("SKIP: GAUNTLET_MCP_SERVERS_DIR is not set (run scripts/install-mcp-servers.sh)");
+        return;
+    };
+    let js = Path::new(&servers)
+        .join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let dir = tempfile::tempdir().unwrap();
+    let (code, r, err) = scan_json(&["--", "node", js.to_str().unwrap(), "stdio"], dir.path());
+    // Its only findings are low (a URL-fetching parameter): exit 1 at the default
+    // threshold, 0 with --fail-on medium.
+    assert_eq!(code, 1, "{err} {r:#}");
+    assert!(
+        r["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|f| f["severity"] == "low"),
+        "{r:#}"
+    );
+    assert!(r["servers"][0]["tools"].as_array().unwrap().len() >= 10);
+    let (code, _, _) = scan_json(
+        &[
+            "--fail-on",
+            "medium",
+            "--",
+            "node",
+            js.to_str().unwrap(),
+            "stdio",
+        ],
+        dir.path(),
+    );
+    assert_eq!(code, 0);
+}

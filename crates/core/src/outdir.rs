@@ -1,0 +1,216 @@
+//! What a directory named as an output (`--out DIR`, `--site DIR`) already holds, and
+//! the one check every command that writes into such a directory makes before it
+//! writes anything: it never writes its artefacts over another command's.
+//!
+//! Why: `rescore RUN_A --out RUN_B` used to replace run B's results, leaderboard,
+//! reports and manifest with run A's, exit 0, after which `report RUN_B` printed run A's
+//! numbers under run B's run.json; `judge-eval`, `exam` and `report --site` wrote their
+//! files into run directories the same way. Each command says which holdings it may
+//! write into (nothing of gauntlet's, or an earlier output of the same command and, for
+//! a rescore, of the same run and judge); anything else is refused, naming what the
+//! directory holds.
+//!
+//! The kind of a directory is read from the files that mark it, each read capped and
+//! only if it is a regular file: `run.json` (a red-team run, merged or sharded),
+//! `rescore.json` (a rescore), `judge_eval.json`, `shard.json` / `detect_shard.json`
+//! (an exam shard),
+//! `report.json` (an agent exam, or a detect exam when its mode says so), and
+//! `index.html` with `leaderboard-jailbreak.html` (a static site).
+
+use std::fs;
+use std::io::Read;
+use std::path::Path;
+
+/// What a directory holds.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Holding {
+    /// Nothing gauntlet wrote (absent, empty, or other files only).
+    Nothing,
+    /// A red-team run (`run.json`): a run, a merged run or a run's shard.
+    Run { run_id: String },
+    /// A rescore (`rescore.json`) of run `run_id` with `judge` (its spec's JSON).
+    Rescore {
+        run_id: String,
+        judge: serde_json::Value,
+    },
+    /// An agent exam's output (`report.json` with passes).
+    Exam,
+    /// An exam shard (`shard.json`, `detect_shard.json`).
+    ExamShard,
+    /// A detect exam's output (`report.json` of mode `detect`).
+    DetectExam,
+    /// A judge evaluation (`judge_eval.json`).
+    JudgeEval,
+    /// A static site (`report --site`).
+    Site,
+}
+
+impl Holding {
+    /// How a message names it.
+    pub fn describe(&self) -> String {
+        match self {
+            Holding::Nothing => "nothing of gauntlet's".into(),
+            Holding::Run { run_id } => {
+                format!("a red-team run ({})", crate::terminal::safe(run_id))
+            }
+            Holding::Rescore { run_id, judge } => format!(
+                "a rescore of run {} with judge {}",
+                crate::terminal::safe(run_id),
+                crate::terminal::safe(&judge.to_string())
+            ),
+            Holding::Exam => "an agent exam's output (report.json)".into(),
+            Holding::ExamShard => "an exam shard (shard.json)".into(),
+            Holding::DetectExam => "a detect exam's output (report.json)".into(),
+            Holding::JudgeEval => "a judge evaluation (judge_eval.json)".into(),
+            Holding::Site => "a static site (report --site)".into(),
+        }
+    }
+}
+
+/// The most read of a marker file: its identity is near the start.
+const MARKER_CAP: u64 = 1 << 20;
+
+/// The start of `dir/name` (at most `cap` bytes) when it is a regular file.
+fn head(dir: &Path, name: &str, cap: u64) -> Option<Vec<u8>> {
+    let p = dir.join(name);
+    let m = fs::symlink_metadata(&p).ok()?;
+    if !m.is_file() {
+        return None;
+    }
+    let mut out = Vec::new();
+    fs::File::open(&p)
+        .ok()?
+        .take(cap)
+        .read_to_end(&mut out)
+        .ok()?;
+    Some(out)
+}
+
+fn json_of(dir: &Path, name: &str) -> Option<serde_json::Value> {
+    serde_json::from_slice(&head(dir, name, MARKER_CAP)?).ok()
+}
+
+fn present(dir: &Path, name: &str) -> bool {
+    fs::symlink_metadata(dir.join(name)).is_ok()
+}
+
+/// What `dir` holds (`Nothing` when it does not exist or is not a directory).
+pub fn holding(dir: &Path) -> Holding {
+    if !fs::metadata(dir).is_ok_and(|m| m.is_dir()) {
+        return Holding::Nothing;
+    }
+    if present(dir, "run.json") {
+        let run_id = json_of(dir, "run.json")
+            .and_then(|v| v.get("run_id").and_then(|x| x.as_str()).map(str::to_owned))
+            .unwrap_or_else(|| "unreadable run.json".into());
+        return Holding::Run { run_id };
+    }
+    if present(dir, "rescore.json") {
+        let v = json_of(dir, "rescore.json").unwrap_or_default();
+        return Holding::Rescore {
+            run_id: v
+                .get("run_id")
+                .and_then(|x| x.as_str())
+                .unwrap_or("unreadable rescore.json")
+                .to_owned(),
+            judge: v.get("judge").cloned().unwrap_or_default(),
+        };
+    }
+    if present(dir, "judge_eval.json") {
+        return Holding::JudgeEval;
+    }
+    if present(dir, "shard.json") || present(dir, "detect_shard.json") {
+        return Holding::ExamShard;
+    }
+    if present(dir, "report.json") {
+        // The mode is the report's first key; 4 KiB is plenty to find it.
+        let start = head(dir, "report.json", 4096).unwrap_or_default();
+        let text = String::from_utf8_lossy(&start);
+        let detect = text.contains("\"mode\": \"detect\"") || text.contains("\"mode\":\"detect\"");
+        return if detect {
+            Holding::DetectExam
+        } else {
+            Holding::Exam
+        };
+    }
+    if present(dir, "index.html") && present(dir, "leaderboard-jailbreak.html") {
+        return Holding::Site;
+    }
+    Holding::Nothing
+}
+
+/// Refuses to let `gauntlet COMMAND` write into `dir` (named by `flag`, e.g. `--out`)
+/// unless what it holds is nothing of gauntlet's or passes `may_replace`. The message
+/// says what the directory holds; `hint` says what to give instead.
+pub fn refuse_other(
+    dir: &Path,
+    flag: &str,
+    command: &str,
+    hint: &str,
+    may_replace: impl Fn(&Holding) -> bool,
+) -> Result<(), String> {
+    let h = holding(dir);
+    if h == Holding::Nothing || may_replace(&h) {
+        return Ok(());
+    }
+    Err(format!(
+        "{flag} {} holds {}: `gauntlet {command}` would overwrite its files; {hint}",
+        crate::terminal::safe(&dir.display().to_string()),
+        h.describe()
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_kind_is_recognised_and_others_are_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let at = |n: &str| {
+            let p = d.path().join(n);
+            fs::create_dir_all(&p).unwrap();
+            p
+        };
+        let run = at("run");
+        fs::write(run.join("run.json"), r#"{"run_id": "smoke-1"}"#).unwrap();
+        let rescore = at("rescore");
+        fs::write(
+            rescore.join("rescore.json"),
+            r#"{"run_id": "smoke-1", "judge": {"name": "refusal_match"}}"#,
+        )
+        .unwrap();
+        let exam = at("exam");
+        fs::write(exam.join("report.json"), "{\n  \"mode\": \"golden\"}").unwrap();
+        let detect = at("detect");
+        fs::write(detect.join("report.json"), "{\n  \"mode\": \"detect\"}").unwrap();
+        let je = at("je");
+        fs::write(je.join("judge_eval.json"), "{}").unwrap();
+        let site = at("site");
+        fs::write(site.join("index.html"), "").unwrap();
+        fs::write(site.join("leaderboard-jailbreak.html"), "").unwrap();
+        let other = at("other");
+        fs::write(other.join("notes.txt"), "").unwrap();
+        assert_eq!(
+            holding(&run),
+            Holding::Run {
+                run_id: "smoke-1".into()
+            }
+        );
+        assert!(matches!(holding(&rescore), Holding::Rescore { .. }));
+        assert_eq!(holding(&exam), Holding::Exam);
+        assert_eq!(holding(&detect), Holding::DetectExam);
+        assert_eq!(holding(&je), Holding::JudgeEval);
+        assert_eq!(holding(&site), Holding::Site);
+        assert_eq!(holding(&other), Holding::Nothing);
+        assert_eq!(holding(&d.path().join("absent")), Holding::Nothing);
+        let je_ok = |h: &Holding| *h == Holding::JudgeEval;
+        let e = refuse_other(&run, "--out", "judge-eval", "give another", je_ok).unwrap_err();
+        assert!(
+            e.contains("a red-team run (smoke-1)") && e.contains("`gauntlet judge-eval`"),
+            "{e}"
+        );
+        refuse_other(&je, "--out", "judge-eval", "", je_ok).unwrap();
+        refuse_other(&other, "--out", "judge-eval", "", |_| false).unwrap();
+    }
+}

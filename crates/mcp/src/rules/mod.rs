@@ -1,0 +1,284 @@
+//! The scan rules, one file each, over one definition at a time ([`Ctx`]).
+//!
+//! The text rules read every string of a definition ([`crate::fields`]) in a normal form:
+//! lowercased, typographic quotes made plain, runs of spaces and tabs collapsed (newlines
+//! kept). Patterns are ASCII byte regexes over that form; a hit is mapped back to the
+//! original text, so a finding quotes what the server sent, not the normal form.
+//!
+//! Rules look at one *sentence* at a time where the meaning depends on what is asked
+//! together: "read ~/.ssh/id_rsa" is a request for a credential file, "Reads the ssh
+//! config" a description of what a tool does (third person, no imperative).
+
+pub mod encoded_payload;
+pub mod excessive_capability;
+pub mod exfiltration_channel;
+pub mod hidden_instruction;
+pub mod invisible_text;
+pub mod name_collision;
+pub mod sensitive_data_request;
+pub mod tool_shadowing;
+
+use crate::fields::{Field, Slot};
+use crate::finding::{Finding, ItemKind, Rule, Severity, excerpt};
+use regex::bytes::{Regex, RegexBuilder};
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Range;
+
+/// One definition under scan, with what the rules need to know about its neighbours.
+pub struct Ctx<'a> {
+    pub server: &'a str,
+    pub kind: ItemKind,
+    pub item: &'a Value,
+    pub name: &'a str,
+    pub fields: Vec<NormField<'a>>,
+    /// Tool names on the same server (this one included).
+    pub own_tools: &'a BTreeSet<String>,
+    /// Tool names on every *other* scanned server, with the servers that have them.
+    pub other_tools: &'a BTreeMap<String, BTreeSet<String>>,
+    /// The item's parameter names (tools only).
+    pub param_names: Vec<String>,
+}
+
+impl<'a> Ctx<'a> {
+    /// A finding about this item.
+    pub fn finding(
+        &self,
+        rule: Rule,
+        severity: Severity,
+        location: &str,
+        text: &str,
+        message: impl Into<String>,
+    ) -> Finding {
+        Finding {
+            server: self.server.to_string(),
+            kind: self.kind,
+            item: self.name.to_string(),
+            rule,
+            severity,
+            location: location.to_string(),
+            text: excerpt(text),
+            message: message.into(),
+        }
+    }
+
+    /// The fields a text rule reads: prose and values (names are the name rules').
+    pub fn text_fields(&self) -> impl Iterator<Item = &NormField<'a>> {
+        self.fields.iter().filter(|f| f.field.slot != Slot::Name)
+    }
+}
+
+/// A field with its normal form.
+pub struct NormField<'a> {
+    pub field: &'a Field,
+    pub norm: Norm,
+}
+
+/// Normal form of a text (see the module docs) with a map back to the original.
+pub struct Norm {
+    pub text: String,
+    /// `map[i]`: byte offset in the original of the character that produced normal byte
+    /// `i`; one extra entry for the end.
+    map: Vec<usize>,
+}
+
+impl Norm {
+    pub fn new(s: &str) -> Norm {
+        let mut text = String::with_capacity(s.len());
+        let mut map = Vec::with_capacity(s.len() + 1);
+        let mut last_space = false;
+        for (i, c) in s.char_indices() {
+            let c = match c {
+                '\u{2018}' | '\u{2019}' | '\u{201b}' | '\u{2032}' | '`' => '\'',
+                '\u{201c}' | '\u{201d}' | '\u{201f}' | '\u{2033}' => '"',
+                '\t' | '\u{a0}' => ' ',
+                c => c,
+            };
+            if c == ' ' {
+                if last_space {
+                    continue;
+                }
+                last_space = true;
+            } else {
+                last_space = false;
+            }
+            let before = text.len();
+            for l in c.to_lowercase() {
+                text.push(l);
+            }
+            map.extend(std::iter::repeat_n(i, text.len() - before));
+        }
+        map.push(s.len());
+        Norm { text, map }
+    }
+
+    /// The original byte range of a normal range.
+    pub fn original(&self, r: Range<usize>) -> Range<usize> {
+        let start = self.map[r.start.min(self.map.len() - 1)];
+        let end = if r.end == 0 {
+            0
+        } else {
+            // The end of the character that produced the last byte.
+            let last = self.map[(r.end - 1).min(self.map.len() - 1)];
+            self.map[r.end.min(self.map.len() - 1)].max(last + 1)
+        };
+        start..end
+    }
+
+    /// The sentences of the normal form (split at `.`, `!`, `?`, `;` followed by a space
+    /// or the end, and at newlines), as byte ranges.
+    pub fn sentences(&self) -> Vec<Range<usize>> {
+        let b = self.text.as_bytes();
+        let mut out = Vec::new();
+        let mut start = 0;
+        for i in 0..b.len() {
+            let end_here = match b[i] {
+                b'\n' => true,
+                b'.' | b'!' | b'?' | b';' => {
+                    i + 1 == b.len() || b[i + 1] == b' ' || b[i + 1] == b'\n'
+                }
+                _ => false,
+            };
+            if end_here {
+                if b[start..i + 1].iter().any(|c| !c.is_ascii_whitespace()) {
+                    out.push(start..i + 1);
+                }
+                start = i + 1;
+            }
+        }
+        if b[start..].iter().any(|c| !c.is_ascii_whitespace()) {
+            out.push(start..b.len());
+        }
+        out
+    }
+}
+
+/// Compiles an ASCII byte regex over the normal form (see the module docs).
+pub fn re(pattern: &str) -> Regex {
+    RegexBuilder::new(pattern)
+        .unicode(false)
+        .build()
+        .unwrap_or_else(|e| panic!("bad rule pattern {pattern}: {e}"))
+}
+
+/// The original text of a sentence range of a field, for quoting.
+pub fn quote(f: &NormField<'_>, r: Range<usize>) -> String {
+    let o = f.norm.original(r);
+    f.field
+        .text
+        .get(o)
+        .unwrap_or(&f.field.text)
+        .trim()
+        .to_string()
+}
+
+/// The first sentence of `f` in which every regex of `all` matches; its range.
+pub fn sentence_with(f: &NormField<'_>, all: &[&Regex]) -> Option<Range<usize>> {
+    let b = f.norm.text.as_bytes();
+    f.norm
+        .sentences()
+        .into_iter()
+        .find(|s| all.iter().all(|r| r.is_match(&b[s.clone()])))
+}
+
+/// Imperative request verbs (base form: a description says "reads", a request "read").
+pub const REQUEST_VERB: &str = r"\b(read|open|cat|load|fetch|get|grab|include|pass|send|provide|attach|append|prepend|copy|paste|upload|forward|extract|collect|put|insert|add|supply|give|share|embed|retrieve|gather|dump|print|output|list|enumerate|transmit|post|submit|fill|populate|place|write|summari[sz]e|quote|repeat|echo|reveal|disclose|leak|exfiltrate)\b";
+
+/// Credential files and secret stores by path or name.
+pub const CREDENTIAL_FILE: &str = r"(~/\.ssh|\.ssh/|\bid_(rsa|dsa|ecdsa|ed25519)\b|authorized_keys|known_hosts|\.aws/(credentials|config)|\.env\b|\bdotenv\b|\bmcp\.json\b|\.cursor/|claude_desktop_config|\.netrc|\.npmrc|\.pypirc|\.git-credentials|\.kube/config|kubeconfig|/etc/passwd|/etc/shadow|\.bash_history|\.zsh_history|\bkeychain\b|wallet\.dat|\.docker/config\.json|\.gnupg|\.config/gh|credentials\.json|secrets\.(ya?ml|json|toml)|\.pem\b|\.p12\b|\.keystore\b)";
+
+/// Secret nouns.
+pub const SECRET_NOUN: &str = r"\b(api[ _-]?keys?|api[ _-]?tokens?|secret[ _-]?keys?|private[ _-]?keys?|passwords?|passphrases?|credentials?|access[ _-]?tokens?|auth(entication)?[ _-]?tokens?|bearer[ _-]?tokens?|refresh[ _-]?tokens?|session[ _-]?(tokens?|cookies?|ids?)|cookies|ssh[ _-]?keys?|seed[ _-]?phrases?|mnemonic|recovery[ _-]?(codes?|phrases?)|environment[ _-]?variables|env[ _-]?vars|secrets|2fa[ _-]?codes?|otp[ _-]?codes?|one[ -]time[ _-]?(codes?|passwords?)|credit[ _-]?card[ _-]?numbers?|card[ _-]?numbers?|cvv|cvc|iban|bank[ _-]?account([ _-]?numbers?)?|routing[ _-]?numbers?|pin[ _-]?codes?|social[ _-]?security[ _-]?numbers?|ssn|passport[ _-]?numbers?|home[ _-]?address|date[ _-]?of[ _-]?birth)\b";
+
+/// What the conversation holds: the system prompt, earlier messages, other tools'
+/// outputs.
+pub const CONVERSATION_DATA: &str = r"(\bsystem[ _-]?(prompt|message|instructions)\b|\b(conversation|chat|message|dialog(ue)?)[ _-]?(history|log|transcript|so far)\b|\b(previous|prior|earlier|preceding|past|all)[ _-](user[ _-])?(messages|turns|prompts|conversation|chats|exchanges|tool[ _-]?(calls|results|outputs))\b|\b(full|entire|whole|complete)[ _-](context|conversation|history|prompt|transcript|chat)\b|\bcontext[ _-]?window\b|\beverything (the user|you know|you have|in (the|this|your) (context|conversation))\b|\b(outputs?|results?|responses?|return values?) (of|from) (all |any |the |every )?(other|previous|prior|earlier|another) tools?\b|\bother tools?'? (outputs?|results?|responses?)\b|\byour (instructions|rules|guidelines|configuration)\b|\bthe user'?s (messages|conversation|chat|history|emails?|contacts|files|documents|data)\b|\b(the )?user'?s (previous|prior|earlier|past|other|full|entire|whole|complete|exact|original) (questions?|messages?|requests?|prompts?|inputs?|queries)\b|\b(previous|prior|earlier|past) (questions|requests|queries|inputs|answers)\b|\b(last|recent|latest|previous) ([0-9]+ |few |several |all )?(messages|turns|exchanges|replies)\b|\bmessages (of|from|in) (the|this|our) (conversation|chat|session)\b)";
+
+/// Is `c` a character a renderer may not show (see `invisible_text`)?
+pub fn is_invisible(c: char) -> bool {
+    matches!(c,
+        '\u{200b}'..='\u{200f}' | '\u{2060}'..='\u{2064}' | '\u{feff}' | '\u{180e}'
+        | '\u{034f}' | '\u{115f}' | '\u{1160}' | '\u{3164}' | '\u{ffa0}' | '\u{00ad}'
+        | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{061c}'
+        | '\u{e0000}'..='\u{e007f}' | '\u{e0100}'..='\u{e01ef}')
+        || (c.is_control() && !matches!(c, '\n' | '\r' | '\t'))
+}
+
+/// Runs every per-item rule on `ctx`.
+pub fn check_item(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
+    let start = out.len();
+    hidden_instruction::check(ctx, out);
+    invisible_text::check(ctx, out);
+    encoded_payload::check(ctx, out);
+    sensitive_data_request::check(ctx, out);
+    exfiltration_channel::check(ctx, out);
+    tool_shadowing::check(ctx, out);
+    if ctx.kind == ItemKind::Tool {
+        excessive_capability::check(ctx, out);
+    }
+    // One finding per rule and location: the first (most specific) wins.
+    let mut seen = BTreeSet::new();
+    let mut k = start;
+    while k < out.len() {
+        if seen.insert((out[k].rule, out[k].location.clone())) {
+            k += 1;
+        } else {
+            out.remove(k);
+        }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod testing {
+    //! Runs the rules over one tool definition, alone or beside other servers' tools.
+    use super::*;
+    use crate::scan::{Inventory, scan_inventories};
+
+    pub fn findings_with(tool: Value, others: &[(&str, &[&str])]) -> Vec<Finding> {
+        let mut invs = vec![Inventory::offline("s", vec![tool])];
+        for (server, names) in others {
+            let tools = names
+                .iter()
+                .map(|n| serde_json::json!({"name": n, "description": "x", "inputSchema": {"type": "object"}}))
+                .collect();
+            invs.push(Inventory::offline(server, tools));
+        }
+        scan_inventories(&invs)
+            .findings
+            .into_iter()
+            .filter(|f| f.server == "s")
+            .collect()
+    }
+
+    pub fn rules_of(tool: Value) -> Vec<Rule> {
+        let mut r: Vec<Rule> = findings_with(tool, &[])
+            .into_iter()
+            .map(|f| f.rule)
+            .collect();
+        r.dedup();
+        r
+    }
+
+    pub fn tool(description: &str) -> Value {
+        serde_json::json!({"name": "t", "description": description, "inputSchema": {"type": "object", "properties": {}}})
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_normal_form_maps_back_to_the_original() {
+        let s = "Do NOT  tell the User\u{2019}s   boss.\nNext";
+        let n = Norm::new(s);
+        assert_eq!(n.text, "do not tell the user's boss.\nnext");
+        let at = n.text.find("user's").unwrap();
+        let o = n.original(at..at + "user's".len());
+        assert_eq!(&s[o], "User\u{2019}s");
+        assert_eq!(n.sentences().len(), 2);
+        // Characters whose lowercase is longer map to themselves.
+        let n = Norm::new("İx");
+        assert_eq!(&"İx"[n.original(0..n.text.len())], "İx");
+    }
+}

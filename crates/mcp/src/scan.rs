@@ -1,0 +1,399 @@
+//! A scan: the inventories of one or more servers through every rule, into a
+//! [`ScanReport`] (what each server offers, the findings, the servers that could not be
+//! scanned, and the pin's verdict).
+
+use crate::canonical;
+use crate::fields::{self, Field};
+use crate::finding::{Finding, ItemKind, Rule, Severity};
+use crate::pin::{self, PinError, Pins};
+use crate::rules::{self, Ctx, Norm, NormField};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+/// What one server offers, as listed over MCP (or given offline).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Inventory {
+    /// The server's name in the scan (servers-file key, or `stdio` / the URL host).
+    pub server: String,
+    /// How it was reached: `stdio: CMD ARGS…`, `http: URL`, `offline`.
+    pub transport: String,
+    /// `serverInfo` from `initialize` (name, version), when the server sent one.
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub server_info: Value,
+    /// Tool, prompt and resource definitions as the server sent them.
+    pub tools: Vec<Value>,
+    #[serde(default)]
+    pub prompts: Vec<Value>,
+    #[serde(default)]
+    pub resources: Vec<Value>,
+    /// A second `tools/list` of the same session, when it differed from the first (a
+    /// server that changes its tools after they were listed: an in-session rug pull).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools_relisted: Option<Vec<Value>>,
+    /// What could not be listed and why it is not an error (`prompts/list: the server
+    /// does not offer prompts`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+impl Inventory {
+    /// An inventory of tools given directly (the labelled set, tests).
+    pub fn offline(server: &str, tools: Vec<Value>) -> Inventory {
+        Inventory {
+            server: server.to_string(),
+            transport: "offline".into(),
+            server_info: Value::Null,
+            tools,
+            prompts: Vec::new(),
+            resources: Vec::new(),
+            tools_relisted: None,
+            notes: Vec::new(),
+        }
+    }
+}
+
+/// A server that could not be scanned.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServerError {
+    pub server: String,
+    /// The named outcome: `spawn`, `timeout`, `oversized_message`, `invalid_json`,
+    /// `protocol`, `exited`, `connect`, `too_many_items`, `confinement`.
+    pub error: String,
+    pub message: String,
+}
+
+/// One listed item in the report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Listed {
+    pub name: String,
+    /// sha256 of the canonical definition (tools only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+    pub findings: usize,
+}
+
+/// One server in the report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerReport {
+    pub server: String,
+    pub transport: String,
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub server_info: Value,
+    pub tools: Vec<Listed>,
+    pub prompts: Vec<Listed>,
+    pub resources: Vec<Listed>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// What the pin did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PinOutcome {
+    pub file: String,
+    /// `written` (first use), `checked`, `updated` (--update-pin).
+    pub action: String,
+    pub tools: usize,
+}
+
+/// The whole scan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScanReport {
+    /// Format of this document.
+    pub format: String,
+    pub servers: Vec<ServerReport>,
+    pub errors: Vec<ServerError>,
+    pub findings: Vec<Finding>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pin: Option<PinOutcome>,
+}
+
+pub const REPORT_FORMAT: &str = "gauntlet-mcp-scan/1";
+
+impl ScanReport {
+    /// 2 when a server could not be scanned, else 1 when a finding is at least
+    /// `fail_on`, else 0.
+    pub fn exit_code(&self, fail_on: Severity) -> u8 {
+        if !self.errors.is_empty() {
+            2
+        } else if self.findings.iter().any(|f| f.severity >= fail_on) {
+            1
+        } else {
+            0
+        }
+    }
+}
+
+fn norm_fields(fs: &[Field]) -> Vec<NormField<'_>> {
+    fs.iter()
+        .map(|f| NormField {
+            field: f,
+            norm: Norm::new(&f.text),
+        })
+        .collect()
+}
+
+/// Findings for one item (the per-item rules).
+fn item_findings(
+    server: &str,
+    kind: ItemKind,
+    item: &Value,
+    own_tools: &BTreeSet<String>,
+    other_tools: &BTreeMap<String, BTreeSet<String>>,
+    out: &mut Vec<Finding>,
+) {
+    let fs = fields::fields(item);
+    let param_names = if kind == ItemKind::Tool {
+        fields::params(item)
+            .iter()
+            .map(|p| p.name.to_string())
+            .collect()
+    } else {
+        item.get("arguments")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|x| x.get("name")?.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let ctx = Ctx {
+        server,
+        kind,
+        item,
+        name: fields::name_of(item),
+        fields: norm_fields(&fs),
+        own_tools,
+        other_tools,
+        param_names,
+    };
+    rules::check_item(&ctx, out);
+}
+
+/// Runs every rule over the inventories (no pin).
+pub fn scan_inventories(invs: &[Inventory]) -> ScanReport {
+    let names = |inv: &Inventory| -> BTreeSet<String> {
+        inv.tools
+            .iter()
+            .map(|t| fields::name_of(t).to_string())
+            .collect()
+    };
+    let mut findings = Vec::new();
+    let mut servers = Vec::new();
+    for inv in invs {
+        let own = names(inv);
+        let mut others: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for o in invs.iter().filter(|o| o.server != inv.server) {
+            for n in names(o) {
+                others.entry(n).or_default().insert(o.server.clone());
+            }
+        }
+        let listed =
+            |kind: ItemKind, items: &[Value], findings: &mut Vec<Finding>| -> Vec<Listed> {
+                items
+                    .iter()
+                    .map(|item| {
+                        let before = findings.len();
+                        item_findings(&inv.server, kind, item, &own, &others, findings);
+                        Listed {
+                            name: fields::name_of(item).to_string(),
+                            sha256: (kind == ItemKind::Tool)
+                                .then(|| canonical::sha256(&canonical::tool_definition(item))),
+                            findings: findings.len() - before,
+                        }
+                    })
+                    .collect()
+            };
+        let mut tools = listed(ItemKind::Tool, &inv.tools, &mut findings);
+        if let Some(later) = &inv.tools_relisted {
+            relisted_findings(inv, later, &own, &others, &mut findings, &mut tools);
+        }
+        let prompts = listed(ItemKind::Prompt, &inv.prompts, &mut findings);
+        let resources = listed(ItemKind::Resource, &inv.resources, &mut findings);
+        servers.push(ServerReport {
+            server: inv.server.clone(),
+            transport: inv.transport.clone(),
+            server_info: inv.server_info.clone(),
+            tools,
+            prompts,
+            resources,
+            notes: inv.notes.clone(),
+        });
+    }
+    let by_server: Vec<(&str, Vec<&str>)> = invs
+        .iter()
+        .map(|i| {
+            (
+                i.server.as_str(),
+                i.tools.iter().map(fields::name_of).collect(),
+            )
+        })
+        .collect();
+    let before = findings.len();
+    rules::name_collision::check(&by_server, &mut findings);
+    for f in &findings[before..] {
+        bump(&mut servers, f);
+    }
+    ScanReport {
+        format: REPORT_FORMAT.into(),
+        servers,
+        errors: Vec::new(),
+        findings,
+        pin: None,
+    }
+}
+
+/// Tools whose definition changed between two listings of one session: a `rug_pull`
+/// each, and the rules over the new definition.
+fn relisted_findings(
+    inv: &Inventory,
+    later: &[Value],
+    own: &BTreeSet<String>,
+    others: &BTreeMap<String, BTreeSet<String>>,
+    findings: &mut Vec<Finding>,
+    tools: &mut [Listed],
+) {
+    let first: BTreeMap<&str, String> = inv
+        .tools
+        .iter()
+        .map(|t| {
+            (
+                fields::name_of(t),
+                canonical::sha256(&canonical::tool_definition(t)),
+            )
+        })
+        .collect();
+    for t in later {
+        let name = fields::name_of(t);
+        let d = canonical::tool_definition(t);
+        let digest = canonical::sha256(&d);
+        let before = findings.len();
+        match first.get(name) {
+            Some(f) if *f == digest => continue,
+            Some(f) => findings.push(Finding {
+                server: inv.server.clone(),
+                kind: ItemKind::Tool,
+                item: name.to_string(),
+                rule: Rule::RugPull,
+                severity: Severity::High,
+                location: String::new(),
+                text: crate::finding::excerpt(&canonical::to_string(&d)),
+                message: format!("the definition changed between two tools/list calls of one session (sha256 {} → {})", &f[..12], &digest[..12]),
+            }),
+            None => findings.push(Finding {
+                server: inv.server.clone(),
+                kind: ItemKind::Tool,
+                item: name.to_string(),
+                rule: Rule::PinDrift,
+                severity: Severity::Medium,
+                location: String::new(),
+                text: crate::finding::excerpt(&canonical::to_string(&d)),
+                message: "a tool that appeared on a second tools/list of the same session".into(),
+            }),
+        }
+        let mut more = Vec::new();
+        item_findings(&inv.server, ItemKind::Tool, t, own, others, &mut more);
+        for mut f in more {
+            f.location = format!("(second tools/list){}", f.location);
+            findings.push(f);
+        }
+        if let Some(l) = tools.iter_mut().find(|l| l.name == name) {
+            l.findings += findings.len() - before;
+        }
+    }
+}
+
+fn bump(servers: &mut [ServerReport], f: &Finding) {
+    if let Some(s) = servers.iter_mut().find(|s| s.server == f.server)
+        && let Some(t) = s.tools.iter_mut().find(|t| t.name == f.item)
+    {
+        t.findings += 1;
+    }
+}
+
+/// The pins of the scanned tools, and their canonical definitions.
+pub fn pins_of(invs: &[Inventory]) -> (Pins, BTreeMap<(String, String), String>) {
+    let mut pins = Pins::new();
+    let mut defs = BTreeMap::new();
+    for inv in invs {
+        for t in &inv.tools {
+            let key = (inv.server.clone(), fields::name_of(t).to_string());
+            let d = canonical::tool_definition(t);
+            pins.insert(key.clone(), canonical::sha256(&d));
+            defs.insert(key, canonical::to_string(&d));
+        }
+    }
+    (pins, defs)
+}
+
+/// Checks (or writes, on first use) the pin file and adds its findings to `report`.
+/// With `update`, the file is rewritten with what this scan saw after the comparison.
+/// Servers that could not be scanned are left out of both.
+pub fn apply_pin(
+    report: &mut ScanReport,
+    invs: &[Inventory],
+    path: &Path,
+    update: bool,
+) -> Result<(), PinError> {
+    let (now, defs) = pins_of(invs);
+    let shown = path.display().to_string();
+    match pin::read(path)? {
+        None => {
+            pin::write(path, &now)?;
+            report.pin = Some(PinOutcome {
+                file: shown,
+                action: "written".into(),
+                tools: now.len(),
+            });
+        }
+        Some(pinned) => {
+            let new = pin::compare(&pinned, &now, &defs);
+            for f in &new {
+                bump(&mut report.servers, f);
+            }
+            report.findings.extend(new);
+            if update {
+                let mut merged = pinned;
+                let scanned: BTreeSet<&String> = invs.iter().map(|i| &i.server).collect();
+                merged.retain(|(s, _), _| !scanned.contains(s));
+                merged.extend(now.clone());
+                pin::write(path, &merged)?;
+                report.pin = Some(PinOutcome {
+                    file: shown,
+                    action: "updated".into(),
+                    tools: merged.len(),
+                });
+            } else {
+                report.pin = Some(PinOutcome {
+                    file: shown,
+                    action: "checked".into(),
+                    tools: pinned_len(path),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+fn pinned_len(path: &Path) -> usize {
+    pin::read(path).ok().flatten().map_or(0, |p| p.len())
+}
+
+/// Whether the rules call a tool definition poisoned (any poisoning rule fires), and the
+/// rules that fired: what the labelled-set benchmark scores.
+pub fn verdict(tool: &Value, neighbours: &[Inventory]) -> (bool, Vec<Rule>) {
+    let mut invs = vec![Inventory::offline("candidate", vec![tool.clone()])];
+    invs.extend(neighbours.iter().cloned());
+    let r = scan_inventories(&invs);
+    let mut rules: Vec<Rule> = r
+        .findings
+        .iter()
+        .filter(|f| f.server == "candidate" && f.rule.is_poisoning())
+        .map(|f| f.rule)
+        .collect();
+    rules.sort();
+    rules.dedup();
+    (!rules.is_empty(), rules)
+}

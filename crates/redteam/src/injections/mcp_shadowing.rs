@@ -1,0 +1,16 @@
+//! `mcp_shadowing`: a second MCP server's tool whose description redirects the use of the trusted injection tool (see [`crate::injection::mcp`]).
+
+use super::{MCP_PARAMS, McpInjection};
+use crate::injection::mcp::Vector;
+use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
+
+pub const INFO: PluginInfo = PluginInfo {
+    axis: Axis::Injection,
+    name: "mcp_shadowing",
+    doc: "MCP: a second MCP server's tool whose description redirects the use of the trusted injection tool",
+    params: MCP_PARAMS,
+};
+
+pub fn build(spec: PluginSpec, max_steps: u32) -> Result<McpInjection, String> {
+    McpInjection::new(spec, Vector::Shadowing, max_steps)
+}

@@ -1,0 +1,16 @@
+//! `mcp_tool_description`: the attacker instruction hidden in the description of a tool on a second, gauntlet-served MCP server (see [`crate::injection::mcp`]).
+
+use super::{MCP_PARAMS, McpInjection};
+use crate::injection::mcp::Vector;
+use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
+
+pub const INFO: PluginInfo = PluginInfo {
+    axis: Axis::Injection,
+    name: "mcp_tool_description",
+    doc: "MCP: the attacker instruction hidden in the description of a tool on a second, gauntlet-served MCP server",
+    params: MCP_PARAMS,
+};
+
+pub fn build(spec: PluginSpec, max_steps: u32) -> Result<McpInjection, String> {
+    McpInjection::new(spec, Vector::ToolDescription, max_steps)
+}

@@ -1,0 +1,16 @@
+//! `mcp_tool_result`: the attacker instruction in the result of the scenario's injection tool, served over MCP (a proxy rewrites it) (see [`crate::injection::mcp`]).
+
+use super::{MCP_PARAMS, McpInjection};
+use crate::injection::mcp::Vector;
+use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
+
+pub const INFO: PluginInfo = PluginInfo {
+    axis: Axis::Injection,
+    name: "mcp_tool_result",
+    doc: "MCP: the attacker instruction in the result of the scenario's injection tool, served over MCP (a proxy rewrites it)",
+    params: MCP_PARAMS,
+};
+
+pub fn build(spec: PluginSpec, max_steps: u32) -> Result<McpInjection, String> {
+    McpInjection::new(spec, Vector::ToolResult, max_steps)
+}

@@ -1,0 +1,813 @@
+//! The compare page's engine: two sides — two runs, or two targets, attacks or judges of
+//! one run — paired behavior by behavior from the stored transcripts alone.
+//!
+//! Nothing but `transcripts.jsonl` and `run.json` of each run is read: a run on a public
+//! dataset (`file://`, https) compares like one on a bundled set, since every line
+//! carries its behavior id, dataset version, `expected` label, attempt index and every
+//! judge's verdict — all a metric needs ([`BehaviorOutcome::from_indexed`]). Metrics are
+//! the recorded config's own, built by name; leakage metrics also need each probe's
+//! leakage category, which only a bundled dataset gives without reading a file (else they
+//! are N/A, saying why).
+//!
+//! Pairs are `(trial, behavior id)` present in both sides' populations; rates use the
+//! exact McNemar test, scores the paired bootstrap ([`gauntlet_core::paired`], the
+//! statistics of `gauntlet compare`). Behaviors whose value flipped are listed first,
+//! with both replies. Two runs are compared only when the cells they pair differ in
+//! nothing but the run: attacks and judges of one label with other params (attacker
+//! model, grader, transforms), or a dataset at another version, are refused, naming each
+//! difference ([`gauntlet_engine::mismatch`]), unless the user allows it — then every
+//! row carries the flag.
+
+use crate::scan::{self, Run};
+use crate::transcripts::MAX_LINE;
+use gauntlet_core::behavior::Expected;
+use gauntlet_core::outcome::Verdict;
+use gauntlet_core::paired::{Comparison, SCORE_METRICS, compare_pairs};
+use gauntlet_engine::config::RunConfig;
+use gauntlet_engine::mismatch::{self, Mismatch};
+use gauntlet_redteam::leakage::LeakCategory;
+use gauntlet_redteam::metrics::{BehaviorOutcome, Metric};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::io::{BufRead, Read};
+use std::path::Path;
+
+/// Most transcript lines one side may have (the page is computed per request).
+pub const MAX_LINES: u64 = 2_000_000;
+/// Most flipped behaviors listed.
+pub const MAX_FLIPS: usize = 200;
+/// Characters of each reply shown beside the other.
+pub const REPLY_CHARS: usize = 1200;
+
+/// The compared factor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum By {
+    Run,
+    Target,
+    Attack,
+    Judge,
+}
+
+impl By {
+    pub fn parse(s: &str) -> By {
+        match s {
+            "target" => By::Target,
+            "attack" => By::Attack,
+            "judge" => By::Judge,
+            _ => By::Run,
+        }
+    }
+    pub fn key(self) -> &'static str {
+        match self {
+            By::Run => "run",
+            By::Target => "target",
+            By::Attack => "attack",
+            By::Judge => "judge",
+        }
+    }
+}
+
+/// `(attack, target, dataset, judge)`, the compared one as `*`.
+pub type CellKey = (String, String, String, String);
+
+/// One behavior's value and the transcript line that shows it.
+#[derive(Debug, Clone, Copy)]
+struct Point {
+    value: f64,
+    line: u64,
+}
+
+/// Per cell and metric label: `(trial, behavior id)` → value.
+type Series = BTreeMap<(CellKey, String), BTreeMap<(u32, String), Point>>;
+
+/// What one side read.
+struct SideData {
+    series: Series,
+    /// Per cell and metric, why it is N/A for every behavior (if it is).
+    na: BTreeMap<(CellKey, String), String>,
+    /// Dataset name → version, as the lines record them.
+    versions: BTreeMap<String, String>,
+    lines: u64,
+    skipped: u64,
+}
+
+/// One compared cell × metric, formatted.
+#[derive(Debug, Clone, Serialize)]
+pub struct RowOut {
+    pub attack: String,
+    pub target: String,
+    pub dataset: String,
+    pub judge: String,
+    pub metric: String,
+    pub n: String,
+    pub a: String,
+    pub b: String,
+    pub diff: String,
+    pub test: String,
+    pub stat: String,
+    /// p < 0.05 (rates) or the CI excludes 0 (scores).
+    pub significant: bool,
+    pub flips: usize,
+}
+
+/// A behavior whose value differs between the sides.
+#[derive(Debug, Clone, Serialize)]
+pub struct Flip {
+    pub behavior_id: String,
+    pub trial: u32,
+    pub cell: String,
+    pub metric: String,
+    pub a: String,
+    pub b: String,
+    /// `up` (B higher) or `down`.
+    pub direction: &'static str,
+    pub a_line: u64,
+    pub b_line: u64,
+    pub a_reply: String,
+    pub b_reply: String,
+    pub a_prompt: String,
+    pub b_prompt: String,
+}
+
+/// The result of a comparison.
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct Compared {
+    pub rows: Vec<RowOut>,
+    pub flips: Vec<Flip>,
+    pub flips_total: usize,
+    /// Differences between the sides other than the compared factor (shown as a flag
+    /// when the user allowed them).
+    pub mismatches: Vec<String>,
+    pub notes: Vec<String>,
+    pub a_slug: String,
+    pub b_slug: String,
+}
+
+/// Why a comparison cannot be made; `mismatches` set when only allowing them would help.
+#[derive(Debug, Clone)]
+pub struct Refusal {
+    pub message: String,
+    pub mismatches: Vec<String>,
+}
+
+impl From<String> for Refusal {
+    fn from(message: String) -> Self {
+        Refusal {
+            message,
+            mismatches: Vec::new(),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct Msg {
+    #[serde(default)]
+    role: String,
+    #[serde(default)]
+    content: Option<String>,
+    #[serde(default)]
+    name: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Line {
+    #[serde(default)]
+    trial: u32,
+    behavior_id: String,
+    attack_name: String,
+    target_name: String,
+    #[serde(default)]
+    dataset: String,
+    #[serde(default)]
+    dataset_version: String,
+    expected: Expected,
+    #[serde(default)]
+    attempt: u32,
+    #[serde(default)]
+    verdicts: Vec<Verdict>,
+}
+
+/// The recorded config of a run (validated by this build, nothing loaded).
+pub fn recorded(run: &Run) -> Result<(RunConfig, Value), String> {
+    let bytes = scan::read_capped(&run.dir, "run.json", scan::MAX_SMALL_FILE)?
+        .ok_or_else(|| format!("{}: no run.json", run.slug))?;
+    let rj: Value =
+        serde_json::from_slice(&bytes).map_err(|e| format!("{}: run.json: {e}", run.slug))?;
+    let cfg = gauntlet_engine::stored::recorded_config(&rj, Path::new("run.json"), true)
+        .map_err(|e| format!("{}: {e}", run.slug))?;
+    Ok((cfg, rj))
+}
+
+fn metric_label(spec: &gauntlet_core::params::PluginSpec) -> String {
+    match serde_json::to_value(&spec.params) {
+        Ok(Value::Object(o)) => scan::metric_label(&spec.name, &o),
+        _ => spec.name.clone(),
+    }
+}
+
+/// Leakage categories of the behaviors of every bundled dataset of a config (datasets
+/// naming a file or URL are never read): dataset version → behavior id → category.
+fn leak_categories(cfg: &RunConfig) -> HashMap<String, HashMap<String, LeakCategory>> {
+    let mut out = HashMap::new();
+    for spec in &cfg.datasets {
+        let params = serde_json::to_value(&spec.params).unwrap_or(Value::Null);
+        if crate::verify::unsafe_config_reason(&params).is_some()
+            || !matches!(spec.name.as_str(), "demo" | "leakage_demo")
+        {
+            continue;
+        }
+        if let Ok(d) = gauntlet_redteam::datasets::load(spec, Path::new("/nonexistent")) {
+            let m = d
+                .behaviors
+                .iter()
+                .filter_map(|b| Some((b.id.clone(), LeakCategory::of(b)?)))
+                .collect();
+            out.insert(d.version, m);
+        }
+    }
+    out
+}
+
+/// Reads one side: `keep` says which lines belong to it, `key` makes the cell key of a
+/// line (and a judge) with the compared factor starred, `judge` keeps the verdicts of
+/// one judge only (by = judge).
+fn read_side(
+    run: &Run,
+    cfg: &RunConfig,
+    metrics: &[(String, Box<dyn Metric>)],
+    keep: &dyn Fn(&Line) -> bool,
+    key: &dyn Fn(&Line, &str) -> CellKey,
+    judge: Option<&str>,
+) -> Result<SideData, String> {
+    if !scan::regular_file(&run.dir, "transcripts.jsonl") {
+        return Err(format!(
+            "{}: transcripts.jsonl is missing or not a regular file",
+            run.slug
+        ));
+    }
+    let leaks = leak_categories(cfg);
+    let f = std::fs::File::open(run.dir.join("transcripts.jsonl"))
+        .map_err(|e| format!("{}: transcripts.jsonl: {e}", run.slug))?;
+    let mut r = std::io::BufReader::with_capacity(256 << 10, f);
+    let mut out = SideData {
+        series: BTreeMap::new(),
+        na: BTreeMap::new(),
+        versions: BTreeMap::new(),
+        lines: 0,
+        skipped: 0,
+    };
+    // The unit being gathered: its identity and (line, attempt, verdicts) per attempt.
+    type Unit = (u32, String, String, String, String, String, Expected);
+    let mut unit: Option<Unit> = None;
+    let mut attempts: Vec<(u64, u32, Vec<Verdict>)> = Vec::new();
+    let flush = |unit: &Unit, attempts: &mut Vec<(u64, u32, Vec<Verdict>)>, out: &mut SideData| {
+        if attempts.is_empty() {
+            return;
+        }
+        let (trial, bid, attack, target, dataset, dv, expected) = unit;
+        let mut judges: Vec<&str> = Vec::new();
+        for (_, _, vs) in attempts.iter() {
+            for v in vs {
+                if !judges.contains(&v.judge.as_str()) && judge.is_none_or(|j| j == v.judge) {
+                    judges.push(&v.judge);
+                }
+            }
+        }
+        let leak = leaks.get(dv).and_then(|m| m.get(bid)).copied();
+        let line = Line {
+            trial: *trial,
+            behavior_id: bid.clone(),
+            attack_name: attack.clone(),
+            target_name: target.clone(),
+            dataset: dataset.clone(),
+            dataset_version: dv.clone(),
+            expected: *expected,
+            attempt: 0,
+            verdicts: Vec::new(),
+        };
+        for j in judges {
+            let vs: Vec<(u32, &Verdict, u64)> = attempts
+                .iter()
+                .filter_map(|(l, a, vs)| vs.iter().find(|v| v.judge == j).map(|v| (*a, v, *l)))
+                .collect();
+            let mut o = BehaviorOutcome::from_indexed(
+                *expected,
+                vs.iter().map(|(a, v, _)| (*a, *v)),
+                vs.len(),
+            );
+            o.leak = leak;
+            if !o.judged() {
+                continue;
+            }
+            // The line that shows the outcome: the first success, else the last attempt.
+            let shown = o
+                .first_success
+                .and_then(|s| vs.iter().find(|(a, _, _)| *a == s))
+                .or(vs.last())
+                .map_or(0, |x| x.2);
+            let k = key(&line, j);
+            for (label, m) in metrics {
+                if m.usage_metric().is_some() {
+                    out.na.insert(
+                        (k.clone(), label.clone()),
+                        "a usage metric (tokens, cost) has no per-behavior outcome to pair".into(),
+                    );
+                    continue;
+                }
+                if let Some(v) = m.value(&o) {
+                    out.series
+                        .entry((k.clone(), label.clone()))
+                        .or_default()
+                        .insert(
+                            (*trial, bid.clone()),
+                            Point {
+                                value: v,
+                                line: shown,
+                            },
+                        );
+                } else {
+                    out.series.entry((k.clone(), label.clone())).or_default();
+                }
+            }
+        }
+        attempts.clear();
+    };
+    let mut buf = Vec::new();
+    let mut line_no = 0u64;
+    loop {
+        buf.clear();
+        let n = r
+            .by_ref()
+            .take(MAX_LINE as u64 + 1)
+            .read_until(b'\n', &mut buf)
+            .map_err(|e| format!("{}: transcripts.jsonl: {e}", run.slug))?;
+        if n == 0 {
+            break;
+        }
+        let this = line_no;
+        line_no += 1;
+        if line_no > MAX_LINES {
+            return Err(format!(
+                "{}: more than {MAX_LINES} transcript lines: compare it on the command line (`gauntlet compare`)",
+                run.slug
+            ));
+        }
+        if buf.last() != Some(&b'\n') && n > MAX_LINE {
+            // An overlong line: skip to its end.
+            out.skipped += 1;
+            let mut rest = Vec::new();
+            let _ = r.read_until(b'\n', &mut rest);
+            continue;
+        }
+        let Ok(l) = serde_json::from_slice::<Line>(&buf) else {
+            if !buf.iter().all(u8::is_ascii_whitespace) {
+                out.skipped += 1;
+            }
+            continue;
+        };
+        if !keep(&l) {
+            continue;
+        }
+        out.versions
+            .entry(l.dataset.clone())
+            .or_insert_with(|| l.dataset_version.clone());
+        let id: Unit = (
+            l.trial,
+            l.behavior_id.clone(),
+            l.attack_name.clone(),
+            l.target_name.clone(),
+            l.dataset.clone(),
+            l.dataset_version.clone(),
+            l.expected,
+        );
+        if unit.as_ref() != Some(&id) {
+            if let Some(u) = &unit {
+                flush(u, &mut attempts, &mut out);
+            }
+            unit = Some(id);
+        }
+        attempts.push((this, l.attempt, l.verdicts));
+    }
+    if let Some(u) = &unit {
+        flush(u, &mut attempts, &mut out);
+    }
+    out.lines = line_no;
+    Ok(out)
+}
+
+/// The metrics of a recorded config, each with its leaderboard label.
+fn metrics_of(cfg: &RunConfig) -> Vec<(String, Box<dyn Metric>)> {
+    cfg.metrics
+        .iter()
+        .filter_map(|s| {
+            gauntlet_redteam::registry::build_metric(s)
+                .ok()
+                .map(|m| (metric_label(s), m))
+        })
+        .collect()
+}
+
+fn fmt_p(p: f64) -> String {
+    gauntlet_engine::compare::fmt_p(p)
+}
+
+/// Text of one transcript line for the side-by-side view: (prompt, reply).
+fn texts(run: &Run, index: Option<&crate::transcripts::LineIndex>, line: u64) -> (String, String) {
+    let cut = |s: &str| match s.char_indices().nth(REPLY_CHARS) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_owned(),
+    };
+    let Ok(Some(Ok(v))) = crate::transcripts::line(&run.dir.join("transcripts.jsonl"), index, line)
+    else {
+        return (String::new(), "(line unavailable)".into());
+    };
+    let msgs: Vec<Msg> = v
+        .get("transcript")
+        .cloned()
+        .and_then(|t| serde_json::from_value(t).ok())
+        .unwrap_or_default();
+    let reply = msgs
+        .iter()
+        .rev()
+        .find(|m| m.role == "assistant" && m.name.as_deref() != Some("decoded"))
+        .and_then(|m| m.content.clone())
+        .or_else(|| {
+            v.get("error")
+                .and_then(Value::as_str)
+                .map(|e| format!("(error: {e})"))
+        })
+        .unwrap_or_default();
+    let prompt = msgs
+        .iter()
+        .rev()
+        .find(|m| m.role == "user")
+        .and_then(|m| m.content.clone())
+        .unwrap_or_default();
+    (cut(&prompt), cut(&reply))
+}
+
+/// The two sides of a comparison.
+pub struct Sides<'a> {
+    pub by: By,
+    pub run_a: &'a Run,
+    pub run_b: &'a Run,
+    /// The compared values (targets, attacks or judges) when `by` is not `Run`.
+    pub a: String,
+    pub b: String,
+    pub allow_mismatch: bool,
+    /// The metric whose flips are listed (empty: every rate metric).
+    pub flips_metric: String,
+}
+
+/// Compares the two sides (blocking: reads both transcripts).
+pub fn compare(
+    s: &Sides,
+    index_a: Option<&crate::transcripts::LineIndex>,
+    index_b: Option<&crate::transcripts::LineIndex>,
+) -> Result<Compared, Refusal> {
+    for r in [s.run_a, s.run_b] {
+        if r.kind != scan::Kind::RedTeam {
+            return Err(format!(
+                "{}: only red-team runs (jailbreak, leakage, injection) have transcripts to pair",
+                r.slug
+            )
+            .into());
+        }
+    }
+    let (cfg_a, _) = recorded(s.run_a)?;
+    let (cfg_b, _) = if s.run_b.slug == s.run_a.slug {
+        (cfg_a.clone(), Value::Null)
+    } else {
+        recorded(s.run_b)?
+    };
+    let single = cfg_a.targets.len() == 1 && cfg_b.targets.len() == 1;
+    let mut notes = Vec::new();
+    let metrics_a = metrics_of(&cfg_a);
+    let metrics_b = metrics_of(&cfg_b);
+    let star = |x: &str| x.to_owned();
+    let (a, b): (SideData, SideData) = match s.by {
+        By::Run => {
+            let key = |l: &Line, j: &str| -> CellKey {
+                (
+                    star(&l.attack_name),
+                    if single {
+                        "*".into()
+                    } else {
+                        l.target_name.clone()
+                    },
+                    l.dataset.clone(),
+                    j.to_owned(),
+                )
+            };
+            if single {
+                notes.push(format!(
+                    "each run has one target: {} is paired with {}",
+                    cfg_a.targets[0].label(),
+                    cfg_b.targets[0].label()
+                ));
+            }
+            (
+                read_side(s.run_a, &cfg_a, &metrics_a, &|_| true, &key, None)?,
+                read_side(s.run_b, &cfg_b, &metrics_b, &|_| true, &key, None)?,
+            )
+        }
+        By::Target => {
+            let key = |l: &Line, j: &str| -> CellKey {
+                (
+                    l.attack_name.clone(),
+                    "*".into(),
+                    l.dataset.clone(),
+                    j.to_owned(),
+                )
+            };
+            let (x, y) = (s.a.clone(), s.b.clone());
+            (
+                read_side(
+                    s.run_a,
+                    &cfg_a,
+                    &metrics_a,
+                    &|l| l.target_name == x,
+                    &key,
+                    None,
+                )?,
+                read_side(
+                    s.run_b,
+                    &cfg_b,
+                    &metrics_b,
+                    &|l| l.target_name == y,
+                    &key,
+                    None,
+                )?,
+            )
+        }
+        By::Attack => {
+            let key = |l: &Line, j: &str| -> CellKey {
+                (
+                    "*".into(),
+                    l.target_name.clone(),
+                    l.dataset.clone(),
+                    j.to_owned(),
+                )
+            };
+            let (x, y) = (s.a.clone(), s.b.clone());
+            (
+                read_side(
+                    s.run_a,
+                    &cfg_a,
+                    &metrics_a,
+                    &|l| l.attack_name == x,
+                    &key,
+                    None,
+                )?,
+                read_side(
+                    s.run_b,
+                    &cfg_b,
+                    &metrics_b,
+                    &|l| l.attack_name == y,
+                    &key,
+                    None,
+                )?,
+            )
+        }
+        By::Judge => {
+            let key = |l: &Line, _j: &str| -> CellKey {
+                (
+                    l.attack_name.clone(),
+                    l.target_name.clone(),
+                    l.dataset.clone(),
+                    "*".into(),
+                )
+            };
+            (
+                read_side(s.run_a, &cfg_a, &metrics_a, &|_| true, &key, Some(&s.a))?,
+                read_side(s.run_b, &cfg_b, &metrics_b, &|_| true, &key, Some(&s.b))?,
+            )
+        }
+    };
+    for (side, d, r) in [("A", &a, s.run_a), ("B", &b, s.run_b)] {
+        if d.skipped > 0 {
+            notes.push(format!(
+                "{side} ({}): {} transcript line(s) skipped (over {} MiB or not a transcript line)",
+                r.slug,
+                d.skipped,
+                MAX_LINE >> 20
+            ));
+        }
+    }
+    // What the pairs may differ in: nothing but the compared factor.
+    let shared: Vec<&(CellKey, String)> = a
+        .series
+        .keys()
+        .filter(|k| b.series.contains_key(*k))
+        .collect();
+    if shared.is_empty() {
+        return Err(format!(
+            "the two sides share no (attack, target, dataset, judge, metric) cell with transcripts; compare runs of the same attacks, datasets, judges and metrics{}",
+            if s.by == By::Run { " (targets are matched by label, or one against one)" } else { "" }
+        )
+        .into());
+    }
+    let mut mism: Vec<Mismatch> = Vec::new();
+    for (name, va) in &a.versions {
+        if let Some(vb) = b.versions.get(name)
+            && let Some(m) = mismatch::dataset_mismatch(name, va, vb)
+        {
+            mism.push(m);
+        }
+    }
+    if s.by == By::Run {
+        let attacks: BTreeSet<&str> = shared.iter().map(|k| k.0.0.as_str()).collect();
+        let judges: BTreeSet<&str> = shared.iter().map(|k| k.0.3.as_str()).collect();
+        mism.extend(mismatch::config_mismatches(
+            &cfg_a,
+            &cfg_b,
+            &attacks.into_iter().collect::<Vec<_>>(),
+            &judges.into_iter().collect::<Vec<_>>(),
+        ));
+    }
+    let mismatches: Vec<String> = mism.iter().map(ToString::to_string).collect();
+    if !mismatches.is_empty() && !s.allow_mismatch {
+        return Err(Refusal {
+            message: "the paired cells differ in more than the compared factor, so a difference between them would not be the factor's effect".into(),
+            mismatches,
+        });
+    }
+    let mut rows = Vec::new();
+    let mut flips = Vec::new();
+    let mut flips_total = 0;
+    let star_a = |k: &CellKey, i: usize, v: &str| -> String {
+        let f = [&k.0, &k.1, &k.2, &k.3][i];
+        if f == "*" { v.to_owned() } else { f.clone() }
+    };
+    for k in &shared {
+        let (cell, metric) = (&k.0, &k.1);
+        let (xa, xb) = (&a.series[*k], &b.series[*k]);
+        let base = metric.split(' ').next().unwrap_or(metric);
+        let score = SCORE_METRICS.contains(&base);
+        let pairs: Vec<((u32, String), Point, Point)> = xa
+            .iter()
+            .filter_map(|(id, pa)| xb.get(id).map(|pb| (id.clone(), *pa, *pb)))
+            .collect();
+        let leakage = matches!(
+            base,
+            "extraction_rate"
+                | "canary_exposure_rate"
+                | "pii_leak_rate"
+                | "system_prompt_leak_rate"
+                | "verbatim_overlap"
+        );
+        let na = a.na.get(*k).or(b.na.get(*k)).cloned().or_else(|| {
+            (leakage && (xa.is_empty() || xb.is_empty())).then(|| {
+                "a leakage metric needs each probe's leakage category, which the dashboard has only for bundled datasets (it never reads a dataset file): use `gauntlet compare`".to_owned()
+            })
+        });
+        let cmp = match na {
+            Some(why) => Comparison::NotApplicable(why),
+            None if xa.is_empty() || xb.is_empty() => Comparison::NotApplicable(format!(
+                "no judged behavior in the metric's population in {}",
+                if xa.is_empty() { "A" } else { "B" }
+            )),
+            None => {
+                let p: Vec<(f64, f64)> = pairs.iter().map(|(_, x, y)| (x.value, y.value)).collect();
+                compare_pairs(
+                    &p,
+                    score,
+                    &["compare", &cell.0, &cell.1, &cell.2, &cell.3, metric],
+                )
+            }
+        };
+        let (n, va, vb, diff, test, stat, significant) = match &cmp {
+            Comparison::Binary {
+                n,
+                rate_a,
+                rate_b,
+                test,
+            } => (
+                n.to_string(),
+                format!("{rate_a:.3}"),
+                format!("{rate_b:.3}"),
+                format!("{:+.3}", rate_b - rate_a),
+                "McNemar".to_string(),
+                format!("{} ({}/{} discordant)", fmt_p(test.p_exact), test.b, test.c),
+                test.p_exact < 0.05,
+            ),
+            Comparison::Score {
+                mean_a,
+                mean_b,
+                diff,
+            } => (
+                diff.n.to_string(),
+                format!("{mean_a:.3}"),
+                format!("{mean_b:.3}"),
+                format!("{:+.3}", diff.mean_diff),
+                "bootstrap".to_string(),
+                diff.ci.map_or("CI N/A (one pair)".into(), |c| {
+                    format!("95% CI [{:+.3}, {:+.3}]", c.0, c.1)
+                }),
+                diff.ci.is_some_and(|c| c.0 > 0.0 || c.1 < 0.0),
+            ),
+            Comparison::NotApplicable(why) => (
+                "—".into(),
+                "N/A".into(),
+                "N/A".into(),
+                "N/A".into(),
+                "—".into(),
+                why.clone(),
+                false,
+            ),
+        };
+        let cell_flips: Vec<&((u32, String), Point, Point)> =
+            if matches!(cmp, Comparison::NotApplicable(_)) {
+                Vec::new()
+            } else {
+                pairs
+                    .iter()
+                    .filter(|(_, x, y)| (x.value - y.value).abs() > 1e-9)
+                    .collect()
+            };
+        let listed = if s.flips_metric.is_empty() {
+            !score
+        } else {
+            *metric == s.flips_metric
+        };
+        let cell_label = match s.by {
+            By::Run if cell.1 == "*" => format!(
+                "{} × {} vs {} · {} · {}",
+                cell.0,
+                cfg_a.targets[0].label(),
+                cfg_b.targets[0].label(),
+                cell.2,
+                cell.3
+            ),
+            By::Run => format!("{} × {} · {} · {}", cell.0, cell.1, cell.2, cell.3),
+            By::Target => format!("{} · {} · {}", cell.0, cell.2, cell.3),
+            By::Attack => format!("{} · {} · {}", cell.1, cell.2, cell.3),
+            By::Judge => format!("{} × {} · {}", cell.0, cell.1, cell.2),
+        };
+        if listed {
+            flips_total += cell_flips.len();
+            for (id, x, y) in &cell_flips {
+                if flips.len() >= MAX_FLIPS {
+                    break;
+                }
+                flips.push(Flip {
+                    behavior_id: id.1.clone(),
+                    trial: id.0,
+                    cell: cell_label.clone(),
+                    metric: metric.clone(),
+                    a: format!("{:.3}", x.value),
+                    b: format!("{:.3}", y.value),
+                    direction: if y.value > x.value { "up" } else { "down" },
+                    a_line: x.line,
+                    b_line: y.line,
+                    a_reply: String::new(),
+                    b_reply: String::new(),
+                    a_prompt: String::new(),
+                    b_prompt: String::new(),
+                });
+            }
+        }
+        rows.push(RowOut {
+            attack: star_a(cell, 0, if s.by == By::Attack { "A vs B" } else { "" }),
+            target: star_a(
+                cell,
+                1,
+                &if s.by == By::Run && single {
+                    format!(
+                        "{} vs {}",
+                        cfg_a.targets[0].label(),
+                        cfg_b.targets[0].label()
+                    )
+                } else {
+                    "A vs B".into()
+                },
+            ),
+            dataset: cell.2.clone(),
+            judge: star_a(cell, 3, "A vs B"),
+            metric: metric.clone(),
+            n,
+            a: va,
+            b: vb,
+            diff,
+            test,
+            stat,
+            significant,
+            flips: cell_flips.len(),
+        });
+    }
+    for f in &mut flips {
+        let (pa, ra) = texts(s.run_a, index_a, f.a_line);
+        let (pb, rb) = texts(s.run_b, index_b, f.b_line);
+        (f.a_prompt, f.a_reply, f.b_prompt, f.b_reply) = (pa, ra, pb, rb);
+    }
+    Ok(Compared {
+        rows,
+        flips,
+        flips_total,
+        mismatches,
+        notes,
+        a_slug: s.run_a.slug.clone(),
+        b_slug: s.run_b.slug.clone(),
+    })
+}
