@@ -199,10 +199,12 @@ fn print_table(r: &JudgeEvalReport, out: &Path) {
     );
     for j in &r.judges {
         println!(
-            "\n{} — {} judged, {} errors (excluded), {} misclassified",
+            "\n{} — {} judged, {} errors (excluded), {} uncertain (excluded), coverage {}, {} misclassified",
             safe(&j.judge),
             j.judged,
             j.errors,
+            j.uncertain,
+            j.coverage().map_or("N/A".into(), |c| format!("{c:.3}")),
             j.misclassified.len()
         );
         println!(

@@ -212,6 +212,13 @@ pub struct JudgeResult {
     /// (excluded from every figure).
     pub judged: u64,
     pub errors: u64,
+    /// Replies the judge abstained on (`uncertain`): excluded from the agreement figures,
+    /// which are therefore over decided replies; `coverage` is the decided share.
+    #[serde(default)]
+    pub uncertain: u64,
+    /// `uncertain` per source (sources with none are absent).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub uncertain_by_source: std::collections::BTreeMap<String, u64>,
     pub overall: AgreementStats,
     /// The same per source (the model that wrote the replies), by name.
     pub by_source: std::collections::BTreeMap<String, AgreementStats>,
@@ -226,10 +233,31 @@ pub struct JudgeResult {
     pub errored: Vec<Errored>,
 }
 
+impl JudgeResult {
+    /// Coverage: the share of non-error replies the judge decided,
+    /// `judged / (judged + uncertain)`; `None` when there are none.
+    pub fn coverage(&self) -> Option<f64> {
+        coverage(self.judged, self.uncertain)
+    }
+}
+
+/// `decided / (decided + uncertain)`, `None` when both are zero.
+pub fn coverage(decided: u64, uncertain: u64) -> Option<f64> {
+    let all = decided + uncertain;
+    (all > 0).then(|| decided as f64 / all as f64)
+}
+
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RuleCount {
     pub decided: u64,
     pub wrong: u64,
+    /// Replies this cue made the judge abstain on (`uncertain`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub uncertain: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// A reply the judge classified against the human label.

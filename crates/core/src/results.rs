@@ -24,6 +24,24 @@ pub struct MetricValue {
     /// (see [`crate::judge_eval::corrected_rate`]). The raw `value` stays the headline.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub corrected: Option<Box<Corrected>>,
+    /// Units of the population the judge left undecided (every verdict `uncertain`, none a
+    /// success): outside `n` and the value, which is over decided units only. They await
+    /// a human label. Absent when zero.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub undecided: u64,
+}
+
+fn is_zero_u64(n: &u64) -> bool {
+    *n == 0
+}
+
+impl MetricValue {
+    /// The decided share of the population, `n / (n + undecided)`; `None` when the
+    /// population is empty.
+    pub fn decided_share(&self) -> Option<f64> {
+        let all = self.n + self.undecided;
+        (all > 0).then(|| self.n as f64 / all as f64)
+    }
 }
 
 /// How a metric's 95% interval is computed.
@@ -63,6 +81,7 @@ impl MetricValue {
             na_reason: Some(reason.into()),
             ci_method: None,
             corrected: None,
+            undecided: 0,
         }
     }
 }
@@ -91,6 +110,12 @@ pub struct LeaderboardRow {
     /// The value corrected for the judge's measured errors (judge with a card only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub corrected: Option<Box<Corrected>>,
+    /// Units the judge left undecided (`uncertain`), outside `n`; with `decided_share`
+    /// = n / (n + undecided). Both absent when nothing is undecided.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub undecided: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided_share: Option<f64>,
     /// What a success under this row's judge means (e.g. under `refusal_match`, "the
     /// reply did not decline"), so the number is read as what it measures.
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -176,6 +201,7 @@ impl MetricValue {
             na_reason: None,
             ci_method: ci.map(|_| CiMethod::StudentT),
             corrected: None,
+            undecided: trials.iter().map(|t| t.undecided).sum(),
         }
     }
 }
@@ -409,6 +435,10 @@ impl RunSummary {
                     na_reason: m.value.na_reason.clone(),
                     ci_method: m.value.ci_method,
                     corrected: m.value.corrected.clone(),
+                    undecided: m.value.undecided,
+                    decided_share: (m.value.undecided > 0)
+                        .then(|| m.value.decided_share())
+                        .flatten(),
                     judge_measures: c.judge_measures.clone(),
                     attempts: c.attempts,
                     errors: c.errors,

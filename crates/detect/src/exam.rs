@@ -721,6 +721,49 @@ mod tests {
         builtin().into_iter().map(Member::Builtin).collect()
     }
 
+    /// The benign-explanation scenarios (exams/benign-explanations, issue 30): the five
+    /// benign ones stay silent, the three attack twins (an explanation that does not fit)
+    /// still fire, and the reference corpus beside them keeps full recall and precision.
+    #[test]
+    fn benign_explanation_scenarios_pass() {
+        let extra_dir =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../exams/benign-explanations");
+        let corpus = gauntlet_corpus::load::load_corpus(&corpus_root(), Some(&extra_dir)).unwrap();
+        let extra = gauntlet_corpus::load::load_extra(&extra_dir).unwrap();
+        assert_eq!(extra.len(), 8);
+        let items: Vec<Item<'_>> = corpus
+            .scenarios
+            .iter()
+            .map(|s| Item {
+                scenario: s,
+                origin: if s.extra { "extra" } else { "corpus" }.into(),
+            })
+            .collect();
+        let r = run(
+            &items,
+            &builtins(),
+            &Options::default(),
+            ("c", corpus.count, &corpus.digest),
+        );
+        let bad: Vec<String> = r
+            .rows
+            .iter()
+            .filter(|x| x.status != RowStatus::Pass || !x.unexpected.is_empty())
+            .map(|x| {
+                format!(
+                    "{} {:?} missing={:?} violations={:?} unexpected={:?}",
+                    x.id, x.status, x.missing, x.violations, x.unexpected
+                )
+            })
+            .collect();
+        assert!(bad.is_empty(), "{}", bad.join("\n"));
+        assert_eq!(r.recall.rate.rate, 1.0);
+        assert_eq!(r.precision.rate.rate, 1.0);
+        assert_eq!(r.recall.rate.denominator, 79 + 3);
+        assert_eq!(r.precision.rate.denominator, 29 + 5);
+        assert!(r.precision.rate.wilson_low > 0.89 && r.precision.rate.wilson_high == 1.0);
+    }
+
     #[test]
     fn reference_corpus_passes_with_full_recall_and_precision() {
         let corpus = gauntlet_corpus::load::load_corpus(&corpus_root(), None).unwrap();

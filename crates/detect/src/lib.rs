@@ -28,6 +28,7 @@ use gauntlet_corpus::projection::{Baseline, Event, Finding};
 use std::sync::Arc;
 
 pub mod assemble;
+pub mod benign;
 pub mod exam;
 pub mod external;
 pub mod fleet;

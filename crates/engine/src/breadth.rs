@@ -369,6 +369,7 @@ mod tests {
             expected: Expected::ShouldRefuse,
             attempts: 1,
             errors: 0,
+            uncertain: 0,
             first_success: success.then_some(0),
             all_refused: !success,
             max_score: None,

@@ -102,7 +102,11 @@ impl CurveAcc {
         if o.expected != Expected::ShouldRefuse {
             return;
         }
-        let judged = o.attempts.iter().any(|(_, out)| *out != Outcome::Error);
+        // A behavior is decided when an attempt succeeded, or when it has a decided
+        // attempt and no attempt the judge abstained on.
+        let judged = o.attempts.iter().any(|(_, out)| *out == Outcome::Success)
+            || (o.attempts.iter().any(|(_, out)| out.is_decided())
+                && !o.attempts.iter().any(|(_, out)| *out == Outcome::Uncertain));
         match self.spec.kind {
             CurveKind::Cumulative => {
                 if !judged {
@@ -128,7 +132,7 @@ impl CurveAcc {
                     let Some(k) = self.spec.xs.get(*i as usize).map(|_| *i as usize) else {
                         continue;
                     };
-                    if *out != Outcome::Error {
+                    if out.is_decided() {
                         self.judged[k] += 1;
                         if *out == Outcome::Success {
                             self.successes[k] += 1;

@@ -80,6 +80,20 @@ pub fn render(r: &JudgeEvalReport) -> String {
         row(&mut o, &j.judge, &j.overall);
     }
     o.push('\n');
+    o.push_str("## Coverage\n\nA judge may abstain (`uncertain`) instead of guessing; the agreement figures above are over the replies it decided.\n\n");
+    o.push_str("| judge | decided | uncertain | coverage | Cohen's κ on decided |\n|---|---:|---:|---:|---|\n");
+    for j in &r.judges {
+        let _ = writeln!(
+            o,
+            "| {} | {} | {} | {} | {} |",
+            inline(&j.judge),
+            j.judged,
+            j.uncertain,
+            j.coverage().map_or("N/A".into(), |c| format!("{c:.3}")),
+            kappa(&j.overall)
+        );
+    }
+    o.push('\n');
     for j in &r.judges {
         judge_section(&mut o, j);
     }
@@ -102,11 +116,28 @@ fn judge_section(o: &mut String, j: &JudgeResult) {
     let _ = writeln!(o, "## {}\n", inline(&j.judge));
     let _ = writeln!(
         o,
-        "Spec sha256 {}; {} replies judged, {} errors (excluded).\n",
+        "Spec sha256 {}; {} replies judged, {} errors (excluded), {} uncertain (excluded; coverage {}).\n",
         inline(&j.spec_sha256),
         j.judged,
-        j.errors
+        j.errors,
+        j.uncertain,
+        j.coverage().map_or("N/A".into(), |c| format!("{c:.3}")),
     );
+    if !j.uncertain_by_source.is_empty() {
+        o.push_str("Coverage per source:");
+        for (source, s) in &j.by_source {
+            let u = j.uncertain_by_source.get(source).copied().unwrap_or(0);
+            let _ = write!(
+                o,
+                " {} {} ({} uncertain);",
+                inline(source),
+                gauntlet_core::judge_eval::coverage(s.n, u)
+                    .map_or("N/A".into(), |c| format!("{c:.3}")),
+                u
+            );
+        }
+        o.push_str("\n\n");
+    }
     if !j.misclassified.is_empty() {
         let _ = writeln!(
             o,

@@ -173,6 +173,13 @@ fn cell_section(o: &mut String, c: &CellView) {
         }
         o.push('\n');
     }
+    if !c.undecided.is_empty() {
+        o.push_str("The judge abstained (`uncertain`) on some replies: each rate above is over the decided behaviors only, and the undecided ones await a label.\n\n");
+        for u in &c.undecided {
+            let _ = writeln!(o, "- {}", inline(u));
+        }
+        o.push('\n');
+    }
     if !c.corrected.is_empty() {
         let _ = writeln!(
             o,

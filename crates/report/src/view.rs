@@ -53,6 +53,8 @@ pub struct CellView {
     /// Metrics that carry a value corrected for the judge's measured errors.
     pub corrected: Vec<CorrectedView>,
     pub metrics: Vec<MetricView>,
+    /// One line per metric with undecided behaviors ([`MetricView::undecided_line`]).
+    pub undecided: Vec<String>,
     pub examples: Vec<ExampleView>,
     /// Per-trial counts (multi-trial runs).
     pub trials: Vec<TrialCountsView>,
@@ -89,6 +91,8 @@ pub struct MetricView {
     pub trials: Vec<TrialValueView>,
     /// Trials whose value is N/A, excluded from the mean.
     pub trials_na: u32,
+    /// Behaviors the judge left undecided (`uncertain`), outside `n`.
+    pub undecided: u64,
 }
 
 /// A rate corrected for the judge's measured errors (judge with a card).
@@ -194,6 +198,11 @@ impl CellView {
                 })
                 .collect(),
             metrics: c.metrics.iter().map(MetricView::new).collect(),
+            undecided: c
+                .metrics
+                .iter()
+                .filter_map(|m| MetricView::new(m).undecided_line())
+                .collect(),
             examples: c.examples.iter().map(ExampleView::new).collect(),
             trials: c
                 .trials
@@ -249,7 +258,24 @@ impl MetricView {
                 })
                 .collect(),
             trials_na: m.trials_na,
+            undecided: v.undecided,
         }
+    }
+
+    /// `asr: 37 decided of 40 (decided share 0.9250), 3 undecided awaiting a label`, for
+    /// a metric with undecided behaviors.
+    pub fn undecided_line(&self) -> Option<String> {
+        (self.undecided > 0).then(|| {
+            let all = self.n + self.undecided;
+            format!(
+                "{}: {} decided of {} (decided share {}), {} undecided awaiting a label",
+                self.label,
+                self.n,
+                all,
+                fmt_num(self.n as f64 / all as f64),
+                self.undecided
+            )
+        })
     }
 
     /// The per-trial values on one line: `t0 0.2000 [0.1000, 0.3000] · t1 N/A (…) · …`.

@@ -13,6 +13,11 @@
 //! `usual_location` / `usual_locations` / `usual_geo` / `usual_country` known geos
 //! (a list, or one value; a comma-separated string counts as a list). The login's own
 //! IP is `ip` / `source_ip`, its geo `geo` / `country` / `location`.
+//!
+//! A known user's login from a new place is silent when the deployment records a move
+//! or trip to exactly that place ([`crate::benign::login`]: a `location_change` or
+//! `travel` baseline entry, or the event's own `travel_to` / `relocated_to`). An unknown
+//! user is never explained away.
 
 use crate::Detector;
 use crate::util::{finding, text, ty};
@@ -79,6 +84,9 @@ impl Detector for UnusualLogin {
                     continue;
                 }
                 if ips.contains(&ip) {
+                    continue;
+                }
+                if crate::benign::login(e, baseline, &geo).is_some() {
                     continue;
                 }
                 if geos.iter().any(|g| g.eq_ignore_ascii_case(&geo)) {
@@ -185,6 +193,42 @@ mod tests {
         assert!(
             run(json!({"ip": "9", "location": "RO"})).is_empty(),
             "no hint, no profile"
+        );
+    }
+
+    /// A login from a recorded trip's or move's destination is silent; from anywhere
+    /// else, or by an unknown user, it still fires.
+    #[test]
+    fn recorded_travel_explains_only_its_destination() {
+        let b = bl(&["dana"], &[("travel:dana:DE-Berlin", 1)]);
+        let login = |actor: &str, geo: &str| {
+            ev(
+                "l",
+                "okta",
+                "login",
+                actor,
+                "2026-05-04T10:00:00Z",
+                json!({"ip": "9", "geo": geo, "usual_ip": "1", "usual_location": "PT-Lisbon"}),
+            )
+        };
+        assert!(
+            UnusualLogin
+                .detect(&[login("dana", "DE-Berlin")], &b)
+                .is_empty()
+        );
+        assert_eq!(
+            sev(&UnusualLogin.detect(&[login("dana", "RO-Bucharest")], &b)),
+            vec!["high"]
+        );
+        assert_eq!(
+            sev(&UnusualLogin.detect(&[login("mallory", "DE-Berlin")], &b)),
+            vec!["high"]
+        );
+        let moved = bl(&["dana"], &[("location_change:dana:JP-Tokyo", 1)]);
+        assert!(
+            UnusualLogin
+                .detect(&[login("dana", "jp-tokyo")], &moved)
+                .is_empty()
         );
     }
 }

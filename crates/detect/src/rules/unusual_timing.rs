@@ -8,6 +8,10 @@
 //! An event may carry its actor's usual hours itself (`usual_hours`: a list of hours,
 //! or `"9-17"` / `"22-6"` ranges, comma-separated): such an event is judged against
 //! them (with the baseline's hours, if any), whatever the rest of the baseline holds.
+//!
+//! An off-profile event is not judged when the deployment records a benign explanation
+//! for it ([`crate::benign::timing`]): an on-call rotation, a deploy window at that hour,
+//! a relocation or a trip.
 
 use crate::Detector;
 use crate::util::group_finding;
@@ -72,7 +76,10 @@ impl Detector for UnusualTiming {
                 .unwrap_or_default();
             hours.extend(hinted.unwrap_or_default());
             let h = e.timestamp.hour();
-            if !hours.is_empty() && !hours.contains(&h) {
+            if !hours.is_empty()
+                && !hours.contains(&h)
+                && crate::benign::timing(e, baseline, h).is_none()
+            {
                 groups.entry((&e.actor, h)).or_default().push(e);
             }
         }
@@ -169,6 +176,58 @@ mod tests {
         assert!(
             UnusualTiming.detect(&[e], &b2).is_empty(),
             "ops has no profile"
+        );
+    }
+
+    /// Off-profile hours that the baseline explains (on-call, a deploy window at that
+    /// hour, a relocation) are silent; an explanation for another hour or actor is not.
+    #[test]
+    fn benign_explanations_silence_off_profile_hours() {
+        let at = |md| ev("e", "azure", "x", "ops", "2026-05-12T03:00:00Z", md);
+        let with = |freq: &[(&str, i64)]| {
+            let mut b = bl(&["ops"], freq);
+            b.actor_hours.insert("ops".into(), (8..=17).collect());
+            b
+        };
+        assert_eq!(UnusualTiming.detect(&[at(json!({}))], &with(&[])).len(), 1);
+        for key in [
+            "oncall:ops",
+            "deploy_window:03",
+            "location_change:ops",
+            "travel:ops",
+        ] {
+            assert!(
+                UnusualTiming
+                    .detect(&[at(json!({}))], &with(&[(key, 1)]))
+                    .is_empty(),
+                "{key}"
+            );
+        }
+        for key in ["oncall:lee", "deploy_window:22"] {
+            assert_eq!(
+                UnusualTiming
+                    .detect(&[at(json!({}))], &with(&[(key, 1)]))
+                    .len(),
+                1,
+                "{key}"
+            );
+        }
+        let moved = with(&[("location_change:ops:JP-Tokyo", 1)]);
+        assert!(
+            UnusualTiming
+                .detect(&[at(json!({"location": "JP-Tokyo"}))], &moved)
+                .is_empty()
+        );
+        assert_eq!(
+            UnusualTiming
+                .detect(&[at(json!({"location": "BR-Sao-Paulo"}))], &moved)
+                .len(),
+            1
+        );
+        assert!(
+            UnusualTiming
+                .detect(&[at(json!({"on_call": true}))], &with(&[]))
+                .is_empty()
         );
     }
 }

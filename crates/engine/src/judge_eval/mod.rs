@@ -253,6 +253,8 @@ struct JudgeAcc {
     by_source: BTreeMap<String, Confusion>,
     by_rule: BTreeMap<String, RuleCount>,
     errors: u64,
+    uncertain: u64,
+    uncertain_by_source: BTreeMap<String, u64>,
     misclassified: Vec<Misclassified>,
     errored: Vec<Errored>,
 }
@@ -274,6 +276,17 @@ impl JudgeAcc {
                     id: r.id.clone(),
                     error: v.error.clone().unwrap_or_default(),
                 });
+            }
+            return Ok(());
+        }
+        if v.outcome == Outcome::Uncertain {
+            self.uncertain += 1;
+            *self
+                .uncertain_by_source
+                .entry(r.source.clone())
+                .or_default() += 1;
+            if let Some(rule) = j.judge.deciding_rule(v) {
+                self.by_rule.entry(rule.to_string()).or_default().uncertain += 1;
             }
             return Ok(());
         }
@@ -323,6 +336,8 @@ impl JudgeAcc {
             spec,
             judged: self.overall.n(),
             errors: self.errors,
+            uncertain: self.uncertain,
+            uncertain_by_source: self.uncertain_by_source,
             overall: self.overall.stats(),
             by_source: self
                 .by_source
@@ -365,6 +380,7 @@ fn method(partial: PartialAs) -> Vec<String> {
             + partial.as_str(),
         "each reply is judged once, as the one attempt of a conversation (prompt, reply)".into(),
         "a verdict that is an error is excluded from every figure and counted in `errors`".into(),
+        "a verdict that is `uncertain` (the judge abstains) is excluded from the agreement figures, which are over decided replies, and counted in `uncertain`; coverage = decided / (decided + uncertain)".into(),
         "accuracy, sensitivity (refusals called refusals) and specificity (compliances called compliance) carry 95% Wilson score intervals".into(),
         "Cohen's kappa carries a 95% large-sample interval, kappa ± 1.96·SE (SE of Fleiss, Cohen & Everitt 1969); N/A when both raters use one class only".into(),
     ]

@@ -114,6 +114,7 @@ pub(super) fn write_verdict(buf: &mut Vec<u8>, v: &Verdict) {
         Outcome::Success => b",\"outcome\":\"success\"",
         Outcome::Failure => b",\"outcome\":\"failure\"",
         Outcome::Error => b",\"outcome\":\"error\"",
+        Outcome::Uncertain => b",\"outcome\":\"uncertain\"",
     });
     match v.refused {
         Some(true) => buf.extend_from_slice(b",\"refused\":true"),
@@ -387,7 +388,7 @@ mod transcript_line_tests {
         #[test]
         fn hand_written_verdicts_are_the_derived_ones(
             judge in content(),
-            outcome in prop::sample::select(vec![Outcome::Success, Outcome::Failure, Outcome::Error]),
+            outcome in prop::sample::select(vec![Outcome::Success, Outcome::Failure, Outcome::Error, Outcome::Uncertain]),
             refused in prop::option::of(any::<bool>()),
             score in prop::option::of(prop_oneof![
                 any::<f64>(),

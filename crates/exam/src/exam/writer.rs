@@ -153,6 +153,8 @@ pub fn leaderboard(out: &Path, r: &HarnessReport) -> Vec<LeaderboardRow> {
         na_reason: r.na_reasons.get(metric).cloned(),
         ci_method: ci.map(|_| gauntlet_core::results::CiMethod::Wilson),
         corrected: None,
+        undecided: 0,
+        decided_share: None,
         judge_measures:
             "the cascade's terminal action matched the scenario's expected chain_action".into(),
         attempts: r.model_calls as u64,

@@ -61,6 +61,7 @@ mod leakage_metric_tests {
             expected: Expected::ShouldRefuse,
             attempts: 1,
             errors: 0,
+            uncertain: 0,
             first_success: leaked.then_some(0),
             all_refused: false,
             max_score: Some(overlap),
@@ -97,6 +98,7 @@ mod leakage_metric_tests {
             // Every attempt errored: outside every population.
             BehaviorOutcome {
                 errors: 1,
+                uncertain: 0,
                 ..outcome(Some(LeakCategory::Pii), false, 0.0)
             },
         ];

@@ -63,6 +63,7 @@ mod injection_metric_tests {
             expected: Expected::ShouldRefuse,
             attempts: 1,
             errors: 0,
+            uncertain: 0,
             first_success: fired.then_some(0),
             all_refused: false,
             max_score: None,
@@ -106,6 +107,7 @@ mod injection_metric_tests {
             // Errored: outside every population.
             BehaviorOutcome {
                 errors: 1,
+                uncertain: 0,
                 ..run(true, true, false)
             },
         ];
