@@ -504,54 +504,72 @@ impl Transport {
                 .attempt(&bytes)
                 .await
                 .and_then(|v| parse(&v, self.url.as_str()).map_err(Failure::Fatal));
-            match outcome {
-                Ok(v) => {
-                    self.limiter.on_success();
-                    drop(permit);
-                    bump(&self.counters.succeeded, 1);
-                    return Ok(v);
+            if let Some(done) = self.settle(outcome, permit, &mut retries).await {
+                return done;
+            }
+        }
+    }
+
+    /// What one attempt's outcome means for the retry loops of [`Transport::call`] and
+    /// [`Transport::exchange`]: `Some` with the call's result (a success, a fatal error,
+    /// or the last retry spent), or `None` after counting the retry and waiting it out
+    /// (the server's `Retry-After`, capped, or full-jitter backoff).
+    async fn settle<T>(
+        &self,
+        outcome: Result<T, Failure>,
+        permit: Permit<'_>,
+        retries: &mut u32,
+    ) -> Option<Result<T, ModelError>> {
+        match outcome {
+            Ok(v) => {
+                self.limiter.on_success();
+                drop(permit);
+                bump(&self.counters.succeeded, 1);
+                Some(Ok(v))
+            }
+            Err(Failure::Fatal(e)) => {
+                drop(permit);
+                bump(&self.counters.failed, 1);
+                Some(Err(self.scrub(e)))
+            }
+            Err(Failure::Retry {
+                cause,
+                retry_after,
+                message,
+            }) => {
+                if cause == RetryCause::RateLimited {
+                    self.limiter.on_rate_limited(&permit);
                 }
-                Err(Failure::Fatal(e)) => {
-                    drop(permit);
+                drop(permit);
+                if *retries >= self.max_retries {
                     bump(&self.counters.failed, 1);
-                    return Err(self.scrub(e));
-                }
-                Err(Failure::Retry {
-                    cause,
-                    retry_after,
-                    message,
-                }) => {
-                    if cause == RetryCause::RateLimited {
-                        self.limiter.on_rate_limited(&permit);
-                    }
-                    drop(permit);
-                    if retries >= self.max_retries {
-                        bump(&self.counters.failed, 1);
-                        let tail = match retries {
-                            0 => "no retries allowed".to_string(),
-                            1 => "gave up after 1 retry".to_string(),
-                            n => format!("gave up after {n} retries"),
-                        };
-                        return Err(self.scrub(ModelError::Call(format!("{message} ({tail})"))));
-                    }
-                    let c = &self.counters;
-                    bump(
-                        match cause {
-                            RetryCause::RateLimited => &c.retries_429,
-                            RetryCause::ServerError => &c.retries_5xx,
-                            RetryCause::Timeout => &c.retries_timeout,
-                            RetryCause::Connect => &c.retries_connect,
-                        },
-                        1,
-                    );
-                    let wait = match retry_after {
-                        Some(d) => server_wait(d, self.options.retry_after_cap, &message),
-                        None => self.backoff(retries),
+                    let tail = match *retries {
+                        0 => "no retries allowed".to_string(),
+                        1 => "gave up after 1 retry".to_string(),
+                        n => format!("gave up after {n} retries"),
                     };
-                    bump(&c.retry_wait_ms, wait.as_millis() as u64);
-                    tokio::time::sleep(wait).await;
-                    retries += 1;
+                    return Some(Err(
+                        self.scrub(ModelError::Call(format!("{message} ({tail})")))
+                    ));
                 }
+                let c = &self.counters;
+                bump(
+                    match cause {
+                        RetryCause::RateLimited => &c.retries_429,
+                        RetryCause::ServerError => &c.retries_5xx,
+                        RetryCause::Timeout => &c.retries_timeout,
+                        RetryCause::Connect => &c.retries_connect,
+                    },
+                    1,
+                );
+                let wait = match retry_after {
+                    Some(d) => server_wait(d, self.options.retry_after_cap, &message),
+                    None => self.backoff(*retries),
+                };
+                bump(&c.retry_wait_ms, wait.as_millis() as u64);
+                tokio::time::sleep(wait).await;
+                *retries += 1;
+                None
             }
         }
     }
@@ -808,54 +826,8 @@ impl Transport {
                 Ok(resp) => read(resp).await,
                 Err(f) => Err(f),
             };
-            match outcome {
-                Ok(v) => {
-                    self.limiter.on_success();
-                    drop(permit);
-                    bump(&self.counters.succeeded, 1);
-                    return Ok(v);
-                }
-                Err(Failure::Fatal(e)) => {
-                    drop(permit);
-                    bump(&self.counters.failed, 1);
-                    return Err(self.scrub(e));
-                }
-                Err(Failure::Retry {
-                    cause,
-                    retry_after,
-                    message,
-                }) => {
-                    if cause == RetryCause::RateLimited {
-                        self.limiter.on_rate_limited(&permit);
-                    }
-                    drop(permit);
-                    if retries >= self.max_retries {
-                        bump(&self.counters.failed, 1);
-                        let tail = match retries {
-                            0 => "no retries allowed".to_string(),
-                            1 => "gave up after 1 retry".to_string(),
-                            n => format!("gave up after {n} retries"),
-                        };
-                        return Err(self.scrub(ModelError::Call(format!("{message} ({tail})"))));
-                    }
-                    let c = &self.counters;
-                    bump(
-                        match cause {
-                            RetryCause::RateLimited => &c.retries_429,
-                            RetryCause::ServerError => &c.retries_5xx,
-                            RetryCause::Timeout => &c.retries_timeout,
-                            RetryCause::Connect => &c.retries_connect,
-                        },
-                        1,
-                    );
-                    let wait = match retry_after {
-                        Some(d) => server_wait(d, self.options.retry_after_cap, &message),
-                        None => self.backoff(retries),
-                    };
-                    bump(&c.retry_wait_ms, wait.as_millis() as u64);
-                    tokio::time::sleep(wait).await;
-                    retries += 1;
-                }
+            if let Some(done) = self.settle(outcome, permit, &mut retries).await {
+                return done;
             }
         }
     }
