@@ -81,6 +81,10 @@ fn diff(path: &str, a: Option<&Value>, b: Option<&Value>, what: &str, out: &mut 
     }
 }
 
+/// The params of a spec that reads recorded results (`gauntlet import agentdojo`'s
+/// injections) which locate those results rather than set how a case is run.
+const IMPORT_SOURCE_PARAMS: &[&str] = &["logdir", "model"];
+
 /// Where specs `a` and `b` differ (plugin name, then each param path), `what` naming the
 /// spec in the messages. Empty: they ask the same thing of every model.
 pub fn spec_mismatches(what: &str, a: &PluginSpec, b: &PluginSpec) -> Vec<Mismatch> {
@@ -99,6 +103,14 @@ pub fn spec_mismatches(what: &str, a: &PluginSpec, b: &PluginSpec) -> Vec<Mismat
         if let Value::Object(o) = &mut v {
             for k in ANNOTATION_PARAMS {
                 o.remove(*k);
+            }
+            // An imported run's injection names where its results were read from
+            // (`logdir`, and the `model` whose pipeline directories they are): that is
+            // the imported target, what two imported runs are compared by, not a setting.
+            if o.contains_key("logdir") {
+                for k in IMPORT_SOURCE_PARAMS {
+                    o.remove(*k);
+                }
             }
         }
         v
