@@ -462,7 +462,8 @@ fn check_exam(run: &Run) -> RunCheck {
         if row.metric_name == gauntlet_exam::exam::PIPELINE_CHECK {
             // A golden exam's verdict, recounted from the scenario results.
             let (passed, runs) = passes.iter().fold((0, 0), |(p, t), x| {
-                (p + x.passed as u64, t + x.total as u64)
+                let (passed, runs) = gauntlet_exam::exam::golden_counts(&x.results);
+                (p + passed, t + runs)
             });
             let recounted = gauntlet_exam::exam::pipeline_check_reason(passed, runs);
             if row.na_reason.as_deref() != Some(recounted.as_str()) {

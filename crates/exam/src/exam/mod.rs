@@ -32,6 +32,6 @@ pub use schema::{
 pub use summary::{ReportHead, assemble_report, median_of};
 pub use targets::{parse_target, parse_target_node};
 pub use writer::{
-    MAX_STEM_BYTES, PIPELINE_CHECK, default_out_dir, file_stem, leaderboard, pipeline_check_reason,
-    write_artifacts, write_report_files,
+    MAX_STEM_BYTES, PIPELINE_CHECK, default_out_dir, file_stem, golden_counts, leaderboard,
+    pipeline_check_reason, write_artifacts, write_report_files,
 };

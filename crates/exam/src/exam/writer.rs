@@ -203,8 +203,18 @@ pub const PIPELINE_CHECK: &str = "pipeline_check";
 /// (scenario runs that passed, all scenario runs) of an exam's passes.
 pub fn golden_check(r: &HarnessReport) -> (u64, u64) {
     r.runs.iter().fold((0, 0), |(p, t), x| {
-        (p + x.passed as u64, t + x.total as u64)
+        let (passed, runs) = golden_counts(&x.results);
+        (p + passed, t + runs)
     })
+}
+
+/// One pass's scenario runs that passed, and all of them. The pipeline check counts every
+/// scenario, the ones a harness rule (the floor) decides included: the merge gate asks
+/// that the whole pipeline gives the expected action, while `RunResult::passed` counts
+/// the model's decisions only (for the rates).
+pub fn golden_counts(results: &[crate::grade::ScenarioResult]) -> (u64, u64) {
+    let passed = results.iter().filter(|s| s.pass).count();
+    (passed as u64, results.len() as u64)
 }
 
 /// The pipeline check's verdict: `passed` only when every scenario run passed.
