@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-mod common;
+use crate::common;
 use common::*;
 
 const RUBRIC: &str = "{name: rubric, params: {grader: {name: reference, params: {name: grader}}}}";

@@ -12,7 +12,7 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
-mod common;
+use crate::common;
 use common::*;
 
 const TOKEN: &str = "tok-CANARY-5550177";

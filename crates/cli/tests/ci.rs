@@ -18,7 +18,7 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-mod common;
+use crate::common;
 use common::*;
 
 fn dataset(dir: &Path) {

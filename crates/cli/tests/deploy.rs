@@ -13,7 +13,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-mod common;
+use crate::common;
 use common::*;
 
 fn manifests() -> Vec<PathBuf> {

@@ -3,7 +3,7 @@
 //! output is now parsed as it streams and capped, so the run fails that detector with
 //! a clear message and the process stays small.
 
-mod common;
+use crate::common;
 
 use common::BIN;
 use std::os::unix::fs::PermissionsExt;

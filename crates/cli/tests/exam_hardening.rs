@@ -4,7 +4,7 @@
 //! scenario ids that sanitise alike (one file each), and `corpus pin` honouring the
 //! umask.
 
-mod common;
+use crate::common;
 
 use common::BIN;
 use gauntlet_testserver::{Action, Rule, Script, TestServer};

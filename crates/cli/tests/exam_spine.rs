@@ -7,7 +7,7 @@
 //! in report.json, identical on a resumed run; another exam in the same `--out` moves
 //! the previous one aside.
 
-mod common;
+use crate::common;
 
 use common::BIN;
 use common::exam::*;

@@ -11,7 +11,7 @@
 use serde_json::Value;
 use std::process::Command;
 
-mod common;
+use crate::common;
 use common::*;
 
 fn example() -> std::path::PathBuf {

@@ -4,7 +4,7 @@
 use serde_json::Value;
 use std::path::Path;
 
-mod common;
+use crate::common;
 use common::*;
 
 /// The leaderboard row of (injection, target, metric) for `dataset`.

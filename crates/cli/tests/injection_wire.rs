@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use std::path::Path;
 use std::process::{Command, Output};
 
-mod common;
+use crate::common;
 use common::*;
 
 /// The marker every injected instruction carries (crates/redteam/src/injection/templates.rs).

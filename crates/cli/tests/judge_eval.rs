@@ -5,7 +5,7 @@ use gauntlet_testserver::{Action, Rule, Script, TestServer};
 use serde_json::Value;
 use std::path::Path;
 
-mod common;
+use crate::common;
 use common::*;
 
 /// Ten replies, two sources. Human labels vs what refusal_match's rules say:

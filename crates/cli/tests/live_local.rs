@@ -14,7 +14,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
-mod common;
+use crate::common;
 use common::*;
 
 fn url() -> Option<String> {

@@ -3,7 +3,7 @@
 //! scanned from a servers file; pin, change, rescan (rug pull); hostile servers; the real
 //! server-everything.
 
-mod common;
+use crate::common;
 
 use common::{BIN, gauntlet, repo_root};
 use serde_json::{Value, json};

@@ -13,7 +13,7 @@
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
-mod common;
+use crate::common;
 use common::*;
 
 const VECTORS: &[&str] = &[

@@ -7,7 +7,7 @@ use gauntlet_testserver::{Script, TestServer};
 use std::process::Command;
 use std::time::Instant;
 
-mod common;
+use crate::common;
 use common::*;
 
 #[test]

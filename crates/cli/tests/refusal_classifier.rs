@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-mod common;
+use crate::common;
 use common::*;
 
 /// A small run: the two reference targets × static × demo, judged by both refusal judges.

@@ -2,7 +2,7 @@
 //! examples and the exams write: the smoke, leakage and injection runs, an agent exam
 //! and a detect-exam report in one runs directory all show.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::io::{BufRead, BufReader, Read, Write};

@@ -9,7 +9,7 @@ use gauntlet_testserver::{Script, TestServer};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-mod common;
+use crate::common;
 use common::*;
 
 /// Everything a run directory holds that must match, manifest included.

@@ -4,7 +4,7 @@
 //! of `tool_result` blocks carrying the right `tool_use_id`, 529 retries, and typed
 //! errors for incomplete responses and rejected keys.
 
-mod common;
+use crate::common;
 
 use common::{CANARY, anthropic};
 use gauntlet_core::message::{ChatRequest, Message, Role, StopReason, ToolDef, Usage};

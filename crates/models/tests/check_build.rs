@@ -2,7 +2,7 @@
 //! variable is a warning naming it, with every other check still made; anything else
 //! stays an error; a loopback server that needs no key gets no warning.
 
-mod common;
+use crate::common;
 
 use gauntlet_models::registry::build_target_for_check_with;
 

@@ -4,7 +4,7 @@
 //! and the confinement (no file written outside its scratch directory, no socket unless
 //! `network: true`).
 
-mod common;
+use crate::common;
 
 use common::{env, spec};
 use gauntlet_core::message::{ChatRequest, ChatResponse, Message};

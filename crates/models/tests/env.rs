@@ -6,7 +6,7 @@
 //! Environment variables are process-global, so this file is its own test binary with a
 //! single test that sets only variables with names unique to it.
 
-mod common;
+use crate::common;
 
 use common::CANARY;
 use gauntlet_core::message::{ChatRequest, Message};

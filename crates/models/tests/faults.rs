@@ -6,7 +6,7 @@
 //! back-off and recovery, the https/loopback rule, key handling, and the key never
 //! appearing in an error, a Debug dump or the spec.
 
-mod common;
+use crate::common;
 
 use common::{CANARY, env, fast, openai, spec};
 use gauntlet_core::message::{ChatRequest, Message, StopReason};

@@ -6,7 +6,7 @@
 //! pages, a 50 MB body, a pointer that matches nothing, an endless stream, an event that
 //! never ends.
 
-mod common;
+use crate::common;
 
 use axum::Router;
 use axum::body::Body;

@@ -4,7 +4,7 @@
 //! calling whose tool results carry the right `tool_call_id`, and typed errors for
 //! malformed, truncated and incomplete responses.
 
-mod common;
+use crate::common;
 
 use common::{CANARY, openai};
 use gauntlet_core::message::{ChatRequest, Message, Role, StopReason, ToolDef, Usage};

@@ -4,7 +4,7 @@
 //! 1,000 calls/s; this prints calls/s achieved and process CPU seconds per 1,000 calls
 //! (client and server share the process, so the CPU figure includes the server).
 
-mod common;
+use crate::common;
 
 use common::openai;
 use gauntlet_core::message::{ChatRequest, Message};

@@ -10,7 +10,7 @@
 //! `GAUNTLET_REQUIRE_BROWSER=1` (set by `.ci/run` when the install succeeded), where a
 //! missing browser fails the test.
 
-mod common;
+use crate::common;
 
 use common::*;
 use fantoccini::wd::WebDriverCompatibleCommand;

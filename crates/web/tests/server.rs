@@ -3,7 +3,7 @@
 //! tampered or malformed runs, and the ways a request could try to leave the run
 //! directories.
 
-mod common;
+use crate::common;
 
 use common::*;
 use gauntlet_web::Dashboard;
