@@ -372,30 +372,76 @@ struct Item<'a> {
     index: u32,
 }
 
+/// A filter column of the leaderboard (a sort column too).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Col {
+    Target,
+    Attack,
+    DatasetVersion,
+    Judge,
+    Metric,
+    Run,
+    Date,
+}
+
+impl Col {
+    fn of(name: &str) -> Option<Col> {
+        Some(match name {
+            "target" => Col::Target,
+            "attack" => Col::Attack,
+            "dataset_version" => Col::DatasetVersion,
+            "judge" => Col::Judge,
+            "metric" => Col::Metric,
+            "run" => Col::Run,
+            "date" => Col::Date,
+            _ => return None,
+        })
+    }
+}
+
+/// What the leaderboard is sorted by (one of [`SORTS`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SortBy {
+    Value,
+    /// The run's start time.
+    Date,
+    N,
+    Col(Col),
+}
+
+impl SortBy {
+    fn of(name: &str) -> SortBy {
+        match name {
+            "date" => SortBy::Date,
+            "n" => SortBy::N,
+            other => Col::of(other).map_or(SortBy::Value, SortBy::Col),
+        }
+    }
+}
+
 impl Item<'_> {
     /// The value of a filter column.
-    fn col(&self, name: &str) -> &str {
-        match name {
-            "target" => &self.row.target,
-            "attack" => &self.row.attack,
-            "dataset_version" => &self.row.dataset_version,
-            "judge" => &self.row.judge,
-            "metric" => &self.row.metric,
-            "run" => &self.run.name,
-            "date" => self.date.get(..10).unwrap_or(""),
-            _ => "",
+    fn col(&self, c: Col) -> &str {
+        match c {
+            Col::Target => &self.row.target,
+            Col::Attack => &self.row.attack,
+            Col::DatasetVersion => &self.row.dataset_version,
+            Col::Judge => &self.row.judge,
+            Col::Metric => &self.row.metric,
+            Col::Run => &self.run.name,
+            Col::Date => self.date.get(..10).unwrap_or(""),
         }
     }
 }
 
 /// The leaderboard's order: by `sort` (values ranked within a metric, usage metrics last,
 /// N/A after values), then by run slug, then by the row's place in its run. A total order.
-fn compare_items(a: &Item, b: &Item, sort: &str, desc: bool) -> std::cmp::Ordering {
+fn compare_items(a: &Item, b: &Item, sort: SortBy, desc: bool) -> std::cmp::Ordering {
     use std::cmp::Ordering;
     let group = |a: &Item, b: &Item| a.usage.cmp(&b.usage).then(a.metric.cmp(&b.metric));
     let o = match sort {
         // Values are ranked within a metric: rates never sort among token counts.
-        "value" => group(a, b).then(match (a.row.value, b.row.value) {
+        SortBy::Value => group(a, b).then(match (a.row.value, b.row.value) {
             (Some(x), Some(y)) => x.total_cmp(&y),
             (Some(_), None) => {
                 if desc {
@@ -413,11 +459,11 @@ fn compare_items(a: &Item, b: &Item, sort: &str, desc: bool) -> std::cmp::Orderi
             }
             (None, None) => Ordering::Equal,
         }),
-        "date" => a.run.date.cmp(&b.run.date),
-        "n" => a.row.n.cmp(&b.row.n),
-        other => a.col(other).cmp(b.col(other)),
+        SortBy::Date => a.run.date.cmp(&b.run.date),
+        SortBy::N => a.row.n.cmp(&b.row.n),
+        SortBy::Col(c) => a.col(c).cmp(b.col(c)),
     };
-    let o = if desc && sort == "value" {
+    let o = if desc && sort == SortBy::Value {
         // Descending values, but metrics still in their order.
         group(a, b).then(o.reverse())
     } else if desc {
@@ -431,7 +477,7 @@ fn compare_items(a: &Item, b: &Item, sort: &str, desc: bool) -> std::cmp::Orderi
 /// Puts the first `upto` items of the leaderboard's order (all with `None`) in order at
 /// the front of `items` and returns how many that is. A page of 40,000 rows sorts only
 /// what precedes its last row.
-fn rank(items: &mut [Item], sort: &str, desc: bool, upto: Option<usize>) -> usize {
+fn rank(items: &mut [Item], sort: SortBy, desc: bool, upto: Option<usize>) -> usize {
     let cmp = |a: &Item, b: &Item| compare_items(a, b, sort, desc);
     let n = upto.map_or(items.len(), |u| u.min(items.len()));
     if n < items.len() && n > 0 {
@@ -505,24 +551,29 @@ pub fn leaderboard(d: &Dashboard, q: &LbQuery, mode: Mode) -> String {
         }
     }
     let total = all.len();
-    let specs: [(&'static str, &'static str, &str); 7] = [
-        ("target", "target", &q.target),
-        ("attack", "attack", &q.attack),
-        ("dataset_version", "dataset version", &q.dataset_version),
-        ("judge", "judge", &q.judge),
-        ("metric", "metric", &q.metric),
-        ("run", "run", &q.run),
-        ("date", "date", &q.date),
+    let specs: [(&'static str, &'static str, &str, Col); 7] = [
+        ("target", "target", &q.target, Col::Target),
+        ("attack", "attack", &q.attack, Col::Attack),
+        (
+            "dataset_version",
+            "dataset version",
+            &q.dataset_version,
+            Col::DatasetVersion,
+        ),
+        ("judge", "judge", &q.judge, Col::Judge),
+        ("metric", "metric", &q.metric, Col::Metric),
+        ("run", "run", &q.run, Col::Run),
+        ("date", "date", &q.date, Col::Date),
     ];
     let filters: Vec<FilterView> = specs
         .iter()
-        .map(|(name, label, sel)| {
+        .map(|(name, label, sel, c)| {
             let mut opts: BTreeSet<&str> = BTreeSet::new();
-            let mut last = None;
+            let mut last: Option<&str> = None;
             for it in &all {
                 // Neighbouring rows (one run's) mostly share a value: insert it once.
-                let v = it.col(name);
-                if last != Some(v) {
+                let v = it.col(*c);
+                if !last.is_some_and(|l| std::ptr::eq(l, v) || l == v) {
                     opts.insert(v);
                     last = Some(v);
                 }
@@ -543,7 +594,7 @@ pub fn leaderboard(d: &Dashboard, q: &LbQuery, mode: Mode) -> String {
     all.retain(|it| {
         specs
             .iter()
-            .all(|(name, _, sel)| sel.is_empty() || it.col(name) == *sel)
+            .all(|(_, _, sel, c)| sel.is_empty() || it.col(*c) == *sel)
             && (q.check.is_empty() || it.state.label() == q.check)
     });
     let filtered = all.len();
@@ -555,11 +606,12 @@ pub fn leaderboard(d: &Dashboard, q: &LbQuery, mode: Mode) -> String {
     let desc = q.dir != "asc";
     let pages = filtered.div_ceil(LB_PAGE).max(1);
     let page = q.page.min(pages - 1);
+    let by = SortBy::of(sort);
     let shown: &[Item] = if mode == Mode::Site {
-        rank(&mut all, sort, desc, None);
+        rank(&mut all, by, desc, None);
         &all
     } else {
-        let upto = rank(&mut all, sort, desc, Some((page + 1) * LB_PAGE));
+        let upto = rank(&mut all, by, desc, Some((page + 1) * LB_PAGE));
         let from = (page * LB_PAGE).min(upto);
         &all[from..upto]
     };
@@ -594,7 +646,7 @@ pub fn leaderboard(d: &Dashboard, q: &LbQuery, mode: Mode) -> String {
             surface.key(),
             if desc { "desc" } else { "asc" }
         );
-        for (name, _, sel) in &specs {
+        for (name, _, sel, _) in &specs {
             if !sel.is_empty() {
                 u.push_str(&format!("&{name}={}", enc(sel)));
             }
@@ -1796,7 +1848,7 @@ mod tests {
     /// comparisons, a stable sort, ties by slug.
     fn reference(items: &mut [Item], sort: &str, desc: bool) {
         use std::cmp::Ordering;
-        let col = |it: &Item, name: &str| -> String { it.col(name).to_owned() };
+        let col = |it: &Item, name: &str| -> String { it.col(Col::of(name).unwrap()).to_owned() };
         items.sort_by(|a, b| {
             let o = match sort {
                 "value" => usage_last(a.row)
@@ -1884,13 +1936,14 @@ mod tests {
                     let mut want = items();
                     reference(&mut want, sort, desc);
                     let want: Vec<_> = want.iter().map(id).collect();
+                    let by = SortBy::of(sort);
                     let mut all = items();
-                    prop_assert_eq!(rank(&mut all, sort, desc, None), all.len());
+                    prop_assert_eq!(rank(&mut all, by, desc, None), all.len());
                     let got: Vec<_> = all.iter().map(id).collect();
                     prop_assert_eq!(&got, &want, "sort {} desc {}", sort, desc);
                     for page in 0..want.len().div_ceil(page_size).max(1) {
                         let mut all = items();
-                        let upto = rank(&mut all, sort, desc, Some((page + 1) * page_size));
+                        let upto = rank(&mut all, by, desc, Some((page + 1) * page_size));
                         let from = (page * page_size).min(upto);
                         let got: Vec<_> = all[from..upto].iter().map(id).collect();
                         prop_assert_eq!(&got[..], &want[from..upto], "sort {} desc {} page {}", sort, desc, page);
