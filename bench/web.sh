@@ -59,6 +59,8 @@ trap stop EXIT
 start() { # roots…
   local t0 t1
   t0=$(date +%s%N)
+  # A fresh log: the previous server's "serving" line must not pass for this one's.
+  rm -f "$OUT/serve.log"
   "$BIN" serve "$@" --bind "127.0.0.1:$PORT" > "$OUT/serve.log" 2>&1 &
   PID=$!
   until grep -q "serving the dashboard" "$OUT/serve.log" 2>/dev/null; do sleep 0.01; done

@@ -355,27 +355,179 @@ pub fn pick_surface(d: &Dashboard, asked: &str) -> Surface {
         .unwrap_or(Surface::Jailbreak)
 }
 
+/// One leaderboard row in a request, with its sort keys computed once.
+struct Item<'a> {
+    run: &'a Arc<Run>,
+    row: &'a Row,
+    state: RowCheck,
+    /// The run's date, `YYYY-MM-DD HH:MM`.
+    date: &'a str,
+    /// A usage metric (ranked after every rate).
+    usage: bool,
+    /// The rank of the row's metric label among the labels shown (their string order).
+    metric: u32,
+    /// The rank of the run's slug among all slugs (their string order).
+    slug: u32,
+    /// The row's place in its run's leaderboard.
+    index: u32,
+}
+
+/// A filter column of the leaderboard (a sort column too).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Col {
+    Target,
+    Attack,
+    DatasetVersion,
+    Judge,
+    Metric,
+    Run,
+    Date,
+}
+
+impl Col {
+    fn of(name: &str) -> Option<Col> {
+        Some(match name {
+            "target" => Col::Target,
+            "attack" => Col::Attack,
+            "dataset_version" => Col::DatasetVersion,
+            "judge" => Col::Judge,
+            "metric" => Col::Metric,
+            "run" => Col::Run,
+            "date" => Col::Date,
+            _ => return None,
+        })
+    }
+}
+
+/// What the leaderboard is sorted by (one of [`SORTS`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SortBy {
+    Value,
+    /// The run's start time.
+    Date,
+    N,
+    Col(Col),
+}
+
+impl SortBy {
+    fn of(name: &str) -> SortBy {
+        match name {
+            "date" => SortBy::Date,
+            "n" => SortBy::N,
+            other => Col::of(other).map_or(SortBy::Value, SortBy::Col),
+        }
+    }
+}
+
+impl Item<'_> {
+    /// The value of a filter column.
+    fn col(&self, c: Col) -> &str {
+        match c {
+            Col::Target => &self.row.target,
+            Col::Attack => &self.row.attack,
+            Col::DatasetVersion => &self.row.dataset_version,
+            Col::Judge => &self.row.judge,
+            Col::Metric => &self.row.metric,
+            Col::Run => &self.run.name,
+            Col::Date => self.date.get(..10).unwrap_or(""),
+        }
+    }
+}
+
+/// The leaderboard's order: by `sort` (values ranked within a metric, usage metrics last,
+/// N/A after values), then by run slug, then by the row's place in its run. A total order.
+fn compare_items(a: &Item, b: &Item, sort: SortBy, desc: bool) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    let group = |a: &Item, b: &Item| a.usage.cmp(&b.usage).then(a.metric.cmp(&b.metric));
+    let o = match sort {
+        // Values are ranked within a metric: rates never sort among token counts.
+        SortBy::Value => group(a, b).then(match (a.row.value, b.row.value) {
+            (Some(x), Some(y)) => x.total_cmp(&y),
+            (Some(_), None) => {
+                if desc {
+                    Ordering::Greater
+                } else {
+                    Ordering::Less
+                }
+            }
+            (None, Some(_)) => {
+                if desc {
+                    Ordering::Less
+                } else {
+                    Ordering::Greater
+                }
+            }
+            (None, None) => Ordering::Equal,
+        }),
+        SortBy::Date => a.run.date.cmp(&b.run.date),
+        SortBy::N => a.row.n.cmp(&b.row.n),
+        SortBy::Col(c) => a.col(c).cmp(b.col(c)),
+    };
+    let o = if desc && sort == SortBy::Value {
+        // Descending values, but metrics still in their order.
+        group(a, b).then(o.reverse())
+    } else if desc {
+        o.reverse()
+    } else {
+        o
+    };
+    o.then(a.slug.cmp(&b.slug)).then(a.index.cmp(&b.index))
+}
+
+/// Puts the first `upto` items of the leaderboard's order (all with `None`) in order at
+/// the front of `items` and returns how many that is. A page of 40,000 rows sorts only
+/// what precedes its last row.
+fn rank(items: &mut [Item], sort: SortBy, desc: bool, upto: Option<usize>) -> usize {
+    let cmp = |a: &Item, b: &Item| compare_items(a, b, sort, desc);
+    let n = upto.map_or(items.len(), |u| u.min(items.len()));
+    if n < items.len() && n > 0 {
+        items.select_nth_unstable_by(n - 1, cmp);
+    }
+    items[..n].sort_unstable_by(cmp);
+    n
+}
+
 /// The leaderboard of one surface, filtered, sorted and paged.
 pub fn leaderboard(d: &Dashboard, q: &LbQuery, mode: Mode) -> String {
     let surface = pick_surface(d, &q.surface);
     let cat = d.catalog();
     let links = Links(mode);
-    struct Item<'a> {
-        run: &'a Arc<Run>,
-        row: &'a Row,
-        state: RowCheck,
-        date: String,
-    }
     let mut all: Vec<Item> = Vec::new();
     let mut runs = 0;
     // Golden-backend exams: pipeline checks beside the leaderboard, never ranked in it.
     let mut checks: Vec<Value> = Vec::new();
-    for run in cat.runs.iter().filter(|r| r.surface == surface) {
+    // Each run's date and slug rank, computed once (not once per row, nor per comparison).
+    let dates: Vec<String> = cat
+        .runs
+        .iter()
+        .map(|r| r.date.map(fmt_date).unwrap_or_default())
+        .collect();
+    let mut by_slug: Vec<usize> = (0..cat.runs.len()).collect();
+    by_slug.sort_unstable_by(|a, b| cat.runs[*a].slug.cmp(&cat.runs[*b].slug));
+    let mut slug_rank = vec![0u32; cat.runs.len()];
+    for (rank, i) in by_slug.into_iter().enumerate() {
+        slug_rank[i] = rank as u32;
+    }
+    let metrics: BTreeSet<&str> = cat
+        .runs
+        .iter()
+        .filter(|r| r.surface == surface)
+        .flat_map(|r| r.rows.iter().map(|row| row.metric.as_str()))
+        .collect();
+    let metric_rank: std::collections::HashMap<&str, u32> = metrics
+        .into_iter()
+        .enumerate()
+        .map(|(i, m)| (m, i as u32))
+        .collect();
+    for (ri, run) in cat.runs.iter().enumerate() {
+        if run.surface != surface {
+            continue;
+        }
         if let Some(pc) = &run.pipeline_check {
             checks.push(context! {
                 run => run.name.clone(),
                 run_href => links.run(&run.slug),
-                date => run.date.map(fmt_date).unwrap_or_default(),
+                date => dates[ri].clone(),
                 target => run.rows.first().map(|r| r.target.clone()).unwrap_or_default(),
                 result => if pc.passed { "passed" } else { "failed" },
                 scenario_runs => format!("{}/{}", pc.runs_passed, pc.runs),
@@ -385,42 +537,47 @@ pub fn leaderboard(d: &Dashboard, q: &LbQuery, mode: Mode) -> String {
         }
         runs += 1;
         let check = d.check_of(run);
-        let date = run.date.map(fmt_date).unwrap_or_default();
         for (i, row) in run.rows.iter().enumerate() {
             all.push(Item {
                 run,
                 row,
                 state: verify::row_state(run, i, check.as_deref()),
-                date: date.clone(),
+                date: &dates[ri],
+                usage: usage_last(row),
+                metric: metric_rank.get(row.metric.as_str()).copied().unwrap_or(0),
+                slug: slug_rank[ri],
+                index: i as u32,
             });
         }
     }
     let total = all.len();
-    let col = |it: &Item, name: &str| -> String {
-        match name {
-            "target" => it.row.target.clone(),
-            "attack" => it.row.attack.clone(),
-            "dataset_version" => it.row.dataset_version.clone(),
-            "judge" => it.row.judge.clone(),
-            "metric" => it.row.metric.clone(),
-            "run" => it.run.name.clone(),
-            "date" => it.date.get(..10).unwrap_or("").to_owned(),
-            _ => String::new(),
-        }
-    };
-    let specs: [(&'static str, &'static str, &str); 7] = [
-        ("target", "target", &q.target),
-        ("attack", "attack", &q.attack),
-        ("dataset_version", "dataset version", &q.dataset_version),
-        ("judge", "judge", &q.judge),
-        ("metric", "metric", &q.metric),
-        ("run", "run", &q.run),
-        ("date", "date", &q.date),
+    let specs: [(&'static str, &'static str, &str, Col); 7] = [
+        ("target", "target", &q.target, Col::Target),
+        ("attack", "attack", &q.attack, Col::Attack),
+        (
+            "dataset_version",
+            "dataset version",
+            &q.dataset_version,
+            Col::DatasetVersion,
+        ),
+        ("judge", "judge", &q.judge, Col::Judge),
+        ("metric", "metric", &q.metric, Col::Metric),
+        ("run", "run", &q.run, Col::Run),
+        ("date", "date", &q.date, Col::Date),
     ];
     let filters: Vec<FilterView> = specs
         .iter()
-        .map(|(name, label, sel)| {
-            let opts: BTreeSet<String> = all.iter().map(|it| col(it, name)).collect();
+        .map(|(name, label, sel, c)| {
+            let mut opts: BTreeSet<&str> = BTreeSet::new();
+            let mut last: Option<&str> = None;
+            for it in &all {
+                // Neighbouring rows (one run's) mostly share a value: insert it once.
+                let v = it.col(*c);
+                if !last.is_some_and(|l| std::ptr::eq(l, v) || l == v) {
+                    opts.insert(v);
+                    last = Some(v);
+                }
+            }
             FilterView {
                 name,
                 label,
@@ -428,6 +585,7 @@ pub fn leaderboard(d: &Dashboard, q: &LbQuery, mode: Mode) -> String {
                     .into_iter()
                     .filter(|o| !o.is_empty())
                     .take(MAX_OPTIONS)
+                    .map(str::to_owned)
                     .collect(),
                 selected: (*sel).to_owned(),
             }
@@ -436,7 +594,7 @@ pub fn leaderboard(d: &Dashboard, q: &LbQuery, mode: Mode) -> String {
     all.retain(|it| {
         specs
             .iter()
-            .all(|(name, _, sel)| sel.is_empty() || col(it, name) == *sel)
+            .all(|(_, _, sel, c)| sel.is_empty() || it.col(*c) == *sel)
             && (q.check.is_empty() || it.state.label() == q.check)
     });
     let filtered = all.len();
@@ -446,54 +604,16 @@ pub fn leaderboard(d: &Dashboard, q: &LbQuery, mode: Mode) -> String {
         "value"
     };
     let desc = q.dir != "asc";
-    all.sort_by(|a, b| {
-        use std::cmp::Ordering;
-        let o = match sort {
-            // Values are ranked within a metric: rates never sort among token counts.
-            "value" => usage_last(a.row)
-                .cmp(&usage_last(b.row))
-                .then_with(|| a.row.metric.cmp(&b.row.metric))
-                .then(match (a.row.value, b.row.value) {
-                    (Some(x), Some(y)) => x.total_cmp(&y),
-                    (Some(_), None) => {
-                        if desc {
-                            Ordering::Greater
-                        } else {
-                            Ordering::Less
-                        }
-                    }
-                    (None, Some(_)) => {
-                        if desc {
-                            Ordering::Less
-                        } else {
-                            Ordering::Greater
-                        }
-                    }
-                    (None, None) => Ordering::Equal,
-                }),
-            "date" => a.run.date.cmp(&b.run.date),
-            "n" => a.row.n.cmp(&b.row.n),
-            other => col(a, other).cmp(&col(b, other)),
-        };
-        let o = if desc && sort == "value" {
-            // Descending values, but metrics still in their order.
-            usage_last(a.row)
-                .cmp(&usage_last(b.row))
-                .then_with(|| a.row.metric.cmp(&b.row.metric))
-                .then(o.reverse())
-        } else if desc {
-            o.reverse()
-        } else {
-            o
-        };
-        o.then_with(|| a.run.slug.cmp(&b.run.slug))
-    });
     let pages = filtered.div_ceil(LB_PAGE).max(1);
     let page = q.page.min(pages - 1);
-    let shown: Vec<&Item> = if mode == Mode::Site {
-        all.iter().collect()
+    let by = SortBy::of(sort);
+    let shown: &[Item] = if mode == Mode::Site {
+        rank(&mut all, by, desc, None);
+        &all
     } else {
-        all.iter().skip(page * LB_PAGE).take(LB_PAGE).collect()
+        let upto = rank(&mut all, by, desc, Some((page + 1) * LB_PAGE));
+        let from = (page * LB_PAGE).min(upto);
+        &all[from..upto]
     };
     let rows: Vec<RowView> = shown
         .iter()
@@ -526,7 +646,7 @@ pub fn leaderboard(d: &Dashboard, q: &LbQuery, mode: Mode) -> String {
             surface.key(),
             if desc { "desc" } else { "asc" }
         );
-        for (name, _, sel) in &specs {
+        for (name, _, sel, _) in &specs {
             if !sel.is_empty() {
                 u.push_str(&format!("&{name}={}", enc(sel)));
             }
@@ -1693,4 +1813,143 @@ pub fn error_page(d: &Dashboard, mode: Mode, title: &str, message: &str) -> Stri
         ..base_ctx(d, mode, title, None)
     };
     render("error.html", ctx)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn run(slug: &str, date: Option<u64>, rows: Vec<Row>) -> Arc<Run> {
+        Arc::new(Run {
+            slug: slug.to_owned(),
+            dir: std::path::PathBuf::new(),
+            kind: Kind::RedTeam,
+            surface: Surface::Jailbreak,
+            run_id: slug.to_owned(),
+            name: format!("name-{slug}"),
+            status: "complete".into(),
+            mode: "jailbreak".into(),
+            date,
+            rows,
+            warnings: Vec::new(),
+            problems: Vec::new(),
+            live: false,
+            units: None,
+            has_transcripts: false,
+            pipeline_check: None,
+        })
+    }
+
+    const METRICS: [&str; 4] = ["asr", "frr", "token_usage", "asr_at_k (k=1)"];
+    const TARGETS: [&str; 3] = ["aligned", "permissive", "b"];
+
+    /// The order the leaderboard had before its sort keys were precomputed: string
+    /// comparisons, a stable sort, ties by slug.
+    fn reference(items: &mut [Item], sort: &str, desc: bool) {
+        use std::cmp::Ordering;
+        let col = |it: &Item, name: &str| -> String { it.col(Col::of(name).unwrap()).to_owned() };
+        items.sort_by(|a, b| {
+            let o = match sort {
+                "value" => usage_last(a.row)
+                    .cmp(&usage_last(b.row))
+                    .then_with(|| a.row.metric.cmp(&b.row.metric))
+                    .then(match (a.row.value, b.row.value) {
+                        (Some(x), Some(y)) => x.total_cmp(&y),
+                        (Some(_), None) if desc => Ordering::Greater,
+                        (Some(_), None) => Ordering::Less,
+                        (None, Some(_)) if desc => Ordering::Less,
+                        (None, Some(_)) => Ordering::Greater,
+                        (None, None) => Ordering::Equal,
+                    }),
+                "date" => a.run.date.cmp(&b.run.date),
+                "n" => a.row.n.cmp(&b.row.n),
+                other => col(a, other).cmp(&col(b, other)),
+            };
+            let o = if desc && sort == "value" {
+                usage_last(a.row)
+                    .cmp(&usage_last(b.row))
+                    .then_with(|| a.row.metric.cmp(&b.row.metric))
+                    .then(o.reverse())
+            } else if desc {
+                o.reverse()
+            } else {
+                o
+            };
+            o.then_with(|| a.run.slug.cmp(&b.run.slug))
+        });
+    }
+
+    proptest! {
+        /// The precomputed keys give the order the string comparisons gave, and a page
+        /// ranked on its own is the same slice of it.
+        #[test]
+        fn leaderboard_order_and_pages_match_a_full_string_sort(
+            spec in proptest::collection::vec(
+                (0usize..12, 0usize..4, 0usize..3, proptest::option::of(0u8..4), 0u64..3, 0u64..3),
+                0..160,
+            ),
+            page_size in 1usize..40,
+        ) {
+            // Runs in an order that is not their slugs' order.
+            let mut rows: Vec<Vec<Row>> = vec![Vec::new(); 12];
+            for (r, m, t, v, n, _) in &spec {
+                rows[*r].push(Row {
+                    target: TARGETS[*t].into(),
+                    metric: METRICS[*m].into(),
+                    metric_name: METRICS[*m].split(' ').next().unwrap().into(),
+                    value: v.map(|x| f64::from(x) / 4.0),
+                    n: Some(*n),
+                    ..Default::default()
+                });
+            }
+            let runs: Vec<Arc<Run>> = rows
+                .into_iter()
+                .enumerate()
+                .map(|(i, rs)| run(&format!("run-{}", (i * 7) % 12), Some(1_800_000_000 + (i as u64 % 3) * 86_400), rs))
+                .collect();
+            let dates: Vec<String> = runs.iter().map(|r| r.date.map(fmt_date).unwrap_or_default()).collect();
+            let mut slugs: Vec<usize> = (0..runs.len()).collect();
+            slugs.sort_by(|a, b| runs[*a].slug.cmp(&runs[*b].slug));
+            let metrics: BTreeSet<&str> = METRICS.into_iter().collect();
+            let items = || -> Vec<Item> {
+                let mut v = Vec::new();
+                for (ri, r) in runs.iter().enumerate() {
+                    for (i, row) in r.rows.iter().enumerate() {
+                        v.push(Item {
+                            run: r,
+                            row,
+                            state: RowCheck::Pending,
+                            date: &dates[ri],
+                            usage: usage_last(row),
+                            metric: metrics.iter().position(|m| *m == row.metric).unwrap() as u32,
+                            slug: slugs.iter().position(|s| *s == ri).unwrap() as u32,
+                            index: i as u32,
+                        });
+                    }
+                }
+                v
+            };
+            let id = |it: &Item| (it.run.slug.clone(), it.index);
+            for sort in SORTS {
+                for desc in [false, true] {
+                    let mut want = items();
+                    reference(&mut want, sort, desc);
+                    let want: Vec<_> = want.iter().map(id).collect();
+                    let by = SortBy::of(sort);
+                    let mut all = items();
+                    prop_assert_eq!(rank(&mut all, by, desc, None), all.len());
+                    let got: Vec<_> = all.iter().map(id).collect();
+                    prop_assert_eq!(&got, &want, "sort {} desc {}", sort, desc);
+                    for page in 0..want.len().div_ceil(page_size).max(1) {
+                        let mut all = items();
+                        let upto = rank(&mut all, by, desc, Some((page + 1) * page_size));
+                        let from = (page * page_size).min(upto);
+                        let got: Vec<_> = all[from..upto].iter().map(id).collect();
+                        prop_assert_eq!(&got[..], &want[from..upto], "sort {} desc {} page {}", sort, desc, page);
+                    }
+                }
+            }
+        }
+    }
 }
