@@ -66,7 +66,7 @@ pub fn estimate(s: &ExamSettings) {
         "tier",
     );
     println!(
-        "(bounds: passes × scenarios not floor-routed × (1 + consensus voters) × the most calls one cascade pass makes per tier; each call at most {} tokens out and at most its prompt/3 + {} + earlier replies in{})",
+        "(bounds: passes × scenarios not floor-routed × (1 + consensus voters) × the most calls one cascade pass makes per tier; each call at most its target's max_tokens out (default {}) and at most its prompt/3 + {} + earlier replies in{})",
         gauntlet_exam::cascade::MAX_TOKENS,
         gauntlet_calls::price::INPUT_ALLOWANCE,
         if cfg.e2e {

@@ -564,3 +564,69 @@ fn a_configuration_error_stops_the_exam_without_a_report() {
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     assert_eq!(json(&out.join("report.json"))["decided_by"]["fail_safe"], 0);
 }
+
+/// The target's `max_tokens` (an `openai_compat` param) is each request's output budget
+/// and the estimate's bound; without it both stay at 512. A changed `max_tokens` is
+/// another exam: no call made under the old budget is reused.
+#[test]
+fn the_targets_max_tokens_bounds_every_exam_call_and_the_estimate() {
+    let srv = Server::start(cascade_script(0));
+    let corpus = tempfile::tempdir().unwrap();
+    small_corpus(corpus.path());
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let with = |n: Option<u32>| {
+        let t = srv.target("gpt-4o-mini");
+        match n {
+            Some(n) => t.replace(
+                "timeout_s: 30}",
+                &format!("timeout_s: 30, max_tokens: {n}}}"),
+            ),
+            None => t,
+        }
+    };
+    let args = ["-n", "1", "--consensus", "0"];
+    let estimate = |n: Option<u32>| {
+        let o = run(&mut exam_cmd(
+            corpus.path(),
+            &out,
+            &with(n),
+            &[&args[..], &["--estimate"]].concat(),
+        ));
+        assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    // 3 non-floor scenarios: triage 3 calls ≤ 3 × budget out, deep 9 calls.
+    let e = estimate(Some(77));
+    assert!(e.contains(&format!("+ {} out tokens", 3 * 77)), "{e}");
+    assert!(e.contains(&format!("+ {} out tokens", 9 * 77)), "{e}");
+    let e = estimate(None);
+    assert!(e.contains(&format!("+ {} out tokens", 3 * 512)), "{e}");
+    assert_eq!(srv.requests(), 0);
+
+    let sent = |from: usize| -> Vec<Option<u64>> {
+        srv.srv.requests()[from..]
+            .iter()
+            .map(|r| r.body["max_tokens"].as_u64())
+            .collect()
+    };
+    let o = run(&mut exam_cmd(corpus.path(), &out, &with(Some(77)), &args));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let first = sent(0);
+    assert!(first.len() >= 6, "{first:?}");
+    assert!(first.iter().all(|m| *m == Some(77)), "{first:?}");
+
+    // Another budget in the same --out: every call is made again, with the new budget.
+    let o = run(&mut exam_cmd(corpus.path(), &out, &with(Some(100)), &args));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let second = sent(first.len());
+    assert_eq!(second.len(), first.len(), "no call reused: {second:?}");
+    assert!(second.iter().all(|m| *m == Some(100)), "{second:?}");
+
+    // No max_tokens: 512, as before.
+    let o = run(&mut exam_cmd(corpus.path(), &out, &with(None), &args));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let third = sent(2 * first.len());
+    assert_eq!(third.len(), first.len());
+    assert!(third.iter().all(|m| *m == Some(512)), "{third:?}");
+}

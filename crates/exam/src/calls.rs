@@ -475,8 +475,10 @@ pub fn max_calls_per_pass(role: TierRole, opts: &crate::cascade::CascadeOptions)
 
 /// Upper bounds before anything runs, per tier role: passes × scenarios the floor does
 /// not route × (1 + consensus voters) × the most calls one cascade pass makes in that
-/// role; each call at most `MAX_TOKENS` out and at most (its longest prompt / 3 +
-/// [`INPUT_ALLOWANCE`] + the earlier tiers' replies) in. Journal hits are not
+/// role; each call at most its tier's `max_tokens` out ([`TierModel::max_tokens`]:
+/// the target's param, else `MAX_TOKENS`) and at most (its longest prompt / 3 +
+/// [`INPUT_ALLOWANCE`] + the earlier tiers' replies, each at most the largest tier
+/// budget) in. Journal hits are not
 /// subtracted; the end-to-end pass (findings not known before detection) is not included.
 pub fn estimate(
     corpus: &gauntlet_corpus::load::Corpus,
@@ -486,6 +488,7 @@ pub fn estimate(
     prices: &PriceTable,
 ) -> Vec<TierEstimate> {
     use crate::cascade::{MAX_TOKENS, floor_route};
+    let budget = |t: Tier| models.map_or(MAX_TOKENS, |m| m.for_tier(t).max_tokens());
     use crate::tools::{Toolbox, render_finding};
     use gauntlet_calls::price::INPUT_ALLOWANCE;
     let mut routed = 0u64;
@@ -507,15 +510,22 @@ pub fn estimate(
         .map(|t| t.system_prompt().len() as u64)
         .max()
         .unwrap_or(0);
-    let out_tokens = u64::from(MAX_TOKENS);
+    let widest = u64::from(
+        Tier::ALL
+            .iter()
+            .map(|&t| budget(t))
+            .max()
+            .unwrap_or(MAX_TOKENS),
+    );
     let units = passes as u64 * routed * (1 + opts.consensus as u64);
     TierRole::ALL
         .iter()
         .map(|&role| {
             let calls = units * max_calls_per_pass(role, opts);
+            let out_tokens = u64::from(budget(role.tier()));
             // Up to five earlier verdicts (reasons are model output) ride along; a tool
             // loop re-sends its growing conversation of tool results.
-            let mut per_call = (system + longest) / 3 + INPUT_ALLOWANCE + 5 * out_tokens;
+            let mut per_call = (system + longest) / 3 + INPUT_ALLOWANCE + 5 * widest;
             if role == TierRole::Investigate && opts.tool_loop {
                 per_call += opts.max_tool_rounds as u64 * (longest_evidence / 3 + out_tokens);
             }
