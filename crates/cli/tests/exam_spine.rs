@@ -630,3 +630,78 @@ fn the_targets_max_tokens_bounds_every_exam_call_and_the_estimate() {
     assert_eq!(third.len(), first.len());
     assert!(third.iter().all(|m| *m == Some(512)), "{third:?}");
 }
+
+/// Ctrl-C (SIGINT) on a real-mode exam: the calls in flight finish and are journaled, no
+/// new one starts, a partial report (`partial: interrupted`, the not-run scenario runs
+/// listed) is written, stderr says where, and the exit is 1 (as `run`); the rerun
+/// completes without repeating a finished call, to the artefacts of an uninterrupted
+/// exam.
+#[test]
+fn sigint_on_the_exam_writes_a_partial_report_and_the_rerun_resumes() {
+    let srv = Server::start(cascade_script(0));
+    let target = srv.target("gpt-4o-mini");
+    let corpus = reference_corpus();
+    let tmp = tempfile::tempdir().unwrap();
+    let args = ["-n", "1", "--consensus", "0", "--concurrency", "2"];
+    let reference = tmp.path().join("ref/out");
+    let o = run(&mut exam_cmd(&corpus, &reference, &target, &args));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let total = srv.requests();
+
+    // Slow replies, so the exam is mid-way when the signal comes.
+    srv.srv.set_script(cascade_script(60));
+    let out = tmp.path().join("interrupted/out");
+    let journal = out.join("journal.jsonl");
+    let child = exam_cmd(&corpus, &out, &target, &args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while journal_records(&journal) < 20 {
+        assert!(std::time::Instant::now() < deadline, "no progress");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let k = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(k.success());
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("interrupted: finishing the model calls in flight"),
+        "{err}"
+    );
+    assert!(err.contains("the report is partial ("), "{err}");
+    assert!(err.contains(&out.display().to_string()), "{err}");
+    srv.settle();
+    let first = srv.requests() - total;
+    // Every request sent was answered and journaled before the exam ended.
+    assert_eq!(journal_records(&journal), first);
+    assert!(
+        first < total,
+        "{first} of {total}: the exam was stopped early"
+    );
+    let r = json(&out.join("report.json"));
+    assert_eq!(r["partial"], "interrupted", "{r}");
+    let not_run = r["not_run"].as_array().unwrap();
+    assert!(!not_run.is_empty(), "{r}");
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("PARTIAL (interrupted)"), "{md}");
+    assert_eq!(last_session(&out)["model_calls"].as_u64(), Some(first));
+
+    // The rerun makes only the calls not made yet and ends complete.
+    srv.srv.set_script(cascade_script(0));
+    let before = srv.requests();
+    let o = run(&mut exam_cmd(&corpus, &out, &target, &args));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert_eq!(
+        srv.requests() - before,
+        total - first,
+        "the rerun repeated finished calls (counted at the server)"
+    );
+    assert!(json(&out.join("report.json")).get("partial").is_none());
+    assert_same(&reference, &out);
+}

@@ -114,6 +114,10 @@ pub struct ExamCalls {
     pending: Pending,
     usage: PerRole<UsageSlot>,
     pub records_at_start: usize,
+    /// Set (Ctrl-C, SIGTERM) to stop the exam: calls already sent finish and are
+    /// journaled, every later call is refused like a spent budget (its scenario run is
+    /// not run), and the report is partial (`interrupted`).
+    pub stop: Arc<AtomicBool>,
     _lock: fs::File,
 }
 
@@ -201,6 +205,7 @@ impl ExamCalls {
             pending: Pending::default(),
             usage: PerRole::default(),
             records_at_start,
+            stop: Arc::new(AtomicBool::new(false)),
             _lock: lock,
         })
     }
@@ -283,8 +288,16 @@ pub struct UnitCalls {
     refused: AtomicBool,
 }
 
+impl ExamCalls {
+    /// Whether the exam was told to stop ([`ExamCalls::stop`]).
+    pub fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+}
+
 impl UnitCalls {
-    /// A call of this unit was refused because the budget was spent: the unit did not run.
+    /// A call of this unit was refused because the budget was spent or the exam was
+    /// stopped: the unit did not run.
     pub fn budget_refused(&self) -> bool {
         self.refused.load(Ordering::Relaxed)
     }
@@ -309,6 +322,12 @@ impl TierCaller for UnitCalls {
     ) -> BoxFuture<'a, Result<ChatResponse, ModelError>> {
         Box::pin(async move {
             let c = &*self.calls;
+            if c.stopped() {
+                // Stopped: no call starts (its scenario run is not run; the rerun
+                // resumes it from the journal).
+                self.refused.store(true, Ordering::Relaxed);
+                return Err(ModelError::Budget);
+            }
             let role = TierRole::of(tier);
             let base = call_base(&*model.model, &format!("exam-{}", role.name()));
             let cached = CachedModel::new(
