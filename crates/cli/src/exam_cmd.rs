@@ -19,7 +19,7 @@ use crate::exam_print;
 use crate::progress::{self, ExamProgress};
 use clap::{Args, ValueEnum};
 use gauntlet_core::terminal::safe_text;
-use gauntlet_exam::exam::{ExamOutput, run_exam_units, write_artifacts};
+use gauntlet_exam::exam::{Backend, ExamOutput, run_exam_units, write_artifacts};
 use gauntlet_exam::exam_file::ExamMode;
 use gauntlet_exam::settings::{ExamRequest, ExamSettings};
 use gauntlet_exam::shard::agent as exam_shard;
@@ -235,6 +235,22 @@ pub fn exam(a: ExamArgs) -> Result<(), CliError> {
             .map_err(|e| failed(format!("{}: {e}", out_dir.display())))?;
     }
     let display = progress::for_terminal(a.quiet, "scenarios");
+    // The ETA from planned calls (their upper bound) when the plan knows them: a real
+    // exam, whole (a shard's share is not split per tier), without the end-to-end pass
+    // (its findings are not known before detection).
+    if let Backend::Real { models, .. } = &s.config.backend
+        && a.shard.is_none()
+        && !s.config.e2e
+    {
+        let rows = gauntlet_exam::calls::estimate(
+            &s.corpus,
+            &s.config.cascade,
+            passes,
+            Some(models),
+            &s.prices,
+        );
+        display.planned_calls(rows.iter().map(|r| r.calls).sum());
+    }
     let progress = ExamProgress::start(display, &s.config, units);
     let stop = s.config.calls.as_ref().map(|c| c.stop.clone());
     let run = rt.block_on(async {
