@@ -49,6 +49,10 @@ pub struct RescoreArgs {
     /// The directory of the original config, for runs whose datasets use relative paths.
     #[arg(long)]
     pub config_dir: Option<PathBuf>,
+    /// Replace an earlier rescore of this run in --out made with another judge spec
+    /// (other params): without it the rescore refuses (exit 2) and names both specs.
+    #[arg(long)]
+    pub replace: bool,
 }
 
 /// `gauntlet compare`.
@@ -226,8 +230,35 @@ pub fn rescore_cmd(a: RescoreArgs) -> Result<(), CliError> {
             out.display()
         )));
     }
-    // Never over another run, another rescore or any other command's output.
     let (run_id, judge) = (run.meta.run_id.clone(), spec.identity());
+    // An earlier rescore of this run with another judge spec (e.g. the same judge with
+    // another grader, which has the same default --out) is replaced only when told.
+    if let Holding::Rescore {
+        run_id: r,
+        judge: old,
+    } = gauntlet_core::outdir::holding(&out)
+        && r == run_id
+        && old != judge
+    {
+        let shown = |v: &serde_json::Value| safe(&v.to_string()).into_owned();
+        if !a.replace {
+            return Err(CliError::Invalid(format!(
+                "--out {} holds an earlier rescore of this run with judge {}, not this rescore's judge {}; give --replace to replace it, or another --out",
+                safe(&out.display().to_string()),
+                shown(&old),
+                shown(&judge)
+            )));
+        }
+        eprintln!(
+            "--replace: removing the earlier rescore in {} (judge {}) before rescoring with {}",
+            safe(&out.display().to_string()),
+            shown(&old),
+            shown(&judge)
+        );
+        std::fs::remove_dir_all(&out)
+            .map_err(|e| CliError::failed(format!("cannot remove {}: {e}", out.display())))?;
+    }
+    // Never over another run, another rescore or any other command's output.
     gauntlet_core::outdir::refuse_other(
         &out,
         "--out",

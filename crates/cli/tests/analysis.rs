@@ -854,3 +854,43 @@ fn errored_behaviors_are_excluded_per_judge_and_cost_no_grader_call() {
     assert_eq!(by["n"], c_all - c_err);
     assert_eq!(by["excluded_all_errors"], c_err);
 }
+
+/// A rescore with the same judge spec resumes (a no-op when finished); one with other
+/// judge params into the same --out (the default one: the label does not change) is
+/// refused with exit 2, naming both specs and `--replace`, and leaves the earlier rescore
+/// as it was; with `--replace` it replaces it.
+#[test]
+fn rescore_refuses_to_replace_a_rescore_with_other_judge_params_unless_told() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = smoke_run(dir.path());
+    let r = run.to_str().unwrap();
+    let res = run.join("rescore-rubric");
+    ok(&gauntlet(&["rescore", r, "--judge", RUBRIC], dir.path()));
+    let first = std::fs::read(res.join("results.json")).unwrap();
+    ok(&gauntlet(&["rescore", r, "--judge", RUBRIC], dir.path()));
+    assert_eq!(std::fs::read(res.join("results.json")).unwrap(), first);
+
+    let other = "{name: rubric, params: {grader: {name: reference, params: {name: other-grader}}}}";
+    let o = gauntlet(&["rescore", r, "--judge", other], dir.path());
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("--replace"), "{err}");
+    assert!(
+        err.contains("\"grader\"") && err.contains("other-grader"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(res.join("results.json")).unwrap(), first);
+    let marker = read_json(&res.join("rescore.json"));
+    assert!(
+        !marker["judge"].to_string().contains("other-grader"),
+        "{marker}"
+    );
+
+    let o = gauntlet(&["rescore", r, "--judge", other, "--replace"], dir.path());
+    ok(&o);
+    let marker = read_json(&res.join("rescore.json"));
+    assert!(
+        marker["judge"].to_string().contains("other-grader"),
+        "{marker}"
+    );
+}
