@@ -30,6 +30,9 @@ pub struct AgreementArgs {
     /// Print the JSON written to RUN_DIR/judge_agreement.json instead of the table.
     #[arg(long)]
     pub json: bool,
+    /// No progress on stderr.
+    #[arg(long)]
+    pub quiet: bool,
     /// The directory of the original config, for runs whose datasets use relative paths.
     #[arg(long)]
     pub config_dir: Option<PathBuf>,
@@ -49,6 +52,9 @@ pub struct RescoreArgs {
     /// The directory of the original config, for runs whose datasets use relative paths.
     #[arg(long)]
     pub config_dir: Option<PathBuf>,
+    /// No progress on stderr.
+    #[arg(long)]
+    pub quiet: bool,
     /// Replace an earlier rescore of this run in --out made with another judge spec
     /// (other params): without it the rescore refuses (exit 2) and names both specs.
     #[arg(long)]
@@ -129,12 +135,16 @@ pub fn judge_agreement(a: AgreementArgs) -> Result<(), CliError> {
         attempts,
         grader_calls: (made, cached, failed),
         notes,
-    } = runtime()
-        .block_on(agree(&run, &a.judges))
-        .map_err(|e| match e {
-            AgreementError::Invalid(m) => CliError::Invalid(m),
-            AgreementError::Failed(m) => CliError::Failed(m),
-        })?;
+    } = {
+        let progress = crate::progress::for_terminal(a.quiet, "units");
+        let r = runtime().block_on(agree(&run, &a.judges, &*progress));
+        progress.finish();
+        r
+    }
+    .map_err(|e| match e {
+        AgreementError::Invalid(m) => CliError::Invalid(m),
+        AgreementError::Failed(m) => CliError::Failed(m),
+    })?;
     for n in &notes {
         eprintln!("{}", gauntlet_core::terminal::safe_text(n));
     }
@@ -267,9 +277,10 @@ pub fn rescore_cmd(a: RescoreArgs) -> Result<(), CliError> {
         |h| matches!(h, Holding::Rescore { run_id: r, judge: j } if *r == run_id && *j == judge),
     )
     .map_err(CliError::Invalid)?;
-    let r = runtime()
-        .block_on(rescore(run, &spec))
-        .map_err(CliError::invalid)?;
+    let progress = crate::progress::for_terminal(a.quiet, "units");
+    let r = runtime().block_on(rescore(run, &spec, &*progress));
+    progress.finish();
+    let r = r.map_err(CliError::invalid)?;
     for n in &r.notes {
         eprintln!("{}", gauntlet_core::terminal::safe_text(n));
     }
