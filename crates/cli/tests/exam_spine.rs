@@ -705,3 +705,69 @@ fn sigint_on_the_exam_writes_a_partial_report_and_the_rerun_resumes() {
     assert!(json(&out.join("report.json")).get("partial").is_none());
     assert_same(&reference, &out);
 }
+
+/// A budget-cut exam's summary gives each call count with what it counts: the report's
+/// (the scenario runs it covers), this session's (made + journal hits, one total), and
+/// the difference (calls of scenario runs not run); the per-tier usage sums to the
+/// session's total.
+#[test]
+fn a_partial_exam_summary_labels_each_call_count_and_they_add_up() {
+    let srv = Server::start(cascade_script(0));
+    let target = srv.target("gpt-4o-mini");
+    let corpus = tempfile::tempdir().unwrap();
+    small_corpus(corpus.path());
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let args = ["-n", "2", "--consensus", "0", "--concurrency", "1"];
+    // 8 calls: one scenario run decided (6 calls), the next cut after 2.
+    let o = run(&mut exam_cmd(
+        corpus.path(),
+        &out,
+        &target,
+        &[&args[..], &["--max-queries", "8"]].concat(),
+    ));
+    assert_eq!(o.status.code(), Some(3), "{}", show(&o));
+    // A second session with 14 more replays the 8 from the journal: 22 calls, three
+    // scenario runs decided (18 calls), the fourth cut after 4.
+    let o = run(&mut exam_cmd(
+        corpus.path(),
+        &out,
+        &target,
+        &[&args[..], &["--max-queries", "14"]].concat(),
+    ));
+    assert_eq!(o.status.code(), Some(3), "{}", show(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let r = json(&out.join("report.json"));
+    let reported = r["model_calls"].as_u64().unwrap();
+    let line = |start: &str| -> String {
+        stdout
+            .lines()
+            .find(|l| l.starts_with(start))
+            .unwrap_or_else(|| panic!("no `{start}` line:\n{stdout}"))
+            .to_string()
+    };
+    assert!(
+        line("model calls ").contains(&format!("{reported} in the scenario runs reported")),
+        "{stdout}"
+    );
+    let session = line("this session ");
+    assert!(
+        session.contains("22 call(s): 14 made, 8 journal hit(s) (0 failed)"),
+        "{session}"
+    );
+    assert_eq!(reported, 18);
+    assert!(
+        stdout.contains(&format!(
+            "{} of this session's calls belong to scenario runs not run",
+            22 - reported
+        )),
+        "{stdout}"
+    );
+    let usage: u64 = r["usage"]["tiers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["calls"].as_u64().unwrap())
+        .sum();
+    assert_eq!(usage, 22, "{}", r["usage"]);
+}
