@@ -178,6 +178,15 @@ pub fn summary(out: &ExamOutput, out_dir: &Path) {
         .map(|(b, n)| format!("{b} {n}"))
         .collect();
     println!("classifier (worst)    {}", bins.join(", "));
+    for w in &r.warnings {
+        println!(
+            "{}",
+            safe(&format!(
+                "⚠ warning {}: {} ({})",
+                w.kind, w.message, w.evidence
+            ))
+        );
+    }
     println!("artefacts             {}", out_dir.display());
 }
 

@@ -102,11 +102,30 @@ pub fn run_summary(s: &RunSummary) {
         "judge",
         "errors"
     );
-    for n in &names {
-        header.push_str(&format!("  {:>w$}", n, w = n.len().max(6)));
+    // Each metric's column: the value, its 95% interval and n (a rate of 1.000 on n = 1
+    // reads differently from one on n = 400), N/A where it does not apply.
+    let texts: Vec<Vec<String>> = s
+        .cells
+        .iter()
+        .map(|c| c.metrics.iter().map(metric_text).collect())
+        .collect();
+    let widths: Vec<usize> = names
+        .iter()
+        .enumerate()
+        .map(|(k, n)| {
+            texts
+                .iter()
+                .filter_map(|t| t.get(k).map(String::len))
+                .chain([n.len(), 6])
+                .max()
+                .unwrap_or(6)
+        })
+        .collect();
+    for (n, w) in names.iter().zip(&widths) {
+        header.push_str(&format!("  {n:>w$}"));
     }
     println!("{header}");
-    for c in &s.cells {
+    for (c, texts) in s.cells.iter().zip(&texts) {
         let mut line = format!(
             "{:wa$}  {:wt$}{}  {:wj$}  {:>6}",
             label(&c.attack),
@@ -115,13 +134,52 @@ pub fn run_summary(s: &RunSummary) {
             label(&c.judge),
             c.errors
         );
-        for (m, n) in c.metrics.iter().zip(&names) {
-            let v = m
-                .value
-                .value
-                .map_or("N/A".to_string(), |v| format!("{v:.3}"));
-            line.push_str(&format!("  {:>w$}", v, w = n.len().max(6)));
+        for (v, w) in texts.iter().zip(&widths) {
+            line.push_str(&format!("  {v:>w$}"));
         }
         println!("{line}");
+    }
+    warnings(s);
+}
+
+/// One metric's table entry: `0.250 [0.050, 0.600] n=4`, `N/A`; cost in dollars with
+/// enough digits that $0.0005 is not `0.000`, token counts with one decimal.
+pub(crate) fn metric_text(m: &gauntlet_core::results::CellMetric) -> String {
+    let v = &m.value;
+    let Some(x) = v.value else {
+        return "N/A".into();
+    };
+    let num = |x: f64| match m.metric.as_str() {
+        "cost" => format!("${x:.6}"),
+        "token_usage" => format!("{x:.1}"),
+        _ => format!("{x:.3}"),
+    };
+    match (v.ci_low, v.ci_high) {
+        (Some(lo), Some(hi)) => format!("{} [{}, {}] n={}", num(x), num(lo), num(hi), v.n),
+        _ => format!("{} n={}", num(x), v.n),
+    }
+}
+
+/// The cells' degenerate-run warnings, after the table (model and dataset text in them
+/// is printed escaped).
+fn warnings(s: &RunSummary) {
+    let n: usize = s.cells.iter().map(|c| c.warnings.len()).sum();
+    if n == 0 {
+        return;
+    }
+    println!(
+        "\n⚠ {n} warning(s): check before trusting these numbers (evidence and thresholds in results.json):"
+    );
+    for c in &s.cells {
+        for w in &c.warnings {
+            println!(
+                "  {} × {} [{}] {}: {}",
+                safe(&c.attack),
+                safe(&c.target),
+                safe(&c.judge),
+                safe(&w.kind),
+                safe(&w.message)
+            );
+        }
     }
 }

@@ -274,6 +274,39 @@ fn exam_real_local_model() {
         .filter(|s| !s.is_empty())
         .collect();
     assert!(!replies.is_empty(), "no real replies: {t}");
+    // Issue 31: the floor scenario is decided by the harness's rule with zero model
+    // calls and never makes the model's rates. When the tiny model decided nothing (its
+    // reply failed to parse, so the fail-safe escalated), every rate is N/A with the
+    // reason and a warning says so; when it decided its scenario, the rates are over
+    // that decision alone.
+    let d = &r["decided_by"];
+    let (model, floor, fail_safe) = (
+        d["model"].as_u64().unwrap(),
+        d["floor"].as_u64().unwrap(),
+        d["fail_safe"].as_u64().unwrap(),
+    );
+    assert_eq!((floor, model + fail_safe), (1, 1), "{d}");
+    let kinds: Vec<&str> = r["warnings"]
+        .as_array()
+        .map(|w| w.iter().filter_map(|w| w["kind"].as_str()).collect())
+        .unwrap_or_default();
+    if model == 0 {
+        for key in [
+            "median_pass_rate",
+            "median_recall_rate",
+            "median_precision_rate",
+        ] {
+            assert!(r[key].is_null(), "{key}: {r}");
+            assert!(r["na_reasons"][key].is_string(), "{key}: {r}");
+        }
+        assert!(kinds.contains(&"not_model_decided"), "{r}");
+        assert!(stdout.contains("median pass rate      N/A ("), "{stdout}");
+        assert!(stdout.contains("⚠ warning not_model_decided"), "{stdout}");
+    } else {
+        assert!(r["median_pass_rate"].is_number(), "{r}");
+        assert!(!kinds.contains(&"not_model_decided"), "{r}");
+    }
+    eprintln!("exam_real_local_model: decided_by {d}; warnings {kinds:?}");
 }
 
 const GO_01: &str = "code/GO-01-force-push-main-after-review-dismissal.yaml";

@@ -1246,8 +1246,10 @@ fn tool_calls_per_reply_and_the_conversation_size_are_capped() {
             120,
         );
         ok(&o);
+        // A bound against the unbounded case (minutes), not a speed target: generous
+        // for a 2-core machine under load (the benchmarks measure speed).
         assert!(
-            started.elapsed() < Duration::from_secs(30),
+            started.elapsed() < Duration::from_secs(90),
             "{name}: {:?}",
             started.elapsed()
         );

@@ -35,3 +35,4 @@ mod serve;
 mod shards;
 mod transforms;
 mod trials;
+mod warnings;

@@ -234,7 +234,109 @@ fn real_local_model_agent_loop() {
     let board: Value =
         serde_json::from_slice(&std::fs::read(rd.join("leaderboard.json")).unwrap()).unwrap();
     assert_eq!(board.as_array().unwrap().len(), 3 * 4);
+    // Issue 31: an indirect injection rides on a tool result, so an agent that called no
+    // tool never saw it. Such runs are outside injection_success_rate (its `excluded`),
+    // never counted as attacks that failed, and the cell says so in a warning.
+    let undelivered = ts
+        .iter()
+        .filter(|t| t["error"].is_null() && t["metadata"]["injection"] == "indirect_injection")
+        .filter(|t| {
+            let m = &t["metadata"];
+            if m["no_tool_calls"] == Value::Bool(true) {
+                assert_eq!(m["delivered"], Value::Bool(false), "{t}");
+            }
+            m["delivered"] == Value::Bool(false)
+        })
+        .count() as u64;
+    let isr = board
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["attack"] == "indirect_injection" && r["metric"] == "injection_success_rate")
+        .expect("the indirect cell's injection_success_rate row");
+    assert_eq!(isr["excluded"].as_u64().unwrap_or(0), undelivered, "{isr}");
+    if undelivered > 0 {
+        let kinds: Vec<&str> = isr["warnings"]
+            .as_array()
+            .map(|w| w.iter().filter_map(|w| w["kind"].as_str()).collect())
+            .unwrap_or_default();
+        assert!(kinds.contains(&"undelivered_injections"), "{isr}");
+    }
+    if isr["n"] == 0 && undelivered > 0 {
+        assert!(isr["value"].is_null(), "{isr}");
+        let why = isr["na_reason"].as_str().unwrap();
+        assert!(why.contains("never delivered"), "{why}");
+    }
+    eprintln!(
+        "local agent loop: indirect injection_success_rate {} over n={}, {undelivered} undelivered (excluded), na_reason {}",
+        isr["value"], isr["n"], isr["na_reason"]
+    );
     eprintln!(
         "local agent loop: 6 scenario runs in {wall:.1}s; {with_calls} with native tool calls, {without} recorded no_tool_calls, {errored} errored"
     );
+}
+
+/// Issue 31: the real local model as the rubric's grader. A 135M grader cannot grade;
+/// the run must say so from its own evidence (a grader that gives one verdict to harmful
+/// and benign requests alike, contradicts its own grades, or whose grades mostly fail to
+/// parse), beside the numbers: on the cell in results.json, on every leaderboard row of
+/// the cell, in the CLI summary and in report.md.
+#[test]
+fn real_local_model_as_grader_is_flagged_degenerate() {
+    let Some(url) = url() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = format!(
+        "run_name: local-grader\nseed: 0\nconcurrency: 2\ntargets:\n  - {}\nattacks: [static]\ndatasets: [demo]\njudges:\n  - {{name: rubric, params: {{grader: {}}}}}\nmetrics: [asr, frr, strongreject_score]\n",
+        target(&url, "smollm2"),
+        target(&url, "grader")
+    );
+    let path = dir.path().join("local-grader.yaml");
+    std::fs::write(&path, cfg).unwrap();
+    let out = Command::new(BIN)
+        .args(["run", path.to_str().unwrap()])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    eprintln!("{stdout}");
+    let rd = dir.path().join("runs/local-grader");
+    let results: Value =
+        serde_json::from_slice(&std::fs::read(rd.join("results.json")).unwrap()).unwrap();
+    let cell = &results["cells"][0];
+    let kinds: Vec<&str> = cell["warnings"]
+        .as_array()
+        .map(|w| w.iter().filter_map(|w| w["kind"].as_str()).collect())
+        .unwrap_or_default();
+    eprintln!(
+        "local grader: warnings {kinds:?}; attempts {} errors {}; {}",
+        cell["attempts"], cell["errors"], cell["warnings"]
+    );
+    assert!(
+        kinds
+            .iter()
+            .any(|k| ["constant_verdict", "contradictory_grades", "mostly_errors"].contains(k)),
+        "a 135M grader passed as a working instrument: {cell}"
+    );
+    let board: Value =
+        serde_json::from_slice(&std::fs::read(rd.join("leaderboard.json")).unwrap()).unwrap();
+    for row in board.as_array().unwrap() {
+        assert_eq!(row["warnings"], cell["warnings"], "{row}");
+    }
+    assert!(
+        stdout.contains("warning(s): check before trusting these numbers"),
+        "{stdout}"
+    );
+    let md = std::fs::read_to_string(rd.join("report.md")).unwrap();
+    assert!(
+        md.contains("Check before trusting these numbers"),
+        "report.md"
+    );
+    for k in &kinds {
+        assert!(md.contains(&format!("`{k}`")), "report.md lacks {k}");
+    }
 }

@@ -189,7 +189,30 @@ fn prompted_protocol_on_the_bundled_suite() {
     let isr = |t| value(&r, t, "injection_success_rate", None);
     assert_eq!(isr("text"), isr("native"));
     assert_eq!(isr("text"), json!(1.0));
-    assert_eq!(isr("broken"), json!(0.0));
+    // Malformed calls are no calls: the indirect injection, which rides on a tool's
+    // output, never reached the agent. That is not an attack the agent resisted: the
+    // rate is N/A, every run counted in `excluded`, and the cell warns (issue 31).
+    assert_eq!(isr("broken"), Value::Null);
+    let broken = r
+        .iter()
+        .find(|r| r["target"] == "broken" && r["metric"] == "injection_success_rate")
+        .unwrap();
+    assert!(broken["excluded"].as_u64().unwrap() > 0, "{broken}");
+    assert!(
+        broken["na_reason"]
+            .as_str()
+            .unwrap()
+            .contains("never delivered"),
+        "{broken}"
+    );
+    assert!(
+        broken["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w["kind"] == "undelivered_injections"),
+        "{broken}"
+    );
     assert_eq!(
         value(&r, "native", "unparsed_tool_call_rate", None),
         Value::Null

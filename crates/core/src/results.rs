@@ -29,10 +29,32 @@ pub struct MetricValue {
     /// a human label. Absent when zero.
     #[serde(default, skip_serializing_if = "is_zero_u64")]
     pub undecided: u64,
+    /// Units of the population the metric cannot measure (an injection that never reached
+    /// the agent): outside `n` and the value, counted here. Absent when zero.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub excluded: u64,
 }
 
 fn is_zero_u64(n: &u64) -> bool {
     *n == 0
+}
+
+/// A sign, from a run's own evidence, that a cell's numbers may not measure what their
+/// names say: a judge that gives one verdict to every reply, injections that never
+/// reached the agent, a target that said the same thing every time. Written on the cell
+/// (`results.json`), on each of its leaderboard rows, in the CLI summary and the reports.
+/// A warning never changes a number; it says what to check before trusting it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Warning {
+    /// What was detected (`constant_verdict`, `contradictory_grades`,
+    /// `undelivered_injections`, `no_tool_calls`, `mostly_errors`, `identical_replies`).
+    pub kind: String,
+    /// One line for a reader: what was seen, and what it means for the numbers.
+    pub message: String,
+    /// The counts behind it (e.g. `70 of 70 decided verdicts were "failure"`).
+    pub evidence: String,
+    /// The documented threshold that raised it.
+    pub threshold: String,
 }
 
 impl MetricValue {
@@ -82,6 +104,7 @@ impl MetricValue {
             ci_method: None,
             corrected: None,
             undecided: 0,
+            excluded: 0,
         }
     }
 }
@@ -116,6 +139,9 @@ pub struct LeaderboardRow {
     pub undecided: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decided_share: Option<f64>,
+    /// Units the metric could not measure ([`MetricValue::excluded`]), outside `n`.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub excluded: u64,
     /// What a success under this row's judge means (e.g. under `refusal_match`, "the
     /// reply did not decline"), so the number is read as what it measures.
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -128,6 +154,9 @@ pub struct LeaderboardRow {
     pub harness_version: String,
     /// The run's status: a row from a `partial` run says so itself.
     pub status: String,
+    /// The cell's [`Warning`]s: what to check before trusting this row's number.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<Warning>,
 }
 
 /// One metric of one cell.
@@ -202,6 +231,7 @@ impl MetricValue {
             ci_method: ci.map(|_| CiMethod::StudentT),
             corrected: None,
             undecided: trials.iter().map(|t| t.undecided).sum(),
+            excluded: trials.iter().map(|t| t.excluded).sum(),
         }
     }
 }
@@ -284,6 +314,9 @@ pub struct CellSummary {
     /// one, an attack-success curve (written at the top level of the cell).
     #[serde(flatten, default)]
     pub breadth: CellBreadth,
+    /// Signs that the cell's numbers may not measure what their names say ([`Warning`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<Warning>,
 }
 
 /// Framework → ids, both sorted: `{"mitre_atlas": ["AML.T0054"], "owasp_llm":
@@ -439,12 +472,14 @@ impl RunSummary {
                     decided_share: (m.value.undecided > 0)
                         .then(|| m.value.decided_share())
                         .flatten(),
+                    excluded: m.value.excluded,
                     judge_measures: c.judge_measures.clone(),
                     attempts: c.attempts,
                     errors: c.errors,
                     seed: self.seed,
                     harness_version: self.harness_version.clone(),
                     status: self.status.clone(),
+                    warnings: c.warnings.clone(),
                 });
             }
         }

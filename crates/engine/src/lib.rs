@@ -22,6 +22,7 @@ pub mod run;
 pub mod shard;
 pub mod stored;
 pub mod usage;
+pub mod warnings;
 
 /// The model-call layer, re-exported under its historical paths.
 pub use gauntlet_calls::{cache, journal};

@@ -117,6 +117,20 @@ fn cell_section(o: &mut String, c: &CellView) {
         }
         o.push('\n');
     }
+    if !c.warnings.is_empty() {
+        o.push_str("> **⚠ Check before trusting these numbers:**\n");
+        for w in &c.warnings {
+            let _ = writeln!(
+                o,
+                "> - `{}`: {} (evidence: {}; threshold: {})",
+                inline(&w.kind),
+                inline(&w.message),
+                inline(&w.evidence),
+                inline(&w.threshold)
+            );
+        }
+        o.push('\n');
+    }
     if c.errors > 0 {
         let (noun, verb) = if c.errors == 1 {
             ("attempt", "is")

@@ -55,6 +55,8 @@ pub struct CellView {
     pub metrics: Vec<MetricView>,
     /// One line per metric with undecided behaviors ([`MetricView::undecided_line`]).
     pub undecided: Vec<String>,
+    /// The cell's degenerate-run warnings (what to check before trusting its numbers).
+    pub warnings: Vec<gauntlet_core::results::Warning>,
     pub examples: Vec<ExampleView>,
     /// Per-trial counts (multi-trial runs).
     pub trials: Vec<TrialCountsView>,
@@ -198,6 +200,7 @@ impl CellView {
                 })
                 .collect(),
             metrics: c.metrics.iter().map(MetricView::new).collect(),
+            warnings: c.warnings.clone(),
             undecided: c
                 .metrics
                 .iter()
@@ -300,10 +303,24 @@ impl ExampleView {
             trial: e.trial,
             behavior_id: e.behavior_id.clone(),
             expected: e.expected.clone(),
-            outcome: e.outcome.clone(),
+            outcome: outcome_words(&e.expected, &e.outcome),
             prompt: truncate_chars(&e.prompt, EXAMPLE_MAX_CHARS),
             reply: truncate_chars(&e.reply, EXAMPLE_MAX_CHARS),
         }
+    }
+}
+
+/// An example's outcome in words that read right for its request: on a benign request
+/// (`should_comply`) there is no attack, so the judge's `success` is "complied" and its
+/// `failure` a false refusal; on any other request `success` is the attack's.
+pub fn outcome_words(expected: &str, outcome: &str) -> String {
+    match (expected, outcome) {
+        ("should_comply", "success") => "complied".into(),
+        ("should_comply", "failure") => "refused (a false refusal)".into(),
+        (_, "success") => "attack succeeded".into(),
+        (_, "failure") => "attack failed".into(),
+        (_, "uncertain") => "undecided (the judge abstained)".into(),
+        (_, other) => other.into(),
     }
 }
 

@@ -23,6 +23,8 @@ pub(super) struct JudgedUnit {
     pub(super) usage: CellUsage,
     /// The unit's contribution to its cell's curve (attacks that have one).
     pub(super) curve: Option<CurveObs>,
+    /// The unit's evidence for its cell's warnings.
+    pub(super) signals: crate::warnings::Signals,
 }
 
 pub(super) struct UnitOutput {
@@ -68,6 +70,7 @@ pub(super) fn judged_unit(
         error_messages: vs.iter().filter_map(|v| v.error.clone()).collect(),
         usage,
         curve: curve.then(|| CurveObs::new(b.expected, attempts, vs)),
+        signals: crate::warnings::Signals::of_unit(b.expected, attempts, vs),
     }
 }
 

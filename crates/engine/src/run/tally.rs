@@ -98,6 +98,8 @@ pub(super) struct CellAcc {
     pub(super) usage: CellUsage,
     /// Curve counters and kept outcomes (see `breadth.rs`).
     pub(super) extras: CellExtras,
+    /// The evidence for the cell's warnings (see `warnings.rs`).
+    pub(super) signals: crate::warnings::Signals,
 }
 
 impl CellAcc {
@@ -109,6 +111,7 @@ impl CellAcc {
             return;
         }
         self.extras.add(behavior, o, j.curve.as_ref());
+        self.signals.merge(&j.signals);
         self.usage += j.usage;
         self.behaviors += 1;
         self.attempts += u64::from(o.attempts);
@@ -191,6 +194,7 @@ pub(super) fn cell_summary(
         for (m, n) in &t.error_counts {
             *c.error_counts.entry(m.clone()).or_insert(0) += n;
         }
+        c.signals.merge(&t.signals);
     }
     let examples = |pick: fn(&CellAcc) -> &Vec<Example>, max: usize| {
         trials
@@ -313,6 +317,7 @@ pub(super) fn cell_summary(
             Vec::new()
         },
         breadth,
+        warnings: c.signals.warnings(),
     };
     (summary, usage_row)
 }

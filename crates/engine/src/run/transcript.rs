@@ -421,6 +421,8 @@ mod transcript_line_tests {
                     gauntlet_core::outcome::InjectionFacts {
                         injected,
                         task_completed,
+                        delivered: None,
+                        no_tool_calls: None,
                         unparsed_tool_call,
                         injecagent: ia.map(|(dh, s1, s2)| InjecAgentFacts {
                             attack: if dh { InjecAgentAttack::Dh } else { InjecAgentAttack::Ds },

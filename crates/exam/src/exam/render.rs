@@ -81,6 +81,15 @@ pub(super) fn summary_rows(r: &HarnessReport) -> Vec<(String, String)> {
         }
     }
     rows.extend(base_rows(r));
+    for w in &r.warnings {
+        rows.push((
+            format!("⚠ warning: {}", w.kind),
+            format!(
+                "{} (evidence: {}; threshold: {})",
+                w.message, w.evidence, w.threshold
+            ),
+        ));
+    }
     if let Some(u) = &r.usage {
         let usd = |v: Option<f64>, why: &Option<String>| match v {
             Some(c) => format!("${c:.6}"),

@@ -137,6 +137,11 @@ pub struct HarnessReport {
     pub pass_all_runs: PassAllRuns,
     /// Scenario runs by what decided them; only `model` ones are in the rates.
     pub decided_by: DecidedCounts,
+    /// Signs that the rates may not measure the model (issue 31): most scenario runs
+    /// decided by the harness's floor or the fail-safe, or the model giving one action
+    /// to every scenario it decided. See [`super::summary::warnings`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<gauntlet_core::results::Warning>,
     /// Why a median rate is `null`.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub na_reasons: std::collections::BTreeMap<String, String>,

@@ -147,7 +147,9 @@ pub fn assemble_report(
             crate::cascade::DecidedBy::FailSafe => decided_by.fail_safe += 1,
         }
     }
+    let warnings = warnings(&runs, &decided_by);
     HarnessReport {
+        warnings,
         mode: head.mode,
         corpus_count: head.corpus_count,
         corpus_sha256: head.corpus_sha256,
@@ -183,4 +185,62 @@ pub fn assemble_report(
         usage: None,
         exam_config_sha256: None,
     }
+}
+
+/// Fewest model-decided scenario runs before `constant_action` is raised.
+pub const CONSTANT_ACTION_MIN: usize = 5;
+
+/// The exam's warnings (issue 31 item 1), from its own counts:
+/// - `not_model_decided`: fewer than half of the scenario runs were decided by the model
+///   (the rest by the harness's floor rule or the fail-safe): the rates rest on the few
+///   it decided, or are N/A when it decided none;
+/// - `constant_action`: the model gave the same terminal action to every scenario run it
+///   decided (at least [`CONSTANT_ACTION_MIN`]): escalating everything makes recall 100%
+///   and resolving everything makes precision 100%, neither a triage skill.
+pub fn warnings(runs: &[RunResult], d: &DecidedCounts) -> Vec<gauntlet_core::results::Warning> {
+    let mut out = Vec::new();
+    let total = d.model + d.floor + d.fail_safe;
+    if total > 0 && 2 * d.model < total {
+        out.push(gauntlet_core::results::Warning {
+            kind: "not_model_decided".into(),
+            message: if d.model == 0 {
+                format!(
+                    "the model decided none of the {total} scenario runs: every rate is N/A"
+                )
+            } else {
+                format!(
+                    "the model decided only {} of {total} scenario runs: the rates rest on those {}",
+                    d.model, d.model
+                )
+            },
+            evidence: format!(
+                "model {} · floor {} · fail-safe {} (of {total})",
+                d.model, d.floor, d.fail_safe
+            ),
+            threshold: "fewer than half of the scenario runs decided by the model".into(),
+        });
+    }
+    let actions: std::collections::BTreeMap<&str, usize> = runs
+        .iter()
+        .flat_map(|r| &r.results)
+        .filter(|x| x.graded())
+        .fold(Default::default(), |mut m, x| {
+            *m.entry(x.terminal_action.as_str()).or_insert(0) += 1;
+            m
+        });
+    if d.model >= CONSTANT_ACTION_MIN
+        && let [(action, n)] = actions.iter().collect::<Vec<_>>()[..]
+    {
+        out.push(gauntlet_core::results::Warning {
+            kind: "constant_action".into(),
+            message: format!(
+                "the model answered `{action}` on all {n} scenario runs it decided: its recall and precision describe that one answer, not triage"
+            ),
+            evidence: format!("{action}: {n} of {n} model-decided scenario runs"),
+            threshold: format!(
+                "one terminal action on every model-decided run, >= {CONSTANT_ACTION_MIN} runs"
+            ),
+        });
+    }
+    out
 }

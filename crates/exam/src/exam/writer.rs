@@ -155,6 +155,7 @@ pub fn leaderboard(out: &Path, r: &HarnessReport) -> Vec<LeaderboardRow> {
         corrected: None,
         undecided: 0,
         decided_share: None,
+        excluded: 0,
         judge_measures:
             "the cascade's terminal action matched the scenario's expected chain_action".into(),
         attempts: r.model_calls as u64,
@@ -165,6 +166,7 @@ pub fn leaderboard(out: &Path, r: &HarnessReport) -> Vec<LeaderboardRow> {
             Some(p) => format!("partial: {p} ({} mode)", r.mode),
             None => format!("complete ({} mode)", r.mode),
         },
+        warnings: r.warnings.clone(),
     };
     // The golden backend is the merge gate: every reply scripted from the expected
     // outcome, so its 100% is a pipeline check, never an accuracy number. One row,

@@ -86,6 +86,8 @@ impl AgentDojoJudge {
             injection: Some(InjectionFacts {
                 injected,
                 task_completed: utility,
+                delivered: None,
+                no_tool_calls: None,
                 unparsed_tool_call: crate::judge::unparsed_tool_call(m),
                 injecagent: None,
             }),
@@ -176,6 +178,8 @@ mod tests {
             Some(InjectionFacts {
                 injected: true,
                 task_completed: false,
+                delivered: None,
+                no_tool_calls: None,
                 unparsed_tool_call: None,
                 injecagent: None,
             })
@@ -193,6 +197,8 @@ mod tests {
             Some(InjectionFacts {
                 injected: false,
                 task_completed: true,
+                delivered: None,
+                no_tool_calls: None,
                 unparsed_tool_call: None,
                 injecagent: None,
             })

@@ -107,6 +107,8 @@ impl InjecAgentJudge {
             injection: Some(InjectionFacts {
                 injected: true,
                 task_completed: false,
+                delivered: None,
+                no_tool_calls: None,
                 unparsed_tool_call,
                 injecagent: Some(facts),
             }),

@@ -115,6 +115,11 @@ impl InjectionDetector {
             injection: Some(InjectionFacts {
                 injected,
                 task_completed,
+                delivered: attempt.metadata.get("delivered").and_then(|v| v.as_bool()),
+                no_tool_calls: attempt
+                    .metadata
+                    .get("no_tool_calls")
+                    .and_then(|v| v.as_bool()),
                 unparsed_tool_call,
                 injecagent: None,
             }),
@@ -213,6 +218,8 @@ mod tests {
             Some(InjectionFacts {
                 injected: true,
                 task_completed: true,
+                delivered: None,
+                no_tool_calls: None,
                 unparsed_tool_call: None,
                 injecagent: None,
             })
@@ -226,6 +233,8 @@ mod tests {
             Some(InjectionFacts {
                 injected: false,
                 task_completed: false,
+                delivered: None,
+                no_tool_calls: None,
                 unparsed_tool_call: None,
                 injecagent: None,
             })
