@@ -38,6 +38,9 @@ pub struct CallCounters {
     pub cached: AtomicU64,
     /// Calls that failed.
     pub failed: AtomicU64,
+    /// Journal misses waiting on their model now (sent, or queued for a provider
+    /// batch): progress shows them apart from the calls done.
+    pub in_flight: AtomicU64,
     /// Calls still allowed by `max_queries` (unlimited when `budget_on` is false).
     budget_left: AtomicU64,
     budget_on: bool,
@@ -513,6 +516,7 @@ impl CachedModel<'_> {
         {
             // Budget, journaling and `made` are the batcher's: it spends the budget when
             // the call joins a wave and journals the response when the batch is ingested.
+            let _waiting = InFlight::enter(&self.counters.in_flight);
             return match b.call(key, req, self.counters).await {
                 Ok((r, served)) => {
                     if served == Served::Earlier {
@@ -536,12 +540,14 @@ impl CachedModel<'_> {
             return Err(ModelError::Budget);
         }
         self.counters.made.fetch_add(1, Ordering::Relaxed);
-        match self
+        let waiting = InFlight::enter(&self.counters.in_flight);
+        let reply = self
             .model
             .chat(req)
             .await
-            .and_then(|r| vet_reply(self.model, r))
-        {
+            .and_then(|r| vet_reply(self.model, r));
+        drop(waiting);
+        match reply {
             Ok(r) => {
                 self.usage.record(&r);
                 if self.model.offline() {
@@ -569,6 +575,22 @@ impl CachedModel<'_> {
                 Err(e)
             }
         }
+    }
+}
+
+/// One call counted in [`CallCounters::in_flight`] until dropped (a cancelled call too).
+struct InFlight<'a>(&'a AtomicU64);
+
+impl<'a> InFlight<'a> {
+    fn enter(n: &'a AtomicU64) -> Self {
+        n.fetch_add(1, Ordering::Relaxed);
+        InFlight(n)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
     }
 }
 

@@ -30,6 +30,9 @@ pub struct AgreementArgs {
     /// Print the JSON written to RUN_DIR/judge_agreement.json instead of the table.
     #[arg(long)]
     pub json: bool,
+    /// No progress on stderr.
+    #[arg(long)]
+    pub quiet: bool,
     /// The directory of the original config, for runs whose datasets use relative paths.
     #[arg(long)]
     pub config_dir: Option<PathBuf>,
@@ -49,6 +52,13 @@ pub struct RescoreArgs {
     /// The directory of the original config, for runs whose datasets use relative paths.
     #[arg(long)]
     pub config_dir: Option<PathBuf>,
+    /// No progress on stderr.
+    #[arg(long)]
+    pub quiet: bool,
+    /// Replace an earlier rescore of this run in --out made with another judge spec
+    /// (other params): without it the rescore refuses (exit 2) and names both specs.
+    #[arg(long)]
+    pub replace: bool,
 }
 
 /// `gauntlet compare`.
@@ -125,12 +135,16 @@ pub fn judge_agreement(a: AgreementArgs) -> Result<(), CliError> {
         attempts,
         grader_calls: (made, cached, failed),
         notes,
-    } = runtime()
-        .block_on(agree(&run, &a.judges))
-        .map_err(|e| match e {
-            AgreementError::Invalid(m) => CliError::Invalid(m),
-            AgreementError::Failed(m) => CliError::Failed(m),
-        })?;
+    } = {
+        let progress = crate::progress::for_terminal(a.quiet, "units");
+        let r = runtime().block_on(agree(&run, &a.judges, &*progress));
+        progress.finish();
+        r
+    }
+    .map_err(|e| match e {
+        AgreementError::Invalid(m) => CliError::Invalid(m),
+        AgreementError::Failed(m) => CliError::Failed(m),
+    })?;
     for n in &notes {
         eprintln!("{}", gauntlet_core::terminal::safe_text(n));
     }
@@ -226,8 +240,35 @@ pub fn rescore_cmd(a: RescoreArgs) -> Result<(), CliError> {
             out.display()
         )));
     }
-    // Never over another run, another rescore or any other command's output.
     let (run_id, judge) = (run.meta.run_id.clone(), spec.identity());
+    // An earlier rescore of this run with another judge spec (e.g. the same judge with
+    // another grader, which has the same default --out) is replaced only when told.
+    if let Holding::Rescore {
+        run_id: r,
+        judge: old,
+    } = gauntlet_core::outdir::holding(&out)
+        && r == run_id
+        && old != judge
+    {
+        let shown = |v: &serde_json::Value| safe(&v.to_string()).into_owned();
+        if !a.replace {
+            return Err(CliError::Invalid(format!(
+                "--out {} holds an earlier rescore of this run with judge {}, not this rescore's judge {}; give --replace to replace it, or another --out",
+                safe(&out.display().to_string()),
+                shown(&old),
+                shown(&judge)
+            )));
+        }
+        eprintln!(
+            "--replace: removing the earlier rescore in {} (judge {}) before rescoring with {}",
+            safe(&out.display().to_string()),
+            shown(&old),
+            shown(&judge)
+        );
+        std::fs::remove_dir_all(&out)
+            .map_err(|e| CliError::failed(format!("cannot remove {}: {e}", out.display())))?;
+    }
+    // Never over another run, another rescore or any other command's output.
     gauntlet_core::outdir::refuse_other(
         &out,
         "--out",
@@ -236,9 +277,10 @@ pub fn rescore_cmd(a: RescoreArgs) -> Result<(), CliError> {
         |h| matches!(h, Holding::Rescore { run_id: r, judge: j } if *r == run_id && *j == judge),
     )
     .map_err(CliError::Invalid)?;
-    let r = runtime()
-        .block_on(rescore(run, &spec))
-        .map_err(CliError::invalid)?;
+    let progress = crate::progress::for_terminal(a.quiet, "units");
+    let r = runtime().block_on(rescore(run, &spec, &*progress));
+    progress.finish();
+    let r = r.map_err(CliError::invalid)?;
     for n in &r.notes {
         eprintln!("{}", gauntlet_core::terminal::safe_text(n));
     }

@@ -7,7 +7,8 @@
 //! be written; 2 on a corpus or configuration failure (including real mode without its
 //! API key), or when a detector failed during the end-to-end pass (the artefacts are
 //! still written); 3 when the query budget (`--max-queries`) ran out (partial
-//! artefacts, `partial: budget`). Errors read `gauntlet exam: <message>`.
+//! artefacts, `partial: budget`); 1 when Ctrl-C or SIGTERM stopped a real-mode exam
+//! (partial artefacts, `partial: interrupted`, as `run`). Errors read `gauntlet exam: <message>`.
 //!
 //! Real mode runs on the shared model-call layer: every call is journaled in
 //! `<out>/journal.jsonl`, so rerunning the same exam into the same `--out` resumes
@@ -18,7 +19,7 @@ use crate::exam_print;
 use crate::progress::{self, ExamProgress};
 use clap::{Args, ValueEnum};
 use gauntlet_core::terminal::safe_text;
-use gauntlet_exam::exam::{ExamOutput, run_exam_units, write_artifacts};
+use gauntlet_exam::exam::{Backend, ExamOutput, run_exam_units, write_artifacts};
 use gauntlet_exam::exam_file::ExamMode;
 use gauntlet_exam::settings::{ExamRequest, ExamSettings};
 use gauntlet_exam::shard::agent as exam_shard;
@@ -234,13 +235,37 @@ pub fn exam(a: ExamArgs) -> Result<(), CliError> {
             .map_err(|e| failed(format!("{}: {e}", out_dir.display())))?;
     }
     let display = progress::for_terminal(a.quiet, "scenarios");
+    // The ETA from planned calls (their upper bound) when the plan knows them: a real
+    // exam, whole (a shard's share is not split per tier), without the end-to-end pass
+    // (its findings are not known before detection).
+    if let Backend::Real { models, .. } = &s.config.backend
+        && a.shard.is_none()
+        && !s.config.e2e
+    {
+        let rows = gauntlet_exam::calls::estimate(
+            &s.corpus,
+            &s.config.cascade,
+            passes,
+            Some(models),
+            &s.prices,
+        );
+        display.planned_calls(rows.iter().map(|r| r.calls).sum());
+    }
     let progress = ExamProgress::start(display, &s.config, units);
-    let run = rt.block_on(progress.ticking(run_exam_units(
-        &s.corpus,
-        &s.config,
-        Some(progress.on_scenario()),
-        owned.as_deref(),
-    )));
+    let stop = s.config.calls.as_ref().map(|c| c.stop.clone());
+    let run = rt.block_on(async {
+        if let Some(stop) = stop {
+            tokio::spawn(on_signal(stop, out_dir.clone()));
+        }
+        progress
+            .ticking(run_exam_units(
+                &s.corpus,
+                &s.config,
+                Some(progress.on_scenario()),
+                owned.as_deref(),
+            ))
+            .await
+    });
     progress.finish();
     let out = run.map_err(invalid)?;
     write_artifacts(&out_dir, &out).map_err(|e| {
@@ -277,8 +302,29 @@ pub fn exam(a: ExamArgs) -> Result<(), CliError> {
     outcome(&out, &out_dir)
 }
 
+/// Ctrl-C and SIGTERM stop a real-mode exam as they stop `run`: the calls in flight
+/// finish and are journaled, no further call starts, and a partial report
+/// (`partial: interrupted`) is written.
+async fn on_signal(stop: std::sync::Arc<std::sync::atomic::AtomicBool>, out_dir: PathBuf) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let Ok(mut term) = signal(SignalKind::terminate()) else {
+        return;
+    };
+    let which = tokio::select! {
+        r = tokio::signal::ctrl_c() => r.is_ok().then_some("interrupted"),
+        r = term.recv() => r.map(|()| "terminated (SIGTERM)"),
+    };
+    if let Some(which) = which {
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        eprintln!(
+            "\n{EXAM}: {which}: finishing the model calls in flight (no new one starts), then writing a partial report into {}; rerun the same command to resume",
+            out_dir.display()
+        );
+    }
+}
+
 /// The exit status of a finished exam: 2 when a detector failed in the end-to-end
-/// pass, 3 when the query budget ran out (each said on stderr), else success whatever
+/// pass, 3 when the query budget ran out, 1 when interrupted (each said on stderr), else success whatever
 /// the pass rate.
 fn outcome(out: &ExamOutput, out_dir: &Path) -> Result<(), CliError> {
     let r = &out.report;
@@ -303,6 +349,19 @@ fn outcome(out: &ExamOutput, out_dir: &Path) -> Result<(), CliError> {
             out_dir.display()
         );
         return Err(CliError::BudgetSpent);
+    }
+    if r.partial.as_deref() == Some("interrupted") {
+        eprintln!(
+            "{EXAM}: interrupted: the report is partial ({} scenario run(s) not run{}); rerun the same command into {} to resume (finished calls come from the journal)",
+            r.not_run.len(),
+            if r.e2e_not_run.is_some() {
+                ", end-to-end pass not run"
+            } else {
+                ""
+            },
+            out_dir.display()
+        );
+        return Err(CliError::Stopped);
     }
     Ok(())
 }

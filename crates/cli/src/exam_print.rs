@@ -66,7 +66,7 @@ pub fn estimate(s: &ExamSettings) {
         "tier",
     );
     println!(
-        "(bounds: passes × scenarios not floor-routed × (1 + consensus voters) × the most calls one cascade pass makes per tier; each call at most {} tokens out and at most its prompt/3 + {} + earlier replies in{})",
+        "(bounds: passes × scenarios not floor-routed × (1 + consensus voters) × the most calls one cascade pass makes per tier; each call at most its target's max_tokens out (default {}) and at most its prompt/3 + {} + earlier replies in{})",
         gauntlet_exam::cascade::MAX_TOKENS,
         gauntlet_calls::price::INPUT_ALLOWANCE,
         if cfg.e2e {
@@ -117,21 +117,37 @@ pub fn summary(out: &ExamOutput, out_dir: &Path) {
         r.pass_all_runs.passes, r.pass_all_runs.scenarios, r.pass_all_runs.total
     );
     println!("runs within 8 pp band {}", r.runs_within_band);
+    // Three counts, each named for what it counts: the report's (the scenario runs it
+    // covers), this session's (calls made + journal hits, whatever run they belong to)
+    // and, when a partial exam leaves them apart, the difference (calls of scenario runs
+    // not run: journaled, so the rerun replays them).
     println!(
-        "model calls           {} ({} errors)",
+        "model calls           {} in the scenario runs reported ({} errors)",
         r.model_calls, r.model_errors
     );
     if let Some(s) = &out.session {
         let retries: u64 = s.transport.iter().map(|(_, t)| t.retries()).sum();
         let requests: u64 = s.transport.iter().map(|(_, t)| t.attempts).sum();
+        let all = s.model_calls + s.cache_hits;
         println!(
-            "this session          {} call(s) made, {} journal hit(s), {} failed; {} HTTP request(s), {} retr{}",
+            "this session          {all} call(s): {} made, {} journal hit(s) ({} failed); {} HTTP request(s), {} retr{}",
             s.model_calls,
             s.cache_hits,
             s.failed_calls,
             requests,
             retries,
             if retries == 1 { "y" } else { "ies" }
+        );
+        if r.partial.is_some() && all > r.model_calls as u64 {
+            println!(
+                "                      {} of this session's calls belong to scenario runs not run (journaled: the rerun replays them)",
+                all - r.model_calls as u64
+            );
+        }
+    }
+    if r.usage.is_some() {
+        println!(
+            "usage below: this session's replies per tier (journal hits included, failed calls not)"
         );
     }
     if let Some(u) = &r.usage {

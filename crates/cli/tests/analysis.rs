@@ -854,3 +854,107 @@ fn errored_behaviors_are_excluded_per_judge_and_cost_no_grader_call() {
     assert_eq!(by["n"], c_all - c_err);
     assert_eq!(by["excluded_all_errors"], c_err);
 }
+
+/// A rescore with the same judge spec resumes (a no-op when finished); one with other
+/// judge params into the same --out (the default one: the label does not change) is
+/// refused with exit 2, naming both specs and `--replace`, and leaves the earlier rescore
+/// as it was; with `--replace` it replaces it.
+#[test]
+fn rescore_refuses_to_replace_a_rescore_with_other_judge_params_unless_told() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = smoke_run(dir.path());
+    let r = run.to_str().unwrap();
+    let res = run.join("rescore-rubric");
+    ok(&gauntlet(&["rescore", r, "--judge", RUBRIC], dir.path()));
+    let first = std::fs::read(res.join("results.json")).unwrap();
+    ok(&gauntlet(&["rescore", r, "--judge", RUBRIC], dir.path()));
+    assert_eq!(std::fs::read(res.join("results.json")).unwrap(), first);
+
+    let other = "{name: rubric, params: {grader: {name: reference, params: {name: other-grader}}}}";
+    let o = gauntlet(&["rescore", r, "--judge", other], dir.path());
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("--replace"), "{err}");
+    assert!(
+        err.contains("\"grader\"") && err.contains("other-grader"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(res.join("results.json")).unwrap(), first);
+    let marker = read_json(&res.join("rescore.json"));
+    assert!(
+        !marker["judge"].to_string().contains("other-grader"),
+        "{marker}"
+    );
+
+    let o = gauntlet(&["rescore", r, "--judge", other, "--replace"], dir.path());
+    ok(&o);
+    let marker = read_json(&res.join("rescore.json"));
+    assert!(
+        marker["judge"].to_string().contains("other-grader"),
+        "{marker}"
+    );
+}
+
+/// `rescore` and `judge-agreement` show progress on stderr (plain lines when it is not a
+/// terminal): units re-judged and the grader calls, the same counts as their summaries;
+/// `--quiet` shows none.
+#[test]
+fn rescore_and_judge_agreement_show_progress_of_their_grader_calls() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = smoke_run(dir.path());
+    let r = run.to_str().unwrap();
+    let last_progress = |o: &std::process::Output| -> String {
+        String::from_utf8_lossy(&o.stderr)
+            .lines()
+            .rfind(|l| l.starts_with("progress: "))
+            .unwrap_or_else(|| panic!("no progress line: {}", show(o)))
+            .to_string()
+    };
+    let o = gauntlet(&["rescore", r, "--judge", RUBRIC], dir.path());
+    ok(&o);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    // The run judged with this rubric already: its grader calls come from the journal.
+    let counts = stdout
+        .split("grader calls: ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{stdout}"));
+    let num = |after: &str| -> u64 {
+        counts
+            .split(after)
+            .next()
+            .and_then(|s| s.rsplit(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{stdout}"))
+    };
+    let (made, cached) = (num(" made"), num(" from the journal"));
+    assert!(made + cached > 0, "{stdout}");
+    let l = last_progress(&o);
+    assert!(l.contains(" units (100%)"), "{l}");
+    assert!(
+        l.ends_with(&format!(
+            "calls {made} done, 0 in flight (journal {cached}, failed 0)"
+        )),
+        "{l}"
+    );
+    let o = gauntlet(&["rescore", r, "--judge", RUBRIC, "--quiet"], dir.path());
+    ok(&o);
+    assert!(!String::from_utf8_lossy(&o.stderr).contains("progress: "));
+
+    let o = gauntlet(
+        &[
+            "judge-agreement",
+            r,
+            "--judge",
+            "refusal_match",
+            "--judge",
+            RUBRIC,
+        ],
+        dir.path(),
+    );
+    ok(&o);
+    let l = last_progress(&o);
+    assert!(
+        l.contains(" units (100%)") && l.contains(" done, 0 in flight"),
+        "{l}"
+    );
+}

@@ -564,3 +564,210 @@ fn a_configuration_error_stops_the_exam_without_a_report() {
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     assert_eq!(json(&out.join("report.json"))["decided_by"]["fail_safe"], 0);
 }
+
+/// The target's `max_tokens` (an `openai_compat` param) is each request's output budget
+/// and the estimate's bound; without it both stay at 512. A changed `max_tokens` is
+/// another exam: no call made under the old budget is reused.
+#[test]
+fn the_targets_max_tokens_bounds_every_exam_call_and_the_estimate() {
+    let srv = Server::start(cascade_script(0));
+    let corpus = tempfile::tempdir().unwrap();
+    small_corpus(corpus.path());
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let with = |n: Option<u32>| {
+        let t = srv.target("gpt-4o-mini");
+        match n {
+            Some(n) => t.replace(
+                "timeout_s: 30}",
+                &format!("timeout_s: 30, max_tokens: {n}}}"),
+            ),
+            None => t,
+        }
+    };
+    let args = ["-n", "1", "--consensus", "0"];
+    let estimate = |n: Option<u32>| {
+        let o = run(&mut exam_cmd(
+            corpus.path(),
+            &out,
+            &with(n),
+            &[&args[..], &["--estimate"]].concat(),
+        ));
+        assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    // 3 non-floor scenarios: triage 3 calls ≤ 3 × budget out, deep 9 calls.
+    let e = estimate(Some(77));
+    assert!(e.contains(&format!("+ {} out tokens", 3 * 77)), "{e}");
+    assert!(e.contains(&format!("+ {} out tokens", 9 * 77)), "{e}");
+    let e = estimate(None);
+    assert!(e.contains(&format!("+ {} out tokens", 3 * 512)), "{e}");
+    assert_eq!(srv.requests(), 0);
+
+    let sent = |from: usize| -> Vec<Option<u64>> {
+        srv.srv.requests()[from..]
+            .iter()
+            .map(|r| r.body["max_tokens"].as_u64())
+            .collect()
+    };
+    let o = run(&mut exam_cmd(corpus.path(), &out, &with(Some(77)), &args));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let first = sent(0);
+    assert!(first.len() >= 6, "{first:?}");
+    assert!(first.iter().all(|m| *m == Some(77)), "{first:?}");
+
+    // Another budget in the same --out: every call is made again, with the new budget.
+    let o = run(&mut exam_cmd(corpus.path(), &out, &with(Some(100)), &args));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let second = sent(first.len());
+    assert_eq!(second.len(), first.len(), "no call reused: {second:?}");
+    assert!(second.iter().all(|m| *m == Some(100)), "{second:?}");
+
+    // No max_tokens: 512, as before.
+    let o = run(&mut exam_cmd(corpus.path(), &out, &with(None), &args));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let third = sent(2 * first.len());
+    assert_eq!(third.len(), first.len());
+    assert!(third.iter().all(|m| *m == Some(512)), "{third:?}");
+}
+
+/// Ctrl-C (SIGINT) on a real-mode exam: the calls in flight finish and are journaled, no
+/// new one starts, a partial report (`partial: interrupted`, the not-run scenario runs
+/// listed) is written, stderr says where, and the exit is 1 (as `run`); the rerun
+/// completes without repeating a finished call, to the artefacts of an uninterrupted
+/// exam.
+#[test]
+fn sigint_on_the_exam_writes_a_partial_report_and_the_rerun_resumes() {
+    let srv = Server::start(cascade_script(0));
+    let target = srv.target("gpt-4o-mini");
+    let corpus = reference_corpus();
+    let tmp = tempfile::tempdir().unwrap();
+    let args = ["-n", "1", "--consensus", "0", "--concurrency", "2"];
+    let reference = tmp.path().join("ref/out");
+    let o = run(&mut exam_cmd(&corpus, &reference, &target, &args));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let total = srv.requests();
+
+    // Slow replies, so the exam is mid-way when the signal comes.
+    srv.srv.set_script(cascade_script(60));
+    let out = tmp.path().join("interrupted/out");
+    let journal = out.join("journal.jsonl");
+    let child = exam_cmd(&corpus, &out, &target, &args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while journal_records(&journal) < 20 {
+        assert!(std::time::Instant::now() < deadline, "no progress");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let k = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(k.success());
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("interrupted: finishing the model calls in flight"),
+        "{err}"
+    );
+    assert!(err.contains("the report is partial ("), "{err}");
+    assert!(err.contains(&out.display().to_string()), "{err}");
+    srv.settle();
+    let first = srv.requests() - total;
+    // Every request sent was answered and journaled before the exam ended.
+    assert_eq!(journal_records(&journal), first);
+    assert!(
+        first < total,
+        "{first} of {total}: the exam was stopped early"
+    );
+    let r = json(&out.join("report.json"));
+    assert_eq!(r["partial"], "interrupted", "{r}");
+    let not_run = r["not_run"].as_array().unwrap();
+    assert!(!not_run.is_empty(), "{r}");
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("PARTIAL (interrupted)"), "{md}");
+    assert_eq!(last_session(&out)["model_calls"].as_u64(), Some(first));
+
+    // The rerun makes only the calls not made yet and ends complete.
+    srv.srv.set_script(cascade_script(0));
+    let before = srv.requests();
+    let o = run(&mut exam_cmd(&corpus, &out, &target, &args));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert_eq!(
+        srv.requests() - before,
+        total - first,
+        "the rerun repeated finished calls (counted at the server)"
+    );
+    assert!(json(&out.join("report.json")).get("partial").is_none());
+    assert_same(&reference, &out);
+}
+
+/// A budget-cut exam's summary gives each call count with what it counts: the report's
+/// (the scenario runs it covers), this session's (made + journal hits, one total), and
+/// the difference (calls of scenario runs not run); the per-tier usage sums to the
+/// session's total.
+#[test]
+fn a_partial_exam_summary_labels_each_call_count_and_they_add_up() {
+    let srv = Server::start(cascade_script(0));
+    let target = srv.target("gpt-4o-mini");
+    let corpus = tempfile::tempdir().unwrap();
+    small_corpus(corpus.path());
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let args = ["-n", "2", "--consensus", "0", "--concurrency", "1"];
+    // 8 calls: one scenario run decided (6 calls), the next cut after 2.
+    let o = run(&mut exam_cmd(
+        corpus.path(),
+        &out,
+        &target,
+        &[&args[..], &["--max-queries", "8"]].concat(),
+    ));
+    assert_eq!(o.status.code(), Some(3), "{}", show(&o));
+    // A second session with 14 more replays the 8 from the journal: 22 calls, three
+    // scenario runs decided (18 calls), the fourth cut after 4.
+    let o = run(&mut exam_cmd(
+        corpus.path(),
+        &out,
+        &target,
+        &[&args[..], &["--max-queries", "14"]].concat(),
+    ));
+    assert_eq!(o.status.code(), Some(3), "{}", show(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let r = json(&out.join("report.json"));
+    let reported = r["model_calls"].as_u64().unwrap();
+    let line = |start: &str| -> String {
+        stdout
+            .lines()
+            .find(|l| l.starts_with(start))
+            .unwrap_or_else(|| panic!("no `{start}` line:\n{stdout}"))
+            .to_string()
+    };
+    assert!(
+        line("model calls ").contains(&format!("{reported} in the scenario runs reported")),
+        "{stdout}"
+    );
+    let session = line("this session ");
+    assert!(
+        session.contains("22 call(s): 14 made, 8 journal hit(s) (0 failed)"),
+        "{session}"
+    );
+    assert_eq!(reported, 18);
+    assert!(
+        stdout.contains(&format!(
+            "{} of this session's calls belong to scenario runs not run",
+            22 - reported
+        )),
+        "{stdout}"
+    );
+    let usage: u64 = r["usage"]["tiers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["calls"].as_u64().unwrap())
+        .sum();
+    assert_eq!(usage, 22, "{}", r["usage"]);
+}

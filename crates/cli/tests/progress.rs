@@ -58,7 +58,14 @@ fn a_slow_live_run_shows_rates_per_minute_and_a_real_eta() {
         );
         assert!(l.contains(" calls/min, "), "{l}");
         assert!(!l.contains("0 units/s") && !l.contains("eta 0s"), "{l}");
-        let eta = l.split("eta ").nth(1).unwrap().split(',').next().unwrap();
+        let eta = l
+            .split("eta ")
+            .nth(1)
+            .unwrap()
+            .trim_start_matches("≤ ")
+            .split([',', ' '])
+            .next()
+            .unwrap();
         assert!(eta.ends_with('s') && eta != "unknown", "{l}");
         let secs: u64 = eta.trim_end_matches('s').parse().unwrap();
         assert!((1..=30).contains(&secs), "2 s a unit, at most 3 left: {l}");
@@ -101,7 +108,7 @@ fn a_slow_real_exam_shows_the_same_progress_lines() {
     for l in mid {
         assert!(l.contains(" scenarios ("), "{l}");
         let made: u64 = l
-            .split(", calls ")
+            .split("), calls ")
             .nth(1)
             .and_then(|c| c.split(' ').next())
             .and_then(|n| n.parse().ok())
@@ -111,7 +118,76 @@ fn a_slow_real_exam_shows_the_same_progress_lines() {
     // Three scenarios walk the six-call cascade; the fourth is floor-routed.
     assert!(
         last.starts_with("progress: 4/4 scenarios (100%)")
-            && last.ends_with("eta 0s, calls 18 (journal 0, failed 0)"),
+            && last.ends_with("eta 0s, calls 18 done, 0 in flight (journal 0, failed 0)"),
+        "{last}"
+    );
+}
+
+/// The ETA comes from planned model calls, not units (the exam's floor-routed scenario
+/// is a unit of no call, the others six each: 18 planned without consensus voters), and
+/// calls in flight are shown apart from the calls done: a real exam at 700 ms a call,
+/// one scenario at a time.
+#[test]
+fn the_eta_counts_planned_calls_and_calls_in_flight_are_shown_apart() {
+    use common::exam::{Server, cascade_script, small_corpus};
+    let srv = Server::start(cascade_script(700));
+    let corpus = tempfile::tempdir().unwrap();
+    small_corpus(corpus.path());
+    let out = tempfile::tempdir().unwrap();
+    let o = Command::new(BIN)
+        .args(["exam", "--mode", "real", "-n", "1", "--concurrency", "1"])
+        .args(["--consensus", "0"])
+        .args(["--target", &srv.target("m"), "--corpus"])
+        .arg(corpus.path())
+        .arg("--out")
+        .arg(out.path().join("o"))
+        .env("GAUNTLET_TEST_KEY", "k")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", show(&o));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    let progress: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("progress: "))
+        .collect();
+    let (last, mid) = progress.split_last().unwrap_or_else(|| panic!("{stderr}"));
+    assert!(!mid.is_empty(), "{stderr}");
+    let num = |l: &str, before: &str, after: &str| -> u64 {
+        l.split(before)
+            .nth(1)
+            .and_then(|c| c.split(after).next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no `{before}N{after}` in {l}"))
+    };
+    let mut with_left = 0;
+    for l in mid {
+        let done = num(l, "), calls ", " done");
+        let in_flight = num(l, " done, ", " in flight");
+        assert!(
+            in_flight <= 3,
+            "one scenario at a time (the deep panel: 3 calls): {l}"
+        );
+        assert!(done + in_flight <= 18, "{l}");
+        if l.contains("planned calls left") {
+            with_left += 1;
+            let left = num(l, "(at most ", " planned calls left)");
+            assert_eq!(left, 18 - done, "{l}");
+            // At most 3 calls (the deep panel) per 700 ms, so the calls left take at least
+            // that long.
+            let eta = l.split("eta ≤ ").nth(1).unwrap().split(' ').next().unwrap();
+            let secs: f64 = match eta.split_once('m') {
+                Some((m, s)) => {
+                    m.parse::<f64>().unwrap() * 60.0
+                        + s.trim_end_matches('s').parse::<f64>().unwrap()
+                }
+                None => eta.trim_end_matches('s').parse().unwrap(),
+            };
+            assert!(secs + 1.0 >= 0.7 / 3.0 * left as f64, "{l}");
+        }
+    }
+    assert!(with_left > 0, "the ETA reads planned calls: {stderr}");
+    assert!(
+        last.ends_with("eta 0s, calls 18 done, 0 in flight (journal 0, failed 0)"),
         "{last}"
     );
 }

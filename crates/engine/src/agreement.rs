@@ -296,9 +296,11 @@ pub struct AgreementReport {
 }
 
 /// Re-judges `run` with every judge of `judges` (names or inline YAML, two or more).
+/// `progress` hears each re-judged unit and the grader calls so far.
 pub async fn judge_agreement(
     run: &StoredRun,
     judges: &[String],
+    progress: &dyn crate::progress::Progress,
 ) -> Result<AgreementReport, AgreementError> {
     if judges.len() < 2 {
         return Err(AgreementError::Invalid(
@@ -319,10 +321,13 @@ pub async fn judge_agreement(
     let mut attempts = 0u64;
     let result: Result<(), String> = async {
         let units = run.units().map_err(|e| e.to_string())?;
+        progress.start(run.plan.units() * run.trial_seeds.len().max(1) as u64, 0);
         for (i, unit) in units.enumerate() {
             let unit = unit.map_err(|e| e.to_string())?;
             let b = run.behavior(unit.unit);
-            let verdicts = rejudger.score(&unit).await.map_err(|e| e.to_string())?;
+            let scored = rejudger.score(&unit).await;
+            progress.advance(1, unit.attempts.len() as u64, rejudger.call_stats());
+            let verdicts = scored.map_err(|e| e.to_string())?;
             let calls: Vec<Option<bool>> = verdicts
                 .iter()
                 .map(|vs| {

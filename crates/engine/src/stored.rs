@@ -852,6 +852,21 @@ impl<'a> Rejudger<'a> {
     pub fn grader_calls(&self) -> (u64, u64, u64) {
         self.counters.snapshot()
     }
+
+    /// The grader calls as progress shows them (calls in flight apart).
+    pub fn call_stats(&self) -> crate::progress::CallStats {
+        let (made, cached, failed) = self.counters.snapshot();
+        crate::progress::CallStats {
+            made,
+            in_flight: self
+                .counters
+                .in_flight
+                .load(std::sync::atomic::Ordering::Relaxed),
+            cached,
+            failed,
+            ..Default::default()
+        }
+    }
 }
 
 /// A directory the process may not write (permissions, a read-only filesystem).
@@ -881,7 +896,12 @@ pub struct Rescored {
 /// the run would have reported with `judges: [spec]`, without calling any target.
 /// Token usage and cost of the original calls are not re-derived (only grader tokens
 /// are known): those metrics are N/A, naming the original run's usage.json.
-pub async fn rescore(mut run: StoredRun, spec: &PluginSpec) -> Result<Rescored, StoredError> {
+/// `progress` hears each re-judged unit and the grader calls so far.
+pub async fn rescore(
+    mut run: StoredRun,
+    spec: &PluginSpec,
+    progress: &dyn crate::progress::Progress,
+) -> Result<Rescored, StoredError> {
     let scorer = BuiltJudge::build(spec).map_err(err)?;
     let in_plan = BuiltJudge::build(spec).map_err(err)?;
     let judge_label = in_plan.label();
@@ -904,9 +924,12 @@ pub async fn rescore(mut run: StoredRun, spec: &PluginSpec) -> Result<Rescored, 
     let (mut units, mut attempts) = (0u64, 0u64);
     let mut status = Status::Complete;
     let mut since_flush = 0;
+    progress.start(run.plan.units() * trials.max(1) as u64, 0);
     for unit in run.units()? {
         let unit = unit?;
-        let verdicts = match rejudger.score(&unit).await {
+        let scored = rejudger.score(&unit).await;
+        progress.advance(1, unit.attempts.len() as u64, rejudger.call_stats());
+        let verdicts = match scored {
             Ok(v) => v,
             Err(e) => {
                 status = Status::Partial(e.to_string());

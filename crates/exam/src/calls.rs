@@ -114,6 +114,10 @@ pub struct ExamCalls {
     pending: Pending,
     usage: PerRole<UsageSlot>,
     pub records_at_start: usize,
+    /// Set (Ctrl-C, SIGTERM) to stop the exam: calls already sent finish and are
+    /// journaled, every later call is refused like a spent budget (its scenario run is
+    /// not run), and the report is partial (`interrupted`).
+    pub stop: Arc<AtomicBool>,
     _lock: fs::File,
 }
 
@@ -201,6 +205,7 @@ impl ExamCalls {
             pending: Pending::default(),
             usage: PerRole::default(),
             records_at_start,
+            stop: Arc::new(AtomicBool::new(false)),
             _lock: lock,
         })
     }
@@ -283,8 +288,16 @@ pub struct UnitCalls {
     refused: AtomicBool,
 }
 
+impl ExamCalls {
+    /// Whether the exam was told to stop ([`ExamCalls::stop`]).
+    pub fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+}
+
 impl UnitCalls {
-    /// A call of this unit was refused because the budget was spent: the unit did not run.
+    /// A call of this unit was refused because the budget was spent or the exam was
+    /// stopped: the unit did not run.
     pub fn budget_refused(&self) -> bool {
         self.refused.load(Ordering::Relaxed)
     }
@@ -309,6 +322,12 @@ impl TierCaller for UnitCalls {
     ) -> BoxFuture<'a, Result<ChatResponse, ModelError>> {
         Box::pin(async move {
             let c = &*self.calls;
+            if c.stopped() {
+                // Stopped: no call starts (its scenario run is not run; the rerun
+                // resumes it from the journal).
+                self.refused.store(true, Ordering::Relaxed);
+                return Err(ModelError::Budget);
+            }
             let role = TierRole::of(tier);
             let base = call_base(&*model.model, &format!("exam-{}", role.name()));
             let cached = CachedModel::new(
@@ -475,8 +494,10 @@ pub fn max_calls_per_pass(role: TierRole, opts: &crate::cascade::CascadeOptions)
 
 /// Upper bounds before anything runs, per tier role: passes × scenarios the floor does
 /// not route × (1 + consensus voters) × the most calls one cascade pass makes in that
-/// role; each call at most `MAX_TOKENS` out and at most (its longest prompt / 3 +
-/// [`INPUT_ALLOWANCE`] + the earlier tiers' replies) in. Journal hits are not
+/// role; each call at most its tier's `max_tokens` out ([`TierModel::max_tokens`]:
+/// the target's param, else `MAX_TOKENS`) and at most (its longest prompt / 3 +
+/// [`INPUT_ALLOWANCE`] + the earlier tiers' replies, each at most the largest tier
+/// budget) in. Journal hits are not
 /// subtracted; the end-to-end pass (findings not known before detection) is not included.
 pub fn estimate(
     corpus: &gauntlet_corpus::load::Corpus,
@@ -486,6 +507,7 @@ pub fn estimate(
     prices: &PriceTable,
 ) -> Vec<TierEstimate> {
     use crate::cascade::{MAX_TOKENS, floor_route};
+    let budget = |t: Tier| models.map_or(MAX_TOKENS, |m| m.for_tier(t).max_tokens());
     use crate::tools::{Toolbox, render_finding};
     use gauntlet_calls::price::INPUT_ALLOWANCE;
     let mut routed = 0u64;
@@ -507,15 +529,22 @@ pub fn estimate(
         .map(|t| t.system_prompt().len() as u64)
         .max()
         .unwrap_or(0);
-    let out_tokens = u64::from(MAX_TOKENS);
+    let widest = u64::from(
+        Tier::ALL
+            .iter()
+            .map(|&t| budget(t))
+            .max()
+            .unwrap_or(MAX_TOKENS),
+    );
     let units = passes as u64 * routed * (1 + opts.consensus as u64);
     TierRole::ALL
         .iter()
         .map(|&role| {
             let calls = units * max_calls_per_pass(role, opts);
+            let out_tokens = u64::from(budget(role.tier()));
             // Up to five earlier verdicts (reasons are model output) ride along; a tool
             // loop re-sends its growing conversation of tool results.
-            let mut per_call = (system + longest) / 3 + INPUT_ALLOWANCE + 5 * out_tokens;
+            let mut per_call = (system + longest) / 3 + INPUT_ALLOWANCE + 5 * widest;
             if role == TierRole::Investigate && opts.tool_loop {
                 per_call += opts.max_tool_rounds as u64 * (longest_evidence / 3 + out_tokens);
             }

@@ -3,7 +3,10 @@
 /// Call accounting shown alongside progress.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CallStats {
+    /// Calls that reached a model, those still in flight included.
     pub made: u64,
+    /// Of `made`, the calls still waiting on their model.
+    pub in_flight: u64,
     pub cached: u64,
     pub failed: u64,
     /// Transport retries of network models, by cause (summed over models).
@@ -14,6 +17,10 @@ pub struct CallStats {
 }
 
 impl CallStats {
+    /// Calls that reached a model and returned (a reply or an error).
+    pub fn done(&self) -> u64 {
+        self.made.saturating_sub(self.in_flight)
+    }
     pub fn retries(&self) -> u64 {
         self.retries_429 + self.retries_5xx + self.retries_timeout + self.retries_connect
     }
@@ -22,6 +29,10 @@ impl CallStats {
 pub trait Progress: Send + Sync {
     /// The run is about to process `units` behaviors × attacks × targets (`attempts` at most).
     fn start(&self, units: u64, attempts: u64);
+    /// The model calls the plan makes at most (journal hits included), when it knows
+    /// them: the ETA is then read from calls, not units (units differ in size). Called
+    /// before [`Progress::start`]; without it the ETA comes from units.
+    fn planned_calls(&self, _calls: u64) {}
     /// `units` more units are done, with `attempts` attempts. Also called about once a
     /// second while units are in flight (with 0 units), so call counts stay current
     /// in a slow run.

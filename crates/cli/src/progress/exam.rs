@@ -47,6 +47,7 @@ impl ExamProgress {
         let s = SessionStats::collect(calls, models);
         let mut c = CallStats {
             made: s.model_calls,
+            in_flight: calls.counters.in_flight.load(Ordering::Relaxed),
             cached: s.cache_hits,
             failed: s.failed_calls,
             ..CallStats::default()

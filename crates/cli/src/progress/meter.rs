@@ -29,6 +29,10 @@ struct Sample {
 #[derive(Debug)]
 pub(crate) struct Meter {
     total: u64,
+    /// Model calls the plan makes at most (journal hits included), when known.
+    planned_calls: Option<u64>,
+    /// Calls served from the journal so far (they count against `planned_calls`).
+    journal_hits: u64,
     /// What a unit is, plural (`units`, `scenarios`).
     what: &'static str,
     samples: VecDeque<Sample>,
@@ -38,6 +42,8 @@ impl Meter {
     pub fn new(total: u64, what: &'static str) -> Self {
         Meter {
             total,
+            planned_calls: None,
+            journal_hits: 0,
             what,
             samples: VecDeque::from([Sample {
                 t: 0.0,
@@ -48,7 +54,29 @@ impl Meter {
         }
     }
 
-    /// Records the totals at time `t` (seconds since the start, non-decreasing).
+    /// The ETA reads calls left of `n` planned (journal hits included) at the call
+    /// rate instead of units left at the unit rate (units differ in size: an episode
+    /// of many calls, a unit of none).
+    pub fn plan_calls(&mut self, n: u64) {
+        self.planned_calls = (n > 0).then_some(n);
+    }
+
+    /// The calls served from the journal so far.
+    pub fn journal_hits(&mut self, n: u64) {
+        self.journal_hits = n;
+    }
+
+    /// Planned calls not yet done (`None` without a plan of calls, or when the run has
+    /// outrun the plan: then units say more).
+    fn calls_left(&self) -> Option<u64> {
+        let done = self.samples.back().map_or(0, |s| s.calls) + self.journal_hits;
+        self.planned_calls
+            .map(|p| p.saturating_sub(done))
+            .filter(|&l| l > 0)
+    }
+
+    /// Records the totals at time `t` (seconds since the start, non-decreasing): `calls`
+    /// are the model calls done (returned), not those in flight.
     pub fn record(&mut self, t: f64, units: u64, calls: u64) {
         let since = match self.samples.back() {
             Some(last) if last.units == units => last.since,
@@ -101,11 +129,18 @@ impl Meter {
         Some((b.calls - a.calls) as f64 / (b.t - a.t))
     }
 
-    /// Seconds left at the current unit rate; `None` while it is unknown.
+    /// Seconds left: planned calls left at the current call rate when the plan knows
+    /// its calls, else units left at the unit rate; `None` while it is unknown.
     pub fn eta(&self) -> Option<f64> {
         let left = self.total.saturating_sub(self.done());
         if left == 0 {
             return Some(0.0);
+        }
+        if let Some(calls) = self.calls_left() {
+            return self
+                .call_rate()
+                .filter(|&r| r > 0.0)
+                .map(|r| calls as f64 / r);
         }
         self.unit_rate().map(|r| left as f64 / r)
     }
@@ -120,8 +155,13 @@ impl Meter {
             100.0
         };
         let what = self.what;
+        // Planned calls are an upper bound (`--estimate`), and so is an ETA read from them.
+        let (bound, from) = match self.calls_left() {
+            Some(n) if done < self.total => ("≤ ", format!(" (at most {n} planned calls left)")),
+            _ => ("", String::new()),
+        };
         format!(
-            "{done}/{} {what} ({pct:.0}%), {}, {}, eta {}",
+            "{done}/{} {what} ({pct:.0}%), {}, {}, eta {bound}{}{from}",
             self.total,
             self.unit_rate().map_or_else(
                 || format!("no {} finished yet", singular(what)),
@@ -273,6 +313,38 @@ mod tests {
         assert!(m.samples.len() <= 700, "{}", m.samples.len());
         let r = m.unit_rate().unwrap();
         assert!((r - 1000.0).abs() < 10.0, "{r}");
+    }
+
+    #[test]
+    fn the_eta_follows_planned_calls_not_units() {
+        // 10 units, 100 planned calls; the first unit is empty (done at once), the
+        // next ones take many calls: one call a second for 20 s, 2 units done.
+        let mut m = Meter::new(10, "units");
+        m.plan_calls(100);
+        m.record(0.5, 1, 0);
+        for t in 1..=20u64 {
+            m.record(t as f64, 1 + t / 20, t);
+        }
+        // Units say 8 left at 2 per 20 s: 80 s; calls say 80 left at 1/s: 80 s. With
+        // 10 journal hits only 70 calls are left.
+        m.journal_hits(10);
+        let eta = m.eta().unwrap();
+        assert!((eta - 70.0).abs() < 1e-6, "{eta}");
+        assert!(
+            m.line()
+                .ends_with("eta ≤ 1m10s (at most 70 planned calls left)"),
+            "{}",
+            m.line()
+        );
+        // Calls beyond the plan (it was an upper bound… or wrong): units again.
+        m.record(21.0, 2, 200);
+        assert!(m.calls_left().is_none());
+        assert!(!m.line().contains("planned"), "{}", m.line());
+        // No calls yet: unknown, never 0.
+        let mut m = Meter::new(10, "units");
+        m.plan_calls(100);
+        m.record(1.0, 1, 0);
+        assert_eq!(m.eta(), None);
     }
 
     #[test]

@@ -36,8 +36,11 @@ pub fn for_terminal(quiet: bool, what: &'static str) -> Arc<dyn Progress> {
 
 fn calls(c: CallStats) -> String {
     let mut s = format!(
-        "calls {} (journal {}, failed {})",
-        c.made, c.cached, c.failed
+        "calls {} done, {} in flight (journal {}, failed {})",
+        c.done(),
+        c.in_flight,
+        c.cached,
+        c.failed
     );
     if c.retries() > 0 {
         s.push_str(&format!(
@@ -60,6 +63,7 @@ struct State {
     started: Option<Instant>,
     last_shown: Option<Instant>,
     calls: CallStats,
+    planned_calls: u64,
 }
 
 impl State {
@@ -71,11 +75,13 @@ impl State {
             started: None,
             last_shown: None,
             calls: CallStats::default(),
+            planned_calls: 0,
         }
     }
 
     fn start(&mut self, units: u64) {
         self.meter = Meter::new(units, self.what);
+        self.meter.plan_calls(self.planned_calls);
         self.started = Some(Instant::now());
         self.last_shown = self.started;
     }
@@ -84,7 +90,8 @@ impl State {
         self.done += units;
         self.calls = c;
         let t = self.started.map_or(0.0, |s| s.elapsed().as_secs_f64());
-        self.meter.record(t, self.done, c.made);
+        self.meter.journal_hits(c.cached);
+        self.meter.record(t, self.done, c.done());
     }
 
     /// True at most once per `every` (and resets the clock when it is).
@@ -115,6 +122,9 @@ impl Bar {
 }
 
 impl Progress for Bar {
+    fn planned_calls(&self, calls: u64) {
+        self.state.lock().expect("progress lock").planned_calls = calls;
+    }
     fn start(&self, units: u64, _attempts: u64) {
         self.bar.set_length(units);
         self.state.lock().expect("progress lock").start(units);
@@ -148,6 +158,9 @@ impl Lines {
 }
 
 impl Progress for Lines {
+    fn planned_calls(&self, calls: u64) {
+        self.state.lock().expect("progress lock").planned_calls = calls;
+    }
     fn start(&self, units: u64, _attempts: u64) {
         self.state.lock().expect("progress lock").start(units);
     }

@@ -159,6 +159,9 @@ fn call_stats(counters: &CallCounters, transport: &[(String, TransportStats)]) -
     let (made, cached, failed) = counters.snapshot();
     let mut c = CallStats {
         made,
+        in_flight: counters
+            .in_flight
+            .load(std::sync::atomic::Ordering::Relaxed),
         cached,
         failed,
         ..Default::default()

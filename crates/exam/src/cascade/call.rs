@@ -3,7 +3,7 @@
 //! or an unparseable reply).
 
 use super::outcome::{CascadeOptions, TranscriptEntry};
-use super::tiers::{MAX_TOKENS, Tier, TierCaller, TierModels};
+use super::tiers::{Tier, TierCaller, TierModels};
 use crate::sanitize::boxed;
 use crate::tools::{Evidence, Toolbox};
 use crate::verdict::{Action, ParseKind, Verdict, parse_verdict};
@@ -129,7 +129,7 @@ impl Ctx<'_> {
             tools: tools.into(),
             seed: self.opts.seed.map(|s| s.wrapping_add(self.voter as u64)),
             temperature: Some(temperature),
-            max_tokens: Some(MAX_TOKENS),
+            max_tokens: Some(tm.max_tokens()),
             agent_script: None,
             transform_trace: None,
         };

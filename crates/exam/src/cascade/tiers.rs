@@ -10,7 +10,8 @@ use std::sync::Arc;
 pub const MAIN_TEMPERATURE: f64 = 0.0;
 /// Temperature of the consensus voters.
 pub const CONSENSUS_TEMPERATURE: f64 = 0.4;
-/// Output budget of every request.
+/// Output budget of a request when the tier's target sets no `max_tokens`
+/// ([`TierModel::max_tokens`]).
 pub const MAX_TOKENS: u32 = 512;
 /// Default number of consensus voters.
 pub const DEFAULT_CONSENSUS: usize = 3;
@@ -143,6 +144,19 @@ did it, to what, why it is suspicious, and what to check first. Do not output JS
 pub struct TierModel {
     pub id: String,
     pub model: Arc<dyn Model>,
+}
+
+impl TierModel {
+    /// The output budget of this tier's requests: the target's `max_tokens` param when
+    /// it sets one (clamped to 1..=u32::MAX), else [`MAX_TOKENS`]. The request carries
+    /// it, so it is part of every call key (and the spec's params of the exam identity).
+    pub fn max_tokens(&self) -> u32 {
+        self.model
+            .spec()
+            .params
+            .int("max_tokens")
+            .map_or(MAX_TOKENS, |n| n.clamp(1, i64::from(u32::MAX)) as u32)
+    }
 }
 
 /// The model of each tier (spec: "model ids per tier configurable").

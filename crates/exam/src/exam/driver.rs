@@ -194,12 +194,14 @@ pub async fn run_exam_units(
                 .load(std::sync::atomic::Ordering::Relaxed)
         })
     };
+    let stopped = || calls.as_ref().is_some_and(|c| c.stopped());
     // An end-to-end pass the budget cut short would grade findings nobody triaged: it
-    // runs only while budget is left, and is dropped whole when the budget ran out in it.
-    let e2e_out = if cfg.e2e && !budget_spent() {
+    // runs only while budget is left, and is dropped whole when the budget ran out in it
+    // (or the exam was stopped).
+    let e2e_out = if cfg.e2e && !budget_spent() && !stopped() {
         let (out, ms, refused) = run_e2e_pass(corpus, cfg, &models, &sem, calls.as_ref()).await;
         timings.e2e = ms;
-        (!refused).then_some(out)
+        (!refused && !stopped()).then_some(out)
     } else {
         None
     };
@@ -213,7 +215,15 @@ pub async fn run_exam_units(
     if let (Some(c), Backend::Real { models, .. }) = (&calls, &cfg.backend) {
         report.usage = Some(crate::calls::price_usage(&c.usage(), models, &c.prices));
         report.exam_config_sha256 = Some(exam_config_sha256(corpus, cfg));
-        if budget_spent() {
+        // Stopped (Ctrl-C) wins over a budget spent on the way: the rerun resumes either way.
+        if stopped() {
+            report.partial = Some("interrupted".into());
+            if cfg.e2e && e2e_out.is_none() {
+                report.e2e_not_run = Some(
+                    "the exam was interrupted before the end-to-end pass finished; detect_fidelity is not reported".into(),
+                );
+            }
+        } else if budget_spent() {
             report.partial = Some("budget".into());
             if cfg.e2e && e2e_out.is_none() {
                 report.e2e_not_run = Some(

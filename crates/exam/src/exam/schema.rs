@@ -154,8 +154,9 @@ pub struct HarnessReport {
     pub model_errors: usize,
     pub harness_version: String,
     // --- real mode on the call layer (absent otherwise) ---
-    /// `budget` when the query budget ran out: the scenarios in `not_run` were not
-    /// decided and are in no count or rate.
+    /// `budget` when the query budget ran out, `interrupted` when Ctrl-C or SIGTERM
+    /// stopped the exam: the scenarios in `not_run` were not decided and are in no
+    /// count or rate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partial: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
