@@ -218,17 +218,28 @@ impl MetricValue {
                 reason
             });
         };
+        let n: u64 = trials
+            .iter()
+            .filter(|t| t.value.is_some())
+            .map(|t| t.n)
+            .sum();
+        // Every trial's value equal: the t interval has zero width whatever the number of
+        // trials. A [0, 1] metric gets the bounded-mean (Wilson) interval over the units
+        // of all trials instead, as a single trial's all-equal scores do (issue 31 item 4).
+        let (ci, method) = match ci {
+            Some((lo, hi)) if lo == hi && range == (0.0, 1.0) && n > 0 => (
+                crate::stats::bounded_mean_ci(mean, n),
+                CiMethod::WilsonBounded,
+            ),
+            ci => (ci, CiMethod::StudentT),
+        };
         MetricValue {
             value: Some(mean),
             ci_low: ci.map(|c| c.0.clamp(range.0, range.1)),
             ci_high: ci.map(|c| c.1.clamp(range.0, range.1)),
-            n: trials
-                .iter()
-                .filter(|t| t.value.is_some())
-                .map(|t| t.n)
-                .sum(),
+            n,
             na_reason: None,
-            ci_method: ci.map(|_| CiMethod::StudentT),
+            ci_method: ci.map(|_| method),
             corrected: None,
             undecided: trials.iter().map(|t| t.undecided).sum(),
             excluded: trials.iter().map(|t| t.excluded).sum(),
@@ -558,6 +569,21 @@ mod tests {
         let m = MetricValue::across_trials(&[v(10.0, 5), v(30.0, 5)], (0.0, f64::INFINITY));
         assert_eq!(m.ci_low, Some(0.0));
         assert!(m.ci_high.unwrap() > 30.0);
+    }
+
+    /// Issue 31 item 4: three trials with the same rate have a zero-width t interval; a
+    /// [0, 1] metric gets the Wilson bound over all trials' units instead. Counts (an
+    /// unbounded range) keep the t interval.
+    #[test]
+    fn equal_trials_have_no_zero_width_interval() {
+        let m = MetricValue::across_trials(&[v(0.0, 10), v(0.0, 10), v(0.0, 10)], UNIT);
+        assert_eq!((m.value, m.n), (Some(0.0), 30));
+        assert_eq!(m.ci_method, Some(CiMethod::WilsonBounded));
+        assert_eq!(m.ci_low, Some(0.0));
+        let hi = m.ci_high.unwrap();
+        assert!((hi - 0.1135).abs() < 1e-3, "{hi}");
+        let m = MetricValue::across_trials(&[v(7.0, 5), v(7.0, 5)], (0.0, f64::INFINITY));
+        assert_eq!(m.ci_method, Some(CiMethod::StudentT));
     }
 
     #[test]
