@@ -1103,7 +1103,7 @@ fn an_out_directory_holding_another_run_is_refused_by_every_command() {
     let rubric = "{name: rubric, params: {grader: {name: reference}}}";
     refused(
         &within(60, &["rescore", a_s, "--judge", rubric, "--out", out_s], d),
-        &["holds a rescore of run"],
+        &["holds an earlier rescore of this run", "--replace"],
     );
     refused(
         &within(
