@@ -49,7 +49,9 @@ pub(crate) struct GateArgs {
     config_dir: Option<PathBuf>,
 }
 
-fn emit(text: &str, out: Option<&Path>) -> Result<(), CliError> {
+/// `text` to `--out FILE` (written atomically; a device or FIFO written straight into),
+/// else to stdout.
+pub(crate) fn emit(text: &str, out: Option<&Path>) -> Result<(), CliError> {
     match out {
         Some(p) => {
             let dir = p

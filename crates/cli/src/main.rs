@@ -35,6 +35,7 @@ mod exam_print;
 mod import_cmd;
 mod judge_eval_cmd;
 mod mcp_cmd;
+mod mcp_sarif;
 mod merge_cmd;
 mod print;
 mod progress;

@@ -31,9 +31,16 @@ pub struct ScanArgs {
     /// Rewrite the pin file with what this scan saw (after reporting against it).
     #[arg(long, requires = "pin")]
     update_pin: bool,
-    /// Print the report as JSON (format gauntlet-mcp-scan/1).
-    #[arg(long)]
+    /// Print the report as JSON (format gauntlet-mcp-scan/1); the same as --format json.
+    #[arg(long, conflicts_with = "format")]
     json: bool,
+    /// The report's format: text, json (gauntlet-mcp-scan/1) or sarif (SARIF 2.1.0 for
+    /// code-scanning dashboards; locations point into the --servers file).
+    #[arg(long, value_enum, default_value = "text")]
+    format: ScanFormat,
+    /// Write the report to FILE instead of stdout (the verdict is still the exit code).
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
     /// Lowest severity that makes the exit status 1: low, medium or high.
     #[arg(long, default_value = "low", value_parser = parse_severity)]
     fail_on: Severity,
@@ -56,6 +63,14 @@ pub struct ScanArgs {
     /// A stdio server: the command and its arguments, after `--`.
     #[arg(last = true, value_name = "CMD ARGS")]
     command: Vec<String>,
+}
+
+/// `mcp-scan --format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ScanFormat {
+    Text,
+    Json,
+    Sarif,
 }
 
 fn parse_severity(s: &str) -> Result<Severity, String> {
@@ -82,7 +97,10 @@ impl ScanArgs {
         let mut specs = Vec::new();
         let mut notes = Vec::new();
         if let Some(f) = &self.servers {
-            let (s, n) = servers::read(f, &|k| std::env::var(k).ok()).map_err(CliError::invalid)?;
+            let text = gauntlet_core::files::read_to_string(f, gauntlet_core::files::Kind::CONFIG)
+                .map_err(|e| CliError::invalid(e.to_string()))?;
+            let (s, n) =
+                servers::parse(&text, f, &|k| std::env::var(k).ok()).map_err(CliError::invalid)?;
             specs.extend(s);
             notes.extend(n);
         }
@@ -153,14 +171,23 @@ pub fn scan(a: ScanArgs) -> Result<(), CliError> {
     for n in &notes {
         eprintln!("note: {}", safe(n));
     }
-    if a.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&report).map_err(CliError::failed)?
-        );
-    } else {
-        print!("{}", render(&report, a.fail_on));
-    }
+    let format = if a.json { ScanFormat::Json } else { a.format };
+    let text = match format {
+        ScanFormat::Json => {
+            let mut t = serde_json::to_string_pretty(&report).map_err(CliError::failed)?;
+            t.push('\n');
+            t
+        }
+        ScanFormat::Sarif => crate::mcp_sarif::render(
+            &report,
+            &crate::mcp_sarif::Inputs {
+                servers_file: a.servers.as_deref(),
+                pin_file: a.pin.as_deref(),
+            },
+        ),
+        ScanFormat::Text => render(&report, a.fail_on),
+    };
+    crate::ci_cmd::emit(&text, a.out.as_deref())?;
     match report.exit_code(a.fail_on) {
         0 => Ok(()),
         c => Err(CliError::Verdict(c)),

@@ -14,8 +14,7 @@
 //!   (`scripts/install-ci-validators.sh`, its python in GAUNTLET_CI_VALIDATORS; without
 //!   it those checks print a loud SKIP, except under CI, where they fail).
 
-use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use crate::common;
@@ -55,41 +54,6 @@ fn gate(dir: &Path, args: &[&str]) -> std::process::Output {
     let mut a = vec!["gate"];
     a.extend_from_slice(args);
     gauntlet(&a, dir)
-}
-
-fn validators() -> Option<PathBuf> {
-    match std::env::var_os("GAUNTLET_CI_VALIDATORS") {
-        Some(p) => Some(PathBuf::from(p)),
-        None => {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "CI: GAUNTLET_CI_VALIDATORS is unset (scripts/install-ci-validators.sh failed?)"
-            );
-            eprintln!(
-                "\n==================== SKIP (validators) ====================\n\
-                 GAUNTLET_CI_VALIDATORS is not set: JUnit was not read by junitparser and SARIF\n\
-                 was not validated against the schema. Set it with\n\
-                 export GAUNTLET_CI_VALIDATORS=$(scripts/install-ci-validators.sh)\n\
-                 ===========================================================\n"
-            );
-            None
-        }
-    }
-}
-
-fn check(py: &Path, kind: &str, file: &Path) -> Value {
-    let o = Command::new(py)
-        .arg(repo_root().join("scripts/check_ci_formats.py"))
-        .args([kind, file.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "{kind} {}: {}",
-        file.display(),
-        show(&o)
-    );
-    serde_json::from_slice(&o.stdout).unwrap()
 }
 
 #[test]

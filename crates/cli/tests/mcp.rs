@@ -255,3 +255,129 @@ fn server_everything_through_the_cli() {
     );
     assert_eq!(code, 0);
 }
+
+/// `--format sarif`: one result per finding of the JSON report, each at the servers file's
+/// line that names its server, its level the finding's severity, rules tagged with the
+/// taxonomy; a server that could not be scanned is an invocation error, not a clean
+/// document; both documents valid SARIF 2.1.0 (schema check under CI).
+#[test]
+fn mcp_scan_writes_sarif_a_code_scanning_dashboard_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let mail = HttpServe::start(&fixture("trusted_server.json"));
+    let servers = dir.path().join("servers.json");
+    let doc = json!({"mcpServers": {"mail": {"url": mail.1}, "helper": stdio_entry(&fixture("poisoned_server.json"))}});
+    std::fs::write(&servers, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
+    let helper_line = std::fs::read_to_string(&servers)
+        .unwrap()
+        .lines()
+        .position(|l| l.contains("\"helper\": {"))
+        .unwrap()
+        + 1;
+    let (code, r, err) = scan_json(&["--servers", "servers.json"], dir.path());
+    assert_eq!(code, 1, "{err}");
+    let findings = r["findings"].as_array().unwrap();
+    let out = gauntlet(
+        &[
+            "mcp-scan",
+            "--servers",
+            "servers.json",
+            "--format",
+            "sarif",
+            "--out",
+            "scan.sarif",
+        ],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", common::show(&out));
+    assert!(out.stdout.is_empty(), "the document went to --out");
+    let sarif = dir.path().join("scan.sarif");
+    let s = common::read_json(&sarif);
+    let run = &s["runs"][0];
+    assert_eq!(run["tool"]["driver"]["name"], "gauntlet mcp-scan");
+    assert_eq!(run["invocations"][0]["executionSuccessful"], true);
+    let rules = run["tool"]["driver"]["rules"].as_array().unwrap();
+    assert_eq!(rules.len(), 10, "every scanner rule is declared");
+    let hidden = rules
+        .iter()
+        .find(|r| r["id"] == "hidden_instruction")
+        .unwrap();
+    let tags = hidden["properties"]["tags"].as_array().unwrap();
+    assert!(tags.contains(&json!("LLM01:2025")) && tags.contains(&json!("AML.T0051.001")));
+    let results = run["results"].as_array().unwrap();
+    assert_eq!(results.len(), findings.len());
+    for (res, f) in results.iter().zip(findings) {
+        assert_eq!(res["ruleId"], f["rule"]);
+        let level = match f["severity"].as_str().unwrap() {
+            "high" => "error",
+            "medium" => "warning",
+            _ => "note",
+        };
+        assert_eq!(res["level"], level, "{res:#}");
+        let loc = &res["locations"][0];
+        assert_eq!(
+            loc["logicalLocations"][0]["fullyQualifiedName"],
+            format!(
+                "mcp/{}/{}/{}{}",
+                f["server"].as_str().unwrap(),
+                f["kind"].as_str().unwrap(),
+                f["item"].as_str().unwrap(),
+                f["location"].as_str().unwrap()
+            )
+        );
+        assert_eq!(
+            loc["physicalLocation"]["artifactLocation"]["uri"],
+            "servers.json"
+        );
+        if f["server"] == "helper" {
+            assert_eq!(
+                loc["physicalLocation"]["region"]["startLine"], helper_line,
+                "{res:#}"
+            );
+        }
+        assert_eq!(res["properties"]["excerpt"], f["text"]);
+    }
+    // Same scan, same fingerprints.
+    let again = gauntlet(
+        &["mcp-scan", "--servers", "servers.json", "--format", "sarif"],
+        dir.path(),
+    );
+    assert_eq!(
+        again.stdout,
+        std::fs::read(&sarif).unwrap(),
+        "a rescan writes the same document"
+    );
+    // A server that cannot be reached: exit 2, and the document says it did not look.
+    std::fs::write(
+        dir.path().join("gone.json"),
+        r#"{"mcpServers": {"gone": {"command": "/nonexistent/mcp-server"}}}"#,
+    )
+    .unwrap();
+    let out = gauntlet(
+        &[
+            "mcp-scan",
+            "--servers",
+            "gone.json",
+            "--format",
+            "sarif",
+            "--out",
+            "gone.sarif",
+        ],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", common::show(&out));
+    let g = common::read_json(&dir.path().join("gone.sarif"));
+    let inv = &g["runs"][0]["invocations"][0];
+    assert_eq!(inv["executionSuccessful"], false);
+    assert!(
+        inv["toolExecutionNotifications"][0]["message"]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("server gone: could not scan"),
+        "{inv:#}"
+    );
+    if let Some(py) = common::validators() {
+        let v = common::check(&py, "sarif", &sarif);
+        assert_eq!(v["results"], findings.len());
+        common::check(&py, "sarif", &dir.path().join("gone.sarif"));
+    }
+}

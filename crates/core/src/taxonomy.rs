@@ -57,6 +57,8 @@ pub struct ThreatMap {
     pub transforms: BTreeMap<String, ThreatTags>,
     pub categories: BTreeMap<String, ThreatTags>,
     pub metrics: BTreeMap<String, MetricEntry>,
+    /// `gauntlet mcp-scan`'s rules, by rule id (SARIF tags of its findings).
+    pub mcp_rules: BTreeMap<String, ThreatTags>,
 }
 
 static MAP: LazyLock<ThreatMap> = LazyLock::new(|| {
@@ -119,6 +121,11 @@ pub fn metric_tags(metric: &str) -> ThreatTags {
         .get(metric)
         .map(|m| m.tags.clone())
         .unwrap_or_default()
+}
+
+/// The tags of an `mcp-scan` rule (by its id, e.g. `hidden_instruction`).
+pub fn mcp_rule_tags(rule: &str) -> ThreatTags {
+    lookup(&MAP.mcp_rules, rule)
 }
 
 /// What a cell is made of, for [`cell_tags`].
@@ -188,6 +195,7 @@ mod tests {
             ("transform_families", &m.transform_families),
             ("transforms", &m.transforms),
             ("categories", &m.categories),
+            ("mcp_rules", &m.mcp_rules),
         ] {
             for (k, tags) in table {
                 ids_declared(&format!("{group}.{k}"), tags);

@@ -17,7 +17,7 @@ use gauntlet_core::files::{self, Kind};
 use gauntlet_core::hash::HashWriter;
 use gauntlet_core::results::RunSummary;
 use gauntlet_core::taxonomy::map as threat_map;
-use gauntlet_report::sarif::{Finding, Level, Location, Rule};
+use gauntlet_report::sarif::{Finding, Level, Location, Rule, uri_of as uri};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 use std::io::BufRead;
@@ -30,18 +30,6 @@ pub struct RunFindings {
     pub findings: Vec<Finding>,
     /// (rule id, title, findings), in rule order.
     pub counts: Vec<(String, String, usize)>,
-}
-
-/// A path as a SARIF URI reference: relative paths as they are (forward slashes), an
-/// absolute one as a `file://` URL.
-fn uri(p: &Path) -> String {
-    let s = p.to_string_lossy().replace('\\', "/");
-    let s = s.strip_prefix("./").unwrap_or(&s).to_string();
-    if p.is_absolute() {
-        format!("file://{}", s.replace(' ', "%20"))
-    } else {
-        s.replace(' ', "%20")
-    }
 }
 
 /// Reads a verified run's summary (results.json) and run.json.

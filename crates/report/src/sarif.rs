@@ -86,6 +86,18 @@ pub struct Finding {
     pub properties: Map<String, Value>,
 }
 
+/// A path as a SARIF URI reference: a relative path as it is (forward slashes, spaces
+/// escaped), an absolute one as a `file://` URL.
+pub fn uri_of(p: &std::path::Path) -> String {
+    let s = p.to_string_lossy().replace('\\', "/");
+    let s = s.strip_prefix("./").unwrap_or(&s).to_string();
+    if p.is_absolute() {
+        format!("file://{}", s.replace(' ', "%20"))
+    } else {
+        s.replace(' ', "%20")
+    }
+}
+
 fn location(l: &Location, id: Option<usize>) -> Value {
     let mut o = Map::new();
     if let Some(i) = id {
@@ -111,8 +123,29 @@ fn location(l: &Location, id: Option<usize>) -> Value {
     Value::Object(o)
 }
 
+/// How the tool's own work went (SARIF `invocations`), so a consumer can tell "nothing
+/// found" from "could not look": a scanner that could not reach one of its targets says
+/// so here, one error notification per target.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Invocation {
+    /// False when any part of the work could not be done.
+    pub successful: bool,
+    /// What went wrong, one line each (error level).
+    pub errors: Vec<String>,
+}
+
 /// The SARIF log: one run of `tool` with `rules` and `findings`.
 pub fn log(tool: &Tool, rules: &[Rule], findings: &[Finding]) -> Value {
+    log_with(tool, rules, findings, None)
+}
+
+/// [`log`] with the run's [`Invocation`].
+pub fn log_with(
+    tool: &Tool,
+    rules: &[Rule],
+    findings: &[Finding],
+    invocation: Option<&Invocation>,
+) -> Value {
     let rules_json: Vec<Value> = rules
         .iter()
         .map(|r| {
@@ -168,20 +201,43 @@ pub fn log(tool: &Tool, rules: &[Rule], findings: &[Finding]) -> Value {
     if let Some(u) = &tool.information_uri {
         driver["informationUri"] = json!(u);
     }
+    let mut run = json!({
+        "tool": {"driver": driver},
+        "columnKind": "unicodeCodePoints",
+        "results": results,
+    });
+    if let Some(inv) = invocation {
+        let notes: Vec<Value> = inv
+            .errors
+            .iter()
+            .map(|e| json!({"level": "error", "message": {"text": e}}))
+            .collect();
+        run["invocations"] = json!([{
+            "executionSuccessful": inv.successful,
+            "toolExecutionNotifications": notes,
+        }]);
+    }
     json!({
         "$schema": SCHEMA_URI,
         "version": "2.1.0",
-        "runs": [{
-            "tool": {"driver": driver},
-            "columnKind": "unicodeCodePoints",
-            "results": results,
-        }],
+        "runs": [run],
     })
 }
 
 /// [`log`] as pretty JSON ending with a newline.
 pub fn render(tool: &Tool, rules: &[Rule], findings: &[Finding]) -> String {
-    let mut s = serde_json::to_string_pretty(&log(tool, rules, findings)).expect("JSON");
+    render_with(tool, rules, findings, None)
+}
+
+/// [`log_with`] as pretty JSON ending with a newline.
+pub fn render_with(
+    tool: &Tool,
+    rules: &[Rule],
+    findings: &[Finding],
+    invocation: Option<&Invocation>,
+) -> String {
+    let mut s =
+        serde_json::to_string_pretty(&log_with(tool, rules, findings, invocation)).expect("JSON");
     s.push('\n');
     s
 }
@@ -234,5 +290,31 @@ mod tests {
         );
         assert_eq!(r["relatedLocations"][0]["id"], 1);
         assert_eq!(v["version"], "2.1.0");
+        assert!(v["runs"][0].get("invocations").is_none());
+    }
+
+    #[test]
+    fn an_invocation_names_what_could_not_be_done() {
+        let tool = Tool {
+            name: "gauntlet".into(),
+            version: "0.1.0".into(),
+            information_uri: None,
+        };
+        let v = log_with(
+            &tool,
+            &[],
+            &[],
+            Some(&Invocation {
+                successful: false,
+                errors: vec!["server x: could not connect".into()],
+            }),
+        );
+        let inv = &v["runs"][0]["invocations"][0];
+        assert_eq!(inv["executionSuccessful"], false);
+        assert_eq!(
+            inv["toolExecutionNotifications"][0]["message"]["text"],
+            "server x: could not connect"
+        );
+        assert_eq!(inv["toolExecutionNotifications"][0]["level"], "error");
     }
 }

@@ -136,3 +136,41 @@ pub fn journal_keys(run: &Path) -> (usize, String) {
         gauntlet_core::hash::sha256_hex(keys.join("\n").as_bytes()),
     )
 }
+
+/// The python of scripts/install-ci-validators.sh (GAUNTLET_CI_VALIDATORS): JUnit read by
+/// junitparser, SARIF validated against the 2.1.0 schema. Without it the checks print a
+/// loud SKIP, except under CI, where they fail.
+pub fn validators() -> Option<PathBuf> {
+    match std::env::var_os("GAUNTLET_CI_VALIDATORS") {
+        Some(p) => Some(PathBuf::from(p)),
+        None => {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "CI: GAUNTLET_CI_VALIDATORS is unset (scripts/install-ci-validators.sh failed?)"
+            );
+            eprintln!(
+                "\n==================== SKIP (validators) ====================\n\
+                 GAUNTLET_CI_VALIDATORS is not set: JUnit was not read by junitparser and SARIF\n\
+                 was not validated against the schema. Set it with\n\
+                 export GAUNTLET_CI_VALIDATORS=$(scripts/install-ci-validators.sh)\n\
+                 ===========================================================\n"
+            );
+            None
+        }
+    }
+}
+
+pub fn check(py: &Path, kind: &str, file: &Path) -> Value {
+    let o = Command::new(py)
+        .arg(repo_root().join("scripts/check_ci_formats.py"))
+        .args([kind, file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "{kind} {}: {}",
+        file.display(),
+        show(&o)
+    );
+    serde_json::from_slice(&o.stdout).unwrap()
+}
