@@ -5,6 +5,7 @@
 
 use crate::encoder::{DIM, Encoder};
 use crate::head::Head;
+use crate::view::{Pool, View, Window};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -68,6 +69,25 @@ impl RefusalClassifier {
             threshold,
             refusal: probability >= threshold,
         })
+    }
+}
+
+/// The view an on-topic check embeds a request and a reply under: the first 64 tokens,
+/// mean-pooled (the sentence-transformers embedding of the text's opening). As good as
+/// 128 tokens on human-labelled replies at half the encoder's cost (BENCHMARKS.md,
+/// "On-topic check").
+pub const TOPIC_VIEW: View = View {
+    window: Window::Open(64),
+    pool: Pool::Mean,
+};
+
+impl RefusalClassifier {
+    /// Cosine similarity of `request`'s and `reply`'s [`TOPIC_VIEW`] embeddings (both
+    /// L2-normalised, so their dot product, accumulated in f64 in a fixed order).
+    pub fn similarity(&self, request: &str, reply: &str) -> Result<f64, String> {
+        let a = self.encoder.features(request, &[TOPIC_VIEW])?;
+        let b = self.encoder.features(reply, &[TOPIC_VIEW])?;
+        Ok(a.iter().zip(&b).map(|(x, y)| *x as f64 * *y as f64).sum())
     }
 }
 

@@ -62,6 +62,23 @@ pub struct Verdict {
     /// What an injection judge found besides the attack (`injection_detector` only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub injection: Option<InjectionFacts>,
+    /// Whether a reply the judge did not call a refusal is on the request's topic, when
+    /// the judge has an on-topic check (`refusal_classifier` with `on_topic_threshold`).
+    /// Never folded into the outcome: an off-topic reply still counts as the judge said;
+    /// the cell warns when most of its successes are off-topic.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_topic: Option<OnTopic>,
+}
+
+/// An on-topic check of one reply: how close it is to the request it answers.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct OnTopic {
+    /// Cosine similarity of the request's and the reply's sentence embeddings, in [-1, 1].
+    pub similarity: f64,
+    /// The similarity below which a reply is off-topic.
+    pub threshold: f64,
+    /// `similarity < threshold`.
+    pub off_topic: bool,
 }
 
 /// The facts of one judged agent run that the injection metrics need.
@@ -137,6 +154,7 @@ impl Verdict {
             reason: String::new(),
             error: Some(why.into()),
             injection: None,
+            on_topic: None,
         }
     }
 
@@ -151,6 +169,7 @@ impl Verdict {
             reason: why.into(),
             error: None,
             injection: None,
+            on_topic: None,
         }
     }
 }

@@ -226,11 +226,14 @@ impl MetricValue {
         // Every trial's value equal: the t interval has zero width whatever the number of
         // trials. A [0, 1] metric gets the bounded-mean (Wilson) interval over the units
         // of all trials instead, as a single trial's all-equal scores do (issue 31 item 4).
+        // An unbounded one (token counts, cost) has no such bound: no interval, as for a
+        // single trial, rather than one that claims no uncertainty at all.
         let (ci, method) = match ci {
             Some((lo, hi)) if lo == hi && range == (0.0, 1.0) && n > 0 => (
                 crate::stats::bounded_mean_ci(mean, n),
                 CiMethod::WilsonBounded,
             ),
+            Some((lo, hi)) if lo == hi => (None, CiMethod::StudentT),
             ci => (ci, CiMethod::StudentT),
         };
         MetricValue {
@@ -572,8 +575,8 @@ mod tests {
     }
 
     /// Issue 31 item 4: three trials with the same rate have a zero-width t interval; a
-    /// [0, 1] metric gets the Wilson bound over all trials' units instead. Counts (an
-    /// unbounded range) keep the t interval.
+    /// [0, 1] metric gets the Wilson bound over all trials' units instead; counts (an
+    /// unbounded range) get no interval, and keep the t interval when the trials differ.
     #[test]
     fn equal_trials_have_no_zero_width_interval() {
         let m = MetricValue::across_trials(&[v(0.0, 10), v(0.0, 10), v(0.0, 10)], UNIT);
@@ -583,6 +586,12 @@ mod tests {
         let hi = m.ci_high.unwrap();
         assert!((hi - 0.1135).abs() < 1e-3, "{hi}");
         let m = MetricValue::across_trials(&[v(7.0, 5), v(7.0, 5)], (0.0, f64::INFINITY));
+        assert_eq!(
+            (m.value, m.ci_low, m.ci_high, m.ci_method),
+            (Some(7.0), None, None, None),
+            "equal counts: no interval rather than a zero-width one"
+        );
+        let m = MetricValue::across_trials(&[v(7.0, 5), v(9.0, 5)], (0.0, f64::INFINITY));
         assert_eq!(m.ci_method, Some(CiMethod::StudentT));
     }
 

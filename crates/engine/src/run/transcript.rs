@@ -137,6 +137,10 @@ pub(super) fn write_verdict(buf: &mut Vec<u8>, v: &Verdict) {
         buf.extend_from_slice(b",\"injection\":");
         serde_json::to_writer(&mut *buf, facts).expect("injection facts serialise");
     }
+    if let Some(t) = &v.on_topic {
+        buf.extend_from_slice(b",\"on_topic\":");
+        serde_json::to_writer(&mut *buf, t).expect("an on-topic check serialises");
+    }
     buf.push(b'}');
 }
 
@@ -405,6 +409,7 @@ mod transcript_line_tests {
                 prop::option::of(any::<bool>()),
                 prop::option::of((any::<bool>(), 0usize..3, prop::option::of(0usize..3))),
             )),
+            on_topic in prop::option::of((-1.0f64..=1.0, 0.0f64..=1.0)),
         ) {
             let v = Verdict {
                 judge,
@@ -429,6 +434,13 @@ mod transcript_line_tests {
                             step1: step(s1),
                             step2: s2.map(step),
                         }),
+                    }
+                }),
+                on_topic: on_topic.map(|(similarity, threshold)| {
+                    gauntlet_core::outcome::OnTopic {
+                        similarity,
+                        threshold,
+                        off_topic: similarity < threshold,
                     }
                 }),
             };

@@ -97,7 +97,10 @@ pub(super) fn summary_rows(r: &HarnessReport) -> Vec<(String, String)> {
         };
         for t in &u.tiers {
             rows.push((
-                format!("usage: {}", t.tier.name()),
+                format!(
+                    "usage: {} (this session's replies, journal hits included, failed calls not)",
+                    t.tier.name()
+                ),
                 format!(
                     "{}: {} call(s), {} in + {} out tokens, cost {}",
                     t.model,
@@ -165,7 +168,7 @@ pub(super) fn base_rows(r: &HarnessReport) -> Vec<(String, String)> {
         ("consensus voters".into(), r.consensus.to_string()),
         ("model-driven tool loop".into(), r.tool_loop.to_string()),
         (
-            "model calls (errors)".into(),
+            "model calls in the scenario runs reported (errors)".into(),
             format!("{} ({})", r.model_calls, r.model_errors),
         ),
     ]

@@ -91,6 +91,7 @@ impl AgentDojoJudge {
                 unparsed_tool_call: crate::judge::unparsed_tool_call(m),
                 injecagent: None,
             }),
+            on_topic: None,
         }
     }
 }

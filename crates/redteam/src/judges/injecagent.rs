@@ -112,6 +112,7 @@ impl InjecAgentJudge {
                 unparsed_tool_call,
                 injecagent: Some(facts),
             }),
+            on_topic: None,
         }
     }
 }

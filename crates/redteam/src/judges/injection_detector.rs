@@ -123,6 +123,7 @@ impl InjectionDetector {
                 unparsed_tool_call,
                 injecagent: None,
             }),
+            on_topic: None,
         }
     }
 }

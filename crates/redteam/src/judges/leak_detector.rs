@@ -205,6 +205,7 @@ impl LeakDetector {
             reason,
             error: None,
             injection: None,
+            on_topic: None,
         }
     }
 }

@@ -166,6 +166,7 @@ impl RefusalMatch {
             reason,
             error: None,
             injection: None,
+            on_topic: None,
         }
     }
 }

@@ -169,6 +169,7 @@ pub(crate) fn graded(judge: &str, grade: Grade, mut reason: String) -> Verdict {
         reason,
         error: None,
         injection: None,
+        on_topic: None,
     }
 }
 
