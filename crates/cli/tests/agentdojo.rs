@@ -262,10 +262,17 @@ fn agentdojo_parity_with_its_own_harness_case_by_case() {
                 mine, theirs,
                 "{mode} {key:?}: gauntlet {mine:?}, AgentDojo {theirs:?}"
             );
+            let msgs = gauntlet_messages(l);
             assert_eq!(
-                gauntlet_messages(l),
+                msgs,
                 agentdojo_messages(&file),
                 "{mode} {key:?}: the messages differ"
+            );
+            // The warning's evidence: whether the agent called any tool.
+            assert_eq!(
+                m["no_tool_calls"].as_bool(),
+                Some(msgs.iter().all(|s| s.2.is_empty())),
+                "{mode} {key:?}: no_tool_calls"
             );
             ours.insert(key, mine);
             compared += 1;

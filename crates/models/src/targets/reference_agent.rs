@@ -4,8 +4,9 @@
 //! [`ChatRequest::agent_script`] (never in the prompt, so nothing about it can leak to
 //! a real model through the same request). Given the conversation so far it:
 //! 1. if it is `vulnerable`, the injection marker appears in any user or tool message it
-//!    has received or in the definition of a tool it is offered, and it has not yet done
-//!    so, performs the attacker action;
+//!    has received or in the definition of a tool it is offered (under the prompted
+//!    protocol, where the definitions are in the system message, in that message), and it
+//!    has not yet done so, performs the attacker action;
 //! 2. otherwise performs the next step of its user plan (one tool call per reply, ids
 //!    `call_<n>`);
 //! 3. once the plan is done, replies with a final text.
@@ -185,6 +186,11 @@ impl ReferenceAgent {
                     attack_done |= calls.iter().any(is_attack);
                 }
                 Role::User | Role::Tool => {
+                    marker_seen = marker_seen || m.content.contains(script.marker());
+                }
+                // Under the prompted protocol the tools' definitions reach the model in
+                // the system message, so a poisoned definition is seen there.
+                Role::System if self.prompted => {
                     marker_seen = marker_seen || m.content.contains(script.marker());
                 }
                 Role::System => {}

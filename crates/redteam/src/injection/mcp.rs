@@ -38,7 +38,7 @@ use gauntlet_mcp::client::{Limits, McpError, Session};
 use gauntlet_mcp::serve::{CallLog, Served, ServedTool, ServerDef};
 use gauntlet_mcp::servers::ServerSpec;
 use gauntlet_mcp::toolbox::Toolbox;
-use gauntlet_models::{BoxFuture, ModelError};
+use gauntlet_models::{BoxFuture, ModelError, ToolProtocol};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -364,6 +364,12 @@ pub async fn attempt(
     m.insert("no_tool_calls".into(), no_tool_calls.into());
     if let Some(r) = rug {
         m.insert("rug_pull_detected".into(), r.into());
+    }
+    // As every agent surface: under the prompted protocol, whether the last reply reached
+    // for a tool and yielded no call (`unparsed_tool_call_rate` reads it).
+    if target.tool_protocol() == ToolProtocol::Prompted {
+        m.insert("tool_protocol".into(), "prompted".into());
+        m.insert("unparsed_tool_call".into(), run.unparsed_tool_call.into());
     }
     Ok(vec![Attempt {
         index: 0,

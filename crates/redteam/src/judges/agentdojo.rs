@@ -87,7 +87,7 @@ impl AgentDojoJudge {
                 injected,
                 task_completed: utility,
                 delivered: None,
-                no_tool_calls: None,
+                no_tool_calls: m.get("no_tool_calls").and_then(|v| v.as_bool()),
                 unparsed_tool_call: crate::judge::unparsed_tool_call(m),
                 injecagent: None,
             }),

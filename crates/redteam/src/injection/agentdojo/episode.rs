@@ -93,7 +93,8 @@ struct Ran {
 /// Runs one case under `attack` (`None`: no attack) and `defense`, as one attempt with
 /// its metadata: `suite, user_task, injection_task, attack, defense, utility, security`
 /// (AgentDojo's verdicts; `null` when the episode errored, `security` null for a benign
-/// case), `injected`, `injections` (vector → text placed), `steps`, `max_steps_hit`;
+/// case), `injected`, `injections` (vector → text placed), `steps`, `max_steps_hit`,
+/// `no_tool_calls` (the model called no tool in the whole episode);
 /// under the target's `tool_protocol: prompted` also `tool_protocol` and
 /// `unparsed_tool_call` (the reason the final reply's call could not be read, or null).
 pub async fn attempt(
@@ -120,6 +121,10 @@ pub async fn attempt(
         "injections": ran.injections,
         "steps": ran.steps,
         "max_steps_hit": ran.max_steps_hit,
+        // The agent never called a tool (its injections, placed in tool outputs, were
+        // never read): issue 31's `no_tool_calls` warning counts it.
+        "no_tool_calls": ran.transcript.iter().all(|m| m.tool_calls.is_empty())
+            && ran.response.as_ref().map_or(true, |r| r.tool_calls.is_empty()),
     });
     if target.tool_protocol() == ToolProtocol::Prompted {
         metadata["tool_protocol"] = "prompted".into();
