@@ -65,6 +65,9 @@ pub struct ScanArgs {
     command: Vec<String>,
 }
 
+/// The servers to scan, the notes of reading the servers file, and its text.
+type Specs = (Vec<ServerSpec>, Vec<String>, Option<String>);
+
 /// `mcp-scan --format`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum ScanFormat {
@@ -92,10 +95,12 @@ impl ScanArgs {
         l
     }
 
-    /// The servers to scan, in order: the file's, then the URLs, then the command.
-    fn specs(&self) -> Result<(Vec<ServerSpec>, Vec<String>), CliError> {
+    /// The servers to scan, in order: the file's, then the URLs, then the command; with
+    /// the notes of reading the servers file and its text (for SARIF locations).
+    fn specs(&self) -> Result<Specs, CliError> {
         let mut specs = Vec::new();
         let mut notes = Vec::new();
+        let mut file_text = None;
         if let Some(f) = &self.servers {
             let text = gauntlet_core::files::read_to_string(f, gauntlet_core::files::Kind::CONFIG)
                 .map_err(|e| CliError::invalid(e.to_string()))?;
@@ -103,6 +108,7 @@ impl ScanArgs {
                 servers::parse(&text, f, &|k| std::env::var(k).ok()).map_err(CliError::invalid)?;
             specs.extend(s);
             notes.extend(n);
+            file_text = Some(text);
         }
         for url in &self.urls {
             servers::check_url(url).map_err(|e| CliError::invalid(format!("--url: {e}")))?;
@@ -136,13 +142,13 @@ impl ScanArgs {
                 )));
             }
         }
-        Ok((specs, notes))
+        Ok((specs, notes, file_text))
     }
 }
 
 /// `gauntlet mcp-scan`.
 pub fn scan(a: ScanArgs) -> Result<(), CliError> {
-    let (specs, notes) = a.specs()?;
+    let (specs, notes, servers_text) = a.specs()?;
     let limits = a.limits();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -181,7 +187,7 @@ pub fn scan(a: ScanArgs) -> Result<(), CliError> {
         ScanFormat::Sarif => crate::mcp_sarif::render(
             &report,
             &crate::mcp_sarif::Inputs {
-                servers_file: a.servers.as_deref(),
+                servers_file: a.servers.as_deref().zip(servers_text.as_deref()),
                 pin_file: a.pin.as_deref(),
             },
         ),

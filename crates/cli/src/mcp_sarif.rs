@@ -94,17 +94,14 @@ fn server_line(text: &str, name: &str) -> Option<u64> {
 
 /// What the scan was given, for locations.
 pub struct Inputs<'a> {
-    /// `--servers FILE` as the user named it.
-    pub servers_file: Option<&'a Path>,
+    /// `--servers FILE` as the user named it, and the text the scan read from it.
+    pub servers_file: Option<(&'a Path, &'a str)>,
     /// `--pin FILE`.
     pub pin_file: Option<&'a Path>,
 }
 
 /// The SARIF document of a scan.
 pub fn render(report: &ScanReport, inputs: &Inputs) -> String {
-    let servers_text = inputs
-        .servers_file
-        .and_then(|p| std::fs::read_to_string(p).ok());
     let findings: Vec<Finding> = report
         .findings
         .iter()
@@ -123,7 +120,7 @@ pub fn render(report: &ScanReport, inputs: &Inputs) -> String {
                 logical: Some(logical),
                 message: Some(format!("{what}, at {}", f.location)),
             };
-            if let (Some(p), Some(text)) = (inputs.servers_file, &servers_text) {
+            if let Some((p, text)) = inputs.servers_file {
                 primary.uri = Some(uri_of(p));
                 primary.start_line = server_line(text, &f.server);
             }
