@@ -41,10 +41,7 @@ fn a_slow_live_run_shows_rates_per_minute_and_a_real_eta() {
     assert!(out.status.success(), "{}", show(&out));
     assert!(started.elapsed().as_secs_f64() >= 8.0);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    let progress: Vec<&str> = stderr
-        .lines()
-        .filter(|l| l.starts_with("progress: "))
-        .collect();
+    let progress = progress_lines(&stderr);
     // At least one line while the run was going (the first after 5 s: 2 of 4 done).
     let mid: Vec<&&str> = progress
         .iter()
@@ -83,26 +80,8 @@ fn a_slow_live_run_shows_rates_per_minute_and_a_real_eta() {
 /// and a last one when done.
 #[test]
 fn a_slow_real_exam_shows_the_same_progress_lines() {
-    use common::exam::{Server, cascade_script, small_corpus};
-    let srv = Server::start(cascade_script(700));
-    let corpus = tempfile::tempdir().unwrap();
-    small_corpus(corpus.path());
-    let out = tempfile::tempdir().unwrap();
-    let o = Command::new(BIN)
-        .args(["exam", "--mode", "real", "-n", "1", "--concurrency", "1"])
-        .args(["--target", &srv.target("m"), "--corpus"])
-        .arg(corpus.path())
-        .arg("--out")
-        .arg(out.path().join("o"))
-        .env("GAUNTLET_TEST_KEY", "k")
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", show(&o));
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    let progress: Vec<&str> = stderr
-        .lines()
-        .filter(|l| l.starts_with("progress: "))
-        .collect();
+    let stderr = slow_exam(&[]);
+    let progress = progress_lines(&stderr);
     let (last, mid) = progress.split_last().unwrap_or_else(|| panic!("{stderr}"));
     assert!(!mid.is_empty(), "a line while the exam runs: {stderr}");
     for l in mid {
@@ -129,27 +108,8 @@ fn a_slow_real_exam_shows_the_same_progress_lines() {
 /// one scenario at a time.
 #[test]
 fn the_eta_counts_planned_calls_and_calls_in_flight_are_shown_apart() {
-    use common::exam::{Server, cascade_script, small_corpus};
-    let srv = Server::start(cascade_script(700));
-    let corpus = tempfile::tempdir().unwrap();
-    small_corpus(corpus.path());
-    let out = tempfile::tempdir().unwrap();
-    let o = Command::new(BIN)
-        .args(["exam", "--mode", "real", "-n", "1", "--concurrency", "1"])
-        .args(["--consensus", "0"])
-        .args(["--target", &srv.target("m"), "--corpus"])
-        .arg(corpus.path())
-        .arg("--out")
-        .arg(out.path().join("o"))
-        .env("GAUNTLET_TEST_KEY", "k")
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", show(&o));
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    let progress: Vec<&str> = stderr
-        .lines()
-        .filter(|l| l.starts_with("progress: "))
-        .collect();
+    let stderr = slow_exam(&["--consensus", "0"]);
+    let progress = progress_lines(&stderr);
     let (last, mid) = progress.split_last().unwrap_or_else(|| panic!("{stderr}"));
     assert!(!mid.is_empty(), "{stderr}");
     let num = |l: &str, before: &str, after: &str| -> u64 {
@@ -190,4 +150,34 @@ fn the_eta_counts_planned_calls_and_calls_in_flight_are_shown_apart() {
         last.ends_with("eta 0s, calls 18 done, 0 in flight (journal 0, failed 0)"),
         "{last}"
     );
+}
+
+/// A real exam of the small corpus against the test server at 700 ms a call, one
+/// scenario at a time, with `extra` arguments; returns its stderr (it must succeed).
+fn slow_exam(extra: &[&str]) -> String {
+    use common::exam::{Server, cascade_script, small_corpus};
+    let srv = Server::start(cascade_script(700));
+    let corpus = tempfile::tempdir().unwrap();
+    small_corpus(corpus.path());
+    let out = tempfile::tempdir().unwrap();
+    let o = Command::new(BIN)
+        .args(["exam", "--mode", "real", "-n", "1", "--concurrency", "1"])
+        .args(extra)
+        .args(["--target", &srv.target("m"), "--corpus"])
+        .arg(corpus.path())
+        .arg("--out")
+        .arg(out.path().join("o"))
+        .env("GAUNTLET_TEST_KEY", "k")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", show(&o));
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// The `progress: ` lines of a stderr.
+fn progress_lines(stderr: &str) -> Vec<&str> {
+    stderr
+        .lines()
+        .filter(|l| l.starts_with("progress: "))
+        .collect()
 }
