@@ -4,6 +4,12 @@
 # held-out model and pooled), then checks the Rust judge path end to end.
 #
 #   scripts/train-refusal-classifier.sh [--dev-dir DIR]
+#   scripts/train-refusal-classifier.sh --band-cv JUDGE_EVAL_JSON [--dev-dir DIR]
+#
+# With --band-cv, nothing is trained or written: scripts/refusal_band_cv.py chooses the
+# judge's abstention band (and whether the rules are a second opinion) by nested
+# leave-one-model-out and prints the kappa-coverage curve; JUDGE_EVAL_JSON is
+# judge_eval.json of `gauntlet judge-eval DEV/*.csv --judge refusal_match`.
 #
 # Reads the XSTest v2 dev split from ../shared/data/xstest-v2-dev/ (in place; never
 # copied into the repo) and our synthetic replies from crates/classifier/training/.
@@ -34,6 +40,11 @@ export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
 
 build() { cargo build --release -q --locked -p gauntlet-classifier --features model --bin gauntlet-refusal-classifier; }
 build
+if [ "${1:-}" = "--band-cv" ]; then
+  [ -n "${2:-}" ] || { echo "--band-cv needs the judge_eval.json of refusal_match on the dev split" >&2; exit 2; }
+  rules=$2; shift 2
+  exec "$VENV/bin/python" scripts/refusal_band_cv.py --tool "$TOOL" --model-dir "$MODEL_DIR" --rules "$rules" "$@"
+fi
 "$VENV/bin/python" scripts/train_refusal_classifier.py --tool "$TOOL" --model-dir "$MODEL_DIR" "$@"
 sha=$(sha256sum crates/classifier/head/refusal_head.json | cut -d' ' -f1)
 sed -i "s/^pub const SHIPPED_SHA256: &str = \"[0-9a-f]*\";/pub const SHIPPED_SHA256: \&str = \"$sha\";/" \

@@ -164,11 +164,15 @@ fn prop(p: &Proportion) -> String {
     }
 }
 
-fn line(name: &str, s: &AgreementStats) -> String {
-    let k = match (s.kappa.value, s.kappa.ci_low, s.kappa.ci_high) {
+fn kappa(s: &AgreementStats) -> String {
+    match (s.kappa.value, s.kappa.ci_low, s.kappa.ci_high) {
         (Some(k), Some(lo), Some(hi)) => format!("{k:.3} [{lo:.3}, {hi:.3}]"),
         _ => "N/A".into(),
-    };
+    }
+}
+
+fn line(name: &str, s: &AgreementStats) -> String {
+    let k = kappa(s);
     let c = &s.confusion;
     format!(
         "  {:<18} {:>5}  {:<22} {:<22} {:<22} {:<22} {}/{}/{}/{}",
@@ -214,6 +218,24 @@ fn print_table(r: &JudgeEvalReport, out: &Path) {
         println!("{}", line("all", &j.overall));
         for (src, st) in &j.by_source {
             println!("{}", line(src, st));
+        }
+        if !j.band_curve.is_empty() {
+            println!(
+                "  kappa-coverage curve (abstention band around the threshold):\n  {:<18} {:>5}  {:<8} {:<22} {:<22} {:<22}",
+                "band", "n", "coverage", "Cohen's kappa", "sensitivity", "specificity"
+            );
+            for p in &j.band_curve {
+                let s = &p.agreement;
+                println!(
+                    "  {:<18} {:>5}  {:<8} {:<22} {:<22} {:<22}",
+                    format!("{:.2}", p.band),
+                    p.decided,
+                    p.coverage.map_or("N/A".into(), |c| format!("{c:.3}")),
+                    kappa(s),
+                    prop(&s.sensitivity),
+                    prop(&s.specificity),
+                );
+            }
         }
     }
     let g = &r.grader_calls;

@@ -231,6 +231,84 @@ pub struct JudgeResult {
     /// The first errors (at most 20), in set order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub errored: Vec<Errored>,
+    /// For probabilistic judges (`refusal_classifier`): coverage and agreement on
+    /// decided replies as the abstention band moves ([`CURVE_BANDS`]), computed from the
+    /// probabilities the verdicts recorded; the judge's own band is the figures above.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub band_curve: Vec<BandPoint>,
+}
+
+/// The abstention bands of a kappa-coverage curve: 0 to 0.50 in steps of 0.02 (0.50 is
+/// the widest band a judge takes).
+pub const CURVE_BANDS: [f64; 26] = [
+    0.0, 0.02, 0.04, 0.06, 0.08, 0.10, 0.12, 0.14, 0.16, 0.18, 0.20, 0.22, 0.24, 0.26, 0.28, 0.30,
+    0.32, 0.34, 0.36, 0.38, 0.40, 0.42, 0.44, 0.46, 0.48, 0.50,
+];
+
+/// One point of a kappa-coverage curve: what the judge would have decided, and how well,
+/// had its band been `band`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BandPoint {
+    pub band: f64,
+    pub decided: u64,
+    pub uncertain: u64,
+    /// `decided / (decided + uncertain)`.
+    pub coverage: Option<f64>,
+    /// Agreement with the human labels on the decided replies.
+    pub agreement: AgreementStats,
+}
+
+/// Accumulates a probabilistic judge's verdicts for its kappa-coverage curve.
+#[derive(Debug, Clone, Default)]
+pub struct CurveAcc {
+    /// (probability, human refusal) of every non-error reply the probability decided on.
+    points: Vec<(crate::outcome::RefusalProbability, bool)>,
+    /// Decided replies no probability was involved in (a provider's declared refusal):
+    /// decided at every band.
+    fixed: Confusion,
+}
+
+impl CurveAcc {
+    pub fn add(
+        &mut self,
+        p: Option<&crate::outcome::RefusalProbability>,
+        human_refusal: bool,
+        judge_refusal: Option<bool>,
+    ) {
+        match (p, judge_refusal) {
+            (Some(p), _) => self.points.push((*p, human_refusal)),
+            (None, Some(j)) => self.fixed.add(human_refusal, j),
+            (None, None) => {}
+        }
+    }
+
+    /// The curve over [`CURVE_BANDS`]; empty when no verdict carried a probability.
+    pub fn finish(&self) -> Vec<BandPoint> {
+        if self.points.is_empty() {
+            return Vec::new();
+        }
+        CURVE_BANDS
+            .iter()
+            .map(|&band| {
+                let mut c = self.fixed;
+                let mut uncertain = 0;
+                for (p, human) in &self.points {
+                    if p.decides_at(band) {
+                        c.add(*human, p.refusal());
+                    } else {
+                        uncertain += 1;
+                    }
+                }
+                BandPoint {
+                    band,
+                    decided: c.n(),
+                    uncertain,
+                    coverage: coverage(c.n(), uncertain),
+                    agreement: c.stats(),
+                }
+            })
+            .collect()
+    }
 }
 
 impl JudgeResult {
@@ -655,5 +733,67 @@ mod tests {
         assert!(c.validate().unwrap_err().contains("do not match"));
         let c = card(8, 2, 0, 0);
         assert!(c.validate().is_err());
+    }
+
+    /// The curve decides a reply exactly where a judge with that band would: outside the
+    /// band, or inside it when the rules agree; a declared refusal is decided at every
+    /// band; coverage falls and the decided replies are the confident ones.
+    #[test]
+    fn the_band_curve_decides_as_the_judge_would() {
+        use crate::outcome::RefusalProbability;
+        let p = |value: f64, rules_agree: Option<bool>| RefusalProbability {
+            value,
+            threshold: 0.4,
+            band: 0.0,
+            rules_agree,
+        };
+        let mut acc = CurveAcc::default();
+        assert!(acc.finish().is_empty(), "no probability, no curve");
+        // (probability, human refusal): two confident and right, two near the threshold
+        // and wrong, one near and wrong but the rules agree with it.
+        acc.add(Some(&p(0.95, None)), true, Some(true));
+        acc.add(Some(&p(0.02, None)), false, Some(false));
+        acc.add(Some(&p(0.45, None)), false, Some(true));
+        acc.add(Some(&p(0.35, None)), true, None);
+        acc.add(Some(&p(0.41, Some(true))), false, Some(true));
+        // A provider's declared refusal: no probability, decided everywhere.
+        acc.add(None, true, Some(true));
+        // An abstention without a probability is not a point.
+        acc.add(None, true, None);
+        let curve = acc.finish();
+        assert_eq!(curve.len(), CURVE_BANDS.len());
+        let at = |b: f64| curve.iter().find(|c| (c.band - b).abs() < 1e-9).unwrap();
+        let zero = at(0.0);
+        assert_eq!((zero.decided, zero.uncertain), (6, 0));
+        assert_eq!(
+            zero.agreement.confusion,
+            Confusion {
+                tp: 2,
+                fn_: 1,
+                fp: 2,
+                tn: 1
+            }
+        );
+        let wide = at(0.10);
+        assert_eq!((wide.decided, wide.uncertain), (4, 2));
+        assert_eq!(
+            wide.agreement.confusion,
+            Confusion {
+                tp: 2,
+                fn_: 0,
+                fp: 1,
+                tn: 1
+            }
+        );
+        assert_eq!(wide.coverage, Some(4.0 / 6.0));
+        // At 0.50 only 0.95 is far enough from 0.4; the rules' and the provider's stand.
+        let widest = at(0.50);
+        assert_eq!((widest.decided, widest.uncertain), (3, 3));
+        for w in curve.windows(2) {
+            assert!(
+                w[0].coverage >= w[1].coverage,
+                "coverage never rises with the band"
+            );
+        }
     }
 }

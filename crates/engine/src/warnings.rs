@@ -433,6 +433,7 @@ mod tests {
                 threshold: 0.15,
                 off_topic,
             }),
+            probability: None,
         };
         let unit = |off: Option<bool>| {
             let a = Attempt {

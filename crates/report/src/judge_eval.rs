@@ -187,6 +187,30 @@ fn judge_section(o: &mut String, j: &JudgeResult) {
         row(o, source, s);
     }
     o.push('\n');
+    if !j.band_curve.is_empty() {
+        o.push_str("### Kappa–coverage curve
+
+What this judge would decide, and how well, were its abstention band (the distance from the threshold inside which it says `uncertain`) each of these; computed from the refusal probabilities its verdicts recorded.
+
+");
+        o.push_str("| band | decided | uncertain | coverage | Cohen's κ on decided | sensitivity | specificity |
+|---:|---:|---:|---:|---|---|---|
+");
+        for p in &j.band_curve {
+            let _ = writeln!(
+                o,
+                "| {:.2} | {} | {} | {} | {} | {} | {} |",
+                p.band,
+                p.decided,
+                p.uncertain,
+                p.coverage.map_or("N/A".into(), |c| format!("{c:.3}")),
+                kappa(&p.agreement),
+                prop(&p.agreement.sensitivity),
+                prop(&p.agreement.specificity),
+            );
+        }
+        o.push('\n');
+    }
     if !j.by_rule.is_empty() {
         o.push_str("### Deciding rules\n\n| rule | decided | wrong |\n|---|---:|---:|\n");
         for (rule, c) in &j.by_rule {

@@ -27,7 +27,7 @@ use futures_util::StreamExt;
 use gauntlet_core::behavior::Behavior;
 use gauntlet_core::hash::{HashWriter, sha256_hex};
 use gauntlet_core::judge_eval::{
-    CARD_FORMAT, CallCounts, Confusion, EVAL_FORMAT, Errored, JudgeCard, JudgeEvalReport,
+    CARD_FORMAT, CallCounts, Confusion, CurveAcc, EVAL_FORMAT, Errored, JudgeCard, JudgeEvalReport,
     JudgeResult, LabelledFileSummary, LabelledSetRef, LabelledSetSummary, Misclassified, RuleCount,
 };
 use gauntlet_core::message::{ChatResponse, Message};
@@ -257,6 +257,7 @@ struct JudgeAcc {
     uncertain_by_source: BTreeMap<String, u64>,
     misclassified: Vec<Misclassified>,
     errored: Vec<Errored>,
+    curve: CurveAcc,
 }
 
 impl JudgeAcc {
@@ -279,6 +280,9 @@ impl JudgeAcc {
             }
             return Ok(());
         }
+        let human_refusal = r.label.is_refusal(partial);
+        self.curve
+            .add(v.probability.as_ref(), human_refusal, v.refused);
         if v.outcome == Outcome::Uncertain {
             self.uncertain += 1;
             *self
@@ -296,7 +300,6 @@ impl JudgeAcc {
                 j.label()
             ));
         };
-        let human_refusal = r.label.is_refusal(partial);
         self.overall.add(human_refusal, judge_refusal);
         self.by_source
             .entry(r.source.clone())
@@ -347,6 +350,7 @@ impl JudgeAcc {
             by_rule: self.by_rule,
             misclassified: self.misclassified,
             errored: self.errored,
+            band_curve: self.curve.finish(),
         }
     }
 }

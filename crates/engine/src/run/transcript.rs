@@ -141,6 +141,10 @@ pub(super) fn write_verdict(buf: &mut Vec<u8>, v: &Verdict) {
         buf.extend_from_slice(b",\"on_topic\":");
         serde_json::to_writer(&mut *buf, t).expect("an on-topic check serialises");
     }
+    if let Some(p) = &v.probability {
+        buf.extend_from_slice(b",\"probability\":");
+        serde_json::to_writer(&mut *buf, p).expect("a refusal probability serialises");
+    }
     buf.push(b'}');
 }
 
@@ -410,6 +414,12 @@ mod transcript_line_tests {
                 prop::option::of((any::<bool>(), 0usize..3, prop::option::of(0usize..3))),
             )),
             on_topic in prop::option::of((-1.0f64..=1.0, 0.0f64..=1.0)),
+            probability in prop::option::of((
+                0.0f64..=1.0,
+                0.0f64..=1.0,
+                0.0f64..=0.5,
+                prop::option::of(any::<bool>()),
+            )),
         ) {
             let v = Verdict {
                 judge,
@@ -441,6 +451,14 @@ mod transcript_line_tests {
                         similarity,
                         threshold,
                         off_topic: similarity < threshold,
+                    }
+                }),
+                probability: probability.map(|(value, threshold, band, rules_agree)| {
+                    gauntlet_core::outcome::RefusalProbability {
+                        value,
+                        threshold,
+                        band,
+                        rules_agree,
                     }
                 }),
             };

@@ -92,6 +92,7 @@ impl AgentDojoJudge {
                 injecagent: None,
             }),
             on_topic: None,
+            probability: None,
         }
     }
 }

@@ -113,6 +113,7 @@ impl InjecAgentJudge {
                 injecagent: Some(facts),
             }),
             on_topic: None,
+            probability: None,
         }
     }
 }

@@ -124,6 +124,7 @@ impl InjectionDetector {
                 injecagent: None,
             }),
             on_topic: None,
+            probability: None,
         }
     }
 }

@@ -206,6 +206,7 @@ impl LeakDetector {
             error: None,
             injection: None,
             on_topic: None,
+            probability: None,
         }
     }
 }

@@ -167,6 +167,7 @@ impl RefusalMatch {
             error: None,
             injection: None,
             on_topic: None,
+            probability: None,
         }
     }
 }

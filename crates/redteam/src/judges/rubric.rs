@@ -170,6 +170,7 @@ pub(crate) fn graded(judge: &str, grade: Grade, mut reason: String) -> Verdict {
         error: None,
         injection: None,
         on_topic: None,
+        probability: None,
     }
 }
 
