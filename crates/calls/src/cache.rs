@@ -323,6 +323,12 @@ fn hash_head(h: &mut HashWriter, req: &ChatRequest) {
         h.field(b"transform-trace");
         h.field(&t.digest());
     }
+    // Asked-for logprobs (guard judges): hashed only when present, like the trace; the
+    // tag field (12 bytes) is distinct from every other field's length.
+    if let Some(n) = req.top_logprobs {
+        h.field(b"top-logprobs");
+        h.field(&[n]);
+    }
 }
 
 /// One message: a header field (role, and which optional parts are present), the

@@ -18,6 +18,7 @@ mod exam_hardening;
 mod exam_shards;
 mod exam_spine;
 mod first_eval;
+mod guard;
 mod hostile;
 mod injection;
 mod injection_wire;

@@ -136,6 +136,12 @@ pub struct ChatRequest {
     pub temperature: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u32>,
+    /// Ask for the log-probabilities of this many most likely alternatives of each
+    /// generated token (OpenAI-compatible servers: `logprobs` + `top_logprobs`); the
+    /// first token's come back in [`ChatResponse::first_token_logprobs`]. Targets whose
+    /// API has no logprobs ignore it. Part of the cache key when present.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_logprobs: Option<u8>,
     /// The scripted plan of an agent run, for the offline `reference_agent` only. Never
     /// serialised and never put on the wire: live targets build their bodies from the
     /// fields above. Part of the cache key.
@@ -247,6 +253,18 @@ pub struct ChatResponse {
     pub tool_calls: Vec<ToolCall>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
+    /// The first generated token's most likely alternatives with their
+    /// log-probabilities, when the request asked for them
+    /// ([`ChatRequest::top_logprobs`]) and the server returned them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_token_logprobs: Option<Vec<TokenLogprob>>,
+}
+
+/// One alternative for a generated token and its natural-log probability.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TokenLogprob {
+    pub token: String,
+    pub logprob: f64,
 }
 
 impl ChatResponse {
@@ -257,6 +275,7 @@ impl ChatResponse {
             stop_reason: StopReason::Stop,
             tool_calls: Vec::new(),
             usage: None,
+            first_token_logprobs: None,
         }
     }
 

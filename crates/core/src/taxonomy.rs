@@ -6,7 +6,7 @@
 //! its `version`), embedded in the binary. It declares each framework's entries (id and
 //! title, facts from the framework's own text) and maps gauntlet's vocabulary onto them:
 //! run modes, attacks, prompt-transform families (and single transforms where they add
-//! something), dataset categories and metrics. A cell's tags are the union over what it
+//! something), dataset categories, metrics and guard-model hazard categories. A cell's tags are the union over what it
 //! is made of ([`cell_tags`]); a leaderboard row adds its metric's ([`metric_tags`]).
 //! Tests check that every id used is declared and that every registered plugin is
 //! mapped, so the map cannot drift from the registries silently.
@@ -59,6 +59,9 @@ pub struct ThreatMap {
     pub metrics: BTreeMap<String, MetricEntry>,
     /// `gauntlet mcp-scan`'s rules, by rule id (SARIF tags of its findings).
     pub mcp_rules: BTreeMap<String, ThreatTags>,
+    /// The hazard categories of guard models the `guard` judge reads, by
+    /// `<format>/<code>` (`llama_guard3/S7`).
+    pub guard_categories: BTreeMap<String, ThreatTags>,
 }
 
 static MAP: LazyLock<ThreatMap> = LazyLock::new(|| {
@@ -126,6 +129,11 @@ pub fn metric_tags(metric: &str) -> ThreatTags {
 /// The tags of an `mcp-scan` rule (by its id, e.g. `hidden_instruction`).
 pub fn mcp_rule_tags(rule: &str) -> ThreatTags {
     lookup(&MAP.mcp_rules, rule)
+}
+
+/// The tags of a guard model's hazard category (`llama_guard3/S7`); empty when unmapped.
+pub fn guard_category_tags(key: &str) -> ThreatTags {
+    lookup(&MAP.guard_categories, key)
 }
 
 /// What a cell is made of, for [`cell_tags`].
@@ -196,6 +204,7 @@ mod tests {
             ("transforms", &m.transforms),
             ("categories", &m.categories),
             ("mcp_rules", &m.mcp_rules),
+            ("guard_categories", &m.guard_categories),
         ] {
             for (k, tags) in table {
                 ids_declared(&format!("{group}.{k}"), tags);

@@ -529,6 +529,7 @@ impl StoredRun {
                         ))
                     })?;
                 Ok(ChatResponse {
+                    first_token_logprobs: None,
                     content: last.content.clone(),
                     stop_reason: l.stop_reason.unwrap_or(StopReason::Stop),
                     tool_calls: last.tool_calls.clone(),

@@ -145,6 +145,7 @@ impl Model for GoldenModel {
         let res = if !req.tools.is_empty() && !req.messages.iter().any(|m| m.role == Role::Tool) {
             // Tool loop: first gather evidence, then answer.
             ChatResponse {
+                first_token_logprobs: None,
                 content: String::new(),
                 stop_reason: StopReason::ToolCalls,
                 tool_calls: GOLDEN_TOOL_CALLS

@@ -46,6 +46,17 @@ pub trait Judge: Send + Sync {
     fn success_is_non_refusal(&self) -> bool {
         false
     }
+    /// Whether a success means "the reply was judged harmful" rather than "the reply was
+    /// answered" (`guard`): then `frr`, a rate of unanswered benign requests read from
+    /// successes, does not apply.
+    fn success_is_harm(&self) -> bool {
+        false
+    }
+    /// Whether verdicts say whether the reply was a refusal (`refused`); when not,
+    /// `refusal_rate` does not apply (a missing `refused` is not "not refused").
+    fn decides_refusals(&self) -> bool {
+        true
+    }
     /// Scores an attempt. `grader` is the cached grader model for judges that have one.
     /// Only a configuration or budget error is returned as `Err`; everything else that
     /// prevents a judgement is an `Error` verdict.

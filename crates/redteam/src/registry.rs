@@ -21,7 +21,7 @@ use crate::injections::{
 use crate::judge::Judge;
 use crate::judges::strongreject;
 use crate::judges::{
-    agentdojo as agentdojo_judge, injecagent as injecagent_judge, injection_detector,
+    agentdojo as agentdojo_judge, guard, injecagent as injecagent_judge, injection_detector,
     leak_detector, refusal_classifier, refusal_match, rubric,
 };
 use crate::metrics::{
@@ -86,6 +86,7 @@ pub const JUDGES: &[PluginInfo] = &[
     injecagent_judge::INFO,
     refusal_classifier::INFO,
     agentdojo_judge::INFO,
+    guard::INFO,
 ];
 pub const METRICS: &[PluginInfo] = &[
     asr::INFO,
@@ -217,6 +218,7 @@ pub fn build_judge(spec: &PluginSpec) -> Result<Box<dyn Judge>, String> {
         ))),
         "refusal_classifier" => refusal_classifier::build(spec),
         "agentdojo" => Ok(Box::new(agentdojo_judge::AgentDojoJudge::new(spec.clone()))),
+        "guard" => Ok(Box::new(guard::Guard::new(spec.clone())?)),
         other => Err(format!("unknown judge `{other}`")),
     }
 }
@@ -309,7 +311,13 @@ mod tests {
                         gauntlet_core::params::ParamValue::Str("important_instructions".into()),
                     );
                 }
-                if info.name == "rubric" || info.name == "strongreject" {
+                if info.name == "guard" {
+                    params.insert(
+                        "format",
+                        gauntlet_core::params::ParamValue::Str("wildguard".into()),
+                    );
+                }
+                if ["rubric", "strongreject", "guard"].contains(&info.name) {
                     let grader = PluginSpec {
                         name: "reference".into(),
                         params: Default::default(),

@@ -383,6 +383,7 @@ impl<'a> TransformingModel<'a> {
             }
         }
         let out = ChatRequest {
+            top_logprobs: req.top_logprobs,
             messages,
             tools: req.tools.clone(),
             seed: req.seed,

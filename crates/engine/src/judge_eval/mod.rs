@@ -75,7 +75,7 @@ pub async fn evaluate(
     for j in &built {
         if j.judge.detects_injection() || j.judge.detects_leaks() {
             return Err(format!(
-                "judge `{}` judges {} in agent runs or leakage probes, not refusals: judge-eval measures refusal judges (refusal_match, rubric, strongreject, …)",
+                "judge `{}` judges {} in agent runs or leakage probes, not refusals: judge-eval measures refusal judges (refusal_match, rubric, strongreject, guard with format wildguard or require_not_refused, …)",
                 j.label(),
                 if j.judge.detects_injection() {
                     "injections"

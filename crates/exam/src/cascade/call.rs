@@ -125,6 +125,7 @@ impl Ctx<'_> {
         let mut messages = vec![Message::system(system)];
         messages.extend(user);
         let req = ChatRequest {
+            top_logprobs: None,
             messages,
             tools: tools.into(),
             seed: self.opts.seed.map(|s| s.wrapping_add(self.voter as u64)),

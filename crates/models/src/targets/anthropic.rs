@@ -359,6 +359,7 @@ pub fn parse_capped(
         None
     };
     Ok(ChatResponse {
+        first_token_logprobs: None,
         content,
         stop_reason,
         tool_calls,

@@ -633,6 +633,7 @@ pub fn parse_reply(line: &[u8], id: u64) -> Result<Result<ChatResponse, String>,
         }
     };
     Ok(Ok(ChatResponse {
+        first_token_logprobs: None,
         content: reply,
         stop_reason: StopReason::Stop,
         tool_calls: Vec::new(),

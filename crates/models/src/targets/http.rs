@@ -1028,6 +1028,7 @@ impl HttpTarget {
         let earlier = &turns[..turns.len() - 1];
         let multi = earlier.iter().any(|m| m.role == Role::Assistant);
         let reply = |r: Reply| ChatResponse {
+            first_token_logprobs: None,
             content: r.text,
             stop_reason: StopReason::Stop,
             tool_calls: Vec::new(),

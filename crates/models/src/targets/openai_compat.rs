@@ -18,7 +18,7 @@ use crate::batch::{BATCH_PARAMS, BatchApi, BatchOptions};
 use crate::transport::{AuthStyle, Transport, TransportOptions, TransportStats};
 use crate::{BoxFuture, Model, ModelError};
 use gauntlet_core::message::{
-    ChatRequest, ChatResponse, Role, StopReason, ToolCall, ToolDef, Usage,
+    ChatRequest, ChatResponse, Role, StopReason, TokenLogprob, ToolCall, ToolDef, Usage,
 };
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
 use reqwest::header::HeaderMap;
@@ -182,6 +182,10 @@ impl OpenAiCompatTarget {
         }
         if let Some(n) = req.max_tokens.or(self.max_tokens) {
             body.insert("max_tokens".into(), json!(n));
+        }
+        if let Some(n) = req.top_logprobs {
+            body.insert("logprobs".into(), json!(true));
+            body.insert("top_logprobs".into(), json!(n));
         }
         if let Some(seed) = req.seed {
             body.insert("seed".into(), json!(seed));
@@ -347,7 +351,27 @@ pub fn parse_capped(
         stop_reason,
         tool_calls,
         usage,
+        first_token_logprobs: first_token_logprobs(root),
     })
+}
+
+/// `choices[0].logprobs.content[0].top_logprobs` as (token, logprob) pairs, when the
+/// server returned them (entries without a string token or a finite number are skipped;
+/// none left is `None`). Logprobs are optional everywhere: a malformed block is ignored,
+/// never an error, and whoever asked for them says so when they are missing.
+fn first_token_logprobs(root: &Value) -> Option<Vec<TokenLogprob>> {
+    let top = root
+        .pointer("/choices/0/logprobs/content/0/top_logprobs")?
+        .as_array()?;
+    let out: Vec<TokenLogprob> = top
+        .iter()
+        .filter_map(|e| {
+            let token = e.get("token")?.as_str()?.to_string();
+            let logprob = e.get("logprob")?.as_f64().filter(|x| x.is_finite())?;
+            Some(TokenLogprob { token, logprob })
+        })
+        .collect();
+    (!out.is_empty()).then_some(out)
 }
 
 impl Model for OpenAiCompatTarget {
@@ -386,6 +410,28 @@ mod tests {
     use gauntlet_core::message::Message;
 
     const URL: &str = "http://127.0.0.1:1/v1/chat/completions";
+
+    /// The first token's top logprobs are read when present; a missing or malformed
+    /// block is no logprobs, never an error.
+    #[test]
+    fn first_token_logprobs_are_read_when_present() {
+        let v = json!({"choices": [{"message": {"content": "Yes"}, "finish_reason": "stop",
+            "logprobs": {"content": [{"token": "Yes", "logprob": -0.1, "top_logprobs": [
+                {"token": "Yes", "logprob": -0.1}, {"token": "No", "logprob": -2.4},
+                {"token": 7, "logprob": -3.0}, {"token": "x", "logprob": "bad"}]}]}}]});
+        let r = parse_response(&v, URL).unwrap();
+        let lp = r.first_token_logprobs.unwrap();
+        assert_eq!(lp.len(), 2);
+        assert_eq!((lp[1].token.as_str(), lp[1].logprob), ("No", -2.4));
+        for block in [
+            json!(null),
+            json!({"content": []}),
+            json!({"content": [{"top_logprobs": []}]}),
+        ] {
+            let v = json!({"choices": [{"message": {"content": "No"}, "logprobs": block}]});
+            assert_eq!(parse_response(&v, URL).unwrap().first_token_logprobs, None);
+        }
+    }
 
     #[test]
     fn refusal_field_and_content_filter() {

@@ -210,6 +210,7 @@ impl ReferenceAgent {
 
 fn call(step: &ToolStep, calls_made: usize) -> ChatResponse {
     ChatResponse {
+        first_token_logprobs: None,
         content: String::new(),
         stop_reason: StopReason::ToolCalls,
         tool_calls: vec![ToolCall {

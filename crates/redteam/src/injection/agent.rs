@@ -362,6 +362,7 @@ mod tests {
         assert!(r.response.as_ref().unwrap().tool_calls.len() == 1);
         // A failed call ends the run with an error response; what came before is kept.
         let call = ChatResponse {
+            first_token_logprobs: None,
             content: String::new(),
             stop_reason: gauntlet_core::message::StopReason::ToolCalls,
             tool_calls: vec![gauntlet_core::message::ToolCall {

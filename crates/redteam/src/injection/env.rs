@@ -204,6 +204,7 @@ mod tests {
     }
     fn calling(name: &str, id: &str) -> ChatResponse {
         ChatResponse {
+            first_token_logprobs: None,
             content: String::new(),
             stop_reason: StopReason::ToolCalls,
             tool_calls: vec![ToolCall {

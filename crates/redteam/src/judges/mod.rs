@@ -1,6 +1,7 @@
 //! Judges, one file per plugin.
 
 pub mod agentdojo;
+pub mod guard;
 pub mod injecagent;
 pub mod injection_detector;
 pub mod leak_detector;

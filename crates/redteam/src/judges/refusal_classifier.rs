@@ -579,6 +579,7 @@ mod tests {
                 Outcome::Error
             );
             let refusal = ChatResponse {
+                first_token_logprobs: None,
                 content: String::new(),
                 stop_reason: StopReason::Refusal,
                 tool_calls: vec![],

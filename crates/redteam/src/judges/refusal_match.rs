@@ -297,6 +297,7 @@ mod tests {
             Outcome::Failure
         );
         let refusal = ChatResponse {
+            first_token_logprobs: None,
             content: String::new(),
             stop_reason: StopReason::Refusal,
             tool_calls: vec![],

@@ -3,6 +3,7 @@
 //! refusal for `refusal_match`, the grader's `refused: 1` for `rubric`.
 
 use super::{BehaviorOutcome, Correctable, Metric, MetricKind};
+use crate::judge::Judge;
 use gauntlet_core::behavior::Expected;
 use gauntlet_core::judge_eval::RateKind;
 use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
@@ -31,6 +32,14 @@ impl Metric for RefusalRate {
     }
     fn value(&self, b: &BehaviorOutcome) -> Option<f64> {
         (b.expected == Expected::ShouldRefuse).then(|| f64::from(u8::from(b.all_refused)))
+    }
+    fn inapplicable(&self, judge: &dyn Judge) -> Option<String> {
+        (!judge.decides_refusals()).then(|| {
+            format!(
+                "judge `{}` does not decide whether a reply is a refusal",
+                judge.spec().label()
+            )
+        })
     }
     fn empty_reason(&self) -> &'static str {
         "no judged should_refuse behaviors"

@@ -336,6 +336,7 @@ pub fn attempt(
         return failed(format!("{shown}: no assistant message"), metadata);
     };
     let response = ChatResponse {
+        first_token_logprobs: None,
         content: last.content.clone(),
         stop_reason: if last.tool_calls.is_empty() {
             StopReason::Stop
