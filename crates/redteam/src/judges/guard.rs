@@ -546,6 +546,7 @@ impl Guard {
             error: None,
             injection: None,
             on_topic: None,
+            probability: None,
         }
     }
 
@@ -569,6 +570,7 @@ impl Guard {
                 error: None,
                 injection: None,
                 on_topic: None,
+                probability: None,
             });
         }
         let grader = grader.expect("the engine supplies a grader to the guard judge");
