@@ -436,6 +436,17 @@ fn guard_shieldgemma_over_http() {
         );
     }
 
+    // A rerun replays every guard call from the journal, logprobs included: the same
+    // verdicts, byte for byte, and no new request.
+    let asked = sg.requests().len();
+    let (again, v2) = run(&rig, dir.path(), "sg", &judge);
+    assert_eq!(
+        v2, v,
+        "the journal keeps the logprobs the verdicts were decided by"
+    );
+    assert_eq!(again, results);
+    assert_eq!(sg.requests().len(), asked, "a rerun asks the guard nothing");
+
     // A stricter threshold: b1's 0.8 is no longer above it.
     let judge = format!(
         "{{name: guard, params: {{format: shieldgemma, threshold: 0.85, grader: {}}}}}",

@@ -295,6 +295,10 @@ impl Journal {
             buf.extend_from_slice(b",\"usage\":");
             serde_json::to_writer(&mut *buf, u).expect("usage serialises");
         }
+        if let Some(lp) = &response.first_token_logprobs {
+            buf.extend_from_slice(b",\"first_token_logprobs\":");
+            serde_json::to_writer(&mut *buf, lp).expect("logprobs serialise");
+        }
         buf.extend_from_slice(b"}}\n");
         let line = &mut buf[start..];
         let crc = checksum(line);
@@ -529,6 +533,17 @@ mod tests {
             output_tokens: u64::MAX,
         });
         assert_eq!(encoded(&k, &r), serde_record(&k, &r));
+        r.first_token_logprobs = Some(vec![
+            gauntlet_core::message::TokenLogprob {
+                token: "Yes".into(),
+                logprob: -0.25,
+            },
+            gauntlet_core::message::TokenLogprob {
+                token: "No \"q\"".into(),
+                logprob: -3.5e-7,
+            },
+        ]);
+        assert_eq!(encoded(&k, &r), serde_record(&k, &r));
         r.tool_calls.clear();
         for stop in [
             StopReason::Length,
@@ -550,6 +565,7 @@ mod tests {
             key_byte in any::<u8>(),
             tool in any::<bool>(),
             usage in any::<bool>(),
+            logprobs in prop::option::of(prop::collection::vec((content(), -50.0f64..=0.0), 0..4)),
         ) {
             let mut r = ChatResponse::text(content.clone());
             if tool {
@@ -563,6 +579,11 @@ mod tests {
             if usage {
                 r.usage = Some(gauntlet_core::message::Usage { input_tokens: 3, output_tokens: 4 });
             }
+            r.first_token_logprobs = logprobs.map(|v| {
+                v.into_iter()
+                    .map(|(token, logprob)| gauntlet_core::message::TokenLogprob { token, logprob })
+                    .collect()
+            });
             prop_assert_eq!(encoded(&key(key_byte), &r), serde_record(&key(key_byte), &r));
         }
     }
