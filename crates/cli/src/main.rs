@@ -34,6 +34,7 @@ mod exam_cmd;
 mod exam_print;
 mod import_cmd;
 mod judge_eval_cmd;
+mod label_cmd;
 mod mcp_cmd;
 mod mcp_sarif;
 mod merge_cmd;
@@ -224,6 +225,11 @@ enum Command {
     /// sensitivity and specificity with intervals, per source; judge_eval.json, report.md
     /// and optionally a judge card for runs to correct their rates with.
     JudgeEval(judge_eval_cmd::JudgeEvalArgs),
+    /// Label a seeded sample of a run's own replies (uncertain verdicts first) through a
+    /// CSV round trip; writes labels.jsonl, a judge card per target × judge
+    /// (label_cards.json) and the run's results and reports with each target's rates
+    /// corrected by its own card. Without --csv-out/--csv-in: where labelling stands.
+    Label(label_cmd::LabelArgs),
     /// Pin or verify an agent-exam scenario corpus (mallcop-compatible corpus.pin).
     Corpus {
         #[command(subcommand)]
@@ -375,6 +381,7 @@ fn dispatch(command: Command) -> Result<(), CliError> {
         Command::Import { what } => import_cmd::import(what),
         Command::Compare(a) => analysis_cmd::compare(a),
         Command::JudgeEval(a) => judge_eval_cmd::judge_eval(a),
+        Command::Label(a) => label_cmd::label(a),
         Command::Corpus {
             action: CorpusAction::Pin { dir },
         } => corpus_pin(&dir),

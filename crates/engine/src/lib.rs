@@ -15,6 +15,7 @@ pub mod config;
 pub mod findings;
 pub mod gate;
 pub mod judge_eval;
+pub mod labels;
 pub mod merge;
 pub mod mismatch;
 pub mod plan;

@@ -35,6 +35,9 @@ pub struct Plan {
     pub graders: Vec<Option<Arc<dyn Model>>>,
     /// The judge card each judge names (`card:`), loaded and checked against the judge.
     pub cards: Vec<Option<Arc<JudgeCard>>>,
+    /// Cards measured on one target's own replies (`gauntlet label`): `(judge, target,
+    /// card)`. Where one exists it corrects that target's cells instead of `cards`.
+    pub label_cards: Vec<(usize, usize, Arc<JudgeCard>)>,
     /// The attacker model of each attack that has one (`pair`, `tap`, `crescendo`).
     pub attackers: Vec<Option<Arc<dyn Model>>>,
     /// The grader of each attack's in-loop judge, when that judge has one.
@@ -181,6 +184,16 @@ fn build_model(strictness: Strictness, spec: &gauntlet_core::params::PluginSpec)
 }
 
 impl Plan {
+    /// The card that corrects the cells of judge `ji` × target `ti`: the one measured on
+    /// that target's own labelled replies, else the judge's configured `card:`.
+    pub fn card_for(&self, ji: usize, ti: usize) -> Option<&JudgeCard> {
+        self.label_cards
+            .iter()
+            .find(|(j, t, _)| *j == ji && *t == ti)
+            .map(|(_, _, c)| c.as_ref())
+            .or(self.cards[ji].as_deref())
+    }
+
     /// The price table of usage.json, the cost metric and `--estimate`: the first
     /// configured, else the bundled one.
     pub fn price_table(&self) -> PriceTable {
@@ -445,6 +458,7 @@ impl Plan {
             judges: plugins.judges,
             graders: plugins.graders,
             cards: plugins.cards,
+            label_cards: Vec::new(),
             attackers: plugins.attackers,
             attack_graders: plugins.attack_graders,
             metrics: plugins.metrics,

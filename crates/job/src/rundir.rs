@@ -8,6 +8,8 @@
 //!   results.json       the run summary every report is rendered from (`gauntlet report`)
 //!   leaderboard.json   one row per cell × metric, with provenance
 //!   report.md, report.html
+//!   labels.jsonl       human labels of sampled replies (`gauntlet label`), if any
+//!   label_cards.json   the judge cards measured from them, per target
 //!   sessions.jsonl     one line per session: wall time, calls made, cache hits
 //!   manifest.json      written last: size and BLAKE3 of every artefact above
 //!   .lock              held while a session runs
@@ -34,7 +36,7 @@ pub use crate::manifest::{FileEntry, HashingWriter, MANIFEST, Manifest, refuse_s
 
 /// The files that belong to one run (besides the manifest), as opposed to the
 /// directory's journal and session log, which outlive a run of another config.
-pub const RUN_ARTEFACTS: [&str; 8] = [
+pub const RUN_ARTEFACTS: [&str; 10] = [
     "run.json",
     "results.json",
     "usage.json",
@@ -43,6 +45,8 @@ pub const RUN_ARTEFACTS: [&str; 8] = [
     "report.md",
     "report.html",
     "judge_agreement.json",
+    "labels.jsonl",
+    "label_cards.json",
 ];
 
 pub struct RunDir {

@@ -332,6 +332,12 @@ pub async fn execute_sharded(
             true
         }
     };
+    // A rerun keeps the labels `gauntlet label` gave this run's replies, and corrects
+    // each target's rates with its own card again (shards are labelled once merged).
+    if shard.is_none() && !superseded {
+        plan.label_cards =
+            crate::labels::load_for_rerun(&dir.root, &plan).map_err(|e| RunError::Refused(e.0))?;
+    }
     let journal_path = dir.journal();
     let journal = Journal::open(&journal_path)
         .map_err(|e| io_err("cannot open the journal", &journal_path, e))?;
@@ -683,6 +689,15 @@ pub async fn execute_sharded(
         manifest
             .record_file(&dir.root, name)
             .map_err(|e| io_err("cannot read back", &dir.path(name), e))?;
+    }
+    if !plan.label_cards.is_empty() || dir.path(crate::labels::LABELS_FILE).exists() {
+        for name in [crate::labels::LABELS_FILE, crate::labels::LABEL_CARDS_FILE] {
+            if dir.path(name).exists() {
+                manifest
+                    .record_file(&dir.root, name)
+                    .map_err(|e| io_err("cannot read back", &dir.path(name), e))?;
+            }
+        }
     }
     // Last: the directory is whole again.
     manifest

@@ -242,7 +242,7 @@ pub(super) fn cell_summary(
                     _ => t.metrics[k].finish(
                         m.as_ref(),
                         judge.as_ref(),
-                        plan.cards[ji].as_deref(),
+                        plan.card_for(ji, ti),
                         seed,
                         &[
                             "bootstrap",
