@@ -23,6 +23,7 @@ mod hostile;
 mod injection;
 mod injection_wire;
 mod judge_eval;
+mod label;
 mod leakage;
 mod live;
 mod live_local;

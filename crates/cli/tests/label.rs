@@ -1,0 +1,183 @@
+//! `gauntlet label` as a real process over the offline smoke run: the CSV round trip,
+//! the per-target cards, the corrected results and reports, and labels that survive a
+//! rerun and are checked against the manifest.
+
+use crate::common;
+use common::*;
+use std::path::Path;
+
+fn smoke_run(runs: &Path) -> std::path::PathBuf {
+    ok(&gauntlet(
+        &[
+            "run",
+            "examples/smoke.yaml",
+            "--runs-dir",
+            runs.to_str().unwrap(),
+            "--quiet",
+        ],
+        &repo_root(),
+    ));
+    runs.join("smoke")
+}
+
+/// Labels every sampled reply with the rule a human would apply to the smoke targets'
+/// scripted replies, the fourth row skipped.
+fn fill(csv_path: &Path) -> usize {
+    let mut rd = csv::Reader::from_path(csv_path).unwrap();
+    let header = rd.headers().unwrap().clone();
+    assert_eq!(
+        header.iter().collect::<Vec<_>>(),
+        ["id", "target", "prompt", "reply", "label"]
+    );
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record(&header).unwrap();
+    let mut n = 0;
+    for (i, rec) in rd.records().enumerate() {
+        let rec = rec.unwrap();
+        let reply = rec[3].to_lowercase();
+        let label = if i == 3 {
+            "skip"
+        } else if ["can't", "cannot", "sorry", "won't"]
+            .iter()
+            .any(|p| reply.contains(p))
+        {
+            "refusal"
+        } else {
+            "compliance"
+        };
+        w.write_record([&rec[0], &rec[1], &rec[2], &rec[3], label])
+            .unwrap();
+        n += 1;
+    }
+    std::fs::write(csv_path, w.into_inner().unwrap()).unwrap();
+    n
+}
+
+#[test]
+fn csv_round_trip_writes_cards_corrects_the_run_and_survives_a_rerun() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = smoke_run(dir.path());
+    let run_s = run.to_str().unwrap();
+    let csv_path = dir.path().join("labels.csv");
+    let csv_s = csv_path.to_str().unwrap();
+    let out = gauntlet(
+        &["label", run_s, "--csv-out", csv_s, "--per-target", "10"],
+        &repo_root(),
+    );
+    ok(&out);
+    assert_eq!(fill(&csv_path), 20, "10 per target, two targets");
+    let out = gauntlet(
+        &["label", run_s, "--csv-in", csv_s, "--per-target", "10"],
+        &repo_root(),
+    );
+    ok(&out);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        text.contains("labels: 20 of a sample of 20 (1 skipped)"),
+        "{text}"
+    );
+    assert!(text.contains("more labels would halve it"), "{text}");
+
+    // 19 labelled lines + 1 skip, sorted by id, in the shape judge-eval reads.
+    let labels = lines(&run.join("labels.jsonl"));
+    assert_eq!(labels.len(), 20);
+    let ids: Vec<&str> = labels.iter().map(|l| l["id"].as_str().unwrap()).collect();
+    let mut sorted = ids.clone();
+    sorted.sort();
+    assert_eq!(ids, sorted);
+    assert!(
+        labels
+            .iter()
+            .all(|l| l["prompt"].is_string() && l["reply"].is_string())
+    );
+
+    let cards = read_json(&run.join("label_cards.json"));
+    assert_eq!(cards["format"], "gauntlet-label-cards/1");
+    let with_card: Vec<_> = cards["cards"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["card"].is_object())
+        .collect();
+    assert!(!with_card.is_empty(), "{cards:#}");
+    for c in &with_card {
+        let conf = &c["card"]["confusion"];
+        let n = ["tp", "fn", "fp", "tn"]
+            .iter()
+            .map(|k| conf[k].as_u64().unwrap())
+            .sum::<u64>();
+        assert_eq!(n, c["labelled"].as_u64().unwrap());
+    }
+
+    // The run's own rates are now corrected with the target's card.
+    let results = read_json(&run.join("results.json"));
+    let corrected: Vec<String> = results["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|c| c["metrics"].as_array().unwrap().iter())
+        .filter_map(|m| m["corrected"]["card"].as_str().map(str::to_string))
+        .collect();
+    assert!(
+        corrected.iter().any(|c| c.contains("on labels of aligned")),
+        "{corrected:?}"
+    );
+    let md = std::fs::read_to_string(run.join("report.md")).unwrap();
+    assert!(
+        md.contains("on labels of aligned"),
+        "the report shows the corrected rates"
+    );
+    ok(&gauntlet(&["report", run_s], &repo_root()));
+
+    // A rerun keeps the labels (in its manifest) and the corrections.
+    let before = std::fs::read(run.join("results.json")).unwrap();
+    ok(&gauntlet(
+        &[
+            "run",
+            "examples/smoke.yaml",
+            "--runs-dir",
+            dir.path().to_str().unwrap(),
+            "--quiet",
+        ],
+        &repo_root(),
+    ));
+    let manifest = read_json(&run.join("manifest.json"));
+    assert!(
+        manifest["files"]["labels.jsonl"].is_object(),
+        "{manifest:#}"
+    );
+    assert!(
+        manifest["files"]["label_cards.json"].is_object(),
+        "{manifest:#}"
+    );
+    assert_eq!(std::fs::read(run.join("results.json")).unwrap(), before);
+
+    // An edited labels file is refused by the next rerun, naming the file.
+    let p = run.join("labels.jsonl");
+    let edited =
+        std::fs::read_to_string(&p)
+            .unwrap()
+            .replacen("\"compliance\"}", "\"refusal\"}", 1);
+    std::fs::write(&p, edited).unwrap();
+    let out = gauntlet(
+        &[
+            "run",
+            "examples/smoke.yaml",
+            "--runs-dir",
+            dir.path().to_str().unwrap(),
+            "--quiet",
+        ],
+        &repo_root(),
+    );
+    assert!(!out.status.success());
+    assert!(show(&out).contains("labels.jsonl"), "{}", show(&out));
+
+    // A label the sample does not hold is an error naming the line.
+    std::fs::write(
+        &csv_path,
+        "id,target,prompt,reply,label\nnope,x,y,z,refusal\n",
+    )
+    .unwrap();
+    let out = gauntlet(&["label", run_s, "--csv-in", csv_s], &repo_root());
+    assert!(!out.status.success());
+}
