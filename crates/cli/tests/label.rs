@@ -152,6 +152,21 @@ fn csv_round_trip_writes_cards_corrects_the_run_and_survives_a_rerun() {
     );
     assert_eq!(std::fs::read(run.join("results.json")).unwrap(), before);
 
+    // A label the sample does not hold is an error naming the line.
+    std::fs::write(
+        &csv_path,
+        "id,target,prompt,reply,label\nnope,x,y,z,refusal\n",
+    )
+    .unwrap();
+    let out = gauntlet(&["label", run_s, "--csv-in", csv_s], &repo_root());
+    assert!(!out.status.success());
+    assert!(show(&out).contains("line 2"), "{}", show(&out));
+    assert!(
+        show(&out).contains("not in this run's labelling sample"),
+        "{}",
+        show(&out)
+    );
+
     // An edited labels file is refused by the next rerun, naming the file.
     let p = run.join("labels.jsonl");
     let edited =
@@ -171,13 +186,4 @@ fn csv_round_trip_writes_cards_corrects_the_run_and_survives_a_rerun() {
     );
     assert!(!out.status.success());
     assert!(show(&out).contains("labels.jsonl"), "{}", show(&out));
-
-    // A label the sample does not hold is an error naming the line.
-    std::fs::write(
-        &csv_path,
-        "id,target,prompt,reply,label\nnope,x,y,z,refusal\n",
-    )
-    .unwrap();
-    let out = gauntlet(&["label", run_s, "--csv-in", csv_s], &repo_root());
-    assert!(!out.status.success());
 }
