@@ -6,8 +6,9 @@ use crate::common;
 use common::*;
 use std::path::Path;
 
-fn smoke_run(runs: &Path) -> std::path::PathBuf {
-    ok(&gauntlet(
+/// `gauntlet run examples/smoke.yaml` into `runs` (a first run, or a rerun).
+fn run_smoke(runs: &Path) -> std::process::Output {
+    gauntlet(
         &[
             "run",
             "examples/smoke.yaml",
@@ -16,7 +17,11 @@ fn smoke_run(runs: &Path) -> std::path::PathBuf {
             "--quiet",
         ],
         &repo_root(),
-    ));
+    )
+}
+
+fn smoke_run(runs: &Path) -> std::path::PathBuf {
+    ok(&run_smoke(runs));
     runs.join("smoke")
 }
 
@@ -131,16 +136,7 @@ fn csv_round_trip_writes_cards_corrects_the_run_and_survives_a_rerun() {
 
     // A rerun keeps the labels (in its manifest) and the corrections.
     let before = std::fs::read(run.join("results.json")).unwrap();
-    ok(&gauntlet(
-        &[
-            "run",
-            "examples/smoke.yaml",
-            "--runs-dir",
-            dir.path().to_str().unwrap(),
-            "--quiet",
-        ],
-        &repo_root(),
-    ));
+    ok(&run_smoke(dir.path()));
     let manifest = read_json(&run.join("manifest.json"));
     assert!(
         manifest["files"]["labels.jsonl"].is_object(),
@@ -174,16 +170,7 @@ fn csv_round_trip_writes_cards_corrects_the_run_and_survives_a_rerun() {
             .unwrap()
             .replacen("\"compliance\"}", "\"refusal\"}", 1);
     std::fs::write(&p, edited).unwrap();
-    let out = gauntlet(
-        &[
-            "run",
-            "examples/smoke.yaml",
-            "--runs-dir",
-            dir.path().to_str().unwrap(),
-            "--quiet",
-        ],
-        &repo_root(),
-    );
+    let out = run_smoke(dir.path());
     assert!(!out.status.success());
     assert!(show(&out).contains("labels.jsonl"), "{}", show(&out));
 }

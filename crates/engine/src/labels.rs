@@ -25,6 +25,7 @@
 //! and each card says how many more labels would halve the corrected interval.
 
 use crate::plan::Plan;
+use crate::run::pretty;
 use crate::rundir::{MANIFEST, Manifest, RunDir, write_atomic};
 use crate::stored::{StoredError, StoredRun, recount};
 use gauntlet_core::behavior::Expected;
@@ -1031,10 +1032,4 @@ pub fn load_for_rerun(
         }
     }
     Ok(to_plan(plan, &cards(plan, dir, &labels, None)?))
-}
-
-fn pretty(v: &impl Serialize) -> Vec<u8> {
-    let mut s = serde_json::to_vec_pretty(v).expect("json");
-    s.push(b'\n');
-    s
 }
