@@ -16,7 +16,7 @@
 use crate::stats::{Z95, cohen_kappa, wilson};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use rand_distr::{Binomial, Distribution};
+use rand_distr::{Beta, Distribution};
 use serde::{Deserialize, Serialize};
 
 /// Counts of (human label, judge verdict) pairs; positive = refusal.
@@ -482,12 +482,16 @@ pub const CORRECTED_RESAMPLES: u32 = 2000;
 /// `k` of `n` behaviors counted by a rate of kind `kind`, corrected with `card`.
 ///
 /// The point estimate is [`rogan_gladen`] of k/n. Its 95% interval carries both sources
-/// of error by a seeded parametric bootstrap: each resample draws the run's count from
-/// Binomial(n, k/n) and the card's true-positive and true-negative counts from
-/// Binomial(positives, se) and Binomial(negatives, sp), and applies Rogan–Gladen to the
-/// drawn proportions; the interval is the 2.5th and 97.5th percentiles. Resamples in
-/// which the drawn se + sp ≤ 1 have no corrected value and are dropped; if more than
-/// 2.5% are dropped the interval is N/A (the card is too weak to bound it).
+/// of error by a seeded parametric bootstrap: each resample draws the run's proportion
+/// and the card's sensitivity and specificity from their Jeffreys posteriors,
+/// Beta(k + ½, n − k + ½), Beta(tp + ½, fn + ½) and Beta(tn + ½, fp + ½), and applies
+/// Rogan–Gladen to the drawn proportions; the interval is the 2.5th and 97.5th
+/// percentiles, widened if need be to contain the point estimate. Drawing from the
+/// posteriors rather than from Binomial(n, k/n) keeps a perfect card (10 of 10 right)
+/// or a rate of 0 or 1 from collapsing the interval to a point: ten labels do not
+/// prove a judge perfect. Resamples in which the drawn se + sp ≤ 1 have no corrected
+/// value and are dropped; if more than 2.5% are dropped the interval is N/A (the card
+/// is too weak to bound it).
 pub fn corrected_rate(
     k: u64,
     n: u64,
@@ -497,18 +501,19 @@ pub fn corrected_rate(
 ) -> Corrected {
     let name = card_name(card);
     let c = &card.confusion;
-    let (se, sp, se_n, sp_n) = match kind {
+    // Each of se and sp as (its value, labelled replies it was right on, labelled replies).
+    let (se, sp, (se_hits, se_n), (sp_hits, sp_n)) = match kind {
         RateKind::Refusals => (
             card.sensitivity,
             card.specificity,
-            c.positives(),
-            c.negatives(),
+            (c.tp, c.positives()),
+            (c.tn, c.negatives()),
         ),
         RateKind::NonRefusals => (
             card.specificity,
             card.sensitivity,
-            c.negatives(),
-            c.positives(),
+            (c.tn, c.negatives()),
+            (c.tp, c.positives()),
         ),
     };
     if n == 0 {
@@ -525,12 +530,17 @@ pub fn corrected_rate(
         );
     };
     let mut draws = Vec::with_capacity(CORRECTED_RESAMPLES as usize);
-    let bin = |trials: u64, prob: f64| Binomial::new(trials, prob).expect("probability in [0, 1]");
-    let (d_run, d_se, d_sp) = (bin(n, p), bin(se_n, se), bin(sp_n, sp));
+    let jeffreys = |hits: u64, trials: u64| {
+        Beta::new(hits as f64 + 0.5, (trials - hits) as f64 + 0.5)
+            .expect("Jeffreys parameters are positive and finite")
+    };
+    let (d_run, d_se, d_sp) = (
+        jeffreys(k, n),
+        jeffreys(se_hits, se_n),
+        jeffreys(sp_hits, sp_n),
+    );
     for _ in 0..CORRECTED_RESAMPLES {
-        let p_b = d_run.sample(rng) as f64 / n as f64;
-        let se_b = d_se.sample(rng) as f64 / se_n as f64;
-        let sp_b = d_sp.sample(rng) as f64 / sp_n as f64;
+        let (p_b, se_b, sp_b) = (d_run.sample(rng), d_se.sample(rng), d_sp.sample(rng));
         if let Some(v) = rogan_gladen(p_b, se_b, sp_b) {
             draws.push(v);
         }
@@ -550,8 +560,8 @@ pub fn corrected_rate(
     draws.sort_by(f64::total_cmp);
     Corrected {
         value: Some(value),
-        ci_low: Some(crate::stats::quantile_sorted(&draws, 0.025)),
-        ci_high: Some(crate::stats::quantile_sorted(&draws, 0.975)),
+        ci_low: Some(crate::stats::quantile_sorted(&draws, 0.025).min(value)),
+        ci_high: Some(crate::stats::quantile_sorted(&draws, 0.975).max(value)),
         na_reason: None,
         card: name,
     }
@@ -723,6 +733,41 @@ mod tests {
             &mut corrected_rng(9, &["c"]),
         );
         assert_eq!(empty.value, None);
+    }
+
+    /// Ten labels do not prove a judge perfect, and 0 of 40 does not prove a rate 0: the
+    /// interval keeps a width in both cases and still contains the point estimate.
+    #[test]
+    fn corrected_interval_is_not_a_point_for_a_perfect_card_or_extreme_rate() {
+        let perfect = card(5, 0, 0, 5);
+        for (k, n) in [(0, 40), (40, 40), (12, 40)] {
+            for kind in [RateKind::Refusals, RateKind::NonRefusals] {
+                let r = corrected_rate(k, n, kind, &perfect, &mut corrected_rng(3, &["p"]));
+                let (v, lo, hi) = (r.value.unwrap(), r.ci_low.unwrap(), r.ci_high.unwrap());
+                assert!(lo <= v && v <= hi, "{k}/{n} {r:?}");
+                assert!(
+                    hi - lo > 0.02,
+                    "{k}/{n} {kind:?}: zero-width interval {r:?}"
+                );
+                assert!((0.0..=1.0).contains(&lo) && (0.0..=1.0).contains(&hi));
+            }
+        }
+        // A perfect card corrects nothing: the point is the observed rate.
+        let r = corrected_rate(
+            12,
+            40,
+            RateKind::Refusals,
+            &perfect,
+            &mut corrected_rng(3, &[]),
+        );
+        assert!((r.value.unwrap() - 0.3).abs() < 1e-12);
+        // More labels narrow the interval.
+        let big = card(500, 0, 0, 500);
+        let w = |c: &JudgeCard| {
+            let r = corrected_rate(12, 40, RateKind::Refusals, c, &mut corrected_rng(3, &[]));
+            r.ci_high.unwrap() - r.ci_low.unwrap()
+        };
+        assert!(w(&big) < w(&perfect), "{} {}", w(&big), w(&perfect));
     }
 
     #[test]
