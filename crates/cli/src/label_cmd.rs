@@ -35,9 +35,32 @@ pub struct LabelArgs {
     /// The directory of the original config, for runs whose datasets use relative paths.
     #[arg(long)]
     pub config_dir: Option<PathBuf>,
+    /// Serve the labelling page in the dashboard (over the run's parent directory):
+    /// one reply at a time, keys r / c / s / b, each label saved at once.
+    #[arg(long, conflicts_with_all = ["csv_out", "csv_in"])]
+    pub serve: bool,
+    /// With --serve: the address to listen on. Loopback by default; another address
+    /// needs --allow-remote and a token in GAUNTLET_WEB_TOKEN.
+    #[arg(long, default_value = "127.0.0.1:8765", requires = "serve")]
+    pub bind: std::net::SocketAddr,
+    /// With --serve: allow a non-loopback --bind (the token is then required).
+    #[arg(long, requires = "serve")]
+    pub allow_remote: bool,
 }
 
 pub fn label(a: LabelArgs) -> Result<(), CliError> {
+    let serve = a.serve.then(|| gauntlet_web::ServeOptions {
+        roots: vec![],
+        bind: a.bind,
+        allow_remote: a.allow_remote,
+        token: std::env::var(gauntlet_web::server::TOKEN_ENV)
+            .ok()
+            .filter(|t| !t.is_empty()),
+    });
+    if let Some(o) = &serve {
+        // Before the sample is drawn: a bad address is the user's to fix first.
+        gauntlet_web::server::check_bind(o).map_err(CliError::invalid)?;
+    }
     let mut s = LabelSession::open(
         &a.run_dir,
         a.config_dir.as_deref(),
@@ -46,6 +69,11 @@ pub fn label(a: LabelArgs) -> Result<(), CliError> {
     )
     .map_err(CliError::invalid)?;
     let shown = |p: &std::path::Path| safe(&p.display().to_string()).into_owned();
+    if let Some(o) = serve {
+        let cards = s.cards().map_err(CliError::failed)?;
+        print_status(&s, &cards);
+        return gauntlet_web::server::serve_labelling(o, s).map_err(CliError::failed);
+    }
     if let Some(out) = &a.csv_out {
         let n = s.write_csv(out, !a.all).map_err(CliError::failed)?;
         let p = s.progress();
@@ -78,61 +106,7 @@ pub fn label(a: LabelArgs) -> Result<(), CliError> {
 /// The progress line and one line per card, with how many more labels would halve its
 /// corrected interval.
 fn print_status(s: &LabelSession, cards: &LabelCards) {
-    let p = s.progress();
-    println!(
-        "labels: {} of a sample of {} ({} skipped){}; primary judge {}",
-        p.done,
-        p.sample,
-        p.skipped,
-        if p.outside_sample > 0 {
-            format!(", {} more outside this sample", p.outside_sample)
-        } else {
-            String::new()
-        },
-        safe(&s.sample().primary)
-    );
-    for c in &cards.cards {
-        let head = format!(
-            "  {} × {}: {} labelled decided replies",
-            safe(&c.target),
-            safe(&c.judge),
-            c.labelled
-        );
-        match (&c.card, &c.halving) {
-            (Some(card), h) => {
-                let mut line = format!(
-                    "{head}; sensitivity {:.3} ({}/{}), specificity {:.3} ({}/{})",
-                    card.sensitivity,
-                    card.confusion.tp,
-                    card.confusion.positives(),
-                    card.specificity,
-                    card.confusion.tn,
-                    card.confusion.negatives()
-                );
-                if let Some(h) = h {
-                    line.push_str(&format!(
-                        "; corrected refusal rate {:.3} ± {:.3} over {} replies; ",
-                        h.corrected, h.half_width, h.replies
-                    ));
-                    match h.more_labels {
-                        Some(m) => line.push_str(&format!("about {m} more labels would halve it")),
-                        None => line.push_str(
-                            "the run's own sample size dominates it: more labels alone cannot halve it",
-                        ),
-                    }
-                }
-                println!("{line}");
-            }
-            (None, _) => println!(
-                "{head}; no card yet: {}",
-                c.na_reason.as_deref().unwrap_or("")
-            ),
-        }
-        if c.labelled_uncertain > 0 {
-            println!(
-                "    {} labelled replies the judge was uncertain about (not in the card)",
-                c.labelled_uncertain
-            );
-        }
+    for line in s.status_lines(cards) {
+        println!("{}", safe(&line));
     }
 }

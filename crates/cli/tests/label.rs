@@ -174,3 +174,106 @@ fn csv_round_trip_writes_cards_corrects_the_run_and_survives_a_rerun() {
     assert!(!out.status.success());
     assert!(show(&out).contains("labels.jsonl"), "{}", show(&out));
 }
+
+/// One raw HTTP/1.1 request to `addr`; the status and the whole response.
+fn http(addr: &str, method: &str, path: &str, body: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nOrigin: http://{addr}\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    let code = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (code, text)
+}
+
+fn input_value(html: &str, name: &str) -> String {
+    let at = html
+        .find(&format!("name=\"{name}\" value=\""))
+        .unwrap_or_else(|| panic!("no {name} input in {html}"));
+    let rest = &html[at + name.len() + 15..];
+    rest[..rest.find('"').unwrap()].to_string()
+}
+
+/// `gauntlet label RUN_DIR --serve` as a real process: a public address is refused
+/// before anything is drawn; the page it serves takes a label over HTTP and saves it
+/// into the run, and the run opens again once the server is stopped.
+#[test]
+fn serve_takes_labels_over_http_and_saves_them_in_the_run() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let run = smoke_run(dir.path());
+    let run_s = run.to_str().unwrap();
+    let o = gauntlet(
+        &["label", run_s, "--serve", "--bind", "0.0.0.0:0"],
+        &repo_root(),
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    assert!(show(&o).contains("--allow-remote"), "{}", show(&o));
+
+    let mut child = std::process::Command::new(BIN)
+        .args([
+            "label",
+            run_s,
+            "--serve",
+            "--bind",
+            "127.0.0.1:0",
+            "--per-target",
+            "2",
+        ])
+        .env_remove("GAUNTLET_WEB_TOKEN")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut seen = String::new();
+    let url = loop {
+        let mut line = String::new();
+        if out.read_line(&mut line).unwrap() == 0 {
+            let _ = child.kill();
+            panic!("the server ended before serving: {seen}");
+        }
+        seen.push_str(&line);
+        if let Some(u) = line.strip_prefix("label at http://") {
+            break u.split_whitespace().next().unwrap().to_string();
+        }
+    };
+    assert!(seen.contains("labels: 0 of a sample of 4"), "{seen}");
+    let (addr, path) = url.split_at(url.find('/').unwrap());
+    let result = std::panic::catch_unwind(|| {
+        let (code, page) = http(addr, "GET", path, "");
+        assert_eq!(code, 200, "{page}");
+        let (csrf, id) = (input_value(&page, "csrf"), input_value(&page, "id"));
+        let (code, resp) = http(addr, "POST", path, &format!("id={id}&label=c&csrf={csrf}"));
+        assert_eq!(code, 303, "{resp}");
+        let (_, page) = http(addr, "GET", path, "");
+        assert!(page.contains("<strong>1</strong> of 4"), "{page}");
+        id
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    let id = result.unwrap_or_else(|e| std::panic::resume_unwind(e));
+    let labels = std::fs::read_to_string(run.join("labels.jsonl")).unwrap();
+    assert_eq!(labels.lines().count(), 1);
+    assert!(
+        labels.contains(&id) && labels.contains("\"compliance\""),
+        "{labels}"
+    );
+    // The lock died with the server: the run opens again and shows the label.
+    let o = gauntlet(&["label", run_s, "--per-target", "2"], &repo_root());
+    ok(&o);
+    assert!(
+        show(&o).contains("labels: 1 of a sample of 4"),
+        "{}",
+        show(&o)
+    );
+}

@@ -802,6 +802,67 @@ impl LabelSession {
         }
     }
 
+    /// Where labelling stands, for a person: the progress line, then one line per card
+    /// (its sensitivity and specificity, and how many more labels would halve its
+    /// corrected interval), then the uncertain replies it leaves out. Untrusted names
+    /// (targets, judges) are as they are: escape them for the medium.
+    pub fn status_lines(&self, cards: &LabelCards) -> Vec<String> {
+        let p = self.progress();
+        let mut out = vec![format!(
+            "labels: {} of a sample of {} ({} skipped){}; primary judge {}",
+            p.done,
+            p.sample,
+            p.skipped,
+            if p.outside_sample > 0 {
+                format!(", {} more outside this sample", p.outside_sample)
+            } else {
+                String::new()
+            },
+            self.sample.primary
+        )];
+        for c in &cards.cards {
+            let head = format!(
+                "  {} × {}: {} labelled decided replies",
+                c.target, c.judge, c.labelled
+            );
+            match &c.card {
+                Some(card) => {
+                    let mut line = format!(
+                        "{head}; sensitivity {:.3} ({}/{}), specificity {:.3} ({}/{})",
+                        card.sensitivity,
+                        card.confusion.tp,
+                        card.confusion.positives(),
+                        card.specificity,
+                        card.confusion.tn,
+                        card.confusion.negatives()
+                    );
+                    if let Some(h) = &c.halving {
+                        line.push_str(&format!(
+                            "; corrected refusal rate {:.3} ± {:.3} over {} replies; ",
+                            h.corrected, h.half_width, h.replies
+                        ));
+                        line.push_str(&match h.more_labels {
+                            Some(m) => format!("about {m} more labels would halve it"),
+                            None => "the run's own sample size dominates it: more labels alone cannot halve it".to_string(),
+                        });
+                    }
+                    out.push(line);
+                }
+                None => out.push(format!(
+                    "{head}; no card yet: {}",
+                    c.na_reason.as_deref().unwrap_or("")
+                )),
+            }
+            if c.labelled_uncertain > 0 {
+                out.push(format!(
+                    "    {} labelled replies the judge was uncertain about (not in the card)",
+                    c.labelled_uncertain
+                ));
+            }
+        }
+        out
+    }
+
     /// Labels the sampled reply `id` (in memory; [`LabelSession::save`] writes it).
     pub fn record(&mut self, id: &str, label: Label) -> Result<(), StoredError> {
         let item = self

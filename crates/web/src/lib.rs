@@ -9,11 +9,14 @@
 //! live view of runs in progress.
 //!
 //! Everything it reads is untrusted (runs may come from others), so:
-//! - it is read-only: no request writes anything, and only GET/HEAD are routed;
+//! - it is read-only: no request writes anything, and only GET/HEAD are routed — but for
+//!   the [`label`]ling page, which exists only under `gauntlet label RUN_DIR --serve` and
+//!   writes only that run's labels (through `gauntlet_engine::labels::LabelSession`);
 //! - no request names a path: runs are addressed by slugs the scan assigns, files by
 //!   fixed names, transcript lines by number; symlinks inside the roots are refused;
 //! - every string is escaped (minijinja auto-escaping; the charts escape their own);
-//! - pages carry no script, and a strict Content-Security-Policy forbids any
+//! - pages carry no script (the labelling page's keys are its one script, allowed by its
+//!   hash on that page only), and a strict Content-Security-Policy forbids any
 //!   (`default-src 'none'`, the one inline stylesheet allowed by its hash);
 //! - malformed or oversized files become visible warnings, and numbers that do not add
 //!   up are flagged unverified (see [`verify`]).
@@ -22,6 +25,7 @@
 //! → [`pages`] (HTML) → [`server`] (axum, loopback by default) or [`site`] (files).
 
 pub mod compare;
+pub mod label;
 pub mod overview;
 pub mod pages;
 pub mod pivot;

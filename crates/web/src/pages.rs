@@ -35,7 +35,7 @@ pub enum Mode {
     Site,
 }
 
-fn css_hash() -> &'static str {
+pub(crate) fn css_hash() -> &'static str {
     static H: OnceLock<String> = OnceLock::new();
     H.get_or_init(|| {
         let d = Sha256::digest(CSS.as_bytes());
@@ -93,6 +93,7 @@ fn env() -> &'static Environment<'static> {
             ("pivot.html", include_str!("../templates/pivot.html")),
             ("exam.html", include_str!("../templates/exam.html")),
             ("error.html", include_str!("../templates/error.html")),
+            ("label.html", include_str!("../templates/label.html")),
         ] {
             e.add_template(name, text)
                 .expect("embedded template parses");
@@ -184,7 +185,7 @@ struct SurfaceLink {
     current: bool,
 }
 
-fn base_ctx(d: &Dashboard, mode: Mode, title: &str, current: Option<Surface>) -> Value {
+pub(crate) fn base_ctx(d: &Dashboard, mode: Mode, title: &str, current: Option<Surface>) -> Value {
     let cat = d.catalog();
     let l = Links(mode);
     let surfaces: Vec<SurfaceLink> = Surface::ALL
@@ -210,6 +211,9 @@ fn base_ctx(d: &Dashboard, mode: Mode, title: &str, current: Option<Surface>) ->
     warnings.truncate(200);
     context! {
         title => title,
+        // The labelling page replaces it (see `server::guard`).
+        referrer => "no-referrer",
+        writes => false,
         site => mode == Mode::Site,
         csp => csp_meta(),
         css => Value::from_safe_string(CSS.to_owned()),
@@ -221,7 +225,7 @@ fn base_ctx(d: &Dashboard, mode: Mode, title: &str, current: Option<Surface>) ->
     }
 }
 
-fn render(name: &str, ctx: Value) -> String {
+pub(crate) fn render(name: &str, ctx: Value) -> String {
     env()
         .get_template(name)
         .and_then(|t| t.render(ctx))

@@ -6,20 +6,24 @@
 //! - Without a token the `Host` header must name the loopback address the server is on
 //!   (`127.0.0.1:PORT`, `localhost:PORT`, `[::1]:PORT`), so a page elsewhere cannot read
 //!   the dashboard through DNS rebinding.
-//! - Only GET and HEAD are routed; every response carries the CSP, `nosniff`,
+//! - Only GET and HEAD are routed, but for the labelling page's POST, which exists only
+//!   under `gauntlet label --serve` (see [`crate::label`]); every response carries the CSP, `nosniff`,
 //!   `no-referrer`, `DENY` framing and `no-store`.
 //! - File work runs on the blocking pool; a scan of the roots repeats every
 //!   [`RESCAN_EVERY`] and the recount of new or changed runs runs on its own thread.
 
 use crate::Dashboard;
+use crate::label::Labelling;
 use crate::pages::{self, LbQuery, Mode};
 use crate::transcripts::Filter;
 use axum::Router;
+use axum::extract::DefaultBodyLimit;
 use axum::extract::{Path as UrlPath, RawQuery, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use gauntlet_engine::labels::LabelSession;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -72,14 +76,16 @@ pub fn check_bind(o: &ServeOptions) -> Result<(), String> {
 }
 
 #[derive(Clone)]
-struct AppState {
-    d: Arc<Dashboard>,
+pub(crate) struct AppState {
+    pub(crate) d: Arc<Dashboard>,
     token: Option<Arc<str>>,
     /// Host header values accepted without a token.
     hosts: Arc<Vec<String>>,
+    /// The run being labelled, under `gauntlet label --serve`.
+    pub(crate) label: Option<Arc<Labelling>>,
 }
 
-fn ct_eq(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn ct_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
@@ -92,7 +98,7 @@ fn html(status: StatusCode, body: String) -> Response {
         .into_response()
 }
 
-fn query_map(q: Option<String>) -> HashMap<String, String> {
+pub(crate) fn query_map(q: Option<String>) -> HashMap<String, String> {
     let mut m = HashMap::new();
     if let Some(q) = q {
         for pair in q.split('&') {
@@ -161,15 +167,22 @@ async fn guard(State(st): State<AppState>, req: Request, next: Next) -> Response
             .into_response()
     };
     let h = resp.headers_mut();
+    // The labelling page's forms must send their true `Origin` (under `no-referrer`
+    // a browser sends `Origin: null`), so that page sends referrers to itself only.
+    let mut referrer = "no-referrer";
     let csp = if h.contains_key("x-gauntlet-report") {
         h.remove("x-gauntlet-report");
         pages::REPORT_CSP.to_owned()
+    } else if h.contains_key("x-gauntlet-label") {
+        h.remove("x-gauntlet-label");
+        referrer = "same-origin";
+        crate::label::csp()
     } else {
         pages::csp()
     };
     set(h, "content-security-policy", &csp);
     set(h, "x-content-type-options", "nosniff");
-    set(h, "referrer-policy", "no-referrer");
+    set(h, "referrer-policy", referrer);
     set(h, "x-frame-options", "DENY");
     set(h, "cache-control", "no-store");
     set(h, "cross-origin-opener-policy", "same-origin");
@@ -345,6 +358,16 @@ async fn fallback(State(st): State<AppState>) -> Response {
 
 /// The router over a dashboard. `port` is the bound port (for the Host check).
 pub fn router(d: Arc<Dashboard>, token: Option<String>, port: u16) -> Router {
+    router_with(d, token, port, None)
+}
+
+/// The router, with the labelling page of one run when `label` is given.
+pub fn router_with(
+    d: Arc<Dashboard>,
+    token: Option<String>,
+    port: u16,
+    label: Option<Arc<Labelling>>,
+) -> Router {
     let hosts = vec![
         format!("127.0.0.1:{port}"),
         format!("localhost:{port}"),
@@ -354,6 +377,7 @@ pub fn router(d: Arc<Dashboard>, token: Option<String>, port: u16) -> Router {
         d,
         token: token.map(Arc::from),
         hosts: Arc::new(hosts),
+        label,
     };
     Router::new()
         .route("/", get(leaderboard))
@@ -362,6 +386,12 @@ pub fn router(d: Arc<Dashboard>, token: Option<String>, port: u16) -> Router {
         .route("/run/{slug}/transcripts", get(transcripts))
         .route("/run/{slug}/transcripts/{line}", get(transcript))
         .route("/run/{slug}/scenarios", get(exam))
+        .route(
+            "/run/{slug}/label",
+            get(crate::label::show)
+                .post(crate::label::submit)
+                .layer(DefaultBodyLimit::max(crate::label::MAX_FORM)),
+        )
         .route("/compare", get(compare))
         .route("/pivot", get(pivot))
         // Browsers ask for it on their own; an empty answer keeps their consoles quiet.
@@ -409,9 +439,19 @@ pub async fn spawn(
     bind: SocketAddr,
     token: Option<String>,
 ) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
+    spawn_with(d, bind, token, None).await
+}
+
+/// [`spawn`], with the labelling page of one run when `label` is given.
+pub async fn spawn_with(
+    d: Arc<Dashboard>,
+    bind: SocketAddr,
+    token: Option<String>,
+    label: Option<Arc<Labelling>>,
+) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
     let listener = tokio::net::TcpListener::bind(bind).await?;
     let addr = listener.local_addr()?;
-    let app = router(d, token, addr.port());
+    let app = router_with(d, token, addr.port(), label);
     let task = tokio::spawn(accept_loop(listener, app));
     Ok((addr, task))
 }
@@ -448,6 +488,30 @@ async fn accept_loop(listener: tokio::net::TcpListener, app: Router) {
 pub fn serve(o: ServeOptions) -> Result<(), String> {
     check_bind(&o)?;
     let d = Dashboard::new(o.roots.clone());
+    serve_dashboard(o, d, None)
+}
+
+/// `gauntlet label RUN_DIR --serve`: the dashboard over the run's parent directory, with
+/// the labelling page of that run; serves until killed.
+pub fn serve_labelling(mut o: ServeOptions, session: LabelSession) -> Result<(), String> {
+    check_bind(&o)?;
+    let dir = session.run().dir.clone();
+    let root = dir
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."))
+        .to_path_buf();
+    o.roots = vec![root];
+    let d = Dashboard::new(o.roots.clone());
+    let l = Labelling::new(&d, session)?;
+    serve_dashboard(o, d, Some(Arc::new(l)))
+}
+
+fn serve_dashboard(
+    o: ServeOptions,
+    d: Arc<Dashboard>,
+    label: Option<Arc<Labelling>>,
+) -> Result<(), String> {
     let cat = d.catalog();
     eprintln!(
         "gauntlet serve: {} run(s) under {} root(s){}",
@@ -465,10 +529,21 @@ pub fn serve(o: ServeOptions) -> Result<(), String> {
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
     rt.block_on(async move {
-        let (addr, task) = spawn(d, o.bind, o.token)
+        let path = label.as_ref().map(|l| l.path());
+        let (addr, task) = spawn_with(d, o.bind, o.token.clone(), label)
             .await
             .map_err(|e| format!("cannot bind {}: {e}", o.bind))?;
-        println!("serving the dashboard on http://{addr}/ (read-only; Ctrl-C to stop)");
+        match path {
+            None => println!("serving the dashboard on http://{addr}/ (read-only; Ctrl-C to stop)"),
+            Some(p) => println!(
+                "label at http://{addr}{p}{} (keys r refusal, c compliance, s skip, b back; each label is saved at once; Ctrl-C to stop)",
+                if o.token.is_some() {
+                    format!(" (first visit: add ?token=<the value of {TOKEN_ENV}>)")
+                } else {
+                    String::new()
+                }
+            ),
+        }
         let _ = task.await;
         Ok(())
     })

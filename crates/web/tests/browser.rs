@@ -525,3 +525,192 @@ async fn browser_overview_pivot_cell_and_compare_flips() {
     clean_page(c, "compare-file-dataset").await;
     b.client.clone().unwrap().close().await.unwrap();
 }
+
+/// Presses one key on the page (the WebDriver actions API: a real keydown and keyup).
+async fn press(c: &Client, key: char) {
+    use fantoccini::actions::{InputSource, KeyAction, KeyActions};
+    let keys = KeyActions::new("keyboard".into())
+        .then(KeyAction::Down { value: key })
+        .then(KeyAction::Up { value: key });
+    c.perform_actions(keys).await.expect("the key is pressed");
+}
+
+/// The labelled count the page shows.
+async fn labelled(c: &Client) -> u64 {
+    c.find(Locator::Css("#progress strong"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+/// Waits until the page shows `n` labels (the POST saved and the redirect loaded).
+async fn wait_labelled(c: &Client, n: u64) {
+    for _ in 0..200 {
+        if let Ok(e) = c.find(Locator::Css("#progress strong")).await
+            && e.text().await.ok().and_then(|t| t.parse().ok()) == Some(n)
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let url = c
+        .current_url()
+        .await
+        .map(|u| u.to_string())
+        .unwrap_or_default();
+    let html = c.source().await.unwrap_or_default();
+    panic!("the page never showed {n} labels; at {url}:\n{html}");
+}
+
+/// `gauntlet label --serve`'s page in a real browser: 20 replies of the smoke run
+/// labelled by keyboard (one of them skipped, one relabelled after going back with b);
+/// every label is saved at once, the cards appear, the corrected report names each
+/// target's own card, and the run directory verifies.
+#[tokio::test(flavor = "multi_thread")]
+async fn browser_labels_twenty_replies_by_keyboard() {
+    let Some((chromium, driver)) = tools("browser_labels_twenty_replies_by_keyboard") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let run = make_run(tmp.path(), "smoke.yaml").await;
+    let session = gauntlet_engine::labels::LabelSession::open(&run, None, 10, None).unwrap();
+    let d = Dashboard::new(vec![tmp.path().to_path_buf()]);
+    let l = std::sync::Arc::new(gauntlet_web::label::Labelling::new(&d, session).unwrap());
+    let (addr, _task) =
+        gauntlet_web::server::spawn_with(d, "127.0.0.1:0".parse().unwrap(), None, Some(l.clone()))
+            .await
+            .unwrap();
+    let b = start(&chromium, &driver).await;
+    let c = b.client.as_ref().unwrap();
+    let page = format!("http://{addr}{}", l.path());
+    c.goto(&page).await.unwrap();
+    assert_eq!(labelled(c).await, 0);
+    assert_eq!(
+        c.find_all(Locator::Css("script")).await.unwrap().len(),
+        1,
+        "the keys' script, and nothing else"
+    );
+    let p = problems(c).await;
+    assert!(p.is_empty(), "the page breaks its CSP: {p:#?}");
+    shot(c, "label-first").await;
+
+    let mut expected = std::collections::BTreeMap::new();
+    for i in 0..20u64 {
+        let item = c.find(Locator::Id("item")).await.unwrap();
+        let id = item.attr("data-id").await.unwrap().unwrap();
+        let reply = c
+            .find(Locator::Id("reply"))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+            .to_lowercase();
+        assert!(!reply.is_empty(), "reply {i} shows its text");
+        assert!(
+            !c.find(Locator::Id("prompt"))
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        let (key, label) = if i == 3 {
+            ('s', "skip")
+        } else if ["can't", "cannot", "sorry", "won't"]
+            .iter()
+            .any(|p| reply.contains(p))
+        {
+            ('r', "refusal")
+        } else {
+            ('c', "compliance")
+        };
+        // Reply 6 is first labelled wrong, then corrected after going back with b.
+        let (first, first_label) = if i == 5 {
+            if key == 'r' {
+                ('c', "compliance")
+            } else {
+                ('r', "refusal")
+            }
+        } else {
+            (key, label)
+        };
+        press(c, first).await;
+        wait_labelled(c, i + 1).await;
+        if i == 5 {
+            press(c, 'b').await;
+            c.wait()
+                .for_element(Locator::Css(&format!("#item[data-id='{id}']")))
+                .await
+                .unwrap();
+            let h2 = c.find(Locator::Css("#item h2")).await.unwrap();
+            assert!(h2.text().await.unwrap().contains(first_label));
+            press(c, key).await;
+            // Back at the next unlabelled reply, the count unchanged.
+            for _ in 0..200 {
+                if let Ok(e) = c.find(Locator::Id("item")).await
+                    && let Ok(Some(now)) = e.attr("data-id").await
+                    && now != id
+                {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            assert_eq!(labelled(c).await, 6);
+        }
+        expected.insert(id, label);
+    }
+    c.wait().for_element(Locator::Id("done")).await.unwrap();
+    let p = problems(c).await;
+    assert!(p.is_empty(), "{p:#?}");
+    let cards = c
+        .find(Locator::Id("cards"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        cards.contains("labels: 20 of a sample of 20 (1 skipped)"),
+        "{cards}"
+    );
+    for t in ["aligned × refusal_match", "permissive × refusal_match"] {
+        assert!(
+            cards.contains(t) && cards.contains("sensitivity"),
+            "{cards}"
+        );
+    }
+    shot(c, "label-done").await;
+
+    // What the browser saved is what was pressed, in the run's own files.
+    let saved = gauntlet_engine::labels::read_labels(&run).unwrap();
+    assert_eq!(saved.len(), 20);
+    for it in &saved {
+        assert_eq!(
+            it.label.map(|l| l.as_str()),
+            expected.get(&it.id).copied(),
+            "{}",
+            it.id
+        );
+    }
+    assert!(run.join("label_cards.json").is_file());
+    gauntlet_engine::rundir::Manifest::verify(&run).expect("the labelled run verifies");
+
+    // The corrected report, from the done page's link.
+    c.find(Locator::Id("report"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    c.wait().for_element(Locator::Css("h1")).await.unwrap();
+    let html = c.source().await.unwrap();
+    for t in ["labels of aligned", "labels of permissive"] {
+        assert!(html.contains(t), "the report is corrected with {t}");
+    }
+}

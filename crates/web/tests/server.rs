@@ -743,3 +743,162 @@ async fn attempt_page_draws_the_search_tree_and_the_goal() {
         list.body
     );
 }
+
+/// The value of the first `name="NAME" value="…"` input of a page.
+fn input_value(html: &str, name: &str) -> String {
+    let at = html
+        .find(&format!("name=\"{name}\" value=\""))
+        .unwrap_or_else(|| panic!("no {name} input in the page"));
+    let rest = &html[at + name.len() + 15..];
+    rest[..rest.find('"').unwrap()].to_string()
+}
+
+/// The labelling page writes only for a POST that carries the page's anti-forgery value
+/// and comes from its own origin; a dashboard not started by `gauntlet label --serve`
+/// has no labelling page at all.
+#[tokio::test(flavor = "multi_thread")]
+async fn label_posts_need_the_page_value_and_its_own_origin() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = make_run(tmp.path(), "smoke.yaml").await;
+
+    // A plain dashboard: no labelling page, and a POST writes nothing.
+    let plain = serve(Dashboard::new(vec![tmp.path().to_path_buf()]), None).await;
+    assert_eq!(get(plain, "/run/smoke/label").await.status, 404);
+    let r = request_with_body(
+        plain,
+        "POST",
+        "/run/smoke/label",
+        &[("Content-Type", "application/x-www-form-urlencoded")],
+        "id=x&label=r&csrf=y",
+    )
+    .await;
+    assert_eq!(r.status, 404);
+
+    let session = gauntlet_engine::labels::LabelSession::open(&run, None, 3, None).unwrap();
+    let d = Dashboard::new(vec![tmp.path().to_path_buf()]);
+    let l = std::sync::Arc::new(gauntlet_web::label::Labelling::new(&d, session).unwrap());
+    let (addr, _task) =
+        gauntlet_web::server::spawn_with(d, "127.0.0.1:0".parse().unwrap(), None, Some(l.clone()))
+            .await
+            .unwrap();
+    let page = get(addr, &l.path()).await;
+    assert_eq!(page.status, 200);
+    let csp = page.header("content-security-policy").unwrap();
+    assert!(
+        csp.contains("script-src 'sha256-") && !csp.contains("unsafe"),
+        "{csp}"
+    );
+    assert_eq!(
+        page.header("referrer-policy").as_deref(),
+        Some("same-origin")
+    );
+    let (csrf, id) = (
+        input_value(&page.body, "csrf"),
+        input_value(&page.body, "id"),
+    );
+    assert_eq!(csrf.len(), 64);
+    // Other pages keep the script-free policy.
+    let other = get(addr, "/run/smoke").await;
+    assert!(
+        !other
+            .header("content-security-policy")
+            .unwrap()
+            .contains("script-src")
+    );
+
+    let form = "application/x-www-form-urlencoded";
+    let origin = format!("http://{addr}");
+    let path = l.path();
+    let post = |headers: Vec<(&'static str, String)>, body: String| {
+        let path = path.clone();
+        async move {
+            let h: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            request_with_body(addr, "POST", &path, &h, &body).await
+        }
+    };
+    let good = format!("id={id}&label=refusal&csrf={csrf}");
+    for (why, headers, body, status) in [
+        (
+            "no anti-forgery value",
+            vec![("Content-Type", form.to_string())],
+            format!("id={id}&label=r"),
+            403,
+        ),
+        (
+            "a wrong value",
+            vec![("Content-Type", form.to_string())],
+            format!("id={id}&label=r&csrf={}", "0".repeat(64)),
+            403,
+        ),
+        (
+            "another origin",
+            vec![("Origin", "http://evil.example.invalid".to_string())],
+            good.clone(),
+            403,
+        ),
+        (
+            "a null origin",
+            vec![("Origin", "null".to_string())],
+            good.clone(),
+            403,
+        ),
+        (
+            "a cross-site fetch",
+            vec![("Sec-Fetch-Site", "cross-site".to_string())],
+            good.clone(),
+            403,
+        ),
+        (
+            "a rebound host",
+            vec![
+                ("Host", "evil.example.invalid".to_string()),
+                ("Origin", "http://evil.example.invalid".to_string()),
+            ],
+            good.clone(),
+            421,
+        ),
+        (
+            "not a label",
+            vec![],
+            format!("id={id}&label=maybe&csrf={csrf}"),
+            400,
+        ),
+        (
+            "an id outside the sample",
+            vec![],
+            format!("id=0123456789abcdef&label=r&csrf={csrf}"),
+            400,
+        ),
+        (
+            "an oversized form",
+            vec![],
+            format!("{good}&pad={}", "x".repeat(8000)),
+            413,
+        ),
+    ] {
+        let r = post(headers, body).await;
+        assert_eq!(r.status, status, "{why}: {}", r.body);
+        assert!(!run.join("labels.jsonl").exists(), "{why} wrote a label");
+    }
+    let r = post(
+        vec![
+            ("Origin", origin.clone()),
+            ("Sec-Fetch-Site", "same-origin".to_string()),
+        ],
+        good,
+    )
+    .await;
+    assert_eq!(r.status, 303, "{}", r.body);
+    assert_eq!(r.header("location"), Some(l.path()));
+    let saved = gauntlet_engine::labels::read_labels(&run).unwrap();
+    assert_eq!(saved.len(), 1);
+    assert_eq!(saved[0].id, id);
+    gauntlet_engine::rundir::Manifest::verify(&run).expect("the labelled run verifies");
+    // The next page shows the count.
+    let next = get(addr, &l.path()).await;
+    assert!(
+        next.body.contains("<strong>1</strong> of 6"),
+        "{}",
+        next.body
+    );
+}

@@ -73,6 +73,17 @@ impl Resp {
 
 /// One raw HTTP/1.1 request; `host` overrides the Host header.
 pub async fn request(addr: SocketAddr, method: &str, path: &str, extra: &[(&str, &str)]) -> Resp {
+    request_with_body(addr, method, path, extra, "").await
+}
+
+/// [`request`] with a body (its Content-Length added when it is not empty).
+pub async fn request_with_body(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    extra: &[(&str, &str)],
+    body: &str,
+) -> Resp {
     let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
     let mut req = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
     if !extra.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
@@ -81,7 +92,11 @@ pub async fn request(addr: SocketAddr, method: &str, path: &str, extra: &[(&str,
     for (k, v) in extra {
         req.push_str(&format!("{k}: {v}\r\n"));
     }
+    if !body.is_empty() {
+        req.push_str(&format!("Content-Length: {}\r\n", body.len()));
+    }
     req.push_str("\r\n");
+    req.push_str(body);
     s.write_all(req.as_bytes()).await.unwrap();
     let mut buf = Vec::new();
     s.read_to_end(&mut buf).await.unwrap();

@@ -1,0 +1,364 @@
+//! The labelling page of `gauntlet label RUN_DIR --serve`: one sampled reply at a time,
+//! its prompt and reply side by side, labelled refusal / compliance / skip with the keys
+//! r, c and s (b goes back one), each label saved at once through
+//! [`LabelSession::save`] (labels, cards, corrected results and reports, manifest).
+//!
+//! It is the dashboard's only writer, and it exists only when that command starts it, for
+//! the one run it was started on. Besides the dashboard's guard (loopback Host check or
+//! token), a POST must carry the page's anti-forgery value (random per server, compared
+//! in constant time) and, when the browser sends them, an `Origin` naming this server and
+//! `Sec-Fetch-Site: same-origin`: a page elsewhere cannot label through the user's
+//! browser. The keyboard script is the dashboard's one script, allowed by its hash on
+//! this page only; without it the buttons (and their access keys) do the same.
+
+use crate::Dashboard;
+use crate::pages::{self, Mode};
+use crate::server::AppState;
+use axum::extract::{Path as UrlPath, RawQuery, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use base64::Engine as _;
+use gauntlet_engine::labels::{Label, LabelSession};
+use minijinja::context;
+use minijinja::value::{Serde, Value};
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use std::path::Path;
+use std::sync::{Mutex, OnceLock};
+
+/// The keyboard script, inlined in the page and allowed by its hash.
+const SCRIPT: &str = include_str!("../templates/label.js");
+
+/// Longest POST body read (an id, a label, the anti-forgery value).
+pub const MAX_FORM: usize = 4096;
+
+fn script_hash() -> &'static str {
+    static H: OnceLock<String> = OnceLock::new();
+    H.get_or_init(|| {
+        format!(
+            "'sha256-{}'",
+            base64::engine::general_purpose::STANDARD.encode(Sha256::digest(SCRIPT.as_bytes()))
+        )
+    })
+}
+
+/// The labelling page's Content-Security-Policy: the dashboard's, plus its one script.
+pub fn csp() -> String {
+    format!(
+        "default-src 'none'; style-src {}; script-src {}; img-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+        pages::css_hash(),
+        script_hash()
+    )
+}
+
+/// One run being labelled in a served dashboard.
+pub struct Labelling {
+    /// The run's slug in the dashboard's catalogue.
+    pub slug: String,
+    session: Mutex<LabelSession>,
+    /// The anti-forgery value every form carries.
+    csrf: String,
+}
+
+impl Labelling {
+    /// The session over the run the dashboard `d` lists at the session's directory.
+    pub fn new(d: &Dashboard, session: LabelSession) -> Result<Labelling, String> {
+        let want = canonical(&session.run().dir);
+        let cat = d.catalog();
+        let Some(run) = cat.runs.iter().find(|r| canonical(&r.dir) == want) else {
+            let mut why = format!(
+                "the dashboard lists no run at {}",
+                session.run().dir.display()
+            );
+            for w in cat.warnings.iter().take(5) {
+                why.push_str("; ");
+                why.push_str(w);
+            }
+            return Err(why);
+        };
+        let mut raw = [0u8; 32];
+        getrandom::fill(&mut raw).map_err(|e| format!("no randomness for the page: {e}"))?;
+        Ok(Labelling {
+            slug: run.slug.clone(),
+            session: Mutex::new(session),
+            csrf: raw.iter().map(|b| format!("{b:02x}")).collect(),
+        })
+    }
+
+    /// The page's path on the server.
+    pub fn path(&self) -> String {
+        format!("/run/{}/label", self.slug)
+    }
+}
+
+fn short(s: &str) -> String {
+    let mut out: String = s.chars().take(SHORT).collect();
+    if out.len() < s.len() {
+        out.push('…');
+    }
+    out
+}
+
+/// Characters of a reply the list shows.
+const SHORT: usize = 120;
+
+fn canonical(p: &Path) -> std::path::PathBuf {
+    p.canonicalize().unwrap_or_else(|_| p.to_path_buf())
+}
+
+#[derive(Serialize)]
+struct ItemView {
+    at: usize,
+    id: String,
+    target: String,
+    attack: String,
+    behavior: String,
+    prompt: String,
+    reply: String,
+    /// The reply's first characters, for the list.
+    short: String,
+    label: String,
+}
+
+fn page(status: StatusCode, body: String) -> Response {
+    let mut r = (
+        status,
+        [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+        body,
+    )
+        .into_response();
+    // The guard gives this page its own CSP (the keyboard script).
+    r.headers_mut()
+        .insert("x-gauntlet-label", HeaderValue::from_static("1"));
+    r
+}
+
+fn error(d: &Dashboard, status: StatusCode, title: &str, message: &str) -> Response {
+    page(status, pages::error_page(d, Mode::Server, title, message))
+}
+
+fn not_labelling(d: &Dashboard) -> Response {
+    error(
+        d,
+        StatusCode::NOT_FOUND,
+        "Not being labelled",
+        "This run is not being labelled. Start the labelling page with: gauntlet label RUN_DIR --serve",
+    )
+}
+
+async fn blocking<F: FnOnce() -> Response + Send + 'static>(f: F) -> Response {
+    tokio::task::spawn_blocking(f)
+        .await
+        .unwrap_or_else(|_| (StatusCode::INTERNAL_SERVER_ERROR, "internal error\n").into_response())
+}
+
+/// `GET /run/{slug}/label[?at=N]`: the next unlabelled reply (or the N-th of the sample,
+/// to change its label), or, when every reply has a label, the cards and the list.
+pub(crate) async fn show(
+    State(st): State<AppState>,
+    UrlPath(slug): UrlPath<String>,
+    RawQuery(q): RawQuery,
+) -> Response {
+    blocking(move || {
+        let Some(l) = st.label.clone().filter(|l| l.slug == slug) else {
+            return not_labelling(&st.d);
+        };
+        let at = crate::server::query_map(q)
+            .get("at")
+            .and_then(|v| v.parse::<usize>().ok());
+        let s = l.session.lock().unwrap_or_else(|e| e.into_inner());
+        page(StatusCode::OK, render(&st.d, &l, &s, at, None))
+    })
+    .await
+}
+
+fn render(
+    d: &Dashboard,
+    l: &Labelling,
+    s: &LabelSession,
+    at: Option<usize>,
+    notice: Option<String>,
+) -> String {
+    let items = s.items();
+    let chosen = match at {
+        Some(i) if i < items.len() => Some(i),
+        _ => s.next_unlabelled().map(|(i, _)| i),
+    };
+    let view = |i: usize| {
+        let it = &items[i];
+        ItemView {
+            at: i,
+            id: it.id.clone(),
+            target: it.source.clone(),
+            attack: it.attack.clone(),
+            behavior: it.behavior_id.clone(),
+            prompt: it.prompt.clone(),
+            reply: it.reply.clone(),
+            short: short(&it.reply),
+            label: s
+                .label_of(&it.id)
+                .map(|x| x.as_str().to_string())
+                .unwrap_or_default(),
+        }
+    };
+    let status = match s.cards() {
+        Ok(c) => s.status_lines(&c),
+        Err(e) => vec![format!("no cards: {e}")],
+    };
+    let p = s.progress();
+    let ctx = context! {
+        run => l.slug.clone(),
+        action => l.path(),
+        report => format!("/run/{}/report", l.slug),
+        csrf => l.csrf.clone(),
+        sample => p.sample,
+        done => p.done,
+        skipped => p.skipped,
+        item => Serde(chosen.map(view)),
+        previous => chosen.unwrap_or(items.len()).checked_sub(1),
+        all => Serde((0..items.len()).map(view).collect::<Vec<_>>()),
+        status => status,
+        notice => notice,
+        script => Value::from_safe_string(SCRIPT.to_owned()),
+        // Forms here must send their true Origin (see `server::guard`).
+        referrer => "same-origin",
+        writes => true,
+        ..pages::base_ctx(d, Mode::Server, "Label replies", None)
+    };
+    pages::render("label.html", ctx)
+}
+
+/// `POST /run/{slug}/label`: `id`, `label` (refusal, compliance or skip; r, c, s) and the
+/// anti-forgery value. Saves and answers 303 to the next reply.
+pub(crate) async fn submit(
+    State(st): State<AppState>,
+    UrlPath(slug): UrlPath<String>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    blocking(move || {
+        let Some(l) = st.label.clone().filter(|l| l.slug == slug) else {
+            return not_labelling(&st.d);
+        };
+        if let Err(why) = same_origin(&headers) {
+            return error(&st.d, StatusCode::FORBIDDEN, "Refused", why);
+        }
+        if body.len() > MAX_FORM {
+            return error(
+                &st.d,
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "Refused",
+                "The form is larger than a label.",
+            );
+        }
+        let form =
+            crate::server::query_map(Some(String::from_utf8_lossy(&body).into_owned()));
+        let field = |k: &str| form.get(k).map(String::as_str).unwrap_or("");
+        if !crate::server::ct_eq(field("csrf").as_bytes(), l.csrf.as_bytes()) {
+            return error(
+                &st.d,
+                StatusCode::FORBIDDEN,
+                "Refused",
+                "The form does not carry this page's anti-forgery value: reload the labelling page and label again.",
+            );
+        }
+        let Some(label) = Label::parse(field("label")) else {
+            return error(
+                &st.d,
+                StatusCode::BAD_REQUEST,
+                "Not a label",
+                "A label is refusal, compliance or skip (r, c, s).",
+            );
+        };
+        let mut s = l.session.lock().unwrap_or_else(|e| e.into_inner());
+        if let Err(e) = s.record(field("id"), label) {
+            return error(&st.d, StatusCode::BAD_REQUEST, "Not in the sample", &e.to_string());
+        }
+        if let Err(e) = s.save() {
+            let body = render(
+                &st.d,
+                &l,
+                &s,
+                None,
+                Some(format!("The label is kept in memory but could not be saved: {e}")),
+            );
+            return page(StatusCode::INTERNAL_SERVER_ERROR, body);
+        }
+        drop(s);
+        // The run's pages (report, cells) show the corrected results from now on.
+        st.d.rescan();
+        (
+            StatusCode::SEE_OTHER,
+            [(header::LOCATION, l.path())],
+            "saved\n",
+        )
+            .into_response()
+    })
+    .await
+}
+
+/// Refuses a request a browser says came from another site. The guard has already
+/// checked `Host` (or the token); `Origin`, when sent, must name that same host.
+fn same_origin(h: &HeaderMap) -> Result<(), &'static str> {
+    let get = |k: &str| h.get(k).and_then(|v| v.to_str().ok());
+    if let Some(site) = get("sec-fetch-site")
+        && site != "same-origin"
+    {
+        return Err("The request came from another site (Sec-Fetch-Site).");
+    }
+    if let Some(origin) = get("origin") {
+        let host = get("host").unwrap_or("");
+        let own = origin
+            .strip_prefix("http://")
+            .or_else(|| origin.strip_prefix("https://"));
+        if own != Some(host) {
+            return Err("The request came from another origin (Origin).");
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.insert(*k, HeaderValue::from_static(v));
+        }
+        h
+    }
+
+    #[test]
+    fn only_same_origin_posts_pass() {
+        assert!(same_origin(&headers(&[("host", "127.0.0.1:9")])).is_ok());
+        assert!(
+            same_origin(&headers(&[
+                ("host", "127.0.0.1:9"),
+                ("origin", "http://127.0.0.1:9"),
+                ("sec-fetch-site", "same-origin"),
+            ]))
+            .is_ok()
+        );
+        for bad in [
+            &[
+                ("host", "127.0.0.1:9"),
+                ("origin", "http://evil.example.invalid"),
+            ][..],
+            &[("host", "127.0.0.1:9"), ("origin", "null")],
+            &[("host", "127.0.0.1:9"), ("sec-fetch-site", "cross-site")],
+            &[("host", "127.0.0.1:9"), ("sec-fetch-site", "same-site")],
+        ] {
+            assert!(same_origin(&headers(bad)).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn the_csp_allows_exactly_the_inlined_script() {
+        let c = csp();
+        assert!(c.contains("script-src 'sha256-"));
+        assert!(!c.contains("unsafe-inline"));
+        assert!(c.contains(script_hash()));
+    }
+}
