@@ -14,7 +14,9 @@ use std::path::{Path, PathBuf};
 #[derive(Args)]
 pub struct JudgeEvalArgs {
     /// Labelled replies: CSV or JSONL, XSTest's completion files as they are
-    /// (`prompt, completion, final_label`) or `prompt, reply, label[, source, id]`.
+    /// (`prompt, completion, final_label`) or `prompt, reply, label[, source, id,
+    /// expected]`; or a run directory labelled by `gauntlet label` (its labels.jsonl,
+    /// checked against the run's manifest).
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
     /// A judge to score: a name (`refusal_match`) or inline YAML
@@ -63,16 +65,20 @@ fn runtime() -> tokio::runtime::Runtime {
         .expect("tokio runtime")
 }
 
+/// The first file's directory, or for a labelled run `labels of <run>`.
 fn default_name(first: &Path) -> String {
-    first
-        .canonicalize()
-        .ok()
-        .and_then(|p| {
-            p.parent()
-                .and_then(|d| d.file_name())
-                .map(|n| n.to_string_lossy().into_owned())
-        })
-        .unwrap_or_else(|| "labelled".into())
+    let full = first.canonicalize().ok();
+    if first.is_dir()
+        && let Some(run) = full.as_ref().and_then(|p| p.file_name())
+    {
+        return format!("labels of {}", run.to_string_lossy());
+    }
+    full.and_then(|p| {
+        p.parent()
+            .and_then(|d| d.file_name())
+            .map(|n| n.to_string_lossy().into_owned())
+    })
+    .unwrap_or_else(|| "labelled".into())
 }
 
 pub fn judge_eval(a: JudgeEvalArgs) -> Result<(), CliError> {
@@ -201,6 +207,10 @@ fn print_table(r: &JudgeEvalReport, out: &Path) {
         s.compliances,
         &s.sha256[..12]
     );
+    let skipped: u64 = s.files.iter().map(|f| f.skipped).sum();
+    if skipped > 0 {
+        println!("{skipped} rows labelled skip left out");
+    }
     for j in &r.judges {
         println!(
             "\n{} — {} judged, {} errors (excluded), {} uncertain (excluded), coverage {}, {} misclassified",

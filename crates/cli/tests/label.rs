@@ -127,6 +127,32 @@ fn csv_round_trip_writes_cards_corrects_the_run_and_survives_a_rerun() {
         corrected.iter().any(|c| c.contains("on labels of aligned")),
         "{corrected:?}"
     );
+    // judge-eval reads the labelled run like any labelled file: the skip is left out and
+    // counted, each target is a source, and refusal_match agrees with the labels exactly
+    // as the run's own cards say.
+    let je = dir.path().join("je");
+    let out = gauntlet(
+        &["judge-eval", run_s, "--out", je.to_str().unwrap(), "--json"],
+        &repo_root(),
+    );
+    ok(&out);
+    let ev: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let set = &ev["labelled_set"];
+    assert_eq!(set["name"], "labels of smoke", "{set:#}");
+    assert_eq!(set["rows"], 19, "{set:#}");
+    assert_eq!(set["files"][0]["name"], "smoke/labels.jsonl");
+    assert_eq!(set["files"][0]["skipped"], 1);
+    let by_source = &ev["judges"][0]["by_source"];
+    for c in &with_card {
+        if c["judge"] != "refusal_match" {
+            continue;
+        }
+        let target = c["target"].as_str().unwrap();
+        assert_eq!(
+            by_source[target]["confusion"], c["card"]["confusion"],
+            "{target}: {by_source:#}"
+        );
+    }
     let md = std::fs::read_to_string(run.join("report.md")).unwrap();
     assert!(
         md.contains("on labels of aligned"),
@@ -173,6 +199,12 @@ fn csv_round_trip_writes_cards_corrects_the_run_and_survives_a_rerun() {
     let out = run_smoke(dir.path());
     assert!(!out.status.success());
     assert!(show(&out).contains("labels.jsonl"), "{}", show(&out));
+    let out = gauntlet(
+        &["judge-eval", run_s, "--out", je.to_str().unwrap()],
+        &repo_root(),
+    );
+    assert!(!out.status.success());
+    assert!(show(&out).contains("cannot be trusted"), "{}", show(&out));
 }
 
 /// One raw HTTP/1.1 request to `addr`; the status and the whole response.

@@ -193,6 +193,9 @@ pub struct LabelledFileSummary {
     pub rows: u64,
     /// `xstest` or `plain`.
     pub shape: String,
+    /// Rows labelled `skip` (seen, not labelled), left out of `rows`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub skipped: u64,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

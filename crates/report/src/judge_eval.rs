@@ -74,6 +74,13 @@ pub fn render(r: &JudgeEvalReport) -> String {
             inline(&f.shape)
         );
     }
+    let skipped: u64 = s.files.iter().map(|f| f.skipped).sum();
+    if skipped > 0 {
+        let _ = writeln!(
+            o,
+            "\n{skipped} rows labelled `skip` (seen, not labelled) are left out of the rows above and of every figure."
+        );
+    }
     o.push_str("\n## Summary\n\n");
     o.push_str(HEADER);
     for j in &r.judges {

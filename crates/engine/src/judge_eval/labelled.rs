@@ -6,8 +6,12 @@
 //!   `3_partial_refusal`), plus `type` (a `contrast_*` prompt should be refused) and `id`
 //!   when present; other columns are ignored.
 //! - **Plain**: `prompt`, `reply`, `label` (`refusal`, `compliance` or `partial_refusal`;
-//!   also `refused`/`complied`/`partial`), optional `source` (the model that wrote the
-//!   reply) and `id`.
+//!   also `refused`/`complied`/`partial`; `skip` marks a row seen and not labelled, left
+//!   out and counted), optional `source` (the model that wrote the reply), `id` and
+//!   `expected` (`should_refuse`, the default, or `should_comply`).
+//! - **A labelled run**: a run directory given in place of a file stands for its
+//!   `labels.jsonl` (written by `gauntlet label`, plain shape), read only if the run's
+//!   manifest verifies, so the labels are the ones the run recorded.
 //!
 //! A partial refusal (declines the core request, offers something else) counts as a
 //! refusal unless `--partial compliance` says otherwise. The source of a row is its
@@ -107,6 +111,8 @@ pub struct LabelledFile {
     pub rows: u64,
     /// `xstest` or `plain`.
     pub shape: &'static str,
+    /// Rows labelled `skip` (seen, not labelled): left out of `rows`.
+    pub skipped: u64,
 }
 
 /// Every labelled reply of the given files, in file then row order.
@@ -127,13 +133,20 @@ impl LabelledSet {
         let mut replies = Vec::new();
         let mut set = HashWriter::new();
         set.field(b"gauntlet-labelled-set-v1");
-        for (i, path) in paths.iter().enumerate() {
+        for (i, given) in paths.iter().enumerate() {
+            let (path, name) = match labelled_run(given)? {
+                Some((labels, name)) => (labels, name),
+                None => (
+                    given.clone(),
+                    given
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_else(|| given.display().to_string()),
+                ),
+            };
+            let path = &path;
             let bytes = read_file(path)?;
             let sha256 = sha256_hex(&bytes);
-            let name = path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_else(|| path.display().to_string());
             let stem = path
                 .file_stem()
                 .map(|n| n.to_string_lossy().into_owned())
@@ -142,13 +155,21 @@ impl LabelledSet {
                 path.extension().and_then(|e| e.to_str()),
                 Some("jsonl" | "ndjson" | "json")
             );
-            let (shape, rows) = if jsonl {
+            let (shape, rows, skipped) = if jsonl {
                 parse_jsonl(path, &bytes, i, &stem)?
             } else {
                 parse_csv(path, &bytes, i, &stem)?
             };
             if rows.is_empty() {
-                return Err(format!("{}: no labelled rows", path.display()));
+                return Err(format!(
+                    "{}: no labelled rows{}",
+                    path.display(),
+                    if skipped > 0 {
+                        format!(" (all {skipped} are labelled skip)")
+                    } else {
+                        String::new()
+                    }
+                ));
             }
             set.field(name.as_bytes());
             set.field(sha256.as_bytes());
@@ -158,6 +179,7 @@ impl LabelledSet {
                 sha256,
                 rows: rows.len() as u64,
                 shape,
+                skipped,
             });
             replies.extend(rows);
         }
@@ -167,6 +189,42 @@ impl LabelledSet {
             sha256: set.finish_hex(),
         })
     }
+}
+
+/// A run directory given as a labelled file: its `labels.jsonl` and the name it is
+/// recorded under (`<run>/labels.jsonl`), once the run's manifest verifies. `None`: not a
+/// directory (a file, read as it is).
+fn labelled_run(dir: &Path) -> Result<Option<(PathBuf, String)>, String> {
+    if !dir.is_dir() {
+        return Ok(None);
+    }
+    let labels = dir.join(crate::labels::LABELS_FILE);
+    if !labels.is_file() {
+        return Err(format!(
+            "{}: a directory without {}: label the run first (gauntlet label {} --serve, or --csv-out/--csv-in), or give a CSV or JSONL file",
+            dir.display(),
+            crate::labels::LABELS_FILE,
+            dir.display()
+        ));
+    }
+    let manifest = crate::rundir::Manifest::verify(dir)
+        .map_err(|e| format!("{}: its labels cannot be trusted: {e}", dir.display()))?;
+    if !manifest.files.contains_key(crate::labels::LABELS_FILE) {
+        return Err(format!(
+            "{}: its manifest does not record {}: it was not written by gauntlet label; run gauntlet label {} again",
+            dir.display(),
+            crate::labels::LABELS_FILE,
+            dir.display()
+        ));
+    }
+    let run = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| dir.display().to_string());
+    Ok(Some((
+        labels,
+        format!("{run}/{}", crate::labels::LABELS_FILE),
+    )))
 }
 
 fn read_file(path: &Path) -> Result<Vec<u8>, String> {
@@ -244,14 +302,17 @@ fn reply_from(
     shape: &str,
     get: impl Fn(&str) -> Option<String>,
     cols: &Columns,
-) -> Result<LabelledReply, String> {
+) -> Result<Option<LabelledReply>, String> {
     let at = |what: &str| format!("{} row {row}: {what}", path.display());
     let prompt = get(cols.prompt).unwrap_or_default();
     let reply = get(cols.reply).unwrap_or_default();
     let raw = get(cols.label).unwrap_or_default();
+    if shape == "plain" && matches!(raw.trim().to_ascii_lowercase().as_str(), "skip" | "skipped") {
+        return Ok(None);
+    }
     let label = HumanLabel::parse(&raw).ok_or_else(|| {
         at(&format!(
-            "label {raw:?} is not one of refusal, compliance, partial_refusal \
+            "label {raw:?} is not one of refusal, compliance, partial_refusal, skip \
              (or XSTest's 1_full_compliance, 2_full_refusal, 3_partial_refusal)"
         ))
     })?;
@@ -264,11 +325,21 @@ fn reply_from(
     let id = get("id")
         .filter(|s| !s.trim().is_empty())
         .unwrap_or_else(|| format!("{source}-{row}"));
-    let expected = match (shape, get("type")) {
-        ("xstest", Some(t)) if !t.starts_with("contrast") => Expected::ShouldComply,
+    let expected = match (shape, get("type"), get("expected")) {
+        ("xstest", Some(t), _) if !t.starts_with("contrast") => Expected::ShouldComply,
+        ("xstest", _, _) => Expected::ShouldRefuse,
+        (_, _, Some(e)) => match e.trim() {
+            "should_refuse" | "" => Expected::ShouldRefuse,
+            "should_comply" => Expected::ShouldComply,
+            other => {
+                return Err(at(&format!(
+                    "expected {other:?} is not should_refuse or should_comply"
+                )));
+            }
+        },
         _ => Expected::ShouldRefuse,
     };
-    Ok(LabelledReply {
+    Ok(Some(LabelledReply {
         file,
         row,
         id,
@@ -277,7 +348,7 @@ fn reply_from(
         reply,
         label,
         expected,
-    })
+    }))
 }
 
 fn parse_csv(
@@ -285,7 +356,7 @@ fn parse_csv(
     bytes: &[u8],
     file: usize,
     stem: &str,
-) -> Result<(&'static str, Vec<LabelledReply>), String> {
+) -> Result<(&'static str, Vec<LabelledReply>, u64), String> {
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     let mut rd = csv::ReaderBuilder::new().flexible(false).from_reader(bytes);
     let header: Vec<String> = rd
@@ -296,14 +367,17 @@ fn parse_csv(
         .collect();
     let cols = columns(|c| header.iter().any(|h| h == c), path, &header.join(", "))?;
     let index = |c: &str| header.iter().position(|h| h == c);
-    let mut out = Vec::new();
+    let (mut out, mut skipped) = (Vec::new(), 0);
     for (i, rec) in rd.records().enumerate() {
         let row = i as u64 + 1;
         let rec = rec.map_err(|e| format!("{} row {row}: {e}", path.display()))?;
         let get = |c: &str| index(c).and_then(|j| rec.get(j)).map(str::to_string);
-        out.push(reply_from(path, file, row, stem, cols.shape, get, &cols)?);
+        match reply_from(path, file, row, stem, cols.shape, get, &cols)? {
+            Some(r) => out.push(r),
+            None => skipped += 1,
+        }
     }
-    Ok((cols.shape, out))
+    Ok((cols.shape, out, skipped))
 }
 
 fn parse_jsonl(
@@ -311,10 +385,10 @@ fn parse_jsonl(
     bytes: &[u8],
     file: usize,
     stem: &str,
-) -> Result<(&'static str, Vec<LabelledReply>), String> {
+) -> Result<(&'static str, Vec<LabelledReply>, u64), String> {
     let text =
         std::str::from_utf8(bytes).map_err(|e| format!("{}: not UTF-8 ({e})", path.display()))?;
-    let mut out = Vec::new();
+    let (mut out, mut skipped) = (Vec::new(), 0);
     let mut shape: Option<Columns> = None;
     for (i, line) in text.lines().enumerate() {
         let row = i as u64 + 1;
@@ -339,9 +413,12 @@ fn parse_jsonl(
             Some(serde_json::Value::Null) | None => None,
             Some(other) => Some(other.to_string()),
         };
-        out.push(reply_from(path, file, row, stem, cols.shape, get, cols)?);
+        match reply_from(path, file, row, stem, cols.shape, get, cols)? {
+            Some(r) => out.push(r),
+            None => skipped += 1,
+        }
     }
-    Ok((shape.map_or("plain", |c| c.shape), out))
+    Ok((shape.map_or("plain", |c| c.shape), out, skipped))
 }
 
 #[cfg(test)]
@@ -393,6 +470,50 @@ mod tests {
         assert_ne!(swapped.sha256, set.sha256);
     }
 
+    /// `skip` rows are left out and counted; `expected` is honoured in the plain shape.
+    #[test]
+    fn plain_rows_skip_and_expected() {
+        let d = tempfile::tempdir().unwrap();
+        let p = write(
+            d.path(),
+            "l.csv",
+            "prompt,reply,label,expected\n\
+             a,No.,refusal,should_refuse\n\
+             b,Here.,compliance,should_comply\n\
+             c,Hm.,skip,should_refuse\n\
+             d,No.,refusal,\n",
+        );
+        let set = LabelledSet::read(std::slice::from_ref(&p)).unwrap();
+        assert_eq!((set.files[0].rows, set.files[0].skipped), (3, 1));
+        let e: Vec<Expected> = set.replies.iter().map(|r| r.expected).collect();
+        assert_eq!(
+            e,
+            [
+                Expected::ShouldRefuse,
+                Expected::ShouldComply,
+                Expected::ShouldRefuse
+            ]
+        );
+        // Rows keep their numbers: the fourth row is row 4.
+        assert_eq!(set.replies[2].row, 4);
+        let bad = write(
+            d.path(),
+            "e.csv",
+            "prompt,reply,label,expected\na,b,refusal,maybe\n",
+        );
+        let err = LabelledSet::read(&[bad]).unwrap_err();
+        assert!(
+            err.contains("e.csv row 1") && err.contains("should_comply"),
+            "{err}"
+        );
+        let all_skipped = write(d.path(), "s.csv", "prompt,reply,label\na,b,skip\n");
+        let err = LabelledSet::read(&[all_skipped]).unwrap_err();
+        assert!(err.contains("all 1 are labelled skip"), "{err}");
+        // A directory that is not a labelled run names the fix.
+        let err = LabelledSet::read(&[d.path().to_path_buf()]).unwrap_err();
+        assert!(err.contains("gauntlet label"), "{err}");
+    }
+
     #[test]
     fn errors_name_the_file_the_row_and_the_fix() {
         let d = tempfile::tempdir().unwrap();
@@ -412,8 +533,10 @@ mod tests {
         );
         let e = LabelledSet::read(&[js]).unwrap_err();
         assert!(e.contains("x.jsonl line 2: expected a JSON object"), "{e}");
-        let e = LabelledSet::read(&[d.path().to_path_buf()]).unwrap_err();
+        let e = LabelledSet::read(&[PathBuf::from("/dev/null")]).unwrap_err();
         assert!(e.contains("not a regular file"), "{e}");
+        let e = LabelledSet::read(&[d.path().to_path_buf()]).unwrap_err();
+        assert!(e.contains("a directory without labels.jsonl"), "{e}");
         let empty = write(d.path(), "empty.csv", "prompt,reply,label\n");
         assert!(
             LabelledSet::read(&[empty])

@@ -368,6 +368,7 @@ fn summary(set: &LabelledSet, opts: &EvalOptions) -> LabelledSetSummary {
                 sha256: f.sha256.clone(),
                 rows: f.rows,
                 shape: f.shape.into(),
+                skipped: f.skipped,
             })
             .collect(),
         rows: set.replies.len() as u64,
