@@ -5,8 +5,8 @@
 //! look-alikes: tools that mention files, keys, "important" notes, other tools, long
 //! descriptions, encoded examples). A row is predicted poisoned when any poisoning rule
 //! fires on it alone ([`gauntlet_mcp::scan::verdict`]). The rules were written from the
-//! `dev` split (rounds 0-3); the `test` split (round 4) was written and committed before
-//! it was first scored, and is scored as held out. The targets are precision ≥
+//! `dev` split (rounds 0-4); the `test` split (round 5, written by a helper who had not
+//! read the rules) was committed before it was first scored, and is scored as held out. The targets are precision ≥
 //! 0.95 and recall ≥ 0.90 on the held-out split; the assertions below are floors just
 //! under the published round-4 figures (BENCHMARKS.md), so a regression fails.
 
