@@ -13,7 +13,7 @@
 //! - A free-text parameter with a covert-channel name (`sidenote`, `telemetry`,
 //!   `debug_info`, `conversation`…) that nothing in the definition explains.
 
-use super::sensitive_data_request::{BEYOND, CONVERSATION, FILE, SECRET, VERB, secret_param};
+use super::sensitive_data_request::{BEYOND, CONVERSATION, FILE, SECRET, requests, secret_param};
 use super::{Ctx, quote, re};
 use crate::finding::{Finding, Rule, Severity};
 use regex::bytes::Regex;
@@ -97,7 +97,7 @@ pub fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
                     // "A recap of everything the user said": a parameter described as
                     // the conversation is asking for it, verb or not.
                     || (!conv_ok && CONVERSATION.is_match(t))
-                    || VERB.is_match(t)
+                    || requests(t)
                         && (FILE.is_match(t)
                             || (!conv_ok && CONVERSATION.is_match(t))
                             || (SECRET.is_match(t) && !secret_param(&param)))
@@ -115,7 +115,7 @@ pub fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
         }
         for s in f.norm.sentences() {
             let t = &b[s.clone()];
-            if !VERB.is_match(t) {
+            if !requests(t) {
                 continue;
             }
             let data = FILE.is_match(t)

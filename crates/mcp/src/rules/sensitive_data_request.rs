@@ -15,7 +15,8 @@
 //!   that is its purpose (a `summarize_conversation` tool).
 
 use super::{
-    CONVERSATION_DATA, CREDENTIAL_FILE, Ctx, REQUEST_VERB, SECRET_NOUN, quote, re, sentence_with,
+    CONVERSATION_DATA, CREDENTIAL_FILE, Ctx, REQUEST_VERB, SECRET_NOUN, quote, re, sentence_where,
+    sentence_with,
 };
 use crate::finding::{Finding, Rule, Severity};
 use regex::bytes::Regex;
@@ -25,6 +26,19 @@ pub(crate) static VERB: LazyLock<Regex> = LazyLock::new(|| re(REQUEST_VERB));
 pub(crate) static FILE: LazyLock<Regex> = LazyLock::new(|| re(CREDENTIAL_FILE));
 pub(crate) static SECRET: LazyLock<Regex> = LazyLock::new(|| re(SECRET_NOUN));
 pub(crate) static CONVERSATION: LazyLock<Regex> = LazyLock::new(|| re(CONVERSATION_DATA));
+/// What the user (or anyone but the model) may do: "channels the user can read" names an
+/// ability, not a request to the model.
+static ABILITY: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"\b(the user|users|members|they|who|anyone|people|everyone)( can| could| may| is allowed to| are allowed to| is able to| are able to| has permission to| have permission to)\s*$",
+    )
+});
+
+/// Does `t` hold a request verb that asks something of the model (see [`ABILITY`])?
+pub(crate) fn requests(t: &[u8]) -> bool {
+    VERB.find_iter(t)
+        .any(|m| !ABILITY.is_match(&t[..m.start()]))
+}
 /// "requires the contents of ~/.aws/credentials": a demand without an imperative.
 static NEEDS: LazyLock<Regex> = LazyLock::new(|| {
     re(
@@ -89,7 +103,7 @@ fn purpose_is_conversation(name: &str) -> bool {
 pub fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
     let has_secret_param = ctx.param_names.iter().any(|p| secret_param(p));
     for f in ctx.text_fields() {
-        if let Some(s) = sentence_with(f, &[&VERB, &FILE])
+        if let Some(s) = sentence_where(f, |t| requests(t) && FILE.is_match(t))
             .or_else(|| pair_with(f, &VERB, &FILE))
             .or_else(|| sentence_with(f, &[&NEEDS, &FILE]))
         {
@@ -105,7 +119,7 @@ pub fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
             ));
             continue;
         }
-        if let Some(s) = sentence_with(f, &[&VERB, &SECRET]) {
+        if let Some(s) = sentence_where(f, |t| requests(t) && SECRET.is_match(t)) {
             let beyond = BEYOND.is_match(&f.norm.text.as_bytes()[s.clone()]);
             if !has_secret_param || beyond {
                 out.push(ctx.finding(
@@ -119,7 +133,7 @@ pub fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
             }
         }
         if !purpose_is_conversation(ctx.name)
-            && let Some(s) = sentence_with(f, &[&VERB, &CONVERSATION])
+            && let Some(s) = sentence_where(f, |t| requests(t) && CONVERSATION.is_match(t))
         {
             out.push(ctx.finding(
                 Rule::SensitiveDataRequest,
@@ -186,6 +200,7 @@ mod tests {
         for d in [
             "Returns what the user said about the product, from the reviews database.",
             "Lists the messages of a channel; pass the channel id.",
+            "Searches the message history for messages matching the query, across channels the user can read.",
         ] {
             assert!(
                 !rules_of(tool(d)).contains(&Rule::SensitiveDataRequest),
