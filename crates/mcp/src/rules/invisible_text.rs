@@ -17,7 +17,29 @@ use super::{Ctx, is_invisible};
 use crate::finding::{Finding, Rule, Severity};
 
 fn is_emoji(c: Option<char>) -> bool {
-    c.is_some_and(|c| matches!(c as u32, 0x1f000..=0x1faff | 0x2600..=0x27bf | 0x2b00..=0x2bff))
+    // U+FE0F (emoji presentation) ends many emoji before a joiner: 🏳️‍🌈.
+    c.is_some_and(
+        |c| matches!(c as u32, 0x1f000..=0x1faff | 0x2600..=0x27bf | 0x2b00..=0x2bff | 0xfe0f),
+    )
+}
+
+/// The length in characters of an emoji tag sequence at `chars[i]`, the way subdivision
+/// flags are written (🏴 then tag letters and digits, then CANCEL TAG: England's flag
+/// is 🏴 + "gbeng" + U+E007F), or 0 when `chars[i]` does not start one.
+fn flag_tags(chars: &[char], i: usize) -> usize {
+    if i == 0 || chars[i - 1] != '\u{1f3f4}' {
+        return 0;
+    }
+    let body = chars[i..]
+        .iter()
+        .take_while(|&&c| matches!(c as u32, 0xe0030..=0xe0039 | 0xe0061..=0xe007a))
+        .count();
+    let ends = chars.get(i + body) == Some(&'\u{e007f}');
+    if (2..=7).contains(&body) && ends {
+        body + 1
+    } else {
+        0
+    }
 }
 
 /// The text with invisible characters spelled out, and the ASCII that tag characters
@@ -43,8 +65,18 @@ pub fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
         let s = f.field.text.as_str();
         let chars: Vec<char> = s.chars().collect();
         let mut hit = None;
+        let mut skip = 0;
         for (i, &c) in chars.iter().enumerate() {
+            if skip > 0 {
+                skip -= 1;
+                continue;
+            }
             if !is_invisible(c) {
+                continue;
+            }
+            let flag = flag_tags(&chars, i);
+            if flag > 0 {
+                skip = flag - 1;
                 continue;
             }
             if c == '\u{200d}'
@@ -156,8 +188,24 @@ mod tests {
             "Family \u{1f468}\u{200d}\u{1f469}\u{200d}\u{1f467} tool",
             "Warning \u{26a0}\u{fe0f} slow",
             "Line one.\n\nLine two.\n",
+            "Pride \u{1f3f3}\u{fe0f}\u{200d}\u{1f308} flag",
+            "England \u{1f3f4}\u{e0067}\u{e0062}\u{e0065}\u{e006e}\u{e0067}\u{e007f} flag",
         ] {
             assert!(!rules_of(tool(d)).contains(&Rule::InvisibleText), "{d:?}");
+        }
+        // Tag characters that are not a flag's: after another character, too long, or
+        // without the cancel tag.
+        let tags = |s: &str| {
+            s.chars()
+                .map(|c| char::from_u32(c as u32 + 0xe0000).unwrap())
+                .collect::<String>()
+        };
+        for d in [
+            format!("Flag {}\u{e007f}", tags("gbeng")),
+            format!("Flag \u{1f3f4}{}\u{e007f}", tags("ignoreall")),
+            format!("Flag \u{1f3f4}{}", tags("gbeng")),
+        ] {
+            assert!(rules_of(tool(&d)).contains(&Rule::InvisibleText), "{d:?}");
         }
     }
 }
