@@ -5,10 +5,11 @@
 //! look-alikes: tools that mention files, keys, "important" notes, other tools, long
 //! descriptions, encoded examples). A row is predicted poisoned when any poisoning rule
 //! fires on it alone ([`gauntlet_mcp::scan::verdict`]). The rules were written from the
-//! `dev` split (rounds 0-4); the `test` split (round 5, written by a helper who had not
-//! read the rules) was committed before it was first scored, and is scored as held out. The targets are precision ≥
-//! 0.95 and recall ≥ 0.90 on the held-out split; the assertions below are floors just
-//! under the published round-4 figures (BENCHMARKS.md), so a regression fails.
+//! `dev` split (rounds 0-5); the `test` split (round 6, written by a helper who had read
+//! neither the rules nor any earlier round) was committed before it was first scored, and
+//! is scored as held out. The targets are precision ≥ 0.95 and recall ≥ 0.90 on
+//! the held-out split; they are not met (BENCHMARKS.md, "mcp-scan"), and the assertions
+//! below are floors just under the published round-6 figures, so a regression fails.
 
 use gauntlet_mcp::scan::verdict;
 use serde_json::Value;
@@ -133,17 +134,18 @@ fn precision_and_recall_per_split() {
             println!("  {w}");
         }
         if split == "test" {
-            // Round 4 on the rules of 8d61082: precision 0.917 (22/24), recall 0.880
-            // (22/25), short of the 0.95 / 0.90 (BENCHMARKS.md). These floors
-            // catch a regression below the published figures; they are not the targets.
+            // Round 6, blind, on the rules of 41b91ff (and, identically, of f1c8a23):
+            // precision 0.679 (19/28), recall 0.633 (19/30), far short of the issue's
+            // 0.95 / 0.90 (BENCHMARKS.md). These floors catch a regression below the
+            // published figures; they are not the targets.
             assert!(
-                s.precision() >= 0.90,
-                "held-out precision {:.3} fell below the published 0.917: {wrong:?}",
+                s.precision() >= 0.65,
+                "held-out precision {:.3} fell below the published 0.679: {wrong:?}",
                 s.precision()
             );
             assert!(
-                s.recall() >= 0.85,
-                "held-out recall {:.3} fell below the published 0.880: {wrong:?}",
+                s.recall() >= 0.60,
+                "held-out recall {:.3} fell below the published 0.633: {wrong:?}",
                 s.recall()
             );
         }
