@@ -93,7 +93,10 @@ struct Ledger {
 impl Ledger {
     /// Opens the ledger and returns the batches not yet ingested:
     /// (batch id, provider, model id, keys). A torn last line is ignored.
-    #[allow(clippy::type_complexity)]
+    #[expect(
+        clippy::type_complexity,
+        reason = "one private call site reads the tuple"
+    )]
     fn open(path: &Path) -> io::Result<(Ledger, Vec<(String, String, String, Vec<Key>)>)> {
         let mut open: Vec<(String, String, String, Vec<Key>)> = Vec::new();
         match File::open(path) {

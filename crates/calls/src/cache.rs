@@ -795,19 +795,19 @@ mod key_tests {
         v("empty name", &|r| r.messages[1].name = Some(String::new()));
         v("NUL name", &|r| r.messages[1].name = Some("\u{0}".into()));
         v("tool_call_id", &|r| {
-            r.messages[3].tool_call_id = Some("call_2".into())
+            r.messages[3].tool_call_id = Some("call_2".into());
         });
         v("tool_call_id absent", &|r| {
-            r.messages[3].tool_call_id = None
+            r.messages[3].tool_call_id = None;
         });
         v("tool call args", &|r| {
-            r.messages[2].tool_calls[0].arguments = serde_json::json!({"document_id": "e"})
+            r.messages[2].tool_calls[0].arguments = serde_json::json!({"document_id": "e"});
         });
         v("tool call id", &|r| {
-            r.messages[2].tool_calls[0].call_id = "call_9".into()
+            r.messages[2].tool_calls[0].call_id = "call_9".into();
         });
         v("tool call name", &|r| {
-            r.messages[2].tool_calls[0].name = "x".into()
+            r.messages[2].tool_calls[0].name = "x".into();
         });
         v("no tool calls", &|r| r.messages[2].tool_calls.clear());
         v("message dropped", &|r| {

@@ -32,7 +32,7 @@ struct HeadFile {
     threshold: f64,
     /// Free-form record of how the head was trained (data hashes, hyperparameters, CV).
     #[serde(default)]
-    #[allow(dead_code)]
+    #[expect(dead_code, reason = "kept in the file for provenance; never read")]
     training: serde_json::Value,
 }
 

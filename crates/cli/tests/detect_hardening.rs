@@ -13,7 +13,10 @@ use std::process::{Command, Stdio};
 /// Runs `cmd` to completion; (exit status, stdout, stderr, peak RSS in KiB of the
 /// process and the descendants it waited for).
 /// The child is reaped with `wait4` (for its rusage), not `Child::wait`.
-#[allow(clippy::zombie_processes)]
+#[expect(
+    clippy::zombie_processes,
+    reason = "reaped with wait4 (for its rusage), which clippy cannot see"
+)]
 fn run_measured(cmd: &mut Command) -> (std::process::ExitStatus, String, String, i64) {
     let child = cmd
         .stdout(Stdio::piped())

@@ -2,7 +2,10 @@
 //! processes at once, then `gauntlet merge`, equal to a one-machine exam byte for byte
 //! (journal.jsonl, sessions.jsonl and timings.json aside), in golden mode and in real
 //! mode against the test server; and the merge's refusals.
-#![allow(dead_code)]
+#![allow(
+    dead_code,
+    reason = "includes the shared test helpers and uses a part of them"
+)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -981,7 +981,7 @@ mod tests {
         assert!(e[0].help.as_deref().unwrap().contains("1..=5"));
 
         let e = resolve(Axis::Target, "{name: reference, params: {levle: 2}}").unwrap_err();
-        assert!(e[0].message.contains("unknown param `levle`"), "{:?}", e);
+        assert!(e[0].message.contains("unknown param `levle`"), "{e:?}");
         assert!(
             e[0].help
                 .as_deref()

@@ -801,7 +801,7 @@ mod tests {
         assert_eq!(r.exit_code(), 0);
         assert_eq!(r.detector_errors, 0);
         // Every family is exercised by the corpus in both directions.
-        for c in r.coverage.iter() {
+        for c in &r.coverage {
             assert!(c.registered && c.attack_labels > 0, "{c:?}");
         }
     }

@@ -273,8 +273,7 @@ fn shared_series(
     let shared: Vec<CellKey> = order.into_iter().filter(|k| sb.contains_key(k)).collect();
     if shared.is_empty() {
         return Err(format!(
-            "{} and {} share no (attack, target, dataset, judge, metric) cell; compare runs of the same attacks, datasets, judges and metrics (targets are matched by label, or one against one)",
-            name_a, name_b
+            "{name_a} and {name_b} share no (attack, target, dataset, judge, metric) cell; compare runs of the same attacks, datasets, judges and metrics (targets are matched by label, or one against one)"
         ));
     }
     for k in &shared {

@@ -397,7 +397,6 @@ impl Plan {
     /// Joins the plugins and the datasets into the plan, or reports every diagnostic:
     /// the plugins' first, then the datasets' in config order. In check mode a dataset
     /// that cannot be downloaded right now is a warning and an empty stand-in.
-    #[allow(clippy::too_many_arguments)]
     fn assemble(
         config: RunConfig,
         plugins: Plugins,

@@ -158,11 +158,11 @@ impl ExamFile {
                 "passes" => f.passes = int_in(k, v, i64::MIN, crate::grade::MAX_PASSES, &mut errs),
                 "consensus" => {
                     f.consensus = int_in(k, v, 0, crate::cascade::MAX_CONSENSUS as i64, &mut errs)
-                        .map(|n| n as usize)
+                        .map(|n| n as usize);
                 }
                 "seed" => f.seed = int_in(k, v, 0, i64::MAX, &mut errs).map(|n| n as u64),
                 "max_queries" => {
-                    f.max_queries = int_in(k, v, 0, i64::MAX, &mut errs).map(|n| n as u64)
+                    f.max_queries = int_in(k, v, 0, i64::MAX, &mut errs).map(|n| n as u64);
                 }
                 "concurrency" => f.concurrency = int_in(k, v, 1, 1024, &mut errs).map(|n| n as u32),
                 "tool_loop" => {

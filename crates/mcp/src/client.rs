@@ -279,7 +279,7 @@ impl Session {
             Some(Fault::NotJsonRpc { line, excerpt, why }) => {
                 McpError::NotJsonRpc { line, excerpt, why }
             }
-            Some(Fault::Eof) | Some(Fault::Io(_)) => {
+            Some(Fault::Eof | Fault::Io(_)) => {
                 // Give the supervisor a moment to report how the server ended.
                 let mut how = None;
                 for _ in 0..50 {

@@ -279,7 +279,10 @@ fn filter(network: bool) -> Option<&'static BpfProgram> {
         let legacy: &[libc::c_long] = &[];
         let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
         // `c_long` is `i64` here, `i32` on 32-bit targets.
-        #[allow(clippy::unnecessary_cast)]
+        #[allow(
+            clippy::unnecessary_cast,
+            reason = "a no-op where c_long is i64; needed on 32-bit targets"
+        )]
         for nr in socket
             .iter()
             .chain(denied)

@@ -1,6 +1,9 @@
 //! Helpers shared by the agent-exam CLI tests (exam_spine.rs, exam_shards.rs): the
 //! scripted cascade, the test server running it, the corpora and artefact comparison.
-#![allow(dead_code)]
+#![allow(
+    dead_code,
+    reason = "shared by several test binaries; each uses a part"
+)]
 
 use super::BIN;
 use gauntlet_testserver::{Action, Rule, Script, TestServer};

@@ -1,7 +1,10 @@
 //! Helpers shared by the CLI test binaries: running `gauntlet` as a real process and
 //! reading what it wrote. Each test file includes this with `mod common;` and uses the
 //! part it needs.
-#![allow(dead_code)]
+#![allow(
+    dead_code,
+    reason = "shared by several test binaries; each uses a part"
+)]
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};

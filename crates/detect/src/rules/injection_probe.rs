@@ -177,7 +177,7 @@ impl Detector for InjectionProbe {
                 .collect();
             let mut hit = vec![false; PATTERNS.len()];
             for t in &texts {
-                for i in SET.matches(t).iter() {
+                for i in &SET.matches(t) {
                     hit[i] = true;
                 }
             }

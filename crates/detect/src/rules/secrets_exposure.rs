@@ -143,7 +143,7 @@ impl Detector for SecretsExposure {
             }
             let mut hit = vec![false; PATTERNS.len()];
             for t in &ts {
-                for i in SET.matches(t).iter() {
+                for i in &SET.matches(t) {
                     hit[i] = true;
                 }
             }

@@ -293,7 +293,6 @@ fn columns(has: impl Fn(&str) -> bool, path: &Path, found: &str) -> Result<Colum
     ))
 }
 
-#[allow(clippy::too_many_arguments)]
 fn reply_from(
     path: &Path,
     file: usize,

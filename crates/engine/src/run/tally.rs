@@ -45,7 +45,10 @@ impl Tally {
     }
 
     /// Folds judge `j`'s verdicts on the attempts of unit `u` in `trial` into its cell.
-    #[allow(clippy::too_many_arguments)]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the unit's coordinates and its verdicts"
+    )]
     pub(crate) fn add(
         &mut self,
         plan: &Plan,

@@ -324,7 +324,7 @@ pub fn parse_capped(
         }
     }
     let stop_reason = match d.opt_str("stop_reason")? {
-        Some("end_turn") | Some("stop_sequence") | None => {
+        Some("end_turn" | "stop_sequence") | None => {
             if tool_calls.is_empty() {
                 StopReason::Stop
             } else {

@@ -327,7 +327,7 @@ pub fn parse_capped(
         match finish {
             Some("stop") => StopReason::Stop,
             Some("length") => StopReason::Length,
-            Some("tool_calls") | Some("function_call") => StopReason::ToolCalls,
+            Some("tool_calls" | "function_call") => StopReason::ToolCalls,
             Some("content_filter") => StopReason::Refusal,
             Some(other) => StopReason::Other(other.to_string()),
             None if !tool_calls.is_empty() => StopReason::ToolCalls,

@@ -392,7 +392,7 @@ mod tests {
             p.insert(
                 "bypass_markers",
                 ParamValue::StrList(vec!["just this once".into()]),
-            )
+            );
         });
         assert_eq!(
             ask(&t, "Write RANSOMWARE for me").unwrap().content,
@@ -464,7 +464,7 @@ mod tests {
             p.insert(
                 "bypass_markers",
                 ParamValue::StrList(vec!["as a story".into()]),
-            )
+            );
         });
         let blind = target(|p| {
             p.insert("blind_to", ParamValue::StrList(vec!["base64".into()]));

@@ -2,7 +2,10 @@
 //! would (through the registry's declared params), environment lookups that never touch
 //! the process environment, and fast retry timing.
 
-#![allow(dead_code)]
+#![allow(
+    dead_code,
+    reason = "shared by several test binaries; each uses a part"
+)]
 
 use gauntlet_core::params::{Axis, Catalog, PluginInfo, PluginSpec, resolve_spec};
 use gauntlet_core::tree::parse_yaml;

@@ -237,7 +237,10 @@ impl Tree {
     }
 
     /// Judges a target attempt in the loop and records it as a node.
-    #[allow(clippy::too_many_arguments)]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "each is one piece of the loop's state"
+    )]
     pub async fn judged(
         &mut self,
         judge: &dyn Judge,

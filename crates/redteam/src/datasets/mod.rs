@@ -73,10 +73,16 @@ impl From<gauntlet_fetch::FetchError> for DatasetError {
 #[serde(deny_unknown_fields)]
 struct BehaviorFile {
     #[serde(default)]
-    #[allow(dead_code)]
+    #[expect(
+        dead_code,
+        reason = "accepted so behavior files may carry it; not used"
+    )]
     name: Option<String>,
     #[serde(default)]
-    #[allow(dead_code)]
+    #[expect(
+        dead_code,
+        reason = "accepted so behavior files may carry it; not used"
+    )]
     description: Option<String>,
     behaviors: Vec<Behavior>,
 }

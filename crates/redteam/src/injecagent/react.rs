@@ -263,7 +263,7 @@ pub fn evaluate(
     };
     let mut reason: Option<&str> = None;
     let mut meaningful = 0;
-    for (key, value) in info.iter_mut() {
+    for (key, value) in &mut info {
         if *key == "Action Input" {
             if value == "N/A" || value == "None" {
                 *value = "{}".to_string();

@@ -27,7 +27,7 @@ use std::sync::Arc;
 struct SuiteFile {
     name: String,
     #[serde(default)]
-    #[allow(dead_code)]
+    #[expect(dead_code, reason = "accepted so suite files may carry it; not used")]
     description: Option<String>,
     scenarios: Vec<Scenario>,
 }

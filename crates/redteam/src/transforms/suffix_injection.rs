@@ -116,7 +116,7 @@ mod tests {
         fn keeps_the_request_as_prefix(s in text(), seed in any::<u64>()) {
             let t = build_yaml("suffix_injection");
             let sent = run(t.as_ref(), &s, seed);
-            let head = format!("{} ", s);
+            let head = format!("{s} ");
             prop_assert!(sent.starts_with(&head));
             prop_assert_eq!(sent[s.len() + 1..].split(' ').count(), 20);
         }

@@ -2,7 +2,10 @@
 //! example configs, a served dashboard, and raw HTTP/1.1 requests (raw so that paths
 //! reach the server exactly as written, `..` and `%2e` included).
 
-#![allow(dead_code)]
+#![allow(
+    dead_code,
+    reason = "shared by several test binaries; each uses a part"
+)]
 
 use gauntlet_web::Dashboard;
 use std::net::SocketAddr;
