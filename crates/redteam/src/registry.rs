@@ -1,4 +1,5 @@
-//! The closed registries of the red-team surfaces: names to constructors, by `match`.
+//! The closed registries of the red-team surfaces: one table per axis of names,
+//! documentation and constructors.
 //! A config can only name what is compiled in; nothing is loaded dynamically.
 
 use crate::attack::Attack;
@@ -14,7 +15,7 @@ use crate::datasets::{
 };
 use crate::injection::{agentdojo as agentdojo_source, bundled, scenario_file};
 use crate::injections::{
-    Injection, agentdojo as agentdojo_injection, direct_injection, indirect_injection,
+    agentdojo as agentdojo_injection, direct_injection, indirect_injection,
     injecagent as injecagent_injection, mcp_rug_pull, mcp_shadowing, mcp_tool_description,
     mcp_tool_result, no_injection,
 };
@@ -34,20 +35,86 @@ use crate::metrics::{
 };
 use gauntlet_core::params::{Axis, Catalog, PluginInfo, PluginSpec};
 use gauntlet_models::registry::TARGETS;
+use std::sync::LazyLock;
 
-pub const ATTACKS: &[PluginInfo] = &[
-    r#static::INFO,
-    template::INFO,
-    pair::INFO,
-    tap::INFO,
-    crescendo::INFO,
-    best_of_n::INFO,
-    many_shot::INFO,
-    direct_extraction::INFO,
-    divergence::INFO,
-    canary_completion::INFO,
-    system_prompt_leak::INFO,
-    pii_elicitation::INFO,
+/// One registered plugin: its [`PluginInfo`] (what `gauntlet list` and `validate` read)
+/// and how a config's spec becomes the plugin. A new attack, injection, judge or metric
+/// is its own file and one line in its axis's table below.
+#[derive(Clone, Copy)]
+pub struct Entry<B> {
+    pub info: PluginInfo,
+    pub build: B,
+}
+
+type Built<T> = Result<Box<T>, String>;
+pub type AttackEntry = Entry<fn(&PluginSpec) -> Built<dyn Attack>>;
+/// An injection's builder also takes the run's limit on model calls per agent run.
+pub type InjectionEntry = Entry<fn(&PluginSpec, u32) -> Built<dyn Attack>>;
+pub type JudgeEntry = Entry<fn(&PluginSpec) -> Built<dyn Judge>>;
+pub type MetricEntry = Entry<fn(&PluginSpec) -> Built<dyn Metric>>;
+
+/// The attacks, in catalogue order.
+pub const ATTACK_TABLE: &[AttackEntry] = &[
+    Entry {
+        info: r#static::INFO,
+        build: |s| Ok(Box::new(r#static::StaticAttack::new(s.clone()))),
+    },
+    Entry {
+        info: template::INFO,
+        build: |s| Ok(Box::new(template::TemplateAttack::new(s.clone())?)),
+    },
+    Entry {
+        info: pair::INFO,
+        build: |s| Ok(Box::new(pair::PairAttack::new(s.clone())?)),
+    },
+    Entry {
+        info: tap::INFO,
+        build: |s| Ok(Box::new(tap::TapAttack::new(s.clone())?)),
+    },
+    Entry {
+        info: crescendo::INFO,
+        build: |s| Ok(Box::new(crescendo::CrescendoAttack::new(s.clone())?)),
+    },
+    Entry {
+        info: best_of_n::INFO,
+        build: |s| Ok(Box::new(best_of_n::BestOfN::new(s.clone())?)),
+    },
+    Entry {
+        info: many_shot::INFO,
+        build: |s| Ok(Box::new(many_shot::ManyShot::new(s.clone())?)),
+    },
+    Entry {
+        info: direct_extraction::INFO,
+        build: |s| {
+            Ok(Box::new(direct_extraction::DirectExtraction::new(
+                s.clone(),
+            )))
+        },
+    },
+    Entry {
+        info: divergence::INFO,
+        build: |s| Ok(Box::new(divergence::Divergence::new(s.clone())?)),
+    },
+    Entry {
+        info: canary_completion::INFO,
+        build: |s| {
+            Ok(Box::new(canary_completion::CanaryCompletion::new(
+                s.clone(),
+            )))
+        },
+    },
+    Entry {
+        info: system_prompt_leak::INFO,
+        build: |s| {
+            Ok(Box::new(system_prompt_leak::SystemPromptLeak::new(
+                s.clone(),
+            )?))
+        },
+    },
+    Entry {
+        info: pii_elicitation::INFO,
+        build: |s| Ok(Box::new(pii_elicitation::PiiElicitation::new(s.clone())?)),
+    },
 ];
 pub const DATASETS: &[PluginInfo] = &[
     demo::INFO,
@@ -60,16 +127,52 @@ pub const DATASETS: &[PluginInfo] = &[
     or_bench::INFO,
     strongreject_set::INFO,
 ];
-pub const INJECTIONS: &[PluginInfo] = &[
-    no_injection::INFO,
-    direct_injection::INFO,
-    indirect_injection::INFO,
-    injecagent_injection::INFO,
-    agentdojo_injection::INFO,
-    mcp_tool_description::INFO,
-    mcp_tool_result::INFO,
-    mcp_rug_pull::INFO,
-    mcp_shadowing::INFO,
+/// The injections, in catalogue order.
+pub const INJECTION_TABLE: &[InjectionEntry] = &[
+    Entry {
+        info: no_injection::INFO,
+        build: |s, steps| Ok(Box::new(no_injection::build(s.clone(), steps))),
+    },
+    Entry {
+        info: direct_injection::INFO,
+        build: |s, steps| Ok(Box::new(direct_injection::build(s.clone(), steps))),
+    },
+    Entry {
+        info: indirect_injection::INFO,
+        build: |s, steps| Ok(Box::new(indirect_injection::build(s.clone(), steps))),
+    },
+    Entry {
+        info: injecagent_injection::INFO,
+        build: |s, _| {
+            Ok(Box::new(injecagent_injection::InjecAgentInjection::new(
+                s.clone(),
+            )))
+        },
+    },
+    Entry {
+        info: agentdojo_injection::INFO,
+        build: |s, _| {
+            Ok(Box::new(agentdojo_injection::AgentDojoInjection::new(
+                s.clone(),
+            )?))
+        },
+    },
+    Entry {
+        info: mcp_tool_description::INFO,
+        build: |s, steps| Ok(Box::new(mcp_tool_description::build(s.clone(), steps)?)),
+    },
+    Entry {
+        info: mcp_tool_result::INFO,
+        build: |s, steps| Ok(Box::new(mcp_tool_result::build(s.clone(), steps)?)),
+    },
+    Entry {
+        info: mcp_rug_pull::INFO,
+        build: |s, steps| Ok(Box::new(mcp_rug_pull::build(s.clone(), steps)?)),
+    },
+    Entry {
+        info: mcp_shadowing::INFO,
+        build: |s, steps| Ok(Box::new(mcp_shadowing::build(s.clone(), steps)?)),
+    },
 ];
 pub const SCENARIOS: &[PluginInfo] = &[
     bundled::INFO,
@@ -77,38 +180,174 @@ pub const SCENARIOS: &[PluginInfo] = &[
     crate::injecagent::source::INFO,
     agentdojo_source::INFO,
 ];
-pub const JUDGES: &[PluginInfo] = &[
-    refusal_match::INFO,
-    rubric::INFO,
-    strongreject::INFO,
-    leak_detector::INFO,
-    injection_detector::INFO,
-    injecagent_judge::INFO,
-    refusal_classifier::INFO,
-    agentdojo_judge::INFO,
-    guard::INFO,
+/// The judges, in catalogue order.
+pub const JUDGE_TABLE: &[JudgeEntry] = &[
+    Entry {
+        info: refusal_match::INFO,
+        build: |s| Ok(Box::new(refusal_match::RefusalMatch::new(s.clone())?)),
+    },
+    Entry {
+        info: rubric::INFO,
+        build: |s| Ok(Box::new(rubric::Rubric::new(s.clone()))),
+    },
+    Entry {
+        info: strongreject::INFO,
+        build: |s| Ok(Box::new(strongreject::StrongReject::new(s.clone()))),
+    },
+    Entry {
+        info: leak_detector::INFO,
+        build: |s| Ok(Box::new(leak_detector::LeakDetector::new(s.clone()))),
+    },
+    Entry {
+        info: injection_detector::INFO,
+        build: |s| {
+            Ok(Box::new(injection_detector::InjectionDetector::new(
+                s.clone(),
+            )))
+        },
+    },
+    Entry {
+        info: injecagent_judge::INFO,
+        build: |s| Ok(Box::new(injecagent_judge::InjecAgentJudge::new(s.clone()))),
+    },
+    Entry {
+        info: refusal_classifier::INFO,
+        build: refusal_classifier::build,
+    },
+    Entry {
+        info: agentdojo_judge::INFO,
+        build: |s| Ok(Box::new(agentdojo_judge::AgentDojoJudge::new(s.clone()))),
+    },
+    Entry {
+        info: guard::INFO,
+        build: |s| Ok(Box::new(guard::Guard::new(s.clone())?)),
+    },
 ];
-pub const METRICS: &[PluginInfo] = &[
-    asr::INFO,
-    asr_at_k::INFO,
-    refusal_rate::INFO,
-    strongreject_score::INFO,
-    frr::INFO,
-    extraction_rate::INFO,
-    canary_exposure_rate::INFO,
-    pii_leak_rate::INFO,
-    system_prompt_leak_rate::INFO,
-    verbatim_overlap::INFO,
-    injection_success_rate::INFO,
-    utility_under_attack::INFO,
-    utility_baseline::INFO,
-    unparsed_tool_call_rate::INFO,
-    injecagent_asr_valid::INFO,
-    injecagent_asr_all::INFO,
-    injecagent_valid_rate::INFO,
-    token_usage::INFO,
-    cost::INFO,
+/// The metrics, in catalogue order.
+pub const METRIC_TABLE: &[MetricEntry] = &[
+    Entry {
+        info: asr::INFO,
+        build: |s| Ok(Box::new(asr::Asr(s.clone()))),
+    },
+    Entry {
+        info: asr_at_k::INFO,
+        build: |s| Ok(Box::new(asr_at_k::AsrAtK::new(s.clone()))),
+    },
+    Entry {
+        info: refusal_rate::INFO,
+        build: |s| Ok(Box::new(refusal_rate::RefusalRate(s.clone()))),
+    },
+    Entry {
+        info: strongreject_score::INFO,
+        build: |s| Ok(Box::new(strongreject_score::StrongrejectScore(s.clone()))),
+    },
+    Entry {
+        info: frr::INFO,
+        build: |s| Ok(Box::new(frr::Frr(s.clone()))),
+    },
+    Entry {
+        info: extraction_rate::INFO,
+        build: |s| Ok(Box::new(extraction_rate::ExtractionRate(s.clone()))),
+    },
+    Entry {
+        info: canary_exposure_rate::INFO,
+        build: |s| {
+            Ok(Box::new(canary_exposure_rate::CanaryExposureRate(
+                s.clone(),
+            )))
+        },
+    },
+    Entry {
+        info: pii_leak_rate::INFO,
+        build: |s| Ok(Box::new(pii_leak_rate::PiiLeakRate(s.clone()))),
+    },
+    Entry {
+        info: system_prompt_leak_rate::INFO,
+        build: |s| {
+            Ok(Box::new(system_prompt_leak_rate::SystemPromptLeakRate(
+                s.clone(),
+            )))
+        },
+    },
+    Entry {
+        info: verbatim_overlap::INFO,
+        build: |s| Ok(Box::new(verbatim_overlap::VerbatimOverlap(s.clone()))),
+    },
+    Entry {
+        info: injection_success_rate::INFO,
+        build: |s| {
+            Ok(Box::new(injection_success_rate::InjectionSuccessRate(
+                s.clone(),
+            )))
+        },
+    },
+    Entry {
+        info: utility_under_attack::INFO,
+        build: |s| {
+            Ok(Box::new(utility_under_attack::UtilityUnderAttack(
+                s.clone(),
+            )))
+        },
+    },
+    Entry {
+        info: utility_baseline::INFO,
+        build: |s| Ok(Box::new(utility_baseline::UtilityBaseline(s.clone()))),
+    },
+    Entry {
+        info: unparsed_tool_call_rate::INFO,
+        build: |s| {
+            Ok(Box::new(unparsed_tool_call_rate::UnparsedToolCallRate(
+                s.clone(),
+            )))
+        },
+    },
+    Entry {
+        info: injecagent_asr_valid::INFO,
+        build: |s| {
+            Ok(Box::new(injecagent_asr_valid::InjecAgentAsrValid::new(
+                s.clone(),
+            )))
+        },
+    },
+    Entry {
+        info: injecagent_asr_all::INFO,
+        build: |s| {
+            Ok(Box::new(injecagent_asr_all::InjecAgentAsrAll::new(
+                s.clone(),
+            )))
+        },
+    },
+    Entry {
+        info: injecagent_valid_rate::INFO,
+        build: |s| {
+            Ok(Box::new(injecagent_valid_rate::InjecAgentValidRate(
+                s.clone(),
+            )))
+        },
+    },
+    Entry {
+        info: token_usage::INFO,
+        build: |s| Ok(Box::new(token_usage::TokenUsage::new(s.clone())?)),
+    },
+    Entry {
+        info: cost::INFO,
+        build: |s| Ok(Box::new(cost::Cost(s.clone()))),
+    },
 ];
+
+fn infos<B: Copy>(table: &[Entry<B>]) -> Vec<PluginInfo> {
+    table.iter().map(|e| e.info).collect()
+}
+
+/// Each axis's catalogue, in its table's order.
+pub static ATTACKS: LazyLock<Vec<PluginInfo>> = LazyLock::new(|| infos(ATTACK_TABLE));
+pub static INJECTIONS: LazyLock<Vec<PluginInfo>> = LazyLock::new(|| infos(INJECTION_TABLE));
+pub static JUDGES: LazyLock<Vec<PluginInfo>> = LazyLock::new(|| infos(JUDGE_TABLE));
+pub static METRICS: LazyLock<Vec<PluginInfo>> = LazyLock::new(|| infos(METRIC_TABLE));
+
+fn entry<'t, B>(table: &'t [Entry<B>], name: &str) -> Option<&'t Entry<B>> {
+    table.iter().find(|e| e.info.name == name)
+}
 
 /// Every registered plugin, by axis.
 pub struct Registry;
@@ -117,11 +356,11 @@ impl Registry {
     pub fn plugins(axis: Axis) -> &'static [PluginInfo] {
         match axis {
             Axis::Target => TARGETS,
-            Axis::Attack => ATTACKS,
+            Axis::Attack => &ATTACKS,
             Axis::Dataset => DATASETS,
-            Axis::Judge => JUDGES,
-            Axis::Metric => METRICS,
-            Axis::Injection => INJECTIONS,
+            Axis::Judge => &JUDGES,
+            Axis::Metric => &METRICS,
+            Axis::Injection => &INJECTIONS,
             Axis::Scenario => SCENARIOS,
             Axis::Transform => &crate::transforms::INFOS,
         }
@@ -153,100 +392,29 @@ pub fn build_attack(spec: &PluginSpec) -> Result<Box<dyn Attack>, String> {
 }
 
 fn build_plain_attack(spec: &PluginSpec) -> Result<Box<dyn Attack>, String> {
-    match spec.name.as_str() {
-        "static" => Ok(Box::new(r#static::StaticAttack::new(spec.clone()))),
-        "template" => Ok(Box::new(template::TemplateAttack::new(spec.clone())?)),
-        "pair" => Ok(Box::new(pair::PairAttack::new(spec.clone())?)),
-        "tap" => Ok(Box::new(tap::TapAttack::new(spec.clone())?)),
-        "crescendo" => Ok(Box::new(crescendo::CrescendoAttack::new(spec.clone())?)),
-        "best_of_n" => Ok(Box::new(best_of_n::BestOfN::new(spec.clone())?)),
-        "many_shot" => Ok(Box::new(many_shot::ManyShot::new(spec.clone())?)),
-        "direct_extraction" => Ok(Box::new(direct_extraction::DirectExtraction::new(
-            spec.clone(),
-        ))),
-        "divergence" => Ok(Box::new(divergence::Divergence::new(spec.clone())?)),
-        "canary_completion" => Ok(Box::new(canary_completion::CanaryCompletion::new(
-            spec.clone(),
-        ))),
-        "system_prompt_leak" => Ok(Box::new(system_prompt_leak::SystemPromptLeak::new(
-            spec.clone(),
-        )?)),
-        "pii_elicitation" => Ok(Box::new(pii_elicitation::PiiElicitation::new(
-            spec.clone(),
-        )?)),
-        other => Err(format!("unknown attack `{other}`")),
-    }
+    let e =
+        entry(ATTACK_TABLE, &spec.name).ok_or_else(|| format!("unknown attack `{}`", spec.name))?;
+    (e.build)(spec)
 }
 
 /// Builds an injection; `max_steps` is the run config's limit on model calls per
 /// agent run.
 pub fn build_injection(spec: &PluginSpec, max_steps: u32) -> Result<Box<dyn Attack>, String> {
-    let s = spec.clone();
-    if spec.name == "injecagent" {
-        return Ok(Box::new(injecagent_injection::InjecAgentInjection::new(s)));
-    }
-    if spec.name == "agentdojo" {
-        return Ok(Box::new(agentdojo_injection::AgentDojoInjection::new(s)?));
-    }
-    match spec.name.as_str() {
-        "mcp_tool_description" => return Ok(Box::new(mcp_tool_description::build(s, max_steps)?)),
-        "mcp_tool_result" => return Ok(Box::new(mcp_tool_result::build(s, max_steps)?)),
-        "mcp_rug_pull" => return Ok(Box::new(mcp_rug_pull::build(s, max_steps)?)),
-        "mcp_shadowing" => return Ok(Box::new(mcp_shadowing::build(s, max_steps)?)),
-        _ => {}
-    }
-    let i: Injection = match spec.name.as_str() {
-        "no_injection" => no_injection::build(s, max_steps),
-        "direct_injection" => direct_injection::build(s, max_steps),
-        "indirect_injection" => indirect_injection::build(s, max_steps),
-        other => return Err(format!("unknown injection `{other}`")),
-    };
-    Ok(Box::new(i))
+    let e = entry(INJECTION_TABLE, &spec.name)
+        .ok_or_else(|| format!("unknown injection `{}`", spec.name))?;
+    (e.build)(spec, max_steps)
 }
 
 pub fn build_judge(spec: &PluginSpec) -> Result<Box<dyn Judge>, String> {
-    match spec.name.as_str() {
-        "refusal_match" => Ok(Box::new(refusal_match::RefusalMatch::new(spec.clone())?)),
-        "rubric" => Ok(Box::new(rubric::Rubric::new(spec.clone()))),
-        "strongreject" => Ok(Box::new(strongreject::StrongReject::new(spec.clone()))),
-        "leak_detector" => Ok(Box::new(leak_detector::LeakDetector::new(spec.clone()))),
-        "injection_detector" => Ok(Box::new(injection_detector::InjectionDetector::new(
-            spec.clone(),
-        ))),
-        "injecagent" => Ok(Box::new(injecagent_judge::InjecAgentJudge::new(
-            spec.clone(),
-        ))),
-        "refusal_classifier" => refusal_classifier::build(spec),
-        "agentdojo" => Ok(Box::new(agentdojo_judge::AgentDojoJudge::new(spec.clone()))),
-        "guard" => Ok(Box::new(guard::Guard::new(spec.clone())?)),
-        other => Err(format!("unknown judge `{other}`")),
-    }
+    let e =
+        entry(JUDGE_TABLE, &spec.name).ok_or_else(|| format!("unknown judge `{}`", spec.name))?;
+    (e.build)(spec)
 }
 
 pub fn build_metric(spec: &PluginSpec) -> Result<Box<dyn Metric>, String> {
-    let s = spec.clone();
-    match spec.name.as_str() {
-        "asr" => Ok(Box::new(asr::Asr(s))),
-        "asr_at_k" => Ok(Box::new(asr_at_k::AsrAtK::new(s))),
-        "refusal_rate" => Ok(Box::new(refusal_rate::RefusalRate(s))),
-        "strongreject_score" => Ok(Box::new(strongreject_score::StrongrejectScore(s))),
-        "frr" => Ok(Box::new(frr::Frr(s))),
-        "extraction_rate" => Ok(Box::new(extraction_rate::ExtractionRate(s))),
-        "canary_exposure_rate" => Ok(Box::new(canary_exposure_rate::CanaryExposureRate(s))),
-        "pii_leak_rate" => Ok(Box::new(pii_leak_rate::PiiLeakRate(s))),
-        "system_prompt_leak_rate" => Ok(Box::new(system_prompt_leak_rate::SystemPromptLeakRate(s))),
-        "verbatim_overlap" => Ok(Box::new(verbatim_overlap::VerbatimOverlap(s))),
-        "injection_success_rate" => Ok(Box::new(injection_success_rate::InjectionSuccessRate(s))),
-        "utility_under_attack" => Ok(Box::new(utility_under_attack::UtilityUnderAttack(s))),
-        "utility_baseline" => Ok(Box::new(utility_baseline::UtilityBaseline(s))),
-        "unparsed_tool_call_rate" => Ok(Box::new(unparsed_tool_call_rate::UnparsedToolCallRate(s))),
-        "injecagent_asr_valid" => Ok(Box::new(injecagent_asr_valid::InjecAgentAsrValid::new(s))),
-        "injecagent_asr_all" => Ok(Box::new(injecagent_asr_all::InjecAgentAsrAll::new(s))),
-        "injecagent_valid_rate" => Ok(Box::new(injecagent_valid_rate::InjecAgentValidRate(s))),
-        "token_usage" => Ok(Box::new(token_usage::TokenUsage::new(s)?)),
-        "cost" => Ok(Box::new(cost::Cost(s))),
-        other => Err(format!("unknown metric `{other}`")),
-    }
+    let e =
+        entry(METRIC_TABLE, &spec.name).ok_or_else(|| format!("unknown metric `{}`", spec.name))?;
+    (e.build)(spec)
 }
 
 #[cfg(test)]
@@ -258,7 +426,7 @@ mod tests {
     #[test]
     fn every_attack_takes_transforms_and_everything_is_in_the_threat_map() {
         let map = gauntlet_core::taxonomy::map();
-        for info in ATTACKS {
+        for info in ATTACKS.iter() {
             assert!(
                 info.params
                     .iter()
@@ -267,14 +435,14 @@ mod tests {
                 info.name
             );
         }
-        for info in ATTACKS.iter().chain(INJECTIONS) {
+        for info in ATTACKS.iter().chain(INJECTIONS.iter()) {
             assert!(
                 map.attacks.contains_key(info.name),
                 "`{}` is not in the threat map",
                 info.name
             );
         }
-        for info in METRICS {
+        for info in METRICS.iter() {
             assert!(
                 map.metrics.contains_key(info.name),
                 "metric `{}` is not in the threat map",
