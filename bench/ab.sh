@@ -12,7 +12,7 @@ set -euo pipefail
 A=$(realpath "$1"); B=$(realpath "$2"); ROUNDS=${3:-5}
 cd "$(dirname "$0")/.."
 . bench/smoke_matrix.sh
-W=$(pwd)/${BENCH_OUT:-bench/out/ab}
+W=$(realpath -m "${BENCH_OUT:-bench/out/ab}")  # absolute, whether BENCH_OUT is or not
 rm -rf "$W"; mkdir -p "$W"
 python3 bench/gen_dataset.py 10000 > "$W/b10k.json"
 smoke_matrix smoke10k "url: 'file://$W/b10k.json', name: generated" > "$W/smoke10k.yaml"

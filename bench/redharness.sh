@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/smoke_matrix.sh
-OUT=$(pwd)/${BENCH_OUT:-bench/out/redharness}
+OUT=$(realpath -m "${BENCH_OUT:-bench/out/redharness}")  # absolute, whether BENCH_OUT is or not
 BIN=${BENCH_BIN:-target/release/gauntlet}
 [ -n "${BENCH_BIN:-}" ] || cargo build --release -q -p gauntlet-cli
 rm -rf "$OUT/runs-rh" "$OUT/runs-g"
