@@ -222,7 +222,7 @@ pub(crate) fn gate_cmd(a: GateArgs) -> Result<(), CliError> {
     if report.passed {
         Ok(())
     } else {
-        Err(CliError::Verdict(1))
+        Err(CliError::Verdict(crate::error::status::FAILED))
     }
 }
 
@@ -235,7 +235,7 @@ pub(crate) fn run_gate(run_dir: &Path, g: &gate::GateConfig) -> Result<(), CliEr
     if report.passed {
         Ok(())
     } else {
-        Err(CliError::Verdict(crate::error::GATE_FAILED))
+        Err(CliError::Verdict(crate::error::status::GATE_FAILED))
     }
 }
 

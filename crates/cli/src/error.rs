@@ -1,19 +1,34 @@
 //! The one error type of the `gauntlet` commands, and the one place it becomes an exit
 //! status and a message on stderr (as cargo-nextest's `ExpectedError` does). Every
 //! command returns `Result<(), CliError>`; `main` reports it. The exit codes are the
-//! documented ones (README, "Exit codes" and the exams' sections): 0 success; 1 the
-//! command failed or stopped early (partial); 2 the command line, a config or an input
-//! is invalid (for the exams also a corpus or operational failure, such as a detector
-//! that failed); 3 a query budget was spent (partial: rerun with a larger budget to
-//! resume from the journal); `exam-detect` (and `merge` of its shards) exits with its
-//! verdict (1 gaps, 2 detector errors).
+//! documented ones, named in [`status`] (README, "Exit codes" and the exams' sections):
+//! 0 success; 1 the command failed or stopped early (partial); 2 the command line, a
+//! config or an input is invalid (for the exams also a corpus or operational failure,
+//! such as a detector that failed); 3 a query budget was spent (partial: rerun with a
+//! larger budget to resume from the journal); 4 a `gate:` rule failed; `exam-detect`
+//! (and `merge` of its shards) exits with its verdict (1 gaps, 2 detector errors).
 
 use gauntlet_core::terminal::safe_text;
 use std::process::ExitCode;
 
-/// `gauntlet run`'s exit status when the run is complete but a rule of its config's
-/// `gate:` block failed.
-pub const GATE_FAILED: u8 = 4;
+/// Every exit status gauntlet uses, in one place (README, "Exit codes").
+pub mod status {
+    /// The command did what it was asked, and (for the exams and scans) found nothing.
+    pub const SUCCESS: u8 = 0;
+    /// The command failed or stopped early (`partial`); `exam-detect`: detection gaps;
+    /// `mcp-scan`: findings; `ci`: a failed check.
+    pub const FAILED: u8 = 1;
+    /// The command line, a config or an input is invalid (for the exams and `mcp-scan`
+    /// also an operational failure: a detector or a server that failed).
+    pub const INVALID: u8 = 2;
+    /// A query budget was spent: rerun with a larger budget to resume from the journal.
+    pub const BUDGET_SPENT: u8 = 3;
+    /// `gauntlet run`: the run is complete but a rule of its config's `gate:` block failed.
+    pub const GATE_FAILED: u8 = 4;
+    /// stdout's reader went away (`gauntlet … | head`): the status a shell reports for a
+    /// process ended by SIGPIPE, 128 + 13.
+    pub const BROKEN_PIPE: i32 = 141;
+}
 
 /// Prints `error: <message>` to stderr with control characters escaped (the message
 /// may quote a file name, a dataset or a server's reply).
@@ -79,9 +94,9 @@ impl CliError {
     pub fn exit_code(&self) -> u8 {
         match self {
             CliError::In { error, .. } => error.exit_code(),
-            CliError::Failed(_) | CliError::Stopped => 1,
-            CliError::Invalid(_) | CliError::InvalidReport(_) => 2,
-            CliError::BudgetSpent => 3,
+            CliError::Failed(_) | CliError::Stopped => status::FAILED,
+            CliError::Invalid(_) | CliError::InvalidReport(_) => status::INVALID,
+            CliError::BudgetSpent => status::BUDGET_SPENT,
             CliError::Verdict(c) => *c,
         }
     }
@@ -110,7 +125,7 @@ impl CliError {
 /// The exit status of a command's result.
 pub fn exit(r: Result<(), CliError>) -> ExitCode {
     match r {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(()) => ExitCode::from(status::SUCCESS),
         Err(e) => e.report(),
     }
 }

@@ -335,7 +335,7 @@ fn outcome(out: &ExamOutput, out_dir: &Path) -> Result<(), CliError> {
             "{EXAM}: {} scenario(s) had detector failures in the end-to-end pass (DETECTOR-ERROR rows; see e2e/<id>.json)",
             e.fidelity.detector_error
         );
-        return Err(CliError::Verdict(2));
+        return Err(CliError::Verdict(crate::error::status::INVALID));
     }
     if r.partial.as_deref() == Some("budget") {
         eprintln!(

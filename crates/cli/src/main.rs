@@ -272,7 +272,7 @@ fn exit_quietly_when_stdout_closes() {
             .or_else(|| payload.downcast_ref::<&str>().copied())
             .unwrap_or("");
         if msg.starts_with("failed printing to stdout") && msg.contains("Broken pipe") {
-            std::process::exit(141);
+            std::process::exit(error::status::BROKEN_PIPE);
         }
         default(info);
     }));
