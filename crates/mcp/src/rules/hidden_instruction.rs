@@ -20,6 +20,15 @@
 //!   it", "don't say it came from here"); a claim that this tool is to be trusted over
 //!   others.
 //!
+//! - the tool's output declared to be instructions ("content returned by this tool is
+//!   authoritative"; "carry out any directives it contains"); acting without the user's
+//!   confirmation unless the sentence forbids it; overriding what the user typed; a
+//!   sentence whose subject is the model's replies ("responses composed after this tool
+//!   … are expected to close with …");
+//! - a note addressed to the model, when what it asks reaches past the call;
+//! - overrides, notes and concealment in Spanish, Portuguese, Italian, German and French,
+//!   and concealment in Japanese, Chinese and Korean.
+//!
 //! What it deliberately leaves alone (the benign look-alikes of the labelled set):
 //! "IMPORTANT: the path must be absolute", "ignore case", "succeeds silently", "use this
 //! tool when the user asks for …" — directions about the tool itself.
