@@ -723,7 +723,7 @@ impl LabelSession {
     ) -> Result<LabelSession, StoredError> {
         let (parent, name) = split_dir(dir)?;
         let lock = RunDir::open(&parent, &name).map_err(|e| err(e.to_string()))?;
-        let manifest = Manifest::verify(dir).map_err(err)?;
+        let manifest = Manifest::verify(dir).map_err(|e| err(e.to_string()))?;
         for needed in ["run.json", "results.json", "transcripts.jsonl"] {
             if !manifest.files.contains_key(needed) {
                 return Err(err(format!(

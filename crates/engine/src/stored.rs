@@ -225,7 +225,7 @@ impl StoredRun {
             )));
         }
         // Every artefact must be the one the run's last session wrote (manifest.json).
-        let manifest = Manifest::verify(dir).map_err(err)?;
+        let manifest = Manifest::verify(dir).map_err(|e| err(e.to_string()))?;
         if !manifest.files.contains_key("run.json")
             || !manifest.files.contains_key("transcripts.jsonl")
         {
@@ -1228,7 +1228,7 @@ pub fn rerender_reports(
         gauntlet_report::HTML_FILE,
     ];
     // The reports are made again from results.json: only the rest must be intact.
-    let mut m = Manifest::verify_except(dir, &REPORTS).map_err(err)?;
+    let mut m = Manifest::verify_except(dir, &REPORTS).map_err(|e| err(e.to_string()))?;
     let path = dir.join("results.json");
     if !m.files.contains_key("results.json") {
         return Err(err(format!(

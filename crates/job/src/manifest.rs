@@ -276,14 +276,14 @@ impl Manifest {
 
     /// Reads `dir`'s manifest and checks every artefact it lists against it. The error
     /// says what is wrong and what to do.
-    pub fn verify(dir: &Path) -> Result<Manifest, String> {
+    pub fn verify(dir: &Path) -> Result<Manifest, VerifyError> {
         Self::verify_except(dir, &[])
     }
 
     /// [`Manifest::verify`], leaving out files the caller is about to rewrite (a
     /// missing or edited report is fine when `gauntlet report` makes it again).
-    pub fn verify_except(dir: &Path, rewritten: &[&str]) -> Result<Manifest, String> {
-        refuse_symlinks(dir).map_err(|e| e.to_string())?;
+    pub fn verify_except(dir: &Path, rewritten: &[&str]) -> Result<Manifest, VerifyError> {
+        refuse_symlinks(dir).map_err(VerifyError::Symlink)?;
         let path = dir.join(MANIFEST);
         let bytes = match files::read(&path, Kind::RUN_METADATA) {
             Ok(b) => b,
@@ -293,47 +293,103 @@ impl Manifest {
                 } else {
                     "is it a gauntlet run directory?"
                 };
-                return Err(format!(
-                    "{} has no {MANIFEST} ({why}); its artefacts may be mixed or partial, so it is not read. Rerun the run's config with `gauntlet run` to finish or rebuild it (finished model calls are replayed from the journal, not repeated)",
-                    dir.display()
-                ));
+                return Err(VerifyError::NoManifest {
+                    dir: dir.to_path_buf(),
+                    why,
+                });
             }
-            Err(e) => return Err(e.to_string()),
+            Err(e) => return Err(VerifyError::Unreadable(e)),
         };
-        let m: Manifest = serde_json::from_slice(&bytes)
-            .map_err(|e| format!("{}: not a gauntlet manifest: {e}", path.display()))?;
+        let m: Manifest =
+            serde_json::from_slice(&bytes).map_err(|source| VerifyError::Malformed {
+                path: path.clone(),
+                source,
+            })?;
         for (name, want) in &m.files {
             if rewritten.contains(&name.as_str()) {
                 continue;
             }
             if name.contains('/') || name.starts_with('.') {
-                return Err(format!(
-                    "{}: lists `{name}`, not a run artefact",
-                    path.display()
-                ));
+                return Err(VerifyError::NotAnArtefact {
+                    path,
+                    name: name.clone(),
+                });
             }
             let p = dir.join(name);
-            let got = FileEntry::of_file_like(&p, Some(want)).map_err(|e| {
-                format!(
-                    "{}: {e}; the run's {MANIFEST} lists it: the directory is incomplete",
-                    p.display()
-                )
-            })?;
+            let got =
+                FileEntry::of_file_like(&p, Some(want)).map_err(|source| VerifyError::Missing {
+                    path: p.clone(),
+                    source,
+                })?;
             if got != *want {
                 let shown = |e: &FileEntry| {
                     let lines = e.lines.map_or(String::new(), |l| format!("{l} lines, "));
                     format!("{lines}{} bytes, {}", e.bytes, e.digest_shown())
                 };
-                return Err(format!(
-                    "{} is not the file the run wrote (now {}; the run recorded {} in {MANIFEST}): it was truncated, edited or replaced since. Restore it, or rerun the config into a fresh run directory",
-                    p.display(),
-                    shown(&got),
-                    shown(want),
-                ));
+                return Err(VerifyError::Changed {
+                    path: p,
+                    now: shown(&got),
+                    recorded: shown(want),
+                });
             }
         }
         Ok(m)
     }
+}
+
+/// Why a run directory does not verify against its manifest; each message says what
+/// to do. (The messages quote their cause, as they did when they were strings; a
+/// reporter walking `source()` would print the cause twice.)
+#[derive(Debug, thiserror::Error)]
+pub enum VerifyError {
+    /// The directory or one of its files is a symlink.
+    #[error(transparent)]
+    Symlink(io::Error),
+    /// No manifest: a session is running, was killed, or this is not a run directory.
+    #[error(
+        "{} has no {MANIFEST} ({why}); its artefacts may be mixed or partial, so it is not read. Rerun the run's config with `gauntlet run` to finish or rebuild it (finished model calls are replayed from the journal, not repeated)",
+        dir.display()
+    )]
+    NoManifest {
+        dir: std::path::PathBuf,
+        why: &'static str,
+    },
+    /// The manifest exists but cannot be read (too large, a special file, an I/O error).
+    #[error(transparent)]
+    Unreadable(files::ReadError),
+    /// The manifest is not JSON of the manifest's shape.
+    #[error("{}: not a gauntlet manifest: {source}", path.display())]
+    Malformed {
+        path: std::path::PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The manifest lists a name that is not a file of the run directory.
+    #[error("{}: lists `{name}`, not a run artefact", path.display())]
+    NotAnArtefact {
+        path: std::path::PathBuf,
+        name: String,
+    },
+    /// A listed artefact cannot be read.
+    #[error(
+        "{}: {source}; the run's {MANIFEST} lists it: the directory is incomplete",
+        path.display()
+    )]
+    Missing {
+        path: std::path::PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    /// A listed artefact is not the file the run wrote.
+    #[error(
+        "{} is not the file the run wrote (now {now}; the run recorded {recorded} in {MANIFEST}): it was truncated, edited or replaced since. Restore it, or rerun the config into a fresh run directory",
+        path.display()
+    )]
+    Changed {
+        path: std::path::PathBuf,
+        now: String,
+        recorded: String,
+    },
 }
 
 #[cfg(test)]
@@ -429,7 +485,9 @@ mod tests {
         std::fs::write(dir.path().join(MANIFEST), v1.to_string()).unwrap();
         Manifest::verify(dir.path()).unwrap();
         std::fs::write(dir.path().join("results.json"), b"{\"a\":2}\n").unwrap();
-        let e = Manifest::verify(dir.path()).unwrap_err();
+        let err = Manifest::verify(dir.path()).unwrap_err();
+        assert!(matches!(err, VerifyError::Changed { .. }), "{err:?}");
+        let e = err.to_string();
         assert!(
             e.contains("is not the file the run wrote") && e.contains("sha256 "),
             "{e}"
@@ -440,7 +498,7 @@ mod tests {
         m.write(dir.path()).unwrap();
         assert_eq!(Manifest::verify(dir.path()).unwrap().gauntlet_manifest, 2);
         std::fs::write(dir.path().join("results.json"), b"{\"a\":3}\n").unwrap();
-        let e = Manifest::verify(dir.path()).unwrap_err();
+        let e = Manifest::verify(dir.path()).unwrap_err().to_string();
         assert!(e.contains("blake3 "), "{e}");
     }
 }

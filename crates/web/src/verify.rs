@@ -203,7 +203,7 @@ fn check_redteam(run: &Run) -> RunCheck {
     if run.dir.join(gauntlet_engine::rundir::MANIFEST).is_file()
         && let Err(e) = gauntlet_engine::rundir::Manifest::verify(&run.dir)
     {
-        out.problems.push(e);
+        out.problems.push(e.to_string());
         out.whole_run = Some("not recounted: its files differ from its manifest".into());
         return out;
     }
