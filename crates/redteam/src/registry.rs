@@ -345,8 +345,12 @@ pub static INJECTIONS: LazyLock<Vec<PluginInfo>> = LazyLock::new(|| infos(INJECT
 pub static JUDGES: LazyLock<Vec<PluginInfo>> = LazyLock::new(|| infos(JUDGE_TABLE));
 pub static METRICS: LazyLock<Vec<PluginInfo>> = LazyLock::new(|| infos(METRIC_TABLE));
 
-fn entry<'t, B>(table: &'t [Entry<B>], name: &str) -> Option<&'t Entry<B>> {
-    table.iter().find(|e| e.info.name == name)
+/// The entry of `table` named `name`, or "unknown <kind> `name`".
+fn entry<'t, B>(table: &'t [Entry<B>], kind: &str, name: &str) -> Result<&'t Entry<B>, String> {
+    table
+        .iter()
+        .find(|e| e.info.name == name)
+        .ok_or_else(|| format!("unknown {kind} `{name}`"))
 }
 
 /// Every registered plugin, by axis.
@@ -392,28 +396,24 @@ pub fn build_attack(spec: &PluginSpec) -> Result<Box<dyn Attack>, String> {
 }
 
 fn build_plain_attack(spec: &PluginSpec) -> Result<Box<dyn Attack>, String> {
-    let e =
-        entry(ATTACK_TABLE, &spec.name).ok_or_else(|| format!("unknown attack `{}`", spec.name))?;
+    let e = entry(ATTACK_TABLE, "attack", &spec.name)?;
     (e.build)(spec)
 }
 
 /// Builds an injection; `max_steps` is the run config's limit on model calls per
 /// agent run.
 pub fn build_injection(spec: &PluginSpec, max_steps: u32) -> Result<Box<dyn Attack>, String> {
-    let e = entry(INJECTION_TABLE, &spec.name)
-        .ok_or_else(|| format!("unknown injection `{}`", spec.name))?;
+    let e = entry(INJECTION_TABLE, "injection", &spec.name)?;
     (e.build)(spec, max_steps)
 }
 
 pub fn build_judge(spec: &PluginSpec) -> Result<Box<dyn Judge>, String> {
-    let e =
-        entry(JUDGE_TABLE, &spec.name).ok_or_else(|| format!("unknown judge `{}`", spec.name))?;
+    let e = entry(JUDGE_TABLE, "judge", &spec.name)?;
     (e.build)(spec)
 }
 
 pub fn build_metric(spec: &PluginSpec) -> Result<Box<dyn Metric>, String> {
-    let e =
-        entry(METRIC_TABLE, &spec.name).ok_or_else(|| format!("unknown metric `{}`", spec.name))?;
+    let e = entry(METRIC_TABLE, "metric", &spec.name)?;
     (e.build)(spec)
 }
 

@@ -176,33 +176,17 @@ pub fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
                 break;
             }
         }
-        if !hit && let Some(r) = skips_confirmation(f) {
-            out.push(ctx.finding(
-                Rule::HiddenInstruction,
-                Severity::High,
-                &f.field.pointer,
-                &super::quote(f, r),
-                format!(
-                    "an instruction to act without the user's confirmation in `{}`",
-                    f.field.pointer
-                ),
-            ));
-            hit = true;
-        }
-        if !hit && let Some(r) = addressed::note(f) {
-            out.push(ctx.finding(
-                Rule::HiddenInstruction,
-                Severity::High,
-                &f.field.pointer,
-                &super::quote(f, r),
-                format!(
-                    "a note addressed to the model that instructs it in `{}`",
-                    f.field.pointer
-                ),
-            ));
-            hit = true;
-        }
-        if !hit && let Some((r, why)) = addressed::sentence(f) {
+        // Then the cues read sentence by sentence, the first that holds.
+        let cue = || {
+            skips_confirmation(f)
+                .map(|r| (r, "an instruction to act without the user's confirmation"))
+                .or_else(|| {
+                    addressed::note(f)
+                        .map(|r| (r, "a note addressed to the model that instructs it"))
+                })
+                .or_else(|| addressed::sentence(f))
+        };
+        if !hit && let Some((r, why)) = cue() {
             out.push(ctx.finding(
                 Rule::HiddenInstruction,
                 Severity::High,
