@@ -54,3 +54,19 @@ PY
 echo "gauntlet agent-exam benchmark: $(nproc) cores, concurrency $CONC, best wall of $REPEAT (max RSS), $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 measure "golden, in-process"
 measure "golden, loopback HTTP" --golden-http
+
+# Peak memory against the number of passes: each scenario run's transcript is written as it
+# is graded, so the resident set should not grow with N (the report itself does, by one
+# small result per scenario run).
+echo "peak RSS by passes (golden, in-process, concurrency $CONC, largest of $REPEAT):"
+for n in 1 8 32; do
+  rss=0
+  for i in $(seq 1 "$REPEAT"); do
+    /usr/bin/time -f '%M' -o "$OUT/time.txt" "$BIN" exam --quiet -n "$n" --concurrency "$CONC" \
+      --corpus exams/scenarios --out "$OUT/passes-$n" > /dev/null
+    r=$(cat "$OUT/time.txt"); [ "$r" -gt "$rss" ] && rss=$r
+  done
+  runs=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(sum(x["total"] for x in r["runs"]))' "$OUT/passes-$n/report.json")
+  printf '  %2d passes (%5d scenario runs)  peak RSS %6.1f MiB  artefacts on disk %s\n' "$n" "$runs" \
+    "$(awk -v k="$rss" 'BEGIN { print k / 1024 }')" "$(du -sh --apparent-size "$OUT/passes-$n" | cut -f1)"
+done

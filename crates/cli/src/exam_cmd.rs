@@ -263,14 +263,18 @@ pub fn exam(a: ExamArgs) -> Result<(), CliError> {
                 &s.config,
                 Some(progress.on_scenario()),
                 owned.as_deref(),
+                Some(&out_dir),
             ))
             .await
     });
     progress.finish();
-    let out = run.map_err(invalid)?;
+    let out = run.map_err(|e| match e {
+        gauntlet_exam::exam::ExamError::Write(_) => failed(e),
+        _ => invalid(e),
+    })?;
     write_artifacts(&out_dir, &out).map_err(|e| {
         let report = out_dir.join("report.json");
-        failed(format!("{e}; {} was not replaced", report.display()))
+        failed(format!("{e}; {} was not written", report.display()))
     })?;
     if let (Some(shard), Some(owned)) = (a.shard, &owned)
         && out.report.partial.is_none()

@@ -294,6 +294,19 @@ fn a_failed_write_keeps_the_previous_report_and_names_the_file() {
         good.len() > 4096,
         "the report is larger than the limit below"
     );
+    let files = |d: &Path| -> Vec<(PathBuf, Vec<u8>)> {
+        let mut v: Vec<_> = walk(d)
+            .into_iter()
+            .map(|p| {
+                let b = std::fs::read(&p).unwrap();
+                (p, b)
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let run0 = files(&out.path().join("run-0"));
+    assert!(!run0.is_empty());
 
     // `-n 2` changes report.json; every file above 2 KiB fails to write.
     let c = exam(&["-n", "2"], dir.path(), out.path());
@@ -321,6 +334,14 @@ fn a_failed_write_keeps_the_previous_report_and_names_the_file() {
         .filter(|p| p.to_string_lossy().ends_with(".tmp"))
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
+    // The scenario runs' files of the previous exam are as they were (the new exam's
+    // were staged), and a rerun without the limit finishes and clears the staging.
+    assert_eq!(files(&out.path().join("run-0")), run0);
+    assert!(!out.path().join("run-1").exists());
+    let o = exam(&["-n", "2"], dir.path(), out.path()).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    assert!(out.path().join("run-1").is_dir());
+    assert!(!out.path().join(".runs-partial").exists());
 }
 
 fn walk(d: &Path) -> Vec<PathBuf> {

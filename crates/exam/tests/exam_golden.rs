@@ -5,7 +5,7 @@
 use gauntlet_core::message::{ChatRequest, ChatResponse, Role};
 use gauntlet_core::params::{ParamValue, Params, PluginSpec};
 use gauntlet_corpus::load::{Corpus, load_corpus};
-use gauntlet_exam::cascade::{CascadeOptions, Tier, TierModels, run_cascade};
+use gauntlet_exam::cascade::{CascadeOptions, Tier, TierModels, TranscriptEntry, run_cascade};
 use gauntlet_exam::classifier;
 use gauntlet_exam::exam::{Backend, ExamConfig, run_exam, write_artifacts};
 use gauntlet_exam::tools::Toolbox;
@@ -35,8 +35,9 @@ fn rt() -> tokio::runtime::Runtime {
 #[test]
 fn golden_passes_everything_over_three_passes_and_writes_artefacts() {
     let c = corpus();
+    let dir = tempfile::tempdir().unwrap();
     let out = rt()
-        .block_on(run_exam(&c, &ExamConfig::golden(), None))
+        .block_on(run_exam(&c, &ExamConfig::golden(), None, Some(dir.path())))
         .unwrap();
     let r = &out.report;
     assert_eq!(r.runs.len(), 3);
@@ -94,9 +95,14 @@ fn golden_passes_everything_over_three_passes_and_writes_artefacts() {
         }
     }
 
-    // Artefacts.
-    let dir = tempfile::tempdir().unwrap();
+    // Artefacts: the scenario runs' files were written during the exam, staged until
+    // the report is written.
+    let staged = dir.path().join(gauntlet_exam::exam::STAGING);
+    assert!(staged.join("run-2").is_dir());
+    assert!(!dir.path().join("run-2").exists());
+    assert!(!dir.path().join("report.json").exists());
     let n = write_artifacts(dir.path(), &out).unwrap();
+    assert!(!staged.exists());
     assert_eq!(n, 3 * c.scenarios.len());
     let report: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.path().join("report.json")).unwrap()).unwrap();
@@ -227,7 +233,7 @@ fn fault_switch_fails_exactly_that_scenario_in_the_right_bin() {
             golden_fault: Some(victim.clone()),
             ..ExamConfig::golden()
         };
-        let out = rt().block_on(run_exam(&c, &cfg, None)).unwrap();
+        let out = rt().block_on(run_exam(&c, &cfg, None, None)).unwrap();
         let failed: Vec<_> = out.report.runs[0]
             .results
             .iter()
@@ -242,7 +248,7 @@ fn fault_switch_fails_exactly_that_scenario_in_the_right_bin() {
         golden_fault: Some("no-such-scenario".into()),
         ..ExamConfig::golden()
     };
-    assert!(rt().block_on(run_exam(&c, &cfg, None)).is_err());
+    assert!(rt().block_on(run_exam(&c, &cfg, None, None)).is_err());
 }
 
 #[test]
@@ -253,7 +259,7 @@ fn golden_over_loopback_http_through_the_anthropic_target() {
         passes: 1,
         ..ExamConfig::golden()
     };
-    let out = rt().block_on(run_exam(&c, &cfg, None)).unwrap();
+    let out = rt().block_on(run_exam(&c, &cfg, None, None)).unwrap();
     assert_eq!(out.report.backend, "golden-http");
     assert_eq!(
         out.report.median_pass_rate,
@@ -470,7 +476,11 @@ fn golden_tool_loop_in_process_and_over_http() {
             ..ExamConfig::golden()
         };
         cfg.cascade.tool_loop = true;
-        let out = rt().block_on(run_exam(&c, &cfg, None)).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let out = rt()
+            .block_on(run_exam(&c, &cfg, None, Some(dir.path())))
+            .unwrap();
+        write_artifacts(dir.path(), &out).unwrap();
         let r = &out.report;
         assert!(r.tool_loop);
         assert_eq!(
@@ -481,7 +491,17 @@ fn golden_tool_loop_in_process_and_over_http() {
         );
         assert_eq!(r.model_errors, 0, "http={http}");
         // Investigations ran the model's own tool calls: a tool-call round, then the verdict.
-        let ts = &out.transcripts[0];
+        let ts: Vec<Vec<TranscriptEntry>> = r.runs[0]
+            .results
+            .iter()
+            .map(|x| {
+                let f = dir.path().join(format!(
+                    "run-0/{}.transcript.json",
+                    gauntlet_exam::exam::file_stem(&x.scenario_id)
+                ));
+                serde_json::from_slice(&std::fs::read(&f).unwrap()).unwrap()
+            })
+            .collect();
         let looped = ts
             .iter()
             .flatten()
@@ -489,7 +509,7 @@ fn golden_tool_loop_in_process_and_over_http() {
             .filter(|e| e.reply.contains("[tool call] check-baseline"))
             .count();
         assert!(looped > 0, "http={http}");
-        for (res, t) in r.runs[0].results.iter().zip(ts) {
+        for (res, t) in r.runs[0].results.iter().zip(&ts) {
             if let Some(i) = t.iter().position(|e| e.reply.contains("[tool call]")) {
                 assert!(t[i].tools.contains(&"search-events".to_string()));
                 let next = &t[i + 1];

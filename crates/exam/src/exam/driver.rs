@@ -8,12 +8,14 @@ use super::schema::{
 };
 use super::summary::summarise;
 use super::targets::golden_http_target;
+use super::writer::RunFiles;
 use crate::calls::{SessionStats, UnitCalls};
 use crate::cascade::{CascadeOptions, TierModels, run_cascade, run_cascade_via};
 use crate::golden::{GoldenModel, GoldenScript, GoldenServer};
 use crate::grade::{GradeInput, RunResult, effective_passes, grade};
 use crate::tools::Toolbox;
 use gauntlet_corpus::load::Corpus;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -22,13 +24,16 @@ pub(super) enum ScenarioModels {
     PerScenario(Vec<TierModels>),
 }
 
-/// Runs the exam over `corpus` (already integrity-verified by the loader).
+/// Runs the exam over `corpus` (already integrity-verified by the loader), writing
+/// each scenario run's files under `out` as it is graded ([`RunFiles`]; `None`: its
+/// transcript is only counted). [`super::write_artifacts`] writes the rest.
 pub async fn run_exam(
     corpus: &Corpus,
     cfg: &ExamConfig,
     progress: Option<ProgressFn>,
+    out: Option<&Path>,
 ) -> Result<ExamOutput, ExamError> {
-    run_exam_units(corpus, cfg, progress, None).await
+    run_exam_units(corpus, cfg, progress, None, out).await
 }
 
 /// [`run_exam`] over the scenario runs `owned[pass * scenarios + i]` only (a shard,
@@ -38,6 +43,7 @@ pub async fn run_exam_units(
     cfg: &ExamConfig,
     progress: Option<ProgressFn>,
     owned: Option<&[bool]>,
+    out: Option<&Path>,
 ) -> Result<ExamOutput, ExamError> {
     let scenarios = &corpus.scenarios;
     let mine = |pass: usize, i: usize| owned.is_none_or(|o| o[pass * scenarios.len() + i]);
@@ -93,7 +99,9 @@ pub async fn run_exam_units(
     let passes = effective_passes(cfg.passes);
     let sem = Arc::new(tokio::sync::Semaphore::new(cfg.concurrency.max(1)));
     let mut runs = Vec::with_capacity(passes);
-    let mut transcripts = Vec::with_capacity(passes);
+    let mut files = out.map(RunFiles::new);
+    // The agent passes' model calls and failed calls, counted as their transcripts go by.
+    let (mut model_calls, mut model_errors) = (0, 0);
     for pass in 0..passes {
         let mut set = tokio::task::JoinSet::new();
         for (i, tb) in toolboxes.iter().enumerate() {
@@ -152,19 +160,21 @@ pub async fn run_exam_units(
                     pass_ok: r.pass,
                 });
             }
-            slots[i] = Some(Some((r, out.transcript)));
+            model_calls += out.transcript.len();
+            model_errors += out.transcript.iter().filter(|e| !e.err.is_empty()).count();
+            if let Some(f) = &mut files {
+                f.write(pass, &r, &out.transcript)
+                    .map_err(ExamError::Write)?;
+            }
+            slots[i] = Some(Some(r));
         }
         let mut results = Vec::with_capacity(scenarios.len());
-        let mut ts = Vec::with_capacity(scenarios.len());
         for (i, s) in slots.into_iter().enumerate() {
             if !mine(pass, i) {
                 continue;
             }
             match s.expect("every scenario reported") {
-                Some((r, t)) => {
-                    results.push(r);
-                    ts.push(t);
-                }
+                Some(r) => results.push(r),
                 None => not_run.push(NotRun {
                     pass,
                     scenario_id: scenarios[i].scenario.id.clone(),
@@ -172,7 +182,6 @@ pub async fn run_exam_units(
             }
         }
         runs.push(RunResult::from_results(pass, results));
-        transcripts.push(ts);
     }
     let mut timings = Timings {
         note: TIMINGS_NOTE,
@@ -208,7 +217,13 @@ pub async fn run_exam_units(
     if let Some(e) = calls.as_ref().and_then(|c| c.counters.halted()) {
         return Err(ExamError::Halted(e.to_string()));
     }
-    let mut report = summarise(corpus, cfg, &backend_label, runs, &transcripts);
+    let mut report = summarise(
+        corpus,
+        cfg,
+        &backend_label,
+        runs,
+        (model_calls, model_errors),
+    );
     if cfg.from_file {
         report.exam_config_sha256 = Some(exam_config_sha256(corpus, cfg));
     }
@@ -260,7 +275,7 @@ pub async fn run_exam_units(
     };
     Ok(ExamOutput {
         report,
-        transcripts,
+        run_files: files,
         e2e: e2e_out,
         timings,
         session,

@@ -5,7 +5,9 @@
 //! the loader — against a backend: the golden merge gate (in-process, or over loopback
 //! HTTP through the `anthropic` target so the wire path is exercised) or real models
 //! through the model seam. Scenarios of a pass run concurrently; results are kept in
-//! corpus order, so the report does not depend on scheduling. Artefacts:
+//! corpus order, so the report does not depend on scheduling. Each scenario run's files
+//! are written as it is graded (staged, then moved into place before the report:
+//! `writer::RunFiles`), so memory does not hold every pass's transcripts. Artefacts:
 //! `report.json`, `classifier.json`, `run-<i>/<id>.json`,
 //! `run-<i>/<id>.transcript.json`, plus `report.md`, `report.html` and
 //! `leaderboard.json` (provenance: the corpus digest is the dataset version).
@@ -32,6 +34,6 @@ pub use schema::{
 pub use summary::{ReportHead, assemble_report, median_of};
 pub use targets::{parse_target, parse_target_node};
 pub use writer::{
-    MAX_STEM_BYTES, PIPELINE_CHECK, default_out_dir, file_stem, golden_counts, leaderboard,
-    pipeline_check_reason, write_artifacts, write_report_files,
+    MAX_STEM_BYTES, PIPELINE_CHECK, RunFiles, STAGING, default_out_dir, file_stem, golden_counts,
+    leaderboard, pipeline_check_reason, write_artifacts, write_report_files,
 };

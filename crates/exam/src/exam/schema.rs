@@ -2,6 +2,7 @@
 //! `report.json`'s schema (HarnessReport and its parts), the outputs of a run, the
 //! errors and the notes every report carries.
 
+use super::writer::RunFiles;
 use crate::calls::{ExamCalls, ExamUsage, SessionStats};
 use crate::cascade::{CascadeOptions, TierModels, TranscriptEntry};
 use crate::classifier::ClassifierSummary;
@@ -179,10 +180,13 @@ pub struct NotRun {
     pub scenario_id: String,
 }
 
-/// A finished exam: the report and every transcript (`[pass][scenario]`).
+/// A finished exam: the report (the scenario runs' transcripts went to their files as
+/// the exam ran).
 pub struct ExamOutput {
     pub report: HarnessReport,
-    pub transcripts: Vec<Vec<Vec<TranscriptEntry>>>,
+    /// The scenario runs' files (`run-<pass>/<id>.json` and `.transcript.json`), staged;
+    /// `None` when the exam was given no output directory.
+    pub run_files: Option<RunFiles>,
     /// End-to-end mode: the fidelity block and each scenario's triage transcripts.
     pub e2e: Option<E2eOutput>,
     /// Wall-clock figures, written to `timings.json` (never into `report.json`, which
@@ -240,6 +244,9 @@ pub enum ExamError {
         "the exam stopped: {0}; no report was written. Fix the cause and rerun into the same --out: finished calls are replayed from the journal"
     )]
     Halted(String),
+    /// A scenario run's files could not be written (the message names the file).
+    #[error("{0}; the previous exam's report and files are unchanged")]
+    Write(std::io::Error),
 }
 
 pub const GOLDEN_NOTE: &str = "GOLDEN MODE IS A PIPELINE CHECK, NOT AN ACCURACY NUMBER. Every model reply was scripted from the scenario's own expected outcome, so a 100% pass rate only shows that the corpus loader, the cascade wiring, the verdict parser and the grader work; a failure here is a harness bug. Agent accuracy comes only from a real-mode run.";

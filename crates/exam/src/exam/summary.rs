@@ -5,7 +5,6 @@
 use super::schema::{
     Backend, DecidedCounts, ExamConfig, GOLDEN_NOTE, HarnessReport, PassAllRuns, REAL_NOTE,
 };
-use crate::cascade::TranscriptEntry;
 use crate::classifier::classify;
 use crate::grade::{NOISE_BAND_PP, RunResult, median, wilson95, within_band};
 use gauntlet_corpus::load::Corpus;
@@ -28,15 +27,8 @@ pub(super) fn summarise(
     cfg: &ExamConfig,
     backend: &str,
     runs: Vec<RunResult>,
-    transcripts: &[Vec<Vec<TranscriptEntry>>],
+    (calls, errors): (usize, usize),
 ) -> HarnessReport {
-    let calls = transcripts.iter().flatten().map(Vec::len).sum();
-    let errors = transcripts
-        .iter()
-        .flatten()
-        .flatten()
-        .filter(|e| !e.err.is_empty())
-        .count();
     let head = ReportHead {
         mode: cfg.mode().to_string(),
         corpus_count: corpus.count,

@@ -4,7 +4,8 @@
 use super::render::{render_html, render_markdown};
 use super::schema::{ExamOutput, HarnessReport};
 use super::summary::median_n;
-use crate::grade::Interval;
+use crate::cascade::TranscriptEntry;
+use crate::grade::{Interval, ScenarioResult};
 use gauntlet_core::results::LeaderboardRow;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -47,37 +48,121 @@ pub(super) fn io_named(path: &Path, e: std::io::Error) -> std::io::Error {
     std::io::Error::new(e.kind(), format!("cannot write {}: {e}", path.display()))
 }
 
-/// Writes every artefact under `out`, each atomically (a temporary file renamed into
-/// place, so a failed write leaves the previous file intact) and `report.json` last, so
-/// a new `report.json` means every file it indexes is new too. Only `report.json` is
-/// flushed to disk (one flush per file would dominate the exam's wall time). Returns the number of
-/// (agent-pass) transcript files. Errors name the file. Everything but `timings.json` is
-/// a function of the corpus, the backend's replies and the options: byte-identical
-/// across reruns of a deterministic backend.
-pub fn write_artifacts(out: &Path, o: &ExamOutput) -> std::io::Result<usize> {
-    let mkdir = |d: &Path| std::fs::create_dir_all(d).map_err(|e| io_named(d, e));
-    mkdir(out)?;
-    // Every file is renamed into place; only report.json, the index written last, is
-    // also flushed to disk (a flush costs milliseconds on a busy disk, and there are
-    // hundreds of per-scenario files).
-    let json = |p: &Path, v: &dyn erased::Ser| -> std::io::Result<Vec<u8>> {
-        let mut b = v.to_json().map_err(|e| io_named(p, e))?;
-        b.push(b'\n');
-        Ok(b)
-    };
-    let item = |p: &Path, v: &dyn erased::Ser| {
-        gauntlet_core::atomic::write_atomic_unflushed_named(p, &json(p, v)?)
-    };
-    let mut n = 0;
-    for (run, ts) in o.report.runs.iter().zip(&o.transcripts) {
-        let dir = out.join(format!("run-{}", run.index));
-        mkdir(&dir)?;
-        for (r, t) in run.results.iter().zip(ts) {
-            let stem = file_stem(&r.scenario_id);
-            item(&dir.join(format!("{stem}.json")), r)?;
-            item(&dir.join(format!("{stem}.transcript.json")), t)?;
-            n += 1;
+/// The scenario runs' files, `run-<pass>/<stem>.json` and `.transcript.json`, written
+/// as each run is graded, so an exam holds only the transcripts in flight in memory and
+/// never every pass's. They are written under [`STAGING`] and moved into place, one
+/// `run-<pass>` directory at a time, by [`RunFiles::commit`] just before the report: an
+/// exam that stops or fails half way leaves the previous exam's report and files as
+/// they were (the next exam clears what it staged). Each file is renamed into place (a
+/// failed write leaves no torn file) and none is flushed (one flush per file would
+/// dominate the exam's wall time; `report.json` is).
+pub struct RunFiles {
+    out: PathBuf,
+    /// The `run-<pass>` directories staged so far.
+    made: Vec<bool>,
+    written: usize,
+}
+
+/// Where [`RunFiles`] stages the scenario runs' files (inside the output directory, so
+/// moving them into place is a rename).
+pub const STAGING: &str = ".runs-partial";
+
+impl RunFiles {
+    /// Files under `out`; nothing is touched before the first [`RunFiles::write`].
+    pub fn new(out: &Path) -> RunFiles {
+        RunFiles {
+            out: out.to_path_buf(),
+            made: Vec::new(),
+            written: 0,
         }
+    }
+
+    /// One graded scenario run of pass `pass`: its result and its transcript.
+    pub fn write(
+        &mut self,
+        pass: usize,
+        result: &ScenarioResult,
+        transcript: &[TranscriptEntry],
+    ) -> std::io::Result<()> {
+        let staging = self.out.join(STAGING);
+        if self.made.is_empty() {
+            remove_dir_if_any(&staging)?;
+            mkdir(&staging)?;
+        }
+        if self.made.len() <= pass {
+            self.made.resize(pass + 1, false);
+        }
+        let dir = staging.join(format!("run-{pass}"));
+        if !self.made[pass] {
+            mkdir(&dir)?;
+            self.made[pass] = true;
+        }
+        let stem = file_stem(&result.scenario_id);
+        item(&dir.join(format!("{stem}.json")), result)?;
+        item(&dir.join(format!("{stem}.transcript.json")), &transcript)?;
+        self.written += 1;
+        Ok(())
+    }
+
+    /// The scenario runs written.
+    pub fn written(&self) -> usize {
+        self.written
+    }
+
+    /// Moves each staged `run-<pass>` directory into place (replacing the previous
+    /// exam's), then removes the staging directory. Again: nothing left to move.
+    pub fn commit(&self) -> std::io::Result<()> {
+        let staging = self.out.join(STAGING);
+        for (pass, _) in self.made.iter().enumerate().filter(|(_, m)| **m) {
+            let from = staging.join(format!("run-{pass}"));
+            if std::fs::symlink_metadata(&from).is_err() {
+                continue;
+            }
+            let to = self.out.join(format!("run-{pass}"));
+            remove_dir_if_any(&to)?;
+            std::fs::rename(&from, &to).map_err(|e| io_named(&to, e))?;
+        }
+        remove_dir_if_any(&staging)
+    }
+}
+
+/// Removes `d` and what it holds; nothing to remove is not an error.
+fn remove_dir_if_any(d: &Path) -> std::io::Result<()> {
+    match std::fs::remove_dir_all(d) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(std::io::Error::new(
+            e.kind(),
+            format!("cannot remove {}: {e}", d.display()),
+        )),
+        _ => Ok(()),
+    }
+}
+
+fn mkdir(d: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(d).map_err(|e| io_named(d, e))
+}
+
+fn json(p: &Path, v: &dyn erased::Ser) -> std::io::Result<Vec<u8>> {
+    let mut b = v.to_json().map_err(|e| io_named(p, e))?;
+    b.push(b'\n');
+    Ok(b)
+}
+
+/// Pretty JSON and a newline, renamed into place unflushed.
+fn item(p: &Path, v: &dyn erased::Ser) -> std::io::Result<()> {
+    gauntlet_core::atomic::write_atomic_unflushed_named(p, &json(p, v)?)
+}
+
+/// Finishes an exam's artefacts under `out`: moves the scenario runs' files, staged by
+/// [`RunFiles`] during the exam, into place, then writes the end-to-end pass's files,
+/// `timings.json`, the rendered reports and `report.json` last, so a new `report.json`
+/// means every file it indexes is new too. Returns the number of (agent-pass)
+/// transcript files. Errors name the file. Everything but `timings.json` is a function
+/// of the corpus, the backend's replies and the options: byte-identical across reruns
+/// of a deterministic backend.
+pub fn write_artifacts(out: &Path, o: &ExamOutput) -> std::io::Result<usize> {
+    mkdir(out)?;
+    if let Some(files) = &o.run_files {
+        files.commit()?;
     }
     if let Some(e) = &o.e2e {
         let dir = out.join("e2e");
@@ -90,20 +175,12 @@ pub fn write_artifacts(out: &Path, o: &ExamOutput) -> std::io::Result<usize> {
     }
     item(&out.join("timings.json"), &o.timings)?;
     write_report_files(out, &o.report)?;
-    Ok(n)
+    Ok(o.run_files.as_ref().map_or(0, RunFiles::written))
 }
 
 /// The files rendered from the report — report.md, report.html, leaderboard.json,
 /// classifier.json — then report.json itself, last (a run's and a merge's).
 pub fn write_report_files(out: &Path, report: &HarnessReport) -> std::io::Result<()> {
-    let json = |p: &Path, v: &dyn erased::Ser| -> std::io::Result<Vec<u8>> {
-        let mut b = v.to_json().map_err(|e| io_named(p, e))?;
-        b.push(b'\n');
-        Ok(b)
-    };
-    let item = |p: &Path, v: &dyn erased::Ser| {
-        gauntlet_core::atomic::write_atomic_unflushed_named(p, &json(p, v)?)
-    };
     let text =
         |p: &Path, s: String| gauntlet_core::atomic::write_atomic_unflushed_named(p, s.as_bytes());
     text(&out.join("report.md"), render_markdown(report))?;

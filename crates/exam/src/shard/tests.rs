@@ -49,12 +49,14 @@ fn agent_exam(c: &Corpus, out: &Path, shard: Option<Shard>) {
         .enable_all()
         .build()
         .unwrap();
-    let o = rt
-        .block_on(run_exam_units(c, &cfg, None, owned.as_deref()))
-        .unwrap();
     std::fs::create_dir_all(out).unwrap();
-    if let (Some(s), Some(owned)) = (shard, &owned) {
+    if shard.is_some() {
         agent::begin(out).unwrap();
+    }
+    let o = rt
+        .block_on(run_exam_units(c, &cfg, None, owned.as_deref(), Some(out)))
+        .unwrap();
+    if let (Some(s), Some(owned)) = (shard, &owned) {
         write_artifacts(out, &o).unwrap();
         agent::finish(out, s, owned, (c, PASSES), &o.report, &cfg).unwrap();
     } else {

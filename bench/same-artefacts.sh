@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Do two gauntlet binaries write the same artefacts? Runs each exam workload with A and
+# with B into separate directories and compares every file byte for byte, leaving out the
+# files that record a session rather than a result (timings.json, sessions.jsonl,
+# session.log; a journal, appended in completion order, is compared as a set of lines). For a change that must not move a number (a refactor): compare a binary
+# built from main with yours.
+#
+#   bench/same-artefacts.sh A_BIN B_BIN
+#
+# Workloads: the agent exam in golden mode (in-process, loopback HTTP, tool loop,
+# end-to-end), sharded in two and merged, and in real mode against gauntlet-scripted
+# (every reply unparseable, so every scenario is a fail-safe escalation: the error path);
+# the detect exam, whole and sharded and merged. Prints one line per workload and exits 1
+# when any differs.
+set -euo pipefail
+A=$(realpath "$1"); B=$(realpath "$2")
+cd "$(dirname "$0")/.."
+W=$(realpath -m "${BENCH_OUT:-bench/out/same-artefacts}")
+rm -rf "$W"; mkdir -p "$W"
+SCRIPTED=${BENCH_SCRIPTED:-target/debug/gauntlet-scripted}
+[ -x "$SCRIPTED" ] || cargo build -q -p gauntlet-scripted
+"$SCRIPTED" > "$W/server.out" &
+SERVER=$!
+trap 'kill $SERVER 2>/dev/null || true' EXIT
+for _ in $(seq 1 100); do grep -q listening "$W/server.out" 2>/dev/null && break; sleep 0.05; done
+URL=$(sed -n 's/^listening on //p' "$W/server.out")
+REAL="{name: openai_compat, params: {model: scripted, base_url: '$URL/v1', max_retries: 0}}"
+C=exams/scenarios
+
+workload() { # name command... (run as: BIN command... with OUT=dir)
+  local name=$1; shift
+  : > "$W/$name.diff"
+  for X in A B; do
+    local bin=$A; [ $X = B ] && bin=$B
+    local out="$W/$X/$name"
+    mkdir -p "$(dirname "$out")"
+    BIN=$bin OUT=$out bash -c "$*" > "$W/$X-$name.log" 2>&1 || {
+      echo "$name: $X failed (exit $?), see $W/$X-$name.log"; return 1; }
+  done
+  # A journal is appended in completion order: compared as a set of lines.
+  local j
+  for j in $(cd "$W/A/$name" && find . -name journal.jsonl); do
+    cmp -s <(sort "$W/A/$name/$j") <(sort "$W/B/$name/$j") || echo "journal $j differs as a set" >> "$W/$name.diff"
+  done
+  if diff -r -q -x timings.json -x sessions.jsonl -x session.log -x journal.jsonl "$W/A/$name" "$W/B/$name" >> "$W/$name.diff" \
+     && [ ! -s "$W/$name.diff" ]; then
+    echo "$name: identical ($(find "$W/A/$name" -type f | wc -l) files)"
+  else
+    echo "$name: DIFFERENT"; head -20 "$W/$name.diff"; return 1
+  fi
+}
+
+status=0
+workload golden '$BIN exam --quiet -n 3 --corpus '$C' --out $OUT' || status=1
+workload golden-http '$BIN exam --quiet -n 2 --golden-http --corpus '$C' --out $OUT' || status=1
+workload tool-loop '$BIN exam --quiet -n 2 --tool-loop --corpus '$C' --out $OUT' || status=1
+workload e2e '$BIN exam --quiet -n 1 --mode e2e --corpus '$C' --out $OUT' || status=1
+workload golden-shards '$BIN exam --quiet -n 3 --corpus '$C' --out $OUT/x --shard 0/2 && $BIN exam --quiet -n 3 --corpus '$C' --out $OUT/x --shard 1/2 && $BIN merge --out $OUT/merged $OUT/x.shard-0-of-2 $OUT/x.shard-1-of-2' || status=1
+workload real-scripted '$BIN exam --quiet -n 2 --mode real --target "'"$REAL"'" --corpus '$C' --out $OUT' || status=1
+workload detect '$BIN exam-detect --corpus '$C' --out $OUT' || status=1
+workload detect-shards '$BIN exam-detect --corpus '$C' --out $OUT/x --shard 0/2 && $BIN exam-detect --corpus '$C' --out $OUT/x --shard 1/2 && $BIN merge --out $OUT/merged $OUT/x.shard-0-of-2 $OUT/x.shard-1-of-2' || status=1
+exit $status
