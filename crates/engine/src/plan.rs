@@ -312,7 +312,7 @@ impl Plan {
                 Err(e) => diags.push(Diag::new(
                     s.loc,
                     format!("{}[{i}]", axis_key(config.mode).0),
-                    e,
+                    e.to_string(),
                 )),
             }
         }
@@ -349,7 +349,7 @@ impl Plan {
                     cards.push(card);
                     judges.push(j);
                 }
-                Err(e) => diags.push(Diag::new(s.loc, format!("judges[{i}]"), e)),
+                Err(e) => diags.push(Diag::new(s.loc, format!("judges[{i}]"), e.to_string())),
             }
         }
         let mut err = |loc, path: String, msg: String| diags.push(Diag::new(loc, path, msg));
@@ -374,7 +374,7 @@ impl Plan {
                     prices.push(table);
                     metrics.push(m);
                 }
-                Err(e) => err(s.loc, format!("metrics[{i}]"), e),
+                Err(e) => err(s.loc, format!("metrics[{i}]"), e.to_string()),
             }
         }
         (

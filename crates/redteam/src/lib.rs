@@ -20,6 +20,7 @@ pub mod attack;
 pub mod attacks;
 pub mod curves;
 pub mod datasets;
+pub mod error;
 pub mod injecagent;
 pub mod injection;
 pub mod injections;

@@ -13,6 +13,7 @@ use crate::datasets::strongreject as strongreject_set;
 use crate::datasets::{
     advbench, demo, harmbench, jbb_behaviors, leakage_demo, or_bench, remote, xstest,
 };
+use crate::error::BuildError;
 use crate::injection::{agentdojo as agentdojo_source, bundled, scenario_file};
 use crate::injections::{
     agentdojo as agentdojo_injection, direct_injection, indirect_injection,
@@ -46,7 +47,7 @@ pub struct Entry<B> {
     pub build: B,
 }
 
-type Built<T> = Result<Box<T>, String>;
+type Built<T> = Result<Box<T>, BuildError>;
 pub type AttackEntry = Entry<fn(&PluginSpec) -> Built<dyn Attack>>;
 /// An injection's builder also takes the run's limit on model calls per agent run.
 pub type InjectionEntry = Entry<fn(&PluginSpec, u32) -> Built<dyn Attack>>;
@@ -345,12 +346,19 @@ pub static INJECTIONS: LazyLock<Vec<PluginInfo>> = LazyLock::new(|| infos(INJECT
 pub static JUDGES: LazyLock<Vec<PluginInfo>> = LazyLock::new(|| infos(JUDGE_TABLE));
 pub static METRICS: LazyLock<Vec<PluginInfo>> = LazyLock::new(|| infos(METRIC_TABLE));
 
-/// The entry of `table` named `name`, or "unknown <kind> `name`".
-fn entry<'t, B>(table: &'t [Entry<B>], kind: &str, name: &str) -> Result<&'t Entry<B>, String> {
+/// The entry of `table` named `name`, or [`BuildError::Unknown`].
+fn entry<'t, B>(
+    table: &'t [Entry<B>],
+    kind: &'static str,
+    name: &str,
+) -> Result<&'t Entry<B>, BuildError> {
     table
         .iter()
         .find(|e| e.info.name == name)
-        .ok_or_else(|| format!("unknown {kind} `{name}`"))
+        .ok_or_else(|| BuildError::Unknown {
+            kind,
+            name: name.to_string(),
+        })
 }
 
 /// Every registered plugin, by axis.
@@ -382,7 +390,7 @@ impl Catalog for Registry {
 
 /// Builds an attack; one with a `transforms` chain comes wrapped in
 /// [`crate::transform::Transformed`].
-pub fn build_attack(spec: &PluginSpec) -> Result<Box<dyn Attack>, String> {
+pub fn build_attack(spec: &PluginSpec) -> Result<Box<dyn Attack>, BuildError> {
     let attack = build_plain_attack(spec)?;
     match spec
         .params
@@ -395,24 +403,24 @@ pub fn build_attack(spec: &PluginSpec) -> Result<Box<dyn Attack>, String> {
     }
 }
 
-fn build_plain_attack(spec: &PluginSpec) -> Result<Box<dyn Attack>, String> {
+fn build_plain_attack(spec: &PluginSpec) -> Result<Box<dyn Attack>, BuildError> {
     let e = entry(ATTACK_TABLE, "attack", &spec.name)?;
     (e.build)(spec)
 }
 
 /// Builds an injection; `max_steps` is the run config's limit on model calls per
 /// agent run.
-pub fn build_injection(spec: &PluginSpec, max_steps: u32) -> Result<Box<dyn Attack>, String> {
+pub fn build_injection(spec: &PluginSpec, max_steps: u32) -> Result<Box<dyn Attack>, BuildError> {
     let e = entry(INJECTION_TABLE, "injection", &spec.name)?;
     (e.build)(spec, max_steps)
 }
 
-pub fn build_judge(spec: &PluginSpec) -> Result<Box<dyn Judge>, String> {
+pub fn build_judge(spec: &PluginSpec) -> Result<Box<dyn Judge>, BuildError> {
     let e = entry(JUDGE_TABLE, "judge", &spec.name)?;
     (e.build)(spec)
 }
 
-pub fn build_metric(spec: &PluginSpec) -> Result<Box<dyn Metric>, String> {
+pub fn build_metric(spec: &PluginSpec) -> Result<Box<dyn Metric>, BuildError> {
     let e = entry(METRIC_TABLE, "metric", &spec.name)?;
     (e.build)(spec)
 }

@@ -25,6 +25,7 @@
 
 use crate::attack::{Attack, AttackCtx, Attempt, CallModel, PlannedCalls};
 use crate::curves::CurveSpec;
+use crate::error::BuildError;
 use gauntlet_core::behavior::Behavior;
 use gauntlet_core::message::{
     ChatRequest, ChatResponse, Message, Role, TracedTurn, TransformTrace,
@@ -124,18 +125,19 @@ pub struct Chain {
 impl Chain {
     /// Builds every transform of `specs`. Model-driven transforms of one chain must
     /// share one attacker model (the attack's model slot holds one).
-    pub fn build(specs: &[PluginSpec]) -> Result<Chain, String> {
+    pub fn build(specs: &[PluginSpec]) -> Result<Chain, BuildError> {
         let mut steps = Vec::with_capacity(specs.len());
         let mut attacker: Option<PluginSpec> = None;
         for (i, s) in specs.iter().enumerate() {
-            let t = crate::transforms::build(s).map_err(|e| format!("transforms[{i}]: {e}"))?;
+            let t =
+                crate::transforms::build(s).map_err(|e| e.inside(format!("transforms[{i}]")))?;
             if let Some(a) = t.attacker() {
                 match &attacker {
                     Some(prev) if prev.identity() != a.identity() => {
-                        return Err(format!(
+                        return Err(BuildError::param(format!(
                             "transforms[{i}] (`{}`) names another attacker model than an earlier model-driven transform; one chain uses one attacker model",
                             s.name
-                        ));
+                        )));
                     }
                     _ => attacker = Some(a.clone()),
                 }
@@ -469,7 +471,7 @@ pub struct Transformed {
 impl Transformed {
     /// Wraps `inner` with the chain in its spec's `transforms` param (the spec keeps the
     /// param: it is part of the attack's identity).
-    pub fn new(inner: Box<dyn Attack>) -> Result<Transformed, String> {
+    pub fn new(inner: Box<dyn Attack>) -> Result<Transformed, BuildError> {
         let specs = inner
             .spec()
             .params
@@ -482,17 +484,17 @@ impl Transformed {
                 .iter()
                 .find(|t| t.family() == Family::Model)
                 .map_or("", |t| t.spec().name.as_str());
-            return Err(format!(
+            return Err(BuildError::param(format!(
                 "transform `{name}` rewrites with a model: give it an `attacker` model spec (or use an attack with its own attacker, such as pair)"
-            ));
+            )));
         }
         if let (Some(a), Some(b)) = (inner.attacker(), chain.attacker())
             && a.identity() != b.identity()
         {
-            return Err(format!(
+            return Err(BuildError::param(format!(
                 "a model-driven transform names another attacker model than the `{}` attack's own; omit the transform's `attacker` to use the attack's",
                 inner.spec().name
-            ));
+            )));
         }
         Ok(Transformed { inner, chain })
     }
@@ -851,6 +853,9 @@ mod tests {
         ])
         .err()
         .unwrap();
-        assert!(e.contains("one attacker model"), "{e}");
+        assert!(
+            matches!(&e, BuildError::Param(m) if m.contains("one attacker model")),
+            "{e}"
+        );
     }
 }

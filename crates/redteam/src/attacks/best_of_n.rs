@@ -11,6 +11,7 @@
 
 use crate::attack::{Attack, AttackCtx, Attempt, CallModel, PlannedCalls, TRANSFORMS};
 use crate::curves::{CurveKind, CurveSpec, budget_points};
+use crate::error::BuildError;
 use crate::judge::Judge;
 use crate::transform::Chain;
 use gauntlet_core::behavior::Behavior;
@@ -88,18 +89,17 @@ pub struct BestOfN {
 }
 
 impl BestOfN {
-    pub fn new(spec: PluginSpec) -> Result<Self, String> {
+    pub fn new(spec: PluginSpec) -> Result<Self, BuildError> {
         let n = spec.params.int("n").unwrap_or(16).clamp(1, 10_000) as u32;
         let augs = match spec.params.spec_list("augmentations") {
             Some(a) => a.to_vec(),
             None => default_augmentations(spec.loc),
         };
-        let augment = Chain::build(&augs).map_err(|e| format!("augmentations: {e}"))?;
+        let augment = Chain::build(&augs).map_err(|e| e.inside("augmentations"))?;
         if !augment.is_pure() {
-            return Err(
-                "augmentations must be pure transforms (no model-driven ones): every sample is drawn locally"
-                    .into(),
-            );
+            return Err(BuildError::param(
+                "augmentations must be pure transforms (no model-driven ones): every sample is drawn locally",
+            ));
         }
         let judge_spec = spec.params.spec("judge").cloned().unwrap_or(PluginSpec {
             name: "refusal_match".into(),
@@ -108,7 +108,7 @@ impl BestOfN {
             label: None,
         });
         let judge =
-            crate::registry::build_judge(&judge_spec).map_err(|e| format!("in-loop judge: {e}"))?;
+            crate::registry::build_judge(&judge_spec).map_err(|e| e.inside("in-loop judge"))?;
         Ok(BestOfN {
             judge_grader: judge.grader().cloned(),
             stop: spec.params.bool("stop_on_success").unwrap_or(true),
@@ -326,6 +326,9 @@ mod tests {
         })
         .err()
         .unwrap();
-        assert!(e.contains("pure"), "{e}");
+        assert!(
+            matches!(&e, BuildError::Param(m) if m.contains("pure")),
+            "{e}"
+        );
     }
 }

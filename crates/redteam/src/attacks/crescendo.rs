@@ -11,6 +11,7 @@ use super::search::{
     ATTACKER_PARAM, JUDGE_PARAM, Searcher, Tree, ask_attacker, clip, needs_attacker, try_target,
 };
 use crate::attack::{Attack, AttackCtx, Attempt, CallModel, PlannedCalls, TRANSFORMS};
+use crate::error::BuildError;
 use gauntlet_core::behavior::Behavior;
 use gauntlet_core::message::Message;
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
@@ -76,7 +77,7 @@ pub struct CrescendoAttack {
 }
 
 impl CrescendoAttack {
-    pub fn new(spec: PluginSpec) -> Result<Self, String> {
+    pub fn new(spec: PluginSpec) -> Result<Self, BuildError> {
         let search = Searcher::new(&spec)?;
         Ok(CrescendoAttack {
             max_rounds: spec.params.int("max_rounds").unwrap_or(5).max(1) as u32,

@@ -4,6 +4,7 @@
 //! text. One attempt.
 
 use crate::attack::{Attack, Attempt, CallModel, TRANSFORMS};
+use crate::error::BuildError;
 use crate::leakage::metadata;
 use gauntlet_core::behavior::Behavior;
 use gauntlet_core::message::Message;
@@ -40,20 +41,22 @@ pub struct Divergence {
 }
 
 impl Divergence {
-    pub fn new(spec: PluginSpec) -> Result<Self, String> {
+    pub fn new(spec: PluginSpec) -> Result<Self, BuildError> {
         let word = spec.params.str("word").unwrap_or("poem").trim().to_string();
         if word.is_empty() || word.contains(char::is_whitespace) {
-            return Err(format!("`word` must be one word, got {word:?}"));
+            return Err(BuildError::param(format!(
+                "`word` must be one word, got {word:?}"
+            )));
         }
         let repeats = spec.params.int("repeats").unwrap_or(50).max(1) as usize;
         // Every attempt's transcript carries the prefix (and a live target is sent it):
         // `repeats` × a long word would make megabytes per attempt.
         let len = divergence_prefix(&word, 0).len() + (word.len() + 1) * repeats;
         if len > MAX_PREFIX_BYTES {
-            return Err(format!(
+            return Err(BuildError::param(format!(
                 "the repeated prefix would be {len} bytes ({repeats} × a {}-byte word); at most {MAX_PREFIX_BYTES}: lower `repeats` or use a shorter `word`",
                 word.len()
-            ));
+            )));
         }
         Ok(Divergence {
             prefix: divergence_prefix(&word, repeats),

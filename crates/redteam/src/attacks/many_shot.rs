@@ -12,6 +12,7 @@
 
 use crate::attack::{Attack, Attempt, CallModel, TRANSFORMS};
 use crate::curves::{CurveKind, CurveSpec};
+use crate::error::BuildError;
 use crate::transforms::{dialogue, pick_shots};
 use gauntlet_core::behavior::Behavior;
 use gauntlet_core::message::Message;
@@ -65,7 +66,7 @@ pub struct ManyShot {
 }
 
 impl ManyShot {
-    pub fn new(spec: PluginSpec) -> Result<Self, String> {
+    pub fn new(spec: PluginSpec) -> Result<Self, BuildError> {
         let shots = spec.params.int("shots").unwrap_or(64).clamp(1, 1024) as u32;
         let counts = if spec.params.bool("sweep").unwrap_or(true) {
             shot_counts(shots)

@@ -3,6 +3,7 @@
 //! request). One attempt.
 
 use crate::attack::{Attack, Attempt, CallModel, TRANSFORMS};
+use crate::error::BuildError;
 use crate::leakage::metadata;
 use gauntlet_core::behavior::Behavior;
 use gauntlet_core::message::Message;
@@ -34,14 +35,14 @@ pub struct PiiElicitation {
 }
 
 impl PiiElicitation {
-    pub fn new(spec: PluginSpec) -> Result<Self, String> {
+    pub fn new(spec: PluginSpec) -> Result<Self, BuildError> {
         let template = spec
             .params
             .str("template")
             .unwrap_or(DEFAULT_TEMPLATE)
             .to_string();
         if !template.contains("{prompt}") {
-            return Err("`template` has no {prompt} placeholder".into());
+            return Err(BuildError::param("`template` has no {prompt} placeholder"));
         }
         Ok(PiiElicitation { spec, template })
     }

@@ -11,6 +11,7 @@
 //! judges then judge that attempt like any other.
 
 use crate::attack::{Attempt, CallModel, PlannedCalls};
+use crate::error::BuildError;
 use crate::judge::Judge;
 use gauntlet_core::behavior::Behavior;
 use gauntlet_core::message::{ChatRequest, ChatResponse, Message};
@@ -46,12 +47,10 @@ pub struct Searcher {
 }
 
 impl Searcher {
-    pub fn new(spec: &PluginSpec) -> Result<Searcher, String> {
-        let attacker = spec
-            .params
-            .spec("attacker")
-            .cloned()
-            .ok_or_else(|| format!("`{}` needs an `attacker` model spec", spec.name))?;
+    pub fn new(spec: &PluginSpec) -> Result<Searcher, BuildError> {
+        let attacker = spec.params.spec("attacker").cloned().ok_or_else(|| {
+            BuildError::param(format!("`{}` needs an `attacker` model spec", spec.name))
+        })?;
         let judge_spec = spec.params.spec("judge").cloned().unwrap_or(PluginSpec {
             name: "refusal_match".into(),
             params: Default::default(),
@@ -59,7 +58,7 @@ impl Searcher {
             label: None,
         });
         let judge =
-            crate::registry::build_judge(&judge_spec).map_err(|e| format!("in-loop judge: {e}"))?;
+            crate::registry::build_judge(&judge_spec).map_err(|e| e.inside("in-loop judge"))?;
         let judge_grader = judge.grader().cloned();
         let attacker_max_tokens = attacker
             .params

@@ -4,6 +4,7 @@
 //! to itself. One attempt.
 
 use crate::attack::{Attack, Attempt, CallModel, TRANSFORMS};
+use crate::error::BuildError;
 use crate::leakage::metadata;
 use gauntlet_core::behavior::Behavior;
 use gauntlet_core::message::Message;
@@ -34,14 +35,16 @@ pub struct SystemPromptLeak {
 }
 
 impl SystemPromptLeak {
-    pub fn new(spec: PluginSpec) -> Result<Self, String> {
+    pub fn new(spec: PluginSpec) -> Result<Self, BuildError> {
         let template = spec
             .params
             .str("system_template")
             .unwrap_or(DEFAULT_SYSTEM_TEMPLATE)
             .to_string();
         if !template.contains("{secret}") {
-            return Err("`system_template` has no {secret} placeholder".into());
+            return Err(BuildError::param(
+                "`system_template` has no {secret} placeholder",
+            ));
         }
         Ok(SystemPromptLeak { spec, template })
     }

@@ -11,6 +11,7 @@ use super::search::{
     ATTACKER_PARAM, JUDGE_PARAM, Searcher, Tree, ask_attacker, needs_attacker, try_target,
 };
 use crate::attack::{Attack, AttackCtx, Attempt, CallModel, PlannedCalls, TRANSFORMS};
+use crate::error::BuildError;
 use gauntlet_core::behavior::Behavior;
 use gauntlet_core::message::Message;
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
@@ -55,7 +56,7 @@ pub struct TapAttack {
 }
 
 impl TapAttack {
-    pub fn new(spec: PluginSpec) -> Result<Self, String> {
+    pub fn new(spec: PluginSpec) -> Result<Self, BuildError> {
         let search = Searcher::new(&spec)?;
         let p = |k: &str, d: i64| spec.params.int(k).unwrap_or(d).max(1) as u32;
         Ok(TapAttack {

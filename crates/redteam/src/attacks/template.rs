@@ -6,6 +6,7 @@
 //! the order the templates are written in.
 
 use crate::attack::{Attack, Attempt, CallModel, TRANSFORMS};
+use crate::error::BuildError;
 use gauntlet_core::behavior::Behavior;
 use gauntlet_core::message::Message;
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
@@ -53,7 +54,7 @@ pub struct TemplateAttack {
 
 impl TemplateAttack {
     /// Builds the attack; fails when a template lacks `{prompt}` or the map is empty.
-    pub fn new(spec: PluginSpec) -> Result<Self, String> {
+    pub fn new(spec: PluginSpec) -> Result<Self, BuildError> {
         let templates: Vec<(String, String)> = match spec.params.str_map("templates") {
             Some(t) => t.to_vec(),
             None => DEFAULT_TEMPLATES
@@ -62,10 +63,14 @@ impl TemplateAttack {
                 .collect(),
         };
         if templates.is_empty() {
-            return Err("`templates` is empty; omit it to use the built-in templates".into());
+            return Err(BuildError::param(
+                "`templates` is empty; omit it to use the built-in templates",
+            ));
         }
         if let Some((label, _)) = templates.iter().find(|(_, t)| !t.contains("{prompt}")) {
-            return Err(format!("template `{label}` has no {{prompt}} placeholder"));
+            return Err(BuildError::param(format!(
+                "template `{label}` has no {{prompt}} placeholder"
+            )));
         }
         Ok(TemplateAttack { spec, templates })
     }

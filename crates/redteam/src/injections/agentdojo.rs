@@ -10,6 +10,7 @@
 //! model call and 15 rounds of tool calls), whatever the run's `max_steps`.
 
 use crate::attack::{Attack, Attempt, CallModel, PlannedCalls};
+use crate::error::BuildError;
 use crate::injection::agentdojo::{episode, import, sidecar::Sidecar};
 use gauntlet_core::behavior::Behavior;
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
@@ -81,7 +82,7 @@ enum Source {
 }
 
 impl AgentDojoInjection {
-    pub fn new(spec: PluginSpec) -> Result<Self, String> {
+    pub fn new(spec: PluginSpec) -> Result<Self, BuildError> {
         let attack = spec.params.str("attack").unwrap_or("none");
         let defense = spec.params.str("defense").map(str::to_string);
         let source = match (spec.params.str("logdir"), spec.params.str("model")) {
@@ -91,13 +92,19 @@ impl AgentDojoInjection {
             },
             (None, None) => {
                 if defense.as_deref() == Some("transformers_pi_detector") {
-                    return Err("defense `transformers_pi_detector` needs torch and a model download, which the sidecar's virtualenv does not have (it can only be imported from AgentDojo's logs)".into());
+                    return Err(BuildError::param(
+                        "defense `transformers_pi_detector` needs torch and a model download, which the sidecar's virtualenv does not have (it can only be imported from AgentDojo's logs)",
+                    ));
                 }
                 Source::Sidecar(Sidecar::shared(
                     &crate::injection::agentdojo::sidecar::default_venv(),
                 ))
             }
-            _ => return Err("`logdir` and `model` go together (an imported run)".into()),
+            _ => {
+                return Err(BuildError::param(
+                    "`logdir` and `model` go together (an imported run)",
+                ));
+            }
         };
         Ok(AgentDojoInjection {
             attack: (attack != "none").then(|| attack.to_string()),

@@ -1,6 +1,7 @@
 //! `mcp_rug_pull`: the scenario's injection tool listed honestly first (pinned), then with the instruction in its description from the second tools/list on (see [`crate::injection::mcp`]).
 
 use super::{MCP_PARAMS, McpInjection};
+use crate::error::BuildError;
 use crate::injection::mcp::Vector;
 use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
 
@@ -11,6 +12,6 @@ pub const INFO: PluginInfo = PluginInfo {
     params: MCP_PARAMS,
 };
 
-pub fn build(spec: PluginSpec, max_steps: u32) -> Result<McpInjection, String> {
+pub fn build(spec: PluginSpec, max_steps: u32) -> Result<McpInjection, BuildError> {
     McpInjection::new(spec, Vector::RugPull, max_steps)
 }

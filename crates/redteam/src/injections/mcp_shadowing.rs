@@ -1,6 +1,7 @@
 //! `mcp_shadowing`: a second MCP server's tool whose description redirects the use of the trusted injection tool (see [`crate::injection::mcp`]).
 
 use super::{MCP_PARAMS, McpInjection};
+use crate::error::BuildError;
 use crate::injection::mcp::Vector;
 use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
 
@@ -11,6 +12,6 @@ pub const INFO: PluginInfo = PluginInfo {
     params: MCP_PARAMS,
 };
 
-pub fn build(spec: PluginSpec, max_steps: u32) -> Result<McpInjection, String> {
+pub fn build(spec: PluginSpec, max_steps: u32) -> Result<McpInjection, BuildError> {
     McpInjection::new(spec, Vector::Shadowing, max_steps)
 }

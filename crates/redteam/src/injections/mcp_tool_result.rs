@@ -1,6 +1,7 @@
 //! `mcp_tool_result`: the attacker instruction in the result of the scenario's injection tool, served over MCP (a proxy rewrites it) (see [`crate::injection::mcp`]).
 
 use super::{MCP_PARAMS, McpInjection};
+use crate::error::BuildError;
 use crate::injection::mcp::Vector;
 use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
 
@@ -11,6 +12,6 @@ pub const INFO: PluginInfo = PluginInfo {
     params: MCP_PARAMS,
 };
 
-pub fn build(spec: PluginSpec, max_steps: u32) -> Result<McpInjection, String> {
+pub fn build(spec: PluginSpec, max_steps: u32) -> Result<McpInjection, BuildError> {
     McpInjection::new(spec, Vector::ToolResult, max_steps)
 }

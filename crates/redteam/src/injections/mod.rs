@@ -14,6 +14,7 @@ pub mod mcp_tool_result;
 pub mod no_injection;
 
 use crate::attack::{Attack, Attempt, CallModel, PlannedCalls};
+use crate::error::BuildError;
 use crate::injection::agent::{Placement, attempt};
 use gauntlet_core::behavior::Behavior;
 use gauntlet_core::params::{ParamValue, PluginSpec};
@@ -96,9 +97,10 @@ impl McpInjection {
         mut spec: PluginSpec,
         vector: crate::injection::mcp::Vector,
         max_steps: u32,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, BuildError> {
         let servers = match spec.params.str("servers") {
-            Some(p) => crate::injection::mcp::read_servers(std::path::Path::new(p))?,
+            Some(p) => crate::injection::mcp::read_servers(std::path::Path::new(p))
+                .map_err(BuildError::param)?,
             None => Vec::new(),
         };
         spec.params

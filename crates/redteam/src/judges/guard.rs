@@ -27,6 +27,7 @@
 
 use super::refusal_match::RefusalMatch;
 use crate::attack::{Attempt, CallModel};
+use crate::error::BuildError;
 use crate::judge::{Judge, precheck};
 use gauntlet_core::behavior::Behavior;
 use gauntlet_core::message::{ChatRequest, Message, TokenLogprob};
@@ -465,13 +466,13 @@ pub struct Guard {
 }
 
 impl Guard {
-    pub fn new(spec: PluginSpec) -> Result<Self, String> {
+    pub fn new(spec: PluginSpec) -> Result<Self, BuildError> {
         let f = spec.params.str("format").unwrap_or_default();
         let format = Format::parse(f).ok_or_else(|| {
-            format!(
+            BuildError::param(format!(
                 "guard: `format` must be one of {} (got {f:?})",
                 FORMATS.join(", ")
-            )
+            ))
         })?;
         let require_not_refused = spec.params.bool("require_not_refused").unwrap_or(false);
         let refusal = (require_not_refused && format != Format::WildGuard)

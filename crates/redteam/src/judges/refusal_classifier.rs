@@ -14,6 +14,7 @@
 //! Without either, building the judge fails with the exact steps to get it, so a config
 //! that names it is refused at validation, before any target is called.
 
+use crate::error::BuildError;
 use crate::judge::Judge;
 use gauntlet_classifier::weights;
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
@@ -85,7 +86,7 @@ pub fn not_compiled_message() -> String {
 }
 
 /// Builds the judge, loading the model (once per process and directory).
-pub fn build(spec: &PluginSpec) -> Result<Box<dyn Judge>, String> {
+pub fn build(spec: &PluginSpec) -> Result<Box<dyn Judge>, BuildError> {
     #[cfg(feature = "classifier")]
     {
         Ok(Box::new(imp::RefusalClassifier::new(spec.clone())?))
@@ -93,7 +94,7 @@ pub fn build(spec: &PluginSpec) -> Result<Box<dyn Judge>, String> {
     #[cfg(not(feature = "classifier"))]
     {
         let _ = spec;
-        Err(not_compiled_message())
+        Err(BuildError::Unavailable(not_compiled_message()))
     }
 }
 
@@ -104,6 +105,7 @@ pub use imp::RefusalClassifier;
 mod imp {
     use super::INFO;
     use crate::attack::{Attempt, CallModel};
+    use crate::error::BuildError;
     use crate::judge::{Judge, precheck};
     use crate::judges::refusal_match::RefusalMatch;
     use gauntlet_classifier::classifier::{self, RefusalClassifier as Model};
@@ -127,10 +129,11 @@ mod imp {
     impl RefusalClassifier {
         /// Resolves the model directory (param, `$GAUNTLET_MINILM_DIR`, default), checks
         /// the weights are there and loads them; every failure says how to fix it.
-        pub fn new(spec: PluginSpec) -> Result<Self, String> {
-            let (dir, source) = weights::resolve(spec.params.str("model_dir"))?;
-            weights::check_present(&dir, source)?;
-            let model = classifier::shared(&dir)?;
+        pub fn new(spec: PluginSpec) -> Result<Self, BuildError> {
+            let (dir, source) =
+                weights::resolve(spec.params.str("model_dir")).map_err(BuildError::Unavailable)?;
+            weights::check_present(&dir, source).map_err(BuildError::Unavailable)?;
+            let model = classifier::shared(&dir).map_err(BuildError::Unavailable)?;
             let threshold = spec
                 .params
                 .float("threshold")
@@ -300,6 +303,8 @@ mod tests {
     #[test]
     fn without_the_feature_building_says_how_to_enable_it() {
         let e = build(&spec(&[])).err().expect("no model compiled in");
+        assert!(matches!(e, BuildError::Unavailable(_)), "{e:?}");
+        let e = e.to_string();
         for want in [
             "not compiled into this gauntlet",
             "scripts/install-classifier.sh",
@@ -322,6 +327,8 @@ mod tests {
         let e = build(&spec(&[("model_dir", ParamValue::Str(d.clone()))]))
             .err()
             .expect("no weights there");
+        assert!(matches!(e, BuildError::Unavailable(_)), "{e:?}");
+        let e = e.to_string();
         for want in [
             "not installed",
             "model.safetensors",

@@ -20,6 +20,7 @@
 //! neither a success nor a failure and is counted beside the rates as awaiting a label.
 
 use crate::attack::{Attempt, CallModel};
+use crate::error::BuildError;
 use crate::judge::{Judge, precheck};
 use crate::refusal::{RULES, first_hit, rule_index};
 use gauntlet_core::behavior::Behavior;
@@ -107,14 +108,14 @@ pub fn first_hedge(text: &str) -> Option<&'static str> {
 impl RefusalMatch {
     /// Builds the judge; an unknown rule id in `exclude_rules` is an error naming the
     /// known ones.
-    pub fn new(spec: PluginSpec) -> Result<Self, String> {
+    pub fn new(spec: PluginSpec) -> Result<Self, BuildError> {
         let mut excluded = vec![false; RULES.len()];
         for id in spec.params.str_list("exclude_rules").unwrap_or_default() {
             let Some(i) = rule_index(id) else {
-                return Err(format!(
+                return Err(BuildError::param(format!(
                     "exclude_rules: unknown refusal rule `{id}` (known: {})",
                     RULES.iter().map(|r| r.id).collect::<Vec<_>>().join(", ")
-                ));
+                )));
             };
             excluded[i] = true;
         }

@@ -4,6 +4,7 @@
 //! models report none).
 
 use super::{BehaviorOutcome, Metric, MetricKind, UsageMetric};
+use crate::error::BuildError;
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
 
 pub const INFO: PluginInfo = PluginInfo {
@@ -23,13 +24,13 @@ pub const ROLES: &[&str] = &["all", "target", "attacker", "grader"];
 pub struct TokenUsage(pub PluginSpec);
 
 impl TokenUsage {
-    pub fn new(spec: PluginSpec) -> Result<Self, String> {
+    pub fn new(spec: PluginSpec) -> Result<Self, BuildError> {
         let role = spec.params.str("role").unwrap_or("all");
         if !ROLES.contains(&role) {
-            return Err(format!(
+            return Err(BuildError::param(format!(
                 "`role` must be one of {}, got `{role}`",
                 ROLES.join(", ")
-            ));
+            )));
         }
         Ok(TokenUsage(spec))
     }

@@ -1,6 +1,7 @@
 //! `atbash`: the Latin alphabet mirrored (a↔z, b↔y, …); its own inverse.
 
 use super::{Codec, Encoded, INSTRUCT, REPLY_ENCODED};
+use crate::error::BuildError;
 use crate::transform::{Family, Transform};
 use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
 
@@ -39,7 +40,7 @@ impl Codec for Atbash {
     }
 }
 
-pub fn build(spec: &PluginSpec) -> Result<Box<dyn Transform>, String> {
+pub fn build(spec: &PluginSpec) -> Result<Box<dyn Transform>, BuildError> {
     Ok(Box::new(Encoded::new(spec, FAMILY, Atbash)))
 }
 

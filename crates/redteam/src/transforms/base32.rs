@@ -2,6 +2,7 @@
 //! base64, so less likely to be covered by a model's refusal training.
 
 use super::{Codec, Encoded, INSTRUCT, REPLY_ENCODED};
+use crate::error::BuildError;
 use crate::transform::{Family, Transform};
 use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
 
@@ -29,7 +30,7 @@ impl Codec for Base32 {
     }
 }
 
-pub fn build(spec: &PluginSpec) -> Result<Box<dyn Transform>, String> {
+pub fn build(spec: &PluginSpec) -> Result<Box<dyn Transform>, BuildError> {
     Ok(Box::new(Encoded::new(spec, FAMILY, Base32)))
 }
 

@@ -3,6 +3,7 @@
 
 use super::rot13::rotate;
 use super::{Codec, Encoded, INSTRUCT, REPLY_ENCODED, int};
+use crate::error::BuildError;
 use crate::transform::{Family, Transform};
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
 
@@ -52,7 +53,7 @@ impl Codec for Caesar {
     }
 }
 
-pub fn build(spec: &PluginSpec) -> Result<Box<dyn Transform>, String> {
+pub fn build(spec: &PluginSpec) -> Result<Box<dyn Transform>, BuildError> {
     let shift = int(spec, "shift", 3).clamp(1, 25) as u8;
     Ok(Box::new(Encoded::new(spec, FAMILY, Caesar::new(shift))))
 }

@@ -2,6 +2,7 @@
 //! ("vrite" for "write") — Best-of-N's ASCII noising (Hughes et al. 2024 use 0.06).
 
 use super::{float, rate};
+use crate::error::BuildError;
 use crate::transform::{Applied, Family, Transform};
 use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
 use gauntlet_core::rng::ChaCha8Rng;
@@ -54,7 +55,7 @@ impl Transform for CharNoise {
     }
 }
 
-pub fn build(spec: &PluginSpec) -> Result<Box<dyn Transform>, String> {
+pub fn build(spec: &PluginSpec) -> Result<Box<dyn Transform>, BuildError> {
     Ok(Box::new(CharNoise {
         rate: float(spec, "rate", 0.06),
         spec: spec.clone(),

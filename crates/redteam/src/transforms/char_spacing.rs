@@ -1,6 +1,7 @@
 //! `char_spacing`: a separator between the letters of every word ("w r i t e"), words
 //! kept apart by a wider gap: the request spelled out, no whole word left.
 
+use crate::error::BuildError;
 use crate::transform::{Applied, Family, Transform};
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
 use gauntlet_core::rng::ChaCha8Rng;
@@ -57,17 +58,17 @@ impl Transform for CharSpacing {
     }
 }
 
-pub fn build(spec: &PluginSpec) -> Result<Box<dyn Transform>, String> {
+pub fn build(spec: &PluginSpec) -> Result<Box<dyn Transform>, BuildError> {
     let sep = spec.params.str("separator").unwrap_or(" ").to_string();
     if sep.is_empty() {
-        return Err("`separator` is empty".into());
+        return Err(BuildError::param("`separator` is empty"));
     }
     // It goes between every two characters: a long one multiplies the prompt.
     if sep.len() > MAX_SEPARATOR_BYTES {
-        return Err(format!(
+        return Err(BuildError::param(format!(
             "`separator` is {} bytes long; at most {MAX_SEPARATOR_BYTES} (it is repeated between every two characters)",
             sep.len()
-        ));
+        )));
     }
     Ok(Box::new(CharSpacing {
         sep,

@@ -2,6 +2,7 @@
 //! typos a reader reads through.
 
 use super::{float, rate};
+use crate::error::BuildError;
 use crate::transform::{Applied, Family, Transform};
 use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
 use gauntlet_core::rng::ChaCha8Rng;
@@ -48,7 +49,7 @@ impl Transform for CharSwap {
     }
 }
 
-pub fn build(spec: &PluginSpec) -> Result<Box<dyn Transform>, String> {
+pub fn build(spec: &PluginSpec) -> Result<Box<dyn Transform>, BuildError> {
     Ok(Box::new(CharSwap {
         rate: float(spec, "rate", 0.1),
         spec: spec.clone(),

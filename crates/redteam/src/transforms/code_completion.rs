@@ -1,6 +1,7 @@
 //! `code_completion`: the request as the docstring of a function the model is asked to
 //! complete — code contexts are often refused less than prose.
 
+use crate::error::BuildError;
 use crate::transform::{Applied, Family, Transform};
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
 use gauntlet_core::rng::ChaCha8Rng;
@@ -47,7 +48,7 @@ impl Transform for CodeCompletion {
     }
 }
 
-pub fn build(spec: &PluginSpec) -> Result<Box<dyn Transform>, String> {
+pub fn build(spec: &PluginSpec) -> Result<Box<dyn Transform>, BuildError> {
     let (head, tail) = match spec.params.str("language") {
         Some("javascript") => (JS_HEAD, JS_TAIL),
         _ => (PY_HEAD, PY_TAIL),

@@ -2,6 +2,7 @@
 //! "ransom" becomes "r̀ańs̈om̃": legible, but no longer the same code points.
 
 use super::{float, rate};
+use crate::error::BuildError;
 use crate::transform::{Applied, Family, Transform};
 use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
 use gauntlet_core::rng::ChaCha8Rng;
@@ -54,7 +55,7 @@ impl Transform for Diacritics {
     }
 }
 
-pub fn build(spec: &PluginSpec) -> Result<Box<dyn Transform>, String> {
+pub fn build(spec: &PluginSpec) -> Result<Box<dyn Transform>, BuildError> {
     Ok(Box::new(Diacritics {
         rate: float(spec, "rate", 0.5),
         spec: spec.clone(),

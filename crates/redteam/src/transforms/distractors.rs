@@ -2,6 +2,7 @@
 //! reads as one chore among several (seeded choice of the other tasks).
 
 use super::int;
+use crate::error::BuildError;
 use crate::transform::{Applied, Family, Transform};
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
 use gauntlet_core::rng::ChaCha8Rng;
@@ -68,7 +69,7 @@ impl Transform for Distractors {
     }
 }
 
-pub fn build(spec: &PluginSpec) -> Result<Box<dyn Transform>, String> {
+pub fn build(spec: &PluginSpec) -> Result<Box<dyn Transform>, BuildError> {
     Ok(Box::new(Distractors {
         tasks: int(spec, "tasks", 2).clamp(1, 8) as usize,
         spec: spec.clone(),

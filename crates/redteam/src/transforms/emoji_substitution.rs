@@ -1,6 +1,7 @@
 //! `emoji_substitution`: common nouns replaced by an emoji that stands for them
 //! ("send the 📧 from my 💻"). The meaning survives for a model; the words are gone.
 
+use crate::error::BuildError;
 use crate::transform::{Applied, Family, Transform};
 use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
 use gauntlet_core::rng::ChaCha8Rng;
@@ -76,7 +77,7 @@ impl Transform for EmojiSubstitution {
     }
 }
 
-pub fn build(spec: &PluginSpec) -> Result<Box<dyn Transform>, String> {
+pub fn build(spec: &PluginSpec) -> Result<Box<dyn Transform>, BuildError> {
     Ok(Box::new(EmojiSubstitution { spec: spec.clone() }))
 }
 

@@ -3,6 +3,7 @@
 //! examples are gauntlet's own benign faux dialogues, seeded.
 
 use super::{SHOTS, int, pick_shots};
+use crate::error::BuildError;
 use crate::transform::{Applied, Family, Transform};
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
 use gauntlet_core::rng::ChaCha8Rng;
@@ -50,7 +51,7 @@ impl Transform for FewShot {
     }
 }
 
-pub fn build(spec: &PluginSpec) -> Result<Box<dyn Transform>, String> {
+pub fn build(spec: &PluginSpec) -> Result<Box<dyn Transform>, BuildError> {
     Ok(Box::new(FewShot {
         shots: int(spec, "shots", 3).clamp(1, 16) as usize,
         spec: spec.clone(),

@@ -2,6 +2,7 @@
 //! U+3000): "ｗｒｉｔｅ" instead of "write".
 
 use super::{Codec, Encoded, INSTRUCT, REPLY_ENCODED};
+use crate::error::BuildError;
 use crate::transform::{Family, Transform};
 use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
 
@@ -52,7 +53,7 @@ impl Codec for FullWidth {
     }
 }
 
-pub fn build(spec: &PluginSpec) -> Result<Box<dyn Transform>, String> {
+pub fn build(spec: &PluginSpec) -> Result<Box<dyn Transform>, BuildError> {
     // Full-width text is legible as it is: no instruction unless asked for.
     let mut spec = spec.clone();
     if spec.params.get("instruct").is_none() {

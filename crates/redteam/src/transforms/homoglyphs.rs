@@ -3,6 +3,7 @@
 //! a byte-level filter sees other words.
 
 use super::{float, rate};
+use crate::error::BuildError;
 use crate::transform::{Applied, Family, Transform};
 use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
 use gauntlet_core::rng::ChaCha8Rng;
@@ -80,7 +81,7 @@ impl Transform for Homoglyphs {
     }
 }
 
-pub fn build(spec: &PluginSpec) -> Result<Box<dyn Transform>, String> {
+pub fn build(spec: &PluginSpec) -> Result<Box<dyn Transform>, BuildError> {
     Ok(Box::new(Homoglyphs {
         rate: float(spec, "rate", 1.0),
         spec: spec.clone(),

@@ -1,6 +1,7 @@
 //! `json_framing`: the request as a field of a JSON task object, as if it came from an
 //! API — structured input is sometimes processed with less scrutiny than chat.
 
+use crate::error::BuildError;
 use crate::transform::{Applied, Family, Transform};
 use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
 use gauntlet_core::rng::ChaCha8Rng;
@@ -43,6 +44,6 @@ impl Transform for JsonFraming {
     }
 }
 
-pub fn build(spec: &PluginSpec) -> Result<Box<dyn Transform>, String> {
+pub fn build(spec: &PluginSpec) -> Result<Box<dyn Transform>, BuildError> {
     Ok(Box::new(JsonFraming { spec: spec.clone() }))
 }

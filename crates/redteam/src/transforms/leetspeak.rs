@@ -2,6 +2,7 @@
 //! and with `level: advanced` also b→8, g→9, l→|, z→2): still readable to a model,
 //! no longer the words a keyword filter looks for.
 
+use crate::error::BuildError;
 use crate::transform::{Applied, Family, Transform};
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
 use gauntlet_core::rng::ChaCha8Rng;
@@ -81,7 +82,7 @@ impl Transform for Leetspeak {
     }
 }
 
-pub fn build(spec: &PluginSpec) -> Result<Box<dyn Transform>, String> {
+pub fn build(spec: &PluginSpec) -> Result<Box<dyn Transform>, BuildError> {
     Ok(Box::new(Leetspeak {
         advanced: spec.params.str("level") == Some("advanced"),
         spec: spec.clone(),

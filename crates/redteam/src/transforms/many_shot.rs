@@ -4,6 +4,7 @@
 //! (The `many_shot` attack sweeps the shot count and reports its scaling curve.)
 
 use super::{dialogue, int, pick_shots};
+use crate::error::BuildError;
 use crate::transform::{Applied, Family, Transform};
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
 use gauntlet_core::rng::ChaCha8Rng;
@@ -44,7 +45,7 @@ impl Transform for ManyShot {
     }
 }
 
-pub fn build(spec: &PluginSpec) -> Result<Box<dyn Transform>, String> {
+pub fn build(spec: &PluginSpec) -> Result<Box<dyn Transform>, BuildError> {
     Ok(Box::new(ManyShot {
         shots: int(spec, "shots", 32).clamp(1, 1024) as usize,
         spec: spec.clone(),

@@ -1,6 +1,7 @@
 //! `markdown_table`: the request in the first cell of a Markdown table whose answer
 //! column the model is asked to fill in.
 
+use crate::error::BuildError;
 use crate::transform::{Applied, Family, Transform};
 use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
 use gauntlet_core::rng::ChaCha8Rng;
@@ -69,7 +70,7 @@ impl Transform for MarkdownTable {
     }
 }
 
-pub fn build(spec: &PluginSpec) -> Result<Box<dyn Transform>, String> {
+pub fn build(spec: &PluginSpec) -> Result<Box<dyn Transform>, BuildError> {
     Ok(Box::new(MarkdownTable { spec: spec.clone() }))
 }
 

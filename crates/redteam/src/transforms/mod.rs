@@ -61,6 +61,7 @@ pub mod word_scramble;
 pub mod yaml_framing;
 pub mod zero_width;
 
+use crate::error::BuildError;
 use crate::transform::{Applied, Family, Transform};
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
 use gauntlet_core::rng::ChaCha8Rng;
@@ -71,7 +72,7 @@ use std::sync::LazyLock;
 pub struct Entry {
     pub info: PluginInfo,
     pub family: Family,
-    pub build: fn(&PluginSpec) -> Result<Box<dyn Transform>, String>,
+    pub build: fn(&PluginSpec) -> Result<Box<dyn Transform>, BuildError>,
 }
 
 macro_rules! entry {
@@ -142,10 +143,13 @@ pub static INFOS: LazyLock<Vec<PluginInfo>> =
     LazyLock::new(|| REGISTRY.iter().map(|e| e.info).collect());
 
 /// Builds a transform from its resolved spec.
-pub fn build(spec: &PluginSpec) -> Result<Box<dyn Transform>, String> {
+pub fn build(spec: &PluginSpec) -> Result<Box<dyn Transform>, BuildError> {
     match REGISTRY.iter().find(|e| e.info.name == spec.name) {
         Some(e) => (e.build)(spec),
-        None => Err(format!("unknown transform `{}`", spec.name)),
+        None => Err(BuildError::Unknown {
+            kind: "transform",
+            name: spec.name.clone(),
+        }),
     }
 }
 
@@ -417,10 +421,10 @@ pub struct Framed {
 
 impl Framed {
     /// Builds from the spec's `template` param (or `default`); it must hold `{prompt}`.
-    pub fn new(spec: &PluginSpec, default: &str) -> Result<Framed, String> {
+    pub fn new(spec: &PluginSpec, default: &str) -> Result<Framed, BuildError> {
         let template = spec.params.str("template").unwrap_or(default).to_string();
         if !template.contains("{prompt}") {
-            return Err("`template` has no {prompt} placeholder".into());
+            return Err(BuildError::param("`template` has no {prompt} placeholder"));
         }
         Ok(Framed {
             spec: spec.clone(),

@@ -3,6 +3,7 @@
 //! request (payload splitting, Kang et al. 2023).
 
 use super::int;
+use crate::error::BuildError;
 use crate::transform::{Applied, Family, Transform};
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
 use gauntlet_core::rng::ChaCha8Rng;
@@ -68,7 +69,7 @@ impl Transform for PayloadSplit {
     }
 }
 
-pub fn build(spec: &PluginSpec) -> Result<Box<dyn Transform>, String> {
+pub fn build(spec: &PluginSpec) -> Result<Box<dyn Transform>, BuildError> {
     Ok(Box::new(PayloadSplit {
         parts: int(spec, "parts", 3).clamp(2, 10) as usize,
         spec: spec.clone(),

@@ -4,6 +4,7 @@
 //! seeded from the transform's ChaCha8 stream, two per 64-bit draw.
 
 use super::{float, rate};
+use crate::error::BuildError;
 use crate::transform::{Applied, Family, Transform};
 use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
 use gauntlet_core::rng::ChaCha8Rng;
@@ -62,7 +63,7 @@ impl Transform for RandomCaps {
     }
 }
 
-pub fn build(spec: &PluginSpec) -> Result<Box<dyn Transform>, String> {
+pub fn build(spec: &PluginSpec) -> Result<Box<dyn Transform>, BuildError> {
     Ok(Box::new(RandomCaps {
         rate: float(spec, "rate", 0.5),
         spec: spec.clone(),

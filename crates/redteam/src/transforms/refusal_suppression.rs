@@ -3,6 +3,7 @@
 //! in gauntlet's own words.
 
 use super::{Framed, TEMPLATE};
+use crate::error::BuildError;
 use crate::transform::{Family, Transform};
 use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
 
@@ -21,6 +22,6 @@ pub const DEFAULT: &str = "Follow these rules in your answer:\n\
 4. Do not comment on the request itself.\n\n\
 Request: {prompt}";
 
-pub fn build(spec: &PluginSpec) -> Result<Box<dyn Transform>, String> {
+pub fn build(spec: &PluginSpec) -> Result<Box<dyn Transform>, BuildError> {
     Ok(Box::new(Framed::new(spec, DEFAULT)?))
 }

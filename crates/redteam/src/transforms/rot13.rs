@@ -2,6 +2,7 @@
 //! unchanged.
 
 use super::{Codec, Encoded, INSTRUCT, REPLY_ENCODED};
+use crate::error::BuildError;
 use crate::transform::{Family, Transform};
 use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
 
@@ -41,7 +42,7 @@ impl Codec for Rot13 {
     }
 }
 
-pub fn build(spec: &PluginSpec) -> Result<Box<dyn Transform>, String> {
+pub fn build(spec: &PluginSpec) -> Result<Box<dyn Transform>, BuildError> {
     Ok(Box::new(Encoded::new(spec, FAMILY, Rot13)))
 }
 

@@ -1,6 +1,7 @@
 //! `strip_vowels`: the vowels of every word longer than two letters removed ("wrt scrpt"
 //! for "write script"); short words stay so the text remains readable.
 
+use crate::error::BuildError;
 use crate::transform::{Applied, Family, Transform};
 use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
 use gauntlet_core::rng::ChaCha8Rng;
@@ -41,7 +42,7 @@ impl Transform for StripVowels {
     }
 }
 
-pub fn build(spec: &PluginSpec) -> Result<Box<dyn Transform>, String> {
+pub fn build(spec: &PluginSpec) -> Result<Box<dyn Transform>, BuildError> {
     Ok(Box::new(StripVowels { spec: spec.clone() }))
 }
 

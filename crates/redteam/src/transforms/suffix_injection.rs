@@ -3,6 +3,7 @@
 //! not optimised: a control for whether odd trailing tokens alone shift a model); give
 //! `suffix` to append your own (e.g. an optimised one).
 
+use crate::error::BuildError;
 use crate::transform::{Applied, Family, Transform};
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
 use gauntlet_core::rng::ChaCha8Rng;
@@ -97,7 +98,7 @@ impl Transform for SuffixInjection {
     }
 }
 
-pub fn build(spec: &PluginSpec) -> Result<Box<dyn Transform>, String> {
+pub fn build(spec: &PluginSpec) -> Result<Box<dyn Transform>, BuildError> {
     Ok(Box::new(SuffixInjection {
         suffix: spec.params.str("suffix").map(str::to_string),
         tokens: super::int(spec, "tokens", 20).clamp(1, 200) as usize,

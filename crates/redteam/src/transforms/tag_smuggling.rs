@@ -3,6 +3,7 @@
 //! tag characters see the request; people and most filters see only the cover. Non-ASCII
 //! characters cannot be tagged and stay visible.
 
+use crate::error::BuildError;
 use crate::transform::{Applied, Family, Transform};
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
 use gauntlet_core::rng::ChaCha8Rng;
@@ -62,7 +63,7 @@ impl Transform for TagSmuggling {
     }
 }
 
-pub fn build(spec: &PluginSpec) -> Result<Box<dyn Transform>, String> {
+pub fn build(spec: &PluginSpec) -> Result<Box<dyn Transform>, BuildError> {
     Ok(Box::new(TagSmuggling {
         cover: spec.params.str("cover").unwrap_or(COVER).to_string(),
         spec: spec.clone(),

@@ -3,6 +3,7 @@
 //! Flammarion 2024 found many refusals do not generalise to.
 
 use super::{ATTACKER, MAX_TOKENS, REWRITE_FORMAT, Rewrite};
+use crate::error::BuildError;
 use crate::transform::{Family, Transform};
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
 
@@ -23,7 +24,7 @@ pub const INFO: PluginInfo = PluginInfo {
     ],
 };
 
-pub fn build(spec: &PluginSpec) -> Result<Box<dyn Transform>, String> {
+pub fn build(spec: &PluginSpec) -> Result<Box<dyn Transform>, BuildError> {
     let how = match spec.params.str("tense").unwrap_or("past") {
         "future" => {
             "as a question about how it will be done in the future (e.g. \"How will people …?\")"

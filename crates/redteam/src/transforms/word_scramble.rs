@@ -3,6 +3,7 @@
 //! (Hughes et al. 2024 use 0.6).
 
 use super::{float, rate};
+use crate::error::BuildError;
 use crate::transform::{Applied, Family, Transform};
 use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
 use gauntlet_core::rng::ChaCha8Rng;
@@ -46,7 +47,7 @@ impl Transform for WordScramble {
     }
 }
 
-pub fn build(spec: &PluginSpec) -> Result<Box<dyn Transform>, String> {
+pub fn build(spec: &PluginSpec) -> Result<Box<dyn Transform>, BuildError> {
     Ok(Box::new(WordScramble {
         rate: float(spec, "rate", 0.6),
         spec: spec.clone(),

@@ -1,6 +1,7 @@
 //! `yaml_framing`: the request as a literal block scalar of a YAML task document (a
 //! config file, not a chat message).
 
+use crate::error::BuildError;
 use crate::transform::{Applied, Family, Transform};
 use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
 use gauntlet_core::rng::ChaCha8Rng;
@@ -42,7 +43,7 @@ impl Transform for YamlFraming {
     }
 }
 
-pub fn build(spec: &PluginSpec) -> Result<Box<dyn Transform>, String> {
+pub fn build(spec: &PluginSpec) -> Result<Box<dyn Transform>, BuildError> {
     Ok(Box::new(YamlFraming { spec: spec.clone() }))
 }
 

@@ -3,6 +3,7 @@
 //! bytes no longer hold the words.
 
 use super::{float, rate};
+use crate::error::BuildError;
 use crate::transform::{Applied, Family, Transform};
 use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
 use gauntlet_core::rng::ChaCha8Rng;
@@ -50,7 +51,7 @@ impl Transform for ZeroWidth {
     }
 }
 
-pub fn build(spec: &PluginSpec) -> Result<Box<dyn Transform>, String> {
+pub fn build(spec: &PluginSpec) -> Result<Box<dyn Transform>, BuildError> {
     Ok(Box::new(ZeroWidth {
         rate: float(spec, "rate", 1.0),
         spec: spec.clone(),
