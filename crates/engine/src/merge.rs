@@ -502,5 +502,5 @@ pub fn merge(
 /// The journals (`journal.jsonl`) of the shard directories `shards`, one after another
 /// under one header, into `to` ([`gauntlet_job::shard::concat_journals`]).
 pub fn concat_journals(shards: &[&Path], to: &Path) -> Result<(), StoredError> {
-    gauntlet_job::shard::concat_journals(shards, to).map_err(err)
+    gauntlet_job::shard::concat_journals(shards, to).map_err(|e| err(e.to_string()))
 }

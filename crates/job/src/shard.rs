@@ -237,6 +237,33 @@ pub fn check_set(
     Ok(())
 }
 
+/// Why a shard's record or one of its JSON files could not be read. Every variant
+/// names the file or directory.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    /// The directory's manifest is missing or does not match its files: the shard was
+    /// interrupted or changed since it finished.
+    #[error("{noun} {}: {source}\n    help: {help}", dir.display())]
+    Unverified {
+        noun: String,
+        dir: PathBuf,
+        help: String,
+        #[source]
+        source: Box<crate::manifest::VerifyError>,
+    },
+    #[error(transparent)]
+    Read(#[from] gauntlet_core::files::ReadError),
+    #[error("{}: not JSON: {source}", path.display())]
+    NotJson {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The record's `shard.index` or `shard.count` is absent or not a number.
+    #[error("{}: `shard.{key}` is not a number", path.display())]
+    NoShard { path: PathBuf, key: &'static str },
+}
+
 /// Opens the record of an exam shard: verifies `dir`'s manifest (a shard without a whole
 /// one was interrupted or changed; the error is `{noun} DIR: …` followed by `help`),
 /// reads the JSON file `record` in it and that file's `shard.index` and `shard.count`.
@@ -245,16 +272,23 @@ pub fn open_record(
     record: &str,
     noun: &str,
     help: &str,
-) -> Result<(Shard, serde_json::Value), String> {
-    crate::manifest::Manifest::verify(dir)
-        .map_err(|e| format!("{noun} {}: {e}\n    help: {help}", dir.display()))?;
+) -> Result<(Shard, serde_json::Value), RecordError> {
+    crate::manifest::Manifest::verify(dir).map_err(|source| RecordError::Unverified {
+        noun: noun.to_string(),
+        dir: dir.to_path_buf(),
+        help: help.to_string(),
+        source: Box::new(source),
+    })?;
     let path = dir.join(record);
     let meta = read_json(&path)?;
-    let num = |k: &str| {
-        meta["shard"][k]
+    let num = |key: &'static str| {
+        meta["shard"][key]
             .as_u64()
             .and_then(|n| u32::try_from(n).ok())
-            .ok_or_else(|| format!("{}: `shard.{k}` is not a number", path.display()))
+            .ok_or_else(|| RecordError::NoShard {
+                path: path.clone(),
+                key,
+            })
     };
     let shard = Shard {
         index: num("index")?,
@@ -264,10 +298,12 @@ pub fn open_record(
 }
 
 /// Reads a JSON file of a shard directory (capped like any results file).
-pub fn read_json(p: &Path) -> Result<serde_json::Value, String> {
-    let b = gauntlet_core::files::read(p, gauntlet_core::files::Kind::RESULTS)
-        .map_err(|e| e.to_string())?;
-    serde_json::from_slice(&b).map_err(|e| format!("{}: not JSON: {e}", p.display()))
+pub fn read_json(p: &Path) -> Result<serde_json::Value, RecordError> {
+    let b = gauntlet_core::files::read(p, gauntlet_core::files::Kind::RESULTS)?;
+    serde_json::from_slice(&b).map_err(|source| RecordError::NotJson {
+        path: p.to_path_buf(),
+        source,
+    })
 }
 
 /// A JSON value as an error shows it: strings bare, absent as "absent".
@@ -283,13 +319,43 @@ fn shown_opt(v: Option<&serde_json::Value>) -> String {
     v.map_or_else(|| "absent".into(), shown)
 }
 
+/// Why the shards' journals could not be put together. Every variant names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum JournalError {
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A shard's journal header differs from the first shard's.
+    #[error(
+        "{}: a journal of another format than the other shards' (another gauntlet version?)",
+        path.display()
+    )]
+    OtherFormat { path: PathBuf },
+}
+
 /// The journals (`journal.jsonl`) of the shard directories `shards`, one after another
 /// under one header, into `to` (written to a temporary file and renamed). Their keys
 /// are disjoint but for calls two units share, which hold the same response; a torn
 /// last line is left out. Shards without a journal are skipped.
-pub fn concat_journals(shards: &[&Path], to: &Path) -> Result<(), String> {
+pub fn concat_journals(shards: &[&Path], to: &Path) -> Result<(), JournalError> {
     let tmp = gauntlet_core::atomic::tmp_path(to);
-    let io = |p: &Path, e: std::io::Error| format!("cannot write {}: {e}", p.display());
+    let io = |p: &Path, source: std::io::Error| JournalError::Write {
+        path: p.to_path_buf(),
+        source,
+    };
+    let read = |p: &Path, source: std::io::Error| JournalError::Read {
+        path: p.to_path_buf(),
+        source,
+    };
     gauntlet_core::atomic::check_replaceable(to).map_err(|e| io(to, e))?;
     let mut w = BufWriter::with_capacity(1 << 20, File::create(&tmp).map_err(|e| io(&tmp, e))?);
     let mut header: Option<Vec<u8>> = None;
@@ -299,15 +365,13 @@ pub fn concat_journals(shards: &[&Path], to: &Path) -> Result<(), String> {
         let f = match File::open(&path) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+            Err(e) => return Err(read(&path, e)),
         };
         let mut r = BufReader::with_capacity(1 << 20, f);
         let mut first = true;
         loop {
             line.clear();
-            let n = r
-                .read_until(b'\n', &mut line)
-                .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            let n = r.read_until(b'\n', &mut line).map_err(|e| read(&path, e))?;
             if n == 0 || line.last() != Some(&b'\n') {
                 break;
             }
@@ -319,12 +383,7 @@ pub fn concat_journals(shards: &[&Path], to: &Path) -> Result<(), String> {
                         header = Some(line.clone());
                     }
                     Some(h) if *h == line => {}
-                    Some(_) => {
-                        return Err(format!(
-                            "{}: a journal of another format than the other shards' (another gauntlet version?)",
-                            path.display()
-                        ));
-                    }
+                    Some(_) => return Err(JournalError::OtherFormat { path }),
                 }
                 continue;
             }
@@ -460,7 +519,8 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&to).unwrap(), "H\n1\n2\n3\n");
         std::fs::write(b.join("journal.jsonl"), "G\n3\n").unwrap();
         let e = concat_journals(&[&a, &b], &to).unwrap_err();
-        assert!(e.contains("a journal of another format"), "{e}");
+        assert!(matches!(&e, JournalError::OtherFormat { path } if path.starts_with(&b)));
+        assert!(e.to_string().contains("a journal of another format"), "{e}");
         // No journal anywhere: none written.
         let none = tmp.path().join("none.jsonl");
         concat_journals(&[&c], &none).unwrap();

@@ -140,16 +140,14 @@ fn open_shard(dir: &Path) -> Result<ShardDir, MergeError> {
         SHARD_JSON,
         "exam shard",
         "an exam shard without a whole manifest was interrupted, cut short by its budget or changed; rerun its `gauntlet exam … --shard i/N` (real mode resumes from the journal), then merge",
-    )
-    .map_err(MergeError::Shard)?;
-    let report: HarnessReport =
-        serde_json::from_value(read_json(&dir.join("report.json")).map_err(MergeError::Shard)?)
-            .map_err(|e| {
-                MergeError::Shard(format!(
-                    "{}: not an exam report: {e}",
-                    dir.join("report.json").display()
-                ))
-            })?;
+    )?;
+    let report: HarnessReport = serde_json::from_value(read_json(&dir.join("report.json"))?)
+        .map_err(|e| {
+            MergeError::Shard(format!(
+                "{}: not an exam report: {e}",
+                dir.join("report.json").display()
+            ))
+        })?;
     if let Some(p) = &report.partial {
         return Err(MergeError::Shard(format!(
             "exam shard {shard} in {} is incomplete (partial: {p}); rerun its `gauntlet exam … --shard {shard}` to finish it, then merge",
@@ -209,7 +207,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<HarnessReport, MergeError> 
             .map_err(|e| MergeError::Write(e.to_string()))?;
     }
     let dirs: Vec<&Path> = shards.iter().map(|s| s.dir.as_path()).collect();
-    gauntlet_job::shard::concat_journals(&dirs, &out.join(JOURNAL)).map_err(MergeError::Journal)?;
+    gauntlet_job::shard::concat_journals(&dirs, &out.join(JOURNAL))?;
     let mut tb = serde_json::to_vec_pretty(&merged_timings(&shards, passes)).expect("json");
     tb.push(b'\n');
     gauntlet_core::atomic::write_atomic_unflushed_named(&out.join("timings.json"), &tb)

@@ -185,8 +185,7 @@ fn open_shard(dir: &Path) -> Result<ShardDir, MergeError> {
         SHARD_JSON,
         "detect-exam shard",
         "a shard without a whole manifest was interrupted or changed; rerun its `gauntlet exam-detect … --shard i/N`, then merge",
-    )
-    .map_err(MergeError::Shard)?;
+    )?;
     if meta["shard"]["partition"] != super::DETECT_PARTITION_SCHEME {
         return Err(MergeError::Shard(format!(
             "{}: cut by partition `{}`; this gauntlet merges `{}`",
@@ -196,7 +195,7 @@ fn open_shard(dir: &Path) -> Result<ShardDir, MergeError> {
         )));
     }
     let p = dir.join(report_text::REPORT_JSON);
-    let mut v = read_json(&p).map_err(MergeError::Shard)?;
+    let mut v = read_json(&p)?;
     let bad = |k: &str, e: &dyn std::fmt::Display| {
         MergeError::Shard(format!(
             "{}: not a detect-exam report: `{k}`: {e}",

@@ -91,6 +91,10 @@ pub enum MergeError {
     /// file that is not the one the shard wrote.
     #[error("{0}")]
     Shard(String),
+    /// A shard's record or report could not be read: no whole manifest, unreadable or
+    /// not JSON.
+    #[error(transparent)]
+    Record(#[from] gauntlet_job::shard::RecordError),
     /// The directories are not the N shards of one exam: one differs from the first,
     /// one is given twice, some are missing.
     #[error(transparent)]
@@ -104,8 +108,8 @@ pub enum MergeError {
     #[error(transparent)]
     Corpus(#[from] gauntlet_corpus::load::CorpusError),
     /// The shards' journals could not be put together.
-    #[error("{0}")]
-    Journal(String),
+    #[error(transparent)]
+    Journal(#[from] gauntlet_job::shard::JournalError),
     /// The merged directory could not be written.
     #[error("{0}")]
     Write(String),

@@ -8,6 +8,7 @@ use gauntlet_corpus::load::Corpus;
 use gauntlet_detect::exam::{self as detect_exam, DetectReport, Item, Options};
 use gauntlet_detect::fleet::Member as FleetMember;
 use gauntlet_detect::report_text;
+use gauntlet_job::shard::RecordError;
 use std::collections::BTreeMap;
 
 fn corpus(n: usize) -> Corpus {
@@ -160,9 +161,10 @@ fn an_agent_shard_set_with_a_shard_missing_or_given_twice_is_refused_naming_it()
     agent::begin(&d[0]).unwrap();
     let e = agent::merge(&d, &out).unwrap_err();
     assert!(
-        matches!(&e, MergeError::Shard(m) if m.starts_with("exam shard ")),
+        matches!(&e, MergeError::Record(RecordError::Unverified { noun, .. }) if noun == "exam shard"),
         "{e:?}"
     );
+    assert!(e.to_string().starts_with("exam shard "), "{e}");
 }
 
 /// The detect exam of `c` over the units `units` (of the exam's file order) with the
@@ -288,8 +290,13 @@ fn a_detect_shard_set_with_a_shard_missing_or_given_twice_is_refused_naming_it()
     std::fs::write(&p, "edited").unwrap();
     let e = detect::merge(&d, &out).unwrap_err();
     assert!(
-        matches!(&e, MergeError::Shard(m) if m.starts_with("detect-exam shard ") && m.contains("is not the file the run wrote")),
+        matches!(&e, MergeError::Record(RecordError::Unverified { noun, .. }) if noun == "detect-exam shard"),
         "{e:?}"
+    );
+    assert!(
+        e.to_string().starts_with("detect-exam shard ")
+            && e.to_string().contains("is not the file the run wrote"),
+        "{e}"
     );
 }
 
