@@ -20,7 +20,7 @@
 use crate::cache::{CachedModel, CallCounters, Pending, UsageSlot, call_base};
 use crate::journal::Journal;
 use crate::plan::{Plan, UnitRef};
-use crate::run::{Identities, Status, Tally, trial_seeds, unit_scope};
+use crate::run::{Identities, Reason, Status, Tally, trial_seeds, unit_scope};
 use crate::rundir::{MANIFEST, Manifest, RunDir};
 use crate::usage::CellUsage;
 use gauntlet_core::behavior::{Behavior, Expected};
@@ -933,7 +933,7 @@ pub async fn rescore(
         let verdicts = match scored {
             Ok(v) => v,
             Err(e) => {
-                status = Status::Partial(e.to_string());
+                status = Status::Partial(Reason::Error(e.to_string()));
                 break;
             }
         };
@@ -961,7 +961,9 @@ pub async fn rescore(
     let notes = std::mem::take(&mut rejudger.notes);
     drop(rejudger);
     if status == Status::Complete && !run.meta.status.starts_with("complete") {
-        status = Status::Partial(format!("the rescored run is {}", run.meta.status));
+        status = Status::Partial(Reason::RescoredPartial {
+            status: run.meta.status.clone(),
+        });
     }
     let (mut summary, _usage) = tally.finish(&run.plan, &run.trial_seeds, &status);
     let usage_na = format!(
@@ -1022,7 +1024,7 @@ pub fn recount(run: &StoredRun) -> Result<RunSummary, StoredError> {
         }
     }
     let status = match run.meta.status.strip_prefix("partial: ") {
-        Some(why) => Status::Partial(why.to_string()),
+        Some(why) => Status::Partial(Reason::parse(why)),
         None => Status::Complete,
     };
     Ok(tally.finish(&run.plan, &run.trial_seeds, &status).0)

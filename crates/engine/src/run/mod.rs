@@ -44,7 +44,7 @@ mod unit;
 pub(crate) use run_json::pretty;
 pub use run_json::run_json;
 use run_json::{shard_run_json, shard_usage_json};
-pub use status::{BUDGET, Status};
+pub use status::{Reason, Status};
 pub(crate) use tally::Tally;
 use tally::{
     MAX_ERROR_EXAMPLES, MAX_NOTABLE_EXAMPLES, assemble, cell_summary, par_map, run_breadth,
@@ -73,7 +73,7 @@ pub struct RunOutcome {
 impl RunOutcome {
     /// True when the run stopped because `max_queries` was spent.
     pub fn budget_exhausted(&self) -> bool {
-        self.status == Status::Partial(BUDGET.into())
+        self.status.is_budget()
     }
 }
 
@@ -409,7 +409,7 @@ pub async fn execute_sharded(
         &run_json_path,
         &pretty(&shard_json(run_json(
             &plan,
-            &Status::Partial("incomplete".into()),
+            &Status::Partial(Reason::Incomplete),
             0,
             0,
         ))),
@@ -517,7 +517,7 @@ pub async fn execute_sharded(
                 _ = tick.tick() => {
                     if waits_on_batches && opts.stop.load(Ordering::Relaxed) {
                         handle.abort();
-                        status = Status::Partial("interrupted".into());
+                        status = Status::Partial(Reason::Interrupted);
                         break 'consume;
                     }
                     let finished = ctx.finished.load(Ordering::Relaxed);
@@ -583,21 +583,21 @@ pub async fn execute_sharded(
         attempts_reported = attempts_total;
         if let Some(e) = fatal {
             status = Status::Partial(match e {
-                ModelError::Budget => BUDGET.into(),
+                ModelError::Budget => Reason::Budget,
                 e => {
                     // Said now: writing the artefacts may fail for the same cause.
                     progress.note(&format!("stopping: {e}"));
-                    e.to_string()
+                    Reason::Error(e.to_string())
                 }
             });
             break 'consume;
         }
         if opts.stop.load(Ordering::Relaxed) && done < n_units {
-            status = Status::Partial("interrupted".into());
+            status = Status::Partial(Reason::Interrupted);
             break;
         }
     }
-    if status == Status::Partial(BUDGET.into()) {
+    if status.is_budget() {
         // Units in hand may hold calls already paid for: let them finish so those calls
         // are journaled (further calls fail fast on the spent budget), then drop them —
         // output stays a prefix of the canonical order, and a rerun picks them up.
