@@ -52,10 +52,10 @@ pub(super) fn io_named(path: &Path, e: std::io::Error) -> std::io::Error {
 /// as each run is graded, so an exam holds only the transcripts in flight in memory and
 /// never every pass's. They are written under [`STAGING`] and moved into place, one
 /// `run-<pass>` directory at a time, by [`RunFiles::commit`] just before the report: an
-/// exam that stops or fails half way leaves the previous exam's report and files as
-/// they were (the next exam clears what it staged). Each file is renamed into place (a
-/// failed write leaves no torn file) and none is flushed (one flush per file would
-/// dominate the exam's wall time; `report.json` is).
+/// exam that fails half way (a write error, a halted exam) leaves the previous exam's
+/// report and files as they were (the next exam clears what it staged). Each file is
+/// renamed into place (a failed write leaves no torn file) and none is flushed (one
+/// flush per file would dominate the exam's wall time; `report.json` is).
 pub struct RunFiles {
     out: PathBuf,
     /// The `run-<pass>` directories staged so far.
