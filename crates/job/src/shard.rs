@@ -24,40 +24,82 @@ pub struct Shard {
 /// The most shards a job can be cut into.
 pub const MAX_SHARDS: u32 = 100_000;
 
+/// What `--shard` should look like, said after every [`ParseShardError`].
+const SHARD_HELP: &str =
+    "write --shard i/N with 0 ≤ i < N (0-based, e.g. --shard 0/4 … --shard 3/4)";
+
+/// Why a `--shard` value is not a shard; each message quotes the value and ends with
+/// the form to write.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ParseShardError {
+    #[error("`{given}` is not of the form i/N; {SHARD_HELP}")]
+    Form { given: String },
+    /// `part` is `index` or `count`.
+    #[error("`{given}`: the shard {part} `{text}` is not a whole number; {SHARD_HELP}")]
+    NotANumber {
+        given: String,
+        part: &'static str,
+        text: String,
+    },
+    #[error("`{given}`: the shard {part} `{text}` is too large; {SHARD_HELP}")]
+    TooLarge {
+        given: String,
+        part: &'static str,
+        text: String,
+    },
+    #[error("`{given}`: a run cannot be cut into 0 shards; N is at least 1 ({SHARD_HELP})")]
+    NoShards { given: String },
+    #[error("`{given}`: at most {MAX_SHARDS} shards; {SHARD_HELP}")]
+    TooMany { given: String },
+    #[error(
+        "`{given}`: shard index {index} is out of range for {count} shard(s): indexes are 0-based, 0 to {}; {SHARD_HELP}",
+        count - 1
+    )]
+    OutOfRange {
+        given: String,
+        index: u32,
+        count: u32,
+    },
+}
+
 impl std::str::FromStr for Shard {
-    type Err = String;
+    type Err = ParseShardError;
 
     /// Parses `i/N` (0-based `i`, as Slurm's `SLURM_ARRAY_TASK_ID` and Kubernetes'
     /// `JOB_COMPLETION_INDEX` count).
-    fn from_str(s: &str) -> Result<Shard, String> {
-        let help = "write --shard i/N with 0 ≤ i < N (0-based, e.g. --shard 0/4 … --shard 3/4)";
+    fn from_str(s: &str) -> Result<Shard, ParseShardError> {
+        let given = || s.to_string();
         let (i, n) = s
             .split_once('/')
-            .ok_or_else(|| format!("`{s}` is not of the form i/N; {help}"))?;
-        let num = |what: &str, t: &str| -> Result<u32, String> {
+            .ok_or_else(|| ParseShardError::Form { given: given() })?;
+        let num = |part: &'static str, t: &str| -> Result<u32, ParseShardError> {
             let t = t.trim();
             if t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit()) {
-                return Err(format!(
-                    "`{s}`: the shard {what} `{t}` is not a whole number; {help}"
-                ));
+                return Err(ParseShardError::NotANumber {
+                    given: given(),
+                    part,
+                    text: t.to_string(),
+                });
             }
-            t.parse::<u32>()
-                .map_err(|_| format!("`{s}`: the shard {what} `{t}` is too large; {help}"))
+            t.parse::<u32>().map_err(|_| ParseShardError::TooLarge {
+                given: given(),
+                part,
+                text: t.to_string(),
+            })
         };
         let (index, count) = (num("index", i)?, num("count", n)?);
         if count == 0 {
-            return Err(format!(
-                "`{s}`: a run cannot be cut into 0 shards; N is at least 1 ({help})"
-            ));
+            return Err(ParseShardError::NoShards { given: given() });
         }
         if count > MAX_SHARDS {
-            return Err(format!("`{s}`: at most {MAX_SHARDS} shards; {help}"));
+            return Err(ParseShardError::TooMany { given: given() });
         }
         if index >= count {
-            return Err(format!(
-                "`{s}`: shard index {index} is out of range for {count} shard(s): indexes are 0-based, 0 to {}; {help}",
-                count - 1
-            ));
+            return Err(ParseShardError::OutOfRange {
+                given: given(),
+                index,
+                count,
+            });
         }
         Ok(Shard { index, count })
     }
@@ -483,21 +525,36 @@ mod tests {
         assert_eq!("0/4".parse::<Shard>(), Ok(Shard { index: 0, count: 4 }));
         assert_eq!("3/4".parse::<Shard>(), Ok(Shard { index: 3, count: 4 }));
         assert_eq!("0/1".parse::<Shard>(), Ok(Shard { index: 0, count: 1 }));
-        let e = "4/4".parse::<Shard>().unwrap_err();
-        assert!(e.contains("out of range") && e.contains("0 to 3"), "{e}");
-        let e = "0/0".parse::<Shard>().unwrap_err();
-        assert!(e.contains("0 shards"), "{e}");
+        let err = |s: &str| s.parse::<Shard>().unwrap_err();
+        let e = err("4/4");
+        assert!(matches!(
+            e,
+            ParseShardError::OutOfRange {
+                index: 4,
+                count: 4,
+                ..
+            }
+        ));
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "`4/4`: shard index 4 is out of range for 4 shard(s): indexes are 0-based, 0 to 3; {SHARD_HELP}"
+            )
+        );
+        let e = err("0/0");
+        assert!(matches!(e, ParseShardError::NoShards { .. }));
+        assert!(e.to_string().contains("0 shards"), "{e}");
         for bad in ["", "3", "a/4", "1/b", "-1/4", "1/4/5", "1.0/4", "/4", "1/"] {
-            let e = bad.parse::<Shard>().unwrap_err();
+            let e = err(bad).to_string();
             assert!(e.contains("--shard i/N"), "{bad}: {e}");
         }
-        assert!(
-            "99999999999/4"
-                .parse::<Shard>()
-                .unwrap_err()
-                .contains("too large")
-        );
-        assert!("0/100001".parse::<Shard>().unwrap_err().contains("at most"));
+        assert!(matches!(
+            err("99999999999/4"),
+            ParseShardError::TooLarge { part: "index", .. }
+        ));
+        assert!(err("99999999999/4").to_string().contains("too large"));
+        assert!(matches!(err("0/100001"), ParseShardError::TooMany { .. }));
+        assert!(err("0/100001").to_string().contains("at most"));
     }
 
     #[test]
