@@ -153,7 +153,8 @@ fn item(p: &Path, v: &dyn erased::Ser) -> std::io::Result<()> {
 }
 
 /// Finishes an exam's artefacts under `out`: moves the scenario runs' files, staged by
-/// [`RunFiles`] during the exam, into place, then writes the end-to-end pass's files,
+/// [`RunFiles`] during the exam, into place (in the directory the exam was given, which
+/// every caller also passes here), then writes the end-to-end pass's files,
 /// `timings.json`, the rendered reports and `report.json` last, so a new `report.json`
 /// means every file it indexes is new too. Returns the number of (agent-pass)
 /// transcript files. Errors name the file. Everything but `timings.json` is a function
