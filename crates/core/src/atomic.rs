@@ -138,10 +138,20 @@ pub fn write_atomic_unflushed(path: &Path, bytes: &[u8]) -> io::Result<()> {
 }
 
 fn write_staged(path: &Path, bytes: &[u8], flush: bool) -> io::Result<()> {
+    stage(path, flush, |f| f.write_all(bytes))
+}
+
+/// Writes `<path>.tmp` with `fill`, flushes it to disk when `flush`, renames it over
+/// `path`; on any failure removes it.
+fn stage(
+    path: &Path,
+    flush: bool,
+    fill: impl FnOnce(&mut File) -> io::Result<()>,
+) -> io::Result<()> {
     let tmp = tmp_path(path);
     let result = (|| {
         let mut f = File::create(&tmp)?;
-        f.write_all(bytes)?;
+        fill(&mut f)?;
         if flush {
             f.sync_all()?;
         }
@@ -152,6 +162,22 @@ fn write_staged(path: &Path, bytes: &[u8], flush: bool) -> io::Result<()> {
         let _ = fs::remove_file(&tmp);
     }
     result
+}
+
+/// [`write_atomic`] (or, with `flush` false, [`write_atomic_unflushed`]) of bytes made
+/// by `fill` as it goes, through a buffer: for an artefact too large to hold whole.
+/// `fill`'s error leaves `path` as it was, like a failed write.
+pub fn write_atomic_with(
+    path: &Path,
+    flush: bool,
+    fill: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> io::Result<()> {
+    check_replaceable(path)?;
+    stage(path, flush, |f| {
+        let mut w = io::BufWriter::with_capacity(1 << 16, f);
+        fill(&mut w)?;
+        w.flush()
+    })
 }
 
 /// [`write_atomic`], with an error that names the file (`cannot write PATH: why`).

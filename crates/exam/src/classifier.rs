@@ -103,7 +103,7 @@ mod tests {
             route_id: String::new(),
             model_calls: calls,
             wall_millis: 0,
-            full_chain: vec![],
+            full_chain: Default::default(),
             structural: StructuralAxes {
                 chain_action: if pass {
                     AxisResult::Pass

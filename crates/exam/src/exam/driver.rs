@@ -12,7 +12,7 @@ use super::writer::RunFiles;
 use crate::calls::{SessionStats, UnitCalls};
 use crate::cascade::{CascadeOptions, TierModels, run_cascade, run_cascade_via};
 use crate::golden::{GoldenModel, GoldenScript, GoldenServer};
-use crate::grade::{GradeInput, RunResult, effective_passes, grade};
+use crate::grade::{FullChain, GradeInput, RunResult, effective_passes, grade};
 use crate::tools::Toolbox;
 use gauntlet_corpus::load::Corpus;
 use std::path::Path;
@@ -145,7 +145,7 @@ pub async fn run_exam_units(
                 difficulty: &s.info.difficulty,
                 expected: s.ground_truth.expected.as_ref(),
             };
-            let r = grade(&input, &out, ms);
+            let mut r = grade(&input, &out, ms);
             done += 1;
             if let Some(p) = &progress {
                 p(&Progress {
@@ -165,6 +165,9 @@ pub async fn run_exam_units(
             if let Some(f) = &mut files {
                 f.write(pass, &r, &out.transcript)
                     .map_err(ExamError::Write)?;
+                // The run's file holds its steps now; the report reads them back from
+                // there when it is written, so no pass's replies stay in memory.
+                r.full_chain = FullChain::InFile(f.placed(pass, &r.scenario_id));
             }
             slots[i] = Some(Some(r));
         }

@@ -183,6 +183,9 @@ pub struct NotRun {
 /// A finished exam: the report (the scenario runs' transcripts went to their files as
 /// the exam ran).
 pub struct ExamOutput {
+    /// With `run_files`, each scenario run's steps (`full_chain`) are in its file, not
+    /// in memory ([`crate::grade::FullChain::InFile`]): [`super::write_artifacts`]
+    /// moves the files into place before it serializes the report.
     pub report: HarnessReport,
     /// The scenario runs' files (`run-<pass>/<id>.json` and `.transcript.json`), staged;
     /// `None` when the exam was given no output directory.

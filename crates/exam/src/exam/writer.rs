@@ -104,6 +104,14 @@ impl RunFiles {
         Ok(())
     }
 
+    /// Where the result of pass `pass`'s scenario `id` is once [`RunFiles::commit`] has
+    /// moved it into place.
+    pub fn placed(&self, pass: usize, id: &str) -> PathBuf {
+        self.out
+            .join(format!("run-{pass}"))
+            .join(format!("{}.json", file_stem(id)))
+    }
+
     /// The scenario runs written.
     pub fn written(&self) -> usize {
         self.written
@@ -188,10 +196,14 @@ pub fn write_report_files(out: &Path, report: &HarnessReport) -> std::io::Result
     text(&out.join("report.html"), render_html(report))?;
     item(&out.join("leaderboard.json"), &leaderboard(out, report))?;
     item(&out.join("classifier.json"), &report.classifier)?;
-    gauntlet_core::atomic::write_atomic_named(
-        &out.join("report.json"),
-        &json(&out.join("report.json"), report)?,
-    )
+    // Streamed: the scenario runs' steps are read back from their files one at a time
+    // (`FullChain::InFile`), and the report's bytes are never all in memory.
+    let p = out.join("report.json");
+    gauntlet_core::atomic::write_atomic_with(&p, true, |w| {
+        serde_json::to_writer_pretty(&mut *w, report).map_err(std::io::Error::other)?;
+        w.write_all(b"\n")
+    })
+    .map_err(|e| io_named(&p, e))
 }
 
 mod erased {
