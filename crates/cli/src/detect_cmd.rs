@@ -143,7 +143,7 @@ pub fn run(a: Args) -> Result<(), CliError> {
     if let Some(out) = &out {
         std::fs::create_dir_all(out)
             .map_err(|e| format!("cannot create {}: {e}", out.display()))
-            .and_then(|()| write_report_files(out, &report))
+            .and_then(|()| write_report_files(out, &report).map_err(|e| e.to_string()))
             .and_then(|()| match &shard {
                 Some(rec) => {
                     detect_shard::finish(out, rec).map_err(|e| format!("{}: {e}", out.display()))
@@ -196,7 +196,8 @@ fn prepare_and_run(a: &Args) -> Result<(DetectReport, Option<ShardRecord>), Stri
             limits,
             detector_scenarios: !a.no_detector_scenarios,
         },
-    )?;
+    )
+    .map_err(|e| e.to_string())?;
     for note in &assembled.notes {
         eprintln!("{note}");
     }
@@ -222,7 +223,8 @@ fn prepare_and_run(a: &Args) -> Result<(DetectReport, Option<ShardRecord>), Stri
                 allow_unconfined: a.allow_unconfined_detectors,
             };
             let id =
-                detect_shard::identity((index.count, &index.digest), &files, &members, &limits)?;
+                detect_shard::identity((index.count, &index.digest), &files, &members, &limits)
+                    .map_err(|e| e.to_string())?;
             Some(ShardRecord::plan(s, &files, id))
         }
     };
@@ -243,7 +245,7 @@ fn prepare_and_run(a: &Args) -> Result<(DetectReport, Option<ShardRecord>), Stri
         &opts,
         (&root, index.count, &index.digest),
     )
-    .map_err(|f| f.message)?;
+    .map_err(|f| f.error)?;
     // Rows are in file order, one per file.
     check_unique_ids(
         report

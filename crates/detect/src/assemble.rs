@@ -40,15 +40,33 @@ pub struct Assembled {
     pub notes: Vec<String>,
 }
 
+/// Why the detect exam's fleet or files cannot be assembled.
+#[derive(Debug, thiserror::Error)]
+pub enum AssembleError {
+    /// An external detector (`--detector`, `--detectors-dir`) that cannot be used.
+    #[error(transparent)]
+    Detector(#[from] crate::external::ConfigError),
+    #[error("external detector `{name}` ({}) clashes with {previous}", .path.display())]
+    Clash {
+        name: String,
+        path: std::path::PathBuf,
+        /// `built-in`, or the other detector's path.
+        previous: String,
+    },
+    /// An external detector's own scenarios directory.
+    #[error(transparent)]
+    Scenarios(#[from] gauntlet_corpus::CorpusError),
+}
+
 /// The fleet and the files of the detect exam over `index` (a verified corpus index).
 /// Errors name the detector or directory at fault.
-pub fn assemble(index: &CorpusIndex, opts: &FleetOptions<'_>) -> Result<Assembled, String> {
+pub fn assemble(index: &CorpusIndex, opts: &FleetOptions<'_>) -> Result<Assembled, AssembleError> {
     let mut externals = Vec::new();
     if let Some(dir) = opts.detectors_dir {
-        externals.extend(ExternalDetector::discover(dir, opts.limits).map_err(|e| e.to_string())?);
+        externals.extend(ExternalDetector::discover(dir, opts.limits)?);
     }
     for spec in opts.detectors {
-        externals.push(ExternalDetector::from_spec(spec, opts.limits).map_err(|e| e.to_string())?);
+        externals.push(ExternalDetector::from_spec(spec, opts.limits)?);
     }
     let mut notes = Vec::new();
     if !externals.is_empty() {
@@ -70,12 +88,12 @@ pub fn assemble(index: &CorpusIndex, opts: &FleetOptions<'_>) -> Result<Assemble
         .map(|m| (m.name().to_string(), "built-in".to_string()))
         .collect();
     for x in &externals {
-        if let Some(prev) = names.insert(x.name.clone(), x.path.display().to_string()) {
-            return Err(format!(
-                "external detector `{}` ({}) clashes with {prev}",
-                x.name,
-                x.path.display()
-            ));
+        if let Some(previous) = names.insert(x.name.clone(), x.path.display().to_string()) {
+            return Err(AssembleError::Clash {
+                name: x.name.clone(),
+                path: x.path.clone(),
+                previous,
+            });
         }
     }
     let mut files: Vec<ExamFile> = index
@@ -89,7 +107,7 @@ pub fn assemble(index: &CorpusIndex, opts: &FleetOptions<'_>) -> Result<Assemble
     if opts.detector_scenarios {
         for (k, x) in externals.iter().enumerate() {
             if let Some(dir) = &x.scenarios_dir {
-                for f in index_extra(dir).map_err(|e| e.to_string())? {
+                for f in index_extra(dir)? {
                     files.push((f, format!("detector:{}", x.name), k + 1));
                 }
             }
@@ -146,7 +164,8 @@ mod tests {
             },
         )
         .err()
-        .expect("a clash is refused");
+        .expect("a clash is refused")
+        .to_string();
         assert!(
             e.contains(&format!("`{builtin}`")) && e.contains("clashes with built-in"),
             "{e}"

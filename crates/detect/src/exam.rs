@@ -365,20 +365,21 @@ pub fn run(
     opts: &Options,
     corpus: (&str, usize, &str),
 ) -> DetectReport {
-    let load = |i: usize| -> Result<(&LoadedScenario, String), String> {
+    let load = |i: usize| -> Result<(&LoadedScenario, String), std::convert::Infallible> {
         Ok((items[i].scenario, items[i].origin.clone()))
     };
     match run_streaming(items.len(), load, members, opts, corpus) {
         Ok(r) => r,
-        Err(e) => unreachable!("in-memory items do not fail to load: {}", e.message),
+        Err(f) => match f.error {},
     }
 }
 
-/// Why a streaming run stopped: scenario `index` could not be loaded.
+/// Why a streaming run stopped: scenario `index` could not be loaded (`error`: the
+/// loader's).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LoadFailure {
+pub struct LoadFailure<E> {
     pub index: usize,
-    pub message: String,
+    pub error: E,
 }
 
 /// The streaming detect exam: `load(i)` yields scenario `i` of `n` (and its origin);
@@ -389,15 +390,16 @@ pub struct LoadFailure {
 ///
 /// A load failure stops the run: workers take no new scenario and the failure with
 /// the lowest index among those seen is returned.
-pub fn run_streaming<L, S>(
+pub fn run_streaming<L, S, E>(
     n: usize,
     load: L,
     members: &[Member],
     opts: &Options,
     corpus: (&str, usize, &str),
-) -> Result<DetectReport, LoadFailure>
+) -> Result<DetectReport, LoadFailure<E>>
 where
-    L: Fn(usize) -> Result<(S, String), String> + Sync,
+    L: Fn(usize) -> Result<(S, String), E> + Sync,
+    E: Send,
     S: std::borrow::Borrow<LoadedScenario>,
 {
     let started = Instant::now();
@@ -405,7 +407,7 @@ where
     let parallel = opts.parallel.clamp(1, n.max(1));
     let next = AtomicUsize::new(0);
     let failed = std::sync::atomic::AtomicBool::new(false);
-    let failures: std::sync::Mutex<Vec<LoadFailure>> = std::sync::Mutex::new(Vec::new());
+    let failures: std::sync::Mutex<Vec<LoadFailure<E>>> = std::sync::Mutex::new(Vec::new());
     let counts: std::sync::Mutex<StatusCounts> = std::sync::Mutex::new(BTreeMap::new());
     let slots: Vec<std::sync::Mutex<Option<Row>>> =
         (0..n).map(|_| std::sync::Mutex::new(None)).collect();
@@ -425,12 +427,12 @@ where
                     }
                     let (loaded, origin) = match load(i) {
                         Ok(x) => x,
-                        Err(message) => {
+                        Err(error) => {
                             failed.store(true, Ordering::Relaxed);
                             failures
                                 .lock()
                                 .unwrap_or_else(|e| e.into_inner())
-                                .push(LoadFailure { index: i, message });
+                                .push(LoadFailure { index: i, error });
                             break;
                         }
                     };

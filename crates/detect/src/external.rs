@@ -206,19 +206,19 @@ impl ExternalDetector {
     }
 
     /// Runs the executable over one scenario's projection.
-    pub fn run(&self, events: &[Event], baseline: &Baseline) -> Result<Vec<Finding>, String> {
+    pub fn run(&self, events: &[Event], baseline: &Baseline) -> Result<Vec<Finding>, RunError> {
         let request = serde_json::to_vec(&Request {
             protocol: PROTOCOL,
             detector: &self.name,
             events,
             baseline,
         })
-        .map_err(|e| format!("could not encode the request: {e}"))?;
+        .map_err(RunError::Encode)?;
 
         let scratch = tempfile::Builder::new()
             .prefix("gauntlet-detector-")
             .tempdir()
-            .map_err(|e| format!("cannot create the scratch directory: {e}"))?;
+            .map_err(RunError::Scratch)?;
         let (report_rd, report_wr) = report_pipe()?;
         let mut prepared = Prepared::new(
             Support::current(),
@@ -227,7 +227,8 @@ impl ExternalDetector {
             self.limits.timeout,
             self.limits.cpu_secs,
             self.limits.memory_bytes,
-        )?;
+        )
+        .map_err(RunError::Sandbox)?;
         let mut cmd = Command::new(&self.path);
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -247,8 +248,10 @@ impl ExternalDetector {
         }
         let spawned = cmd.spawn();
         drop(report_wr);
-        let mut child =
-            spawned.map_err(|e| format!("could not start {}: {e}", self.path.display()))?;
+        let mut child = spawned.map_err(|source| RunError::Spawn {
+            path: self.path.clone(),
+            source,
+        })?;
         let pgid = child.id() as i32;
 
         let mut stdin = child.stdin.take().expect("piped stdin");
@@ -291,7 +294,7 @@ impl ExternalDetector {
                 Err(e) => {
                     kill_group(pgid);
                     let _ = child.wait();
-                    return Err(format!("wait failed: {e}"));
+                    return Err(RunError::Wait(e));
                 }
             }
         };
@@ -302,68 +305,136 @@ impl ExternalDetector {
         }
         let ended = sandbox::read_report(report_rd.as_raw_fd());
         let _ = writer.join();
-        let (parsed, bytes) = reader
-            .join()
-            .map_err(|_| "stdout reader panicked".to_string())?;
+        let (parsed, bytes) = reader.join().map_err(|_| RunError::ReaderPanicked)?;
         let err = err_reader.join().unwrap_or_default();
         let tail = stderr_tail(&err);
-        let timed_out = || {
-            format!(
-                "{TIMEOUT_PREFIX} after {} ms (process tree killed)",
-                self.limits.timeout.as_millis()
-            )
+        let timed_out = || RunError::TimedOut {
+            millis: self.limits.timeout.as_millis(),
         };
         let raw = match ended {
             Some((Ended::Status(raw), _)) => raw,
             Some((Ended::TimedOut, _)) => return Err(timed_out()),
             // Only long-lived runs are stopped by their parent; a detector run is not.
-            Some((Ended::Stopped, _)) => {
-                return Err("the sandbox supervisor stopped the run".to_string());
-            }
+            Some((Ended::Stopped, _)) => return Err(RunError::Stopped),
             None if status.is_none() => return Err(timed_out()),
             None => {
-                return Err(format!(
-                    "the sandbox supervisor ended without a report ({}){}",
-                    status.expect("reaped"),
-                    if tail.is_empty() {
-                        String::new()
-                    } else {
-                        format!(": {tail}")
-                    }
-                ));
+                return Err(RunError::NoReport {
+                    status: status.expect("reaped"),
+                    tail,
+                });
             }
         };
         if !(libc::WIFEXITED(raw) && libc::WEXITSTATUS(raw) == 0) {
             let how = if libc::WIFEXITED(raw) {
-                format!("exited with status {}", libc::WEXITSTATUS(raw))
+                Ending::Status(libc::WEXITSTATUS(raw))
             } else if libc::WIFSIGNALED(raw) {
-                let sig = libc::WTERMSIG(raw);
-                format!("killed by signal {sig}{}", signal_hint(sig))
+                Ending::Signal(libc::WTERMSIG(raw))
             } else {
-                "exited abnormally".to_string()
+                Ending::Abnormal
             };
-            return Err(if tail.is_empty() {
-                how
-            } else {
-                format!("{how}: {tail}")
-            });
+            return Err(RunError::Exited { how, tail });
         }
         if bytes > MAX_STDOUT as u64 {
-            return Err(format!("wrote more than {MAX_STDOUT} bytes to stdout"));
+            return Err(RunError::TooMuchOutput);
         }
-        parsed
+        Ok(parsed?)
+    }
+}
+
+/// Why an external detector's run gave no findings. The fleet records the message as
+/// the run's `failed` (or, for [`RunError::TimedOut`], `timeout`) status.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("could not encode the request: {0}")]
+    Encode(#[source] serde_json::Error),
+    #[error("cannot create the scratch directory: {0}")]
+    Scratch(#[source] std::io::Error),
+    #[error("cannot create a pipe: {0}")]
+    Pipe(#[source] std::io::Error),
+    /// The confinement could not be prepared (the sandbox's message).
+    #[error("{0}")]
+    Sandbox(String),
+    #[error("could not start {}: {source}", .path.display())]
+    Spawn {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("wait failed: {0}")]
+    Wait(#[source] std::io::Error),
+    #[error("stdout reader panicked")]
+    ReaderPanicked,
+    #[error("{TIMEOUT_PREFIX} after {millis} ms (process tree killed)")]
+    TimedOut { millis: u128 },
+    #[error("the sandbox supervisor stopped the run")]
+    Stopped,
+    #[error("the sandbox supervisor ended without a report ({status}){}", with_tail(.tail))]
+    NoReport {
+        status: std::process::ExitStatus,
+        tail: String,
+    },
+    /// A non-zero exit or a signal, with the end of its stderr.
+    #[error("{how}{}", with_tail(.tail))]
+    Exited { how: Ending, tail: String },
+    #[error("wrote more than {MAX_STDOUT} bytes to stdout")]
+    TooMuchOutput,
+    #[error(transparent)]
+    Output(#[from] OutputError),
+}
+
+/// How a detector that did not succeed ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    Status(i32),
+    Signal(i32),
+    Abnormal,
+}
+
+impl fmt::Display for Ending {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Ending::Status(n) => write!(f, "exited with status {n}"),
+            Ending::Signal(sig) => write!(f, "killed by signal {sig}{}", signal_hint(*sig)),
+            Ending::Abnormal => f.write_str("exited abnormally"),
+        }
+    }
+}
+
+/// `: TAIL`, or nothing for an empty stderr tail.
+fn with_tail(tail: &str) -> String {
+    if tail.is_empty() {
+        String::new()
+    } else {
+        format!(": {tail}")
+    }
+}
+
+/// A detector's stdout that is not a findings document.
+#[derive(Debug, thiserror::Error)]
+pub enum OutputError {
+    /// JSON of the wrong shape, too many findings, or a failed read: serde's message.
+    #[error("{0}")]
+    Shape(serde_json::Error),
+    #[error("stdout is not JSON: {0}")]
+    NotJson(serde_json::Error),
+}
+
+impl From<serde_json::Error> for OutputError {
+    fn from(e: serde_json::Error) -> OutputError {
+        if e.is_io() || e.classify() == serde_json::error::Category::Data {
+            OutputError::Shape(e)
+        } else {
+            OutputError::NotJson(e)
+        }
     }
 }
 
 /// A pipe for the supervisor's report: (read end, non-blocking; write end).
-fn report_pipe() -> Result<(OwnedFd, OwnedFd), String> {
+fn report_pipe() -> Result<(OwnedFd, OwnedFd), RunError> {
     let mut fds = [0; 2];
     // SAFETY: valid out array; both ends are close-on-exec.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(format!(
-            "cannot create a pipe: {}",
-            std::io::Error::last_os_error()
-        ));
+        return Err(RunError::Pipe(std::io::Error::last_os_error()));
     }
     // SAFETY: fresh descriptors we own.
     let (rd, wr) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
@@ -422,18 +493,16 @@ fn stderr_tail(err: &[u8]) -> String {
 }
 
 /// Parses a detector's stdout: `{"findings": [...]}` or `[...]`.
-pub fn parse_findings(out: &[u8], detector: &str) -> Result<Vec<Finding>, String> {
+pub fn parse_findings(out: &[u8], detector: &str) -> Result<Vec<Finding>, OutputError> {
     parse_findings_from(out, detector)
 }
 
 /// Parses a detector's output as it streams in, straight into findings (no JSON tree),
 /// failing as soon as more than [`MAX_FINDINGS`] arrive.
-pub fn parse_findings_from<R: Read>(out: R, detector: &str) -> Result<Vec<Finding>, String> {
+pub fn parse_findings_from<R: Read>(out: R, detector: &str) -> Result<Vec<Finding>, OutputError> {
     let mut de = serde_json::Deserializer::from_reader(out);
-    let list = de
-        .deserialize_any(DocVisitor)
-        .map_err(|e| describe_json_error(&e))?;
-    de.end().map_err(|e| describe_json_error(&e))?;
+    let list = de.deserialize_any(DocVisitor)?;
+    de.end()?;
     Ok(list
         .into_iter()
         .map(|mut f| {
@@ -446,14 +515,6 @@ pub fn parse_findings_from<R: Read>(out: R, detector: &str) -> Result<Vec<Findin
             f
         })
         .collect())
-}
-
-fn describe_json_error(e: &serde_json::Error) -> String {
-    if e.is_io() || e.classify() == serde_json::error::Category::Data {
-        e.to_string()
-    } else {
-        format!("stdout is not JSON: {e}")
-    }
 }
 
 /// The document: a bare array of findings, or an object whose `findings` is one.

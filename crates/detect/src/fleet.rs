@@ -51,7 +51,7 @@ impl Member {
         matches!(self, Member::External(_))
     }
 
-    fn run(&self, input: &Input) -> Result<Vec<Finding>, String> {
+    fn run(&self, input: &Input) -> Result<Vec<Finding>, crate::external::RunError> {
         match self {
             Member::Builtin(d) => Ok(d.detect(&input.events, &input.baseline)),
             Member::External(x) => x.run(&input.events, &input.baseline),
@@ -115,8 +115,14 @@ struct Job {
 
 struct Reply {
     seq: u64,
-    result: Result<Vec<Finding>, String>,
-    panicked: bool,
+    result: Result<Vec<Finding>, Failure>,
+}
+
+/// A detector run that gave no findings.
+enum Failure {
+    /// The detector panicked (its message).
+    Panicked(String),
+    Run(crate::external::RunError),
 }
 
 struct Lane {
@@ -242,14 +248,17 @@ fn wait(
             Ok(r) if r.seq != seq => continue,
             Ok(Reply { result: Ok(f), .. }) => return (Status::Ok, f, false),
             Ok(Reply {
-                result: Err(m),
-                panicked: true,
+                result: Err(Failure::Panicked(m)),
                 ..
             }) => return (Status::Panicked(m), Vec::new(), false),
-            Ok(Reply { result: Err(m), .. }) if m.starts_with(crate::external::TIMEOUT_PREFIX) => {
-                return (Status::TimedOut(m), Vec::new(), false);
-            }
-            Ok(Reply { result: Err(m), .. }) => return (Status::Failed(m), Vec::new(), false),
+            Ok(Reply {
+                result: Err(Failure::Run(e @ crate::external::RunError::TimedOut { .. })),
+                ..
+            }) => return (Status::TimedOut(e.to_string()), Vec::new(), false),
+            Ok(Reply {
+                result: Err(Failure::Run(e)),
+                ..
+            }) => return (Status::Failed(e.to_string()), Vec::new(), false),
             Err(RecvTimeoutError::Timeout) => {
                 let m = format!("no result within {} ms", budget.as_millis());
                 return (Status::TimedOut(m), Vec::new(), true);
@@ -276,13 +285,11 @@ fn spawn_lane(member: Member) -> std::io::Result<Lane> {
                 let reply = match r {
                     Ok(result) => Reply {
                         seq: job.seq,
-                        result,
-                        panicked: false,
+                        result: result.map_err(Failure::Run),
                     },
                     Err(p) => Reply {
                         seq: job.seq,
-                        result: Err(panic_message(&*p)),
-                        panicked: true,
+                        result: Err(Failure::Panicked(panic_message(&*p))),
                     },
                 };
                 if reply_tx.send(reply).is_err() {

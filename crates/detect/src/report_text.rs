@@ -14,17 +14,15 @@ pub const REPORT_TXT: &str = "report.txt";
 
 /// Writes the detect exam's artefacts into `out` ([`REPORT_JSON`], then [`REPORT_TXT`]),
 /// each atomically; the error names the file.
-pub fn write_report_files(out: &Path, report: &DetectReport) -> Result<(), String> {
+pub fn write_report_files(out: &Path, report: &DetectReport) -> std::io::Result<()> {
     let mut json = serde_json::to_vec_pretty(report)
-        .map_err(|e| format!("could not encode the report: {e}"))?;
+        .map_err(|e| std::io::Error::other(format!("could not encode the report: {e}")))?;
     json.push(b'\n');
-    gauntlet_core::atomic::write_atomic_named(&out.join(REPORT_JSON), &json)
-        .map_err(|e| e.to_string())?;
+    gauntlet_core::atomic::write_atomic_named(&out.join(REPORT_JSON), &json)?;
     gauntlet_core::atomic::write_atomic_named(
         &out.join(REPORT_TXT),
         render(report, true, true).as_bytes(),
     )
-    .map_err(|e| e.to_string())
 }
 
 fn pct(x: f64) -> String {

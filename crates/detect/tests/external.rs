@@ -102,6 +102,7 @@ fn hanging_crashing_and_over_limit_detectors_fail_alone() {
         ExternalDetector::new("t", p, limits(ms))
             .unwrap()
             .run(&ev, &b)
+            .map_err(|e| e.to_string())
     };
 
     let start = Instant::now();

@@ -167,7 +167,7 @@ fn no_descendant_outlives_the_run() {
     let mut l = limits();
     l.timeout = Duration::from_millis(500);
     let d = ExternalDetector::new("hangs", &exe, l).unwrap();
-    let e = d.run(&[], &Baseline::default()).unwrap_err();
+    let e = d.run(&[], &Baseline::default()).unwrap_err().to_string();
     assert!(e.contains("timed out"), "{e}");
     std::thread::sleep(Duration::from_millis(300));
     let left = processes_with(&c);

@@ -121,6 +121,27 @@ pub struct ExamCalls {
     _lock: fs::File,
 }
 
+/// Why the journaled call layer cannot be opened on an exam's output directory.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// `what` (`cannot create`, `cannot lock`, …) failed on `path`.
+    #[error("{what} {}: {source}", .path.display())]
+    Io {
+        what: &'static str,
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("{} is in use by another gauntlet exam; wait for it or choose another --out", .0.display())]
+    InUse(PathBuf),
+    /// `exam.json` exists but cannot be read.
+    #[error(transparent)]
+    Identity(#[from] gauntlet_core::files::ReadError),
+    /// `exam.json` cannot be written (the message names it).
+    #[error(transparent)]
+    WriteIdentity(io::Error),
+}
+
 impl ExamCalls {
     /// Locks `dir`, moves another exam's artefacts aside (`notes` says so), records the
     /// exam's identity and opens the journal.
@@ -128,9 +149,13 @@ impl ExamCalls {
         opts: &SpineOptions,
         identity: &[u8],
         notes: &mut Vec<String>,
-    ) -> Result<ExamCalls, String> {
+    ) -> Result<ExamCalls, OpenError> {
         let dir = &opts.dir;
-        let named = |what: &str, p: &Path, e: io::Error| format!("{what} {}: {e}", p.display());
+        let named = |what: &'static str, p: &Path, source: io::Error| OpenError::Io {
+            what,
+            path: p.to_path_buf(),
+            source,
+        };
         fs::create_dir_all(dir).map_err(|e| named("cannot create", dir, e))?;
         let lock_path = dir.join(".lock");
         let lock = fs::OpenOptions::new()
@@ -142,10 +167,7 @@ impl ExamCalls {
         match lock.try_lock() {
             Ok(()) => {}
             Err(fs::TryLockError::WouldBlock) => {
-                return Err(format!(
-                    "{} is in use by another gauntlet exam; wait for it or choose another --out",
-                    dir.display()
-                ));
+                return Err(OpenError::InUse(dir.clone()));
             }
             Err(fs::TryLockError::Error(e)) => return Err(named("cannot lock", &lock_path, e)),
         }
@@ -154,7 +176,7 @@ impl ExamCalls {
         let old = match gauntlet_core::files::read(&exam_json, gauntlet_core::files::Kind::CONFIG) {
             Ok(b) => Some(b),
             Err(e) if e.io_kind() == Some(io::ErrorKind::NotFound) => None,
-            Err(e) => return Err(e.to_string()),
+            Err(e) => return Err(e.into()),
         };
         let has_artefacts = ARTEFACTS.iter().any(|f| dir.join(f).exists())
             || fs::read_dir(dir)
@@ -174,7 +196,8 @@ impl ExamCalls {
                 to.display()
             ));
         }
-        gauntlet_core::atomic::write_atomic_named(&exam_json, want).map_err(|e| e.to_string())?;
+        gauntlet_core::atomic::write_atomic_named(&exam_json, want)
+            .map_err(OpenError::WriteIdentity)?;
         let path = dir.join(JOURNAL);
         let journal =
             Journal::open(&path).map_err(|e| named("cannot open the journal", &path, e))?;

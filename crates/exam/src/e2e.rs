@@ -180,6 +180,17 @@ fn is_benign(chain: &str) -> bool {
     chain.trim().eq_ignore_ascii_case("resolved")
 }
 
+/// Why an end-to-end row is not graded (its `ungraded`).
+#[derive(Debug, thiserror::Error)]
+enum Ungraded {
+    #[error("{0} model/tool error(s) in a cascade this row depends on")]
+    TriageErrors(usize),
+    #[error("detector failure: {}", .0.join(", "))]
+    DetectorFailure(Vec<String>),
+    #[error("the scenario has no expected chain_action")]
+    NoExpectedAction,
+}
+
 /// Classifies one scenario from its stored resolutions and detector failures.
 pub fn classify(
     s: &Scenario,
@@ -190,11 +201,9 @@ pub fn classify(
     let matching = resolutions
         .iter()
         .find(|r| r.family.eq_ignore_ascii_case(&family) && r.actor.eq_ignore_ascii_case(&actor));
-    let triage_error =
-        |n: usize| format!("{n} model/tool error(s) in a cascade this row depends on");
-    let (fidelity, graded): (Fidelity, Result<bool, String>) = if let Some(r) = matching {
+    let (fidelity, graded): (Fidelity, Result<bool, Ungraded>) = if let Some(r) = matching {
         let g = if r.errors > 0 {
-            Err(triage_error(r.errors))
+            Err(Ungraded::TriageErrors(r.errors))
         } else {
             Ok(chain_axis(&r.action, &chain) == AxisResult::Pass)
         };
@@ -202,7 +211,7 @@ pub fn classify(
     } else if !detector_errors.is_empty() {
         (
             Fidelity::DetectorError,
-            Err(format!("detector failure: {}", detector_errors.join(", "))),
+            Err(Ungraded::DetectorFailure(detector_errors.clone())),
         )
     } else if resolutions.is_empty() {
         (Fidelity::DetectMiss, Ok(is_benign(&chain)))
@@ -214,7 +223,7 @@ pub fn classify(
         let errors: usize = of_actor.iter().map(|r| r.errors).sum();
         let actor_escalated = of_actor.iter().any(|r| r.escalated());
         let g = if errors > 0 {
-            Err(triage_error(errors))
+            Err(Ungraded::TriageErrors(errors))
         } else if is_attack(&chain) {
             Ok(actor_escalated)
         } else {
@@ -223,12 +232,12 @@ pub fn classify(
         (Fidelity::Mismatch, g)
     };
     let graded = match graded {
-        Ok(_) if chain.trim().is_empty() => Err("the scenario has no expected chain_action".into()),
+        Ok(_) if chain.trim().is_empty() => Err(Ungraded::NoExpectedAction),
         g => g,
     };
     let (passed, ungraded) = match graded {
         Ok(p) => (Some(p), None),
-        Err(why) => (None, Some(why)),
+        Err(why) => (None, Some(why.to_string())),
     };
     E2eRow {
         id: s.id.clone(),

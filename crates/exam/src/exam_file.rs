@@ -55,13 +55,57 @@ pub struct ExamFile {
     pub targets: Option<(TierModels, String)>,
 }
 
+/// Why an exam file gives no exam.
+#[derive(Debug, thiserror::Error)]
+pub enum ExamFileError {
+    #[error(transparent)]
+    Read(#[from] gauntlet_core::files::ReadError),
+    #[error("{origin}:{loc}: {message}; an exam file is a YAML mapping")]
+    Yaml {
+        origin: String,
+        loc: String,
+        message: String,
+    },
+    #[error("{origin}:{loc}: an exam file is a mapping of {KEYS}; found {found}")]
+    NotAMapping {
+        origin: String,
+        loc: String,
+        found: &'static str,
+    },
+    /// Every problem found, one per line.
+    #[error("{}", join_lines(.0))]
+    Invalid(Vec<Problem>),
+}
+
+/// One problem of an exam file.
+#[derive(Debug, thiserror::Error)]
+pub enum Problem {
+    /// At `origin:line:col`: what is wrong with `key`, and the fix.
+    #[error("{at}: {what}\n    at key: {key}\n    help: {help}")]
+    At {
+        at: String,
+        key: String,
+        what: String,
+        help: String,
+    },
+    /// The `target` / `tiers` entries.
+    #[error(transparent)]
+    Target(#[from] crate::exam::TargetError),
+}
+
+fn join_lines(ps: &[Problem]) -> String {
+    ps.iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 const KEYS: &str = "corpus, mode, passes, consensus, tool_loop, seed, max_queries, concurrency, out, target, tiers";
 
 impl ExamFile {
     /// Reads and validates `path`; building the targets reads their API keys.
-    pub fn load(path: &Path) -> Result<ExamFile, String> {
-        let text = gauntlet_core::files::read_to_string(path, gauntlet_core::files::Kind::CONFIG)
-            .map_err(|e| e.to_string())?;
+    pub fn load(path: &Path) -> Result<ExamFile, ExamFileError> {
+        let text = gauntlet_core::files::read_to_string(path, gauntlet_core::files::Kind::CONFIG)?;
         let base = path.parent().unwrap_or(Path::new("."));
         Self::parse(&text, &path.display().to_string(), base)
     }
@@ -69,30 +113,29 @@ impl ExamFile {
     /// Parses an exam file's text; `origin` names it in errors, relative paths join `base`.
     /// Every problem is reported at once, one per line, in a run config's terms
     /// (`FILE:LINE:COL: KEY = VALUE is out of range`, then `at key:` and `help:`).
-    pub fn parse(text: &str, origin: &str, base: &Path) -> Result<ExamFile, String> {
-        let root = parse_yaml(text).map_err(|e| {
-            format!(
-                "{origin}:{}: {}; an exam file is a YAML mapping",
-                e.loc, e.message
-            )
+    pub fn parse(text: &str, origin: &str, base: &Path) -> Result<ExamFile, ExamFileError> {
+        let root = parse_yaml(text).map_err(|e| ExamFileError::Yaml {
+            origin: origin.to_string(),
+            loc: e.loc.to_string(),
+            message: e.message.clone(),
         })?;
         let Value::Map(entries) = &root.value else {
-            return Err(format!(
-                "{origin}:{}: an exam file is a mapping of {KEYS}; found {}",
-                root.loc,
-                root.value.kind()
-            ));
+            return Err(ExamFileError::NotAMapping {
+                origin: origin.to_string(),
+                loc: root.loc.to_string(),
+                found: root.value.kind(),
+            });
         };
-        let mut errs: Vec<String> = Vec::new();
+        let mut errs: Vec<Problem> = Vec::new();
         // Located at the value (as a run config's errors are), at the key when unknown.
-        let diag_at = |loc: &dyn std::fmt::Display, k: &Key, what: &str, help: &str| {
-            format!(
-                "{origin}:{loc}: {what}\n    at key: {}\n    help: {help}",
-                k.name
-            )
+        let diag_at = |loc: &dyn std::fmt::Display, k: &Key, what: &str, help: &str| Problem::At {
+            at: format!("{origin}:{loc}"),
+            key: k.name.clone(),
+            what: what.to_string(),
+            help: help.to_string(),
         };
         // An integer in `lo..=hi`, said as a run config says it.
-        let int_in = |k: &Key, n: &Node, lo: i64, hi: i64, errs: &mut Vec<String>| {
+        let int_in = |k: &Key, n: &Node, lo: i64, hi: i64, errs: &mut Vec<Problem>| {
             let help = match (lo, hi) {
                 (i64::MIN, hi) => format!("expected an integer ≤ {hi} (0 or less: the default)"),
                 (lo, i64::MAX) => format!("expected an integer ≥ {lo}"),
@@ -120,7 +163,7 @@ impl ExamFile {
                 }
             }
         };
-        let path_of = |k: &Key, n: &Node, errs: &mut Vec<String>| match n.as_str() {
+        let path_of = |k: &Key, n: &Node, errs: &mut Vec<Problem>| match n.as_str() {
             Some(s) if !s.is_empty() => Some(base.join(s)),
             _ => {
                 errs.push(diag_at(
@@ -204,13 +247,13 @@ impl ExamFile {
             };
             match crate::exam::parse_target_node(&doc, origin) {
                 Ok(t) => f.targets = Some(t),
-                Err(e) => errs.push(e),
+                Err(e) => errs.push(e.into()),
             }
         }
         if errs.is_empty() {
             Ok(f)
         } else {
-            Err(errs.join("\n"))
+            Err(ExamFileError::Invalid(errs))
         }
     }
 }
@@ -231,7 +274,7 @@ mod tests {
     use super::*;
 
     fn parse(text: &str) -> Result<ExamFile, String> {
-        ExamFile::parse(text, "exam.yaml", Path::new("/base"))
+        ExamFile::parse(text, "exam.yaml", Path::new("/base")).map_err(|e| e.to_string())
     }
 
     #[test]
@@ -335,7 +378,7 @@ mod props {
         #[test]
         fn unknown_keys_are_named(key in "[a-z]{1,12}") {
             prop_assume!(!KEYS.split(", ").any(|k| k == key));
-            let e = ExamFile::parse(&format!("{key}: 1\n"), "exam.yaml", Path::new(".")).err().unwrap();
+            let e = ExamFile::parse(&format!("{key}: 1\n"), "exam.yaml", Path::new(".")).err().unwrap().to_string();
             prop_assert!(e.contains(&format!("unknown key `{key}`")), "{}", e);
         }
     }

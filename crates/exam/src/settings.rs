@@ -73,7 +73,7 @@ pub enum SettingsError {
     /// The exam file cannot be read or is invalid (the message names the file, the line
     /// and the fix).
     #[error("{0}")]
-    File(String),
+    File(#[from] crate::exam_file::ExamFileError),
     #[error(
         "--shard {index}/{count}: the end-to-end mode cannot be sharded yet; run it on one machine (or shard the agent passes: --mode golden|real)"
     )]
@@ -93,13 +93,13 @@ pub enum SettingsError {
     NoTarget,
     /// The target spec is invalid, or its models cannot be built (a missing API key).
     #[error("real mode: {0}")]
-    Target(String),
+    Target(#[from] crate::exam::TargetError),
     #[error("{0}")]
     PriceTable(String),
     /// The journaled call layer cannot be opened on the output directory (in use by
     /// another exam, not writable).
     #[error("{0}")]
-    Calls(String),
+    Calls(#[from] crate::calls::OpenError),
     /// `passes` or `consensus` beyond its range.
     #[error("{0}")]
     Range(String),

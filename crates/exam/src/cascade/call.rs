@@ -63,6 +63,17 @@ pub(super) struct Ctx<'a> {
     pub(super) opts: &'a CascadeOptions,
 }
 
+/// A model call that gave no usable reply. Its text is what the transcript records as
+/// the call's `err`.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum CallError {
+    /// The provider refused and sent no text.
+    #[error("provider refusal with no text")]
+    EmptyRefusal,
+    #[error(transparent)]
+    Model(#[from] gauntlet_models::ModelError),
+}
+
 impl Ctx<'_> {
     pub(super) async fn call(
         &self,
@@ -70,7 +81,7 @@ impl Ctx<'_> {
         tier: Tier,
         temperature: f64,
         user: String,
-    ) -> Result<String, String> {
+    ) -> Result<String, CallError> {
         let msgs = vec![Message::user(user)];
         self.call_messages(
             seq,
@@ -94,7 +105,7 @@ impl Ctx<'_> {
         user: Vec<Message>,
         tools: Vec<gauntlet_core::message::ToolDef>,
         fed: Vec<String>,
-    ) -> Result<gauntlet_core::message::ChatResponse, String> {
+    ) -> Result<gauntlet_core::message::ChatResponse, CallError> {
         let tm = self.models.for_tier(tier);
         let system = tier.system_prompt();
         // The transcript shows the conversation as sent: under `tool_protocol: prompted`
@@ -135,10 +146,14 @@ impl Ctx<'_> {
             transform_trace: None,
         };
         let res = self.caller.call(tier, self.voter, tm, &req).await;
-        let (reply, err) = match &res {
+        let res = match res {
             Ok(r) if r.is_provider_refusal() && r.content.trim().is_empty() => {
-                (String::new(), "provider refusal with no text".to_string())
+                Err(CallError::EmptyRefusal)
             }
+            Ok(r) => Ok(r),
+            Err(e) => Err(CallError::Model(e)),
+        };
+        let (reply, err) = match &res {
             Ok(r) => {
                 let calls: Vec<String> = r
                     .tool_calls
@@ -171,12 +186,9 @@ impl Ctx<'_> {
                     advertised
                 },
                 reply,
-                err: err.clone(),
+                err,
             });
-        match res {
-            Ok(r) if err.is_empty() => Ok(r),
-            _ => Err(err),
-        }
+        res
     }
 
     /// `--tool-loop` investigation: the model calls the tools itself. Returns the

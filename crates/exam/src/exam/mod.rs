@@ -32,7 +32,7 @@ pub use schema::{
     REAL_NOTE, Timings,
 };
 pub use summary::{ReportHead, assemble_report, median_of};
-pub use targets::{parse_target, parse_target_node};
+pub use targets::{TargetError, parse_target, parse_target_node};
 pub use writer::{
     MAX_STEM_BYTES, PIPELINE_CHECK, RunFiles, STAGING, default_out_dir, file_stem, golden_counts,
     leaderboard, pipeline_check_reason, write_artifacts, write_report_files,

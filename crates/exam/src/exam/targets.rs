@@ -52,11 +52,44 @@ impl Catalog for Targets {
     }
 }
 
+/// Why a `--target` spec (or an exam file's `target` / `tiers`) gives no tier models.
+/// `origin` names the file, or `--target` for an inline spec.
+#[derive(Debug, thiserror::Error)]
+pub enum TargetError {
+    #[error(transparent)]
+    Read(#[from] gauntlet_core::files::ReadError),
+    #[error("{origin}: {detail}")]
+    Yaml { origin: String, detail: String },
+    /// The spec names no known target or gives bad params: one `path: message help`
+    /// per problem.
+    #[error("{origin}: invalid target spec: {}", .problems.join("; "))]
+    Spec {
+        origin: String,
+        problems: Vec<String>,
+    },
+    /// The target cannot be built (a missing API key, a bad URL).
+    #[error("{origin}: {path}: {source}")]
+    Build {
+        origin: String,
+        path: String,
+        #[source]
+        source: gauntlet_models::ModelError,
+    },
+    #[error("{origin}: tiers.{tier}: unknown tier (triage, investigate, deep, formatter)")]
+    UnknownTier { origin: String, tier: String },
+    #[error("{origin}: `tiers` must be a mapping")]
+    TiersNotAMapping { origin: String },
+    #[error("{origin}: unknown key `{key}` (target, tiers)")]
+    UnknownKey { origin: String, key: String },
+    #[error("{origin}: missing `target`")]
+    MissingTarget { origin: String },
+}
+
 /// Builds the tier models from `--target`: a path to a YAML file, or inline YAML.
 /// The document is either a target spec (`{name: openai_compat, params: {...}}` or a
 /// bare name) used for every tier, or `{target: SPEC, tiers: {triage|investigate|deep|
 /// formatter: SPEC}}`. Errors (including a missing API key) are configuration errors.
-pub fn parse_target(arg: &str) -> Result<(TierModels, String), String> {
+pub fn parse_target(arg: &str) -> Result<(TierModels, String), TargetError> {
     // A path that exists is read as a file (a device or a directory is refused by the
     // file reader, naming it), never taken for an inline spec.
     let (text, origin) = if std::fs::symlink_metadata(arg).is_ok() {
@@ -64,14 +97,16 @@ pub fn parse_target(arg: &str) -> Result<(TierModels, String), String> {
             gauntlet_core::files::read_to_string(
                 Path::new(arg),
                 gauntlet_core::files::Kind::CONFIG,
-            )
-            .map_err(|e| e.to_string())?,
+            )?,
             arg.to_string(),
         )
     } else {
         (arg.to_string(), "--target".to_string())
     };
-    let root = gauntlet_core::tree::parse_yaml(&text).map_err(|e| format!("{origin}: {e:?}"))?;
+    let root = gauntlet_core::tree::parse_yaml(&text).map_err(|e| TargetError::Yaml {
+        detail: format!("{e:?}"),
+        origin: origin.clone(),
+    })?;
     parse_target_node(&root, &origin)
 }
 
@@ -79,15 +114,16 @@ pub fn parse_target(arg: &str) -> Result<(TierModels, String), String> {
 pub fn parse_target_node(
     root: &gauntlet_core::tree::Node,
     origin: &str,
-) -> Result<(TierModels, String), String> {
+) -> Result<(TierModels, String), TargetError> {
     use gauntlet_core::tree::{Node, Value};
-    let build = |node: &Node, path: &str| -> Result<TierModel, String> {
+    let origin_ = || origin.to_string();
+    let build = |node: &Node, path: &str| -> Result<TierModel, TargetError> {
         let mut diags = Vec::new();
         let spec = resolve_spec(&Targets, Axis::Target, node, path, &mut diags);
         let spec = match spec {
             Some(s) if diags.is_empty() => s,
             _ => {
-                let msgs: Vec<String> = diags
+                let problems: Vec<String> = diags
                     .iter()
                     .map(|d| {
                         format!(
@@ -98,14 +134,19 @@ pub fn parse_target_node(
                         )
                     })
                     .collect();
-                return Err(format!(
-                    "{origin}: invalid target spec: {}",
-                    msgs.join("; ")
-                ));
+                return Err(TargetError::Spec {
+                    origin: origin_(),
+                    problems,
+                });
             }
         };
-        let model = gauntlet_models::registry::build_target(&spec)
-            .map_err(|e| format!("{origin}: {path}: {e}"))?;
+        let model = gauntlet_models::registry::build_target(&spec).map_err(|source| {
+            TargetError::Build {
+                origin: origin_(),
+                path: path.to_string(),
+                source,
+            }
+        })?;
         let id = spec
             .params
             .str("model")
@@ -141,20 +182,25 @@ pub fn parse_target_node(
                         if !["triage", "investigate", "deep", "formatter"]
                             .contains(&tk.name.as_str())
                         {
-                            return Err(format!(
-                                "{origin}: tiers.{}: unknown tier (triage, investigate, deep, formatter)",
-                                tk.name
-                            ));
+                            return Err(TargetError::UnknownTier {
+                                origin: origin_(),
+                                tier: tk.name.clone(),
+                            });
                         }
                         tiers.push((tk.name.clone(), tv));
                     }
                 }
-                _ => return Err(format!("{origin}: `tiers` must be a mapping")),
+                _ => return Err(TargetError::TiersNotAMapping { origin: origin_() }),
             },
-            other => return Err(format!("{origin}: unknown key `{other}` (target, tiers)")),
+            other => {
+                return Err(TargetError::UnknownKey {
+                    origin: origin_(),
+                    key: other.to_string(),
+                });
+            }
         }
     }
-    let d = default.ok_or_else(|| format!("{origin}: missing `target`"))?;
+    let d = default.ok_or_else(|| TargetError::MissingTarget { origin: origin_() })?;
     let label = d.model.label();
     let mut m = TierModels {
         triage: d.clone(),

@@ -49,6 +49,15 @@ pub struct IdentityLimits {
     pub allow_unconfined: bool,
 }
 
+/// An external detector's executable that cannot be read to hash it.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot read {}: {source}", .path.display())]
+pub struct IdentityError {
+    pub path: std::path::PathBuf,
+    #[source]
+    pub source: std::io::Error,
+}
+
 /// The detect exam's identity: sha256 over everything that decides its rows — the
 /// gauntlet version, the pinned corpus (`(count, digest)`), every scenario file
 /// (origin, relpath, sha256, group) in file order, the fleet (names; each external
@@ -59,7 +68,7 @@ pub fn identity(
     files: &[ExamFile],
     members: &[FleetMember],
     limits: &IdentityLimits,
-) -> Result<String, String> {
+) -> Result<String, IdentityError> {
     let mut h = gauntlet_core::hash::HashWriter::new();
     h.field(b"detect-exam-identity-v1");
     h.field(gauntlet_core::HARNESS_VERSION.as_bytes());
@@ -70,8 +79,10 @@ pub fn identity(
     for m in members {
         h.field(m.name().as_bytes());
         if let FleetMember::External(x) = m {
-            let e = FileEntry::of_file(&x.path)
-                .map_err(|e| format!("cannot read {}: {e}", x.path.display()))?;
+            let e = FileEntry::of_file(&x.path).map_err(|source| IdentityError {
+                path: x.path.clone(),
+                source,
+            })?;
             h.json(&e);
         }
     }
@@ -300,7 +311,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<DetectReport, MergeError> {
     );
     std::fs::create_dir_all(out)
         .map_err(|e| MergeError::Write(format!("cannot create {}: {e}", out.display())))?;
-    report_text::write_report_files(out, &report).map_err(MergeError::Write)?;
+    report_text::write_report_files(out, &report).map_err(|e| MergeError::Write(e.to_string()))?;
     Ok(report)
 }
 
