@@ -227,7 +227,8 @@ impl ExternalDetector {
             self.limits.timeout,
             self.limits.cpu_secs,
             self.limits.memory_bytes,
-        )?;
+        )
+        .map_err(|e| e.to_string())?;
         let mut cmd = Command::new(&self.path);
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
