@@ -149,7 +149,7 @@ impl ExamSettings {
         let (corpus, source) = resolve_corpus(r.corpus.as_deref(), Path::new(DEFAULT_CORPUS_DIR))?;
         let backend = backend(&r, file_targets, notes)?;
         let prices = match &r.price_table {
-            Some(p) => PriceTable::load(p).map_err(SettingsError::PriceTable)?,
+            Some(p) => PriceTable::load(p).map_err(|e| SettingsError::PriceTable(e.to_string()))?,
             None => PriceTable::bundled(),
         };
         let config = ExamConfig {
