@@ -3,7 +3,7 @@
 //! Loading reads and hashes 90 MB, so a process loads each model directory once and
 //! shares it ([`shared`]); a judge built twice (validation, then the run) costs one load.
 
-use crate::encoder::{DIM, Encoder};
+use crate::encoder::{DIM, Encoder, EncoderError};
 use crate::head::Head;
 use crate::view::{Pool, View, Window};
 use std::collections::HashMap;
@@ -26,21 +26,37 @@ pub struct Prediction {
     pub refusal: bool,
 }
 
+/// Why a classifier could not be loaded: a head that does not fit the encoder, or the
+/// encoder itself.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// `dim` is the head's embedding width.
+    #[error("the head expects {dim}-wide embeddings, the encoder gives {DIM}")]
+    HeadWidth { dim: usize },
+    /// `trained_on` is the head's encoder sha256, `pinned` the pinned one.
+    #[error(
+        "the head was trained on encoder {trained_on}, not the pinned all-MiniLM-L6-v2 ({pinned})"
+    )]
+    HeadEncoder {
+        trained_on: String,
+        pinned: &'static str,
+    },
+    #[error(transparent)]
+    Encoder(#[from] EncoderError),
+}
+
 impl RefusalClassifier {
     /// The encoder in `dir` with `head`.
-    pub fn load(dir: &Path, head: Head) -> Result<RefusalClassifier, String> {
+    pub fn load(dir: &Path, head: Head) -> Result<RefusalClassifier, LoadError> {
         if head.dim() != DIM {
-            return Err(format!(
-                "the head expects {}-wide embeddings, the encoder gives {DIM}",
-                head.dim()
-            ));
+            return Err(LoadError::HeadWidth { dim: head.dim() });
         }
         let pinned = crate::weights::pinned_sha256("model.safetensors").expect("pinned");
         if head.encoder_sha256() != pinned {
-            return Err(format!(
-                "the head was trained on encoder {}, not the pinned all-MiniLM-L6-v2 ({pinned})",
-                head.encoder_sha256()
-            ));
+            return Err(LoadError::HeadEncoder {
+                trained_on: head.encoder_sha256().to_string(),
+                pinned,
+            });
         }
         Ok(RefusalClassifier {
             encoder: Encoder::load(dir)?,
@@ -56,12 +72,16 @@ impl RefusalClassifier {
     }
 
     /// The head's features for `reply`.
-    pub fn features(&self, reply: &str) -> Result<Vec<f32>, String> {
+    pub fn features(&self, reply: &str) -> Result<Vec<f32>, EncoderError> {
         self.encoder.features(reply, self.head.views())
     }
 
     /// Classifies `reply` against `threshold` (the head's own when `None`).
-    pub fn classify(&self, reply: &str, threshold: Option<f64>) -> Result<Prediction, String> {
+    pub fn classify(
+        &self,
+        reply: &str,
+        threshold: Option<f64>,
+    ) -> Result<Prediction, EncoderError> {
         let probability = self.head.probability(&self.features(reply)?);
         let threshold = threshold.unwrap_or(self.head.threshold());
         Ok(Prediction {
@@ -84,7 +104,7 @@ pub const TOPIC_VIEW: View = View {
 impl RefusalClassifier {
     /// Cosine similarity of `request`'s and `reply`'s [`TOPIC_VIEW`] embeddings (both
     /// L2-normalised, so their dot product, accumulated in f64 in a fixed order).
-    pub fn similarity(&self, request: &str, reply: &str) -> Result<f64, String> {
+    pub fn similarity(&self, request: &str, reply: &str) -> Result<f64, EncoderError> {
         let a = self.encoder.features(request, &[TOPIC_VIEW])?;
         let b = self.encoder.features(reply, &[TOPIC_VIEW])?;
         Ok(a.iter().zip(&b).map(|(x, y)| *x as f64 * *y as f64).sum())
@@ -93,7 +113,7 @@ impl RefusalClassifier {
 
 /// The process-wide classifier for `dir` with the shipped head, loaded on first use.
 /// A failed load is not cached (the user may install the weights and retry).
-pub fn shared(dir: &Path) -> Result<Arc<RefusalClassifier>, String> {
+pub fn shared(dir: &Path) -> Result<Arc<RefusalClassifier>, LoadError> {
     static LOADED: OnceLock<Mutex<HashMap<PathBuf, Arc<RefusalClassifier>>>> = OnceLock::new();
     let map = LOADED.get_or_init(Default::default);
     let mut map = map.lock().unwrap_or_else(|e| e.into_inner());

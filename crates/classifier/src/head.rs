@@ -8,7 +8,7 @@
 //! a verdict can name the exact head that produced it. Arithmetic is in f64 over the
 //! f32 embeddings, in a fixed order: the same features give the same probability.
 
-use crate::view::View;
+use crate::view::{View, ViewError};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
@@ -44,6 +44,42 @@ struct LayerFile {
     bias: Vec<f64>,
 }
 
+/// Why a head file is not a usable head; every message starts `head file: `.
+#[derive(Debug, thiserror::Error)]
+pub enum HeadError {
+    #[error("head file: {0}")]
+    Json(#[source] serde_json::Error),
+    #[error("head file: format `{format}`, this gauntlet reads `{FORMAT}`")]
+    Format { format: String },
+    #[error("head file: `views` is empty")]
+    NoViews,
+    #[error("head file: {0}")]
+    View(#[source] ViewError),
+    #[error("head file: dim {dim} is not in 1..=4096")]
+    Dim { dim: usize },
+    #[error("head file: no layers")]
+    NoLayers,
+    #[error("head file: layer {layer} has {rows} weight rows and {biases} biases")]
+    Biases {
+        layer: usize,
+        rows: usize,
+        biases: usize,
+    },
+    #[error("head file: layer {layer} row {row} has {got} weights, expected {want}")]
+    RowWidth {
+        layer: usize,
+        row: usize,
+        got: usize,
+        want: usize,
+    },
+    #[error("head file: layer {layer} has a non-finite number")]
+    NonFinite { layer: usize },
+    #[error("head file: the last layer has {outputs} outputs, expected 1")]
+    Outputs { outputs: usize },
+    #[error("head file: threshold {threshold} is not in (0, 1)")]
+    Threshold { threshold: f64 },
+}
+
 /// A validated head.
 #[derive(Debug, Clone)]
 pub struct Head {
@@ -63,42 +99,41 @@ impl Head {
 
     /// Parses and validates a head file: format, view names, and that the layer shapes
     /// chain from `dim × views` inputs to one output, every number finite.
-    pub fn parse(json: &str) -> Result<Head, String> {
-        let f: HeadFile = serde_json::from_str(json).map_err(|e| format!("head file: {e}"))?;
+    pub fn parse(json: &str) -> Result<Head, HeadError> {
+        let f: HeadFile = serde_json::from_str(json).map_err(HeadError::Json)?;
         if f.format != FORMAT {
-            return Err(format!(
-                "head file: format `{}`, this gauntlet reads `{FORMAT}`",
-                f.format
-            ));
+            return Err(HeadError::Format { format: f.format });
         }
         if f.views.is_empty() {
-            return Err("head file: `views` is empty".into());
+            return Err(HeadError::NoViews);
         }
         let views = f
             .views
             .iter()
-            .map(|v| v.parse::<View>().map_err(|e| format!("head file: {e}")))
+            .map(|v| v.parse::<View>().map_err(HeadError::View))
             .collect::<Result<Vec<_>, _>>()?;
         if f.dim == 0 || f.dim > 4096 {
-            return Err(format!("head file: dim {} is not in 1..=4096", f.dim));
+            return Err(HeadError::Dim { dim: f.dim });
         }
         if f.layers.is_empty() {
-            return Err("head file: no layers".into());
+            return Err(HeadError::NoLayers);
         }
         let mut width = f.dim * views.len();
         for (i, l) in f.layers.iter().enumerate() {
             if l.weights.is_empty() || l.weights.len() != l.bias.len() {
-                return Err(format!(
-                    "head file: layer {i} has {} weight rows and {} biases",
-                    l.weights.len(),
-                    l.bias.len()
-                ));
+                return Err(HeadError::Biases {
+                    layer: i,
+                    rows: l.weights.len(),
+                    biases: l.bias.len(),
+                });
             }
             if let Some(r) = l.weights.iter().position(|r| r.len() != width) {
-                return Err(format!(
-                    "head file: layer {i} row {r} has {} weights, expected {width}",
-                    l.weights[r].len()
-                ));
+                return Err(HeadError::RowWidth {
+                    layer: i,
+                    row: r,
+                    got: l.weights[r].len(),
+                    want: width,
+                });
             }
             if !l
                 .weights
@@ -107,20 +142,17 @@ impl Head {
                 .chain(&l.bias)
                 .all(|x| x.is_finite())
             {
-                return Err(format!("head file: layer {i} has a non-finite number"));
+                return Err(HeadError::NonFinite { layer: i });
             }
             width = l.weights.len();
         }
         if width != 1 {
-            return Err(format!(
-                "head file: the last layer has {width} outputs, expected 1"
-            ));
+            return Err(HeadError::Outputs { outputs: width });
         }
         if !(f.threshold > 0.0 && f.threshold < 1.0) {
-            return Err(format!(
-                "head file: threshold {} is not in (0, 1)",
-                f.threshold
-            ));
+            return Err(HeadError::Threshold {
+                threshold: f.threshold,
+            });
         }
         let sha256 = hex(&Sha256::digest(json.as_bytes()));
         Ok(Head {
@@ -297,7 +329,7 @@ mod tests {
             ),
         ];
         for (json, want) in cases {
-            let e = Head::parse(&json).unwrap_err();
+            let e = Head::parse(&json).unwrap_err().to_string();
             assert!(e.contains(want), "{json}: {e}");
         }
     }

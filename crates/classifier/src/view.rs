@@ -110,14 +110,21 @@ fn number(d: &str, lo: usize, hi: usize) -> Option<usize> {
     }
 }
 
+/// A view name that is not `open<N>` or `tail<N>` (with an optional pooling); `view`
+/// is the name as given.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "unknown view `{view}`: expected open<N> or tail<N> with N in {MIN_TOKENS}..={MAX_TOKENS}, optionally followed by .first<K> (K < N) or .max"
+)]
+pub struct ViewError {
+    pub view: String,
+}
+
 impl FromStr for View {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        let bad = || {
-            format!(
-                "unknown view `{s}`: expected open<N> or tail<N> with N in \
-                 {MIN_TOKENS}..={MAX_TOKENS}, optionally followed by .first<K> (K < N) or .max"
-            )
+    type Err = ViewError;
+    fn from_str(s: &str) -> Result<Self, ViewError> {
+        let bad = || ViewError {
+            view: s.to_string(),
         };
         let (w, p) = match s.split_once('.') {
             Some((w, p)) => (w, Some(p)),
@@ -220,7 +227,7 @@ mod tests {
             "open32.max.max",
             "open+32",
         ] {
-            let e = bad.parse::<View>().unwrap_err();
+            let e = bad.parse::<View>().unwrap_err().to_string();
             assert!(e.contains("open<N> or tail<N>"), "{bad}: {e}");
         }
     }

@@ -55,9 +55,33 @@ pub fn default_dir() -> Option<PathBuf> {
     Some(base.join("gauntlet").join("all-MiniLM-L6-v2"))
 }
 
+/// Why the MiniLM weights cannot be used: no directory to look in, or files missing
+/// from it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WeightsError {
+    /// No explicit directory, no `$GAUNTLET_MINILM_DIR`, no `$XDG_CACHE_HOME` or `$HOME`.
+    #[error(
+        "no model directory: set ${ENV_VAR} (or the judge's `model_dir` param) to the directory where `{INSTALL_SCRIPT} DIR` installed the MiniLM weights"
+    )]
+    NoModelDir,
+    /// `missing` of the pinned files are not in `dir`, chosen by `chosen_by` (see
+    /// [`resolve`]).
+    #[error(
+        "the MiniLM weights are not installed: {} missing in {} (from {chosen_by}); {}",
+        missing.join(", "),
+        dir.display(),
+        install_hint(dir)
+    )]
+    NotInstalled {
+        missing: Vec<&'static str>,
+        dir: PathBuf,
+        chosen_by: String,
+    },
+}
+
 /// The model directory to use: the explicit one (a judge param), else `$GAUNTLET_MINILM_DIR`,
 /// else [`default_dir`]. The second value says where the choice came from, for messages.
-pub fn resolve(explicit: Option<&str>) -> Result<(PathBuf, &'static str), String> {
+pub fn resolve(explicit: Option<&str>) -> Result<(PathBuf, &'static str), WeightsError> {
     if let Some(d) = explicit {
         return Ok((PathBuf::from(d), "the judge's `model_dir` param"));
     }
@@ -66,12 +90,7 @@ pub fn resolve(explicit: Option<&str>) -> Result<(PathBuf, &'static str), String
     }
     default_dir()
         .map(|d| (d, "the default location"))
-        .ok_or_else(|| {
-            format!(
-                "no model directory: set ${ENV_VAR} (or the judge's `model_dir` param) to the \
-                 directory where `{INSTALL_SCRIPT} DIR` installed the MiniLM weights"
-            )
-        })
+        .ok_or(WeightsError::NoModelDir)
 }
 
 /// What to run to install the weights into `dir`.
@@ -94,17 +113,16 @@ pub fn missing_files(dir: &Path) -> Vec<&'static str> {
 
 /// Checks that `dir` holds every pinned file; the error says which are missing, where it
 /// looked (and why there) and how to install them.
-pub fn check_present(dir: &Path, source: &str) -> Result<(), String> {
+pub fn check_present(dir: &Path, source: &str) -> Result<(), WeightsError> {
     let missing = missing_files(dir);
     if missing.is_empty() {
         return Ok(());
     }
-    Err(format!(
-        "the MiniLM weights are not installed: {} missing in {} (from {source}); {}",
-        missing.join(", "),
-        dir.display(),
-        install_hint(dir)
-    ))
+    Err(WeightsError::NotInstalled {
+        missing,
+        dir: dir.to_path_buf(),
+        chosen_by: source.to_string(),
+    })
 }
 
 /// The pinned sha256 of `name`, if it is one of [`FILES`].
@@ -127,7 +145,7 @@ mod tests {
     fn missing_files_are_named_with_the_fix() {
         let tmp = tempfile::tempdir().unwrap();
         std::fs::write(tmp.path().join("config.json"), "{}").unwrap();
-        let e = check_present(tmp.path(), "test").unwrap_err();
+        let e = check_present(tmp.path(), "test").unwrap_err().to_string();
         assert!(e.contains("tokenizer.json, model.safetensors"), "{e}");
         assert!(!e.contains("config.json,"), "{e}");
         assert!(e.contains(INSTALL_SCRIPT) && e.contains(ENV_VAR), "{e}");

@@ -119,7 +119,10 @@ fn a_tampered_file_is_refused() {
     let mut tok = std::fs::read(dir.join("tokenizer.json")).unwrap();
     tok.push(b' ');
     std::fs::write(tmp.path().join("tokenizer.json"), tok).unwrap();
-    let e = Encoder::load(tmp.path()).err().expect("tampered tokenizer");
+    let e = Encoder::load(tmp.path())
+        .err()
+        .expect("tampered tokenizer")
+        .to_string();
     assert!(e.contains("tokenizer.json: sha256"), "{e}");
     assert!(
         e.contains(weights::pinned_sha256("tokenizer.json").unwrap()),

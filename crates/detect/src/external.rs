@@ -351,9 +351,9 @@ pub enum RunError {
     Scratch(#[source] std::io::Error),
     #[error("cannot create a pipe: {0}")]
     Pipe(#[source] std::io::Error),
-    /// The confinement could not be prepared (the sandbox's message).
-    #[error("{0}")]
-    Sandbox(String),
+    /// The confinement could not be prepared.
+    #[error(transparent)]
+    Sandbox(#[from] gauntlet_sandbox::PrepareError),
     #[error("could not start {}: {source}", .path.display())]
     Spawn {
         path: PathBuf,

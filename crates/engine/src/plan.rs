@@ -364,7 +364,11 @@ impl Plan {
                             Some(p) => match PriceTable::load(&config.base_dir().join(p)) {
                                 Ok(t) => Some(t),
                                 Err(e) => {
-                                    err(s.loc, format!("metrics[{i}].params.price_table"), e);
+                                    err(
+                                        s.loc,
+                                        format!("metrics[{i}].params.price_table"),
+                                        e.to_string(),
+                                    );
                                     None
                                 }
                             },

@@ -153,7 +153,7 @@ pub fn cost_metric(
     for (slot, u) in u.iter() {
         match slot_cost(slot.name(), u, models[slot], table) {
             Ok(c) => total += c,
-            Err(why) => return MetricValue::na(why),
+            Err(why) => return MetricValue::na(why.to_string()),
         }
         calls += u.calls;
     }
@@ -191,7 +191,9 @@ pub fn batch_estimate(
         let factor = models
             .iter()
             .find(|m| m.label() == r.model)
-            .map_or(Ok(1.0), |m| batch_factor(*m, table));
+            .map_or(Ok(1.0), |m| {
+                batch_factor(*m, table).map_err(|e| e.to_string())
+            });
         match (&r.max_cost, &factor) {
             (Ok(c), Ok(f)) => total += c * f,
             (Err(why), _) | (_, Err(why)) => unpriced.push(why.clone()),
@@ -247,7 +249,7 @@ pub fn estimate(plan: &Plan, table: &PriceTable) -> Vec<RoleEstimate> {
             input_tokens: calls * max_in,
             output_tokens: calls * max_out,
         };
-        let max_cost = slot_cost(role, &u, Some(m), table);
+        let max_cost = slot_cost(role, &u, Some(m), table).map_err(|e| e.to_string());
         if let Some(e) = out
             .iter_mut()
             .find(|e| e.role == role && e.model == m.label())

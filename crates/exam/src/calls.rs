@@ -413,7 +413,7 @@ pub fn price_usage(
     for role in TierRole::ALL {
         let u = usage.get(role);
         let tm = models.for_tier(role.tier());
-        let cost = slot_cost(role.name(), u, Some(&*tm.model), prices);
+        let cost = slot_cost(role.name(), u, Some(&*tm.model), prices).map_err(|e| e.to_string());
         match &cost {
             Ok(c) => total = total.map(|t| t + c),
             Err(e) => {
@@ -582,7 +582,8 @@ pub fn estimate(
                     let tm = m.for_tier(role.tier());
                     (
                         tm.id.clone(),
-                        slot_cost(role.name(), &u, Some(&*tm.model), prices),
+                        slot_cost(role.name(), &u, Some(&*tm.model), prices)
+                            .map_err(|e| e.to_string()),
                     )
                 }
                 None => (

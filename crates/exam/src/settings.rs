@@ -95,7 +95,7 @@ pub enum SettingsError {
     #[error("real mode: {0}")]
     Target(#[from] crate::exam::TargetError),
     #[error("{0}")]
-    PriceTable(String),
+    PriceTable(#[from] gauntlet_calls::price::PriceTableError),
     /// The journaled call layer cannot be opened on the output directory (in use by
     /// another exam, not writable).
     #[error("{0}")]
@@ -149,7 +149,7 @@ impl ExamSettings {
         let (corpus, source) = resolve_corpus(r.corpus.as_deref(), Path::new(DEFAULT_CORPUS_DIR))?;
         let backend = backend(&r, file_targets, notes)?;
         let prices = match &r.price_table {
-            Some(p) => PriceTable::load(p).map_err(SettingsError::PriceTable)?,
+            Some(p) => PriceTable::load(p)?,
             None => PriceTable::bundled(),
         };
         let config = ExamConfig {

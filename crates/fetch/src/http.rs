@@ -107,27 +107,58 @@ impl Failure {
     }
 }
 
+/// A URL the download policy refuses before any connection is made.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum UrlRefused {
+    /// `why` is [`FetchPolicy::refuse_scheme`]'s reason.
+    #[error("refused `{url}`: {why}")]
+    Scheme { url: String, why: String },
+    #[error("refused `{url}`: the URL has no host")]
+    NoHost { url: String },
+    /// An IP-literal host; `why` is [`FetchPolicy::refuse_ip`]'s reason.
+    #[error("refused `{url}`: {ip} is {why}; downloads may only reach public addresses")]
+    Address {
+        url: String,
+        ip: IpAddr,
+        why: &'static str,
+    },
+}
+
 /// Checks a URL's scheme and, when its host is an IP literal (which bypasses DNS), the
 /// address. Domain names are checked by the resolver at connect time.
-pub(crate) fn check_url(url: &Url, policy: &FetchPolicy) -> Result<(), String> {
+pub(crate) fn check_url(url: &Url, policy: &FetchPolicy) -> Result<(), UrlRefused> {
     if let Some(why) = policy.refuse_scheme(url.scheme()) {
-        return Err(format!("refused `{url}`: {why}"));
+        return Err(UrlRefused::Scheme {
+            url: url.to_string(),
+            why,
+        });
     }
     let ip: IpAddr = match url.host() {
         Some(url::Host::Ipv4(v4)) => v4.into(),
         Some(url::Host::Ipv6(v6)) => v6.into(),
         Some(url::Host::Domain(_)) => return Ok(()),
-        None => return Err(format!("refused `{url}`: the URL has no host")),
+        None => {
+            return Err(UrlRefused::NoHost {
+                url: url.to_string(),
+            });
+        }
     };
     match policy.refuse_ip(ip) {
-        Some(why) => Err(format!(
-            "refused `{url}`: {ip} is {why}; downloads may only reach public addresses"
-        )),
+        Some(why) => Err(UrlRefused::Address {
+            url: url.to_string(),
+            ip,
+            why,
+        }),
         None => Ok(()),
     }
 }
 
-fn client(policy: &FetchPolicy) -> Result<reqwest::Client, String> {
+/// The HTTP client could not be built.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot build the HTTP client: {0}")]
+struct ClientError(#[source] reqwest::Error);
+
+fn client(policy: &FetchPolicy) -> Result<reqwest::Client, ClientError> {
     install_crypto_provider();
     let shared = Arc::new(policy.clone());
     let hop_policy = shared.clone();
@@ -151,7 +182,7 @@ fn client(policy: &FetchPolicy) -> Result<reqwest::Client, String> {
         .timeout(policy.timeout)
         .connect_timeout(policy.timeout.min(std::time::Duration::from_secs(10)))
         .build()
-        .map_err(|e| format!("cannot build the HTTP client: {e}"))
+        .map_err(ClientError)
 }
 
 /// The error and its causes on one line (reqwest wraps ours a few levels down).
@@ -177,7 +208,7 @@ pub(crate) fn download(
 ) -> Result<(tempfile::TempPath, String, u64), FetchError> {
     let shown = url.as_str().to_string();
     let err = |m: String| FetchError::new(&shown, m);
-    check_url(url, policy).map_err(err)?;
+    check_url(url, policy).map_err(|e| err(e.to_string()))?;
     let mut tmp = match temp_dir {
         Some(d) => {
             std::fs::create_dir_all(d).map_err(|e| {
@@ -193,7 +224,7 @@ pub(crate) fn download(
             .tempfile(),
     }
     .map_err(|e| err(format!("cannot create a temporary file: {e}")))?;
-    let client = client(policy).map_err(err)?;
+    let client = client(policy).map_err(|e| err(e.to_string()))?;
     // Run on a thread of our own with its own runtime: callers may be sync code running
     // inside another tokio runtime, where blocking on a nested runtime would panic.
     let result = std::thread::scope(|s| {
@@ -296,7 +327,7 @@ mod tests {
         assert!(check_url(&Url::parse("https://8.8.8.8/x").unwrap(), &strict).is_ok());
         assert!(check_url(&Url::parse("https://example.invalid/x").unwrap(), &strict).is_ok());
         let e = check_url(&Url::parse("http://example.invalid/x").unwrap(), &strict).unwrap_err();
-        assert!(e.contains("https"), "{e}");
+        assert!(e.to_string().contains("https"), "{e}");
     }
 
     #[test]

@@ -218,14 +218,20 @@ pub fn hash_file(path: &Path, max_bytes: u64) -> io::Result<(String, u64)> {
     Ok((to_hex(&h.finalize()), len))
 }
 
+/// A `sha256` parameter that is not 64 hex characters; `pin` is the value as given.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`sha256` must be 64 hex characters, got {pin:?} ({} characters)", pin.chars().count())]
+pub struct PinError {
+    pub pin: String,
+}
+
 /// Checks a `sha256` parameter's shape: 64 hex characters. Returns it lowercased.
-pub fn normalize_pin(pin: &str) -> Result<String, String> {
+pub fn normalize_pin(pin: &str) -> Result<String, PinError> {
     let p = pin.trim();
     if p.len() != 64 || !p.chars().all(|c| c.is_ascii_hexdigit()) {
-        return Err(format!(
-            "`sha256` must be 64 hex characters, got {pin:?} ({} characters)",
-            pin.chars().count()
-        ));
+        return Err(PinError {
+            pin: pin.to_string(),
+        });
     }
     Ok(p.to_ascii_lowercase())
 }
@@ -247,11 +253,32 @@ pub enum Source {
     Http(reqwest::Url),
 }
 
+/// A source URL that is not one gauntlet reads; `url` is the URL as given.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SourceError {
+    #[error("empty file:// URL")]
+    EmptyFileUrl,
+    /// `file://localhost` with no path.
+    #[error("`{url}` names no file")]
+    NoFile { url: String },
+    #[error("`{url}` is not a valid URL: {cause}")]
+    InvalidUrl {
+        url: String,
+        #[source]
+        cause: url::ParseError,
+    },
+    /// Neither `https://`/`http://` nor `file://`.
+    #[error(
+        "`{url}`: expected an https:// URL or a file:// path (relative to the config's directory)"
+    )]
+    Scheme { url: String },
+}
+
 /// Parses `url` into a [`Source`]; relative `file://` paths resolve against `base_dir`.
-pub fn parse_source(url: &str, base_dir: &Path) -> Result<Source, String> {
+pub fn parse_source(url: &str, base_dir: &Path) -> Result<Source, SourceError> {
     if let Some(rest) = url.strip_prefix("file://") {
         if rest.is_empty() {
-            return Err("empty file:// URL".into());
+            return Err(SourceError::EmptyFileUrl);
         }
         // RFC 8089: `file://localhost/p` is the local absolute path `/p`.
         let rest = match rest.get(..10) {
@@ -259,7 +286,9 @@ pub fn parse_source(url: &str, base_dir: &Path) -> Result<Source, String> {
             _ => rest,
         };
         if rest.eq_ignore_ascii_case("localhost") {
-            return Err(format!("`{url}` names no file"));
+            return Err(SourceError::NoFile {
+                url: url.to_string(),
+            });
         }
         let p = Path::new(rest);
         return Ok(Source::File(if p.is_absolute() {
@@ -270,21 +299,26 @@ pub fn parse_source(url: &str, base_dir: &Path) -> Result<Source, String> {
     }
     let lower = url.to_ascii_lowercase();
     if lower.starts_with("https://") || lower.starts_with("http://") {
-        let u = reqwest::Url::parse(url).map_err(|e| format!("`{url}` is not a valid URL: {e}"))?;
+        let u = reqwest::Url::parse(url).map_err(|cause| SourceError::InvalidUrl {
+            url: url.to_string(),
+            cause,
+        })?;
         return Ok(Source::Http(u));
     }
-    Err(format!(
-        "`{url}`: expected an https:// URL or a file:// path (relative to the config's directory)"
-    ))
+    Err(SourceError::Scheme {
+        url: url.to_string(),
+    })
 }
 
 /// Fetches and verifies a file. See the crate docs for the rules.
 pub fn fetch(req: FetchRequest<'_>, opts: &FetchOptions) -> Result<Fetched, FetchError> {
     let pin = match req.sha256 {
-        Some(p) => Some(normalize_pin(p).map_err(|m| FetchError::new(req.url, m))?),
+        Some(p) => Some(normalize_pin(p).map_err(|m| FetchError::new(req.url, m.to_string()))?),
         None => None,
     };
-    match parse_source(req.url, req.base_dir).map_err(|m| FetchError::new(req.url, m))? {
+    match parse_source(req.url, req.base_dir)
+        .map_err(|m| FetchError::new(req.url, m.to_string()))?
+    {
         Source::File(path) => {
             let shown = path.display().to_string();
             let (sha, len) = hash_file(&path, opts.policy.max_bytes)

@@ -24,7 +24,7 @@ use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler, ServiceExt};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -63,23 +63,55 @@ pub struct ServerDef {
     pub resources: Vec<Value>,
 }
 
+/// Why a server definition file could not be used; every message names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum DefError {
+    #[error("{}: {cause}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        cause: std::io::Error,
+    },
+    /// Not the JSON of a [`ServerDef`]; the message gives the line and column.
+    #[error("{}:{}:{}: {cause}", path.display(), cause.line(), cause.column())]
+    Json {
+        path: PathBuf,
+        #[source]
+        cause: serde_json::Error,
+    },
+    /// `tools[index].field` (`definition` or `later`) is not an MCP tool definition.
+    #[error("{}: tools[{index}].{field}: not an MCP tool definition: {cause}", path.display())]
+    Tool {
+        path: PathBuf,
+        index: usize,
+        field: &'static str,
+        #[source]
+        cause: serde_json::Error,
+    },
+}
+
 impl ServerDef {
     /// Reads a server definition file.
-    pub fn read(path: &Path) -> Result<ServerDef, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let def: ServerDef = serde_json::from_str(&text)
-            .map_err(|e| format!("{}:{}:{}: {e}", path.display(), e.line(), e.column()))?;
+    pub fn read(path: &Path) -> Result<ServerDef, DefError> {
+        let text = std::fs::read_to_string(path).map_err(|cause| DefError::Read {
+            path: path.to_path_buf(),
+            cause,
+        })?;
+        let def: ServerDef = serde_json::from_str(&text).map_err(|cause| DefError::Json {
+            path: path.to_path_buf(),
+            cause,
+        })?;
         for (i, t) in def.tools.iter().enumerate() {
             for (k, d) in [
                 ("definition", Some(&t.definition)),
                 ("later", t.later.as_ref()),
             ] {
                 if let Some(d) = d {
-                    serde_json::from_value::<Tool>(d.clone()).map_err(|e| {
-                        format!(
-                            "{}: tools[{i}].{k}: not an MCP tool definition: {e}",
-                            path.display()
-                        )
+                    serde_json::from_value::<Tool>(d.clone()).map_err(|cause| DefError::Tool {
+                        path: path.to_path_buf(),
+                        index: i,
+                        field: k,
+                        cause,
                     })?;
                 }
             }
@@ -293,8 +325,28 @@ impl ServerHandler for Served {
     }
 }
 
+/// Why serving stopped with an error, or could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The MCP handshake with the client failed.
+    #[error("initialize failed: {0}")]
+    Initialize(#[source] Box<rmcp::service::ServerInitializeError>),
+    /// The serving task ended abnormally (panicked or was cancelled).
+    #[error(transparent)]
+    Task(tokio::task::JoinError),
+    #[error("cannot bind 127.0.0.1:{port}: {cause}")]
+    Bind {
+        port: u16,
+        #[source]
+        cause: std::io::Error,
+    },
+    /// The bound listener's address could not be read.
+    #[error(transparent)]
+    LocalAddr(std::io::Error),
+}
+
 /// Serves `served` on this process's stdin/stdout until the client closes them.
-pub async fn serve_stdio(served: Served) -> Result<(), String> {
+pub async fn serve_stdio(served: Served) -> Result<(), ServeError> {
     let t = rmcp::transport::async_rw::AsyncRwTransport::new_server(
         tokio::io::stdin(),
         tokio::io::stdout(),
@@ -302,8 +354,8 @@ pub async fn serve_stdio(served: Served) -> Result<(), String> {
     let running = served
         .serve(t)
         .await
-        .map_err(|e| format!("initialize failed: {e}"))?;
-    running.waiting().await.map_err(|e| e.to_string())?;
+        .map_err(|e| ServeError::Initialize(Box::new(e)))?;
+    running.waiting().await.map_err(ServeError::Task)?;
     Ok(())
 }
 
@@ -327,13 +379,13 @@ mod tokio_util_stop {
 
 impl HttpServer {
     /// Binds `127.0.0.1:port` (0: any free port) and serves at `/mcp`.
-    pub async fn start(served: Served, port: u16) -> Result<HttpServer, String> {
+    pub async fn start(served: Served, port: u16) -> Result<HttpServer, ServeError> {
         use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
         use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
             .await
-            .map_err(|e| format!("cannot bind 127.0.0.1:{port}: {e}"))?;
-        let addr = listener.local_addr().map_err(|e| e.to_string())?;
+            .map_err(|cause| ServeError::Bind { port, cause })?;
+        let addr = listener.local_addr().map_err(ServeError::LocalAddr)?;
         let service = StreamableHttpService::new(
             move || Ok(served.clone()),
             Arc::new(LocalSessionManager::default()),

@@ -177,7 +177,8 @@ pub fn parse(
                 ));
             }
             (None, Some(url)) => {
-                check_url(&url).map_err(|why| invalid(&format!("{place}.url"), &why))?;
+                check_url(&url)
+                    .map_err(|why| invalid(&format!("{place}.url"), &why.to_string()))?;
                 if let Some(t) = str_of("type")?.or(str_of("transport")?)
                     && t == "sse"
                 {
@@ -252,14 +253,27 @@ pub fn parse(
     Ok((out, notes))
 }
 
+/// A server URL that is not an http(s) URL with a host; `url` is as given.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UrlError {
+    #[error("`{url}` is not an http:// or https:// URL")]
+    NotHttp { url: String },
+    #[error("`{url}` has no host")]
+    NoHost { url: String },
+}
+
 /// An http(s) URL with a host.
-pub fn check_url(url: &str) -> Result<(), String> {
+pub fn check_url(url: &str) -> Result<(), UrlError> {
     let rest = url
         .strip_prefix("http://")
         .or_else(|| url.strip_prefix("https://"))
-        .ok_or_else(|| format!("`{url}` is not an http:// or https:// URL"))?;
+        .ok_or_else(|| UrlError::NotHttp {
+            url: url.to_string(),
+        })?;
     if rest.is_empty() || rest.starts_with('/') {
-        return Err(format!("`{url}` has no host"));
+        return Err(UrlError::NoHost {
+            url: url.to_string(),
+        });
     }
     Ok(())
 }

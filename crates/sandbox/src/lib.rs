@@ -307,6 +307,21 @@ fn filter(network: bool) -> Option<&'static BpfProgram> {
     .as_ref()
 }
 
+/// Why a run's confinement could not be prepared in the parent.
+#[derive(Debug, thiserror::Error)]
+pub enum PrepareError {
+    /// A path the ruleset names could not be opened.
+    #[error("cannot open {}: {cause}", path.display())]
+    Open {
+        path: PathBuf,
+        #[source]
+        cause: landlock::PathFdError,
+    },
+    /// The kernel refused the ruleset.
+    #[error("cannot prepare the Landlock ruleset: {0}")]
+    Ruleset(#[source] landlock::RulesetError),
+}
+
 /// The Landlock ruleset of one run: read-only `/`, read-write `/dev/null`, `scratch` and
 /// each of `writable`; TCP bind and connect denied unless the run may use the network.
 fn ruleset(
@@ -314,10 +329,15 @@ fn ruleset(
     scratch: &Path,
     writable: &[PathBuf],
     network: bool,
-) -> Result<RulesetCreated, String> {
+) -> Result<RulesetCreated, PrepareError> {
     let abi = ABI::from(abi);
     let all = AccessFs::from_all(abi);
-    let fd = |p: &Path| PathFd::new(p).map_err(|e| format!("cannot open {}: {e}", p.display()));
+    let fd = |p: &Path| {
+        PathFd::new(p).map_err(|cause| PrepareError::Open {
+            path: p.to_path_buf(),
+            cause,
+        })
+    };
     let (root, dev_null) = (fd(Path::new("/"))?, fd(Path::new("/dev/null"))?);
     let mut rw = vec![fd(scratch)?];
     for w in writable {
@@ -343,7 +363,7 @@ fn ruleset(
         }
         Ok(c)
     };
-    build().map_err(|e| format!("cannot prepare the Landlock ruleset: {e}"))
+    build().map_err(PrepareError::Ruleset)
 }
 
 /// How a supervised run ended, as the supervisor reports it.
@@ -409,7 +429,7 @@ impl Prepared {
         timeout: Duration,
         cpu_secs: u64,
         memory_bytes: u64,
-    ) -> Result<Prepared, String> {
+    ) -> Result<Prepared, PrepareError> {
         Prepared::with(
             support,
             &Confinement {
@@ -425,7 +445,7 @@ impl Prepared {
         )
     }
 
-    pub(crate) fn with(support: &Support, c: &Confinement<'_>) -> Result<Prepared, String> {
+    pub(crate) fn with(support: &Support, c: &Confinement<'_>) -> Result<Prepared, PrepareError> {
         let landlock = support.landlock_abi >= MIN_LANDLOCK_ABI;
         // Far enough to never come, small enough for timespec arithmetic.
         let timeout = c.timeout.min(Duration::from_secs(100 * 365 * 86_400));

@@ -99,7 +99,7 @@ pub enum SpawnError {
     #[error("cannot create a pipe: {0}")]
     Pipe(#[source] std::io::Error),
     #[error("cannot prepare the sandbox: {0}")]
-    Prepare(String),
+    Prepare(#[source] crate::PrepareError),
     #[error("could not start {program}: {source}")]
     Start {
         program: String,

@@ -550,8 +550,29 @@ pub(crate) async fn file_content(
     }
 }
 
+/// The first problem the Batch API finds in an input file; `line` is 1-based.
+#[derive(Debug, thiserror::Error)]
+enum InputFileError {
+    #[error("line {line}: not valid JSON: {cause}")]
+    NotJson {
+        line: usize,
+        #[source]
+        cause: serde_json::Error,
+    },
+    #[error("line {line}: `custom_id` must be a string")]
+    CustomId { line: usize },
+    #[error("line {line}: duplicate custom_id `{custom_id}`")]
+    Duplicate { line: usize, custom_id: String },
+    #[error("line {line}: `method` must be POST and `url` /v1/chat/completions")]
+    Endpoint { line: usize },
+    #[error("line {line}: `body` must be an object")]
+    Body { line: usize },
+    #[error("the input file holds no requests")]
+    Empty,
+}
+
 /// Checks the input file the way the Batch API does; the first problem, with its line.
-fn openai_lines(text: &str) -> Result<Vec<(String, Value)>, String> {
+fn openai_lines(text: &str) -> Result<Vec<(String, Value)>, InputFileError> {
     let mut out = Vec::new();
     let mut seen = HashSet::new();
     for (i, line) in text
@@ -559,27 +580,30 @@ fn openai_lines(text: &str) -> Result<Vec<(String, Value)>, String> {
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
     {
-        let n = i + 1;
-        let v: Value =
-            serde_json::from_str(line).map_err(|e| format!("line {n}: not valid JSON: {e}"))?;
+        let line_no = i + 1;
+        let v: Value = serde_json::from_str(line).map_err(|cause| InputFileError::NotJson {
+            line: line_no,
+            cause,
+        })?;
         let custom_id = v["custom_id"]
             .as_str()
-            .ok_or(format!("line {n}: `custom_id` must be a string"))?;
+            .ok_or(InputFileError::CustomId { line: line_no })?;
         if !seen.insert(custom_id.to_string()) {
-            return Err(format!("line {n}: duplicate custom_id `{custom_id}`"));
+            return Err(InputFileError::Duplicate {
+                line: line_no,
+                custom_id: custom_id.to_string(),
+            });
         }
         if v["method"] != "POST" || v["url"] != "/v1/chat/completions" {
-            return Err(format!(
-                "line {n}: `method` must be POST and `url` /v1/chat/completions"
-            ));
+            return Err(InputFileError::Endpoint { line: line_no });
         }
         if !v["body"].is_object() {
-            return Err(format!("line {n}: `body` must be an object"));
+            return Err(InputFileError::Body { line: line_no });
         }
         out.push((custom_id.to_string(), v["body"].clone()));
     }
     if out.is_empty() {
-        return Err("the input file holds no requests".into());
+        return Err(InputFileError::Empty);
     }
     Ok(out)
 }
@@ -608,7 +632,7 @@ pub(crate) async fn openai_create(
     };
     let (requests, invalid) = match openai_lines(&text) {
         Ok(r) => (r, None),
-        Err(e) => (Vec::new(), Some(e)),
+        Err(e) => (Vec::new(), Some(e.to_string())),
     };
     let id = create(
         &s,

@@ -759,7 +759,12 @@ pub(crate) fn answer(
     if let Err(msg) = validate(api, headers, &body) {
         s.outcome("bad_request");
         return (
-            Some(reply_error(api, 400, "invalid_request_error", &msg)),
+            Some(reply_error(
+                api,
+                400,
+                "invalid_request_error",
+                &msg.to_string(),
+            )),
             latency,
         );
     }
@@ -1083,15 +1088,62 @@ fn has_tool_result(api: Api, body: &Value) -> bool {
     })
 }
 
+/// The first check a real API makes that a request fails; `i` is the index in
+/// `messages`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum InvalidRequest {
+    /// A top-level field (`model`, `max_tokens`).
+    #[error("`{0}` is required")]
+    Required(&'static str),
+    #[error("`messages` must be an array")]
+    MessagesNotArray,
+    #[error("the anthropic-version header is required")]
+    NoVersionHeader,
+    #[error("messages[{i}].tool_calls: every call needs an `id`")]
+    CallWithoutId { i: usize },
+    #[error("messages[{i}].tool_calls: `function.arguments` must be a string")]
+    ArgumentsNotString { i: usize },
+    #[error("messages[{i}]: a tool message needs `tool_call_id`")]
+    NoToolCallId { i: usize },
+    #[error("messages[{i}]: tool_call_id `{id}` does not answer any earlier tool call")]
+    UnknownToolCallId { i: usize, id: String },
+    #[error("messages[{i}]: unknown role `{role}`")]
+    UnknownRole { i: usize, role: String },
+    #[error(
+        "messages[{i}]: role must be user or assistant (system goes top-level), found `{role}`"
+    )]
+    NotUserOrAssistant { i: usize, role: String },
+    #[error("messages[{i}]: `content` is required")]
+    NoContent { i: usize },
+    #[error("messages[{i}]: text content blocks must be non-empty")]
+    EmptyText { i: usize },
+    #[error("messages[{i}]: tool_use needs an `id`")]
+    ToolUseWithoutId { i: usize },
+    #[error("messages[{i}]: tool_use `input` must be an object")]
+    ToolUseInput { i: usize },
+    #[error("messages[{i}]: tool_result needs `tool_use_id`")]
+    NoToolUseId { i: usize },
+    #[error("messages[{i}]: tool_use_id `{id}` has no tool_use in the previous assistant turn")]
+    UnknownToolUseId { i: usize, id: String },
+    /// `block` is the block's `type`, if it has one.
+    #[error("messages[{i}]: unexpected content block {block:?} in a {role} turn")]
+    UnexpectedBlock {
+        i: usize,
+        block: Option<String>,
+        role: String,
+    },
+}
+
 /// The checks a real API makes that matter for gauntlet's translation.
-fn validate(api: Api, headers: &HeaderMap, body: &Value) -> Result<(), String> {
+fn validate(api: Api, headers: &HeaderMap, body: &Value) -> Result<(), InvalidRequest> {
+    use InvalidRequest as E;
     if body.get("model").and_then(Value::as_str).is_none() {
-        return Err("`model` is required".into());
+        return Err(E::Required("model"));
     }
     let msgs = body
         .get("messages")
         .and_then(Value::as_array)
-        .ok_or("`messages` must be an array")?;
+        .ok_or(E::MessagesNotArray)?;
     match api {
         Api::Openai => {
             let mut known: Vec<&str> = Vec::new();
@@ -1102,16 +1154,15 @@ fn validate(api: Api, headers: &HeaderMap, body: &Value) -> Result<(), String> {
                     "assistant" => {
                         if let Some(calls) = m.get("tool_calls").and_then(Value::as_array) {
                             for c in calls {
-                                let id = c.get("id").and_then(Value::as_str).ok_or(format!(
-                                    "messages[{i}].tool_calls: every call needs an `id`"
-                                ))?;
+                                let id = c
+                                    .get("id")
+                                    .and_then(Value::as_str)
+                                    .ok_or(E::CallWithoutId { i })?;
                                 if c.pointer("/function/arguments")
                                     .and_then(Value::as_str)
                                     .is_none()
                                 {
-                                    return Err(format!(
-                                        "messages[{i}].tool_calls: `function.arguments` must be a string"
-                                    ));
+                                    return Err(E::ArgumentsNotString { i });
                                 }
                                 known.push(id);
                             }
@@ -1121,38 +1172,43 @@ fn validate(api: Api, headers: &HeaderMap, body: &Value) -> Result<(), String> {
                         let id = m
                             .get("tool_call_id")
                             .and_then(Value::as_str)
-                            .ok_or(format!(
-                                "messages[{i}]: a tool message needs `tool_call_id`"
-                            ))?;
+                            .ok_or(E::NoToolCallId { i })?;
                         if !known.contains(&id) {
-                            return Err(format!(
-                                "messages[{i}]: tool_call_id `{id}` does not answer any earlier tool call"
-                            ));
+                            return Err(E::UnknownToolCallId {
+                                i,
+                                id: id.to_string(),
+                            });
                         }
                     }
-                    other => return Err(format!("messages[{i}]: unknown role `{other}`")),
+                    other => {
+                        return Err(E::UnknownRole {
+                            i,
+                            role: other.to_string(),
+                        });
+                    }
                 }
             }
         }
         Api::Anthropic => {
             if headers.get("anthropic-version").is_none() {
-                return Err("the anthropic-version header is required".into());
+                return Err(E::NoVersionHeader);
             }
             if body.get("max_tokens").and_then(Value::as_u64).is_none() {
-                return Err("`max_tokens` is required".into());
+                return Err(E::Required("max_tokens"));
             }
             let mut previous_tool_uses: Vec<&str> = Vec::new();
             for (i, m) in msgs.iter().enumerate() {
                 let role = m.get("role").and_then(Value::as_str).unwrap_or("");
                 if role != "user" && role != "assistant" {
-                    return Err(format!(
-                        "messages[{i}]: role must be user or assistant (system goes top-level), found `{role}`"
-                    ));
+                    return Err(E::NotUserOrAssistant {
+                        i,
+                        role: role.to_string(),
+                    });
                 }
                 let blocks: Vec<&Value> = match m.get("content") {
                     Some(Value::Array(b)) => b.iter().collect(),
                     Some(Value::String(_)) => Vec::new(),
-                    _ => return Err(format!("messages[{i}]: `content` is required")),
+                    _ => return Err(E::NoContent { i }),
                 };
                 let mut uses = Vec::new();
                 for b in blocks {
@@ -1162,38 +1218,37 @@ fn validate(api: Api, headers: &HeaderMap, body: &Value) -> Result<(), String> {
                                 .and_then(Value::as_str)
                                 .is_none_or(str::is_empty)
                             {
-                                return Err(format!(
-                                    "messages[{i}]: text content blocks must be non-empty"
-                                ));
+                                return Err(E::EmptyText { i });
                             }
                         }
                         Some("tool_use") if role == "assistant" => {
                             uses.push(
                                 b.get("id")
                                     .and_then(Value::as_str)
-                                    .ok_or(format!("messages[{i}]: tool_use needs an `id`"))?,
+                                    .ok_or(E::ToolUseWithoutId { i })?,
                             );
                             if !b.get("input").is_some_and(Value::is_object) {
-                                return Err(format!(
-                                    "messages[{i}]: tool_use `input` must be an object"
-                                ));
+                                return Err(E::ToolUseInput { i });
                             }
                         }
                         Some("tool_result") if role == "user" => {
                             let id = b
                                 .get("tool_use_id")
                                 .and_then(Value::as_str)
-                                .ok_or(format!("messages[{i}]: tool_result needs `tool_use_id`"))?;
+                                .ok_or(E::NoToolUseId { i })?;
                             if !previous_tool_uses.contains(&id) {
-                                return Err(format!(
-                                    "messages[{i}]: tool_use_id `{id}` has no tool_use in the previous assistant turn"
-                                ));
+                                return Err(E::UnknownToolUseId {
+                                    i,
+                                    id: id.to_string(),
+                                });
                             }
                         }
                         other => {
-                            return Err(format!(
-                                "messages[{i}]: unexpected content block {other:?} in a {role} turn"
-                            ));
+                            return Err(E::UnexpectedBlock {
+                                i,
+                                block: other.map(str::to_string),
+                                role: role.to_string(),
+                            });
                         }
                     }
                 }

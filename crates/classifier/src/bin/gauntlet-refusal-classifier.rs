@@ -9,10 +9,10 @@
 //!   the files (a `completion` or `reply` column); `bench/classifier.sh` runs it on one core.
 
 use clap::{Parser, Subcommand};
-use gauntlet_classifier::classifier::RefusalClassifier;
-use gauntlet_classifier::encoder::Encoder;
+use gauntlet_classifier::classifier::{LoadError, RefusalClassifier};
+use gauntlet_classifier::encoder::{Encoder, EncoderError};
 use gauntlet_classifier::head::Head;
-use gauntlet_classifier::view::View;
+use gauntlet_classifier::view::{View, ViewError};
 use gauntlet_classifier::weights;
 use std::io::{BufRead, BufWriter, Write};
 use std::path::PathBuf;
@@ -48,38 +48,76 @@ enum Cmd {
     },
 }
 
-fn texts() -> Result<Vec<String>, String> {
+/// Why a subcommand failed. `line` is 1-based; `path` is a CSV file given to `bench`.
+#[derive(Debug, thiserror::Error)]
+enum ToolError {
+    #[error(transparent)]
+    Weights(#[from] weights::WeightsError),
+    #[error(transparent)]
+    View(#[from] ViewError),
+    #[error(transparent)]
+    Encoder(#[from] EncoderError),
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    #[error("stdin: {0}")]
+    Stdin(#[source] std::io::Error),
+    #[error("stdin line {line}: {cause}")]
+    StdinJson {
+        line: usize,
+        #[source]
+        cause: serde_json::Error,
+    },
+    #[error("stdin line {line}: no string field `text`")]
+    NoText { line: usize },
+    #[error("{}: {cause}", path.display())]
+    Csv {
+        path: PathBuf,
+        #[source]
+        cause: csv::Error,
+    },
+    #[error("{}: no `completion` or `reply` column", path.display())]
+    NoReplyColumn { path: PathBuf },
+    #[error("no replies to time: pass CSV files with a completion/reply column")]
+    NoReplies,
+    /// Writing to stdout failed.
+    #[error(transparent)]
+    Stdout(std::io::Error),
+}
+
+fn texts() -> Result<Vec<String>, ToolError> {
     let mut out = Vec::new();
     for (i, line) in std::io::stdin().lock().lines().enumerate() {
-        let line = line.map_err(|e| format!("stdin: {e}"))?;
-        let v: serde_json::Value =
-            serde_json::from_str(&line).map_err(|e| format!("stdin line {}: {e}", i + 1))?;
+        let line = line.map_err(ToolError::Stdin)?;
+        let v: serde_json::Value = serde_json::from_str(&line)
+            .map_err(|cause| ToolError::StdinJson { line: i + 1, cause })?;
         match v.get("text").and_then(|t| t.as_str()) {
             Some(t) => out.push(t.to_string()),
-            None => return Err(format!("stdin line {}: no string field `text`", i + 1)),
+            None => return Err(ToolError::NoText { line: i + 1 }),
         }
     }
     Ok(out)
 }
 
-fn csv_replies(path: &PathBuf) -> Result<Vec<String>, String> {
-    let mut r = csv::Reader::from_path(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let headers = r
-        .headers()
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+fn csv_replies(path: &PathBuf) -> Result<Vec<String>, ToolError> {
+    let csv_err = |cause| ToolError::Csv {
+        path: path.clone(),
+        cause,
+    };
+    let mut r = csv::Reader::from_path(path).map_err(csv_err)?;
+    let headers = r.headers().map_err(csv_err)?;
     let col = headers
         .iter()
         .position(|h| h == "completion" || h == "reply")
-        .ok_or_else(|| format!("{}: no `completion` or `reply` column", path.display()))?;
+        .ok_or_else(|| ToolError::NoReplyColumn { path: path.clone() })?;
     r.records()
         .map(|rec| {
             rec.map(|rec| rec.get(col).unwrap_or("").to_string())
-                .map_err(|e| format!("{}: {e}", path.display()))
+                .map_err(csv_err)
         })
         .collect()
 }
 
-fn run(cli: Cli) -> Result<(), String> {
+fn run(cli: Cli) -> Result<(), ToolError> {
     let (dir, source) = weights::resolve(cli.model_dir.as_deref())?;
     weights::check_present(&dir, source)?;
     match cli.cmd {
@@ -93,22 +131,22 @@ fn run(cli: Cli) -> Result<(), String> {
             let texts = texts()?;
             for (i, t) in texts.iter().enumerate() {
                 for x in enc.features(t, &views)? {
-                    out.write_all(&x.to_le_bytes()).map_err(|e| e.to_string())?;
+                    out.write_all(&x.to_le_bytes()).map_err(ToolError::Stdout)?;
                 }
                 if (i + 1) % 200 == 0 {
                     eprintln!("embedded {}/{}", i + 1, texts.len());
                 }
             }
-            out.flush().map_err(|e| e.to_string())
+            out.flush().map_err(ToolError::Stdout)
         }
         Cmd::Predict => {
             let c = RefusalClassifier::load(&dir, Head::shipped())?;
             let mut out = BufWriter::new(std::io::stdout().lock());
             for t in texts()? {
                 let p = c.classify(&t, None)?;
-                writeln!(out, "{:.6}", p.probability).map_err(|e| e.to_string())?;
+                writeln!(out, "{:.6}", p.probability).map_err(ToolError::Stdout)?;
             }
-            out.flush().map_err(|e| e.to_string())
+            out.flush().map_err(ToolError::Stdout)
         }
         Cmd::Bench { files, limit } => {
             let t0 = Instant::now();
@@ -120,9 +158,7 @@ fn run(cli: Cli) -> Result<(), String> {
             }
             replies.truncate(limit.unwrap_or(usize::MAX));
             if replies.is_empty() {
-                return Err(
-                    "no replies to time: pass CSV files with a completion/reply column".into(),
-                );
+                return Err(ToolError::NoReplies);
             }
             // Warm-up: the first calls allocate.
             for r in replies.iter().take(5) {

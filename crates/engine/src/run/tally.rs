@@ -219,7 +219,7 @@ pub(super) fn cell_summary(
         "judge": judge_l,
         "price_table": table.describe(),
         "roles": c.usage.iter().filter(|(_, u)| u.calls > 0).map(|(slot, u)| {
-            let cost = crate::usage::slot_cost(slot.name(), u, models[slot], table);
+            let cost = crate::usage::slot_cost(slot.name(), u, models[slot], table).map_err(|e| e.to_string());
             serde_json::json!({
                 "role": slot.name(),
                 "model": models[slot].map(crate::usage::model_name),

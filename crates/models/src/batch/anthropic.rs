@@ -11,7 +11,7 @@
 //! the provider: it is followed only to the host the target talks to (the key is sent
 //! with it), never elsewhere.
 
-use super::{BadLine, BatchApi, BatchOptions, Ingested, Outcome, ParsedLine, Polled};
+use super::{BadLine, BatchApi, BatchOptions, Ingested, Outcome, ParsedLine, Polled, ResultError};
 use crate::targets::anthropic::{AnthropicTarget, parse_capped, parse_response};
 use crate::transport::Payload;
 use crate::{BoxFuture, ModelError};
@@ -171,8 +171,10 @@ fn parse_line_with(
         Some("succeeded") => match r.get("message") {
             Some(m) if m.is_object() => parse_response(m, "the batch results")
                 .map(Outcome::Response)
-                .map_err(|e| e.to_string()),
-            _ => Err("`result.message` is not an object".to_string()),
+                .map_err(ResultError::Response),
+            _ => Err(ResultError::NotAnObject {
+                field: "result.message",
+            }),
         },
         Some("errored") => {
             let e = &r["error"]["error"];
@@ -186,11 +188,13 @@ fn parse_line_with(
             ))))
         }
         Some(t @ ("canceled" | "expired")) => Ok(Outcome::Unfinished(t.to_string())),
-        Some(other) => Err(format!(
-            "unknown `result.type` {:?}",
-            crate::transport::excerpt(other.as_bytes())
-        )),
-        None => Err("no `result.type`".to_string()),
+        Some(other) => Err(ResultError::Unknown {
+            field: "result.type",
+            kind: crate::transport::excerpt(other.as_bytes()),
+        }),
+        None => Err(ResultError::Missing {
+            field: "result.type",
+        }),
     };
     Ok((id, outcome))
 }
@@ -229,9 +233,15 @@ mod tests {
                 .unwrap()
                 .1
                 .unwrap_err()
+                .to_string()
                 .contains("`content`")
         );
-        assert!(parse_line(b"\xff\xfe").unwrap_err().contains("UTF-8"));
+        assert!(
+            parse_line(b"\xff\xfe")
+                .unwrap_err()
+                .to_string()
+                .contains("UTF-8")
+        );
     }
 
     #[test]

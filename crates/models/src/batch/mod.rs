@@ -137,8 +137,49 @@ pub struct BadLine {
 }
 
 /// One line of a result file, as a parser reads it: the request's `custom_id` and
-/// its outcome, or why the line is unreadable.
-pub type ParsedLine = Result<(String, Result<Outcome, String>), String>;
+/// its outcome (or why its result cannot be read), or why the line is unreadable.
+pub type ParsedLine = Result<(String, Result<Outcome, ResultError>), LineError>;
+
+/// Why a result line cannot be attributed to a request.
+#[derive(Debug, thiserror::Error)]
+pub enum LineError {
+    #[error("not UTF-8 ({0})")]
+    NotUtf8(#[source] std::str::Utf8Error),
+    /// `starts` is the line's first bytes, made printable.
+    #[error("not valid JSON ({cause}); line starts: {starts}")]
+    NotJson {
+        #[source]
+        cause: serde_json::Error,
+        starts: String,
+    },
+    #[error("no `custom_id`")]
+    NoCustomId,
+    #[error("`custom_id` is empty")]
+    EmptyCustomId,
+    #[error("`custom_id` is not a string")]
+    CustomIdNotString,
+}
+
+/// Why the result of an attributed request cannot be read. `field` is the JSON path
+/// in the provider's result line (`result.message`, `response.body`, …).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ResultError {
+    /// The reply inside the line is not a response the target reads.
+    #[error(transparent)]
+    Response(ModelError),
+    #[error("`{field}` is not an object")]
+    NotAnObject { field: &'static str },
+    #[error("`{field}` is not a number")]
+    NotANumber { field: &'static str },
+    #[error("no `{field}`")]
+    Missing { field: &'static str },
+    /// `kind` is the provider's value, made printable.
+    #[error("unknown `{field}` {kind:?}")]
+    Unknown { field: &'static str, kind: String },
+    /// Neither of the two fields one of which a line must set.
+    #[error("neither `{0}` nor `{1}` is set")]
+    Neither(&'static str, &'static str),
+}
 
 /// A provider's batch API, offered by a live target built with `batch: true`.
 pub trait BatchApi: Send + Sync {
@@ -252,22 +293,20 @@ pub(crate) async fn stream_lines(
 }
 
 /// The JSON of a result line, or why it is not JSON.
-pub(crate) fn line_json(line: &[u8]) -> Result<Value, String> {
-    let text = std::str::from_utf8(line).map_err(|e| format!("not UTF-8 ({e})"))?;
-    serde_json::from_str(text.trim_end_matches('\r')).map_err(|e| {
-        format!(
-            "not valid JSON ({e}); line starts: {}",
-            crate::transport::excerpt(line)
-        )
+pub(crate) fn line_json(line: &[u8]) -> Result<Value, LineError> {
+    let text = std::str::from_utf8(line).map_err(LineError::NotUtf8)?;
+    serde_json::from_str(text.trim_end_matches('\r')).map_err(|cause| LineError::NotJson {
+        cause,
+        starts: crate::transport::excerpt(line),
     })
 }
 
 /// The line's `custom_id`, or why it has none.
-pub(crate) fn custom_id(v: &Value) -> Result<String, String> {
+pub(crate) fn custom_id(v: &Value) -> Result<String, LineError> {
     match v.get("custom_id") {
         Some(Value::String(s)) if !s.is_empty() => Ok(s.clone()),
-        Some(Value::String(_)) => Err("`custom_id` is empty".into()),
-        Some(_) => Err("`custom_id` is not a string".into()),
-        None => Err("no `custom_id`".into()),
+        Some(Value::String(_)) => Err(LineError::EmptyCustomId),
+        Some(_) => Err(LineError::CustomIdNotString),
+        None => Err(LineError::NoCustomId),
     }
 }

@@ -12,7 +12,7 @@
 //! batched call gives exactly the response the same call made alone gives. A
 //! `batch_expired` / `batch_cancelled` error means the request never ran.
 
-use super::{BadLine, BatchApi, BatchOptions, Ingested, Outcome, ParsedLine, Polled};
+use super::{BadLine, BatchApi, BatchOptions, Ingested, Outcome, ParsedLine, Polled, ResultError};
 use crate::targets::openai_compat::{OpenAiCompatTarget, parse_capped, parse_response};
 use crate::transport::Payload;
 use crate::{BoxFuture, ModelError};
@@ -207,8 +207,10 @@ fn parse_line_with(
             Some(200) => match r.get("body") {
                 Some(b) if b.is_object() => parse_response(b, "the batch output")
                     .map(Outcome::Response)
-                    .map_err(|e| e.to_string()),
-                _ => Err("`response.body` is not an object".to_string()),
+                    .map_err(ResultError::Response),
+                _ => Err(ResultError::NotAnObject {
+                    field: "response.body",
+                }),
             },
             Some(code) => {
                 let msg = r["body"]["error"]["message"]
@@ -219,7 +221,9 @@ fn parse_line_with(
                     crate::transport::excerpt(msg.as_bytes())
                 ))))
             }
-            None => Err("`response.status_code` is not a number".to_string()),
+            None => Err(ResultError::NotANumber {
+                field: "response.status_code",
+            }),
         },
         (_, Some(e)) if !e.is_null() => {
             let code = e["code"].as_str().unwrap_or("");
@@ -232,7 +236,7 @@ fn parse_line_with(
                 )))),
             }
         }
-        _ => Err("neither `response` nor `error` is set".to_string()),
+        _ => Err(ResultError::Neither("response", "error")),
     };
     Ok((id, outcome))
 }
@@ -265,15 +269,17 @@ mod tests {
         );
         let bad_body = br#"{"custom_id":"k4","response":{"status_code":200,"body":{"choices":[{"finish_reason":"stop"}]}}}"#;
         let why = parse_line(bad_body).unwrap().1.unwrap_err();
-        assert!(why.contains("choices[0].message"), "{why}");
+        assert!(why.to_string().contains("choices[0].message"), "{why}");
         assert!(
             parse_line(b"{\"custom_id\": <<")
                 .unwrap_err()
+                .to_string()
                 .contains("not valid JSON")
         );
         assert!(
             parse_line(br#"{"response":null}"#)
                 .unwrap_err()
+                .to_string()
                 .contains("custom_id")
         );
         assert!(parse_line(br#"{"custom_id":"k5"}"#).unwrap().1.is_err());

@@ -165,9 +165,20 @@ pub struct Spawned {
     pub process: Process,
 }
 
+/// Why the program could not be started.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The sandbox could not start it.
+    #[error(transparent)]
+    Spawn(#[from] gauntlet_sandbox::SpawnError),
+    /// Its stdio pipes could not be registered with the async runtime.
+    #[error("cannot use the program's pipes: {0}")]
+    Pipes(#[source] std::io::Error),
+}
+
 /// Starts `spec`'s program with piped stdin and stdout, confined by the sandbox crate's
 /// long-lived [`Process`]. The one place the command target starts processes.
-pub fn spawn_program(spec: &ProgramSpec) -> Result<Spawned, String> {
+pub fn spawn_program(spec: &ProgramSpec) -> Result<Spawned, StartError> {
     let mut s = SandboxSpec::new(&spec.program);
     s.args = spec.args.iter().map(Into::into).collect();
     s.env = spec.env.iter().map(|(k, v)| (k.into(), v.into())).collect();
@@ -181,8 +192,8 @@ pub fn spawn_program(spec: &ProgramSpec) -> Result<Spawned, String> {
     s.cpu_secs = Some(spec.cpu_secs);
     s.allow_unconfined = spec.allow_unconfined;
     s.scratch_prefix = "gauntlet-command-".into();
-    let mut process = Process::spawn(&s).map_err(|e| e.to_string())?;
-    let pipe_err = |e: std::io::Error| format!("cannot use the program's pipes: {e}");
+    let mut process = Process::spawn(&s)?;
+    let pipe_err = StartError::Pipes;
     let stdin = tokio::net::unix::pipe::Sender::from_owned_fd(OwnedFd::from(
         process.stdin.take().expect("piped stdin"),
     ))
@@ -578,42 +589,74 @@ fn with_tail(msg: String, tail: &str) -> String {
     }
 }
 
+/// The error a program answered (its reply's `error`, as text): the program's own
+/// words, not gauntlet's.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct ProgramError {
+    pub message: String,
+}
+
+/// Why a reply line breaks the protocol. `starts` is the line's (or value's) first
+/// bytes, made printable.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplyError {
+    #[error("a reply line is not UTF-8")]
+    NotUtf8,
+    #[error("a reply line is not JSON ({cause}): {starts}")]
+    NotJson {
+        #[source]
+        cause: serde_json::Error,
+        starts: String,
+    },
+    #[error("a reply line is not a JSON object: {starts}")]
+    NotAnObject { starts: String },
+    #[error("the reply has id {got}, the request had {want}")]
+    WrongId { got: u64, want: u64 },
+    #[error("the reply has no numeric `id`")]
+    NoId,
+    #[error("`reply` must be a string, found {starts}")]
+    ReplyNotAString { starts: String },
+    #[error("the reply has neither `reply` nor `error`")]
+    Neither,
+    #[error("`usage` must be {{\"input_tokens\": n, \"output_tokens\": m}}")]
+    Usage,
+}
+
 /// Reads one reply line: `Ok(Ok(response))`, `Ok(Err(program's error))`, or `Err(why the
 /// line breaks the protocol)`.
-pub fn parse_reply(line: &[u8], id: u64) -> Result<Result<ChatResponse, String>, String> {
-    let text = std::str::from_utf8(line).map_err(|_| "a reply line is not UTF-8".to_string())?;
-    let v: Value = serde_json::from_str(text.trim()).map_err(|e| {
-        format!(
-            "a reply line is not JSON ({e}): {}",
-            crate::transport::excerpt(line)
-        )
+pub fn parse_reply(line: &[u8], id: u64) -> Result<Result<ChatResponse, ProgramError>, ReplyError> {
+    let text = std::str::from_utf8(line).map_err(|_| ReplyError::NotUtf8)?;
+    let v: Value = serde_json::from_str(text.trim()).map_err(|cause| ReplyError::NotJson {
+        cause,
+        starts: crate::transport::excerpt(line),
     })?;
     let Some(o) = v.as_object() else {
-        return Err(format!(
-            "a reply line is not a JSON object: {}",
-            crate::transport::excerpt(line)
-        ));
+        return Err(ReplyError::NotAnObject {
+            starts: crate::transport::excerpt(line),
+        });
     };
     match o.get("id").and_then(Value::as_u64) {
         Some(got) if got == id => {}
-        Some(got) => return Err(format!("the reply has id {got}, the request had {id}")),
-        None => return Err("the reply has no numeric `id`".into()),
+        Some(got) => return Err(ReplyError::WrongId { got, want: id }),
+        None => return Err(ReplyError::NoId),
     }
     if let Some(e) = o.get("error").filter(|e| !e.is_null()) {
-        return Ok(Err(match e {
-            Value::String(s) => s.clone(),
-            other => other.to_string(),
+        return Ok(Err(ProgramError {
+            message: match e {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            },
         }));
     }
     let reply = match o.get("reply") {
         Some(Value::String(s)) => s.clone(),
         Some(other) => {
-            return Err(format!(
-                "`reply` must be a string, found {}",
-                crate::transport::excerpt(other.to_string().as_bytes())
-            ));
+            return Err(ReplyError::ReplyNotAString {
+                starts: crate::transport::excerpt(other.to_string().as_bytes()),
+            });
         }
-        None => return Err("the reply has neither `reply` nor `error`".into()),
+        None => return Err(ReplyError::Neither),
     };
     let usage = match o.get("usage") {
         None | Some(Value::Null) => None,
@@ -624,11 +667,7 @@ pub fn parse_reply(line: &[u8], id: u64) -> Result<Result<ChatResponse, String>,
                     input_tokens: i,
                     output_tokens: o,
                 }),
-                _ => {
-                    return Err(
-                        "`usage` must be {\"input_tokens\": n, \"output_tokens\": m}".into(),
-                    );
-                }
+                _ => return Err(ReplyError::Usage),
             }
         }
     };
@@ -669,7 +708,9 @@ mod tests {
         assert_eq!(ok.usage.unwrap().output_tokens, 1);
         assert_eq!(
             parse_reply(br#"{"id": 3, "error": "model down"}"#, 3).unwrap(),
-            Err("model down".to_string())
+            Err(ProgramError {
+                message: "model down".to_string()
+            })
         );
         for (bad, why) in [
             (&b"not json"[..], "not JSON"),
@@ -680,7 +721,7 @@ mod tests {
             (br#"[1]"#, "not a JSON object"),
             (br#"{"id": 3, "reply": "x", "usage": {"in": 1}}"#, "usage"),
         ] {
-            let e = parse_reply(bad, 3).unwrap_err();
+            let e = parse_reply(bad, 3).unwrap_err().to_string();
             assert!(e.contains(why), "{e}");
         }
     }

@@ -794,7 +794,7 @@ impl HttpTarget {
         } else {
             let bytes = self.transport.read_capped(resp).await?;
             self.read_whole(&bytes, &url, &content_type)
-                .map_err(fatal)?
+                .map_err(|e| fatal(e.to_string()))?
         };
         if let Some(s) = header_session {
             reply.session = Some(s);
@@ -817,20 +817,23 @@ impl HttpTarget {
     }
 
     /// A whole (non-streamed) body.
-    fn read_whole(&self, bytes: &[u8], url: &Url, ct: &str) -> Result<Reply, String> {
+    fn read_whole(&self, bytes: &[u8], url: &Url, ct: &str) -> Result<Reply, BodyError> {
         match &self.extract {
             Extract::Pointer(p) => {
-                let doc: Value = serde_json::from_slice(bytes).map_err(|e| {
-                    format!(
-                        "reply from {url} is not JSON ({e}; content type {ct}), so reply_pointer `{p}` cannot be read; body starts: {}",
-                        excerpt(bytes)
-                    )
-                })?;
-                let text = pointer_text(&doc, p).map_err(|why| {
-                    format!(
-                        "reply from {url}: reply_pointer `{p}` {why} (content type {ct}); body starts: {}",
-                        excerpt(bytes)
-                    )
+                let doc: Value =
+                    serde_json::from_slice(bytes).map_err(|cause| BodyError::NotJson {
+                        url: url.to_string(),
+                        ct: ct.to_string(),
+                        pointer: p.clone(),
+                        cause,
+                        starts: excerpt(bytes),
+                    })?;
+                let text = pointer_text(&doc, p).map_err(|why| BodyError::Pointer {
+                    url: url.to_string(),
+                    pointer: p.clone(),
+                    why,
+                    ct: ct.to_string(),
+                    starts: excerpt(bytes),
                 })?;
                 Ok(Reply {
                     text,
@@ -840,12 +843,11 @@ impl HttpTarget {
             }
             Extract::Regex(re) => {
                 let text = String::from_utf8_lossy(bytes);
-                let t = regex_reply(re, &text).ok_or_else(|| {
-                    format!(
-                        "reply from {url}: reply_regex `{}` matches nothing (content type {ct}); body starts: {}",
-                        re.as_str(),
-                        excerpt(bytes)
-                    )
+                let t = regex_reply(re, &text).ok_or_else(|| BodyError::NoMatch {
+                    url: url.to_string(),
+                    regex: re.as_str().to_string(),
+                    ct: ct.to_string(),
+                    starts: excerpt(bytes),
                 })?;
                 Ok(Reply {
                     text: t,
@@ -1114,6 +1116,43 @@ fn role_name(r: Role) -> &'static str {
 }
 
 /// The text at a JSON Pointer: a string, or a number or boolean as written.
+/// Why a whole reply body does not give the reply text. `ct` is its content type,
+/// `starts` its first bytes, made printable.
+#[derive(Debug, thiserror::Error)]
+enum BodyError {
+    #[error(
+        "reply from {url} is not JSON ({cause}; content type {ct}), so reply_pointer `{pointer}` cannot be read; body starts: {starts}"
+    )]
+    NotJson {
+        url: String,
+        ct: String,
+        pointer: String,
+        #[source]
+        cause: serde_json::Error,
+        starts: String,
+    },
+    /// `why` is [`pointer_text`]'s: `matches nothing`, ….
+    #[error(
+        "reply from {url}: reply_pointer `{pointer}` {why} (content type {ct}); body starts: {starts}"
+    )]
+    Pointer {
+        url: String,
+        pointer: String,
+        why: &'static str,
+        ct: String,
+        starts: String,
+    },
+    #[error(
+        "reply from {url}: reply_regex `{regex}` matches nothing (content type {ct}); body starts: {starts}"
+    )]
+    NoMatch {
+        url: String,
+        regex: String,
+        ct: String,
+        starts: String,
+    },
+}
+
 fn pointer_text(doc: &Value, p: &str) -> Result<String, &'static str> {
     match doc.pointer(p) {
         None | Some(Value::Null) => Err("matches nothing"),

@@ -60,7 +60,7 @@ const STREAM_ABOVE: u64 = 16 << 20;
 
 /// Resolves a `file://` URL to a path.
 pub fn file_url_path(url: &str, base_dir: &Path) -> Result<PathBuf, String> {
-    match gauntlet_fetch::parse_source(url, base_dir)? {
+    match gauntlet_fetch::parse_source(url, base_dir).map_err(|e| e.to_string())? {
         gauntlet_fetch::Source::File(p) => Ok(p),
         gauntlet_fetch::Source::Http(_) => Err(format!("`{url}`: expected a file:// URL")),
     }

@@ -130,10 +130,12 @@ mod imp {
         /// Resolves the model directory (param, `$GAUNTLET_MINILM_DIR`, default), checks
         /// the weights are there and loads them; every failure says how to fix it.
         pub fn new(spec: PluginSpec) -> Result<Self, BuildError> {
-            let (dir, source) =
-                weights::resolve(spec.params.str("model_dir")).map_err(BuildError::Unavailable)?;
-            weights::check_present(&dir, source).map_err(BuildError::Unavailable)?;
-            let model = classifier::shared(&dir).map_err(BuildError::Unavailable)?;
+            let (dir, source) = weights::resolve(spec.params.str("model_dir"))
+                .map_err(|e| BuildError::Unavailable(e.to_string()))?;
+            weights::check_present(&dir, source)
+                .map_err(|e| BuildError::Unavailable(e.to_string()))?;
+            let model =
+                classifier::shared(&dir).map_err(|e| BuildError::Unavailable(e.to_string()))?;
             let threshold = spec
                 .params
                 .float("threshold")
