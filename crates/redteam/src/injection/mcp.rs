@@ -268,10 +268,8 @@ impl ToolEnv for McpEnv {
 }
 
 /// Reads the injection's `servers` file (`${VAR}` from the environment).
-pub fn read_servers(path: &Path) -> Result<Vec<ServerSpec>, String> {
-    gauntlet_mcp::servers::read(path, &|k| std::env::var(k).ok())
-        .map(|(s, _)| s)
-        .map_err(|e| e.to_string())
+pub fn read_servers(path: &Path) -> Result<Vec<ServerSpec>, gauntlet_mcp::servers::ServersError> {
+    gauntlet_mcp::servers::read(path, &|k| std::env::var(k).ok()).map(|(s, _)| s)
 }
 
 fn error_attempt(injection: &str, why: String) -> Vec<Attempt> {
