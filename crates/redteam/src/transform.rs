@@ -815,7 +815,7 @@ mod tests {
         let down = Scripted::new(|_| Err("connection refused".into()));
         let target2 = Scripted::new(|_| Ok("Sure.".into()));
         let attempts = block(a.run_ctx(&behavior("Hello"), ctx(&target2, Some(&down)))).unwrap();
-        let e = attempts[0].response.as_ref().unwrap_err();
+        let e = attempts[0].response.as_ref().unwrap_err().to_string();
         assert!(
             e.contains("transform `translate`") && e.contains("connection refused"),
             "{e}"

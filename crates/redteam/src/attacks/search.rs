@@ -10,11 +10,11 @@
 //! there), else the best-scored node, with the whole tree in its metadata. The run's own
 //! judges then judge that attempt like any other.
 
-use crate::attack::{Attempt, CallModel, PlannedCalls};
+use crate::attack::{Attempt, AttemptError, CallModel, PlannedCalls};
 use crate::error::BuildError;
 use crate::judge::Judge;
 use gauntlet_core::behavior::Behavior;
-use gauntlet_core::message::{ChatRequest, ChatResponse, Message};
+use gauntlet_core::message::{ChatRequest, Message};
 use gauntlet_core::outcome::{Outcome, Verdict};
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginSpec};
 use gauntlet_models::{BoxFuture, ModelError};
@@ -337,16 +337,8 @@ impl Tree {
         let (transcript, response) = match best.and_then(|b| self.attempts[b as usize].take()) {
             Some(a) => (a.transcript, a.response),
             None => {
-                let why = self
-                    .nodes
-                    .iter()
-                    .rev()
-                    .find_map(|n| n.error.clone())
-                    .unwrap_or_else(|| "the search made no target call".into());
-                (
-                    Vec::new(),
-                    Err::<ChatResponse, String>(format!("no branch reached the target: {why}")),
-                )
+                let last = self.nodes.iter().rev().find_map(|n| n.error.clone());
+                (Vec::new(), Err(AttemptError::NoBranch { last }))
             }
         };
         Attempt {

@@ -111,14 +111,9 @@ pub struct Hello {
 }
 
 /// Why a request failed: ends the episode as an error outcome.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
 pub struct SidecarError(pub String);
-
-impl std::fmt::Display for SidecarError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
 
 /// Why the handshake refused a sidecar.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
