@@ -41,9 +41,19 @@ use gauntlet_models::{BoxFuture, ModelError};
 use std::sync::Arc;
 
 /// Why an environment could not answer a call: ends the episode as an error outcome.
+/// One variant per environment that can fail.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct EnvError(pub String);
+pub enum EnvError {
+    /// An MCP server failed during a tool call.
+    #[error("MCP server failed during a tool call: {0}")]
+    Mcp(#[source] gauntlet_mcp::client::McpError),
+    /// The AgentDojo sidecar failed the tool request.
+    #[error(transparent)]
+    Sidecar(#[from] crate::injection::agentdojo::sidecar::SidecarError),
+    /// The AgentDojo sidecar answered the tool request without its `content`.
+    #[error("malformed reply from the AgentDojo sidecar: a tool result without `content`")]
+    NoContent,
+}
 
 /// A tool environment an agent loop acts in (see the module docs for the contract).
 pub trait ToolEnv: Send {
@@ -223,7 +233,11 @@ mod tests {
         }
         fn call<'a>(&'a mut self, c: &'a ToolCall) -> BoxFuture<'a, Result<String, EnvError>> {
             let r = if c.name == "boom" {
-                Err(EnvError("the environment crashed".into()))
+                Err(EnvError::Sidecar(
+                    crate::injection::agentdojo::sidecar::SidecarError(
+                        "the environment crashed".into(),
+                    ),
+                ))
             } else {
                 Ok(format!("echo {}", c.call_id))
             };

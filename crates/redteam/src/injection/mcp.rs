@@ -252,7 +252,7 @@ impl ToolEnv for McpEnv {
                 .toolbox
                 .call(&call.name, &call.arguments)
                 .await
-                .map_err(|e| EnvError(format!("MCP server failed during a tool call: {e}")))?;
+                .map_err(EnvError::Mcp)?;
             if self.vector == Vector::ToolResult
                 && self
                     .toolbox

@@ -54,13 +54,10 @@ impl ToolEnv for Episode<'_> {
                 .sidecar
                 .request_in(&self.bound, req)
                 .await
-                .map_err(|e| EnvError(e.0))?;
+                .map_err(EnvError::Sidecar)?;
             match r["content"].as_str() {
                 Some(s) => Ok(s.to_string()),
-                None => Err(EnvError(
-                    "malformed reply from the AgentDojo sidecar: a tool result without `content`"
-                        .into(),
-                )),
+                None => Err(EnvError::NoContent),
             }
         })
     }
