@@ -33,7 +33,7 @@ use gauntlet_core::results::{MetricValue, RunSummary};
 use gauntlet_core::tree::parse_yaml;
 use gauntlet_models::registry::build_target;
 use gauntlet_models::{BoxFuture, Model, ModelError};
-use gauntlet_redteam::attack::{Attempt, CallModel};
+use gauntlet_redteam::attack::{Attempt, AttemptError, CallModel};
 use gauntlet_redteam::judge::Judge;
 use gauntlet_redteam::registry::{Registry, build_judge};
 use serde::Deserialize;
@@ -516,7 +516,7 @@ impl StoredRun {
             )));
         }
         let response = match l.error {
-            Some(e) => Err(e),
+            Some(e) => Err(AttemptError::Stored(e)),
             None => {
                 let last = l
                     .transcript

@@ -439,7 +439,9 @@ mod tests {
             let a = Attempt {
                 index: 0,
                 transcript: vec![],
-                response: Err("not read here".into()),
+                response: Err(gauntlet_redteam::attack::AttemptError::Stored(
+                    "not read here".into(),
+                )),
                 query_count: 1,
                 metadata: serde_json::Value::Null,
             };

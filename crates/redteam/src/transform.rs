@@ -218,7 +218,7 @@ impl Chain {
         text: &str,
         key: &[u8; 32],
         attacker: Option<&dyn CallModel>,
-    ) -> Result<Result<Vec<String>, String>, ModelError> {
+    ) -> Result<Result<Vec<String>, RewriteError>, ModelError> {
         let mut stages: Vec<String> = Vec::with_capacity(self.steps.len());
         for (i, t) in self.steps.iter().enumerate() {
             let cur = stages.last().map_or(text, String::as_str);
@@ -246,15 +246,14 @@ impl Chain {
                         Ok(r) => match t.rewrite_from(&r.content) {
                             Some(s) => s,
                             None => {
-                                return Ok(Err(format!(
-                                    "transform `{name}`: the attacker model returned no usable rewrite"
-                                )));
+                                return Ok(Err(RewriteError::NoRewrite { name: name.clone() }));
                             }
                         },
-                        Err(ModelError::Call(e)) => {
-                            return Ok(Err(format!(
-                                "transform `{name}`: attacker call failed: {e}"
-                            )));
+                        Err(cause @ ModelError::Call(_)) => {
+                            return Ok(Err(RewriteError::Call {
+                                name: name.clone(),
+                                cause,
+                            }));
                         }
                         Err(e) => return Err(e),
                     }
@@ -276,6 +275,22 @@ impl Chain {
         }
         cur.filter(|d| d != reply)
     }
+}
+
+/// Why a model-driven transform could not rewrite a text: the chain's `name` for it,
+/// and what its attacker model did.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RewriteError {
+    /// The attacker replied, with nothing the transform could use.
+    #[error("transform `{name}`: the attacker model returned no usable rewrite")]
+    NoRewrite { name: String },
+    /// The attacker's call failed (a [`ModelError::Call`]).
+    #[error("transform `{name}`: attacker call failed: {cause}")]
+    Call {
+        name: String,
+        #[source]
+        cause: ModelError,
+    },
 }
 
 /// What a [`TransformingModel`] remembers within one unit: a few texts at most (one per
@@ -330,7 +345,7 @@ impl<'a> TransformingModel<'a> {
     }
 
     /// The stages of `text` (it first, then after each transform), computed once.
-    async fn stages(&self, text: &str) -> Result<Result<TracedTurn, String>, ModelError> {
+    async fn stages(&self, text: &str) -> Result<Result<TracedTurn, RewriteError>, ModelError> {
         if let Some(s) = self.memo().turn(text) {
             return Ok(Ok(s.clone()));
         }
@@ -361,7 +376,7 @@ impl<'a> TransformingModel<'a> {
                 Role::User => {
                     let turn = match self.stages(&m.content).await? {
                         Ok(s) => s,
-                        Err(why) => return Err(ModelError::Call(why)),
+                        Err(why) => return Err(ModelError::Call(why.to_string())),
                     };
                     messages.push(Message {
                         content: turn.stages.last().expect("the text itself").clone(),
@@ -800,7 +815,7 @@ mod tests {
         let down = Scripted::new(|_| Err("connection refused".into()));
         let target2 = Scripted::new(|_| Ok("Sure.".into()));
         let attempts = block(a.run_ctx(&behavior("Hello"), ctx(&target2, Some(&down)))).unwrap();
-        let e = attempts[0].response.as_ref().unwrap_err();
+        let e = attempts[0].response.as_ref().unwrap_err().to_string();
         assert!(
             e.contains("transform `translate`") && e.contains("connection refused"),
             "{e}"

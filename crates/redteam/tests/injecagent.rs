@@ -346,7 +346,7 @@ fn the_papers_table_by_hand_in_both_formats() {
         // Errors: dh-0006's step 1 (the case is out), ds-0006's step 2 (only step 2).
         assert_eq!((outcomes[5].attempts, outcomes[5].errors), (1, 1));
         assert_eq!((outcomes[11].attempts, outcomes[11].errors), (2, 1));
-        let why = attempts[11][1].response.as_ref().unwrap_err();
+        let why = attempts[11][1].response.as_ref().unwrap_err().to_string();
         assert!(
             why.contains("(VaultReadEntry,") && why.contains("simulator"),
             "{why}"
@@ -574,6 +574,7 @@ fn mismatched_surfaces_are_errors() {
         a[0].response
             .as_ref()
             .unwrap_err()
+            .to_string()
             .contains("not an InjecAgent case")
     );
     let judge = build_judge(&spec("injecagent", vec![])).unwrap();
@@ -586,6 +587,7 @@ fn mismatched_surfaces_are_errors() {
         a[0].response
             .as_ref()
             .unwrap_err()
+            .to_string()
             .contains("not an injection scenario")
     );
     let _: Value = a[0].metadata.clone();

@@ -322,6 +322,7 @@ pub(super) async fn run_unit(
         .unwrap_or(0);
     let mut lines = Vec::with_capacity(text + longest * 6 + 64);
     for (i, a) in attempts.iter().enumerate() {
+        let error = a.response.as_ref().err().map(ToString::to_string);
         let line = TranscriptLine {
             trial: shown_trial,
             behavior_id: &b.id,
@@ -341,7 +342,7 @@ pub(super) async fn run_unit(
             metadata: &a.metadata,
             stop_reason: a.response.as_ref().ok().map(|r| &r.stop_reason),
             usage: a.response.as_ref().ok().and_then(|r| r.usage.as_ref()),
-            error: a.response.as_ref().err().map(String::as_str),
+            error: error.as_deref(),
             verdicts: verdicts.iter().map(|vs| &vs[i]).collect(),
         };
         line.write_json(&mut lines);

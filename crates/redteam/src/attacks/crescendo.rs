@@ -140,7 +140,7 @@ impl Attack for CrescendoAttack {
                 {
                     Ok(q) => q,
                     Err(why) => {
-                        tree.failed(parent, round, 0, why);
+                        tree.failed(parent, round, 0, why.to_string());
                         continue;
                     }
                 };

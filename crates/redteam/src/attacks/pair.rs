@@ -164,7 +164,8 @@ impl Attack for PairAttack {
                     {
                         Ok(p) => p,
                         Err(why) => {
-                            last[branch as usize] = Some(tree.failed(parent, iter, branch, why));
+                            last[branch as usize] =
+                                Some(tree.failed(parent, iter, branch, why.to_string()));
                             continue;
                         }
                     };

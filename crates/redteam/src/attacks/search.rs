@@ -10,11 +10,11 @@
 //! there), else the best-scored node, with the whole tree in its metadata. The run's own
 //! judges then judge that attempt like any other.
 
-use crate::attack::{Attempt, CallModel, PlannedCalls};
+use crate::attack::{Attempt, AttemptError, CallModel, PlannedCalls};
 use crate::error::BuildError;
 use crate::judge::Judge;
 use gauntlet_core::behavior::Behavior;
-use gauntlet_core::message::{ChatRequest, ChatResponse, Message};
+use gauntlet_core::message::{ChatRequest, Message};
 use gauntlet_core::outcome::{Outcome, Verdict};
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginSpec};
 use gauntlet_models::{BoxFuture, ModelError};
@@ -122,6 +122,17 @@ pub fn parse_attacker_reply(text: &str) -> Option<String> {
     (!t.is_empty()).then(|| t.to_string())
 }
 
+/// Why one attacker turn gave the search no prompt; the branch records it.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum AttackerError {
+    /// The attacker replied with no prompt in it.
+    #[error("the attacker returned no prompt")]
+    NoPrompt,
+    /// The attacker's call failed (a [`ModelError::Call`]).
+    #[error("attacker call failed: {0}")]
+    Call(#[source] ModelError),
+}
+
 /// Asks the attacker; `Ok(Err(why))` when this call failed or said nothing usable (the
 /// branch records it and the search goes on).
 pub async fn ask_attacker(
@@ -130,7 +141,7 @@ pub async fn ask_attacker(
     system: String,
     user: String,
     seed: u64,
-) -> Result<Result<String, String>, ModelError> {
+) -> Result<Result<String, AttackerError>, ModelError> {
     let req = ChatRequest {
         messages: vec![Message::system(system), Message::user(user)],
         seed: Some(seed),
@@ -138,9 +149,8 @@ pub async fn ask_attacker(
         ..Default::default()
     };
     match attacker.call(req).await {
-        Ok(r) => Ok(parse_attacker_reply(&r.content)
-            .ok_or_else(|| "the attacker returned no prompt".to_string())),
-        Err(ModelError::Call(e)) => Ok(Err(format!("attacker call failed: {e}"))),
+        Ok(r) => Ok(parse_attacker_reply(&r.content).ok_or(AttackerError::NoPrompt)),
+        Err(e @ ModelError::Call(_)) => Ok(Err(AttackerError::Call(e))),
         Err(e) => Err(e),
     }
 }
@@ -327,16 +337,8 @@ impl Tree {
         let (transcript, response) = match best.and_then(|b| self.attempts[b as usize].take()) {
             Some(a) => (a.transcript, a.response),
             None => {
-                let why = self
-                    .nodes
-                    .iter()
-                    .rev()
-                    .find_map(|n| n.error.clone())
-                    .unwrap_or_else(|| "the search made no target call".into());
-                (
-                    Vec::new(),
-                    Err::<ChatResponse, String>(format!("no branch reached the target: {why}")),
-                )
+                let last = self.nodes.iter().rev().find_map(|n| n.error.clone());
+                (Vec::new(), Err(AttemptError::NoBranch { last }))
             }
         };
         Attempt {

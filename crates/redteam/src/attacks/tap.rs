@@ -147,7 +147,7 @@ impl Attack for TapAttack {
                         {
                             Ok(p) => p,
                             Err(why) => {
-                                children.push(tree.failed(*parent, depth, branch, why));
+                                children.push(tree.failed(*parent, depth, branch, why.to_string()));
                                 continue;
                             }
                         };

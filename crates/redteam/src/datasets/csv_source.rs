@@ -187,8 +187,22 @@ impl Row<'_> {
     }
 }
 
+/// Why a data row makes no behavior: a set's own rule on its columns, broken.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum RowError {
+    /// HarmBench: a `contextual` row without its context.
+    #[error("a contextual behavior with an empty `ContextString`")]
+    EmptyContext,
+    /// HarmBench: the `FunctionalCategory` given.
+    #[error("unknown FunctionalCategory {0:?} (expected standard, contextual or copyright)")]
+    FunctionalCategory(String),
+    /// XSTest: no `type`.
+    #[error("empty `type` (needed to tell should_refuse from should_comply)")]
+    EmptyType,
+}
+
 /// What a row becomes: a behavior, or nothing (rows a set leaves out by design).
-pub(crate) type RowMap<'m> = dyn Fn(&Row<'_>) -> Result<Option<Item>, String> + 'm;
+pub(crate) type RowMap<'m> = dyn Fn(&Row<'_>) -> Result<Option<Item>, RowError> + 'm;
 
 /// Parses CSV bytes into behaviors with ids `<name>-<row:04>`.
 pub(crate) fn parse(
@@ -517,7 +531,7 @@ mod tests {
         pin: None,
     };
 
-    fn map(r: &Row<'_>) -> Result<Option<Item>, String> {
+    fn map(r: &Row<'_>) -> Result<Option<Item>, RowError> {
         Ok(Some(Item {
             prompt: r.get("prompt").to_string(),
             category: r.get("kind").to_string(),

@@ -19,7 +19,9 @@
 //! the subset markers (`+contextual`, `+copyright`, `+category=…`, `+limitN`) are part
 //! of the version.
 
-use super::csv_source::{self, ALLOW_DOWNLOAD_PARAM, CATEGORY_PARAM, Item, LIMIT_PARAM, Layout};
+use super::csv_source::{
+    self, ALLOW_DOWNLOAD_PARAM, CATEGORY_PARAM, Item, LIMIT_PARAM, Layout, RowError,
+};
 use super::{Dataset, DatasetError};
 use gauntlet_core::behavior::Expected;
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
@@ -99,16 +101,14 @@ pub fn load(
             "contextual" => {
                 let context = row.get("ContextString");
                 if context.trim().is_empty() {
-                    return Err("a contextual behavior with an empty `ContextString`".into());
+                    return Err(RowError::EmptyContext);
                 }
                 format!("{context}\n\n---\n\n{behavior}")
             }
             "copyright" if !copyright => return Ok(None),
             "copyright" => behavior.to_string(),
             other => {
-                return Err(format!(
-                    "unknown FunctionalCategory {other:?} (expected standard, contextual or copyright)"
-                ));
+                return Err(RowError::FunctionalCategory(other.to_string()));
             }
         };
         Ok(Some(Item {

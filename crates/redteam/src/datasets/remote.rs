@@ -58,11 +58,24 @@ pub const INFO: PluginInfo = PluginInfo {
 /// whole first (see [`load`]).
 const STREAM_ABOVE: u64 = 16 << 20;
 
+/// Why a URL names no local file.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FileUrlError {
+    /// Not a source at all.
+    #[error(transparent)]
+    Source(#[from] gauntlet_fetch::SourceError),
+    /// An `https://` URL.
+    #[error("`{url}`: expected a file:// URL")]
+    NotFile { url: String },
+}
+
 /// Resolves a `file://` URL to a path.
-pub fn file_url_path(url: &str, base_dir: &Path) -> Result<PathBuf, String> {
-    match gauntlet_fetch::parse_source(url, base_dir).map_err(|e| e.to_string())? {
+pub fn file_url_path(url: &str, base_dir: &Path) -> Result<PathBuf, FileUrlError> {
+    match gauntlet_fetch::parse_source(url, base_dir)? {
         gauntlet_fetch::Source::File(p) => Ok(p),
-        gauntlet_fetch::Source::Http(_) => Err(format!("`{url}`: expected a file:// URL")),
+        gauntlet_fetch::Source::Http(_) => Err(FileUrlError::NotFile {
+            url: url.to_string(),
+        }),
     }
 }
 

@@ -5,7 +5,9 @@
 //! targets, …) is should_comply — the set measures exaggerated refusals, so pair it
 //! with `frr` and `refusal_rate`. Ids are `xstest-0001`… by data row.
 
-use super::csv_source::{self, ALLOW_DOWNLOAD_PARAM, CATEGORY_PARAM, Item, LIMIT_PARAM, Layout};
+use super::csv_source::{
+    self, ALLOW_DOWNLOAD_PARAM, CATEGORY_PARAM, Item, LIMIT_PARAM, Layout, RowError,
+};
 use super::{Dataset, DatasetError};
 use gauntlet_core::behavior::Expected;
 use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
@@ -62,7 +64,7 @@ pub fn load(
     csv_source::load(spec, base_dir, opts, &LAYOUT, Vec::new(), &|row| {
         let kind = row.get("type").trim();
         if kind.is_empty() {
-            return Err("empty `type` (needed to tell should_refuse from should_comply)".into());
+            return Err(RowError::EmptyType);
         }
         Ok(Some(Item {
             prompt: row.get("prompt").to_string(),

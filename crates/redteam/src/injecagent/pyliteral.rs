@@ -11,8 +11,56 @@
 
 use serde_json::{Map, Number, Value};
 
+/// Why a text is not a literal: what was wrong (or expected) and the byte offset where.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{kind} at byte {at}")]
+pub struct ParseError {
+    /// Byte offset into the text.
+    pub at: usize,
+    pub kind: ParseErrorKind,
+}
+
+/// What a [`ParseError`] found at its offset.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ParseErrorKind {
+    /// Text after a complete literal.
+    #[error("unexpected text")]
+    Trailing,
+    /// The text ended where a value was expected.
+    #[error("unexpected end")]
+    End,
+    /// A character that starts no value.
+    #[error("unexpected character")]
+    Character,
+    /// A bare word that is not `True`, `False`, `None` (or JSON's spellings).
+    #[error("unknown name `{0}`")]
+    UnknownName(String),
+    /// More than [`MAX_DEPTH`] nested containers.
+    #[error("nested too deeply")]
+    TooDeep,
+    /// A dict key that is a container.
+    #[error("a dict key must be a string, number or constant")]
+    Key,
+    #[error("expected `:`")]
+    Colon,
+    #[error("expected `,` or `}}`")]
+    CommaOrBrace,
+    #[error("expected `,` or a closing bracket")]
+    CommaOrBracket,
+    #[error("unterminated string")]
+    Unterminated,
+    #[error("newline in a string")]
+    Newline,
+    /// A `\x`, `\u` or `\U` escape without its hex digits, or not a character.
+    #[error("bad escape")]
+    Escape,
+    /// A number-like run of characters that is neither an integer nor a float.
+    #[error("bad number `{0}`")]
+    Number(String),
+}
+
 /// Parses one literal (surrounding whitespace allowed).
-pub fn parse(text: &str) -> Result<Value, String> {
+pub fn parse(text: &str) -> Result<Value, ParseError> {
     let mut p = Parser {
         s: text.as_bytes(),
         text,
@@ -22,13 +70,13 @@ pub fn parse(text: &str) -> Result<Value, String> {
     let v = p.value()?;
     p.ws();
     if p.i != p.s.len() {
-        return Err(format!("unexpected text at byte {}", p.i));
+        return p.err(ParseErrorKind::Trailing);
     }
     Ok(v)
 }
 
 /// JSON first (the common case, and exact), else a Python literal.
-pub fn parse_json_or_python(text: &str) -> Result<Value, String> {
+pub fn parse_json_or_python(text: &str) -> Result<Value, ParseError> {
     match serde_json::from_str(text) {
         Ok(v) => Ok(v),
         Err(_) => parse(text),
@@ -52,14 +100,14 @@ impl Parser<'_> {
         }
     }
 
-    fn err<T>(&self, what: &str) -> Result<T, String> {
-        Err(format!("{what} at byte {}", self.i))
+    fn err<T>(&self, kind: ParseErrorKind) -> Result<T, ParseError> {
+        Err(ParseError { at: self.i, kind })
     }
 
-    fn value(&mut self) -> Result<Value, String> {
+    fn value(&mut self) -> Result<Value, ParseError> {
         self.ws();
         let Some(&c) = self.s.get(self.i) else {
-            return self.err("unexpected end");
+            return self.err(ParseErrorKind::End);
         };
         match c {
             b'{' => self.nested(|p| p.dict()),
@@ -93,8 +141,11 @@ impl Parser<'_> {
                     "True" | "true" => Ok(Value::Bool(true)),
                     "False" | "false" => Ok(Value::Bool(false)),
                     "None" | "null" => Ok(Value::Null),
-                    "" => self.err("unexpected character"),
-                    w => Err(format!("unknown name `{w}` at byte {start}")),
+                    "" => self.err(ParseErrorKind::Character),
+                    w => Err(ParseError {
+                        at: start,
+                        kind: ParseErrorKind::UnknownName(w.to_string()),
+                    }),
                 }
             }
         }
@@ -102,18 +153,18 @@ impl Parser<'_> {
 
     fn nested(
         &mut self,
-        f: impl FnOnce(&mut Self) -> Result<Value, String>,
-    ) -> Result<Value, String> {
+        f: impl FnOnce(&mut Self) -> Result<Value, ParseError>,
+    ) -> Result<Value, ParseError> {
         self.depth += 1;
         if self.depth > MAX_DEPTH {
-            return self.err("nested too deeply");
+            return self.err(ParseErrorKind::TooDeep);
         }
         let v = f(self);
         self.depth -= 1;
         v
     }
 
-    fn dict(&mut self) -> Result<Value, String> {
+    fn dict(&mut self) -> Result<Value, ParseError> {
         self.i += 1;
         let mut m = Map::new();
         loop {
@@ -127,11 +178,11 @@ impl Parser<'_> {
                 Value::Number(n) => n.to_string(),
                 Value::Bool(b) => if b { "True" } else { "False" }.to_string(),
                 Value::Null => "None".to_string(),
-                _ => return self.err("a dict key must be a string, number or constant"),
+                _ => return self.err(ParseErrorKind::Key),
             };
             self.ws();
             if self.s.get(self.i) != Some(&b':') {
-                return self.err("expected `:`");
+                return self.err(ParseErrorKind::Colon);
             }
             self.i += 1;
             let v = self.value()?;
@@ -140,12 +191,12 @@ impl Parser<'_> {
             match self.s.get(self.i) {
                 Some(b',') => self.i += 1,
                 Some(b'}') => {}
-                _ => return self.err("expected `,` or `}`"),
+                _ => return self.err(ParseErrorKind::CommaOrBrace),
             }
         }
     }
 
-    fn seq(&mut self, close: u8) -> Result<Value, String> {
+    fn seq(&mut self, close: u8) -> Result<Value, ParseError> {
         self.i += 1;
         let mut items = Vec::new();
         loop {
@@ -159,27 +210,27 @@ impl Parser<'_> {
             match self.s.get(self.i) {
                 Some(b',') => self.i += 1,
                 Some(&c) if c == close => {}
-                _ => return self.err("expected `,` or a closing bracket"),
+                _ => return self.err(ParseErrorKind::CommaOrBracket),
             }
         }
     }
 
-    fn string(&mut self) -> Result<String, String> {
+    fn string(&mut self) -> Result<String, ParseError> {
         let quote = self.s[self.i];
         self.i += 1;
         let mut out = String::new();
         loop {
             let rest = &self.text[self.i..];
             let Some(c) = rest.chars().next() else {
-                return self.err("unterminated string");
+                return self.err(ParseErrorKind::Unterminated);
             };
             self.i += c.len_utf8();
             match c {
                 c if c as u32 == u32::from(quote) => return Ok(out),
-                '\n' => return self.err("newline in a string"),
+                '\n' => return self.err(ParseErrorKind::Newline),
                 '\\' => {
                     let Some(e) = self.text[self.i..].chars().next() else {
-                        return self.err("unterminated string");
+                        return self.err(ParseErrorKind::Unterminated);
                     };
                     self.i += e.len_utf8();
                     match e {
@@ -207,19 +258,19 @@ impl Parser<'_> {
         }
     }
 
-    fn hex(&mut self, n: usize) -> Result<char, String> {
+    fn hex(&mut self, n: usize) -> Result<char, ParseError> {
         let digits = self.text.get(self.i..self.i + n).unwrap_or("");
         let code = (digits.len() == n)
             .then(|| u32::from_str_radix(digits, 16).ok())
             .flatten();
         let Some(c) = code.and_then(char::from_u32) else {
-            return self.err("bad escape");
+            return self.err(ParseErrorKind::Escape);
         };
         self.i += n;
         Ok(c)
     }
 
-    fn number(&mut self) -> Result<Value, String> {
+    fn number(&mut self) -> Result<Value, ParseError> {
         let start = self.i;
         if matches!(self.s.get(self.i), Some(b'-' | b'+')) {
             self.i += 1;
@@ -242,7 +293,10 @@ impl Parser<'_> {
         }
         match t.parse::<f64>().ok().and_then(Number::from_f64) {
             Some(n) => Ok(Value::Number(n)),
-            None => Err(format!("bad number `{t}` at byte {start}")),
+            None => Err(ParseError {
+                at: start,
+                kind: ParseErrorKind::Number(t.to_string()),
+            }),
         }
     }
 }
@@ -285,14 +339,19 @@ mod tests {
             "{'a': 1} x",
             "",
         ] {
-            let e = parse(bad).unwrap_err();
+            let e = parse(bad).unwrap_err().to_string();
             assert!(
                 e.contains("byte") || e.contains("unknown name"),
                 "{bad}: {e}"
             );
         }
         let deep = "[".repeat(1000);
-        assert!(parse(&deep).unwrap_err().contains("nested too deeply"));
+        assert!(
+            parse(&deep)
+                .unwrap_err()
+                .to_string()
+                .contains("nested too deeply")
+        );
     }
 
     proptest! {

@@ -23,12 +23,30 @@
 
 use super::react::{self, Evaluation};
 use super::{Case, Format, attack_str, native, pyliteral};
-use crate::attack::{Attempt, CallModel};
+use crate::attack::{Attempt, AttemptError, CallModel};
 use gauntlet_core::message::{ChatRequest, ChatResponse, Message, ToolCall};
 use gauntlet_core::outcome::{InjecAgentAttack, StepEval};
 use gauntlet_models::{ModelError, ToolProtocol};
 use serde_json::{Value, json};
 use std::sync::Arc;
+
+/// Why step 2 has no attacker-tool response to show the agent: `tool` and `shown` (the
+/// parameters as the agent wrote them, else as JSON) name the call.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SimulateError {
+    /// No published response, and no `simulator` model.
+    #[error(
+        "attacker_simulated_responses.json has no response for ({tool},{shown}) and the \
+         injection has no `simulator` model to simulate one"
+    )]
+    NoResponse { tool: String, shown: String },
+    /// The simulator replied with nothing.
+    #[error("the simulator returned no response for ({tool},{shown})")]
+    Empty { tool: String, shown: String },
+    /// The simulator's call failed (the model layer's message).
+    #[error("the simulator's call failed: {0}")]
+    Call(String),
+}
 
 /// Where step 2's attacker-tool response came from.
 #[derive(Debug, Clone, PartialEq)]
@@ -66,11 +84,11 @@ fn eval_str(e: StepEval) -> &'static str {
 async fn call(
     target: &dyn CallModel,
     req: &ChatRequest,
-) -> Result<Result<ChatResponse, String>, ModelError> {
+) -> Result<Result<ChatResponse, AttemptError>, ModelError> {
     match target.call_ref(req).await {
         Ok(r) => Ok(Ok(r)),
         Err(e @ (ModelError::Config(_) | ModelError::Budget)) => Err(e),
-        Err(ModelError::Call(m)) => Ok(Err(m)),
+        Err(ModelError::Call(m)) => Ok(Err(AttemptError::Call(m))),
     }
 }
 
@@ -161,17 +179,17 @@ async fn simulate(
     args: &Value,
     simulator: Option<&dyn CallModel>,
     seed: u64,
-) -> Result<Result<Simulated, String>, ModelError> {
+) -> Result<Result<Simulated, SimulateError>, ModelError> {
     let tool = case.target_tool(1);
     if let Some(r) = case.env.responses.lookup(tool, params_text, args) {
         return Ok(Ok(Simulated::Published(r.to_string())));
     }
     let shown = params_text.map_or_else(|| gauntlet_core::pyjson::dumps(args), str::to_string);
     let Some(sim) = simulator else {
-        return Ok(Err(format!(
-            "attacker_simulated_responses.json has no response for ({tool},{shown}) and the \
-             injection has no `simulator` model to simulate one"
-        )));
+        return Ok(Err(SimulateError::NoResponse {
+            tool: tool.to_string(),
+            shown,
+        }));
     };
     let mut spec = String::new();
     if let Some(t) = case.env.tools.0.get(tool) {
@@ -191,18 +209,20 @@ async fn simulate(
         seed: Some(seed),
         ..Default::default()
     };
-    Ok(match call(sim, &req).await? {
+    Ok(match sim.call_ref(&req).await {
         Ok(r) => {
             let text = strip_fences(&r.content);
             if text.is_empty() {
-                Err(format!(
-                    "the simulator returned no response for ({tool},{shown})"
-                ))
+                Err(SimulateError::Empty {
+                    tool: tool.to_string(),
+                    shown,
+                })
             } else {
                 Ok(Simulated::Simulator(text.to_string()))
             }
         }
-        Err(e) => Err(format!("the simulator's call failed: {e}")),
+        Err(ModelError::Call(m)) => Err(SimulateError::Call(m)),
+        Err(e) => return Err(e),
     })
 }
 
@@ -221,7 +241,7 @@ fn strip_fences(s: &str) -> &str {
 /// How a step ended: evaluated, or not run (why).
 enum Ended<'a> {
     Evaluated(&'a Evaluation),
-    Failed(&'a str),
+    Failed(&'a AttemptError),
 }
 
 /// Metadata of one step's attempt.
@@ -327,7 +347,7 @@ pub async fn run(
         }
     };
     let second_error =
-        |why: String, transcript: Vec<Message>, simulated: Option<&Simulated>| Attempt {
+        |why: AttemptError, transcript: Vec<Message>, simulated: Option<&Simulated>| Attempt {
             index: 1,
             transcript,
             response: Err(why.clone()),
@@ -344,7 +364,7 @@ pub async fn run(
         };
     let simulated = match simulate(case, params_text.as_deref(), &args, simulator, seed).await? {
         Ok(s) => s,
-        Err(why) => return Ok(vec![first, second_error(why, Vec::new(), None)]),
+        Err(why) => return Ok(vec![first, second_error(why.into(), Vec::new(), None)]),
     };
     let req2 = match format {
         Format::Native => {

@@ -23,7 +23,7 @@ use super::check::{self, RecordedCall};
 use super::env::{EnvError, ToolEnv, run_loop};
 use super::sandbox::{Sandbox, Toolkit};
 use super::templates;
-use crate::attack::{Attempt, CallModel};
+use crate::attack::{Attempt, AttemptError, CallModel};
 use gauntlet_core::behavior::Behavior;
 use gauntlet_core::message::{ChatRequest, ChatResponse, Message, ToolCall};
 use gauntlet_core::scenario::Scenario;
@@ -53,7 +53,7 @@ pub struct AgentRun {
     /// tool result.
     pub transcript: Vec<Message>,
     /// The last reply, or why the run has none.
-    pub response: Result<ChatResponse, String>,
+    pub response: Result<ChatResponse, AttemptError>,
     /// Every tool call the model made, in order.
     pub calls: Vec<RecordedCall>,
     /// Model calls made.
@@ -162,10 +162,10 @@ pub async fn attempt(
         return Ok(vec![Attempt {
             index: 0,
             transcript: Vec::new(),
-            response: Err(format!(
-                "behavior `{}` is not an injection scenario; `{injection}` runs scenario suites only",
-                behavior.id
-            )),
+            response: Err(AttemptError::NotScenario {
+                behavior: behavior.id.clone(),
+                injection: injection.to_string(),
+            }),
             query_count: 0,
             metadata: serde_json::json!({"injection": injection}),
         }]);
@@ -374,7 +374,7 @@ mod tests {
         };
         let m = Scripted(Mutex::new(vec![Ok(call)]));
         let r = block_on(run_agent(&m, &s, Placement::None, 6, 1)).unwrap();
-        assert_eq!(r.response.unwrap_err(), "out of replies");
+        assert_eq!(r.response.unwrap_err().to_string(), "out of replies");
         assert_eq!((r.steps, r.calls.len()), (2, 1));
         assert_eq!(
             r.transcript.last().unwrap().tool_call_id.as_deref(),

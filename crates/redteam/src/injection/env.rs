@@ -35,19 +35,24 @@
 //! transcript is the conversation as the model was sent it (tools in the system
 //! prompt, results as user turns: [`gauntlet_models::ToolProtocol::as_sent`]).
 
-use crate::attack::{CallModel, Conversation};
+use crate::attack::{AttemptError, CallModel, Conversation};
 use gauntlet_core::message::{ChatRequest, ChatResponse, Message, Role, ToolCall, ToolDef};
 use gauntlet_models::{BoxFuture, ModelError};
 use std::sync::Arc;
 
 /// Why an environment could not answer a call: ends the episode as an error outcome.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EnvError(pub String);
-
-impl std::fmt::Display for EnvError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
+/// One variant per environment that can fail.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EnvError {
+    /// An MCP server failed during a tool call.
+    #[error("MCP server failed during a tool call: {0}")]
+    Mcp(#[source] gauntlet_mcp::client::McpError),
+    /// The AgentDojo sidecar failed the tool request.
+    #[error(transparent)]
+    Sidecar(#[from] crate::injection::agentdojo::sidecar::SidecarError),
+    /// The AgentDojo sidecar answered the tool request without its `content`.
+    #[error("malformed reply from the AgentDojo sidecar: a tool result without `content`")]
+    NoContent,
 }
 
 /// A tool environment an agent loop acts in (see the module docs for the contract).
@@ -69,7 +74,7 @@ pub struct LoopRun {
     /// tool result and whatever the environment added after a round.
     pub transcript: Vec<Message>,
     /// The last reply, or why the run has none (a failed model call, an episode error).
-    pub response: Result<ChatResponse, String>,
+    pub response: Result<ChatResponse, AttemptError>,
     /// Model calls made.
     pub steps: u32,
     /// The model was still calling tools when `max_steps` ran out.
@@ -101,7 +106,7 @@ pub async fn run_loop(
         .reserve(2 * max_steps as usize + request.messages.len());
     let mut conv = Conversation::new(request);
     let mut steps = 0;
-    let mut last: Result<ChatResponse, String> = Err("no model call was made".into());
+    let mut last: Result<ChatResponse, AttemptError> = Err(AttemptError::NoCall);
     let mut max_steps_hit = false;
     let mut env_error = false;
     let mut unparsed_tool_call = None;
@@ -116,7 +121,7 @@ pub async fn run_loop(
             Ok(r) => r,
             Err(e @ (ModelError::Config(_) | ModelError::Budget)) => return Err(e),
             Err(ModelError::Call(msg)) => {
-                last = Err(msg);
+                last = Err(AttemptError::Call(msg));
                 break;
             }
         };
@@ -147,7 +152,7 @@ pub async fn run_loop(
             let out = match env.call(c).await {
                 Ok(out) => out,
                 Err(e) => {
-                    last = Err(e.0);
+                    last = Err(AttemptError::Env(e));
                     env_error = true;
                     break 'turns;
                 }
@@ -228,7 +233,11 @@ mod tests {
         }
         fn call<'a>(&'a mut self, c: &'a ToolCall) -> BoxFuture<'a, Result<String, EnvError>> {
             let r = if c.name == "boom" {
-                Err(EnvError("the environment crashed".into()))
+                Err(EnvError::Sidecar(
+                    crate::injection::agentdojo::sidecar::SidecarError(
+                        "the environment crashed".into(),
+                    ),
+                ))
             } else {
                 Ok(format!("echo {}", c.call_id))
             };
@@ -280,7 +289,10 @@ mod tests {
     fn an_environment_failure_ends_the_run_as_an_error() {
         let (r, seen) = run(vec![calling("boom", "c1"), ChatResponse::text("never")]);
         assert!(r.env_error);
-        assert_eq!(r.response.unwrap_err(), "the environment crashed");
+        assert_eq!(
+            r.response.unwrap_err().to_string(),
+            "the environment crashed"
+        );
         assert_eq!((r.steps, seen.len()), (1, 1));
     }
 }

@@ -30,7 +30,7 @@
 use super::env::{EnvError, ToolEnv, run_loop};
 use super::sandbox::{Sandbox, Toolkit};
 use super::templates;
-use crate::attack::{Attempt, CallModel};
+use crate::attack::{Attempt, AttemptError, CallModel};
 use gauntlet_core::behavior::Behavior;
 use gauntlet_core::message::{ChatRequest, Message, ToolCall, ToolDef};
 use gauntlet_core::scenario::Scenario;
@@ -252,7 +252,7 @@ impl ToolEnv for McpEnv {
                 .toolbox
                 .call(&call.name, &call.arguments)
                 .await
-                .map_err(|e| EnvError(format!("MCP server failed during a tool call: {e}")))?;
+                .map_err(EnvError::Mcp)?;
             if self.vector == Vector::ToolResult
                 && self
                     .toolbox
@@ -268,13 +268,11 @@ impl ToolEnv for McpEnv {
 }
 
 /// Reads the injection's `servers` file (`${VAR}` from the environment).
-pub fn read_servers(path: &Path) -> Result<Vec<ServerSpec>, String> {
-    gauntlet_mcp::servers::read(path, &|k| std::env::var(k).ok())
-        .map(|(s, _)| s)
-        .map_err(|e| e.to_string())
+pub fn read_servers(path: &Path) -> Result<Vec<ServerSpec>, gauntlet_mcp::servers::ServersError> {
+    gauntlet_mcp::servers::read(path, &|k| std::env::var(k).ok()).map(|(s, _)| s)
 }
 
-fn error_attempt(injection: &str, why: String) -> Vec<Attempt> {
+fn error_attempt(injection: &str, why: AttemptError) -> Vec<Attempt> {
     vec![Attempt {
         index: 0,
         transcript: Vec::new(),
@@ -297,20 +295,17 @@ pub async fn attempt(
     let Some(scenario) = behavior.scenario.as_ref() else {
         return Ok(error_attempt(
             injection,
-            format!(
-                "behavior `{}` is not an injection scenario; `{injection}` runs scenario suites only",
-                behavior.id
-            ),
+            AttemptError::NotScenario {
+                behavior: behavior.id.clone(),
+                injection: injection.to_string(),
+            },
         ));
     };
     let limits = Limits::default();
     let mut env = match McpEnv::open(scenario, vector, user, &limits).await {
         Ok(e) => e,
         Err(e) => {
-            return Ok(error_attempt(
-                injection,
-                format!("could not open the MCP servers ({}): {e}", e.kind()),
-            ));
+            return Ok(error_attempt(injection, AttemptError::McpOpen(e)));
         }
     };
     let request = ChatRequest {

@@ -76,7 +76,7 @@ pub fn parse_suite(
         let at = |msg: String| {
             DatasetError::new(source, format!("scenarios[{i}] (id `{}`): {msg}", s.id))
         };
-        validate(&s).map_err(at)?;
+        validate(&s).map_err(|e| at(e.to_string()))?;
         if !seen.insert(s.id.clone()) {
             return Err(at("duplicate scenario id".into()));
         }
@@ -110,8 +110,48 @@ fn as_calls(steps: &[ToolStep]) -> Vec<RecordedCall> {
         .collect()
 }
 
+/// Why a scenario is not valid; each message names the field.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ScenarioError {
+    #[error("`{field}` is empty")]
+    Empty { field: &'static str },
+    #[error("unknown toolkit `{name}`; expected one of: {}", Toolkit::NAMES.join(", "))]
+    UnknownToolkit { name: String },
+    /// `field` (`user_plan[2]`, `attacker_action`, `user_check`, …) names a tool the
+    /// scenario's toolkit lacks.
+    #[error(
+        "{field} uses tool `{tool}`, which is not in the {} toolkit ({})",
+        toolkit.as_str(),
+        toolkit.tool_names().join(", ")
+    )]
+    OutsideToolkit {
+        field: String,
+        tool: String,
+        toolkit: Toolkit,
+    },
+    #[error("`user_plan` is empty; give the tool calls that carry out the user task")]
+    NoPlan,
+    /// `user_plan[step].arguments` is not a JSON object.
+    #[error("user_plan[{step}].arguments must be an object")]
+    PlanArguments { step: usize },
+    #[error("attacker_action.arguments must be an object")]
+    AttackerArguments,
+    #[error(
+        "injection_tool `{tool}` is never called by user_plan, so an indirect injection could not reach the agent"
+    )]
+    InjectionToolUnused { tool: String },
+    #[error(
+        "user_check does not match any user_plan step: the task could never count as completed"
+    )]
+    UserCheckUnreachable,
+    #[error("attacker_check matches a user_plan step: the clean task would count as hijacked")]
+    AttackerCheckInPlan,
+    #[error("attacker_check does not match attacker_action")]
+    AttackerCheckMisses,
+}
+
 /// Checks one scenario; the error names the field.
-pub fn validate(s: &Scenario) -> Result<(), String> {
+pub fn validate(s: &Scenario) -> Result<(), ScenarioError> {
     for (field, v) in [
         ("id", &s.id),
         ("suite", &s.suite),
@@ -119,41 +159,35 @@ pub fn validate(s: &Scenario) -> Result<(), String> {
         ("attacker_goal", &s.attacker_goal),
     ] {
         if v.trim().is_empty() {
-            return Err(format!("`{field}` is empty"));
+            return Err(ScenarioError::Empty { field });
         }
     }
     let Some(kit) = Toolkit::parse(&s.toolkit) else {
-        return Err(format!(
-            "unknown toolkit `{}`; expected one of: {}",
-            s.toolkit,
-            Toolkit::NAMES.join(", ")
-        ));
+        return Err(ScenarioError::UnknownToolkit {
+            name: s.toolkit.clone(),
+        });
     };
-    let outside = |field: &str, tool: &str| {
-        format!(
-            "{field} uses tool `{tool}`, which is not in the {} toolkit ({})",
-            kit.as_str(),
-            kit.tool_names().join(", ")
-        )
+    let outside = |field: String, tool: &str| ScenarioError::OutsideToolkit {
+        field,
+        tool: tool.to_string(),
+        toolkit: kit,
     };
     if s.user_plan.is_empty() {
-        return Err(
-            "`user_plan` is empty; give the tool calls that carry out the user task".into(),
-        );
+        return Err(ScenarioError::NoPlan);
     }
     for (k, step) in s.user_plan.iter().enumerate() {
         if !kit.has_tool(&step.name) {
-            return Err(outside(&format!("user_plan[{k}]"), &step.name));
+            return Err(outside(format!("user_plan[{k}]"), &step.name));
         }
         if !step.arguments.is_object() {
-            return Err(format!("user_plan[{k}].arguments must be an object"));
+            return Err(ScenarioError::PlanArguments { step: k });
         }
     }
     if !kit.has_tool(&s.attacker_action.name) {
-        return Err(outside("attacker_action", &s.attacker_action.name));
+        return Err(outside("attacker_action".into(), &s.attacker_action.name));
     }
     if !s.attacker_action.arguments.is_object() {
-        return Err("attacker_action.arguments must be an object".into());
+        return Err(ScenarioError::AttackerArguments);
     }
     for (field, tool) in [
         ("user_check", &s.user_check.tool),
@@ -161,33 +195,26 @@ pub fn validate(s: &Scenario) -> Result<(), String> {
         ("injection_tool", &s.injection_tool),
     ] {
         if !kit.has_tool(tool) {
-            return Err(outside(field, tool));
+            return Err(outside(field.into(), tool));
         }
     }
     if !s.user_plan.iter().any(|p| p.name == s.injection_tool) {
-        return Err(format!(
-            "injection_tool `{}` is never called by user_plan, so an indirect injection could not reach the agent",
-            s.injection_tool
-        ));
+        return Err(ScenarioError::InjectionToolUnused {
+            tool: s.injection_tool.clone(),
+        });
     }
     let plan = as_calls(&s.user_plan);
     if !fired(&s.user_check, &plan) {
-        return Err(
-            "user_check does not match any user_plan step: the task could never count as completed"
-                .into(),
-        );
+        return Err(ScenarioError::UserCheckUnreachable);
     }
     if fired(&s.attacker_check, &plan) {
-        return Err(
-            "attacker_check matches a user_plan step: the clean task would count as hijacked"
-                .into(),
-        );
+        return Err(ScenarioError::AttackerCheckInPlan);
     }
     if !fired(
         &s.attacker_check,
         &as_calls(std::slice::from_ref(&s.attacker_action)),
     ) {
-        return Err("attacker_check does not match attacker_action".into());
+        return Err(ScenarioError::AttackerCheckMisses);
     }
     Ok(())
 }

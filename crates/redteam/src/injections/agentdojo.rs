@@ -9,7 +9,7 @@
 //! `defenses:` axis (it may also be written here). Step limit: AgentDojo's (the first
 //! model call and 15 rounds of tool calls), whatever the run's `max_steps`.
 
-use crate::attack::{Attack, Attempt, CallModel, PlannedCalls};
+use crate::attack::{Attack, Attempt, AttemptError, CallModel, PlannedCalls};
 use crate::error::BuildError;
 use crate::injection::agentdojo::{episode, import, sidecar::Sidecar};
 use gauntlet_core::behavior::Behavior;
@@ -143,10 +143,9 @@ impl Attack for AgentDojoInjection {
                 return Ok(vec![Attempt {
                     index: 0,
                     transcript: Vec::new(),
-                    response: Err(format!(
-                        "behavior `{}` is not an AgentDojo case; the `agentdojo` injection runs `agentdojo` scenarios only",
-                        behavior.id
-                    )),
+                    response: Err(AttemptError::NotAgentDojoCase {
+                        behavior: behavior.id.clone(),
+                    }),
                     query_count: 0,
                     metadata: serde_json::json!({"injection": "agentdojo"}),
                 }]);

@@ -7,7 +7,7 @@
 //! for the parameters the agent wrote (its calls count under the attacker role); without
 //! one, such a step 2 is an error.
 
-use crate::attack::{Attack, AttackCtx, Attempt, CallModel, PlannedCalls};
+use crate::attack::{Attack, AttackCtx, Attempt, AttemptError, CallModel, PlannedCalls};
 use crate::injecagent::{Case, Format, runner};
 use gauntlet_core::behavior::Behavior;
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
@@ -67,10 +67,9 @@ impl InjecAgentInjection {
             return Ok(vec![Attempt {
                 index: 0,
                 transcript: Vec::new(),
-                response: Err(format!(
-                    "behavior `{}` is not an InjecAgent case; the injecagent injection runs the injecagent scenarios only",
-                    behavior.id
-                )),
+                response: Err(AttemptError::NotInjecAgentCase {
+                    behavior: behavior.id.clone(),
+                }),
                 query_count: 0,
                 metadata: serde_json::json!({"injection": "injecagent"}),
             }]);

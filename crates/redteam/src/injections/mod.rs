@@ -100,7 +100,7 @@ impl McpInjection {
     ) -> Result<Self, BuildError> {
         let servers = match spec.params.str("servers") {
             Some(p) => crate::injection::mcp::read_servers(std::path::Path::new(p))
-                .map_err(BuildError::param)?,
+                .map_err(|e| BuildError::param(e.to_string()))?,
             None => Vec::new(),
         };
         spec.params

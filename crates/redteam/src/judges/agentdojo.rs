@@ -37,7 +37,7 @@ impl AgentDojoJudge {
     /// The verdict (no model involved).
     pub fn judge(&self, behavior: &Behavior, attempt: &Attempt) -> Verdict {
         if let Err(e) = &attempt.response {
-            return Verdict::error(INFO.name, e.clone());
+            return Verdict::error(INFO.name, e.to_string());
         }
         let Some(case) = behavior.bench_case.as_deref() else {
             return Verdict::error(
@@ -211,7 +211,9 @@ mod tests {
     fn errored_and_foreign_attempts_are_errors() {
         let j = judge();
         let mut a = attempt(json!(null), json!(null));
-        a.response = Err("the AgentDojo sidecar exited".into());
+        a.response = Err(crate::attack::AttemptError::Call(
+            "the AgentDojo sidecar exited".into(),
+        ));
         let v = j.judge(&case(None), &a);
         assert_eq!(v.outcome, Outcome::Error);
         assert_eq!(v.error.as_deref(), Some("the AgentDojo sidecar exited"));

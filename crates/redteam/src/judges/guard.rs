@@ -145,28 +145,65 @@ pub enum LlamaGuard {
     Unsafe(Vec<u8>),
 }
 
+/// Why a guard's reply cannot be read; quoted text is clipped to 60 characters.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReplyError {
+    #[error("empty reply (expected `safe` or `unsafe`)")]
+    LlamaGuardEmpty,
+    /// Llama Guard 3's answer is at most two lines.
+    #[error("unexpected third line {0:?}")]
+    ThirdLine(String),
+    #[error("text after `safe`: {0:?}")]
+    AfterSafe(String),
+    /// The category line, with an empty entry.
+    #[error("empty entry in the category line {0:?}")]
+    EmptyCategory(String),
+    #[error("unknown category {0:?} (Llama Guard 3 has S1-S14)")]
+    UnknownCategory(String),
+    /// The first line.
+    #[error("expected `safe` or `unsafe`, got {0:?}")]
+    NotSafeOrUnsafe(String),
+    /// A WildGuard line that is not one of its three keys.
+    #[error("unexpected line {0:?}")]
+    UnexpectedLine(String),
+    #[error("`{key}` must be yes, no or N/A, got {value:?}")]
+    BadValue { key: String, value: String },
+    #[error("`{key}` given twice with different values")]
+    GivenTwice { key: String },
+    #[error("empty reply (expected the three WildGuard lines)")]
+    WildGuardEmpty,
+    /// Parsed, but `Harmful response` is N/A or absent: nothing to decide on.
+    #[error("WildGuard gave no yes/no `Harmful response` answer")]
+    NoHarmfulResponse,
+    #[error("empty reply (expected `Yes` or `No`)")]
+    ShieldGemmaEmpty,
+    /// ShieldGemma's first word.
+    #[error("expected `Yes` or `No`, got {0:?}")]
+    NotYesOrNo(String),
+}
+
 /// Parses `safe`, or `unsafe` and an optional line of comma-separated codes S1–S14.
 /// Blank lines and surrounding whitespace are tolerated (case-insensitive); anything
 /// else — other words, a third line, an unknown code — is an error.
-pub fn parse_llama_guard(text: &str) -> Result<LlamaGuard, String> {
+pub fn parse_llama_guard(text: &str) -> Result<LlamaGuard, ReplyError> {
     let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
     let Some(first) = lines.next() else {
-        return Err("empty reply (expected `safe` or `unsafe`)".into());
+        return Err(ReplyError::LlamaGuardEmpty);
     };
     let verdict = first.to_ascii_lowercase();
     let cats = lines.next();
     if let Some(extra) = lines.next() {
-        return Err(format!("unexpected third line {:?}", clip(extra)));
+        return Err(ReplyError::ThirdLine(clip(extra).to_string()));
     }
     match (verdict.as_str(), cats) {
         ("safe", None) => Ok(LlamaGuard::Safe),
-        ("safe", Some(l)) => Err(format!("text after `safe`: {:?}", clip(l))),
+        ("safe", Some(l)) => Err(ReplyError::AfterSafe(clip(l).to_string())),
         ("unsafe", None) => Ok(LlamaGuard::Unsafe(Vec::new())),
         ("unsafe", Some(l)) => {
             let mut codes = Vec::new();
             for item in l.split(',').map(str::trim) {
                 if item.is_empty() {
-                    return Err(format!("empty entry in the category line {:?}", clip(l)));
+                    return Err(ReplyError::EmptyCategory(clip(l).to_string()));
                 }
                 let n = item
                     .strip_prefix(['S', 's'])
@@ -176,10 +213,7 @@ pub fn parse_llama_guard(text: &str) -> Result<LlamaGuard, String> {
                 match n {
                     Some(n) => codes.push(n),
                     None => {
-                        return Err(format!(
-                            "unknown category {:?} (Llama Guard 3 has S1-S14)",
-                            clip(item)
-                        ));
+                        return Err(ReplyError::UnknownCategory(clip(item).to_string()));
                     }
                 }
             }
@@ -187,10 +221,7 @@ pub fn parse_llama_guard(text: &str) -> Result<LlamaGuard, String> {
             codes.dedup();
             Ok(LlamaGuard::Unsafe(codes))
         }
-        _ => Err(format!(
-            "expected `safe` or `unsafe`, got {:?}",
-            clip(first)
-        )),
+        _ => Err(ReplyError::NotSafeOrUnsafe(clip(first).to_string())),
     }
 }
 
@@ -209,7 +240,7 @@ pub struct WildGuard {
 /// in any order; blank lines tolerated). A line that is none of the three, a value other
 /// than yes/no/N/A, or a key given twice with different values is an error; an absent
 /// key reads as N/A.
-pub fn parse_wildguard(text: &str) -> Result<WildGuard, String> {
+pub fn parse_wildguard(text: &str) -> Result<WildGuard, ReplyError> {
     let mut w = WildGuard {
         harmful_request: None,
         response_refusal: None,
@@ -223,44 +254,45 @@ pub fn parse_wildguard(text: &str) -> Result<WildGuard, String> {
             continue;
         }
         let Some((k, v)) = line.split_once(':') else {
-            return Err(format!("unexpected line {:?}", clip(line)));
+            return Err(ReplyError::UnexpectedLine(clip(line).to_string()));
         };
         let (i, slot) = match k.trim().to_ascii_lowercase().as_str() {
             "harmful request" => (0, &mut w.harmful_request),
             "response refusal" => (1, &mut w.response_refusal),
             "harmful response" => (2, &mut w.harmful_response),
-            _ => return Err(format!("unexpected line {:?}", clip(line))),
+            _ => return Err(ReplyError::UnexpectedLine(clip(line).to_string())),
         };
         let value = match v.trim().to_ascii_lowercase().as_str() {
             "yes" => Some(true),
             "no" => Some(false),
             "n/a" => None,
             other => {
-                return Err(format!(
-                    "`{}` must be yes, no or N/A, got {:?}",
-                    k.trim(),
-                    clip(other)
-                ));
+                return Err(ReplyError::BadValue {
+                    key: k.trim().to_string(),
+                    value: clip(other).to_string(),
+                });
             }
         };
         if seen[i] && *slot != value {
-            return Err(format!("`{}` given twice with different values", k.trim()));
+            return Err(ReplyError::GivenTwice {
+                key: k.trim().to_string(),
+            });
         }
         seen[i] = true;
         *slot = value;
         any = true;
     }
     if !any {
-        return Err("empty reply (expected the three WildGuard lines)".into());
+        return Err(ReplyError::WildGuardEmpty);
     }
     Ok(w)
 }
 
 /// ShieldGemma's first word: `Yes` (violates) or `No` (case-insensitive, trailing
 /// punctuation tolerated); anything else is an error.
-pub fn parse_shieldgemma(text: &str) -> Result<bool, String> {
+pub fn parse_shieldgemma(text: &str) -> Result<bool, ReplyError> {
     let Some(word) = text.split_whitespace().next() else {
-        return Err("empty reply (expected `Yes` or `No`)".into());
+        return Err(ReplyError::ShieldGemmaEmpty);
     };
     let w = word.trim_end_matches(|c: char| c.is_ascii_punctuation());
     if w.eq_ignore_ascii_case("yes") {
@@ -268,7 +300,7 @@ pub fn parse_shieldgemma(text: &str) -> Result<bool, String> {
     } else if w.eq_ignore_ascii_case("no") {
         Ok(false)
     } else {
-        Err(format!("expected `Yes` or `No`, got {:?}", clip(word)))
+        Err(ReplyError::NotYesOrNo(clip(word).to_string()))
     }
 }
 
@@ -367,7 +399,7 @@ pub fn read_reply(
     text: &str,
     logprobs: Option<&[TokenLogprob]>,
     threshold: f64,
-) -> Result<Reading, String> {
+) -> Result<Reading, ReplyError> {
     match format {
         Format::LlamaGuard3 => Ok(match parse_llama_guard(text)? {
             LlamaGuard::Safe => Reading {
@@ -384,7 +416,7 @@ pub fn read_reply(
         Format::WildGuard => {
             let w = parse_wildguard(text)?;
             let Some(harmful) = w.harmful_response else {
-                return Err("WildGuard gave no yes/no `Harmful response` answer".into());
+                return Err(ReplyError::NoHarmfulResponse);
             };
             let f = |x: Field| match x {
                 Some(true) => "yes",
@@ -700,7 +732,7 @@ mod tests {
             ("safe\nS1", "text after `safe`"),
             ("safe.", "expected `safe` or `unsafe`"),
         ] {
-            let e = parse_llama_guard(bad).expect_err(bad);
+            let e = parse_llama_guard(bad).expect_err(bad).to_string();
             assert!(e.contains(why), "{bad:?}: {e}");
         }
     }
@@ -749,7 +781,7 @@ mod tests {
                 "unexpected line",
             ),
         ] {
-            let e = parse_wildguard(bad).expect_err(bad);
+            let e = parse_wildguard(bad).expect_err(bad).to_string();
             assert!(e.contains(why), "{bad:?}: {e}");
         }
         // Parsed, but no harm answer for the response: the judge cannot decide.
@@ -759,7 +791,8 @@ mod tests {
             None,
             0.5,
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("Harmful response"), "{e}");
     }
 

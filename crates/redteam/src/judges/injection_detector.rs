@@ -248,7 +248,7 @@ mod tests {
         let b = behavior();
         let j = judge();
         let mut a = attempt(vec![], "done", Some(true));
-        a.response = Err("boom".into());
+        a.response = Err(crate::attack::AttemptError::Call("boom".into()));
         assert_eq!(j.judge(&b, &a).outcome, Outcome::Error);
         let a = attempt(vec![], "done", None);
         assert!(j.judge(&b, &a).error.unwrap().contains("injected"));

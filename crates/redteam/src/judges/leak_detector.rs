@@ -238,9 +238,10 @@ impl Judge for LeakDetector {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::attack::AttemptError;
     use gauntlet_core::message::ChatResponse;
 
-    fn attempt(response: Result<ChatResponse, String>) -> Attempt {
+    fn attempt(response: Result<ChatResponse, AttemptError>) -> Attempt {
         Attempt {
             index: 0,
             transcript: vec![],
@@ -312,7 +313,8 @@ mod tests {
         assert_eq!(j.judge(&probe(Some("  ")), &ok).outcome, Outcome::Error);
         let b = probe(Some("x"));
         assert_eq!(
-            j.judge(&b, &attempt(Err("boom".into()))).outcome,
+            j.judge(&b, &attempt(Err(AttemptError::Call("boom".into()))))
+                .outcome,
             Outcome::Error
         );
         assert_eq!(

@@ -345,7 +345,7 @@ mod tests {
     #[cfg(feature = "classifier")]
     mod real_model {
         use super::*;
-        use crate::attack::Attempt;
+        use crate::attack::{Attempt, AttemptError};
         use gauntlet_core::message::{ChatResponse, StopReason};
         use gauntlet_core::outcome::Outcome;
 
@@ -369,7 +369,7 @@ mod tests {
             }
         }
 
-        fn attempt(response: Result<ChatResponse, String>) -> Attempt {
+        fn attempt(response: Result<ChatResponse, AttemptError>) -> Attempt {
             Attempt {
                 index: 0,
                 transcript: vec![],
@@ -587,7 +587,8 @@ mod tests {
             let Some(j) = judge(&[]) else { return };
             assert_eq!(verdict(&j, "  \n").outcome, Outcome::Error);
             assert_eq!(
-                j.judge(&attempt(Err("connection reset".into()))).outcome,
+                j.judge(&attempt(Err(AttemptError::Call("connection reset".into()))))
+                    .outcome,
                 Outcome::Error
             );
             let refusal = ChatResponse {

@@ -217,9 +217,10 @@ impl Judge for RefusalMatch {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::attack::AttemptError;
     use gauntlet_core::message::{ChatResponse, StopReason};
 
-    fn attempt(response: Result<ChatResponse, String>) -> Attempt {
+    fn attempt(response: Result<ChatResponse, AttemptError>) -> Attempt {
         Attempt {
             index: 0,
             transcript: vec![],
@@ -311,7 +312,8 @@ mod tests {
             Outcome::Error
         );
         assert_eq!(
-            j.judge(&attempt(Err("boom".into()))).outcome,
+            j.judge(&attempt(Err(AttemptError::Call("boom".into()))))
+                .outcome,
             Outcome::Error
         );
     }

@@ -18,7 +18,7 @@
 //! re-queries the whole pipeline up to three times on the same environment).
 
 use super::sidecar::{Bound, Sidecar, SidecarError};
-use crate::attack::{Attempt, CallModel};
+use crate::attack::{Attempt, AttemptError, CallModel};
 use crate::injection::env::{EnvError, ToolEnv, run_loop};
 use gauntlet_core::message::{ChatRequest, ChatResponse, Message, ToolCall, ToolDef};
 use gauntlet_core::scenario::BenchCase;
@@ -54,13 +54,10 @@ impl ToolEnv for Episode<'_> {
                 .sidecar
                 .request_in(&self.bound, req)
                 .await
-                .map_err(|e| EnvError(e.0))?;
+                .map_err(EnvError::Sidecar)?;
             match r["content"].as_str() {
                 Some(s) => Ok(s.to_string()),
-                None => Err(EnvError(
-                    "malformed reply from the AgentDojo sidecar: a tool result without `content`"
-                        .into(),
-                )),
+                None => Err(EnvError::NoContent),
             }
         })
     }
@@ -72,16 +69,29 @@ impl ToolEnv for Episode<'_> {
     }
 }
 
-fn tool_defs(v: &Value) -> Result<Arc<[ToolDef]>, String> {
-    let tools: Vec<ToolDef> = serde_json::from_value(v.clone())
-        .map_err(|e| format!("malformed reply from the AgentDojo sidecar: tools: {e}"))?;
+/// Why a live episode ended without AgentDojo's verdicts.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum EpisodeError {
+    /// A request to the sidecar failed.
+    #[error(transparent)]
+    Sidecar(#[from] SidecarError),
+    /// The sidecar's tool definitions do not read as tools.
+    #[error("malformed reply from the AgentDojo sidecar: tools: {0}")]
+    Tools(#[source] Arc<serde_json::Error>),
+    #[error("malformed reply from the AgentDojo sidecar: `start` without system or user")]
+    StartFields,
+}
+
+fn tool_defs(v: &Value) -> Result<Arc<[ToolDef]>, EpisodeError> {
+    let tools: Vec<ToolDef> =
+        serde_json::from_value(v.clone()).map_err(|e| EpisodeError::Tools(Arc::new(e)))?;
     Ok(Arc::from(tools))
 }
 
 /// What an episode produced, before it becomes an [`Attempt`].
 struct Ran {
     transcript: Vec<Message>,
-    response: Result<ChatResponse, String>,
+    response: Result<ChatResponse, AttemptError>,
     steps: u32,
     max_steps_hit: bool,
     injections: Value,
@@ -146,7 +156,7 @@ async fn run(
     defense: Option<&str>,
     target: &dyn CallModel,
 ) -> Result<Ran, ModelError> {
-    let failed = |why: String, transcript: Vec<Message>, steps: u32, injections: Value| Ran {
+    let failed = |why: AttemptError, transcript: Vec<Message>, steps: u32, injections: Value| Ran {
         transcript,
         response: Err(why),
         steps,
@@ -155,9 +165,10 @@ async fn run(
         verdict: None,
         unparsed_tool_call: None,
     };
+    let sidecar_failed = |e: SidecarError| AttemptError::Episode(e.into());
     let bound = match sidecar.bind().await {
         Ok(b) => b,
-        Err(e) => return Ok(failed(e.0, Vec::new(), 0, Value::Null)),
+        Err(e) => return Ok(failed(sidecar_failed(e), Vec::new(), 0, Value::Null)),
     };
     let id = EPISODES.fetch_add(1, Ordering::Relaxed);
     let start = json!({
@@ -167,16 +178,16 @@ async fn run(
     });
     let s = match sidecar.request_in(&bound, start).await {
         Ok(s) => s,
-        Err(e) => return Ok(failed(e.0, Vec::new(), 0, Value::Null)),
+        Err(e) => return Ok(failed(sidecar_failed(e), Vec::new(), 0, Value::Null)),
     };
     let injections = s["injections"].clone();
     let (Some(system), Some(user)) = (s["system"].as_str(), s["user"].as_str()) else {
-        let why = "malformed reply from the AgentDojo sidecar: `start` without system or user";
-        return Ok(failed(why.into(), Vec::new(), 0, injections));
+        let why = EpisodeError::StartFields.into();
+        return Ok(failed(why, Vec::new(), 0, injections));
     };
     let mut tools = match tool_defs(&s["tools"]) {
         Ok(t) => t,
-        Err(e) => return Ok(failed(e, Vec::new(), 0, injections)),
+        Err(e) => return Ok(failed(e.into(), Vec::new(), 0, injections)),
     };
     let mut messages = vec![Message::system(system), Message::user(user)];
     let mut steps = 0;
@@ -200,7 +211,7 @@ async fn run(
             }
             Err(ModelError::Call(msg)) => {
                 end(sidecar, &bound, id).await;
-                return Ok(failed(msg, messages, steps, injections));
+                return Ok(failed(AttemptError::Call(msg), messages, steps, injections));
             }
         };
         let kept = sidecar
@@ -209,7 +220,7 @@ async fn run(
                 json!({"op": "filter", "episode": id, "output": r.content}),
             )
             .await
-            .map_err(|e| e.0)
+            .map_err(EpisodeError::from)
             .and_then(|v| tool_defs(&v["tools"]));
         pending.extend(r.tool_calls.iter().cloned());
         messages.push(Message {
@@ -218,7 +229,7 @@ async fn run(
         });
         match kept {
             Ok(t) => tools = t,
-            Err(e) => return Ok(failed(e, messages, steps, injections)),
+            Err(e) => return Ok(failed(e.into(), messages, steps, injections)),
         }
     }
     let mut env = Episode {
@@ -280,7 +291,7 @@ async fn run(
             verdict: Some(v),
             unparsed_tool_call: looped.unparsed_tool_call,
         },
-        Err(e) => failed(e.0, looped.transcript, steps, injections),
+        Err(e) => failed(sidecar_failed(e), looped.transcript, steps, injections),
     })
 }
 

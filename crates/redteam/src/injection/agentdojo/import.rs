@@ -17,13 +17,14 @@
 //! Files are untrusted input: each is size-capped, and names found on disk are used only
 //! after they match a known suite, task id, attack or defence.
 
-use crate::attack::Attempt;
+use crate::attack::{Attempt, AttemptError};
 use gauntlet_core::message::{ChatResponse, Message, Role, StopReason, ToolCall};
 use gauntlet_core::scenario::BenchCase;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// A result file larger than this is refused.
 pub const MAX_RESULT_BYTES: u64 = 64 << 20;
@@ -61,13 +62,64 @@ pub struct Scan {
     pub files: usize,
 }
 
-fn dirs(p: &Path) -> Result<Vec<String>, String> {
+/// Why a log directory or one of its cases could not be read. `shown` is a result
+/// file's path relative to the log directory.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ImportError {
+    /// Listing a directory or reading a file failed.
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: Arc<std::io::Error>,
+    },
+    #[error(
+        "{}: {bytes} bytes, over the {MAX_RESULT_BYTES}-byte limit of a result file",
+        path.display()
+    )]
+    TooLarge { path: PathBuf, bytes: u64 },
+    #[error(
+        "{}: not an AgentDojo result file (line {} column {}: {source})",
+        path.display(),
+        source.line(),
+        source.column()
+    )]
+    NotResultFile {
+        path: PathBuf,
+        #[source]
+        source: Arc<serde_json::Error>,
+    },
+    #[error(
+        "{}: no AgentDojo result files (expected <pipeline>/<suite>/<user_task>/<attack>/<injection_task>.json, as `python -m agentdojo.scripts.benchmark --logdir` writes them)",
+        logdir.display()
+    )]
+    NoResultFiles { logdir: PathBuf },
+    /// A case the imported logs hold no file for.
+    #[error("no AgentDojo result file {shown} for this case in the imported logs")]
+    NoFile { shown: String },
+    #[error("{shown}: a message with role `{role}`")]
+    Role { shown: String, role: String },
+    #[error("{shown}: no assistant message")]
+    NoAssistant { shown: String },
+    /// The file's own `error`: AgentDojo's message.
+    #[error("AgentDojo recorded an error for this case: {0}")]
+    Recorded(String),
+}
+
+fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> ImportError + '_ {
+    move |e| ImportError::Io {
+        path: path.to_path_buf(),
+        source: Arc::new(e),
+    }
+}
+
+fn dirs(p: &Path) -> Result<Vec<String>, ImportError> {
     let mut out = Vec::new();
-    let rd = std::fs::read_dir(p).map_err(|e| format!("{}: {e}", p.display()))?;
+    let rd = std::fs::read_dir(p).map_err(io_error(p))?;
     for e in rd {
-        let e = e.map_err(|e| format!("{}: {e}", p.display()))?;
+        let e = e.map_err(io_error(p))?;
         let name = e.file_name().to_string_lossy().into_owned();
-        let ty = e.file_type().map_err(|e| format!("{}: {e}", p.display()))?;
+        let ty = e.file_type().map_err(io_error(p))?;
         if ty.is_dir() {
             out.push(name);
         }
@@ -84,7 +136,7 @@ struct Header {
 
 /// Walks `logdir`. Unknown suites and names that are not task ids are skipped; the
 /// benchmark version is read from the files.
-pub fn scan(logdir: &Path) -> Result<Scan, String> {
+pub fn scan(logdir: &Path) -> Result<Scan, ImportError> {
     let cat = super::catalogue();
     let mut s = Scan::default();
     for pipeline in dirs(logdir)? {
@@ -102,8 +154,7 @@ pub fn scan(logdir: &Path) -> Result<Scan, String> {
                 let tdir = sdir.join(&task);
                 for attack in dirs(&tdir)? {
                     let adir = tdir.join(&attack);
-                    let rd =
-                        std::fs::read_dir(&adir).map_err(|e| format!("{}: {e}", adir.display()))?;
+                    let rd = std::fs::read_dir(&adir).map_err(io_error(&adir))?;
                     let mut names: Vec<String> = rd
                         .filter_map(|e| e.ok())
                         .map(|e| e.file_name().to_string_lossy().into_owned())
@@ -135,31 +186,25 @@ pub fn scan(logdir: &Path) -> Result<Scan, String> {
     }
     let _ = cat;
     if s.files == 0 {
-        return Err(format!(
-            "{}: no AgentDojo result files (expected <pipeline>/<suite>/<user_task>/<attack>/<injection_task>.json, as `python -m agentdojo.scripts.benchmark --logdir` writes them)",
-            logdir.display()
-        ));
+        return Err(ImportError::NoResultFiles {
+            logdir: logdir.to_path_buf(),
+        });
     }
     Ok(s)
 }
 
-fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, String> {
-    let meta = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
+fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, ImportError> {
+    let meta = std::fs::metadata(path).map_err(io_error(path))?;
     if meta.len() > MAX_RESULT_BYTES {
-        return Err(format!(
-            "{}: {} bytes, over the {MAX_RESULT_BYTES}-byte limit of a result file",
-            path.display(),
-            meta.len()
-        ));
+        return Err(ImportError::TooLarge {
+            path: path.to_path_buf(),
+            bytes: meta.len(),
+        });
     }
-    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    serde_json::from_slice(&bytes).map_err(|e| {
-        format!(
-            "{}: not an AgentDojo result file (line {} column {}: {e})",
-            path.display(),
-            e.line(),
-            e.column()
-        )
+    let bytes = std::fs::read(path).map_err(io_error(path))?;
+    serde_json::from_slice(&bytes).map_err(|e| ImportError::NotResultFile {
+        path: path.to_path_buf(),
+        source: Arc::new(e),
     })
 }
 
@@ -269,18 +314,15 @@ pub fn attempt(
         "injected": case.injection_task.is_some(),
         "imported_from": shown,
     });
-    let failed = |why: String, metadata: Value| Attempt {
+    let failed = |why: ImportError, metadata: Value| Attempt {
         index: 0,
         transcript: Vec::new(),
-        response: Err(why),
+        response: Err(AttemptError::Import(why)),
         query_count: 0,
         metadata,
     };
     if !path.is_file() {
-        return failed(
-            format!("no AgentDojo result file {shown} for this case in the imported logs"),
-            metadata,
-        );
+        return failed(ImportError::NoFile { shown }, metadata);
     }
     let r: ResultFile = match read_json(&path) {
         Ok(r) => r,
@@ -294,7 +336,8 @@ pub fn attempt(
             "assistant" => Role::Assistant,
             "tool" => Role::Tool,
             other => {
-                return failed(format!("{shown}: a message with role `{other}`"), metadata);
+                let role = other.to_string();
+                return failed(ImportError::Role { shown, role }, metadata);
             }
         };
         let content = match (&m.error, role) {
@@ -320,7 +363,7 @@ pub fn attempt(
         return Attempt {
             index: 0,
             transcript,
-            response: Err(format!("AgentDojo recorded an error for this case: {e}")),
+            response: Err(ImportError::Recorded(e).into()),
             query_count: steps,
             metadata,
         };
@@ -333,7 +376,7 @@ pub fn attempt(
         Value::Null
     };
     let Some(last) = transcript.iter().rev().find(|m| m.role == Role::Assistant) else {
-        return failed(format!("{shown}: no assistant message"), metadata);
+        return failed(ImportError::NoAssistant { shown }, metadata);
     };
     let response = ChatResponse {
         first_token_logprobs: None,
@@ -390,6 +433,7 @@ mod tests {
             missing
                 .response
                 .unwrap_err()
+                .to_string()
                 .contains("no AgentDojo result file")
         );
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -430,6 +474,7 @@ mod tests {
         assert!(
             e.response
                 .unwrap_err()
+                .to_string()
                 .contains("not an AgentDojo result file")
         );
     }

@@ -111,13 +111,82 @@ pub struct Hello {
 }
 
 /// Why a request failed: ends the episode as an error outcome.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
 pub struct SidecarError(pub String);
 
-impl std::fmt::Display for SidecarError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
+/// Why the handshake refused a sidecar.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum HelloError {
+    /// The `protocol` the sidecar announced (as JSON).
+    #[error("the sidecar speaks {spoken} (this gauntlet speaks {PROTOCOL})")]
+    Protocol { spoken: Value },
+    /// Distributions of the virtualenv that differ from the pins, or are missing.
+    #[error(
+        "the AgentDojo virtualenv does not match its pins ({}); reinstall it with scripts/install-agentdojo.sh",
+        join(wrong)
+    )]
+    Pins { wrong: Vec<PinMismatch> },
+}
+
+/// One distribution of the virtualenv that is not as pinned.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PinMismatch {
+    #[error("{name} is {have} (pinned {want})")]
+    Differs {
+        name: &'static str,
+        have: String,
+        want: &'static str,
+    },
+    #[error("{name} is missing (pinned {want})")]
+    Missing {
+        name: &'static str,
+        want: &'static str,
+    },
+}
+
+fn join(wrong: &[PinMismatch]) -> String {
+    wrong
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Why the sidecar's process did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("cannot create a directory for the sidecar's script: {0}")]
+    ScriptDir(#[source] std::io::Error),
+    #[error("cannot write {}: {source}", path.display())]
+    WriteScript {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// This kernel cannot confine it (`missing` is the sandbox's list of what lacks).
+    #[error(
+        "the AgentDojo sidecar cannot be confined on this machine: {missing}. It runs third-party code, so it is refused; set {UNCONFINED_ENV}=1 to run it anyway (with every protection this kernel has)"
+    )]
+    Unconfinable { missing: String },
+    #[error("cannot start the AgentDojo sidecar: {0}")]
+    Spawn(#[source] gauntlet_sandbox::SpawnError),
+}
+
+/// Why a line from the sidecar is not a reply.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplyError {
+    /// Not JSON; `shown` is the line's first 200 bytes.
+    #[error("{source} in {shown:?}")]
+    Json {
+        #[source]
+        source: serde_json::Error,
+        shown: String,
+    },
+    #[error("a reply without a numeric `id`")]
+    NoId,
+    #[error("reply {id} has neither `ok` nor `error`")]
+    Neither { id: u64 },
 }
 
 type Waiters = HashMap<u64, oneshot::Sender<Result<Value, SidecarError>>>;
@@ -263,7 +332,7 @@ impl Sidecar {
             .await
             .map_err(|e| SidecarError(format!("the AgentDojo sidecar did not start: {e}")))?;
         if let Err(e) = check_hello(&hello) {
-            b.generation.shared.fail(e.clone());
+            b.generation.shared.fail(e.to_string());
             return Err(SidecarError(format!(
                 "{e} (virtualenv {})",
                 self.venv.display()
@@ -356,7 +425,7 @@ impl Sidecar {
         ready_rx
             .recv()
             .map_err(|_| SidecarError("the sidecar thread ended before starting it".into()))?
-            .map_err(SidecarError)?;
+            .map_err(|e| SidecarError(e.to_string()))?;
         Ok(Generation {
             id,
             lines: Mutex::new(Some(line_tx)),
@@ -366,12 +435,11 @@ impl Sidecar {
 }
 
 /// Checks the handshake: protocol, package version and every pinned distribution.
-fn check_hello(v: &Value) -> Result<Hello, String> {
+fn check_hello(v: &Value) -> Result<Hello, HelloError> {
     if v["protocol"] != PROTOCOL {
-        return Err(format!(
-            "the sidecar speaks {} (this gauntlet speaks {PROTOCOL})",
-            v["protocol"]
-        ));
+        return Err(HelloError::Protocol {
+            spoken: v["protocol"].clone(),
+        });
     }
     let installed: HashMap<String, &str> = v["distributions"]
         .as_object()
@@ -385,15 +453,16 @@ fn check_hello(v: &Value) -> Result<Hello, String> {
     for (name, want) in pins() {
         match installed.get(&norm(name)) {
             Some(have) if *have == want => {}
-            Some(have) => wrong.push(format!("{name} is {have} (pinned {want})")),
-            None => wrong.push(format!("{name} is missing (pinned {want})")),
+            Some(have) => wrong.push(PinMismatch::Differs {
+                name,
+                have: have.to_string(),
+                want,
+            }),
+            None => wrong.push(PinMismatch::Missing { name, want }),
         }
     }
     if !wrong.is_empty() {
-        return Err(format!(
-            "the AgentDojo virtualenv does not match its pins ({}); reinstall it with scripts/install-agentdojo.sh",
-            wrong.join(", ")
-        ));
+        return Err(HelloError::Pins { wrong });
     }
     let s = |k: &str| v[k].as_str().unwrap_or_default().to_string();
     Ok(Hello {
@@ -407,14 +476,19 @@ fn check_hello(v: &Value) -> Result<Hello, String> {
 /// but its scratch directory, no sockets, an empty network namespace, its tree killed
 /// when it is dropped or gauntlet dies). The script is written into a directory of
 /// gauntlet's own, which the process can only read.
-fn spawn_confined(python: &Path, limits: Limits) -> Result<(Process, tempfile::TempDir), String> {
+fn spawn_confined(
+    python: &Path,
+    limits: Limits,
+) -> Result<(Process, tempfile::TempDir), StartError> {
     let dir = tempfile::Builder::new()
         .prefix("gauntlet-agentdojo-script-")
         .tempdir()
-        .map_err(|e| format!("cannot create a directory for the sidecar's script: {e}"))?;
+        .map_err(StartError::ScriptDir)?;
     let script = dir.path().join("sidecar.py");
-    std::fs::write(&script, SCRIPT)
-        .map_err(|e| format!("cannot write {}: {e}", script.display()))?;
+    std::fs::write(&script, SCRIPT).map_err(|source| StartError::WriteScript {
+        path: script.clone(),
+        source,
+    })?;
     let mut spec = Spec::new(python)
         .arg("-s")
         .arg("-B")
@@ -428,10 +502,10 @@ fn spawn_confined(python: &Path, limits: Limits) -> Result<(Process, tempfile::T
     spec.allow_unconfined = std::env::var(UNCONFINED_ENV).as_deref() == Ok("1");
     spec.scratch_prefix = "gauntlet-agentdojo-".into();
     let p = Process::spawn(&spec).map_err(|e| match e {
-        gauntlet_sandbox::SpawnError::Unconfinable { missing, .. } => format!(
-            "the AgentDojo sidecar cannot be confined on this machine: {missing}. It runs third-party code, so it is refused; set {UNCONFINED_ENV}=1 to run it anyway (with every protection this kernel has)"
-        ),
-        other => format!("cannot start the AgentDojo sidecar: {other}"),
+        gauntlet_sandbox::SpawnError::Unconfinable { missing, .. } => {
+            StartError::Unconfinable { missing }
+        }
+        other => StartError::Spawn(other),
     })?;
     Ok((p, dir))
 }
@@ -442,7 +516,7 @@ fn reader(
     python: PathBuf,
     limits: Limits,
     shared: Arc<GenShared>,
-    ready: std::sync::mpsc::Sender<Result<(), String>>,
+    ready: std::sync::mpsc::Sender<Result<(), StartError>>,
     lines: std::sync::mpsc::Receiver<Vec<u8>>,
 ) {
     let (mut process, script_dir) = match spawn_confined(&python, limits) {
@@ -540,18 +614,18 @@ fn reader(
 }
 
 /// One reply line: its id and its result.
-fn parse_reply(line: &[u8]) -> Result<(u64, Result<Value, SidecarError>), String> {
-    let v: Value = serde_json::from_slice(line).map_err(|e| {
-        let shown = String::from_utf8_lossy(&line[..line.len().min(200)]).into_owned();
-        format!("{e} in {shown:?}")
+fn parse_reply(line: &[u8]) -> Result<(u64, Result<Value, SidecarError>), ReplyError> {
+    let v: Value = serde_json::from_slice(line).map_err(|source| ReplyError::Json {
+        source,
+        shown: String::from_utf8_lossy(&line[..line.len().min(200)]).into_owned(),
     })?;
-    let id = v["id"].as_u64().ok_or("a reply without a numeric `id`")?;
+    let id = v["id"].as_u64().ok_or(ReplyError::NoId)?;
     if let Some(ok) = v.get("ok") {
         return Ok((id, Ok(ok.clone())));
     }
     match v.get("error").and_then(Value::as_str) {
         Some(e) => Ok((id, Err(SidecarError(e.to_string())))),
-        None => Err(format!("reply {id} has neither `ok` nor `error`")),
+        None => Err(ReplyError::Neither { id }),
     }
 }
 
@@ -565,9 +639,10 @@ mod tests {
         assert_eq!((id, r.unwrap()["content"].as_str()), (7, Some("x")));
         let (_, r) = parse_reply(br#"{"id":8,"error":"no such task"}"#).unwrap();
         assert_eq!(r.unwrap_err().0, "no such task");
-        assert!(parse_reply(b"not json").unwrap_err().contains("not json"));
-        assert!(parse_reply(br#"{"ok":1}"#).unwrap_err().contains("id"));
-        assert!(parse_reply(br#"{"id":1}"#).unwrap_err().contains("neither"));
+        let e = |line: &[u8]| parse_reply(line).unwrap_err().to_string();
+        assert!(e(b"not json").contains("not json"));
+        assert!(e(br#"{"ok":1}"#).contains("id"));
+        assert!(e(br#"{"id":1}"#).contains("neither"));
     }
 
     #[test]
@@ -582,12 +657,17 @@ mod tests {
         let mut hello = serde_json::json!({"protocol": PROTOCOL, "agentdojo": "0.1.35", "distributions": dists});
         assert!(check_hello(&hello).is_ok());
         hello["distributions"]["pydantic"] = "1.0".into();
-        let e = check_hello(&hello).unwrap_err();
+        let e = check_hello(&hello).unwrap_err().to_string();
         assert!(
             e.contains("pydantic is 1.0") && e.contains("install-agentdojo.sh"),
             "{e}"
         );
         hello["protocol"] = "other/9".into();
-        assert!(check_hello(&hello).unwrap_err().contains("other/9"));
+        assert!(
+            check_hello(&hello)
+                .unwrap_err()
+                .to_string()
+                .contains("other/9")
+        );
     }
 }
