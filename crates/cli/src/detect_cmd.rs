@@ -131,7 +131,7 @@ pub fn run(a: Args) -> Result<(), CliError> {
             "give an empty or new directory, or one holding an earlier detect exam",
             |h| *h == Holding::DetectExam || (shard && *h == Holding::ExamShard),
         )
-        .map_err(CliError::Invalid)?;
+        .map_err(CliError::invalid)?;
     }
     if let (Some(s), Some(out)) = (a.shard, &out) {
         std::fs::create_dir_all(out)

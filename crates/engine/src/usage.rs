@@ -194,7 +194,8 @@ pub fn batch_estimate(
             .map_or(Ok(1.0), |m| batch_factor(*m, table));
         match (&r.max_cost, &factor) {
             (Ok(c), Ok(f)) => total += c * f,
-            (Err(why), _) | (_, Err(why)) => unpriced.push(why.clone()),
+            (Err(why), _) => unpriced.push(why.to_string()),
+            (_, Err(why)) => unpriced.push(why.clone()),
         }
     }
     Some((total, unpriced))
@@ -202,6 +203,13 @@ pub fn batch_estimate(
 
 /// Assumed output tokens per call for a model without `max_tokens`.
 pub const ASSUMED_MAX_TOKENS: u64 = 1024;
+
+/// Why a role's upper-bound cost cannot be priced: the reason the price layer
+/// ([`slot_cost`]: an offline model, a model missing from the price table) gives.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
+#[serde(transparent)]
+#[error("{0}")]
+pub struct Unpriced(pub String);
 
 /// Planned calls and the upper-bound cost of one role.
 #[derive(Debug, Clone, Serialize)]
@@ -212,7 +220,7 @@ pub struct RoleEstimate {
     pub max_input_tokens: u64,
     pub max_output_tokens: u64,
     /// USD at most, or why it cannot be priced.
-    pub max_cost: Result<f64, String>,
+    pub max_cost: Result<f64, Unpriced>,
 }
 
 fn max_tokens_of(m: &dyn Model) -> u64 {
@@ -247,7 +255,7 @@ pub fn estimate(plan: &Plan, table: &PriceTable) -> Vec<RoleEstimate> {
             input_tokens: calls * max_in,
             output_tokens: calls * max_out,
         };
-        let max_cost = slot_cost(role, &u, Some(m), table);
+        let max_cost = slot_cost(role, &u, Some(m), table).map_err(Unpriced);
         if let Some(e) = out
             .iter_mut()
             .find(|e| e.role == role && e.model == m.label())
