@@ -202,6 +202,10 @@ pub enum Unpriced {
         model: String,
         table: String,
     },
+    /// Replies are scripted by the harness (the agent exam's golden backend): no model
+    /// is called, so nothing is paid.
+    #[error("{backend} backend: scripted replies, nothing is paid")]
+    Scripted { backend: &'static str },
     /// The price table has no batch discount for a batching model's provider.
     #[error("price table {table} has no batch_discount for provider `{provider}`")]
     NoBatchDiscount { table: String, provider: String },

@@ -141,9 +141,12 @@ pub fn judge_agreement(a: AgreementArgs) -> Result<(), CliError> {
         progress.finish();
         r
     }
-    .map_err(|e| match e {
-        AgreementError::Invalid(m) => CliError::Invalid(m),
-        AgreementError::Failed(m) => CliError::Failed(m),
+    .map_err(|e: AgreementError| {
+        if e.is_invalid() {
+            CliError::invalid(e)
+        } else {
+            CliError::failed(e)
+        }
     })?;
     for n in &notes {
         eprintln!("{}", gauntlet_core::terminal::safe_text(n));
@@ -229,7 +232,7 @@ pub fn judge_agreement(a: AgreementArgs) -> Result<(), CliError> {
 /// `gauntlet rescore RUN_DIR --judge SPEC [--out DIR]`.
 pub fn rescore_cmd(a: RescoreArgs) -> Result<(), CliError> {
     let run = open(&a.run_dir, a.config_dir.as_deref())?;
-    let spec = parse_judge_spec(&a.judge).map_err(CliError::Invalid)?;
+    let spec = parse_judge_spec(&a.judge).map_err(CliError::invalid)?;
     let out = a
         .out
         .clone()
@@ -276,7 +279,7 @@ pub fn rescore_cmd(a: RescoreArgs) -> Result<(), CliError> {
         "give an empty or new directory, or one holding an earlier rescore of this run with this judge (default: RUN_DIR/rescore-<judge>)",
         |h| matches!(h, Holding::Rescore { run_id: r, judge: j } if *r == run_id && *j == judge),
     )
-    .map_err(CliError::Invalid)?;
+    .map_err(CliError::invalid)?;
     let progress = crate::progress::for_terminal(a.quiet, "units");
     let r = runtime().block_on(rescore(run, &spec, &*progress));
     progress.finish();

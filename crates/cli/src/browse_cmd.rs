@@ -97,7 +97,7 @@ pub(crate) fn site(out: &Path, roots: Vec<PathBuf>) -> Result<(), CliError> {
         "give an empty or new directory, or one holding an earlier static site",
         |h| *h == gauntlet_core::outdir::Holding::Site,
     )
-    .map_err(CliError::Invalid)?;
+    .map_err(CliError::invalid)?;
     let r = gauntlet_web::export_site(out, roots).map_err(CliError::failed)?;
     println!(
         "wrote a static site of {} run(s) ({} files) into {}{}",

@@ -207,7 +207,7 @@ pub(crate) fn gate_cmd(a: GateArgs) -> Result<(), CliError> {
         .iter()
         .map(|r| gate::parse_rule(r))
         .collect::<Result<_, _>>()
-        .map_err(CliError::Invalid)?;
+        .map_err(CliError::invalid)?;
     let report = gate::evaluate(
         &a.run_dir,
         a.baseline.as_deref(),
@@ -249,7 +249,7 @@ pub(crate) fn report_format(
     let text = match format {
         ReportFormat::Sarif => {
             let f = gauntlet_engine::findings::run_findings(run_dir, config)
-                .map_err(CliError::Invalid)?;
+                .map_err(CliError::invalid)?;
             gauntlet_report::sarif::render(
                 &gauntlet_report::sarif::Tool {
                     name: "gauntlet".into(),
@@ -262,12 +262,12 @@ pub(crate) fn report_format(
         }
         ReportFormat::GithubSummary => {
             let f = gauntlet_engine::findings::run_findings(run_dir, config)
-                .map_err(CliError::Invalid)?;
+                .map_err(CliError::invalid)?;
             gauntlet_report::github_summary::run(&f.summary, &f.counts)
         }
         ReportFormat::Junit => {
             let (summary, _) =
-                gauntlet_engine::findings::read_run(run_dir).map_err(CliError::Invalid)?;
+                gauntlet_engine::findings::read_run(run_dir).map_err(CliError::invalid)?;
             report_junit(&summary)
         }
     };

@@ -131,7 +131,7 @@ pub fn run(a: Args) -> Result<(), CliError> {
             "give an empty or new directory, or one holding an earlier detect exam",
             |h| *h == Holding::DetectExam || (shard && *h == Holding::ExamShard),
         )
-        .map_err(CliError::Invalid)?;
+        .map_err(CliError::invalid)?;
     }
     if let (Some(s), Some(out)) = (a.shard, &out) {
         std::fs::create_dir_all(out)
@@ -139,7 +139,7 @@ pub fn run(a: Args) -> Result<(), CliError> {
             .map_err(|e| CliError::invalid(format!("cannot prepare {}: {e}", out.display())))?;
         eprintln!("exam-detect: shard {s} into {}", out.display());
     }
-    let (report, shard) = prepare_and_run(&a).map_err(CliError::Invalid)?;
+    let (report, shard) = prepare_and_run(&a)?;
     if let Some(out) = &out {
         std::fs::create_dir_all(out)
             .map_err(|e| format!("cannot create {}: {e}", out.display()))
@@ -177,11 +177,11 @@ pub fn run(a: Args) -> Result<(), CliError> {
     }
 }
 
-fn prepare_and_run(a: &Args) -> Result<(DetectReport, Option<ShardRecord>), String> {
+fn prepare_and_run(a: &Args) -> Result<(DetectReport, Option<ShardRecord>), CliError> {
     // Verify the pin (hashing every file, keeping none of them), then stream: each
     // scenario is parsed, projected, run and graded, and only its compact row is kept.
     let index =
-        index_corpus(&a.corpus, a.extra_scenarios_dir.as_deref()).map_err(|e| e.to_string())?;
+        index_corpus(&a.corpus, a.extra_scenarios_dir.as_deref()).map_err(CliError::invalid)?;
     let limits = Limits {
         timeout: Duration::from_millis(a.external_timeout_ms.max(1)),
         cpu_secs: a.external_cpu_secs.max(1),
@@ -197,7 +197,7 @@ fn prepare_and_run(a: &Args) -> Result<(DetectReport, Option<ShardRecord>), Stri
             detector_scenarios: !a.no_detector_scenarios,
         },
     )
-    .map_err(|e| e.to_string())?;
+    .map_err(CliError::invalid)?;
     for note in &assembled.notes {
         eprintln!("{note}");
     }
@@ -224,7 +224,7 @@ fn prepare_and_run(a: &Args) -> Result<(DetectReport, Option<ShardRecord>), Stri
             };
             let id =
                 detect_shard::identity((index.count, &index.digest), &files, &members, &limits)
-                    .map_err(|e| e.to_string())?;
+                    .map_err(CliError::invalid)?;
             Some(ShardRecord::plan(s, &files, id))
         }
     };
@@ -234,9 +234,7 @@ fn prepare_and_run(a: &Args) -> Result<(DetectReport, Option<ShardRecord>), Stri
     };
     let load = |i: usize| {
         let (f, origin, _) = files[i];
-        f.load()
-            .map(|s| (s, origin.clone()))
-            .map_err(|e| e.to_string())
+        f.load().map(|s| (s, origin.clone()))
     };
     let report = detect_exam::run_streaming(
         files.len(),
@@ -245,7 +243,7 @@ fn prepare_and_run(a: &Args) -> Result<(DetectReport, Option<ShardRecord>), Stri
         &opts,
         (&root, index.count, &index.digest),
     )
-    .map_err(|f| f.error)?;
+    .map_err(|f| CliError::invalid(f.error))?;
     // Rows are in file order, one per file.
     check_unique_ids(
         report
@@ -254,7 +252,7 @@ fn prepare_and_run(a: &Args) -> Result<(DetectReport, Option<ShardRecord>), Stri
             .zip(&files)
             .map(|(r, (f, _, _))| (r.id.as_str(), f.file.path.as_path())),
     )
-    .map_err(|e| e.to_string())?;
+    .map_err(CliError::invalid)?;
     // Ids are unique now: order the rows by (group, id).
     let by_id: BTreeMap<String, usize> = report
         .rows

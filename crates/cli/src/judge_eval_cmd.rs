@@ -101,7 +101,7 @@ pub fn judge_eval(a: JudgeEvalArgs) -> Result<(), CliError> {
         "give an empty or new directory (default: judge-eval), or one holding an earlier judge evaluation",
         |h| *h == gauntlet_core::outdir::Holding::JudgeEval,
     )
-    .map_err(CliError::Invalid)?;
+    .map_err(CliError::invalid)?;
     let set = match LabelledSet::read(&a.files) {
         Ok(s) => s,
         Err(e) => return Err(CliError::invalid(e)),
@@ -130,7 +130,9 @@ pub fn judge_eval(a: JudgeEvalArgs) -> Result<(), CliError> {
             .card_out
             .clone()
             .unwrap_or_else(|| a.out.join(format!("{}.card.json", sanitize(judge))));
-        match judge_eval::card(&report, judge).and_then(|c| judge_eval::write_card(&path, &c)) {
+        match judge_eval::card(&report, judge)
+            .and_then(|c| judge_eval::write_card(&path, &c).map_err(Into::into))
+        {
             Ok(()) => eprintln!("judge card: {}", path.display()),
             Err(e) => return Err(CliError::failed(e)),
         }

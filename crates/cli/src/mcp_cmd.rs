@@ -76,8 +76,13 @@ pub enum ScanFormat {
     Sarif,
 }
 
-fn parse_severity(s: &str) -> Result<Severity, String> {
-    Severity::parse(s).ok_or_else(|| format!("`{s}`: expected low, medium or high"))
+/// A `--min-severity` value that is not a severity (clap prints it after the flag).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}`: expected low, medium or high")]
+pub struct ParseSeverityError(String);
+
+fn parse_severity(s: &str) -> Result<Severity, ParseSeverityError> {
+    Severity::parse(s).ok_or_else(|| ParseSeverityError(s.to_string()))
 }
 
 impl ScanArgs {

@@ -34,7 +34,7 @@ fn check_out(out: &std::path::Path, ok: Holding) -> Result<(), CliError> {
         "merge into an empty directory or one holding an earlier merge of this run",
         |h| std::mem::discriminant(h) == std::mem::discriminant(&ok),
     )
-    .map_err(CliError::Invalid)
+    .map_err(CliError::invalid)
 }
 
 pub fn merge(a: MergeArgs) -> Result<(), CliError> {

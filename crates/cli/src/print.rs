@@ -5,19 +5,22 @@
 use gauntlet_core::results::RunSummary;
 use gauntlet_core::terminal::safe;
 
-/// One row of an `--estimate` table (`gauntlet run` roles, `gauntlet exam` tiers).
-pub struct EstimateRow<'a> {
+/// One row of an `--estimate` table (`gauntlet run` roles, `gauntlet exam` tiers);
+/// `E` says why a row cannot be priced.
+pub struct EstimateRow<'a, E> {
     pub role: &'a str,
     pub model: &'a str,
     pub calls: u64,
     pub max_input_tokens: u64,
     pub max_output_tokens: u64,
-    pub max_cost: &'a Result<f64, String>,
+    pub max_cost: &'a Result<f64, E>,
 }
 
 /// Prints the rows (model names are escaped: they come from configs); returns the
 /// planned calls, the priced upper-bound cost and how many rows are unpriced.
-pub fn estimate_rows<'a>(rows: impl IntoIterator<Item = EstimateRow<'a>>) -> (u64, f64, usize) {
+pub fn estimate_rows<'a, E: std::fmt::Display + 'a>(
+    rows: impl IntoIterator<Item = EstimateRow<'a, E>>,
+) -> (u64, f64, usize) {
     let (mut calls, mut cost, mut unpriced) = (0u64, 0.0f64, 0usize);
     for r in rows {
         calls += r.calls;

@@ -402,35 +402,58 @@ pub struct LabelledSetRef {
     pub rows: u64,
 }
 
+/// Why a [`JudgeCard`] breaks an invariant a reader relies on ([`JudgeCard::validate`]).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CardError {
+    /// The card's `format` is not [`CARD_FORMAT`].
+    #[error("format is {found:?}, expected {CARD_FORMAT:?}")]
+    Format { found: String },
+    /// The card's positive class is not refusal.
+    #[error("positive is {found:?}, expected \"refusal\"")]
+    Positive { found: String },
+    /// The labelled set lacks refusals or compliances.
+    #[error(
+        "the card's labelled set needs both refusals and compliances (sensitivity and specificity are both needed)"
+    )]
+    OneClass,
+    /// The recorded rates are not those of the confusion counts.
+    #[error(
+        "sensitivity/specificity ({sensitivity}, {specificity}) do not match the confusion counts ({counted_sensitivity}, {counted_specificity})"
+    )]
+    Rates {
+        sensitivity: f64,
+        specificity: f64,
+        counted_sensitivity: f64,
+        counted_specificity: f64,
+    },
+}
+
 impl JudgeCard {
     /// Checks the invariants a reader relies on; the error says what is wrong.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), CardError> {
         if self.format != CARD_FORMAT {
-            return Err(format!(
-                "format is {:?}, expected {CARD_FORMAT:?}",
-                self.format
-            ));
+            return Err(CardError::Format {
+                found: self.format.clone(),
+            });
         }
         if self.positive != "refusal" {
-            return Err(format!(
-                "positive is {:?}, expected \"refusal\"",
-                self.positive
-            ));
+            return Err(CardError::Positive {
+                found: self.positive.clone(),
+            });
         }
         let c = &self.confusion;
         if c.positives() == 0 || c.negatives() == 0 {
-            return Err(
-                "the card's labelled set needs both refusals and compliances (sensitivity and specificity are both needed)"
-                    .into(),
-            );
+            return Err(CardError::OneClass);
         }
         let se = c.tp as f64 / c.positives() as f64;
         let sp = c.tn as f64 / c.negatives() as f64;
         if (se - self.sensitivity).abs() > 1e-9 || (sp - self.specificity).abs() > 1e-9 {
-            return Err(format!(
-                "sensitivity/specificity ({}, {}) do not match the confusion counts ({se}, {sp})",
-                self.sensitivity, self.specificity
-            ));
+            return Err(CardError::Rates {
+                sensitivity: self.sensitivity,
+                specificity: self.specificity,
+                counted_sensitivity: se,
+                counted_specificity: sp,
+            });
         }
         Ok(())
     }
@@ -778,7 +801,12 @@ mod tests {
         let mut c = card(8, 2, 1, 9);
         assert_eq!(c.validate(), Ok(()));
         c.sensitivity = 0.5;
-        assert!(c.validate().unwrap_err().contains("do not match"));
+        assert!(
+            c.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("do not match")
+        );
         let c = card(8, 2, 0, 0);
         assert!(c.validate().is_err());
     }

@@ -19,7 +19,7 @@
 
 use std::fs;
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// What a directory holds.
 #[derive(Debug, Clone, PartialEq)]
@@ -139,6 +139,27 @@ pub fn holding(dir: &Path) -> Holding {
     Holding::Nothing
 }
 
+/// An output directory that holds another command's output: [`refuse_other`]'s error.
+/// The message says what the directory holds and what to give instead.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error(
+    "{flag} {} holds {}: `gauntlet {command}` would overwrite its files; {hint}",
+    crate::terminal::safe(&dir.display().to_string()),
+    holding.describe()
+)]
+pub struct OccupiedError {
+    /// The directory refused.
+    pub dir: PathBuf,
+    /// The flag that named it (`--out`, `--site`).
+    pub flag: String,
+    /// The command that would have written into it (`judge-eval`, `report --site`).
+    pub command: String,
+    /// What to give instead.
+    pub hint: String,
+    /// What the directory holds.
+    pub holding: Box<Holding>,
+}
+
 /// Refuses to let `gauntlet COMMAND` write into `dir` (named by `flag`, e.g. `--out`)
 /// unless what it holds is nothing of gauntlet's or passes `may_replace`. The message
 /// says what the directory holds; `hint` says what to give instead.
@@ -148,16 +169,18 @@ pub fn refuse_other(
     command: &str,
     hint: &str,
     may_replace: impl Fn(&Holding) -> bool,
-) -> Result<(), String> {
+) -> Result<(), OccupiedError> {
     let h = holding(dir);
     if h == Holding::Nothing || may_replace(&h) {
         return Ok(());
     }
-    Err(format!(
-        "{flag} {} holds {}: `gauntlet {command}` would overwrite its files; {hint}",
-        crate::terminal::safe(&dir.display().to_string()),
-        h.describe()
-    ))
+    Err(OccupiedError {
+        dir: dir.to_path_buf(),
+        flag: flag.to_string(),
+        command: command.to_string(),
+        hint: hint.to_string(),
+        holding: Box::new(h),
+    })
 }
 
 #[cfg(test)]
@@ -205,7 +228,9 @@ mod tests {
         assert_eq!(holding(&other), Holding::Nothing);
         assert_eq!(holding(&d.path().join("absent")), Holding::Nothing);
         let je_ok = |h: &Holding| *h == Holding::JudgeEval;
-        let e = refuse_other(&run, "--out", "judge-eval", "give another", je_ok).unwrap_err();
+        let e = refuse_other(&run, "--out", "judge-eval", "give another", je_ok)
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("a red-team run (smoke-1)") && e.contains("`gauntlet judge-eval`"),
             "{e}"

@@ -8,9 +8,12 @@
 //! trial), never the attempt: a judge calls a behavior positive when at least one of its
 //! attempts succeeded under that judge, exactly as the run's metrics do.
 
-use crate::stored::{BuiltJudge, Rejudger, StoredRun, parse_judge_spec};
+use crate::stored::{
+    BuiltJudge, JudgeBuildError, JudgeSpecError, Rejudger, StoredError, StoredRun, parse_judge_spec,
+};
 use gauntlet_core::behavior::Expected;
 use gauntlet_core::stats::{Kappa, KappaUndefined, Z95, cohen_kappa};
+use gauntlet_models::ModelError;
 use gauntlet_redteam::metrics::BehaviorOutcome;
 use serde_json::{Value, json};
 
@@ -270,14 +273,32 @@ pub fn distinct_labels(labels: Vec<String>) -> Vec<String> {
 /// Why [`judge_agreement`] could not produce a report.
 #[derive(Debug, thiserror::Error)]
 pub enum AgreementError {
-    /// Fewer than two judges, or a judge spec that does not parse or build: the
-    /// command line is at fault.
-    #[error("{0}")]
-    Invalid(String),
-    /// The run's journal or transcripts could not be read or written, or a grader was
-    /// misconfigured.
-    #[error("{0}")]
-    Failed(String),
+    /// Fewer than two judges were given.
+    #[error("judge-agreement needs at least two --judge")]
+    TooFewJudges,
+    /// A `--judge` value does not parse.
+    #[error(transparent)]
+    Spec(#[from] JudgeSpecError),
+    /// A judge (or its grader) does not build.
+    #[error(transparent)]
+    Build(#[from] JudgeBuildError),
+    /// The run's journal or transcripts could not be read or written.
+    #[error(transparent)]
+    Stored(#[from] StoredError),
+    /// A grader call failed (a misconfigured grader, the budget).
+    #[error(transparent)]
+    Model(#[from] ModelError),
+}
+
+impl AgreementError {
+    /// Whether the command line is at fault (too few judges, a judge spec that does
+    /// not parse or build), rather than the run or a grader.
+    pub fn is_invalid(&self) -> bool {
+        matches!(
+            self,
+            AgreementError::TooFewJudges | AgreementError::Spec(_) | AgreementError::Build(_)
+        )
+    }
 }
 
 /// What [`judge_agreement`] produced.
@@ -303,31 +324,28 @@ pub async fn judge_agreement(
     progress: &dyn crate::progress::Progress,
 ) -> Result<AgreementReport, AgreementError> {
     if judges.len() < 2 {
-        return Err(AgreementError::Invalid(
-            "judge-agreement needs at least two --judge".into(),
-        ));
+        return Err(AgreementError::TooFewJudges);
     }
     let mut built = Vec::new();
     let mut specs = Vec::new();
     for t in judges {
-        let spec = parse_judge_spec(t).map_err(AgreementError::Invalid)?;
+        let spec = parse_judge_spec(t)?;
         specs.push(spec.identity());
-        built.push(BuiltJudge::build(&spec).map_err(AgreementError::Invalid)?);
+        built.push(BuiltJudge::build(&spec)?);
     }
     let labels = distinct_labels(built.iter().map(BuiltJudge::label).collect());
-    let mut rejudger =
-        Rejudger::new(run, built).map_err(|e| AgreementError::Failed(e.to_string()))?;
+    let mut rejudger = Rejudger::new(run, built)?;
     let mut agreement = Agreement::new(labels);
     let mut attempts = 0u64;
-    let result: Result<(), String> = async {
-        let units = run.units().map_err(|e| e.to_string())?;
+    let result: Result<(), AgreementError> = async {
+        let units = run.units()?;
         progress.start(run.plan.units() * run.trial_seeds.len().max(1) as u64, 0);
         for (i, unit) in units.enumerate() {
-            let unit = unit.map_err(|e| e.to_string())?;
+            let unit = unit?;
             let b = run.behavior(unit.unit);
             let scored = rejudger.score(&unit).await;
             progress.advance(1, unit.attempts.len() as u64, rejudger.call_stats());
-            let verdicts = scored.map_err(|e| e.to_string())?;
+            let verdicts = scored?;
             let calls: Vec<Option<bool>> = verdicts
                 .iter()
                 .map(|vs| {
@@ -338,16 +356,16 @@ pub async fn judge_agreement(
             agreement.add(b.expected, &calls);
             attempts += unit.attempts.len() as u64;
             if i % 256 == 255 {
-                rejudger.flush().map_err(|e| e.to_string())?;
+                rejudger.flush()?;
             }
         }
-        rejudger.flush().map_err(|e| e.to_string())
+        Ok(rejudger.flush()?)
     }
     .await;
     let grader_calls = rejudger.grader_calls();
     let notes = std::mem::take(&mut rejudger.notes);
     drop(rejudger);
-    result.map_err(AgreementError::Failed)?;
+    result?;
     let mut doc = agreement.to_json(&specs);
     if let Value::Object(o) = &mut doc {
         o.insert("run_id".into(), json!(run.meta.run_id));

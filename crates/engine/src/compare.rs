@@ -4,12 +4,57 @@
 //! McNemar test, scores a paired percentile bootstrap of the mean difference. It lives
 //! in the engine so the CLI and the web dashboard call the same statistics.
 
-use crate::stored::StoredRun;
+use crate::stored::{StoredError, StoredRun};
 use gauntlet_core::paired::{Comparison, SCORE_METRICS, compare_pairs};
 use gauntlet_core::stats::BOOTSTRAP_RESAMPLES;
 use gauntlet_redteam::metrics::BehaviorOutcome;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
+
+/// Why two runs cannot be paired cell by cell ([`compare_runs`], [`paired_cells`]);
+/// `name_a` and `name_b` are how the runs are named (their directories).
+#[derive(Debug, thiserror::Error)]
+pub enum CompareError {
+    /// Shared cells differ in more than the compared factor (each line of
+    /// `mismatches` names one difference).
+    #[error(
+        "{name_a} (A) and {name_b} (B) pair cells that differ in more than the compared factor:\n{}\n    help: a paired difference of these cells would report two changes as the effect of one; rerun one side with the other's settings, or pass --allow-mismatch if you mean to compare them anyway (compare.json then lists the differences in `mismatches`)",
+        mismatches.iter().map(|m| format!("  - {m}")).collect::<Vec<_>>().join("\n")
+    )]
+    Mismatch {
+        name_a: String,
+        name_b: String,
+        mismatches: Vec<crate::mismatch::Mismatch>,
+    },
+    /// The runs share no cell.
+    #[error(
+        "{name_a} and {name_b} share no (attack, target, dataset, judge, metric) cell; compare runs of the same attacks, datasets, judges and metrics (targets are matched by label, or one against one)"
+    )]
+    NoSharedCell { name_a: String, name_b: String },
+    /// A shared cell's dataset is another version in each run.
+    #[error(transparent)]
+    DatasetVersion(Box<DatasetClash>),
+    /// A run's stored units cannot be read back.
+    #[error(transparent)]
+    Stored(#[from] StoredError),
+}
+
+/// A cell two runs share whose dataset is `version_a` in run A and `version_b` in run
+/// B ([`CompareError::DatasetVersion`]).
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "cell {attack} × {target} × {judge}: dataset `{dataset}` is {version_a} in {name_a} but {version_b} in {name_b}; a paired comparison needs the same pinned behaviors — rerun one run on the other's dataset version"
+)]
+pub struct DatasetClash {
+    pub attack: String,
+    pub target: String,
+    pub judge: String,
+    pub dataset: String,
+    pub version_a: String,
+    pub name_a: String,
+    pub version_b: String,
+    pub name_b: String,
+}
 
 /// The result of [`compare_runs`]: the JSON document `compare.json` holds, and one
 /// display row per shared cell × metric: attack, target, dataset, judge, metric, n, A,
@@ -41,18 +86,15 @@ pub fn compare_runs(
     name_a: &str,
     name_b: &str,
     allow_mismatch: bool,
-) -> Result<Compared, String> {
+) -> Result<Compared, CompareError> {
     let (shared, sa, sb) = shared_series(run_a, run_b, name_a, name_b)?;
     let mismatches = spec_differences(run_a, run_b, &shared);
     if !mismatches.is_empty() && !allow_mismatch {
-        return Err(format!(
-            "{name_a} (A) and {name_b} (B) pair cells that differ in more than the compared factor:\n{}\n    help: a paired difference of these cells would report two changes as the effect of one; rerun one side with the other's settings, or pass --allow-mismatch if you mean to compare them anyway (compare.json then lists the differences in `mismatches`)",
-            mismatches
-                .iter()
-                .map(|m| format!("  - {m}"))
-                .collect::<Vec<_>>()
-                .join("\n")
-        ));
+        return Err(CompareError::Mismatch {
+            name_a: name_a.to_string(),
+            name_b: name_b.to_string(),
+            mismatches,
+        });
     }
     let mut rows = Vec::new();
     let mut cells_json = Vec::new();
@@ -265,24 +307,31 @@ fn shared_series(
     run_b: &StoredRun,
     name_a: &str,
     name_b: &str,
-) -> Result<SeriesPair, String> {
+) -> Result<SeriesPair, CompareError> {
     // Two single-target runs are compared target against target, whatever their labels.
     let any_target = run_a.plan.targets.len() == 1 && run_b.plan.targets.len() == 1;
     let (order, sa) = series_of(run_a, any_target)?;
     let (_, sb) = series_of(run_b, any_target)?;
     let shared: Vec<CellKey> = order.into_iter().filter(|k| sb.contains_key(k)).collect();
     if shared.is_empty() {
-        return Err(format!(
-            "{name_a} and {name_b} share no (attack, target, dataset, judge, metric) cell; compare runs of the same attacks, datasets, judges and metrics (targets are matched by label, or one against one)"
-        ));
+        return Err(CompareError::NoSharedCell {
+            name_a: name_a.to_string(),
+            name_b: name_b.to_string(),
+        });
     }
     for k in &shared {
         let (x, y) = (&sa[k], &sb[k]);
         if x.dataset_version != y.dataset_version {
-            return Err(format!(
-                "cell {} × {} × {}: dataset `{}` is {} in {} but {} in {}; a paired comparison needs the same pinned behaviors — rerun one run on the other's dataset version",
-                k.0, k.1, k.3, k.2, x.dataset_version, name_a, y.dataset_version, name_b
-            ));
+            return Err(CompareError::DatasetVersion(Box::new(DatasetClash {
+                attack: k.0.clone(),
+                target: k.1.clone(),
+                judge: k.3.clone(),
+                dataset: k.2.clone(),
+                version_a: x.dataset_version.clone(),
+                name_a: name_a.to_string(),
+                version_b: y.dataset_version.clone(),
+                name_b: name_b.to_string(),
+            })));
         }
     }
     Ok((shared, sa, sb))
@@ -317,7 +366,7 @@ pub fn paired_cells(
     run_b: &StoredRun,
     name_a: &str,
     name_b: &str,
-) -> Result<Vec<PairedCell>, String> {
+) -> Result<Vec<PairedCell>, CompareError> {
     let (shared, sa, sb) = shared_series(run_a, run_b, name_a, name_b)?;
     let multi = run_a.plan.config.trials > 1 || run_b.plan.config.trials > 1;
     let mut out = Vec::new();
@@ -395,7 +444,7 @@ fn metric_name(spec: &gauntlet_core::params::PluginSpec) -> String {
 fn series_of(
     run: &StoredRun,
     any_target: bool,
-) -> Result<(Vec<CellKey>, BTreeMap<CellKey, Series>), String> {
+) -> Result<(Vec<CellKey>, BTreeMap<CellKey, Series>), CompareError> {
     let plan = &run.plan;
     let mut order = Vec::new();
     let mut out: BTreeMap<CellKey, Series> = BTreeMap::new();
@@ -452,8 +501,8 @@ fn series_of(
             }
         }
     }
-    for unit in run.units().map_err(|e| e.to_string())? {
-        let unit = unit.map_err(|e| e.to_string())?;
+    for unit in run.units()? {
+        let unit = unit?;
         let b = run.behavior(unit.unit);
         let u = unit.unit;
         for j in 0..plan.judges.len() {

@@ -658,7 +658,7 @@ fn gate_block(node: &Node, path: &Path, diags: &mut Vec<Diag>) -> Option<crate::
         match item.as_str() {
             Some(t) => match crate::gate::parse_rule(t) {
                 Ok(r) => rules.push(r),
-                Err(e) => diags.push(Diag::new(item.loc, at, e)),
+                Err(e) => diags.push(Diag::new(item.loc, at, e.to_string())),
             },
             None => diags.push(
                 Diag::new(

@@ -23,6 +23,63 @@ use std::collections::BTreeMap;
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
+/// Why a run's findings (or its summary) cannot be read; each message names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum FindingsError {
+    /// The run directory does not verify against its manifest.
+    #[error("{}: {source}; reports are written from verified runs only", dir.display())]
+    Unverified {
+        dir: PathBuf,
+        #[source]
+        source: gauntlet_job::manifest::VerifyError,
+    },
+    /// An artefact cannot be read (missing, too large, not a regular file).
+    #[error(transparent)]
+    Read(#[from] files::ReadError),
+    /// `run.json` or `results.json` is not JSON of its shape.
+    #[error("{}: {source}", path.display())]
+    Json {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The `--config` given does not load.
+    #[error("--config {}: {source}", path.display())]
+    Config {
+        path: PathBuf,
+        #[source]
+        source: crate::config::ConfigError,
+    },
+    /// The `--config` given is not the run's: `hash` is (the start of) its hash,
+    /// `recorded` the run's.
+    #[error(
+        "--config {} is not the config of {} (it hashes to {hash}, the run recorded {recorded})",
+        config.display(),
+        dir.display()
+    )]
+    NotTheConfig {
+        config: PathBuf,
+        dir: PathBuf,
+        hash: String,
+        recorded: String,
+    },
+    /// The transcripts cannot be read.
+    #[error("{}: {source}", path.display())]
+    Transcripts {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A transcript line is not JSON.
+    #[error("{}:{line}: {source}", path.display())]
+    TranscriptLine {
+        path: PathBuf,
+        line: u64,
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
 /// What [`run_findings`] returns.
 pub struct RunFindings {
     pub summary: RunSummary,
@@ -33,19 +90,17 @@ pub struct RunFindings {
 }
 
 /// Reads a verified run's summary (results.json) and run.json.
-pub fn read_run(dir: &Path) -> Result<(RunSummary, Value), String> {
-    Manifest::verify(dir).map_err(|e| {
-        format!(
-            "{}: {e}; reports are written from verified runs only",
-            dir.display()
-        )
+pub fn read_run(dir: &Path) -> Result<(RunSummary, Value), FindingsError> {
+    Manifest::verify(dir).map_err(|source| FindingsError::Unverified {
+        dir: dir.to_path_buf(),
+        source,
     })?;
-    let rj = files::read(&dir.join("run.json"), Kind::RUN_METADATA).map_err(|e| e.to_string())?;
-    let run: Value = serde_json::from_slice(&rj)
-        .map_err(|e| format!("{}: {e}", dir.join("run.json").display()))?;
-    let res = files::read(&dir.join("results.json"), Kind::RESULTS).map_err(|e| e.to_string())?;
-    let summary: RunSummary = serde_json::from_slice(&res)
-        .map_err(|e| format!("{}: {e}", dir.join("results.json").display()))?;
+    let json = |path: PathBuf| move |source| FindingsError::Json { path, source };
+    let rj = files::read(&dir.join("run.json"), Kind::RUN_METADATA)?;
+    let run: Value = serde_json::from_slice(&rj).map_err(json(dir.join("run.json")))?;
+    let res = files::read(&dir.join("results.json"), Kind::RESULTS)?;
+    let summary: RunSummary =
+        serde_json::from_slice(&res).map_err(json(dir.join("results.json")))?;
     Ok((summary, run))
 }
 
@@ -64,26 +119,28 @@ fn row_line(file: &Path, id: &str) -> Option<u64> {
 
 /// The findings of the run in `dir`; `config` is the run's config file (checked against
 /// the recorded hash), for locations a reviewer can open.
-pub fn run_findings(dir: &Path, config: Option<&Path>) -> Result<RunFindings, String> {
+pub fn run_findings(dir: &Path, config: Option<&Path>) -> Result<RunFindings, FindingsError> {
     let (summary, run) = read_run(dir)?;
     let mode = run["mode"].as_str().unwrap_or("jailbreak").to_string();
     // The config file, when given: its targets' lines, its datasets' files.
     let mut target_lines: BTreeMap<String, u64> = BTreeMap::new();
     let mut base: Option<PathBuf> = None;
     if let Some(c) = config {
-        let cfg = crate::config::load(c, &crate::Registry)
-            .map_err(|e| format!("--config {}: {e}", c.display()))?;
+        let cfg =
+            crate::config::load(c, &crate::Registry).map_err(|source| FindingsError::Config {
+                path: c.to_path_buf(),
+                source,
+            })?;
         let mut h = HashWriter::new();
         h.json(&cfg.canonical());
         let hash = h.finish_hex();
         if Some(hash.as_str()) != run["config_hash"].as_str() {
-            return Err(format!(
-                "--config {} is not the config of {} (it hashes to {}, the run recorded {})",
-                c.display(),
-                dir.display(),
-                &hash[..12],
-                run["config_hash"].as_str().unwrap_or("?")
-            ));
+            return Err(FindingsError::NotTheConfig {
+                config: c.to_path_buf(),
+                dir: dir.to_path_buf(),
+                hash: hash[..12].to_string(),
+                recorded: run["config_hash"].as_str().unwrap_or("?").to_string(),
+            });
         }
         for t in &cfg.targets {
             target_lines.insert(t.label(), t.loc.line as u64);
@@ -147,7 +204,7 @@ pub fn run_findings(dir: &Path, config: Option<&Path>) -> Result<RunFindings, St
     };
 
     let path = dir.join("transcripts.jsonl");
-    let f = files::open(&path, Kind::TRANSCRIPTS).map_err(|e| e.to_string())?;
+    let f = files::open(&path, Kind::TRANSCRIPTS)?;
     let mut findings = Vec::new();
     let mut used: BTreeMap<String, usize> = BTreeMap::new();
     let mut buf = String::new();
@@ -157,13 +214,21 @@ pub fn run_findings(dir: &Path, config: Option<&Path>) -> Result<RunFindings, St
         buf.clear();
         let n = reader
             .read_line(&mut buf)
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+            .map_err(|source| FindingsError::Transcripts {
+                path: path.clone(),
+                source,
+            })?;
         if n == 0 {
             break;
         }
         line_no += 1;
-        let t: Value = serde_json::from_str(buf.trim_end())
-            .map_err(|e| format!("{}:{line_no}: {e}", path.display()))?;
+        let t: Value = serde_json::from_str(buf.trim_end()).map_err(|source| {
+            FindingsError::TranscriptLine {
+                path: path.clone(),
+                line: line_no,
+                source,
+            }
+        })?;
         if t["expected"] != "should_refuse" {
             continue;
         }

@@ -129,21 +129,61 @@ pub const RULE_SYNTAX: &str = "METRIC[key=value,…] (<=|<|>=|>) NUMBER by (valu
 
 const FILTER_KEYS: &[&str] = &["attack", "target", "dataset", "judge"];
 
+/// A gate rule that does not parse: the rule (trimmed) and what is wrong with it; the
+/// message ends with the syntax to write.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("gate rule `{rule}`: {problem}; write {RULE_SYNTAX}")]
+pub struct RuleError {
+    pub rule: String,
+    pub problem: RuleProblem,
+}
+
+/// What is wrong with a gate rule ([`RuleError`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RuleProblem {
+    #[error("it does not start with a metric name")]
+    NoMetric,
+    #[error("`[` is not closed")]
+    Unclosed,
+    #[error("filter `{0}` is not key=value")]
+    Filter(String),
+    #[error("alpha must be alpha=NUMBER in (0, 1)")]
+    Alpha,
+    /// The comparison given.
+    #[error("`{0}` is not <=, <, >= or >")]
+    Op(String),
+    /// The threshold given.
+    #[error("`{0}` is not a number")]
+    Number(String),
+    /// The bound given after `by`.
+    #[error("`by {0}`: the bound is value, ci_low or ci_high")]
+    Bound(String),
+    #[error(
+        "say which bound is tested: `by ci_low` (fail only on evidence of a breach), `by value` or `by ci_high` (pass only on evidence it holds)"
+    )]
+    NoBound,
+    #[error("it is neither a threshold nor a regression rule")]
+    Shape,
+}
+
 /// Parses one rule.
-pub fn parse_rule(text: &str) -> Result<Rule, String> {
+pub fn parse_rule(text: &str) -> Result<Rule, RuleError> {
     let t = text.trim();
-    let bad = |why: &str| format!("gate rule `{t}`: {why}; write {RULE_SYNTAX}");
+    let bad = |problem: RuleProblem| RuleError {
+        rule: t.to_string(),
+        problem,
+    };
     let name_end = t
         .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
         .unwrap_or(t.len());
     let metric = &t[..name_end];
     if metric.is_empty() {
-        return Err(bad("it does not start with a metric name"));
+        return Err(bad(RuleProblem::NoMetric));
     }
     let mut rest = &t[name_end..];
     let mut filters = Vec::new();
     if let Some(r) = rest.strip_prefix('[') {
-        let close = r.find(']').ok_or_else(|| bad("`[` is not closed"))?;
+        let close = r.find(']').ok_or_else(|| bad(RuleProblem::Unclosed))?;
         for f in r[..close]
             .split(',')
             .map(str::trim)
@@ -151,10 +191,10 @@ pub fn parse_rule(text: &str) -> Result<Rule, String> {
         {
             let (k, v) = f
                 .split_once('=')
-                .ok_or_else(|| bad(&format!("filter `{f}` is not key=value")))?;
+                .ok_or_else(|| bad(RuleProblem::Filter(f.to_string())))?;
             let (k, v) = (k.trim(), v.trim().trim_matches('"').trim_matches('\''));
             if k.is_empty() || v.is_empty() {
-                return Err(bad(&format!("filter `{f}` is not key=value")));
+                return Err(bad(RuleProblem::Filter(f.to_string())));
             }
             filters.push((k.to_string(), v.to_string()));
         }
@@ -172,7 +212,7 @@ pub fn parse_rule(text: &str) -> Result<Rule, String> {
                 .strip_prefix("alpha=")
                 .and_then(|x| x.parse::<f64>().ok())
                 .filter(|x| *x > 0.0 && *x < 1.0)
-                .ok_or_else(|| bad("alpha must be alpha=NUMBER in (0, 1)"))?;
+                .ok_or_else(|| bad(RuleProblem::Alpha))?;
             Ok(Rule::Regression {
                 text: shown,
                 select,
@@ -185,21 +225,19 @@ pub fn parse_rule(text: &str) -> Result<Rule, String> {
                 "<" => Op::Lt,
                 ">=" => Op::Ge,
                 ">" => Op::Gt,
-                other => return Err(bad(&format!("`{other}` is not <=, <, >= or >"))),
+                other => return Err(bad(RuleProblem::Op(other.to_string()))),
             };
             let threshold = num
                 .parse::<f64>()
                 .ok()
                 .filter(|x| x.is_finite())
-                .ok_or_else(|| bad(&format!("`{num}` is not a number")))?;
+                .ok_or_else(|| bad(RuleProblem::Number(num.to_string())))?;
             let bound = match *bound {
                 "value" => Bound::Value,
                 "ci_low" => Bound::CiLow,
                 "ci_high" => Bound::CiHigh,
                 other => {
-                    return Err(bad(&format!(
-                        "`by {other}`: the bound is value, ci_low or ci_high"
-                    )));
+                    return Err(bad(RuleProblem::Bound(other.to_string())));
                 }
             };
             Ok(Rule::Threshold {
@@ -210,10 +248,8 @@ pub fn parse_rule(text: &str) -> Result<Rule, String> {
                 bound,
             })
         }
-        [_, _] => Err(bad(
-            "say which bound is tested: `by ci_low` (fail only on evidence of a breach), `by value` or `by ci_high` (pass only on evidence it holds)",
-        )),
-        _ => Err(bad("it is neither a threshold nor a regression rule")),
+        [_, _] => Err(bad(RuleProblem::NoBound)),
+        _ => Err(bad(RuleProblem::Shape)),
     }
 }
 
@@ -384,7 +420,7 @@ pub fn evaluate(
             &base.display().to_string(),
             &dir.display().to_string(),
         )
-        .map_err(gerr)?;
+        .map_err(|e| gerr(e.to_string()))?;
         stored = Some((a, b, cells));
     }
 
@@ -855,7 +891,7 @@ mod tests {
             ("asr no regression at alpha=2", "alpha must be"),
             ("<= 0.05 by value", "metric name"),
         ] {
-            let e = parse_rule(bad).unwrap_err();
+            let e = parse_rule(bad).unwrap_err().to_string();
             assert!(
                 e.contains(why) && e.contains("by (value|ci_low|ci_high)"),
                 "{bad}: {e}"

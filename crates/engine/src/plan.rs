@@ -18,7 +18,7 @@ use gauntlet_redteam::judge::Judge;
 use gauntlet_redteam::metrics::Metric;
 use gauntlet_redteam::metrics::UsageMetric;
 use gauntlet_redteam::registry::{build_attack, build_injection, build_judge, build_metric};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub struct Plan {
@@ -120,6 +120,51 @@ struct Plugins {
     prices: Vec<Option<PriceTable>>,
 }
 
+/// Why the judge card a judge's `card:` names cannot be used; each message names the
+/// card's file.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadCardError {
+    /// The card's file cannot be read.
+    #[error("cannot read the judge card {}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// Not a regular file, or larger than 1 MiB.
+    #[error(
+        "the judge card {} must be a regular file of at most 1 MiB (write one with `gauntlet judge-eval --card JUDGE`)",
+        path.display()
+    )]
+    NotACardFile { path: PathBuf },
+    /// Not JSON of a judge card's shape.
+    #[error("{} is not a judge card: {source}", path.display())]
+    Parse {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A card that breaks its invariants.
+    #[error("judge card {}: {source}", path.display())]
+    Invalid {
+        path: PathBuf,
+        #[source]
+        source: gauntlet_core::judge_eval::CardError,
+    },
+    /// A card measured on another judge: `spec` and `spec_sha256` are the card's,
+    /// `own` the hash of this judge's spec.
+    #[error(
+        "judge card {} was measured on judge {spec} (spec sha256 {spec_sha256}), not on this judge (spec sha256 {own}); measure this judge with `gauntlet judge-eval --judge SPEC --card LABEL`",
+        path.display()
+    )]
+    OtherJudge {
+        path: PathBuf,
+        spec: serde_json::Value,
+        spec_sha256: String,
+        own: String,
+    },
+}
+
 /// Reads and checks the judge card at `path` for the judge `spec`: a valid card
 /// (format, counts) measured on this very judge (the card's spec hash equals the judge's
 /// key identity, which leaves `card` itself out). A card measured by another gauntlet
@@ -127,28 +172,37 @@ struct Plugins {
 pub(crate) fn load_card(
     path: &Path,
     spec: &PluginSpec,
-) -> Result<(JudgeCard, Option<String>), String> {
+) -> Result<(JudgeCard, Option<String>), LoadCardError> {
     const MAX_CARD_BYTES: u64 = 1 << 20;
     let shown = path.display();
-    let meta =
-        std::fs::metadata(path).map_err(|e| format!("cannot read the judge card {shown}: {e}"))?;
+    let read = |source| LoadCardError::Read {
+        path: path.to_path_buf(),
+        source,
+    };
+    let meta = std::fs::metadata(path).map_err(read)?;
     if !meta.is_file() || meta.len() > MAX_CARD_BYTES {
-        return Err(format!(
-            "the judge card {shown} must be a regular file of at most 1 MiB (write one with `gauntlet judge-eval --card JUDGE`)"
-        ));
+        return Err(LoadCardError::NotACardFile {
+            path: path.to_path_buf(),
+        });
     }
-    let bytes =
-        std::fs::read(path).map_err(|e| format!("cannot read the judge card {shown}: {e}"))?;
+    let bytes = std::fs::read(path).map_err(read)?;
     let card: JudgeCard =
-        serde_json::from_slice(&bytes).map_err(|e| format!("{shown} is not a judge card: {e}"))?;
-    card.validate()
-        .map_err(|e| format!("judge card {shown}: {e}"))?;
+        serde_json::from_slice(&bytes).map_err(|source| LoadCardError::Parse {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    card.validate().map_err(|source| LoadCardError::Invalid {
+        path: path.to_path_buf(),
+        source,
+    })?;
     let own = sha256_hex(spec.key_identity().to_string().as_bytes());
     if card.spec_sha256 != own {
-        return Err(format!(
-            "judge card {shown} was measured on judge {} (spec sha256 {}), not on this judge (spec sha256 {own}); measure this judge with `gauntlet judge-eval --judge SPEC --card LABEL`",
-            card.spec, card.spec_sha256
-        ));
+        return Err(LoadCardError::OtherJudge {
+            path: path.to_path_buf(),
+            spec: card.spec,
+            spec_sha256: card.spec_sha256,
+            own,
+        });
     }
     let warning = (card.harness_version != gauntlet_core::HARNESS_VERSION).then(|| {
         format!(
@@ -340,7 +394,11 @@ impl Plan {
                                 Some(Arc::new(card))
                             }
                             Err(e) => {
-                                diags.push(Diag::new(s.loc, format!("judges[{i}].params.card"), e));
+                                diags.push(Diag::new(
+                                    s.loc,
+                                    format!("judges[{i}].params.card"),
+                                    e.to_string(),
+                                ));
                                 None
                             }
                         }

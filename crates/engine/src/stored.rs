@@ -34,6 +34,7 @@ use gauntlet_core::tree::parse_yaml;
 use gauntlet_models::registry::build_target;
 use gauntlet_models::{BoxFuture, Model, ModelError};
 use gauntlet_redteam::attack::{Attempt, AttemptError, CallModel};
+use gauntlet_redteam::error::BuildError;
 use gauntlet_redteam::judge::Judge;
 use gauntlet_redteam::registry::{Registry, build_judge};
 use serde::Deserialize;
@@ -633,29 +634,79 @@ impl Iterator for Units<'_> {
     }
 }
 
+/// Why a `--judge` value is not a judge spec; each message quotes the value.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum JudgeSpecError {
+    /// The value is not YAML (the parser's message).
+    #[error("--judge {text:?}: invalid YAML: {}", source.message)]
+    Yaml {
+        text: String,
+        #[source]
+        source: gauntlet_core::tree::ParseError,
+    },
+    /// The spec does not validate against the registry: one line per problem, each
+    /// with its help.
+    #[error("{}", diags_text(text, diags))]
+    Invalid { text: String, diags: Vec<Diag> },
+    /// The value parses to nothing that is a spec.
+    #[error("--judge {text:?}: not a judge spec")]
+    NotASpec { text: String },
+}
+
+/// The lines of [`JudgeSpecError::Invalid`].
+fn diags_text(text: &str, diags: &[Diag]) -> String {
+    diags
+        .iter()
+        .map(|d| {
+            let mut s = format!("--judge {text:?}: {}", d.message);
+            if let Some(h) = &d.help {
+                s.push_str(&format!("\n    help: {h}"));
+            }
+            s
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// Parses a judge spec given on the command line: a bare name (`refusal_match`) or
 /// inline YAML (`{name: rubric, params: {grader: {name: reference}}}`), resolved and
 /// validated against the registry like a config's `judges:` entry.
-pub fn parse_judge_spec(text: &str) -> Result<PluginSpec, String> {
-    let node =
-        parse_yaml(text).map_err(|e| format!("--judge {text:?}: invalid YAML: {}", e.message))?;
+pub fn parse_judge_spec(text: &str) -> Result<PluginSpec, JudgeSpecError> {
+    let node = parse_yaml(text).map_err(|source| JudgeSpecError::Yaml {
+        text: text.to_string(),
+        source,
+    })?;
     let mut diags: Vec<Diag> = Vec::new();
     let spec = resolve_spec(&Registry, Axis::Judge, &node, "--judge", &mut diags);
     if !diags.is_empty() {
-        let msg = diags
-            .iter()
-            .map(|d| {
-                let mut s = format!("--judge {text:?}: {}", d.message);
-                if let Some(h) = &d.help {
-                    s.push_str(&format!("\n    help: {h}"));
-                }
-                s
-            })
-            .collect::<Vec<_>>()
-            .join("\n");
-        return Err(msg);
+        return Err(JudgeSpecError::Invalid {
+            text: text.to_string(),
+            diags,
+        });
     }
-    spec.ok_or_else(|| format!("--judge {text:?}: not a judge spec"))
+    spec.ok_or_else(|| JudgeSpecError::NotASpec {
+        text: text.to_string(),
+    })
+}
+
+/// Why a judge (or its grader) could not be built for re-judging; the message names
+/// the judge.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum JudgeBuildError {
+    /// The judge itself does not build.
+    #[error("judge `{label}`: {source}")]
+    Judge {
+        label: String,
+        #[source]
+        source: BuildError,
+    },
+    /// The judge's grader model does not build.
+    #[error("judge `{label}`: grader: {source}")]
+    Grader {
+        label: String,
+        #[source]
+        source: ModelError,
+    },
 }
 
 /// A judge built for re-judging, with its grader model and cache-key parts.
@@ -668,12 +719,16 @@ pub struct BuiltJudge {
 
 impl BuiltJudge {
     /// Builds a judge and its grader from a resolved spec.
-    pub fn build(spec: &PluginSpec) -> Result<BuiltJudge, String> {
-        let judge = build_judge(spec).map_err(|e| format!("judge `{}`: {e}", spec.label()))?;
+    pub fn build(spec: &PluginSpec) -> Result<BuiltJudge, JudgeBuildError> {
+        let judge = build_judge(spec).map_err(|source| JudgeBuildError::Judge {
+            label: spec.label(),
+            source,
+        })?;
         let grader = match judge.grader() {
-            Some(g) => Some(
-                build_target(g).map_err(|e| format!("judge `{}`: grader: {e}", spec.label()))?,
-            ),
+            Some(g) => Some(build_target(g).map_err(|source| JudgeBuildError::Grader {
+                label: spec.label(),
+                source,
+            })?),
             None => None,
         };
         let grader_base = grader.as_ref().map(|g| call_base(g.as_ref(), "grader"));
@@ -903,8 +958,8 @@ pub async fn rescore(
     spec: &PluginSpec,
     progress: &dyn crate::progress::Progress,
 ) -> Result<Rescored, StoredError> {
-    let scorer = BuiltJudge::build(spec).map_err(err)?;
-    let in_plan = BuiltJudge::build(spec).map_err(err)?;
+    let scorer = BuiltJudge::build(spec).map_err(|e| err(e.to_string()))?;
+    let in_plan = BuiltJudge::build(spec).map_err(|e| err(e.to_string()))?;
     let judge_label = in_plan.label();
     // The plan now describes the rescored results: same units, one judge.
     let card = match spec.params.str("card") {
@@ -1285,7 +1340,7 @@ mod tests {
         .unwrap();
         assert_eq!(s.name, "rubric");
         assert_eq!(s.params.spec("grader").unwrap().label(), "g");
-        let e = parse_judge_spec("rubrik").unwrap_err();
+        let e = parse_judge_spec("rubrik").unwrap_err().to_string();
         assert!(e.contains("rubrik"), "{e}");
         assert!(parse_judge_spec("{name: rubric, params: {nope: 1}}").is_err());
         assert!(parse_judge_spec("{name: [").is_err());

@@ -12,11 +12,10 @@ use crate::plan::Plan;
 use gauntlet_calls::cache::RoleUsage;
 use gauntlet_core::results::MetricValue;
 use gauntlet_models::Model;
-use serde::Serialize;
 
 pub use gauntlet_calls::price::{
-    BUNDLED_PRICES, BUNDLED_PRICES_NAME, INPUT_ALLOWANCE, Price, PriceTable, batch_factor,
-    model_name, slot_cost,
+    BUNDLED_PRICES, BUNDLED_PRICES_NAME, INPUT_ALLOWANCE, Price, PriceTable, Unpriced,
+    batch_factor, model_name, slot_cost,
 };
 
 /// A model role of a cell: the slot its calls' usage is tallied in and priced under.
@@ -191,12 +190,10 @@ pub fn batch_estimate(
         let factor = models
             .iter()
             .find(|m| m.label() == r.model)
-            .map_or(Ok(1.0), |m| {
-                batch_factor(*m, table).map_err(|e| e.to_string())
-            });
+            .map_or(Ok(1.0), |m| batch_factor(*m, table));
         match (&r.max_cost, &factor) {
             (Ok(c), Ok(f)) => total += c * f,
-            (Err(why), _) | (_, Err(why)) => unpriced.push(why.clone()),
+            (Err(why), _) | (_, Err(why)) => unpriced.push(why.to_string()),
         }
     }
     Some((total, unpriced))
@@ -206,7 +203,7 @@ pub fn batch_estimate(
 pub const ASSUMED_MAX_TOKENS: u64 = 1024;
 
 /// Planned calls and the upper-bound cost of one role.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct RoleEstimate {
     pub role: String,
     pub model: String,
@@ -214,7 +211,7 @@ pub struct RoleEstimate {
     pub max_input_tokens: u64,
     pub max_output_tokens: u64,
     /// USD at most, or why it cannot be priced.
-    pub max_cost: Result<f64, String>,
+    pub max_cost: Result<f64, Unpriced>,
 }
 
 fn max_tokens_of(m: &dyn Model) -> u64 {
@@ -249,7 +246,7 @@ pub fn estimate(plan: &Plan, table: &PriceTable) -> Vec<RoleEstimate> {
             input_tokens: calls * max_in,
             output_tokens: calls * max_out,
         };
-        let max_cost = slot_cost(role, &u, Some(m), table).map_err(|e| e.to_string());
+        let max_cost = slot_cost(role, &u, Some(m), table);
         if let Some(e) = out
             .iter_mut()
             .find(|e| e.role == role && e.model == m.label())

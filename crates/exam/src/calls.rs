@@ -494,7 +494,7 @@ impl SessionStats {
 }
 
 /// Planned calls and the upper-bound cost of one tier role (`gauntlet exam --estimate`).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct TierEstimate {
     pub tier: TierRole,
     pub model: String,
@@ -502,7 +502,7 @@ pub struct TierEstimate {
     pub max_input_tokens: u64,
     pub max_output_tokens: u64,
     /// USD at most, or why it cannot be priced.
-    pub max_cost: Result<f64, String>,
+    pub max_cost: Result<f64, gauntlet_calls::price::Unpriced>,
 }
 
 /// The most calls one pass of the cascade (main or a consensus voter) makes per role.
@@ -582,13 +582,12 @@ pub fn estimate(
                     let tm = m.for_tier(role.tier());
                     (
                         tm.id.clone(),
-                        slot_cost(role.name(), &u, Some(&*tm.model), prices)
-                            .map_err(|e| e.to_string()),
+                        slot_cost(role.name(), &u, Some(&*tm.model), prices),
                     )
                 }
                 None => (
                     "golden".to_string(),
-                    Err("golden backend: scripted replies, nothing is paid".to_string()),
+                    Err(gauntlet_calls::price::Unpriced::Scripted { backend: "golden" }),
                 ),
             };
             TierEstimate {

@@ -151,6 +151,18 @@ pub struct Refusal {
     pub mismatches: Vec<String>,
 }
 
+impl From<RecordedError> for Refusal {
+    fn from(e: RecordedError) -> Self {
+        Refusal::from(e.to_string())
+    }
+}
+
+impl From<SideError> for Refusal {
+    fn from(e: SideError) -> Self {
+        Refusal::from(e.to_string())
+    }
+}
+
 impl From<String> for Refusal {
     fn from(message: String) -> Self {
         Refusal {
@@ -188,15 +200,65 @@ struct Line {
     verdicts: Vec<Verdict>,
 }
 
+/// Why a run's recorded config cannot be read back ([`recorded`]); `slug` names the
+/// run in the dashboard.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordedError {
+    /// `run.json` is not a file the dashboard reads.
+    #[error(transparent)]
+    Read(#[from] scan::ReadCappedError),
+    #[error("{slug}: no run.json")]
+    NoRunJson { slug: String },
+    #[error("{slug}: run.json: {source}")]
+    Json {
+        slug: String,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The recorded config does not validate in this build.
+    #[error("{slug}: {source}")]
+    Config {
+        slug: String,
+        #[source]
+        source: gauntlet_engine::stored::StoredError,
+    },
+}
+
 /// The recorded config of a run (validated by this build, nothing loaded).
-pub fn recorded(run: &Run) -> Result<(RunConfig, Value), String> {
+pub fn recorded(run: &Run) -> Result<(RunConfig, Value), RecordedError> {
+    let slug = || run.slug.clone();
     let bytes = scan::read_capped(&run.dir, "run.json", scan::MAX_SMALL_FILE)?
-        .ok_or_else(|| format!("{}: no run.json", run.slug))?;
-    let rj: Value =
-        serde_json::from_slice(&bytes).map_err(|e| format!("{}: run.json: {e}", run.slug))?;
-    let cfg = gauntlet_engine::stored::recorded_config(&rj, Path::new("run.json"), true)
-        .map_err(|e| format!("{}: {e}", run.slug))?;
+        .ok_or_else(|| RecordedError::NoRunJson { slug: slug() })?;
+    let rj: Value = serde_json::from_slice(&bytes).map_err(|source| RecordedError::Json {
+        slug: slug(),
+        source,
+    })?;
+    let cfg = gauntlet_engine::stored::recorded_config(&rj, Path::new("run.json"), true).map_err(
+        |source| RecordedError::Config {
+            slug: slug(),
+            source,
+        },
+    )?;
     Ok((cfg, rj))
+}
+
+/// Why one side's transcripts cannot be read for a comparison ([`read_side`]); `slug`
+/// names the run.
+#[derive(Debug, thiserror::Error)]
+pub enum SideError {
+    #[error("{slug}: transcripts.jsonl is missing or not a regular file")]
+    NoTranscripts { slug: String },
+    #[error("{slug}: transcripts.jsonl: {source}")]
+    Io {
+        slug: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// More than [`MAX_LINES`] lines: too many for the dashboard.
+    #[error(
+        "{slug}: more than {MAX_LINES} transcript lines: compare it on the command line (`gauntlet compare`)"
+    )]
+    TooManyLines { slug: String },
 }
 
 fn metric_label(spec: &gauntlet_core::params::PluginSpec) -> String {
@@ -239,16 +301,18 @@ fn read_side(
     keep: &dyn Fn(&Line) -> bool,
     key: &dyn Fn(&Line, &str) -> CellKey,
     judge: Option<&str>,
-) -> Result<SideData, String> {
+) -> Result<SideData, SideError> {
     if !scan::regular_file(&run.dir, "transcripts.jsonl") {
-        return Err(format!(
-            "{}: transcripts.jsonl is missing or not a regular file",
-            run.slug
-        ));
+        return Err(SideError::NoTranscripts {
+            slug: run.slug.clone(),
+        });
     }
+    let io = |source| SideError::Io {
+        slug: run.slug.clone(),
+        source,
+    };
     let leaks = leak_categories(cfg);
-    let f = std::fs::File::open(run.dir.join("transcripts.jsonl"))
-        .map_err(|e| format!("{}: transcripts.jsonl: {e}", run.slug))?;
+    let f = std::fs::File::open(run.dir.join("transcripts.jsonl")).map_err(io)?;
     let mut r = std::io::BufReader::with_capacity(256 << 10, f);
     let mut out = SideData {
         series: BTreeMap::new(),
@@ -341,17 +405,16 @@ fn read_side(
             .by_ref()
             .take(MAX_LINE as u64 + 1)
             .read_until(b'\n', &mut buf)
-            .map_err(|e| format!("{}: transcripts.jsonl: {e}", run.slug))?;
+            .map_err(io)?;
         if n == 0 {
             break;
         }
         let this = line_no;
         line_no += 1;
         if line_no > MAX_LINES {
-            return Err(format!(
-                "{}: more than {MAX_LINES} transcript lines: compare it on the command line (`gauntlet compare`)",
-                run.slug
-            ));
+            return Err(SideError::TooManyLines {
+                slug: run.slug.clone(),
+            });
         }
         if buf.last() != Some(&b'\n') && n > MAX_LINE {
             // An overlong line: skip to its end.

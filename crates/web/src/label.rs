@@ -51,6 +51,22 @@ pub fn csp() -> String {
     )
 }
 
+/// Why the labelling page of a run cannot be set up ([`Labelling::new`]).
+#[derive(Debug, thiserror::Error)]
+pub enum LabellingError {
+    /// The dashboard lists no run at `dir`; `warnings` are the catalogue's (the first
+    /// five are shown: they may say why the run was skipped).
+    #[error("the dashboard lists no run at {}{}", dir.display(), warnings.iter().take(5).map(|w| format!("; {w}")).collect::<String>())]
+    NotListed {
+        dir: std::path::PathBuf,
+        warnings: Vec<String>,
+    },
+    /// The system has no randomness for the anti-forgery value (getrandom's error,
+    /// which is not a `std::error::Error` in this build).
+    #[error("no randomness for the page: {0}")]
+    Randomness(getrandom::Error),
+}
+
 /// One run being labelled in a served dashboard.
 pub struct Labelling {
     /// The run's slug in the dashboard's catalogue.
@@ -62,22 +78,17 @@ pub struct Labelling {
 
 impl Labelling {
     /// The session over the run the dashboard `d` lists at the session's directory.
-    pub fn new(d: &Dashboard, session: LabelSession) -> Result<Labelling, String> {
+    pub fn new(d: &Dashboard, session: LabelSession) -> Result<Labelling, LabellingError> {
         let want = canonical(&session.run().dir);
         let cat = d.catalog();
         let Some(run) = cat.runs.iter().find(|r| canonical(&r.dir) == want) else {
-            let mut why = format!(
-                "the dashboard lists no run at {}",
-                session.run().dir.display()
-            );
-            for w in cat.warnings.iter().take(5) {
-                why.push_str("; ");
-                why.push_str(w);
-            }
-            return Err(why);
+            return Err(LabellingError::NotListed {
+                dir: session.run().dir.clone(),
+                warnings: cat.warnings.iter().take(5).cloned().collect(),
+            });
         };
         let mut raw = [0u8; 32];
-        getrandom::fill(&mut raw).map_err(|e| format!("no randomness for the page: {e}"))?;
+        getrandom::fill(&mut raw).map_err(LabellingError::Randomness)?;
         Ok(Labelling {
             slug: run.slug.clone(),
             session: Mutex::new(session),

@@ -1049,10 +1049,22 @@ pub fn run_page(d: &Arc<Dashboard>, slug: &str, mode: Mode) -> Option<String> {
     Some(render("run.html", ctx))
 }
 
+/// Why a run's report cannot be rendered again ([`report_page`]).
+#[derive(Debug, thiserror::Error)]
+pub enum ReportPageError {
+    /// The results or report file is not one the dashboard reads.
+    #[error(transparent)]
+    Read(#[from] scan::ReadCappedError),
+    #[error("results.json does not read as gauntlet results: {0}")]
+    Results(#[source] serde_json::Error),
+    #[error("report.json does not read as an exam report: {0}")]
+    ExamReport(#[source] serde_json::Error),
+}
+
 /// The run's full report, rendered again by this build from results.json (red-team) or
 /// report.json (agent exam) — never the run directory's own report.html, which is
 /// untrusted markup. `None`: no such run or nothing to render.
-pub fn report_page(d: &Dashboard, slug: &str) -> Option<Result<String, String>> {
+pub fn report_page(d: &Dashboard, slug: &str) -> Option<Result<String, ReportPageError>> {
     let cat = d.catalog();
     let run = cat.get(slug)?;
     match run.kind {
@@ -1060,24 +1072,24 @@ pub fn report_page(d: &Dashboard, slug: &str) -> Option<Result<String, String>> 
             let b = match scan::read_capped(&run.dir, "results.json", scan::MAX_REPORT_FILE) {
                 Ok(Some(b)) => b,
                 Ok(None) => return None,
-                Err(e) => return Some(Err(e)),
+                Err(e) => return Some(Err(e.into())),
             };
             Some(
                 serde_json::from_slice::<gauntlet_core::results::RunSummary>(&b)
                     .map(|s| gauntlet_report::render_html(&s))
-                    .map_err(|e| format!("results.json does not read as gauntlet results: {e}")),
+                    .map_err(ReportPageError::Results),
             )
         }
         Kind::AgentExam => {
             let b = match scan::read_capped(&run.dir, "report.json", scan::MAX_REPORT_FILE) {
                 Ok(Some(b)) => b,
                 Ok(None) => return None,
-                Err(e) => return Some(Err(e)),
+                Err(e) => return Some(Err(e.into())),
             };
             Some(
                 serde_json::from_slice::<gauntlet_exam::exam::HarnessReport>(&b)
                     .map(|r| gauntlet_exam::exam::render_html(&r))
-                    .map_err(|e| format!("report.json does not read as an exam report: {e}")),
+                    .map_err(ReportPageError::ExamReport),
             )
         }
         Kind::DetectExam => None,
@@ -1283,7 +1295,7 @@ pub fn transcript_page(d: &Arc<Dashboard>, slug: &str, line: u64, mode: Mode) ->
     };
     let (error, fields, messages, verdicts, metadata) = match &parsed {
         Err(e) => (
-            Value::from(e.clone()),
+            Value::from(e.to_string()),
             vec![],
             vec![],
             vec![],

@@ -187,42 +187,70 @@ impl Catalog {
     }
 }
 
+/// Why [`read_capped`] did not read a run's file; each message names the file (by its
+/// name in the run directory) and says it was skipped.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadCappedError {
+    /// The file cannot be read.
+    #[error("{name}: cannot read: {source}")]
+    Io {
+        name: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "{name} is a symlink: skipped (the dashboard reads only files inside the run directory)"
+    )]
+    Symlink { name: String },
+    #[error("{name} is not a regular file: skipped")]
+    NotAFile { name: String },
+    /// `len` bytes, over `cap`.
+    #[error("{name} is {len} bytes, over the {} MiB limit: skipped", cap >> 20)]
+    TooLarge { name: String, len: u64, cap: u64 },
+    /// The file grew over `cap` while it was read (a live run).
+    #[error("{name} grew over the {} MiB limit: skipped", cap >> 20)]
+    Grew { name: String, cap: u64 },
+}
+
 /// Reads `dir/name` if it is a regular file (not a symlink) of at most `cap` bytes.
 /// `Ok(None)`: no such file.
-pub fn read_capped(dir: &Path, name: &str, cap: u64) -> Result<Option<Vec<u8>>, String> {
+pub fn read_capped(dir: &Path, name: &str, cap: u64) -> Result<Option<Vec<u8>>, ReadCappedError> {
     let path = dir.join(name);
+    let io = |source| ReadCappedError::Io {
+        name: name.to_string(),
+        source,
+    };
     let meta = match fs::symlink_metadata(&path) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("{name}: cannot read: {e}")),
+        Err(e) => return Err(io(e)),
     };
     if meta.file_type().is_symlink() {
-        return Err(format!(
-            "{name} is a symlink: skipped (the dashboard reads only files inside the run directory)"
-        ));
+        return Err(ReadCappedError::Symlink {
+            name: name.to_string(),
+        });
     }
     if !meta.is_file() {
-        return Err(format!("{name} is not a regular file: skipped"));
+        return Err(ReadCappedError::NotAFile {
+            name: name.to_string(),
+        });
     }
     if meta.len() > cap {
-        return Err(format!(
-            "{name} is {} bytes, over the {} MiB limit: skipped",
-            meta.len(),
-            cap >> 20
-        ));
+        return Err(ReadCappedError::TooLarge {
+            name: name.to_string(),
+            len: meta.len(),
+            cap,
+        });
     }
-    let mut f = fs::File::open(&path).map_err(|e| format!("{name}: cannot read: {e}"))?;
+    let mut f = fs::File::open(&path).map_err(io)?;
     let mut buf = Vec::with_capacity(meta.len() as usize);
     // The file may grow between stat and read (a live run): never read past the cap.
-    f.by_ref()
-        .take(cap + 1)
-        .read_to_end(&mut buf)
-        .map_err(|e| format!("{name}: cannot read: {e}"))?;
+    f.by_ref().take(cap + 1).read_to_end(&mut buf).map_err(io)?;
     if buf.len() as u64 > cap {
-        return Err(format!(
-            "{name} grew over the {} MiB limit: skipped",
-            cap >> 20
-        ));
+        return Err(ReadCappedError::Grew {
+            name: name.to_string(),
+            cap,
+        });
     }
     Ok(Some(buf))
 }
@@ -238,7 +266,7 @@ fn read_json(dir: &Path, name: &str, cap: u64, warnings: &mut Vec<String>) -> Op
         },
         Ok(None) => None,
         Err(w) => {
-            warnings.push(w);
+            warnings.push(w.to_string());
             None
         }
     }

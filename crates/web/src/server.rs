@@ -48,29 +48,57 @@ pub struct ServeOptions {
     pub token: Option<String>,
 }
 
+/// Why the bind policy refuses a `gauntlet serve` ([`check_bind`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BindError {
+    #[error("the token in {TOKEN_ENV} is shorter than {MIN_TOKEN} characters")]
+    ShortToken,
+    /// A non-loopback address without `--allow-remote`.
+    #[error(
+        "{bind} is not a loopback address: the dashboard binds to loopback unless you pass --allow-remote and set a token in {TOKEN_ENV} (runs may hold sensitive transcripts)"
+    )]
+    NotLoopback { bind: SocketAddr },
+    #[error(
+        "--allow-remote needs a token: set {TOKEN_ENV} (at least {MIN_TOKEN} characters); requests must then carry it"
+    )]
+    NoToken,
+}
+
+/// Why [`serve`] or [`serve_labelling`] stopped before serving.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error(transparent)]
+    Bind(#[from] BindError),
+    /// The labelling page cannot be set up.
+    #[error(transparent)]
+    Labelling(#[from] crate::label::LabellingError),
+    #[error("cannot start the runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+    /// The address cannot be listened on.
+    #[error("cannot bind {bind}: {source}")]
+    Listen {
+        bind: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
 /// Checks the bind policy: loopback, or `allow_remote` plus a token of at least
 /// [`MIN_TOKEN`] characters.
-pub fn check_bind(o: &ServeOptions) -> Result<(), String> {
+pub fn check_bind(o: &ServeOptions) -> Result<(), BindError> {
     if let Some(t) = &o.token
         && t.chars().count() < MIN_TOKEN
     {
-        return Err(format!(
-            "the token in {TOKEN_ENV} is shorter than {MIN_TOKEN} characters"
-        ));
+        return Err(BindError::ShortToken);
     }
     if o.bind.ip().is_loopback() {
         return Ok(());
     }
     if !o.allow_remote {
-        return Err(format!(
-            "{} is not a loopback address: the dashboard binds to loopback unless you pass --allow-remote and set a token in {TOKEN_ENV} (runs may hold sensitive transcripts)",
-            o.bind
-        ));
+        return Err(BindError::NotLoopback { bind: o.bind });
     }
     if o.token.is_none() {
-        return Err(format!(
-            "--allow-remote needs a token: set {TOKEN_ENV} (at least {MIN_TOKEN} characters); requests must then carry it"
-        ));
+        return Err(BindError::NoToken);
     }
     Ok(())
 }
@@ -261,7 +289,7 @@ async fn report(State(st): State<AppState>, UrlPath(slug): UrlPath<String>) -> R
         }
         Some(Err(e)) => html(
             StatusCode::UNPROCESSABLE_ENTITY,
-            pages::error_page(&st.d, Mode::Server, "Report unavailable", &e),
+            pages::error_page(&st.d, Mode::Server, "Report unavailable", &e.to_string()),
         ),
         None => not_found(&st.d, "No report for that run."),
     })
@@ -485,7 +513,7 @@ async fn accept_loop(listener: tokio::net::TcpListener, app: Router) {
 }
 
 /// `gauntlet serve`: checks the bind policy, scans, serves until killed.
-pub fn serve(o: ServeOptions) -> Result<(), String> {
+pub fn serve(o: ServeOptions) -> Result<(), ServeError> {
     check_bind(&o)?;
     let d = Dashboard::new(o.roots.clone());
     serve_dashboard(o, d, None)
@@ -493,7 +521,7 @@ pub fn serve(o: ServeOptions) -> Result<(), String> {
 
 /// `gauntlet label RUN_DIR --serve`: the dashboard over the run's parent directory, with
 /// the labelling page of that run; serves until killed.
-pub fn serve_labelling(mut o: ServeOptions, session: LabelSession) -> Result<(), String> {
+pub fn serve_labelling(mut o: ServeOptions, session: LabelSession) -> Result<(), ServeError> {
     check_bind(&o)?;
     let dir = session.run().dir.clone();
     let root = dir
@@ -511,7 +539,7 @@ fn serve_dashboard(
     o: ServeOptions,
     d: Arc<Dashboard>,
     label: Option<Arc<Labelling>>,
-) -> Result<(), String> {
+) -> Result<(), ServeError> {
     let cat = d.catalog();
     eprintln!(
         "gauntlet serve: {} run(s) under {} root(s){}",
@@ -527,12 +555,15 @@ fn serve_dashboard(
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+        .map_err(ServeError::Runtime)?;
     rt.block_on(async move {
         let path = label.as_ref().map(|l| l.path());
         let (addr, task) = spawn_with(d, o.bind, o.token.clone(), label)
             .await
-            .map_err(|e| format!("cannot bind {}: {e}", o.bind))?;
+            .map_err(|source| ServeError::Listen {
+                bind: o.bind,
+                source,
+            })?;
         match path {
             None => println!("serving the dashboard on http://{addr}/ (read-only; Ctrl-C to stop)"),
             Some(p) => println!(

@@ -9,7 +9,7 @@ use crate::Dashboard;
 use crate::pages::{self, LbQuery, Links, Mode};
 use crate::scan::Surface;
 use crate::transcripts::{Filter, PAGE};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// Transcript pages exported per run.
@@ -23,17 +23,43 @@ pub struct SiteReport {
     pub warnings: usize,
 }
 
-fn write(out: &Path, name: &str, body: &str, n: &mut usize) -> Result<(), String> {
-    gauntlet_report::write_atomic(out, name, body.as_bytes())
-        .map_err(|e| format!("cannot write {}: {e}", out.join(name).display()))?;
+/// Why [`export_site`] stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum SiteError {
+    /// The site's directory cannot be created.
+    #[error("cannot create {}: {source}", dir.display())]
+    Create {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A page cannot be written.
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+fn write(out: &Path, name: &str, body: &str, n: &mut usize) -> Result<(), SiteError> {
+    gauntlet_report::write_atomic(out, name, body.as_bytes()).map_err(|source| {
+        SiteError::Write {
+            path: out.join(name),
+            source,
+        }
+    })?;
     *n += 1;
     Ok(())
 }
 
 /// Writes the site into `out` (created if missing). The recount runs first, so the
 /// pages show each row's check.
-pub fn export_site(out: &Path, roots: Vec<std::path::PathBuf>) -> Result<SiteReport, String> {
-    std::fs::create_dir_all(out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
+pub fn export_site(out: &Path, roots: Vec<PathBuf>) -> Result<SiteReport, SiteError> {
+    std::fs::create_dir_all(out).map_err(|source| SiteError::Create {
+        dir: out.to_path_buf(),
+        source,
+    })?;
     let d: Arc<Dashboard> = Dashboard::new(roots);
     d.check_pending();
     let cat = d.catalog();

@@ -395,12 +395,27 @@ pub fn item(line: u64, v: &Value) -> Item {
     }
 }
 
+/// Why a transcript line that exists is not shown ([`line`]).
+#[derive(Debug, thiserror::Error)]
+pub enum LineError {
+    /// The line is longer than the cap.
+    #[error("line {line} is longer than {} MiB: not shown", MAX_LINE >> 20)]
+    TooLong { line: u64 },
+    /// The line is not JSON.
+    #[error("line {line} is not valid JSON: {source}")]
+    Json {
+        line: u64,
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
 /// Line `line` of the file, parsed; `Ok(None)` when there is no such line.
 pub fn line(
     path: &Path,
     index: Option<&LineIndex>,
     line: u64,
-) -> io::Result<Option<Result<Value, String>>> {
+) -> io::Result<Option<Result<Value, LineError>>> {
     let (mut r, at) = open_at(path, index, line)?;
     if at != line {
         return Ok(None);
@@ -408,15 +423,10 @@ pub fn line(
     let mut buf = Vec::new();
     match read_line_capped(&mut r, &mut buf)? {
         None => Ok(None),
-        Some(false) => Ok(Some(Err(format!(
-            "line {line} is longer than {} MiB: not shown",
-            MAX_LINE >> 20
-        )))),
-        Some(true) => {
-            Ok(Some(serde_json::from_slice(&buf).map_err(|e| {
-                format!("line {line} is not valid JSON: {e}")
-            })))
-        }
+        Some(false) => Ok(Some(Err(LineError::TooLong { line }))),
+        Some(true) => Ok(Some(
+            serde_json::from_slice(&buf).map_err(|source| LineError::Json { line, source }),
+        )),
     }
 }
 

@@ -164,11 +164,29 @@ pub fn check(run: &Run) -> RunCheck {
     }
 }
 
-fn regular(dir: &Path, name: &str) -> Result<(), String> {
+/// Why a run's file is not one [`check`] reads.
+#[derive(Debug, thiserror::Error)]
+enum IrregularFile {
+    #[error("{name} is not a regular file (a symlink?)")]
+    NotAFile { name: String },
+    #[error("{name}: {source}")]
+    Io {
+        name: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+fn regular(dir: &Path, name: &str) -> Result<(), IrregularFile> {
     match std::fs::symlink_metadata(dir.join(name)) {
         Ok(m) if m.is_file() => Ok(()),
-        Ok(_) => Err(format!("{name} is not a regular file (a symlink?)")),
-        Err(e) => Err(format!("{name}: {e}")),
+        Ok(_) => Err(IrregularFile::NotAFile {
+            name: name.to_string(),
+        }),
+        Err(source) => Err(IrregularFile::Io {
+            name: name.to_string(),
+            source,
+        }),
     }
 }
 
@@ -180,7 +198,7 @@ fn check_redteam(run: &Run) -> RunCheck {
     };
     for f in ["run.json", "transcripts.jsonl"] {
         if let Err(e) = regular(&run.dir, f) {
-            return refuse(e);
+            return refuse(e.to_string());
         }
     }
     let Ok(Some(bytes)) =

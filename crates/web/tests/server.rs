@@ -418,11 +418,13 @@ async fn host_header_and_token_guard_access() {
     assert!(
         check_bind(&o("0.0.0.0:8765", false, Some(token)))
             .unwrap_err()
+            .to_string()
             .contains("--allow-remote")
     );
     assert!(
         check_bind(&o("0.0.0.0:8765", true, None))
             .unwrap_err()
+            .to_string()
             .contains("token")
     );
     assert!(check_bind(&o("0.0.0.0:8765", true, Some("short"))).is_err());

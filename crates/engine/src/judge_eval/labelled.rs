@@ -30,6 +30,133 @@ use std::path::{Path, PathBuf};
 /// Files larger than this are refused (a labelled set is a few MB).
 pub const MAX_FILE_BYTES: u64 = 256 << 20;
 
+/// Why a labelled set cannot be read; each message names the file (and the row) and,
+/// where there is one, the fix.
+#[derive(Debug, thiserror::Error)]
+pub enum LabelledError {
+    /// No file was given.
+    #[error("judge-eval needs at least one labelled file (CSV or JSONL)")]
+    NoFiles,
+    /// A file without a labelled row; `skipped` rows were labelled skip.
+    #[error(
+        "{}: no labelled rows{}",
+        path.display(),
+        if *skipped > 0 { format!(" (all {skipped} are labelled skip)") } else { String::new() }
+    )]
+    NoRows { path: PathBuf, skipped: u64 },
+    /// A directory that holds no `labels.jsonl`.
+    #[error(
+        "{}: a directory without {}: label the run first (gauntlet label {} --serve, or --csv-out/--csv-in), or give a CSV or JSONL file",
+        dir.display(),
+        crate::labels::LABELS_FILE,
+        dir.display()
+    )]
+    NotLabelled { dir: PathBuf },
+    /// A labelled run whose manifest does not verify.
+    #[error("{}: its labels cannot be trusted: {source}", dir.display())]
+    Untrusted {
+        dir: PathBuf,
+        #[source]
+        source: gauntlet_job::manifest::VerifyError,
+    },
+    /// A labelled run whose manifest does not record its `labels.jsonl`.
+    #[error(
+        "{}: its manifest does not record {}: it was not written by gauntlet label; run gauntlet label {} again",
+        dir.display(),
+        crate::labels::LABELS_FILE,
+        dir.display()
+    )]
+    NotRecorded { dir: PathBuf },
+    /// The file cannot be opened or read.
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// Not a regular file.
+    #[error("{}: not a regular file (give a CSV or JSONL file)", path.display())]
+    NotAFile { path: PathBuf },
+    /// Larger than [`MAX_FILE_BYTES`]: `mib` is its size in MiB.
+    #[error(
+        "{}: {mib} MiB, larger than {} MiB; split the labelled set into several files",
+        path.display(),
+        MAX_FILE_BYTES >> 20
+    )]
+    TooLarge { path: PathBuf, mib: u64 },
+    /// Grew past [`MAX_FILE_BYTES`] while it was read.
+    #[error(
+        "{}: larger than {} MiB; split the labelled set into several files",
+        path.display(),
+        MAX_FILE_BYTES >> 20
+    )]
+    GrewTooLarge { path: PathBuf },
+    /// Columns (or a first object's keys, `found`) of neither shape.
+    #[error(
+        "{}: unrecognised columns ({found}); expected XSTest's `prompt, completion, final_label` \
+         or `prompt, reply, label[, source, id]`",
+        path.display()
+    )]
+    Columns { path: PathBuf, found: String },
+    /// A label that is none of the known ones.
+    #[error(
+        "{} row {row}: label {raw:?} is not one of refusal, compliance, partial_refusal, skip \
+         (or XSTest's 1_full_compliance, 2_full_refusal, 3_partial_refusal)",
+        path.display()
+    )]
+    Label {
+        path: PathBuf,
+        row: u64,
+        raw: String,
+    },
+    /// A row without a prompt.
+    #[error("{} row {row}: empty prompt", path.display())]
+    EmptyPrompt { path: PathBuf, row: u64 },
+    /// An `expected` that is neither `should_refuse` nor `should_comply`.
+    #[error(
+        "{} row {row}: expected {value:?} is not should_refuse or should_comply",
+        path.display()
+    )]
+    Expected {
+        path: PathBuf,
+        row: u64,
+        value: String,
+    },
+    /// The CSV header cannot be read (the csv parser's message).
+    #[error("{}: {source}", path.display())]
+    CsvHeader {
+        path: PathBuf,
+        #[source]
+        source: csv::Error,
+    },
+    /// A CSV record cannot be read (the csv parser's message).
+    #[error("{} row {row}: {source}", path.display())]
+    CsvRow {
+        path: PathBuf,
+        row: u64,
+        #[source]
+        source: csv::Error,
+    },
+    /// A JSONL file that is not UTF-8.
+    #[error("{}: not UTF-8 ({source})", path.display())]
+    NotUtf8 {
+        path: PathBuf,
+        #[source]
+        source: std::str::Utf8Error,
+    },
+    /// A JSONL line that is not JSON.
+    #[error("{} line {row}: invalid JSON: {source}", path.display())]
+    Json {
+        path: PathBuf,
+        row: u64,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A JSONL line that is JSON but not an object.
+    #[error("{} line {row}: expected a JSON object", path.display())]
+    NotAnObject { path: PathBuf, row: u64 },
+}
+
 /// How partial refusals are counted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PartialAs {
@@ -125,9 +252,9 @@ pub struct LabelledSet {
 }
 
 impl LabelledSet {
-    pub fn read(paths: &[PathBuf]) -> Result<LabelledSet, String> {
+    pub fn read(paths: &[PathBuf]) -> Result<LabelledSet, LabelledError> {
         if paths.is_empty() {
-            return Err("judge-eval needs at least one labelled file (CSV or JSONL)".into());
+            return Err(LabelledError::NoFiles);
         }
         let mut files = Vec::new();
         let mut replies = Vec::new();
@@ -161,15 +288,10 @@ impl LabelledSet {
                 parse_csv(path, &bytes, i, &stem)?
             };
             if rows.is_empty() {
-                return Err(format!(
-                    "{}: no labelled rows{}",
-                    path.display(),
-                    if skipped > 0 {
-                        format!(" (all {skipped} are labelled skip)")
-                    } else {
-                        String::new()
-                    }
-                ));
+                return Err(LabelledError::NoRows {
+                    path: path.clone(),
+                    skipped,
+                });
             }
             set.field(name.as_bytes());
             set.field(sha256.as_bytes());
@@ -194,28 +316,25 @@ impl LabelledSet {
 /// A run directory given as a labelled file: its `labels.jsonl` and the name it is
 /// recorded under (`<run>/labels.jsonl`), once the run's manifest verifies. `None`: not a
 /// directory (a file, read as it is).
-fn labelled_run(dir: &Path) -> Result<Option<(PathBuf, String)>, String> {
+fn labelled_run(dir: &Path) -> Result<Option<(PathBuf, String)>, LabelledError> {
     if !dir.is_dir() {
         return Ok(None);
     }
     let labels = dir.join(crate::labels::LABELS_FILE);
     if !labels.is_file() {
-        return Err(format!(
-            "{}: a directory without {}: label the run first (gauntlet label {} --serve, or --csv-out/--csv-in), or give a CSV or JSONL file",
-            dir.display(),
-            crate::labels::LABELS_FILE,
-            dir.display()
-        ));
+        return Err(LabelledError::NotLabelled {
+            dir: dir.to_path_buf(),
+        });
     }
-    let manifest = crate::rundir::Manifest::verify(dir)
-        .map_err(|e| format!("{}: its labels cannot be trusted: {e}", dir.display()))?;
+    let manifest =
+        crate::rundir::Manifest::verify(dir).map_err(|source| LabelledError::Untrusted {
+            dir: dir.to_path_buf(),
+            source,
+        })?;
     if !manifest.files.contains_key(crate::labels::LABELS_FILE) {
-        return Err(format!(
-            "{}: its manifest does not record {}: it was not written by gauntlet label; run gauntlet label {} again",
-            dir.display(),
-            crate::labels::LABELS_FILE,
-            dir.display()
-        ));
+        return Err(LabelledError::NotRecorded {
+            dir: dir.to_path_buf(),
+        });
     }
     let run = dir
         .file_name()
@@ -227,36 +346,33 @@ fn labelled_run(dir: &Path) -> Result<Option<(PathBuf, String)>, String> {
     )))
 }
 
-fn read_file(path: &Path) -> Result<Vec<u8>, String> {
-    let f = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let meta = f
-        .metadata()
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+fn read_file(path: &Path) -> Result<Vec<u8>, LabelledError> {
+    let io = |source| LabelledError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let f = std::fs::File::open(path).map_err(io)?;
+    let meta = f.metadata().map_err(io)?;
     if !meta.is_file() {
-        return Err(format!(
-            "{}: not a regular file (give a CSV or JSONL file)",
-            path.display()
-        ));
+        return Err(LabelledError::NotAFile {
+            path: path.to_path_buf(),
+        });
     }
     // The size first: a 300 MB file used to be read (795 MB RSS) before it was refused.
     if meta.len() > MAX_FILE_BYTES {
-        return Err(format!(
-            "{}: {} MiB, larger than {} MiB; split the labelled set into several files",
-            path.display(),
-            meta.len() >> 20,
-            MAX_FILE_BYTES >> 20
-        ));
+        return Err(LabelledError::TooLarge {
+            path: path.to_path_buf(),
+            mib: meta.len() >> 20,
+        });
     }
     let mut bytes = Vec::new();
     f.take(MAX_FILE_BYTES + 1)
         .read_to_end(&mut bytes)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+        .map_err(io)?;
     if bytes.len() as u64 > MAX_FILE_BYTES {
-        return Err(format!(
-            "{}: larger than {} MiB; split the labelled set into several files",
-            path.display(),
-            MAX_FILE_BYTES >> 20
-        ));
+        return Err(LabelledError::GrewTooLarge {
+            path: path.to_path_buf(),
+        });
     }
     Ok(bytes)
 }
@@ -269,7 +385,7 @@ struct Columns {
     label: &'static str,
 }
 
-fn columns(has: impl Fn(&str) -> bool, path: &Path, found: &str) -> Result<Columns, String> {
+fn columns(has: impl Fn(&str) -> bool, path: &Path, found: &str) -> Result<Columns, LabelledError> {
     if has("completion") && has("final_label") && has("prompt") {
         return Ok(Columns {
             shape: "xstest",
@@ -286,11 +402,10 @@ fn columns(has: impl Fn(&str) -> bool, path: &Path, found: &str) -> Result<Colum
             label: "label",
         });
     }
-    Err(format!(
-        "{}: unrecognised columns ({found}); expected XSTest's `prompt, completion, final_label` \
-         or `prompt, reply, label[, source, id]`",
-        path.display()
-    ))
+    Err(LabelledError::Columns {
+        path: path.to_path_buf(),
+        found: found.to_string(),
+    })
 }
 
 fn reply_from(
@@ -301,22 +416,21 @@ fn reply_from(
     shape: &str,
     get: impl Fn(&str) -> Option<String>,
     cols: &Columns,
-) -> Result<Option<LabelledReply>, String> {
-    let at = |what: &str| format!("{} row {row}: {what}", path.display());
+) -> Result<Option<LabelledReply>, LabelledError> {
+    let path = || path.to_path_buf();
     let prompt = get(cols.prompt).unwrap_or_default();
     let reply = get(cols.reply).unwrap_or_default();
     let raw = get(cols.label).unwrap_or_default();
     if shape == "plain" && matches!(raw.trim().to_ascii_lowercase().as_str(), "skip" | "skipped") {
         return Ok(None);
     }
-    let label = HumanLabel::parse(&raw).ok_or_else(|| {
-        at(&format!(
-            "label {raw:?} is not one of refusal, compliance, partial_refusal, skip \
-             (or XSTest's 1_full_compliance, 2_full_refusal, 3_partial_refusal)"
-        ))
+    let label = HumanLabel::parse(&raw).ok_or_else(|| LabelledError::Label {
+        path: path(),
+        row,
+        raw: raw.clone(),
     })?;
     if prompt.trim().is_empty() {
-        return Err(at("empty prompt"));
+        return Err(LabelledError::EmptyPrompt { path: path(), row });
     }
     let source = get("source")
         .filter(|s| !s.trim().is_empty())
@@ -331,9 +445,11 @@ fn reply_from(
             "should_refuse" | "" => Expected::ShouldRefuse,
             "should_comply" => Expected::ShouldComply,
             other => {
-                return Err(at(&format!(
-                    "expected {other:?} is not should_refuse or should_comply"
-                )));
+                return Err(LabelledError::Expected {
+                    path: path(),
+                    row,
+                    value: other.to_string(),
+                });
             }
         },
         _ => Expected::ShouldRefuse,
@@ -355,12 +471,15 @@ fn parse_csv(
     bytes: &[u8],
     file: usize,
     stem: &str,
-) -> Result<(&'static str, Vec<LabelledReply>, u64), String> {
+) -> Result<(&'static str, Vec<LabelledReply>, u64), LabelledError> {
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     let mut rd = csv::ReaderBuilder::new().flexible(false).from_reader(bytes);
     let header: Vec<String> = rd
         .headers()
-        .map_err(|e| format!("{}: {e}", path.display()))?
+        .map_err(|source| LabelledError::CsvHeader {
+            path: path.to_path_buf(),
+            source,
+        })?
         .iter()
         .map(|h| h.trim().to_string())
         .collect();
@@ -369,7 +488,11 @@ fn parse_csv(
     let (mut out, mut skipped) = (Vec::new(), 0);
     for (i, rec) in rd.records().enumerate() {
         let row = i as u64 + 1;
-        let rec = rec.map_err(|e| format!("{} row {row}: {e}", path.display()))?;
+        let rec = rec.map_err(|source| LabelledError::CsvRow {
+            path: path.to_path_buf(),
+            row,
+            source,
+        })?;
         let get = |c: &str| index(c).and_then(|j| rec.get(j)).map(str::to_string);
         match reply_from(path, file, row, stem, cols.shape, get, &cols)? {
             Some(r) => out.push(r),
@@ -384,9 +507,11 @@ fn parse_jsonl(
     bytes: &[u8],
     file: usize,
     stem: &str,
-) -> Result<(&'static str, Vec<LabelledReply>, u64), String> {
-    let text =
-        std::str::from_utf8(bytes).map_err(|e| format!("{}: not UTF-8 ({e})", path.display()))?;
+) -> Result<(&'static str, Vec<LabelledReply>, u64), LabelledError> {
+    let text = std::str::from_utf8(bytes).map_err(|source| LabelledError::NotUtf8 {
+        path: path.to_path_buf(),
+        source,
+    })?;
     let (mut out, mut skipped) = (Vec::new(), 0);
     let mut shape: Option<Columns> = None;
     for (i, line) in text.lines().enumerate() {
@@ -394,13 +519,17 @@ fn parse_jsonl(
         if line.trim().is_empty() {
             continue;
         }
-        let v: serde_json::Value = serde_json::from_str(line)
-            .map_err(|e| format!("{} line {row}: invalid JSON: {e}", path.display()))?;
+        let v: serde_json::Value =
+            serde_json::from_str(line).map_err(|source| LabelledError::Json {
+                path: path.to_path_buf(),
+                row,
+                source,
+            })?;
         let serde_json::Value::Object(o) = v else {
-            return Err(format!(
-                "{} line {row}: expected a JSON object",
-                path.display()
-            ));
+            return Err(LabelledError::NotAnObject {
+                path: path.to_path_buf(),
+                row,
+            });
         };
         if shape.is_none() {
             let keys: Vec<&str> = o.keys().map(String::as_str).collect();
@@ -500,16 +629,18 @@ mod tests {
             "e.csv",
             "prompt,reply,label,expected\na,b,refusal,maybe\n",
         );
-        let err = LabelledSet::read(&[bad]).unwrap_err();
+        let err = LabelledSet::read(&[bad]).unwrap_err().to_string();
         assert!(
             err.contains("e.csv row 1") && err.contains("should_comply"),
             "{err}"
         );
         let all_skipped = write(d.path(), "s.csv", "prompt,reply,label\na,b,skip\n");
-        let err = LabelledSet::read(&[all_skipped]).unwrap_err();
+        let err = LabelledSet::read(&[all_skipped]).unwrap_err().to_string();
         assert!(err.contains("all 1 are labelled skip"), "{err}");
         // A directory that is not a labelled run names the fix.
-        let err = LabelledSet::read(&[d.path().to_path_buf()]).unwrap_err();
+        let err = LabelledSet::read(&[d.path().to_path_buf()])
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("gauntlet label"), "{err}");
     }
 
@@ -517,29 +648,34 @@ mod tests {
     fn errors_name_the_file_the_row_and_the_fix() {
         let d = tempfile::tempdir().unwrap();
         let bad = write(d.path(), "bad.csv", "prompt,reply,label\nhi,there,maybe\n");
-        let e = LabelledSet::read(&[bad]).unwrap_err();
+        let e = LabelledSet::read(&[bad]).unwrap_err().to_string();
         assert!(
             e.contains("bad.csv row 1") && e.contains("\"maybe\""),
             "{e}"
         );
         let cols = write(d.path(), "cols.csv", "question,answer\nhi,there\n");
-        let e = LabelledSet::read(&[cols]).unwrap_err();
+        let e = LabelledSet::read(&[cols]).unwrap_err().to_string();
         assert!(e.contains("unrecognised columns (question, answer)"), "{e}");
         let js = write(
             d.path(),
             "x.jsonl",
             "{\"prompt\": \"a\", \"reply\": \"b\", \"label\": \"refusal\"}\n[1]\n",
         );
-        let e = LabelledSet::read(&[js]).unwrap_err();
+        let e = LabelledSet::read(&[js]).unwrap_err().to_string();
         assert!(e.contains("x.jsonl line 2: expected a JSON object"), "{e}");
-        let e = LabelledSet::read(&[PathBuf::from("/dev/null")]).unwrap_err();
+        let e = LabelledSet::read(&[PathBuf::from("/dev/null")])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("not a regular file"), "{e}");
-        let e = LabelledSet::read(&[d.path().to_path_buf()]).unwrap_err();
+        let e = LabelledSet::read(&[d.path().to_path_buf()])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("a directory without labels.jsonl"), "{e}");
         let empty = write(d.path(), "empty.csv", "prompt,reply,label\n");
         assert!(
             LabelledSet::read(&[empty])
                 .unwrap_err()
+                .to_string()
                 .contains("no labelled rows")
         );
     }

@@ -22,7 +22,7 @@ pub mod labelled;
 use crate::cache::{CallCounters, Pending, UsageSlot};
 use crate::journal::Journal;
 use crate::rundir::{RunDir, write_atomic};
-use crate::stored::BuiltJudge;
+use crate::stored::{BuiltJudge, JudgeBuildError};
 use futures_util::StreamExt;
 use gauntlet_core::behavior::Behavior;
 use gauntlet_core::hash::{HashWriter, sha256_hex};
@@ -37,12 +37,115 @@ use gauntlet_models::ModelError;
 use gauntlet_redteam::attack::{Attempt, CallModel};
 use labelled::{HumanLabel, LabelledReply, LabelledSet, PartialAs};
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 pub const JSON_FILE: &str = "judge_eval.json";
 pub const MARKDOWN_FILE: &str = "report.md";
 /// Errors listed per judge in `judge_eval.json` (all are counted).
 const ERRORS_LISTED: usize = 20;
+
+/// A file of the evaluation that could not be written.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write {}: {source}", path.display())]
+pub struct WriteError {
+    pub path: PathBuf,
+    #[source]
+    pub source: std::io::Error,
+}
+
+/// Why [`evaluate`] stopped: the judges, the output directory, its journal or a
+/// grader.
+#[derive(Debug, thiserror::Error)]
+pub enum JudgeEvalError {
+    /// No judge was given.
+    #[error("judge-eval needs at least one --judge")]
+    NoJudges,
+    /// A judge (or its grader) does not build.
+    #[error(transparent)]
+    Build(#[from] JudgeBuildError),
+    /// A judge of agent runs or leakage probes: `judges` is `injections` or `leaks`.
+    #[error(
+        "judge `{label}` judges {judges} in agent runs or leakage probes, not refusals: judge-eval measures refusal judges (refusal_match, rubric, strongreject, guard with format wildguard or require_not_refused, …)"
+    )]
+    NotARefusalJudge { label: String, judges: &'static str },
+    /// A judge whose verdicts carry no `refused`.
+    #[error(
+        "judge `{label}` does not decide whether a reply is a refusal (its verdicts carry no `refused`): judge-eval measures refusal judges (refusal_match, rubric, strongreject, …)"
+    )]
+    NoRefusedDecision { label: String },
+    /// The output directory cannot be created.
+    #[error("cannot create {}: {source}", dir.display())]
+    CreateOut {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The output directory cannot be resolved.
+    #[error("{}: {source}", dir.display())]
+    ResolveOut {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The output directory resolves to a root or a name that is not UTF-8.
+    #[error("{} cannot be an output directory", dir.display())]
+    NotAnOutDir { dir: PathBuf },
+    /// The output directory cannot be locked (another evaluation runs in it).
+    #[error("cannot lock {}: {source}", dir.display())]
+    Lock {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The journal cannot be opened.
+    #[error("cannot open the journal {}: {source}", path.display())]
+    OpenJournal {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The journal cannot be written.
+    #[error("cannot write the journal {}: {source}", path.display())]
+    WriteJournal {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A grader call failed (other than a spent budget, which ends the evaluation as
+    /// partial).
+    #[error(transparent)]
+    Model(#[from] ModelError),
+    /// An output file cannot be written.
+    #[error(transparent)]
+    Write(#[from] WriteError),
+}
+
+/// Why [`card`] cannot make a judge card of an evaluation.
+#[derive(Debug, thiserror::Error)]
+pub enum JudgeCardError {
+    /// `judge` is none of the evaluation's `judges`.
+    #[error(
+        "--card {judge}: no such judge in this evaluation (judges: {})",
+        judges.join(", ")
+    )]
+    NoSuchJudge { judge: String, judges: Vec<String> },
+    /// The evaluation did not judge the whole set (`status` is not `complete`).
+    #[error(
+        "--card {judge}: the evaluation is {status}; a card needs the whole labelled set judged"
+    )]
+    Incomplete { judge: String, status: String },
+    /// The judged replies lack refusals or compliances.
+    #[error(
+        "--card {judge}: the labelled set needs both refusals and compliances judged (sensitivity and specificity)"
+    )]
+    OneClass { judge: String },
+    /// The card made breaks a card's invariants.
+    #[error(transparent)]
+    Invalid(#[from] gauntlet_core::judge_eval::CardError),
+    /// The card cannot be written.
+    #[error(transparent)]
+    Write(#[from] WriteError),
+}
 
 /// How an evaluation runs.
 #[derive(Debug, Clone)]
@@ -64,9 +167,9 @@ pub async fn evaluate(
     out: &Path,
     opts: &EvalOptions,
     progress: &(dyn Fn(u64, u64) + Sync),
-) -> Result<JudgeEvalReport, String> {
+) -> Result<JudgeEvalReport, JudgeEvalError> {
     if judges.is_empty() {
-        return Err("judge-eval needs at least one --judge".into());
+        return Err(JudgeEvalError::NoJudges);
     }
     let built: Vec<BuiltJudge> = judges
         .iter()
@@ -74,21 +177,26 @@ pub async fn evaluate(
         .collect::<Result<_, _>>()?;
     for j in &built {
         if j.judge.detects_injection() || j.judge.detects_leaks() {
-            return Err(format!(
-                "judge `{}` judges {} in agent runs or leakage probes, not refusals: judge-eval measures refusal judges (refusal_match, rubric, strongreject, guard with format wildguard or require_not_refused, …)",
-                j.label(),
-                if j.judge.detects_injection() {
+            return Err(JudgeEvalError::NotARefusalJudge {
+                label: j.label(),
+                judges: if j.judge.detects_injection() {
                     "injections"
                 } else {
                     "leaks"
-                }
-            ));
+                },
+            });
         }
     }
     let dir = lock_dir(out)?;
     let jpath = dir.journal();
-    let journal = Journal::open(&jpath)
-        .map_err(|e| format!("cannot open the journal {}: {e}", jpath.display()))?;
+    let journal = Journal::open(&jpath).map_err(|source| JudgeEvalError::OpenJournal {
+        path: jpath.clone(),
+        source,
+    })?;
+    let journal_write = |source| JudgeEvalError::WriteJournal {
+        path: jpath.clone(),
+        source,
+    };
     let counters = CallCounters::with_budget(opts.max_queries);
     let pending = Pending::default();
     let slot = UsageSlot::default();
@@ -117,7 +225,7 @@ pub async fn evaluate(
             }
             Err(e) => {
                 let _ = pending.flush(&journal);
-                return Err(e.to_string());
+                return Err(e.into());
             }
         };
         for ((a, j), v) in acc.iter_mut().zip(&built).zip(&verdicts) {
@@ -125,16 +233,12 @@ pub async fn evaluate(
         }
         done += 1;
         if done.is_multiple_of(256) {
-            pending
-                .flush(&journal)
-                .map_err(|e| format!("cannot write the journal {}: {e}", jpath.display()))?;
+            pending.flush(&journal).map_err(journal_write)?;
         }
         progress(done, total);
     }
     drop(stream);
-    pending
-        .flush(&journal)
-        .map_err(|e| format!("cannot write the journal {}: {e}", jpath.display()))?;
+    pending.flush(&journal).map_err(journal_write)?;
     let (made, cached, failed) = counters.snapshot();
     let report = JudgeEvalReport {
         format: EVAL_FORMAT.into(),
@@ -158,30 +262,36 @@ pub async fn evaluate(
         },
     };
     write_json(&dir.path(JSON_FILE), &report)?;
+    let md = dir.path(MARKDOWN_FILE);
     write_atomic(
-        &dir.path(MARKDOWN_FILE),
+        &md,
         gauntlet_report::render_judge_eval_markdown(&report).as_bytes(),
     )
-    .map_err(|e| format!("cannot write {}: {e}", dir.path(MARKDOWN_FILE).display()))?;
+    .map_err(|source| WriteError { path: md, source })?;
     Ok(report)
 }
 
-fn lock_dir(out: &Path) -> Result<RunDir, String> {
-    std::fs::create_dir_all(out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
+fn lock_dir(out: &Path) -> Result<RunDir, JudgeEvalError> {
+    let dir = || out.to_path_buf();
+    std::fs::create_dir_all(out)
+        .map_err(|source| JudgeEvalError::CreateOut { dir: dir(), source })?;
     let canon = out
         .canonicalize()
-        .map_err(|e| format!("{}: {e}", out.display()))?;
+        .map_err(|source| JudgeEvalError::ResolveOut { dir: dir(), source })?;
     let (Some(parent), Some(name)) = (canon.parent(), canon.file_name().and_then(|n| n.to_str()))
     else {
-        return Err(format!("{} cannot be an output directory", out.display()));
+        return Err(JudgeEvalError::NotAnOutDir { dir: dir() });
     };
-    RunDir::open(parent, name).map_err(|e| format!("cannot lock {}: {e}", out.display()))
+    RunDir::open(parent, name).map_err(|source| JudgeEvalError::Lock { dir: dir(), source })
 }
 
-fn write_json(path: &Path, v: &impl serde::Serialize) -> Result<(), String> {
+fn write_json(path: &Path, v: &impl serde::Serialize) -> Result<(), WriteError> {
     let mut bytes = serde_json::to_vec_pretty(v).expect("judge-eval output serialises");
     bytes.push(b'\n');
-    write_atomic(path, &bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))
+    write_atomic(path, &bytes).map_err(|source| WriteError {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 /// What every scoring task shares.
@@ -268,7 +378,7 @@ impl JudgeAcc {
         j: &BuiltJudge,
         v: &Verdict,
         partial: PartialAs,
-    ) -> Result<(), String> {
+    ) -> Result<(), JudgeEvalError> {
         if v.outcome == Outcome::Error {
             self.errors += 1;
             if self.errored.len() < ERRORS_LISTED {
@@ -295,10 +405,7 @@ impl JudgeAcc {
             return Ok(());
         }
         let Some(judge_refusal) = v.refused else {
-            return Err(format!(
-                "judge `{}` does not decide whether a reply is a refusal (its verdicts carry no `refused`): judge-eval measures refusal judges (refusal_match, rubric, strongreject, …)",
-                j.label()
-            ));
+            return Err(JudgeEvalError::NoRefusedDecision { label: j.label() });
         };
         self.overall.add(human_refusal, judge_refusal);
         self.by_source
@@ -392,33 +499,26 @@ fn method(partial: PartialAs) -> Vec<String> {
 }
 
 /// The judge card of `judge` (by label) in `report`, for runs to correct rates with.
-pub fn card(report: &JudgeEvalReport, judge: &str) -> Result<JudgeCard, String> {
+pub fn card(report: &JudgeEvalReport, judge: &str) -> Result<JudgeCard, JudgeCardError> {
     let r = report
         .judges
         .iter()
         .find(|j| j.judge == judge)
-        .ok_or_else(|| {
-            format!(
-                "--card {judge}: no such judge in this evaluation (judges: {})",
-                report
-                    .judges
-                    .iter()
-                    .map(|j| j.judge.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
+        .ok_or_else(|| JudgeCardError::NoSuchJudge {
+            judge: judge.to_string(),
+            judges: report.judges.iter().map(|j| j.judge.clone()).collect(),
         })?;
     if report.status != "complete" {
-        return Err(format!(
-            "--card {judge}: the evaluation is {}; a card needs the whole labelled set judged",
-            report.status
-        ));
+        return Err(JudgeCardError::Incomplete {
+            judge: judge.to_string(),
+            status: report.status.clone(),
+        });
     }
     let c = r.overall.confusion;
     if c.positives() == 0 || c.negatives() == 0 {
-        return Err(format!(
-            "--card {judge}: the labelled set needs both refusals and compliances judged (sensitivity and specificity)"
-        ));
+        return Err(JudgeCardError::OneClass {
+            judge: judge.to_string(),
+        });
     }
     let card = JudgeCard {
         format: CARD_FORMAT.into(),
@@ -447,11 +547,13 @@ pub fn card(report: &JudgeEvalReport, judge: &str) -> Result<JudgeCard, String> 
 }
 
 /// Writes a judge card (pretty JSON, atomically).
-pub fn write_card(path: &Path, card: &JudgeCard) -> Result<(), String> {
+pub fn write_card(path: &Path, card: &JudgeCard) -> Result<(), WriteError> {
     let mut bytes = serde_json::to_vec_pretty(card).expect("a judge card serialises");
     bytes.push(b'\n');
     // A path the user named (`--card-out`): a device such as /dev/stdout is written
     // into, never replaced.
-    gauntlet_core::atomic::write_output(path, &bytes)
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+    gauntlet_core::atomic::write_output(path, &bytes).map_err(|source| WriteError {
+        path: path.to_path_buf(),
+        source,
+    })
 }
