@@ -312,13 +312,116 @@ impl Selector {
     }
 }
 
-/// Why a gate could not be evaluated (exit 2).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct GateError(pub String);
-
-fn gerr(m: impl Into<String>) -> GateError {
-    GateError(m.into())
+/// Why a gate could not be evaluated (exit 2). `role` is `run` or `baseline`.
+#[derive(Debug, thiserror::Error)]
+pub enum GateError {
+    #[error(
+        "{role} {}: {source}; a gate reads only verified runs (rerun the config to finish or rebuild it)",
+        .dir.display()
+    )]
+    Unverified {
+        role: &'static str,
+        dir: PathBuf,
+        #[source]
+        source: gauntlet_job::manifest::VerifyError,
+    },
+    #[error("{role}: {source}")]
+    ReadRunJson {
+        role: &'static str,
+        #[source]
+        source: gauntlet_core::files::ReadError,
+    },
+    #[error("{}: not a gauntlet run.json: {source}", .path.display())]
+    NotRunJson {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error(
+        "{role} {} is `{status}`, not complete: a gate on a partial run would judge numbers the rest of the run could change; rerun its config to finish it",
+        .dir.display()
+    )]
+    NotComplete {
+        role: &'static str,
+        dir: PathBuf,
+        status: String,
+    },
+    #[error("{}: no `status`", .path.display())]
+    NoStatus { path: PathBuf },
+    #[error("no gate rule given; write {RULE_SYNTAX}")]
+    NoRule,
+    #[error(transparent)]
+    ReadLeaderboard(gauntlet_core::files::ReadError),
+    #[error("{}: {source}", .path.display())]
+    BadLeaderboard {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error(
+        "a regression rule needs a baseline run: pass --baseline RUN_DIR (or `baseline:` in the config's gate block)"
+    )]
+    NoBaseline,
+    #[error("{role}: {source}")]
+    Stored {
+        role: &'static str,
+        #[source]
+        source: crate::stored::StoredError,
+    },
+    /// The run and the baseline cannot be paired cell by cell.
+    #[error(transparent)]
+    Pairing(#[from] crate::compare::CompareError),
+    #[error(
+        "dataset `{name}` is {baseline_version} in the baseline {} but {run_version} in the run {}: a regression is measured on the same pinned behaviors; rerun one of them on the other's version",
+        .baseline.display(),
+        .run.display()
+    )]
+    DatasetVersion {
+        name: String,
+        baseline_version: String,
+        run_version: String,
+        baseline: PathBuf,
+        run: PathBuf,
+    },
+    #[error(
+        "judge `{label}` differs between the baseline ({}) and the run ({}): {baseline_identity} vs {run_identity}; a regression must be judged alike (rescore one run with the other's judge)",
+        .baseline.display(),
+        .run.display()
+    )]
+    JudgeDiffers {
+        label: String,
+        baseline: PathBuf,
+        run: PathBuf,
+        baseline_identity: String,
+        run_identity: String,
+    },
+    #[error(
+        "gate rule `{rule}`: `{key}` is not a filter key (attack, target, dataset, judge, or a param of `{metric}`)"
+    )]
+    UnknownFilterKey {
+        rule: String,
+        key: String,
+        metric: String,
+    },
+    /// The rule's selector matches nothing; what the run has instead.
+    #[error(
+        "gate rule `{rule}` selects no row; the run has metrics {}, attacks {}, targets {}, judges {}",
+        .metrics.join(", "),
+        .attacks.join(", "),
+        .targets.join(", "),
+        .judges.join(", ")
+    )]
+    NoRows {
+        rule: String,
+        metrics: Vec<String>,
+        attacks: Vec<String>,
+        targets: Vec<String>,
+        judges: Vec<String>,
+    },
+    #[error(
+        "gate rule `{rule}`: `{metric}` has no worse direction (a usage metric); a regression rule needs a metric where higher or lower is bad news"
+    )]
+    NoWorseDirection { rule: String, metric: String },
 }
 
 /// One row (or cell) a rule looked at.
@@ -363,25 +466,28 @@ pub struct GateReport {
 }
 
 /// Refuses a run directory that is not a complete, verified run; returns its run.json.
-fn trusted(dir: &Path, role: &str) -> Result<serde_json::Value, GateError> {
-    Manifest::verify(dir).map_err(|e| {
-        gerr(format!(
-            "{role} {}: {e}; a gate reads only verified runs (rerun the config to finish or rebuild it)",
-            dir.display()
-        ))
+fn trusted(dir: &Path, role: &'static str) -> Result<serde_json::Value, GateError> {
+    Manifest::verify(dir).map_err(|source| GateError::Unverified {
+        role,
+        dir: dir.to_path_buf(),
+        source,
     })?;
     let p = dir.join("run.json");
     let bytes = gauntlet_core::files::read(&p, gauntlet_core::files::Kind::RUN_METADATA)
-        .map_err(|e| gerr(format!("{role}: {e}")))?;
-    let run: serde_json::Value = serde_json::from_slice(&bytes)
-        .map_err(|e| gerr(format!("{}: not a gauntlet run.json: {e}", p.display())))?;
+        .map_err(|source| GateError::ReadRunJson { role, source })?;
+    let run: serde_json::Value =
+        serde_json::from_slice(&bytes).map_err(|source| GateError::NotRunJson {
+            path: p.clone(),
+            source,
+        })?;
     match run.get("status").and_then(|s| s.as_str()) {
         Some("complete") => Ok(run),
-        Some(s) => Err(gerr(format!(
-            "{role} {} is `{s}`, not complete: a gate on a partial run would judge numbers the rest of the run could change; rerun its config to finish it",
-            dir.display()
-        ))),
-        None => Err(gerr(format!("{}: no `status`", p.display()))),
+        Some(s) => Err(GateError::NotComplete {
+            role,
+            dir: dir.to_path_buf(),
+            status: s.to_string(),
+        }),
+        None => Err(GateError::NoStatus { path: p }),
     }
 }
 
@@ -393,34 +499,40 @@ pub fn evaluate(
     config_dir: Option<&Path>,
 ) -> Result<GateReport, GateError> {
     if rules.is_empty() {
-        return Err(gerr(format!("no gate rule given; write {RULE_SYNTAX}")));
+        return Err(GateError::NoRule);
     }
     let run_json = trusted(dir, "run")?;
     let run_id = run_json["run_id"].as_str().unwrap_or("").to_string();
     let board_path = dir.join("leaderboard.json");
     let bytes = gauntlet_core::files::read(&board_path, gauntlet_core::files::Kind::RESULTS)
-        .map_err(|e| gerr(e.to_string()))?;
-    let board: Vec<LeaderboardEntry> = serde_json::from_slice(&bytes)
-        .map_err(|e| gerr(format!("{}: {e}", board_path.display())))?;
+        .map_err(GateError::ReadLeaderboard)?;
+    let board: Vec<LeaderboardEntry> =
+        serde_json::from_slice(&bytes).map_err(|source| GateError::BadLeaderboard {
+            path: board_path.clone(),
+            source,
+        })?;
 
     let mut stored: Option<(StoredRun, StoredRun, Vec<PairedCell>)> = None;
     if rules.iter().any(Rule::is_regression) {
         let Some(base) = baseline else {
-            return Err(gerr(
-                "a regression rule needs a baseline run: pass --baseline RUN_DIR (or `baseline:` in the config's gate block)",
-            ));
+            return Err(GateError::NoBaseline);
         };
         trusted(base, "baseline")?;
-        let a = StoredRun::open(base, config_dir).map_err(|e| gerr(format!("baseline: {e}")))?;
-        let b = StoredRun::open(dir, config_dir).map_err(|e| gerr(format!("run: {e}")))?;
+        let a = StoredRun::open(base, config_dir).map_err(|source| GateError::Stored {
+            role: "baseline",
+            source,
+        })?;
+        let b = StoredRun::open(dir, config_dir).map_err(|source| GateError::Stored {
+            role: "run",
+            source,
+        })?;
         same_provenance(&a, &b, base, dir)?;
         let cells = paired_cells(
             &a,
             &b,
             &base.display().to_string(),
             &dir.display().to_string(),
-        )
-        .map_err(|e| gerr(e.to_string()))?;
+        )?;
         stored = Some((a, b, cells));
     }
 
@@ -465,25 +577,26 @@ fn same_provenance(a: &StoredRun, b: &StoredRun, pa: &Path, pb: &Path) -> Result
         if let Some((_, vb)) = b.meta.datasets.iter().find(|(n, _)| n == name)
             && va != vb
         {
-            return Err(gerr(format!(
-                "dataset `{name}` is {va} in the baseline {} but {vb} in the run {}: a regression is measured on the same pinned behaviors; rerun one of them on the other's version",
-                pa.display(),
-                pb.display()
-            )));
+            return Err(GateError::DatasetVersion {
+                name: name.clone(),
+                baseline_version: va.clone(),
+                run_version: vb.clone(),
+                baseline: pa.to_path_buf(),
+                run: pb.to_path_buf(),
+            });
         }
     }
     for ja in &a.original_judges {
         if let Some(jb) = b.original_judges.iter().find(|j| j.label() == ja.label())
             && ja.key_identity() != jb.key_identity()
         {
-            return Err(gerr(format!(
-                "judge `{}` differs between the baseline ({}) and the run ({}): {} vs {}; a regression must be judged alike (rescore one run with the other's judge)",
-                ja.label(),
-                pa.display(),
-                pb.display(),
-                ja.key_identity(),
-                jb.key_identity()
-            )));
+            return Err(GateError::JudgeDiffers {
+                label: ja.label().clone(),
+                baseline: pa.to_path_buf(),
+                run: pb.to_path_buf(),
+                baseline_identity: ja.key_identity().to_string(),
+                run_identity: jb.key_identity().to_string(),
+            });
         }
     }
     Ok(())
@@ -522,10 +635,11 @@ fn threshold_rule(
             .map(|e| &e.row.metric_params)
             .collect::<Vec<_>>(),
     ) {
-        return Err(gerr(format!(
-            "gate rule `{text}`: `{k}` is not a filter key (attack, target, dataset, judge, or a param of `{}`)",
-            select.metric
-        )));
+        return Err(GateError::UnknownFilterKey {
+            rule: text.to_string(),
+            key: k.to_string(),
+            metric: select.metric.clone(),
+        });
     }
     if rows.is_empty() {
         return Err(no_rows(
@@ -620,13 +734,14 @@ fn no_rows<'a>(
             }
         }
     }
-    gerr(format!(
-        "gate rule `{text}` selects no row; the run has metrics {}, attacks {}, targets {}, judges {}",
-        metrics.join(", "),
-        attacks.join(", "),
-        targets.join(", "),
-        judges.join(", ")
-    ))
+    let owned = |v: Vec<&str>| v.into_iter().map(str::to_string).collect();
+    GateError::NoRows {
+        rule: text.to_string(),
+        metrics: owned(metrics),
+        attacks: owned(attacks),
+        targets: owned(targets),
+        judges: owned(judges),
+    }
 }
 
 fn regression_rule(
@@ -655,10 +770,11 @@ fn regression_rule(
             .map(|c| &c.metric_params)
             .collect::<Vec<_>>(),
     ) {
-        return Err(gerr(format!(
-            "gate rule `{text}`: `{k}` is not a filter key (attack, target, dataset, judge, or a param of `{}`)",
-            select.metric
-        )));
+        return Err(GateError::UnknownFilterKey {
+            rule: text.to_string(),
+            key: k.to_string(),
+            metric: select.metric.clone(),
+        });
     }
     if picked.is_empty() {
         return Err(no_rows(
@@ -673,12 +789,12 @@ fn regression_rule(
             &format!("{text}` (over the cells the run shares with the baseline)` "),
         ));
     }
-    let worse = threat_map().worse(&select.metric).ok_or_else(|| {
-        gerr(format!(
-            "gate rule `{text}`: `{}` has no worse direction (a usage metric); a regression rule needs a metric where higher or lower is bad news",
-            select.metric
-        ))
-    })?;
+    let worse = threat_map()
+        .worse(&select.metric)
+        .ok_or_else(|| GateError::NoWorseDirection {
+            rule: text.to_string(),
+            metric: select.metric.clone(),
+        })?;
     let mut out = Vec::new();
     for c in picked {
         let target = if c.target_a == c.target_b {
