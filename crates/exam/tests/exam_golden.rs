@@ -522,3 +522,72 @@ fn golden_tool_loop_in_process_and_over_http() {
         }
     }
 }
+
+/// A rerun into the same directory leaves the files whose bytes it would write in place
+/// (same inode, no staging), replaces only the files that changed, and removes what the
+/// previous exam left that this one did not write.
+#[test]
+fn a_rerun_leaves_identical_files_in_place_and_replaces_only_what_changed() {
+    use std::os::unix::fs::MetadataExt;
+    let c = corpus();
+    let dir = tempfile::tempdir().unwrap();
+    let inodes = |d: &Path| -> std::collections::BTreeMap<String, u64> {
+        std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                (
+                    e.file_name().to_string_lossy().into_owned(),
+                    e.metadata().unwrap().ino(),
+                )
+            })
+            .collect()
+    };
+    let exam = |cfg: &ExamConfig| {
+        let out = rt()
+            .block_on(run_exam(&c, cfg, None, Some(dir.path())))
+            .unwrap();
+        write_artifacts(dir.path(), &out).unwrap();
+        assert!(!dir.path().join(gauntlet_exam::exam::STAGING).exists());
+    };
+    let one = ExamConfig {
+        passes: 1,
+        ..ExamConfig::golden()
+    };
+    exam(&one);
+    let run0 = dir.path().join("run-0");
+    let first = inodes(&run0);
+    assert_eq!(first.len(), 2 * c.scenarios.len());
+    let bytes = |name: &str| std::fs::read(run0.join(name)).unwrap();
+
+    // The same exam again: every file stays the file it was.
+    exam(&one);
+    assert_eq!(inodes(&run0), first);
+
+    // One scenario's outcome changes, a stale file and a stale directory lie about, and
+    // one file was edited by hand: those are replaced or removed, the rest stay.
+    let victim = first_non_floor(&c, "resolved");
+    let stem = gauntlet_exam::exam::file_stem(&victim);
+    let before = bytes(&format!("{stem}.json"));
+    std::fs::write(run0.join("gone.json"), b"{}\n").unwrap();
+    std::fs::create_dir(run0.join("gone.d")).unwrap();
+    let other = first_non_floor(&c, "escalated");
+    let other_stem = gauntlet_exam::exam::file_stem(&other);
+    let edited = format!("{other_stem}.transcript.json");
+    let kept = bytes(&edited);
+    std::fs::write(run0.join(&edited), b"[]\n").unwrap();
+    exam(&ExamConfig {
+        golden_fault: Some(victim.clone()),
+        ..one.clone()
+    });
+    let now = inodes(&run0);
+    assert_eq!(now.len(), first.len(), "{now:?}");
+    assert_ne!(bytes(&format!("{stem}.json")), before);
+    assert_eq!(bytes(&edited), kept, "the edited file is the exam's again");
+    for (name, ino) in &first {
+        let changed = name.starts_with(&format!("{stem}.")) || *name == edited;
+        if !changed {
+            assert_eq!(now[name], *ino, "{name} was rewritten");
+        }
+    }
+}

@@ -50,17 +50,33 @@ pub(super) fn io_named(path: &Path, e: std::io::Error) -> std::io::Error {
 
 /// The scenario runs' files, `run-<pass>/<stem>.json` and `.transcript.json`, written
 /// as each run is graded, so an exam holds only the transcripts in flight in memory and
-/// never every pass's. They are written under [`STAGING`] and moved into place, one
-/// `run-<pass>` directory at a time, by [`RunFiles::commit`] just before the report: an
-/// exam that fails half way (a write error, a halted exam) leaves the previous exam's
-/// report and files as they were (the next exam clears what it staged). Each file is
-/// renamed into place (a failed write leaves no torn file) and none is flushed (one
-/// flush per file would dominate the exam's wall time; `report.json` is).
+/// never every pass's. They are written under [`STAGING`] and moved into place by
+/// [`RunFiles::commit`] just before the report: an exam that fails half way (a write
+/// error, a halted exam) leaves the previous exam's report and files as they were (the
+/// next exam clears what it staged). Each file is renamed into place (a failed write
+/// leaves no torn file) and none is flushed (one flush per file would dominate the
+/// exam's wall time; `report.json` is).
+///
+/// A file whose bytes are already in place (a rerun of a deterministic backend writes
+/// the same files) is left there, neither staged nor replaced: replacing thousands of
+/// identical files made every rerun into the same `--out` unlink and recreate them all,
+/// and unlinking on this kind of disk cost milliseconds a file (BENCHMARKS.md, "Reruns
+/// into the same --out").
 pub struct RunFiles {
     out: PathBuf,
-    /// The `run-<pass>` directories staged so far.
-    made: Vec<bool>,
+    begun: bool,
+    /// Per pass: its `run-<pass>` directory staged, and the files left in place.
+    passes: Vec<PassFiles>,
     written: usize,
+}
+
+#[derive(Default)]
+struct PassFiles {
+    staged: bool,
+    /// Whether `run-<pass>` is a real directory (never a link) that files may be left in;
+    /// looked up at the pass's first file.
+    placed_dir: Option<bool>,
+    kept: std::collections::HashSet<String>,
 }
 
 /// Where [`RunFiles`] stages the scenario runs' files (inside the output directory, so
@@ -72,7 +88,8 @@ impl RunFiles {
     pub fn new(out: &Path) -> RunFiles {
         RunFiles {
             out: out.to_path_buf(),
-            made: Vec::new(),
+            begun: false,
+            passes: Vec::new(),
             written: 0,
         }
     }
@@ -85,21 +102,37 @@ impl RunFiles {
         transcript: &[TranscriptEntry],
     ) -> std::io::Result<()> {
         let staging = self.out.join(STAGING);
-        if self.made.is_empty() {
+        if !self.begun {
             remove_dir_if_any(&staging)?;
-            mkdir(&staging)?;
+            self.begun = true;
         }
-        if self.made.len() <= pass {
-            self.made.resize(pass + 1, false);
+        if self.passes.len() <= pass {
+            self.passes.resize_with(pass + 1, PassFiles::default);
         }
-        let dir = staging.join(format!("run-{pass}"));
-        if !self.made[pass] {
-            mkdir(&dir)?;
-            self.made[pass] = true;
-        }
+        let placed = self.out.join(format!("run-{pass}"));
         let stem = file_stem(&result.scenario_id);
-        item(&dir.join(format!("{stem}.json")), result)?;
-        item(&dir.join(format!("{stem}.transcript.json")), &transcript)?;
+        let files: [(String, &dyn erased::Ser); 2] = [
+            (format!("{stem}.json"), result),
+            (format!("{stem}.transcript.json"), &transcript),
+        ];
+        for (name, value) in files {
+            let bytes = json(&placed.join(&name), value)?;
+            let p = &mut self.passes[pass];
+            let dir_ok = *p.placed_dir.get_or_insert_with(|| {
+                std::fs::symlink_metadata(&placed).is_ok_and(|m| m.is_dir())
+            });
+            if dir_ok && holds(&placed.join(&name), &bytes) {
+                p.kept.insert(name);
+                continue;
+            }
+            let dir = staging.join(format!("run-{pass}"));
+            if !p.staged {
+                mkdir(&dir)?;
+                p.staged = true;
+            }
+            let f = dir.join(&name);
+            gauntlet_core::atomic::write_atomic_unflushed_named(&f, &bytes)?;
+        }
         self.written += 1;
         Ok(())
     }
@@ -117,21 +150,63 @@ impl RunFiles {
         self.written
     }
 
-    /// Moves each staged `run-<pass>` directory into place (replacing the previous
-    /// exam's), then removes the staging directory. Again: nothing left to move.
+    /// Puts each pass's files in place, then removes the staging directory. A pass none
+    /// of whose files were left in place has its staged `run-<pass>` directory moved in
+    /// whole (replacing the previous exam's); otherwise each staged file is renamed over
+    /// its old copy and what the previous exam left that this one did not write is
+    /// removed. Again: nothing left to move.
     pub fn commit(&self) -> std::io::Result<()> {
         let staging = self.out.join(STAGING);
-        for (pass, _) in self.made.iter().enumerate().filter(|(_, m)| **m) {
+        for (pass, p) in self.passes.iter().enumerate() {
             let from = staging.join(format!("run-{pass}"));
-            if std::fs::symlink_metadata(&from).is_err() {
+            let to = self.out.join(format!("run-{pass}"));
+            if p.kept.is_empty() {
+                if !p.staged || std::fs::symlink_metadata(&from).is_err() {
+                    continue;
+                }
+                remove_dir_if_any(&to)?;
+                std::fs::rename(&from, &to).map_err(|e| io_named(&to, e))?;
                 continue;
             }
-            let to = self.out.join(format!("run-{pass}"));
-            remove_dir_if_any(&to)?;
-            std::fs::rename(&from, &to).map_err(|e| io_named(&to, e))?;
+            let mut moved = std::collections::HashSet::new();
+            if p.staged {
+                for e in std::fs::read_dir(&from).map_err(|e| io_named(&from, e))? {
+                    let name = e.map_err(|e| io_named(&from, e))?.file_name();
+                    let dest = to.join(&name);
+                    gauntlet_core::atomic::check_replaceable(&dest)?;
+                    std::fs::rename(from.join(&name), &dest).map_err(|e| io_named(&dest, e))?;
+                    moved.insert(name);
+                }
+            }
+            for e in std::fs::read_dir(&to).map_err(|e| io_named(&to, e))? {
+                let e = e.map_err(|e| io_named(&to, e))?;
+                let name = e.file_name();
+                let live =
+                    moved.contains(&name) || name.to_str().is_some_and(|n| p.kept.contains(n));
+                if !live {
+                    let stale = e.path();
+                    let gone = if e.file_type().is_ok_and(|t| t.is_dir()) {
+                        std::fs::remove_dir_all(&stale)
+                    } else {
+                        std::fs::remove_file(&stale)
+                    };
+                    gone.map_err(|e| {
+                        std::io::Error::new(
+                            e.kind(),
+                            format!("cannot remove {}: {e}", stale.display()),
+                        )
+                    })?;
+                }
+            }
         }
         remove_dir_if_any(&staging)
     }
+}
+
+/// Whether `p` is a regular file (never a link) holding exactly `bytes`.
+fn holds(p: &Path, bytes: &[u8]) -> bool {
+    std::fs::symlink_metadata(p).is_ok_and(|m| m.is_file() && m.len() == bytes.len() as u64)
+        && std::fs::read(p).is_ok_and(|b| b == bytes)
 }
 
 /// Removes `d` and what it holds; nothing to remove is not an error.
