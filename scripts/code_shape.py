@@ -148,8 +148,71 @@ def use_paths(tree, prefix=()):
     return out
 
 
-def resolve(segs, here, modules):
-    """The module a path names, seen from module `here`, or None outside the crate."""
+def use_names(tree, here):
+    """`name -> absolute path` of what one use tree brings into module `here`'s scope."""
+    out = {}
+    for path in use_paths_aliased(tree):
+        segs, alias = path
+        if not segs or segs[-1] in ("self", "*"):
+            continue
+        out[alias or segs[-1]] = absolute(segs, here)
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def use_paths_aliased(tree, prefix=()):
+    tree = tree.strip()
+    depth, start, parts = 0, 0, []
+    for i, ch in enumerate(tree):
+        if ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(tree[start:i])
+            start = i + 1
+    parts.append(tree[start:])
+    if len(parts) > 1:
+        return [x for p in parts for x in use_paths_aliased(p, prefix)]
+    if "{" in tree:
+        head, rest = tree.split("{", 1)
+        head = [x for x in head.strip().rstrip(":").split("::") if x]
+        return use_paths_aliased(rest.rsplit("}", 1)[0], prefix + tuple(head))
+    m = re.match(r"(.*?)\s+as\s+(\w+)$", tree)
+    alias = m.group(2) if m else None
+    t = (m.group(1) if m else tree).strip()
+    segs = tuple(x for x in t.split("::") if x)
+    return [(prefix + segs, alias)] if segs else []
+
+
+def absolute(segs, here):
+    """A `crate::`/`super::`/`self::` path as a path from the crate root, else None."""
+    rest = list(segs)
+    if rest[0] == "crate":
+        return tuple(rest[1:])
+    if rest[0] in ("super", "self"):
+        base = here
+        while rest and rest[0] in ("super", "self"):
+            if rest[0] == "super":
+                base = base[:-1]
+            rest = rest[1:]
+        return base + tuple(rest)
+    if here + (rest[0],) in MODULES:  # a child module, named without `self::`
+        return here + tuple(rest)
+    return None
+
+
+MODULES = set()
+
+# module -> {name: absolute path}: what each module's `use` lines bring into scope, so a
+# path through a re-export (or a parent's import seen as `super::x`) reaches the file
+# that defines the item.
+SCOPE = {}
+
+
+def resolve(segs, here, modules, depth=0):
+    """The module file a path names, seen from module `here`, or None outside the
+    crate. A path to an item a module only imports (`pub use child::X`, or `use` lines
+    seen through `super::`) is followed to the module the item comes from."""
     if not segs:
         return None
     base = None
@@ -164,11 +227,19 @@ def resolve(segs, here, modules):
             rest = rest[1:]
     else:
         return None
-    cand = base + tuple(rest)
+    full = base + tuple(rest)
+    cand = full
     while cand not in modules and len(cand) > len(base):
         cand = cand[:-1]
     if cand not in modules:
         return None
+    if len(full) > len(cand) and depth < 8:
+        item = full[len(cand)]
+        target = SCOPE.get(cand, {}).get(item)
+        if target is not None and target[: len(cand)] != cand + (item,):
+            via = resolve(("crate",) + target, cand, modules, depth + 1)
+            if via is not None:
+                return via
     return cand
 
 
@@ -228,9 +299,20 @@ def main():
                     if m is not None:
                         files[m] = p
         graph = defaultdict(set)
+        codes = {}
+        SCOPE.clear()
+        MODULES.clear()
+        MODULES.update(files)
+        for mod, p in files.items():
+            code = strip_tests(blank(open(p, encoding="utf-8").read()))
+            codes[mod] = code
+            scope = {}
+            for um in re.finditer(r"\buse\s+([^;]+);", code):
+                scope.update(use_names(um.group(1), mod))
+            SCOPE[mod] = scope
         for mod, p in files.items():
             files_read += 1
-            code = strip_tests(blank(open(p, encoding="utf-8").read()))
+            code = codes[mod]
             lines = code.split("\n")
             res_string += sum(1 for ln in lines if re.search(r"Result<[^;]*,\s*String>", ln))
             super_glob += len(re.findall(r"\buse\s+super::\*", code))
@@ -241,6 +323,8 @@ def main():
             for pm in re.finditer(r"(?<![\w:])((?:crate|super|self)(?:\s*::\s*(?:super|\w+))+)", code):
                 paths.append(tuple(s.strip() for s in pm.group(1).split("::")))
             for segs in paths:
+                if segs and segs[0] not in ("crate", "super", "self") and mod + (segs[0],) in files:
+                    segs = ("self",) + tuple(segs)
                 t = resolve(segs, mod, files)
                 if t is not None and t != mod:
                     graph[mod].add(t)
