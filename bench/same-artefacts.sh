@@ -10,7 +10,9 @@
 # Workloads: the agent exam in golden mode (in-process, loopback HTTP, tool loop,
 # end-to-end), sharded in two and merged, and in real mode against gauntlet-scripted
 # (every reply unparseable, so every scenario is a fail-safe escalation: the error path);
-# the detect exam, whole and sharded and merged. Prints one line per workload and exits 1
+# the detect exam, whole and sharded and merged; red-team runs of the offline examples
+# (smoke, leakage, injection, transforms), the smoke run rerun into its own directory (the
+# resume path) and sharded in two and merged. Prints one line per workload and exits 1
 # when any differs.
 set -euo pipefail
 A=$(realpath "$1"); B=$(realpath "$2")
@@ -59,4 +61,9 @@ workload golden-shards '$BIN exam --quiet -n 3 --corpus '$C' --out $OUT/x --shar
 workload real-scripted '$BIN exam --quiet -n 2 --mode real --target "'"$REAL"'" --corpus '$C' --out $OUT' || status=1
 workload detect '$BIN exam-detect --corpus '$C' --out $OUT' || status=1
 workload detect-shards '$BIN exam-detect --corpus '$C' --out $OUT/x --shard 0/2 && $BIN exam-detect --corpus '$C' --out $OUT/x --shard 1/2 && $BIN merge --out $OUT/merged $OUT/x.shard-0-of-2 $OUT/x.shard-1-of-2' || status=1
+for ex in smoke leakage_smoke injection_smoke transforms_smoke; do
+  workload "run-$ex" '$BIN run --quiet examples/'"$ex"'.yaml --runs-dir $OUT' || status=1
+done
+workload run-rerun '$BIN run --quiet examples/smoke.yaml --runs-dir $OUT && $BIN run --quiet examples/smoke.yaml --runs-dir $OUT' || status=1
+workload run-shards '$BIN run --quiet examples/smoke.yaml --runs-dir $OUT --shard 0/2 && $BIN run --quiet examples/smoke.yaml --runs-dir $OUT --shard 1/2 && $BIN merge --out $OUT/merged $OUT/smoke.shard-0-of-2 $OUT/smoke.shard-1-of-2' || status=1
 exit $status

@@ -1,0 +1,717 @@
+//! One session of a run, phase by phase: [`execute_sharded`] opens the run directory
+//! (stale temporaries, the resume check, supersede, the journal and batch ledger),
+//! begins the session (manifest removed, a partial run.json), schedules units and folds
+//! their outputs in canonical order ([`Fold`]), settles what is still in flight when it
+//! stops, and finishes: cell summaries, the artefacts, and the manifest last.
+
+use super::models::{all_models, call_stats, network_models, transport_snapshot};
+use super::output::UnitOutput;
+use super::previous::{Previous, previous_run};
+use super::run_json::{pretty, run_json, shard_run_json, shard_usage_json};
+use super::status::{Reason, Status};
+use super::tally::{
+    CellAcc, MAX_ERROR_EXAMPLES, MAX_NOTABLE_EXAMPLES, Tally, assemble, cell_summary, par_map,
+    run_breadth, take_outcomes,
+};
+use super::unit::{Ctx, Identities, run_chunk, trial_seeds};
+use crate::breadth::KeptOutcomes;
+use crate::cache::CallCounters;
+use crate::journal::Journal;
+use crate::plan::Plan;
+use crate::progress::{CallStats, Progress};
+use crate::rundir::{FileEntry, HashingWriter, Manifest, RunDir, tmp_path, write_atomic};
+use crate::usage::{CellUsage, PriceTable};
+use gauntlet_calls::batch::Batching;
+use gauntlet_core::results::{CellSummary, RunSummary};
+use gauntlet_models::{Model, ModelError, TransportStats};
+use std::collections::VecDeque;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use tokio::sync::Semaphore;
+use tokio::task::JoinHandle;
+
+/// What a session did.
+#[derive(Debug, Clone)]
+pub struct RunOutcome {
+    pub dir: PathBuf,
+    pub status: Status,
+    pub summary: RunSummary,
+    pub calls: CallStats,
+    pub units_done: u64,
+    pub attempts: u64,
+    pub wall_seconds: f64,
+    /// Records the journal held when the session started.
+    pub journal_records_at_start: usize,
+    /// Transport counters of every network model, by `role:label` (summed per model).
+    pub transport: Vec<(String, TransportStats)>,
+}
+
+impl RunOutcome {
+    /// True when the run stopped because `max_queries` was spent.
+    pub fn budget_exhausted(&self) -> bool {
+        self.status.is_budget()
+    }
+}
+
+/// A failure that stops the whole run.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("{0}")]
+    Io(String),
+    /// The run was not started: the run directory holds something else (another
+    /// config's run). Nothing was changed.
+    #[error("{0}")]
+    Refused(String),
+}
+
+pub(super) fn io_err(what: &str, path: &Path, e: std::io::Error) -> RunError {
+    RunError::Io(format!("{what} {}: {e}", path.display()))
+}
+
+pub struct RunOptions {
+    pub runs_dir: PathBuf,
+    /// Overrides the config's `concurrency`.
+    pub concurrency: Option<u32>,
+    /// Set to stop dispatching new units (Ctrl-C); the session then ends `partial: interrupted`.
+    pub stop: Arc<AtomicBool>,
+}
+
+/// How often progress hears the call counters while units are in flight.
+const PROGRESS_TICK: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Runs (or resumes) a plan into `runs_dir/<run_name>`.
+pub async fn execute(
+    plan: Plan,
+    opts: RunOptions,
+    progress: Arc<dyn Progress>,
+) -> Result<RunOutcome, RunError> {
+    execute_sharded(plan, opts, None, progress).await
+}
+
+/// Runs (or resumes) a plan, or one shard of it (`shard.rs`) into
+/// `runs_dir/<run_name>.shard-<i>-of-<N>`: the shard's units in canonical order, with
+/// the shard recorded in run.json and its token usage per cell in shard_usage.json.
+pub async fn execute_sharded(
+    mut plan: Plan,
+    opts: RunOptions,
+    shard: Option<crate::shard::Shard>,
+    progress: Arc<dyn Progress>,
+) -> Result<RunOutcome, RunError> {
+    let started = Instant::now();
+    let started_unix = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let whole_run_id = plan.run_id.clone();
+    let opened = open(&mut plan, &opts, shard, &progress)?;
+    let mut concurrency = opts.concurrency.unwrap_or(plan.config.concurrency).max(1) as usize;
+    if let Some(b) = &opened.batching {
+        // A wave can only fill if enough units are in flight: batch mode raises the unit
+        // concurrency to the batch size.
+        concurrency = concurrency.max(b.max_requests());
+    }
+    // A unit waiting on a batch may wait for hours: a stop (Ctrl-C, SIGTERM) does not
+    // wait for it (its batch stays in the ledger and is re-attached by the rerun).
+    let waits_on_batches = opened.batching.is_some();
+    let trials = plan.config.trials.max(1);
+    let order = shard.map(|s| crate::shard::units_of(&plan, trials, s));
+    let shard_units = order.as_ref().map_or(0, |o| o.len() as u64);
+    let record = RunRecord {
+        shard,
+        whole_run_id,
+        shard_units,
+    };
+    let dir = opened.dir;
+    // From here until the manifest is written again, readers refuse the directory.
+    dir.begin_session()
+        .map_err(|e| io_err("cannot remove", &dir.path(crate::rundir::MANIFEST), e))?;
+    let run_json_path = dir.path("run.json");
+    write_atomic(
+        &run_json_path,
+        &pretty(&record.of(run_json(&plan, &Status::Partial(Reason::Incomplete), 0, 0))),
+    )
+    .map_err(|e| io_err("cannot write", &run_json_path, e))?;
+
+    // Trial-major: all units of trial 0, then trial 1, … (one journal, one budget).
+    let all_units = plan.units() * u64::from(trials);
+    let n_units = order.as_ref().map_or(all_units, |o| o.len() as u64);
+    let max_attempts = plan.max_attempts() * u64::from(trials);
+    progress.start(
+        n_units,
+        (u128::from(max_attempts) * u128::from(n_units) / u128::from(all_units.max(1))) as u64,
+    );
+    // Per cell, one accumulator per trial: memory grows with cells × trials, never with
+    // attempts.
+    let Tally { cells, breadth } = Tally::new(&plan, trials as usize);
+    let ctx = Arc::new(Ctx {
+        breadth,
+        trial_seeds: trial_seeds(plan.config.seed, trials),
+        ids: Identities::new(&plan),
+        journal: opened.journal,
+        counters: CallCounters::with_budget(plan.config.max_queries).with_batching(opened.batching),
+        sem: Semaphore::new(concurrency),
+        examples_full: std::array::from_fn(|_| {
+            (0..plan.cells() * trials as usize)
+                .map(|_| AtomicBool::new(false))
+                .collect()
+        }),
+        finished: AtomicU64::new(0),
+        order,
+        plan,
+    });
+    let mut fold = Fold::new(&ctx, cells, shard.is_some(), &dir.path("transcripts.jsonl"))?;
+    let mut sched = Schedule::new(&ctx, concurrency, n_units, waits_on_batches);
+    let status = sched.run(&ctx, &mut fold, &opts, progress.as_ref()).await?;
+    sched.settle(&status, &opts).await;
+    progress.finish();
+    finish(Finish {
+        ctx: &ctx,
+        dir: &dir,
+        fold,
+        status,
+        record: &record,
+        net_models: &sched.net_models,
+        started,
+        started_unix,
+        concurrency,
+        records_at_start: opened.records_at_start,
+    })
+    .await
+}
+
+/// The run directory opened for a session, the journal and the batch ledger.
+struct Opened {
+    dir: RunDir,
+    journal: Arc<Journal>,
+    records_at_start: usize,
+    batching: Option<Arc<Batching>>,
+}
+
+/// Opens (and locks) the run directory, sets aside another config's run, reloads the
+/// run's labels, opens the journal and re-attaches the batches an earlier session left
+/// in flight; each thing found is said through `progress`.
+fn open(
+    plan: &mut Plan,
+    opts: &RunOptions,
+    shard: Option<crate::shard::Shard>,
+    progress: &Arc<dyn Progress>,
+) -> Result<Opened, RunError> {
+    let dir_name = match shard {
+        Some(s) => {
+            let whole = plan.run_id.clone();
+            plan.run_id = s.run_id(&whole);
+            s.dir_name(&plan.config.run_name)
+        }
+        None => plan.config.run_name.clone(),
+    };
+    let dir = RunDir::open(&opts.runs_dir, &dir_name).map_err(|e| {
+        io_err(
+            "cannot open the run directory",
+            &opts.runs_dir.join(&dir_name),
+            e,
+        )
+    })?;
+    for name in &dir.removed_stale {
+        progress.note(&format!(
+            "removed {}, a temporary file left by a killed session",
+            dir.path(name).display()
+        ));
+    }
+    let superseded = match previous_run(&dir, plan)? {
+        Previous::SameRun => false,
+        Previous::OtherRun(old_id, diffs) => {
+            // Set the other run's artefacts aside whole before anything is written: the
+            // directory never holds a mix of two runs, and that run stays analysable.
+            let to = dir
+                .supersede(&old_id)
+                .map_err(|e| io_err("cannot move the previous run aside in", &dir.root, e))?;
+            progress.note(&format!(
+                "NOTE: {} held run {old_id} of another config ({}); its artefacts are moved to {} (analyse it there). This is a new run; the journal stays, so only calls the two configs share are replayed",
+                dir.root.display(),
+                diffs.join("; "),
+                to.display()
+            ));
+            true
+        }
+    };
+    // A rerun keeps the labels `gauntlet label` gave this run's replies, and corrects
+    // each target's rates with its own card again (shards are labelled once merged).
+    if shard.is_none() && !superseded {
+        plan.label_cards =
+            crate::labels::load_for_rerun(&dir.root, plan).map_err(|e| RunError::Refused(e.0))?;
+    }
+    let journal_path = dir.journal();
+    let journal = Journal::open(&journal_path)
+        .map_err(|e| io_err("cannot open the journal", &journal_path, e))?;
+    let records_at_start = journal.len();
+    if records_at_start > 0 && !superseded {
+        progress.note(&format!(
+            "resuming: up to {} finished model calls in {} are replayed instead of repeated",
+            records_at_start,
+            journal_path.display()
+        ));
+    }
+    for (n, what) in [
+        (
+            journal.damaged_lines,
+            "torn or unreadable line(s) skipped (left by an interrupted session); their calls are made again",
+        ),
+        (
+            journal.bad_checksums,
+            "record(s) failed their checksum (damaged on disk) and are not replayed; their calls are made again",
+        ),
+        (
+            journal.unverified,
+            "record(s) were written before records carried checksums and are replayed unverified",
+        ),
+    ] {
+        if n > 0 {
+            progress.note(&format!("journal: {n} {what}"));
+        }
+    }
+    let journal = Arc::new(journal);
+    // Batch-mode models send their calls through provider batches, re-attaching to the
+    // batches an earlier session left in flight.
+    let ledger = dir.path(gauntlet_calls::batch::LEDGER_FILE);
+    let batching = Batching::start(&all_models(plan), journal.clone(), &ledger, {
+        let p = progress.clone();
+        Arc::new(move |m: &str| p.note(m))
+    })
+    .map_err(|e| io_err("cannot open the batch ledger", &ledger, e))?;
+    Ok(Opened {
+        dir,
+        journal,
+        records_at_start,
+        batching,
+    })
+}
+
+/// What run.json records of a shard (nothing for a whole run).
+struct RunRecord {
+    shard: Option<crate::shard::Shard>,
+    whole_run_id: String,
+    shard_units: u64,
+}
+
+impl RunRecord {
+    fn of(&self, v: serde_json::Value) -> serde_json::Value {
+        match self.shard {
+            Some(s) => shard_run_json(v, s, &self.whole_run_id, self.shard_units),
+            None => v,
+        }
+    }
+}
+
+/// The in-order consumer: units' transcript lines are written and their verdicts folded
+/// into per-cell accumulators strictly in canonical order, and each cell's summary (its
+/// bootstrap intervals are the costly part) starts on a blocking thread as soon as its
+/// last unit is folded, while later units still run.
+struct Fold {
+    cells: Vec<Vec<CellAcc>>,
+    kept: KeptOutcomes,
+    cell_jobs: Vec<JoinHandle<(CellSummary, serde_json::Value)>>,
+    /// A shard's token usage per (cell, trial), for shard_usage.json.
+    shard_usage: Vec<CellUsage>,
+    table: Arc<PriceTable>,
+    /// One past the canonical index of the last unit folded: every unit of this run (or
+    /// shard) before it is folded.
+    frontier: u64,
+    done: u64,
+    attempts: u64,
+    transcripts_path: PathBuf,
+    transcripts_tmp: PathBuf,
+    /// Digested as they are written, for the manifest.
+    transcripts: HashingWriter<File>,
+}
+
+impl Fold {
+    fn new(
+        ctx: &Ctx,
+        cells: Vec<Vec<CellAcc>>,
+        sharded: bool,
+        transcripts_path: &Path,
+    ) -> Result<Fold, RunError> {
+        let trials = ctx.trial_seeds.len();
+        let transcripts_tmp = tmp_path(transcripts_path);
+        let file = File::create(&transcripts_tmp)
+            .map_err(|e| io_err("cannot create", &transcripts_tmp, e))?;
+        Ok(Fold {
+            kept: (0..cells.len()).map(|_| None).collect(),
+            cell_jobs: Vec::with_capacity(cells.len()),
+            shard_usage: if sharded {
+                vec![CellUsage::default(); ctx.plan.cells() * trials]
+            } else {
+                Vec::new()
+            },
+            cells,
+            table: Arc::new(ctx.plan.price_table()),
+            frontier: 0,
+            done: 0,
+            attempts: 0,
+            transcripts_path: transcripts_path.to_path_buf(),
+            transcripts_tmp,
+            transcripts: HashingWriter::new(file),
+        })
+    }
+
+    /// Folds one chunk's outputs (in canonical order), then starts the summaries of the
+    /// cells they completed.
+    fn add(&mut self, ctx: &Arc<Ctx>, outs: Vec<UnitOutput>) -> Result<(), RunError> {
+        let trials = ctx.trial_seeds.len();
+        for out in &outs {
+            self.transcripts
+                .write_lines(&out.lines, u64::from(out.attempts))
+                .map_err(|e| io_err("cannot write", &self.transcripts_tmp, e))?;
+        }
+        for out in outs {
+            self.frontier = out.index + 1;
+            for (j, judged) in out.judged.into_iter().enumerate() {
+                let c = ctx.plan.cell(out.unit, j);
+                let slot = c * trials + out.trial as usize;
+                if let Some(u) = self.shard_usage.get_mut(slot) {
+                    *u += judged.usage;
+                }
+                let acc = &mut self.cells[c][out.trial as usize];
+                acc.add(&ctx.plan, out.unit.behavior, judged);
+                for (full, now) in ctx.examples_full.iter().zip([
+                    acc.notable.len() >= MAX_NOTABLE_EXAMPLES,
+                    acc.error_examples.len() >= MAX_ERROR_EXAMPLES,
+                ]) {
+                    if now {
+                        full[slot].store(true, Ordering::Release);
+                    }
+                }
+            }
+            self.done += 1;
+            self.attempts += u64::from(out.attempts);
+        }
+        let n_cells = self.cells.len();
+        while self.cell_jobs.len() < n_cells
+            && ctx.plan.cell_end(self.cell_jobs.len(), trials as u32) <= self.frontier
+        {
+            let c = self.cell_jobs.len();
+            let mut accs = std::mem::take(&mut self.cells[c]);
+            self.kept[c] = take_outcomes(&mut accs);
+            let (ctx, table) = (ctx.clone(), self.table.clone());
+            self.cell_jobs.push(tokio::task::spawn_blocking(move || {
+                cell_summary(&ctx.plan, &ctx.trial_seeds, &table, &ctx.breadth, c, accs)
+            }));
+        }
+        Ok(())
+    }
+
+    /// Every cell's summary, in cell order: those already started, then the cells not
+    /// complete (a partial run), summarised from what they hold.
+    async fn summaries(
+        &mut self,
+        ctx: &Ctx,
+    ) -> Result<Vec<(CellSummary, serde_json::Value)>, RunError> {
+        let first_rest = self.cell_jobs.len();
+        for (c, accs) in self.cells.iter_mut().enumerate().skip(first_rest) {
+            self.kept[c] = take_outcomes(accs);
+        }
+        let table = &self.table;
+        let rest = par_map(
+            self.cells.drain(first_rest..).enumerate().collect(),
+            |(i, accs)| {
+                cell_summary(
+                    &ctx.plan,
+                    &ctx.trial_seeds,
+                    table,
+                    &ctx.breadth,
+                    first_rest + i,
+                    accs,
+                )
+            },
+        );
+        let mut rows = Vec::with_capacity(first_rest + rest.len());
+        for job in self.cell_jobs.drain(..) {
+            rows.push(
+                job.await
+                    .map_err(|e| RunError::Io(format!("internal error summarising a cell: {e}")))?,
+            );
+        }
+        rows.extend(rest);
+        Ok(rows)
+    }
+}
+
+/// The scheduling window: units run as tasks, at most a window ahead of the oldest
+/// unfinished one, and are joined in order.
+struct Schedule {
+    queue: VecDeque<JoinHandle<(Vec<UnitOutput>, Option<ModelError>)>>,
+    /// Units per task: offline models answer in microseconds, so they are handed out in
+    /// chunks (scheduling would dominate) with only as many in flight as there are
+    /// cores; network models get one unit per task so `concurrency` requests are really
+    /// in flight.
+    chunk: u64,
+    window: usize,
+    next: u64,
+    n_units: u64,
+    waits_on_batches: bool,
+    tick: tokio::time::Interval,
+    net_models: Vec<(String, Arc<dyn Model>)>,
+    progress_reported: u64,
+    attempts_reported: u64,
+}
+
+impl Schedule {
+    fn new(ctx: &Ctx, concurrency: usize, n_units: u64, waits_on_batches: bool) -> Schedule {
+        let plan = &ctx.plan;
+        let all_offline = plan.targets.iter().all(|t| t.offline())
+            && plan.graders.iter().flatten().all(|g| g.offline())
+            && plan.attackers.iter().flatten().all(|g| g.offline())
+            && plan.attack_graders.iter().flatten().all(|g| g.offline());
+        let (chunk, in_flight) = if all_offline {
+            let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+            (32u64, concurrency.min(cores))
+        } else {
+            (1u64, concurrency)
+        };
+        let window = (in_flight * 2).max(4);
+        let mut tick = tokio::time::interval(PROGRESS_TICK);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        Schedule {
+            queue: VecDeque::with_capacity(window),
+            chunk,
+            window,
+            next: 0,
+            n_units,
+            waits_on_batches,
+            tick,
+            net_models: network_models(plan)
+                .into_iter()
+                .map(|(name, m)| (name, m.clone()))
+                .collect(),
+            progress_reported: 0,
+            attempts_reported: 0,
+        }
+    }
+
+    fn calls(&self, ctx: &Ctx) -> CallStats {
+        call_stats(&ctx.counters, &transport_snapshot(&self.net_models))
+    }
+
+    /// Runs units until every one is folded, the budget is spent, a unit fails the run,
+    /// or a stop is asked for; says how the session ends.
+    async fn run(
+        &mut self,
+        ctx: &Arc<Ctx>,
+        fold: &mut Fold,
+        opts: &RunOptions,
+        progress: &dyn Progress,
+    ) -> Result<Status, RunError> {
+        loop {
+            // Once the budget is spent no new unit starts: every call it made would be
+            // refused.
+            while self.next < self.n_units
+                && self.queue.len() < self.window
+                && !opts.stop.load(Ordering::Relaxed)
+                && !ctx.counters.budget_hit.load(Ordering::Relaxed)
+            {
+                let end = (self.next + self.chunk).min(self.n_units);
+                self.queue
+                    .push_back(tokio::spawn(run_chunk(ctx.clone(), self.next, end)));
+                self.next = end;
+            }
+            let Some(mut handle) = self.queue.pop_front() else {
+                return Ok(Status::Complete);
+            };
+            // While a slow unit runs, progress still hears about the calls it makes.
+            let joined = loop {
+                tokio::select! {
+                    r = &mut handle => break r,
+                    _ = self.tick.tick() => {
+                        if self.waits_on_batches && opts.stop.load(Ordering::Relaxed) {
+                            handle.abort();
+                            return Ok(Status::Partial(Reason::Interrupted));
+                        }
+                        let finished = ctx.finished.load(Ordering::Relaxed);
+                        progress.advance(finished - self.progress_reported, 0, self.calls(ctx));
+                        self.progress_reported = finished;
+                    }
+                }
+            };
+            let (outs, fatal) = match joined {
+                Ok(r) => r,
+                Err(join) => (
+                    Vec::new(),
+                    Some(ModelError::Config(format!("internal error: {join}"))),
+                ),
+            };
+            fold.add(ctx, outs)?;
+            let finished = ctx.finished.load(Ordering::Relaxed);
+            progress.advance(
+                finished - self.progress_reported,
+                fold.attempts - self.attempts_reported,
+                self.calls(ctx),
+            );
+            self.progress_reported = finished;
+            self.attempts_reported = fold.attempts;
+            if let Some(e) = fatal {
+                return Ok(Status::Partial(match e {
+                    ModelError::Budget => Reason::Budget,
+                    e => {
+                        // Said now: writing the artefacts may fail for the same cause.
+                        progress.note(&format!("stopping: {e}"));
+                        Reason::Error(e.to_string())
+                    }
+                }));
+            }
+            if opts.stop.load(Ordering::Relaxed) && fold.done < self.n_units {
+                return Ok(Status::Partial(Reason::Interrupted));
+            }
+        }
+    }
+
+    /// What is still in flight when the session stops. After a spent budget, units in
+    /// hand may hold calls already paid for: they finish so those calls are journaled
+    /// (further calls fail fast on the spent budget) and are then dropped — output stays
+    /// a prefix of the canonical order, and a rerun picks them up. Otherwise they are
+    /// aborted.
+    async fn settle(&mut self, status: &Status, opts: &RunOptions) {
+        if !status.is_budget() {
+            for h in self.queue.drain(..) {
+                h.abort();
+            }
+            return;
+        }
+        for mut h in self.queue.drain(..) {
+            loop {
+                tokio::select! {
+                    _ = &mut h => break,
+                    _ = self.tick.tick() => {
+                        if self.waits_on_batches && opts.stop.load(Ordering::Relaxed) {
+                            h.abort();
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// What the finishing phase needs.
+struct Finish<'a> {
+    ctx: &'a Ctx,
+    dir: &'a RunDir,
+    fold: Fold,
+    status: Status,
+    record: &'a RunRecord,
+    net_models: &'a [(String, Arc<dyn Model>)],
+    started: Instant,
+    started_unix: u64,
+    concurrency: usize,
+    records_at_start: usize,
+}
+
+/// The session's end: every cell summarised, transcripts.jsonl renamed into place, the
+/// results, usage, reports and run.json written, the manifest last (the directory is
+/// whole again), and the session's volatile counters logged.
+async fn finish(f: Finish<'_>) -> Result<RunOutcome, RunError> {
+    let Finish {
+        ctx,
+        dir,
+        mut fold,
+        status,
+        record,
+        net_models,
+        started,
+        started_unix,
+        concurrency,
+        records_at_start,
+    } = f;
+    let plan = &ctx.plan;
+    let trials = ctx.trial_seeds.len();
+    let rows = fold.summaries(ctx).await?;
+    let (file, transcripts_entry) = fold
+        .transcripts
+        .finish()
+        .map_err(|e| io_err("cannot write", &fold.transcripts_tmp, e))?;
+    drop(file);
+    gauntlet_core::atomic::check_replaceable(&fold.transcripts_path)
+        .and_then(|()| std::fs::rename(&fold.transcripts_tmp, &fold.transcripts_path))
+        .map_err(|e| io_err("cannot write", &fold.transcripts_path, e))?;
+    let run_extra = run_breadth(&ctx.breadth, plan, &fold.kept);
+    let (summary, usage_rows) = assemble(plan, &ctx.trial_seeds, rows, &status, run_extra);
+    let mut manifest = Manifest::new(&plan.run_id, &status.as_string());
+    manifest
+        .files
+        .insert("transcripts.jsonl".into(), transcripts_entry);
+    let mut write = |name: &str, bytes: Vec<u8>| {
+        let path = dir.path(name);
+        write_atomic(&path, &bytes).map_err(|e| io_err("cannot write", &path, e))?;
+        manifest.files.insert(name.into(), FileEntry::of(&bytes));
+        Ok::<(), RunError>(())
+    };
+    write("results.json", pretty(&summary))?;
+    write("usage.json", pretty(&usage_rows))?;
+    gauntlet_report::write_reports(&dir.root, &summary)
+        .map_err(|e| io_err("cannot write reports in", &dir.root, e))?;
+    if record.shard.is_some() {
+        write(
+            "shard_usage.json",
+            pretty(&shard_usage_json(&fold.shard_usage, trials)),
+        )?;
+    }
+    write(
+        "run.json",
+        pretty(&record.of(run_json(plan, &status, fold.done, fold.attempts))),
+    )?;
+    for name in [
+        gauntlet_report::LEADERBOARD_FILE,
+        gauntlet_report::MARKDOWN_FILE,
+        gauntlet_report::HTML_FILE,
+    ] {
+        manifest
+            .record_file(&dir.root, name)
+            .map_err(|e| io_err("cannot read back", &dir.path(name), e))?;
+    }
+    if !plan.label_cards.is_empty() || dir.path(crate::labels::LABELS_FILE).exists() {
+        for name in [crate::labels::LABELS_FILE, crate::labels::LABEL_CARDS_FILE] {
+            if dir.path(name).exists() {
+                manifest
+                    .record_file(&dir.root, name)
+                    .map_err(|e| io_err("cannot read back", &dir.path(name), e))?;
+            }
+        }
+    }
+    // Last: the directory is whole again.
+    manifest
+        .write(&dir.root)
+        .map_err(|e| io_err("cannot write", &dir.path(crate::rundir::MANIFEST), e))?;
+    let transport = transport_snapshot(net_models);
+    let calls = call_stats(&ctx.counters, &transport);
+    let wall = started.elapsed().as_secs_f64();
+    // Volatile counters (timings, journal hits, retries) live here, not in run.json,
+    // which must stay byte-identical across reruns.
+    let _ = dir.log_session(&serde_json::json!({
+        "started_unix": started_unix,
+        "wall_seconds": wall,
+        "concurrency": concurrency,
+        "status": status.as_string(),
+        "units_done": fold.done,
+        "attempts": fold.attempts,
+        "model_calls": calls.made,
+        "cache_hits": calls.cached,
+        "failed_calls": calls.failed,
+        "max_queries": plan.config.max_queries,
+        "retries": calls.retries(),
+        "transport": transport.iter().map(|(k, t)| serde_json::json!({"model": k, "stats": t})).collect::<Vec<_>>(),
+        "journal_records_at_start": records_at_start,
+    }));
+    Ok(RunOutcome {
+        dir: dir.root.clone(),
+        status,
+        summary,
+        calls,
+        units_done: fold.done,
+        attempts: fold.attempts,
+        wall_seconds: wall,
+        journal_records_at_start: records_at_start,
+        transport,
+    })
+}
