@@ -155,8 +155,9 @@ def use_names(tree, here):
         segs, alias = path
         if not segs or segs[-1] in ("self", "*"):
             continue
+        # None: an item of another crate (`pub use gauntlet_job::shard::Shard`).
         out[alias or segs[-1]] = absolute(segs, here)
-    return {k: v for k, v in out.items() if v is not None}
+    return out
 
 
 def use_paths_aliased(tree, prefix=()):
@@ -235,7 +236,10 @@ def resolve(segs, here, modules, depth=0):
         return None
     if len(full) > len(cand) and depth < 8:
         item = full[len(cand)]
-        target = SCOPE.get(cand, {}).get(item)
+        scope = SCOPE.get(cand, {})
+        if item in scope and scope[item] is None:
+            return None  # re-exported from another crate: no edge inside this one
+        target = scope.get(item)
         if target is not None and target[: len(cand)] != cand + (item,):
             via = resolve(("crate",) + target, cand, modules, depth + 1)
             if via is not None:
@@ -320,7 +324,8 @@ def main():
             paths = []
             for um in re.finditer(r"\buse\s+([^;]+);", code):
                 paths += use_paths(um.group(1))
-            for pm in re.finditer(r"(?<![\w:])((?:crate|super|self)(?:\s*::\s*(?:super|\w+))+)", code):
+            inline = re.sub(r"\buse\s+[^;]+;", " ", code)  # use trees are read above
+            for pm in re.finditer(r"(?<![\w:])((?:crate|super|self)(?:\s*::\s*(?:super|\w+))+)", inline):
                 paths.append(tuple(s.strip() for s in pm.group(1).split("::")))
             for segs in paths:
                 if segs and segs[0] not in ("crate", "super", "self") and mod + (segs[0],) in files:

@@ -11,12 +11,14 @@
 //! that never finished; a rerun of a complete run makes none.
 //!
 //! Split by concern: `session` is the driver, phase by phase (open the run directory,
-//! begin, schedule and fold in order, settle, finish), `previous` the resume check,
+//! begin, schedule and fold in order, settle, finish), `error` how it fails, `previous`
+//! the resume check,
 //! `models` the plan's models as the driver sees them (batching, transport counters),
 //! `unit` does one unit's work, `output` is what a unit hands back, `transcript` encodes
 //! and writes transcripts.jsonl, `tally` folds units into per-cell results, `run_json`
 //! writes run.json, `status` says how a session ended. This file only declares them.
 
+mod error;
 mod models;
 mod output;
 mod previous;
@@ -27,9 +29,10 @@ mod tally;
 mod transcript;
 mod unit;
 
+pub use error::RunError;
 pub(crate) use run_json::pretty;
 pub use run_json::run_json;
-pub use session::{RunError, RunOptions, RunOutcome, execute, execute_sharded};
+pub use session::{RunOptions, RunOutcome, execute, execute_sharded};
 pub use status::{Reason, Status};
 pub(crate) use tally::Tally;
 pub use unit::trial_seeds;

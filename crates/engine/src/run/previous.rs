@@ -1,8 +1,8 @@
 //! Whether a run directory holds this run or another config's: the resume check a
 //! session makes before it writes anything.
 
+use super::error::RunError;
 use super::run_json::run_json;
-use super::session::RunError;
 use super::status::Status;
 use crate::plan::Plan;
 use crate::rundir::RunDir;

@@ -4,6 +4,7 @@
 //! their outputs in canonical order ([`Fold`]), settles what is still in flight when it
 //! stops, and finishes: cell summaries, the artefacts, and the manifest last.
 
+use super::error::{RunError, io_err};
 use super::models::{all_models, call_stats, network_models, transport_snapshot};
 use super::output::UnitOutput;
 use super::previous::{Previous, previous_run};
@@ -54,21 +55,6 @@ impl RunOutcome {
     pub fn budget_exhausted(&self) -> bool {
         self.status.is_budget()
     }
-}
-
-/// A failure that stops the whole run.
-#[derive(Debug, thiserror::Error)]
-pub enum RunError {
-    #[error("{0}")]
-    Io(String),
-    /// The run was not started: the run directory holds something else (another
-    /// config's run). Nothing was changed.
-    #[error("{0}")]
-    Refused(String),
-}
-
-pub(super) fn io_err(what: &str, path: &Path, e: std::io::Error) -> RunError {
-    RunError::Io(format!("{what} {}: {e}", path.display()))
 }
 
 pub struct RunOptions {

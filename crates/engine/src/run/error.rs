@@ -1,0 +1,18 @@
+//! How a session fails: the errors that stop a whole run.
+
+use std::path::Path;
+
+/// A failure that stops the whole run.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("{0}")]
+    Io(String),
+    /// The run was not started: the run directory holds something else (another
+    /// config's run). Nothing was changed.
+    #[error("{0}")]
+    Refused(String),
+}
+
+pub(super) fn io_err(what: &str, path: &Path, e: std::io::Error) -> RunError {
+    RunError::Io(format!("{what} {}: {e}", path.display()))
+}
