@@ -12,9 +12,8 @@
 //!
 //! Split by concern: `session` is the driver, phase by phase (open the run directory,
 //! begin, schedule and fold in order, settle, finish), `error` how it fails, `previous`
-//! the resume check,
-//! `models` the plan's models as the driver sees them (batching, transport counters),
-//! `unit` does one unit's work, `output` is what a unit hands back, `transcript` encodes
+//! the resume check, `models` the plan's models as the driver sees them (batching,
+//! transport counters), `unit` does one unit's work, `output` is what a unit hands back, `transcript` encodes
 //! and writes transcripts.jsonl, `tally` folds units into per-cell results, `run_json`
 //! writes run.json, `status` says how a session ended. This file only declares them.
 
