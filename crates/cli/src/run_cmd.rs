@@ -136,7 +136,7 @@ pub(crate) fn run(
     let plan = load_plan_with(path, trials, batch)?;
     let gate = plan.config.gate.clone();
     let sharded = shard.is_some();
-    crate::release_freed_memory();
+    crate::memory::release_freed_memory();
     if !quiet {
         eprintln!("{}", describe(&plan));
     }

@@ -20,7 +20,7 @@
 //! p.stop(std::time::Duration::from_secs(1));
 //! ```
 
-use crate::{Confinement, Ended, Memory, Prepared, Support};
+use crate::confine::{Confinement, Ended, Memory, Prepared, Support};
 use std::ffi::OsString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
@@ -99,7 +99,7 @@ pub enum SpawnError {
     #[error("cannot create a pipe: {0}")]
     Pipe(#[source] std::io::Error),
     #[error("cannot prepare the sandbox: {0}")]
-    Prepare(#[source] crate::PrepareError),
+    Prepare(#[source] crate::confine::PrepareError),
     #[error("could not start {program}: {source}")]
     Start {
         program: String,
@@ -250,7 +250,7 @@ impl Process {
     fn collect(&mut self) -> Ended {
         // A supervisor killed before it could report: the tree went with it (namespace
         // init, or the group kill above).
-        crate::read_report(self.report.as_raw_fd()).map_or(Ended::Stopped, |(e, _)| e)
+        crate::confine::read_report(self.report.as_raw_fd()).map_or(Ended::Stopped, |(e, _)| e)
     }
 }
 
