@@ -14,7 +14,7 @@
 //! grouping by threat framework ([`ReportOptions::group_by`]).
 //!
 //! Every string in a [`RunSummary`] is treated as untrusted model or dataset output and
-//! escaped for the format it lands in (the `markdown` and `html` modules document how).
+//! escaped for the format it lands in (the `md_escape` and `html` modules document how).
 //! Output is byte-deterministic: it depends on the summary alone (no clock, no hash-map
 //! order).
 
@@ -25,6 +25,7 @@ mod html;
 mod judge_eval;
 pub mod junit;
 mod markdown;
+mod md_escape;
 pub mod page;
 pub mod sarif;
 mod view;
