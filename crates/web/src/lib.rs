@@ -22,13 +22,16 @@
 //!   up are flagged unverified (see [`verify`]).
 //!
 //! Data flow: [`scan`] (directories → runs and rows) → [`verify`] (a background recount)
-//! → [`pages`] (HTML) → [`server`] (axum, loopback by default) or [`site`] (files).
+//! → [`pages`] (HTML, linked through [`links`]) → [`server`] (axum, loopback by default)
+//! or [`site`] (files).
 
 pub mod compare;
 pub mod label;
+pub mod links;
 pub mod overview;
 pub mod pages;
 pub mod pivot;
+mod request;
 pub mod scan;
 pub mod server;
 pub mod site;

@@ -6,14 +6,12 @@
 //! first [`TRANSCRIPT_PAGES`] pages, each attempt on them with its own page.
 
 use crate::Dashboard;
+pub use crate::links::TRANSCRIPT_PAGES;
 use crate::pages::{self, LbQuery, Links, Mode};
 use crate::scan::Surface;
 use crate::transcripts::{Filter, PAGE};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-
-/// Transcript pages exported per run.
-pub const TRANSCRIPT_PAGES: u64 = 5;
 
 /// What an export wrote.
 #[derive(Debug, Default, Clone)]
