@@ -11,7 +11,7 @@
 //! browser. The keyboard script is the dashboard's one script, allowed by its hash on
 //! this page only; without it the buttons (and their access keys) do the same.
 
-use crate::Dashboard;
+use crate::dashboard::Dashboard;
 use crate::pages::{self, Mode};
 use crate::request::{ct_eq, query_map};
 use axum::extract::{Path as UrlPath, RawQuery, State};

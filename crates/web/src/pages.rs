@@ -2,7 +2,7 @@
 //! the [`Dashboard`]'s state. The same functions render for the server (links are
 //! routes, filters are forms) and for the static site (links are file names).
 
-use crate::Dashboard;
+use crate::dashboard::Dashboard;
 use crate::links::TRANSCRIPT_PAGES;
 pub use crate::links::{Links, Mode, enc};
 use crate::scan::{self, Kind, Row, Run, Surface, fmt_date};

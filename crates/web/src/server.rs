@@ -12,7 +12,7 @@
 //! - File work runs on the blocking pool; a scan of the roots repeats every
 //!   [`RESCAN_EVERY`] and the recount of new or changed runs runs on its own thread.
 
-use crate::Dashboard;
+use crate::dashboard::Dashboard;
 use crate::label::{LabelState, Labelling};
 use crate::pages::{self, LbQuery, Mode};
 use crate::request::{ct_eq, query_map};

@@ -5,7 +5,7 @@
 //! every row (filtering needs the server); each run's transcripts are exported for the
 //! first [`TRANSCRIPT_PAGES`] pages, each attempt on them with its own page.
 
-use crate::Dashboard;
+use crate::dashboard::Dashboard;
 pub use crate::links::TRANSCRIPT_PAGES;
 use crate::pages::{self, LbQuery, Links, Mode};
 use crate::scan::Surface;
