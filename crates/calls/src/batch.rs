@@ -36,8 +36,8 @@
 //! Progress hears of every submitted batch, every status change and every ingest
 //! through the `note` callback.
 
-use crate::cache::{CallCounters, journal_error, vet_reply};
-use crate::journal::{Journal, Key};
+use crate::journal::{Journal, Key, journal_error};
+use crate::vet::vet_reply;
 use gauntlet_core::hash::{HashWriter, to_hex};
 use gauntlet_core::message::{ChatRequest, ChatResponse};
 use gauntlet_models::batch::{BadLine, BatchApi, Ingested, Outcome, Polled};
@@ -48,7 +48,6 @@ use std::fmt;
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use tokio::sync::{Notify, oneshot};
@@ -214,6 +213,16 @@ pub enum Served {
     Earlier,
 }
 
+/// The session's call accounting a batched call spends when it joins a wave: the query
+/// budget and the count of calls that reached a model (the session's
+/// [`crate::cache::CallCounters`]).
+pub trait Spend: Sync {
+    /// Takes one call from the budget; false (and the budget marked hit) when it is spent.
+    fn take_budget(&self) -> bool;
+    /// Counts one call as made (it reached a model).
+    fn count_made(&self);
+}
+
 /// The wave adapter of one batch-mode model.
 pub struct Batcher {
     model: Arc<dyn Model>,
@@ -251,7 +260,7 @@ impl Batcher {
         &self,
         key: Key,
         req: &ChatRequest,
-        counters: &CallCounters,
+        counters: &dyn Spend,
     ) -> Result<(ChatResponse, Served), ModelError> {
         let mut not_run: Vec<String> = Vec::new();
         loop {
@@ -279,7 +288,7 @@ impl Batcher {
                         if !counters.take_budget() {
                             return Err(ModelError::Budget);
                         }
-                        counters.made.fetch_add(1, Ordering::Relaxed);
+                        counters.count_made();
                         st.slots.insert(
                             key,
                             Slot {

@@ -19,9 +19,11 @@
 //! Token usage is tallied per role in a [`UsageSlot`] for every response, journal hits
 //! included, so usage metrics are identical on a rerun.
 
-use crate::batch::{Batching, Served};
+use crate::batch::{Batching, Served, Spend};
+pub use crate::journal::journal_error;
 use crate::journal::{Journal, Key};
 use crate::seam::{CallModel, Conversation, PrefixMemo};
+pub use crate::vet::vet_reply;
 use gauntlet_core::hash::HashWriter;
 use gauntlet_core::message::{ChatRequest, ChatResponse, Message};
 use gauntlet_models::{BoxFuture, Model, ModelError};
@@ -105,6 +107,15 @@ impl CallCounters {
     }
 }
 
+impl Spend for CallCounters {
+    fn take_budget(&self) -> bool {
+        CallCounters::take_budget(self)
+    }
+    fn count_made(&self) {
+        self.made.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
 /// Journal records of offline calls waiting for their unit to finish; written in one
 /// append by [`Pending::flush`], so a unit's offline calls are journaled all or nothing.
 pub struct Pending(Mutex<Vec<u8>>);
@@ -180,82 +191,6 @@ impl std::ops::AddAssign for RoleUsage {
         self.calls_with_usage = self.calls_with_usage.saturating_add(o.calls_with_usage);
         self.input_tokens = self.input_tokens.saturating_add(o.input_tokens);
         self.output_tokens = self.output_tokens.saturating_add(o.output_tokens);
-    }
-}
-
-/// What the call layer checks and scrubs in every reply a model gives, before it is
-/// journaled, tallied or used, for calls made one by one and in batches alike:
-/// - at most the model's `max_tool_calls` tool calls ([`gauntlet_models::CallLimits`]);
-/// - a plausible usage: neither count above [`MAX_PLAUSIBLE_TOKENS`] (a reply claiming
-///   2^64 − 1000 prompt tokens used to wrap the run's counters and zero its cost);
-/// - the model's API key replaced by `[redacted]` wherever the reply carries it (text,
-///   tool-call names, ids and arguments): an endpoint echoing the key back must not put
-///   it into the journal, transcripts, results or reports.
-///
-/// A reply failing a check is that call's error outcome (not journaled), naming the
-/// model and what was wrong.
-///
-/// [`MAX_PLAUSIBLE_TOKENS`]: gauntlet_core::message::MAX_PLAUSIBLE_TOKENS
-pub fn vet_reply(model: &dyn Model, mut r: ChatResponse) -> Result<ChatResponse, ModelError> {
-    use gauntlet_core::message::MAX_PLAUSIBLE_TOKENS;
-    let cap = model.limits().max_tool_calls;
-    if r.tool_calls.len() > cap {
-        return Err(ModelError::Call(format!(
-            "{}: the reply carries {} tool calls, more than the {cap} one reply may carry (the target's `max_tool_calls`); the call is an error",
-            model.label(),
-            r.tool_calls.len()
-        )));
-    }
-    if let Some(u) = r.usage {
-        for (what, n) in [("input", u.input_tokens), ("output", u.output_tokens)] {
-            if n > MAX_PLAUSIBLE_TOKENS {
-                return Err(ModelError::Call(format!(
-                    "{}: the reply reports {n} {what} tokens for one call, more than any model's context (at most {MAX_PLAUSIBLE_TOKENS} are plausible): implausible usage, the call is an error",
-                    model.label()
-                )));
-            }
-        }
-    }
-    for secret in model.secrets() {
-        redact_reply(secret, &mut r);
-    }
-    Ok(r)
-}
-
-/// Replaces the key wherever the reply carries it.
-fn redact_reply(secret: &gauntlet_models::transport::Secret, r: &mut ChatResponse) {
-    let scrub = |s: &mut String| {
-        if secret.found_in(s) {
-            *s = secret.redact(s);
-        }
-    };
-    scrub(&mut r.content);
-    if let gauntlet_core::message::StopReason::Other(s) = &mut r.stop_reason {
-        scrub(s);
-    }
-    for c in &mut r.tool_calls {
-        scrub(&mut c.name);
-        scrub(&mut c.call_id);
-        redact_json(secret, &mut c.arguments);
-    }
-}
-
-fn redact_json(secret: &gauntlet_models::transport::Secret, v: &mut serde_json::Value) {
-    use serde_json::Value;
-    match v {
-        Value::String(s) if secret.found_in(s) => *s = secret.redact(s),
-        Value::Array(a) => a.iter_mut().for_each(|x| redact_json(secret, x)),
-        Value::Object(o) => {
-            if o.keys().any(|k| secret.found_in(k)) {
-                let old = std::mem::take(o);
-                *o = old
-                    .into_iter()
-                    .map(|(k, v)| (secret.redact(&k), v))
-                    .collect();
-            }
-            o.values_mut().for_each(|x| redact_json(secret, x));
-        }
-        _ => {}
     }
 }
 
@@ -598,14 +533,6 @@ impl Drop for InFlight<'_> {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::Relaxed);
     }
-}
-
-/// The run-stopping error for a journal that cannot be written (disk full, …).
-pub fn journal_error(journal: &Journal, e: &std::io::Error) -> ModelError {
-    ModelError::Config(format!(
-        "cannot write the journal {}: {e}; the run stops so that no call is paid for and then lost",
-        journal.path().display()
-    ))
 }
 
 impl CallModel for CachedModel<'_> {

@@ -7,13 +7,15 @@
 //! full request), the query budget, call counters and per-role token usage; [`journal`]
 //! is the append-only file of finished calls that makes a rerun a resume; [`price`]
 //! turns token usage into cost; [`batch`] sends the calls of a batch-mode model through
-//! the provider's batch API, wave by wave, re-attaching to batches in flight on a rerun.
+//! the provider's batch API, wave by wave, re-attaching to batches in flight on a rerun;
+//! [`vet`] checks and scrubs every reply a model gives, for both ways of calling.
 
 pub mod batch;
 pub mod cache;
 pub mod journal;
 pub mod price;
 pub mod seam;
+pub mod vet;
 
 /// Property-test strategies shared with the engine's hand-written JSON tests
 /// (feature `strategies`).

@@ -1,6 +1,7 @@
 //! Results with provenance: metric values (N/A is not 0) and leaderboard rows.
 
 use crate::judge_eval::Corrected;
+pub use crate::taxonomy::ThreatTags;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -332,10 +333,6 @@ pub struct CellSummary {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<Warning>,
 }
-
-/// Framework → ids, both sorted: `{"mitre_atlas": ["AML.T0054"], "owasp_llm":
-/// ["LLM01:2025"]}` (see [`crate::taxonomy`]).
-pub type ThreatTags = BTreeMap<String, Vec<String>>;
 
 /// What a cell carries beyond its metrics: its threat-taxonomy tags and its curve.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]

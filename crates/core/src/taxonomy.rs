@@ -11,10 +11,13 @@
 //! Tests check that every id used is declared and that every registered plugin is
 //! mapped, so the map cannot drift from the registries silently.
 
-use crate::results::ThreatTags;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
+
+/// Framework → ids, both sorted: `{"mitre_atlas": ["AML.T0054"], "owasp_llm":
+/// ["LLM01:2025"]}`.
+pub type ThreatTags = BTreeMap<String, Vec<String>>;
 
 /// The embedded map's text.
 pub const THREAT_MAP_JSON: &str = include_str!("../taxonomy/threat_map.json");

@@ -12,11 +12,11 @@
 //! duplicate names both files.
 
 use std::collections::HashMap;
-use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::corpus::{self, CorpusFile, IntegrityError, Manifest, PIN_FILE, Pin, PinError};
-use crate::scenario::{self, Scenario, ScenarioError};
+pub use crate::corpus::CorpusError;
+use crate::corpus::{self, CorpusFile, Manifest, PIN_FILE, Pin};
+use crate::scenario::{self, Scenario};
 
 /// One parsed scenario with its provenance.
 #[derive(Debug, Clone, PartialEq)]
@@ -66,50 +66,6 @@ impl Corpus {
             .ok()
             .map(|i| &self.scenarios[i])
     }
-}
-
-/// Why a corpus could not be scanned, pinned or loaded.
-#[derive(Debug, thiserror::Error)]
-pub enum CorpusError {
-    #[error("corpus root {} not found", .root.display())]
-    RootNotFound { root: PathBuf },
-    #[error("corpus root {} is not a directory", .root.display())]
-    NotADirectory { root: PathBuf },
-    #[error("{}: {source}", .path.display())]
-    Io { path: PathBuf, source: io::Error },
-    #[error("{}: scenario path is not valid UTF-8", .path.display())]
-    NonUtf8Path { path: PathBuf },
-    #[error("{}: scenario-named entry is not a regular file", .path.display())]
-    NotAFile { path: PathBuf },
-    #[error("{}: refusing to follow symlink: {reason}", .path.display())]
-    UnsafeSymlink { path: PathBuf, reason: String },
-    #[error(transparent)]
-    Pin(#[from] PinError),
-    /// The corpus is not the pinned one; its message starts `CORPUS INTEGRITY FAIL:`.
-    #[error(transparent)]
-    Integrity(#[from] IntegrityError),
-    #[error(transparent)]
-    Scenario(#[from] ScenarioError),
-    /// A file's bytes changed between the pin check and the moment it was parsed.
-    #[error(
-        "CORPUS INTEGRITY FAIL: {} changed during the run (sha256 {scanned} when the corpus was verified, {now} when it was read for parsing); re-run on an unchanging corpus",
-        .path.display()
-    )]
-    ChangedAfterScan {
-        path: PathBuf,
-        scanned: String,
-        now: String,
-    },
-    #[error(
-        "duplicate scenario id `{id}` in {} and {}",
-        .first.display(),
-        .second.display()
-    )]
-    DuplicateId {
-        id: String,
-        first: PathBuf,
-        second: PathBuf,
-    },
 }
 
 /// Loads the corpus at `root` (which holds `corpus.pin`), verifying the pin before

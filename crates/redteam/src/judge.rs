@@ -1,10 +1,16 @@
 //! The judge seam: scoring one attempt into a verdict.
 
 use crate::attack::{Attempt, CallModel};
+use crate::error::BuildError;
 use gauntlet_core::behavior::Behavior;
 use gauntlet_core::outcome::Verdict;
 use gauntlet_core::params::PluginSpec;
 use gauntlet_models::{BoxFuture, ModelError};
+
+/// How a spec becomes a judge: the registry's builder
+/// ([`crate::registry::build_judge`]), handed to the attacks that judge in the loop so
+/// that they need not call back into the registry.
+pub type BuildJudge = fn(&PluginSpec) -> Result<Box<dyn Judge>, BuildError>;
 
 /// A judge decides whether an attempt succeeded.
 pub trait Judge: Send + Sync {

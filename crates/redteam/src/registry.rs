@@ -66,19 +66,24 @@ pub const ATTACK_TABLE: &[AttackEntry] = &[
     },
     Entry {
         info: pair::INFO,
-        build: |s| Ok(Box::new(pair::PairAttack::new(s.clone())?)),
+        build: |s| Ok(Box::new(pair::PairAttack::new(s.clone(), build_judge)?)),
     },
     Entry {
         info: tap::INFO,
-        build: |s| Ok(Box::new(tap::TapAttack::new(s.clone())?)),
+        build: |s| Ok(Box::new(tap::TapAttack::new(s.clone(), build_judge)?)),
     },
     Entry {
         info: crescendo::INFO,
-        build: |s| Ok(Box::new(crescendo::CrescendoAttack::new(s.clone())?)),
+        build: |s| {
+            Ok(Box::new(crescendo::CrescendoAttack::new(
+                s.clone(),
+                build_judge,
+            )?))
+        },
     },
     Entry {
         info: best_of_n::INFO,
-        build: |s| Ok(Box::new(best_of_n::BestOfN::new(s.clone())?)),
+        build: |s| Ok(Box::new(best_of_n::BestOfN::new(s.clone(), build_judge)?)),
     },
     Entry {
         info: many_shot::INFO,

@@ -12,7 +12,7 @@ use gauntlet_core::results::{CellSummary, RunSummary, TransformEffect};
 use gauntlet_core::taxonomy::{self, Worse};
 use serde::Serialize;
 
-use crate::markdown::inline;
+use crate::md_escape::inline;
 use crate::view::{NO_CI, fmt_num, metric_label};
 
 /// The framework the reports group by unless told otherwise.

@@ -2,7 +2,7 @@
 //! Markdown): a run's status and leaderboard, or any table (a gate's rules). Untrusted
 //! text (labels, reasons) is escaped for Markdown and HTML as the run report's is.
 
-use crate::markdown::inline;
+use crate::md_escape::inline;
 use gauntlet_core::results::RunSummary;
 
 fn num(x: Option<f64>) -> String {

@@ -2,7 +2,7 @@
 //! and per source), the rules that decided, and the replies it got wrong listed first.
 //! Prompts and replies are untrusted text: escaped with the run report's helpers.
 
-use crate::markdown::{block_quote, inline};
+use crate::md_escape::{block_quote, inline};
 use crate::view::truncate_chars;
 use gauntlet_core::judge_eval::{AgreementStats, JudgeEvalReport, JudgeResult, Proportion};
 use std::fmt::Write as _;

@@ -6,7 +6,7 @@
 //!
 //! Every string of a page is treated as untrusted and escaped by the format it lands in:
 //! HTML through the same auto-escaping minijinja environment as the run report, Markdown
-//! through the run report's [`inline`](crate::markdown) escaping. Charts are described by
+//! through the run report's [`inline`](crate::md_escape) escaping. Charts are described by
 //! their numbers and drawn by [`crate::charts`] here, so a caller can never hand in
 //! ready-made markup.
 
@@ -88,10 +88,10 @@ pub fn render_page_html(page: &Page) -> String {
 }
 
 /// The page as Markdown: every string escaped with the run report's
-/// [`inline`](crate::markdown) escaping (no raw HTML, no structure from the text). Charts
+/// [`inline`](crate::md_escape) escaping (no raw HTML, no structure from the text). Charts
 /// have no Markdown form and are left out (report.html carries them).
 pub fn render_page_markdown(page: &Page) -> String {
-    use crate::markdown::inline;
+    use crate::md_escape::inline;
     use std::fmt::Write as _;
     let mut o = String::new();
     let _ = writeln!(o, "# {}\n", inline(&page.title));

@@ -7,6 +7,8 @@ use std::io::{self, Write as _};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::breadth::ReportOptions;
+use crate::render::{leaderboard_json, render_html_with, render_markdown_with};
 use gauntlet_core::results::RunSummary;
 
 /// The file names [`write_reports`] produces.
@@ -17,31 +19,23 @@ pub const HTML_FILE: &str = "report.html";
 /// Writes [`LEADERBOARD_FILE`], [`MARKDOWN_FILE`] and [`HTML_FILE`] into `dir` (created
 /// if missing), each atomically, replacing any previous version.
 pub fn write_reports(dir: &Path, summary: &RunSummary) -> io::Result<()> {
-    write_reports_with(dir, summary, &crate::ReportOptions::default())
+    write_reports_with(dir, summary, &ReportOptions::default())
 }
 
 /// [`write_reports`] with report options (the threat frameworks to group by).
 pub fn write_reports_with(
     dir: &Path,
     summary: &RunSummary,
-    opts: &crate::ReportOptions,
+    opts: &ReportOptions,
 ) -> io::Result<()> {
     fs::create_dir_all(dir)?;
-    write_atomic(
-        dir,
-        LEADERBOARD_FILE,
-        crate::leaderboard_json(summary).as_bytes(),
-    )?;
+    write_atomic(dir, LEADERBOARD_FILE, leaderboard_json(summary).as_bytes())?;
     write_atomic(
         dir,
         MARKDOWN_FILE,
-        crate::render_markdown_with(summary, opts).as_bytes(),
+        render_markdown_with(summary, opts).as_bytes(),
     )?;
-    write_atomic(
-        dir,
-        HTML_FILE,
-        crate::render_html_with(summary, opts).as_bytes(),
-    )?;
+    write_atomic(dir, HTML_FILE, render_html_with(summary, opts).as_bytes())?;
     Ok(())
 }
 

@@ -11,9 +11,9 @@
 //! browser. The keyboard script is the dashboard's one script, allowed by its hash on
 //! this page only; without it the buttons (and their access keys) do the same.
 
-use crate::Dashboard;
+use crate::dashboard::Dashboard;
 use crate::pages::{self, Mode};
-use crate::server::AppState;
+use crate::request::{ct_eq, query_map};
 use axum::extract::{Path as UrlPath, RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -24,7 +24,7 @@ use minijinja::value::{Serde, Value};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use std::path::Path;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// The keyboard script, inlined in the page and allowed by its hash.
 const SCRIPT: &str = include_str!("../templates/label.js");
@@ -49,6 +49,14 @@ pub fn csp() -> String {
         pages::css_hash(),
         script_hash()
     )
+}
+
+/// What the labelling handlers read of the server's state: the dashboard, and the run
+/// being labelled (under `gauntlet label --serve`).
+#[derive(Clone)]
+pub(crate) struct LabelState {
+    pub(crate) d: Arc<Dashboard>,
+    pub(crate) label: Option<Arc<Labelling>>,
 }
 
 /// Why the labelling page of a run cannot be set up ([`Labelling::new`]).
@@ -166,7 +174,7 @@ async fn blocking<F: FnOnce() -> Response + Send + 'static>(f: F) -> Response {
 /// `GET /run/{slug}/label[?at=N]`: the next unlabelled reply (or the N-th of the sample,
 /// to change its label), or, when every reply has a label, the cards and the list.
 pub(crate) async fn show(
-    State(st): State<AppState>,
+    State(st): State<LabelState>,
     UrlPath(slug): UrlPath<String>,
     RawQuery(q): RawQuery,
 ) -> Response {
@@ -174,9 +182,7 @@ pub(crate) async fn show(
         let Some(l) = st.label.clone().filter(|l| l.slug == slug) else {
             return not_labelling(&st.d);
         };
-        let at = crate::server::query_map(q)
-            .get("at")
-            .and_then(|v| v.parse::<usize>().ok());
+        let at = query_map(q).get("at").and_then(|v| v.parse::<usize>().ok());
         let s = l.session.lock().unwrap_or_else(|e| e.into_inner());
         page(StatusCode::OK, render(&st.d, &l, &s, at, None))
     })
@@ -242,7 +248,7 @@ fn render(
 /// `POST /run/{slug}/label`: `id`, `label` (refusal, compliance or skip; r, c, s) and the
 /// anti-forgery value. Saves and answers 303 to the next reply.
 pub(crate) async fn submit(
-    State(st): State<AppState>,
+    State(st): State<LabelState>,
     UrlPath(slug): UrlPath<String>,
     headers: HeaderMap,
     body: axum::body::Bytes,
@@ -263,9 +269,9 @@ pub(crate) async fn submit(
             );
         }
         let form =
-            crate::server::query_map(Some(String::from_utf8_lossy(&body).into_owned()));
+            query_map(Some(String::from_utf8_lossy(&body).into_owned()));
         let field = |k: &str| form.get(k).map(String::as_str).unwrap_or("");
-        if !crate::server::ct_eq(field("csrf").as_bytes(), l.csrf.as_bytes()) {
+        if !ct_eq(field("csrf").as_bytes(), l.csrf.as_bytes()) {
             return error(
                 &st.d,
                 StatusCode::FORBIDDEN,

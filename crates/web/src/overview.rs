@@ -10,7 +10,7 @@
 //! rows that do not add up are shown on the target's row. Usage metrics (tokens, cost)
 //! are never ranked among rates: they have their own table, summed per target.
 
-use crate::pages::{Links, Mode};
+use crate::links::{Links, Mode};
 use crate::scan::{Catalog, Row, Run, Surface};
 use crate::view;
 use serde::Serialize;
@@ -153,8 +153,8 @@ pub fn build(cat: &Catalog, run: &str, mode: Mode) -> Overview {
             href: match mode {
                 Mode::Server => format!(
                     "/pivot?metric={}&judge={}",
-                    crate::pages::enc(HEADLINES[*i].0),
-                    crate::pages::enc(judge)
+                    crate::links::enc(HEADLINES[*i].0),
+                    crate::links::enc(judge)
                 ),
                 Mode::Site => links.surface(Surface::Jailbreak),
             },

@@ -2,7 +2,9 @@
 //! the [`Dashboard`]'s state. The same functions render for the server (links are
 //! routes, filters are forms) and for the static site (links are file names).
 
-use crate::Dashboard;
+use crate::dashboard::Dashboard;
+use crate::links::TRANSCRIPT_PAGES;
+pub use crate::links::{Links, Mode, enc};
 use crate::scan::{self, Kind, Row, Run, Surface, fmt_date};
 use crate::transcripts::{self, Filter, PAGE};
 use crate::verify::{self, RowCheck};
@@ -27,13 +29,6 @@ pub const LIVE_REFRESH: u32 = 5;
 pub const SCAN_BUDGET: Duration = Duration::from_millis(80);
 
 const CSS: &str = include_str!("../templates/app.css");
-
-/// Server routes or static-site file names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
-    Server,
-    Site,
-}
 
 pub(crate) fn css_hash() -> &'static str {
     static H: OnceLock<String> = OnceLock::new();
@@ -100,81 +95,6 @@ fn env() -> &'static Environment<'static> {
         }
         e
     })
-}
-
-pub fn enc(s: &str) -> String {
-    percent_encoding::utf8_percent_encode(s, percent_encoding::NON_ALPHANUMERIC).to_string()
-}
-
-/// Links of one mode.
-pub struct Links(pub Mode);
-
-impl Links {
-    pub fn home(&self) -> String {
-        match self.0 {
-            Mode::Server => "/".into(),
-            Mode::Site => "index.html".into(),
-        }
-    }
-    pub fn exam(&self, slug: &str) -> String {
-        match self.0 {
-            Mode::Server => format!("/run/{slug}/scenarios"),
-            Mode::Site => format!("run-{slug}-scenarios.html"),
-        }
-    }
-    pub fn pivot(&self) -> String {
-        match self.0 {
-            Mode::Server => "/pivot".into(),
-            Mode::Site => "pivot.html".into(),
-        }
-    }
-    pub fn surface(&self, s: Surface) -> String {
-        match self.0 {
-            Mode::Server => format!("/?surface={}", s.key()),
-            Mode::Site => format!("leaderboard-{}.html", s.key()),
-        }
-    }
-    pub fn run(&self, slug: &str) -> String {
-        match self.0 {
-            Mode::Server => format!("/run/{slug}"),
-            Mode::Site => format!("run-{slug}.html"),
-        }
-    }
-    pub fn report(&self, slug: &str) -> String {
-        match self.0 {
-            Mode::Server => format!("/run/{slug}/report"),
-            Mode::Site => format!("run-{slug}-report.html"),
-        }
-    }
-    pub fn transcripts(&self, slug: &str, f: &Filter, from: u64) -> String {
-        match self.0 {
-            Mode::Server => {
-                let mut u = format!("/run/{slug}/transcripts?from={from}");
-                for (k, v) in [
-                    ("q", &f.q),
-                    ("outcome", &f.outcome),
-                    ("attack", &f.attack),
-                    ("target", &f.target),
-                    ("judge", &f.judge),
-                ] {
-                    if !v.is_empty() {
-                        u.push_str(&format!("&{k}={}", enc(v)));
-                    }
-                }
-                if f.disagree {
-                    u.push_str("&disagree=1");
-                }
-                u
-            }
-            Mode::Site => format!("run-{slug}-transcripts-{}.html", from / PAGE),
-        }
-    }
-    pub fn transcript(&self, slug: &str, line: u64) -> String {
-        match self.0 {
-            Mode::Server => format!("/run/{slug}/transcripts/{line}"),
-            Mode::Site => format!("run-{slug}-line-{line}.html"),
-        }
-    }
 }
 
 #[derive(Serialize)]
@@ -1213,7 +1133,7 @@ pub fn transcripts_page(
     }
     let next_href = match (page.next, mode) {
         (Some(n), Mode::Server) => Value::from(links.transcripts(slug, filter, n)),
-        (Some(n), Mode::Site) if n / PAGE < crate::site::TRANSCRIPT_PAGES => {
+        (Some(n), Mode::Site) if n / PAGE < TRANSCRIPT_PAGES => {
             Value::from(links.transcripts(slug, filter, n))
         }
         _ => Value::from(()),

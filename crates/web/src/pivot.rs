@@ -11,7 +11,7 @@
 //! When several runs hold the same cell, the most recent run's row is shown and the
 //! others are counted; rows are split by dataset version when more than one is present.
 
-use crate::pages::{Links, Mode, enc};
+use crate::links::{Links, Mode, enc};
 use crate::scan::{Catalog, Row, Run, Surface, metric_range};
 use crate::transcripts::Filter;
 use crate::view;

@@ -12,19 +12,19 @@
 //! - File work runs on the blocking pool; a scan of the roots repeats every
 //!   [`RESCAN_EVERY`] and the recount of new or changed runs runs on its own thread.
 
-use crate::Dashboard;
-use crate::label::Labelling;
+use crate::dashboard::Dashboard;
+use crate::label::{LabelState, Labelling};
 use crate::pages::{self, LbQuery, Mode};
+use crate::request::{ct_eq, query_map};
 use crate::transcripts::Filter;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
-use axum::extract::{Path as UrlPath, RawQuery, Request, State};
+use axum::extract::{FromRef, Path as UrlPath, RawQuery, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use gauntlet_engine::labels::LabelSession;
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -113,8 +113,14 @@ pub(crate) struct AppState {
     pub(crate) label: Option<Arc<Labelling>>,
 }
 
-pub(crate) fn ct_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+/// The labelling handlers' share of the state ([`crate::label`]).
+impl FromRef<AppState> for LabelState {
+    fn from_ref(st: &AppState) -> Self {
+        LabelState {
+            d: st.d.clone(),
+            label: st.label.clone(),
+        }
+    }
 }
 
 fn html(status: StatusCode, body: String) -> Response {
@@ -124,24 +130,6 @@ fn html(status: StatusCode, body: String) -> Response {
         body,
     )
         .into_response()
-}
-
-pub(crate) fn query_map(q: Option<String>) -> HashMap<String, String> {
-    let mut m = HashMap::new();
-    if let Some(q) = q {
-        for pair in q.split('&') {
-            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-            let dec = |s: &str| {
-                percent_encoding::percent_decode_str(&s.replace('+', " "))
-                    .decode_utf8_lossy()
-                    .into_owned()
-            };
-            // The first value of a key wins; values are capped.
-            m.entry(dec(k))
-                .or_insert_with(|| dec(v).chars().take(500).collect());
-        }
-    }
-    m
 }
 
 /// Security headers and access control on every request.

@@ -5,15 +5,13 @@
 //! every row (filtering needs the server); each run's transcripts are exported for the
 //! first [`TRANSCRIPT_PAGES`] pages, each attempt on them with its own page.
 
-use crate::Dashboard;
+use crate::dashboard::Dashboard;
+pub use crate::links::TRANSCRIPT_PAGES;
 use crate::pages::{self, LbQuery, Links, Mode};
 use crate::scan::Surface;
 use crate::transcripts::{Filter, PAGE};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-
-/// Transcript pages exported per run.
-pub const TRANSCRIPT_PAGES: u64 = 5;
 
 /// What an export wrote.
 #[derive(Debug, Default, Clone)]

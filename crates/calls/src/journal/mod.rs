@@ -25,6 +25,7 @@
 
 use gauntlet_core::json;
 use gauntlet_core::message::ChatResponse;
+use gauntlet_models::ModelError;
 #[cfg(test)]
 use serde::Serialize;
 use std::fs::{File, OpenOptions};
@@ -316,6 +317,14 @@ impl Journal {
         let mut f = self.append.lock().unwrap_or_else(|p| p.into_inner());
         f.write_all(lines)
     }
+}
+
+/// The run-stopping error for a journal that cannot be written (disk full, …).
+pub fn journal_error(journal: &Journal, e: &std::io::Error) -> ModelError {
+    ModelError::Config(format!(
+        "cannot write the journal {}: {e}; the run stops so that no call is paid for and then lost",
+        journal.path().display()
+    ))
 }
 
 /// Reads one line into `line`, unless it is longer than an indexable record

@@ -3,10 +3,18 @@
 
 use super::call::Ctx;
 use super::evidence::{evidence_score, investigate_triggers, needs_strong_evidence};
-use super::run::Pass;
 use super::tiers::Tier;
 use crate::sanitize::boxed;
 use crate::verdict::{Action, ParseKind, Verdict};
+
+/// One complete pass of steps 1–4.
+pub(super) struct Pass {
+    pub(super) action: Action,
+    pub(super) reason: String,
+    pub(super) triage: Action,
+    pub(super) investigated_with_tools: bool,
+    pub(super) iterations: u32,
+}
 
 pub(super) async fn one_pass(ctx: &Ctx<'_>, temperature: f64) -> Pass {
     let tb = ctx.toolbox;

@@ -11,15 +11,6 @@ use crate::verdict::Action;
 use std::sync::Mutex;
 use std::sync::atomic::AtomicUsize;
 
-/// One complete pass of steps 1–4.
-pub(super) struct Pass {
-    pub(super) action: Action,
-    pub(super) reason: String,
-    pub(super) triage: Action,
-    pub(super) investigated_with_tools: bool,
-    pub(super) iterations: u32,
-}
-
 /// Triages one finding. `toolbox` is the scenario's model-visible telemetry.
 pub async fn run_cascade(
     toolbox: &Toolbox,

@@ -8,9 +8,10 @@ use super::schema::{
 };
 use super::summary::summarise;
 use super::targets::golden_http_target;
+use super::triage::{ScenarioModels, triage};
 use super::writer::RunFiles;
-use crate::calls::{SessionStats, UnitCalls};
-use crate::cascade::{CascadeOptions, TierModels, run_cascade, run_cascade_via};
+use crate::calls::SessionStats;
+use crate::cascade::TierModels;
 use crate::golden::{GoldenModel, GoldenScript, GoldenServer};
 use crate::grade::{FullChain, GradeInput, RunResult, effective_passes, grade};
 use crate::tools::Toolbox;
@@ -18,11 +19,6 @@ use gauntlet_corpus::load::Corpus;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
-
-pub(super) enum ScenarioModels {
-    Shared(TierModels),
-    PerScenario(Vec<TierModels>),
-}
 
 /// Runs the exam over `corpus` (already integrity-verified by the loader), writing
 /// each scenario run's files under `out` as it is graded ([`RunFiles`]; `None`: its
@@ -283,22 +279,4 @@ pub async fn run_exam_units(
         timings,
         session,
     })
-}
-
-/// One cascade, through the unit's journaled calls when there are any. Returns the
-/// outcome and whether the budget refused one of its calls (then it did not run).
-pub(super) async fn triage(
-    tb: &Toolbox,
-    m: &TierModels,
-    opts: &CascadeOptions,
-    unit: Option<UnitCalls>,
-) -> (crate::cascade::CascadeOutcome, bool) {
-    match unit {
-        None => (run_cascade(tb, m, opts).await, false),
-        Some(u) => {
-            let out = run_cascade_via(tb, m, opts, &u).await;
-            u.flush_pending();
-            (out, u.budget_refused())
-        }
-    }
 }

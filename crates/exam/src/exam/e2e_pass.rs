@@ -1,8 +1,8 @@
 //! The end-to-end pass (spec §9): events → fleet → findings → cascade → resolutions,
 //! per scenario in an isolated store, and its `detect_fidelity` block.
 
-use super::driver::{ScenarioModels, triage};
 use super::schema::{E2E_NOTE, E2eOutput, ExamConfig, FindingTranscript};
+use super::triage::{ScenarioModels, triage};
 use crate::calls::ExamCalls;
 use crate::e2e;
 use crate::e2e::{DetectFidelity, Resolution, Triaged};

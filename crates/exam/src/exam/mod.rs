@@ -19,6 +19,7 @@ mod render;
 mod schema;
 mod summary;
 mod targets;
+mod triage;
 mod writer;
 
 pub use driver::{run_exam, run_exam_units};

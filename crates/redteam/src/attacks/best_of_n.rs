@@ -12,7 +12,7 @@
 use crate::attack::{Attack, AttackCtx, Attempt, CallModel, PlannedCalls, TRANSFORMS};
 use crate::curves::{CurveKind, CurveSpec, budget_points};
 use crate::error::BuildError;
-use crate::judge::Judge;
+use crate::judge::{BuildJudge, Judge};
 use crate::transform::Chain;
 use gauntlet_core::behavior::Behavior;
 use gauntlet_core::message::Message;
@@ -89,7 +89,8 @@ pub struct BestOfN {
 }
 
 impl BestOfN {
-    pub fn new(spec: PluginSpec) -> Result<Self, BuildError> {
+    /// The attack `spec` describes, its in-loop judge built with `build_judge`.
+    pub fn new(spec: PluginSpec, build_judge: BuildJudge) -> Result<Self, BuildError> {
         let n = spec.params.int("n").unwrap_or(16).clamp(1, 10_000) as u32;
         let augs = match spec.params.spec_list("augmentations") {
             Some(a) => a.to_vec(),
@@ -107,8 +108,7 @@ impl BestOfN {
             loc: spec.loc,
             label: None,
         });
-        let judge =
-            crate::registry::build_judge(&judge_spec).map_err(|e| e.inside("in-loop judge"))?;
+        let judge = build_judge(&judge_spec).map_err(|e| e.inside("in-loop judge"))?;
         Ok(BestOfN {
             judge_grader: judge.grader().cloned(),
             stop: spec.params.bool("stop_on_success").unwrap_or(true),
@@ -242,12 +242,15 @@ mod tests {
             "stop_on_success",
             gauntlet_core::params::ParamValue::Bool(stop),
         );
-        BestOfN::new(PluginSpec {
-            name: "best_of_n".into(),
-            params,
-            loc: Default::default(),
-            label: None,
-        })
+        BestOfN::new(
+            PluginSpec {
+                name: "best_of_n".into(),
+                params,
+                loc: Default::default(),
+                label: None,
+            },
+            crate::registry::build_judge,
+        )
         .unwrap()
     }
 
@@ -318,12 +321,15 @@ mod tests {
                 label: None,
             }]),
         );
-        let e = BestOfN::new(PluginSpec {
-            name: "best_of_n".into(),
-            params,
-            loc: Default::default(),
-            label: None,
-        })
+        let e = BestOfN::new(
+            PluginSpec {
+                name: "best_of_n".into(),
+                params,
+                loc: Default::default(),
+                label: None,
+            },
+            crate::registry::build_judge,
+        )
         .err()
         .unwrap();
         assert!(

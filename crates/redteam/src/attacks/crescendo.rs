@@ -12,6 +12,7 @@ use super::search::{
 };
 use crate::attack::{Attack, AttackCtx, Attempt, CallModel, PlannedCalls, TRANSFORMS};
 use crate::error::BuildError;
+use crate::judge::BuildJudge;
 use gauntlet_core::behavior::Behavior;
 use gauntlet_core::message::Message;
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
@@ -77,8 +78,9 @@ pub struct CrescendoAttack {
 }
 
 impl CrescendoAttack {
-    pub fn new(spec: PluginSpec) -> Result<Self, BuildError> {
-        let search = Searcher::new(&spec)?;
+    /// The attack `spec` describes, its in-loop judge built with `build_judge`.
+    pub fn new(spec: PluginSpec, build_judge: BuildJudge) -> Result<Self, BuildError> {
+        let search = Searcher::new(&spec, build_judge)?;
         Ok(CrescendoAttack {
             max_rounds: spec.params.int("max_rounds").unwrap_or(5).max(1) as u32,
             search,

@@ -10,6 +10,7 @@ use super::search::{
 };
 use crate::attack::{Attack, AttackCtx, Attempt, CallModel, PlannedCalls, TRANSFORMS};
 use crate::error::BuildError;
+use crate::judge::BuildJudge;
 use gauntlet_core::behavior::Behavior;
 use gauntlet_core::message::Message;
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
@@ -82,8 +83,9 @@ pub struct PairAttack {
 }
 
 impl PairAttack {
-    pub fn new(spec: PluginSpec) -> Result<Self, BuildError> {
-        let search = Searcher::new(&spec)?;
+    /// The attack `spec` describes, its in-loop judge built with `build_judge`.
+    pub fn new(spec: PluginSpec, build_judge: BuildJudge) -> Result<Self, BuildError> {
+        let search = Searcher::new(&spec, build_judge)?;
         let p = |k: &str, d: i64| spec.params.int(k).unwrap_or(d).max(1) as u32;
         Ok(PairAttack {
             max_iters: p("max_iters", 3),

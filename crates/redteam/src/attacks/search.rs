@@ -12,7 +12,7 @@
 
 use crate::attack::{Attempt, AttemptError, CallModel, PlannedCalls};
 use crate::error::BuildError;
-use crate::judge::Judge;
+use crate::judge::{BuildJudge, Judge};
 use gauntlet_core::behavior::Behavior;
 use gauntlet_core::message::{ChatRequest, Message};
 use gauntlet_core::outcome::{Outcome, Verdict};
@@ -47,7 +47,8 @@ pub struct Searcher {
 }
 
 impl Searcher {
-    pub fn new(spec: &PluginSpec) -> Result<Searcher, BuildError> {
+    /// The attacker and in-loop judge `spec` names, the judge built with `build_judge`.
+    pub fn new(spec: &PluginSpec, build_judge: BuildJudge) -> Result<Searcher, BuildError> {
         let attacker = spec.params.spec("attacker").cloned().ok_or_else(|| {
             BuildError::param(format!("`{}` needs an `attacker` model spec", spec.name))
         })?;
@@ -57,8 +58,7 @@ impl Searcher {
             loc: spec.loc,
             label: None,
         });
-        let judge =
-            crate::registry::build_judge(&judge_spec).map_err(|e| e.inside("in-loop judge"))?;
+        let judge = build_judge(&judge_spec).map_err(|e| e.inside("in-loop judge"))?;
         let judge_grader = judge.grader().cloned();
         let attacker_max_tokens = attacker
             .params

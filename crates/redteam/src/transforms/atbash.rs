@@ -2,7 +2,7 @@
 
 use super::{Codec, Encoded, INSTRUCT, REPLY_ENCODED};
 use crate::error::BuildError;
-use crate::transform::{Family, Transform};
+use crate::transform::seam::{Family, Transform};
 use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
 
 pub const FAMILY: Family = Family::Encoding;

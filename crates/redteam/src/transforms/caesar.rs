@@ -4,7 +4,7 @@
 use super::rot13::rotate;
 use super::{Codec, Encoded, INSTRUCT, REPLY_ENCODED, int};
 use crate::error::BuildError;
-use crate::transform::{Family, Transform};
+use crate::transform::seam::{Family, Transform};
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
 
 pub const FAMILY: Family = Family::Encoding;

@@ -2,7 +2,7 @@
 //! kept apart by a wider gap: the request spelled out, no whole word left.
 
 use crate::error::BuildError;
-use crate::transform::{Applied, Family, Transform};
+use crate::transform::seam::{Applied, Family, Transform};
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
 use gauntlet_core::rng::ChaCha8Rng;
 

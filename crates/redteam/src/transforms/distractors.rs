@@ -3,7 +3,7 @@
 
 use super::int;
 use crate::error::BuildError;
-use crate::transform::{Applied, Family, Transform};
+use crate::transform::seam::{Applied, Family, Transform};
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
 use gauntlet_core::rng::ChaCha8Rng;
 use rand::seq::SliceRandom;

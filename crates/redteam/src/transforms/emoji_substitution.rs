@@ -2,7 +2,7 @@
 //! ("send the 📧 from my 💻"). The meaning survives for a model; the words are gone.
 
 use crate::error::BuildError;
-use crate::transform::{Applied, Family, Transform};
+use crate::transform::seam::{Applied, Family, Transform};
 use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
 use gauntlet_core::rng::ChaCha8Rng;
 

@@ -1,7 +1,8 @@
 //! Prompt transforms, one file per plugin; [`REGISTRY`] is the closed list (adding a
 //! transform is one file plus one `entry!` line). The seam they plug into — the
 //! [`Transform`] trait, chains, and the wrapper that applies a chain to any attack — is
-//! [`crate::transform`].
+//! [`crate::transform`]; the trait itself sits below this registry (`transform/seam.rs`),
+//! the chains above it.
 //!
 //! Families: encodings (the whole text in another alphabet, optionally asking for the
 //! answer in it too), character-level perturbations (legible to a reader, not to a
@@ -62,7 +63,7 @@ pub mod yaml_framing;
 pub mod zero_width;
 
 use crate::error::BuildError;
-use crate::transform::{Applied, Family, Transform};
+use crate::transform::seam::{Applied, Family, Transform};
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
 use gauntlet_core::rng::ChaCha8Rng;
 use serde::Deserialize;

@@ -5,7 +5,7 @@
 
 use super::{ATTACKER, MAX_TOKENS, REWRITE_FORMAT, Rewrite};
 use crate::error::BuildError;
-use crate::transform::{Family, Transform};
+use crate::transform::seam::{Family, Transform};
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
 
 pub const FAMILY: Family = Family::Model;

@@ -4,7 +4,7 @@
 
 use super::{Framed, TEMPLATE};
 use crate::error::BuildError;
-use crate::transform::{Family, Transform};
+use crate::transform::seam::{Family, Transform};
 use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
 
 pub const FAMILY: Family = Family::Structure;

@@ -2,7 +2,7 @@
 //! for "write script"); short words stay so the text remains readable.
 
 use crate::error::BuildError;
-use crate::transform::{Applied, Family, Transform};
+use crate::transform::seam::{Applied, Family, Transform};
 use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
 use gauntlet_core::rng::ChaCha8Rng;
 

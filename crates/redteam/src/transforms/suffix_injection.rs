@@ -4,7 +4,7 @@
 //! `suffix` to append your own (e.g. an optimised one).
 
 use crate::error::BuildError;
-use crate::transform::{Applied, Family, Transform};
+use crate::transform::seam::{Applied, Family, Transform};
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
 use gauntlet_core::rng::ChaCha8Rng;
 use rand::RngExt;

@@ -4,7 +4,7 @@
 //! characters cannot be tagged and stay visible.
 
 use crate::error::BuildError;
-use crate::transform::{Applied, Family, Transform};
+use crate::transform::seam::{Applied, Family, Transform};
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
 use gauntlet_core::rng::ChaCha8Rng;
 

@@ -3,7 +3,7 @@
 
 use super::{ATTACKER, MAX_TOKENS, REWRITE_FORMAT, Rewrite};
 use crate::error::BuildError;
-use crate::transform::{Family, Transform};
+use crate::transform::seam::{Family, Transform};
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
 
 pub const FAMILY: Family = Family::Model;
@@ -38,7 +38,7 @@ pub fn build(spec: &PluginSpec) -> Result<Box<dyn Transform>, BuildError> {
 #[cfg(test)]
 mod tests {
     use super::super::testing::build_yaml;
-    use crate::transform::Applied;
+    use crate::transform::seam::Applied;
     use gauntlet_core::rng::rng_for;
 
     #[test]

@@ -3,7 +3,7 @@
 
 use super::{Codec, Encoded, INSTRUCT, REPLY_ENCODED};
 use crate::error::BuildError;
-use crate::transform::{Family, Transform};
+use crate::transform::seam::{Family, Transform};
 use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, percent_decode_str, utf8_percent_encode};
 

@@ -2,7 +2,7 @@
 //! config file, not a chat message).
 
 use crate::error::BuildError;
-use crate::transform::{Applied, Family, Transform};
+use crate::transform::seam::{Applied, Family, Transform};
 use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
 use gauntlet_core::rng::ChaCha8Rng;
 

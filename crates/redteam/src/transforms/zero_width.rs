@@ -4,7 +4,7 @@
 
 use super::{float, rate};
 use crate::error::BuildError;
-use crate::transform::{Applied, Family, Transform};
+use crate::transform::seam::{Applied, Family, Transform};
 use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
 use gauntlet_core::rng::ChaCha8Rng;
 use rand::RngExt;
