@@ -37,6 +37,7 @@
 //! cache key of its calls. Transcripts show what was sent ([`ToolProtocol::as_sent`]).
 
 use crate::batch::BatchApi;
+pub use crate::call::ToolProtocol;
 use crate::{BoxFuture, Model, ModelError, TransportStats};
 use gauntlet_core::message::{
     ChatRequest, ChatResponse, Message, Role, StopReason, ToolCall, ToolDef,
@@ -55,13 +56,6 @@ pub const PARAM: ParamSpec = ParamSpec {
           (AgentDojo's LOCAL format: tools described in the system prompt, calls written as \
           <function=NAME>{json}</function> and parsed; for models without native tool calls)",
 };
-
-/// How a target is told about tools and how its calls come back.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ToolProtocol {
-    Native,
-    Prompted,
-}
 
 impl ToolProtocol {
     /// The protocol a target spec asks for (`tool_protocol`; absent: native).
