@@ -122,14 +122,14 @@ pub fn run(a: Args) -> Result<(), CliError> {
         None => a.out.clone(),
     };
     if let Some(out) = &out {
-        use gauntlet_core::outdir::{Holding, refuse_other};
+        use gauntlet_job::outdir::{Holding, refuse_other};
         let shard = a.shard.is_some();
         refuse_other(
             out,
             "--out",
             "exam-detect",
             "give an empty or new directory, or one holding an earlier detect exam",
-            |h| *h == Holding::DetectExam || (shard && *h == Holding::ExamShard),
+            |h| *h == Holding::DetectExam || (shard && *h == Holding::DetectShard),
         )
         .map_err(CliError::invalid)?;
     }

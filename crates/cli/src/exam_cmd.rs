@@ -202,7 +202,7 @@ pub fn exam(a: ExamArgs) -> Result<(), CliError> {
         None => s.out.clone(),
     };
     {
-        use gauntlet_core::outdir::{Holding, refuse_other};
+        use gauntlet_job::outdir::{Holding, refuse_other};
         let shard = a.shard.is_some();
         refuse_other(
             &out_dir,

@@ -62,6 +62,15 @@ fn open_shard(dir: &Path) -> Result<ShardDir, StoredError> {
             dir.display()
         ))
     })?;
+    if let Some(kind) = manifest.kind
+        && kind != gauntlet_job::kind::Kind::Run
+    {
+        return Err(err(format!(
+            "{}: its {MANIFEST} records {}, not a shard of a red-team run: merge takes the directories `gauntlet run CONFIG --shard i/N` writes (<run_name>.shard-<i>-of-<N>)",
+            dir.display(),
+            kind.describe()
+        )));
+    }
     let path = dir.join("run.json");
     if !manifest.files.contains_key("run.json") {
         return Err(err(format!(
@@ -440,7 +449,11 @@ pub fn merge(
 
     let status = Status::Complete;
     let (summary, usage_rows) = tally.finish(plan, &run.trial_seeds, &status);
-    let mut manifest = Manifest::new(&plan.run_id, &status.as_string());
+    let mut manifest = Manifest::new(
+        gauntlet_job::kind::Kind::Run,
+        &plan.run_id,
+        &status.as_string(),
+    );
     manifest
         .files
         .insert("transcripts.jsonl".into(), transcripts_entry);

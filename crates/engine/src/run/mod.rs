@@ -657,7 +657,11 @@ pub async fn execute_sharded(
     rows.extend(rest);
     let run_extra = run_breadth(&ctx.breadth, plan, &kept);
     let (summary, usage_rows) = assemble(plan, &ctx.trial_seeds, rows, &status, run_extra);
-    let mut manifest = Manifest::new(&plan.run_id, &status.as_string());
+    let mut manifest = Manifest::new(
+        gauntlet_job::kind::Kind::Run,
+        &plan.run_id,
+        &status.as_string(),
+    );
     manifest
         .files
         .insert("transcripts.jsonl".into(), transcripts_entry);

@@ -21,7 +21,7 @@ use crate::exam::{
 };
 use crate::grade::{RunResult, ScenarioResult};
 use gauntlet_corpus::load::Corpus;
-use gauntlet_job::manifest::{FileEntry, Manifest};
+use gauntlet_job::manifest::{FileEntry, Kind, Manifest};
 use gauntlet_job::shard::{SetRules, Shard, open_record, read_json, shown};
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -108,7 +108,7 @@ pub fn finish(
     let mut b = serde_json::to_vec_pretty(&v).expect("json");
     b.push(b'\n');
     gauntlet_core::atomic::write_atomic_named(&out.join(SHARD_JSON), &b)?;
-    let mut m = Manifest::new(&s.run_id(identity_sha256), "complete");
+    let mut m = Manifest::new(Kind::ExamShard, &s.run_id(identity_sha256), "complete");
     let mut names = vec![
         "report.json".to_string(),
         "report.md".into(),
@@ -138,6 +138,7 @@ fn open_shard(dir: &Path) -> Result<ShardDir, MergeError> {
     let (shard, meta) = open_record(
         dir,
         SHARD_JSON,
+        Kind::ExamShard,
         "exam shard",
         "an exam shard without a whole manifest was interrupted, cut short by its budget or changed; rerun its `gauntlet exam … --shard i/N` (real mode resumes from the journal), then merge",
     )?;

@@ -19,7 +19,7 @@ use gauntlet_detect::assemble::ExamFile;
 use gauntlet_detect::exam::{self as detect_exam, DetectReport, DetectorHealth, Row};
 use gauntlet_detect::fleet::Member as FleetMember;
 use gauntlet_detect::report_text;
-use gauntlet_job::manifest::{FileEntry, Manifest};
+use gauntlet_job::manifest::{FileEntry, Kind, Manifest};
 use gauntlet_job::shard::{SetRules, Shard, open_record, read_json, shown};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -155,7 +155,11 @@ pub fn finish(out: &Path, r: &ShardRecord) -> std::io::Result<()> {
     let mut b = serde_json::to_vec_pretty(&v).expect("json");
     b.push(b'\n');
     gauntlet_core::atomic::write_atomic_named(&out.join(SHARD_JSON), &b)?;
-    let mut m = Manifest::new(&r.shard.run_id(&r.identity_sha256), "complete");
+    let mut m = Manifest::new(
+        Kind::DetectShard,
+        &r.shard.run_id(&r.identity_sha256),
+        "complete",
+    );
     for n in [
         report_text::REPORT_JSON,
         report_text::REPORT_TXT,
@@ -194,6 +198,7 @@ fn open_shard(dir: &Path) -> Result<ShardDir, MergeError> {
     let (shard, meta) = open_record(
         dir,
         SHARD_JSON,
+        Kind::DetectShard,
         "detect-exam shard",
         "a shard without a whole manifest was interrupted or changed; rerun its `gauntlet exam-detect … --shard i/N`, then merge",
     )?;

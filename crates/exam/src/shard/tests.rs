@@ -8,6 +8,7 @@ use gauntlet_corpus::load::Corpus;
 use gauntlet_detect::exam::{self as detect_exam, DetectReport, Item, Options};
 use gauntlet_detect::fleet::Member as FleetMember;
 use gauntlet_detect::report_text;
+use gauntlet_job::manifest::Kind;
 use gauntlet_job::shard::RecordError;
 use std::collections::BTreeMap;
 
@@ -97,6 +98,11 @@ fn agent_shards_merge_to_the_one_machine_exam() {
     assert_eq!(a.keys().collect::<Vec<_>>(), b.keys().collect::<Vec<_>>());
     for (k, v) in &a {
         assert!(v == &b[k], "{k} differs");
+    }
+    // The shards are shards by their manifests.
+    for d in &dirs {
+        let m = gauntlet_job::manifest::Manifest::verify(d).unwrap();
+        assert_eq!(m.kind, Some(Kind::ExamShard));
     }
 }
 
@@ -232,6 +238,10 @@ fn detect_shards_merge_to_the_one_machine_exam() {
     let r = detect::merge(&dirs, &merged).unwrap();
     assert_eq!(r.totals.scenarios, c.scenarios.len());
     assert_eq!(files(&one), files(&merged));
+    for d in &dirs {
+        let m = gauntlet_job::manifest::Manifest::verify(d).unwrap();
+        assert_eq!(m.kind, Some(Kind::DetectShard));
+    }
 }
 
 #[test]
@@ -285,6 +295,30 @@ fn a_detect_shard_set_with_a_shard_missing_or_given_twice_is_refused_naming_it()
         "{e:?}"
     );
     assert!(!out.exists());
+    // A detect shard whose manifest records another kind (its detect_shard.json is
+    // there, so its files would pass for a detect shard): refused per its record.
+    let mut m = gauntlet_job::manifest::Manifest::verify(&d[2]).unwrap();
+    m.kind = Some(Kind::ExamShard);
+    m.write(&d[2]).unwrap();
+    let e = detect::merge(&d, &out).unwrap_err();
+    assert!(
+        matches!(
+            &e,
+            MergeError::Record(RecordError::OtherKind {
+                recorded: Kind::ExamShard,
+                wanted: Kind::DetectShard,
+                ..
+            })
+        ),
+        "{e:?}"
+    );
+    assert!(
+        e.to_string()
+            .contains("its manifest.json records an agent-exam shard, not a detect-exam shard"),
+        "{e}"
+    );
+    m.kind = Some(Kind::DetectShard);
+    m.write(&d[2]).unwrap();
     // A report edited after its shard finished.
     let p = d[1].join(report_text::REPORT_TXT);
     std::fs::write(&p, "edited").unwrap();
