@@ -10,8 +10,8 @@
 //! interrupted ([`begin`] removes them before a session changes anything). The merge
 //! copies each scenario run's two files from its shard byte for byte, recomputes the
 //! report with the exam's own summary ([`assemble_report`]) over the passes put back in
-//! corpus order, renders the same report files, copies exam.json and concatenates the
-//! journals.
+//! corpus order, renders the same report files, copies exam.json, concatenates the
+//! journals and writes the whole exam's manifest last (`crate::manifest`).
 
 use super::MergeError;
 use crate::calls::{EXAM_JSON, ExamUsage, JOURNAL, TierRole};
@@ -189,9 +189,14 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<HarnessReport, MergeError> 
     };
     let shards = super::open_set(dirs, open_shard, &rules)?;
     let first = &shards[0];
+    let identity = first.meta["exam_config_sha256"]
+        .as_str()
+        .unwrap_or_default();
     let passes = first.meta["passes"].as_u64().unwrap_or(0) as usize;
     let scenarios = first.meta["scenarios"].as_u64().unwrap_or(0) as usize;
     let owner = owners(&shards, passes, scenarios)?;
+    // The merged directory is a whole exam's: its manifest goes first and comes last.
+    crate::manifest::begin(out).map_err(|e| MergeError::Write(e.to_string()))?;
     let runs = copy_runs(&shards, &owner, (passes, scenarios), out)?;
     let calls = shards.iter().map(|s| s.report.model_calls).sum();
     let errors = shards.iter().map(|s| s.report.model_errors).sum();
@@ -213,7 +218,9 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<HarnessReport, MergeError> 
     tb.push(b'\n');
     gauntlet_core::atomic::write_atomic_unflushed_named(&out.join("timings.json"), &tb)
         .map_err(|e| MergeError::Write(e.to_string()))?;
-    write_report_files(out, &report).map_err(|e| MergeError::Write(e.to_string()))?;
+    write_report_files(out, &report)
+        .and_then(|()| crate::manifest::finish_agent(out, identity, &report, None))
+        .map_err(|e| MergeError::Write(e.to_string()))?;
     Ok(report)
 }
 

@@ -244,8 +244,8 @@ fn open_shard(dir: &Path) -> Result<ShardDir, MergeError> {
 }
 
 /// Merges detect-exam shard directories (every shard 0..N of one exam once, in any
-/// order) into `out` (report.json, report.txt). Returns the merged report, which is the
-/// one-machine exam's (its exit code is the whole exam's verdict).
+/// order) into `out` (report.json, report.txt, the manifest last). Returns the merged
+/// report, which is the one-machine exam's (its exit code is the whole exam's verdict).
 pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<DetectReport, MergeError> {
     let rules = SetRules {
         noun: "detect-exam shard",
@@ -264,6 +264,10 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<DetectReport, MergeError> {
     };
     let shards = super::open_set(dirs, open_shard, &rules)?;
     let total = shards[0].meta["units_total"].as_u64().unwrap_or(0) as usize;
+    let identity = shards[0].meta["detect_identity_sha256"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
     check_units(&shards, total)?;
     let groups: BTreeMap<String, usize> = serde_json::from_value(shards[0].meta["groups"].clone())
         .map_err(|e| {
@@ -316,7 +320,11 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<DetectReport, MergeError> {
     );
     std::fs::create_dir_all(out)
         .map_err(|e| MergeError::Write(format!("cannot create {}: {e}", out.display())))?;
-    report_text::write_report_files(out, &report).map_err(|e| MergeError::Write(e.to_string()))?;
+    // A whole detect exam's directory: its manifest goes first and comes last.
+    crate::manifest::begin(out)
+        .and_then(|()| report_text::write_report_files(out, &report))
+        .and_then(|()| crate::manifest::finish_detect(out, &identity))
+        .map_err(|e| MergeError::Write(e.to_string()))?;
     Ok(report)
 }
 

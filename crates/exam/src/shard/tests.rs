@@ -62,7 +62,11 @@ fn agent_exam(c: &Corpus, out: &Path, shard: Option<Shard>) {
         write_artifacts(out, &o).unwrap();
         agent::finish(out, s, owned, (c, PASSES), &o.report, &cfg).unwrap();
     } else {
+        // As `gauntlet exam` writes a whole exam: the manifest first out, last in.
+        crate::manifest::begin(out).unwrap();
         write_artifacts(out, &o).unwrap();
+        let identity = crate::exam::exam_config_sha256(c, &cfg);
+        crate::manifest::finish_agent(out, &identity, &o.report, o.e2e.as_ref()).unwrap();
     }
 }
 
@@ -99,7 +103,22 @@ fn agent_shards_merge_to_the_one_machine_exam() {
     for (k, v) in &a {
         assert!(v == &b[k], "{k} differs");
     }
-    // The shards are shards by their manifests.
+    // Both are whole exams by their manifests (the same manifest), which list every
+    // scenario run's files; the shards are shards by theirs.
+    let m = gauntlet_job::manifest::Manifest::verify(&merged).unwrap();
+    assert_eq!(m.kind, Some(Kind::Exam));
+    let sharded = gauntlet_job::manifest::Manifest::verify(&dirs[0]).unwrap();
+    assert!(
+        sharded.run_id.starts_with(&format!("{}~shard-", m.run_id)),
+        "{}",
+        sharded.run_id
+    );
+    assert!(a.contains_key("manifest.json"));
+    assert_eq!(
+        m.files.keys().filter(|k| k.starts_with("run-")).count(),
+        PASSES * c.scenarios.len() * 2
+    );
+    assert!(!m.files.contains_key("timings.json"));
     for d in &dirs {
         let m = gauntlet_job::manifest::Manifest::verify(d).unwrap();
         assert_eq!(m.kind, Some(Kind::ExamShard));
@@ -228,7 +247,10 @@ fn detect_shards_merge_to_the_one_machine_exam() {
     let one = tmp.path().join("one");
     std::fs::create_dir_all(&one).unwrap();
     let all: Vec<usize> = (0..c.scenarios.len()).collect();
+    // As `gauntlet exam-detect --out` writes a whole exam.
+    crate::manifest::begin(&one).unwrap();
     report_text::write_report_files(&one, &detect_run(&c, &all)).unwrap();
+    crate::manifest::finish_detect(&one, "id").unwrap();
     let dirs = detect_shards(&c, &tmp.path().join("s/det"), 3, "id");
     assert!(
         dirs.iter()
@@ -237,7 +259,14 @@ fn detect_shards_merge_to_the_one_machine_exam() {
     let merged = tmp.path().join("m");
     let r = detect::merge(&dirs, &merged).unwrap();
     assert_eq!(r.totals.scenarios, c.scenarios.len());
-    assert_eq!(files(&one), files(&merged));
+    let b = files(&merged);
+    assert_eq!(files(&one), b);
+    let m = gauntlet_job::manifest::Manifest::verify(&merged).unwrap();
+    assert_eq!((m.kind, m.run_id.as_str()), (Some(Kind::DetectExam), "id"));
+    assert_eq!(
+        m.files.keys().collect::<Vec<_>>(),
+        ["report.json", "report.txt"]
+    );
     for d in &dirs {
         let m = gauntlet_job::manifest::Manifest::verify(d).unwrap();
         assert_eq!(m.kind, Some(Kind::DetectShard));
