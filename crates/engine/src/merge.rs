@@ -517,3 +517,35 @@ pub fn merge(
 pub fn concat_journals(shards: &[&Path], to: &Path) -> Result<(), StoredError> {
     gauntlet_job::shard::concat_journals(shards, to).map_err(|e| err(e.to_string()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gauntlet_job::kind::Kind;
+
+    #[test]
+    fn a_shard_recorded_as_another_kind_is_refused_by_its_record() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path();
+        std::fs::write(dir.join("run.json"), b"{\"shard\": {\"index\": 0}}\n").unwrap();
+        std::fs::write(dir.join("rescore.json"), b"{}\n").unwrap();
+        let mut m = Manifest::new(Kind::Rescore, "r", "complete");
+        m.record_file(dir, "run.json").unwrap();
+        m.write(dir).unwrap();
+        let e = open_shard(dir).err().expect("refused").to_string();
+        assert!(
+            e.contains("its manifest.json records a rescore, not a shard of a red-team run"),
+            "{e}"
+        );
+        // Recorded as a run, the same directory is read as one (and then found to be
+        // an incomplete shard record).
+        let mut m = Manifest::new(Kind::Run, "r", "complete");
+        m.record_file(dir, "run.json").unwrap();
+        m.write(dir).unwrap();
+        let e = open_shard(dir).err().expect("refused").to_string();
+        assert!(
+            !e.contains("records a rescore") && e.contains("`shard.count` is not a shard number"),
+            "{e}"
+        );
+    }
+}
