@@ -8,13 +8,13 @@
 
 use crate::error::CliError;
 use clap::Args;
-use gauntlet_core::outdir::Holding;
 use gauntlet_core::terminal::safe;
 use gauntlet_engine::agreement::{
     AgreementError, AgreementReport, JudgeCounts, PairStats, judge_agreement as agree,
 };
 use gauntlet_engine::compare::{Compared, compare_runs};
 use gauntlet_engine::stored::{StoredRun, parse_judge_spec, rescore, same_dir, write_rescored};
+use gauntlet_job::outdir::Holding;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -249,7 +249,7 @@ pub fn rescore_cmd(a: RescoreArgs) -> Result<(), CliError> {
     if let Holding::Rescore {
         run_id: r,
         judge: old,
-    } = gauntlet_core::outdir::holding(&out)
+    } = gauntlet_job::outdir::holding(&out).map_err(CliError::invalid)?
         && r == run_id
         && old != judge
     {
@@ -272,7 +272,7 @@ pub fn rescore_cmd(a: RescoreArgs) -> Result<(), CliError> {
             .map_err(|e| CliError::failed(format!("cannot remove {}: {e}", out.display())))?;
     }
     // Never over another run, another rescore or any other command's output.
-    gauntlet_core::outdir::refuse_other(
+    gauntlet_job::outdir::refuse_other(
         &out,
         "--out",
         "rescore",

@@ -90,12 +90,12 @@ pub(crate) fn report(run_dir: &Path, group_by: &[String]) -> Result<(), CliError
 }
 
 pub(crate) fn site(out: &Path, roots: Vec<PathBuf>) -> Result<(), CliError> {
-    gauntlet_core::outdir::refuse_other(
+    gauntlet_job::outdir::refuse_other(
         out,
         "--site",
         "report --site",
         "give an empty or new directory, or one holding an earlier static site",
-        |h| *h == gauntlet_core::outdir::Holding::Site,
+        |h| *h == gauntlet_job::outdir::Holding::Site,
     )
     .map_err(CliError::invalid)?;
     let r = gauntlet_web::export_site(out, roots).map_err(CliError::failed)?;

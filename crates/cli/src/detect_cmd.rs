@@ -73,9 +73,10 @@ pub struct Args {
     /// --extra-scenarios-dir, --detector, --detectors-dir, --json or --shard.
     #[arg(long)]
     e2e: bool,
-    /// Output directory. Without --e2e: writes report.json (the --json report) and
-    /// report.txt (the summary with --recall and --all-rows) there; nothing is written
-    /// without it (or --shard). With --e2e: the exam's artefacts (default exam-detect-out).
+    /// Output directory. Without --e2e: writes report.json (the --json report),
+    /// report.txt (the summary with --recall and --all-rows) and manifest.json there;
+    /// nothing is written without it (or --shard). With --e2e: the exam's artefacts
+    /// (default exam-detect-out).
     #[arg(long)]
     out: Option<PathBuf>,
     /// Grade only shard i of N (0-based) of the scenario files, into
@@ -122,14 +123,14 @@ pub fn run(a: Args) -> Result<(), CliError> {
         None => a.out.clone(),
     };
     if let Some(out) = &out {
-        use gauntlet_core::outdir::{Holding, refuse_other};
+        use gauntlet_job::outdir::{Holding, refuse_other};
         let shard = a.shard.is_some();
         refuse_other(
             out,
             "--out",
             "exam-detect",
             "give an empty or new directory, or one holding an earlier detect exam",
-            |h| *h == Holding::DetectExam || (shard && *h == Holding::ExamShard),
+            |h| *h == Holding::DetectExam || (shard && *h == Holding::DetectShard),
         )
         .map_err(CliError::invalid)?;
     }
@@ -139,16 +140,23 @@ pub fn run(a: Args) -> Result<(), CliError> {
             .map_err(|e| CliError::invalid(format!("cannot prepare {}: {e}", out.display())))?;
         eprintln!("exam-detect: shard {s} into {}", out.display());
     }
-    let (report, shard) = prepare_and_run(&a)?;
+    let (report, shard, identity) = prepare_and_run(&a)?;
     if let Some(out) = &out {
+        // A whole exam's manifest goes before its report files change and comes after
+        // them (a shard's: `detect_shard::begin` above, `detect_shard::finish` here).
         std::fs::create_dir_all(out)
             .map_err(|e| format!("cannot create {}: {e}", out.display()))
+            .and_then(|()| match &shard {
+                Some(_) => Ok(()),
+                None => gauntlet_exam::manifest::begin(out).map_err(|e| e.to_string()),
+            })
             .and_then(|()| write_report_files(out, &report).map_err(|e| e.to_string()))
             .and_then(|()| match &shard {
                 Some(rec) => {
                     detect_shard::finish(out, rec).map_err(|e| format!("{}: {e}", out.display()))
                 }
-                None => Ok(()),
+                None => gauntlet_exam::manifest::finish_detect(out, &identity)
+                    .map_err(|e| format!("{}: {e}", out.display())),
             })
             .map_err(CliError::Invalid)?;
     }
@@ -177,7 +185,9 @@ pub fn run(a: Args) -> Result<(), CliError> {
     }
 }
 
-fn prepare_and_run(a: &Args) -> Result<(DetectReport, Option<ShardRecord>), CliError> {
+/// The report, the shard's record (with `--shard`) and the exam's identity (with an
+/// output directory: its manifest's run id; empty without one).
+fn prepare_and_run(a: &Args) -> Result<(DetectReport, Option<ShardRecord>, String), CliError> {
     // Verify the pin (hashing every file, keeping none of them), then stream: each
     // scenario is parsed, projected, run and graded, and only its compact row is kept.
     let index =
@@ -211,23 +221,24 @@ fn prepare_and_run(a: &Args) -> Result<(DetectReport, Option<ShardRecord>), CliE
         opts.parallel = p.max(1);
     }
     let root = a.corpus.display().to_string();
-    // A shard grades its own units only, in the exam's file order.
-    let shard = match a.shard {
-        None => None,
-        Some(s) => {
-            let limits = IdentityLimits {
-                timeout_ms: a.timeout_ms,
-                external_timeout_ms: a.external_timeout_ms,
-                external_cpu_secs: a.external_cpu_secs,
-                external_memory_mb: a.external_memory_mb,
-                allow_unconfined: a.allow_unconfined_detectors,
-            };
-            let id =
-                detect_shard::identity((index.count, &index.digest), &files, &members, &limits)
-                    .map_err(CliError::invalid)?;
-            Some(ShardRecord::plan(s, &files, id))
-        }
+    // The exam's identity: a shard's record and a written exam's manifest name it.
+    let identity = if a.shard.is_some() || a.out.is_some() {
+        let limits = IdentityLimits {
+            timeout_ms: a.timeout_ms,
+            external_timeout_ms: a.external_timeout_ms,
+            external_cpu_secs: a.external_cpu_secs,
+            external_memory_mb: a.external_memory_mb,
+            allow_unconfined: a.allow_unconfined_detectors,
+        };
+        detect_shard::identity((index.count, &index.digest), &files, &members, &limits)
+            .map_err(CliError::invalid)?
+    } else {
+        String::new()
     };
+    // A shard grades its own units only, in the exam's file order.
+    let shard = a
+        .shard
+        .map(|s| ShardRecord::plan(s, &files, identity.clone()));
     let files: Vec<&(IndexedFile, String, usize)> = match &shard {
         Some(info) => info.units.iter().map(|&i| &files[i]).collect(),
         None => files.iter().collect(),
@@ -266,7 +277,7 @@ fn prepare_and_run(a: &Args) -> Result<(DetectReport, Option<ShardRecord>), CliE
             r.id.clone(),
         )
     });
-    Ok((report, shard))
+    Ok((report, shard, identity))
 }
 
 /// The timing line (stderr): wall-clock figures stay out of the report so that stdout

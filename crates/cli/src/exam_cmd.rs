@@ -202,7 +202,7 @@ pub fn exam(a: ExamArgs) -> Result<(), CliError> {
         None => s.out.clone(),
     };
     {
-        use gauntlet_core::outdir::{Holding, refuse_other};
+        use gauntlet_job::outdir::{Holding, refuse_other};
         let shard = a.shard.is_some();
         refuse_other(
             &out_dir,
@@ -272,10 +272,20 @@ pub fn exam(a: ExamArgs) -> Result<(), CliError> {
         gauntlet_exam::exam::ExamError::Write(_) => failed(e),
         _ => invalid(e),
     })?;
+    // A whole exam's manifest goes before its first artefact changes and comes after
+    // the last (a shard's: `exam_shard::begin` above, `exam_shard::finish` below).
+    if a.shard.is_none() {
+        gauntlet_exam::manifest::begin(&out_dir).map_err(failed)?;
+    }
     write_artifacts(&out_dir, &out).map_err(|e| {
         let report = out_dir.join("report.json");
         failed(format!("{e}; {} was not written", report.display()))
     })?;
+    if a.shard.is_none() {
+        let identity = gauntlet_exam::exam::exam_config_sha256(&s.corpus, &s.config);
+        gauntlet_exam::manifest::finish_agent(&out_dir, &identity, &out.report, out.e2e.as_ref())
+            .map_err(failed)?;
+    }
     if let (Some(shard), Some(owned)) = (a.shard, &owned)
         && out.report.partial.is_none()
     {

@@ -94,12 +94,12 @@ pub fn judge_eval(a: JudgeEvalArgs) -> Result<(), CliError> {
             Err(e) => return Err(CliError::invalid(e)),
         }
     }
-    gauntlet_core::outdir::refuse_other(
+    gauntlet_job::outdir::refuse_other(
         &a.out,
         "--out",
         "judge-eval",
         "give an empty or new directory (default: judge-eval), or one holding an earlier judge evaluation",
-        |h| *h == gauntlet_core::outdir::Holding::JudgeEval,
+        |h| *h == gauntlet_job::outdir::Holding::JudgeEval,
     )
     .map_err(CliError::invalid)?;
     let set = match LabelledSet::read(&a.files) {

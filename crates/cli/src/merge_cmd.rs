@@ -4,10 +4,11 @@
 
 use crate::error::CliError;
 use clap::Args;
-use gauntlet_core::outdir::Holding;
 use gauntlet_core::terminal::safe;
 use gauntlet_exam::shard::{agent, detect};
-use std::path::PathBuf;
+use gauntlet_job::kind::Kind;
+use gauntlet_job::outdir::Holding;
+use std::path::{Path, PathBuf};
 
 /// `gauntlet merge`.
 #[derive(Args)]
@@ -24,10 +25,42 @@ pub struct MergeArgs {
     pub config_dir: Option<PathBuf>,
 }
 
+/// The kind of shard directory `dir` is: the kind its manifest records, or, when it
+/// records none (an older gauntlet's shard), the files that mark it (detect_shard.json,
+/// shard.json, else a red-team run's). A directory recorded as anything but a shard
+/// kind is refused naming it, as is one whose record its files contradict.
+fn shard_kind(dir: &Path) -> Result<Kind, CliError> {
+    match gauntlet_job::kind::recorded(dir).map_err(CliError::invalid)? {
+        Some(k @ (Kind::Run | Kind::ExamShard | Kind::DetectShard)) => Ok(k),
+        Some(other) => Err(CliError::Invalid(format!(
+            "{} is not a shard directory: its manifest.json records {} (kind `{other}`); merge takes the N shard directories of one `gauntlet run CONFIG --shard i/N` (<run_name>.shard-<i>-of-<N>), `gauntlet exam … --shard i/N` or `gauntlet exam-detect … --shard i/N` (<out>.shard-<i>-of-<N>)",
+            safe(&dir.display().to_string()),
+            other.describe()
+        ))),
+        None if detect::is_shard(dir) => Ok(Kind::DetectShard),
+        None if agent::is_shard(dir) => Ok(Kind::ExamShard),
+        None => Ok(Kind::Run),
+    }
+}
+
+/// Which merge the shard directories call for: a detect exam's when any is a
+/// detect-exam shard, an agent exam's when any is an agent-exam shard, else a red-team
+/// run's (the merge then refuses, naming it, a directory of another kind).
+fn merge_kind(dirs: &[PathBuf]) -> Result<Kind, CliError> {
+    let kinds = dirs
+        .iter()
+        .map(|d| shard_kind(d))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok([Kind::DetectShard, Kind::ExamShard]
+        .into_iter()
+        .find(|k| kinds.contains(k))
+        .unwrap_or(Kind::Run))
+}
+
 /// Refuses an `--out` holding anything but an earlier merge of this kind (the red-team
 /// merge then checks the run id itself).
-fn check_out(out: &std::path::Path, ok: Holding) -> Result<(), CliError> {
-    gauntlet_core::outdir::refuse_other(
+fn check_out(out: &Path, ok: Holding) -> Result<(), CliError> {
+    gauntlet_job::outdir::refuse_other(
         out,
         "--out",
         "merge",
@@ -38,7 +71,8 @@ fn check_out(out: &std::path::Path, ok: Holding) -> Result<(), CliError> {
 }
 
 pub fn merge(a: MergeArgs) -> Result<(), CliError> {
-    if a.shard_dirs.iter().any(|d| detect::is_shard(d)) {
+    let kind = merge_kind(&a.shard_dirs)?;
+    if kind == Kind::DetectShard {
         check_out(&a.out, Holding::DetectExam)?;
         return match detect::merge(&a.shard_dirs, &a.out) {
             Ok(r) => {
@@ -64,7 +98,7 @@ pub fn merge(a: MergeArgs) -> Result<(), CliError> {
             Err(e) => Err(CliError::invalid(e)),
         };
     }
-    if a.shard_dirs.iter().any(|d| agent::is_shard(d)) {
+    if kind == Kind::ExamShard {
         check_out(&a.out, Holding::Exam)?;
         return match agent::merge(&a.shard_dirs, &a.out) {
             Ok(r) => {

@@ -1,6 +1,6 @@
 //! Shards of the detect exam with real processes: `gauntlet exam-detect … --shard i/N`
 //! as N processes at once, then `gauntlet merge`, equal to a one-machine
-//! `exam-detect --out DIR` byte for byte (report.json, report.txt) over the reference
+//! `exam-detect --out DIR` byte for byte (report.json, report.txt, manifest.json) over the reference
 //! corpus, extra scenarios with a miss and a false alarm, and an external detector with
 //! its own scenarios; and the merge's refusals.
 
@@ -142,6 +142,17 @@ fn four_shard_processes_merge_byte_identical_to_one_machine() {
     let want = files(&one);
     assert_eq!(
         want.keys().collect::<Vec<_>>(),
+        ["manifest.json", "report.json", "report.txt"]
+    );
+    // The manifest, written last, records a whole detect exam and both its files.
+    let manifest: serde_json::Value = serde_json::from_slice(&want["manifest.json"]).unwrap();
+    assert_eq!(manifest["kind"], "detect-exam");
+    assert_eq!(
+        manifest["files"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect::<Vec<_>>(),
         ["report.json", "report.txt"]
     );
     // report.json is the --json report.

@@ -405,6 +405,19 @@ fn another_exam_in_the_same_out_moves_the_previous_one_aside_loudly() {
             .len(),
         1
     );
+    // Each is a whole exam by its manifest: the moved one took its manifest along (its
+    // scenario runs' files and exam.json listed), the new one wrote its own.
+    use gauntlet_job::manifest::{Kind, Manifest};
+    let old = Manifest::verify(&moved).unwrap();
+    let new = Manifest::verify(&out).unwrap();
+    for m in [&old, &new] {
+        assert_eq!(m.kind, Some(Kind::Exam));
+        assert!(m.files.contains_key("exam.json") && m.files.contains_key("report.json"));
+        assert!(!m.files.contains_key("timings.json") && !m.files.contains_key("journal.jsonl"));
+    }
+    assert!(old.files.keys().any(|k| k.starts_with("run-1/")));
+    assert!(!new.files.keys().any(|k| k.starts_with("run-1/")));
+    assert_ne!(old.run_id, new.run_id, "another exam, another identity");
 }
 
 /// An exam described by a YAML file: its settings (budget, seed, targets) apply, the

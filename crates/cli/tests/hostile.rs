@@ -1113,6 +1113,33 @@ fn an_out_directory_holding_another_run_is_refused_by_every_command() {
         ),
         &["holds a rescore of run"],
     );
+    // What the rescore's directory is, is what its manifest records: recorded as an
+    // agent exam's output (with a report.json), its rescore.json notwithstanding, it is
+    // refused as one; recorded as a run without a run.json, the contradiction is said.
+    let manifest = out.join("manifest.json");
+    let recorded = std::fs::read(&manifest).unwrap();
+    let mut m = read_json(&manifest);
+    assert_eq!(m["kind"], "rescore");
+    std::fs::write(out.join("report.json"), "{}\n").unwrap();
+    m["kind"] = "exam".into();
+    std::fs::write(&manifest, m.to_string()).unwrap();
+    let again = ["rescore", a_s, "--judge", "refusal_match", "--out", out_s];
+    refused(
+        &within(60, &again, d),
+        &["holds an agent exam's output (report.json)"],
+    );
+    m["kind"] = "run".into();
+    std::fs::write(&manifest, m.to_string()).unwrap();
+    refused(
+        &within(60, &again, d),
+        &[
+            out_s,
+            "its manifest.json records a red-team run (kind `run`), but it holds no run.json",
+        ],
+    );
+    std::fs::write(&manifest, &recorded).unwrap();
+    std::fs::remove_file(out.join("report.json")).unwrap();
+    ok(&within(60, &again, d));
     // A static site is rewritten in place; a site is not a run directory's place.
     let site = d.join("site");
     let site_s = site.to_str().unwrap();

@@ -3,7 +3,8 @@
 //! Nothing here performs I/O beyond parsing text handed to it, except [`files`], the one
 //! way every crate reads a file it was pointed at, [`atomic`], the atomic artefact
 //! writer every surface writes its files through (the run-directory protocol built on
-//! it — manifests, shards, supersede, merge — is `gauntlet-job`). The pieces:
+//! it — manifests, what an output directory holds, shards, supersede, merge — is
+//! `gauntlet-job`). The pieces:
 //! - [`message`]: chat messages, requests and responses exchanged with any model;
 //! - [`behavior`]: one dataset item (a behavior / probe) and what a safe model should do;
 //! - [`scenario`]: injection scenarios (agent task, sandbox state, checks) and agent scripts;
@@ -15,7 +16,6 @@
 //! - [`hash`]: sha256 helpers and canonical JSON hashing;
 //! - [`results`]: metric values (with N/A) and leaderboard rows carrying provenance;
 //! - [`files`]: reading named files: regular files only, capped per kind;
-//! - [`outdir`]: what an output directory already holds, so no command writes over another's;
 //! - [`terminal`]: printing untrusted text with its control characters escaped;
 //! - [`paired`]: paired comparisons of per-behavior outcomes (McNemar, paired bootstrap);
 //! - [`taxonomy`]: the threat map (OWASP, MITRE ATLAS, NIST AI RMF) results are tagged with;
@@ -29,7 +29,6 @@ pub mod json;
 pub mod judge_eval;
 pub mod message;
 pub mod outcome;
-pub mod outdir;
 pub mod paired;
 pub mod params;
 pub mod pyjson;

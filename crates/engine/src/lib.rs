@@ -27,7 +27,7 @@ pub mod warnings;
 
 /// The model-call layer, re-exported under its historical paths.
 pub use gauntlet_calls::{cache, journal};
-/// The run-directory protocol's progress trait and run directory (`gauntlet-job`),
-/// under their historical paths.
-pub use gauntlet_job::{progress, rundir};
+/// The run-directory protocol's kinds of directory, progress trait and run directory
+/// (`gauntlet-job`), under their historical paths.
+pub use gauntlet_job::{kind, progress, rundir};
 pub use gauntlet_redteam::registry::Registry;

@@ -62,6 +62,15 @@ fn open_shard(dir: &Path) -> Result<ShardDir, StoredError> {
             dir.display()
         ))
     })?;
+    if let Some(kind) = manifest.kind
+        && kind != gauntlet_job::kind::Kind::Run
+    {
+        return Err(err(format!(
+            "{}: its {MANIFEST} records {}, not a shard of a red-team run: merge takes the directories `gauntlet run CONFIG --shard i/N` writes (<run_name>.shard-<i>-of-<N>)",
+            dir.display(),
+            kind.describe()
+        )));
+    }
     let path = dir.join("run.json");
     if !manifest.files.contains_key("run.json") {
         return Err(err(format!(
@@ -440,7 +449,11 @@ pub fn merge(
 
     let status = Status::Complete;
     let (summary, usage_rows) = tally.finish(plan, &run.trial_seeds, &status);
-    let mut manifest = Manifest::new(&plan.run_id, &status.as_string());
+    let mut manifest = Manifest::new(
+        gauntlet_job::kind::Kind::Run,
+        &plan.run_id,
+        &status.as_string(),
+    );
     manifest
         .files
         .insert("transcripts.jsonl".into(), transcripts_entry);
@@ -503,4 +516,36 @@ pub fn merge(
 /// under one header, into `to` ([`gauntlet_job::shard::concat_journals`]).
 pub fn concat_journals(shards: &[&Path], to: &Path) -> Result<(), StoredError> {
     gauntlet_job::shard::concat_journals(shards, to).map_err(|e| err(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gauntlet_job::kind::Kind;
+
+    #[test]
+    fn a_shard_recorded_as_another_kind_is_refused_by_its_record() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path();
+        std::fs::write(dir.join("run.json"), b"{\"shard\": {\"index\": 0}}\n").unwrap();
+        std::fs::write(dir.join("rescore.json"), b"{}\n").unwrap();
+        let mut m = Manifest::new(Kind::Rescore, "r", "complete");
+        m.record_file(dir, "run.json").unwrap();
+        m.write(dir).unwrap();
+        let e = open_shard(dir).err().expect("refused").to_string();
+        assert!(
+            e.contains("its manifest.json records a rescore, not a shard of a red-team run"),
+            "{e}"
+        );
+        // Recorded as a run, the same directory is read as one (and then found to be
+        // an incomplete shard record).
+        let mut m = Manifest::new(Kind::Run, "r", "complete");
+        m.record_file(dir, "run.json").unwrap();
+        m.write(dir).unwrap();
+        let e = open_shard(dir).err().expect("refused").to_string();
+        assert!(
+            !e.contains("records a rescore") && e.contains("`shard.count` is not a shard number"),
+            "{e}"
+        );
+    }
 }

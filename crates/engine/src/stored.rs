@@ -1239,7 +1239,11 @@ pub fn write_rescored(out: &Path, r: &Rescored) -> Result<(), StoredError> {
         .map_err(|e| err(format!("cannot write {}: {e}", log.display())))?;
     gauntlet_report::write_reports(out, &r.summary)
         .map_err(|e| err(format!("cannot write reports in {}: {e}", out.display())))?;
-    let mut m = Manifest::new(&r.summary.run_id, &r.summary.status);
+    let mut m = Manifest::new(
+        gauntlet_job::kind::Kind::Rescore,
+        &r.summary.run_id,
+        &r.summary.status,
+    );
     for name in [
         "results.json",
         "rescore.json",

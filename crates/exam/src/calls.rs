@@ -277,7 +277,8 @@ fn is_run_dir(name: &str) -> bool {
         .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
-/// Moves the exam artefacts of `dir` into `superseded/<n>/`, the identity last.
+/// Moves the exam artefacts of `dir` into `superseded/<n>/`, the identity, then the
+/// manifest, last.
 fn supersede(dir: &Path) -> io::Result<PathBuf> {
     let base = dir.join("superseded");
     fs::create_dir_all(&base)?;
@@ -295,6 +296,8 @@ fn supersede(dir: &Path) -> io::Result<PathBuf> {
         .collect();
     names.sort();
     names.extend(ARTEFACTS.iter().map(|s| s.to_string()));
+    // The manifest last: the moved exam is whole again once it has one.
+    names.push(gauntlet_job::manifest::MANIFEST.into());
     for f in names {
         match fs::rename(dir.join(&f), dest.join(&f)) {
             Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),

@@ -13,7 +13,8 @@
 //! - [`e2e`]: the end-to-end mode, the detector fleet's findings triaged by the cascade;
 //! - [`exam`]: the driver, the report and its artefacts; [`calls`]: the exam's journaled
 //!   model calls (resume, budget, usage); [`settings`] and [`exam_file`]: what an exam
-//!   is, from the flags and its YAML file; [`shard`]: shards of both exams and their merge.
+//!   is, from the flags and its YAML file; [`shard`]: shards of both exams and their merge;
+//!   [`manifest`]: the manifest of both exams' whole output directories.
 //!
 //! It does not own the corpus (`gauntlet-corpus`: pins, loading, the scenario schema,
 //! projections) nor the detectors and the detect exam (`gauntlet-detect`).
@@ -26,6 +27,7 @@ pub mod exam;
 pub mod exam_file;
 pub mod golden;
 pub mod grade;
+pub mod manifest;
 pub mod sanitize;
 pub mod settings;
 pub mod shard;

@@ -9,12 +9,18 @@
 //!   begun (manifest removed before anything changes);
 //! - [`manifest`]: size and digest of every artefact, written last, verified by readers;
 //!   atomic writes are `gauntlet_core::atomic` (the one writer every surface uses);
+//! - [`kind`]: what kind of directory a manifest records (a run, a rescore, a shard of
+//!   either exam, an exam's output), checked against the files;
+//! - [`outdir`]: what an output directory already holds, so no command writes over
+//!   another's;
 //! - [`shard`]: `i/N`, a shard directory's name and identity, the checks that a set of
 //!   directories is the N shards of one job, the journals put back together;
 //! - [`partition`]: the one cut of a job's keyed, weighted units into N spans;
 //! - [`progress`]: the one progress trait a harness reports through.
 
+pub mod kind;
 pub mod manifest;
+pub mod outdir;
 pub mod partition;
 pub mod progress;
 pub mod rundir;

@@ -1,18 +1,25 @@
 //! The manifest of an artefact directory: size, digest and line count of every file a
 //! finished session wrote, written last (`manifest.json`), so a reader can tell a
 //! directory left as its session left it from one truncated, edited, mixed with
-//! another, or killed mid-session. Run directories (the engine's `rundir`), shard
-//! directories of runs and of both exams, and merged directories carry one.
+//! another, or killed mid-session. Run directories (the engine's `rundir`), rescores,
+//! shard directories of runs and of both exams, both exams' output directories and
+//! merged directories carry one, and record what kind of directory they are
+//! ([`Kind`], `"kind"`; manifests written before kinds were recorded have none and
+//! still verify).
 //!
 //! A session removes `manifest.json` before it changes anything and writes it after its
 //! last artefact, so a directory without one is mid-session or was killed;
 //! [`Manifest::verify`] refuses such a directory, and any artefact that no longer
 //! matches its size, line count or digest (BLAKE3 since manifest version 2; version 1
 //! manifests, with sha256, still verify). Nothing inside such a directory may be a
-//! symbolic link ([`refuse_symlinks`]).
+//! symbolic link ([`refuse_symlinks`]). An entry's name is a path relative to the
+//! directory: a file in it (`report.json`), or in one of its subdirectories
+//! (`run-0/ZZ-a.json`, an exam's scenario runs); no component may be empty or start
+//! with `.`.
 
+pub use crate::kind::Kind;
 use gauntlet_core::atomic::write_atomic;
-use gauntlet_core::files::{self, Kind};
+use gauntlet_core::files;
 use gauntlet_core::hash::to_hex;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -127,7 +134,16 @@ impl FileEntry {
     /// carries, and a file whose size is not `want`'s is not read: its entry has that
     /// size and no digest (it cannot match anyway).
     fn of_file_like(path: &Path, want: Option<&FileEntry>) -> io::Result<FileEntry> {
-        let mut f = files::open(path, Kind::RUN_ARTEFACT).map_err(io::Error::other)?;
+        Self::of_file_with(path, want, &mut vec![0u8; 1 << 20])
+    }
+
+    /// [`FileEntry::of_file_like`], reading through `buf` (one buffer for many files).
+    fn of_file_with(
+        path: &Path,
+        want: Option<&FileEntry>,
+        buf: &mut [u8],
+    ) -> io::Result<FileEntry> {
+        let mut f = files::open(path, files::Kind::RUN_ARTEFACT).map_err(io::Error::other)?;
         if want.is_some_and(|w| w.bytes != f.len) {
             return Ok(FileEntry {
                 bytes: f.len,
@@ -141,10 +157,9 @@ impl FileEntry {
             _ => Algo::Blake3,
         };
         let mut h = Digester::new(algo);
-        let mut buf = vec![0u8; 1 << 20];
         let (mut bytes, mut lines) = (0u64, 0u64);
         loop {
-            let n = f.read(&mut buf)?;
+            let n = f.read(buf)?;
             if n == 0 {
                 break;
             }
@@ -245,15 +260,21 @@ impl<W: Write> HashingWriter<W> {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Manifest {
     pub gauntlet_manifest: u32,
+    /// What the directory is. `None` in manifests written before kinds were recorded:
+    /// readers then tell the kind from the files ([`crate::outdir::holding`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<Kind>,
     pub run_id: String,
     pub status: String,
     pub files: BTreeMap<String, FileEntry>,
 }
 
 impl Manifest {
-    pub fn new(run_id: &str, status: &str) -> Manifest {
+    /// The manifest of a directory of kind `kind`.
+    pub fn new(kind: Kind, run_id: &str, status: &str) -> Manifest {
         Manifest {
             gauntlet_manifest: 2,
+            kind: Some(kind),
             run_id: run_id.to_string(),
             status: status.to_string(),
             files: BTreeMap::new(),
@@ -264,6 +285,24 @@ impl Manifest {
     pub fn record_file(&mut self, dir: &Path, name: &str) -> io::Result<()> {
         let e = FileEntry::of_file(&dir.join(name))?;
         self.files.insert(name.to_string(), e);
+        Ok(())
+    }
+
+    /// Records each of `names` (paths relative to `dir`, see the module's docs) as it
+    /// is now, streaming each file through one buffer. The error names the file.
+    pub fn record_files(
+        &mut self,
+        dir: &Path,
+        names: impl IntoIterator<Item = String>,
+    ) -> io::Result<()> {
+        let mut buf = vec![0u8; 1 << 20];
+        for name in names {
+            let p = dir.join(&name);
+            let e = FileEntry::of_file_with(&p, None, &mut buf).map_err(|e| {
+                io::Error::new(e.kind(), format!("cannot read back {}: {e}", p.display()))
+            })?;
+            self.files.insert(name, e);
+        }
         Ok(())
     }
 
@@ -285,7 +324,7 @@ impl Manifest {
     pub fn verify_except(dir: &Path, rewritten: &[&str]) -> Result<Manifest, VerifyError> {
         refuse_symlinks(dir).map_err(VerifyError::Symlink)?;
         let path = dir.join(MANIFEST);
-        let bytes = match files::read(&path, Kind::RUN_METADATA) {
+        let bytes = match files::read(&path, files::Kind::RUN_METADATA) {
             Ok(b) => b,
             Err(e) if e.io_kind() == Some(io::ErrorKind::NotFound) => {
                 let why = if dir.join("run.json").exists() {
@@ -305,22 +344,31 @@ impl Manifest {
                 path: path.clone(),
                 source,
             })?;
+        let mut buf = vec![0u8; 1 << 20];
+        // Subdirectories already checked not to be links.
+        let mut checked: std::collections::HashSet<&str> = std::collections::HashSet::new();
         for (name, want) in &m.files {
             if rewritten.contains(&name.as_str()) {
                 continue;
             }
-            if name.contains('/') || name.starts_with('.') {
+            if !is_artefact_name(name) {
                 return Err(VerifyError::NotAnArtefact {
                     path,
                     name: name.clone(),
                 });
             }
+            // A file of a subdirectory: neither the subdirectories on its way nor the
+            // file may be a link (the top level's entries were checked above).
+            if name.contains('/') {
+                refuse_links_on(dir, name, &mut checked).map_err(VerifyError::Symlink)?;
+            }
             let p = dir.join(name);
-            let got =
-                FileEntry::of_file_like(&p, Some(want)).map_err(|source| VerifyError::Missing {
+            let got = FileEntry::of_file_with(&p, Some(want), &mut buf).map_err(|source| {
+                VerifyError::Missing {
                     path: p.clone(),
                     source,
-                })?;
+                }
+            })?;
             if got != *want {
                 let shown = |e: &FileEntry| {
                     let lines = e.lines.map_or(String::new(), |l| format!("{l} lines, "));
@@ -335,6 +383,48 @@ impl Manifest {
         }
         Ok(m)
     }
+}
+
+/// Whether `name` may be listed in a manifest: a `/`-separated path relative to the
+/// directory, no component empty or starting with `.` (so no `..`, no hidden file, no
+/// absolute path).
+fn is_artefact_name(name: &str) -> bool {
+    name.split('/')
+        .all(|c| !c.is_empty() && !c.starts_with('.'))
+}
+
+/// Refuses a link on the way to `dir/name`: each subdirectory (`checked` holds those
+/// seen) and the file itself.
+fn refuse_links_on<'a>(
+    dir: &Path,
+    name: &'a str,
+    checked: &mut std::collections::HashSet<&'a str>,
+) -> io::Result<()> {
+    let ends = name
+        .match_indices('/')
+        .map(|(i, _)| i)
+        .chain(std::iter::once(name.len()));
+    for end in ends {
+        let prefix = &name[..end];
+        let is_dir = end < name.len();
+        if is_dir && checked.contains(prefix) {
+            continue;
+        }
+        let p = dir.join(prefix);
+        if fs::symlink_metadata(&p).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "{} is a symbolic link; gauntlet never follows links inside a run directory: remove it (or move the run directory aside)",
+                    p.display()
+                ),
+            ));
+        }
+        if is_dir {
+            checked.insert(prefix);
+        }
+    }
+    Ok(())
 }
 
 /// Why a run directory does not verify against its manifest; each message says what
@@ -493,12 +583,110 @@ mod tests {
             "{e}"
         );
         // A version 2 manifest records BLAKE3 and names it when a file changed.
-        let mut m = Manifest::new("r", "complete");
+        let mut m = Manifest::new(Kind::Run, "r", "complete");
         m.record_file(dir.path(), "results.json").unwrap();
         m.write(dir.path()).unwrap();
         assert_eq!(Manifest::verify(dir.path()).unwrap().gauntlet_manifest, 2);
         std::fs::write(dir.path().join("results.json"), b"{\"a\":3}\n").unwrap();
         let e = Manifest::verify(dir.path()).unwrap_err().to_string();
         assert!(e.contains("blake3 "), "{e}");
+    }
+
+    #[test]
+    fn the_kind_is_recorded_and_a_manifest_without_one_still_verifies() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("results.json"), b"{}\n").unwrap();
+        let mut m = Manifest::new(Kind::ExamShard, "x~shard-0-of-2", "complete");
+        m.record_file(dir.path(), "results.json").unwrap();
+        let text = serde_json::to_string_pretty(&m).unwrap();
+        assert!(text.contains("\"kind\": \"exam-shard\""), "{text}");
+        assert_eq!(serde_json::from_str::<Manifest>(&text).unwrap(), m);
+        m.write(dir.path()).unwrap();
+        assert_eq!(
+            Manifest::verify(dir.path()).unwrap().kind,
+            Some(Kind::ExamShard)
+        );
+        // An older gauntlet's manifest: no `kind`, read as None, written back without one.
+        let mut old: serde_json::Value = serde_json::from_str(&text).unwrap();
+        old.as_object_mut().unwrap().remove("kind");
+        std::fs::write(dir.path().join(MANIFEST), old.to_string()).unwrap();
+        let back = Manifest::verify(dir.path()).unwrap();
+        assert_eq!(back.kind, None);
+        assert!(!serde_json::to_string(&back).unwrap().contains("kind"));
+        // A kind this gauntlet does not know is not a manifest it can read.
+        old["kind"] = "holodeck".into();
+        std::fs::write(dir.path().join(MANIFEST), old.to_string()).unwrap();
+        assert!(matches!(
+            Manifest::verify(dir.path()).unwrap_err(),
+            VerifyError::Malformed { .. }
+        ));
+    }
+
+    #[test]
+    fn files_of_subdirectories_verify_and_links_and_escapes_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::create_dir_all(d.join("run-0")).unwrap();
+        std::fs::write(d.join("report.json"), b"{}\n").unwrap();
+        std::fs::write(d.join("run-0/a.json"), b"[1]\n").unwrap();
+        std::fs::write(d.join("run-0/b.json"), b"[2]\n").unwrap();
+        let mut m = Manifest::new(Kind::Exam, "exam-out", "complete");
+        m.record_files(
+            d,
+            ["report.json", "run-0/a.json", "run-0/b.json"].map(String::from),
+        )
+        .unwrap();
+        m.write(d).unwrap();
+        Manifest::verify(d).unwrap();
+        // An edited file in a subdirectory is caught like any other.
+        std::fs::write(d.join("run-0/b.json"), b"[3]\n").unwrap();
+        let e = Manifest::verify(d).unwrap_err();
+        assert!(
+            matches!(&e, VerifyError::Changed { path, .. } if path.ends_with("run-0/b.json")),
+            "{e:?}"
+        );
+        std::fs::write(d.join("run-0/b.json"), b"[2]\n").unwrap();
+        // A subdirectory that is a link, or a file that is one, is never followed.
+        let elsewhere = tempfile::tempdir().unwrap();
+        std::fs::rename(d.join("run-0"), elsewhere.path().join("run-0")).unwrap();
+        std::os::unix::fs::symlink(elsewhere.path().join("run-0"), d.join("run-0")).unwrap();
+        let e = Manifest::verify(d).unwrap_err();
+        assert!(matches!(e, VerifyError::Symlink(_)), "{e:?}");
+        std::fs::remove_file(d.join("run-0")).unwrap();
+        std::fs::create_dir(d.join("run-0")).unwrap();
+        std::fs::copy(
+            elsewhere.path().join("run-0/a.json"),
+            d.join("run-0/a.json"),
+        )
+        .unwrap();
+        std::os::unix::fs::symlink(
+            elsewhere.path().join("run-0/b.json"),
+            d.join("run-0/b.json"),
+        )
+        .unwrap();
+        let e = Manifest::verify(d).unwrap_err();
+        assert!(
+            matches!(&e, VerifyError::Symlink(io) if io.to_string().contains("run-0/b.json")),
+            "{e:?}"
+        );
+        // Names that leave the directory, or name a hidden file, are not artefacts.
+        for bad in [
+            "../x.json",
+            "run-0/../../x",
+            "/etc/passwd",
+            "run-0//a.json",
+            ".lock",
+            "run-0/.a",
+        ] {
+            assert!(!is_artefact_name(bad), "{bad}");
+            let mut m = Manifest::new(Kind::Exam, "exam-out", "complete");
+            m.files.insert(bad.into(), FileEntry::of(b""));
+            m.write(d).unwrap();
+            let e = Manifest::verify(d).unwrap_err();
+            assert!(
+                matches!(e, VerifyError::NotAnArtefact { .. }),
+                "{bad}: {e:?}"
+            );
+        }
     }
 }

@@ -11,7 +11,8 @@
 //!   labels.jsonl       human labels of sampled replies (`gauntlet label`), if any
 //!   label_cards.json   the judge cards measured from them, per target
 //!   sessions.jsonl     one line per session: wall time, calls made, cache hits
-//!   manifest.json      written last: size and BLAKE3 of every artefact above
+//!   manifest.json      written last: the directory's kind (`run`), size and BLAKE3
+//!                      of every artefact above
 //!   .lock              held while a session runs
 //! ```
 //! Every artefact except the journal and the session log is written to a temporary file
@@ -25,6 +26,16 @@
 //! manifests, with sha256, still verify). Nothing inside a run directory may be a
 //! symbolic link (a dangling `journal.jsonl` link would make a run write outside it),
 //! and temporary files a killed session left behind are removed by the next one.
+//!
+//! The manifest records what kind of directory it is (`"kind"`, [`crate::kind::Kind`]:
+//! `run` for a run, a shard of one or a merge; `rescore`, `exam-shard`, `detect-shard`,
+//! `exam`, `detect-exam` for the other directories that carry a manifest), and readers
+//! dispatch on it (`gauntlet merge`, every command's `--out` check,
+//! [`crate::outdir::holding`], the dashboard), checked against the kind's marker file
+//! (`run.json`, `rescore.json`, `shard.json`, `detect_shard.json`, `report.json`): a
+//! record the files contradict is refused naming the directory. A manifest without a
+//! kind (written before kinds were recorded) still verifies, and its directory is told
+//! apart by those marker files, as before.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};

@@ -301,26 +301,57 @@ pub enum RecordError {
         #[source]
         source: serde_json::Error,
     },
+    /// The directory's manifest records another kind of directory than the shard asked
+    /// for (`gauntlet merge` given, say, an agent-exam shard among detect-exam shards).
+    #[error(
+        "{noun} {}: its {} records {}, not {}\n    help: {help}",
+        dir.display(),
+        crate::manifest::MANIFEST,
+        recorded.describe(),
+        wanted.describe()
+    )]
+    OtherKind {
+        noun: String,
+        dir: PathBuf,
+        recorded: crate::kind::Kind,
+        wanted: crate::kind::Kind,
+        help: String,
+    },
     /// The record's `shard.index` or `shard.count` is absent or not a number.
     #[error("{}: `shard.{key}` is not a number", path.display())]
     NoShard { path: PathBuf, key: &'static str },
 }
 
-/// Opens the record of an exam shard: verifies `dir`'s manifest (a shard without a whole
-/// one was interrupted or changed; the error is `{noun} DIR: …` followed by `help`),
-/// reads the JSON file `record` in it and that file's `shard.index` and `shard.count`.
+/// Opens the record of an exam shard of kind `kind`: verifies `dir`'s manifest (a shard
+/// without a whole one was interrupted or changed; the error is `{noun} DIR: …` followed
+/// by `help`) and that it records `kind` when it records one (an older gauntlet's
+/// records none), reads the JSON file `record` in it and that file's `shard.index` and
+/// `shard.count`.
 pub fn open_record(
     dir: &Path,
     record: &str,
+    kind: crate::kind::Kind,
     noun: &str,
     help: &str,
 ) -> Result<(Shard, serde_json::Value), RecordError> {
-    crate::manifest::Manifest::verify(dir).map_err(|source| RecordError::Unverified {
-        noun: noun.to_string(),
-        dir: dir.to_path_buf(),
-        help: help.to_string(),
-        source: Box::new(source),
-    })?;
+    let manifest =
+        crate::manifest::Manifest::verify(dir).map_err(|source| RecordError::Unverified {
+            noun: noun.to_string(),
+            dir: dir.to_path_buf(),
+            help: help.to_string(),
+            source: Box::new(source),
+        })?;
+    if let Some(recorded) = manifest.kind
+        && recorded != kind
+    {
+        return Err(RecordError::OtherKind {
+            noun: noun.to_string(),
+            dir: dir.to_path_buf(),
+            recorded,
+            wanted: kind,
+            help: help.to_string(),
+        });
+    }
     let path = dir.join(record);
     let meta = read_json(&path)?;
     let num = |key: &'static str| {

@@ -869,7 +869,7 @@ pub fn run_page(d: &Arc<Dashboard>, slug: &str, mode: Mode) -> Option<String> {
     // A live run is read again on every request, so its page shows its progress.
     let fresh;
     let run: &Run = if listed.live || scan::is_live(&listed.dir) {
-        fresh = scan::read_run(&listed.dir).map(|mut r| {
+        fresh = scan::read_run(&listed.dir).ok().flatten().map(|mut r| {
             r.slug = listed.slug.clone();
             r.problems = listed.problems.clone();
             r

@@ -2,6 +2,15 @@
 //! agent-exam output directories (`report.json` with `runs`, `leaderboard.json`) and
 //! detect-exam outputs (`report.json` written by `gauntlet exam-detect --json`).
 //!
+//! What a directory is, is the kind its `manifest.json` records (`gauntlet_job::kind`:
+//! a run or a rescore is read as a red-team run, an agent exam or its shard as an agent
+//! exam, a detect exam or its shard as a detect exam), whatever else its files would
+//! suggest. A recorded kind its files contradict (its marker file missing) or one this
+//! build does not know skips the directory with a warning naming it. A directory whose
+//! manifest records no kind (an older gauntlet's, a session running, a report written
+//! by hand) is told apart by its files: a `report.json` of mode `detect`, a
+//! `report.json` with `runs`, else a red-team run.
+//!
 //! Everything read here is untrusted: runs may come from anyone. So:
 //! - only files with fixed names are opened, each checked to be a regular file (a
 //!   symlink is refused, so a run cannot point the dashboard at a file elsewhere) and
@@ -14,6 +23,7 @@
 //! - no string read here ever becomes a path: runs are addressed by a slug the scan
 //!   assigns.
 
+use gauntlet_engine::kind::{self as dir_kind, KindError};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::fs;
@@ -517,9 +527,28 @@ pub fn is_live(dir: &Path) -> bool {
     }
 }
 
+/// How [`read_run`] reads a directory.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ReadAs {
+    RedTeam,
+    AgentExam,
+    DetectExam,
+}
+
 /// Reads one directory as a run, or `None` when it holds nothing the dashboard knows.
-pub fn read_run(dir: &Path) -> Option<Run> {
+/// A manifest recording a kind its files contradict, or one this build does not know,
+/// is an error naming the directory (its kind is not guessed).
+pub fn read_run(dir: &Path) -> Result<Option<Run>, KindError> {
     let mut warnings = Vec::new();
+    let recorded = match dir_kind::recorded(dir) {
+        Ok(k) => k,
+        Err(e @ (KindError::Mismatch { .. } | KindError::Unknown { .. })) => return Err(e),
+        // A manifest that cannot be read records nothing: the files tell the kind.
+        Err(e) => {
+            warnings.push(e.to_string());
+            None
+        }
+    };
     let report = read_json(dir, "report.json", MAX_REPORT_FILE, &mut warnings);
     let run_json = read_json(dir, "run.json", MAX_SMALL_FILE, &mut warnings);
     let leaderboard = read_json(dir, "leaderboard.json", MAX_SMALL_FILE, &mut warnings);
@@ -534,12 +563,25 @@ pub fn read_run(dir: &Path) -> Option<Run> {
             .and_then(Value::as_str)
             .map(str::to_owned)
     };
-    if let Some(mode) = mode_of(&report)
-        && mode == "detect"
-    {
-        let r = report.as_ref().expect("has a mode");
-        let rows = detect_rows(r, &mut warnings);
-        return Some(Run {
+    let read_as = match recorded {
+        Some(dir_kind::Kind::Run | dir_kind::Kind::Rescore) => ReadAs::RedTeam,
+        Some(dir_kind::Kind::Exam | dir_kind::Kind::ExamShard) => ReadAs::AgentExam,
+        Some(dir_kind::Kind::DetectExam | dir_kind::Kind::DetectShard) => ReadAs::DetectExam,
+        None if mode_of(&report).as_deref() == Some("detect") => ReadAs::DetectExam,
+        None if report
+            .as_ref()
+            .is_some_and(|r| r.get("runs").is_some_and(Value::is_array)) =>
+        {
+            ReadAs::AgentExam
+        }
+        None => ReadAs::RedTeam,
+    };
+    if read_as == ReadAs::DetectExam {
+        let rows = report
+            .as_ref()
+            .map(|r| detect_rows(r, &mut warnings))
+            .unwrap_or_default();
+        return Ok(Some(Run {
             slug: String::new(),
             dir: dir.to_path_buf(),
             kind: Kind::DetectExam,
@@ -547,7 +589,7 @@ pub fn read_run(dir: &Path) -> Option<Run> {
             run_id: dir_name.clone(),
             name: dir_name,
             status: "complete".into(),
-            mode,
+            mode: "detect".into(),
             date: mtime(dir, "report.json"),
             rows,
             warnings,
@@ -556,12 +598,10 @@ pub fn read_run(dir: &Path) -> Option<Run> {
             units: None,
             has_transcripts: false,
             pipeline_check: None,
-        });
+        }));
     }
-    if let Some(r) = &report
-        && r.get("runs").is_some_and(Value::is_array)
-    {
-        let pipeline_check = PipelineCheck::of(r);
+    if read_as == ReadAs::AgentExam {
+        let pipeline_check = report.as_ref().and_then(PipelineCheck::of);
         let mut rows = leaderboard
             .as_ref()
             .map(|l| parse_leaderboard(l, &mut warnings))
@@ -596,7 +636,7 @@ pub fn read_run(dir: &Path) -> Option<Run> {
             .and_then(|v| v.and_then(Value::as_str))
             .unwrap_or(&dir_name)
             .to_owned();
-        return Some(Run {
+        return Ok(Some(Run {
             slug: String::new(),
             dir: dir.to_path_buf(),
             kind: Kind::AgentExam,
@@ -613,12 +653,12 @@ pub fn read_run(dir: &Path) -> Option<Run> {
             units: None,
             has_transcripts: false,
             pipeline_check,
-        });
+        }));
     }
     // Nothing readable and nothing damaged: not a run. (Files that were there but
     // unreadable still list the run, with its warnings.)
     if run_json.is_none() && leaderboard.is_none() && !has_transcripts && warnings.is_empty() {
-        return None;
+        return Ok(None);
     }
     let rj = run_json.as_ref().and_then(Value::as_object);
     let s = |k: &str| rj.and_then(|o| str_field(o, k));
@@ -689,7 +729,7 @@ pub fn read_run(dir: &Path) -> Option<Run> {
         ))
     });
     let date = started(dir).or_else(|| mtime(dir, "run.json"));
-    Some(Run {
+    Ok(Some(Run {
         slug: String::new(),
         dir: dir.to_path_buf(),
         kind: Kind::RedTeam,
@@ -706,7 +746,7 @@ pub fn read_run(dir: &Path) -> Option<Run> {
         units,
         has_transcripts,
         pipeline_check: None,
-    })
+    }))
 }
 
 /// `started_unix` of the first session in sessions.jsonl.
@@ -890,7 +930,14 @@ pub fn scan(roots: &[PathBuf]) -> Catalog {
     let mut ids: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     let mut runs: Vec<Run> = Vec::new();
     for d in dirs {
-        if let Some(mut r) = read_run(&d) {
+        let read = match read_run(&d) {
+            Ok(r) => r,
+            Err(e) => {
+                cat.warnings.push(format!("{e}; skipped"));
+                continue;
+            }
+        };
+        if let Some(mut r) = read {
             let name = d
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
@@ -929,8 +976,14 @@ pub fn scan(roots: &[PathBuf]) -> Catalog {
     cat
 }
 
+/// Whether a root is a run directory itself (rather than a directory of them): its
+/// manifest records a kind (or one its files contradict, or one this build does not
+/// know: it is then refused as a run, naming it), or it has one of the files a run has.
 fn looks_like_run(d: &Path) -> bool {
-    [
+    matches!(
+        dir_kind::recorded(d),
+        Ok(Some(_)) | Err(KindError::Mismatch { .. } | KindError::Unknown { .. })
+    ) || [
         "run.json",
         "leaderboard.json",
         "report.json",
@@ -1021,6 +1074,90 @@ mod tests {
         assert!(bad.problems.iter().any(|p| p.contains("not a number")));
         assert!(bad.problems.iter().any(|p| p.contains("5 errors")));
         assert!(parse_row(&json!(3)).is_none());
+    }
+
+    /// Writes `dir`'s manifest recording `kind` (`None`: an older gauntlet's, without).
+    fn record(dir: &Path, kind: Option<dir_kind::Kind>) {
+        let mut m = gauntlet_engine::rundir::Manifest::new(dir_kind::Kind::Run, "r", "complete");
+        m.kind = kind;
+        m.write(dir).unwrap();
+    }
+
+    #[test]
+    fn the_recorded_kind_decides_how_a_directory_is_read() {
+        let tmp = tempfile::tempdir().unwrap();
+        let at = |n: &str| {
+            let p = tmp.path().join(n);
+            fs::create_dir_all(&p).unwrap();
+            p
+        };
+        let detect_report = json!({"mode": "detect", "corpus_sha256": "abc",
+            "recall": {"numerator": 1, "denominator": 1},
+            "precision": {"numerator": 1, "denominator": 1}})
+        .to_string();
+        let exam_report = json!({"mode": "golden", "backend": "golden", "runs": []}).to_string();
+        let lb = json!([{"run_id": "x", "metric": "median_pass_rate", "judge": "chain_action",
+            "dataset_version": "abc", "value": 0.5}])
+        .to_string();
+        // Files that sniff as a detect exam, recorded as an agent exam: an agent exam.
+        let a = at("a");
+        fs::write(a.join("report.json"), &detect_report).unwrap();
+        fs::write(a.join("leaderboard.json"), &lb).unwrap();
+        record(&a, Some(dir_kind::Kind::Exam));
+        // Files that sniff as an agent exam, recorded as a red-team run: a red-team run.
+        let b = at("b");
+        fs::write(b.join("report.json"), &exam_report).unwrap();
+        fs::write(
+            b.join("run.json"),
+            json!({"run_id": "b-run", "mode": "jailbreak"}).to_string(),
+        )
+        .unwrap();
+        record(&b, Some(dir_kind::Kind::Run));
+        // The same files without a recorded kind (an older gauntlet's manifest): sniffed.
+        let c = at("c");
+        fs::write(c.join("report.json"), &detect_report).unwrap();
+        record(&c, None);
+        // Recorded as a detect exam without report.json: refused, naming it.
+        let d = at("d");
+        fs::write(d.join("run.json"), json!({"run_id": "d-run"}).to_string()).unwrap();
+        record(&d, Some(dir_kind::Kind::DetectExam));
+        // A kind this build does not know: refused too.
+        let e = at("e");
+        fs::write(e.join("run.json"), "{}").unwrap();
+        fs::write(
+            e.join("manifest.json"),
+            r#"{"gauntlet_manifest": 2, "kind": "holodeck", "run_id": "e", "status": "complete", "files": {}}"#,
+        )
+        .unwrap();
+        let cat = scan(&[tmp.path().to_path_buf()]);
+        let kind_of = |slug: &str| cat.get(slug).map(|r| (r.kind, r.surface));
+        assert_eq!(kind_of("a"), Some((Kind::AgentExam, Surface::AgentExam)));
+        assert_eq!(kind_of("b"), Some((Kind::RedTeam, Surface::Jailbreak)));
+        assert_eq!(cat.get("b").unwrap().run_id, "b-run");
+        assert_eq!(kind_of("c"), Some((Kind::DetectExam, Surface::DetectExam)));
+        assert!(cat.get("d").is_none() && cat.get("e").is_none());
+        assert_eq!(cat.runs.len(), 3, "{:?}", cat.warnings);
+        let warned = |dir: &Path, what: &str| {
+            cat.warnings.iter().any(|w| {
+                w.starts_with(&dir.display().to_string())
+                    && w.contains(what)
+                    && w.ends_with("; skipped")
+            })
+        };
+        assert!(
+            warned(
+                &d,
+                "records a detect exam's output (kind `detect-exam`), but it holds no report.json"
+            ),
+            "{:?}",
+            cat.warnings
+        );
+        assert!(warned(&e, "records kind `holodeck`"), "{:?}", cat.warnings);
+        assert!(matches!(read_run(&d), Err(KindError::Mismatch { .. })));
+        // A root that is a recorded directory itself is read as one run.
+        let alone = scan(std::slice::from_ref(&a));
+        assert_eq!(alone.runs.len(), 1);
+        assert_eq!(alone.runs[0].kind, Kind::AgentExam);
     }
 
     #[test]

@@ -623,7 +623,11 @@ async fn finish(f: Finish<'_>) -> Result<RunOutcome, RunError> {
         .map_err(|e| io_err("cannot write", &fold.transcripts_path, e))?;
     let run_extra = run_breadth(&ctx.breadth, plan, &fold.kept);
     let (summary, usage_rows) = assemble(plan, &ctx.trial_seeds, rows, &status, run_extra);
-    let mut manifest = Manifest::new(&plan.run_id, &status.as_string());
+    let mut manifest = Manifest::new(
+        gauntlet_job::kind::Kind::Run,
+        &plan.run_id,
+        &status.as_string(),
+    );
     manifest
         .files
         .insert("transcripts.jsonl".into(), transcripts_entry);

@@ -10,8 +10,8 @@
 //! interrupted ([`begin`] removes them before a session changes anything). The merge
 //! copies each scenario run's two files from its shard byte for byte, recomputes the
 //! report with the exam's own summary ([`assemble_report`]) over the passes put back in
-//! corpus order, renders the same report files, copies exam.json and concatenates the
-//! journals.
+//! corpus order, renders the same report files, copies exam.json, concatenates the
+//! journals and writes the whole exam's manifest last (`crate::manifest`).
 
 use super::MergeError;
 use crate::calls::{EXAM_JSON, ExamUsage, JOURNAL, TierRole};
@@ -21,7 +21,7 @@ use crate::exam::{
 };
 use crate::grade::{RunResult, ScenarioResult};
 use gauntlet_corpus::load::Corpus;
-use gauntlet_job::manifest::{FileEntry, Manifest};
+use gauntlet_job::manifest::{FileEntry, Kind, Manifest};
 use gauntlet_job::shard::{SetRules, Shard, open_record, read_json, shown};
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -108,7 +108,7 @@ pub fn finish(
     let mut b = serde_json::to_vec_pretty(&v).expect("json");
     b.push(b'\n');
     gauntlet_core::atomic::write_atomic_named(&out.join(SHARD_JSON), &b)?;
-    let mut m = Manifest::new(&s.run_id(identity_sha256), "complete");
+    let mut m = Manifest::new(Kind::ExamShard, &s.run_id(identity_sha256), "complete");
     let mut names = vec![
         "report.json".to_string(),
         "report.md".into(),
@@ -138,6 +138,7 @@ fn open_shard(dir: &Path) -> Result<ShardDir, MergeError> {
     let (shard, meta) = open_record(
         dir,
         SHARD_JSON,
+        Kind::ExamShard,
         "exam shard",
         "an exam shard without a whole manifest was interrupted, cut short by its budget or changed; rerun its `gauntlet exam … --shard i/N` (real mode resumes from the journal), then merge",
     )?;
@@ -188,9 +189,14 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<HarnessReport, MergeError> 
     };
     let shards = super::open_set(dirs, open_shard, &rules)?;
     let first = &shards[0];
+    let identity = first.meta["exam_config_sha256"]
+        .as_str()
+        .unwrap_or_default();
     let passes = first.meta["passes"].as_u64().unwrap_or(0) as usize;
     let scenarios = first.meta["scenarios"].as_u64().unwrap_or(0) as usize;
     let owner = owners(&shards, passes, scenarios)?;
+    // The merged directory is a whole exam's: its manifest goes first and comes last.
+    crate::manifest::begin(out).map_err(|e| MergeError::Write(e.to_string()))?;
     let runs = copy_runs(&shards, &owner, (passes, scenarios), out)?;
     let calls = shards.iter().map(|s| s.report.model_calls).sum();
     let errors = shards.iter().map(|s| s.report.model_errors).sum();
@@ -212,7 +218,9 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<HarnessReport, MergeError> 
     tb.push(b'\n');
     gauntlet_core::atomic::write_atomic_unflushed_named(&out.join("timings.json"), &tb)
         .map_err(|e| MergeError::Write(e.to_string()))?;
-    write_report_files(out, &report).map_err(|e| MergeError::Write(e.to_string()))?;
+    write_report_files(out, &report)
+        .and_then(|()| crate::manifest::finish_agent(out, identity, &report, None))
+        .map_err(|e| MergeError::Write(e.to_string()))?;
     Ok(report)
 }
 

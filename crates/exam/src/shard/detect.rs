@@ -19,7 +19,7 @@ use gauntlet_detect::assemble::ExamFile;
 use gauntlet_detect::exam::{self as detect_exam, DetectReport, DetectorHealth, Row};
 use gauntlet_detect::fleet::Member as FleetMember;
 use gauntlet_detect::report_text;
-use gauntlet_job::manifest::{FileEntry, Manifest};
+use gauntlet_job::manifest::{FileEntry, Kind, Manifest};
 use gauntlet_job::shard::{SetRules, Shard, open_record, read_json, shown};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -155,7 +155,11 @@ pub fn finish(out: &Path, r: &ShardRecord) -> std::io::Result<()> {
     let mut b = serde_json::to_vec_pretty(&v).expect("json");
     b.push(b'\n');
     gauntlet_core::atomic::write_atomic_named(&out.join(SHARD_JSON), &b)?;
-    let mut m = Manifest::new(&r.shard.run_id(&r.identity_sha256), "complete");
+    let mut m = Manifest::new(
+        Kind::DetectShard,
+        &r.shard.run_id(&r.identity_sha256),
+        "complete",
+    );
     for n in [
         report_text::REPORT_JSON,
         report_text::REPORT_TXT,
@@ -194,6 +198,7 @@ fn open_shard(dir: &Path) -> Result<ShardDir, MergeError> {
     let (shard, meta) = open_record(
         dir,
         SHARD_JSON,
+        Kind::DetectShard,
         "detect-exam shard",
         "a shard without a whole manifest was interrupted or changed; rerun its `gauntlet exam-detect … --shard i/N`, then merge",
     )?;
@@ -239,8 +244,8 @@ fn open_shard(dir: &Path) -> Result<ShardDir, MergeError> {
 }
 
 /// Merges detect-exam shard directories (every shard 0..N of one exam once, in any
-/// order) into `out` (report.json, report.txt). Returns the merged report, which is the
-/// one-machine exam's (its exit code is the whole exam's verdict).
+/// order) into `out` (report.json, report.txt, the manifest last). Returns the merged
+/// report, which is the one-machine exam's (its exit code is the whole exam's verdict).
 pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<DetectReport, MergeError> {
     let rules = SetRules {
         noun: "detect-exam shard",
@@ -259,6 +264,10 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<DetectReport, MergeError> {
     };
     let shards = super::open_set(dirs, open_shard, &rules)?;
     let total = shards[0].meta["units_total"].as_u64().unwrap_or(0) as usize;
+    let identity = shards[0].meta["detect_identity_sha256"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
     check_units(&shards, total)?;
     let groups: BTreeMap<String, usize> = serde_json::from_value(shards[0].meta["groups"].clone())
         .map_err(|e| {
@@ -311,7 +320,11 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<DetectReport, MergeError> {
     );
     std::fs::create_dir_all(out)
         .map_err(|e| MergeError::Write(format!("cannot create {}: {e}", out.display())))?;
-    report_text::write_report_files(out, &report).map_err(|e| MergeError::Write(e.to_string()))?;
+    // A whole detect exam's directory: its manifest goes first and comes last.
+    crate::manifest::begin(out)
+        .and_then(|()| report_text::write_report_files(out, &report))
+        .and_then(|()| crate::manifest::finish_detect(out, &identity))
+        .map_err(|e| MergeError::Write(e.to_string()))?;
     Ok(report)
 }
 

@@ -8,6 +8,7 @@ use gauntlet_corpus::load::Corpus;
 use gauntlet_detect::exam::{self as detect_exam, DetectReport, Item, Options};
 use gauntlet_detect::fleet::Member as FleetMember;
 use gauntlet_detect::report_text;
+use gauntlet_job::manifest::Kind;
 use gauntlet_job::shard::RecordError;
 use std::collections::BTreeMap;
 
@@ -61,7 +62,11 @@ fn agent_exam(c: &Corpus, out: &Path, shard: Option<Shard>) {
         write_artifacts(out, &o).unwrap();
         agent::finish(out, s, owned, (c, PASSES), &o.report, &cfg).unwrap();
     } else {
+        // As `gauntlet exam` writes a whole exam: the manifest first out, last in.
+        crate::manifest::begin(out).unwrap();
         write_artifacts(out, &o).unwrap();
+        let identity = crate::exam::exam_config_sha256(c, &cfg);
+        crate::manifest::finish_agent(out, &identity, &o.report, o.e2e.as_ref()).unwrap();
     }
 }
 
@@ -97,6 +102,26 @@ fn agent_shards_merge_to_the_one_machine_exam() {
     assert_eq!(a.keys().collect::<Vec<_>>(), b.keys().collect::<Vec<_>>());
     for (k, v) in &a {
         assert!(v == &b[k], "{k} differs");
+    }
+    // Both are whole exams by their manifests (the same manifest), which list every
+    // scenario run's files; the shards are shards by theirs.
+    let m = gauntlet_job::manifest::Manifest::verify(&merged).unwrap();
+    assert_eq!(m.kind, Some(Kind::Exam));
+    let sharded = gauntlet_job::manifest::Manifest::verify(&dirs[0]).unwrap();
+    assert!(
+        sharded.run_id.starts_with(&format!("{}~shard-", m.run_id)),
+        "{}",
+        sharded.run_id
+    );
+    assert!(a.contains_key("manifest.json"));
+    assert_eq!(
+        m.files.keys().filter(|k| k.starts_with("run-")).count(),
+        PASSES * c.scenarios.len() * 2
+    );
+    assert!(!m.files.contains_key("timings.json"));
+    for d in &dirs {
+        let m = gauntlet_job::manifest::Manifest::verify(d).unwrap();
+        assert_eq!(m.kind, Some(Kind::ExamShard));
     }
 }
 
@@ -222,7 +247,10 @@ fn detect_shards_merge_to_the_one_machine_exam() {
     let one = tmp.path().join("one");
     std::fs::create_dir_all(&one).unwrap();
     let all: Vec<usize> = (0..c.scenarios.len()).collect();
+    // As `gauntlet exam-detect --out` writes a whole exam.
+    crate::manifest::begin(&one).unwrap();
     report_text::write_report_files(&one, &detect_run(&c, &all)).unwrap();
+    crate::manifest::finish_detect(&one, "id").unwrap();
     let dirs = detect_shards(&c, &tmp.path().join("s/det"), 3, "id");
     assert!(
         dirs.iter()
@@ -231,7 +259,18 @@ fn detect_shards_merge_to_the_one_machine_exam() {
     let merged = tmp.path().join("m");
     let r = detect::merge(&dirs, &merged).unwrap();
     assert_eq!(r.totals.scenarios, c.scenarios.len());
-    assert_eq!(files(&one), files(&merged));
+    let b = files(&merged);
+    assert_eq!(files(&one), b);
+    let m = gauntlet_job::manifest::Manifest::verify(&merged).unwrap();
+    assert_eq!((m.kind, m.run_id.as_str()), (Some(Kind::DetectExam), "id"));
+    assert_eq!(
+        m.files.keys().collect::<Vec<_>>(),
+        ["report.json", "report.txt"]
+    );
+    for d in &dirs {
+        let m = gauntlet_job::manifest::Manifest::verify(d).unwrap();
+        assert_eq!(m.kind, Some(Kind::DetectShard));
+    }
 }
 
 #[test]
@@ -285,6 +324,30 @@ fn a_detect_shard_set_with_a_shard_missing_or_given_twice_is_refused_naming_it()
         "{e:?}"
     );
     assert!(!out.exists());
+    // A detect shard whose manifest records another kind (its detect_shard.json is
+    // there, so its files would pass for a detect shard): refused per its record.
+    let mut m = gauntlet_job::manifest::Manifest::verify(&d[2]).unwrap();
+    m.kind = Some(Kind::ExamShard);
+    m.write(&d[2]).unwrap();
+    let e = detect::merge(&d, &out).unwrap_err();
+    assert!(
+        matches!(
+            &e,
+            MergeError::Record(RecordError::OtherKind {
+                recorded: Kind::ExamShard,
+                wanted: Kind::DetectShard,
+                ..
+            })
+        ),
+        "{e:?}"
+    );
+    assert!(
+        e.to_string()
+            .contains("its manifest.json records an agent-exam shard, not a detect-exam shard"),
+        "{e}"
+    );
+    m.kind = Some(Kind::DetectShard);
+    m.write(&d[2]).unwrap();
     // A report edited after its shard finished.
     let p = d[1].join(report_text::REPORT_TXT);
     std::fs::write(&p, "edited").unwrap();
