@@ -30,7 +30,7 @@ pub struct MergeArgs {
 /// shard.json, else a red-team run's). A directory recorded as anything but a shard
 /// kind is refused naming it, as is one whose record its files contradict.
 fn shard_kind(dir: &Path) -> Result<Kind, CliError> {
-    match gauntlet_job::kind::recorded(dir).map_err(CliError::invalid)? {
+    match gauntlet_job::manifest::recorded(dir).map_err(CliError::invalid)? {
         Some(k @ (Kind::Run | Kind::ExamShard | Kind::DetectShard)) => Ok(k),
         Some(other) => Err(CliError::Invalid(format!(
             "{} is not a shard directory: its manifest.json records {} (kind `{other}`); merge takes the N shard directories of one `gauntlet run CONFIG --shard i/N` (<run_name>.shard-<i>-of-<N>), `gauntlet exam … --shard i/N` or `gauntlet exam-detect … --shard i/N` (<out>.shard-<i>-of-<N>)",

@@ -21,7 +21,8 @@
 //! when its mode says so), and `index.html` with `leaderboard-jailbreak.html` (a static
 //! site).
 
-use crate::kind::{Kind, KindError};
+use crate::kind::Kind;
+use crate::manifest::KindError;
 use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -110,7 +111,7 @@ pub fn holding(dir: &Path) -> Result<Holding, KindError> {
     if !fs::metadata(dir).is_ok_and(|m| m.is_dir()) {
         return Ok(Holding::Nothing);
     }
-    Ok(match crate::kind::recorded(dir)? {
+    Ok(match crate::manifest::recorded(dir)? {
         Some(kind) => of_kind(dir, kind),
         None => sniffed(dir),
     })

@@ -23,7 +23,7 @@
 //! - no string read here ever becomes a path: runs are addressed by a slug the scan
 //!   assigns.
 
-use gauntlet_engine::kind::{self as dir_kind, KindError};
+use gauntlet_engine::manifest::{self as dir_kind, KindError};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::fs;
