@@ -3,13 +3,13 @@
 
 use super::e2e_pass::{e2e_value, run_e2e_pass};
 use super::identity::exam_config_sha256;
+use super::run_files::RunFiles;
 use super::schema::{
     Backend, ExamConfig, ExamError, ExamOutput, NotRun, Progress, ProgressFn, TIMINGS_NOTE, Timings,
 };
 use super::summary::summarise;
 use super::targets::golden_http_target;
 use super::triage::{ScenarioModels, triage};
-use super::writer::RunFiles;
 use crate::calls::SessionStats;
 use crate::cascade::TierModels;
 use crate::golden::{GoldenModel, GoldenScript, GoldenServer};

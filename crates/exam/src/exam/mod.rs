@@ -7,7 +7,7 @@
 //! through the model seam. Scenarios of a pass run concurrently; results are kept in
 //! corpus order, so the report does not depend on scheduling. Each scenario run's files
 //! are written as it is graded (staged, then moved into place before the report:
-//! `writer::RunFiles`), so memory does not hold every pass's transcripts. Artefacts:
+//! `run_files::RunFiles`), so memory does not hold every pass's transcripts. Artefacts:
 //! `report.json`, `classifier.json`, `run-<i>/<id>.json`,
 //! `run-<i>/<id>.transcript.json`, plus `report.md`, `report.html` and
 //! `leaderboard.json` (provenance: the corpus digest is the dataset version).
@@ -16,6 +16,7 @@ mod driver;
 mod e2e_pass;
 mod identity;
 mod render;
+mod run_files;
 mod schema;
 mod summary;
 mod targets;
@@ -27,6 +28,7 @@ pub use identity::{exam_config_sha256, exam_identity, exam_identity_bytes};
 pub use render::{
     decided_line, fidelity_rows, pct_or_na, render_html, render_markdown, report_page,
 };
+pub use run_files::{MAX_STEM_BYTES, RunFiles, STAGING, file_stem};
 pub use schema::{
     Backend, DecidedCounts, E2E_NOTE, E2eOutput, ExamConfig, ExamError, ExamOutput,
     FindingTranscript, GOLDEN_NOTE, HarnessReport, NotRun, PassAllRuns, Progress, ProgressFn,
@@ -35,6 +37,6 @@ pub use schema::{
 pub use summary::{ReportHead, assemble_report, median_of};
 pub use targets::{TargetError, parse_target, parse_target_node};
 pub use writer::{
-    MAX_STEM_BYTES, PIPELINE_CHECK, RunFiles, STAGING, default_out_dir, file_stem, golden_counts,
-    leaderboard, pipeline_check_reason, write_artifacts, write_report_files,
+    PIPELINE_CHECK, default_out_dir, golden_counts, leaderboard, pipeline_check_reason,
+    write_artifacts, write_report_files,
 };

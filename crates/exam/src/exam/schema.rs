@@ -2,7 +2,7 @@
 //! `report.json`'s schema (HarnessReport and its parts), the outputs of a run, the
 //! errors and the notes every report carries.
 
-use super::writer::RunFiles;
+use super::run_files::RunFiles;
 use crate::calls::{ExamCalls, ExamUsage, SessionStats};
 use crate::cascade::{CascadeOptions, TierModels, TranscriptEntry};
 use crate::classifier::ClassifierSummary;

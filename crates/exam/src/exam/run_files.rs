@@ -1,0 +1,276 @@
+//! The scenario runs' files, `run-<pass>/<stem>.json` and `.transcript.json`: scenario
+//! ids as file names, written as each run is graded, staged and put in place before the
+//! report ([`RunFiles`]); and the small atomic-write helpers the exam's writer shares.
+
+use crate::cascade::TranscriptEntry;
+use crate::grade::ScenarioResult;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+/// A scenario id as a file name, injectively: `[A-Za-z0-9._-]` are kept, every other
+/// byte (and a leading `.`) is written `%XX`, so distinct ids never share a file
+/// (`ZZ-a/b` → `ZZ-a%2Fb`, `ZZ-a_b` → `ZZ-a_b`, `ZZ-a?b` → `ZZ-a%3Fb`) and an id already
+/// made of safe characters is its own name. A name that would exceed
+/// [`MAX_STEM_BYTES`] keeps a prefix and ends in `~` and the id's full sha256 (`~`
+/// never appears otherwise, so these cannot meet an escaped name).
+pub fn file_stem(id: &str) -> String {
+    let mut s = String::with_capacity(id.len());
+    for (i, b) in id.bytes().enumerate() {
+        let safe = b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-') || (b == b'.' && i > 0);
+        if safe {
+            s.push(b as char);
+        } else {
+            let _ = write!(s, "%{b:02X}");
+        }
+    }
+    if s.is_empty() {
+        s.push('%');
+    }
+    if s.len() > MAX_STEM_BYTES {
+        let digest = gauntlet_core::hash::sha256_hex(id.as_bytes());
+        s.truncate(MAX_STEM_BYTES - 65);
+        s.push('~');
+        s.push_str(&digest);
+    }
+    s
+}
+
+/// The longest file stem [`file_stem`] produces (file names stay under 255 bytes with
+/// the `.transcript.json` suffix).
+pub const MAX_STEM_BYTES: usize = 200;
+
+pub(super) fn io_named(path: &Path, e: std::io::Error) -> std::io::Error {
+    std::io::Error::new(e.kind(), format!("cannot write {}: {e}", path.display()))
+}
+
+/// The scenario runs' files, `run-<pass>/<stem>.json` and `.transcript.json`, written
+/// as each run is graded, so an exam holds only the transcripts in flight in memory and
+/// never every pass's. They are written under [`STAGING`] and moved into place by
+/// [`RunFiles::commit`] just before the report: an exam that fails half way (a write
+/// error, a halted exam) leaves the previous exam's report and files as they were (the
+/// next exam clears what it staged). Each file is renamed into place (a failed write
+/// leaves no torn file) and none is flushed (one flush per file would dominate the
+/// exam's wall time; `report.json` is).
+///
+/// A file whose bytes are already in place (a rerun of a deterministic backend writes
+/// the same files) is left there, neither staged nor replaced: replacing thousands of
+/// identical files made every rerun into the same `--out` unlink and recreate them all,
+/// and unlinking on this kind of disk cost milliseconds a file (BENCHMARKS.md, "Reruns
+/// into the same --out").
+pub struct RunFiles {
+    out: PathBuf,
+    begun: bool,
+    /// Per pass: its `run-<pass>` directory staged, and the files left in place.
+    passes: Vec<PassFiles>,
+    written: usize,
+}
+
+#[derive(Default)]
+struct PassFiles {
+    staged: bool,
+    /// Whether `run-<pass>` is a real directory (never a link) that files may be left in;
+    /// looked up at the pass's first file.
+    placed_dir: Option<bool>,
+    kept: std::collections::HashSet<String>,
+}
+
+/// Where [`RunFiles`] stages the scenario runs' files (inside the output directory, so
+/// moving them into place is a rename).
+pub const STAGING: &str = ".runs-partial";
+
+impl RunFiles {
+    /// Files under `out`; nothing is touched before the first [`RunFiles::write`].
+    pub fn new(out: &Path) -> RunFiles {
+        RunFiles {
+            out: out.to_path_buf(),
+            begun: false,
+            passes: Vec::new(),
+            written: 0,
+        }
+    }
+
+    /// One graded scenario run of pass `pass`: its result and its transcript.
+    pub fn write(
+        &mut self,
+        pass: usize,
+        result: &ScenarioResult,
+        transcript: &[TranscriptEntry],
+    ) -> std::io::Result<()> {
+        let staging = self.out.join(STAGING);
+        if !self.begun {
+            remove_dir_if_any(&staging)?;
+            self.begun = true;
+        }
+        if self.passes.len() <= pass {
+            self.passes.resize_with(pass + 1, PassFiles::default);
+        }
+        let placed = self.out.join(format!("run-{pass}"));
+        let stem = file_stem(&result.scenario_id);
+        let files: [(String, &dyn erased::Ser); 2] = [
+            (format!("{stem}.json"), result),
+            (format!("{stem}.transcript.json"), &transcript),
+        ];
+        for (name, value) in files {
+            let bytes = json(&placed.join(&name), value)?;
+            let p = &mut self.passes[pass];
+            let dir_ok = *p.placed_dir.get_or_insert_with(|| {
+                std::fs::symlink_metadata(&placed).is_ok_and(|m| m.is_dir())
+            });
+            if dir_ok && holds(&placed.join(&name), &bytes) {
+                p.kept.insert(name);
+                continue;
+            }
+            let dir = staging.join(format!("run-{pass}"));
+            if !p.staged {
+                mkdir(&dir)?;
+                p.staged = true;
+            }
+            let f = dir.join(&name);
+            gauntlet_core::atomic::write_atomic_unflushed_named(&f, &bytes)?;
+        }
+        self.written += 1;
+        Ok(())
+    }
+
+    /// Where the result of pass `pass`'s scenario `id` is once [`RunFiles::commit`] has
+    /// moved it into place.
+    pub fn placed(&self, pass: usize, id: &str) -> PathBuf {
+        self.out
+            .join(format!("run-{pass}"))
+            .join(format!("{}.json", file_stem(id)))
+    }
+
+    /// The scenario runs written.
+    pub fn written(&self) -> usize {
+        self.written
+    }
+
+    /// Puts each pass's files in place, then removes the staging directory. A pass none
+    /// of whose files were left in place has its staged `run-<pass>` directory moved in
+    /// whole (replacing the previous exam's); otherwise each staged file is renamed over
+    /// its old copy and what the previous exam left that this one did not write is
+    /// removed. Again: nothing left to move.
+    pub fn commit(&self) -> std::io::Result<()> {
+        let staging = self.out.join(STAGING);
+        for (pass, p) in self.passes.iter().enumerate() {
+            let from = staging.join(format!("run-{pass}"));
+            let to = self.out.join(format!("run-{pass}"));
+            if p.kept.is_empty() {
+                if !p.staged || std::fs::symlink_metadata(&from).is_err() {
+                    continue;
+                }
+                remove_dir_if_any(&to)?;
+                std::fs::rename(&from, &to).map_err(|e| io_named(&to, e))?;
+                continue;
+            }
+            let mut moved = std::collections::HashSet::new();
+            if p.staged {
+                for e in std::fs::read_dir(&from).map_err(|e| io_named(&from, e))? {
+                    let name = e.map_err(|e| io_named(&from, e))?.file_name();
+                    let dest = to.join(&name);
+                    gauntlet_core::atomic::check_replaceable(&dest)?;
+                    std::fs::rename(from.join(&name), &dest).map_err(|e| io_named(&dest, e))?;
+                    moved.insert(name);
+                }
+            }
+            for e in std::fs::read_dir(&to).map_err(|e| io_named(&to, e))? {
+                let e = e.map_err(|e| io_named(&to, e))?;
+                let name = e.file_name();
+                let live =
+                    moved.contains(&name) || name.to_str().is_some_and(|n| p.kept.contains(n));
+                if !live {
+                    let stale = e.path();
+                    let gone = if e.file_type().is_ok_and(|t| t.is_dir()) {
+                        std::fs::remove_dir_all(&stale)
+                    } else {
+                        std::fs::remove_file(&stale)
+                    };
+                    gone.map_err(|e| {
+                        std::io::Error::new(
+                            e.kind(),
+                            format!("cannot remove {}: {e}", stale.display()),
+                        )
+                    })?;
+                }
+            }
+        }
+        remove_dir_if_any(&staging)
+    }
+}
+
+/// Whether `p` is a regular file (never a link) holding exactly `bytes`.
+fn holds(p: &Path, bytes: &[u8]) -> bool {
+    std::fs::symlink_metadata(p).is_ok_and(|m| m.is_file() && m.len() == bytes.len() as u64)
+        && std::fs::read(p).is_ok_and(|b| b == bytes)
+}
+
+/// Removes `d` and what it holds; nothing to remove is not an error.
+fn remove_dir_if_any(d: &Path) -> std::io::Result<()> {
+    match std::fs::remove_dir_all(d) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(std::io::Error::new(
+            e.kind(),
+            format!("cannot remove {}: {e}", d.display()),
+        )),
+        _ => Ok(()),
+    }
+}
+
+pub(super) fn mkdir(d: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(d).map_err(|e| io_named(d, e))
+}
+
+fn json(p: &Path, v: &dyn erased::Ser) -> std::io::Result<Vec<u8>> {
+    let mut b = v.to_json().map_err(|e| io_named(p, e))?;
+    b.push(b'\n');
+    Ok(b)
+}
+
+/// Pretty JSON and a newline, renamed into place unflushed.
+pub(super) fn item(p: &Path, v: &dyn erased::Ser) -> std::io::Result<()> {
+    gauntlet_core::atomic::write_atomic_unflushed_named(p, &json(p, v)?)
+}
+
+mod erased {
+    pub trait Ser {
+        fn to_json(&self) -> std::io::Result<Vec<u8>>;
+    }
+    impl<T: serde::Serialize> Ser for T {
+        fn to_json(&self) -> std::io::Result<Vec<u8>> {
+            serde_json::to_vec_pretty(self).map_err(std::io::Error::other)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn file_stems_of_ids_that_used_to_collide_differ() {
+        assert_eq!(file_stem("ZZ-a_b"), "ZZ-a_b");
+        assert_eq!(file_stem("ZZ-a/b"), "ZZ-a%2Fb");
+        assert_eq!(file_stem("ZZ-a?b"), "ZZ-a%3Fb");
+        assert_eq!(file_stem(".hidden"), "%2Ehidden");
+        assert_eq!(file_stem("a%b"), "a%25b");
+        assert_eq!(file_stem(""), "%");
+        assert_eq!(file_stem("é"), "%C3%A9");
+        let long = "x/".repeat(300);
+        let s = file_stem(&long);
+        assert!(s.len() <= MAX_STEM_BYTES && s.contains('~'), "{s}");
+    }
+
+    proptest! {
+        /// Distinct ids never share a file name, and names are safe path components.
+        #[test]
+        fn file_stem_is_injective_and_safe(a in ".{0,300}", b in ".{0,300}") {
+            let (sa, sb) = (file_stem(&a), file_stem(&b));
+            prop_assert!(sa.len() <= MAX_STEM_BYTES);
+            prop_assert!(!sa.starts_with('.'));
+            prop_assert!(sa.bytes().all(|c| c.is_ascii_alphanumeric() || b"._-%~".contains(&c)));
+            if a != b {
+                prop_assert_ne!(sa, sb);
+            }
+        }
+    }
+}
