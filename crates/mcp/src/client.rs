@@ -9,6 +9,7 @@
 //! page limit), `connect`, `spawn`, `confinement`, `server_error` (a JSON-RPC error
 //! answer).
 
+use crate::BoxFuture;
 use crate::confine::{self, ConfineLimits, Confined, SpawnError};
 use crate::scan::Inventory;
 use crate::servers::{Endpoint, ServerSpec};
@@ -153,7 +154,14 @@ pub fn spawn_stdio(spec: &ServerSpec, limits: &ConfineLimits) -> Result<Confined
 
 impl Session {
     /// Starts (stdio) or reaches (HTTP) the server and runs `initialize`.
-    pub async fn connect(spec: &ServerSpec, limits: &Limits) -> Result<Session, McpError> {
+    pub fn connect<'a>(
+        spec: &'a ServerSpec,
+        limits: &'a Limits,
+    ) -> BoxFuture<'a, Result<Session, McpError>> {
+        Box::pin(Session::connect_now(spec, limits))
+    }
+
+    async fn connect_now(spec: &ServerSpec, limits: &Limits) -> Result<Session, McpError> {
         let fault: FaultSlot = Arc::new(Mutex::new(None));
         let mut s = Session {
             name: spec.name.clone(),
@@ -259,13 +267,15 @@ impl Session {
     }
 
     /// An in-process session with a gauntlet-served server.
-    pub async fn in_process(
-        name: &str,
+    pub fn in_process<'a>(
+        name: &'a str,
         served: crate::serve::Served,
-        limits: &Limits,
-    ) -> Result<Session, McpError> {
-        let (r, w) = tokio::io::split(crate::serve::in_process(served));
-        Session::over(name, "in-process", r, w, limits).await
+        limits: &'a Limits,
+    ) -> BoxFuture<'a, Result<Session, McpError>> {
+        Box::pin(async move {
+            let (r, w) = tokio::io::split(crate::serve::in_process(served));
+            Session::over(name, "in-process", r, w, limits).await
+        })
     }
 
     /// The error the transport recorded, if any, else `otherwise`.
@@ -397,7 +407,11 @@ impl Session {
     }
 
     /// `tools/list`, every page, as the server sent the definitions.
-    pub async fn list_tools(&self) -> Result<Vec<Value>, McpError> {
+    pub fn list_tools(&self) -> BoxFuture<'_, Result<Vec<Value>, McpError>> {
+        Box::pin(self.list_tools_now())
+    }
+
+    async fn list_tools_now(&self) -> Result<Vec<Value>, McpError> {
         let peer = self.service().peer().clone();
         self.list_paged(
             "tools/list",
@@ -419,7 +433,11 @@ impl Session {
     }
 
     /// `prompts/list`; `None` when the server does not offer prompts.
-    pub async fn list_prompts(&self) -> Result<Option<Vec<Value>>, McpError> {
+    pub fn list_prompts(&self) -> BoxFuture<'_, Result<Option<Vec<Value>>, McpError>> {
+        Box::pin(self.list_prompts_now())
+    }
+
+    async fn list_prompts_now(&self) -> Result<Option<Vec<Value>>, McpError> {
         if !self.offers("prompts") {
             return Ok(None);
         }
@@ -445,7 +463,11 @@ impl Session {
     }
 
     /// `resources/list`; `None` when the server does not offer resources.
-    pub async fn list_resources(&self) -> Result<Option<Vec<Value>>, McpError> {
+    pub fn list_resources(&self) -> BoxFuture<'_, Result<Option<Vec<Value>>, McpError>> {
+        Box::pin(self.list_resources_now())
+    }
+
+    async fn list_resources_now(&self) -> Result<Option<Vec<Value>>, McpError> {
         if !self.offers("resources") {
             return Ok(None);
         }
@@ -471,7 +493,11 @@ impl Session {
     }
 
     /// Everything the server offers.
-    pub async fn inventory(&self) -> Result<Inventory, McpError> {
+    pub fn inventory(&self) -> BoxFuture<'_, Result<Inventory, McpError>> {
+        Box::pin(self.inventory_now())
+    }
+
+    async fn inventory_now(&self) -> Result<Inventory, McpError> {
         let mut notes = Vec::new();
         let mut tools_relisted = None;
         let tools = if self.offers("tools") {
@@ -515,7 +541,15 @@ impl Session {
 
     /// `tools/call`: the result as the server sent it (`content`, `isError`,
     /// `structuredContent`).
-    pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<Value, McpError> {
+    pub fn call_tool<'a>(
+        &'a self,
+        name: &'a str,
+        arguments: Value,
+    ) -> BoxFuture<'a, Result<Value, McpError>> {
+        Box::pin(self.call_tool_now(name, arguments))
+    }
+
+    async fn call_tool_now(&self, name: &str, arguments: Value) -> Result<Value, McpError> {
         let mut p = CallToolRequestParams::new(name.to_string());
         p.arguments = match arguments {
             Value::Object(m) => Some(m),
@@ -537,7 +571,11 @@ impl Session {
 
     /// Ends the session: the service stops, a stdio server is killed with every
     /// descendant.
-    pub async fn close(mut self) {
+    pub fn close(self) -> BoxFuture<'static, ()> {
+        Box::pin(self.close_now())
+    }
+
+    async fn close_now(mut self) {
         if let Some(s) = self.service.take() {
             let _ = tokio::time::timeout(Duration::from_secs(2), s.cancel()).await;
         }
@@ -548,7 +586,14 @@ impl Session {
 }
 
 /// Connects to a server, lists everything and disconnects.
-pub async fn inventory_of(spec: &ServerSpec, limits: &Limits) -> Result<Inventory, McpError> {
+pub fn inventory_of<'a>(
+    spec: &'a ServerSpec,
+    limits: &'a Limits,
+) -> BoxFuture<'a, Result<Inventory, McpError>> {
+    Box::pin(inventory_of_now(spec, limits))
+}
+
+async fn inventory_of_now(spec: &ServerSpec, limits: &Limits) -> Result<Inventory, McpError> {
     let s = Session::connect(spec, limits).await?;
     let r = s.inventory().await;
     s.close().await;

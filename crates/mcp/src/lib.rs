@@ -14,6 +14,11 @@
 //! served in process or over stdio / HTTP, recording every call it receives. The
 //! injection vectors and the poisoned test servers are built on it.
 
+/// The future of a public async entry point, boxed: a caller in another crate then
+/// polls it through one vtable instead of compiling the whole async body (and every
+/// rmcp and tokio generic under it) again in its own crate.
+pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
+
 pub mod canonical;
 pub mod client;
 pub mod confine;

@@ -15,6 +15,7 @@
 //!  "prompts": [], "resources": []}
 //! ```
 
+use crate::BoxFuture;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListPromptsResult,
     ListResourcesResult, ListToolsResult, PaginatedRequestParams, Prompt, Resource,
@@ -346,7 +347,11 @@ pub enum ServeError {
 }
 
 /// Serves `served` on this process's stdin/stdout until the client closes them.
-pub async fn serve_stdio(served: Served) -> Result<(), ServeError> {
+pub fn serve_stdio(served: Served) -> BoxFuture<'static, Result<(), ServeError>> {
+    Box::pin(serve_stdio_now(served))
+}
+
+async fn serve_stdio_now(served: Served) -> Result<(), ServeError> {
     let t = rmcp::transport::async_rw::AsyncRwTransport::new_server(
         tokio::io::stdin(),
         tokio::io::stdout(),
@@ -379,7 +384,11 @@ mod tokio_util_stop {
 
 impl HttpServer {
     /// Binds `127.0.0.1:port` (0: any free port) and serves at `/mcp`.
-    pub async fn start(served: Served, port: u16) -> Result<HttpServer, ServeError> {
+    pub fn start(served: Served, port: u16) -> BoxFuture<'static, Result<HttpServer, ServeError>> {
+        Box::pin(HttpServer::start_now(served, port))
+    }
+
+    async fn start_now(served: Served, port: u16) -> Result<HttpServer, ServeError> {
         use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
         use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))

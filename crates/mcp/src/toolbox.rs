@@ -10,6 +10,7 @@
 //! ([`ResultHook`], the `mcp_tool_result` proxy). A bad call is a tool result
 //! (`ERROR: …`): a model that calls a missing tool sees why; a failing server is an error.
 
+use crate::BoxFuture;
 use crate::client::{Limits, McpError, Session};
 use crate::servers::ServerSpec;
 use serde::{Deserialize, Serialize};
@@ -82,7 +83,15 @@ pub fn result_text(r: &Value) -> (String, bool) {
 impl Toolbox {
     /// Connects to `specs` (in order) and adds the already-connected `extra` sessions
     /// (gauntlet-served servers) after them.
-    pub async fn open(
+    pub fn open<'a>(
+        specs: &'a [ServerSpec],
+        extra: Vec<Session>,
+        limits: &'a Limits,
+    ) -> BoxFuture<'a, Result<Toolbox, McpError>> {
+        Box::pin(Toolbox::open_now(specs, extra, limits))
+    }
+
+    async fn open_now(
         specs: &[ServerSpec],
         extra: Vec<Session>,
         limits: &Limits,
@@ -121,7 +130,11 @@ impl Toolbox {
     }
 
     /// Lists every server's tools again and rebuilds the offered set.
-    pub async fn refresh(&mut self) -> Result<&[OfferedTool], McpError> {
+    pub fn refresh(&mut self) -> BoxFuture<'_, Result<&[OfferedTool], McpError>> {
+        Box::pin(self.refresh_now())
+    }
+
+    async fn refresh_now(&mut self) -> Result<&[OfferedTool], McpError> {
         let mut all = Vec::new();
         for (i, s) in self.sessions.iter().enumerate() {
             for t in s.list_tools().await? {
@@ -171,7 +184,15 @@ impl Toolbox {
     /// [`Toolbox::calls`]. A bad call (an unknown tool, a server's JSON-RPC error answer
     /// such as invalid arguments) is a result the model sees (`ERROR: …`); a server that
     /// fails (hangs, exits, floods, breaks the protocol) is the `Err`.
-    pub async fn call(&mut self, name: &str, arguments: &Value) -> Result<String, McpError> {
+    pub fn call<'a>(
+        &'a mut self,
+        name: &'a str,
+        arguments: &'a Value,
+    ) -> BoxFuture<'a, Result<String, McpError>> {
+        Box::pin(self.call_now(name, arguments))
+    }
+
+    async fn call_now(&mut self, name: &str, arguments: &Value) -> Result<String, McpError> {
         let Some((i, tool)) = self.routes.get(name).cloned() else {
             let text = format!("ERROR: no tool named `{name}`");
             self.calls.push(McpCall {
@@ -217,7 +238,11 @@ impl Toolbox {
     }
 
     /// Closes every session (stdio servers are killed with their descendants).
-    pub async fn close(self) {
+    pub fn close(self) -> BoxFuture<'static, ()> {
+        Box::pin(self.close_now())
+    }
+
+    async fn close_now(self) {
         for s in self.sessions {
             s.close().await;
         }
