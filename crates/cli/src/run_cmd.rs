@@ -242,7 +242,10 @@ pub(crate) fn print_outcome(
                 Err(CliError::Stopped)
             }
         }
-        Err(e @ gauntlet_engine::run::RunError::Refused(_)) => Err(CliError::invalid(e)),
+        Err(
+            e @ (gauntlet_engine::run::RunError::Refused(_)
+            | gauntlet_engine::run::RunError::Labels(_)),
+        ) => Err(CliError::invalid(e)),
         Err(e) => Err(CliError::failed(e)),
     }
 }

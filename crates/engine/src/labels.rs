@@ -29,11 +29,13 @@ use crate::run::pretty;
 use crate::rundir::{MANIFEST, Manifest, RunDir, write_atomic};
 use crate::stored::{StoredError, StoredRun, recount};
 use gauntlet_core::behavior::Expected;
+use gauntlet_core::files::ReadError;
 use gauntlet_core::hash::{HashWriter, sha256_hex};
 use gauntlet_core::judge_eval::{CARD_FORMAT, Confusion, JudgeCard, LabelledSetRef};
 use gauntlet_core::message::Role;
 use gauntlet_core::outcome::{Outcome, Verdict};
 use gauntlet_core::results::RunSummary;
+use gauntlet_job::manifest::VerifyError;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BinaryHeap};
 use std::path::{Path, PathBuf};
@@ -50,8 +52,182 @@ const MAX_LABELS_BYTES: u64 = 64 << 20;
 /// Replies drawn per target unless told otherwise.
 pub const DEFAULT_PER_TARGET: usize = 100;
 
-fn err(msg: impl Into<String>) -> StoredError {
-    StoredError(msg.into())
+/// Why a run cannot be labelled, or its labels read, applied or written. Every message
+/// names the file or directory at fault and, where there is one, the fix.
+#[derive(Debug, thiserror::Error)]
+pub enum LabelError {
+    /// No judge of the run decides refusals (`judges`: the run's judges).
+    #[error(
+        "{}: none of the run's judges ({}) says whether a reply is a refusal, so there is nothing for a label to measure; label a run judged by refusal_match, refusal_classifier, a rubric or a guard",
+        .dir.display(),
+        .judges.join(", ")
+    )]
+    NoRefusalJudge { dir: PathBuf, judges: Vec<String> },
+    /// The run cannot be read back.
+    #[error(transparent)]
+    Stored(#[from] StoredError),
+    /// The directory cannot be locked (the message names it).
+    #[error(transparent)]
+    Lock(std::io::Error),
+    /// The directory does not verify against its manifest.
+    #[error(transparent)]
+    Unverified(#[from] VerifyError),
+    /// The manifest lists no run.json, results.json or transcripts.jsonl.
+    #[error(
+        "{}: its {MANIFEST} lists no {file}: label needs a run directory (runs/<run_name>), not a rescore, merge input or exam",
+        .dir.display()
+    )]
+    NotARunDir { dir: PathBuf, file: &'static str },
+    /// The path has no name.
+    #[error("{} is not a run directory", .dir.display())]
+    NotADirectory { dir: PathBuf },
+    /// The path cannot be made absolute.
+    #[error("{}: {source}", .dir.display())]
+    Absolute {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// results.json cannot be read (missing, too large, not a regular file).
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    #[error("{} is not a gauntlet results file: {source}", .path.display())]
+    NotResults {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("cannot read {}: {source}", .path.display())]
+    ReadFile {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The labels file is a special file, a link or too large.
+    #[error(
+        "{} must be a regular file of at most {} MiB",
+        .path.display(),
+        MAX_LABELS_BYTES >> 20
+    )]
+    NotRegular { path: PathBuf },
+    #[error(
+        "{}:{line}: not a label line ({source}); the file is written by `gauntlet label`: restore it, or remove it to start labelling again",
+        .path.display()
+    )]
+    NotALabelLine {
+        path: PathBuf,
+        line: usize,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("{}:{line}: a line without a `label`", .path.display())]
+    NoLabel { path: PathBuf, line: usize },
+    #[error("{}:{line}: reply {id} is labelled twice", .path.display())]
+    Twice {
+        path: PathBuf,
+        line: usize,
+        id: String,
+    },
+    /// The labels file is not the one the last `gauntlet label` recorded in the
+    /// manifest (`listed`: the manifest lists another; otherwise it lists none).
+    #[error(
+        "{} is not the labels file `gauntlet label` wrote (its {MANIFEST} {}); restore it, or remove it and label again (`gauntlet label {}`)",
+        .path.display(),
+        manifest_says(*.listed),
+        .dir.display()
+    )]
+    NotWritten {
+        path: PathBuf,
+        dir: PathBuf,
+        listed: bool,
+    },
+    #[error("reply {id:?} is not in this run's labelling sample")]
+    NotInSample { id: String },
+    #[error("cannot remove {}: {source}", .path.display())]
+    Remove {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot write {}: {source}", .path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot write reports in {}: {source}", .dir.display())]
+    WriteReports {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A file just written cannot be read back for the manifest.
+    #[error("cannot read back {}: {source}", .path.display())]
+    ReadBack {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot write {}: {source}", .path.display())]
+    WriteCsv {
+        path: PathBuf,
+        #[source]
+        source: csv::Error,
+    },
+    /// The CSV's header cannot be read.
+    #[error("{}: {source}", .path.display())]
+    CsvHeader {
+        path: PathBuf,
+        #[source]
+        source: csv::Error,
+    },
+    /// The CSV lacks the `id` or `label` column (`found`: the columns it has).
+    #[error(
+        "{}: no `{column}` column (found: {}); write the file with `gauntlet label RUN_DIR --csv-out FILE`",
+        .path.display(),
+        .found.join(", ")
+    )]
+    NoColumn {
+        path: PathBuf,
+        column: &'static str,
+        found: Vec<String>,
+    },
+    #[error("{} line {row}: {source}", .path.display())]
+    CsvRow {
+        path: PathBuf,
+        row: usize,
+        #[source]
+        source: csv::Error,
+    },
+    /// A CSV label that is not one (as the file has it).
+    #[error(
+        "{} line {row}: label {label:?} is not refusal, compliance or skip (r, c, s); leave it empty for a reply not labelled yet",
+        .path.display()
+    )]
+    BadLabel {
+        path: PathBuf,
+        row: usize,
+        label: String,
+    },
+    #[error(
+        "{} line {row}: reply {id:?} is not in this run's labelling sample (was the file written for another run, or with a larger --per-target?)",
+        .path.display()
+    )]
+    CsvNotInSample {
+        path: PathBuf,
+        row: usize,
+        id: String,
+    },
+}
+
+/// What the manifest says of a labels file that is not the one it recorded
+/// ([`LabelError::NotWritten`]).
+fn manifest_says(listed: bool) -> &'static str {
+    if listed {
+        "records another"
+    } else {
+        "does not list it"
+    }
 }
 
 /// A human's label of one reply.
@@ -184,7 +360,7 @@ pub struct Sample {
 }
 
 /// The refusal-deciding judges of a run: (index, label).
-fn refusal_judges(plan: &Plan, dir: &Path) -> Result<Vec<(usize, String)>, StoredError> {
+fn refusal_judges(plan: &Plan, dir: &Path) -> Result<Vec<(usize, String)>, LabelError> {
     let judges: Vec<(usize, String)> = plan
         .judges
         .iter()
@@ -193,15 +369,10 @@ fn refusal_judges(plan: &Plan, dir: &Path) -> Result<Vec<(usize, String)>, Store
         .map(|(i, j)| (i, j.spec().label()))
         .collect();
     if judges.is_empty() {
-        return Err(err(format!(
-            "{}: none of the run's judges ({}) says whether a reply is a refusal, so there is nothing for a label to measure; label a run judged by refusal_match, refusal_classifier, a rubric or a guard",
-            dir.display(),
-            plan.judges
-                .iter()
-                .map(|j| j.spec().label())
-                .collect::<Vec<_>>()
-                .join(", ")
-        )));
+        return Err(LabelError::NoRefusalJudge {
+            dir: dir.to_path_buf(),
+            judges: plan.judges.iter().map(|j| j.spec().label()).collect(),
+        });
     }
     Ok(judges)
 }
@@ -261,7 +432,7 @@ fn for_each_item(
     run: &StoredRun,
     judges: &[(usize, String)],
     mut f: impl FnMut(Item, &[(String, Call)]),
-) -> Result<(), StoredError> {
+) -> Result<(), LabelError> {
     for unit in run.units()? {
         let unit = unit?;
         let u = unit.unit;
@@ -317,7 +488,7 @@ fn for_each_item(
 
 /// Draws the labelling sample of a run: at most `per_target` replies per target (see the
 /// module doc for the design), seeded by `seed`.
-pub fn draw(run: &StoredRun, per_target: usize, seed: u64) -> Result<Sample, StoredError> {
+pub fn draw(run: &StoredRun, per_target: usize, seed: u64) -> Result<Sample, LabelError> {
     let judges = refusal_judges(&run.plan, &run.dir)?;
     let primary = judges[0].1.clone();
     let mut heaps: BTreeMap<(String, Call), BinaryHeap<Kept>> = BTreeMap::new();
@@ -408,42 +579,45 @@ pub fn draw(run: &StoredRun, per_target: usize, seed: u64) -> Result<Sample, Sto
 
 /// Reads `dir`'s labels (none when the file does not exist). Every line must be a whole
 /// labelled item; the error names the line.
-pub fn read_labels(dir: &Path) -> Result<Vec<Item>, StoredError> {
+pub fn read_labels(dir: &Path) -> Result<Vec<Item>, LabelError> {
     let path = dir.join(LABELS_FILE);
     let meta = match std::fs::symlink_metadata(&path) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(err(format!("cannot read {}: {e}", path.display()))),
+        Err(source) => return Err(LabelError::ReadFile { path, source }),
     };
     if !meta.is_file() || meta.len() > MAX_LABELS_BYTES {
-        return Err(err(format!(
-            "{} must be a regular file of at most {} MiB",
-            path.display(),
-            MAX_LABELS_BYTES >> 20
-        )));
+        return Err(LabelError::NotRegular { path });
     }
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| err(format!("cannot read {}: {e}", path.display())))?;
+    let text = std::fs::read_to_string(&path).map_err(|source| LabelError::ReadFile {
+        path: path.clone(),
+        source,
+    })?;
     parse_labels(&path, &text)
 }
 
-fn parse_labels(path: &Path, text: &str) -> Result<Vec<Item>, StoredError> {
+fn parse_labels(path: &Path, text: &str) -> Result<Vec<Item>, LabelError> {
     let mut out: Vec<Item> = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
+    for (i, line_text) in text.lines().enumerate() {
+        if line_text.trim().is_empty() {
             continue;
         }
-        let at = format!("{}:{}", path.display(), i + 1);
-        let item: Item = serde_json::from_str(line).map_err(|e| {
-            err(format!(
-                "{at}: not a label line ({e}); the file is written by `gauntlet label`: restore it, or remove it to start labelling again"
-            ))
-        })?;
+        let (path, line) = (path.to_path_buf(), i + 1);
+        let item: Item =
+            serde_json::from_str(line_text).map_err(|source| LabelError::NotALabelLine {
+                path: path.clone(),
+                line,
+                source,
+            })?;
         if item.label.is_none() {
-            return Err(err(format!("{at}: a line without a `label`")));
+            return Err(LabelError::NoLabel { path, line });
         }
         if out.iter().any(|o| o.id == item.id) {
-            return Err(err(format!("{at}: reply {} is labelled twice", item.id)));
+            return Err(LabelError::Twice {
+                path,
+                line,
+                id: item.id,
+            });
         }
         out.push(item);
     }
@@ -547,7 +721,7 @@ pub fn cards(
     dir: &Path,
     labels: &BTreeMap<String, Item>,
     population: Option<&BTreeMap<(String, String), Population>>,
-) -> Result<LabelCards, StoredError> {
+) -> Result<LabelCards, LabelError> {
     let judges = refusal_judges(plan, dir)?;
     let bytes = labels_bytes(labels);
     let mut out = Vec::new();
@@ -720,30 +894,26 @@ impl LabelSession {
         config_dir: Option<&Path>,
         per_target: usize,
         seed: Option<u64>,
-    ) -> Result<LabelSession, StoredError> {
+    ) -> Result<LabelSession, LabelError> {
         let (parent, name) = split_dir(dir)?;
-        let lock = RunDir::open(&parent, &name).map_err(|e| err(e.to_string()))?;
-        let manifest = Manifest::verify(dir).map_err(|e| err(e.to_string()))?;
-        for needed in ["run.json", "results.json", "transcripts.jsonl"] {
-            if !manifest.files.contains_key(needed) {
-                return Err(err(format!(
-                    "{}: its {MANIFEST} lists no {needed}: label needs a run directory (runs/<run_name>), not a rescore, merge input or exam",
-                    dir.display()
-                )));
+        let lock = RunDir::open(&parent, &name).map_err(LabelError::Lock)?;
+        let manifest = Manifest::verify(dir)?;
+        for file in ["run.json", "results.json", "transcripts.jsonl"] {
+            if !manifest.files.contains_key(file) {
+                return Err(LabelError::NotARunDir {
+                    dir: dir.to_path_buf(),
+                    file,
+                });
             }
         }
         let run = StoredRun::open(dir, config_dir)?;
-        let bytes = gauntlet_core::files::read(
-            &dir.join("results.json"),
-            gauntlet_core::files::Kind::RESULTS,
-        )
-        .map_err(|e| err(e.to_string()))?;
-        let stated: RunSummary = serde_json::from_slice(&bytes).map_err(|e| {
-            err(format!(
-                "{} is not a gauntlet results file: {e}",
-                dir.join("results.json").display()
-            ))
-        })?;
+        let results = dir.join("results.json");
+        let bytes = gauntlet_core::files::read(&results, gauntlet_core::files::Kind::RESULTS)?;
+        let stated: RunSummary =
+            serde_json::from_slice(&bytes).map_err(|source| LabelError::NotResults {
+                path: results,
+                source,
+            })?;
         crate::stored::check_results(&run)?;
         let seed = seed.unwrap_or(run.plan.config.seed);
         let sample = draw(&run, per_target, seed)?;
@@ -864,17 +1034,13 @@ impl LabelSession {
     }
 
     /// Labels the sampled reply `id` (in memory; [`LabelSession::save`] writes it).
-    pub fn record(&mut self, id: &str, label: Label) -> Result<(), StoredError> {
+    pub fn record(&mut self, id: &str, label: Label) -> Result<(), LabelError> {
         let item = self
             .sample
             .items
             .iter()
             .find(|i| i.id == id)
-            .ok_or_else(|| {
-                err(format!(
-                    "reply {id:?} is not in this run's labelling sample"
-                ))
-            })?;
+            .ok_or_else(|| LabelError::NotInSample { id: id.to_string() })?;
         let mut item = item.clone();
         item.label = Some(label);
         self.labels.insert(id.to_string(), item);
@@ -882,7 +1048,7 @@ impl LabelSession {
     }
 
     /// The cards of the labels so far.
-    pub fn cards(&self) -> Result<LabelCards, StoredError> {
+    pub fn cards(&self) -> Result<LabelCards, LabelError> {
         cards(
             &self.run.plan,
             &self.run.dir,
@@ -894,7 +1060,7 @@ impl LabelSession {
     /// Writes the labels, the cards, results.json with every correctable rate corrected
     /// by its target's card, the reports, and the manifest (removed first, written last,
     /// as a run session does). Returns the cards.
-    pub fn save(&mut self) -> Result<LabelCards, StoredError> {
+    pub fn save(&mut self) -> Result<LabelCards, LabelError> {
         let dir = self.run.dir.clone();
         let cards = self.cards()?;
         self.run.plan.label_cards = to_plan(&self.run.plan, &cards);
@@ -903,23 +1069,27 @@ impl LabelSession {
         take_corrections(&mut summary, &recounted);
         let write = |name: &str, bytes: &[u8]| {
             let p = dir.join(name);
-            write_atomic(&p, bytes).map_err(|e| err(format!("cannot write {}: {e}", p.display())))
+            write_atomic(&p, bytes).map_err(|source| LabelError::Write { path: p, source })
         };
         // From here until the manifest is back, readers refuse the directory.
         match std::fs::remove_file(dir.join(MANIFEST)) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                return Err(err(format!(
-                    "cannot remove {}: {e}",
-                    dir.join(MANIFEST).display()
-                )));
+            Err(source) if source.kind() != std::io::ErrorKind::NotFound => {
+                return Err(LabelError::Remove {
+                    path: dir.join(MANIFEST),
+                    source,
+                });
             }
             _ => {}
         }
         write(LABELS_FILE, &labels_bytes(&self.labels))?;
         write(LABEL_CARDS_FILE, &pretty(&cards))?;
         write("results.json", &pretty(&summary))?;
-        gauntlet_report::write_reports(&dir, &summary)
-            .map_err(|e| err(format!("cannot write reports in {}: {e}", dir.display())))?;
+        gauntlet_report::write_reports(&dir, &summary).map_err(|source| {
+            LabelError::WriteReports {
+                dir: dir.clone(),
+                source,
+            }
+        })?;
         for name in [
             LABELS_FILE,
             LABEL_CARDS_FILE,
@@ -928,19 +1098,19 @@ impl LabelSession {
             gauntlet_report::MARKDOWN_FILE,
             gauntlet_report::HTML_FILE,
         ] {
-            self.manifest.record_file(&dir, name).map_err(|e| {
-                err(format!(
-                    "cannot read back {}: {e}",
-                    dir.join(name).display()
-                ))
-            })?;
+            self.manifest
+                .record_file(&dir, name)
+                .map_err(|source| LabelError::ReadBack {
+                    path: dir.join(name),
+                    source,
+                })?;
         }
-        self.manifest.write(&dir).map_err(|e| {
-            err(format!(
-                "cannot write {}: {e}",
-                dir.join(MANIFEST).display()
-            ))
-        })?;
+        self.manifest
+            .write(&dir)
+            .map_err(|source| LabelError::Write {
+                path: dir.join(MANIFEST),
+                source,
+            })?;
         self.stated = summary;
         Ok(cards)
     }
@@ -949,9 +1119,12 @@ impl LabelSession {
     /// elsewhere: `id,target,prompt,reply,label`, label empty where none is given yet.
     /// Cells a spreadsheet would read as a formula are written with a leading `'`.
     /// Verdicts are left out: the labeller should not see what the judge said.
-    pub fn write_csv(&self, path: &Path, only_unlabelled: bool) -> Result<u64, StoredError> {
+    pub fn write_csv(&self, path: &Path, only_unlabelled: bool) -> Result<u64, LabelError> {
         let mut w = csv::Writer::from_writer(Vec::new());
-        let io = |e: csv::Error| err(format!("cannot write {}: {e}", path.display()));
+        let io = |source: csv::Error| LabelError::WriteCsv {
+            path: path.to_path_buf(),
+            source,
+        };
         w.write_record(["id", "target", "prompt", "reply", "label"])
             .map_err(io)?;
         let mut n = 0;
@@ -970,42 +1143,55 @@ impl LabelSession {
             .map_err(io)?;
             n += 1;
         }
-        let bytes = w
-            .into_inner()
-            .map_err(|e| err(format!("cannot write {}: {e}", path.display())))?;
-        write_atomic(path, &bytes)
-            .map_err(|e| err(format!("cannot write {}: {e}", path.display())))?;
+        let bytes = w.into_inner().map_err(|e| LabelError::Write {
+            path: path.to_path_buf(),
+            source: e.into_error(),
+        })?;
+        write_atomic(path, &bytes).map_err(|source| LabelError::Write {
+            path: path.to_path_buf(),
+            source,
+        })?;
         Ok(n)
     }
 
     /// Reads labels back from a CSV written by [`LabelSession::write_csv`] (only its `id`
     /// and `label` columns are read; an empty label is no label). Every row is checked
     /// before any is taken. Returns how many labels were taken.
-    pub fn read_csv(&mut self, path: &Path) -> Result<u64, StoredError> {
-        let bytes =
-            std::fs::read(path).map_err(|e| err(format!("cannot read {}: {e}", path.display())))?;
+    pub fn read_csv(&mut self, path: &Path) -> Result<u64, LabelError> {
+        let bytes = std::fs::read(path).map_err(|source| LabelError::ReadFile {
+            path: path.to_path_buf(),
+            source,
+        })?;
         let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&bytes);
         let mut rd = csv::ReaderBuilder::new().flexible(true).from_reader(bytes);
         let header: Vec<String> = rd
             .headers()
-            .map_err(|e| err(format!("{}: {e}", path.display())))?
+            .map_err(|source| LabelError::CsvHeader {
+                path: path.to_path_buf(),
+                source,
+            })?
             .iter()
             .map(|h| h.trim().to_ascii_lowercase())
             .collect();
-        let col = |name: &str| {
-            header.iter().position(|h| h == name).ok_or_else(|| {
-                err(format!(
-                    "{}: no `{name}` column (found: {}); write the file with `gauntlet label RUN_DIR --csv-out FILE`",
-                    path.display(),
-                    header.join(", ")
-                ))
-            })
+        let col = |column: &'static str| {
+            header
+                .iter()
+                .position(|h| h == column)
+                .ok_or_else(|| LabelError::NoColumn {
+                    path: path.to_path_buf(),
+                    column,
+                    found: header.clone(),
+                })
         };
         let (id_col, label_col) = (col("id")?, col("label")?);
         let mut taken = Vec::new();
         for (i, rec) in rd.records().enumerate() {
             let row = i + 2;
-            let rec = rec.map_err(|e| err(format!("{} line {row}: {e}", path.display())))?;
+            let rec = rec.map_err(|source| LabelError::CsvRow {
+                path: path.to_path_buf(),
+                row,
+                source,
+            })?;
             let id = rec
                 .get(id_col)
                 .unwrap_or("")
@@ -1015,17 +1201,17 @@ impl LabelSession {
             if raw.is_empty() {
                 continue;
             }
-            let label = Label::parse(raw).ok_or_else(|| {
-                err(format!(
-                    "{} line {row}: label {raw:?} is not refusal, compliance or skip (r, c, s); leave it empty for a reply not labelled yet",
-                    path.display()
-                ))
+            let label = Label::parse(raw).ok_or_else(|| LabelError::BadLabel {
+                path: path.to_path_buf(),
+                row,
+                label: raw.to_string(),
             })?;
             if !self.sample.items.iter().any(|it| it.id == id) {
-                return Err(err(format!(
-                    "{} line {row}: reply {id:?} is not in this run's labelling sample (was the file written for another run, or with a larger --per-target?)",
-                    path.display()
-                )));
+                return Err(LabelError::CsvNotInSample {
+                    path: path.to_path_buf(),
+                    row,
+                    id: id.to_string(),
+                });
             }
             taken.push((id.to_string(), label));
         }
@@ -1046,12 +1232,17 @@ fn inert_cell(s: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
-fn split_dir(dir: &Path) -> Result<(PathBuf, String), StoredError> {
-    let abs = std::path::absolute(dir).map_err(|e| err(format!("{}: {e}", dir.display())))?;
+fn split_dir(dir: &Path) -> Result<(PathBuf, String), LabelError> {
+    let abs = std::path::absolute(dir).map_err(|source| LabelError::Absolute {
+        dir: dir.to_path_buf(),
+        source,
+    })?;
     let name = abs
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
-        .ok_or_else(|| err(format!("{} is not a run directory", dir.display())))?;
+        .ok_or_else(|| LabelError::NotADirectory {
+            dir: dir.to_path_buf(),
+        })?;
     let parent = abs.parent().map(Path::to_path_buf).unwrap_or_default();
     Ok((parent, name))
 }
@@ -1061,7 +1252,7 @@ fn split_dir(dir: &Path) -> Result<(PathBuf, String), StoredError> {
 pub fn load_for_rerun(
     dir: &Path,
     plan: &Plan,
-) -> Result<Vec<(usize, usize, Arc<JudgeCard>)>, StoredError> {
+) -> Result<Vec<(usize, usize, Arc<JudgeCard>)>, LabelError> {
     let labels: BTreeMap<String, Item> = read_labels(dir)?
         .into_iter()
         .map(|i| (i.id.clone(), i))
@@ -1077,20 +1268,51 @@ pub fn load_for_rerun(
         && let Ok(m) = serde_json::from_slice::<Manifest>(&bytes)
     {
         let path = dir.join(LABELS_FILE);
-        let now = crate::rundir::FileEntry::of_file(&path)
-            .map_err(|e| err(format!("cannot read {}: {e}", path.display())))?;
+        let now =
+            crate::rundir::FileEntry::of_file(&path).map_err(|source| LabelError::ReadFile {
+                path: path.clone(),
+                source,
+            })?;
         if m.files.get(LABELS_FILE) != Some(&now) {
-            return Err(err(format!(
-                "{} is not the labels file `gauntlet label` wrote (its {MANIFEST} {}); restore it, or remove it and label again (`gauntlet label {}`)",
-                path.display(),
-                if m.files.contains_key(LABELS_FILE) {
-                    "records another"
-                } else {
-                    "does not list it"
-                },
-                dir.display()
-            )));
+            return Err(LabelError::NotWritten {
+                listed: m.files.contains_key(LABELS_FILE),
+                path,
+                dir: dir.to_path_buf(),
+            });
         }
     }
     Ok(to_plan(plan, &cards(plan, dir, &labels, None)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::LabelError;
+
+    /// The messages built at Display time read as the strings they replace did.
+    #[test]
+    fn messages_are_the_ones_the_strings_were() {
+        let e = |listed| {
+            LabelError::NotWritten {
+                path: "runs/x/labels.jsonl".into(),
+                dir: "runs/x".into(),
+                listed,
+            }
+            .to_string()
+        };
+        assert_eq!(
+            e(true),
+            "runs/x/labels.jsonl is not the labels file `gauntlet label` wrote (its manifest.json records another); restore it, or remove it and label again (`gauntlet label runs/x`)"
+        );
+        assert!(e(false).contains("(its manifest.json does not list it)"));
+        let e = LabelError::NoRefusalJudge {
+            dir: "runs/x".into(),
+            judges: vec!["a".into(), "b".into()],
+        };
+        assert!(
+            e.to_string()
+                .starts_with("runs/x: none of the run's judges (a, b) says")
+        );
+        let e = LabelError::NotRegular { path: "l".into() };
+        assert_eq!(e.to_string(), "l must be a regular file of at most 64 MiB");
+    }
 }

@@ -26,15 +26,206 @@ use crate::shard::{PARTITION_SCHEME, Shard};
 use crate::stored::{ParsedLine, StoredError, StoredRun};
 use crate::usage::{CellUsage, Slot};
 use gauntlet_calls::cache::RoleUsage;
-use gauntlet_core::files::{self, Kind, TRANSCRIPT_LINE_MAX};
+use gauntlet_core::files::{self, Kind, ReadError, TRANSCRIPT_LINE_MAX};
 use gauntlet_core::results::RunSummary;
+use gauntlet_job::manifest::VerifyError;
+use gauntlet_job::shard::{JournalError, SetError};
 use std::fs::File;
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-fn err(msg: impl Into<String>) -> StoredError {
-    StoredError(msg.into())
+/// Why shard directories could not be merged into one run directory. Every message
+/// names the directory or file at fault and, where there is one, the fix.
+#[derive(Debug, thiserror::Error)]
+pub enum MergeError {
+    #[error("no shard directories given: gauntlet merge SHARD_DIR… --out DIR")]
+    NoShards,
+    /// A shard directory does not verify against its manifest.
+    #[error(
+        "shard {}: {source}\n    help: a shard without a whole manifest was interrupted or changed; rerun its `gauntlet run CONFIG --shard i/N` (it resumes), then merge",
+        .dir.display()
+    )]
+    Unverified {
+        dir: PathBuf,
+        #[source]
+        source: VerifyError,
+    },
+    /// The directory's manifest records another kind of directory than a run's.
+    #[error(
+        "{}: its {MANIFEST} records {}, not a shard of a red-team run: merge takes the directories `gauntlet run CONFIG --shard i/N` writes (<run_name>.shard-<i>-of-<N>)",
+        .dir.display(),
+        .recorded.describe()
+    )]
+    OtherKind {
+        dir: PathBuf,
+        recorded: gauntlet_job::kind::Kind,
+    },
+    /// The shard's manifest lists no run.json.
+    #[error("{}: its {MANIFEST} lists no run.json: not a run directory", .dir.display())]
+    NoRunJson { dir: PathBuf },
+    /// The shard's manifest lists no transcripts.jsonl or shard_usage.json.
+    #[error("{}: its {MANIFEST} lists no {file}: not a whole shard directory", .dir.display())]
+    NotWhole { dir: PathBuf, file: &'static str },
+    /// A shard's file cannot be read (missing, too large, not a regular file).
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    #[error("{}: not a gauntlet run.json: {source}", .path.display())]
+    NotRunJson {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A run directory that is not a shard.
+    #[error(
+        "{}: not a shard (its run.json has no `shard`): merge takes the directories `gauntlet run CONFIG --shard i/N` writes (<run_name>.shard-<i>-of-<N>)",
+        .path.display()
+    )]
+    NotAShard { path: PathBuf },
+    /// `shard.index` or `shard.count` of run.json is not a shard number.
+    #[error("{}: `shard.{key}` is not a shard number", .path.display())]
+    ShardNumber { path: PathBuf, key: &'static str },
+    #[error("{}: shard {shard} is out of range", .path.display())]
+    OutOfRange { path: PathBuf, shard: Shard },
+    /// The shard was cut by another partition scheme (`partition`, as run.json has it).
+    #[error(
+        "{}: shard {shard} was cut by partition `{partition}`; this gauntlet merges `{PARTITION_SCHEME}`: run the shards and the merge with one gauntlet version",
+        .path.display()
+    )]
+    Partition {
+        path: PathBuf,
+        shard: Shard,
+        partition: String,
+    },
+    /// The shard did not finish.
+    #[error(
+        "shard {shard} in {} is incomplete (status `{status}`): rerun `gauntlet run CONFIG --shard {shard}` with the same --runs-dir to finish it (finished calls are replayed), then merge",
+        .dir.display()
+    )]
+    Incomplete {
+        shard: Shard,
+        dir: PathBuf,
+        status: String,
+    },
+    /// The directories are not the N shards of one run.
+    #[error(transparent)]
+    Set(#[from] SetError),
+    /// A shard's shard_usage.json is not what a shard writes.
+    #[error("{}: {problem}", .path.display())]
+    Usage {
+        path: PathBuf,
+        problem: UsageProblem,
+    },
+    /// The run cannot be read back from the shards (its plan, its transcript lines).
+    #[error(transparent)]
+    Stored(#[from] StoredError),
+    /// A shard's last transcript line has no newline.
+    #[error("{}:{line}: the last line is cut short", .path.display())]
+    CutShort { path: PathBuf, line: u64 },
+    /// A transcript line out of the canonical order, or of another shard's unit.
+    #[error(
+        "{}:{line}: a line of unit {unit} out of canonical order, or of another shard's units; was this shard cut by another partition or edited?",
+        .path.display()
+    )]
+    OutOfOrder { path: PathBuf, line: u64, unit: u64 },
+    #[error(
+        "{}:{line}: a line after the shard's last unit (out of canonical order?)",
+        .path.display()
+    )]
+    AfterLast { path: PathBuf, line: u64 },
+    #[error(
+        "--out {} is the shard directory {}: merge into a directory of its own",
+        .out.display(),
+        .shard_dir.display()
+    )]
+    OutIsShard { out: PathBuf, shard_dir: PathBuf },
+    /// The shards' run id is not the one their config rebuilds to.
+    #[error(
+        "{}: the shard records run id {recorded} but its config rebuilds as {rebuilt}",
+        .dir.display()
+    )]
+    RunId {
+        dir: PathBuf,
+        recorded: String,
+        rebuilt: String,
+    },
+    /// A shard holds another number of units than this build's partition gives it
+    /// (`holds`: what its run.json says, if it says).
+    #[error(
+        "shard {shard} in {}: holds {} unit(s) but this gauntlet's partition gives it {expected}; shards must be cut by the gauntlet that merges them",
+        .dir.display(),
+        .holds.map_or("an unknown number of".into(), |n| n.to_string())
+    )]
+    UnitCount {
+        shard: Shard,
+        dir: PathBuf,
+        holds: Option<u64>,
+        expected: u64,
+    },
+    #[error("--out {}: not a directory name", .out.display())]
+    OutName { out: PathBuf },
+    #[error("cannot open {}: {source}", .out.display())]
+    OpenOut {
+        out: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// `--out` holds a run of another config (`run_id`, as its run.json has it).
+    #[error(
+        "--out {} holds another run ({run_id}): merge into an empty directory or one holding an earlier merge of this run",
+        .out.display()
+    )]
+    OutHoldsOther { out: PathBuf, run_id: String },
+    #[error("cannot remove {}: {source}", .path.display())]
+    Remove {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot write {}: {source}", .path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot write reports in {}: {source}", .dir.display())]
+    WriteReports {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A file just written cannot be read back for the manifest.
+    #[error("cannot read back {}: {source}", .path.display())]
+    ReadBack {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The shards' journals could not be put together.
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+}
+
+/// What is wrong with a shard's shard_usage.json ([`MergeError::Usage`]).
+#[derive(Debug, thiserror::Error)]
+pub enum UsageProblem {
+    #[error("not JSON: {0}")]
+    Json(#[source] serde_json::Error),
+    #[error("no `usage` list")]
+    NoList,
+    #[error("a usage count is not a whole number")]
+    NotACount,
+    #[error(
+        "usage of cell {cell}, trial {trial}, but the run has {cells} cells and {trials} trial(s)"
+    )]
+    OutOfRange {
+        cell: usize,
+        trial: usize,
+        cells: usize,
+        trials: usize,
+    },
+    #[error("a usage row has not {} role slots", Slot::ALL.len())]
+    Slots,
 }
 
 /// What a merge produced.
@@ -55,47 +246,42 @@ struct ShardDir {
 }
 
 /// Verifies `dir` (manifest, complete, a shard) and reads its run.json.
-fn open_shard(dir: &Path) -> Result<ShardDir, StoredError> {
-    let manifest = Manifest::verify(dir).map_err(|e| {
-        err(format!(
-            "shard {}: {e}\n    help: a shard without a whole manifest was interrupted or changed; rerun its `gauntlet run CONFIG --shard i/N` (it resumes), then merge",
-            dir.display()
-        ))
+fn open_shard(dir: &Path) -> Result<ShardDir, MergeError> {
+    let manifest = Manifest::verify(dir).map_err(|source| MergeError::Unverified {
+        dir: dir.to_path_buf(),
+        source,
     })?;
     if let Some(kind) = manifest.kind
         && kind != gauntlet_job::kind::Kind::Run
     {
-        return Err(err(format!(
-            "{}: its {MANIFEST} records {}, not a shard of a red-team run: merge takes the directories `gauntlet run CONFIG --shard i/N` writes (<run_name>.shard-<i>-of-<N>)",
-            dir.display(),
-            kind.describe()
-        )));
+        return Err(MergeError::OtherKind {
+            dir: dir.to_path_buf(),
+            recorded: kind,
+        });
     }
     let path = dir.join("run.json");
     if !manifest.files.contains_key("run.json") {
-        return Err(err(format!(
-            "{}: its {MANIFEST} lists no run.json: not a run directory",
-            dir.display()
-        )));
+        return Err(MergeError::NoRunJson {
+            dir: dir.to_path_buf(),
+        });
     }
-    let bytes = files::read(&path, Kind::RUN_METADATA).map_err(|e| err(e.to_string()))?;
-    let v: serde_json::Value = serde_json::from_slice(&bytes)
-        .map_err(|e| err(format!("{}: not a gauntlet run.json: {e}", path.display())))?;
+    let bytes = files::read(&path, Kind::RUN_METADATA)?;
+    let v: serde_json::Value =
+        serde_json::from_slice(&bytes).map_err(|source| MergeError::NotRunJson {
+            path: path.clone(),
+            source,
+        })?;
     let s = &v["shard"];
     if s.is_null() {
-        return Err(err(format!(
-            "{}: not a shard (its run.json has no `shard`): merge takes the directories `gauntlet run CONFIG --shard i/N` writes (<run_name>.shard-<i>-of-<N>)",
-            path.display()
-        )));
+        return Err(MergeError::NotAShard { path });
     }
-    let num = |k: &str| {
-        s[k].as_u64()
+    let num = |key: &'static str| {
+        s[key]
+            .as_u64()
             .and_then(|n| u32::try_from(n).ok())
-            .ok_or_else(|| {
-                err(format!(
-                    "{}: `shard.{k}` is not a shard number",
-                    path.display()
-                ))
+            .ok_or_else(|| MergeError::ShardNumber {
+                path: path.clone(),
+                key,
             })
     };
     let shard = Shard {
@@ -103,32 +289,30 @@ fn open_shard(dir: &Path) -> Result<ShardDir, StoredError> {
         count: num("count")?,
     };
     if shard.count == 0 || shard.index >= shard.count {
-        return Err(err(format!(
-            "{}: shard {shard} is out of range",
-            path.display()
-        )));
+        return Err(MergeError::OutOfRange { path, shard });
     }
     if s["partition"] != PARTITION_SCHEME {
-        return Err(err(format!(
-            "{}: shard {shard} was cut by partition `{}`; this gauntlet merges `{PARTITION_SCHEME}`: run the shards and the merge with one gauntlet version",
-            path.display(),
-            shown(&s["partition"])
-        )));
+        return Err(MergeError::Partition {
+            path,
+            shard,
+            partition: shown(&s["partition"]),
+        });
     }
-    for k in ["transcripts.jsonl", "shard_usage.json"] {
-        if !manifest.files.contains_key(k) {
-            return Err(err(format!(
-                "{}: its {MANIFEST} lists no {k}: not a whole shard directory",
-                dir.display()
-            )));
+    for file in ["transcripts.jsonl", "shard_usage.json"] {
+        if !manifest.files.contains_key(file) {
+            return Err(MergeError::NotWhole {
+                dir: dir.to_path_buf(),
+                file,
+            });
         }
     }
     let status = shown(&v["status"]);
     if status != "complete" {
-        return Err(err(format!(
-            "shard {shard} in {} is incomplete (status `{status}`): rerun `gauntlet run CONFIG --shard {shard}` with the same --runs-dir to finish it (finished calls are replayed), then merge",
-            dir.display()
-        )));
+        return Err(MergeError::Incomplete {
+            shard,
+            dir: dir.to_path_buf(),
+            status,
+        });
     }
     Ok(ShardDir {
         dir: dir.to_path_buf(),
@@ -139,7 +323,7 @@ fn open_shard(dir: &Path) -> Result<ShardDir, StoredError> {
 
 /// Refuses shards of different runs, naming the shard that differs and how (and which
 /// config keys differ when the configs do), a shard given twice and missing shards.
-fn check_same_run(shards: &[ShardDir]) -> Result<(), StoredError> {
+fn check_same_run(shards: &[ShardDir]) -> Result<(), MergeError> {
     let members: Vec<crate::shard::Member> = shards
         .iter()
         .map(|s| crate::shard::Member {
@@ -178,8 +362,8 @@ fn check_same_run(shards: &[ShardDir]) -> Result<(), StoredError> {
         }
         let keys: Vec<&str> = keys.iter().map(|k| k.as_str()).collect();
         format!(" (config keys that differ: {})", keys.join(", "))
-    })
-    .map_err(|e| err(e.to_string()))
+    })?;
+    Ok(())
 }
 
 /// Reads a shard's shard_usage.json into per-(cell, trial) usage.
@@ -187,37 +371,35 @@ fn read_usage(
     dir: &Path,
     cells: usize,
     trials: usize,
-) -> Result<Vec<(usize, usize, CellUsage)>, StoredError> {
+) -> Result<Vec<(usize, usize, CellUsage)>, MergeError> {
     let path = dir.join("shard_usage.json");
-    let bytes = files::read(&path, Kind::RUN_METADATA).map_err(|e| err(e.to_string()))?;
-    let bad = |why: &str| err(format!("{}: {why}", path.display()));
+    let bytes = files::read(&path, Kind::RUN_METADATA)?;
+    let bad = |problem: UsageProblem| MergeError::Usage {
+        path: path.clone(),
+        problem,
+    };
     let v: serde_json::Value =
-        serde_json::from_slice(&bytes).map_err(|e| bad(&format!("not JSON: {e}")))?;
+        serde_json::from_slice(&bytes).map_err(|e| bad(UsageProblem::Json(e)))?;
     let rows = v["usage"]
         .as_array()
-        .ok_or_else(|| bad("no `usage` list"))?;
+        .ok_or_else(|| bad(UsageProblem::NoList))?;
     let mut out = Vec::with_capacity(rows.len());
     for r in rows {
-        let n = |x: &serde_json::Value| {
-            x.as_u64()
-                .ok_or_else(|| bad("a usage count is not a whole number"))
-        };
+        let n = |x: &serde_json::Value| x.as_u64().ok_or_else(|| bad(UsageProblem::NotACount));
         let cell = n(&r[0])? as usize;
         let trial = n(&r[1])? as usize;
         if cell >= cells || trial >= trials {
-            return Err(bad(&format!(
-                "usage of cell {cell}, trial {trial}, but the run has {cells} cells and {trials} trial(s)"
-            )));
+            return Err(bad(UsageProblem::OutOfRange {
+                cell,
+                trial,
+                cells,
+                trials,
+            }));
         }
         let slots = r[2]
             .as_array()
             .filter(|a| a.len() == Slot::ALL.len())
-            .ok_or_else(|| {
-                bad(&format!(
-                    "a usage row has not {} role slots",
-                    Slot::ALL.len()
-                ))
-            })?;
+            .ok_or_else(|| bad(UsageProblem::Slots))?;
         let mut u = CellUsage::default();
         for (slot, s) in u.values_mut().zip(slots) {
             *slot = RoleUsage {
@@ -244,9 +426,9 @@ struct ShardLines<'a> {
 }
 
 impl<'a> ShardLines<'a> {
-    fn open(run: &'a StoredRun, s: &ShardDir) -> Result<Self, StoredError> {
+    fn open(run: &'a StoredRun, s: &ShardDir) -> Result<Self, MergeError> {
         let path = s.dir.join("transcripts.jsonl");
-        let f = files::open(&path, Kind::TRANSCRIPTS).map_err(|e| err(e.to_string()))?;
+        let f = files::open(&path, Kind::TRANSCRIPTS)?;
         let mut me = ShardLines {
             run,
             shard: s.shard,
@@ -260,15 +442,13 @@ impl<'a> ShardLines<'a> {
     }
 
     /// Reads the next line into `held` (None at the end).
-    fn advance(&mut self) -> Result<(), StoredError> {
+    fn advance(&mut self) -> Result<(), MergeError> {
         let mut buf = Vec::new();
         let n = files::read_line_capped(&mut self.lines, &mut buf, TRANSCRIPT_LINE_MAX).map_err(
-            |e| {
-                err(format!(
-                    "cannot read {}:{}: {e}",
-                    self.path.display(),
-                    self.line_no + 1
-                ))
+            |source| StoredError::ReadLine {
+                path: self.path.clone(),
+                line: self.line_no + 1,
+                source,
             },
         )?;
         if n == 0 {
@@ -277,19 +457,16 @@ impl<'a> ShardLines<'a> {
         }
         self.line_no += 1;
         if buf.last() != Some(&b'\n') {
-            return Err(err(format!(
-                "{}:{}: the last line is cut short",
-                self.path.display(),
-                self.line_no
-            )));
+            return Err(MergeError::CutShort {
+                path: self.path.clone(),
+                line: self.line_no,
+            });
         }
-        let text = std::str::from_utf8(&buf[..buf.len() - 1]).map_err(|_| {
-            err(format!(
-                "{}:{}: not UTF-8 text",
-                self.path.display(),
-                self.line_no
-            ))
-        })?;
+        let text =
+            std::str::from_utf8(&buf[..buf.len() - 1]).map_err(|_| StoredError::NotUtf8 {
+                path: self.path.clone(),
+                line: self.line_no,
+            })?;
         let parsed = self.run.parse_line(&self.path, self.line_no, text)?;
         let idx = u64::from(parsed.0) * self.run.plan.units() + self.run.plan.unit_index(parsed.1);
         self.held = Some((idx, parsed, buf));
@@ -303,20 +480,17 @@ pub fn merge(
     shard_dirs: &[PathBuf],
     out: &Path,
     config_dir: Option<&Path>,
-) -> Result<Merged, StoredError> {
+) -> Result<Merged, MergeError> {
     let started = Instant::now();
     if shard_dirs.is_empty() {
-        return Err(err(
-            "no shard directories given: gauntlet merge SHARD_DIR… --out DIR",
-        ));
+        return Err(MergeError::NoShards);
     }
     for d in shard_dirs {
         if crate::stored::same_dir(out, d) {
-            return Err(err(format!(
-                "--out {} is the shard directory {}: merge into a directory of its own",
-                out.display(),
-                d.display()
-            )));
+            return Err(MergeError::OutIsShard {
+                out: out.to_path_buf(),
+                shard_dir: d.clone(),
+            });
         }
     }
     let shards: Vec<ShardDir> = shard_dirs
@@ -330,11 +504,11 @@ pub fn merge(
     let count = shards[0].shard.count;
     let whole_id = shown(&shards[0].run_json["shard"]["run_id"]);
     if plan.run_id != whole_id {
-        return Err(err(format!(
-            "{}: the shard records run id {whole_id} but its config rebuilds as {}",
-            shards[0].dir.display(),
-            plan.run_id
-        )));
+        return Err(MergeError::RunId {
+            dir: shards[0].dir.clone(),
+            recorded: whole_id,
+            rebuilt: plan.run_id.clone(),
+        });
     }
     let owner = crate::shard::assignment(plan, trials as u32, count);
     let mut by_index: Vec<&ShardDir> = shards.iter().collect();
@@ -343,37 +517,37 @@ pub fn merge(
         let expect = owner.iter().filter(|&&o| o == s.shard.index).count() as u64;
         let got = s.run_json["shard"]["units"].as_u64();
         if got != Some(expect) {
-            return Err(err(format!(
-                "shard {} in {}: holds {} unit(s) but this gauntlet's partition gives it {expect}; shards must be cut by the gauntlet that merges them",
-                s.shard,
-                s.dir.display(),
-                got.map_or("an unknown number of".into(), |n| n.to_string())
-            )));
+            return Err(MergeError::UnitCount {
+                shard: s.shard,
+                dir: s.dir.clone(),
+                holds: got,
+                expected: expect,
+            });
         }
     }
 
     // The output: a run directory like any other (locked; stale temporaries removed).
     let parent = out.parent().unwrap_or(Path::new(""));
-    let name = out
-        .file_name()
-        .ok_or_else(|| err(format!("--out {}: not a directory name", out.display())))?;
-    let dir = RunDir::open(parent, &name.to_string_lossy())
-        .map_err(|e| err(format!("cannot open {}: {e}", out.display())))?;
+    let name = out.file_name().ok_or_else(|| MergeError::OutName {
+        out: out.to_path_buf(),
+    })?;
+    let dir =
+        RunDir::open(parent, &name.to_string_lossy()).map_err(|source| MergeError::OpenOut {
+            out: out.to_path_buf(),
+            source,
+        })?;
     if let Ok(bytes) = files::read(&dir.path("run.json"), Kind::RUN_METADATA) {
         let old: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
         if old["run_id"].as_str() != Some(plan.run_id.as_str()) {
-            return Err(err(format!(
-                "--out {} holds another run ({}): merge into an empty directory or one holding an earlier merge of this run",
-                out.display(),
-                shown(&old["run_id"])
-            )));
+            return Err(MergeError::OutHoldsOther {
+                out: out.to_path_buf(),
+                run_id: shown(&old["run_id"]),
+            });
         }
     }
-    dir.begin_session().map_err(|e| {
-        err(format!(
-            "cannot remove {}: {e}",
-            dir.path(MANIFEST).display()
-        ))
+    dir.begin_session().map_err(|source| MergeError::Remove {
+        path: dir.path(MANIFEST),
+        source,
     })?;
 
     let mut tally = Tally::new(plan, trials);
@@ -384,7 +558,10 @@ pub fn merge(
     }
     let transcripts_path = dir.path("transcripts.jsonl");
     let transcripts_tmp = tmp_path(&transcripts_path);
-    let io = |p: &Path, e: std::io::Error| err(format!("cannot write {}: {e}", p.display()));
+    let io = |p: &Path, source: std::io::Error| MergeError::Write {
+        path: p.to_path_buf(),
+        source,
+    };
     let mut w =
         HashingWriter::new(File::create(&transcripts_tmp).map_err(|e| io(&transcripts_tmp, e))?);
     let mut readers: Vec<ShardLines> = by_index
@@ -415,11 +592,11 @@ pub fn merge(
         if let Some((at, _, _)) = &r.held
             && (*at < idx || owner[*at as usize] != r.shard.index)
         {
-            return Err(err(format!(
-                "{}:{}: a line of unit {at} out of canonical order, or of another shard's units; was this shard cut by another partition or edited?",
-                r.path.display(),
-                r.line_no
-            )));
+            return Err(MergeError::OutOfOrder {
+                path: r.path.clone(),
+                line: r.line_no,
+                unit: *at,
+            });
         }
         let trial = (idx / plan.units()) as u32;
         let u = plan.unit(idx % plan.units());
@@ -433,11 +610,10 @@ pub fn merge(
     }
     for r in &readers {
         if r.held.is_some() {
-            return Err(err(format!(
-                "{}:{}: a line after the shard's last unit (out of canonical order?)",
-                r.path.display(),
-                r.line_no
-            )));
+            return Err(MergeError::AfterLast {
+                path: r.path.clone(),
+                line: r.line_no,
+            });
         }
     }
     drop(readers);
@@ -461,15 +637,15 @@ pub fn merge(
         let path = dir.path(name);
         write_atomic(&path, &bytes).map_err(|e| io(&path, e))?;
         manifest.files.insert(name.into(), FileEntry::of(&bytes));
-        Ok::<(), StoredError>(())
+        Ok::<(), MergeError>(())
     };
     write("results.json", pretty(&summary))?;
     write("usage.json", pretty(&usage_rows))?;
-    gauntlet_report::write_reports(&dir.root, &summary).map_err(|e| {
-        err(format!(
-            "cannot write reports in {}: {e}",
-            dir.root.display()
-        ))
+    gauntlet_report::write_reports(&dir.root, &summary).map_err(|source| {
+        MergeError::WriteReports {
+            dir: dir.root.clone(),
+            source,
+        }
     })?;
     write(
         "run.json",
@@ -480,12 +656,12 @@ pub fn merge(
         gauntlet_report::MARKDOWN_FILE,
         gauntlet_report::HTML_FILE,
     ] {
-        manifest.record_file(&dir.root, name).map_err(|e| {
-            err(format!(
-                "cannot read back {}: {e}",
-                dir.path(name).display()
-            ))
-        })?;
+        manifest
+            .record_file(&dir.root, name)
+            .map_err(|source| MergeError::ReadBack {
+                path: dir.path(name),
+                source,
+            })?;
     }
     let dirs: Vec<&Path> = by_index.iter().map(|s| s.dir.as_path()).collect();
     concat_journals(&dirs, &dir.journal())?;
@@ -514,14 +690,46 @@ pub fn merge(
 
 /// The journals (`journal.jsonl`) of the shard directories `shards`, one after another
 /// under one header, into `to` ([`gauntlet_job::shard::concat_journals`]).
-pub fn concat_journals(shards: &[&Path], to: &Path) -> Result<(), StoredError> {
-    gauntlet_job::shard::concat_journals(shards, to).map_err(|e| err(e.to_string()))
+pub fn concat_journals(shards: &[&Path], to: &Path) -> Result<(), MergeError> {
+    gauntlet_job::shard::concat_journals(shards, to)?;
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::shard::Shard;
     use gauntlet_job::kind::Kind;
+
+    /// The messages built at Display time read as the strings they replace did.
+    #[test]
+    fn messages_are_the_ones_the_strings_were() {
+        let count = |holds| {
+            MergeError::UnitCount {
+                shard: Shard { index: 1, count: 2 },
+                dir: "runs/x.shard-1-of-2".into(),
+                holds,
+                expected: 7,
+            }
+            .to_string()
+        };
+        assert_eq!(
+            count(None),
+            "shard 1/2 in runs/x.shard-1-of-2: holds an unknown number of unit(s) but this gauntlet's partition gives it 7; shards must be cut by the gauntlet that merges them"
+        );
+        assert!(count(Some(6)).contains(": holds 6 unit(s) but"));
+        let e = MergeError::Usage {
+            path: "s/shard_usage.json".into(),
+            problem: UsageProblem::Slots,
+        };
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "s/shard_usage.json: a usage row has not {} role slots",
+                crate::usage::Slot::ALL.len()
+            )
+        );
+    }
 
     #[test]
     fn a_shard_recorded_as_another_kind_is_refused_by_its_record() {
@@ -532,7 +740,18 @@ mod tests {
         let mut m = Manifest::new(Kind::Rescore, "r", "complete");
         m.record_file(dir, "run.json").unwrap();
         m.write(dir).unwrap();
-        let e = open_shard(dir).err().expect("refused").to_string();
+        let e = open_shard(dir).err().expect("refused");
+        assert!(
+            matches!(
+                e,
+                MergeError::OtherKind {
+                    recorded: Kind::Rescore,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        let e = e.to_string();
         assert!(
             e.contains("its manifest.json records a rescore, not a shard of a red-team run"),
             "{e}"
@@ -542,9 +761,14 @@ mod tests {
         let mut m = Manifest::new(Kind::Run, "r", "complete");
         m.record_file(dir, "run.json").unwrap();
         m.write(dir).unwrap();
-        let e = open_shard(dir).err().expect("refused").to_string();
+        let e = open_shard(dir).err().expect("refused");
         assert!(
-            !e.contains("records a rescore") && e.contains("`shard.count` is not a shard number"),
+            matches!(e, MergeError::ShardNumber { key: "count", .. }),
+            "{e:?}"
+        );
+        assert!(
+            e.to_string()
+                .contains("`shard.count` is not a shard number"),
             "{e}"
         );
     }

@@ -18,19 +18,22 @@
 //! judges are never called: the rejudger holds no handle to them.
 
 use crate::cache::{CachedModel, CallCounters, Pending, UsageSlot, call_base};
+use crate::config::ConfigError;
 use crate::journal::Journal;
-use crate::plan::{Plan, UnitRef};
+use crate::plan::{LoadCardError, Plan, UnitRef};
 use crate::run::{Identities, Reason, Status, Tally, trial_seeds, unit_scope};
 use crate::rundir::{MANIFEST, Manifest, RunDir};
 use crate::usage::CellUsage;
 use gauntlet_core::behavior::{Behavior, Expected};
+use gauntlet_core::files::ReadError;
 use gauntlet_core::files::{self, Kind, TRANSCRIPT_LINE_MAX};
 use gauntlet_core::hash::{HashWriter, sha256_hex};
 use gauntlet_core::message::{ChatRequest, ChatResponse, Message, Role, StopReason};
 use gauntlet_core::outcome::Verdict;
 use gauntlet_core::params::{Axis, Diag, PluginSpec, resolve_spec};
-use gauntlet_core::results::{MetricValue, RunSummary};
+use gauntlet_core::results::{LeaderboardRow, MetricValue, RunSummary};
 use gauntlet_core::tree::parse_yaml;
+use gauntlet_job::manifest::VerifyError;
 use gauntlet_models::registry::build_target;
 use gauntlet_models::{BoxFuture, Model, ModelError};
 use gauntlet_redteam::attack::{Attempt, AttemptError, CallModel};
@@ -43,14 +46,324 @@ use std::io::BufReader;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// Why a stored run cannot be read back. The message names the file, the place and,
-/// where there is one, the fix.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct StoredError(pub String);
+/// Why a stored run cannot be read back, judged again or written out. The message
+/// names the file, the place and, where there is one, the fix.
+#[derive(Debug, thiserror::Error)]
+pub enum StoredError {
+    /// `run.json` is not in the directory.
+    #[error(
+        "cannot read {}: no such file (is {} a gauntlet run directory?)",
+        .path.display(),
+        .dir.display()
+    )]
+    NoRunJson { path: PathBuf, dir: PathBuf },
+    /// The directory does not verify against its manifest.
+    #[error(transparent)]
+    Unverified(#[from] VerifyError),
+    /// The manifest lists no run.json and transcripts.jsonl (a rescore's directory).
+    #[error(
+        "{}: its {MANIFEST} lists no run.json and transcripts.jsonl: not a run directory (a rescore's directory has no transcripts; analyse the run it came from)",
+        .dir.display()
+    )]
+    NotARunDir { dir: PathBuf },
+    /// The manifest lists no results.json.
+    #[error("{}: its {MANIFEST} lists no results.json (is it a run directory?)", .dir.display())]
+    NoResults { dir: PathBuf },
+    /// An artefact cannot be read (missing, too large, not a regular file).
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    /// `run.json` is not JSON.
+    #[error("{}: not a gauntlet run.json: {source}", .path.display())]
+    NotRunJson {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// `run.json` lacks one of the fields every run writes.
+    #[error("{}: missing string field `{key}` (was it written by gauntlet?)", .path.display())]
+    MissingField { path: PathBuf, key: &'static str },
+    /// `run.json` has no `config` object.
+    #[error("{}: no `config` object (the resolved config the run used)", .path.display())]
+    NoConfig { path: PathBuf },
+    /// The recorded config no longer validates with this build.
+    #[error(
+        "the config recorded in {} no longer validates with this build:\n{source}",
+        .path.display()
+    )]
+    ConfigInvalid {
+        path: PathBuf,
+        #[source]
+        source: ConfigError,
+    },
+    /// A prompt-injection run given to an analysis that re-judges.
+    #[error(
+        "{} is a prompt-injection run (mode: injection): rescore and judge-agreement re-judge jailbreak and leakage runs only; injection runs are not supported by them yet (their verdicts come from the agent's recorded tool calls, which these analyses do not re-judge). `gauntlet compare` pairs its verdicts with another run's, `gauntlet report` re-renders its reports, `gauntlet serve` shows it",
+        .dir.display()
+    )]
+    InjectionRun { dir: PathBuf },
+    /// A run of a mode other than attacks × datasets given to an analysis that re-judges.
+    #[error(
+        "{}: a {mode} run; reading runs back supports jailbreak and leakage runs (attacks × datasets) only",
+        .path.display()
+    )]
+    UnsupportedMode { path: PathBuf, mode: &'static str },
+    /// The plan does not build again from the recorded config in any candidate
+    /// directory; `source` is the most telling of the failures.
+    #[error(
+        "cannot rebuild the plan of {}:\n{source}\n    help: a relative dataset path resolves against the original config's directory: pass --config-dir DIR",
+        .dir.display()
+    )]
+    Rebuild {
+        dir: PathBuf,
+        #[source]
+        source: Box<RebuildError>,
+    },
+    /// A judge of the run (or the `--judge`) does not build.
+    #[error(transparent)]
+    Judge(#[from] JudgeBuildError),
+    /// A judge card of the run does not load.
+    #[error(
+        "judge `{label}`: {source}\n    help: a relative card path resolves against the original config's directory: pass --config-dir DIR"
+    )]
+    RunCard {
+        label: String,
+        #[source]
+        source: Box<LoadCardError>,
+    },
+    /// The `--judge`'s card does not load.
+    #[error("--judge: {0}")]
+    JudgeCard(#[source] Box<LoadCardError>),
+    /// The rebuilt config hashes to another value than the recorded one.
+    #[error(
+        "{}: the recorded config hashes to {} with this build, not the recorded {} (a plugin's params or defaults changed since the run); re-run the config instead",
+        .path.display(),
+        short_hash(.rebuilt),
+        short_hash(.recorded)
+    )]
+    ConfigHash {
+        path: PathBuf,
+        rebuilt: String,
+        recorded: String,
+    },
+    /// A line of transcripts.jsonl cannot be read.
+    #[error("cannot read {}:{line}: {source}", .path.display())]
+    ReadLine {
+        path: PathBuf,
+        line: u64,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A line of transcripts.jsonl is not UTF-8.
+    #[error("{}:{line}: not UTF-8 text", .path.display())]
+    NotUtf8 { path: PathBuf, line: u64 },
+    /// A line of transcripts.jsonl is not a transcript line.
+    #[error("{}:{line}: not a transcript line: {source}", .path.display())]
+    NotATranscriptLine {
+        path: PathBuf,
+        line: u64,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A transcript line names an attack, target, dataset version or behavior the
+    /// run's config does not have.
+    #[error("{}:{line}: {what} `{value}` is not in the run's config", .path.display())]
+    NotInConfig {
+        path: PathBuf,
+        line: u64,
+        what: &'static str,
+        value: String,
+    },
+    /// A transcript line's label differs from the pinned dataset's.
+    #[error(
+        "{}:{line}: behavior `{behavior}` is stored as {stored} but the pinned dataset says {pinned}; refusing to relabel",
+        .path.display()
+    )]
+    Relabelled {
+        path: PathBuf,
+        line: u64,
+        behavior: String,
+        stored: &'static str,
+        pinned: &'static str,
+    },
+    /// A transcript line's trial is beyond the run's trials.
+    #[error("{}:{line}: trial {trial} but the run has {trials} trial(s)", .path.display())]
+    TrialOutOfRange {
+        path: PathBuf,
+        line: u64,
+        trial: u32,
+        trials: usize,
+    },
+    /// A transcript line holds another number of verdicts than the run has judges.
+    #[error(
+        "{}:{line}: {verdicts} stored verdict(s) but the run has {judges} judge(s)",
+        .path.display()
+    )]
+    VerdictCount {
+        path: PathBuf,
+        line: u64,
+        verdicts: usize,
+        judges: usize,
+    },
+    /// A transcript line with neither an error nor a final reply.
+    #[error(
+        "{}:{line}: no error and no final assistant message in the transcript",
+        .path.display()
+    )]
+    NoFinalMessage { path: PathBuf, line: u64 },
+    /// The path has no parent or no name.
+    #[error("{} is not a run directory", .dir.display())]
+    NotADirectory { dir: PathBuf },
+    /// A read-only run directory, and a judge whose network grader's calls must be
+    /// journaled.
+    #[error(
+        "{} cannot be written ({source}), and judge `{judge}` calls a network grader whose calls must be journaled in the run's journal: make the directory writable (or copy the run)",
+        .dir.display()
+    )]
+    ReadOnly {
+        dir: PathBuf,
+        judge: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot make a scratch directory: {0}")]
+    Scratch(#[source] std::io::Error),
+    #[error("cannot lock {}: {source}", .dir.display())]
+    Lock {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot open the journal {}: {source}", .path.display())]
+    OpenJournal {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot write the journal {}: {source}", .path.display())]
+    WriteJournal {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// results.json is not a results file.
+    #[error("{} is not a gauntlet results file: {source}", .path.display())]
+    NotResults {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A value of results.json outside its own interval.
+    #[error(transparent)]
+    OutsideInterval(Box<OutsideInterval>),
+    /// results.json says what its transcripts do not recount to.
+    #[error(transparent)]
+    Edited(Box<EditedResults>),
+    #[error("cannot create {}: {source}", .path.display())]
+    Create {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The output directory holds a symbolic link (the message names it).
+    #[error(transparent)]
+    Symlink(std::io::Error),
+    #[error("cannot write {}: {source}", .path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot write reports in {}: {source}", .dir.display())]
+    WriteReports {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A file just written cannot be read back for the manifest.
+    #[error("cannot read back {}: {source}", .path.display())]
+    ReadBack {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
 
-fn err(msg: impl Into<String>) -> StoredError {
-    StoredError(msg.into())
+/// The first 12 characters of a config hash, as messages show it.
+fn short_hash(h: &str) -> &str {
+    h.get(..12).unwrap_or(h)
+}
+
+/// Why the plan of a stored run does not build from one candidate directory.
+#[derive(Debug, thiserror::Error)]
+pub enum RebuildError {
+    /// The recorded config does not build (a dataset not found, say).
+    #[error(transparent)]
+    Plan(#[from] ConfigError),
+    /// A dataset loads, at another version than the run recorded.
+    #[error(
+        "dataset `{name}` loads as version {loaded} from {} but the run used {recorded}; the data changed since the run, so its labels cannot be trusted",
+        .base.display()
+    )]
+    DatasetVersion {
+        name: String,
+        loaded: String,
+        base: PathBuf,
+        recorded: String,
+    },
+}
+
+/// A value of a results.json outside its own interval ([`StoredError::OutsideInterval`]).
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "{}: {metric} = {value} for {attack} × {target} × {judge} lies outside its own interval [{low}, {high}]: the file was edited after the run wrote it (its manifest was rewritten to match); rerun the run",
+    .path.display()
+)]
+pub struct OutsideInterval {
+    pub path: PathBuf,
+    pub metric: String,
+    pub attack: String,
+    pub target: String,
+    pub judge: String,
+    pub value: f64,
+    pub low: f64,
+    pub high: f64,
+}
+
+/// A row of a results.json its transcripts do not recount to ([`StoredError::Edited`]):
+/// the stated row, and the recounted one (`None`: the transcripts produce no such cell
+/// × metric).
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "{}: {} for {} × {} × {} × {}: the run's files were edited after it wrote them (its manifest was rewritten to match); rerun the run",
+    .path.display(),
+    discrepancy(.stated, .recounted.as_ref()),
+    .stated.metric,
+    .stated.attack,
+    .stated.target,
+    .stated.judge
+)]
+pub struct EditedResults {
+    pub path: PathBuf,
+    pub stated: LeaderboardRow,
+    pub recounted: Option<LeaderboardRow>,
+}
+
+/// How a stated row differs from its recount ([`EditedResults`]).
+fn discrepancy(stated: &LeaderboardRow, recounted: Option<&LeaderboardRow>) -> String {
+    match recounted {
+        None => "a cell × metric its transcripts do not produce".into(),
+        Some(t) => format!(
+            "states {} (n {}, {} attempts, {} errors) but its transcripts give {} (n {}, {} attempts, {} errors)",
+            shown_value(stated.value),
+            stated.n,
+            stated.attempts,
+            stated.errors,
+            shown_value(t.value),
+            t.n,
+            t.attempts,
+            t.errors
+        ),
+    }
 }
 
 /// A model of a stored run (a target, or a grader of the run's judges): it carries the
@@ -170,10 +483,9 @@ pub fn recorded_config(
     any_mode: bool,
 ) -> Result<crate::config::RunConfig, StoredError> {
     let Some(serde_json::Value::Object(config)) = run_json.get("config") else {
-        return Err(err(format!(
-            "{}: no `config` object (the resolved config the run used)",
-            path.display()
-        )));
+        return Err(StoredError::NoConfig {
+            path: path.to_path_buf(),
+        });
     };
     // `mode` is derived from the axes, not a config key.
     let mut config = config.clone();
@@ -189,11 +501,9 @@ pub fn recorded_config(
     }
     let text = serde_json::to_string(&config).expect("json");
     // JSON is YAML: the canonical config goes through the same validation as a file.
-    crate::config::parse(&text, path, &Registry).map_err(|e| {
-        err(format!(
-            "the config recorded in {} no longer validates with this build:\n{e}",
-            path.display()
-        ))
+    crate::config::parse(&text, path, &Registry).map_err(|source| StoredError::ConfigInvalid {
+        path: path.to_path_buf(),
+        source,
     })
 }
 
@@ -219,40 +529,34 @@ impl StoredRun {
     ) -> Result<StoredRun, StoredError> {
         let run_json_path = dir.join("run.json");
         if !run_json_path.exists() && !run_json_path.is_symlink() {
-            return Err(err(format!(
-                "cannot read {}: no such file (is {} a gauntlet run directory?)",
-                run_json_path.display(),
-                dir.display()
-            )));
+            return Err(StoredError::NoRunJson {
+                path: run_json_path,
+                dir: dir.to_path_buf(),
+            });
         }
         // Every artefact must be the one the run's last session wrote (manifest.json).
-        let manifest = Manifest::verify(dir).map_err(|e| err(e.to_string()))?;
+        let manifest = Manifest::verify(dir)?;
         if !manifest.files.contains_key("run.json")
             || !manifest.files.contains_key("transcripts.jsonl")
         {
-            return Err(err(format!(
-                "{}: its {MANIFEST} lists no run.json and transcripts.jsonl: not a run directory (a rescore's directory has no transcripts; analyse the run it came from)",
-                dir.display()
-            )));
+            return Err(StoredError::NotARunDir {
+                dir: dir.to_path_buf(),
+            });
         }
-        let bytes =
-            files::read(&run_json_path, Kind::RUN_METADATA).map_err(|e| err(e.to_string()))?;
-        let run_json: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
-            err(format!(
-                "{}: not a gauntlet run.json: {e}",
-                run_json_path.display()
-            ))
-        })?;
-        let s = |k: &str| {
+        let bytes = files::read(&run_json_path, Kind::RUN_METADATA)?;
+        let run_json: serde_json::Value =
+            serde_json::from_slice(&bytes).map_err(|source| StoredError::NotRunJson {
+                path: run_json_path.clone(),
+                source,
+            })?;
+        let s = |key: &'static str| {
             run_json
-                .get(k)
+                .get(key)
                 .and_then(|v| v.as_str())
                 .map(str::to_string)
-                .ok_or_else(|| {
-                    err(format!(
-                        "{}: missing string field `{k}` (was it written by gauntlet?)",
-                        run_json_path.display()
-                    ))
+                .ok_or_else(|| StoredError::MissingField {
+                    path: run_json_path.clone(),
+                    key,
                 })
         };
         let meta = RunMeta {
@@ -276,18 +580,16 @@ impl StoredRun {
         };
         let mode = run_json.get("config").and_then(|c| c.get("mode"));
         if !any_mode && mode.and_then(|m| m.as_str()) == Some("injection") {
-            return Err(err(format!(
-                "{} is a prompt-injection run (mode: injection): rescore and judge-agreement re-judge jailbreak and leakage runs only; injection runs are not supported by them yet (their verdicts come from the agent's recorded tool calls, which these analyses do not re-judge). `gauntlet compare` pairs its verdicts with another run's, `gauntlet report` re-renders its reports, `gauntlet serve` shows it",
-                dir.display()
-            )));
+            return Err(StoredError::InjectionRun {
+                dir: dir.to_path_buf(),
+            });
         }
         let mut cfg = recorded_config(&run_json, &run_json_path, any_mode)?;
         if !any_mode && cfg.mode != crate::config::Mode::Jailbreak {
-            return Err(err(format!(
-                "{}: a {} run; reading runs back supports jailbreak and leakage runs (attacks × datasets) only",
-                run_json_path.display(),
-                cfg.mode.as_str()
-            )));
+            return Err(StoredError::UnsupportedMode {
+                path: run_json_path,
+                mode: cfg.mode.as_str(),
+            });
         }
         // Targets and the run's judge graders are never called when a run is read back:
         // they are not built (a live one would want its API key) but stood in for by
@@ -314,18 +616,17 @@ impl StoredRun {
         for base in &candidates {
             let mut c = cfg.clone();
             c.path = base.join("run.json");
-            let attempt = Plan::build(c).map_err(|e| e.to_string()).and_then(|plan| {
+            let attempt = Plan::build(c).map_err(RebuildError::Plan).and_then(|plan| {
                 for (i, d) in plan.datasets.iter().enumerate() {
                     if let Some((_, want)) = meta.datasets.get(i)
                         && *want != d.version
                     {
-                        return Err(format!(
-                            "dataset `{}` loads as version {} from {} but the run used {}; the data changed since the run, so its labels cannot be trusted",
-                            d.name,
-                            d.version,
-                            base.display(),
-                            want
-                        ));
+                        return Err(RebuildError::DatasetVersion {
+                            name: d.name.clone(),
+                            loaded: d.version.clone(),
+                            base: base.clone(),
+                            recorded: want.clone(),
+                        });
                     }
                 }
                 Ok(plan)
@@ -337,18 +638,19 @@ impl StoredRun {
                     break;
                 }
                 // A dataset found at another version says more than one not found.
-                Err(e) if e.contains("cannot be trusted") => first_error = Some(e),
+                Err(e @ RebuildError::DatasetVersion { .. }) => first_error = Some(e),
                 Err(e) => {
                     first_error.get_or_insert(e);
                 }
             }
         }
         let Some(mut plan) = built else {
-            return Err(err(format!(
-                "cannot rebuild the plan of {}:\n{}\n    help: a relative dataset path resolves against the original config's directory: pass --config-dir DIR",
-                dir.display(),
-                first_error.unwrap_or_default()
-            )));
+            return Err(StoredError::Rebuild {
+                dir: dir.to_path_buf(),
+                source: Box::new(
+                    first_error.expect("a plan that did not build failed in some directory"),
+                ),
+            });
         };
         plan.targets = targets
             .iter()
@@ -356,7 +658,14 @@ impl StoredRun {
             .collect();
         plan.judges = judges
             .iter()
-            .map(|j| build_judge(j).map_err(|e| err(format!("judge `{}`: {e}", j.label()))))
+            .map(|j| {
+                build_judge(j).map_err(|source| {
+                    StoredError::Judge(JudgeBuildError::Judge {
+                        label: j.label(),
+                        source,
+                    })
+                })
+            })
             .collect::<Result<_, _>>()?;
         plan.graders = judges
             .iter()
@@ -373,11 +682,9 @@ impl StoredRun {
             .map(|j| match j.params.str("card") {
                 Some(p) => crate::plan::load_card(&built_base.join(p), j)
                     .map(|(card, _)| Some(Arc::new(card)))
-                    .map_err(|e| {
-                        err(format!(
-                            "judge `{}`: {e}\n    help: a relative card path resolves against the original config's directory: pass --config-dir DIR",
-                            j.label()
-                        ))
+                    .map_err(|source| StoredError::RunCard {
+                        label: j.label(),
+                        source: Box::new(source),
                     }),
                 None => Ok(None),
             })
@@ -389,12 +696,11 @@ impl StoredRun {
         plan.config_hash = h.finish_hex();
         plan.run_id = format!("{}-{}", plan.config.run_name, &plan.config_hash[..12]);
         if plan.config_hash != meta.config_hash {
-            return Err(err(format!(
-                "{}: the recorded config hashes to {} with this build, not the recorded {} (a plugin's params or defaults changed since the run); re-run the config instead",
-                run_json_path.display(),
-                &plan.config_hash[..12],
-                &meta.config_hash[..meta.config_hash.len().min(12)]
-            )));
+            return Err(StoredError::ConfigHash {
+                path: run_json_path,
+                rebuilt: plan.config_hash.clone(),
+                recorded: meta.config_hash.clone(),
+            });
         }
         let trial_seeds = trial_seeds(plan.config.seed, plan.config.trials);
         let attack_by_name = plan
@@ -447,7 +753,7 @@ impl StoredRun {
     /// Streams the stored units of `transcripts.jsonl` in file order.
     pub fn units(&self) -> Result<Units<'_>, StoredError> {
         let path = self.dir.join("transcripts.jsonl");
-        let f = files::open(&path, Kind::TRANSCRIPTS).map_err(|e| err(e.to_string()))?;
+        let f = files::open(&path, Kind::TRANSCRIPTS)?;
         Ok(Units {
             run: self,
             path,
@@ -464,11 +770,18 @@ impl StoredRun {
         no: u64,
         text: &str,
     ) -> Result<ParsedLine, StoredError> {
-        let at = || format!("{}:{no}", path.display());
-        let l: Line = serde_json::from_str(text)
-            .map_err(|e| err(format!("{}: not a transcript line: {e}", at())))?;
-        let unknown =
-            |what: &str, v: &str| err(format!("{}: {what} `{v}` is not in the run's config", at()));
+        let l: Line =
+            serde_json::from_str(text).map_err(|source| StoredError::NotATranscriptLine {
+                path: path.to_path_buf(),
+                line: no,
+                source,
+            })?;
+        let unknown = |what: &'static str, v: &str| StoredError::NotInConfig {
+            path: path.to_path_buf(),
+            line: no,
+            what,
+            value: v.to_string(),
+        };
         let attack = *self
             .attack_by_name
             .get(&l.attack_name)
@@ -492,29 +805,29 @@ impl StoredRun {
         };
         let b = self.behavior(u);
         if b.expected != l.expected {
-            return Err(err(format!(
-                "{}: behavior `{}` is stored as {} but the pinned dataset says {}; refusing to relabel",
-                at(),
-                b.id,
-                l.expected.as_str(),
-                b.expected.as_str()
-            )));
+            return Err(StoredError::Relabelled {
+                path: path.to_path_buf(),
+                line: no,
+                behavior: b.id.clone(),
+                stored: l.expected.as_str(),
+                pinned: b.expected.as_str(),
+            });
         }
         if l.trial as usize >= self.trial_seeds.len() {
-            return Err(err(format!(
-                "{}: trial {} but the run has {} trial(s)",
-                at(),
-                l.trial,
-                self.trial_seeds.len()
-            )));
+            return Err(StoredError::TrialOutOfRange {
+                path: path.to_path_buf(),
+                line: no,
+                trial: l.trial,
+                trials: self.trial_seeds.len(),
+            });
         }
         if l.verdicts.len() != self.original_judges.len() {
-            return Err(err(format!(
-                "{}: {} stored verdict(s) but the run has {} judge(s)",
-                at(),
-                l.verdicts.len(),
-                self.original_judges.len()
-            )));
+            return Err(StoredError::VerdictCount {
+                path: path.to_path_buf(),
+                line: no,
+                verdicts: l.verdicts.len(),
+                judges: self.original_judges.len(),
+            });
         }
         let response = match l.error {
             Some(e) => Err(AttemptError::Stored(e)),
@@ -523,11 +836,9 @@ impl StoredRun {
                     .transcript
                     .last()
                     .filter(|m| m.role == Role::Assistant)
-                    .ok_or_else(|| {
-                        err(format!(
-                            "{}: no error and no final assistant message in the transcript",
-                            at()
-                        ))
+                    .ok_or_else(|| StoredError::NoFinalMessage {
+                        path: path.to_path_buf(),
+                        line: no,
                     })?;
                 Ok(ChatResponse {
                     first_token_logprobs: None,
@@ -568,23 +879,18 @@ impl Units<'_> {
         loop {
             self.buf.clear();
             let n = files::read_line_capped(&mut self.lines, &mut self.buf, TRANSCRIPT_LINE_MAX)
-                .map_err(|e| {
-                    err(format!(
-                        "cannot read {}:{}: {e}",
-                        self.path.display(),
-                        self.line_no + 1
-                    ))
+                .map_err(|source| StoredError::ReadLine {
+                    path: self.path.clone(),
+                    line: self.line_no + 1,
+                    source,
                 })?;
             if n == 0 {
                 return Ok(None);
             }
             self.line_no += 1;
-            let text = std::str::from_utf8(&self.buf).map_err(|_| {
-                err(format!(
-                    "{}:{}: not UTF-8 text",
-                    self.path.display(),
-                    self.line_no
-                ))
+            let text = std::str::from_utf8(&self.buf).map_err(|_| StoredError::NotUtf8 {
+                path: self.path.clone(),
+                line: self.line_no,
             })?;
             if text.trim().is_empty() {
                 continue;
@@ -799,7 +1105,9 @@ impl<'a> Rejudger<'a> {
         let dir = run.dir.canonicalize().unwrap_or_else(|_| run.dir.clone());
         let (Some(parent), Some(name)) = (dir.parent(), dir.file_name().and_then(|n| n.to_str()))
         else {
-            return Err(err(format!("{} is not a run directory", run.dir.display())));
+            return Err(StoredError::NotADirectory {
+                dir: run.dir.clone(),
+            });
         };
         let mut notes = Vec::new();
         let (lock, scratch, jpath) = match RunDir::open(parent, name) {
@@ -812,14 +1120,13 @@ impl<'a> Rejudger<'a> {
                     .iter()
                     .find(|j| j.grader.as_ref().is_some_and(|g| !g.offline()))
                 {
-                    return Err(err(format!(
-                        "{} cannot be written ({e}), and judge `{}` calls a network grader whose calls must be journaled in the run's journal: make the directory writable (or copy the run)",
-                        run.dir.display(),
-                        j.label()
-                    )));
+                    return Err(StoredError::ReadOnly {
+                        dir: run.dir.clone(),
+                        judge: j.label(),
+                        source: e,
+                    });
                 }
-                let scratch = tempfile::tempdir()
-                    .map_err(|e| err(format!("cannot make a scratch directory: {e}")))?;
+                let scratch = tempfile::tempdir().map_err(StoredError::Scratch)?;
                 notes.push(format!(
                     "{} cannot be written ({e}): re-judged without its lock and journal (the judges call only offline models)",
                     run.dir.display()
@@ -827,10 +1134,17 @@ impl<'a> Rejudger<'a> {
                 let j = scratch.path().join("journal.jsonl");
                 (None, Some(scratch), j)
             }
-            Err(e) => return Err(err(format!("cannot lock {}: {e}", run.dir.display()))),
+            Err(source) => {
+                return Err(StoredError::Lock {
+                    dir: run.dir.clone(),
+                    source,
+                });
+            }
         };
-        let journal = Journal::open(&jpath)
-            .map_err(|e| err(format!("cannot open the journal {}: {e}", jpath.display())))?;
+        let journal = Journal::open(&jpath).map_err(|source| StoredError::OpenJournal {
+            path: jpath.clone(),
+            source,
+        })?;
         // What `run` says of a damaged journal, said here too.
         if journal.damaged_lines > 0 {
             notes.push(format!(
@@ -896,12 +1210,12 @@ impl<'a> Rejudger<'a> {
 
     /// Writes the journal records of offline grader calls made so far.
     pub fn flush(&self) -> Result<(), StoredError> {
-        self.pending.flush(&self.journal).map_err(|e| {
-            err(format!(
-                "cannot write the journal {}: {e}",
-                self.journal.path().display()
-            ))
-        })
+        self.pending
+            .flush(&self.journal)
+            .map_err(|source| StoredError::WriteJournal {
+                path: self.journal.path().to_path_buf(),
+                source,
+            })
     }
 
     /// Grader calls: (made, served from the journal, failed). No other role is ever called.
@@ -958,14 +1272,14 @@ pub async fn rescore(
     spec: &PluginSpec,
     progress: &dyn crate::progress::Progress,
 ) -> Result<Rescored, StoredError> {
-    let scorer = BuiltJudge::build(spec).map_err(|e| err(e.to_string()))?;
-    let in_plan = BuiltJudge::build(spec).map_err(|e| err(e.to_string()))?;
+    let scorer = BuiltJudge::build(spec)?;
+    let in_plan = BuiltJudge::build(spec)?;
     let judge_label = in_plan.label();
     // The plan now describes the rescored results: same units, one judge.
     let card = match spec.params.str("card") {
         Some(p) => Some(Arc::new(
             crate::plan::load_card(Path::new(p), spec)
-                .map_err(|e| err(format!("--judge: {e}")))?
+                .map_err(|e| StoredError::JudgeCard(Box::new(e)))?
                 .0,
         )),
         None => None,
@@ -1086,7 +1400,7 @@ pub fn recount(run: &StoredRun) -> Result<RunSummary, StoredError> {
 }
 
 /// The key of a leaderboard row: its cell and metric.
-fn row_key(r: &gauntlet_core::results::LeaderboardRow) -> String {
+fn row_key(r: &LeaderboardRow) -> String {
     format!(
         "{}\u{1f}{}\u{1f}{}\u{1f}{}\u{1f}{}\u{1f}{}",
         r.attack,
@@ -1118,14 +1432,16 @@ pub fn check_stated(dir: &Path, summary: &RunSummary) -> Result<(), StoredError>
         if let (Some(v), Some(lo), Some(hi)) = (r.value, r.ci_low, r.ci_high) {
             let eps = 1e-9 * v.abs().max(1.0);
             if v < lo - eps || v > hi + eps {
-                return Err(err(format!(
-                    "{}: {} = {v} for {} × {} × {} lies outside its own interval [{lo}, {hi}]: the file was edited after the run wrote it (its manifest was rewritten to match); rerun the run",
-                    dir.join("results.json").display(),
-                    r.metric,
-                    r.attack,
-                    r.target,
-                    r.judge
-                )));
+                return Err(StoredError::OutsideInterval(Box::new(OutsideInterval {
+                    path: dir.join("results.json"),
+                    metric: r.metric,
+                    attack: r.attack,
+                    target: r.target,
+                    judge: r.judge,
+                    value: v,
+                    low: lo,
+                    high: hi,
+                })));
             }
         }
     }
@@ -1138,15 +1454,14 @@ pub fn check_stated(dir: &Path, summary: &RunSummary) -> Result<(), StoredError>
 /// verdicts, as the dashboard makes it before it shows a row as verified.
 pub fn check_results(run: &StoredRun) -> Result<(), StoredError> {
     let path = run.dir.join("results.json");
-    let bytes = files::read(&path, Kind::RESULTS).map_err(|e| err(e.to_string()))?;
-    let stated: RunSummary = serde_json::from_slice(&bytes).map_err(|e| {
-        err(format!(
-            "{} is not a gauntlet results file: {e}",
-            path.display()
-        ))
-    })?;
+    let bytes = files::read(&path, Kind::RESULTS)?;
+    let stated: RunSummary =
+        serde_json::from_slice(&bytes).map_err(|source| StoredError::NotResults {
+            path: path.clone(),
+            source,
+        })?;
     check_stated(&run.dir, &stated)?;
-    let recounted: HashMap<String, gauntlet_core::results::LeaderboardRow> = recount(run)?
+    let recounted: HashMap<String, LeaderboardRow> = recount(run)?
         .leaderboard()
         .into_iter()
         .map(|r| (row_key(&r), r))
@@ -1155,37 +1470,19 @@ pub fn check_results(run: &StoredRun) -> Result<(), StoredError> {
         if matches!(r.metric.as_str(), "token_usage" | "cost") {
             continue;
         }
-        let edited = |what: String| {
-            err(format!(
-                "{}: {what} for {} × {} × {} × {}: the run's files were edited after it wrote them (its manifest was rewritten to match); rerun the run",
-                path.display(),
-                r.metric,
-                r.attack,
-                r.target,
-                r.judge
-            ))
-        };
-        let Some(t) = recounted.get(&row_key(&r)) else {
-            return Err(edited(
-                "a cell × metric its transcripts do not produce".into(),
-            ));
-        };
-        if !close(r.value, t.value)
-            || r.n != t.n
-            || r.attempts != t.attempts
-            || r.errors != t.errors
-        {
-            return Err(edited(format!(
-                "states {} (n {}, {} attempts, {} errors) but its transcripts give {} (n {}, {} attempts, {} errors)",
-                shown_value(r.value),
-                r.n,
-                r.attempts,
-                r.errors,
-                shown_value(t.value),
-                t.n,
-                t.attempts,
-                t.errors
-            )));
+        let t = recounted.get(&row_key(&r));
+        let agrees = t.is_some_and(|t| {
+            close(r.value, t.value)
+                && r.n == t.n
+                && r.attempts == t.attempts
+                && r.errors == t.errors
+        });
+        if !agrees {
+            return Err(StoredError::Edited(Box::new(EditedResults {
+                path,
+                recounted: t.cloned(),
+                stated: r,
+            })));
         }
     }
     Ok(())
@@ -1195,9 +1492,11 @@ pub fn check_results(run: &StoredRun) -> Result<(), StoredError> {
 /// `rescored_from`), rescore.json (provenance and grader calls), leaderboard.json,
 /// report.md and report.html (the report crate's).
 pub fn write_rescored(out: &Path, r: &Rescored) -> Result<(), StoredError> {
-    std::fs::create_dir_all(out)
-        .map_err(|e| err(format!("cannot create {}: {e}", out.display())))?;
-    crate::rundir::refuse_symlinks(out).map_err(|e| err(e.to_string()))?;
+    std::fs::create_dir_all(out).map_err(|source| StoredError::Create {
+        path: out.to_path_buf(),
+        source,
+    })?;
+    crate::rundir::refuse_symlinks(out).map_err(StoredError::Symlink)?;
     // The manifest goes last: a directory without one is a rescore that did not finish.
     let _ = std::fs::remove_file(out.join(MANIFEST));
     let mut results = serde_json::to_value(&r.summary).expect("summary serialises");
@@ -1212,7 +1511,7 @@ pub fn write_rescored(out: &Path, r: &Rescored) -> Result<(), StoredError> {
     let write = |name: &str, bytes: &[u8]| {
         let p = out.join(name);
         crate::rundir::write_atomic(&p, bytes)
-            .map_err(|e| err(format!("cannot write {}: {e}", p.display())))
+            .map_err(|source| StoredError::Write { path: p, source })
     };
     write("results.json", &pretty(&results))?;
     write("rescore.json", &pretty(&r.provenance))?;
@@ -1236,9 +1535,13 @@ pub fn write_rescored(out: &Path, r: &Rescored) -> Result<(), StoredError> {
         .append(true)
         .open(&log)
         .and_then(|mut f| std::io::Write::write_all(&mut f, &line))
-        .map_err(|e| err(format!("cannot write {}: {e}", log.display())))?;
-    gauntlet_report::write_reports(out, &r.summary)
-        .map_err(|e| err(format!("cannot write reports in {}: {e}", out.display())))?;
+        .map_err(|source| StoredError::Write { path: log, source })?;
+    gauntlet_report::write_reports(out, &r.summary).map_err(|source| {
+        StoredError::WriteReports {
+            dir: out.to_path_buf(),
+            source,
+        }
+    })?;
     let mut m = Manifest::new(
         gauntlet_job::kind::Kind::Rescore,
         &r.summary.run_id,
@@ -1251,18 +1554,15 @@ pub fn write_rescored(out: &Path, r: &Rescored) -> Result<(), StoredError> {
         gauntlet_report::MARKDOWN_FILE,
         gauntlet_report::HTML_FILE,
     ] {
-        m.record_file(out, name).map_err(|e| {
-            err(format!(
-                "cannot read back {}: {e}",
-                out.join(name).display()
-            ))
-        })?;
+        m.record_file(out, name)
+            .map_err(|source| StoredError::ReadBack {
+                path: out.join(name),
+                source,
+            })?;
     }
-    m.write(out).map_err(|e| {
-        err(format!(
-            "cannot write {}: {e}",
-            out.join(MANIFEST).display()
-        ))
+    m.write(out).map_err(|source| StoredError::Write {
+        path: out.join(MANIFEST),
+        source,
     })
 }
 
@@ -1289,21 +1589,19 @@ pub fn rerender_reports(
         gauntlet_report::HTML_FILE,
     ];
     // The reports are made again from results.json: only the rest must be intact.
-    let mut m = Manifest::verify_except(dir, &REPORTS).map_err(|e| err(e.to_string()))?;
+    let mut m = Manifest::verify_except(dir, &REPORTS)?;
     let path = dir.join("results.json");
     if !m.files.contains_key("results.json") {
-        return Err(err(format!(
-            "{}: its {MANIFEST} lists no results.json (is it a run directory?)",
-            dir.display()
-        )));
+        return Err(StoredError::NoResults {
+            dir: dir.to_path_buf(),
+        });
     }
-    let bytes = files::read(&path, Kind::RESULTS).map_err(|e| err(e.to_string()))?;
-    let summary: RunSummary = serde_json::from_slice(&bytes).map_err(|e| {
-        err(format!(
-            "{} is not a gauntlet results file: {e}",
-            path.display()
-        ))
-    })?;
+    let bytes = files::read(&path, Kind::RESULTS)?;
+    let summary: RunSummary =
+        serde_json::from_slice(&bytes).map_err(|source| StoredError::NotResults {
+            path: path.clone(),
+            source,
+        })?;
     // The dashboard's checks: values within their intervals, and (for a run whose plan
     // this build rebuilds) results.json as its transcripts recount.
     check_stated(dir, &summary)?;
@@ -1312,21 +1610,22 @@ pub fn rerender_reports(
     {
         check_results(&run)?;
     }
-    gauntlet_report::write_reports_with(dir, &summary, opts)
-        .map_err(|e| err(format!("cannot write reports in {}: {e}", dir.display())))?;
+    gauntlet_report::write_reports_with(dir, &summary, opts).map_err(|source| {
+        StoredError::WriteReports {
+            dir: dir.to_path_buf(),
+            source,
+        }
+    })?;
     for name in REPORTS {
-        m.record_file(dir, name).map_err(|e| {
-            err(format!(
-                "cannot read back {}: {e}",
-                dir.join(name).display()
-            ))
-        })?;
+        m.record_file(dir, name)
+            .map_err(|source| StoredError::ReadBack {
+                path: dir.join(name),
+                source,
+            })?;
     }
-    m.write(dir).map_err(|e| {
-        err(format!(
-            "cannot write {}: {e}",
-            dir.join(MANIFEST).display()
-        ))
+    m.write(dir).map_err(|source| StoredError::Write {
+        path: dir.join(MANIFEST),
+        source,
     })
 }
 
@@ -1360,5 +1659,58 @@ mod tests {
         let r = rt.block_on(m.chat(&ChatRequest::default()));
         assert!(matches!(r, Err(ModelError::Config(_))), "{r:?}");
         assert_eq!(m.label(), "refusal_match");
+    }
+
+    fn row(value: f64, n: u64) -> LeaderboardRow {
+        serde_json::from_value(serde_json::json!({
+            "run_id": "r", "attack": "none", "target": "t", "dataset": "d",
+            "dataset_version": "d@1", "judge": "j", "metric": "asr", "value": value,
+            "ci_low": 0.0, "ci_high": 1.0, "n": n, "attempts": n, "errors": 0, "seed": 1,
+            "harness_version": "0", "status": "complete",
+        }))
+        .unwrap()
+    }
+
+    /// The messages built at Display time read as the strings they replace did.
+    #[test]
+    fn messages_are_the_ones_the_strings_were() {
+        let e = StoredError::ConfigHash {
+            path: "runs/x/run.json".into(),
+            rebuilt: "0123456789abcdef".into(),
+            recorded: "abc".into(),
+        };
+        assert_eq!(
+            e.to_string(),
+            "runs/x/run.json: the recorded config hashes to 0123456789ab with this build, not the recorded abc (a plugin's params or defaults changed since the run); re-run the config instead"
+        );
+        let e = StoredError::Rebuild {
+            dir: "runs/x".into(),
+            source: Box::new(RebuildError::DatasetVersion {
+                name: "d".into(),
+                loaded: "v2".into(),
+                base: ".".into(),
+                recorded: "v1".into(),
+            }),
+        };
+        assert_eq!(
+            e.to_string(),
+            "cannot rebuild the plan of runs/x:\ndataset `d` loads as version v2 from . but the run used v1; the data changed since the run, so its labels cannot be trusted\n    help: a relative dataset path resolves against the original config's directory: pass --config-dir DIR"
+        );
+        let edited = |recounted| {
+            StoredError::Edited(Box::new(EditedResults {
+                path: "runs/x/results.json".into(),
+                stated: row(0.5, 4),
+                recounted,
+            }))
+            .to_string()
+        };
+        assert_eq!(
+            edited(None),
+            "runs/x/results.json: a cell × metric its transcripts do not produce for asr × none × t × j: the run's files were edited after it wrote them (its manifest was rewritten to match); rerun the run"
+        );
+        assert_eq!(
+            edited(Some(row(0.25, 3))),
+            "runs/x/results.json: states 0.5 (n 4, 4 attempts, 0 errors) but its transcripts give 0.25 (n 3, 3 attempts, 0 errors) for asr × none × t × j: the run's files were edited after it wrote them (its manifest was rewritten to match); rerun the run"
+        );
     }
 }

@@ -11,6 +11,10 @@ pub enum RunError {
     /// config's run). Nothing was changed.
     #[error("{0}")]
     Refused(String),
+    /// The run was not started: the labels its directory holds cannot be applied again
+    /// (edited since `gauntlet label` wrote them, unreadable). Nothing was changed.
+    #[error(transparent)]
+    Labels(#[from] crate::labels::LabelError),
 }
 
 pub(super) fn io_err(what: &str, path: &Path, e: std::io::Error) -> RunError {

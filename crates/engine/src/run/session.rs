@@ -225,8 +225,7 @@ fn open(
     // A rerun keeps the labels `gauntlet label` gave this run's replies, and corrects
     // each target's rates with its own card again (shards are labelled once merged).
     if shard.is_none() && !superseded {
-        plan.label_cards =
-            crate::labels::load_for_rerun(&dir.root, plan).map_err(|e| RunError::Refused(e.0))?;
+        plan.label_cards = crate::labels::load_for_rerun(&dir.root, plan)?;
     }
     let journal_path = dir.journal();
     let journal = Journal::open(&journal_path)

@@ -13,7 +13,7 @@
 //! corpus order, renders the same report files, copies exam.json, concatenates the
 //! journals and writes the whole exam's manifest last (`crate::manifest`).
 
-use super::MergeError;
+use super::{MergeError, ShardProblem, UnitsProblem};
 use crate::calls::{EXAM_JSON, ExamUsage, JOURNAL, TierRole};
 use crate::exam::{
     Backend, ExamConfig, HarnessReport, ReportHead, assemble_report, exam_config_sha256, file_stem,
@@ -143,25 +143,25 @@ fn open_shard(dir: &Path) -> Result<ShardDir, MergeError> {
         "an exam shard without a whole manifest was interrupted, cut short by its budget or changed; rerun its `gauntlet exam … --shard i/N` (real mode resumes from the journal), then merge",
     )?;
     let report: HarnessReport = serde_json::from_value(read_json(&dir.join("report.json"))?)
-        .map_err(|e| {
-            MergeError::Shard(format!(
-                "{}: not an exam report: {e}",
-                dir.join("report.json").display()
-            ))
+        .map_err(|source| ShardProblem::NotAReport {
+            path: dir.join("report.json"),
+            source,
         })?;
     if let Some(p) = &report.partial {
-        return Err(MergeError::Shard(format!(
-            "exam shard {shard} in {} is incomplete (partial: {p}); rerun its `gauntlet exam … --shard {shard}` to finish it, then merge",
-            dir.display()
-        )));
+        return Err(ShardProblem::Incomplete {
+            shard,
+            dir: dir.to_path_buf(),
+            partial: p.clone(),
+        }
+        .into());
     }
     if meta["shard"]["partition"] != super::PARTITION_SCHEME {
-        return Err(MergeError::Shard(format!(
-            "{}: cut by partition `{}`; this gauntlet merges `{}`",
-            dir.display(),
-            shown(&meta["shard"]["partition"]),
-            super::PARTITION_SCHEME
-        )));
+        return Err(ShardProblem::Partition {
+            dir: dir.to_path_buf(),
+            found: shown(&meta["shard"]["partition"]),
+            want: super::PARTITION_SCHEME,
+        }
+        .into());
     }
     Ok(ShardDir {
         dir: dir.to_path_buf(),
@@ -196,7 +196,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<HarnessReport, MergeError> 
     let scenarios = first.meta["scenarios"].as_u64().unwrap_or(0) as usize;
     let owner = owners(&shards, passes, scenarios)?;
     // The merged directory is a whole exam's: its manifest goes first and comes last.
-    crate::manifest::begin(out).map_err(|e| MergeError::Write(e.to_string()))?;
+    crate::manifest::begin(out).map_err(MergeError::Write)?;
     let runs = copy_runs(&shards, &owner, (passes, scenarios), out)?;
     let calls = shards.iter().map(|s| s.report.model_calls).sum();
     let errors = shards.iter().map(|s| s.report.model_errors).sum();
@@ -207,20 +207,22 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<HarnessReport, MergeError> 
     // exam.json (real mode), the journals, the timings (wall clock: shards side by side).
     let exam_json = shards[0].dir.join(EXAM_JSON);
     if exam_json.exists() {
-        let b = std::fs::read(&exam_json)
-            .map_err(|e| MergeError::Shard(format!("cannot read {}: {e}", exam_json.display())))?;
+        let b = std::fs::read(&exam_json).map_err(|source| ShardProblem::Unreadable {
+            path: exam_json.clone(),
+            source,
+        })?;
         gauntlet_core::atomic::write_atomic_named(&out.join(EXAM_JSON), &b)
-            .map_err(|e| MergeError::Write(e.to_string()))?;
+            .map_err(MergeError::Write)?;
     }
     let dirs: Vec<&Path> = shards.iter().map(|s| s.dir.as_path()).collect();
     gauntlet_job::shard::concat_journals(&dirs, &out.join(JOURNAL))?;
     let mut tb = serde_json::to_vec_pretty(&merged_timings(&shards, passes)).expect("json");
     tb.push(b'\n');
     gauntlet_core::atomic::write_atomic_unflushed_named(&out.join("timings.json"), &tb)
-        .map_err(|e| MergeError::Write(e.to_string()))?;
+        .map_err(MergeError::Write)?;
     write_report_files(out, &report)
         .and_then(|()| crate::manifest::finish_agent(out, identity, &report, None))
-        .map_err(|e| MergeError::Write(e.to_string()))?;
+        .map_err(MergeError::Write)?;
     Ok(report)
 }
 
@@ -239,26 +241,27 @@ fn owners(shards: &[ShardDir], passes: usize, scenarios: usize) -> Result<Vec<us
                 .and_then(|x| x.checked_add(i as usize))
                 .filter(|_| (i as usize) < scenarios)
                 .and_then(|x| owner.get_mut(x))
-                .ok_or_else(|| {
-                    MergeError::Units(format!(
-                        "{}: unit [{p}, {i}] is out of range",
-                        s.dir.join(SHARD_JSON).display()
-                    ))
+                .ok_or_else(|| UnitsProblem::RunOutOfRange {
+                    path: s.dir.join(SHARD_JSON),
+                    pass: p,
+                    index: i,
                 })?;
             if slot.replace(k).is_some() {
-                return Err(MergeError::Units(format!(
-                    "{}: scenario run [{p}, {i}] is in two shards (were they cut by different gauntlets?)",
-                    s.dir.join(SHARD_JSON).display()
-                )));
+                return Err(UnitsProblem::RunTwice {
+                    path: s.dir.join(SHARD_JSON),
+                    pass: p,
+                    index: i,
+                }
+                .into());
             }
         }
     }
     if let Some(u) = owner.iter().position(Option::is_none) {
-        return Err(MergeError::Units(format!(
-            "scenario run [{}, {}] is in no shard (were they cut by different gauntlets?)",
-            u / scenarios,
-            u % scenarios
-        )));
+        return Err(UnitsProblem::RunMissing {
+            pass: u / scenarios,
+            index: u % scenarios,
+        }
+        .into());
     }
     Ok(owner.into_iter().map(|o| o.expect("checked")).collect())
 }
@@ -286,8 +289,10 @@ fn copy_runs(
         })
         .collect();
     let create = |d: &Path| {
-        std::fs::create_dir_all(d)
-            .map_err(|e| MergeError::Write(format!("cannot create {}: {e}", d.display())))
+        std::fs::create_dir_all(d).map_err(|source| MergeError::Create {
+            path: d.to_path_buf(),
+            source,
+        })
     };
     create(out)?;
     let mut runs = Vec::with_capacity(passes);
@@ -297,28 +302,29 @@ fn copy_runs(
         let mut results = Vec::with_capacity(scenarios);
         for i in 0..scenarios {
             let k = owner[p * scenarios + i];
-            let r = queues[k][p].pop_front().ok_or_else(|| {
-                MergeError::Units(format!(
-                    "{}: report.json holds fewer scenario runs of pass {p} than its shard.json lists",
-                    shards[k].dir.display()
-                ))
-            })?;
+            let r = queues[k][p]
+                .pop_front()
+                .ok_or_else(|| UnitsProblem::FewerRuns {
+                    dir: shards[k].dir.clone(),
+                    pass: p,
+                })?;
             let stem = file_stem(&r.scenario_id);
             for f in [format!("{stem}.json"), format!("{stem}.transcript.json")] {
                 let from = shards[k].dir.join(format!("run-{p}")).join(&f);
-                let bytes = std::fs::read(&from).map_err(|e| {
-                    MergeError::Shard(format!("cannot read {}: {e}", from.display()))
+                let bytes = std::fs::read(&from).map_err(|source| ShardProblem::Unreadable {
+                    path: from.clone(),
+                    source,
                 })?;
                 let want = &shards[k].meta["files"][format!("run-{p}/{f}")];
                 if serde_json::to_value(FileEntry::of(&bytes)).ok().as_ref() != Some(want) {
-                    return Err(MergeError::Shard(format!(
-                        "{} is not the file the shard wrote ({} records another size or sha256): it was truncated, edited or replaced since; rerun the shard",
-                        from.display(),
-                        shards[k].dir.join(SHARD_JSON).display()
-                    )));
+                    return Err(ShardProblem::Altered {
+                        path: from,
+                        record: shards[k].dir.join(SHARD_JSON),
+                    }
+                    .into());
                 }
                 gauntlet_core::atomic::write_atomic_unflushed_named(&dir.join(&f), &bytes)
-                    .map_err(|e| MergeError::Write(e.to_string()))?;
+                    .map_err(MergeError::Write)?;
             }
             results.push(r.clone());
         }

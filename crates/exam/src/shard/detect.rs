@@ -14,7 +14,7 @@
 //! summary ([`detect_exam::summarize_named`]): recall, precision, coverage matrix and
 //! all, byte for byte.
 
-use super::MergeError;
+use super::{FieldProblem, MergeError, ShardProblem, UnitsProblem};
 use gauntlet_detect::assemble::ExamFile;
 use gauntlet_detect::exam::{self as detect_exam, DetectReport, DetectorHealth, Row};
 use gauntlet_detect::fleet::Member as FleetMember;
@@ -190,10 +190,10 @@ type ShardDir = super::ShardDir<ShardReport>;
 
 fn open_shard(dir: &Path) -> Result<ShardDir, MergeError> {
     if !is_shard(dir) {
-        return Err(MergeError::Shard(format!(
-            "{} is not a detect-exam shard (no {SHARD_JSON}); merge the N shards of one `gauntlet exam-detect … --shard i/N` together, apart from run or agent-exam shards",
-            dir.display()
-        )));
+        return Err(ShardProblem::NotDetectShard {
+            dir: dir.to_path_buf(),
+        }
+        .into());
     }
     let (shard, meta) = open_record(
         dir,
@@ -203,37 +203,39 @@ fn open_shard(dir: &Path) -> Result<ShardDir, MergeError> {
         "a shard without a whole manifest was interrupted or changed; rerun its `gauntlet exam-detect … --shard i/N`, then merge",
     )?;
     if meta["shard"]["partition"] != super::DETECT_PARTITION_SCHEME {
-        return Err(MergeError::Shard(format!(
-            "{}: cut by partition `{}`; this gauntlet merges `{}`",
-            dir.display(),
-            shown(&meta["shard"]["partition"]),
-            super::DETECT_PARTITION_SCHEME
-        )));
+        return Err(ShardProblem::Partition {
+            dir: dir.to_path_buf(),
+            found: shown(&meta["shard"]["partition"]),
+            want: super::DETECT_PARTITION_SCHEME,
+        }
+        .into());
     }
     let p = dir.join(report_text::REPORT_JSON);
     let mut v = read_json(&p)?;
-    let bad = |k: &str, e: &dyn std::fmt::Display| {
-        MergeError::Shard(format!(
-            "{}: not a detect-exam report: `{k}`: {e}",
-            p.display()
-        ))
+    let bad = |key: &'static str, problem: FieldProblem| {
+        MergeError::Shard(ShardProblem::ReportField {
+            path: p.clone(),
+            key,
+            problem,
+        })
     };
-    let text = |v: &serde_json::Value, k: &str| {
+    let text = |v: &serde_json::Value, k: &'static str| {
         v[k].as_str()
             .map(str::to_string)
-            .ok_or_else(|| bad(k, &"not a string"))
+            .ok_or_else(|| bad(k, FieldProblem::NotAString))
     };
     let report = ShardReport {
         corpus_root: text(&v, "corpus_root")?,
         corpus_count: v["corpus_count"]
             .as_u64()
-            .ok_or_else(|| bad("corpus_count", &"not a number"))? as usize,
+            .ok_or_else(|| bad("corpus_count", FieldProblem::NotANumber))?
+            as usize,
         corpus_sha256: text(&v, "corpus_sha256")?,
         detectors: serde_json::from_value(v["detectors"].take())
-            .map_err(|e| bad("detectors", &e))?,
+            .map_err(|e| bad("detectors", e.into()))?,
         detector_health: serde_json::from_value(v["detector_health"].take())
-            .map_err(|e| bad("detector_health", &e))?,
-        rows: serde_json::from_value(v["rows"].take()).map_err(|e| bad("rows", &e))?,
+            .map_err(|e| bad("detector_health", e.into()))?,
+        rows: serde_json::from_value(v["rows"].take()).map_err(|e| bad("rows", e.into()))?,
     };
     Ok(ShardDir {
         dir: dir.to_path_buf(),
@@ -270,11 +272,9 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<DetectReport, MergeError> {
         .to_string();
     check_units(&shards, total)?;
     let groups: BTreeMap<String, usize> = serde_json::from_value(shards[0].meta["groups"].clone())
-        .map_err(|e| {
-            MergeError::Shard(format!(
-                "{}: `groups`: {e}",
-                shards[0].dir.join(SHARD_JSON).display()
-            ))
+        .map_err(|source| ShardProblem::Groups {
+            path: shards[0].dir.join(SHARD_JSON),
+            source,
         })?;
     let (root, count, sha, detectors) = {
         let r = &shards[0].report;
@@ -318,13 +318,15 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<DetectReport, MergeError> {
         0.0,
         (&root, count, &sha),
     );
-    std::fs::create_dir_all(out)
-        .map_err(|e| MergeError::Write(format!("cannot create {}: {e}", out.display())))?;
+    std::fs::create_dir_all(out).map_err(|source| MergeError::Create {
+        path: out.to_path_buf(),
+        source,
+    })?;
     // A whole detect exam's directory: its manifest goes first and comes last.
     crate::manifest::begin(out)
         .and_then(|()| report_text::write_report_files(out, &report))
         .and_then(|()| crate::manifest::finish_detect(out, &identity))
-        .map_err(|e| MergeError::Write(e.to_string()))?;
+        .map_err(MergeError::Write)?;
     Ok(report)
 }
 
@@ -338,32 +340,29 @@ fn check_units(shards: &[ShardDir], total: usize) -> Result<(), MergeError> {
             let slot = u
                 .as_u64()
                 .and_then(|u| owner.get_mut(u as usize))
-                .ok_or_else(|| {
-                    MergeError::Units(format!(
-                        "{}: unit {u} is out of range",
-                        s.dir.join(SHARD_JSON).display()
-                    ))
+                .ok_or_else(|| UnitsProblem::FileOutOfRange {
+                    path: s.dir.join(SHARD_JSON),
+                    unit: u.clone(),
                 })?;
             if slot.replace(k).is_some() {
-                return Err(MergeError::Units(format!(
-                    "{}: scenario file {u} is in two shards (were they cut by different gauntlets?)",
-                    s.dir.join(SHARD_JSON).display()
-                )));
+                return Err(UnitsProblem::FileTwice {
+                    path: s.dir.join(SHARD_JSON),
+                    unit: u.clone(),
+                }
+                .into());
             }
         }
         if units.len() != s.report.rows.len() {
-            return Err(MergeError::Units(format!(
-                "{}: holds {} row(s) but its {SHARD_JSON} lists {} scenario file(s); rerun the shard",
-                s.dir.join(report_text::REPORT_JSON).display(),
-                s.report.rows.len(),
-                units.len()
-            )));
+            return Err(UnitsProblem::RowCount {
+                path: s.dir.join(report_text::REPORT_JSON),
+                rows: s.report.rows.len(),
+                files: units.len(),
+            }
+            .into());
         }
     }
     if let Some(u) = owner.iter().position(Option::is_none) {
-        return Err(MergeError::Units(format!(
-            "scenario file {u} is in no shard (were they cut by different gauntlets?)"
-        )));
+        return Err(UnitsProblem::FileMissing { unit: u }.into());
     }
     Ok(())
 }

@@ -178,9 +178,15 @@ fn an_agent_shard_set_with_a_shard_missing_or_given_twice_is_refused_naming_it()
     std::fs::write(&run, b).unwrap();
     let e = agent::merge(&d, &out).unwrap_err();
     assert!(
-        matches!(&e, MergeError::Shard(m) if m.contains("is not the file the shard wrote")
-            && m.contains(&run.display().to_string())),
+        matches!(&e, MergeError::Shard(ShardProblem::Altered { path, .. }) if *path == run),
         "{e:?}"
+    );
+    assert!(
+        e.to_string().starts_with(&format!(
+            "{} is not the file the shard wrote (",
+            run.display()
+        )),
+        "{e}"
     );
     // An unfinished shard (a session began and did not finish).
     agent::begin(&d[0]).unwrap();
@@ -320,8 +326,13 @@ fn a_detect_shard_set_with_a_shard_missing_or_given_twice_is_refused_naming_it()
     agent_exam(&c, &agent_dir, Some(s));
     let e = detect::merge(&[d[0].clone(), agent_dir.clone()], &out).unwrap_err();
     assert!(
-        matches!(&e, MergeError::Shard(m) if m.contains("is not a detect-exam shard")),
+        matches!(&e, MergeError::Shard(ShardProblem::NotDetectShard { dir }) if *dir == agent_dir),
         "{e:?}"
+    );
+    assert!(
+        e.to_string()
+            .contains("is not a detect-exam shard (no detect_shard.json)"),
+        "{e}"
     );
     assert!(!out.exists());
     // A detect shard whose manifest records another kind (its detect_shard.json is

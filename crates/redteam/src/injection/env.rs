@@ -42,7 +42,7 @@ use std::sync::Arc;
 
 /// Why an environment could not answer a call: ends the episode as an error outcome.
 /// One variant per environment that can fail.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum EnvError {
     /// An MCP server failed during a tool call.
     #[error("MCP server failed during a tool call: {0}")]
@@ -234,9 +234,9 @@ mod tests {
         fn call<'a>(&'a mut self, c: &'a ToolCall) -> BoxFuture<'a, Result<String, EnvError>> {
             let r = if c.name == "boom" {
                 Err(EnvError::Sidecar(
-                    crate::injection::agentdojo::sidecar::SidecarError(
-                        "the environment crashed".into(),
-                    ),
+                    crate::injection::agentdojo::sidecar::SidecarError::Reported {
+                        message: "the environment crashed".into(),
+                    },
                 ))
             } else {
                 Ok(format!("echo {}", c.call_id))

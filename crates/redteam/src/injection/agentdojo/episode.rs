@@ -80,6 +80,8 @@ pub enum EpisodeError {
     Tools(#[source] Arc<serde_json::Error>),
     #[error("malformed reply from the AgentDojo sidecar: `start` without system or user")]
     StartFields,
+    #[error("malformed reply from the AgentDojo sidecar: `score` without utility")]
+    ScoreFields,
 }
 
 fn tool_defs(v: &Value) -> Result<Arc<[ToolDef]>, EpisodeError> {
@@ -275,11 +277,9 @@ async fn run(
         Ok(v) => match (v["utility"].as_bool(), &v["security"]) {
             (Some(u), Value::Bool(s)) => Ok((u, Some(*s))),
             (Some(u), Value::Null) => Ok((u, None)),
-            _ => Err(SidecarError(
-                "malformed reply from the AgentDojo sidecar: `score` without utility".into(),
-            )),
+            _ => Err(EpisodeError::ScoreFields),
         },
-        Err(e) => Err(e),
+        Err(e) => Err(EpisodeError::Sidecar(e)),
     };
     Ok(match verdict {
         Ok(v) => Ran {
@@ -291,7 +291,12 @@ async fn run(
             verdict: Some(v),
             unparsed_tool_call: looped.unparsed_tool_call,
         },
-        Err(e) => failed(sidecar_failed(e), looped.transcript, steps, injections),
+        Err(e) => failed(
+            AttemptError::Episode(e),
+            looped.transcript,
+            steps,
+            injections,
+        ),
     })
 }
 

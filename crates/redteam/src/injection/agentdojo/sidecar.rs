@@ -111,9 +111,90 @@ pub struct Hello {
 }
 
 /// Why a request failed: ends the episode as an error outcome.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct SidecarError(pub String);
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum SidecarError {
+    /// No virtualenv where the sidecar's was looked for.
+    #[error(
+        "no AgentDojo virtualenv at {} (no bin/python): install it with scripts/install-agentdojo.sh, or point {VENV_ENV} at one",
+        .venv.display()
+    )]
+    NoVirtualenv { venv: PathBuf },
+    /// The thread that runs the process could not be started.
+    #[error("cannot start the sidecar thread: {0}")]
+    Thread(#[source] Arc<std::io::Error>),
+    /// That thread ended before it reported whether the process started.
+    #[error("the sidecar thread ended before starting it")]
+    ThreadEnded,
+    /// The process did not start.
+    #[error(transparent)]
+    Start(Arc<StartError>),
+    /// The handshake request failed.
+    #[error("the AgentDojo sidecar did not start: {0}")]
+    Handshake(#[source] Box<SidecarError>),
+    /// The handshake refused the sidecar of the virtualenv `venv`.
+    #[error("{source} (virtualenv {})", .venv.display())]
+    Hello {
+        #[source]
+        source: HelloError,
+        venv: PathBuf,
+    },
+    /// The process an episode ran in is over (a later request of the episode).
+    #[error("the AgentDojo sidecar this episode ran in is gone ({0})")]
+    Gone(#[source] Ended),
+    /// The process ended, or hung, while the request was in flight.
+    #[error(transparent)]
+    Ended(#[from] Ended),
+    /// The request's reply channel closed without a reply.
+    #[error("the sidecar's reader ended")]
+    ReaderEnded,
+    /// The sidecar answered the request with an error: its text.
+    #[error("{message}")]
+    Reported { message: String },
+}
+
+/// Why a sidecar process (a generation) is over; every request in flight fails with it.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum Ended {
+    /// The run ended (the sidecar was dropped).
+    #[error("the run is over")]
+    RunOver,
+    #[error("its stdin closed (the process is gone)")]
+    StdinClosed,
+    /// No reply to a request within `timeout`: the process was killed.
+    #[error(
+        "no reply to `{op}` within {} s: the AgentDojo sidecar hung (generation {generation}); it was killed and a fresh one serves the next episode",
+        .timeout.as_secs()
+    )]
+    Hung {
+        op: String,
+        timeout: Duration,
+        generation: u64,
+    },
+    #[error("malformed reply from the AgentDojo sidecar: a line over {MAX_REPLY_BYTES} bytes")]
+    LineTooLong,
+    #[error("cannot read the sidecar's stdout: {0}")]
+    Stdout(#[source] Arc<std::io::Error>),
+    #[error("malformed reply from the AgentDojo sidecar: id {id} answers no request")]
+    UnknownId { id: u64 },
+    #[error("malformed reply from the AgentDojo sidecar: {0}")]
+    Malformed(#[source] Arc<ReplyError>),
+    /// The handshake refused the process.
+    #[error(transparent)]
+    Hello(HelloError),
+    /// Its stdout closed; `stderr_tail` is the last of what it wrote on stderr, its
+    /// lines joined by ` | ` (empty: nothing).
+    #[error("the AgentDojo sidecar exited (its stdout closed){}", tail_suffix(.stderr_tail))]
+    Exited { stderr_tail: String },
+}
+
+/// `: <tail>` after [`Ended::Exited`]'s message, or nothing when stderr was empty.
+fn tail_suffix(tail: &str) -> String {
+    if tail.is_empty() {
+        String::new()
+    } else {
+        format!(": {tail}")
+    }
+}
 
 /// Why the handshake refused a sidecar.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -203,7 +284,7 @@ struct Generation {
 struct GenShared {
     waiters: Mutex<Waiters>,
     /// Why this generation is over (set once).
-    dead: Mutex<Option<String>>,
+    dead: Mutex<Option<Ended>>,
     stderr: Mutex<Vec<u8>>,
     /// The confined process; taking and dropping it kills its whole tree.
     process: Mutex<Option<Process>>,
@@ -212,18 +293,12 @@ struct GenShared {
 impl GenShared {
     /// Marks the generation over (first reason wins), kills the process tree and fails
     /// every request in flight.
-    fn fail(&self, why: String) {
-        let why = {
-            let mut d = self.dead.lock().unwrap();
-            if d.is_none() {
-                *d = Some(why);
-            }
-            d.clone().unwrap_or_default()
-        };
+    fn fail(&self, why: Ended) {
+        let why = self.dead.lock().unwrap().get_or_insert(why).clone();
         drop(self.process.lock().unwrap().take());
         let waiters = std::mem::take(&mut *self.waiters.lock().unwrap());
         for (_, w) in waiters {
-            let _ = w.send(Err(SidecarError(why.clone())));
+            let _ = w.send(Err(SidecarError::Ended(why.clone())));
         }
     }
     fn stderr_tail(&self) -> String {
@@ -245,7 +320,7 @@ impl Drop for Generation {
         if let Some(p) = p {
             p.stop(Duration::from_secs(2));
         }
-        self.shared.fail("the run is over".into());
+        self.shared.fail(Ended::RunOver);
     }
 }
 
@@ -330,13 +405,13 @@ impl Sidecar {
                 self.limits.start_timeout,
             )
             .await
-            .map_err(|e| SidecarError(format!("the AgentDojo sidecar did not start: {e}")))?;
-        if let Err(e) = check_hello(&hello) {
-            b.generation.shared.fail(e.to_string());
-            return Err(SidecarError(format!(
-                "{e} (virtualenv {})",
-                self.venv.display()
-            )));
+            .map_err(|e| SidecarError::Handshake(Box::new(e)))?;
+        if let Err(source) = check_hello(&hello) {
+            b.generation.shared.fail(Ended::Hello(source.clone()));
+            return Err(SidecarError::Hello {
+                source,
+                venv: self.venv.clone(),
+            });
         }
         *cur = Some(b.generation.clone());
         Ok(b)
@@ -361,9 +436,7 @@ impl Sidecar {
     ) -> Result<Value, SidecarError> {
         let g = &b.generation;
         if let Some(why) = g.shared.dead.lock().unwrap().clone() {
-            return Err(SidecarError(format!(
-                "the AgentDojo sidecar this episode ran in is gone ({why})"
-            )));
+            return Err(SidecarError::Gone(why));
         }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         req["id"] = id.into();
@@ -379,20 +452,19 @@ impl Sidecar {
             .as_ref()
             .is_some_and(|l| l.send(line).is_ok());
         if !sent {
-            g.shared
-                .fail("its stdin closed (the process is gone)".into());
+            g.shared.fail(Ended::StdinClosed);
         }
         match tokio::time::timeout(timeout, rx).await {
             Ok(Ok(r)) => r,
-            Ok(Err(_)) => Err(SidecarError("the sidecar's reader ended".into())),
+            Ok(Err(_)) => Err(SidecarError::ReaderEnded),
             Err(_) => {
-                let why = format!(
-                    "no reply to `{op}` within {} s: the AgentDojo sidecar hung (generation {}); it was killed and a fresh one serves the next episode",
-                    timeout.as_secs(),
-                    g.id
-                );
+                let why = Ended::Hung {
+                    op,
+                    timeout,
+                    generation: g.id,
+                };
                 g.shared.fail(why.clone());
-                Err(SidecarError(why))
+                Err(SidecarError::Ended(why))
             }
         }
     }
@@ -401,10 +473,9 @@ impl Sidecar {
     fn start(&self) -> Result<Generation, SidecarError> {
         let python = self.venv.join("bin/python");
         if !python.is_file() {
-            return Err(SidecarError(format!(
-                "no AgentDojo virtualenv at {} (no bin/python): install it with scripts/install-agentdojo.sh, or point {VENV_ENV} at one",
-                self.venv.display()
-            )));
+            return Err(SidecarError::NoVirtualenv {
+                venv: self.venv.clone(),
+            });
         }
         let id = self.generations.fetch_add(1, Ordering::Relaxed) + 1;
         self.starts.fetch_add(1, Ordering::Relaxed);
@@ -421,11 +492,11 @@ impl Sidecar {
         std::thread::Builder::new()
             .name(format!("agentdojo-sidecar-{id}"))
             .spawn(move || reader(python, limits, sh, ready_tx, line_rx))
-            .map_err(|e| SidecarError(format!("cannot start the sidecar thread: {e}")))?;
+            .map_err(|e| SidecarError::Thread(Arc::new(e)))?;
         ready_rx
             .recv()
-            .map_err(|_| SidecarError("the sidecar thread ended before starting it".into()))?
-            .map_err(|e| SidecarError(e.to_string()))?;
+            .map_err(|_| SidecarError::ThreadEnded)?
+            .map_err(|e| SidecarError::Start(Arc::new(e)))?;
         Ok(Generation {
             id,
             lines: Mutex::new(Some(line_tx)),
@@ -534,7 +605,7 @@ fn reader(
     let writer = std::thread::spawn(move || {
         for line in lines {
             if stdin.write_all(&line).and_then(|_| stdin.flush()).is_err() {
-                sh.fail("its stdin closed (the process is gone)".into());
+                sh.fail(Ended::StdinClosed);
                 break;
             }
         }
@@ -564,26 +635,18 @@ fn reader(
             .read_until(b'\n', &mut line)
         {
             Ok(0) => break None,
-            Ok(_) if line.len() > MAX_REPLY_BYTES => {
-                break Some(format!(
-                    "malformed reply from the AgentDojo sidecar: a line over {MAX_REPLY_BYTES} bytes"
-                ));
-            }
+            Ok(_) if line.len() > MAX_REPLY_BYTES => break Some(Ended::LineTooLong),
             Ok(_) => {}
-            Err(e) => break Some(format!("cannot read the sidecar's stdout: {e}")),
+            Err(e) => break Some(Ended::Stdout(Arc::new(e))),
         }
         match parse_reply(&line) {
             Ok((id, r)) => match shared.waiters.lock().unwrap().remove(&id) {
                 Some(w) => {
                     let _ = w.send(r);
                 }
-                None => {
-                    break Some(format!(
-                        "malformed reply from the AgentDojo sidecar: id {id} answers no request"
-                    ));
-                }
+                None => break Some(Ended::UnknownId { id }),
             },
-            Err(e) => break Some(format!("malformed reply from the AgentDojo sidecar: {e}")),
+            Err(e) => break Some(Ended::Malformed(Arc::new(e))),
         }
     };
     if let Some(why) = why {
@@ -603,11 +666,8 @@ fn reader(
         std::thread::sleep(Duration::from_millis(5));
     }
     let _ = err_reader.join();
-    let tail = shared.stderr_tail();
-    shared.fail(if tail.is_empty() {
-        "the AgentDojo sidecar exited (its stdout closed)".to_string()
-    } else {
-        format!("the AgentDojo sidecar exited (its stdout closed): {tail}")
+    shared.fail(Ended::Exited {
+        stderr_tail: shared.stderr_tail(),
     });
     drop(writer);
     drop(script_dir);
@@ -624,7 +684,12 @@ fn parse_reply(line: &[u8]) -> Result<(u64, Result<Value, SidecarError>), ReplyE
         return Ok((id, Ok(ok.clone())));
     }
     match v.get("error").and_then(Value::as_str) {
-        Some(e) => Ok((id, Err(SidecarError(e.to_string())))),
+        Some(e) => Ok((
+            id,
+            Err(SidecarError::Reported {
+                message: e.to_string(),
+            }),
+        )),
         None => Err(ReplyError::Neither { id }),
     }
 }
@@ -638,11 +703,47 @@ mod tests {
         let (id, r) = parse_reply(br#"{"id":7,"ok":{"content":"x"}}"#).unwrap();
         assert_eq!((id, r.unwrap()["content"].as_str()), (7, Some("x")));
         let (_, r) = parse_reply(br#"{"id":8,"error":"no such task"}"#).unwrap();
-        assert_eq!(r.unwrap_err().0, "no such task");
+        assert!(
+            matches!(&r, Err(SidecarError::Reported { message }) if message == "no such task"),
+            "{r:?}"
+        );
         let e = |line: &[u8]| parse_reply(line).unwrap_err().to_string();
         assert!(e(b"not json").contains("not json"));
         assert!(e(br#"{"ok":1}"#).contains("id"));
         assert!(e(br#"{"id":1}"#).contains("neither"));
+    }
+
+    /// The messages built at Display time read as the strings they replace did.
+    #[test]
+    fn failures_read_as_they_did() {
+        let exited = |t: &str| {
+            SidecarError::Ended(Ended::Exited {
+                stderr_tail: t.into(),
+            })
+            .to_string()
+        };
+        assert_eq!(
+            exited(""),
+            "the AgentDojo sidecar exited (its stdout closed)"
+        );
+        assert_eq!(
+            exited("Traceback | boom"),
+            "the AgentDojo sidecar exited (its stdout closed): Traceback | boom"
+        );
+        let hung = Ended::Hung {
+            op: "score".into(),
+            timeout: Duration::from_secs(60),
+            generation: 3,
+        };
+        assert_eq!(
+            SidecarError::Gone(hung).to_string(),
+            "the AgentDojo sidecar this episode ran in is gone (no reply to `score` within 60 s: the AgentDojo sidecar hung (generation 3); it was killed and a fresh one serves the next episode)"
+        );
+        let e = SidecarError::Handshake(Box::new(SidecarError::Ended(Ended::StdinClosed)));
+        assert_eq!(
+            e.to_string(),
+            "the AgentDojo sidecar did not start: its stdin closed (the process is gone)"
+        );
     }
 
     #[test]
