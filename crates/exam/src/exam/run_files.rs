@@ -163,6 +163,18 @@ impl RunFiles {
                 std::fs::rename(&from, &to).map_err(|e| io_named(&to, e))?;
                 continue;
             }
+            // Files were left in `to` because it was a real directory; it must still be
+            // one before anything in it is replaced or removed (never through a link).
+            if !std::fs::symlink_metadata(&to).is_ok_and(|m| m.is_dir()) {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    format!(
+                        "{} changed during the exam (it is no longer a directory); the new files stay in {}: move it aside and rerun",
+                        to.display(),
+                        staging.display()
+                    ),
+                ));
+            }
             let mut moved = std::collections::HashSet::new();
             if p.staged {
                 for e in std::fs::read_dir(&from).map_err(|e| io_named(&from, e))? {
