@@ -117,35 +117,9 @@ def module_of(crate_src, path):
     return tuple(rel)
 
 
-def use_paths(tree, prefix=()):
+def use_paths(tree):
     """Paths named by one use tree (`a::{b, c::d}` → [a::b, a::c::d])."""
-    tree = tree.strip()
-    out = []
-    depth, start, parts = 0, 0, []
-    for i, ch in enumerate(tree):
-        if ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            parts.append(tree[start:i])
-            start = i + 1
-    parts.append(tree[start:])
-    if len(parts) > 1:
-        for p in parts:
-            out += use_paths(p, prefix)
-        return out
-    t = tree
-    if "{" in t:
-        head, rest = t.split("{", 1)
-        head = [x for x in head.strip().rstrip(":").split("::") if x]
-        inner = rest.rsplit("}", 1)[0]
-        return use_paths(inner, prefix + tuple(head))
-    t = re.sub(r"\s+as\s+\w+$", "", t).strip()
-    segs = tuple(x for x in t.split("::") if x)
-    if segs:
-        out.append(prefix + segs)
-    return out
+    return [segs for segs, _ in use_paths_aliased(tree)]
 
 
 def use_names(tree, here):
@@ -161,6 +135,7 @@ def use_names(tree, here):
 
 
 def use_paths_aliased(tree, prefix=()):
+    """(path, alias) for each path one use tree names; alias None without `as`."""
     tree = tree.strip()
     depth, start, parts = 0, 0, []
     for i, ch in enumerate(tree):
