@@ -143,31 +143,6 @@ pub enum LabelError {
     },
     #[error("reply {id:?} is not in this run's labelling sample")]
     NotInSample { id: String },
-    #[error("cannot remove {}: {source}", .path.display())]
-    Remove {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("cannot write {}: {source}", .path.display())]
-    Write {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("cannot write reports in {}: {source}", .dir.display())]
-    WriteReports {
-        dir: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    /// A file just written cannot be read back for the manifest.
-    #[error("cannot read back {}: {source}", .path.display())]
-    ReadBack {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
     #[error("cannot write {}: {source}", .path.display())]
     WriteCsv {
         path: PathBuf,
@@ -1069,15 +1044,16 @@ impl LabelSession {
         take_corrections(&mut summary, &recounted);
         let write = |name: &str, bytes: &[u8]| {
             let p = dir.join(name);
-            write_atomic(&p, bytes).map_err(|source| LabelError::Write { path: p, source })
+            write_atomic(&p, bytes).map_err(|source| StoredError::Write { path: p, source })
         };
         // From here until the manifest is back, readers refuse the directory.
         match std::fs::remove_file(dir.join(MANIFEST)) {
             Err(source) if source.kind() != std::io::ErrorKind::NotFound => {
-                return Err(LabelError::Remove {
+                return Err(StoredError::Remove {
                     path: dir.join(MANIFEST),
                     source,
-                });
+                }
+                .into());
             }
             _ => {}
         }
@@ -1085,7 +1061,7 @@ impl LabelSession {
         write(LABEL_CARDS_FILE, &pretty(&cards))?;
         write("results.json", &pretty(&summary))?;
         gauntlet_report::write_reports(&dir, &summary).map_err(|source| {
-            LabelError::WriteReports {
+            StoredError::WriteReports {
                 dir: dir.clone(),
                 source,
             }
@@ -1100,14 +1076,14 @@ impl LabelSession {
         ] {
             self.manifest
                 .record_file(&dir, name)
-                .map_err(|source| LabelError::ReadBack {
+                .map_err(|source| StoredError::ReadBack {
                     path: dir.join(name),
                     source,
                 })?;
         }
         self.manifest
             .write(&dir)
-            .map_err(|source| LabelError::Write {
+            .map_err(|source| StoredError::Write {
                 path: dir.join(MANIFEST),
                 source,
             })?;
@@ -1143,11 +1119,11 @@ impl LabelSession {
             .map_err(io)?;
             n += 1;
         }
-        let bytes = w.into_inner().map_err(|e| LabelError::Write {
+        let bytes = w.into_inner().map_err(|e| StoredError::Write {
             path: path.to_path_buf(),
             source: e.into_error(),
         })?;
-        write_atomic(path, &bytes).map_err(|source| LabelError::Write {
+        write_atomic(path, &bytes).map_err(|source| StoredError::Write {
             path: path.to_path_buf(),
             source,
         })?;

@@ -176,31 +176,6 @@ pub enum MergeError {
         .out.display()
     )]
     OutHoldsOther { out: PathBuf, run_id: String },
-    #[error("cannot remove {}: {source}", .path.display())]
-    Remove {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("cannot write {}: {source}", .path.display())]
-    Write {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("cannot write reports in {}: {source}", .dir.display())]
-    WriteReports {
-        dir: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    /// A file just written cannot be read back for the manifest.
-    #[error("cannot read back {}: {source}", .path.display())]
-    ReadBack {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
     /// The shards' journals could not be put together.
     #[error(transparent)]
     Journal(#[from] JournalError),
@@ -545,7 +520,7 @@ pub fn merge(
             });
         }
     }
-    dir.begin_session().map_err(|source| MergeError::Remove {
+    dir.begin_session().map_err(|source| StoredError::Remove {
         path: dir.path(MANIFEST),
         source,
     })?;
@@ -558,7 +533,7 @@ pub fn merge(
     }
     let transcripts_path = dir.path("transcripts.jsonl");
     let transcripts_tmp = tmp_path(&transcripts_path);
-    let io = |p: &Path, source: std::io::Error| MergeError::Write {
+    let io = |p: &Path, source: std::io::Error| StoredError::Write {
         path: p.to_path_buf(),
         source,
     };
@@ -642,7 +617,7 @@ pub fn merge(
     write("results.json", pretty(&summary))?;
     write("usage.json", pretty(&usage_rows))?;
     gauntlet_report::write_reports(&dir.root, &summary).map_err(|source| {
-        MergeError::WriteReports {
+        StoredError::WriteReports {
             dir: dir.root.clone(),
             source,
         }
@@ -658,7 +633,7 @@ pub fn merge(
     ] {
         manifest
             .record_file(&dir.root, name)
-            .map_err(|source| MergeError::ReadBack {
+            .map_err(|source| StoredError::ReadBack {
                 path: dir.path(name),
                 source,
             })?;

@@ -267,6 +267,12 @@ pub enum StoredError {
     /// The output directory holds a symbolic link (the message names it).
     #[error(transparent)]
     Symlink(std::io::Error),
+    #[error("cannot remove {}: {source}", .path.display())]
+    Remove {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("cannot write {}: {source}", .path.display())]
     Write {
         path: PathBuf,
