@@ -15,11 +15,16 @@
 //!   another's;
 //! - [`shard`]: `i/N`, a shard directory's name and identity, the checks that a set of
 //!   directories is the N shards of one job, the journals put back together;
+//! - [`merge`]: which shard holds each unit, every unit once, for every merge;
 //! - [`partition`]: the one cut of a job's keyed, weighted units into N spans;
-//! - [`progress`]: the one progress trait a harness reports through.
+//! - [`progress`]: the one progress trait a harness reports through;
+//! - [`job`]: the one in-order driver: a job's units run in a window, joined and folded
+//!   in canonical order.
 
+pub mod job;
 pub mod kind;
 pub mod manifest;
+pub mod merge;
 pub mod outdir;
 pub mod partition;
 pub mod progress;
