@@ -1,8 +1,9 @@
 //! One session of a run, phase by phase: [`execute_sharded`] opens the run directory
 //! (stale temporaries, the resume check, supersede, the journal and batch ledger),
-//! begins the session (manifest removed, a partial run.json), schedules units and folds
-//! their outputs in canonical order ([`Fold`]), settles what is still in flight when it
-//! stops, and finishes: cell summaries, the artefacts, and the manifest last.
+//! begins the session (manifest removed, a partial run.json), runs its units on the one
+//! in-order driver (`gauntlet_job::job`: the run's `Ctx` is the job, [`Fold`] folds
+//! their outputs in canonical order), settles what is still in flight when it stops,
+//! and finishes: cell summaries, the artefacts, and the manifest last.
 
 use super::error::{RunError, io_err};
 use super::models::{all_models, call_stats, network_models, transport_snapshot};
@@ -14,7 +15,7 @@ use super::tally::{
     CellAcc, MAX_ERROR_EXAMPLES, MAX_NOTABLE_EXAMPLES, Tally, assemble, cell_summary, par_map,
     run_breadth, take_outcomes,
 };
-use super::unit::{Ctx, Identities, run_chunk, trial_seeds};
+use super::unit::{Ctx, Identities, trial_seeds};
 use crate::breadth::KeptOutcomes;
 use crate::cache::CallCounters;
 use crate::journal::Journal;
@@ -24,8 +25,8 @@ use crate::rundir::{FileEntry, HashingWriter, Manifest, RunDir, tmp_path, write_
 use crate::usage::{CellUsage, PriceTable};
 use gauntlet_calls::batch::Batching;
 use gauntlet_core::results::{CellSummary, RunSummary};
+use gauntlet_job::job::{Ending, Schedule};
 use gauntlet_models::{Model, ModelError, TransportStats};
-use std::collections::VecDeque;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -65,9 +66,6 @@ pub struct RunOptions {
     pub stop: Arc<AtomicBool>,
 }
 
-/// How often progress hears the call counters while units are in flight.
-const PROGRESS_TICK: std::time::Duration = std::time::Duration::from_secs(1);
-
 /// Runs (or resumes) a plan into `runs_dir/<run_name>`.
 pub async fn execute(
     plan: Plan,
@@ -98,9 +96,7 @@ pub async fn execute_sharded(
         // concurrency to the batch size.
         concurrency = concurrency.max(b.max_requests());
     }
-    // A unit waiting on a batch may wait for hours: a stop (Ctrl-C, SIGTERM) does not
-    // wait for it (its batch stays in the ledger and is re-attached by the rerun).
-    let waits_on_batches = opened.batching.is_some();
+    let window = super::unit::window(&plan, concurrency, opened.batching.is_some());
     let trials = plan.config.trials.max(1);
     let order = shard.map(|s| crate::shard::units_of(&plan, trials, s));
     let shard_units = order.as_ref().map_or(0, |o| o.len() as u64);
@@ -131,6 +127,10 @@ pub async fn execute_sharded(
     // Per cell, one accumulator per trial: memory grows with cells × trials, never with
     // attempts.
     let Tally { cells, breadth } = Tally::new(&plan, trials as usize);
+    let net_models: Vec<(String, Arc<dyn Model>)> = network_models(&plan)
+        .into_iter()
+        .map(|(name, m)| (name, m.clone()))
+        .collect();
     let ctx = Arc::new(Ctx {
         breadth,
         trial_seeds: trial_seeds(plan.config.seed, trials),
@@ -145,12 +145,42 @@ pub async fn execute_sharded(
         }),
         finished: AtomicU64::new(0),
         order,
+        units: n_units,
+        window,
         plan,
     });
-    let mut fold = Fold::new(&ctx, cells, shard.is_some(), &dir.path("transcripts.jsonl"))?;
-    let mut sched = Schedule::new(&ctx, concurrency, n_units, waits_on_batches);
-    let status = sched.run(&ctx, &mut fold, &opts, progress.as_ref()).await?;
-    sched.settle(&status, &opts).await;
+    let mut fold = Fold::new(
+        &ctx,
+        cells,
+        shard.is_some(),
+        &dir.path("transcripts.jsonl"),
+        Reporter {
+            progress: progress.clone(),
+            net_models,
+            units: 0,
+            attempts: 0,
+        },
+    )?;
+    let mut sched = Schedule::new(ctx.as_ref());
+    let status = match sched.run(&ctx, &mut fold, &opts.stop).await? {
+        Ending::Complete => Status::Complete,
+        Ending::Interrupted => Status::Partial(Reason::Interrupted),
+        Ending::Exhausted | Ending::Halted(ModelError::Budget) => Status::Partial(Reason::Budget),
+        Ending::Halted(e) => {
+            // Said now: writing the artefacts may fail for the same cause.
+            progress.note(&format!("stopping: {e}"));
+            Status::Partial(Reason::Error(e.to_string()))
+        }
+        Ending::Panicked(why) => {
+            let e = ModelError::Config(format!("internal error: {why}"));
+            progress.note(&format!("stopping: {e}"));
+            Status::Partial(Reason::Error(e.to_string()))
+        }
+    };
+    // After a spent budget, units in hand may hold calls already paid for: they finish
+    // so those calls are journaled (further calls fail fast on the spent budget) and are
+    // then dropped; otherwise they are aborted.
+    sched.settle(status.is_budget(), &opts.stop).await;
     progress.finish();
     finish(Finish {
         ctx: &ctx,
@@ -158,7 +188,6 @@ pub async fn execute_sharded(
         fold,
         status,
         record: &record,
-        net_models: &sched.net_models,
         started,
         started_unix,
         concurrency,
@@ -294,6 +323,7 @@ impl RunRecord {
 /// bootstrap intervals are the costly part) starts on a blocking thread as soon as its
 /// last unit is folded, while later units still run.
 struct Fold {
+    ctx: Arc<Ctx>,
     cells: Vec<Vec<CellAcc>>,
     kept: KeptOutcomes,
     cell_jobs: Vec<JoinHandle<(CellSummary, serde_json::Value)>>,
@@ -309,20 +339,63 @@ struct Fold {
     transcripts_tmp: PathBuf,
     /// Digested as they are written, for the manifest.
     transcripts: HashingWriter<File>,
+    reporter: Reporter,
+}
+
+/// What progress has heard: units and attempts reported so far, and the network models
+/// whose transport counters it shows.
+struct Reporter {
+    progress: Arc<dyn Progress>,
+    net_models: Vec<(String, Arc<dyn Model>)>,
+    units: u64,
+    attempts: u64,
+}
+
+impl Reporter {
+    /// Says the units finished (in any order) and the attempts folded since the last
+    /// report, with the call counters.
+    fn report(&mut self, ctx: &Ctx, attempts: u64) {
+        let finished = ctx.finished.load(Ordering::Relaxed);
+        let calls = call_stats(&ctx.counters, &transport_snapshot(&self.net_models));
+        self.progress
+            .advance(finished - self.units, attempts - self.attempts, calls);
+        self.units = finished;
+        self.attempts = attempts;
+    }
+}
+
+impl gauntlet_job::job::Fold<UnitOutput> for Fold {
+    type Error = RunError;
+
+    fn add(&mut self, outputs: Vec<UnitOutput>) -> Result<(), RunError> {
+        let ctx = self.ctx.clone();
+        self.add_outputs(&ctx, outputs)?;
+        self.reporter.report(&ctx, self.attempts);
+        Ok(())
+    }
+
+    /// While a slow unit runs, progress still hears about the calls it makes.
+    fn tick(&mut self) {
+        let attempts = self.reporter.attempts;
+        self.reporter.report(&self.ctx, attempts);
+    }
 }
 
 impl Fold {
     fn new(
-        ctx: &Ctx,
+        ctx: &Arc<Ctx>,
         cells: Vec<Vec<CellAcc>>,
         sharded: bool,
         transcripts_path: &Path,
+        reporter: Reporter,
     ) -> Result<Fold, RunError> {
         let trials = ctx.trial_seeds.len();
         let transcripts_tmp = tmp_path(transcripts_path);
         let file = File::create(&transcripts_tmp)
             .map_err(|e| io_err("cannot create", &transcripts_tmp, e))?;
         Ok(Fold {
+            ctx: ctx.clone(),
+            reporter,
             kept: (0..cells.len()).map(|_| None).collect(),
             cell_jobs: Vec::with_capacity(cells.len()),
             shard_usage: if sharded {
@@ -343,7 +416,7 @@ impl Fold {
 
     /// Folds one chunk's outputs (in canonical order), then starts the summaries of the
     /// cells they completed.
-    fn add(&mut self, ctx: &Arc<Ctx>, outs: Vec<UnitOutput>) -> Result<(), RunError> {
+    fn add_outputs(&mut self, ctx: &Arc<Ctx>, outs: Vec<UnitOutput>) -> Result<(), RunError> {
         let trials = ctx.trial_seeds.len();
         for out in &outs {
             self.transcripts
@@ -423,162 +496,6 @@ impl Fold {
     }
 }
 
-/// The scheduling window: units run as tasks, at most a window ahead of the oldest
-/// unfinished one, and are joined in order.
-struct Schedule {
-    queue: VecDeque<JoinHandle<(Vec<UnitOutput>, Option<ModelError>)>>,
-    /// Units per task: offline models answer in microseconds, so they are handed out in
-    /// chunks (scheduling would dominate) with only as many in flight as there are
-    /// cores; network models get one unit per task so `concurrency` requests are really
-    /// in flight.
-    chunk: u64,
-    window: usize,
-    next: u64,
-    n_units: u64,
-    waits_on_batches: bool,
-    tick: tokio::time::Interval,
-    net_models: Vec<(String, Arc<dyn Model>)>,
-    progress_reported: u64,
-    attempts_reported: u64,
-}
-
-impl Schedule {
-    fn new(ctx: &Ctx, concurrency: usize, n_units: u64, waits_on_batches: bool) -> Schedule {
-        let plan = &ctx.plan;
-        let all_offline = plan.targets.iter().all(|t| t.offline())
-            && plan.graders.iter().flatten().all(|g| g.offline())
-            && plan.attackers.iter().flatten().all(|g| g.offline())
-            && plan.attack_graders.iter().flatten().all(|g| g.offline());
-        let (chunk, in_flight) = if all_offline {
-            let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-            (32u64, concurrency.min(cores))
-        } else {
-            (1u64, concurrency)
-        };
-        let window = (in_flight * 2).max(4);
-        let mut tick = tokio::time::interval(PROGRESS_TICK);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        Schedule {
-            queue: VecDeque::with_capacity(window),
-            chunk,
-            window,
-            next: 0,
-            n_units,
-            waits_on_batches,
-            tick,
-            net_models: network_models(plan)
-                .into_iter()
-                .map(|(name, m)| (name, m.clone()))
-                .collect(),
-            progress_reported: 0,
-            attempts_reported: 0,
-        }
-    }
-
-    fn calls(&self, ctx: &Ctx) -> CallStats {
-        call_stats(&ctx.counters, &transport_snapshot(&self.net_models))
-    }
-
-    /// Runs units until every one is folded, the budget is spent, a unit fails the run,
-    /// or a stop is asked for; says how the session ends.
-    async fn run(
-        &mut self,
-        ctx: &Arc<Ctx>,
-        fold: &mut Fold,
-        opts: &RunOptions,
-        progress: &dyn Progress,
-    ) -> Result<Status, RunError> {
-        loop {
-            // Once the budget is spent no new unit starts: every call it made would be
-            // refused.
-            while self.next < self.n_units
-                && self.queue.len() < self.window
-                && !opts.stop.load(Ordering::Relaxed)
-                && !ctx.counters.budget_hit.load(Ordering::Relaxed)
-            {
-                let end = (self.next + self.chunk).min(self.n_units);
-                self.queue
-                    .push_back(tokio::spawn(run_chunk(ctx.clone(), self.next, end)));
-                self.next = end;
-            }
-            let Some(mut handle) = self.queue.pop_front() else {
-                return Ok(Status::Complete);
-            };
-            // While a slow unit runs, progress still hears about the calls it makes.
-            let joined = loop {
-                tokio::select! {
-                    r = &mut handle => break r,
-                    _ = self.tick.tick() => {
-                        if self.waits_on_batches && opts.stop.load(Ordering::Relaxed) {
-                            handle.abort();
-                            return Ok(Status::Partial(Reason::Interrupted));
-                        }
-                        let finished = ctx.finished.load(Ordering::Relaxed);
-                        progress.advance(finished - self.progress_reported, 0, self.calls(ctx));
-                        self.progress_reported = finished;
-                    }
-                }
-            };
-            let (outs, fatal) = match joined {
-                Ok(r) => r,
-                Err(join) => (
-                    Vec::new(),
-                    Some(ModelError::Config(format!("internal error: {join}"))),
-                ),
-            };
-            fold.add(ctx, outs)?;
-            let finished = ctx.finished.load(Ordering::Relaxed);
-            progress.advance(
-                finished - self.progress_reported,
-                fold.attempts - self.attempts_reported,
-                self.calls(ctx),
-            );
-            self.progress_reported = finished;
-            self.attempts_reported = fold.attempts;
-            if let Some(e) = fatal {
-                return Ok(Status::Partial(match e {
-                    ModelError::Budget => Reason::Budget,
-                    e => {
-                        // Said now: writing the artefacts may fail for the same cause.
-                        progress.note(&format!("stopping: {e}"));
-                        Reason::Error(e.to_string())
-                    }
-                }));
-            }
-            if opts.stop.load(Ordering::Relaxed) && fold.done < self.n_units {
-                return Ok(Status::Partial(Reason::Interrupted));
-            }
-        }
-    }
-
-    /// What is still in flight when the session stops. After a spent budget, units in
-    /// hand may hold calls already paid for: they finish so those calls are journaled
-    /// (further calls fail fast on the spent budget) and are then dropped — output stays
-    /// a prefix of the canonical order, and a rerun picks them up. Otherwise they are
-    /// aborted.
-    async fn settle(&mut self, status: &Status, opts: &RunOptions) {
-        if !status.is_budget() {
-            for h in self.queue.drain(..) {
-                h.abort();
-            }
-            return;
-        }
-        for mut h in self.queue.drain(..) {
-            loop {
-                tokio::select! {
-                    _ = &mut h => break,
-                    _ = self.tick.tick() => {
-                        if self.waits_on_batches && opts.stop.load(Ordering::Relaxed) {
-                            h.abort();
-                            break;
-                        }
-                    }
-                }
-            }
-        }
-    }
-}
-
 /// What the finishing phase needs.
 struct Finish<'a> {
     ctx: &'a Ctx,
@@ -586,7 +503,6 @@ struct Finish<'a> {
     fold: Fold,
     status: Status,
     record: &'a RunRecord,
-    net_models: &'a [(String, Arc<dyn Model>)],
     started: Instant,
     started_unix: u64,
     concurrency: usize,
@@ -603,7 +519,6 @@ async fn finish(f: Finish<'_>) -> Result<RunOutcome, RunError> {
         mut fold,
         status,
         record,
-        net_models,
         started,
         started_unix,
         concurrency,
@@ -672,7 +587,7 @@ async fn finish(f: Finish<'_>) -> Result<RunOutcome, RunError> {
     manifest
         .write(&dir.root)
         .map_err(|e| io_err("cannot write", &dir.path(crate::rundir::MANIFEST), e))?;
-    let transport = transport_snapshot(net_models);
+    let transport = transport_snapshot(&fold.reporter.net_models);
     let calls = call_stats(&ctx.counters, &transport);
     let wall = started.elapsed().as_secs_f64();
     // Volatile counters (timings, journal hits, retries) live here, not in run.json,

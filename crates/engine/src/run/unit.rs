@@ -14,6 +14,7 @@ use gauntlet_core::behavior::Behavior;
 use gauntlet_core::hash::{HashWriter, to_hex};
 use gauntlet_core::outcome::Verdict;
 use gauntlet_core::rng::derive_u64;
+use gauntlet_job::job::{Job, Ran, Task, Window};
 use gauntlet_models::{Model, ModelError};
 use gauntlet_redteam::attack::{AttackCtx, CallModel};
 use std::sync::Arc;
@@ -43,6 +44,57 @@ pub(super) struct Ctx {
     pub(super) finished: AtomicU64,
     /// A shard's canonical unit indexes, ascending (`None`: every unit, `0..n`).
     pub(super) order: Option<Vec<u64>>,
+    /// The units this session runs (of the order, or of the whole plan × trials).
+    pub(super) units: u64,
+    /// How they are scheduled.
+    pub(super) window: Window,
+}
+
+/// The run is a job of the one in-order driver (`gauntlet_job::job`): its units are the
+/// session's positions in canonical order, a chunk of them per task.
+impl Job for Ctx {
+    type Output = UnitOutput;
+    type Halt = ModelError;
+
+    fn units(&self) -> u64 {
+        self.units
+    }
+
+    fn window(&self) -> Window {
+        self.window
+    }
+
+    fn run(self: &Arc<Self>, start: u64, end: u64) -> Task<UnitOutput, ModelError> {
+        Box::pin(run_chunk(self.clone(), start, end))
+    }
+
+    /// Once the budget is spent no new unit starts: every call it made would be refused.
+    fn exhausted(&self) -> bool {
+        self.counters.budget_hit.load(Ordering::Relaxed)
+    }
+}
+
+/// How a run's units are scheduled: offline models answer in microseconds, so units are
+/// handed out in chunks (scheduling would dominate) with only as many in flight as
+/// there are cores; network models get one unit per task so `concurrency` requests are
+/// really in flight. A unit waiting on a provider batch may wait for hours: a stop does
+/// not wait for it (its batch stays in the ledger and is re-attached by the rerun).
+pub(super) fn window(plan: &Plan, concurrency: usize, waits_on_batches: bool) -> Window {
+    let all_offline = plan.targets.iter().all(|t| t.offline())
+        && plan.graders.iter().flatten().all(|g| g.offline())
+        && plan.attackers.iter().flatten().all(|g| g.offline())
+        && plan.attack_graders.iter().flatten().all(|g| g.offline());
+    let (chunk, in_flight) = if all_offline {
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        (32u64, concurrency.min(cores))
+    } else {
+        (1u64, concurrency)
+    };
+    Window {
+        chunk,
+        tasks: (in_flight * 2).max(4),
+        abort_on_stop: waits_on_batches,
+    }
 }
 
 /// Canonical identities and labels of the plan's plugins, and the call-key prefixes of
@@ -162,11 +214,7 @@ pub(crate) fn unit_scope(
 
 /// Runs units `start..end` in order under one concurrency permit. Returns the outputs
 /// of the units that finished and, if one failed fatally, why (later units are skipped).
-pub(super) async fn run_chunk(
-    ctx: Arc<Ctx>,
-    start: u64,
-    end: u64,
-) -> (Vec<UnitOutput>, Option<ModelError>) {
+async fn run_chunk(ctx: Arc<Ctx>, start: u64, end: u64) -> Ran<UnitOutput, ModelError> {
     let _permit = ctx.sem.acquire().await.expect("semaphore is never closed");
     let mut outs = Vec::with_capacity((end - start) as usize);
     // Offline calls of the whole chunk are journaled together, after its last unit.
@@ -188,7 +236,10 @@ pub(super) async fn run_chunk(
         fatal = Some(e);
     }
     ctx.finished.fetch_add(outs.len() as u64, Ordering::Relaxed);
-    (outs, fatal)
+    Ran {
+        outputs: outs,
+        halt: fatal,
+    }
 }
 
 pub(super) async fn run_unit(
