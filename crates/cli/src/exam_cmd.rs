@@ -269,7 +269,9 @@ pub fn exam(a: ExamArgs) -> Result<(), CliError> {
     });
     progress.finish();
     let out = run.map_err(|e| match e {
-        gauntlet_exam::exam::ExamError::Write(_) => failed(e),
+        gauntlet_exam::exam::ExamError::Write(_) | gauntlet_exam::exam::ExamError::Internal(_) => {
+            failed(e)
+        }
         _ => invalid(e),
     })?;
     // A whole exam's manifest goes before its first artefact changes and comes after

@@ -10,12 +10,13 @@ use super::schema::{
 use super::summary::summarise;
 use super::targets::golden_http_target;
 use super::triage::{ScenarioModels, triage};
-use crate::calls::SessionStats;
-use crate::cascade::TierModels;
+use crate::calls::{ExamCalls, SessionStats};
+use crate::cascade::{CascadeOptions, CascadeOutcome, TierModels};
 use crate::golden::{GoldenModel, GoldenScript, GoldenServer};
-use crate::grade::{FullChain, GradeInput, RunResult, effective_passes, grade};
+use crate::grade::{FullChain, GradeInput, RunResult, ScenarioResult, effective_passes, grade};
 use crate::tools::Toolbox;
 use gauntlet_corpus::load::Corpus;
+use gauntlet_job::job::{Ending, Fold, Job, Ran, Schedule, Task, Window};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
@@ -91,97 +92,65 @@ pub async fn run_exam_units(
         Backend::Real { .. } => cfg.calls.clone(),
         Backend::Golden { .. } => None,
     };
-    let mut not_run = Vec::new();
     let passes = effective_passes(cfg.passes);
     let sem = Arc::new(tokio::sync::Semaphore::new(cfg.concurrency.max(1)));
-    let mut runs = Vec::with_capacity(passes);
-    let mut files = out.map(RunFiles::new);
-    // The agent passes' model calls and failed calls, counted as their transcripts go by.
-    let (mut model_calls, mut model_errors) = (0, 0);
-    for pass in 0..passes {
-        let mut set = tokio::task::JoinSet::new();
-        for (i, tb) in toolboxes.iter().enumerate() {
-            if !mine(pass, i) {
-                continue;
-            }
-            let tb = tb.clone();
-            let m = match &models {
-                ScenarioModels::Shared(m) => m.clone(),
-                ScenarioModels::PerScenario(v) => v[i].clone(),
-            };
-            let opts = cfg.cascade.clone();
-            let sem = sem.clone();
-            let unit = calls.as_ref().map(|c| {
-                let s = &scenarios[i];
-                c.unit(&serde_json::json!(["exam", s.relpath, s.scenario.id, pass]))
-            });
-            set.spawn(async move {
-                let _permit = sem.acquire_owned().await.expect("semaphore open");
-                let t0 = Instant::now();
-                let (out, refused) = triage(&tb, &m, &opts, unit).await;
-                (i, out, refused, t0.elapsed().as_millis() as u64)
-            });
-        }
-        let mut slots: Vec<Option<Option<_>>> = vec![None; scenarios.len()];
-        let mut done = 0;
-        while let Some(joined) = set.join_next().await {
-            let (i, out, refused, ms) = joined.expect("cascade tasks do not panic");
-            let ls = &scenarios[i];
-            let s = &ls.scenario;
-            if refused {
-                // The budget ran out inside this scenario: not run, in no count.
-                slots[i] = Some(None);
-                continue;
-            }
-            let input = GradeInput {
-                scenario_id: &s.id,
-                rel_path: &ls.relpath,
-                finding_id: &s.case.finding.id,
-                category: &s.info.category,
-                difficulty: &s.info.difficulty,
-                expected: s.ground_truth.expected.as_ref(),
-            };
-            let mut r = grade(&input, &out, ms);
-            done += 1;
-            if let Some(p) = &progress {
-                p(&Progress {
-                    pass,
-                    passes,
-                    done,
-                    total: (0..scenarios.len()).filter(|&k| mine(pass, k)).count(),
-                    scenario_id: &s.id,
-                    terminal_action: &r.terminal_action,
-                    expected_action: &r.expected_action,
-                    model_calls: r.model_calls,
-                    pass_ok: r.pass,
-                });
-            }
-            model_calls += out.transcript.len();
-            model_errors += out.transcript.iter().filter(|e| !e.err.is_empty()).count();
-            if let Some(f) = &mut files {
-                f.write(pass, &r, &out.transcript)
-                    .map_err(ExamError::Write)?;
-                // The run's file holds its steps now; the report reads them back from
-                // there when it is written, so no pass's replies stay in memory.
-                r.full_chain = FullChain::InFile(f.placed(pass, &r.scenario_id));
-            }
-            slots[i] = Some(Some(r));
-        }
-        let mut results = Vec::with_capacity(scenarios.len());
-        for (i, s) in slots.into_iter().enumerate() {
-            if !mine(pass, i) {
-                continue;
-            }
-            match s.expect("every scenario reported") {
-                Some(r) => results.push(r),
-                None => not_run.push(NotRun {
-                    pass,
-                    scenario_id: scenarios[i].scenario.id.clone(),
-                }),
-            }
-        }
-        runs.push(RunResult::from_results(pass, results));
+    let models = Arc::new(models);
+    // Pass-major canonical order: every scenario of pass 0, then of pass 1, …
+    let units: Vec<(usize, usize)> = (0..passes)
+        .flat_map(|pass| (0..scenarios.len()).map(move |i| (pass, i)))
+        .filter(|&(pass, i)| mine(pass, i))
+        .collect();
+    let job = Arc::new(ScenarioRuns {
+        units,
+        toolboxes,
+        keys: scenarios
+            .iter()
+            .map(|s| (s.relpath.clone(), s.scenario.id.clone()))
+            .collect(),
+        models: models.clone(),
+        opts: cfg.cascade.clone(),
+        sem: sem.clone(),
+        calls: calls.clone(),
+        concurrency: cfg.concurrency.max(1),
+    });
+    let mut fold = PassFold {
+        corpus,
+        progress,
+        passes,
+        totals: (0..passes)
+            .map(|pass| (0..scenarios.len()).filter(|&k| mine(pass, k)).count())
+            .collect(),
+        done: vec![0; passes],
+        results: (0..passes).map(|_| Vec::new()).collect(),
+        not_run: Vec::new(),
+        files: out.map(RunFiles::new),
+        model_calls: 0,
+        model_errors: 0,
+    };
+    // The exam stops through its calls (a stopped or spent exam's calls are refused,
+    // and its scenario runs counted as not run), never by leaving units unstarted.
+    let never = std::sync::atomic::AtomicBool::new(false);
+    let mut schedule = Schedule::new(job.as_ref());
+    let ending = schedule.run(&job, &mut fold, &never).await;
+    schedule.settle(false, &never).await;
+    match ending? {
+        Ending::Complete | Ending::Exhausted | Ending::Interrupted => {}
+        Ending::Halted(no) => match no {},
+        Ending::Panicked(why) => return Err(ExamError::Internal(why)),
     }
+    let PassFold {
+        results,
+        mut not_run,
+        files,
+        model_calls,
+        model_errors,
+        ..
+    } = fold;
+    let runs: Vec<RunResult> = results
+        .into_iter()
+        .enumerate()
+        .map(|(pass, results)| RunResult::from_results(pass, results))
+        .collect();
     let mut timings = Timings {
         note: TIMINGS_NOTE,
         passes: runs
@@ -245,7 +214,7 @@ pub async fn run_exam_units(
                 );
             }
         }
-        report.not_run = not_run;
+        report.not_run = std::mem::take(&mut not_run);
     }
     if let Some(e) = &e2e_out {
         report.detect_fidelity = Some(e2e_value(&e.fidelity));
@@ -279,4 +248,144 @@ pub async fn run_exam_units(
         timings,
         session,
     })
+}
+
+/// The exam's scenario runs as a job of the one in-order driver
+/// (`gauntlet_job::job`): position `k` is the `k`-th `(pass, scenario)` this session
+/// owns, pass-major; one cascade per task, at most `concurrency` at a time.
+struct ScenarioRuns {
+    units: Vec<(usize, usize)>,
+    toolboxes: Vec<Arc<Toolbox>>,
+    /// Each scenario's corpus path and id: its calls' unit names them.
+    keys: Vec<(String, String)>,
+    models: Arc<ScenarioModels>,
+    opts: CascadeOptions,
+    sem: Arc<tokio::sync::Semaphore>,
+    calls: Option<Arc<ExamCalls>>,
+    concurrency: usize,
+}
+
+/// One scenario run's cascade: its outcome, whether the budget (or a stop) refused one
+/// of its calls, and its wall time.
+struct Triaged {
+    pass: usize,
+    scenario: usize,
+    outcome: CascadeOutcome,
+    refused: bool,
+    wall_millis: u64,
+}
+
+impl Job for ScenarioRuns {
+    type Output = Triaged;
+    type Halt = std::convert::Infallible;
+
+    fn units(&self) -> u64 {
+        self.units.len() as u64
+    }
+
+    fn window(&self) -> Window {
+        Window::units(self.concurrency)
+    }
+
+    fn run(self: &Arc<Self>, start: u64, end: u64) -> Task<Triaged, Self::Halt> {
+        let me = self.clone();
+        Box::pin(async move {
+            let mut outputs = Vec::with_capacity((end - start) as usize);
+            for k in start..end {
+                let (pass, i) = me.units[k as usize];
+                let m = match me.models.as_ref() {
+                    ScenarioModels::Shared(m) => m,
+                    ScenarioModels::PerScenario(v) => &v[i],
+                };
+                let unit = me.calls.as_ref().map(|c| {
+                    let (relpath, id) = &me.keys[i];
+                    c.unit(&serde_json::json!(["exam", relpath, id, pass]))
+                });
+                let _permit = me.sem.acquire().await.expect("semaphore open");
+                let t0 = Instant::now();
+                let (outcome, refused) = triage(&me.toolboxes[i], m, &me.opts, unit).await;
+                outputs.push(Triaged {
+                    pass,
+                    scenario: i,
+                    outcome,
+                    refused,
+                    wall_millis: t0.elapsed().as_millis() as u64,
+                });
+            }
+            Ran::all(outputs)
+        })
+    }
+}
+
+/// The in-order consumer of the scenario runs: each is graded, reported to progress,
+/// counted and written to its files as it comes, in canonical order; its compact result
+/// is kept for the report.
+struct PassFold<'a> {
+    corpus: &'a Corpus,
+    progress: Option<ProgressFn>,
+    passes: usize,
+    /// Scenario runs this session owns, per pass.
+    totals: Vec<usize>,
+    /// Graded so far, per pass.
+    done: Vec<usize>,
+    results: Vec<Vec<ScenarioResult>>,
+    not_run: Vec<NotRun>,
+    files: Option<RunFiles>,
+    /// The agent passes' model calls and failed calls, counted as their transcripts go by.
+    model_calls: usize,
+    model_errors: usize,
+}
+
+impl Fold<Triaged> for PassFold<'_> {
+    type Error = ExamError;
+
+    fn add(&mut self, outputs: Vec<Triaged>) -> Result<(), ExamError> {
+        for t in outputs {
+            let ls = &self.corpus.scenarios[t.scenario];
+            let s = &ls.scenario;
+            if t.refused {
+                // The budget ran out inside this scenario: not run, in no count.
+                self.not_run.push(NotRun {
+                    pass: t.pass,
+                    scenario_id: s.id.clone(),
+                });
+                continue;
+            }
+            let input = GradeInput {
+                scenario_id: &s.id,
+                rel_path: &ls.relpath,
+                finding_id: &s.case.finding.id,
+                category: &s.info.category,
+                difficulty: &s.info.difficulty,
+                expected: s.ground_truth.expected.as_ref(),
+            };
+            let out = &t.outcome;
+            let mut r = grade(&input, out, t.wall_millis);
+            self.done[t.pass] += 1;
+            if let Some(p) = &self.progress {
+                p(&Progress {
+                    pass: t.pass,
+                    passes: self.passes,
+                    done: self.done[t.pass],
+                    total: self.totals[t.pass],
+                    scenario_id: &s.id,
+                    terminal_action: &r.terminal_action,
+                    expected_action: &r.expected_action,
+                    model_calls: r.model_calls,
+                    pass_ok: r.pass,
+                });
+            }
+            self.model_calls += out.transcript.len();
+            self.model_errors += out.transcript.iter().filter(|e| !e.err.is_empty()).count();
+            if let Some(f) = &mut self.files {
+                f.write(t.pass, &r, &out.transcript)
+                    .map_err(ExamError::Write)?;
+                // The run's file holds its steps now; the report reads them back from
+                // there when it is written, so no pass's replies stay in memory.
+                r.full_chain = FullChain::InFile(f.placed(t.pass, &r.scenario_id));
+            }
+            self.results[t.pass].push(r);
+        }
+        Ok(())
+    }
 }

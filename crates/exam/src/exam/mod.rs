@@ -4,9 +4,10 @@
 //! Why this exists: one function runs a whole exam — corpus already integrity-checked by
 //! the loader — against a backend: the golden merge gate (in-process, or over loopback
 //! HTTP through the `anthropic` target so the wire path is exercised) or real models
-//! through the model seam. Scenarios of a pass run concurrently; results are kept in
-//! corpus order, so the report does not depend on scheduling. Each scenario run's files
-//! are written as it is graded (staged, then moved into place before the report:
+//! through the model seam. The scenario runs (pass-major) are a job of the one in-order
+//! driver (`gauntlet_job::job`): they run concurrently and are graded and folded in
+//! canonical order, so the report does not depend on scheduling. Each scenario run's
+//! files are written as it is graded (staged, then moved into place before the report:
 //! `run_files::RunFiles`), so memory does not hold every pass's transcripts. Artefacts:
 //! `report.json`, `classifier.json`, `run-<i>/<id>.json`,
 //! `run-<i>/<id>.transcript.json`, plus `report.md`, `report.html` and

@@ -250,6 +250,9 @@ pub enum ExamError {
     /// A scenario run's files could not be written (the message names the file).
     #[error("{0}; the previous exam's report and files are unchanged")]
     Write(std::io::Error),
+    /// A cascade's task panicked or was cancelled: a harness bug (as the runtime says it).
+    #[error("internal error: a scenario run's task ended abnormally: {0}")]
+    Internal(String),
 }
 
 pub const GOLDEN_NOTE: &str = "GOLDEN MODE IS A PIPELINE CHECK, NOT AN ACCURACY NUMBER. Every model reply was scripted from the scenario's own expected outcome, so a 100% pass rate only shows that the corpus loader, the cascade wiring, the verdict parser and the grader work; a failure here is a harness bug. Agent accuracy comes only from a real-mode run.";

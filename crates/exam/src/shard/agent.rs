@@ -22,6 +22,7 @@ use crate::exam::{
 use crate::grade::{RunResult, ScenarioResult};
 use gauntlet_corpus::load::Corpus;
 use gauntlet_job::manifest::{FileEntry, Kind, Manifest};
+use gauntlet_job::merge::{Coverage, owners as owners_of};
 use gauntlet_job::shard::{SetRules, Shard, open_record, read_json, shown};
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -229,41 +230,49 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<HarnessReport, MergeError> 
 /// Which shard (index into `shards`) holds each scenario run, pass-major: every run
 /// exactly once.
 fn owners(shards: &[ShardDir], passes: usize, scenarios: usize) -> Result<Vec<usize>, MergeError> {
-    let mut owner: Vec<Option<usize>> = vec![None; passes * scenarios];
-    for (k, s) in shards.iter().enumerate() {
-        for u in s.meta["units"].as_array().into_iter().flatten() {
-            let (p, i) = (
-                u[0].as_u64().unwrap_or(u64::MAX),
-                u[1].as_u64().unwrap_or(u64::MAX),
-            );
-            let slot = (p as usize)
-                .checked_mul(scenarios)
-                .and_then(|x| x.checked_add(i as usize))
-                .filter(|_| (i as usize) < scenarios)
-                .and_then(|x| owner.get_mut(x))
-                .ok_or_else(|| UnitsProblem::RunOutOfRange {
-                    path: s.dir.join(SHARD_JSON),
-                    pass: p,
-                    index: i,
-                })?;
-            if slot.replace(k).is_some() {
-                return Err(UnitsProblem::RunTwice {
-                    path: s.dir.join(SHARD_JSON),
-                    pass: p,
-                    index: i,
-                }
-                .into());
+    let units = |s: &ShardDir| -> Vec<(u64, u64)> {
+        s.meta["units"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|u| {
+                (
+                    u[0].as_u64().unwrap_or(u64::MAX),
+                    u[1].as_u64().unwrap_or(u64::MAX),
+                )
+            })
+            .collect()
+    };
+    let lists: Vec<Vec<(u64, u64)>> = shards.iter().map(units).collect();
+    let canonical = |&(p, i): &(u64, u64)| {
+        (p as usize)
+            .checked_mul(scenarios)
+            .and_then(|x| x.checked_add(i as usize))
+            .filter(|_| (i as usize) < scenarios)
+    };
+    owners_of(
+        passes * scenarios,
+        lists.iter().map(|l| l.iter().map(canonical)),
+    )
+    .map_err(|c| {
+        let at =
+            |shard: usize, entry: usize| (shards[shard].dir.join(SHARD_JSON), lists[shard][entry]);
+        match c {
+            Coverage::OutOfRange { shard, entry } => {
+                let (path, (pass, index)) = at(shard, entry);
+                UnitsProblem::RunOutOfRange { path, pass, index }
             }
+            Coverage::Twice { shard, entry } => {
+                let (path, (pass, index)) = at(shard, entry);
+                UnitsProblem::RunTwice { path, pass, index }
+            }
+            Coverage::Missing { unit } => UnitsProblem::RunMissing {
+                pass: unit / scenarios,
+                index: unit % scenarios,
+            },
         }
-    }
-    if let Some(u) = owner.iter().position(Option::is_none) {
-        return Err(UnitsProblem::RunMissing {
-            pass: u / scenarios,
-            index: u % scenarios,
-        }
-        .into());
-    }
-    Ok(owner.into_iter().map(|o| o.expect("checked")).collect())
+        .into()
+    })
 }
 
 /// Creates `out` and its run-<pass>/ directories, copies each scenario run's two files

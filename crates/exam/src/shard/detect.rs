@@ -20,6 +20,7 @@ use gauntlet_detect::exam::{self as detect_exam, DetectReport, DetectorHealth, R
 use gauntlet_detect::fleet::Member as FleetMember;
 use gauntlet_detect::report_text;
 use gauntlet_job::manifest::{FileEntry, Kind, Manifest};
+use gauntlet_job::merge::{Coverage, owners as owners_of};
 use gauntlet_job::shard::{SetRules, Shard, open_record, read_json, shown};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -333,25 +334,28 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<DetectReport, MergeError> {
 /// Every unit (of `total`) in exactly one shard, and each shard's report holding a row
 /// per unit its record lists.
 fn check_units(shards: &[ShardDir], total: usize) -> Result<(), MergeError> {
-    let mut owner: Vec<Option<usize>> = vec![None; total];
-    for (k, s) in shards.iter().enumerate() {
-        let units = s.meta["units"].as_array().map_or(&[][..], Vec::as_slice);
-        for u in units {
-            let slot = u
-                .as_u64()
-                .and_then(|u| owner.get_mut(u as usize))
-                .ok_or_else(|| UnitsProblem::FileOutOfRange {
-                    path: s.dir.join(SHARD_JSON),
-                    unit: u.clone(),
-                })?;
-            if slot.replace(k).is_some() {
-                return Err(UnitsProblem::FileTwice {
-                    path: s.dir.join(SHARD_JSON),
-                    unit: u.clone(),
-                }
-                .into());
-            }
-        }
+    let lists: Vec<&[serde_json::Value]> = shards
+        .iter()
+        .map(|s| s.meta["units"].as_array().map_or(&[][..], Vec::as_slice))
+        .collect();
+    owners_of(
+        total,
+        lists
+            .iter()
+            .map(|l| l.iter().map(|u| u.as_u64().map(|u| u as usize))),
+    )
+    .map_err(|c| match c {
+        Coverage::OutOfRange { shard, entry } => UnitsProblem::FileOutOfRange {
+            path: shards[shard].dir.join(SHARD_JSON),
+            unit: lists[shard][entry].clone(),
+        },
+        Coverage::Twice { shard, entry } => UnitsProblem::FileTwice {
+            path: shards[shard].dir.join(SHARD_JSON),
+            unit: lists[shard][entry].clone(),
+        },
+        Coverage::Missing { unit } => UnitsProblem::FileMissing { unit },
+    })?;
+    for (s, units) in shards.iter().zip(&lists) {
         if units.len() != s.report.rows.len() {
             return Err(UnitsProblem::RowCount {
                 path: s.dir.join(report_text::REPORT_JSON),
@@ -360,9 +364,6 @@ fn check_units(shards: &[ShardDir], total: usize) -> Result<(), MergeError> {
             }
             .into());
         }
-    }
-    if let Some(u) = owner.iter().position(Option::is_none) {
-        return Err(UnitsProblem::FileMissing { unit: u }.into());
     }
     Ok(())
 }
