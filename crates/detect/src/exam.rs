@@ -25,10 +25,10 @@
 use crate::fleet::{Fleet, Input, Member};
 use gauntlet_corpus::load::LoadedScenario;
 use gauntlet_corpus::projection;
+use gauntlet_job::job::{Ending, Fold, Job, Ran, Schedule, Task, Window};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 /// z for a 95% Wilson interval.
@@ -365,8 +365,14 @@ pub fn run(
     opts: &Options,
     corpus: (&str, usize, &str),
 ) -> DetectReport {
-    let load = |i: usize| -> Result<(&LoadedScenario, String), std::convert::Infallible> {
-        Ok((items[i].scenario, items[i].origin.clone()))
+    let owned: Arc<Vec<(LoadedScenario, String)>> = Arc::new(
+        items
+            .iter()
+            .map(|i| (i.scenario.clone(), i.origin.clone()))
+            .collect(),
+    );
+    let load = move |i: usize| -> Result<(LoadedScenario, String), std::convert::Infallible> {
+        Ok(owned[i].clone())
     };
     match run_streaming(items.len(), load, members, opts, corpus) {
         Ok(r) => r,
@@ -382,15 +388,16 @@ pub struct LoadFailure<E> {
     pub error: E,
 }
 
-/// The streaming detect exam: `load(i)` yields scenario `i` of `n` (and its origin);
-/// at most `opts.parallel` scenarios are in flight, each loaded, projected, run through
-/// the fleet, graded and dropped before its worker takes the next, so peak memory is
-/// bounded by the in-flight scenarios plus one compact [`Row`] per scenario. Rows are
-/// stored by index, so the report does not depend on scheduling or `opts.parallel`.
+/// The streaming detect exam: `load(i)` yields scenario `i` of `n` (and its origin).
+/// It is a job of the one in-order driver (`gauntlet_job::job`): at most
+/// `opts.parallel` scenarios are in flight, each loaded, projected, run through a fleet
+/// of its own lanes, graded and dropped, so peak memory is bounded by the in-flight
+/// scenarios plus one compact [`Row`] per scenario; rows are folded in index order, so
+/// the report does not depend on scheduling or `opts.parallel`.
 ///
-/// A load failure stops the run: workers take no new scenario and the failure with
-/// the lowest index among those seen is returned.
-pub fn run_streaming<L, S, E>(
+/// A load failure stops the run: no new scenario starts and the failure with the lowest
+/// index is returned (every scenario before it was graded).
+pub fn run_streaming<L, E>(
     n: usize,
     load: L,
     members: &[Member],
@@ -398,92 +405,48 @@ pub fn run_streaming<L, S, E>(
     corpus: (&str, usize, &str),
 ) -> Result<DetectReport, LoadFailure<E>>
 where
-    L: Fn(usize) -> Result<(S, String), E> + Sync,
-    E: Send,
-    S: std::borrow::Borrow<LoadedScenario>,
+    L: Fn(usize) -> Result<(LoadedScenario, String), E> + Send + Sync + 'static,
+    E: Send + 'static,
 {
     let started = Instant::now();
-    let registered: BTreeSet<String> = members.iter().map(|m| m.name().to_lowercase()).collect();
+    let registered: Arc<BTreeSet<String>> =
+        Arc::new(members.iter().map(|m| m.name().to_lowercase()).collect());
     let parallel = opts.parallel.clamp(1, n.max(1));
-    let next = AtomicUsize::new(0);
-    let failed = std::sync::atomic::AtomicBool::new(false);
-    let failures: std::sync::Mutex<Vec<LoadFailure<E>>> = std::sync::Mutex::new(Vec::new());
-    let counts: std::sync::Mutex<StatusCounts> = std::sync::Mutex::new(BTreeMap::new());
-    let slots: Vec<std::sync::Mutex<Option<Row>>> =
-        (0..n).map(|_| std::sync::Mutex::new(None)).collect();
-    std::thread::scope(|scope| {
-        for _ in 0..parallel {
-            scope.spawn(|| {
-                let fleet = Fleet::new(members.to_vec(), opts.timeout);
-                // Statuses are tallied here; only the compact row outlives its scenario.
-                let mut local: StatusCounts = BTreeMap::new();
-                loop {
-                    if failed.load(Ordering::Relaxed) {
-                        break;
-                    }
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    if i >= n {
-                        break;
-                    }
-                    let (loaded, origin) = match load(i) {
-                        Ok(x) => x,
-                        Err(error) => {
-                            failed.store(true, Ordering::Relaxed);
-                            failures
-                                .lock()
-                                .unwrap_or_else(|e| e.into_inner())
-                                .push(LoadFailure { index: i, error });
-                            break;
-                        }
-                    };
-                    let item = Item {
-                        scenario: loaded.borrow(),
-                        origin,
-                    };
-                    let input = Arc::new(Input {
-                        events: projection::events(&item.scenario.scenario),
-                        baseline: projection::Baseline::from_scenario(
-                            item.scenario.scenario.case.baseline.as_ref(),
-                        ),
-                    });
-                    let n_events = input.events.len();
-                    let runs = fleet.run(input);
-                    let row = grade_row(&item, &runs, &registered, n_events);
-                    for r in &runs {
-                        let k = match r.status.kind() {
-                            "ok" => 0,
-                            "panic" => 1,
-                            "timeout" => 2,
-                            _ => 3,
-                        };
-                        local.entry(r.detector.clone()).or_default()[k] += 1;
-                    }
-                    // The scenario, its projection and its findings are dropped here.
-                    drop(runs);
-                    *slots[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(row);
-                }
-                let mut all = counts.lock().unwrap_or_else(|e| e.into_inner());
-                for (name, c) in local {
-                    let t = all.entry(name).or_default();
-                    for k in 0..4 {
-                        t[k] += c[k];
-                    }
-                }
-            });
-        }
+    let job = Arc::new(Scenarios {
+        n,
+        load,
+        // One fleet (its own lanes) per scenario in flight, reused across scenarios.
+        fleets: std::sync::Mutex::new(
+            (0..parallel)
+                .map(|_| Fleet::new(members.to_vec(), opts.timeout))
+                .collect(),
+        ),
+        permits: tokio::sync::Semaphore::new(parallel),
+        registered,
+        parallel,
     });
-    if let Some(first) = failures
-        .into_inner()
-        .unwrap_or_else(|e| e.into_inner())
-        .into_iter()
-        .min_by_key(|f| f.index)
-    {
-        return Err(first);
+    let mut fold = Rows {
+        rows: Vec::with_capacity(n),
+        counts: BTreeMap::new(),
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .expect("a current-thread runtime starts (no I/O driver needed)");
+    let never = std::sync::atomic::AtomicBool::new(false);
+    let ending = runtime.block_on(async {
+        let mut schedule = Schedule::new(job.as_ref());
+        let ending = schedule.run(&job, &mut fold, &never).await;
+        schedule.settle(false, &never).await;
+        ending
+    });
+    match ending {
+        Ok(Ending::Halted(failure)) => return Err(failure),
+        Ok(Ending::Panicked(why)) => panic!("a detect-exam task ended abnormally: {why}"),
+        Ok(Ending::Complete | Ending::Exhausted | Ending::Interrupted) => {}
+        Err(no) => match no {},
     }
-    let rows: Vec<Row> = slots
-        .into_iter()
-        .filter_map(|s| s.into_inner().unwrap_or_else(|e| e.into_inner()))
-        .collect();
+    let Rows { rows, counts } = fold;
 
     let mut health: BTreeMap<String, DetectorHealth> = members
         .iter()
@@ -498,9 +461,7 @@ where
             )
         })
         .collect();
-    for (name, [ok, panics, timeouts, failures]) in
-        counts.into_inner().unwrap_or_else(|e| e.into_inner())
-    {
+    for (name, [ok, panics, timeouts, failures]) in counts {
         let h = health
             .entry(name.clone())
             .or_insert_with(|| DetectorHealth {
@@ -520,6 +481,130 @@ where
         elapsed,
         corpus,
     ))
+}
+
+/// The detect exam's scenarios as a job: position `i` is scenario `i`, one per task.
+struct Scenarios<L> {
+    n: usize,
+    load: L,
+    fleets: std::sync::Mutex<Vec<Fleet>>,
+    /// As many as there are fleets: a task holding one holds a fleet.
+    permits: tokio::sync::Semaphore,
+    registered: Arc<BTreeSet<String>>,
+    parallel: usize,
+}
+
+/// A graded scenario: its compact row and each detector's status (`ok`, `panic`,
+/// `timeout`, other), by detector.
+struct Graded {
+    row: Row,
+    statuses: Vec<(String, usize)>,
+}
+
+impl<L, E> Job for Scenarios<L>
+where
+    L: Fn(usize) -> Result<(LoadedScenario, String), E> + Send + Sync + 'static,
+    E: Send + 'static,
+{
+    type Output = Graded;
+    type Halt = LoadFailure<E>;
+
+    fn units(&self) -> u64 {
+        self.n as u64
+    }
+
+    fn window(&self) -> Window {
+        Window::units(self.parallel)
+    }
+
+    fn run(self: &Arc<Self>, start: u64, end: u64) -> Task<Graded, LoadFailure<E>> {
+        let me = self.clone();
+        Box::pin(async move {
+            let _permit = me.permits.acquire().await.expect("never closed");
+            let worker = me.clone();
+            tokio::task::spawn_blocking(move || worker.grade(start as usize..end as usize))
+                .await
+                .unwrap_or_else(|join| std::panic::resume_unwind(join.into_panic()))
+        })
+    }
+}
+
+impl<L, E> Scenarios<L>
+where
+    L: Fn(usize) -> Result<(LoadedScenario, String), E>,
+{
+    /// Loads, projects, runs and grades scenarios `range` on a fleet of the pool.
+    fn grade(&self, range: std::ops::Range<usize>) -> Ran<Graded, LoadFailure<E>> {
+        let fleet = self
+            .fleets
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pop()
+            .expect("a permit holds a fleet");
+        let mut outputs = Vec::with_capacity(range.len());
+        let mut halt = None;
+        for i in range {
+            let (loaded, origin) = match (self.load)(i) {
+                Ok(x) => x,
+                Err(error) => {
+                    halt = Some(LoadFailure { index: i, error });
+                    break;
+                }
+            };
+            let item = Item {
+                scenario: &loaded,
+                origin,
+            };
+            let input = Arc::new(Input {
+                events: projection::events(&item.scenario.scenario),
+                baseline: projection::Baseline::from_scenario(
+                    item.scenario.scenario.case.baseline.as_ref(),
+                ),
+            });
+            let n_events = input.events.len();
+            let runs = fleet.run(input);
+            let row = grade_row(&item, &runs, &self.registered, n_events);
+            let statuses = runs
+                .iter()
+                .map(|r| {
+                    let k = match r.status.kind() {
+                        "ok" => 0,
+                        "panic" => 1,
+                        "timeout" => 2,
+                        _ => 3,
+                    };
+                    (r.detector.clone(), k)
+                })
+                .collect();
+            // The scenario, its projection and its findings are dropped here.
+            outputs.push(Graded { row, statuses });
+        }
+        self.fleets
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(fleet);
+        Ran { outputs, halt }
+    }
+}
+
+/// The in-order consumer: rows by index, detector statuses tallied.
+struct Rows {
+    rows: Vec<Row>,
+    counts: StatusCounts,
+}
+
+impl Fold<Graded> for Rows {
+    type Error = std::convert::Infallible;
+
+    fn add(&mut self, outputs: Vec<Graded>) -> Result<(), Self::Error> {
+        for g in outputs {
+            for (detector, k) in g.statuses {
+                self.counts.entry(detector).or_default()[k] += 1;
+            }
+            self.rows.push(g.row);
+        }
+        Ok(())
+    }
 }
 
 /// Reorders the report's rows by `key` (stable) and rebuilds every derived list
