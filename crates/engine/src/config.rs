@@ -53,7 +53,7 @@ pub struct RunConfig {
     /// The `gate:` block: rules checked once the run is complete (`gauntlet run` then
     /// exits with its gate status). Not part of the canonical config: a gate judges a
     /// run's numbers and changes none of them.
-    pub gate: Option<crate::gate::GateConfig>,
+    pub gate: Option<crate::gate_rule::GateConfig>,
 }
 
 impl RunConfig {
@@ -599,10 +599,14 @@ fn expand_suites(specs: Vec<PluginSpec>, diags: &mut Vec<Diag>) -> Vec<PluginSpe
 
 /// The `gate:` block: a list of rules, or `{rules: [...], baseline: RUN_DIR}` (the
 /// baseline relative to the config's directory).
-fn gate_block(node: &Node, path: &Path, diags: &mut Vec<Diag>) -> Option<crate::gate::GateConfig> {
+fn gate_block(
+    node: &Node,
+    path: &Path,
+    diags: &mut Vec<Diag>,
+) -> Option<crate::gate_rule::GateConfig> {
     let help = format!(
         "`gate:` is a list of rules, or {{rules: [...], baseline: RUN_DIR}}; a rule is {}",
-        crate::gate::RULE_SYNTAX
+        crate::gate_rule::RULE_SYNTAX
     );
     let (rules_node, baseline) = match &node.value {
         Value::Seq(_) => (Some(node), None),
@@ -656,7 +660,7 @@ fn gate_block(node: &Node, path: &Path, diags: &mut Vec<Diag>) -> Option<crate::
     for (i, item) in items.iter().enumerate() {
         let at = format!("gate.rules[{i}]");
         match item.as_str() {
-            Some(t) => match crate::gate::parse_rule(t) {
+            Some(t) => match crate::gate_rule::parse_rule(t) {
                 Ok(r) => rules.push(r),
                 Err(e) => diags.push(Diag::new(item.loc, at, e.to_string())),
             },
@@ -683,7 +687,7 @@ fn gate_block(node: &Node, path: &Path, diags: &mut Vec<Diag>) -> Option<crate::
             .with_help("write the gate as {rules: [...], baseline: ../runs/last-release}"),
         );
     }
-    Some(crate::gate::GateConfig { rules, baseline })
+    Some(crate::gate_rule::GateConfig { rules, baseline })
 }
 
 /// The `transforms:` axis: every attack once per entry, with the entry's transforms

@@ -14,6 +14,7 @@ pub mod compare;
 pub mod config;
 pub mod findings;
 pub mod gate;
+mod gate_rule;
 pub mod judge_eval;
 pub mod labels;
 pub mod merge;
