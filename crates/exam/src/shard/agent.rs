@@ -28,7 +28,7 @@ use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 
 /// The agent exam's shard record.
-pub const SHARD_JSON: &str = "shard.json";
+pub const SHARD_JSON: &str = super::record::AGENT;
 
 /// Which scenario runs (pass-major: `pass * scenarios + i`) shard `s` holds.
 pub fn owned(corpus: &Corpus, passes: usize, s: Shard) -> Vec<bool> {

@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 
 /// The detect-exam shard's record (not `shard.json`, the agent exam's: a merge tells
 /// the two apart by name).
-pub const SHARD_JSON: &str = "detect_shard.json";
+pub const SHARD_JSON: &str = super::record::DETECT;
 
 /// Before a shard session changes anything: without a manifest the directory reads as
 /// unfinished until [`finish`] writes it again.

@@ -10,7 +10,9 @@ use gauntlet_detect::fleet::Member as FleetMember;
 use gauntlet_detect::report_text;
 use gauntlet_job::manifest::Kind;
 use gauntlet_job::shard::RecordError;
+use gauntlet_job::shard::{SetError, Shard};
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
 fn corpus(n: usize) -> Corpus {
     let mut c = gauntlet_corpus::embedded::load_embedded().unwrap();
