@@ -19,8 +19,8 @@
 //! Memory: one unit per shard in hand, 4 bytes per unit of partition, and the cells'
 //! accumulators — never the attempts.
 
-use crate::run::{Status, Tally, pretty, run_json};
-use crate::rundir::{FileEntry, HashingWriter, MANIFEST, Manifest, RunDir, tmp_path, write_atomic};
+use crate::run::{RunArtefacts, Status, Tally, run_json, write_run_artefacts};
+use crate::rundir::{HashingWriter, MANIFEST, Manifest, RunDir, tmp_path};
 use crate::shard::shown;
 use crate::shard::{PARTITION_SCHEME, Shard};
 use crate::stored::{ParsedLine, StoredError, StoredRun};
@@ -600,44 +600,18 @@ pub fn merge(
 
     let status = Status::Complete;
     let (summary, usage_rows) = tally.finish(plan, &run.trial_seeds, &status);
-    let mut manifest = Manifest::new(
-        gauntlet_job::kind::Kind::Run,
-        &plan.run_id,
-        &status.as_string(),
-    );
-    manifest
-        .files
-        .insert("transcripts.jsonl".into(), transcripts_entry);
-    let mut write = |name: &str, bytes: Vec<u8>| {
-        let path = dir.path(name);
-        write_atomic(&path, &bytes).map_err(|e| io(&path, e))?;
-        manifest.files.insert(name.into(), FileEntry::of(&bytes));
-        Ok::<(), MergeError>(())
-    };
-    write("results.json", pretty(&summary))?;
-    write("usage.json", pretty(&usage_rows))?;
-    gauntlet_report::write_reports(&dir.root, &summary).map_err(|source| {
-        StoredError::WriteReports {
-            dir: dir.root.clone(),
-            source,
-        }
-    })?;
-    write(
-        "run.json",
-        pretty(&run_json(plan, &status, total, attempts_total)),
+    let manifest = write_run_artefacts(
+        &dir.root,
+        RunArtefacts {
+            run_id: &plan.run_id,
+            status: &status,
+            transcripts: transcripts_entry,
+            summary: &summary,
+            usage: &usage_rows,
+            shard_usage: None,
+            run_json: run_json(plan, &status, total, attempts_total),
+        },
     )?;
-    for name in [
-        gauntlet_report::LEADERBOARD_FILE,
-        gauntlet_report::MARKDOWN_FILE,
-        gauntlet_report::HTML_FILE,
-    ] {
-        manifest
-            .record_file(&dir.root, name)
-            .map_err(|source| StoredError::ReadBack {
-                path: dir.path(name),
-                source,
-            })?;
-    }
     let dirs: Vec<&Path> = by_index.iter().map(|s| s.dir.as_path()).collect();
     concat_journals(&dirs, &dir.journal())?;
     manifest

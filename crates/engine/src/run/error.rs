@@ -15,6 +15,9 @@ pub enum RunError {
     /// (edited since `gauntlet label` wrote them, unreadable). Nothing was changed.
     #[error(transparent)]
     Labels(#[from] crate::labels::LabelError),
+    /// An artefact could not be written or read back (the message names the file).
+    #[error(transparent)]
+    Artefact(#[from] crate::stored::StoredError),
 }
 
 pub(super) fn io_err(what: &str, path: &Path, e: std::io::Error) -> RunError {

@@ -17,6 +17,7 @@
 //! and writes transcripts.jsonl, `tally` folds units into per-cell results, `run_json`
 //! writes run.json, `status` says how a session ended. This file only declares them.
 
+mod artefacts;
 mod error;
 mod models;
 mod output;
@@ -28,6 +29,7 @@ mod tally;
 mod transcript;
 mod unit;
 
+pub(crate) use artefacts::{RunArtefacts, write_run_artefacts};
 pub use error::RunError;
 pub(crate) use run_json::pretty;
 pub use run_json::run_json;

@@ -5,6 +5,7 @@
 //! their outputs in canonical order), settles what is still in flight when it stops,
 //! and finishes: cell summaries, the artefacts, and the manifest last.
 
+use super::artefacts::{RunArtefacts, write_run_artefacts};
 use super::error::{RunError, io_err};
 use super::models::{all_models, call_stats, network_models, transport_snapshot};
 use super::output::UnitOutput;
@@ -21,7 +22,7 @@ use crate::cache::CallCounters;
 use crate::journal::Journal;
 use crate::plan::Plan;
 use crate::progress::{CallStats, Progress};
-use crate::rundir::{FileEntry, HashingWriter, Manifest, RunDir, tmp_path, write_atomic};
+use crate::rundir::{HashingWriter, RunDir, tmp_path, write_atomic};
 use crate::usage::{CellUsage, PriceTable};
 use gauntlet_calls::batch::Batching;
 use gauntlet_core::results::{CellSummary, RunSummary};
@@ -537,43 +538,20 @@ async fn finish(f: Finish<'_>) -> Result<RunOutcome, RunError> {
         .map_err(|e| io_err("cannot write", &fold.transcripts_path, e))?;
     let run_extra = run_breadth(&ctx.breadth, plan, &fold.kept);
     let (summary, usage_rows) = assemble(plan, &ctx.trial_seeds, rows, &status, run_extra);
-    let mut manifest = Manifest::new(
-        gauntlet_job::kind::Kind::Run,
-        &plan.run_id,
-        &status.as_string(),
-    );
-    manifest
-        .files
-        .insert("transcripts.jsonl".into(), transcripts_entry);
-    let mut write = |name: &str, bytes: Vec<u8>| {
-        let path = dir.path(name);
-        write_atomic(&path, &bytes).map_err(|e| io_err("cannot write", &path, e))?;
-        manifest.files.insert(name.into(), FileEntry::of(&bytes));
-        Ok::<(), RunError>(())
-    };
-    write("results.json", pretty(&summary))?;
-    write("usage.json", pretty(&usage_rows))?;
-    gauntlet_report::write_reports(&dir.root, &summary)
-        .map_err(|e| io_err("cannot write reports in", &dir.root, e))?;
-    if record.shard.is_some() {
-        write(
-            "shard_usage.json",
-            pretty(&shard_usage_json(&fold.shard_usage, trials)),
-        )?;
-    }
-    write(
-        "run.json",
-        pretty(&record.of(run_json(plan, &status, fold.done, fold.attempts))),
+    let mut manifest = write_run_artefacts(
+        &dir.root,
+        RunArtefacts {
+            run_id: &plan.run_id,
+            status: &status,
+            transcripts: transcripts_entry,
+            summary: &summary,
+            usage: &usage_rows,
+            shard_usage: record
+                .shard
+                .map(|_| shard_usage_json(&fold.shard_usage, trials)),
+            run_json: record.of(run_json(plan, &status, fold.done, fold.attempts)),
+        },
     )?;
-    for name in [
-        gauntlet_report::LEADERBOARD_FILE,
-        gauntlet_report::MARKDOWN_FILE,
-        gauntlet_report::HTML_FILE,
-    ] {
-        manifest
-            .record_file(&dir.root, name)
-            .map_err(|e| io_err("cannot read back", &dir.path(name), e))?;
-    }
     if !plan.label_cards.is_empty() || dir.path(crate::labels::LABELS_FILE).exists() {
         for name in [crate::labels::LABELS_FILE, crate::labels::LABEL_CARDS_FILE] {
             if dir.path(name).exists() {
