@@ -65,14 +65,14 @@ impl RunConfig {
             .unwrap_or(Path::new("."))
     }
 
-    /// `run --batch`: every target with a provider batch API (`openai_compat`,
-    /// `anthropic`) sends its calls in batches. Batching is not part of any identity,
+    /// `run --batch`: every target with a provider batch API (its `batch` in
+    /// `gauntlet_models::registry::TARGET_TABLE`) sends its calls in batches. Batching is not part of any identity,
     /// so the config hash, the cache keys and the artefacts do not change. Returns how
     /// many targets batch.
     pub fn enable_batch(&mut self) -> usize {
         let mut n = 0;
         for t in &mut self.targets {
-            if matches!(t.name.as_str(), "openai_compat" | "anthropic") {
+            if gauntlet_models::registry::can_batch(&t.name) {
                 t.params
                     .insert("batch", gauntlet_core::params::ParamValue::Bool(true));
                 n += 1;

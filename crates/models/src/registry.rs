@@ -1,5 +1,5 @@
-//! The closed registry of targets: a match from name to constructor. A config can only
-//! ever name a plugin compiled into this list.
+//! The closed registry of targets: one table of names, documentation, constructors and
+//! capabilities. A config can only ever name a plugin compiled into this table.
 
 use crate::targets::anthropic::{self, AnthropicTarget};
 use crate::targets::command::{self, CommandTarget};
@@ -14,20 +14,103 @@ use crate::tool_protocol::{PromptedTarget, ToolProtocol};
 use crate::transport::TransportOptions;
 use crate::{Model, ModelError};
 use gauntlet_core::params::{PluginInfo, PluginSpec};
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
-/// Every registered target, in the order `gauntlet list` prints them.
-pub const TARGETS: &[PluginInfo] = &[
-    reference::INFO,
-    reference::MOCK_INFO,
-    reference_memorizer::INFO,
-    reference_agent::INFO,
-    openai_compat::INFO,
-    anthropic::INFO,
-    imported::INFO,
-    http::INFO,
-    command::INFO,
+/// One registered target: its [`PluginInfo`] (what `gauntlet list` and `validate`
+/// read), how a spec becomes the target, and what it can do. A new target is its own
+/// file under `targets/`, its `mod` line and one entry in [`TARGET_TABLE`].
+#[derive(Clone, Copy)]
+pub struct TargetEntry {
+    pub info: PluginInfo,
+    /// Builds the target; a live one reads its API key from the process environment,
+    /// so a missing key is a configuration error before any call is made.
+    pub build: fn(&PluginSpec) -> Result<Arc<dyn Model>, ModelError>,
+    /// For a target that reads secrets from the environment: the same, with an explicit
+    /// environment lookup and transport options (`gauntlet validate` builds it with a
+    /// stand-in key). `None`: [`TargetEntry::build`] reads no secret.
+    pub with_env: Option<LiveBuild>,
+    /// It has a provider batch API: `run --batch` sends its calls in batches.
+    pub batch: bool,
+}
+
+/// A live target's constructor with an explicit environment.
+pub type LiveBuild =
+    fn(&PluginSpec, EnvLookup<'_>, TransportOptions) -> Result<Arc<dyn Model>, ModelError>;
+
+/// The targets, in the order `gauntlet list` prints them.
+pub const TARGET_TABLE: &[TargetEntry] = &[
+    TargetEntry {
+        info: reference::INFO,
+        build: |s| Ok(Arc::new(ReferenceTarget::new(s.clone()))),
+        with_env: None,
+        batch: false,
+    },
+    TargetEntry {
+        info: reference::MOCK_INFO,
+        build: |s| Ok(Arc::new(ReferenceTarget::new(s.clone()))),
+        with_env: None,
+        batch: false,
+    },
+    TargetEntry {
+        info: reference_memorizer::INFO,
+        build: |s| Ok(Arc::new(ReferenceMemorizer::new(s.clone()))),
+        with_env: None,
+        batch: false,
+    },
+    TargetEntry {
+        info: reference_agent::INFO,
+        build: |s| Ok(Arc::new(ReferenceAgent::new(s.clone()))),
+        with_env: None,
+        batch: false,
+    },
+    TargetEntry {
+        info: openai_compat::INFO,
+        build: |s| Ok(Arc::new(OpenAiCompatTarget::new(s)?)),
+        with_env: Some(|s, env, o| Ok(Arc::new(OpenAiCompatTarget::with_env(s, env, o)?))),
+        batch: true,
+    },
+    TargetEntry {
+        info: anthropic::INFO,
+        build: |s| Ok(Arc::new(AnthropicTarget::new(s)?)),
+        with_env: Some(|s, env, o| Ok(Arc::new(AnthropicTarget::with_env(s, env, o)?))),
+        batch: true,
+    },
+    TargetEntry {
+        info: imported::INFO,
+        build: |s| Ok(Arc::new(Imported::new(s.clone()))),
+        with_env: None,
+        batch: false,
+    },
+    TargetEntry {
+        info: http::INFO,
+        build: |s| Ok(Arc::new(HttpTarget::new(s)?)),
+        with_env: Some(|s, env, o| Ok(Arc::new(HttpTarget::with_env(s, env, o)?))),
+        batch: false,
+    },
+    TargetEntry {
+        info: command::INFO,
+        build: |s| Ok(Arc::new(CommandTarget::new(s)?)),
+        with_env: Some(|s, env, _| Ok(Arc::new(CommandTarget::with_env(s, env)?))),
+        batch: false,
+    },
 ];
+
+/// Every registered target's [`PluginInfo`], in the table's order.
+pub static TARGETS: LazyLock<Vec<PluginInfo>> =
+    LazyLock::new(|| TARGET_TABLE.iter().map(|e| e.info).collect());
+
+/// The table entry of the target named `name`.
+pub fn target_entry(name: &str) -> Result<&'static TargetEntry, ModelError> {
+    TARGET_TABLE
+        .iter()
+        .find(|e| e.info.name == name)
+        .ok_or_else(|| ModelError::Config(format!("unknown target `{name}`")))
+}
+
+/// Whether target `name` has a provider batch API (`run --batch`).
+pub fn can_batch(name: &str) -> bool {
+    target_entry(name).is_ok_and(|e| e.batch)
+}
 
 /// Builds a target from a resolved spec. Live targets read their API key from the
 /// environment here, so a missing key is a configuration error before any call is made.
@@ -44,17 +127,7 @@ pub fn with_protocol(spec: &PluginSpec, m: Arc<dyn Model>) -> Result<Arc<dyn Mod
 }
 
 fn build_plain_target(spec: &PluginSpec) -> Result<Arc<dyn Model>, ModelError> {
-    match spec.name.as_str() {
-        "reference" | "mock" => Ok(Arc::new(ReferenceTarget::new(spec.clone()))),
-        "reference_memorizer" => Ok(Arc::new(ReferenceMemorizer::new(spec.clone()))),
-        "reference_agent" => Ok(Arc::new(ReferenceAgent::new(spec.clone()))),
-        "openai_compat" => Ok(Arc::new(OpenAiCompatTarget::new(spec)?)),
-        "anthropic" => Ok(Arc::new(AnthropicTarget::new(spec)?)),
-        "imported" => Ok(Arc::new(Imported::new(spec.clone()))),
-        "http" => Ok(Arc::new(HttpTarget::new(spec)?)),
-        "command" => Ok(Arc::new(CommandTarget::new(spec)?)),
-        other => Err(ModelError::Config(format!("unknown target `{other}`"))),
-    }
+    (target_entry(&spec.name)?.build)(spec)
 }
 
 /// Builds a target for inspection only (`gauntlet validate`), with the process
@@ -74,13 +147,9 @@ pub fn build_target_for_check_with(
     env: EnvLookup<'_>,
 ) -> Result<(Arc<dyn Model>, Option<String>), ModelError> {
     let live = |env: EnvLookup<'_>| -> Result<Arc<dyn Model>, ModelError> {
-        let options = TransportOptions::default();
-        let m: Arc<dyn Model> = match spec.name.as_str() {
-            "openai_compat" => Arc::new(OpenAiCompatTarget::with_env(spec, env, options)?),
-            "anthropic" => Arc::new(AnthropicTarget::with_env(spec, env, options)?),
-            "http" => Arc::new(HttpTarget::with_env(spec, env, options)?),
-            "command" => Arc::new(CommandTarget::with_env(spec, env)?),
-            _ => build_plain_target(spec)?,
+        let m = match target_entry(&spec.name)?.with_env {
+            Some(live) => live(spec, env, TransportOptions::default())?,
+            None => build_plain_target(spec)?,
         };
         with_protocol(spec, m)
     };

@@ -372,7 +372,7 @@ pub struct Registry;
 impl Registry {
     pub fn plugins(axis: Axis) -> &'static [PluginInfo] {
         match axis {
-            Axis::Target => TARGETS,
+            Axis::Target => &TARGETS,
             Axis::Attack => &ATTACKS,
             Axis::Dataset => DATASETS,
             Axis::Judge => &JUDGES,
