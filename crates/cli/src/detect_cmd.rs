@@ -17,7 +17,6 @@ use gauntlet_exam::shard::detect::{self as detect_shard, IdentityLimits, ShardRe
 use gauntlet_job::shard::Shard;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
 #[derive(Debug, ClapArgs)]
@@ -240,16 +239,13 @@ fn prepare_and_run(a: &Args) -> Result<(DetectReport, Option<ShardRecord>, Strin
     let shard = a
         .shard
         .map(|s| ShardRecord::plan(s, &files, identity.clone()));
-    let files: Arc<Vec<(IndexedFile, String, usize)>> = Arc::new(match &shard {
-        Some(info) => info.units.iter().map(|&i| files[i].clone()).collect(),
-        None => files,
-    });
-    let load = {
-        let files = files.clone();
-        move |i: usize| {
-            let (f, origin, _) = &files[i];
-            f.load().map(|s| (s, origin.clone()))
-        }
+    let files: Vec<&(IndexedFile, String, usize)> = match &shard {
+        Some(info) => info.units.iter().map(|&i| &files[i]).collect(),
+        None => files.iter().collect(),
+    };
+    let load = |i: usize| {
+        let (f, origin, _) = files[i];
+        f.load().map(|s| (s, origin.clone()))
     };
     let report = detect_exam::run_streaming(
         files.len(),
@@ -264,7 +260,7 @@ fn prepare_and_run(a: &Args) -> Result<(DetectReport, Option<ShardRecord>, Strin
         report
             .rows
             .iter()
-            .zip(files.iter())
+            .zip(&files)
             .map(|(r, (f, _, _))| (r.id.as_str(), f.file.path.as_path())),
     )
     .map_err(CliError::invalid)?;
@@ -272,7 +268,7 @@ fn prepare_and_run(a: &Args) -> Result<(DetectReport, Option<ShardRecord>, Strin
     let by_id: BTreeMap<String, usize> = report
         .rows
         .iter()
-        .zip(files.iter())
+        .zip(&files)
         .map(|(r, (_, _, g))| (r.id.clone(), *g))
         .collect();
     let report = detect_exam::sort_rows(report, &members, |r| {

@@ -27,6 +27,7 @@ use gauntlet_corpus::load::LoadedScenario;
 use gauntlet_corpus::projection;
 use gauntlet_job::job::{Ending, Fold, Job, Ran, Schedule, Task, Window};
 use serde::{Deserialize, Serialize};
+use std::borrow::Borrow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -365,14 +366,8 @@ pub fn run(
     opts: &Options,
     corpus: (&str, usize, &str),
 ) -> DetectReport {
-    let owned: Arc<Vec<(LoadedScenario, String)>> = Arc::new(
-        items
-            .iter()
-            .map(|i| (i.scenario.clone(), i.origin.clone()))
-            .collect(),
-    );
-    let load = move |i: usize| -> Result<(LoadedScenario, String), std::convert::Infallible> {
-        Ok(owned[i].clone())
+    let load = |i: usize| -> Result<(&LoadedScenario, String), std::convert::Infallible> {
+        Ok((items[i].scenario, items[i].origin.clone()))
     };
     match run_streaming(items.len(), load, members, opts, corpus) {
         Ok(r) => r,
@@ -397,7 +392,7 @@ pub struct LoadFailure<E> {
 ///
 /// A load failure stops the run: no new scenario starts and the failure with the lowest
 /// index is returned (every scenario before it was graded).
-pub fn run_streaming<L, E>(
+pub fn run_streaming<L, S, E>(
     n: usize,
     load: L,
     members: &[Member],
@@ -405,39 +400,55 @@ pub fn run_streaming<L, E>(
     corpus: (&str, usize, &str),
 ) -> Result<DetectReport, LoadFailure<E>>
 where
-    L: Fn(usize) -> Result<(LoadedScenario, String), E> + Send + Sync + 'static,
+    L: Fn(usize) -> Result<(S, String), E> + Sync,
+    S: Borrow<LoadedScenario>,
     E: Send + 'static,
 {
     let started = Instant::now();
-    let registered: Arc<BTreeSet<String>> =
-        Arc::new(members.iter().map(|m| m.name().to_lowercase()).collect());
     let parallel = opts.parallel.clamp(1, n.max(1));
-    let job = Arc::new(Scenarios {
-        n,
+    let work = Work {
         load,
-        // One fleet (its own lanes) per scenario in flight, reused across scenarios.
-        fleets: std::sync::Mutex::new(
-            (0..parallel)
-                .map(|_| Fleet::new(members.to_vec(), opts.timeout))
-                .collect(),
-        ),
-        permits: tokio::sync::Semaphore::new(parallel),
-        registered,
-        parallel,
-    });
+        registered: members.iter().map(|m| m.name().to_lowercase()).collect(),
+    };
+    let (queue, requests) = std::sync::mpsc::channel::<Request<E>>();
+    let requests = std::sync::Mutex::new(requests);
     let mut fold = Rows {
         rows: Vec::with_capacity(n),
         counts: BTreeMap::new(),
     };
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .build()
-        .expect("a current-thread runtime starts (no I/O driver needed)");
-    let never = std::sync::atomic::AtomicBool::new(false);
-    let ending = runtime.block_on(async {
-        let mut schedule = Schedule::new(job.as_ref());
-        let ending = schedule.run(&job, &mut fold, &never).await;
-        schedule.settle(false, &never).await;
+    let ending = std::thread::scope(|scope| {
+        // The workers: one fleet (its own lanes) each, for the whole exam, taking
+        // scenarios from the queue the job's tasks fill.
+        for _ in 0..parallel {
+            scope.spawn(|| {
+                let fleet = Fleet::new(members.to_vec(), opts.timeout);
+                loop {
+                    let next = requests.lock().unwrap_or_else(|e| e.into_inner()).recv();
+                    let Ok((range, reply)) = next else { break };
+                    // A task the schedule dropped no longer waits for its reply.
+                    let _ = reply.send(work.grade(&fleet, range));
+                }
+            });
+        }
+        let job = Arc::new(Scenarios {
+            n,
+            parallel,
+            queue: std::sync::Mutex::new(queue),
+        });
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .expect("a current-thread runtime starts (no I/O driver needed)");
+        let never = std::sync::atomic::AtomicBool::new(false);
+        let ending = runtime.block_on(async {
+            let mut schedule = Schedule::new(job.as_ref());
+            let ending = schedule.run(&job, &mut fold, &never).await;
+            schedule.settle(false, &never).await;
+            ending
+        });
+        // Every task (and with them the queue) is dropped: the workers end.
+        drop(runtime);
+        drop(job);
         ending
     });
     match ending {
@@ -483,15 +494,24 @@ where
     ))
 }
 
-/// The detect exam's scenarios as a job: position `i` is scenario `i`, one per task.
-struct Scenarios<L> {
+/// A range of scenarios for a worker, and where its graded rows go.
+type Request<E> = (
+    std::ops::Range<usize>,
+    tokio::sync::oneshot::Sender<Ran<Graded, LoadFailure<E>>>,
+);
+
+/// The detect exam's scenarios as a job: position `i` is scenario `i`, one per task; a
+/// task hands its scenario to the workers' queue and waits for the graded row.
+struct Scenarios<E> {
     n: usize,
-    load: L,
-    fleets: std::sync::Mutex<Vec<Fleet>>,
-    /// As many as there are fleets: a task holding one holds a fleet.
-    permits: tokio::sync::Semaphore,
-    registered: Arc<BTreeSet<String>>,
     parallel: usize,
+    queue: std::sync::Mutex<std::sync::mpsc::Sender<Request<E>>>,
+}
+
+/// What the workers share: the loader and the registered detector families.
+struct Work<L> {
+    load: L,
+    registered: BTreeSet<String>,
 }
 
 /// A graded scenario: its compact row and each detector's status (`ok`, `panic`,
@@ -501,11 +521,7 @@ struct Graded {
     statuses: Vec<(String, usize)>,
 }
 
-impl<L, E> Job for Scenarios<L>
-where
-    L: Fn(usize) -> Result<(LoadedScenario, String), E> + Send + Sync + 'static,
-    E: Send + 'static,
-{
+impl<E: Send + 'static> Job for Scenarios<E> {
     type Output = Graded;
     type Halt = LoadFailure<E>;
 
@@ -513,34 +529,40 @@ where
         self.n as u64
     }
 
+    /// One scenario per task, `parallel` graded at a time (the workers). Scenarios
+    /// differ in size a hundredfold, and a finished scenario waits for every earlier
+    /// one to be folded: a wide window (its waiting rows are compact, and a scenario is
+    /// loaded only when a worker takes it) keeps every worker busy behind a slow one.
     fn window(&self) -> Window {
-        Window::units(self.parallel)
+        Window {
+            tasks: (self.parallel * 32).max(64),
+            ..Window::units(self.parallel)
+        }
     }
 
     fn run(self: &Arc<Self>, start: u64, end: u64) -> Task<Graded, LoadFailure<E>> {
-        let me = self.clone();
+        let (reply, graded) = tokio::sync::oneshot::channel();
+        let sent = self
+            .queue
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .send((start as usize..end as usize, reply));
         Box::pin(async move {
-            let _permit = me.permits.acquire().await.expect("never closed");
-            let worker = me.clone();
-            tokio::task::spawn_blocking(move || worker.grade(start as usize..end as usize))
-                .await
-                .unwrap_or_else(|join| std::panic::resume_unwind(join.into_panic()))
+            match (sent, graded.await) {
+                (Ok(()), Ok(ran)) => ran,
+                _ => panic!("a detect-exam worker ended before grading its scenario"),
+            }
         })
     }
 }
 
-impl<L, E> Scenarios<L>
+impl<L, S, E> Work<L>
 where
-    L: Fn(usize) -> Result<(LoadedScenario, String), E>,
+    L: Fn(usize) -> Result<(S, String), E>,
+    S: Borrow<LoadedScenario>,
 {
-    /// Loads, projects, runs and grades scenarios `range` on a fleet of the pool.
-    fn grade(&self, range: std::ops::Range<usize>) -> Ran<Graded, LoadFailure<E>> {
-        let fleet = self
-            .fleets
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .pop()
-            .expect("a permit holds a fleet");
+    /// Loads, projects, runs and grades scenarios `range` on `fleet`.
+    fn grade(&self, fleet: &Fleet, range: std::ops::Range<usize>) -> Ran<Graded, LoadFailure<E>> {
         let mut outputs = Vec::with_capacity(range.len());
         let mut halt = None;
         for i in range {
@@ -552,7 +574,7 @@ where
                 }
             };
             let item = Item {
-                scenario: &loaded,
+                scenario: loaded.borrow(),
                 origin,
             };
             let input = Arc::new(Input {
@@ -579,10 +601,6 @@ where
             // The scenario, its projection and its findings are dropped here.
             outputs.push(Graded { row, statuses });
         }
-        self.fleets
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(fleet);
         Ran { outputs, halt }
     }
 }
