@@ -614,9 +614,7 @@ pub fn merge(
     )?;
     let dirs: Vec<&Path> = by_index.iter().map(|s| s.dir.as_path()).collect();
     concat_journals(&dirs, &dir.journal())?;
-    manifest
-        .write(&dir.root)
-        .map_err(|e| io(&dir.path(MANIFEST), e))?;
+    manifest.finish().map_err(StoredError::from)?;
     let wall = started.elapsed().as_secs_f64();
     let _ = dir.log_session(&serde_json::json!({
         "command": "merge",

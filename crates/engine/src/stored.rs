@@ -33,6 +33,7 @@ use gauntlet_core::outcome::Verdict;
 use gauntlet_core::params::{Axis, Diag, PluginSpec, resolve_spec};
 use gauntlet_core::results::{LeaderboardRow, MetricValue, RunSummary};
 use gauntlet_core::tree::parse_yaml;
+use gauntlet_job::artefacts::Artefacts;
 use gauntlet_job::manifest::VerifyError;
 use gauntlet_models::registry::build_target;
 use gauntlet_models::{BoxFuture, Model, ModelError};
@@ -292,6 +293,9 @@ pub enum StoredError {
         #[source]
         source: std::io::Error,
     },
+    /// An artefact could not be written or recorded (the message names the file).
+    #[error(transparent)]
+    Artefact(#[from] gauntlet_job::artefacts::ArtefactError),
 }
 
 /// The first 12 characters of a config hash, as messages show it.
@@ -1514,13 +1518,14 @@ pub fn write_rescored(out: &Path, r: &Rescored) -> Result<(), StoredError> {
         s.push(b'\n');
         s
     };
-    let write = |name: &str, bytes: &[u8]| {
-        let p = out.join(name);
-        crate::rundir::write_atomic(&p, bytes)
-            .map_err(|source| StoredError::Write { path: p, source })
-    };
-    write("results.json", &pretty(&results))?;
-    write("rescore.json", &pretty(&r.provenance))?;
+    let mut a = Artefacts::new(
+        out,
+        gauntlet_job::kind::Kind::Rescore,
+        &r.summary.run_id,
+        &r.summary.status,
+    );
+    a.write("results.json", &pretty(&results))?;
+    a.write("rescore.json", &pretty(&r.provenance))?;
     // Call counts vary between reruns (the second is served from the journal), so they
     // go to the session log, never into the byte-stable artefacts.
     let (made, cached, failed) = r.grader_calls;
@@ -1548,28 +1553,13 @@ pub fn write_rescored(out: &Path, r: &Rescored) -> Result<(), StoredError> {
             source,
         }
     })?;
-    let mut m = Manifest::new(
-        gauntlet_job::kind::Kind::Rescore,
-        &r.summary.run_id,
-        &r.summary.status,
-    );
-    for name in [
-        "results.json",
-        "rescore.json",
+    a.record([
         gauntlet_report::LEADERBOARD_FILE,
         gauntlet_report::MARKDOWN_FILE,
         gauntlet_report::HTML_FILE,
-    ] {
-        m.record_file(out, name)
-            .map_err(|source| StoredError::ReadBack {
-                path: out.join(name),
-                source,
-            })?;
-    }
-    m.write(out).map_err(|source| StoredError::Write {
-        path: out.join(MANIFEST),
-        source,
-    })
+    ])?;
+    a.finish()?;
+    Ok(())
 }
 
 /// Whether `out` is the run directory `run_dir` itself (after resolving `.`, `..` and

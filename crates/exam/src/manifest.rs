@@ -25,7 +25,8 @@ use crate::calls::EXAM_JSON;
 use crate::e2e::DetectFidelity;
 use crate::exam::{E2eOutput, HarnessReport, file_stem};
 use gauntlet_detect::report_text::{REPORT_JSON, REPORT_TXT};
-use gauntlet_job::manifest::{Kind, MANIFEST, Manifest};
+use gauntlet_job::artefacts::Artefacts;
+use gauntlet_job::manifest::{Kind, MANIFEST};
 use std::io;
 use std::path::Path;
 
@@ -63,12 +64,12 @@ pub fn finish_agent(
         Some(p) => format!("partial: {p}"),
         None => "complete".into(),
     };
-    let mut m = Manifest::new(Kind::Exam, identity, &status);
+    let mut m = Artefacts::new(out, Kind::Exam, identity, &status);
     let mut names: Vec<String> = AGENT_REPORTS.iter().map(|s| s.to_string()).collect();
     if is_identity_of(out, report) {
         names.push(EXAM_JSON.into());
     }
-    m.record_files(out, names)?;
+    m.record(names)?;
     // The scenario runs' files, pass by pass, named as the writer names them.
     let pair = |dir: String, id: &str| {
         let stem = file_stem(id);
@@ -79,17 +80,17 @@ pub fn finish_agent(
     };
     for run in &report.runs {
         let dir = format!("run-{}", run.index);
-        m.record_files(
-            out,
+        m.record(
             run.results
                 .iter()
                 .flat_map(|r| pair(dir.clone(), &r.scenario_id)),
         )?;
     }
     if let Some(e) = e2e {
-        m.record_files(out, e2e_files(&e.fidelity, e.transcripts.len(), pair))?;
+        m.record(e2e_files(&e.fidelity, e.transcripts.len(), pair))?;
     }
-    m.write(out)
+    m.finish()?;
+    Ok(())
 }
 
 /// The end-to-end pass's files: one pair per row with a transcript, as the writer
@@ -122,7 +123,8 @@ fn is_identity_of(out: &Path, report: &HarnessReport) -> bool {
 /// After a detect exam's report files are written into `out`: its manifest, last.
 /// `identity` is the exam's (`crate::shard::detect::identity`).
 pub fn finish_detect(out: &Path, identity: &str) -> io::Result<()> {
-    let mut m = Manifest::new(Kind::DetectExam, identity, "complete");
-    m.record_files(out, [REPORT_JSON, REPORT_TXT].map(String::from))?;
-    m.write(out)
+    let mut m = Artefacts::new(out, Kind::DetectExam, identity, "complete");
+    m.record([REPORT_JSON, REPORT_TXT])?;
+    m.finish()?;
+    Ok(())
 }

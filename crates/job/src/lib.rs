@@ -8,6 +8,7 @@
 //!   session log, the previous job's artefacts set aside (supersede), the session
 //!   begun (manifest removed before anything changes);
 //! - [`manifest`]: size and digest of every artefact, written last, verified by readers;
+//! - [`artefacts`]: the one finish: artefacts written and recorded, the manifest last;
 //!   atomic writes are `gauntlet_core::atomic` (the one writer every surface uses);
 //! - [`kind`]: what kind of directory a manifest records (a run, a rescore, a shard of
 //!   either exam, an exam's output), checked against the files;
@@ -21,6 +22,7 @@
 //! - [`job`]: the one in-order driver: a job's units run in a window, joined and folded
 //!   in canonical order.
 
+pub mod artefacts;
 pub mod job;
 pub mod kind;
 pub mod manifest;

@@ -138,7 +138,7 @@ impl FileEntry {
     }
 
     /// [`FileEntry::of_file_like`], reading through `buf` (one buffer for many files).
-    fn of_file_with(
+    pub(crate) fn of_file_with(
         path: &Path,
         want: Option<&FileEntry>,
         buf: &mut [u8],

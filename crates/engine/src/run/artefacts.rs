@@ -1,16 +1,17 @@
 //! A red-team run's artefacts, written the one way a session and a merge of shards
 //! both finish: transcripts.jsonl (already in place, digested as it was written) is
 //! recorded, then results.json, usage.json, the reports, a shard's shard_usage.json and
-//! run.json are written and recorded. The caller adds what only it has (the labels, the
-//! merged journal) and writes the manifest last, so a reader never takes a directory
+//! run.json are written and recorded (`gauntlet_job::artefacts`). The caller adds what
+//! only it has (the labels, the merged journal) and finishes: the manifest last, so a reader never takes a directory
 //! being written for a finished one.
 
 use super::run_json::pretty;
 use super::status::Status;
-use crate::rundir::{FileEntry, Manifest};
+use crate::rundir::FileEntry;
 use crate::stored::StoredError;
-use gauntlet_core::atomic::write_atomic;
 use gauntlet_core::results::RunSummary;
+use gauntlet_job::artefacts::Artefacts;
+use gauntlet_job::kind::Kind;
 use std::path::Path;
 
 /// What a finished run (or merge) writes beside its transcripts.
@@ -26,47 +27,28 @@ pub(crate) struct RunArtefacts<'a> {
     pub(crate) run_json: serde_json::Value,
 }
 
-/// Writes `a`'s files into `dir` and returns the manifest recording every one, to be
-/// written last by the caller.
+/// Writes `a`'s files into `dir` and returns them recorded, for the caller to add its
+/// own and finish (the manifest last).
 pub(crate) fn write_run_artefacts(
     dir: &Path,
     a: RunArtefacts<'_>,
-) -> Result<Manifest, StoredError> {
-    let mut manifest = Manifest::new(
-        gauntlet_job::kind::Kind::Run,
-        a.run_id,
-        &a.status.as_string(),
-    );
-    manifest
-        .files
-        .insert("transcripts.jsonl".into(), a.transcripts);
-    let mut write = |name: &str, bytes: Vec<u8>| {
-        let path = dir.join(name);
-        write_atomic(&path, &bytes).map_err(|source| StoredError::Write { path, source })?;
-        manifest.files.insert(name.into(), FileEntry::of(&bytes));
-        Ok::<(), StoredError>(())
-    };
-    write("results.json", pretty(a.summary))?;
-    write("usage.json", pretty(&a.usage))?;
+) -> Result<Artefacts, StoredError> {
+    let mut out = Artefacts::new(dir, Kind::Run, a.run_id, &a.status.as_string());
+    out.insert("transcripts.jsonl", a.transcripts);
+    out.write("results.json", &pretty(a.summary))?;
+    out.write("usage.json", &pretty(&a.usage))?;
     gauntlet_report::write_reports(dir, a.summary).map_err(|source| StoredError::WriteReports {
         dir: dir.to_path_buf(),
         source,
     })?;
     if let Some(u) = a.shard_usage {
-        write("shard_usage.json", pretty(&u))?;
+        out.write("shard_usage.json", &pretty(&u))?;
     }
-    write("run.json", pretty(&a.run_json))?;
-    for name in [
+    out.write("run.json", &pretty(&a.run_json))?;
+    out.record([
         gauntlet_report::LEADERBOARD_FILE,
         gauntlet_report::MARKDOWN_FILE,
         gauntlet_report::HTML_FILE,
-    ] {
-        manifest
-            .record_file(dir, name)
-            .map_err(|source| StoredError::ReadBack {
-                path: dir.join(name),
-                source,
-            })?;
-    }
-    Ok(manifest)
+    ])?;
+    Ok(out)
 }

@@ -23,6 +23,7 @@ use crate::journal::Journal;
 use crate::plan::Plan;
 use crate::progress::{CallStats, Progress};
 use crate::rundir::{HashingWriter, RunDir, tmp_path, write_atomic};
+use crate::stored::StoredError;
 use crate::usage::{CellUsage, PriceTable};
 use gauntlet_calls::batch::Batching;
 use gauntlet_core::results::{CellSummary, RunSummary};
@@ -553,18 +554,16 @@ async fn finish(f: Finish<'_>) -> Result<RunOutcome, RunError> {
         },
     )?;
     if !plan.label_cards.is_empty() || dir.path(crate::labels::LABELS_FILE).exists() {
-        for name in [crate::labels::LABELS_FILE, crate::labels::LABEL_CARDS_FILE] {
-            if dir.path(name).exists() {
-                manifest
-                    .record_file(&dir.root, name)
-                    .map_err(|e| io_err("cannot read back", &dir.path(name), e))?;
-            }
-        }
+        manifest
+            .record(
+                [crate::labels::LABELS_FILE, crate::labels::LABEL_CARDS_FILE]
+                    .into_iter()
+                    .filter(|name| dir.path(name).exists()),
+            )
+            .map_err(StoredError::from)?;
     }
     // Last: the directory is whole again.
-    manifest
-        .write(&dir.root)
-        .map_err(|e| io_err("cannot write", &dir.path(crate::rundir::MANIFEST), e))?;
+    manifest.finish().map_err(StoredError::from)?;
     let transport = transport_snapshot(&fold.reporter.net_models);
     let calls = call_stats(&ctx.counters, &transport);
     let wall = started.elapsed().as_secs_f64();

@@ -21,7 +21,8 @@ use crate::exam::{
 };
 use crate::grade::{RunResult, ScenarioResult};
 use gauntlet_corpus::load::Corpus;
-use gauntlet_job::manifest::{FileEntry, Kind, Manifest};
+use gauntlet_job::artefacts::Artefacts;
+use gauntlet_job::manifest::{FileEntry, Kind};
 use gauntlet_job::merge::{Coverage, owners as owners_of};
 use gauntlet_job::shard::{SetRules, Shard, open_record, read_json, shown};
 use std::collections::VecDeque;
@@ -109,22 +110,21 @@ pub fn finish(
     let mut b = serde_json::to_vec_pretty(&v).expect("json");
     b.push(b'\n');
     gauntlet_core::atomic::write_atomic_named(&out.join(SHARD_JSON), &b)?;
-    let mut m = Manifest::new(Kind::ExamShard, &s.run_id(identity_sha256), "complete");
+    let mut m = Artefacts::new(out, Kind::ExamShard, &s.run_id(identity_sha256), "complete");
     let mut names = vec![
-        "report.json".to_string(),
-        "report.md".into(),
-        "report.html".into(),
-        "leaderboard.json".into(),
-        "classifier.json".into(),
-        SHARD_JSON.into(),
+        "report.json",
+        "report.md",
+        "report.html",
+        "leaderboard.json",
+        "classifier.json",
+        SHARD_JSON,
     ];
     if out.join(EXAM_JSON).exists() {
-        names.push(EXAM_JSON.into());
+        names.push(EXAM_JSON);
     }
-    for n in names {
-        m.record_file(out, &n)?;
-    }
-    m.write(out)
+    m.record(names)?;
+    m.finish()?;
+    Ok(())
 }
 
 /// Whether `dir` is a shard of an agent exam (not of a red-team run or a detect exam).

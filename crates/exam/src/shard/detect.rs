@@ -19,7 +19,8 @@ use gauntlet_detect::assemble::ExamFile;
 use gauntlet_detect::exam::{self as detect_exam, DetectReport, DetectorHealth, Row};
 use gauntlet_detect::fleet::Member as FleetMember;
 use gauntlet_detect::report_text;
-use gauntlet_job::manifest::{FileEntry, Kind, Manifest};
+use gauntlet_job::artefacts::Artefacts;
+use gauntlet_job::manifest::{FileEntry, Kind};
 use gauntlet_job::merge::{Coverage, owners as owners_of};
 use gauntlet_job::shard::{SetRules, Shard, open_record, read_json, shown};
 use std::collections::BTreeMap;
@@ -156,19 +157,19 @@ pub fn finish(out: &Path, r: &ShardRecord) -> std::io::Result<()> {
     let mut b = serde_json::to_vec_pretty(&v).expect("json");
     b.push(b'\n');
     gauntlet_core::atomic::write_atomic_named(&out.join(SHARD_JSON), &b)?;
-    let mut m = Manifest::new(
+    let mut m = Artefacts::new(
+        out,
         Kind::DetectShard,
         &r.shard.run_id(&r.identity_sha256),
         "complete",
     );
-    for n in [
+    m.record([
         report_text::REPORT_JSON,
         report_text::REPORT_TXT,
         SHARD_JSON,
-    ] {
-        m.record_file(out, n)?;
-    }
-    m.write(out)
+    ])?;
+    m.finish()?;
+    Ok(())
 }
 
 /// Whether `dir` is a shard of a detect exam.
