@@ -2,122 +2,13 @@
 
 use crate::curves::CurveSpec;
 use gauntlet_core::behavior::Behavior;
-use gauntlet_core::message::{ChatRequest, ChatResponse, Message};
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginSpec};
 use gauntlet_models::{BoxFuture, ModelError};
-use serde::Serialize;
 
+// What an attack produces has its own file; the seam names it here.
+pub use crate::attempt::{Attempt, AttemptError};
 /// The model-call seam ([`CallModel`], [`Conversation`]) lives in the call layer.
 pub use gauntlet_calls::seam::{CallModel, Conversation, PrefixMemo};
-
-/// Why an attempt has no response: its outcome is `error` (never a success or failure
-/// of the model), and the transcript line records this message as its `error`.
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum AttemptError {
-    /// The target's call failed: the model layer's message ([`ModelError::Call`]).
-    #[error("{0}")]
-    Call(String),
-    /// The `error` of a stored transcript line, read back (a resumed or re-judged run).
-    #[error("{0}")]
-    Stored(String),
-    /// A search attack (PAIR, TAP, Crescendo) none of whose branches got a reply from
-    /// the target: the last error its tree recorded, if any.
-    #[error(
-        "no branch reached the target: {}",
-        last.as_deref().unwrap_or("the search made no target call")
-    )]
-    NoBranch { last: Option<String> },
-    /// The agent loop ran with no model call allowed.
-    #[error("no model call was made")]
-    NoCall,
-    /// The `agentdojo` injection was given a behavior that is not an AgentDojo case.
-    #[error(
-        "behavior `{behavior}` is not an AgentDojo case; the `agentdojo` injection runs `agentdojo` scenarios only"
-    )]
-    NotAgentDojoCase { behavior: String },
-    /// The `injecagent` injection was given a behavior that is not an InjecAgent case.
-    #[error(
-        "behavior `{behavior}` is not an InjecAgent case; the injecagent injection runs the injecagent scenarios only"
-    )]
-    NotInjecAgentCase { behavior: String },
-    /// A scenario injection (`injection`) was given a behavior without a scenario.
-    #[error(
-        "behavior `{behavior}` is not an injection scenario; `{injection}` runs scenario suites only"
-    )]
-    NotScenario { behavior: String, injection: String },
-    /// An MCP injection could not open its servers.
-    #[error("could not open the MCP servers ({kind}): {0}", kind = .0.kind())]
-    McpOpen(#[source] gauntlet_mcp::client::McpError),
-    /// The agent loop's tool environment failed (an episode error).
-    #[error(transparent)]
-    Env(#[from] crate::injection::env::EnvError),
-    /// InjecAgent's step 2 had no attacker-tool response to show the agent.
-    #[error(transparent)]
-    Simulate(#[from] crate::injecagent::runner::SimulateError),
-    /// A live AgentDojo episode failed (its sidecar, or a malformed reply of it).
-    #[error(transparent)]
-    Episode(#[from] crate::injection::agentdojo::episode::EpisodeError),
-    /// An imported AgentDojo case could not be read, or AgentDojo recorded an error.
-    #[error(transparent)]
-    Import(#[from] crate::injection::agentdojo::import::ImportError),
-}
-
-/// One adversarial attempt: a conversation with the target and how it ended.
-#[derive(Debug, Clone, Serialize)]
-pub struct Attempt {
-    /// Position among the behavior's attempts, in the attack's order (0-based).
-    pub index: u32,
-    /// The conversation: every message sent, then the assistant's reply when there was one.
-    pub transcript: Vec<Message>,
-    /// The target's final response, or why there is none (a failed call).
-    #[serde(skip)]
-    pub response: Result<ChatResponse, AttemptError>,
-    /// Target queries this attempt spent.
-    pub query_count: u32,
-    /// Attack-specific details (template label, search tree, …).
-    pub metadata: serde_json::Value,
-}
-
-impl Attempt {
-    /// Sends `messages` to the target and records the exchange as one attempt.
-    /// A call failure becomes an errored attempt; a configuration error is returned so
-    /// the run can stop.
-    pub async fn single_turn(
-        target: &dyn CallModel,
-        index: u32,
-        messages: Vec<Message>,
-        seed: u64,
-        metadata: serde_json::Value,
-    ) -> Result<Attempt, ModelError> {
-        let req = ChatRequest {
-            messages,
-            seed: Some(seed),
-            ..Default::default()
-        };
-        // Borrowed, so the messages (a system prompt can be kilobytes) become the
-        // transcript without a copy.
-        let result = target.call_ref(&req).await;
-        let mut transcript = req.messages;
-        let response = match result {
-            Ok(r) => {
-                transcript.push(Message {
-                    tool_calls: r.tool_calls.clone(),
-                    ..Message::assistant(r.content.clone())
-                });
-                Ok(r)
-            }
-            Err(e @ (ModelError::Config(_) | ModelError::Budget)) => return Err(e),
-            Err(ModelError::Call(msg)) => Err(AttemptError::Call(msg)),
-        };
-        Ok(Attempt {
-            index,
-            transcript,
-            response,
-            query_count: 1,
-            metadata,
-        })
-    }
-}
 
 /// The `transforms` param every attack takes: a prompt-transform chain applied to every
 /// user turn the attack sends (see [`crate::transform`]). Absent by default, so an attack

@@ -12,7 +12,7 @@
 //! (non-error) attempt. An errored attempt is no success. In a multi-trial run every
 //! (trial, behavior) is one item.
 
-use crate::attack::Attempt;
+use crate::attempt::Attempt;
 use gauntlet_core::behavior::Expected;
 use gauntlet_core::outcome::{Outcome, Verdict};
 use gauntlet_core::results::{Curve, CurvePoint};

@@ -18,6 +18,7 @@
 
 pub mod attack;
 pub mod attacks;
+mod attempt;
 pub mod curves;
 pub mod datasets;
 pub mod error;

@@ -18,132 +18,18 @@
 //! ([`crate::ScriptedServer::batches`], `GET /batches`), so a test can assert that no request
 //! was ever submitted twice.
 
-use crate::{Api, Reply, Shared, answer, header_str, reply_error};
+use crate::answer::{answer, header_str};
+use crate::batch_store::{Batch, BatchRecord, End, Store};
+use crate::reply::{Reply, reply_error};
+use crate::script::{Api, BatchFault, DEFAULT_POLLS, Damage};
+use crate::state::Shared;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
-
-/// A fault applied to the batches it matches (every matching rule applies).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct BatchRule {
-    /// 1-based creation order of the batches it applies to (counted across both APIs);
-    /// absent: every batch.
-    #[serde(default)]
-    pub batches: Option<Vec<u64>>,
-    #[serde(default)]
-    pub api: Option<Api>,
-    pub then: BatchFault,
-}
-
-impl BatchRule {
-    pub fn new(then: BatchFault) -> Self {
-        BatchRule {
-            batches: None,
-            api: None,
-            then,
-        }
-    }
-    pub fn on_batches(mut self, n: &[u64]) -> Self {
-        self.batches = Some(n.to_vec());
-        self
-    }
-    pub fn api(mut self, api: Api) -> Self {
-        self.api = Some(api);
-        self
-    }
-}
-
-/// What goes wrong with a batch.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
-pub enum BatchFault {
-    /// Polls answered "in progress" before the batch ends (default [`DEFAULT_POLLS`]).
-    Slow { polls: u64 },
-    /// The batch expires after its first `completed` requests (in submission order):
-    /// the rest come back expired (OpenAI: `batch_expired` lines in the error file;
-    /// Anthropic: `expired` results).
-    Expire { completed: u64 },
-    /// The provider cancels the batch after its first `completed` requests.
-    Cancel { completed: u64 },
-    /// OpenAI: the batch fails validation (status `failed`, `errors` holds `message`);
-    /// Anthropic: the create request is refused with a 400 carrying `message`.
-    Fail { message: String },
-    /// These 1-based lines of the result file (OpenAI: the output file) are damaged.
-    Malformed { lines: Vec<u64>, how: Damage },
-}
-
-/// How a result line is damaged.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Damage {
-    /// Not JSON at all.
-    NotJson,
-    /// Valid JSON without a `custom_id`.
-    NoCustomId,
-    /// A `custom_id` that was never submitted.
-    UnknownCustomId,
-    /// The right `custom_id`, but the response inside lacks a required field.
-    BadBody,
-}
-
-/// Polls a batch answers "in progress" before it ends, by default.
-pub const DEFAULT_POLLS: u64 = 2;
-
-/// One batch as created: the log entry tests read.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct BatchRecord {
-    pub id: String,
-    pub api: Api,
-    /// 1-based creation order.
-    pub n: u64,
-    /// The custom ids it carried, in submission order.
-    pub custom_ids: Vec<String>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum End {
-    Completed,
-    Expired(u64),
-    Cancelled(u64),
-}
-
-struct Batch {
-    api: Api,
-    n: u64,
-    input_file_id: Option<String>,
-    polls: u64,
-    slow_polls: u64,
-    end: End,
-    failed: Option<String>,
-    cancel_requested: bool,
-    /// Per request in submission order: its custom id and, when it ran, its answer.
-    results: Vec<(String, Option<Reply>)>,
-    damage: Vec<(u64, Damage)>,
-    /// OpenAI: the output and error file ids once the batch has ended.
-    files: Option<(Option<String>, Option<String>)>,
-}
-
-/// The server's batches and uploaded files.
-#[derive(Default)]
-pub(crate) struct Store {
-    files: BTreeMap<String, String>,
-    batches: BTreeMap<String, Batch>,
-    created: u64,
-    pub(crate) log: Vec<BatchRecord>,
-}
-
-impl Store {
-    /// The batch `id` of `api` (see [`no_batch`] for the reply when there is none).
-    fn batch(&mut self, api: Api, id: &str) -> Option<&mut Batch> {
-        self.batches.get_mut(id).filter(|b| b.api == api)
-    }
-}
 
 /// The API's 404 reply for a batch it does not hold.
 fn no_batch(api: Api, id: &str) -> Response {

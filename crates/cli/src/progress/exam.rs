@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-/// An exam's events, shown on a display from [`super::for_terminal`].
+/// An exam's events, shown on a display from [`super::terminal::for_terminal`].
 pub struct ExamProgress {
     display: Arc<dyn Progress>,
     /// A real backend's call layer and models.

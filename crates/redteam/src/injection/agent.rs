@@ -19,8 +19,9 @@
 //! that reached for a tool and yielded none ends the run, recorded as
 //! `unparsed_tool_call` (its reason), and the transcript is the conversation as sent.
 
+use super::agent_loop::run_loop;
 use super::check::{self, RecordedCall};
-use super::env::{EnvError, ToolEnv, run_loop};
+use super::env::{EnvError, ToolEnv};
 use super::sandbox::{Sandbox, Toolkit};
 use super::templates;
 use crate::attack::{Attempt, AttemptError, CallModel};

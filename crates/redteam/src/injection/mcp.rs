@@ -27,7 +27,8 @@
 //! recorded (`mcp_calls`). A server that cannot be started or fails mid-run (hangs,
 //! exits, floods) ends the run as an error outcome with the reason, never a verdict.
 
-use super::env::{EnvError, ToolEnv, run_loop};
+use super::agent_loop::run_loop;
+use super::env::{EnvError, ToolEnv};
 use super::sandbox::{Sandbox, Toolkit};
 use super::templates;
 use crate::attack::{Attempt, AttemptError, CallModel};

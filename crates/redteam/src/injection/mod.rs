@@ -8,6 +8,7 @@
 //! ordering, CIs and reports therefore work unchanged.
 
 pub mod agent;
+pub mod agent_loop;
 pub mod agentdojo;
 pub mod bundled;
 pub mod check;

@@ -4,7 +4,7 @@
 use super::{Codec, Encoded, INSTRUCT, REPLY_ENCODED};
 use crate::error::BuildError;
 use crate::transform::seam::{Family, Transform};
-use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
+use gauntlet_core::params::{Axis, DefaultValue, ParamSpec, PluginInfo, PluginSpec};
 
 pub const FAMILY: Family = Family::Character;
 pub const INFO: PluginInfo = PluginInfo {
@@ -12,8 +12,8 @@ pub const INFO: PluginInfo = PluginInfo {
     name: "full_width",
     doc: "character: ASCII letters, digits and punctuation in their full-width forms",
     params: &[
-        super::ParamSpec {
-            default: super::DefaultValue::Bool(false),
+        ParamSpec {
+            default: DefaultValue::Bool(false),
             ..INSTRUCT
         },
         REPLY_ENCODED,

@@ -17,9 +17,11 @@
 //! its OpenAI client); a final reply with no text is scored as empty text (AgentDojo
 //! re-queries the whole pipeline up to three times on the same environment).
 
+use super::error::EpisodeError;
 use super::sidecar::{Bound, Sidecar, SidecarError};
 use crate::attack::{Attempt, AttemptError, CallModel};
-use crate::injection::env::{EnvError, ToolEnv, run_loop};
+use crate::injection::agent_loop::run_loop;
+use crate::injection::env::{EnvError, ToolEnv};
 use gauntlet_core::message::{ChatRequest, ChatResponse, Message, ToolCall, ToolDef};
 use gauntlet_core::scenario::BenchCase;
 use gauntlet_models::{BoxFuture, ModelError, ToolProtocol};
@@ -67,21 +69,6 @@ impl ToolEnv for Episode<'_> {
             .map(|p| Message::user(p.clone()))
             .collect()
     }
-}
-
-/// Why a live episode ended without AgentDojo's verdicts.
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum EpisodeError {
-    /// A request to the sidecar failed.
-    #[error(transparent)]
-    Sidecar(#[from] SidecarError),
-    /// The sidecar's tool definitions do not read as tools.
-    #[error("malformed reply from the AgentDojo sidecar: tools: {0}")]
-    Tools(#[source] Arc<serde_json::Error>),
-    #[error("malformed reply from the AgentDojo sidecar: `start` without system or user")]
-    StartFields,
-    #[error("malformed reply from the AgentDojo sidecar: `score` without utility")]
-    ScoreFields,
 }
 
 fn tool_defs(v: &Value) -> Result<Arc<[ToolDef]>, EpisodeError> {
@@ -301,7 +288,7 @@ async fn run(
 }
 
 /// Model calls of one episode at most: AgentDojo's first call and its 15 rounds.
-pub const MAX_CALLS: u32 = 1 + super::MAX_ITERS;
+pub const MAX_CALLS: u32 = 1 + super::benchmark::MAX_ITERS;
 
 /// Drops an episode the sidecar still holds (best effort: a dead sidecar holds nothing).
 async fn end(sidecar: &Sidecar, bound: &Bound, id: u64) {

@@ -17,6 +17,7 @@
 //! Files are untrusted input: each is size-capped, and names found on disk are used only
 //! after they match a known suite, task id, attack or defence.
 
+use super::error::{ImportError, MAX_RESULT_BYTES};
 use crate::attack::{Attempt, AttemptError};
 use gauntlet_core::message::{ChatResponse, Message, Role, StopReason, ToolCall};
 use gauntlet_core::scenario::BenchCase;
@@ -25,9 +26,6 @@ use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-
-/// A result file larger than this is refused.
-pub const MAX_RESULT_BYTES: u64 = 64 << 20;
 
 /// Every defence name AgentDojo can put in a pipeline name.
 pub const PIPELINE_DEFENSES: &[&str] = &[
@@ -62,50 +60,6 @@ pub struct Scan {
     pub files: usize,
 }
 
-/// Why a log directory or one of its cases could not be read. `shown` is a result
-/// file's path relative to the log directory.
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum ImportError {
-    /// Listing a directory or reading a file failed.
-    #[error("{}: {source}", path.display())]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: Arc<std::io::Error>,
-    },
-    #[error(
-        "{}: {bytes} bytes, over the {MAX_RESULT_BYTES}-byte limit of a result file",
-        path.display()
-    )]
-    TooLarge { path: PathBuf, bytes: u64 },
-    #[error(
-        "{}: not an AgentDojo result file (line {} column {}: {source})",
-        path.display(),
-        source.line(),
-        source.column()
-    )]
-    NotResultFile {
-        path: PathBuf,
-        #[source]
-        source: Arc<serde_json::Error>,
-    },
-    #[error(
-        "{}: no AgentDojo result files (expected <pipeline>/<suite>/<user_task>/<attack>/<injection_task>.json, as `python -m agentdojo.scripts.benchmark --logdir` writes them)",
-        logdir.display()
-    )]
-    NoResultFiles { logdir: PathBuf },
-    /// A case the imported logs hold no file for.
-    #[error("no AgentDojo result file {shown} for this case in the imported logs")]
-    NoFile { shown: String },
-    #[error("{shown}: a message with role `{role}`")]
-    Role { shown: String, role: String },
-    #[error("{shown}: no assistant message")]
-    NoAssistant { shown: String },
-    /// The file's own `error`: AgentDojo's message.
-    #[error("AgentDojo recorded an error for this case: {0}")]
-    Recorded(String),
-}
-
 fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> ImportError + '_ {
     move |e| ImportError::Io {
         path: path.to_path_buf(),
@@ -137,13 +91,13 @@ struct Header {
 /// Walks `logdir`. Unknown suites and names that are not task ids are skipped; the
 /// benchmark version is read from the files.
 pub fn scan(logdir: &Path) -> Result<Scan, ImportError> {
-    let cat = super::catalogue();
+    let cat = super::benchmark::catalogue();
     let mut s = Scan::default();
     for pipeline in dirs(logdir)? {
         let (model, defense) = split_pipeline(&pipeline);
         let pdir = logdir.join(&pipeline);
         for suite in dirs(&pdir)? {
-            if !super::SUITES.contains(&suite.as_str()) {
+            if !super::benchmark::SUITES.contains(&suite.as_str()) {
                 continue;
             }
             let sdir = pdir.join(&suite);

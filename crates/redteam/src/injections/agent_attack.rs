@@ -1,0 +1,135 @@
+//! The attack every agent-loop injection is: one agent episode per scenario, with the
+//! attacker's instruction at a placement in a bundled suite ([`Injection`]) or in one
+//! vector of the MCP tools offered ([`McpInjection`]).
+
+use crate::attack::{Attack, Attempt, CallModel, PlannedCalls};
+use crate::error::BuildError;
+use crate::injection::agent::{Placement, attempt};
+use gauntlet_core::behavior::Behavior;
+use gauntlet_core::params::{ParamValue, PluginSpec};
+use gauntlet_models::{BoxFuture, ModelError};
+
+/// The default of the run config's `max_steps`.
+pub const DEFAULT_MAX_STEPS: u32 = 6;
+
+/// An injection: a placement and the step limit of the agent loop.
+pub struct Injection {
+    spec: PluginSpec,
+    placement: Placement,
+    max_steps: u32,
+}
+
+impl Injection {
+    /// Builds the injection. `max_steps` (the run config's key) is recorded in the
+    /// spec's params, so it is part of the plugin identity and of every cache key.
+    pub(crate) fn new(mut spec: PluginSpec, placement: Placement, max_steps: u32) -> Self {
+        spec.params
+            .insert("max_steps", ParamValue::Int(i64::from(max_steps)));
+        Injection {
+            spec,
+            placement,
+            max_steps,
+        }
+    }
+}
+
+impl Attack for Injection {
+    fn spec(&self) -> &PluginSpec {
+        &self.spec
+    }
+    fn max_attempts(&self) -> u32 {
+        1
+    }
+    fn planned_calls(&self) -> PlannedCalls {
+        PlannedCalls {
+            target: u64::from(self.max_steps),
+            ..Default::default()
+        }
+    }
+    fn run<'a>(
+        &'a self,
+        behavior: &'a Behavior,
+        target: &'a dyn CallModel,
+        seed: u64,
+    ) -> BoxFuture<'a, Result<Vec<Attempt>, ModelError>> {
+        Box::pin(attempt(
+            &self.spec.name,
+            self.placement,
+            behavior,
+            target,
+            self.max_steps,
+            seed,
+        ))
+    }
+}
+
+/// An MCP injection (`mcp_tool_description`, `mcp_tool_result`, `mcp_rug_pull`,
+/// `mcp_shadowing`): the agent loop over tools from MCP servers, the instruction
+/// delivered through one vector ([`crate::injection::mcp`]).
+pub struct McpInjection {
+    spec: PluginSpec,
+    vector: crate::injection::mcp::Vector,
+    servers: Vec<gauntlet_mcp::servers::ServerSpec>,
+    max_steps: u32,
+}
+
+/// The `servers` param every MCP injection takes.
+pub const MCP_PARAMS: &[gauntlet_core::params::ParamSpec] = &[gauntlet_core::params::ParamSpec {
+    name: "servers",
+    kind: gauntlet_core::params::ParamKind::Str,
+    default: gauntlet_core::params::DefaultValue::Absent,
+    doc: "a servers file in the MCP clients' shape ({\"mcpServers\": {name: {command, args, env} | {url}}}) whose tools are offered beside gauntlet's served ones",
+}];
+
+impl McpInjection {
+    pub(crate) fn new(
+        mut spec: PluginSpec,
+        vector: crate::injection::mcp::Vector,
+        max_steps: u32,
+    ) -> Result<Self, BuildError> {
+        let servers = match spec.params.str("servers") {
+            Some(p) => crate::injection::mcp::read_servers(std::path::Path::new(p))
+                .map_err(|e| BuildError::param(e.to_string()))?,
+            None => Vec::new(),
+        };
+        spec.params
+            .insert("max_steps", ParamValue::Int(i64::from(max_steps)));
+        Ok(McpInjection {
+            spec,
+            vector,
+            servers,
+            max_steps,
+        })
+    }
+}
+
+impl Attack for McpInjection {
+    fn spec(&self) -> &PluginSpec {
+        &self.spec
+    }
+    fn max_attempts(&self) -> u32 {
+        1
+    }
+    fn planned_calls(&self) -> PlannedCalls {
+        PlannedCalls {
+            target: u64::from(self.max_steps),
+            ..Default::default()
+        }
+    }
+    fn run<'a>(
+        &'a self,
+        behavior: &'a Behavior,
+        target: &'a dyn CallModel,
+        seed: u64,
+    ) -> BoxFuture<'a, Result<Vec<Attempt>, ModelError>> {
+        Box::pin(crate::injection::mcp::attempt(
+            &self.spec.name,
+            self.vector,
+            &self.servers,
+            behavior,
+            target,
+            self.max_steps,
+            seed,
+        ))
+    }
+}
