@@ -10,10 +10,6 @@ use crate::stats::{
     BOOTSTRAP_RESAMPLES, McNemar, PairedDiff, mcnemar_exact, paired_bootstrap_diff,
 };
 
-/// Metrics whose per-behavior value is a score, compared by a paired bootstrap; every
-/// other verdict metric is a 0/1 rate per behavior, compared by the exact McNemar test.
-pub const SCORE_METRICS: &[&str] = &["strongreject_score", "verbatim_overlap"];
-
 /// The comparison of one cell × metric.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Comparison {

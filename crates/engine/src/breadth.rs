@@ -14,7 +14,7 @@
 //! paired bootstrap for scores).
 
 use crate::plan::{Plan, UnitRef};
-use gauntlet_core::paired::{Comparison, SCORE_METRICS, compare_pairs};
+use gauntlet_core::paired::{Comparison, compare_pairs};
 use gauntlet_core::params::{PluginSpec, TRANSFORMS_PARAM};
 use gauntlet_core::results::{CellBreadth, ThreatTags, TransformEffect};
 use gauntlet_core::taxonomy;
@@ -272,7 +272,7 @@ pub(crate) fn transform_effects(
                             out.push(e);
                             continue;
                         }
-                        let score = SCORE_METRICS.contains(&spec.name.as_str());
+                        let score = gauntlet_redteam::registry::is_score(&spec.name);
                         let seed = plan.config.seed.to_string();
                         let cmp = compare_pairs(
                             &pairs,

@@ -5,7 +5,7 @@
 //! in the engine so the CLI and the web dashboard call the same statistics.
 
 use crate::stored::{StoredError, StoredRun};
-use gauntlet_core::paired::{Comparison, SCORE_METRICS, compare_pairs};
+use gauntlet_core::paired::{Comparison, compare_pairs};
 use gauntlet_core::stats::BOOTSTRAP_RESAMPLES;
 use gauntlet_redteam::metrics::BehaviorOutcome;
 use serde_json::{Value, json};
@@ -101,7 +101,7 @@ pub fn compare_runs(
     for k in &shared {
         let (x, y) = (&sa[k], &sb[k]);
         let metric_base = k.4.split('(').next().unwrap_or(&k.4).to_string();
-        let score = SCORE_METRICS.contains(&metric_base.as_str());
+        let score = gauntlet_redteam::registry::is_score(&metric_base);
         let only_a = x
             .values
             .keys()

@@ -33,7 +33,6 @@ pub use crate::gate_rule::{
 };
 use crate::rundir::Manifest;
 use crate::stored::StoredRun;
-use gauntlet_core::paired::SCORE_METRICS;
 use gauntlet_core::results::LeaderboardEntry;
 use gauntlet_core::rng::rng_for;
 use gauntlet_core::stats::{BOOTSTRAP_RESAMPLES, mcnemar_exact, paired_bootstrap_diff};
@@ -575,7 +574,8 @@ fn regression_rule(
             .pairs
             .iter()
             .all(|(_, a, b)| (*a == 0.0 || *a == 1.0) && (*b == 0.0 || *b == 1.0));
-        let (regressed, detail) = if binary && !SCORE_METRICS.contains(&c.metric_name.as_str()) {
+        let (regressed, detail) = if binary && !gauntlet_redteam::registry::is_score(&c.metric_name)
+        {
             let to_bad = flipped.len() as u64;
             let to_good = c
                 .pairs

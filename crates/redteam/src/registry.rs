@@ -30,11 +30,13 @@ use crate::metrics::{
     Metric, asr, asr_at_k, canary_exposure_rate, cost, extraction_rate, frr, pii_leak_rate,
     refusal_rate, strongreject_score, system_prompt_leak_rate, token_usage, verbatim_overlap,
 };
+use crate::metrics::{MetricKind, Surface};
 use crate::metrics::{
     injecagent_asr_all, injecagent_asr_valid, injecagent_valid_rate, injection_success_rate,
     unparsed_tool_call_rate, utility_baseline, utility_under_attack,
 };
-use gauntlet_core::params::{Axis, Catalog, PluginInfo, PluginSpec};
+use gauntlet_core::params::{Axis, Catalog, Params, PluginInfo, PluginSpec};
+use gauntlet_core::tree::Loc;
 use gauntlet_models::registry::TARGETS;
 use std::sync::LazyLock;
 
@@ -351,6 +353,52 @@ pub static INJECTIONS: LazyLock<Vec<PluginInfo>> = LazyLock::new(|| infos(INJECT
 pub static JUDGES: LazyLock<Vec<PluginInfo>> = LazyLock::new(|| infos(JUDGE_TABLE));
 pub static METRICS: LazyLock<Vec<PluginInfo>> = LazyLock::new(|| infos(METRIC_TABLE));
 
+/// What other crates need to know of a metric by its name alone (comparisons, gates,
+/// the dashboard): its kind and the surface it measures. Read from the metric itself,
+/// built from a bare spec, so a new metric's facts live in its own file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MetricFacts {
+    pub kind: MetricKind,
+    /// `None`: it applies on any surface.
+    pub surface: Option<Surface>,
+}
+
+static METRIC_FACTS: LazyLock<Vec<(&'static str, MetricFacts)>> = LazyLock::new(|| {
+    METRIC_TABLE
+        .iter()
+        .filter_map(|e| {
+            let spec = PluginSpec {
+                name: e.info.name.to_string(),
+                params: Params::default(),
+                loc: Loc::default(),
+                label: None,
+            };
+            let m = (e.build)(&spec).ok()?;
+            Some((
+                e.info.name,
+                MetricFacts {
+                    kind: m.kind(),
+                    surface: m.surface(),
+                },
+            ))
+        })
+        .collect()
+});
+
+/// The facts of the metric named `name` (`None`: not a metric of this build).
+pub fn metric_facts(name: &str) -> Option<MetricFacts> {
+    METRIC_FACTS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, f)| *f)
+}
+
+/// Whether metric `name` is a score (a mean of per-behavior values in [0, 1], compared
+/// by a paired bootstrap) rather than a 0/1 rate (compared by McNemar's test).
+pub fn is_score(name: &str) -> bool {
+    metric_facts(name).is_some_and(|f| f.kind == MetricKind::Score)
+}
+
 /// The entry of `table` named `name`, or [`BuildError::Unknown`].
 fn entry<'t, B>(
     table: &'t [Entry<B>],
@@ -469,6 +517,33 @@ mod tests {
     }
 
     /// Every registered name builds, so the catalog and the constructors never drift.
+    /// Every metric builds from a bare spec (so its facts are known by name), and the
+    /// facts are what the metrics say: the two scores, the usage metrics, and the
+    /// surfaces a leaderboard is told apart by.
+    #[test]
+    fn every_metric_has_facts() {
+        for info in Registry::plugins(Axis::Metric) {
+            assert!(metric_facts(info.name).is_some(), "{}", info.name);
+        }
+        let scores: Vec<&str> = METRIC_TABLE
+            .iter()
+            .map(|e| e.info.name)
+            .filter(|n| is_score(n))
+            .collect();
+        assert_eq!(scores, ["strongreject_score", "verbatim_overlap"]);
+        assert_eq!(metric_facts("cost").unwrap().kind, MetricKind::Usage);
+        assert_eq!(
+            metric_facts("utility_under_attack").unwrap().surface,
+            Some(Surface::Injection)
+        );
+        assert_eq!(
+            metric_facts("pii_leak_rate").unwrap().surface,
+            Some(Surface::Leakage)
+        );
+        assert_eq!(metric_facts("asr").unwrap().surface, None);
+        assert_eq!(metric_facts("median_pass_rate"), None);
+    }
+
     #[test]
     fn catalog_and_builders_agree() {
         for axis in [Axis::Attack, Axis::Injection, Axis::Judge, Axis::Metric] {

@@ -22,7 +22,7 @@ use crate::scan::{self, Run};
 use crate::transcripts::MAX_LINE;
 use gauntlet_core::behavior::Expected;
 use gauntlet_core::outcome::Verdict;
-use gauntlet_core::paired::{Comparison, SCORE_METRICS, compare_pairs};
+use gauntlet_core::paired::{Comparison, compare_pairs};
 use gauntlet_engine::config::RunConfig;
 use gauntlet_engine::mismatch::{self, Mismatch};
 use gauntlet_redteam::leakage::LeakCategory;
@@ -707,7 +707,7 @@ pub fn compare(
         let (cell, metric) = (&k.0, &k.1);
         let (xa, xb) = (&a.series[*k], &b.series[*k]);
         let base = metric.split(' ').next().unwrap_or(metric);
-        let score = SCORE_METRICS.contains(&base);
+        let score = gauntlet_redteam::registry::is_score(base);
         let pairs: Vec<((u32, String), Point, Point)> = xa
             .iter()
             .filter_map(|(id, pa)| xb.get(id).map(|pb| (id.clone(), *pa, *pb)))

@@ -24,6 +24,8 @@
 //!   assigns.
 
 use gauntlet_engine::manifest::{self as dir_kind, KindError};
+use gauntlet_redteam::metrics::{MetricKind, Surface as MetricSurface};
+use gauntlet_redteam::registry::metric_facts;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::fs;
@@ -287,50 +289,32 @@ pub fn regular_file(dir: &Path, name: &str) -> bool {
     fs::symlink_metadata(dir.join(name)).is_ok_and(|m| m.is_file())
 }
 
-/// Metrics whose values are rates or scores in [0, 1].
-const UNIT_METRICS: &[&str] = &[
-    "asr",
-    "asr_at_k",
-    "refusal_rate",
-    "strongreject_score",
-    "frr",
-    "injection_success_rate",
-    "utility_under_attack",
-    "utility_baseline",
-    "extraction_rate",
-    "canary_exposure_rate",
-    "pii_leak_rate",
-    "system_prompt_leak_rate",
-    "verbatim_overlap",
+/// The exams' leaderboard figures (not red-team metrics): rates in [0, 1].
+const EXAM_RATES: &[&str] = &[
     "median_pass_rate",
     "median_recall_rate",
     "median_precision_rate",
     "recall",
     "precision",
 ];
-/// Metrics that are counts or money: at least 0.
-const NONNEG_METRICS: &[&str] = &["token_usage", "cost"];
-const INJECTION_METRICS: &[&str] = &[
-    "injection_success_rate",
-    "utility_under_attack",
-    "utility_baseline",
-];
-const LEAKAGE_METRICS: &[&str] = &[
-    "extraction_rate",
-    "canary_exposure_rate",
-    "pii_leak_rate",
-    "system_prompt_leak_rate",
-    "verbatim_overlap",
-];
 
-/// The values metric `name` can take, when this build knows it.
+/// The values metric `name` can take, when this build knows it: a red-team metric's
+/// from its kind (rates and scores in [0, 1], usage at least 0), an exam's rate in
+/// [0, 1].
 pub fn metric_range(name: &str) -> Option<(f64, f64)> {
-    if UNIT_METRICS.contains(&name) {
-        Some((0.0, 1.0))
-    } else if NONNEG_METRICS.contains(&name) {
-        Some((0.0, f64::INFINITY))
-    } else {
-        None
+    match metric_facts(name).map(|f| f.kind) {
+        Some(MetricKind::Rate | MetricKind::Score) => Some((0.0, 1.0)),
+        Some(MetricKind::Usage) => Some((0.0, f64::INFINITY)),
+        None => EXAM_RATES.contains(&name).then_some((0.0, 1.0)),
+    }
+}
+
+/// The surface a red-team metric alone measures, as the dashboard names it.
+fn metric_surface(name: &str) -> Option<Surface> {
+    match metric_facts(name)?.surface? {
+        MetricSurface::Injection => Some(Surface::Injection),
+        MetricSurface::Leakage => Some(Surface::Leakage),
+        MetricSurface::Jailbreak => Some(Surface::Jailbreak),
     }
 }
 
@@ -677,15 +661,13 @@ pub fn read_run(dir: &Path) -> Result<Option<Run>, KindError> {
         "jailbreak" => Surface::Jailbreak,
         _ => {
             // A leaderboard without run.json (redharness's own): infer from its metrics.
-            if rows
-                .iter()
-                .any(|r| INJECTION_METRICS.contains(&r.metric_name.as_str()))
-            {
+            let measures = |s: Surface| {
+                rows.iter()
+                    .any(|r| metric_surface(&r.metric_name) == Some(s))
+            };
+            if measures(Surface::Injection) {
                 Surface::Injection
-            } else if rows
-                .iter()
-                .any(|r| LEAKAGE_METRICS.contains(&r.metric_name.as_str()))
-            {
+            } else if measures(Surface::Leakage) {
                 Surface::Leakage
             } else {
                 Surface::Jailbreak

@@ -5,7 +5,7 @@
 //! counts: [`crate::injecagent::table`]. N/A under a judge other than `injecagent` and
 //! when the part counts no case.
 
-use super::{BehaviorOutcome, Metric, MetricKind};
+use super::{BehaviorOutcome, Metric, MetricKind, Surface};
 use crate::injecagent::table::{PARTS, Part, asr};
 use crate::judge::Judge;
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
@@ -44,6 +44,9 @@ impl Metric for InjecAgentAsrAll {
     }
     fn kind(&self) -> MetricKind {
         MetricKind::Rate
+    }
+    fn surface(&self) -> Option<Surface> {
+        Some(Surface::Injection)
     }
     fn value(&self, b: &BehaviorOutcome) -> Option<f64> {
         let f = b.injection.as_ref()?.injecagent.as_ref()?;

@@ -4,7 +4,7 @@
 //! stealing case whose step 2 errored is left out. N/A under a judge other than
 //! `injecagent`.
 
-use super::{BehaviorOutcome, Metric, MetricKind};
+use super::{BehaviorOutcome, Metric, MetricKind, Surface};
 use crate::injecagent::table::valid_case;
 use crate::judge::Judge;
 use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
@@ -24,6 +24,9 @@ impl Metric for InjecAgentValidRate {
     }
     fn kind(&self) -> MetricKind {
         MetricKind::Rate
+    }
+    fn surface(&self) -> Option<Surface> {
+        Some(Surface::Injection)
     }
     fn value(&self, b: &BehaviorOutcome) -> Option<f64> {
         let f = b.injection.as_ref()?.injecagent.as_ref()?;

@@ -3,7 +3,7 @@
 //! N/A in a `no_injection` cell (nothing was injected), under a judge that does not judge
 //! injections, and when every run errored.
 
-use super::{BehaviorOutcome, Metric, MetricKind};
+use super::{BehaviorOutcome, Metric, MetricKind, Surface};
 use crate::judge::Judge;
 use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
 
@@ -22,6 +22,9 @@ impl Metric for InjectionSuccessRate {
     }
     fn kind(&self) -> MetricKind {
         MetricKind::Rate
+    }
+    fn surface(&self) -> Option<Surface> {
+        Some(Surface::Injection)
     }
     fn value(&self, b: &BehaviorOutcome) -> Option<f64> {
         b.injection

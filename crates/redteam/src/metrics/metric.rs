@@ -65,6 +65,19 @@ pub trait Metric: Send + Sync {
     fn usage_metric(&self) -> Option<UsageMetric> {
         None
     }
+    /// The surface only this metric measures (`None`: it applies on any). A leaderboard
+    /// without its run's record (redharness's own) is told apart by it.
+    fn surface(&self) -> Option<Surface> {
+        None
+    }
+}
+
+/// The surface a metric measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Surface {
+    Jailbreak,
+    Injection,
+    Leakage,
 }
 
 /// The N/A reason of the injection metrics under a judge that does not detect injections.

@@ -39,6 +39,6 @@ mod metric;
 mod outcome;
 
 pub use acc::MetricAcc;
-pub use metric::{Correctable, Metric, MetricKind, UsageMetric};
+pub use metric::{Correctable, Metric, MetricKind, Surface, UsageMetric};
 pub(crate) use metric::{injecagent_judge_required, injection_judge_required, leak_judge_required};
 pub use outcome::BehaviorOutcome;

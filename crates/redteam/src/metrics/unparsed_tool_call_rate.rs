@@ -7,7 +7,7 @@
 //! N/A for a native-protocol target (its calls are the API's: there is no such outcome),
 //! under a judge that does not judge agent runs, and when every run errored.
 
-use super::{BehaviorOutcome, Metric, MetricKind};
+use super::{BehaviorOutcome, Metric, MetricKind, Surface};
 use crate::judge::Judge;
 use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
 
@@ -27,6 +27,9 @@ impl Metric for UnparsedToolCallRate {
     }
     fn kind(&self) -> MetricKind {
         MetricKind::Rate
+    }
+    fn surface(&self) -> Option<Surface> {
+        Some(Surface::Injection)
     }
     fn value(&self, b: &BehaviorOutcome) -> Option<f64> {
         b.injection

@@ -2,7 +2,7 @@
 //! in which the user's task was completed. N/A in an injected cell, under a judge that
 //! does not judge injections, and when every run errored.
 
-use super::{BehaviorOutcome, Metric, MetricKind};
+use super::{BehaviorOutcome, Metric, MetricKind, Surface};
 use crate::judge::Judge;
 use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
 
@@ -21,6 +21,9 @@ impl Metric for UtilityBaseline {
     }
     fn kind(&self) -> MetricKind {
         MetricKind::Rate
+    }
+    fn surface(&self) -> Option<Surface> {
+        Some(Surface::Injection)
     }
     fn value(&self, b: &BehaviorOutcome) -> Option<f64> {
         b.injection
