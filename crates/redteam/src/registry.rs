@@ -10,6 +10,7 @@ use crate::attacks::{
 };
 use crate::attacks::{crescendo, pair, tap};
 use crate::datasets::strongreject as strongreject_set;
+use crate::datasets::{Dataset, DatasetError};
 use crate::datasets::{
     advbench, demo, harmbench, jbb_behaviors, leakage_demo, or_bench, remote, xstest,
 };
@@ -37,7 +38,9 @@ use crate::metrics::{
 };
 use gauntlet_core::params::{Axis, Catalog, Params, PluginInfo, PluginSpec};
 use gauntlet_core::tree::Loc;
+use gauntlet_fetch::FetchOptions;
 use gauntlet_models::registry::TARGETS;
+use std::path::Path;
 use std::sync::LazyLock;
 
 /// One registered plugin: its [`PluginInfo`] (what `gauntlet list` and `validate` read)
@@ -124,17 +127,51 @@ pub const ATTACK_TABLE: &[AttackEntry] = &[
         build: |s| Ok(Box::new(pii_elicitation::PiiElicitation::new(s.clone())?)),
     },
 ];
-pub const DATASETS: &[PluginInfo] = &[
-    demo::INFO,
-    leakage_demo::INFO,
-    remote::INFO,
-    advbench::INFO,
-    harmbench::INFO,
-    jbb_behaviors::INFO,
-    xstest::INFO,
-    or_bench::INFO,
-    strongreject_set::INFO,
+/// A dataset's (or scenario suite's) loader: a resolved spec, the directory relative
+/// `file://` paths resolve against, and the fetch policy and cache.
+pub type DatasetEntry =
+    Entry<fn(&PluginSpec, &Path, &FetchOptions) -> Result<Dataset, DatasetError>>;
+
+/// The behavior sets, in catalogue order.
+pub const DATASET_TABLE: &[DatasetEntry] = &[
+    Entry {
+        info: demo::INFO,
+        build: |s, _, _| demo::load(s),
+    },
+    Entry {
+        info: leakage_demo::INFO,
+        build: |s, _, _| leakage_demo::load(s),
+    },
+    Entry {
+        info: remote::INFO,
+        build: remote::load,
+    },
+    Entry {
+        info: advbench::INFO,
+        build: advbench::load,
+    },
+    Entry {
+        info: harmbench::INFO,
+        build: harmbench::load,
+    },
+    Entry {
+        info: jbb_behaviors::INFO,
+        build: jbb_behaviors::load,
+    },
+    Entry {
+        info: xstest::INFO,
+        build: xstest::load,
+    },
+    Entry {
+        info: or_bench::INFO,
+        build: or_bench::load,
+    },
+    Entry {
+        info: strongreject_set::INFO,
+        build: strongreject_set::load,
+    },
 ];
+pub static DATASETS: LazyLock<Vec<PluginInfo>> = LazyLock::new(|| infos(DATASET_TABLE));
 /// The injections, in catalogue order.
 pub const INJECTION_TABLE: &[InjectionEntry] = &[
     Entry {
@@ -182,12 +219,35 @@ pub const INJECTION_TABLE: &[InjectionEntry] = &[
         build: |s, steps| Ok(Box::new(mcp_shadowing::build(s.clone(), steps)?)),
     },
 ];
-pub const SCENARIOS: &[PluginInfo] = &[
-    bundled::INFO,
-    scenario_file::INFO,
-    crate::injecagent::source::INFO,
-    agentdojo_source::INFO,
+/// The injection surfaces' scenario suites (injection mode's `scenarios:`), in
+/// catalogue order.
+pub const SCENARIO_TABLE: &[DatasetEntry] = &[
+    Entry {
+        info: bundled::INFO,
+        build: |s, _, _| bundled::load(s),
+    },
+    Entry {
+        info: scenario_file::INFO,
+        build: |s, base, _| scenario_file::load(s, base),
+    },
+    Entry {
+        info: crate::injecagent::source::INFO,
+        build: crate::injecagent::source::load,
+    },
+    Entry {
+        info: agentdojo_source::INFO,
+        build: |s, _, _| agentdojo_source::load(s),
+    },
 ];
+pub static SCENARIOS: LazyLock<Vec<PluginInfo>> = LazyLock::new(|| infos(SCENARIO_TABLE));
+
+/// The loader of the behavior set or scenario suite named `name`.
+pub fn dataset_entry(name: &str) -> Option<&'static DatasetEntry> {
+    DATASET_TABLE
+        .iter()
+        .chain(SCENARIO_TABLE)
+        .find(|e| e.info.name == name)
+}
 /// The judges, in catalogue order.
 pub const JUDGE_TABLE: &[JudgeEntry] = &[
     Entry {
@@ -422,11 +482,11 @@ impl Registry {
         match axis {
             Axis::Target => &TARGETS,
             Axis::Attack => &ATTACKS,
-            Axis::Dataset => DATASETS,
+            Axis::Dataset => &DATASETS,
             Axis::Judge => &JUDGES,
             Axis::Metric => &METRICS,
             Axis::Injection => &INJECTIONS,
-            Axis::Scenario => SCENARIOS,
+            Axis::Scenario => &SCENARIOS,
             Axis::Transform => &crate::transforms::INFOS,
         }
     }
