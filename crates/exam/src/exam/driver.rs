@@ -283,8 +283,16 @@ impl Job for ScenarioRuns {
         self.units.len() as u64
     }
 
+    /// One cascade per task, `concurrency` at a time (the semaphore). Cascades differ
+    /// widely in length (a tool loop, a model that retries), and a finished run waits
+    /// for every earlier one to be folded: a window of 8 tasks per cascade in flight
+    /// keeps the model busy behind a slow one, holding at most that many finished
+    /// transcripts.
     fn window(&self) -> Window {
-        Window::units(self.concurrency)
+        Window {
+            tasks: (self.concurrency * 8).max(32),
+            ..Window::units(self.concurrency)
+        }
     }
 
     fn run(self: &Arc<Self>, start: u64, end: u64) -> Task<Triaged, Self::Halt> {
