@@ -412,21 +412,28 @@ where
     };
     let (queue, requests) = std::sync::mpsc::channel::<Request<E>>();
     let requests = std::sync::Mutex::new(requests);
-    let mut fold = Rows {
-        rows: Vec::with_capacity(n),
-        counts: BTreeMap::new(),
-    };
+    let mut fold = Rows(Vec::with_capacity(n));
+    let counts: std::sync::Mutex<StatusCounts> = std::sync::Mutex::new(BTreeMap::new());
     let ending = std::thread::scope(|scope| {
         // The workers: one fleet (its own lanes) each, for the whole exam, taking
         // scenarios from the queue the job's tasks fill.
         for _ in 0..parallel {
             scope.spawn(|| {
                 let fleet = Fleet::new(members.to_vec(), opts.timeout);
+                // Statuses are tallied here; only the compact row leaves the worker.
+                let mut local: StatusCounts = BTreeMap::new();
                 loop {
                     let next = requests.lock().unwrap_or_else(|e| e.into_inner()).recv();
                     let Ok((range, reply)) = next else { break };
                     // A task the schedule dropped no longer waits for its reply.
-                    let _ = reply.send(work.grade(&fleet, range));
+                    let _ = reply.send(work.grade(&fleet, range, &mut local));
+                }
+                let mut all = counts.lock().unwrap_or_else(|e| e.into_inner());
+                for (name, c) in local {
+                    let t = all.entry(name).or_default();
+                    for k in 0..4 {
+                        t[k] += c[k];
+                    }
                 }
             });
         }
@@ -457,7 +464,8 @@ where
         Ok(Ending::Complete | Ending::Exhausted | Ending::Interrupted) => {}
         Err(no) => match no {},
     }
-    let Rows { rows, counts } = fold;
+    let rows = fold.0;
+    let counts = counts.into_inner().unwrap_or_else(|e| e.into_inner());
 
     let mut health: BTreeMap<String, DetectorHealth> = members
         .iter()
@@ -497,7 +505,7 @@ where
 /// A range of scenarios for a worker, and where its graded rows go.
 type Request<E> = (
     std::ops::Range<usize>,
-    tokio::sync::oneshot::Sender<Ran<Graded, LoadFailure<E>>>,
+    tokio::sync::oneshot::Sender<Ran<Row, LoadFailure<E>>>,
 );
 
 /// The detect exam's scenarios as a job: position `i` is scenario `i`, one per task; a
@@ -514,15 +522,8 @@ struct Work<L> {
     registered: BTreeSet<String>,
 }
 
-/// A graded scenario: its compact row and each detector's status (`ok`, `panic`,
-/// `timeout`, other), by detector.
-struct Graded {
-    row: Row,
-    statuses: Vec<(String, usize)>,
-}
-
 impl<E: Send + 'static> Job for Scenarios<E> {
-    type Output = Graded;
+    type Output = Row;
     type Halt = LoadFailure<E>;
 
     fn units(&self) -> u64 {
@@ -540,7 +541,7 @@ impl<E: Send + 'static> Job for Scenarios<E> {
         }
     }
 
-    fn run(self: &Arc<Self>, start: u64, end: u64) -> Task<Graded, LoadFailure<E>> {
+    fn run(self: &Arc<Self>, start: u64, end: u64) -> Task<Row, LoadFailure<E>> {
         let (reply, graded) = tokio::sync::oneshot::channel();
         let sent = self
             .queue
@@ -561,8 +562,14 @@ where
     L: Fn(usize) -> Result<(S, String), E>,
     S: Borrow<LoadedScenario>,
 {
-    /// Loads, projects, runs and grades scenarios `range` on `fleet`.
-    fn grade(&self, fleet: &Fleet, range: std::ops::Range<usize>) -> Ran<Graded, LoadFailure<E>> {
+    /// Loads, projects, runs and grades scenarios `range` on `fleet`, tallying each
+    /// detector's status (`ok`, `panic`, `timeout`, other) into `statuses`.
+    fn grade(
+        &self,
+        fleet: &Fleet,
+        range: std::ops::Range<usize>,
+        statuses: &mut StatusCounts,
+    ) -> Ran<Row, LoadFailure<E>> {
         let mut outputs = Vec::with_capacity(range.len());
         let mut halt = None;
         for i in range {
@@ -586,41 +593,33 @@ where
             let n_events = input.events.len();
             let runs = fleet.run(input);
             let row = grade_row(&item, &runs, &self.registered, n_events);
-            let statuses = runs
-                .iter()
-                .map(|r| {
-                    let k = match r.status.kind() {
-                        "ok" => 0,
-                        "panic" => 1,
-                        "timeout" => 2,
-                        _ => 3,
-                    };
-                    (r.detector.clone(), k)
-                })
-                .collect();
+            for r in &runs {
+                let k = match r.status.kind() {
+                    "ok" => 0,
+                    "panic" => 1,
+                    "timeout" => 2,
+                    _ => 3,
+                };
+                match statuses.get_mut(r.detector.as_str()) {
+                    Some(c) => c[k] += 1,
+                    None => statuses.entry(r.detector.clone()).or_default()[k] += 1,
+                }
+            }
             // The scenario, its projection and its findings are dropped here.
-            outputs.push(Graded { row, statuses });
+            outputs.push(row);
         }
         Ran { outputs, halt }
     }
 }
 
-/// The in-order consumer: rows by index, detector statuses tallied.
-struct Rows {
-    rows: Vec<Row>,
-    counts: StatusCounts,
-}
+/// The in-order consumer: rows by index.
+struct Rows(Vec<Row>);
 
-impl Fold<Graded> for Rows {
+impl Fold<Row> for Rows {
     type Error = std::convert::Infallible;
 
-    fn add(&mut self, outputs: Vec<Graded>) -> Result<(), Self::Error> {
-        for g in outputs {
-            for (detector, k) in g.statuses {
-                self.counts.entry(detector).or_default()[k] += 1;
-            }
-            self.rows.push(g.row);
-        }
+    fn add(&mut self, outputs: Vec<Row>) -> Result<(), Self::Error> {
+        self.0.extend(outputs);
         Ok(())
     }
 }
