@@ -414,6 +414,7 @@ where
     let requests = std::sync::Mutex::new(requests);
     let mut fold = Rows(Vec::with_capacity(n));
     let counts: std::sync::Mutex<StatusCounts> = std::sync::Mutex::new(BTreeMap::new());
+    let ended = std::sync::atomic::AtomicBool::new(false);
     let ending = std::thread::scope(|scope| {
         // The workers: one fleet (its own lanes) each, for the whole exam, taking
         // scenarios from the queue the job's tasks fill.
@@ -425,8 +426,11 @@ where
                 loop {
                     let next = requests.lock().unwrap_or_else(|e| e.into_inner()).recv();
                     let Ok((range, reply)) = next else { break };
-                    // A task the schedule dropped no longer waits for its reply.
-                    let _ = reply.send(work.grade(&fleet, range, &mut local));
+                    // Once the schedule has ended (a load failed), what is still queued
+                    // is dropped unread: no task waits for it.
+                    if !ended.load(std::sync::atomic::Ordering::Relaxed) {
+                        let _ = reply.send(work.grade(&fleet, range, &mut local));
+                    }
                 }
                 let mut all = counts.lock().unwrap_or_else(|e| e.into_inner());
                 for (name, c) in local {
@@ -454,6 +458,7 @@ where
             ending
         });
         // Every task (and with them the queue) is dropped: the workers end.
+        ended.store(true, std::sync::atomic::Ordering::Relaxed);
         drop(runtime);
         drop(job);
         ending
@@ -955,6 +960,40 @@ mod tests {
             })
             .collect();
         run(&items, &members, &Options::default(), ("c", 0, ""))
+    }
+
+    /// The streaming run, in index order whatever the workers do: a load failure ends
+    /// it with the lowest failing index (9 fails too), and no new scenario is scheduled
+    /// after it (far fewer than all are loaded).
+    #[test]
+    fn a_load_failure_stops_at_the_lowest_index_and_grades_no_more() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let scenarios: Vec<LoadedScenario> = (0..400)
+            .map(|i| scenario(&format!("s{i}"), "new-actor", "", false))
+            .collect();
+        let loads = AtomicUsize::new(0);
+        let load = |i: usize| {
+            loads.fetch_add(1, Ordering::Relaxed);
+            if i == 7 || i == 9 {
+                Err(i)
+            } else {
+                Ok((&scenarios[i], "corpus".to_string()))
+            }
+        };
+        let opts = Options {
+            parallel: 2,
+            ..Options::default()
+        };
+        let e = run_streaming(400, load, &builtins(), &opts, ("c", 0, "")).unwrap_err();
+        assert_eq!((e.index, e.error), (7, 7));
+        let loaded = loads.load(Ordering::Relaxed);
+        assert!(loaded < 400, "{loaded} scenarios loaded after the failure");
+        // Whole: every row, in index order.
+        let ok = |i: usize| Ok::<_, usize>((&scenarios[i], "corpus".to_string()));
+        let r = run_streaming(400, ok, &builtins(), &opts, ("c", 0, "")).unwrap();
+        let ids: Vec<String> = r.rows.iter().map(|x| x.id.clone()).collect();
+        let want: Vec<String> = (0..400).map(|i| format!("s{i}")).collect();
+        assert_eq!(ids, want);
     }
 
     #[test]
