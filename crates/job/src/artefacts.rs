@@ -88,6 +88,18 @@ impl Artefacts {
         Ok(())
     }
 
+    /// Writes the manifest, last, listing besides what was written and recorded each of
+    /// `more` (names relative to the directory, ascending, none recorded), hashed as the
+    /// manifest is written: many files listed without an entry per file in memory.
+    pub fn finish_streaming(self, more: impl Iterator<Item = String>) -> Result<(), ArtefactError> {
+        self.manifest
+            .write_streaming(&self.dir, more)
+            .map_err(|source| ArtefactError::Write {
+                path: self.dir.join(MANIFEST),
+                source,
+            })
+    }
+
     /// Writes the manifest, last: the directory is whole. Returns it.
     pub fn finish(self) -> Result<Manifest, ArtefactError> {
         self.manifest
@@ -120,6 +132,48 @@ mod tests {
             ["notes.txt", "report.md", "results.json"]
         );
         assert_eq!(Manifest::verify(d.path()).unwrap(), m);
+    }
+
+    #[test]
+    fn a_streamed_manifest_is_the_manifest_of_the_same_files() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir(d.path().join("run-0")).unwrap();
+        for (name, body) in [("run-0/a.json", "1"), ("run-0/b.json", "22"), ("z.md", "3")] {
+            std::fs::write(d.path().join(name), body).unwrap();
+        }
+        let mut whole = Artefacts::new(d.path(), Kind::Exam, "e", "complete");
+        whole.write("report.json", b"{}\n").unwrap();
+        whole
+            .record(["z.md", "run-0/a.json", "run-0/b.json"])
+            .unwrap();
+        whole.finish().unwrap();
+        let want = std::fs::read(d.path().join(MANIFEST)).unwrap();
+        std::fs::remove_file(d.path().join(MANIFEST)).unwrap();
+
+        let mut streamed = Artefacts::new(d.path(), Kind::Exam, "e", "complete");
+        streamed.write("report.json", b"{}\n").unwrap();
+        streamed.record(["z.md"]).unwrap();
+        let names = ["run-0/a.json", "run-0/b.json"].map(String::from);
+        streamed
+            .finish_streaming(names.clone().into_iter())
+            .unwrap();
+        assert_eq!(std::fs::read(d.path().join(MANIFEST)).unwrap(), want);
+        Manifest::verify(d.path()).unwrap();
+
+        // Out of order, listed twice, or missing: an error naming the entry or file.
+        for (names, says) in [
+            (vec!["run-0/b.json", "run-0/a.json"], "out of order"),
+            (vec!["z.md"], "listed twice"),
+            (vec!["run-0/gone.json"], "gone.json"),
+        ] {
+            let mut a = Artefacts::new(d.path(), Kind::Exam, "e", "complete");
+            a.record(["z.md"]).unwrap();
+            let e = a
+                .finish_streaming(names.into_iter().map(String::from))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(says), "{e}");
+        }
     }
 
     #[test]

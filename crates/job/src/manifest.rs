@@ -313,6 +313,35 @@ impl Manifest {
         write_atomic(&dir.join(MANIFEST), &s)
     }
 
+    /// Writes `dir/manifest.json` (atomically) listing, besides the files recorded,
+    /// `more`: names relative to `dir` in ascending order, none of them recorded, each
+    /// hashed as the manifest is written. A directory of many files (an exam's scenario
+    /// runs) is listed so without holding an entry per file; the bytes are those
+    /// [`Manifest::write`] writes with the same files recorded.
+    pub fn write_streaming(
+        &self,
+        dir: &Path,
+        more: impl Iterator<Item = String>,
+    ) -> io::Result<()> {
+        let files = Merged {
+            dir,
+            recorded: &self.files,
+            more: std::cell::RefCell::new(Some(Box::new(more))),
+        };
+        let out = StreamedManifest {
+            gauntlet_manifest: self.gauntlet_manifest,
+            kind: self.kind,
+            run_id: &self.run_id,
+            status: &self.status,
+            files,
+        };
+        let path = dir.join(MANIFEST);
+        gauntlet_core::atomic::write_atomic_with(&path, true, |w| {
+            serde_json::to_writer_pretty(&mut *w, &out).map_err(io::Error::other)?;
+            w.write_all(b"\n")
+        })
+    }
+
     /// Reads `dir`'s manifest and checks every artefact it lists against it. The error
     /// says what is wrong and what to do.
     pub fn verify(dir: &Path) -> Result<Manifest, VerifyError> {
@@ -541,17 +570,20 @@ pub fn recorded(dir: &Path) -> Result<Option<Kind>, KindError> {
         // Not a directory, or unreadable: read below, for the error.
         Err(_) => {}
     }
-    let bytes = match files::read(&path, files::Kind::RUN_METADATA) {
-        Ok(b) => b,
+    let f = match files::open(&path, files::Kind::RUN_METADATA) {
+        Ok(f) => f,
         Err(e) if e.io_kind() == Some(io::ErrorKind::NotFound) => return Ok(None),
         // `dir` is not a directory: nothing is recorded there.
         Err(e) if e.io_kind() == Some(io::ErrorKind::NotADirectory) => return Ok(None),
         Err(e) => return Err(KindError::Unreadable(e)),
     };
-    let head: Head = serde_json::from_slice(&bytes).map_err(|source| KindError::Malformed {
-        path: path.clone(),
-        source,
-    })?;
+    // Streamed: a large exam's manifest lists tens of thousands of files, and only its
+    // head is wanted here.
+    let head: Head =
+        serde_json::from_reader(io::BufReader::new(f)).map_err(|source| KindError::Malformed {
+            path: path.clone(),
+            source,
+        })?;
     let (Some(_), Some(kind)) = (head.gauntlet_manifest, head.kind) else {
         return Ok(None);
     };
@@ -860,5 +892,62 @@ mod recorded_tests {
             recorded(dir).unwrap_err(),
             KindError::Symlink { .. }
         ));
+    }
+}
+
+/// [`Manifest`]'s shape, with [`Merged`] files ([`Manifest::write_streaming`]).
+#[derive(Serialize)]
+struct StreamedManifest<'a> {
+    gauntlet_manifest: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    kind: Option<Kind>,
+    run_id: &'a str,
+    status: &'a str,
+    files: Merged<'a>,
+}
+
+/// The recorded entries and the streamed names, merged in name order.
+struct Merged<'a> {
+    dir: &'a Path,
+    recorded: &'a BTreeMap<String, FileEntry>,
+    more: std::cell::RefCell<Option<Box<dyn Iterator<Item = String> + 'a>>>,
+}
+
+impl Serialize for Merged<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{Error, SerializeMap};
+        let more = self.more.borrow_mut().take().ok_or_else(|| {
+            S::Error::custom("the manifest's streamed files were already written")
+        })?;
+        let mut more = more.peekable();
+        let mut recorded = self.recorded.iter().peekable();
+        let mut map = s.serialize_map(None)?;
+        let mut buf = vec![0u8; 1 << 20];
+        let mut last: Option<String> = None;
+        loop {
+            let take_recorded = match (recorded.peek(), more.peek()) {
+                (None, None) => break,
+                (Some(_), None) => true,
+                (None, Some(_)) => false,
+                (Some((a, _)), Some(b)) => a.as_str() < b.as_str(),
+            };
+            if take_recorded {
+                let (name, e) = recorded.next().expect("peeked");
+                map.serialize_entry(name, e)?;
+                continue;
+            }
+            let name = more.next().expect("peeked");
+            if last.as_ref().is_some_and(|l| *l >= name) || self.recorded.contains_key(&name) {
+                return Err(S::Error::custom(format!(
+                    "manifest entry {name} is out of order or listed twice"
+                )));
+            }
+            let p = self.dir.join(&name);
+            let e = FileEntry::of_file_with(&p, None, &mut buf)
+                .map_err(|e| S::Error::custom(format!("cannot read back {}: {e}", p.display())))?;
+            map.serialize_entry(&name, &e)?;
+            last = Some(name);
+        }
+        map.end()
     }
 }
