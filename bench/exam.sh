@@ -55,10 +55,10 @@ echo "gauntlet agent-exam benchmark: $(nproc) cores, concurrency $CONC, best wal
 measure "golden, in-process"
 measure "golden, loopback HTTP" --golden-http
 
-# Peak memory against the number of passes: each scenario run's transcript and steps are
-# written as it is graded and report.json reads the steps back from those files as it is
-# written, so the resident set should barely grow with N (what remains is one compact
-# result per scenario run: ids, actions, axes). BENCH_PASSES overrides the sweep.
+# Peak memory against the number of passes: each scenario run's result and transcript are
+# written as it is graded and only counted in memory; report.json reads the results back
+# from those files as it is written, so the resident set should not grow with N (runs 2
+# and 3 rerun into the same directory). BENCH_PASSES overrides the sweep.
 echo "peak RSS by passes (golden, in-process, concurrency $CONC, largest of $REPEAT):"
 for n in ${BENCH_PASSES:-1 8 32 100}; do
   rss=0

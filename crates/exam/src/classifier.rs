@@ -53,24 +53,72 @@ pub fn bin(r: &ScenarioResult) -> &'static str {
     A2_SHOULD_ESCALATE
 }
 
-/// The worst run: lowest pass rate, the first on ties; a pass without a rate (nothing
-/// graded) is worse than none only when no pass has one.
+/// Whether a pass with `rate` is worse than the worst so far, with `worst` (the
+/// classifier reads the worst pass: lowest pass rate, the first on ties; a pass without
+/// a rate, nothing graded, is worse than none only when no pass has one).
+pub fn worse(rate: Option<f64>, worst: Option<f64>) -> bool {
+    rate.unwrap_or(f64::INFINITY) < worst.unwrap_or(f64::INFINITY)
+}
+
+/// The worst run (see [`worse`]).
 pub fn worst_run(runs: &[RunResult]) -> Option<&RunResult> {
-    let key = |r: &RunResult| r.pass_rate.unwrap_or(f64::INFINITY);
     runs.iter().fold(None, |w: Option<&RunResult>, r| match w {
-        Some(w) if key(w) <= key(r) => Some(w),
+        Some(w) if !worse(r.pass_rate, w.pass_rate) => Some(w),
         _ => Some(r),
     })
+}
+
+/// The worst pass so far as passes close in order, with its outline: the pass
+/// [`worst_run`] picks, found without keeping every pass's results.
+#[derive(Debug, Default)]
+pub struct WorstPass {
+    worst: Option<(usize, Option<f64>, Vec<Outline>)>,
+}
+
+impl WorstPass {
+    /// Pass `pass` (passes close in order) had `rate`; `outline` is its results'.
+    pub fn close(&mut self, pass: usize, rate: Option<f64>, outline: Vec<Outline>) {
+        if self.worst.as_ref().is_none_or(|w| worse(rate, w.1)) {
+            self.worst = Some((pass, rate, outline));
+        }
+    }
+
+    /// The worst pass and its outline; `None` when no pass closed.
+    pub fn into_pass(self) -> Option<(usize, Vec<Outline>)> {
+        self.worst.map(|(pass, _, outline)| (pass, outline))
+    }
+}
+
+/// What the classifier and the report's failure table read of one scenario run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outline {
+    pub scenario_id: String,
+    pub expected_action: String,
+    pub terminal_action: String,
+    pub pass: bool,
+    pub bin: &'static str,
+}
+
+impl Outline {
+    pub fn of(r: &ScenarioResult) -> Outline {
+        Outline {
+            scenario_id: r.scenario_id.clone(),
+            expected_action: r.expected_action.clone(),
+            terminal_action: r.terminal_action.clone(),
+            pass: r.pass,
+            bin: bin(r),
+        }
+    }
 }
 
 /// Classifies the worst run.
 pub fn classify(runs: &[RunResult]) -> ClassifierSummary {
     let mut s = ClassifierSummary::default();
     if let Some(run) = worst_run(runs) {
-        for r in &run.results {
-            let b = bin(r);
-            *s.counts.entry(b.to_string()).or_insert(0) += 1;
-            s.per_scenario.insert(r.scenario_id.clone(), b.to_string());
+        for o in run.results.outline().iter() {
+            *s.counts.entry(o.bin.to_string()).or_insert(0) += 1;
+            s.per_scenario
+                .insert(o.scenario_id.clone(), o.bin.to_string());
         }
     }
     s
@@ -79,6 +127,29 @@ pub fn classify(runs: &[RunResult]) -> ClassifierSummary {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Closing passes one by one finds the pass `worst_run` finds among all of them.
+        #[test]
+        fn the_worst_pass_as_passes_close_is_worst_runs(
+            rates in proptest::collection::vec(proptest::option::of(0u8..4), 0..8)
+        ) {
+            let rates: Vec<Option<f64>> = rates.iter().map(|r| r.map(|k| f64::from(k) / 4.0)).collect();
+            let mut w = WorstPass::default();
+            let runs: Vec<RunResult> = rates
+                .iter()
+                .enumerate()
+                .map(|(i, &rate)| {
+                    w.close(i, rate, Vec::new());
+                    let mut r = RunResult::from_results(i, Vec::new());
+                    r.pass_rate = rate;
+                    r
+                })
+                .collect();
+            prop_assert_eq!(w.into_pass().map(|p| p.0), worst_run(&runs).map(|r| r.index));
+        }
+    }
     use crate::grade::StructuralAxes;
 
     fn res(
@@ -103,7 +174,7 @@ mod tests {
             route_id: String::new(),
             model_calls: calls,
             wall_millis: 0,
-            full_chain: Default::default(),
+            full_chain: Vec::new(),
             structural: StructuralAxes {
                 chain_action: if pass {
                     AxisResult::Pass

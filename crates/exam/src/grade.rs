@@ -25,10 +25,10 @@
 //! mallcop's `report.json` / `run-<i>/<id>.json`.
 
 use crate::cascade::{CascadeOutcome, DecidedBy, TranscriptEntry};
+use crate::pass_results::Results;
 use gauntlet_corpus::scenario::Expected;
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 
 /// One structural axis.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -42,7 +42,7 @@ pub enum AxisResult {
 }
 
 impl AxisResult {
-    fn from_bool(b: bool) -> AxisResult {
+    pub(crate) fn from_bool(b: bool) -> AxisResult {
         if b {
             AxisResult::Pass
         } else {
@@ -71,70 +71,6 @@ pub struct ChainStep {
     pub err: String,
 }
 
-/// The cascade's steps of one scenario run, as `full_chain` serializes them: in memory,
-/// or in the run's own file once that holds them.
-///
-/// Why: a real model's replies are most of an exam's bytes, and `report.json` repeats
-/// every scenario run's steps. An exam with an output directory writes each run's file
-/// (`run-<pass>/<id>.json`, with its steps) as the run is graded and keeps only the
-/// file's path ([`FullChain::InFile`]); serializing the report then reads the steps back
-/// one run at a time, so the exam holds no pass's replies in memory (issue 33). Either
-/// form serializes to the same bytes; a report read back holds [`FullChain::Steps`].
-#[derive(Debug, Clone, PartialEq)]
-pub enum FullChain {
-    Steps(Vec<ChainStep>),
-    /// `run-<pass>/<id>.json` where the steps are, under `full_chain`.
-    InFile(PathBuf),
-}
-
-impl Default for FullChain {
-    fn default() -> FullChain {
-        FullChain::Steps(Vec::new())
-    }
-}
-
-impl From<Vec<ChainStep>> for FullChain {
-    fn from(steps: Vec<ChainStep>) -> FullChain {
-        FullChain::Steps(steps)
-    }
-}
-
-impl FullChain {
-    /// The steps: those in memory, or read from the run's file.
-    pub fn steps(&self) -> std::io::Result<std::borrow::Cow<'_, [ChainStep]>> {
-        #[derive(Deserialize)]
-        struct OnlyChain {
-            full_chain: Vec<ChainStep>,
-        }
-        match self {
-            FullChain::Steps(v) => Ok(std::borrow::Cow::Borrowed(v)),
-            FullChain::InFile(p) => {
-                let named = |e: std::io::Error| {
-                    std::io::Error::new(e.kind(), format!("cannot read {}: {e}", p.display()))
-                };
-                let f = std::fs::File::open(p).map_err(named)?;
-                let c: OnlyChain = serde_json::from_reader(std::io::BufReader::new(f))
-                    .map_err(|e| named(std::io::Error::other(e)))?;
-                Ok(std::borrow::Cow::Owned(c.full_chain))
-            }
-        }
-    }
-}
-
-impl Serialize for FullChain {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.steps()
-            .map_err(serde::ser::Error::custom)?
-            .serialize(s)
-    }
-}
-
-impl<'de> Deserialize<'de> for FullChain {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<FullChain, D::Error> {
-        Vec::<ChainStep>::deserialize(d).map(FullChain::Steps)
-    }
-}
-
 /// The graded result of one scenario in one pass (`run-<i>/<id>.json`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ScenarioResult {
@@ -157,7 +93,7 @@ pub struct ScenarioResult {
     /// carries it; readers that expect it see it absent).
     #[serde(skip)]
     pub wall_millis: u64,
-    pub full_chain: FullChain,
+    pub full_chain: Vec<ChainStep>,
     pub structural: StructuralAxes,
     /// The chain_action axis passed and the model (or the floor) decided: a fail-safe
     /// escalation is never a pass. (A floor pass is shown, but outside the rates.)
@@ -270,7 +206,7 @@ pub fn grade(input: &GradeInput<'_>, out: &CascadeOutcome, wall_millis: u64) -> 
         route_id: out.route_id.clone().unwrap_or_default(),
         model_calls: out.transcript.len(),
         wall_millis,
-        full_chain: FullChain::Steps(out.transcript.iter().map(chain_step).collect()),
+        full_chain: out.transcript.iter().map(chain_step).collect(),
         structural: StructuralAxes {
             chain_action,
             triage_action,
@@ -300,7 +236,7 @@ fn chain_step(t: &TranscriptEntry) -> ChainStep {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunResult {
     pub index: usize,
-    pub results: Vec<ScenarioResult>,
+    pub results: Results,
     /// Graded scenarios that passed.
     pub passed: usize,
     pub total: usize,
@@ -352,50 +288,90 @@ pub fn na_reason(what: &str, floor: usize, fail_safe: usize) -> String {
 }
 
 impl RunResult {
+    /// A pass's numbers from its results in memory.
     pub fn from_results(index: usize, results: Vec<ScenarioResult>) -> RunResult {
-        let total = results.len();
-        let graded: Vec<&ScenarioResult> = results.iter().filter(|r| r.graded()).collect();
-        let floor = results
-            .iter()
-            .filter(|r| r.decided_by == DecidedBy::Floor)
-            .count();
-        let fail_safe = total - graded.len() - floor;
-        let passed = graded.iter().filter(|r| r.pass).count();
-        let attacks = graded
-            .iter()
-            .filter(|r| is_attack(&r.expected_action))
-            .count();
-        let attacks_passed = graded
-            .iter()
-            .filter(|r| r.pass && is_attack(&r.expected_action))
-            .count();
-        let benigns = graded.len() - attacks;
-        let benigns_passed = passed - attacks_passed;
+        let mut t = RunTally::default();
+        results.iter().for_each(|r| t.add(r));
+        t.finish(index, Results::Listed(results))
+    }
+}
+
+/// One pass's counts, added a scenario run at a time: what [`RunResult`] reports
+/// besides its results (so a pass whose results went to their files keeps only these).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunTally {
+    total: usize,
+    graded: usize,
+    floor: usize,
+    passed: usize,
+    attacks: usize,
+    attacks_passed: usize,
+    /// Results with `pass` set, the floor's included.
+    all_passed: usize,
+}
+
+impl RunTally {
+    pub fn add(&mut self, r: &ScenarioResult) {
+        self.total += 1;
+        self.all_passed += usize::from(r.pass);
+        match r.decided_by {
+            DecidedBy::Model => {
+                let attack = is_attack(&r.expected_action);
+                self.graded += 1;
+                self.passed += usize::from(r.pass);
+                self.attacks += usize::from(attack);
+                self.attacks_passed += usize::from(r.pass && attack);
+            }
+            DecidedBy::Floor => self.floor += 1,
+            DecidedBy::FailSafe => {}
+        }
+    }
+
+    /// Results with `pass` set, the floor's included.
+    pub fn all_passed(&self) -> usize {
+        self.all_passed
+    }
+
+    /// passed ÷ graded; `None` when nothing was graded.
+    pub fn pass_rate(&self) -> Option<f64> {
+        (self.graded > 0).then(|| self.passed as f64 / self.graded as f64)
+    }
+
+    /// The pass `index` with these counts and `results`.
+    pub fn finish(self, index: usize, results: Results) -> RunResult {
+        let fail_safe = self.total - self.graded - self.floor;
+        let benigns = self.graded - self.attacks;
+        let benigns_passed = self.passed - self.attacks_passed;
         let mut na_reasons = BTreeMap::new();
         let mut rate = |name: &str, what: &str, k: usize, n: usize| {
             if n == 0 {
-                na_reasons.insert(name.to_string(), na_reason(what, floor, fail_safe));
+                na_reasons.insert(name.to_string(), na_reason(what, self.floor, fail_safe));
                 None
             } else {
                 Some(k as f64 / n as f64)
             }
         };
-        let pass_rate = rate("pass_rate", "scenario", passed, graded.len());
-        let recall_rate = rate("recall_rate", "attack scenario", attacks_passed, attacks);
+        let pass_rate = rate("pass_rate", "scenario", self.passed, self.graded);
+        let recall_rate = rate(
+            "recall_rate",
+            "attack scenario",
+            self.attacks_passed,
+            self.attacks,
+        );
         let precision_rate = rate("precision_rate", "benign scenario", benigns_passed, benigns);
         RunResult {
             index,
-            passed,
-            total,
+            passed: self.passed,
+            total: self.total,
             pass_rate,
-            attacks,
-            attacks_passed,
+            attacks: self.attacks,
+            attacks_passed: self.attacks_passed,
             recall_rate,
             benigns,
             benigns_passed,
             precision_rate,
-            graded: graded.len(),
-            floor,
+            graded: self.graded,
+            floor: self.floor,
             fail_safe,
             na_reasons,
             results,
@@ -446,42 +422,6 @@ pub fn wilson95(successes: f64, n: usize) -> Option<Interval> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_chain_in_its_file_serializes_as_the_steps_did_and_a_missing_file_is_named() {
-        let steps = vec![
-            ChainStep {
-                seq: 0,
-                model: "triage".into(),
-                reply: "{\"action\":\"escalate\"}".into(),
-                err: String::new(),
-            },
-            ChainStep {
-                seq: 1,
-                model: "investigate".into(),
-                reply: String::new(),
-                err: "HTTP 500".into(),
-            },
-        ];
-        let d = tempfile::tempdir().unwrap();
-        let p = d.path().join("AF-01.json");
-        // A run's file: other fields beside `full_chain`, as write() leaves it.
-        let file = serde_json::json!({"scenario_id": "AF-01", "full_chain": steps, "pass": true});
-        std::fs::write(&p, serde_json::to_vec_pretty(&file).unwrap()).unwrap();
-        let in_memory = serde_json::to_string_pretty(&FullChain::Steps(steps.clone())).unwrap();
-        let in_file = serde_json::to_string_pretty(&FullChain::InFile(p.clone())).unwrap();
-        assert_eq!(in_memory, in_file);
-        let back: FullChain = serde_json::from_str(&in_file).unwrap();
-        assert_eq!(back, FullChain::Steps(steps));
-
-        let gone = d.path().join("gone.json");
-        let e = serde_json::to_string(&FullChain::InFile(gone.clone())).unwrap_err();
-        assert!(
-            e.to_string()
-                .contains(&format!("cannot read {}", gone.display())),
-            "{e}"
-        );
-    }
 
     #[test]
     fn median_odd_and_even() {

@@ -28,6 +28,7 @@ pub mod exam_file;
 pub mod golden;
 pub mod grade;
 pub mod manifest;
+pub mod pass_results;
 pub mod sanitize;
 pub mod settings;
 pub mod shard;

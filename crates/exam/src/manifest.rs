@@ -70,7 +70,6 @@ pub fn finish_agent(
         names.push(EXAM_JSON.into());
     }
     m.record(names)?;
-    // The scenario runs' files, pass by pass, named as the writer names them.
     let pair = |dir: String, id: &str| {
         let stem = file_stem(id);
         [
@@ -78,18 +77,32 @@ pub fn finish_agent(
             format!("{dir}/{stem}.transcript.json"),
         ]
     };
-    for run in &report.runs {
-        let dir = format!("run-{}", run.index);
-        m.record(
-            run.results
-                .iter()
-                .flat_map(|r| pair(dir.clone(), &r.scenario_id)),
-        )?;
-    }
     if let Some(e) = e2e {
         m.record(e2e_files(&e.fidelity, e.transcripts.len(), pair))?;
     }
-    m.finish()?;
+    // The scenario runs' files, named as the writer names them, hashed as the manifest
+    // is written (in name order: the passes' directories as strings sort, each one's
+    // names sorted), so no entry per scenario run is held.
+    let mut runs: Vec<(String, &crate::grade::RunResult)> = report
+        .runs
+        .iter()
+        .map(|r| (format!("run-{}", r.index), r))
+        .collect();
+    runs.sort_by(|a, b| a.0.cmp(&b.0));
+    m.finish_streaming(runs.into_iter().flat_map(|(dir, run)| {
+        let mut names: Vec<String> = run
+            .results
+            .stems()
+            .flat_map(|stem| {
+                [
+                    format!("{dir}/{stem}.json"),
+                    format!("{dir}/{stem}.transcript.json"),
+                ]
+            })
+            .collect();
+        names.sort();
+        names
+    }))?;
     Ok(())
 }
 

@@ -24,6 +24,13 @@ fn corpus() -> Corpus {
     .expect("reference corpus verifies")
 }
 
+/// A pass's results: in memory, or read back from the files the exam put in place.
+fn results(run: &gauntlet_exam::grade::RunResult) -> Vec<gauntlet_exam::grade::ScenarioResult> {
+    let mut v = Vec::new();
+    run.results.for_each(|x| v.push(x.clone())).unwrap();
+    v
+}
+
 fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -39,14 +46,22 @@ fn golden_passes_everything_over_three_passes_and_writes_artefacts() {
     let out = rt()
         .block_on(run_exam(&c, &ExamConfig::golden(), None, Some(dir.path())))
         .unwrap();
+    // Artefacts: the scenario runs' files were written during the exam, staged until
+    // the report is written.
+    let staged = dir.path().join(gauntlet_exam::exam::STAGING);
+    assert!(staged.join("run-2").is_dir());
+    assert!(!dir.path().join("run-2").exists());
+    assert!(!dir.path().join("report.json").exists());
+    let n = write_artifacts(dir.path(), &out).unwrap();
+    assert!(!staged.exists());
+    assert_eq!(n, 3 * c.scenarios.len());
     let r = &out.report;
     assert_eq!(r.runs.len(), 3);
     for run in &r.runs {
-        let failed: Vec<_> = run
-            .results
-            .iter()
+        let failed: Vec<_> = results(run)
+            .into_iter()
             .filter(|x| !x.pass)
-            .map(|x| (&x.scenario_id, &x.terminal_action, &x.terminal_reason))
+            .map(|x| (x.scenario_id, x.terminal_action, x.terminal_reason))
             .collect();
         assert!(failed.is_empty(), "golden failures: {failed:#?}");
         assert_eq!(run.total, c.scenarios.len());
@@ -76,7 +91,8 @@ fn golden_passes_everything_over_three_passes_and_writes_artefacts() {
 
     // Floor-routed scenarios: zero calls, forced, still pass.
     let run = &r.runs[0];
-    let floor: Vec<_> = run.results.iter().filter(|x| x.force_escalated).collect();
+    let all = results(run);
+    let floor: Vec<_> = all.iter().filter(|x| x.force_escalated).collect();
     assert!(floor.len() >= 10, "{}", floor.len());
     for x in &floor {
         assert_eq!(x.model_calls, 0, "{}", x.scenario_id);
@@ -84,7 +100,7 @@ fn golden_passes_everything_over_three_passes_and_writes_artefacts() {
         assert!(x.pass);
     }
     // Non-floor scenarios did call the model, and resolved ones ran consensus voters.
-    for x in run.results.iter().filter(|x| !x.force_escalated) {
+    for x in all.iter().filter(|x| !x.force_escalated) {
         assert!(x.model_calls >= 2, "{}: {}", x.scenario_id, x.model_calls);
         if x.terminal_action == "resolved" {
             assert!(
@@ -95,15 +111,6 @@ fn golden_passes_everything_over_three_passes_and_writes_artefacts() {
         }
     }
 
-    // Artefacts: the scenario runs' files were written during the exam, staged until
-    // the report is written.
-    let staged = dir.path().join(gauntlet_exam::exam::STAGING);
-    assert!(staged.join("run-2").is_dir());
-    assert!(!dir.path().join("run-2").exists());
-    assert!(!dir.path().join("report.json").exists());
-    let n = write_artifacts(dir.path(), &out).unwrap();
-    assert!(!staged.exists());
-    assert_eq!(n, 3 * c.scenarios.len());
     let report: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.path().join("report.json")).unwrap()).unwrap();
     for k in [
@@ -141,7 +148,7 @@ fn golden_passes_everything_over_three_passes_and_writes_artefacts() {
         serde_json::from_slice(&std::fs::read(dir.path().join("classifier.json")).unwrap())
             .unwrap();
     assert!(cls.get("counts").is_some() && cls.get("per_scenario").is_some());
-    let some = run.results.iter().find(|x| !x.force_escalated).unwrap();
+    let some = all.iter().find(|x| !x.force_escalated).unwrap();
     let res: serde_json::Value = serde_json::from_slice(
         &std::fs::read(dir.path().join(format!("run-0/{}.json", some.scenario_id))).unwrap(),
     )
@@ -234,9 +241,8 @@ fn fault_switch_fails_exactly_that_scenario_in_the_right_bin() {
             ..ExamConfig::golden()
         };
         let out = rt().block_on(run_exam(&c, &cfg, None, None)).unwrap();
-        let failed: Vec<_> = out.report.runs[0]
-            .results
-            .iter()
+        let failed: Vec<_> = results(&out.report.runs[0])
+            .into_iter()
             .filter(|r| !r.pass)
             .map(|r| r.scenario_id.clone())
             .collect();
@@ -491,8 +497,8 @@ fn golden_tool_loop_in_process_and_over_http() {
         );
         assert_eq!(r.model_errors, 0, "http={http}");
         // Investigations ran the model's own tool calls: a tool-call round, then the verdict.
-        let ts: Vec<Vec<TranscriptEntry>> = r.runs[0]
-            .results
+        let pass0 = results(&r.runs[0]);
+        let ts: Vec<Vec<TranscriptEntry>> = pass0
             .iter()
             .map(|x| {
                 let f = dir.path().join(format!(
@@ -509,7 +515,7 @@ fn golden_tool_loop_in_process_and_over_http() {
             .filter(|e| e.reply.contains("[tool call] check-baseline"))
             .count();
         assert!(looped > 0, "http={http}");
-        for (res, t) in r.runs[0].results.iter().zip(&ts) {
+        for (res, t) in pass0.iter().zip(&ts) {
             if let Some(i) = t.iter().position(|e| e.reply.contains("[tool call]")) {
                 assert!(t[i].tools.contains(&"search-events".to_string()));
                 let next = &t[i + 1];

@@ -451,7 +451,11 @@ fn check_exam(run: &Run) -> RunCheck {
     let passes: Vec<gauntlet_exam::grade::RunResult> = r
         .runs
         .iter()
-        .map(|p| gauntlet_exam::grade::RunResult::from_results(p.index, p.results.clone()))
+        .map(|p| {
+            // A report read back holds its results in memory.
+            let results = p.results.listed().unwrap_or_default().to_vec();
+            gauntlet_exam::grade::RunResult::from_results(p.index, results)
+        })
         .collect();
     // The median over the passes whose rate exists (a pass decided wholly by the
     // fail-safe has none), as the exam computes it.

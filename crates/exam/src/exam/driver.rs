@@ -5,19 +5,23 @@ use super::e2e_pass::{e2e_value, run_e2e_pass};
 use super::identity::exam_config_sha256;
 use super::run_files::RunFiles;
 use super::schema::{
-    Backend, ExamConfig, ExamError, ExamOutput, NotRun, Progress, ProgressFn, TIMINGS_NOTE, Timings,
+    Backend, ExamConfig, ExamError, ExamOutput, NotRun, PassTimings, Progress, ProgressFn,
+    TIMINGS_LOG, TIMINGS_NOTE, Timings,
 };
-use super::summary::summarise;
+use super::summary::{ExamTally, summarise};
 use super::targets::golden_http_target;
 use super::triage::{ScenarioModels, triage};
 use crate::calls::{ExamCalls, SessionStats};
 use crate::cascade::{CascadeOptions, CascadeOutcome, TierModels};
+use crate::classifier::{Outline, WorstPass};
 use crate::golden::{GoldenModel, GoldenScript, GoldenServer};
-use crate::grade::{FullChain, GradeInput, RunResult, ScenarioResult, effective_passes, grade};
+use crate::grade::{GradeInput, RunResult, RunTally, ScenarioResult, effective_passes, grade};
+use crate::pass_results::Results;
 use crate::tools::Toolbox;
 use gauntlet_corpus::load::Corpus;
 use gauntlet_job::job::{Ending, Fold, Job, Ran, Schedule, Task, Window};
-use std::path::Path;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -121,9 +125,19 @@ pub async fn run_exam_units(
             .map(|pass| (0..scenarios.len()).filter(|&k| mine(pass, k)).count())
             .collect(),
         done: vec![0; passes],
-        results: (0..passes).map(|_| Vec::new()).collect(),
+        closed: 0,
+        tallies: vec![RunTally::default(); passes],
+        listed: match out {
+            Some(_) => Vec::new(),
+            None => (0..passes).map(|_| Vec::new()).collect(),
+        },
+        outline: Vec::new(),
+        worst: WorstPass::default(),
+        exam: ExamTally::default(),
+        wall: BTreeMap::new(),
+        timings: TimingsLog::new(out),
         not_run: Vec::new(),
-        files: out.map(RunFiles::new),
+        files: out.map(|o| RunFiles::new(o, scenarios.iter().map(|s| s.scenario.id.as_str()))),
         model_calls: 0,
         model_errors: 0,
     };
@@ -138,30 +152,44 @@ pub async fn run_exam_units(
         Ending::Halted(no) => match no {},
         Ending::Panicked(why) => return Err(ExamError::Internal(why)),
     }
+    fold.close_before(passes).map_err(ExamError::Write)?;
     let PassFold {
-        results,
+        tallies,
+        mut listed,
+        worst,
+        exam,
+        timings: log,
         mut not_run,
         files,
         model_calls,
         model_errors,
         ..
     } = fold;
-    let runs: Vec<RunResult> = results
+    let (worst_pass, mut worst_outline) = worst
+        .into_pass()
+        .map_or((None, None), |(pass, outline)| (Some(pass), Some(outline)));
+    let runs: Vec<RunResult> = tallies
         .into_iter()
         .enumerate()
-        .map(|(pass, results)| RunResult::from_results(pass, results))
+        .map(|(pass, t)| {
+            let results = match &files {
+                Some(f) => f.results(
+                    pass,
+                    t.all_passed(),
+                    if worst_pass == Some(pass) {
+                        worst_outline.take()
+                    } else {
+                        None
+                    },
+                ),
+                None => Results::Listed(std::mem::take(&mut listed[pass])),
+            };
+            t.finish(pass, results)
+        })
         .collect();
     let mut timings = Timings {
         note: TIMINGS_NOTE,
-        passes: runs
-            .iter()
-            .map(|r| {
-                r.results
-                    .iter()
-                    .map(|x| (x.scenario_id.clone(), x.wall_millis))
-                    .collect()
-            })
-            .collect(),
+        passes: log.finish().map_err(ExamError::Write)?,
         ..Timings::default()
     };
     let budget_spent = || {
@@ -190,6 +218,7 @@ pub async fn run_exam_units(
         cfg,
         &backend_label,
         runs,
+        exam,
         (model_calls, model_errors),
     );
     if cfg.from_file {
@@ -326,8 +355,10 @@ impl Job for ScenarioRuns {
 }
 
 /// The in-order consumer of the scenario runs: each is graded, reported to progress,
-/// counted and written to its files as it comes, in canonical order; its compact result
-/// is kept for the report.
+/// counted and written to its files as it comes, in canonical order (pass-major). With
+/// an output directory nothing per scenario run is kept: each pass's counts, the
+/// report's tally, the outline of the worst pass so far and the current pass's wall
+/// times (logged as the pass closes), so memory does not grow with the passes.
 struct PassFold<'a> {
     corpus: &'a Corpus,
     progress: Option<ProgressFn>,
@@ -336,7 +367,19 @@ struct PassFold<'a> {
     totals: Vec<usize>,
     /// Graded so far, per pass.
     done: Vec<usize>,
-    results: Vec<Vec<ScenarioResult>>,
+    /// Passes closed: every run of theirs was folded.
+    closed: usize,
+    tallies: Vec<RunTally>,
+    /// Without an output directory: each pass's results (nowhere else to keep them).
+    listed: Vec<Vec<ScenarioResult>>,
+    /// The outline of the pass being folded.
+    outline: Vec<Outline>,
+    /// The worst pass closed so far (the classifier's).
+    worst: WorstPass,
+    exam: ExamTally,
+    /// The wall times of the pass being folded.
+    wall: BTreeMap<String, u64>,
+    timings: TimingsLog,
     not_run: Vec<NotRun>,
     files: Option<RunFiles>,
     /// The agent passes' model calls and failed calls, counted as their transcripts go by.
@@ -344,11 +387,27 @@ struct PassFold<'a> {
     model_errors: usize,
 }
 
+impl PassFold<'_> {
+    /// Closes every pass before `pass` not closed yet (the ones no run of this session
+    /// reached included): the worst so far keeps its outline, the wall times are logged.
+    fn close_before(&mut self, pass: usize) -> std::io::Result<()> {
+        while self.closed < pass {
+            let k = self.closed;
+            let rate = self.tallies[k].pass_rate();
+            self.worst.close(k, rate, std::mem::take(&mut self.outline));
+            self.timings.push(std::mem::take(&mut self.wall))?;
+            self.closed += 1;
+        }
+        Ok(())
+    }
+}
+
 impl Fold<Triaged> for PassFold<'_> {
     type Error = ExamError;
 
     fn add(&mut self, outputs: Vec<Triaged>) -> Result<(), ExamError> {
         for t in outputs {
+            self.close_before(t.pass).map_err(ExamError::Write)?;
             let ls = &self.corpus.scenarios[t.scenario];
             let s = &ls.scenario;
             if t.refused {
@@ -368,7 +427,7 @@ impl Fold<Triaged> for PassFold<'_> {
                 expected: s.ground_truth.expected.as_ref(),
             };
             let out = &t.outcome;
-            let mut r = grade(&input, out, t.wall_millis);
+            let r = grade(&input, out, t.wall_millis);
             self.done[t.pass] += 1;
             if let Some(p) = &self.progress {
                 p(&Progress {
@@ -385,15 +444,71 @@ impl Fold<Triaged> for PassFold<'_> {
             }
             self.model_calls += out.transcript.len();
             self.model_errors += out.transcript.iter().filter(|e| !e.err.is_empty()).count();
-            if let Some(f) = &mut self.files {
-                f.write(t.pass, &r, &out.transcript)
-                    .map_err(ExamError::Write)?;
-                // The run's file holds its steps now; the report reads them back from
-                // there when it is written, so no pass's replies stay in memory.
-                r.full_chain = FullChain::InFile(f.placed(t.pass, &r.scenario_id));
+            self.tallies[t.pass].add(&r);
+            self.exam.add(&r);
+            self.outline.push(Outline::of(&r));
+            self.wall.insert(r.scenario_id.clone(), r.wall_millis);
+            match &mut self.files {
+                Some(f) => f
+                    .write(t.pass, t.scenario, &r, &out.transcript)
+                    .map_err(ExamError::Write)?,
+                None => self.listed[t.pass].push(r),
             }
-            self.results[t.pass].push(r);
         }
         Ok(())
+    }
+}
+
+/// The passes' wall times as their passes close: logged to [`TIMINGS_LOG`] a line per
+/// pass (an exam with an output directory), or kept in memory.
+enum TimingsLog {
+    Listed(Vec<BTreeMap<String, u64>>),
+    /// The log, opened at the first pass closed.
+    File(PathBuf, Option<std::io::BufWriter<std::fs::File>>),
+}
+
+impl TimingsLog {
+    fn new(out: Option<&Path>) -> TimingsLog {
+        match out {
+            Some(o) => TimingsLog::File(o.join(TIMINGS_LOG), None),
+            None => TimingsLog::Listed(Vec::new()),
+        }
+    }
+
+    fn push(&mut self, pass: BTreeMap<String, u64>) -> std::io::Result<()> {
+        use std::io::Write;
+        match self {
+            TimingsLog::Listed(v) => v.push(pass),
+            TimingsLog::File(p, w) => {
+                let named = |e: std::io::Error| {
+                    std::io::Error::new(e.kind(), format!("cannot write {}: {e}", p.display()))
+                };
+                if w.is_none() {
+                    *w = Some(std::io::BufWriter::new(
+                        std::fs::File::create(&*p).map_err(named)?,
+                    ));
+                }
+                let w = w.as_mut().expect("opened above");
+                serde_json::to_writer(&mut *w, &pass).map_err(|e| named(e.into()))?;
+                w.write_all(b"\n").map_err(named)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The passes' wall times, for `timings.json`.
+    fn finish(self) -> std::io::Result<PassTimings> {
+        use std::io::Write;
+        match self {
+            TimingsLog::Listed(v) => Ok(PassTimings::Listed(v)),
+            // No pass closed (an exam of no passes): nothing was logged.
+            TimingsLog::File(_, None) => Ok(PassTimings::Listed(Vec::new())),
+            TimingsLog::File(p, Some(mut w)) => {
+                w.flush().map_err(|e| {
+                    std::io::Error::new(e.kind(), format!("cannot write {}: {e}", p.display()))
+                })?;
+                Ok(PassTimings::Logged(p))
+            }
+        }
     }
 }

@@ -8,7 +8,8 @@
 //! driver (`gauntlet_job::job`): they run concurrently and are graded and folded in
 //! canonical order, so the report does not depend on scheduling. Each scenario run's
 //! files are written as it is graded (staged, then moved into place before the report:
-//! `run_files::RunFiles`), so memory does not hold every pass's transcripts. Artefacts:
+//! `run_files::RunFiles`) and only counted in memory (`report.json` reads each result
+//! back from its file), so memory grows with the corpus, not with the passes. Artefacts:
 //! `report.json`, `classifier.json`, `run-<i>/<id>.json`,
 //! `run-<i>/<id>.transcript.json`, plus `report.md`, `report.html` and
 //! `leaderboard.json` (provenance: the corpus digest is the dataset version).
@@ -32,10 +33,10 @@ pub use render::{
 pub use run_files::{MAX_STEM_BYTES, RunFiles, STAGING, file_stem};
 pub use schema::{
     Backend, DecidedCounts, E2E_NOTE, E2eOutput, ExamConfig, ExamError, ExamOutput,
-    FindingTranscript, GOLDEN_NOTE, HarnessReport, NotRun, PassAllRuns, Progress, ProgressFn,
-    REAL_NOTE, Timings,
+    FindingTranscript, GOLDEN_NOTE, HarnessReport, NotRun, PassAllRuns, PassTimings, Progress,
+    ProgressFn, REAL_NOTE, TIMINGS_LOG, Timings,
 };
-pub use summary::{ReportHead, assemble_report, median_of};
+pub use summary::{ExamTally, ReportHead, assemble_report, median_of};
 pub use targets::{TargetError, parse_target, parse_target_node};
 pub use writer::{
     PIPELINE_CHECK, default_out_dir, golden_counts, leaderboard, pipeline_check_reason,

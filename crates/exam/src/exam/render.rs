@@ -212,6 +212,7 @@ pub(super) fn failures(r: &HarnessReport) -> Vec<[String; 4]> {
         return vec![];
     };
     w.results
+        .outline()
         .iter()
         .filter(|x| !x.pass)
         .map(|x| {

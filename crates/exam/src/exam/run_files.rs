@@ -3,9 +3,12 @@
 //! report ([`RunFiles`]); and the small atomic-write helpers the exam's writer shares.
 
 use crate::cascade::TranscriptEntry;
+use crate::classifier::Outline;
 use crate::grade::ScenarioResult;
+use crate::pass_results::{Bits, Results, WrittenPass};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// A scenario id as a file name, injectively: `[A-Za-z0-9._-]` are kept, every other
 /// byte (and a leading `.`) is written `%XX`, so distinct ids never share a file
@@ -57,21 +60,29 @@ pub(super) fn io_named(path: &Path, e: std::io::Error) -> std::io::Error {
 /// identical files made every rerun into the same `--out` unlink and recreate them all,
 /// and unlinking on this kind of disk cost milliseconds a file (BENCHMARKS.md, "Reruns
 /// into the same --out").
+///
+/// What it keeps grows with the corpus, not with the passes: each corpus scenario's file
+/// stem, and per pass a bit for each scenario written ([`Results::Written`] reads the
+/// results back from their files).
 pub struct RunFiles {
     out: PathBuf,
     begun: bool,
+    /// Every corpus scenario's file stem, by corpus index.
+    stems: Arc<[String]>,
     /// Per pass: its `run-<pass>` directory staged, and the files left in place.
     passes: Vec<PassFiles>,
     written: usize,
 }
 
-#[derive(Default)]
 struct PassFiles {
     staged: bool,
     /// Whether `run-<pass>` is a real directory (never a link) that files may be left in;
     /// looked up at the pass's first file.
     placed_dir: Option<bool>,
-    kept: std::collections::HashSet<String>,
+    /// Files left in place (their bytes were already there).
+    kept: usize,
+    /// The scenarios written in this pass, by corpus index.
+    present: Bits,
 }
 
 /// Where [`RunFiles`] stages the scenario runs' files (inside the output directory, so
@@ -79,20 +90,24 @@ struct PassFiles {
 pub const STAGING: &str = ".runs-partial";
 
 impl RunFiles {
-    /// Files under `out`; nothing is touched before the first [`RunFiles::write`].
-    pub fn new(out: &Path) -> RunFiles {
+    /// Files under `out` of a corpus whose scenarios have the ids `ids`, in corpus
+    /// order; nothing is touched before the first [`RunFiles::write`].
+    pub fn new<'a>(out: &Path, ids: impl IntoIterator<Item = &'a str>) -> RunFiles {
         RunFiles {
             out: out.to_path_buf(),
             begun: false,
+            stems: ids.into_iter().map(file_stem).collect(),
             passes: Vec::new(),
             written: 0,
         }
     }
 
-    /// One graded scenario run of pass `pass`: its result and its transcript.
+    /// One graded scenario run of pass `pass`, of corpus scenario `scenario`: its result
+    /// and its transcript.
     pub fn write(
         &mut self,
         pass: usize,
+        scenario: usize,
         result: &ScenarioResult,
         transcript: &[TranscriptEntry],
     ) -> std::io::Result<()> {
@@ -101,11 +116,17 @@ impl RunFiles {
             remove_dir_if_any(&staging)?;
             self.begun = true;
         }
+        let scenarios = self.stems.len();
         if self.passes.len() <= pass {
-            self.passes.resize_with(pass + 1, PassFiles::default);
+            self.passes.resize_with(pass + 1, || PassFiles {
+                staged: false,
+                placed_dir: None,
+                kept: 0,
+                present: Bits::new(scenarios),
+            });
         }
         let placed = self.out.join(format!("run-{pass}"));
-        let stem = file_stem(&result.scenario_id);
+        let stem = &self.stems[scenario];
         let files: [(String, &dyn erased::Ser); 2] = [
             (format!("{stem}.json"), result),
             (format!("{stem}.transcript.json"), &transcript),
@@ -117,7 +138,7 @@ impl RunFiles {
                 std::fs::symlink_metadata(&placed).is_ok_and(|m| m.is_dir())
             });
             if dir_ok && holds(&placed.join(&name), &bytes) {
-                p.kept.insert(name);
+                p.kept += 1;
                 continue;
             }
             let dir = staging.join(format!("run-{pass}"));
@@ -128,16 +149,25 @@ impl RunFiles {
             let f = dir.join(&name);
             gauntlet_core::atomic::write_atomic_unflushed_named(&f, &bytes)?;
         }
+        self.passes[pass].present.insert(scenario);
         self.written += 1;
         Ok(())
     }
 
-    /// Where the result of pass `pass`'s scenario `id` is once [`RunFiles::commit`] has
-    /// moved it into place.
-    pub fn placed(&self, pass: usize, id: &str) -> PathBuf {
-        self.out
-            .join(format!("run-{pass}"))
-            .join(format!("{}.json", file_stem(id)))
+    /// Pass `pass`'s results as they will be once [`RunFiles::commit`] has put them in
+    /// place: `passed` of them passed (the floor's included), and `outline` is kept when
+    /// this is the pass the classifier reads.
+    pub fn results(&self, pass: usize, passed: usize, outline: Option<Vec<Outline>>) -> Results {
+        Results::Written(WrittenPass {
+            dir: self.out.join(format!("run-{pass}")),
+            stems: self.stems.clone(),
+            present: self
+                .passes
+                .get(pass)
+                .map_or_else(|| Bits::new(self.stems.len()), |p| p.present.clone()),
+            passed,
+            outline,
+        })
     }
 
     /// The scenario runs written.
@@ -155,7 +185,7 @@ impl RunFiles {
         for (pass, p) in self.passes.iter().enumerate() {
             let from = staging.join(format!("run-{pass}"));
             let to = self.out.join(format!("run-{pass}"));
-            if p.kept.is_empty() {
+            if p.kept == 0 {
                 if !p.staged || std::fs::symlink_metadata(&from).is_err() {
                     continue;
                 }
@@ -175,22 +205,28 @@ impl RunFiles {
                     ),
                 ));
             }
-            let mut moved = std::collections::HashSet::new();
+            // What this exam wrote in the pass: the staged files moved in below and the
+            // ones left in place.
+            let live: std::collections::HashSet<String> = p
+                .present
+                .ones()
+                .flat_map(|i| {
+                    let stem = &self.stems[i];
+                    [format!("{stem}.json"), format!("{stem}.transcript.json")]
+                })
+                .collect();
             if p.staged {
                 for e in std::fs::read_dir(&from).map_err(|e| io_named(&from, e))? {
                     let name = e.map_err(|e| io_named(&from, e))?.file_name();
                     let dest = to.join(&name);
                     gauntlet_core::atomic::check_replaceable(&dest)?;
                     std::fs::rename(from.join(&name), &dest).map_err(|e| io_named(&dest, e))?;
-                    moved.insert(name);
                 }
             }
             for e in std::fs::read_dir(&to).map_err(|e| io_named(&to, e))? {
                 let e = e.map_err(|e| io_named(&to, e))?;
                 let name = e.file_name();
-                let live =
-                    moved.contains(&name) || name.to_str().is_some_and(|n| p.kept.contains(n));
-                if !live {
+                if !name.to_str().is_some_and(|n| live.contains(n)) {
                     let stale = e.path();
                     let gone = if e.file_type().is_ok_and(|t| t.is_dir()) {
                         std::fs::remove_dir_all(&stale)
@@ -210,10 +246,28 @@ impl RunFiles {
     }
 }
 
-/// Whether `p` is a regular file (never a link) holding exactly `bytes`.
+/// Whether `p` is a regular file (never a link) holding exactly `bytes`. Compared a
+/// block at a time through a buffer on the stack: a rerun compares every scenario run's
+/// files, and a buffer per file left the allocator holding megabytes of them.
 fn holds(p: &Path, bytes: &[u8]) -> bool {
-    std::fs::symlink_metadata(p).is_ok_and(|m| m.is_file() && m.len() == bytes.len() as u64)
-        && std::fs::read(p).is_ok_and(|b| b == bytes)
+    use std::io::Read;
+    if !std::fs::symlink_metadata(p).is_ok_and(|m| m.is_file() && m.len() == bytes.len() as u64) {
+        return false;
+    }
+    let Ok(mut f) = std::fs::File::open(p) else {
+        return false;
+    };
+    let mut buf = [0u8; 8192];
+    let mut rest = bytes;
+    loop {
+        match f.read(&mut buf) {
+            Ok(0) => return rest.is_empty(),
+            Ok(n) if n <= rest.len() && buf[..n] == rest[..n] => rest = &rest[n..],
+            Ok(_) => return false,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return false,
+        }
+    }
 }
 
 /// Removes `d` and what it holds; nothing to remove is not an error.

@@ -183,9 +183,9 @@ pub struct NotRun {
 /// A finished exam: the report (the scenario runs' transcripts went to their files as
 /// the exam ran).
 pub struct ExamOutput {
-    /// With `run_files`, each scenario run's steps (`full_chain`) are in its file, not
-    /// in memory ([`crate::grade::FullChain::InFile`]): [`super::write_artifacts`]
-    /// moves the files into place before it serializes the report.
+    /// With `run_files`, each scenario run's result is in its file, not in memory
+    /// ([`crate::pass_results::Results::Written`]): [`super::write_artifacts`] moves the
+    /// files into place before it serializes the report.
     pub report: HarnessReport,
     /// The scenario runs' files (`run-<pass>/<id>.json` and `.transcript.json`), staged;
     /// `None` when the exam was given no output directory.
@@ -221,11 +221,54 @@ pub struct FindingTranscript {
 pub struct Timings {
     pub note: &'static str,
     /// `passes[i][scenario_id]`: the cascade's wall time in pass `i`.
-    pub passes: Vec<std::collections::BTreeMap<String, u64>>,
+    pub passes: PassTimings,
     /// End-to-end mode: fleet plus every finding's cascade, per scenario.
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub e2e: std::collections::BTreeMap<String, u64>,
     pub total_millis: u64,
+}
+
+/// One map of wall times per pass: in memory, or (an exam with an output directory)
+/// logged a pass per line as the exam goes, in [`TIMINGS_LOG`], and read back a pass at
+/// a time as `timings.json` is written, so they do not grow the exam's memory.
+#[derive(Debug, Clone)]
+pub enum PassTimings {
+    Listed(Vec<std::collections::BTreeMap<String, u64>>),
+    Logged(std::path::PathBuf),
+}
+
+impl Default for PassTimings {
+    fn default() -> PassTimings {
+        PassTimings::Listed(Vec::new())
+    }
+}
+
+/// Where an exam logs its passes' wall times until `timings.json` is written (in the
+/// output directory; removed once `timings.json` is in place).
+pub const TIMINGS_LOG: &str = ".timings-partial.jsonl";
+
+impl Serialize for PassTimings {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{Error, SerializeSeq};
+        use std::io::BufRead;
+        match self {
+            PassTimings::Listed(v) => v.serialize(s),
+            PassTimings::Logged(p) => {
+                let named = |e: &dyn std::fmt::Display| {
+                    S::Error::custom(format!("cannot read {}: {e}", p.display()))
+                };
+                let f = std::fs::File::open(p).map_err(|e| named(&e))?;
+                let mut seq = s.serialize_seq(None)?;
+                for line in std::io::BufReader::new(f).lines() {
+                    let line = line.map_err(|e| named(&e))?;
+                    let pass: std::collections::BTreeMap<String, u64> =
+                        serde_json::from_str(&line).map_err(|e| named(&e))?;
+                    seq.serialize_element(&pass)?;
+                }
+                seq.end()
+            }
+        }
+    }
 }
 
 pub(super) const TIMINGS_NOTE: &str = "Wall-clock milliseconds. They vary from run to run, so they live here and not in report.json or run-<i>/<id>.json.";

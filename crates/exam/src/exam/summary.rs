@@ -5,9 +5,11 @@
 use super::schema::{
     Backend, DecidedCounts, ExamConfig, GOLDEN_NOTE, HarnessReport, PassAllRuns, REAL_NOTE,
 };
+use crate::cascade::DecidedBy;
 use crate::classifier::classify;
-use crate::grade::{NOISE_BAND_PP, RunResult, median, wilson95, within_band};
+use crate::grade::{NOISE_BAND_PP, RunResult, ScenarioResult, median, wilson95, within_band};
 use gauntlet_corpus::load::Corpus;
+use std::collections::HashMap;
 
 /// The median of the passes' values that exist (`None` when none does).
 pub fn median_of(values: impl Iterator<Item = Option<f64>>) -> Option<f64> {
@@ -27,6 +29,7 @@ pub(super) fn summarise(
     cfg: &ExamConfig,
     backend: &str,
     runs: Vec<RunResult>,
+    tally: ExamTally,
     (calls, errors): (usize, usize),
 ) -> HarnessReport {
     let head = ReportHead {
@@ -41,7 +44,7 @@ pub(super) fn summarise(
         consensus: cfg.cascade.consensus,
         tool_loop: cfg.cascade.tool_loop,
     };
-    assemble_report(head, runs, calls, errors)
+    assemble_report(head, runs, tally, calls, errors)
 }
 
 /// What a report says about the exam itself, apart from its scenario runs.
@@ -70,12 +73,13 @@ impl ReportHead {
     }
 }
 
-/// The report's numbers from the passes' results (every pass in pass order, each in
-/// corpus order) and the model calls and failed calls of their transcripts: the one
-/// summary path of an exam and of a merge of its shards.
+/// The report's numbers from the passes (every pass in pass order, each in corpus
+/// order), their [`ExamTally`] and the model calls and failed calls of their
+/// transcripts: the one summary path of an exam and of a merge of its shards.
 pub fn assemble_report(
     head: ReportHead,
     runs: Vec<RunResult>,
+    tally: ExamTally,
     calls: usize,
     errors: usize,
 ) -> HarnessReport {
@@ -109,37 +113,9 @@ pub fn assemble_report(
     let attacks = median_n(runs.iter().map(|r| r.attacks));
     let benigns = median_n(runs.iter().map(|r| r.benigns));
     let wilson = |rate: Option<f64>, n: usize| rate.and_then(|x| wilson95(x * n as f64, n));
-    // By scenario id: a budget-cut exam may lack a scenario in some pass (not run).
-    let by_id: Vec<std::collections::HashMap<&str, &crate::grade::ScenarioResult>> = runs
-        .iter()
-        .map(|r| {
-            r.results
-                .iter()
-                .map(|x| (x.scenario_id.as_str(), x))
-                .collect()
-        })
-        .collect();
-    let ids: Vec<&str> = runs
-        .first()
-        .map(|r| r.results.iter().map(|x| x.scenario_id.as_str()).collect())
-        .unwrap_or_default();
-    let always_graded: Vec<&str> = ids
-        .into_iter()
-        .filter(|id| by_id.iter().all(|m| m.get(id).is_some_and(|x| x.graded())))
-        .collect();
-    let all = always_graded
-        .iter()
-        .filter(|id| by_id.iter().all(|m| m.get(*id).is_some_and(|x| x.pass)))
-        .count();
-    let mut decided_by = DecidedCounts::default();
-    for x in runs.iter().flat_map(|r| &r.results) {
-        match x.decided_by {
-            crate::cascade::DecidedBy::Model => decided_by.model += 1,
-            crate::cascade::DecidedBy::Floor => decided_by.floor += 1,
-            crate::cascade::DecidedBy::FailSafe => decided_by.fail_safe += 1,
-        }
-    }
-    let warnings = warnings(&runs, &decided_by);
+    let (all, always_graded) = tally.pass_all(runs.len());
+    let warnings = warnings(&tally);
+    let decided_by = tally.decided_by;
     HarnessReport {
         warnings,
         mode: head.mode,
@@ -159,8 +135,8 @@ pub fn assemble_report(
         pass_all_runs: PassAllRuns {
             passes: runs.len(),
             scenarios: all,
-            total: always_graded.len(),
-            rate: (!always_graded.is_empty()).then(|| all as f64 / always_graded.len() as f64),
+            total: always_graded,
+            rate: (always_graded > 0).then(|| all as f64 / always_graded as f64),
         },
         decided_by,
         na_reasons,
@@ -189,7 +165,8 @@ pub const CONSTANT_ACTION_MIN: usize = 5;
 /// - `constant_action`: the model gave the same terminal action to every scenario run it
 ///   decided (at least [`CONSTANT_ACTION_MIN`]): escalating everything makes recall 100%
 ///   and resolving everything makes precision 100%, neither a triage skill.
-pub fn warnings(runs: &[RunResult], d: &DecidedCounts) -> Vec<gauntlet_core::results::Warning> {
+pub fn warnings(t: &ExamTally) -> Vec<gauntlet_core::results::Warning> {
+    let d = &t.decided_by;
     let mut out = Vec::new();
     let total = d.model + d.floor + d.fail_safe;
     if total > 0 && 2 * d.model < total {
@@ -212,16 +189,9 @@ pub fn warnings(runs: &[RunResult], d: &DecidedCounts) -> Vec<gauntlet_core::res
             threshold: "fewer than half of the scenario runs decided by the model".into(),
         });
     }
-    let actions: std::collections::BTreeMap<&str, usize> = runs
-        .iter()
-        .flat_map(|r| &r.results)
-        .filter(|x| x.graded())
-        .fold(Default::default(), |mut m, x| {
-            *m.entry(x.terminal_action.as_str()).or_insert(0) += 1;
-            m
-        });
     if d.model >= CONSTANT_ACTION_MIN
-        && let [(action, n)] = actions.iter().collect::<Vec<_>>()[..]
+        && !t.mixed
+        && let Some((action, n)) = &t.action
     {
         out.push(gauntlet_core::results::Warning {
             kind: "constant_action".into(),
@@ -235,4 +205,63 @@ pub fn warnings(runs: &[RunResult], d: &DecidedCounts) -> Vec<gauntlet_core::res
         });
     }
     out
+}
+
+/// What the report says across passes, added one scenario run at a time (any order):
+/// pass^N, the decided-by counts and whether every graded run gave one terminal action.
+/// An exam adds its runs as they are graded, so it keeps none of them.
+#[derive(Debug, Default)]
+pub struct ExamTally {
+    /// By scenario id: the passes that graded it, and those of them it passed.
+    by_id: HashMap<String, (usize, usize)>,
+    decided_by: DecidedCounts,
+    /// The terminal action of the graded runs while it is the same for all, and their count.
+    action: Option<(String, usize)>,
+    /// Graded runs gave more than one terminal action.
+    mixed: bool,
+}
+
+impl ExamTally {
+    pub fn add(&mut self, x: &ScenarioResult) {
+        match x.decided_by {
+            DecidedBy::Model => self.decided_by.model += 1,
+            DecidedBy::Floor => self.decided_by.floor += 1,
+            DecidedBy::FailSafe => self.decided_by.fail_safe += 1,
+        }
+        if !x.graded() {
+            return;
+        }
+        let k = match self.by_id.get_mut(x.scenario_id.as_str()) {
+            Some(k) => k,
+            None => self.by_id.entry(x.scenario_id.clone()).or_default(),
+        };
+        k.0 += 1;
+        k.1 += usize::from(x.pass);
+        match &mut self.action {
+            Some((a, n)) if *a == x.terminal_action => *n += 1,
+            Some(_) => self.mixed = true,
+            None => self.action = Some((x.terminal_action.clone(), 1)),
+        }
+    }
+
+    /// The tally of passes whose results are at hand (in memory, or read back).
+    pub fn of(runs: &[RunResult]) -> std::io::Result<ExamTally> {
+        let mut t = ExamTally::default();
+        for r in runs {
+            r.results.for_each(|x| t.add(x))?;
+        }
+        Ok(t)
+    }
+
+    /// pass^N over `passes` passes: (scenarios graded and passed in every pass,
+    /// scenarios graded in every pass). A budget-cut exam may lack a scenario in some
+    /// pass (not run): it is in neither count.
+    fn pass_all(&self, passes: usize) -> (usize, usize) {
+        self.by_id
+            .values()
+            .filter(|(graded, _)| *graded == passes && passes > 0)
+            .fold((0, 0), |(all, total), (_, passed)| {
+                (all + usize::from(*passed == passes), total + 1)
+            })
+    }
 }

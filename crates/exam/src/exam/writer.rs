@@ -3,7 +3,7 @@
 
 use super::render::{render_html, render_markdown};
 use super::run_files::{RunFiles, file_stem, io_named, item, mkdir};
-use super::schema::{ExamOutput, HarnessReport};
+use super::schema::{ExamOutput, HarnessReport, PassTimings};
 use super::summary::median_n;
 use crate::grade::Interval;
 use gauntlet_core::results::LeaderboardRow;
@@ -31,7 +31,18 @@ pub fn write_artifacts(out: &Path, o: &ExamOutput) -> std::io::Result<usize> {
             item(&dir.join(format!("{stem}.transcript.json")), ts)?;
         }
     }
-    item(&out.join("timings.json"), &o.timings)?;
+    // Streamed: a logged pass's wall times are read back a pass at a time.
+    let p = out.join("timings.json");
+    gauntlet_core::atomic::write_atomic_with(&p, false, |w| {
+        serde_json::to_writer_pretty(&mut *w, &o.timings).map_err(std::io::Error::other)?;
+        w.write_all(b"\n")
+    })
+    .map_err(|e| io_named(&p, e))?;
+    if let PassTimings::Logged(log) = &o.timings.passes {
+        std::fs::remove_file(log).map_err(|e| {
+            std::io::Error::new(e.kind(), format!("cannot remove {}: {e}", log.display()))
+        })?;
+    }
     write_report_files(out, &o.report)?;
     Ok(o.run_files.as_ref().map_or(0, RunFiles::written))
 }
@@ -45,8 +56,8 @@ pub fn write_report_files(out: &Path, report: &HarnessReport) -> std::io::Result
     text(&out.join("report.html"), render_html(report))?;
     item(&out.join("leaderboard.json"), &leaderboard(out, report))?;
     item(&out.join("classifier.json"), &report.classifier)?;
-    // Streamed: the scenario runs' steps are read back from their files one at a time
-    // (`FullChain::InFile`), and the report's bytes are never all in memory.
+    // Streamed: the scenario runs' results are read back from their files one at a time
+    // (`Results::Written`), and the report's bytes are never all in memory.
     let p = out.join("report.json");
     gauntlet_core::atomic::write_atomic_with(&p, true, |w| {
         serde_json::to_writer_pretty(&mut *w, report).map_err(std::io::Error::other)?;
@@ -142,9 +153,8 @@ pub fn golden_check(r: &HarnessReport) -> (u64, u64) {
 /// scenario, the ones a harness rule (the floor) decides included: the merge gate asks
 /// that the whole pipeline gives the expected action, while `RunResult::passed` counts
 /// the model's decisions only (for the rates).
-pub fn golden_counts(results: &[crate::grade::ScenarioResult]) -> (u64, u64) {
-    let passed = results.iter().filter(|s| s.pass).count();
-    (passed as u64, results.len() as u64)
+pub fn golden_counts(results: &crate::pass_results::Results) -> (u64, u64) {
+    (results.passed() as u64, results.len() as u64)
 }
 
 /// The pipeline check's verdict: `passed` only when every scenario run passed.

@@ -16,8 +16,8 @@
 use super::{MergeError, ShardProblem, UnitsProblem};
 use crate::calls::{EXAM_JSON, ExamUsage, JOURNAL, TierRole};
 use crate::exam::{
-    Backend, ExamConfig, HarnessReport, ReportHead, assemble_report, exam_config_sha256, file_stem,
-    write_report_files,
+    Backend, ExamConfig, ExamTally, HarnessReport, ReportHead, assemble_report, exam_config_sha256,
+    file_stem, write_report_files,
 };
 use crate::grade::{RunResult, ScenarioResult};
 use gauntlet_corpus::load::Corpus;
@@ -77,8 +77,7 @@ pub fn finish(
     // shard.json records them (size, digest), and the manifest covers shard.json.
     let mut files = serde_json::Map::new();
     for run in &report.runs {
-        for r in &run.results {
-            let stem = file_stem(&r.scenario_id);
+        for stem in run.results.stems() {
             for f in [format!("{stem}.json"), format!("{stem}.transcript.json")] {
                 let name = format!("run-{}/{f}", run.index);
                 let e = FileEntry::of_file(&out.join(&name))?;
@@ -202,7 +201,8 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<HarnessReport, MergeError> 
     let calls = shards.iter().map(|s| s.report.model_calls).sum();
     let errors = shards.iter().map(|s| s.report.model_errors).sum();
     let r0 = &shards[0].report;
-    let mut report = assemble_report(ReportHead::of(r0), runs, calls, errors);
+    let tally = ExamTally::of(&runs).map_err(MergeError::Write)?;
+    let mut report = assemble_report(ReportHead::of(r0), runs, tally, calls, errors);
     report.exam_config_sha256 = r0.exam_config_sha256.clone();
     report.usage = merged_usage(&shards, &shards[0].meta["prices"]);
     // exam.json (real mode), the journals, the timings (wall clock: shards side by side).
@@ -291,7 +291,8 @@ fn copy_runs(
             let mut q = vec![VecDeque::new(); passes];
             for r in &s.report.runs {
                 if let Some(q) = q.get_mut(r.index) {
-                    q.extend(r.results.iter());
+                    // A report read back holds its results in memory.
+                    q.extend(r.results.listed().into_iter().flatten());
                 }
             }
             q

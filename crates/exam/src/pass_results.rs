@@ -1,0 +1,290 @@
+//! One pass's scenario results as a report holds them: in memory, or in the pass's
+//! files, read back one at a time.
+//!
+//! Why: an exam with an output directory writes each scenario run's result to
+//! `run-<pass>/<stem>.json` as it is graded (`exam::RunFiles`). Keeping those results in
+//! memory as well made the exam grow with its passes, about 2.5 KiB a scenario run
+//! (issue 33). A written pass keeps only which scenarios it graded (a bit each), the
+//! counts its readers need, and — for the one pass the failure classifier reads — the
+//! outline of its results; `report.json` reads each result back from its file as it is
+//! written. Either form serializes to the same bytes; a report read back holds
+//! [`Results::Listed`].
+
+use crate::classifier::Outline;
+use crate::exam::file_stem;
+use crate::grade::ScenarioResult;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::borrow::Cow;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// One pass's graded scenario runs, in corpus order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Results {
+    /// In memory: an exam without an output directory, a merge, a report read back.
+    Listed(Vec<ScenarioResult>),
+    /// In `run-<pass>/<stem>.json`, where the exam wrote them.
+    Written(WrittenPass),
+}
+
+/// A pass whose results are in its files (see the module's docs).
+#[derive(Debug, Clone, PartialEq)]
+pub struct WrittenPass {
+    /// `run-<pass>`, where the results are once the exam's files are in place.
+    pub(crate) dir: PathBuf,
+    /// Every corpus scenario's file stem, by corpus index (shared by the passes).
+    pub(crate) stems: Arc<[String]>,
+    /// Bit `i`: the pass graded corpus scenario `i`.
+    pub(crate) present: Bits,
+    /// Results with `pass` set (floor passes included): the pipeline check's count.
+    pub(crate) passed: usize,
+    /// Kept for the pass the classifier reads (`classifier::worst_run`) only.
+    pub(crate) outline: Option<Vec<Outline>>,
+}
+
+impl Default for Results {
+    fn default() -> Results {
+        Results::Listed(Vec::new())
+    }
+}
+
+impl From<Vec<ScenarioResult>> for Results {
+    fn from(v: Vec<ScenarioResult>) -> Results {
+        Results::Listed(v)
+    }
+}
+
+impl Results {
+    /// The scenario runs of the pass.
+    pub fn len(&self) -> usize {
+        match self {
+            Results::Listed(v) => v.len(),
+            Results::Written(w) => w.present.count(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The scenario runs that passed, the ones the floor decided included (the golden
+    /// pipeline check counts every one).
+    pub fn passed(&self) -> usize {
+        match self {
+            Results::Listed(v) => v.iter().filter(|r| r.pass).count(),
+            Results::Written(w) => w.passed,
+        }
+    }
+
+    /// The results in memory; `None` when they are in the pass's files.
+    pub fn listed(&self) -> Option<&[ScenarioResult]> {
+        match self {
+            Results::Listed(v) => Some(v),
+            Results::Written(_) => None,
+        }
+    }
+
+    /// Each scenario run's file stem (`run-<pass>/<stem>.json`), in corpus order.
+    pub fn stems(&self) -> Box<dyn Iterator<Item = Cow<'_, str>> + '_> {
+        match self {
+            Results::Listed(v) => Box::new(v.iter().map(|r| Cow::Owned(file_stem(&r.scenario_id)))),
+            Results::Written(w) => Box::new(w.present.ones().map(|i| Cow::Borrowed(&*w.stems[i]))),
+        }
+    }
+
+    /// Calls `f` with each result in corpus order, reading written ones back one at a
+    /// time. The error names the file.
+    pub fn for_each(&self, mut f: impl FnMut(&ScenarioResult)) -> io::Result<()> {
+        match self {
+            Results::Listed(v) => v.iter().for_each(f),
+            Results::Written(w) => {
+                for i in w.present.ones() {
+                    f(&read_result(&w.dir, &w.stems[i])?);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The outline of the results (what the classifier and the report's failure table
+    /// read). A written pass has one only if it is the pass the classifier reads.
+    pub fn outline(&self) -> Cow<'_, [Outline]> {
+        match self {
+            Results::Listed(v) => Cow::Owned(v.iter().map(Outline::of).collect()),
+            Results::Written(w) => Cow::Borrowed(w.outline.as_deref().unwrap_or_default()),
+        }
+    }
+}
+
+/// Reads `dir/<stem>.json` back as a result.
+fn read_result(dir: &Path, stem: &str) -> io::Result<ScenarioResult> {
+    let p = dir.join(format!("{stem}.json"));
+    let named =
+        |e: io::Error| io::Error::new(e.kind(), format!("cannot read {}: {e}", p.display()));
+    let f = std::fs::File::open(&p).map_err(named)?;
+    serde_json::from_reader(io::BufReader::new(f)).map_err(|e| named(io::Error::other(e)))
+}
+
+impl Serialize for Results {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{Error, SerializeSeq};
+        match self {
+            Results::Listed(v) => v.serialize(s),
+            Results::Written(w) => {
+                let mut seq = s.serialize_seq(Some(w.present.count()))?;
+                for i in w.present.ones() {
+                    let r = read_result(&w.dir, &w.stems[i]).map_err(S::Error::custom)?;
+                    seq.serialize_element(&r)?;
+                }
+                seq.end()
+            }
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Results {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Results, D::Error> {
+        Vec::<ScenarioResult>::deserialize(d).map(Results::Listed)
+    }
+}
+
+/// A fixed-size set of small indices, a bit each.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Bits(Vec<u64>);
+
+impl Bits {
+    /// The empty set of indices below `n`.
+    pub fn new(n: usize) -> Bits {
+        Bits(vec![0; n.div_ceil(64)])
+    }
+
+    pub fn insert(&mut self, i: usize) {
+        self.0[i / 64] |= 1 << (i % 64);
+    }
+
+    pub fn contains(&self, i: usize) -> bool {
+        self.0.get(i / 64).is_some_and(|w| w & (1 << (i % 64)) != 0)
+    }
+
+    pub fn count(&self) -> usize {
+        self.0.iter().map(|w| w.count_ones() as usize).sum()
+    }
+
+    /// The indices in the set, ascending.
+    pub fn ones(&self) -> impl Iterator<Item = usize> + '_ {
+        self.0.iter().enumerate().flat_map(|(k, &w)| {
+            (0..64)
+                .filter(move |b| w & (1 << b) != 0)
+                .map(move |b| k * 64 + b)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::grade::{AxisResult, ChainStep, StructuralAxes};
+
+    fn result(id: &str, pass: bool) -> ScenarioResult {
+        ScenarioResult {
+            scenario_id: id.into(),
+            rel_path: format!("{id}.yaml"),
+            finding_id: "f".into(),
+            category: "c".into(),
+            difficulty: "d".into(),
+            terminal_action: "escalated".into(),
+            expected_action: if pass { "escalated" } else { "resolved" }.into(),
+            terminal_reason: "r".into(),
+            force_escalated: false,
+            route_id: String::new(),
+            model_calls: 1,
+            wall_millis: 7,
+            full_chain: vec![ChainStep {
+                seq: 0,
+                model: "triage".into(),
+                reply: "{\"action\":\"escalate\"}".into(),
+                err: String::new(),
+            }],
+            structural: StructuralAxes {
+                chain_action: AxisResult::from_bool(pass),
+                triage_action: AxisResult::NotApplicable,
+                mentions: AxisResult::NotApplicable,
+                no_mentions: AxisResult::NotApplicable,
+                tools_used: AxisResult::NotApplicable,
+                iterations: AxisResult::NotApplicable,
+            },
+            pass,
+            decided_by: crate::cascade::DecidedBy::Model,
+            error: String::new(),
+        }
+    }
+
+    #[test]
+    fn a_written_pass_serializes_as_its_listed_results_and_a_missing_file_is_named() {
+        let d = tempfile::tempdir().unwrap();
+        let ids = ["AF-01", "a/b", "AF-03"];
+        let stems: Arc<[String]> = ids.iter().map(|i| file_stem(i)).collect();
+        // Scenario 1 was not run in this pass.
+        let listed = vec![result(ids[0], true), result(ids[2], false)];
+        for r in &listed {
+            let mut b = serde_json::to_vec_pretty(r).unwrap();
+            b.push(b'\n');
+            std::fs::write(
+                d.path().join(format!("{}.json", file_stem(&r.scenario_id))),
+                b,
+            )
+            .unwrap();
+        }
+        let mut present = Bits::new(ids.len());
+        present.insert(0);
+        present.insert(2);
+        let written = Results::Written(WrittenPass {
+            dir: d.path().to_path_buf(),
+            stems,
+            present,
+            passed: 1,
+            outline: None,
+        });
+        let listed = Results::Listed(listed);
+        assert_eq!(
+            serde_json::to_string_pretty(&written).unwrap(),
+            serde_json::to_string_pretty(&listed).unwrap()
+        );
+        assert_eq!(
+            (written.len(), written.passed()),
+            (listed.len(), listed.passed())
+        );
+        assert_eq!(
+            written.stems().collect::<Vec<_>>(),
+            listed.stems().collect::<Vec<_>>()
+        );
+        let mut seen = Vec::new();
+        written
+            .for_each(|r| seen.push(r.scenario_id.clone()))
+            .unwrap();
+        assert_eq!(seen, ["AF-01", "AF-03"]);
+        let back: Results =
+            serde_json::from_str(&serde_json::to_string(&written).unwrap()).unwrap();
+        assert_eq!(back.listed().map(<[_]>::len), Some(2));
+
+        std::fs::remove_file(d.path().join("AF-03.json")).unwrap();
+        let e = serde_json::to_string(&written).unwrap_err().to_string();
+        let gone = d.path().join("AF-03.json");
+        assert!(
+            e.contains(&format!("cannot read {}", gone.display())),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn bits_hold_what_was_inserted() {
+        let mut b = Bits::new(130);
+        for i in [0, 63, 64, 129] {
+            b.insert(i);
+        }
+        assert_eq!(b.ones().collect::<Vec<_>>(), [0, 63, 64, 129]);
+        assert_eq!(b.count(), 4);
+        assert!(b.contains(64) && !b.contains(65) && !b.contains(500));
+    }
+}
