@@ -8,8 +8,10 @@
 //! `resolved` but escalated is `A1_invest_should_resolve_but_escalated`; anything else
 //! is `A2_should_escalate_but_resolved`.
 
-use crate::grade::{AxisResult, RunResult, ScenarioResult};
+use crate::grade::{AxisResult, ScenarioResult};
+use crate::pass_results::{Outline, Results, RunResult};
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 pub const PASS: &str = "PASS";
@@ -89,25 +91,23 @@ impl WorstPass {
     }
 }
 
-/// What the classifier and the report's failure table read of one scenario run.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Outline {
-    pub scenario_id: String,
-    pub expected_action: String,
-    pub terminal_action: String,
-    pub pass: bool,
-    pub bin: &'static str,
+/// The outline of one scenario run's result.
+pub fn outline_of(r: &ScenarioResult) -> Outline {
+    Outline {
+        scenario_id: r.scenario_id.clone(),
+        expected_action: r.expected_action.clone(),
+        terminal_action: r.terminal_action.clone(),
+        pass: r.pass,
+        bin: bin(r),
+    }
 }
 
-impl Outline {
-    pub fn of(r: &ScenarioResult) -> Outline {
-        Outline {
-            scenario_id: r.scenario_id.clone(),
-            expected_action: r.expected_action.clone(),
-            terminal_action: r.terminal_action.clone(),
-            pass: r.pass,
-            bin: bin(r),
-        }
+/// The outline of a pass's results. A written pass has one only if it is the pass the
+/// classifier reads (the exam keeps it for that pass alone).
+pub fn outline(results: &Results) -> Cow<'_, [Outline]> {
+    match results {
+        Results::Listed(v) => Cow::Owned(v.iter().map(outline_of).collect()),
+        Results::Written(w) => Cow::Borrowed(w.outline.as_deref().unwrap_or_default()),
     }
 }
 
@@ -115,7 +115,7 @@ impl Outline {
 pub fn classify(runs: &[RunResult]) -> ClassifierSummary {
     let mut s = ClassifierSummary::default();
     if let Some(run) = worst_run(runs) {
-        for o in run.results.outline().iter() {
+        for o in outline(&run.results).iter() {
             *s.counts.entry(o.bin.to_string()).or_insert(0) += 1;
             s.per_scenario
                 .insert(o.scenario_id.clone(), o.bin.to_string());

@@ -21,14 +21,12 @@
 //! scenario). A rate with an empty population is `null` with its reason in
 //! `na_reasons`, never 0 and never a made-up 1.0.
 //!
-//! Field names of [`ScenarioResult`] and [`RunResult`] are byte-compatible with
+//! Field names of [`ScenarioResult`] and [`RunResult`](crate::pass_results::RunResult) are byte-compatible with
 //! mallcop's `report.json` / `run-<i>/<id>.json`.
 
 use crate::cascade::{CascadeOutcome, DecidedBy, TranscriptEntry};
-use crate::pass_results::Results;
 use gauntlet_corpus::scenario::Expected;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 
 /// One structural axis.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -230,40 +228,6 @@ fn chain_step(t: &TranscriptEntry) -> ChainStep {
     }
 }
 
-/// One full corpus pass. `total` counts every scenario; the rates' population is the
-/// `graded` ones (decided by the model), the `floor` and `fail_safe` ones are counted
-/// beside them.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RunResult {
-    pub index: usize,
-    pub results: Results,
-    /// Graded scenarios that passed.
-    pub passed: usize,
-    pub total: usize,
-    /// passed ÷ graded; `null` when nothing was graded.
-    pub pass_rate: Option<f64>,
-    /// Graded attacks (expected escalated / escalate-or-stronger).
-    pub attacks: usize,
-    pub attacks_passed: usize,
-    pub recall_rate: Option<f64>,
-    /// Graded benign scenarios (the rest).
-    pub benigns: usize,
-    pub benigns_passed: usize,
-    pub precision_rate: Option<f64>,
-    /// Scenarios decided by the model: the population of the rates.
-    pub graded: usize,
-    /// Scenarios the deterministic floor escalated by rule (zero model calls):
-    /// outside every rate.
-    #[serde(default)]
-    pub floor: usize,
-    /// Scenarios decided by the fail-safe after a model error or an unparseable reply
-    /// (a template echo included): outside every rate.
-    pub fail_safe: usize,
-    /// Why a rate is `null`.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub na_reasons: BTreeMap<String, String>,
-}
-
 /// The reason a rate over an empty population is N/A.
 pub fn na_reason(what: &str, floor: usize, fail_safe: usize) -> String {
     let mut excluded = Vec::new();
@@ -284,98 +248,6 @@ pub fn na_reason(what: &str, floor: usize, fail_safe: usize) -> String {
             "the model decided no {what} ({} excluded)",
             excluded.join("; ")
         )
-    }
-}
-
-impl RunResult {
-    /// A pass's numbers from its results in memory.
-    pub fn from_results(index: usize, results: Vec<ScenarioResult>) -> RunResult {
-        let mut t = RunTally::default();
-        results.iter().for_each(|r| t.add(r));
-        t.finish(index, Results::Listed(results))
-    }
-}
-
-/// One pass's counts, added a scenario run at a time: what [`RunResult`] reports
-/// besides its results (so a pass whose results went to their files keeps only these).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct RunTally {
-    total: usize,
-    graded: usize,
-    floor: usize,
-    passed: usize,
-    attacks: usize,
-    attacks_passed: usize,
-    /// Results with `pass` set, the floor's included.
-    all_passed: usize,
-}
-
-impl RunTally {
-    pub fn add(&mut self, r: &ScenarioResult) {
-        self.total += 1;
-        self.all_passed += usize::from(r.pass);
-        match r.decided_by {
-            DecidedBy::Model => {
-                let attack = is_attack(&r.expected_action);
-                self.graded += 1;
-                self.passed += usize::from(r.pass);
-                self.attacks += usize::from(attack);
-                self.attacks_passed += usize::from(r.pass && attack);
-            }
-            DecidedBy::Floor => self.floor += 1,
-            DecidedBy::FailSafe => {}
-        }
-    }
-
-    /// Results with `pass` set, the floor's included.
-    pub fn all_passed(&self) -> usize {
-        self.all_passed
-    }
-
-    /// passed ÷ graded; `None` when nothing was graded.
-    pub fn pass_rate(&self) -> Option<f64> {
-        (self.graded > 0).then(|| self.passed as f64 / self.graded as f64)
-    }
-
-    /// The pass `index` with these counts and `results`.
-    pub fn finish(self, index: usize, results: Results) -> RunResult {
-        let fail_safe = self.total - self.graded - self.floor;
-        let benigns = self.graded - self.attacks;
-        let benigns_passed = self.passed - self.attacks_passed;
-        let mut na_reasons = BTreeMap::new();
-        let mut rate = |name: &str, what: &str, k: usize, n: usize| {
-            if n == 0 {
-                na_reasons.insert(name.to_string(), na_reason(what, self.floor, fail_safe));
-                None
-            } else {
-                Some(k as f64 / n as f64)
-            }
-        };
-        let pass_rate = rate("pass_rate", "scenario", self.passed, self.graded);
-        let recall_rate = rate(
-            "recall_rate",
-            "attack scenario",
-            self.attacks_passed,
-            self.attacks,
-        );
-        let precision_rate = rate("precision_rate", "benign scenario", benigns_passed, benigns);
-        RunResult {
-            index,
-            passed: self.passed,
-            total: self.total,
-            pass_rate,
-            attacks: self.attacks,
-            attacks_passed: self.attacks_passed,
-            recall_rate,
-            benigns,
-            benigns_passed,
-            precision_rate,
-            graded: self.graded,
-            floor: self.floor,
-            fail_safe,
-            na_reasons,
-            results,
-        }
     }
 }
 

@@ -83,7 +83,7 @@ pub fn finish_agent(
     // The scenario runs' files, named as the writer names them, hashed as the manifest
     // is written (in name order: the passes' directories as strings sort, each one's
     // names sorted), so no entry per scenario run is held.
-    let mut runs: Vec<(String, &crate::grade::RunResult)> = report
+    let mut runs: Vec<(String, &crate::pass_results::RunResult)> = report
         .runs
         .iter()
         .map(|r| (format!("run-{}", r.index), r))

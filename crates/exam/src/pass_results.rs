@@ -1,5 +1,7 @@
-//! One pass's scenario results as a report holds them: in memory, or in the pass's
-//! files, read back one at a time.
+//! One pass of an exam: its numbers ([`RunResult`], counted a run at a time by
+//! [`RunTally`]) and its scenario results as a report holds them ([`Results`]): in
+//! memory, or in the pass's files (`run-<pass>/<stem>.json`, [`file_stem`]), read back
+//! one at a time.
 //!
 //! Why: an exam with an output directory writes each scenario run's result to
 //! `run-<pass>/<stem>.json` as it is graded (`exam::RunFiles`). Keeping those results in
@@ -10,14 +12,184 @@
 //! written. Either form serializes to the same bytes; a report read back holds
 //! [`Results::Listed`].
 
-use crate::classifier::Outline;
-use crate::exam::file_stem;
-use crate::grade::ScenarioResult;
+use crate::cascade::DecidedBy;
+use crate::grade::{ScenarioResult, is_attack, na_reason};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+/// One full corpus pass. `total` counts every scenario; the rates' population is the
+/// `graded` ones (decided by the model), the `floor` and `fail_safe` ones are counted
+/// beside them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunResult {
+    pub index: usize,
+    pub results: Results,
+    /// Graded scenarios that passed.
+    pub passed: usize,
+    pub total: usize,
+    /// passed ÷ graded; `null` when nothing was graded.
+    pub pass_rate: Option<f64>,
+    /// Graded attacks (expected escalated / escalate-or-stronger).
+    pub attacks: usize,
+    pub attacks_passed: usize,
+    pub recall_rate: Option<f64>,
+    /// Graded benign scenarios (the rest).
+    pub benigns: usize,
+    pub benigns_passed: usize,
+    pub precision_rate: Option<f64>,
+    /// Scenarios decided by the model: the population of the rates.
+    pub graded: usize,
+    /// Scenarios the deterministic floor escalated by rule (zero model calls):
+    /// outside every rate.
+    #[serde(default)]
+    pub floor: usize,
+    /// Scenarios decided by the fail-safe after a model error or an unparseable reply
+    /// (a template echo included): outside every rate.
+    pub fail_safe: usize,
+    /// Why a rate is `null`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub na_reasons: BTreeMap<String, String>,
+}
+
+impl RunResult {
+    /// A pass's numbers from its results in memory.
+    pub fn from_results(index: usize, results: Vec<ScenarioResult>) -> RunResult {
+        let mut t = RunTally::default();
+        results.iter().for_each(|r| t.add(r));
+        t.finish(index, Results::Listed(results))
+    }
+}
+
+/// One pass's counts, added a scenario run at a time: what [`RunResult`] reports
+/// besides its results (so a pass whose results went to their files keeps only these).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunTally {
+    total: usize,
+    graded: usize,
+    floor: usize,
+    passed: usize,
+    attacks: usize,
+    attacks_passed: usize,
+    /// Results with `pass` set, the floor's included.
+    all_passed: usize,
+}
+
+impl RunTally {
+    pub fn add(&mut self, r: &ScenarioResult) {
+        self.total += 1;
+        self.all_passed += usize::from(r.pass);
+        match r.decided_by {
+            DecidedBy::Model => {
+                let attack = is_attack(&r.expected_action);
+                self.graded += 1;
+                self.passed += usize::from(r.pass);
+                self.attacks += usize::from(attack);
+                self.attacks_passed += usize::from(r.pass && attack);
+            }
+            DecidedBy::Floor => self.floor += 1,
+            DecidedBy::FailSafe => {}
+        }
+    }
+
+    /// Results with `pass` set, the floor's included.
+    pub fn all_passed(&self) -> usize {
+        self.all_passed
+    }
+
+    /// passed ÷ graded; `None` when nothing was graded.
+    pub fn pass_rate(&self) -> Option<f64> {
+        (self.graded > 0).then(|| self.passed as f64 / self.graded as f64)
+    }
+
+    /// The pass `index` with these counts and `results`.
+    pub fn finish(self, index: usize, results: Results) -> RunResult {
+        let fail_safe = self.total - self.graded - self.floor;
+        let benigns = self.graded - self.attacks;
+        let benigns_passed = self.passed - self.attacks_passed;
+        let mut na_reasons = BTreeMap::new();
+        let mut rate = |name: &str, what: &str, k: usize, n: usize| {
+            if n == 0 {
+                na_reasons.insert(name.to_string(), na_reason(what, self.floor, fail_safe));
+                None
+            } else {
+                Some(k as f64 / n as f64)
+            }
+        };
+        let pass_rate = rate("pass_rate", "scenario", self.passed, self.graded);
+        let recall_rate = rate(
+            "recall_rate",
+            "attack scenario",
+            self.attacks_passed,
+            self.attacks,
+        );
+        let precision_rate = rate("precision_rate", "benign scenario", benigns_passed, benigns);
+        RunResult {
+            index,
+            passed: self.passed,
+            total: self.total,
+            pass_rate,
+            attacks: self.attacks,
+            attacks_passed: self.attacks_passed,
+            recall_rate,
+            benigns,
+            benigns_passed,
+            precision_rate,
+            graded: self.graded,
+            floor: self.floor,
+            fail_safe,
+            na_reasons,
+            results,
+        }
+    }
+}
+
+/// A scenario id as a file name, injectively: `[A-Za-z0-9._-]` are kept, every other
+/// byte (and a leading `.`) is written `%XX`, so distinct ids never share a file
+/// (`ZZ-a/b` → `ZZ-a%2Fb`, `ZZ-a_b` → `ZZ-a_b`, `ZZ-a?b` → `ZZ-a%3Fb`) and an id already
+/// made of safe characters is its own name. A name that would exceed
+/// [`MAX_STEM_BYTES`] keeps a prefix and ends in `~` and the id's full sha256 (`~`
+/// never appears otherwise, so these cannot meet an escaped name).
+pub fn file_stem(id: &str) -> String {
+    let mut s = String::with_capacity(id.len());
+    for (i, b) in id.bytes().enumerate() {
+        let safe = b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-') || (b == b'.' && i > 0);
+        if safe {
+            s.push(b as char);
+        } else {
+            let _ = write!(s, "%{b:02X}");
+        }
+    }
+    if s.is_empty() {
+        s.push('%');
+    }
+    if s.len() > MAX_STEM_BYTES {
+        let digest = gauntlet_core::hash::sha256_hex(id.as_bytes());
+        s.truncate(MAX_STEM_BYTES - 65);
+        s.push('~');
+        s.push_str(&digest);
+    }
+    s
+}
+
+/// The longest file stem [`file_stem`] produces (file names stay under 255 bytes with
+/// the `.transcript.json` suffix).
+pub const MAX_STEM_BYTES: usize = 200;
+
+/// What the classifier and the report's failure table read of one scenario run
+/// (`classifier::outline`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outline {
+    pub scenario_id: String,
+    pub expected_action: String,
+    pub terminal_action: String,
+    pub pass: bool,
+    pub bin: &'static str,
+}
 
 /// One pass's graded scenario runs, in corpus order.
 #[derive(Debug, Clone, PartialEq)]
@@ -106,15 +278,6 @@ impl Results {
         }
         Ok(())
     }
-
-    /// The outline of the results (what the classifier and the report's failure table
-    /// read). A written pass has one only if it is the pass the classifier reads.
-    pub fn outline(&self) -> Cow<'_, [Outline]> {
-        match self {
-            Results::Listed(v) => Cow::Owned(v.iter().map(Outline::of).collect()),
-            Results::Written(w) => Cow::Borrowed(w.outline.as_deref().unwrap_or_default()),
-        }
-    }
 }
 
 /// Reads `dir/<stem>.json` back as a result.
@@ -185,6 +348,7 @@ impl Bits {
 mod tests {
     use super::*;
     use crate::grade::{AxisResult, ChainStep, StructuralAxes};
+    use proptest::prelude::*;
 
     fn result(id: &str, pass: bool) -> ScenarioResult {
         ScenarioResult {
@@ -286,5 +450,33 @@ mod tests {
         assert_eq!(b.ones().collect::<Vec<_>>(), [0, 63, 64, 129]);
         assert_eq!(b.count(), 4);
         assert!(b.contains(64) && !b.contains(65) && !b.contains(500));
+    }
+
+    #[test]
+    fn file_stems_of_ids_that_used_to_collide_differ() {
+        assert_eq!(file_stem("ZZ-a_b"), "ZZ-a_b");
+        assert_eq!(file_stem("ZZ-a/b"), "ZZ-a%2Fb");
+        assert_eq!(file_stem("ZZ-a?b"), "ZZ-a%3Fb");
+        assert_eq!(file_stem(".hidden"), "%2Ehidden");
+        assert_eq!(file_stem("a%b"), "a%25b");
+        assert_eq!(file_stem(""), "%");
+        assert_eq!(file_stem("é"), "%C3%A9");
+        let long = "x/".repeat(300);
+        let s = file_stem(&long);
+        assert!(s.len() <= MAX_STEM_BYTES && s.contains('~'), "{s}");
+    }
+
+    proptest! {
+        /// Distinct ids never share a file name, and names are safe path components.
+        #[test]
+        fn file_stem_is_injective_and_safe(a in ".{0,300}", b in ".{0,300}") {
+            let (sa, sb) = (file_stem(&a), file_stem(&b));
+            prop_assert!(sa.len() <= MAX_STEM_BYTES);
+            prop_assert!(!sa.starts_with('.'));
+            prop_assert!(sa.bytes().all(|c| c.is_ascii_alphanumeric() || b"._-%~".contains(&c)));
+            if a != b {
+                prop_assert_ne!(sa, sb);
+            }
+        }
     }
 }

@@ -25,7 +25,9 @@ fn corpus() -> Corpus {
 }
 
 /// A pass's results: in memory, or read back from the files the exam put in place.
-fn results(run: &gauntlet_exam::grade::RunResult) -> Vec<gauntlet_exam::grade::ScenarioResult> {
+fn results(
+    run: &gauntlet_exam::pass_results::RunResult,
+) -> Vec<gauntlet_exam::grade::ScenarioResult> {
     let mut v = Vec::new();
     run.results.for_each(|x| v.push(x.clone())).unwrap();
     v

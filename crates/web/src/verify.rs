@@ -448,18 +448,18 @@ fn check_exam(run: &Run) -> RunCheck {
             return out;
         }
     };
-    let passes: Vec<gauntlet_exam::grade::RunResult> = r
+    let passes: Vec<gauntlet_exam::pass_results::RunResult> = r
         .runs
         .iter()
         .map(|p| {
             // A report read back holds its results in memory.
             let results = p.results.listed().unwrap_or_default().to_vec();
-            gauntlet_exam::grade::RunResult::from_results(p.index, results)
+            gauntlet_exam::pass_results::RunResult::from_results(p.index, results)
         })
         .collect();
     // The median over the passes whose rate exists (a pass decided wholly by the
     // fail-safe has none), as the exam computes it.
-    let median = |f: &dyn Fn(&gauntlet_exam::grade::RunResult) -> Option<f64>| {
+    let median = |f: &dyn Fn(&gauntlet_exam::pass_results::RunResult) -> Option<f64>| {
         gauntlet_exam::exam::median_of(passes.iter().map(f))
     };
     let want = [

@@ -13,10 +13,10 @@ use super::targets::golden_http_target;
 use super::triage::{ScenarioModels, triage};
 use crate::calls::{ExamCalls, SessionStats};
 use crate::cascade::{CascadeOptions, CascadeOutcome, TierModels};
-use crate::classifier::{Outline, WorstPass};
+use crate::classifier::{WorstPass, outline_of};
 use crate::golden::{GoldenModel, GoldenScript, GoldenServer};
-use crate::grade::{GradeInput, RunResult, RunTally, ScenarioResult, effective_passes, grade};
-use crate::pass_results::Results;
+use crate::grade::{GradeInput, ScenarioResult, effective_passes, grade};
+use crate::pass_results::{Outline, Results, RunResult, RunTally};
 use crate::tools::Toolbox;
 use gauntlet_corpus::load::Corpus;
 use gauntlet_job::job::{Ending, Fold, Job, Ran, Schedule, Task, Window};
@@ -446,7 +446,7 @@ impl Fold<Triaged> for PassFold<'_> {
             self.model_errors += out.transcript.iter().filter(|e| !e.err.is_empty()).count();
             self.tallies[t.pass].add(&r);
             self.exam.add(&r);
-            self.outline.push(Outline::of(&r));
+            self.outline.push(outline_of(&r));
             self.wall.insert(r.scenario_id.clone(), r.wall_millis);
             match &mut self.files {
                 Some(f) => f

@@ -25,12 +25,13 @@ mod targets;
 mod triage;
 mod writer;
 
+pub use crate::pass_results::{MAX_STEM_BYTES, file_stem};
 pub use driver::{run_exam, run_exam_units};
 pub use identity::{exam_config_sha256, exam_identity, exam_identity_bytes};
 pub use render::{
     decided_line, fidelity_rows, pct_or_na, render_html, render_markdown, report_page,
 };
-pub use run_files::{MAX_STEM_BYTES, RunFiles, STAGING, file_stem};
+pub use run_files::{RunFiles, STAGING};
 pub use schema::{
     Backend, DecidedCounts, E2E_NOTE, E2eOutput, ExamConfig, ExamError, ExamOutput,
     FindingTranscript, GOLDEN_NOTE, HarnessReport, NotRun, PassAllRuns, PassTimings, Progress,

@@ -211,8 +211,7 @@ pub(super) fn failures(r: &HarnessReport) -> Vec<[String; 4]> {
     let Some(w) = crate::classifier::worst_run(&r.runs) else {
         return vec![];
     };
-    w.results
-        .outline()
+    crate::classifier::outline(&w.results)
         .iter()
         .filter(|x| !x.pass)
         .map(|x| {

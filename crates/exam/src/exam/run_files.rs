@@ -3,44 +3,10 @@
 //! report ([`RunFiles`]); and the small atomic-write helpers the exam's writer shares.
 
 use crate::cascade::TranscriptEntry;
-use crate::classifier::Outline;
 use crate::grade::ScenarioResult;
-use crate::pass_results::{Bits, Results, WrittenPass};
-use std::fmt::Write as _;
+use crate::pass_results::{Bits, Outline, Results, WrittenPass, file_stem};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-
-/// A scenario id as a file name, injectively: `[A-Za-z0-9._-]` are kept, every other
-/// byte (and a leading `.`) is written `%XX`, so distinct ids never share a file
-/// (`ZZ-a/b` → `ZZ-a%2Fb`, `ZZ-a_b` → `ZZ-a_b`, `ZZ-a?b` → `ZZ-a%3Fb`) and an id already
-/// made of safe characters is its own name. A name that would exceed
-/// [`MAX_STEM_BYTES`] keeps a prefix and ends in `~` and the id's full sha256 (`~`
-/// never appears otherwise, so these cannot meet an escaped name).
-pub fn file_stem(id: &str) -> String {
-    let mut s = String::with_capacity(id.len());
-    for (i, b) in id.bytes().enumerate() {
-        let safe = b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-') || (b == b'.' && i > 0);
-        if safe {
-            s.push(b as char);
-        } else {
-            let _ = write!(s, "%{b:02X}");
-        }
-    }
-    if s.is_empty() {
-        s.push('%');
-    }
-    if s.len() > MAX_STEM_BYTES {
-        let digest = gauntlet_core::hash::sha256_hex(id.as_bytes());
-        s.truncate(MAX_STEM_BYTES - 65);
-        s.push('~');
-        s.push_str(&digest);
-    }
-    s
-}
-
-/// The longest file stem [`file_stem`] produces (file names stay under 255 bytes with
-/// the `.transcript.json` suffix).
-pub const MAX_STEM_BYTES: usize = 200;
 
 pub(super) fn io_named(path: &Path, e: std::io::Error) -> std::io::Error {
     std::io::Error::new(e.kind(), format!("cannot write {}: {e}", path.display()))
@@ -303,40 +269,6 @@ mod erased {
     impl<T: serde::Serialize> Ser for T {
         fn to_json(&self) -> std::io::Result<Vec<u8>> {
             serde_json::to_vec_pretty(self).map_err(std::io::Error::other)
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
-
-    #[test]
-    fn file_stems_of_ids_that_used_to_collide_differ() {
-        assert_eq!(file_stem("ZZ-a_b"), "ZZ-a_b");
-        assert_eq!(file_stem("ZZ-a/b"), "ZZ-a%2Fb");
-        assert_eq!(file_stem("ZZ-a?b"), "ZZ-a%3Fb");
-        assert_eq!(file_stem(".hidden"), "%2Ehidden");
-        assert_eq!(file_stem("a%b"), "a%25b");
-        assert_eq!(file_stem(""), "%");
-        assert_eq!(file_stem("é"), "%C3%A9");
-        let long = "x/".repeat(300);
-        let s = file_stem(&long);
-        assert!(s.len() <= MAX_STEM_BYTES && s.contains('~'), "{s}");
-    }
-
-    proptest! {
-        /// Distinct ids never share a file name, and names are safe path components.
-        #[test]
-        fn file_stem_is_injective_and_safe(a in ".{0,300}", b in ".{0,300}") {
-            let (sa, sb) = (file_stem(&a), file_stem(&b));
-            prop_assert!(sa.len() <= MAX_STEM_BYTES);
-            prop_assert!(!sa.starts_with('.'));
-            prop_assert!(sa.bytes().all(|c| c.is_ascii_alphanumeric() || b"._-%~".contains(&c)));
-            if a != b {
-                prop_assert_ne!(sa, sb);
-            }
         }
     }
 }

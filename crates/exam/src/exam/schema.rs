@@ -7,7 +7,8 @@ use crate::calls::{ExamCalls, ExamUsage, SessionStats};
 use crate::cascade::{CascadeOptions, TierModels, TranscriptEntry};
 use crate::classifier::ClassifierSummary;
 use crate::e2e::DetectFidelity;
-use crate::grade::{Interval, RunResult};
+use crate::grade::Interval;
+use crate::pass_results::RunResult;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 

@@ -7,7 +7,8 @@ use super::schema::{
 };
 use crate::cascade::DecidedBy;
 use crate::classifier::classify;
-use crate::grade::{NOISE_BAND_PP, RunResult, ScenarioResult, median, wilson95, within_band};
+use crate::grade::{NOISE_BAND_PP, ScenarioResult, median, wilson95, within_band};
+use crate::pass_results::RunResult;
 use gauntlet_corpus::load::Corpus;
 use std::collections::HashMap;
 

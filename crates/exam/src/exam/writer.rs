@@ -2,10 +2,11 @@
 //! after the scenario runs' files ([`super::run_files`]) are put in place; the leaderboard rows.
 
 use super::render::{render_html, render_markdown};
-use super::run_files::{RunFiles, file_stem, io_named, item, mkdir};
+use super::run_files::{RunFiles, io_named, item, mkdir};
 use super::schema::{ExamOutput, HarnessReport, PassTimings};
 use super::summary::median_n;
 use crate::grade::Interval;
+use crate::pass_results::file_stem;
 use gauntlet_core::results::LeaderboardRow;
 use std::path::{Path, PathBuf};
 

@@ -19,7 +19,8 @@ use crate::exam::{
     Backend, ExamConfig, ExamTally, HarnessReport, ReportHead, assemble_report, exam_config_sha256,
     file_stem, write_report_files,
 };
-use crate::grade::{RunResult, ScenarioResult};
+use crate::grade::ScenarioResult;
+use crate::pass_results::RunResult;
 use gauntlet_corpus::load::Corpus;
 use gauntlet_job::artefacts::Artefacts;
 use gauntlet_job::manifest::{FileEntry, Kind};
