@@ -26,7 +26,7 @@ use gauntlet_core::paired::{Comparison, compare_pairs};
 use gauntlet_engine::config::RunConfig;
 use gauntlet_engine::mismatch::{self, Mismatch};
 use gauntlet_redteam::leakage::LeakCategory;
-use gauntlet_redteam::metrics::{BehaviorOutcome, Metric};
+use gauntlet_redteam::metrics::{BehaviorOutcome, Metric, Surface};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -523,7 +523,9 @@ pub struct Sides<'a> {
     pub flips_metric: String,
 }
 
-/// Compares the two sides (blocking: reads both transcripts).
+/// Compares the two sides (blocking: reads both transcripts): each side's series read,
+/// the cells they share and what else differs between them checked, then each shared
+/// cell compared and the flips' texts read.
 pub fn compare(
     s: &Sides,
     index_a: Option<&crate::transcripts::LineIndex>,
@@ -544,110 +546,20 @@ pub fn compare(
     } else {
         recorded(s.run_b)?
     };
-    let single = cfg_a.targets.len() == 1 && cfg_b.targets.len() == 1;
-    let mut notes = Vec::new();
-    let metrics_a = metrics_of(&cfg_a);
-    let metrics_b = metrics_of(&cfg_b);
-    let star = |x: &str| x.to_owned();
-    let (a, b): (SideData, SideData) = match s.by {
-        By::Run => {
-            let key = |l: &Line, j: &str| -> CellKey {
-                (
-                    star(&l.attack_name),
-                    if single {
-                        "*".into()
-                    } else {
-                        l.target_name.clone()
-                    },
-                    l.dataset.clone(),
-                    j.to_owned(),
-                )
-            };
-            if single {
-                notes.push(format!(
-                    "each run has one target: {} is paired with {}",
-                    cfg_a.targets[0].label(),
-                    cfg_b.targets[0].label()
-                ));
-            }
-            (
-                read_side(s.run_a, &cfg_a, &metrics_a, &|_| true, &key, None)?,
-                read_side(s.run_b, &cfg_b, &metrics_b, &|_| true, &key, None)?,
-            )
-        }
-        By::Target => {
-            let key = |l: &Line, j: &str| -> CellKey {
-                (
-                    l.attack_name.clone(),
-                    "*".into(),
-                    l.dataset.clone(),
-                    j.to_owned(),
-                )
-            };
-            let (x, y) = (s.a.clone(), s.b.clone());
-            (
-                read_side(
-                    s.run_a,
-                    &cfg_a,
-                    &metrics_a,
-                    &|l| l.target_name == x,
-                    &key,
-                    None,
-                )?,
-                read_side(
-                    s.run_b,
-                    &cfg_b,
-                    &metrics_b,
-                    &|l| l.target_name == y,
-                    &key,
-                    None,
-                )?,
-            )
-        }
-        By::Attack => {
-            let key = |l: &Line, j: &str| -> CellKey {
-                (
-                    "*".into(),
-                    l.target_name.clone(),
-                    l.dataset.clone(),
-                    j.to_owned(),
-                )
-            };
-            let (x, y) = (s.a.clone(), s.b.clone());
-            (
-                read_side(
-                    s.run_a,
-                    &cfg_a,
-                    &metrics_a,
-                    &|l| l.attack_name == x,
-                    &key,
-                    None,
-                )?,
-                read_side(
-                    s.run_b,
-                    &cfg_b,
-                    &metrics_b,
-                    &|l| l.attack_name == y,
-                    &key,
-                    None,
-                )?,
-            )
-        }
-        By::Judge => {
-            let key = |l: &Line, _j: &str| -> CellKey {
-                (
-                    l.attack_name.clone(),
-                    l.target_name.clone(),
-                    l.dataset.clone(),
-                    "*".into(),
-                )
-            };
-            (
-                read_side(s.run_a, &cfg_a, &metrics_a, &|_| true, &key, Some(&s.a))?,
-                read_side(s.run_b, &cfg_b, &metrics_b, &|_| true, &key, Some(&s.b))?,
-            )
-        }
+    let labels = Labels {
+        by: s.by,
+        single: cfg_a.targets.len() == 1 && cfg_b.targets.len() == 1,
+        target_a: cfg_a.targets.first().map(|t| t.label()).unwrap_or_default(),
+        target_b: cfg_b.targets.first().map(|t| t.label()).unwrap_or_default(),
     };
+    let mut notes = Vec::new();
+    if s.by == By::Run && labels.single {
+        notes.push(format!(
+            "each run has one target: {} is paired with {}",
+            labels.target_a, labels.target_b
+        ));
+    }
+    let (a, b) = read_sides(s, &cfg_a, &cfg_b, labels.single)?;
     for (side, d, r) in [("A", &a, s.run_a), ("B", &b, s.run_b)] {
         if d.skipped > 0 {
             notes.push(format!(
@@ -671,25 +583,7 @@ pub fn compare(
         )
         .into());
     }
-    let mut mism: Vec<Mismatch> = Vec::new();
-    for (name, va) in &a.versions {
-        if let Some(vb) = b.versions.get(name)
-            && let Some(m) = mismatch::dataset_mismatch(name, va, vb)
-        {
-            mism.push(m);
-        }
-    }
-    if s.by == By::Run {
-        let attacks: BTreeSet<&str> = shared.iter().map(|k| k.0.0.as_str()).collect();
-        let judges: BTreeSet<&str> = shared.iter().map(|k| k.0.3.as_str()).collect();
-        mism.extend(mismatch::config_mismatches(
-            &cfg_a,
-            &cfg_b,
-            &attacks.into_iter().collect::<Vec<_>>(),
-            &judges.into_iter().collect::<Vec<_>>(),
-        ));
-    }
-    let mismatches: Vec<String> = mism.iter().map(ToString::to_string).collect();
+    let mismatches = mismatches(s, (&cfg_a, &cfg_b), (&a, &b), &shared);
     if !mismatches.is_empty() && !s.allow_mismatch {
         return Err(Refusal {
             message: "the paired cells differ in more than the compared factor, so a difference between them would not be the factor's effect".into(),
@@ -699,10 +593,6 @@ pub fn compare(
     let mut rows = Vec::new();
     let mut flips = Vec::new();
     let mut flips_total = 0;
-    let star_a = |k: &CellKey, i: usize, v: &str| -> String {
-        let f = [&k.0, &k.1, &k.2, &k.3][i];
-        if f == "*" { v.to_owned() } else { f.clone() }
-    };
     for k in &shared {
         let (cell, metric) = (&k.0, &k.1);
         let (xa, xb) = (&a.series[*k], &b.series[*k]);
@@ -712,14 +602,8 @@ pub fn compare(
             .iter()
             .filter_map(|(id, pa)| xb.get(id).map(|pb| (id.clone(), *pa, *pb)))
             .collect();
-        let leakage = matches!(
-            base,
-            "extraction_rate"
-                | "canary_exposure_rate"
-                | "pii_leak_rate"
-                | "system_prompt_leak_rate"
-                | "verbatim_overlap"
-        );
+        let leakage = gauntlet_redteam::registry::metric_facts(base)
+            .is_some_and(|f| f.surface == Some(Surface::Leakage));
         let na = a.na.get(*k).or(b.na.get(*k)).cloned().or_else(|| {
             (leakage && (xa.is_empty() || xb.is_empty())).then(|| {
                 "a leakage metric needs each probe's leakage category, which the dashboard has only for bundled datasets (it never reads a dataset file): use `gauntlet compare`".to_owned()
@@ -740,7 +624,171 @@ pub fn compare(
                 )
             }
         };
-        let (n, va, vb, diff, test, stat, significant) = match &cmp {
+        let cell_flips: Vec<&((u32, String), Point, Point)> =
+            if matches!(cmp, Comparison::NotApplicable(_)) {
+                Vec::new()
+            } else {
+                pairs
+                    .iter()
+                    .filter(|(_, x, y)| (x.value - y.value).abs() > 1e-9)
+                    .collect()
+            };
+        let listed = if s.flips_metric.is_empty() {
+            !score
+        } else {
+            *metric == s.flips_metric
+        };
+        if listed {
+            flips_total += cell_flips.len();
+            let cell_label = labels.cell(cell);
+            for (id, x, y) in cell_flips
+                .iter()
+                .take(MAX_FLIPS.saturating_sub(flips.len()))
+            {
+                flips.push(Flip {
+                    behavior_id: id.1.clone(),
+                    trial: id.0,
+                    cell: cell_label.clone(),
+                    metric: metric.clone(),
+                    a: format!("{:.3}", x.value),
+                    b: format!("{:.3}", y.value),
+                    direction: if y.value > x.value { "up" } else { "down" },
+                    a_line: x.line,
+                    b_line: y.line,
+                    a_reply: String::new(),
+                    b_reply: String::new(),
+                    a_prompt: String::new(),
+                    b_prompt: String::new(),
+                });
+            }
+        }
+        rows.push(labels.row(cell, metric, &cmp, cell_flips.len()));
+    }
+    for f in &mut flips {
+        let (pa, ra) = texts(s.run_a, index_a, f.a_line);
+        let (pb, rb) = texts(s.run_b, index_b, f.b_line);
+        (f.a_prompt, f.a_reply, f.b_prompt, f.b_reply) = (pa, ra, pb, rb);
+    }
+    Ok(Compared {
+        rows,
+        flips,
+        flips_total,
+        mismatches,
+        notes,
+        a_slug: s.run_a.slug.clone(),
+        b_slug: s.run_b.slug.clone(),
+    })
+}
+
+/// Both sides' series, each cell keyed with the compared factor as `*` and each side
+/// kept to its value of the factor.
+fn read_sides(
+    s: &Sides,
+    cfg_a: &RunConfig,
+    cfg_b: &RunConfig,
+    single: bool,
+) -> Result<(SideData, SideData), SideError> {
+    let key = |l: &Line, j: &str| -> CellKey {
+        let star = || "*".to_string();
+        match s.by {
+            // One target a side: paired whatever their labels.
+            By::Run if single => (l.attack_name.clone(), star(), l.dataset.clone(), j.into()),
+            By::Run => (
+                l.attack_name.clone(),
+                l.target_name.clone(),
+                l.dataset.clone(),
+                j.into(),
+            ),
+            By::Target => (l.attack_name.clone(), star(), l.dataset.clone(), j.into()),
+            By::Attack => (star(), l.target_name.clone(), l.dataset.clone(), j.into()),
+            By::Judge => (
+                l.attack_name.clone(),
+                l.target_name.clone(),
+                l.dataset.clone(),
+                star(),
+            ),
+        }
+    };
+    let side = |run: &Run, cfg: &RunConfig, value: &str| {
+        let keep = |l: &Line| match s.by {
+            By::Run | By::Judge => true,
+            By::Target => l.target_name == value,
+            By::Attack => l.attack_name == value,
+        };
+        let judge = (s.by == By::Judge).then_some(value);
+        read_side(run, cfg, &metrics_of(cfg), &keep, &key, judge)
+    };
+    Ok((side(s.run_a, cfg_a, &s.a)?, side(s.run_b, cfg_b, &s.b)?))
+}
+
+/// What the shared cells differ in besides the compared factor: dataset versions, and
+/// for runs compared whole, the attacks' and judges' settings.
+fn mismatches(
+    s: &Sides,
+    (cfg_a, cfg_b): (&RunConfig, &RunConfig),
+    (a, b): (&SideData, &SideData),
+    shared: &[&(CellKey, String)],
+) -> Vec<String> {
+    let mut mism: Vec<Mismatch> = Vec::new();
+    for (name, va) in &a.versions {
+        if let Some(vb) = b.versions.get(name)
+            && let Some(m) = mismatch::dataset_mismatch(name, va, vb)
+        {
+            mism.push(m);
+        }
+    }
+    if s.by == By::Run {
+        let attacks: BTreeSet<&str> = shared.iter().map(|k| k.0.0.as_str()).collect();
+        let judges: BTreeSet<&str> = shared.iter().map(|k| k.0.3.as_str()).collect();
+        mism.extend(mismatch::config_mismatches(
+            cfg_a,
+            cfg_b,
+            &attacks.into_iter().collect::<Vec<_>>(),
+            &judges.into_iter().collect::<Vec<_>>(),
+        ));
+    }
+    mism.iter().map(ToString::to_string).collect()
+}
+
+/// How a comparison names its cells and fills its rows.
+struct Labels {
+    by: By,
+    /// Each run has one target (paired whatever their labels).
+    single: bool,
+    target_a: String,
+    target_b: String,
+}
+
+impl Labels {
+    /// A cell as a flip shows it.
+    fn cell(&self, cell: &CellKey) -> String {
+        match self.by {
+            By::Run if cell.1 == "*" => format!(
+                "{} × {} vs {} · {} · {}",
+                cell.0, self.target_a, self.target_b, cell.2, cell.3
+            ),
+            By::Run => format!("{} × {} · {} · {}", cell.0, cell.1, cell.2, cell.3),
+            By::Target => format!("{} · {} · {}", cell.0, cell.2, cell.3),
+            By::Attack => format!("{} · {} · {}", cell.1, cell.2, cell.3),
+            By::Judge => format!("{} × {} · {}", cell.0, cell.1, cell.2),
+        }
+    }
+
+    /// A cell's row: the starred factor shown as what was compared, and the comparison.
+    fn row(&self, cell: &CellKey, metric: &str, cmp: &Comparison, flips: usize) -> RowOut {
+        let shown = |f: &String, compared: &str| {
+            if f == "*" {
+                compared.to_owned()
+            } else {
+                f.clone()
+            }
+        };
+        let targets = if self.by == By::Run && self.single {
+            format!("{} vs {}", self.target_a, self.target_b)
+        } else {
+            "A vs B".into()
+        };
+        let (n, a, b, diff, test, stat, significant) = match cmp {
             Comparison::Binary {
                 n,
                 rate_a,
@@ -780,97 +828,20 @@ pub fn compare(
                 false,
             ),
         };
-        let cell_flips: Vec<&((u32, String), Point, Point)> =
-            if matches!(cmp, Comparison::NotApplicable(_)) {
-                Vec::new()
-            } else {
-                pairs
-                    .iter()
-                    .filter(|(_, x, y)| (x.value - y.value).abs() > 1e-9)
-                    .collect()
-            };
-        let listed = if s.flips_metric.is_empty() {
-            !score
-        } else {
-            *metric == s.flips_metric
-        };
-        let cell_label = match s.by {
-            By::Run if cell.1 == "*" => format!(
-                "{} × {} vs {} · {} · {}",
-                cell.0,
-                cfg_a.targets[0].label(),
-                cfg_b.targets[0].label(),
-                cell.2,
-                cell.3
-            ),
-            By::Run => format!("{} × {} · {} · {}", cell.0, cell.1, cell.2, cell.3),
-            By::Target => format!("{} · {} · {}", cell.0, cell.2, cell.3),
-            By::Attack => format!("{} · {} · {}", cell.1, cell.2, cell.3),
-            By::Judge => format!("{} × {} · {}", cell.0, cell.1, cell.2),
-        };
-        if listed {
-            flips_total += cell_flips.len();
-            for (id, x, y) in &cell_flips {
-                if flips.len() >= MAX_FLIPS {
-                    break;
-                }
-                flips.push(Flip {
-                    behavior_id: id.1.clone(),
-                    trial: id.0,
-                    cell: cell_label.clone(),
-                    metric: metric.clone(),
-                    a: format!("{:.3}", x.value),
-                    b: format!("{:.3}", y.value),
-                    direction: if y.value > x.value { "up" } else { "down" },
-                    a_line: x.line,
-                    b_line: y.line,
-                    a_reply: String::new(),
-                    b_reply: String::new(),
-                    a_prompt: String::new(),
-                    b_prompt: String::new(),
-                });
-            }
-        }
-        rows.push(RowOut {
-            attack: star_a(cell, 0, if s.by == By::Attack { "A vs B" } else { "" }),
-            target: star_a(
-                cell,
-                1,
-                &if s.by == By::Run && single {
-                    format!(
-                        "{} vs {}",
-                        cfg_a.targets[0].label(),
-                        cfg_b.targets[0].label()
-                    )
-                } else {
-                    "A vs B".into()
-                },
-            ),
+        RowOut {
+            attack: shown(&cell.0, if self.by == By::Attack { "A vs B" } else { "" }),
+            target: shown(&cell.1, &targets),
             dataset: cell.2.clone(),
-            judge: star_a(cell, 3, "A vs B"),
-            metric: metric.clone(),
+            judge: shown(&cell.3, "A vs B"),
+            metric: metric.to_owned(),
             n,
-            a: va,
-            b: vb,
+            a,
+            b,
             diff,
             test,
             stat,
             significant,
-            flips: cell_flips.len(),
-        });
+            flips,
+        }
     }
-    for f in &mut flips {
-        let (pa, ra) = texts(s.run_a, index_a, f.a_line);
-        let (pb, rb) = texts(s.run_b, index_b, f.b_line);
-        (f.a_prompt, f.a_reply, f.b_prompt, f.b_reply) = (pa, ra, pb, rb);
-    }
-    Ok(Compared {
-        rows,
-        flips,
-        flips_total,
-        mismatches,
-        notes,
-        a_slug: s.run_a.slug.clone(),
-        b_slug: s.run_b.slug.clone(),
-    })
 }
