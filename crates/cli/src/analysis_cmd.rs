@@ -154,10 +154,10 @@ pub fn judge_agreement(a: AgreementArgs) -> Result<(), CliError> {
     let path = run.dir.join("judge_agreement.json");
     write_json(&path, &doc, false)?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&doc).expect("json"));
+        outln!("{}", serde_json::to_string_pretty(&doc).expect("json"))?;
         return Ok(());
     }
-    println!(
+    outln!(
         "{}: {} behaviors ({} should_refuse, {} should_comply), {} attempts re-judged; grader calls: {} made, {} from the journal, {} failed; target calls: 0",
         safe(&run.meta.run_id),
         agg.items[0] + agg.items[1],
@@ -167,26 +167,30 @@ pub fn judge_agreement(a: AgreementArgs) -> Result<(), CliError> {
         made,
         cached,
         failed
-    );
+    )?;
     // Judge labels come from the command line's specs: printed escaped.
     let labels: Vec<String> = agg.labels.iter().map(|l| safe(l).into_owned()).collect();
     let wj = labels.iter().map(String::len).max().unwrap_or(5).max(5);
-    println!(
+    outln!(
         "{:wj$}  {:>15}  {:>15}  {:>15}  {:>8}",
-        "judge", "positive", "should_refuse", "should_comply", "excluded"
-    );
+        "judge",
+        "positive",
+        "should_refuse",
+        "should_comply",
+        "excluded"
+    )?;
     for (j, l) in labels.iter().enumerate() {
         let all = agg.overall(j);
         let cell = |c: JudgeCounts| format!("{}/{} {}", c.positive, c.n, fmt_opt(c.rate()));
-        println!(
+        outln!(
             "{l:wj$}  {:>15}  {:>15}  {:>15}  {:>8}",
             cell(all),
             cell(agg.counts[0][j]),
             cell(agg.counts[1][j]),
             all.excluded
-        );
+        )?;
     }
-    println!();
+    outln!()?;
     let wp = agg
         .pairs()
         .iter()
@@ -194,10 +198,15 @@ pub fn judge_agreement(a: AgreementArgs) -> Result<(), CliError> {
         .max()
         .unwrap_or(4)
         .max(4);
-    println!(
+    outln!(
         "{:wp$}  {:<13}  {:>5}  {:>9}  {:>6}  {:>17}",
-        "pair", "items", "n", "agreement", "kappa", "95% CI"
-    );
+        "pair",
+        "items",
+        "n",
+        "agreement",
+        "kappa",
+        "95% CI"
+    )?;
     for (i, (x, y)) in agg.pairs().into_iter().enumerate() {
         let name = format!("{} vs {}", labels[x], labels[y]);
         let rows = [
@@ -214,14 +223,14 @@ pub fn judge_agreement(a: AgreementArgs) -> Result<(), CliError> {
                 ),
                 Err(_) => ("N/A".into(), "N/A".into()),
             };
-            println!(
+            outln!(
                 "{name:wp$}  {which:<13}  {:>5}  {:>9}  {k:>6}  {ci:>17}",
                 s.n,
                 fmt_opt(s.agreement)
-            );
+            )?;
         }
     }
-    println!("wrote {}", path.display());
+    outln!("wrote {}", path.display())?;
     Ok(())
 }
 
@@ -288,16 +297,16 @@ pub fn rescore_cmd(a: RescoreArgs) -> Result<(), CliError> {
         eprintln!("{}", gauntlet_core::terminal::safe_text(n));
     }
     write_rescored(&out, &r).map_err(CliError::failed)?;
-    crate::print::run_summary(&r.summary);
+    crate::print::run_summary(&r.summary)?;
     let (made, cached, failed) = r.grader_calls;
-    println!(
+    outln!(
         "{}: {} behaviors, {} attempts re-judged with {}; grader calls: {made} made, {cached} from the journal, {failed} failed; target calls: 0",
         safe(&r.summary.run_id),
         r.units,
         r.attempts,
         safe(&spec.label())
-    );
-    println!("artefacts: {}", safe(&out.display().to_string()));
+    )?;
+    outln!("artefacts: {}", safe(&out.display().to_string()))?;
     if r.summary.status == "complete" {
         Ok(())
     } else {
@@ -337,14 +346,14 @@ pub fn compare(a: CompareArgs) -> Result<(), CliError> {
     }
     write_json(&a.out, &doc, true)?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&doc).expect("json"));
+        outln!("{}", serde_json::to_string_pretty(&doc).expect("json"))?;
         return Ok(());
     }
-    println!(
+    outln!(
         "A = {}   B = {}",
         safe(&run_a.meta.run_id),
         safe(&run_b.meta.run_id)
-    );
+    )?;
     // Labels come from the stored runs: escaped before they are measured and printed.
     let rows: Vec<Vec<String>> = rows
         .iter()
@@ -378,13 +387,13 @@ pub fn compare(a: CompareArgs) -> Result<(), CliError> {
         }
         s.trim_end().to_string()
     };
-    println!(
+    outln!(
         "{}",
         line(&header.iter().map(|h| h.to_string()).collect::<Vec<_>>())
-    );
+    )?;
     for r in &rows {
-        println!("{}", line(r));
+        outln!("{}", line(r))?;
     }
-    println!("wrote {}", a.out.display());
+    outln!("wrote {}", a.out.display())?;
     Ok(())
 }

@@ -26,20 +26,21 @@ pub(crate) struct ServeArgs {
 
 /// `gauntlet list --rules`: the refusal rules `refusal_match` applies, in the order
 /// they are tried (the first that matches decides), with the ids `exclude_rules` takes.
-pub(crate) fn list_rules() {
-    println!(
+pub(crate) fn list_rules() -> Result<(), CliError> {
+    outln!(
         "refusal rules of refusal_match (first match decides; switch one off with exclude_rules: [ID]):"
-    );
+    )?;
     for r in gauntlet_redteam::refusal::RULES {
-        println!("  {:<28} {:<9} {}", r.id, r.scope.as_str(), r.doc);
+        outln!("  {:<28} {:<9} {}", r.id, r.scope.as_str(), r.doc)?;
     }
+    Ok(())
 }
 
-pub(crate) fn list() {
+pub(crate) fn list() -> Result<(), CliError> {
     for axis in Axis::ALL {
-        println!("{}:", axis.config_key());
+        outln!("{}:", axis.config_key())?;
         for p in Registry::plugins(axis) {
-            println!("  {:<20} {}", p.name, p.doc);
+            outln!("  {:<20} {}", p.name, p.doc)?;
             for param in p.params {
                 let default = match param.default {
                     DefaultValue::Required => "required".to_string(),
@@ -53,13 +54,16 @@ pub(crate) fn list() {
                     DefaultValue::Bool(b) => format!("default: {b}"),
                     DefaultValue::StrList(l) => format!("default: {l:?}"),
                 };
-                println!(
+                outln!(
                     "      {:<18} {} ({default}) — {}",
-                    param.name, param.kind, param.doc
-                );
+                    param.name,
+                    param.kind,
+                    param.doc
+                )?;
             }
         }
     }
+    Ok(())
 }
 
 pub(crate) fn report(run_dir: &Path, group_by: &[String]) -> Result<(), CliError> {
@@ -82,10 +86,10 @@ pub(crate) fn report(run_dir: &Path, group_by: &[String]) -> Result<(), CliError
         opts.group_by.dedup();
     }
     gauntlet_engine::stored::rerender_reports(run_dir, &opts).map_err(CliError::invalid)?;
-    println!(
+    outln!(
         "wrote report.md, report.html and leaderboard.json in {}",
         safe(&run_dir.display().to_string())
-    );
+    )?;
     Ok(())
 }
 
@@ -99,7 +103,7 @@ pub(crate) fn site(out: &Path, roots: Vec<PathBuf>) -> Result<(), CliError> {
     )
     .map_err(CliError::invalid)?;
     let r = gauntlet_web::export_site(out, roots).map_err(CliError::failed)?;
-    println!(
+    outln!(
         "wrote a static site of {} run(s) ({} files) into {}{}",
         r.runs,
         r.files,
@@ -109,7 +113,7 @@ pub(crate) fn site(out: &Path, roots: Vec<PathBuf>) -> Result<(), CliError> {
         } else {
             String::new()
         }
-    );
+    )?;
     Ok(())
 }
 
@@ -124,44 +128,44 @@ pub(crate) fn serve(a: ServeArgs) -> Result<(), CliError> {
         token,
     };
     gauntlet_web::server::check_bind(&opts).map_err(CliError::invalid)?;
-    gauntlet_web::serve(opts).map_err(CliError::failed)
+    gauntlet_web::serve(opts).map_err(serve_error)
 }
 
 pub(crate) fn corpus_pin(dir: &Path) -> Result<(), CliError> {
     match gauntlet_corpus::corpus::pin(dir) {
         Ok(r) => {
             if let Some(e) = &r.previous_error {
-                println!("replaced an unreadable pin: {}", safe_text(e));
+                outln!("replaced an unreadable pin: {}", safe_text(e))?;
             }
             match &r.previous {
                 Some(p) if !r.count_changed && !r.digest_changed => {
-                    println!(
+                    outln!(
                         "{}: unchanged (count {}, sha256 {})",
                         safe(&r.pin_path.display().to_string()),
                         p.count,
                         p.sha256
-                    );
+                    )?;
                 }
                 prev => {
                     if let Some(p) = prev {
-                        println!("previous: count {} sha256 {}", p.count, safe(&p.sha256));
+                        outln!("previous: count {} sha256 {}", p.count, safe(&p.sha256))?;
                     }
-                    println!("pinned:   count {} sha256 {}", r.pin.count, r.pin.sha256);
+                    outln!("pinned:   count {} sha256 {}", r.pin.count, r.pin.sha256)?;
                     match &r.diff {
                         Some(d) => {
                             for f in &d.added {
-                                println!("  + {}", safe(f));
+                                outln!("  + {}", safe(f))?;
                             }
                             for f in &d.removed {
-                                println!("  - {}", safe(f));
+                                outln!("  - {}", safe(f))?;
                             }
                             for f in &d.changed {
-                                println!("  ~ {}", safe(f));
+                                outln!("  ~ {}", safe(f))?;
                             }
                         }
-                        None if prev.is_some() => println!(
+                        None if prev.is_some() => outln!(
                             "  (no recorded manifest for the previous pin: per-file changes unknown)"
-                        ),
+                        )?,
                         None => {}
                     }
                 }
@@ -175,9 +179,18 @@ pub(crate) fn corpus_pin(dir: &Path) -> Result<(), CliError> {
 pub(crate) fn corpus_verify(dir: &Path) -> Result<(), CliError> {
     let c = gauntlet_corpus::load::load_corpus(dir, None)
         .map_err(|e| CliError::InvalidReport(e.to_string()))?;
-    println!("corpus OK: {}", safe(&c.root.display().to_string()));
-    println!("count  {}", c.count);
-    println!("sha256 {}", c.digest);
-    println!("{} scenarios parsed", c.scenarios.len());
+    outln!("corpus OK: {}", safe(&c.root.display().to_string()))?;
+    outln!("count  {}", c.count)?;
+    outln!("sha256 {}", c.digest)?;
+    outln!("{} scenarios parsed", c.scenarios.len())?;
     Ok(())
+}
+
+/// A dashboard server's error as the command's: a failed write to stdout keeps its
+/// `io::Error` (a reader that went away ends the command with exit 141).
+pub(crate) fn serve_error(e: gauntlet_web::server::ServeError) -> CliError {
+    match e {
+        gauntlet_web::server::ServeError::Stdout(io) => CliError::Stdout(io),
+        e => CliError::failed(e),
+    }
 }

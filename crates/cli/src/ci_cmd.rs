@@ -65,7 +65,7 @@ pub(crate) fn emit(text: &str, out: Option<&Path>) -> Result<(), CliError> {
                 .map_err(|e| CliError::failed(format!("cannot write {}: {e}", p.display())))
         }
         None => {
-            print!("{text}");
+            out!("{text}")?;
             Ok(())
         }
     }
@@ -231,7 +231,7 @@ pub(crate) fn gate_cmd(a: GateArgs) -> Result<(), CliError> {
 pub(crate) fn run_gate(run_dir: &Path, g: &gate::GateConfig) -> Result<(), CliError> {
     let report = gate::evaluate(run_dir, g.baseline.as_deref(), &g.rules, None)
         .map_err(|e| CliError::Invalid(format!("gate: {e}")))?;
-    print!("{}", safe(&gate::table(&report)));
+    out!("{}", safe(&gate::table(&report)))?;
     if report.passed {
         Ok(())
     } else {

@@ -163,13 +163,13 @@ pub fn run(a: Args) -> Result<(), CliError> {
     if a.json {
         let json = serde_json::to_string_pretty(&report)
             .map_err(|e| CliError::invalid(format!("could not encode the report: {e}")))?;
-        println!("{json}");
+        outln!("{json}")?;
     } else {
         // Scenario ids, families and detector names are corpus data.
-        print!(
+        out!(
             "{}",
             gauntlet_core::terminal::safe_text(&render(&report, a.recall, a.all_rows))
-        );
+        )?;
     }
     eprintln!("{}", timing_line(&report));
     if let Some(out) = &out {

@@ -27,7 +27,7 @@ pub mod status {
     pub const GATE_FAILED: u8 = 4;
     /// stdout's reader went away (`gauntlet … | head`): the status a shell reports for a
     /// process ended by SIGPIPE, 128 + 13.
-    pub const BROKEN_PIPE: i32 = 141;
+    pub const BROKEN_PIPE: u8 = 141;
 }
 
 /// Prints `error: <message>` to stderr with control characters escaped (the message
@@ -62,6 +62,10 @@ pub enum CliError {
     /// pass), already printed with the report.
     #[error("verdict {0}")]
     Verdict(u8),
+    /// The command's output could not be written to stdout: exit 1, or
+    /// [`status::BROKEN_PIPE`] without a message when its reader went away.
+    #[error("cannot write to stdout: {0}")]
+    Stdout(#[source] std::io::Error),
     /// `error`, reported in the form `command` has always used (`gauntlet exam:
     /// <message>` instead of `error: <message>`), with `error`'s exit status.
     #[error("{command}: {error}")]
@@ -94,7 +98,7 @@ impl CliError {
     pub fn exit_code(&self) -> u8 {
         match self {
             CliError::In { error, .. } => error.exit_code(),
-            CliError::Failed(_) | CliError::Stopped => status::FAILED,
+            CliError::Failed(_) | CliError::Stopped | CliError::Stdout(_) => status::FAILED,
             CliError::Invalid(_) | CliError::InvalidReport(_) => status::INVALID,
             CliError::BudgetSpent => status::BUDGET_SPENT,
             CliError::Verdict(c) => *c,
@@ -117,22 +121,63 @@ impl CliError {
                 None => print(m),
             },
             CliError::InvalidReport(m) => eprintln!("{}", safe_text(m)),
+            CliError::Stdout(e) => match command {
+                Some(c) => eprintln!("{c}: cannot write to stdout: {e}"),
+                None => print(self),
+            },
             CliError::Stopped | CliError::BudgetSpent | CliError::Verdict(_) => {}
         }
     }
 }
 
-/// The exit status of a command's result.
+/// The exit status of a command's result. An error whose chain holds a broken pipe
+/// (stdout's reader went away: `gauntlet … | head`) ends quietly with
+/// [`status::BROKEN_PIPE`], the status a shell reports for a process ended by SIGPIPE
+/// (128 + 13). SIGPIPE itself stays ignored (Rust's default): gauntlet writes into
+/// external detectors' stdin, and a detector that exits early is an error of that
+/// detector, not the end of gauntlet.
 pub fn exit(r: Result<(), CliError>) -> ExitCode {
     match r {
         Ok(()) => ExitCode::from(status::SUCCESS),
+        Err(e) if is_broken_pipe(&e) => ExitCode::from(status::BROKEN_PIPE),
         Err(e) => e.report(),
     }
+}
+
+/// Whether `e` or an error in its chain is a write to a pipe with no reader.
+pub fn is_broken_pipe(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut at = Some(e);
+    while let Some(e) = at {
+        if let Some(io) = e.downcast_ref::<std::io::Error>()
+            && io.kind() == std::io::ErrorKind::BrokenPipe
+        {
+            return true;
+        }
+        at = match e.downcast_ref::<CliError>() {
+            // `In` displays its inner error rather than naming it as a source.
+            Some(CliError::In { error, .. }) => Some(error.as_ref()),
+            _ => e.source(),
+        };
+    }
+    false
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_broken_pipe_is_found_in_the_chain() {
+        let pipe = || std::io::Error::from(std::io::ErrorKind::BrokenPipe);
+        assert!(is_broken_pipe(&CliError::Stdout(pipe())));
+        assert!(is_broken_pipe(
+            &CliError::Stdout(pipe()).of("gauntlet exam")
+        ));
+        let full = CliError::Stdout(std::io::Error::from(std::io::ErrorKind::StorageFull));
+        assert!(!is_broken_pipe(&full));
+        assert_eq!(full.exit_code(), status::FAILED);
+        assert!(!is_broken_pipe(&CliError::failed("Broken pipe")));
+    }
 
     #[test]
     fn exit_codes_are_the_documented_ones() {

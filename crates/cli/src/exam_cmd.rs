@@ -193,7 +193,7 @@ pub fn exam(a: ExamArgs) -> Result<(), CliError> {
     say(&notes);
     let mut s = resolved.map_err(invalid)?;
     if a.estimate {
-        exam_print::estimate(&s);
+        exam_print::estimate(&s)?;
         return Ok(());
     }
     eprintln!("{EXAM}: {}", exam_print::header(&s));
@@ -314,7 +314,7 @@ pub fn exam(a: ExamArgs) -> Result<(), CliError> {
             out_dir.join(gauntlet_exam::calls::SESSIONS).display()
         );
     }
-    exam_print::summary(&out, &out_dir);
+    exam_print::summary(&out, &out_dir)?;
     outcome(&out, &out_dir)
 }
 

@@ -2,6 +2,7 @@
 //! table, the detect-fidelity block and the summary. Corpus data (scenario ids,
 //! expectations) and model names are escaped.
 
+use crate::error::CliError;
 use gauntlet_core::terminal::safe;
 use gauntlet_corpus::embedded::CorpusSource;
 use gauntlet_exam::e2e::{DetectFidelity, Fidelity};
@@ -33,14 +34,14 @@ pub fn header(s: &ExamSettings) -> String {
 }
 
 /// `gauntlet exam --estimate`: planned calls per tier and an upper-bound cost; no call.
-pub fn estimate(s: &ExamSettings) {
+pub fn estimate(s: &ExamSettings) -> Result<(), CliError> {
     let (cfg, prices, passes) = (&s.config, &s.prices, s.passes());
     let models = match &cfg.backend {
         Backend::Real { models, .. } => Some(models),
         Backend::Golden { .. } => None,
     };
     let rows = gauntlet_exam::calls::estimate(&s.corpus, &cfg.cascade, passes, models, prices);
-    println!(
+    outln!(
         "exam estimate: {} mode, {} scenarios, {passes} pass(es), consensus {}{}",
         cfg.mode(),
         s.corpus.scenarios.len(),
@@ -50,8 +51,8 @@ pub fn estimate(s: &ExamSettings) {
         } else {
             String::new()
         }
-    );
-    println!("price table {}", prices.describe());
+    )?;
+    outln!("price table {}", prices.describe())?;
     let totals = crate::print::estimate_rows(rows.iter().map(|r| crate::print::EstimateRow {
         role: r.tier.name(),
         model: &r.model,
@@ -59,13 +60,13 @@ pub fn estimate(s: &ExamSettings) {
         max_input_tokens: r.max_input_tokens,
         max_output_tokens: r.max_output_tokens,
         max_cost: &r.max_cost,
-    }));
+    }))?;
     crate::print::estimate_totals(
         totals,
         s.max_queries.map(|m| (m, "--max-queries", "exam")),
         "tier",
-    );
-    println!(
+    )?;
+    outln!(
         "(bounds: passes × scenarios not floor-routed × (1 + consensus voters) × the most calls one cascade pass makes per tier; each call at most its target's max_tokens out (default {}) and at most its prompt/3 + {} + earlier replies in{})",
         gauntlet_exam::cascade::MAX_TOKENS,
         gauntlet_calls::price::INPUT_ALLOWANCE,
@@ -74,62 +75,66 @@ pub fn estimate(s: &ExamSettings) {
         } else {
             ""
         }
-    );
+    )?;
+    Ok(())
 }
 
 /// The summary on stdout: the detect-fidelity block first when there is one (it is the
 /// headline of an end-to-end exam), then the agent exam's figures.
-pub fn summary(out: &ExamOutput, out_dir: &Path) {
+pub fn summary(out: &ExamOutput, out_dir: &Path) -> Result<(), CliError> {
     let r = &out.report;
     if let Some(e) = &out.e2e {
-        fidelity(&e.fidelity, r);
+        fidelity(&e.fidelity, r)?;
     }
     let ci = |i: Option<Interval>| {
         i.map(|i| format!(" (95% {:.1}%–{:.1}%)", i.low * 100.0, i.high * 100.0))
             .unwrap_or_default()
     };
     let rate = |x: Option<f64>, key: &str| gauntlet_exam::exam::pct_or_na(x, &r.na_reasons, key);
-    println!("{}", r.note);
+    outln!("{}", r.note)?;
     if out.e2e.is_some() {
-        println!("AGENT EXAM (hand-written findings; the fidelity block above is not part of it)");
+        outln!("AGENT EXAM (hand-written findings; the fidelity block above is not part of it)")?;
     }
-    println!(
+    outln!(
         "decided by            {}",
         gauntlet_exam::exam::decided_line(r)
-    );
-    println!(
+    )?;
+    outln!(
         "median pass rate      {}{}",
         rate(r.median_pass_rate, "median_pass_rate"),
         ci(r.pass_rate_ci95)
-    );
-    println!(
+    )?;
+    outln!(
         "median recall         {}{}",
         rate(r.median_recall_rate, "median_recall_rate"),
         ci(r.recall_ci95)
-    );
-    println!(
+    )?;
+    outln!(
         "median precision      {}{}",
         rate(r.median_precision_rate, "median_precision_rate"),
         ci(r.precision_ci95)
-    );
-    println!(
+    )?;
+    outln!(
         "pass^{}                {}/{}",
-        r.pass_all_runs.passes, r.pass_all_runs.scenarios, r.pass_all_runs.total
-    );
-    println!("runs within 8 pp band {}", r.runs_within_band);
+        r.pass_all_runs.passes,
+        r.pass_all_runs.scenarios,
+        r.pass_all_runs.total
+    )?;
+    outln!("runs within 8 pp band {}", r.runs_within_band)?;
     // Three counts, each named for what it counts: the report's (the scenario runs it
     // covers), this session's (calls made + journal hits, whatever run they belong to)
     // and, when a partial exam leaves them apart, the difference (calls of scenario runs
     // not run: journaled, so the rerun replays them).
-    println!(
+    outln!(
         "model calls           {} in the scenario runs reported ({} errors)",
-        r.model_calls, r.model_errors
-    );
+        r.model_calls,
+        r.model_errors
+    )?;
     if let Some(s) = &out.session {
         let retries: u64 = s.transport.iter().map(|(_, t)| t.retries()).sum();
         let requests: u64 = s.transport.iter().map(|(_, t)| t.attempts).sum();
         let all = s.model_calls + s.cache_hits;
-        println!(
+        outln!(
             "this session          {all} call(s): {} made, {} journal hit(s) ({} failed); {} HTTP request(s), {} retr{}",
             s.model_calls,
             s.cache_hits,
@@ -137,18 +142,18 @@ pub fn summary(out: &ExamOutput, out_dir: &Path) {
             requests,
             retries,
             if retries == 1 { "y" } else { "ies" }
-        );
+        )?;
         if r.partial.is_some() && all > r.model_calls as u64 {
-            println!(
+            outln!(
                 "                      {} of this session's calls belong to scenario runs not run (journaled: the rerun replays them)",
                 all - r.model_calls as u64
-            );
+            )?;
         }
     }
     if r.usage.is_some() {
-        println!(
+        outln!(
             "usage below: this session's replies per tier (journal hits included, failed calls not)"
-        );
+        )?;
     }
     if let Some(u) = &r.usage {
         for t in &u.tiers {
@@ -160,16 +165,16 @@ pub fn summary(out: &ExamOutput, out_dir: &Path) {
                 t.output_tokens,
                 usd(t.cost_usd, t.cost_na_reason.as_deref())
             );
-            println!("{}", safe(&line));
+            outln!("{}", safe(&line))?;
         }
-        println!(
+        outln!(
             "{}",
             safe(&format!(
                 "cost                  {} (price table {})",
                 usd(u.cost_usd, u.cost_na_reason.as_deref()),
                 u.price_table
             ))
-        );
+        )?;
     }
     let bins: Vec<String> = r
         .classifier
@@ -177,17 +182,18 @@ pub fn summary(out: &ExamOutput, out_dir: &Path) {
         .iter()
         .map(|(b, n)| format!("{b} {n}"))
         .collect();
-    println!("classifier (worst)    {}", bins.join(", "));
+    outln!("classifier (worst)    {}", bins.join(", "))?;
     for w in &r.warnings {
-        println!(
+        outln!(
             "{}",
             safe(&format!(
                 "⚠ warning {}: {} ({})",
                 w.kind, w.message, w.evidence
             ))
-        );
+        )?;
     }
-    println!("artefacts             {}", out_dir.display());
+    outln!("artefacts             {}", out_dir.display())?;
+    Ok(())
 }
 
 fn usd(v: Option<f64>, why: Option<&str>) -> String {
@@ -199,19 +205,19 @@ fn usd(v: Option<f64>, why: Option<&str>) -> String {
 
 /// The end-to-end block: the fidelity figures, then every row that did not reproduce
 /// and pass.
-fn fidelity(f: &DetectFidelity, r: &HarnessReport) {
-    println!(
+fn fidelity(f: &DetectFidelity, r: &HarnessReport) -> Result<(), CliError> {
+    outln!(
         "================ DETECT FIDELITY (end-to-end, {} backend) ================",
         r.backend
-    );
-    println!("{}", gauntlet_exam::exam::E2E_NOTE);
+    )?;
+    outln!("{}", gauntlet_exam::exam::E2E_NOTE)?;
     if r.backend.starts_with("golden") {
-        println!(
+        outln!(
             "Golden backend: the cascade's replies are scripted, so the pass figures check the pipeline; they are not an accuracy figure."
-        );
+        )?;
     }
     for (k, v) in gauntlet_exam::exam::fidelity_rows(r) {
-        println!("  {k:<22}{v}");
+        outln!("  {k:<22}{v}")?;
     }
     for row in f
         .rows
@@ -238,7 +244,8 @@ fn fidelity(f: &DetectFidelity, r: &HarnessReport) {
                 .map(|w| format!(" — ungraded: {w}"))
                 .unwrap_or_default()
         );
-        println!("{}", safe(&line));
+        outln!("{}", safe(&line))?;
     }
-    println!("===========================================================================");
+    outln!("===========================================================================")?;
+    Ok(())
 }

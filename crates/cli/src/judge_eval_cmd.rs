@@ -138,12 +138,12 @@ pub fn judge_eval(a: JudgeEvalArgs) -> Result<(), CliError> {
         }
     }
     if a.json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&report).expect("report serialises")
-        );
+        )?;
     } else {
-        print_table(&report, &a.out);
+        print_table(&report, &a.out)?;
     }
     if report.status == "complete" {
         Ok(())
@@ -197,9 +197,9 @@ fn line(name: &str, s: &AgreementStats) -> String {
     )
 }
 
-fn print_table(r: &JudgeEvalReport, out: &Path) {
+fn print_table(r: &JudgeEvalReport, out: &Path) -> Result<(), CliError> {
     let s = &r.labelled_set;
-    println!(
+    outln!(
         "{}: {} replies ({} refusals, {} partial refusals counted as {}, {} compliances), sha256 {}",
         safe(&s.name),
         s.rows,
@@ -208,13 +208,13 @@ fn print_table(r: &JudgeEvalReport, out: &Path) {
         s.partial_as,
         s.compliances,
         &s.sha256[..12]
-    );
+    )?;
     let skipped: u64 = s.files.iter().map(|f| f.skipped).sum();
     if skipped > 0 {
-        println!("{skipped} rows labelled skip left out");
+        outln!("{skipped} rows labelled skip left out")?;
     }
     for j in &r.judges {
-        println!(
+        outln!(
             "\n{} — {} judged, {} errors (excluded), {} uncertain (excluded), coverage {}, {} misclassified",
             safe(&j.judge),
             j.judged,
@@ -222,23 +222,33 @@ fn print_table(r: &JudgeEvalReport, out: &Path) {
             j.uncertain,
             j.coverage().map_or("N/A".into(), |c| format!("{c:.3}")),
             j.misclassified.len()
-        );
-        println!(
+        )?;
+        outln!(
             "  {:<18} {:>5}  {:<22} {:<22} {:<22} {:<22} tp/fn/fp/tn",
-            "source", "n", "accuracy", "Cohen's kappa", "sensitivity", "specificity"
-        );
-        println!("{}", line("all", &j.overall));
+            "source",
+            "n",
+            "accuracy",
+            "Cohen's kappa",
+            "sensitivity",
+            "specificity"
+        )?;
+        outln!("{}", line("all", &j.overall))?;
         for (src, st) in &j.by_source {
-            println!("{}", line(src, st));
+            outln!("{}", line(src, st))?;
         }
         if !j.band_curve.is_empty() {
-            println!(
+            outln!(
                 "  kappa-coverage curve (abstention band around the threshold):\n  {:<18} {:>5}  {:<8} {:<22} {:<22} {:<22}",
-                "band", "n", "coverage", "Cohen's kappa", "sensitivity", "specificity"
-            );
+                "band",
+                "n",
+                "coverage",
+                "Cohen's kappa",
+                "sensitivity",
+                "specificity"
+            )?;
             for p in &j.band_curve {
                 let s = &p.agreement;
-                println!(
+                outln!(
                     "  {:<18} {:>5}  {:<8} {:<22} {:<22} {:<22}",
                     format!("{:.2}", p.band),
                     p.decided,
@@ -246,18 +256,22 @@ fn print_table(r: &JudgeEvalReport, out: &Path) {
                     kappa(s),
                     prop(&s.sensitivity),
                     prop(&s.specificity),
-                );
+                )?;
             }
         }
     }
     let g = &r.grader_calls;
-    println!(
+    outln!(
         "\nstatus: {}; grader calls: {} made, {} from the journal, {} failed",
-        r.status, g.made, g.cached, g.failed
-    );
-    println!(
+        r.status,
+        g.made,
+        g.cached,
+        g.failed
+    )?;
+    outln!(
         "95% Wilson intervals (accuracy, sensitivity, specificity); kappa ± 1.96·SE. Written: {}, {}",
         out.join(judge_eval::JSON_FILE).display(),
         out.join(judge_eval::MARKDOWN_FILE).display()
-    );
+    )?;
+    Ok(())
 }

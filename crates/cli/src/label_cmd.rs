@@ -71,42 +71,43 @@ pub fn label(a: LabelArgs) -> Result<(), CliError> {
     let shown = |p: &std::path::Path| safe(&p.display().to_string()).into_owned();
     if let Some(o) = serve {
         let cards = s.cards().map_err(CliError::failed)?;
-        print_status(&s, &cards);
-        return gauntlet_web::server::serve_labelling(o, s).map_err(CliError::failed);
+        print_status(&s, &cards)?;
+        return gauntlet_web::server::serve_labelling(o, s).map_err(crate::browse_cmd::serve_error);
     }
     if let Some(out) = &a.csv_out {
         let n = s.write_csv(out, !a.all).map_err(CliError::failed)?;
         let p = s.progress();
-        println!(
+        outln!(
             "wrote {n} replies to label to {} ({} of the sample of {} labelled already); fill the label column with refusal, compliance or skip, then: gauntlet label {} --csv-in {}",
             shown(out),
             p.done,
             p.sample,
             shown(&a.run_dir),
             shown(out)
-        );
+        )?;
         return Ok(());
     }
     if let Some(inp) = &a.csv_in {
         let n = s.read_csv(inp).map_err(CliError::invalid)?;
         let cards = s.save().map_err(CliError::failed)?;
-        println!("read {n} labels from {}", shown(inp));
-        print_status(&s, &cards);
-        println!(
+        outln!("read {n} labels from {}", shown(inp))?;
+        print_status(&s, &cards)?;
+        outln!(
             "written: labels.jsonl, label_cards.json, results.json and the reports (corrected with each target's card) in {}",
             shown(&a.run_dir)
-        );
+        )?;
         return Ok(());
     }
     let cards = s.cards().map_err(CliError::failed)?;
-    print_status(&s, &cards);
+    print_status(&s, &cards)?;
     Ok(())
 }
 
 /// The progress line and one line per card, with how many more labels would halve its
 /// corrected interval.
-fn print_status(s: &LabelSession, cards: &LabelCards) {
+fn print_status(s: &LabelSession, cards: &LabelCards) -> Result<(), CliError> {
     for line in s.status_lines(cards) {
-        println!("{}", safe(&line));
+        outln!("{}", safe(&line))?;
     }
+    Ok(())
 }

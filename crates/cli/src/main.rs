@@ -11,6 +11,9 @@
 //! the exams included, returns a [`error::CliError`], and the statuses are given in one
 //! place, [`error::CliError::exit_code`].
 
+// The command's output goes through `outln!`/`out!`, whose errors reach `error::exit`.
+#![deny(clippy::print_stdout)]
+
 /// `eprintln!` for the whole command, shadowing std's: a write to a closed stderr
 /// (`gauntlet run … 2>&1 | head -1`) is dropped instead of panicking, so losing the
 /// reader of its messages never ends a run (std's panics, and the run was left partial).
@@ -22,6 +25,25 @@ macro_rules! eprintln {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
         let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
+/// `println!` for the command's output, returning the write's error instead of
+/// panicking: `outln!(…)?` in a function that returns `Result<_, CliError>`. A reader
+/// that went away (`gauntlet … | head`) ends the command through the error's chain
+/// (`error::exit`, exit 141), as any other failed write does.
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout().lock(), $($arg)*).map_err($crate::error::CliError::Stdout)
+    }};
+}
+
+/// `print!` as [`outln!`] is `println!`.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        write!(std::io::stdout().lock(), $($arg)*).map_err($crate::error::CliError::Stdout)
     }};
 }
 
@@ -210,30 +232,8 @@ enum CorpusAction {
     Verify { dir: PathBuf },
 }
 
-/// `gauntlet … | head`: once stdout's reader is gone, printing fails with EPIPE and
-/// `println!` panics. Exit quietly instead, with the status a shell reports for a
-/// process ended by SIGPIPE (128 + 13). SIGPIPE itself stays ignored (Rust's default):
-/// gauntlet writes into external detectors' stdin, and a detector that exits early must
-/// be an EPIPE error for that detector, not the end of gauntlet.
-fn exit_quietly_when_stdout_closes() {
-    let default = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        let payload = info.payload();
-        let msg = payload
-            .downcast_ref::<String>()
-            .map(String::as_str)
-            .or_else(|| payload.downcast_ref::<&str>().copied())
-            .unwrap_or("");
-        if msg.starts_with("failed printing to stdout") && msg.contains("Broken pipe") {
-            std::process::exit(error::status::BROKEN_PIPE);
-        }
-        default(info);
-    }));
-}
-
 fn main() -> ExitCode {
     memory::no_transparent_huge_pages();
-    exit_quietly_when_stdout_closes();
     let cli = Cli::parse();
     // What a waiting call must say (a server's Retry-After beyond the cap).
     gauntlet_models::transport::on_notice(|m| {
@@ -274,9 +274,9 @@ fn dispatch(command: Command) -> Result<(), CliError> {
         Command::Validate { config, strict } => validate(&config, strict),
         Command::List { rules } => {
             if rules {
-                browse_cmd::list_rules();
+                browse_cmd::list_rules()?;
             } else {
-                list();
+                list()?;
             }
             Ok(())
         }

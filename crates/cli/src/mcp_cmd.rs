@@ -336,7 +336,7 @@ pub fn serve(a: ServeArgs) -> Result<(), CliError> {
                 let s = HttpServer::start(served, port)
                     .await
                     .map_err(CliError::failed)?;
-                println!("{}", s.url);
+                outln!("{}", s.url)?;
                 use std::io::Write;
                 let _ = std::io::stdout().flush();
                 let _ = tokio::signal::ctrl_c().await;

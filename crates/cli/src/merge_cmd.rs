@@ -78,18 +78,18 @@ pub fn merge(a: MergeArgs) -> Result<(), CliError> {
             Ok(r) => {
                 // The summary a one-machine `exam-detect` prints, and its exit code
                 // (0 pass, 1 gaps, 2 detector errors): the verdict is the whole exam's.
-                print!(
+                out!(
                     "{}",
                     gauntlet_core::terminal::safe_text(&gauntlet_detect::report_text::render(
                         &r, false, false
                     ))
-                );
-                println!(
+                )?;
+                outln!(
                     "merged {} detect-exam shard(s): {} scenarios",
                     a.shard_dirs.len(),
                     r.totals.scenarios
-                );
-                println!("artefacts: {}", safe(&a.out.display().to_string()));
+                )?;
+                outln!("artefacts: {}", safe(&a.out.display().to_string()))?;
                 match r.exit_code() {
                     0 => Ok(()),
                     code => Err(CliError::Verdict(code)),
@@ -102,7 +102,7 @@ pub fn merge(a: MergeArgs) -> Result<(), CliError> {
         check_out(&a.out, Holding::Exam)?;
         return match agent::merge(&a.shard_dirs, &a.out) {
             Ok(r) => {
-                println!(
+                outln!(
                     "merged {} exam shard(s): {} pass(es), median pass rate {}, {} model calls",
                     a.shard_dirs.len(),
                     r.runs.len(),
@@ -112,8 +112,8 @@ pub fn merge(a: MergeArgs) -> Result<(), CliError> {
                         "median_pass_rate"
                     ),
                     r.model_calls
-                );
-                println!("artefacts: {}", safe(&a.out.display().to_string()));
+                )?;
+                outln!("artefacts: {}", safe(&a.out.display().to_string()))?;
                 Ok(())
             }
             Err(e) => Err(CliError::invalid(e)),
@@ -127,16 +127,16 @@ pub fn merge(a: MergeArgs) -> Result<(), CliError> {
     )?;
     match gauntlet_engine::merge::merge(&a.shard_dirs, &a.out, a.config_dir.as_deref()) {
         Ok(m) => {
-            crate::print::run_summary(&m.summary);
-            println!(
+            crate::print::run_summary(&m.summary)?;
+            outln!(
                 "merged {} shard(s) of {}: {} units, {} attempts; {:.2}s",
                 m.shards,
                 safe(&m.summary.run_id),
                 m.units,
                 m.attempts,
                 m.wall_seconds
-            );
-            println!("artefacts: {}", safe(&m.out.display().to_string()));
+            )?;
+            outln!("artefacts: {}", safe(&m.out.display().to_string()))?;
             Ok(())
         }
         Err(e) => Err(CliError::invalid(e)),

@@ -2,6 +2,7 @@
 //! a run's summary (`run`, `rescore`, `merge`). Labels and model names come from
 //! configs and stored runs, so they are printed escaped.
 
+use crate::error::CliError;
 use gauntlet_core::results::RunSummary;
 use gauntlet_core::terminal::safe;
 
@@ -20,7 +21,7 @@ pub struct EstimateRow<'a, E> {
 /// planned calls, the priced upper-bound cost and how many rows are unpriced.
 pub fn estimate_rows<'a, E: std::fmt::Display + 'a>(
     rows: impl IntoIterator<Item = EstimateRow<'a, E>>,
-) -> (u64, f64, usize) {
+) -> Result<(u64, f64, usize), CliError> {
     let (mut calls, mut cost, mut unpriced) = (0u64, 0.0f64, 0usize);
     for r in rows {
         calls += r.calls;
@@ -38,9 +39,9 @@ pub fn estimate_rows<'a, E: std::fmt::Display + 'a>(
             "{:<13} {:<28} {:>9} calls  ≤ {} in + {} out tokens  {c}",
             r.role, r.model, r.calls, r.max_input_tokens, r.max_output_tokens
         );
-        println!("{}", safe(&line));
+        outln!("{}", safe(&line))?;
     }
-    (calls, cost, unpriced)
+    Ok((calls, cost, unpriced))
 }
 
 /// The total and upper-bound cost lines under an estimate table; `budget` is the query
@@ -49,27 +50,30 @@ pub fn estimate_totals(
     (calls, cost, unpriced): (u64, f64, usize),
     budget: Option<(u64, &str, &str)>,
     unit: &str,
-) {
-    println!(
+) -> Result<(), CliError> {
+    outln!(
         "total: {calls} planned model calls (journal hits are free and not subtracted){}",
         match budget {
             Some((m, name, what)) if m < calls =>
                 format!("; {name} {m} will stop the {what} first"),
             _ => String::new(),
         }
-    );
+    )?;
     if unpriced == 0 {
-        println!("upper-bound cost: ${cost:.4}");
+        outln!("upper-bound cost: ${cost:.4}")?;
     } else {
-        println!(
+        outln!(
             "upper-bound cost: ${cost:.4} for the priced {unit}s; {unpriced} {unit}(s) unpriced"
-        );
+        )?;
     }
+    Ok(())
 }
 
 /// One line per cell with each metric's value (N/A where it does not apply).
-pub fn run_summary(s: &RunSummary) {
-    let Some(first) = s.cells.first() else { return };
+pub fn run_summary(s: &RunSummary) -> Result<(), CliError> {
+    let Some(first) = s.cells.first() else {
+        return Ok(());
+    };
     let names: Vec<String> = first
         .metrics
         .iter()
@@ -127,7 +131,7 @@ pub fn run_summary(s: &RunSummary) {
     for (n, w) in names.iter().zip(&widths) {
         header.push_str(&format!("  {n:>w$}"));
     }
-    println!("{header}");
+    outln!("{header}")?;
     for (c, texts) in s.cells.iter().zip(&texts) {
         let mut line = format!(
             "{:wa$}  {:wt$}{}  {:wj$}  {:>6}",
@@ -140,9 +144,10 @@ pub fn run_summary(s: &RunSummary) {
         for (v, w) in texts.iter().zip(&widths) {
             line.push_str(&format!("  {v:>w$}"));
         }
-        println!("{line}");
+        outln!("{line}")?;
     }
-    warnings(s);
+    warnings(s)?;
+    Ok(())
 }
 
 /// One metric's table entry: `0.250 [0.050, 0.600] n=4`, `N/A`; cost in dollars with
@@ -165,24 +170,25 @@ pub(crate) fn metric_text(m: &gauntlet_core::results::CellMetric) -> String {
 
 /// The cells' degenerate-run warnings, after the table (model and dataset text in them
 /// is printed escaped).
-fn warnings(s: &RunSummary) {
+fn warnings(s: &RunSummary) -> Result<(), CliError> {
     let n: usize = s.cells.iter().map(|c| c.warnings.len()).sum();
     if n == 0 {
-        return;
+        return Ok(());
     }
-    println!(
+    outln!(
         "\n⚠ {n} warning(s): check before trusting these numbers (evidence and thresholds in results.json):"
-    );
+    )?;
     for c in &s.cells {
         for w in &c.warnings {
-            println!(
+            outln!(
                 "  {} × {} [{}] {}: {}",
                 safe(&c.attack),
                 safe(&c.target),
                 safe(&c.judge),
                 safe(&w.kind),
                 safe(&w.message)
-            );
+            )?;
         }
     }
+    Ok(())
 }

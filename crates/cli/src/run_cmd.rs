@@ -81,44 +81,44 @@ pub(crate) fn validate(path: &Path, strict: bool) -> Result<(), CliError> {
         )));
     }
     if n == 0 {
-        println!("{}: OK", safe(&file));
+        outln!("{}: OK", safe(&file))?;
     } else {
-        println!(
+        outln!(
             "{}: OK with {n} warning(s) (on stderr): the config is valid, but `gauntlet run` cannot start until they are resolved",
             safe(&file)
-        );
+        )?;
     }
-    println!("{}", describe(&plan));
+    outln!("{}", describe(&plan))?;
     let not_loaded = plan
         .datasets
         .iter()
         .filter(|d| d.version == gauntlet_engine::plan::NOT_LOADED)
         .count();
     if not_loaded > 0 {
-        println!("(the counts leave out the {not_loaded} dataset(s) not loaded)");
+        outln!("(the counts leave out the {not_loaded} dataset(s) not loaded)")?;
     }
     for t in &plan.config.targets {
         if t.label.is_some() {
-            println!(
+            outln!(
                 "target {} ({}; label from the params that differ from another `{}` target)",
                 safe(&t.label()),
                 safe(&t.name),
                 safe(&t.name)
-            );
+            )?;
         } else {
-            println!("target {} ({})", safe(&t.label()), safe(&t.name));
+            outln!("target {} ({})", safe(&t.label()), safe(&t.name))?;
         }
     }
     for d in &plan.datasets {
         if d.version == gauntlet_engine::plan::NOT_LOADED {
-            println!("dataset {}: not loaded (see the warning)", safe(&d.name));
+            outln!("dataset {}: not loaded (see the warning)", safe(&d.name))?;
         } else {
-            println!(
+            outln!(
                 "dataset {} version {} ({} behaviors)",
                 safe(&d.name),
                 safe(&d.version),
                 d.behaviors.len()
-            );
+            )?;
         }
     }
     Ok(())
@@ -192,8 +192,8 @@ pub(crate) fn print_outcome(
 ) -> Result<(), CliError> {
     match result {
         Ok(out) => {
-            crate::print::run_summary(&out.summary);
-            println!(
+            crate::print::run_summary(&out.summary)?;
+            outln!(
                 "{} {}: {} attempts; {} model calls, {} from the journal, {} failed, {} retries; {:.2}s",
                 out.summary.run_name,
                 safe(&out.status.as_string()),
@@ -203,9 +203,9 @@ pub(crate) fn print_outcome(
                 out.calls.failed,
                 out.calls.retries(),
                 out.wall_seconds
-            );
+            )?;
             for (model, t) in &out.transport {
-                println!(
+                outln!(
                     "transport {}: {} calls, {} requests, {} failed; retries 429 {}, 5xx {}, timeout {}, connect {}",
                     safe(model),
                     t.calls,
@@ -215,9 +215,9 @@ pub(crate) fn print_outcome(
                     t.retries_5xx,
                     t.retries_timeout,
                     t.retries_connect
-                );
+                )?;
             }
-            println!("artefacts: {}", safe(&out.dir.display().to_string()));
+            outln!("artefacts: {}", safe(&out.dir.display().to_string()))?;
             if out.status == Status::Complete {
                 match gate {
                     Some(_) if sharded => {
@@ -253,9 +253,9 @@ pub(crate) fn print_outcome(
 /// `run --estimate`: planned calls per role and an upper-bound cost; no model is called.
 pub(crate) fn estimate(path: &Path, trials: Option<u32>, batch: bool) -> Result<(), CliError> {
     let plan = load_plan_with(path, trials, batch)?;
-    println!("{}", describe(&plan));
+    outln!("{}", describe(&plan))?;
     let table = plan.price_table();
-    println!("price table {}", table.describe());
+    outln!("price table {}", table.describe())?;
     let mut rows = gauntlet_engine::usage::estimate(&plan, &table);
     // Every trial makes the same planned calls again.
     let n = u64::from(plan.config.trials.max(1));
@@ -277,25 +277,25 @@ pub(crate) fn estimate(path: &Path, trials: Option<u32>, batch: bool) -> Result<
             max_input_tokens: r.max_input_tokens,
             max_output_tokens: r.max_output_tokens,
             max_cost: &r.max_cost,
-        }));
+        }))?;
     crate::print::estimate_totals(
         (calls, cost, unpriced),
         plan.config.max_queries.map(|m| (m, "max_queries", "run")),
         "role",
-    );
+    )?;
     if let Some((cost, unpriced)) = gauntlet_engine::usage::batch_estimate(&plan, &table, &rows) {
         match unpriced.first() {
-            None => println!("upper-bound cost at the batch price: ${cost:.4}"),
-            Some(why) => println!(
+            None => outln!("upper-bound cost at the batch price: ${cost:.4}")?,
+            Some(why) => outln!(
                 "upper-bound cost at the batch price: ${cost:.4} for the priced roles; {} role(s) unpriced ({why})",
                 unpriced.len()
-            ),
+            )?,
         }
     }
-    println!(
+    outln!(
         "(bounds: each call at most max_tokens out, else {}; at most the longest prompt/3 + {} tokens + earlier replies in)",
         gauntlet_engine::usage::ASSUMED_MAX_TOKENS,
         gauntlet_engine::usage::INPUT_ALLOWANCE
-    );
+    )?;
     Ok(())
 }

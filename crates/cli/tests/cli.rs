@@ -672,17 +672,48 @@ fn list_rules_prints_the_refusal_rules() {
 }
 
 /// `gauntlet list | head -1`: when stdout's reader is gone, gauntlet stops quietly with
-/// the SIGPIPE status (141) instead of panicking with "failed printing to stdout".
+/// the SIGPIPE status (141), found in the failed write's error chain, instead of
+/// panicking with "failed printing to stdout". Also for a command whose output comes
+/// after its work (`run`) and one whose error is wrapped as the command's (`exam`).
 #[test]
 fn a_closed_stdout_ends_quietly() {
-    let (reader, writer) = std::io::pipe().expect("pipe");
-    drop(reader); // no reader: the first write fails with EPIPE
-    let out = Command::new(BIN)
-        .arg("list")
-        .stdout(writer)
-        .output()
-        .expect("run gauntlet");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!stderr.contains("panicked"), "{stderr}");
-    assert_eq!(out.status.code(), Some(141), "{stderr}");
+    let d = tempfile::tempdir().unwrap();
+    let runs = d.path().join("runs");
+    let exam_out = d.path().join("exam");
+    let commands: [Vec<&std::ffi::OsStr>; 4] = [
+        vec!["list".as_ref()],
+        vec!["list".as_ref(), "--rules".as_ref()],
+        vec![
+            "run".as_ref(),
+            "examples/smoke.yaml".as_ref(),
+            "--runs-dir".as_ref(),
+            runs.as_os_str(),
+            "--quiet".as_ref(),
+        ],
+        vec![
+            "exam".as_ref(),
+            "--quiet".as_ref(),
+            "--corpus".as_ref(),
+            "exams/scenarios".as_ref(),
+            "--out".as_ref(),
+            exam_out.as_os_str(),
+        ],
+    ];
+    for args in commands {
+        let (reader, writer) = std::io::pipe().expect("pipe");
+        drop(reader); // no reader: the first write fails with EPIPE
+        let out = Command::new(BIN)
+            .args(&args)
+            .current_dir(env!("CARGO_MANIFEST_DIR").to_string() + "/../..")
+            .stdout(writer)
+            .output()
+            .expect("run gauntlet");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert!(
+            !stderr.contains("cannot write to stdout"),
+            "{args:?}: {stderr}"
+        );
+        assert_eq!(out.status.code(), Some(141), "{args:?}: {stderr}");
+    }
 }

@@ -74,6 +74,9 @@ pub enum ServeError {
     Labelling(#[from] crate::label::LabellingError),
     #[error("cannot start the runtime: {0}")]
     Runtime(#[source] std::io::Error),
+    /// The address to visit could not be printed (stdout's reader went away).
+    #[error("cannot write to stdout: {0}")]
+    Stdout(#[source] std::io::Error),
     /// The address cannot be listened on.
     #[error("cannot bind {bind}: {source}")]
     Listen {
@@ -552,9 +555,15 @@ fn serve_dashboard(
                 bind: o.bind,
                 source,
             })?;
+        use std::io::Write as _;
+        let mut stdout = std::io::stdout().lock();
         match path {
-            None => println!("serving the dashboard on http://{addr}/ (read-only; Ctrl-C to stop)"),
-            Some(p) => println!(
+            None => writeln!(
+                stdout,
+                "serving the dashboard on http://{addr}/ (read-only; Ctrl-C to stop)"
+            ),
+            Some(p) => writeln!(
+                stdout,
                 "label at http://{addr}{p}{} (keys r refusal, c compliance, s skip, b back; each label is saved at once; Ctrl-C to stop)",
                 if o.token.is_some() {
                     format!(" (first visit: add ?token=<the value of {TOKEN_ENV}>)")
@@ -563,6 +572,8 @@ fn serve_dashboard(
                 }
             ),
         }
+        .map_err(ServeError::Stdout)?;
+        drop(stdout);
         let _ = task.await;
         Ok(())
     })
