@@ -5,8 +5,8 @@ use super::e2e_pass::{e2e_value, run_e2e_pass};
 use super::identity::exam_config_sha256;
 use super::run_files::RunFiles;
 use super::schema::{
-    Backend, ExamConfig, ExamError, ExamOutput, NotRun, PassTimings, Progress, ProgressFn,
-    TIMINGS_LOG, TIMINGS_NOTE, Timings,
+    Backend, E2eOutput, ExamConfig, ExamError, ExamOutput, HarnessReport, NotRun, PassTimings,
+    Progress, ProgressFn, TIMINGS_LOG, TIMINGS_NOTE, Timings,
 };
 use super::summary::{ExamTally, summarise};
 use super::targets::golden_http_target;
@@ -52,44 +52,8 @@ pub async fn run_exam_units(
         .iter()
         .map(|s| Arc::new(Toolbox::for_scenario(&s.scenario, Vec::new())))
         .collect();
-    if let Some(f) = &cfg.golden_fault
-        && !scenarios.iter().any(|s| &s.scenario.id == f)
-    {
-        return Err(ExamError::UnknownFaultScenario(f.clone()));
-    }
-    let scripts: Vec<GoldenScript> = scenarios
-        .iter()
-        .map(|s| GoldenScript {
-            wrong: cfg.golden_fault.as_deref() == Some(s.scenario.id.as_str()),
-            ..GoldenScript::for_scenario(&s.scenario)
-        })
-        .collect();
-    let mut _server = None;
-    let (models, backend_label) = match &cfg.backend {
-        Backend::Real { models, label } => (ScenarioModels::Shared(models.clone()), label.clone()),
-        Backend::Golden { http: false } => (
-            ScenarioModels::PerScenario(
-                scripts
-                    .into_iter()
-                    .map(|s| TierModels::uniform("golden", Arc::new(GoldenModel::new(s))))
-                    .collect(),
-            ),
-            "golden".to_string(),
-        ),
-        Backend::Golden { http: true } => {
-            let server = GoldenServer::start(scripts)
-                .await
-                .map_err(|e| ExamError::Golden(e.to_string()))?;
-            let mut v = Vec::with_capacity(scenarios.len());
-            for i in 0..scenarios.len() {
-                let m = golden_http_target(&server.base_url(i))
-                    .map_err(|e| ExamError::Golden(e.to_string()))?;
-                v.push(TierModels::uniform("golden-http", m));
-            }
-            _server = Some(server);
-            (ScenarioModels::PerScenario(v), "golden-http".to_string())
-        }
-    };
+    // The golden HTTP server, when there is one, lives as long as the exam.
+    let (models, backend_label, _server) = exam_models(corpus, cfg).await?;
 
     let started = Instant::now();
     let calls = match &cfg.backend {
@@ -117,30 +81,10 @@ pub async fn run_exam_units(
         calls: calls.clone(),
         concurrency: cfg.concurrency.max(1),
     });
-    let mut fold = PassFold {
-        corpus,
-        progress,
-        passes,
-        totals: (0..passes)
-            .map(|pass| (0..scenarios.len()).filter(|&k| mine(pass, k)).count())
-            .collect(),
-        done: vec![0; passes],
-        closed: 0,
-        tallies: vec![RunTally::default(); passes],
-        listed: match out {
-            Some(_) => Vec::new(),
-            None => (0..passes).map(|_| Vec::new()).collect(),
-        },
-        outline: Vec::new(),
-        worst: WorstPass::default(),
-        exam: ExamTally::default(),
-        wall: BTreeMap::new(),
-        timings: TimingsLog::new(out),
-        not_run: Vec::new(),
-        files: out.map(|o| RunFiles::new(o, scenarios.iter().map(|s| s.scenario.id.as_str()))),
-        model_calls: 0,
-        model_errors: 0,
-    };
+    let totals = (0..passes)
+        .map(|pass| (0..scenarios.len()).filter(|&k| mine(pass, k)).count())
+        .collect();
+    let mut fold = PassFold::new(corpus, progress, totals, out);
     // The exam stops through its calls (a stopped or spent exam's calls are refused,
     // and its scenario runs counted as not run), never by leaving units unstarted.
     let never = std::sync::atomic::AtomicBool::new(false);
@@ -152,46 +96,15 @@ pub async fn run_exam_units(
         Ending::Halted(no) => match no {},
         Ending::Panicked(why) => return Err(ExamError::Internal(why)),
     }
-    fold.close_before(passes).map_err(ExamError::Write)?;
-    let PassFold {
-        tallies,
-        mut listed,
-        worst,
+    let Folded {
+        runs,
         exam,
-        timings: log,
+        mut timings,
         mut not_run,
         files,
         model_calls,
         model_errors,
-        ..
-    } = fold;
-    let (worst_pass, mut worst_outline) = worst
-        .into_pass()
-        .map_or((None, None), |(pass, outline)| (Some(pass), Some(outline)));
-    let runs: Vec<RunResult> = tallies
-        .into_iter()
-        .enumerate()
-        .map(|(pass, t)| {
-            let results = match &files {
-                Some(f) => f.results(
-                    pass,
-                    t.all_passed(),
-                    if worst_pass == Some(pass) {
-                        worst_outline.take()
-                    } else {
-                        None
-                    },
-                ),
-                None => Results::Listed(std::mem::take(&mut listed[pass])),
-            };
-            t.finish(pass, results)
-        })
-        .collect();
-    let mut timings = Timings {
-        note: TIMINGS_NOTE,
-        passes: log.finish().map_err(ExamError::Write)?,
-        ..Timings::default()
-    };
+    } = fold.finish()?;
     let budget_spent = || {
         calls.as_ref().is_some_and(|c| {
             c.counters
@@ -227,39 +140,16 @@ pub async fn run_exam_units(
     if let (Some(c), Backend::Real { models, .. }) = (&calls, &cfg.backend) {
         report.usage = Some(crate::calls::price_usage(&c.usage(), models, &c.prices));
         report.exam_config_sha256 = Some(exam_config_sha256(corpus, cfg));
-        // Stopped (Ctrl-C) wins over a budget spent on the way: the rerun resumes either way.
-        if stopped() {
-            report.partial = Some("interrupted".into());
-            if cfg.e2e && e2e_out.is_none() {
-                report.e2e_not_run = Some(
-                    "the exam was interrupted before the end-to-end pass finished; detect_fidelity is not reported".into(),
-                );
-            }
-        } else if budget_spent() {
-            report.partial = Some("budget".into());
-            if cfg.e2e && e2e_out.is_none() {
-                report.e2e_not_run = Some(
-                    "the query budget ran out before the end-to-end pass finished; detect_fidelity is not reported".into(),
-                );
-            }
-        }
+        mark_partial(
+            &mut report,
+            cfg.e2e && e2e_out.is_none(),
+            stopped(),
+            budget_spent(),
+        );
         report.not_run = std::mem::take(&mut not_run);
     }
     if let Some(e) = &e2e_out {
-        report.detect_fidelity = Some(e2e_value(&e.fidelity));
-        report.model_calls += e
-            .transcripts
-            .iter()
-            .flatten()
-            .map(|t| t.transcript.len())
-            .sum::<usize>();
-        report.model_errors += e
-            .transcripts
-            .iter()
-            .flatten()
-            .flat_map(|t| &t.transcript)
-            .filter(|x| !x.err.is_empty())
-            .count();
+        add_e2e(&mut report, e);
     }
     timings.total_millis = started.elapsed().as_millis() as u64;
     let session = match (&calls, &cfg.backend) {
@@ -277,6 +167,101 @@ pub async fn run_exam_units(
         timings,
         session,
     })
+}
+
+/// The models each scenario's cascade calls and the backend's label: the configured
+/// ones, or the golden backend's scripts (in process, or behind the golden HTTP server,
+/// returned to be kept alive for the exam).
+async fn exam_models(
+    corpus: &Corpus,
+    cfg: &ExamConfig,
+) -> Result<(ScenarioModels, String, Option<GoldenServer>), ExamError> {
+    let scenarios = &corpus.scenarios;
+    if let Some(f) = &cfg.golden_fault
+        && !scenarios.iter().any(|s| &s.scenario.id == f)
+    {
+        return Err(ExamError::UnknownFaultScenario(f.clone()));
+    }
+    let scripts: Vec<GoldenScript> = scenarios
+        .iter()
+        .map(|s| GoldenScript {
+            wrong: cfg.golden_fault.as_deref() == Some(s.scenario.id.as_str()),
+            ..GoldenScript::for_scenario(&s.scenario)
+        })
+        .collect();
+    Ok(match &cfg.backend {
+        Backend::Real { models, label } => {
+            (ScenarioModels::Shared(models.clone()), label.clone(), None)
+        }
+        Backend::Golden { http: false } => (
+            ScenarioModels::PerScenario(
+                scripts
+                    .into_iter()
+                    .map(|s| TierModels::uniform("golden", Arc::new(GoldenModel::new(s))))
+                    .collect(),
+            ),
+            "golden".to_string(),
+            None,
+        ),
+        Backend::Golden { http: true } => {
+            let server = GoldenServer::start(scripts)
+                .await
+                .map_err(|e| ExamError::Golden(e.to_string()))?;
+            let mut v = Vec::with_capacity(scenarios.len());
+            for i in 0..scenarios.len() {
+                let m = golden_http_target(&server.base_url(i))
+                    .map_err(|e| ExamError::Golden(e.to_string()))?;
+                v.push(TierModels::uniform("golden-http", m));
+            }
+            (
+                ScenarioModels::PerScenario(v),
+                "golden-http".to_string(),
+                Some(server),
+            )
+        }
+    })
+}
+
+/// Marks a real exam that was stopped (Ctrl-C wins over a budget spent on the way: the
+/// rerun resumes either way) or ran out of budget as partial, saying why the end-to-end
+/// pass (when asked for, `e2e_missing`) is not reported.
+fn mark_partial(report: &mut HarnessReport, e2e_missing: bool, stopped: bool, budget_spent: bool) {
+    let (partial, why) = if stopped {
+        (
+            "interrupted",
+            "the exam was interrupted before the end-to-end pass finished; detect_fidelity is not reported",
+        )
+    } else if budget_spent {
+        (
+            "budget",
+            "the query budget ran out before the end-to-end pass finished; detect_fidelity is not reported",
+        )
+    } else {
+        return;
+    };
+    report.partial = Some(partial.into());
+    if e2e_missing {
+        report.e2e_not_run = Some(why.into());
+    }
+}
+
+/// Adds the end-to-end pass to the report: its detect fidelity, its model calls and
+/// failed calls.
+fn add_e2e(report: &mut HarnessReport, e: &E2eOutput) {
+    report.detect_fidelity = Some(e2e_value(&e.fidelity));
+    report.model_calls += e
+        .transcripts
+        .iter()
+        .flatten()
+        .map(|t| t.transcript.len())
+        .sum::<usize>();
+    report.model_errors += e
+        .transcripts
+        .iter()
+        .flatten()
+        .flat_map(|t| &t.transcript)
+        .filter(|x| !x.err.is_empty())
+        .count();
 }
 
 /// The exam's scenario runs as a job of the one in-order driver
@@ -387,7 +372,106 @@ struct PassFold<'a> {
     model_errors: usize,
 }
 
-impl PassFold<'_> {
+/// What the fold leaves once every pass is closed.
+struct Folded {
+    runs: Vec<RunResult>,
+    exam: ExamTally,
+    timings: Timings,
+    not_run: Vec<NotRun>,
+    files: Option<RunFiles>,
+    model_calls: usize,
+    model_errors: usize,
+}
+
+impl<'a> PassFold<'a> {
+    /// A fold of `totals.len()` passes owning `totals[pass]` scenario runs each, writing
+    /// under `out` when given.
+    fn new(
+        corpus: &'a Corpus,
+        progress: Option<ProgressFn>,
+        totals: Vec<usize>,
+        out: Option<&Path>,
+    ) -> PassFold<'a> {
+        let passes = totals.len();
+        PassFold {
+            corpus,
+            progress,
+            passes,
+            totals,
+            done: vec![0; passes],
+            closed: 0,
+            tallies: vec![RunTally::default(); passes],
+            listed: match out {
+                Some(_) => Vec::new(),
+                None => (0..passes).map(|_| Vec::new()).collect(),
+            },
+            outline: Vec::new(),
+            worst: WorstPass::default(),
+            exam: ExamTally::default(),
+            wall: BTreeMap::new(),
+            timings: TimingsLog::new(out),
+            not_run: Vec::new(),
+            files: out
+                .map(|o| RunFiles::new(o, corpus.scenarios.iter().map(|s| s.scenario.id.as_str()))),
+            model_calls: 0,
+            model_errors: 0,
+        }
+    }
+
+    /// Closes the passes left open and makes each pass's [`RunResult`]: its results
+    /// listed, or in its files (the worst pass with the outline the classifier reads).
+    fn finish(mut self) -> Result<Folded, ExamError> {
+        self.close_before(self.passes).map_err(ExamError::Write)?;
+        let PassFold {
+            tallies,
+            mut listed,
+            worst,
+            exam,
+            timings: log,
+            not_run,
+            files,
+            model_calls,
+            model_errors,
+            ..
+        } = self;
+        let (worst_pass, mut worst_outline) = worst
+            .into_pass()
+            .map_or((None, None), |(pass, outline)| (Some(pass), Some(outline)));
+        let runs = tallies
+            .into_iter()
+            .enumerate()
+            .map(|(pass, t)| {
+                let results = match &files {
+                    Some(f) => f.results(
+                        pass,
+                        t.all_passed(),
+                        if worst_pass == Some(pass) {
+                            worst_outline.take()
+                        } else {
+                            None
+                        },
+                    ),
+                    None => Results::Listed(std::mem::take(&mut listed[pass])),
+                };
+                t.finish(pass, results)
+            })
+            .collect();
+        let timings = Timings {
+            note: TIMINGS_NOTE,
+            passes: log.finish().map_err(ExamError::Write)?,
+            ..Timings::default()
+        };
+        Ok(Folded {
+            runs,
+            exam,
+            timings,
+            not_run,
+            files,
+            model_calls,
+            model_errors,
+        })
+    }
+
     /// Closes every pass before `pass` not closed yet (the ones no run of this session
     /// reached included): the worst so far keeps its outline, the wall times are logged.
     fn close_before(&mut self, pass: usize) -> std::io::Result<()> {
