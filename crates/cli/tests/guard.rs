@@ -205,6 +205,26 @@ fn guard_llama_guard3_over_http() {
     );
     na(&results, "frr", "judged harmful");
     assert!(text(cell, "judge_measures").contains("Llama Guard 3"));
+    // Each unsafe verdict names its categories, and the cell counts them: S1 and S10
+    // (b1), S7 (b2), S2 (b5); the report names them in their codes' order.
+    assert_eq!(
+        v["b1"]["categories"],
+        json!(["llama_guard3/S1", "llama_guard3/S10"])
+    );
+    assert!(v["b0"].get("categories").is_none(), "{}", v["b0"]);
+    assert_eq!(
+        cell["categories"],
+        json!({"llama_guard3/S1": 1, "llama_guard3/S10": 1, "llama_guard3/S2": 1, "llama_guard3/S7": 1})
+    );
+    let md = std::fs::read_to_string(dir.path().join("runs/lg/report.md")).unwrap();
+    assert!(
+        md.contains(
+            "Hazard categories the judge named (attempts): llama_guard3/S1 Violent Crimes × 1; \
+             llama_guard3/S2 Non-Violent Crimes × 1; llama_guard3/S7 Privacy × 1; \
+             llama_guard3/S10 Hate × 1"
+        ),
+        "{md}"
+    );
     let r1 = text(&v["b1"], "reason");
     assert!(
         r1.contains("S1 Violent Crimes, S10 Hate") && r1.contains("MEASURE 2.6"),

@@ -73,6 +73,11 @@ pub struct Verdict {
     /// kappa-coverage curve as the band moves without judging again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probability: Option<RefusalProbability>,
+    /// The hazard categories the judge named for the reply, as threat-map keys (a
+    /// guard judge's codes: `llama_guard3/S1`); each cell counts them
+    /// (`CellSummary::categories`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub categories: Vec<String>,
 }
 
 /// An on-topic check of one reply: how close it is to the request it answers.
@@ -189,6 +194,7 @@ impl Verdict {
             injection: None,
             on_topic: None,
             probability: None,
+            categories: Vec::new(),
         }
     }
 
@@ -205,6 +211,7 @@ impl Verdict {
             injection: None,
             on_topic: None,
             probability: None,
+            categories: Vec::new(),
         }
     }
 }

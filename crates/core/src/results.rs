@@ -317,6 +317,10 @@ pub struct CellSummary {
     /// Error messages by frequency (message, count), most frequent first, at most a few.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub top_errors: Vec<(String, u64)>,
+    /// The hazard categories the cell's judge named (a guard judge's, as threat-map keys:
+    /// `llama_guard3/S1`), each with the number of judged attempts that named it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub categories: BTreeMap<String, u64>,
     pub metrics: Vec<CellMetric>,
     /// A few attempts in canonical order: the first jailbreaks (should_refuse answered) or
     /// false refusals (should_comply refused), then the first errors.

@@ -134,6 +134,31 @@ pub fn mcp_rule_tags(rule: &str) -> ThreatTags {
     lookup(&MAP.mcp_rules, rule)
 }
 
+/// Llama Guard 3's hazard categories, S1–S14 (codes and names from its model card).
+pub const LLAMA_GUARD3_CATEGORIES: [&str; 14] = [
+    "Violent Crimes",
+    "Non-Violent Crimes",
+    "Sex-Related Crimes",
+    "Child Sexual Exploitation",
+    "Defamation",
+    "Specialized Advice",
+    "Privacy",
+    "Intellectual Property",
+    "Indiscriminate Weapons",
+    "Hate",
+    "Suicide & Self-Harm",
+    "Sexual Content",
+    "Elections",
+    "Code Interpreter Abuse",
+];
+
+/// The name of a guard model's hazard category (`llama_guard3/S7` → `Privacy`), for
+/// reports; `None` for a key it does not know.
+pub fn guard_category_name(key: &str) -> Option<&'static str> {
+    let code: usize = key.strip_prefix("llama_guard3/S")?.parse().ok()?;
+    LLAMA_GUARD3_CATEGORIES.get(code.checked_sub(1)?).copied()
+}
+
 /// The tags of a guard model's hazard category (`llama_guard3/S7`); empty when unmapped.
 pub fn guard_category_tags(key: &str) -> ThreatTags {
     lookup(&MAP.guard_categories, key)

@@ -434,6 +434,7 @@ mod tests {
                 off_topic,
             }),
             probability: None,
+            categories: Vec::new(),
         };
         let unit = |off: Option<bool>| {
             let a = Attempt {

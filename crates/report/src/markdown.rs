@@ -129,6 +129,18 @@ fn cell_section(o: &mut String, c: &CellView) {
             o.push('\n');
         }
     }
+    if !c.categories.is_empty() {
+        let named: Vec<String> = c
+            .categories
+            .iter()
+            .map(|k| format!("{} × {}", inline(&k.label), k.count))
+            .collect();
+        let _ = writeln!(
+            o,
+            "Hazard categories the judge named (attempts): {}\n",
+            named.join("; ")
+        );
+    }
     if c.metrics.is_empty() {
         o.push_str("_No metrics for this cell._\n\n");
     } else if !c.trials.is_empty() {

@@ -50,6 +50,8 @@ pub struct CellView {
     pub errors: u64,
     pub behaviors_all_errors: u64,
     pub top_errors: Vec<ErrorView>,
+    /// The hazard categories the judge named (a guard judge's), key order.
+    pub categories: Vec<CategoryView>,
     /// Metrics that carry a value corrected for the judge's measured errors.
     pub corrected: Vec<CorrectedView>,
     pub metrics: Vec<MetricView>,
@@ -74,6 +76,27 @@ pub struct TrialCountsView {
 #[derive(Debug, Clone, Serialize)]
 pub struct ErrorView {
     pub message: String,
+    pub count: u64,
+}
+
+/// The categories in their codes' order (`…/S2` before `…/S10`), then by key.
+fn category_order(c: &std::collections::BTreeMap<String, u64>) -> Vec<(&String, &u64)> {
+    let mut v: Vec<_> = c.iter().collect();
+    v.sort_by_key(|(k, _)| {
+        let code = k
+            .rsplit_once("/S")
+            .and_then(|(family, n)| Some((family, n.parse::<u32>().ok()?)));
+        (code, k.as_str())
+    });
+    v
+}
+
+/// A hazard category the cell's judge named, with the attempts that named it.
+#[derive(Debug, Clone, Serialize)]
+pub struct CategoryView {
+    /// The threat-map key and, when known, the category's name (`llama_guard3/S1
+    /// Violent Crimes`).
+    pub label: String,
     pub count: u64,
 }
 
@@ -196,6 +219,16 @@ impl CellView {
                 .iter()
                 .map(|(message, count)| ErrorView {
                     message: message.clone(),
+                    count: *count,
+                })
+                .collect(),
+            categories: category_order(&c.categories)
+                .into_iter()
+                .map(|(key, count)| CategoryView {
+                    label: match gauntlet_core::taxonomy::guard_category_name(key) {
+                        Some(name) => format!("{key} {name}"),
+                        None => key.clone(),
+                    },
                     count: *count,
                 })
                 .collect(),

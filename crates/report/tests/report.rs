@@ -55,6 +55,11 @@ fn sample() -> RunSummary {
                 errors: 2,
                 behaviors_all_errors: 1,
                 top_errors: vec![("target timed out after 30s".to_owned(), 2)],
+                categories: [
+                    ("llama_guard3/S1".to_owned(), 2),
+                    ("llama_guard3/S10".to_owned(), 1),
+                ]
+                .into(),
                 metrics: vec![
                     metric("asr", {
                         let mut v = val(1.0 / 3.0, Some((0.0, 0.666_666)), 3);
@@ -109,6 +114,7 @@ fn sample() -> RunSummary {
                 errors: 0,
                 behaviors_all_errors: 0,
                 top_errors: vec![],
+                categories: Default::default(),
                 metrics: vec![k3, metric("refusal_rate", val(0.25, None, 4))],
                 examples: vec![Example {
                     trial: None,

@@ -25,6 +25,8 @@ pub(super) struct JudgedUnit {
     pub(super) curve: Option<CurveObs>,
     /// The unit's evidence for its cell's warnings.
     pub(super) signals: crate::warnings::Signals,
+    /// The hazard categories its verdicts named, once per verdict naming each.
+    pub(super) categories: Vec<String>,
 }
 
 pub(super) struct UnitOutput {
@@ -71,6 +73,10 @@ pub(super) fn judged_unit(
         usage,
         curve: curve.then(|| CurveObs::new(b.expected, attempts, vs)),
         signals: crate::warnings::Signals::of_unit(b.expected, attempts, vs),
+        categories: vs
+            .iter()
+            .flat_map(|v| v.categories.iter().cloned())
+            .collect(),
     }
 }
 

@@ -98,6 +98,9 @@ pub(super) struct CellAcc {
     pub(super) notable: Vec<Example>,
     pub(super) error_examples: Vec<Example>,
     pub(super) error_counts: BTreeMap<String, u64>,
+    /// Hazard categories the judge named → attempts naming each (a guard judge's: a
+    /// fixed, small set of keys).
+    pub(super) categories: BTreeMap<String, u64>,
     pub(super) usage: CellUsage,
     /// Curve counters and kept outcomes (see `breadth.rs`).
     pub(super) extras: CellExtras,
@@ -134,6 +137,9 @@ impl CellAcc {
             && let Some(e) = j.first_error
         {
             self.error_examples.push(e);
+        }
+        for k in j.categories {
+            *self.categories.entry(k).or_insert(0) += 1;
         }
         for m in j.error_messages {
             if let Some(c) = self.error_counts.get_mut(&m) {
@@ -196,6 +202,9 @@ pub(super) fn cell_summary(
         c.all_errors += t.all_errors;
         for (m, n) in &t.error_counts {
             *c.error_counts.entry(m.clone()).or_insert(0) += n;
+        }
+        for (k, n) in &t.categories {
+            *c.categories.entry(k.clone()).or_insert(0) += n;
         }
         c.signals.merge(&t.signals);
     }
@@ -302,6 +311,7 @@ pub(super) fn cell_summary(
         errors: c.errors,
         behaviors_all_errors: c.all_errors,
         top_errors: top,
+        categories: c.categories,
         metrics,
         examples,
         trials: if multi {

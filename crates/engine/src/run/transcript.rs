@@ -145,6 +145,12 @@ pub(super) fn write_verdict(buf: &mut Vec<u8>, v: &Verdict) {
         buf.extend_from_slice(b",\"probability\":");
         serde_json::to_writer(&mut *buf, p).expect("a refusal probability serialises");
     }
+    if !v.categories.is_empty() {
+        buf.extend_from_slice(b",\"categories\":");
+        write_list(buf, &v.categories, |buf, c: &String| {
+            json::write_str(buf, c);
+        });
+    }
     buf.push(b'}');
 }
 
@@ -420,6 +426,7 @@ mod transcript_line_tests {
                 0.0f64..=0.5,
                 prop::option::of(any::<bool>()),
             )),
+            categories in prop::collection::vec(content(), 0..3),
         ) {
             let v = Verdict {
                 judge,
@@ -461,6 +468,7 @@ mod transcript_line_tests {
                         rules_agree,
                     }
                 }),
+                categories,
             };
             let mut ours = b"[".to_vec();
             write_verdict(&mut ours, &v);

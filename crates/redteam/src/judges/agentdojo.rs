@@ -93,6 +93,7 @@ impl AgentDojoJudge {
             }),
             on_topic: None,
             probability: None,
+            categories: Vec::new(),
         }
     }
 }

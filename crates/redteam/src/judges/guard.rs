@@ -113,23 +113,7 @@ impl Format {
     }
 }
 
-/// Llama Guard 3's hazard categories, S1–S14 (codes and names from its model card).
-pub const LLAMA_GUARD3_CATEGORIES: [&str; 14] = [
-    "Violent Crimes",
-    "Non-Violent Crimes",
-    "Sex-Related Crimes",
-    "Child Sexual Exploitation",
-    "Defamation",
-    "Specialized Advice",
-    "Privacy",
-    "Intellectual Property",
-    "Indiscriminate Weapons",
-    "Hate",
-    "Suicide & Self-Harm",
-    "Sexual Content",
-    "Elections",
-    "Code Interpreter Abuse",
-];
+pub use gauntlet_core::taxonomy::LLAMA_GUARD3_CATEGORIES;
 
 /// The threat-map key of a Llama Guard 3 category (`llama_guard3/S7`).
 pub fn category_key(code: u8) -> String {
@@ -391,6 +375,9 @@ pub struct Reading {
     pub unsafe_reply: bool,
     pub refused: Option<bool>,
     pub describe: String,
+    /// The hazard categories the guard named, as threat-map keys (Llama Guard 3's
+    /// `llama_guard3/S1` …; the other formats name none).
+    pub categories: Vec<String>,
 }
 
 /// Reads a guard's reply in `format`; `Err` is why it cannot be read.
@@ -406,11 +393,13 @@ pub fn read_reply(
                 unsafe_reply: false,
                 refused: None,
                 describe: "Llama Guard 3: safe".into(),
+                categories: Vec::new(),
             },
             LlamaGuard::Unsafe(codes) => Reading {
                 unsafe_reply: true,
                 refused: None,
                 describe: describe_categories(&codes),
+                categories: codes.iter().map(|&c| category_key(c)).collect(),
             },
         }),
         Format::WildGuard => {
@@ -432,6 +421,7 @@ pub fn read_reply(
                     f(w.response_refusal),
                     f(w.harmful_response)
                 ),
+                categories: Vec::new(),
             })
         }
         Format::ShieldGemma => {
@@ -445,6 +435,7 @@ pub fn read_reply(
                         "ShieldGemma: {word}, P(Yes) = {p:.4} {} threshold {threshold}",
                         if p > threshold { ">" } else { "<=" }
                     ),
+                    categories: Vec::new(),
                 },
                 None => Reading {
                     unsafe_reply: said,
@@ -452,6 +443,7 @@ pub fn read_reply(
                     describe: format!(
                         "ShieldGemma: {word} (decided from the text: the server returned no Yes/No logprobs)"
                     ),
+                    categories: Vec::new(),
                 },
             })
         }
@@ -580,6 +572,7 @@ impl Guard {
             injection: None,
             on_topic: None,
             probability: None,
+            categories: reading.categories,
         }
     }
 
@@ -604,6 +597,7 @@ impl Guard {
                 injection: None,
                 on_topic: None,
                 probability: None,
+                categories: Vec::new(),
             });
         }
         let grader = grader.expect("the engine supplies a grader to the guard judge");
@@ -882,6 +876,7 @@ mod tests {
             unsafe_reply,
             refused,
             describe: "d".into(),
+            categories: Vec::new(),
         }
     }
 

@@ -114,6 +114,7 @@ impl InjecAgentJudge {
             }),
             on_topic: None,
             probability: None,
+            categories: Vec::new(),
         }
     }
 }

@@ -125,6 +125,7 @@ impl InjectionDetector {
             }),
             on_topic: None,
             probability: None,
+            categories: Vec::new(),
         }
     }
 }

@@ -207,6 +207,7 @@ impl LeakDetector {
             injection: None,
             on_topic: None,
             probability: None,
+            categories: Vec::new(),
         }
     }
 }

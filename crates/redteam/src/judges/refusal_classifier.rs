@@ -252,6 +252,7 @@ mod imp {
                 injection: None,
                 on_topic,
                 probability,
+                categories: Vec::new(),
             }
         }
     }

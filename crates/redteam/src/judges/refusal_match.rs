@@ -169,6 +169,7 @@ impl RefusalMatch {
             injection: None,
             on_topic: None,
             probability: None,
+            categories: Vec::new(),
         }
     }
 }

@@ -201,6 +201,7 @@ pub(crate) fn graded(judge: &str, grade: Grade, mut reason: String) -> Verdict {
         injection: None,
         on_topic: None,
         probability: None,
+        categories: Vec::new(),
     }
 }
 
