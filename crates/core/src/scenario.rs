@@ -84,6 +84,12 @@ pub struct Scenario {
     pub attacker_check: Check,
     /// The tool whose output an indirect injection is planted into.
     pub injection_tool: String,
+    /// Tools of the user's own MCP servers that the plan calls (and `injection_tool` may
+    /// name), outside the toolkit: such a scenario runs under the `mcp_*` injections
+    /// with a `servers` file only, and `mcp_tool_result` then rewrites the results of
+    /// the user's server in front of which it sits.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub external_tools: Vec<String>,
     /// The agent script, built on first use (see [`Scenario::script`]).
     #[serde(skip)]
     pub script_cache: ScriptCache,

@@ -45,6 +45,26 @@ pub enum AttemptError {
         "behavior `{behavior}` is not an injection scenario; `{injection}` runs scenario suites only"
     )]
     NotScenario { behavior: String, injection: String },
+    /// A scenario whose plan calls the user's own MCP servers (`external_tools`) was
+    /// given to an injection that has no servers.
+    #[error(
+        "scenario `{behavior}` calls tools of your own MCP servers ({tools}); run it with an mcp_* injection whose `servers` file offers them, not `{injection}`"
+    )]
+    NeedsServers {
+        behavior: String,
+        injection: String,
+        tools: String,
+    },
+    /// A scenario's external tool that no server of the `servers` file offers under its
+    /// own name.
+    #[error(
+        "scenario `{behavior}` calls `{tool}` of your own MCP servers, but no server of the `servers` file offers a tool of that name (offered: {offered})"
+    )]
+    ExternalToolMissing {
+        behavior: String,
+        tool: String,
+        offered: String,
+    },
     /// An MCP injection could not open its servers.
     #[error("could not open the MCP servers ({kind}): {0}", kind = .0.kind())]
     McpOpen(#[source] gauntlet_mcp::client::McpError),

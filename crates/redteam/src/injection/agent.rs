@@ -171,6 +171,19 @@ pub async fn attempt(
             metadata: serde_json::json!({"injection": injection}),
         }]);
     };
+    if !scenario.external_tools.is_empty() {
+        return Ok(vec![Attempt {
+            index: 0,
+            transcript: Vec::new(),
+            response: Err(AttemptError::NeedsServers {
+                behavior: behavior.id.clone(),
+                injection: injection.to_string(),
+                tools: scenario.external_tools.join(", "),
+            }),
+            query_count: 0,
+            metadata: serde_json::json!({"injection": injection}),
+        }]);
+    }
     let run = run_agent(target, scenario, placement, max_steps, seed).await?;
     let attack_fired = fired(&scenario.attacker_check, &run.calls);
     let task_completed = fired(&scenario.user_check, &run.calls);

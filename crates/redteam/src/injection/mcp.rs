@@ -149,6 +149,11 @@ fn helper_server(scenario: &Scenario, vector: Vector) -> ServerDef {
     }
 }
 
+/// Whether `server` is one of the user's (not gauntlet-served).
+fn is_user_server(server: &str) -> bool {
+    server != TRUSTED && server != HELPER
+}
+
 /// The agent's environment: the toolbox and what the vector needs to know.
 pub struct McpEnv {
     toolbox: Toolbox,
@@ -158,6 +163,9 @@ pub struct McpEnv {
     pub delivered: bool,
     vector: Vector,
     injection_tool: String,
+    /// The injection tool is one of the user's servers' (`Scenario::external_tools`):
+    /// `tool_result` rewrites that server's results.
+    injection_external: bool,
     /// `rug_pull`: the pins of the reviewed listing and of the one the agent got differ.
     pub rug_pull_detected: Option<bool>,
 }
@@ -203,11 +211,20 @@ impl McpEnv {
             let findings = gauntlet_mcp::pin::compare(&reviewed, &now, &BTreeMap::new());
             rug_pull_detected = Some(!findings.is_empty());
         }
+        let injection_external = scenario
+            .external_tools
+            .iter()
+            .any(|t| *t == scenario.injection_tool);
         if vector == Vector::ToolResult {
             let goal = scenario.attacker_goal.clone();
             let tool = scenario.injection_tool.clone();
             toolbox = toolbox.with_result_hook(Box::new(move |server, t, mut text| {
-                if server == TRUSTED && t == tool {
+                let proxied = if injection_external {
+                    is_user_server(server)
+                } else {
+                    server == TRUSTED
+                };
+                if proxied && t == tool {
                     text.push_str(&templates::indirect(&goal));
                 }
                 text
@@ -229,6 +246,7 @@ impl McpEnv {
             delivered: vector != Vector::ToolResult,
             vector,
             injection_tool: scenario.injection_tool.clone(),
+            injection_external,
             rug_pull_detected,
         })
     }
@@ -255,11 +273,14 @@ impl ToolEnv for McpEnv {
                 .await
                 .map_err(EnvError::Mcp)?;
             if self.vector == Vector::ToolResult
-                && self
-                    .toolbox
-                    .calls()
-                    .last()
-                    .is_some_and(|c| c.server == TRUSTED && c.tool == self.injection_tool)
+                && self.toolbox.calls().last().is_some_and(|c| {
+                    let proxied = if self.injection_external {
+                        is_user_server(&c.server)
+                    } else {
+                        c.server == TRUSTED
+                    };
+                    proxied && c.tool == self.injection_tool
+                })
             {
                 self.delivered = true;
             }
@@ -302,6 +323,16 @@ pub async fn attempt(
             },
         ));
     };
+    if !scenario.external_tools.is_empty() && user.is_empty() {
+        return Ok(error_attempt(
+            injection,
+            AttemptError::NeedsServers {
+                behavior: behavior.id.clone(),
+                injection: injection.to_string(),
+                tools: scenario.external_tools.join(", "),
+            },
+        ));
+    }
     let limits = Limits::default();
     let mut env = match McpEnv::open(scenario, vector, user, &limits).await {
         Ok(e) => e,
@@ -309,6 +340,34 @@ pub async fn attempt(
             return Ok(error_attempt(injection, AttemptError::McpOpen(e)));
         }
     };
+    // The plan's calls to the user's servers go by the tool's own name: a server that
+    // does not offer it, or a name two servers share (offered as `server__tool`), is an
+    // error of the run, not a verdict.
+    for tool in &scenario.external_tools {
+        let offered = env.toolbox.offered();
+        if !offered
+            .iter()
+            .any(|o| o.name == *tool && is_user_server(&o.server))
+        {
+            let names: Vec<&str> = offered
+                .iter()
+                .filter(|o| is_user_server(&o.server))
+                .map(|o| o.name.as_str())
+                .collect();
+            return Ok(error_attempt(
+                injection,
+                AttemptError::ExternalToolMissing {
+                    behavior: behavior.id.clone(),
+                    tool: tool.clone(),
+                    offered: if names.is_empty() {
+                        "none".into()
+                    } else {
+                        names.join(", ")
+                    },
+                },
+            ));
+        }
+    }
     let request = ChatRequest {
         messages: vec![
             Message::system(super::agent::SYSTEM_PROMPT),

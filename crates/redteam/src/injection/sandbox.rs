@@ -312,6 +312,7 @@ mod tests {
             attacker_check: check,
             injection_tool: "read_document".into(),
             script_cache: Default::default(),
+            external_tools: Vec::new(),
         }
     }
 

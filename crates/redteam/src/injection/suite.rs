@@ -131,6 +131,12 @@ pub enum ScenarioError {
     },
     #[error("`user_plan` is empty; give the tool calls that carry out the user task")]
     NoPlan,
+    /// An `external_tools` entry that the toolkit also has (which server would answer?).
+    #[error(
+        "external_tools lists `{tool}`, which the {} toolkit already has; list only tools of your own MCP servers",
+        toolkit.as_str()
+    )]
+    ExternalInToolkit { tool: String, toolkit: Toolkit },
     /// `user_plan[step].arguments` is not a JSON object.
     #[error("user_plan[{step}].arguments must be an object")]
     PlanArguments { step: usize },
@@ -172,11 +178,20 @@ pub fn validate(s: &Scenario) -> Result<(), ScenarioError> {
         tool: tool.to_string(),
         toolkit: kit,
     };
+    if let Some(t) = s.external_tools.iter().find(|t| kit.has_tool(t)) {
+        return Err(ScenarioError::ExternalInToolkit {
+            tool: t.clone(),
+            toolkit: kit,
+        });
+    }
+    // The plan and the injection may use the user's own servers' tools; what counts
+    // as the task done or the attack fired stays on the toolkit, where gauntlet sees it.
+    let callable = |tool: &str| kit.has_tool(tool) || s.external_tools.iter().any(|t| t == tool);
     if s.user_plan.is_empty() {
         return Err(ScenarioError::NoPlan);
     }
     for (k, step) in s.user_plan.iter().enumerate() {
-        if !kit.has_tool(&step.name) {
+        if !callable(&step.name) {
             return Err(outside(format!("user_plan[{k}]"), &step.name));
         }
         if !step.arguments.is_object() {
@@ -192,11 +207,13 @@ pub fn validate(s: &Scenario) -> Result<(), ScenarioError> {
     for (field, tool) in [
         ("user_check", &s.user_check.tool),
         ("attacker_check", &s.attacker_check.tool),
-        ("injection_tool", &s.injection_tool),
     ] {
         if !kit.has_tool(tool) {
             return Err(outside(field.into(), tool));
         }
+    }
+    if !callable(&s.injection_tool) {
+        return Err(outside("injection_tool".into(), &s.injection_tool));
     }
     if !s.user_plan.iter().any(|p| p.name == s.injection_tool) {
         return Err(ScenarioError::InjectionToolUnused {
@@ -256,6 +273,38 @@ mod tests {
         assert_eq!(b.expected, Expected::ShouldRefuse);
         assert!(b.prompt.starts_with("Read memo-1"));
         assert_eq!(b.scenario.as_ref().unwrap().injection_tool, "read_document");
+    }
+
+    /// A tool of the user's own MCP servers may be a plan step and the injection tool
+    /// once listed in `external_tools`; the checks and the attacker action stay on the
+    /// toolkit, and a toolkit tool cannot be listed as external.
+    #[test]
+    fn external_tools_extend_the_plan_not_the_checks() {
+        let external = |s: &mut serde_json::Value| {
+            s["user_plan"][0] = json!({"name": "read_note", "arguments": {"id": "n1"}});
+            s["injection_tool"] = json!("read_note");
+            s["external_tools"] = json!(["read_note"]);
+        };
+        let suite = parse_suite(&suite_json(external), "suite.json", None).unwrap();
+        let sc = suite.behaviors[0].scenario.as_ref().unwrap();
+        assert_eq!(sc.external_tools, ["read_note"]);
+        let e = err(|s| {
+            external(s);
+            s["external_tools"] = json!([]);
+        });
+        assert!(e.contains("user_plan[0] uses tool `read_note`"), "{e}");
+        let e = err(|s| {
+            external(s);
+            s["attacker_check"]["tool"] = json!("read_note");
+        });
+        assert!(e.contains("attacker_check uses tool `read_note`"), "{e}");
+        let e = err(|s| s["external_tools"] = json!(["send_email"]));
+        assert!(
+            e.contains(
+                "external_tools lists `send_email`, which the messaging toolkit already has"
+            ),
+            "{e}"
+        );
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! `mcp_tool_result`: the attacker instruction in the result of the scenario's injection tool, served over MCP (a proxy rewrites it) (see [`crate::injection::mcp`]).
+//! `mcp_tool_result`: the attacker instruction in the result of the scenario's injection tool, served over MCP (a proxy rewrites it): gauntlet's served toolkit, or the user's own server when the tool is one of the scenario's `external_tools` (see [`crate::injection::mcp`]).
 
 use super::{MCP_PARAMS, McpInjection};
 use crate::error::BuildError;
@@ -8,7 +8,7 @@ use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
 pub const INFO: PluginInfo = PluginInfo {
     axis: Axis::Injection,
     name: "mcp_tool_result",
-    doc: "MCP: the attacker instruction in the result of the scenario's injection tool, served over MCP (a proxy rewrites it)",
+    doc: "MCP: the attacker instruction in the result of the scenario's injection tool, served over MCP (a proxy rewrites it; in front of your own server for a scenario's external_tools)",
     params: MCP_PARAMS,
 };
 
