@@ -15,19 +15,22 @@
 
 use super::{MergeError, ShardProblem, UnitsProblem};
 use crate::calls::{EXAM_JSON, ExamUsage, JOURNAL, TierRole};
+use crate::classifier::{WorstPass, outline_of};
 use crate::exam::{
     Backend, ExamConfig, ExamTally, HarnessReport, ReportHead, assemble_report, exam_config_sha256,
     file_stem, write_report_files,
 };
 use crate::grade::ScenarioResult;
-use crate::pass_results::RunResult;
+use crate::pass_results::{Bits, Results, RunResult, RunTally, WrittenPass};
 use gauntlet_corpus::load::Corpus;
 use gauntlet_job::artefacts::Artefacts;
 use gauntlet_job::manifest::{FileEntry, Kind};
 use gauntlet_job::merge::{Coverage, owners as owners_of};
 use gauntlet_job::shard::{SetRules, Shard, open_record, read_json, shown};
+use serde::Deserialize;
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// The agent exam's shard record.
 pub const SHARD_JSON: &str = super::record::AGENT;
@@ -132,8 +135,58 @@ pub fn is_shard(dir: &Path) -> bool {
     dir.join(SHARD_JSON).is_file()
 }
 
+/// What the merge reads of a shard's report.json: its head, its counts and usage, and
+/// each pass's scenario ids in order. The results themselves are read from the run
+/// files the merge copies, one at a time, so a merge's memory does not grow with the
+/// scenario runs' results.
+#[derive(Deserialize)]
+struct ShardReport {
+    mode: String,
+    corpus_count: usize,
+    corpus_sha256: String,
+    note: String,
+    backend: String,
+    consensus: usize,
+    tool_loop: bool,
+    model_calls: usize,
+    model_errors: usize,
+    #[serde(default)]
+    partial: Option<String>,
+    #[serde(default)]
+    usage: Option<ExamUsage>,
+    #[serde(default)]
+    exam_config_sha256: Option<String>,
+    runs: Vec<PassIds>,
+}
+
+/// One pass of a shard's report: its index and its results' scenario ids.
+#[derive(Deserialize)]
+struct PassIds {
+    index: usize,
+    results: Vec<ResultId>,
+}
+
+#[derive(Deserialize)]
+struct ResultId {
+    scenario_id: String,
+}
+
+impl ShardReport {
+    fn head(&self) -> ReportHead {
+        ReportHead {
+            mode: self.mode.clone(),
+            corpus_count: self.corpus_count,
+            corpus_sha256: self.corpus_sha256.clone(),
+            note: self.note.clone(),
+            backend: self.backend.clone(),
+            consensus: self.consensus,
+            tool_loop: self.tool_loop,
+        }
+    }
+}
+
 /// A finished shard as the merge reads it.
-type ShardDir = super::ShardDir<HarnessReport>;
+type ShardDir = super::ShardDir<ShardReport>;
 
 fn open_shard(dir: &Path) -> Result<ShardDir, MergeError> {
     let (shard, meta) = open_record(
@@ -143,11 +196,13 @@ fn open_shard(dir: &Path) -> Result<ShardDir, MergeError> {
         "exam shard",
         "an exam shard without a whole manifest was interrupted, cut short by its budget or changed; rerun its `gauntlet exam … --shard i/N` (real mode resumes from the journal), then merge",
     )?;
-    let report: HarnessReport = serde_json::from_value(read_json(&dir.join("report.json"))?)
-        .map_err(|source| ShardProblem::NotAReport {
-            path: dir.join("report.json"),
-            source,
-        })?;
+    let path = dir.join("report.json");
+    let file = std::fs::File::open(&path).map_err(|source| ShardProblem::Unreadable {
+        path: path.clone(),
+        source,
+    })?;
+    let report: ShardReport = serde_json::from_reader(std::io::BufReader::new(file))
+        .map_err(|source| ShardProblem::NotAReport { path, source })?;
     if let Some(p) = &report.partial {
         return Err(ShardProblem::Incomplete {
             shard,
@@ -198,12 +253,11 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<HarnessReport, MergeError> 
     let owner = owners(&shards, passes, scenarios)?;
     // The merged directory is a whole exam's: its manifest goes first and comes last.
     crate::manifest::begin(out).map_err(MergeError::Write)?;
-    let runs = copy_runs(&shards, &owner, (passes, scenarios), out)?;
+    let (runs, tally) = copy_runs(&shards, &owner, (passes, scenarios), out)?;
     let calls = shards.iter().map(|s| s.report.model_calls).sum();
     let errors = shards.iter().map(|s| s.report.model_errors).sum();
     let r0 = &shards[0].report;
-    let tally = ExamTally::of(&runs).map_err(MergeError::Write)?;
-    let mut report = assemble_report(ReportHead::of(r0), runs, tally, calls, errors);
+    let mut report = assemble_report(r0.head(), runs, tally, calls, errors);
     report.exam_config_sha256 = r0.exam_config_sha256.clone();
     report.usage = merged_usage(&shards, &shards[0].meta["prices"]);
     // exam.json (real mode), the journals, the timings (wall clock: shards side by side).
@@ -278,22 +332,24 @@ fn owners(shards: &[ShardDir], passes: usize, scenarios: usize) -> Result<Vec<us
 
 /// Creates `out` and its run-<pass>/ directories, copies each scenario run's two files
 /// from the shard that holds it (byte for byte, after checking them against its
-/// shard.json) and returns the passes' results in corpus order.
+/// shard.json) and folds each result, read from the bytes copied, into its pass's
+/// counts, the exam's tally and the failure classifier's outline as the exam itself
+/// does (`exam::driver::PassFold`): the passes come back with their results in their
+/// files ([`Results::Written`]), in corpus order.
 fn copy_runs(
     shards: &[ShardDir],
     owner: &[usize],
     (passes, scenarios): (usize, usize),
     out: &Path,
-) -> Result<Vec<RunResult>, MergeError> {
-    // Each shard's results, per pass, in corpus order.
-    let mut queues: Vec<Vec<VecDeque<&ScenarioResult>>> = shards
+) -> Result<(Vec<RunResult>, ExamTally), MergeError> {
+    // Each shard's scenario ids, per pass, in corpus order.
+    let mut queues: Vec<Vec<VecDeque<&str>>> = shards
         .iter()
         .map(|s| {
             let mut q = vec![VecDeque::new(); passes];
             for r in &s.report.runs {
                 if let Some(q) = q.get_mut(r.index) {
-                    // A report read back holds its results in memory.
-                    q.extend(r.results.listed().into_iter().flatten());
+                    q.extend(r.results.iter().map(|x| x.scenario_id.as_str()));
                 }
             }
             q
@@ -306,20 +362,25 @@ fn copy_runs(
         })
     };
     create(out)?;
-    let mut runs = Vec::with_capacity(passes);
+    let mut stems: Vec<String> = vec![String::new(); scenarios];
+    let mut tallies = Vec::with_capacity(passes);
+    let mut exam = ExamTally::default();
+    let mut worst = WorstPass::default();
     for p in 0..passes {
         let dir = out.join(format!("run-{p}"));
         create(&dir)?;
-        let mut results = Vec::with_capacity(scenarios);
-        for i in 0..scenarios {
+        let mut tally = RunTally::default();
+        let mut outline = Vec::with_capacity(scenarios);
+        for (i, stem_of_i) in stems.iter_mut().enumerate() {
             let k = owner[p * scenarios + i];
-            let r = queues[k][p]
+            let id = queues[k][p]
                 .pop_front()
                 .ok_or_else(|| UnitsProblem::FewerRuns {
                     dir: shards[k].dir.clone(),
                     pass: p,
                 })?;
-            let stem = file_stem(&r.scenario_id);
+            let stem = file_stem(id);
+            let mut result = None;
             for f in [format!("{stem}.json"), format!("{stem}.transcript.json")] {
                 let from = shards[k].dir.join(format!("run-{p}")).join(&f);
                 let bytes = std::fs::read(&from).map_err(|source| ShardProblem::Unreadable {
@@ -334,14 +395,52 @@ fn copy_runs(
                     }
                     .into());
                 }
+                if result.is_none() {
+                    let r: ScenarioResult = serde_json::from_slice(&bytes).map_err(|source| {
+                        ShardProblem::NotAResult {
+                            path: from.clone(),
+                            source,
+                        }
+                    })?;
+                    result = Some(r);
+                }
                 gauntlet_core::atomic::write_atomic_unflushed_named(&dir.join(&f), &bytes)
                     .map_err(MergeError::Write)?;
             }
-            results.push(r.clone());
+            let r = result.expect("the result file comes first");
+            tally.add(&r);
+            exam.add(&r);
+            outline.push(outline_of(&r));
+            *stem_of_i = stem;
         }
-        runs.push(RunResult::from_results(p, results));
+        worst.close(p, tally.pass_rate(), outline);
+        tallies.push(tally);
     }
-    Ok(runs)
+    let stems: Arc<[String]> = stems.into();
+    let mut all = Bits::new(scenarios);
+    (0..scenarios).for_each(|i| all.insert(i));
+    let (worst_pass, mut worst_outline) = worst
+        .into_pass()
+        .map_or((None, None), |(pass, outline)| (Some(pass), Some(outline)));
+    let runs = tallies
+        .into_iter()
+        .enumerate()
+        .map(|(p, t)| {
+            let results = Results::Written(WrittenPass {
+                dir: out.join(format!("run-{p}")),
+                stems: stems.clone(),
+                present: all.clone(),
+                passed: t.all_passed(),
+                outline: if worst_pass == Some(p) {
+                    worst_outline.take()
+                } else {
+                    None
+                },
+            });
+            t.finish(p, results)
+        })
+        .collect();
+    Ok((runs, exam))
 }
 
 /// The shards' timings.json put together: each pass's per-scenario wall times from the

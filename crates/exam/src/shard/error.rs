@@ -63,6 +63,13 @@ pub enum ShardProblem {
         #[source]
         source: serde_json::Error,
     },
+    /// A scenario run's result file (checked against shard.json) is not a result.
+    #[error("{}: not a scenario result: {source}", .path.display())]
+    NotAResult {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
     /// A field of the detect exam's report.json is not what the exam writes.
     #[error("{}: not a detect-exam report: `{key}`: {problem}", .path.display())]
     ReportField {
