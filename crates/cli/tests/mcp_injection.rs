@@ -468,3 +468,34 @@ judges: [injection_detector]\nmetrics: [injection_success_rate, utility_under_at
     );
     assert!(errors.iter().all(|e| !e.is_empty()), "{errors:?}");
 }
+
+/// A user's server may not take the name of one of gauntlet's own served servers
+/// (`workspace`, `helper`): the config is refused before anything runs, naming it.
+#[test]
+fn a_users_server_named_like_a_served_one_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    std::fs::write(
+        d.join("servers.json"),
+        r#"{"mcpServers": {"workspace": {"command": "/bin/true"}}}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("c.yaml"),
+        "run_name: c\nseed: 0\ntargets:\n  - {name: reference_agent, params: {susceptibility: robust}}\n\
+injections:\n  - {name: mcp_tool_result, params: {servers: servers.json}}\n\
+scenarios:\n  - {name: bundled, params: {suite: injecagent_demo, limit: 1}}\n\
+judges: [injection_detector]\nmetrics: [injection_success_rate]\n",
+    )
+    .unwrap();
+    for cmd in ["validate", "run"] {
+        let out = gauntlet(&[cmd, "c.yaml"], d);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{cmd}: {}", show(&out));
+        assert!(
+            err.contains("the server name `workspace` is taken by gauntlet's own served servers (workspace, helper)"),
+            "{cmd}: {err}"
+        );
+    }
+    assert!(!d.join("runs").exists());
+}

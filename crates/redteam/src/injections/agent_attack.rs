@@ -92,6 +92,20 @@ impl McpInjection {
                 .map_err(|e| BuildError::param(e.to_string()))?,
             None => Vec::new(),
         };
+        // gauntlet's own served servers go by these names: a user's server of the same
+        // name would share their results' rewriting and their tools' `server__tool` names.
+        let taken = [
+            crate::injection::mcp::TRUSTED,
+            crate::injection::mcp::HELPER,
+        ];
+        if let Some(s) = servers.iter().find(|s| taken.contains(&s.name.as_str())) {
+            return Err(BuildError::param(format!(
+                "servers: the server name `{}` is taken by gauntlet's own served servers ({}); rename it in {}",
+                s.name,
+                taken.join(", "),
+                spec.params.str("servers").unwrap_or_default()
+            )));
+        }
         spec.params
             .insert("max_steps", ParamValue::Int(i64::from(max_steps)));
         Ok(McpInjection {
