@@ -354,16 +354,19 @@ pub async fn attempt(
                 .filter(|o| is_user_server(&o.server))
                 .map(|o| o.name.as_str())
                 .collect();
+            let offered = if names.is_empty() {
+                "none".into()
+            } else {
+                names.join(", ")
+            };
+            // The servers were started: stop them (and what they spawned) before going.
+            env.toolbox.close().await;
             return Ok(error_attempt(
                 injection,
                 AttemptError::ExternalToolMissing {
                     behavior: behavior.id.clone(),
                     tool: tool.clone(),
-                    offered: if names.is_empty() {
-                        "none".into()
-                    } else {
-                        names.join(", ")
-                    },
+                    offered,
                 },
             ));
         }
