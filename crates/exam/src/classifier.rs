@@ -89,6 +89,18 @@ impl WorstPass {
     pub fn into_pass(self) -> Option<(usize, Vec<Outline>)> {
         self.worst.map(|(pass, _, outline)| (pass, outline))
     }
+
+    /// The outline each of `passes` passes keeps for the classifier: the worst pass's,
+    /// `None` for every other.
+    pub fn into_outlines(self, passes: usize) -> Vec<Option<Vec<Outline>>> {
+        let mut v: Vec<Option<Vec<Outline>>> = (0..passes).map(|_| None).collect();
+        if let Some((pass, outline)) = self.into_pass()
+            && let Some(slot) = v.get_mut(pass)
+        {
+            *slot = Some(outline);
+        }
+        v
+    }
 }
 
 /// The outline of one scenario run's result.

@@ -100,7 +100,7 @@ pub async fn run_exam_units(
         runs,
         exam,
         mut timings,
-        mut not_run,
+        not_run,
         files,
         model_calls,
         model_errors,
@@ -146,7 +146,7 @@ pub async fn run_exam_units(
             stopped(),
             budget_spent(),
         );
-        report.not_run = std::mem::take(&mut not_run);
+        report.not_run = not_run;
     }
     if let Some(e) = &e2e_out {
         add_e2e(&mut report, e);
@@ -434,23 +434,13 @@ impl<'a> PassFold<'a> {
             model_errors,
             ..
         } = self;
-        let (worst_pass, mut worst_outline) = worst
-            .into_pass()
-            .map_or((None, None), |(pass, outline)| (Some(pass), Some(outline)));
+        let mut outlines = worst.into_outlines(tallies.len());
         let runs = tallies
             .into_iter()
             .enumerate()
             .map(|(pass, t)| {
                 let results = match &files {
-                    Some(f) => f.results(
-                        pass,
-                        t.all_passed(),
-                        if worst_pass == Some(pass) {
-                            worst_outline.take()
-                        } else {
-                            None
-                        },
-                    ),
+                    Some(f) => f.results(pass, t.all_passed(), outlines[pass].take()),
                     None => Results::Listed(std::mem::take(&mut listed[pass])),
                 };
                 t.finish(pass, results)

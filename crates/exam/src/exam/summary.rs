@@ -245,15 +245,6 @@ impl ExamTally {
         }
     }
 
-    /// The tally of passes whose results are at hand (in memory, or read back).
-    pub fn of(runs: &[RunResult]) -> std::io::Result<ExamTally> {
-        let mut t = ExamTally::default();
-        for r in runs {
-            r.results.for_each(|x| t.add(x))?;
-        }
-        Ok(t)
-    }
-
     /// pass^N over `passes` passes: (scenarios graded and passed in every pass,
     /// scenarios graded in every pass). A budget-cut exam may lack a scenario in some
     /// pass (not run): it is in neither count.

@@ -419,9 +419,7 @@ fn copy_runs(
     let stems: Arc<[String]> = stems.into();
     let mut all = Bits::new(scenarios);
     (0..scenarios).for_each(|i| all.insert(i));
-    let (worst_pass, mut worst_outline) = worst
-        .into_pass()
-        .map_or((None, None), |(pass, outline)| (Some(pass), Some(outline)));
+    let mut outlines = worst.into_outlines(passes);
     let runs = tallies
         .into_iter()
         .enumerate()
@@ -431,11 +429,7 @@ fn copy_runs(
                 stems: stems.clone(),
                 present: all.clone(),
                 passed: t.all_passed(),
-                outline: if worst_pass == Some(p) {
-                    worst_outline.take()
-                } else {
-                    None
-                },
+                outline: outlines[p].take(),
             });
             t.finish(p, results)
         })

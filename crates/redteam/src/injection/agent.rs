@@ -147,6 +147,18 @@ pub fn fired(check: &gauntlet_core::scenario::Check, calls: &[RecordedCall]) -> 
     check::matches(check, calls.iter().map(|c| (c.name.as_str(), &c.arguments)))
 }
 
+/// A scenario injection's single attempt that ended before the agent ran: `why` is its
+/// error outcome (never a verdict).
+pub(crate) fn error_attempt(injection: &str, why: AttemptError) -> Vec<Attempt> {
+    vec![Attempt {
+        index: 0,
+        transcript: Vec::new(),
+        response: Err(why),
+        query_count: 0,
+        metadata: serde_json::json!({"injection": injection}),
+    }]
+}
+
 /// One injection's attempt on one scenario behavior: the agent run as an [`Attempt`]
 /// with its metadata (`injection`, `injected`, `delivered`, `steps`, `max_steps_hit`,
 /// `calls`, `attack_fired`, `task_completed`, `no_tool_calls`; under the prompted tool
@@ -160,29 +172,23 @@ pub async fn attempt(
     seed: u64,
 ) -> Result<Vec<Attempt>, ModelError> {
     let Some(scenario) = behavior.scenario.as_deref() else {
-        return Ok(vec![Attempt {
-            index: 0,
-            transcript: Vec::new(),
-            response: Err(AttemptError::NotScenario {
+        return Ok(error_attempt(
+            injection,
+            AttemptError::NotScenario {
                 behavior: behavior.id.clone(),
                 injection: injection.to_string(),
-            }),
-            query_count: 0,
-            metadata: serde_json::json!({"injection": injection}),
-        }]);
+            },
+        ));
     };
     if !scenario.external_tools.is_empty() {
-        return Ok(vec![Attempt {
-            index: 0,
-            transcript: Vec::new(),
-            response: Err(AttemptError::NeedsServers {
+        return Ok(error_attempt(
+            injection,
+            AttemptError::NeedsServers {
                 behavior: behavior.id.clone(),
                 injection: injection.to_string(),
                 tools: scenario.external_tools.join(", "),
-            }),
-            query_count: 0,
-            metadata: serde_json::json!({"injection": injection}),
-        }]);
+            },
+        ));
     }
     let run = run_agent(target, scenario, placement, max_steps, seed).await?;
     let attack_fired = fired(&scenario.attacker_check, &run.calls);

@@ -294,16 +294,6 @@ pub fn read_servers(path: &Path) -> Result<Vec<ServerSpec>, gauntlet_mcp::server
     gauntlet_mcp::servers::read(path, &|k| std::env::var(k).ok()).map(|(s, _)| s)
 }
 
-fn error_attempt(injection: &str, why: AttemptError) -> Vec<Attempt> {
-    vec![Attempt {
-        index: 0,
-        transcript: Vec::new(),
-        response: Err(why),
-        query_count: 0,
-        metadata: json!({"injection": injection}),
-    }]
-}
-
 /// One MCP injection's attempt on one scenario behavior.
 pub async fn attempt(
     injection: &str,
@@ -315,7 +305,7 @@ pub async fn attempt(
     seed: u64,
 ) -> Result<Vec<Attempt>, ModelError> {
     let Some(scenario) = behavior.scenario.as_ref() else {
-        return Ok(error_attempt(
+        return Ok(super::agent::error_attempt(
             injection,
             AttemptError::NotScenario {
                 behavior: behavior.id.clone(),
@@ -324,7 +314,7 @@ pub async fn attempt(
         ));
     };
     if !scenario.external_tools.is_empty() && user.is_empty() {
-        return Ok(error_attempt(
+        return Ok(super::agent::error_attempt(
             injection,
             AttemptError::NeedsServers {
                 behavior: behavior.id.clone(),
@@ -337,7 +327,10 @@ pub async fn attempt(
     let mut env = match McpEnv::open(scenario, vector, user, &limits).await {
         Ok(e) => e,
         Err(e) => {
-            return Ok(error_attempt(injection, AttemptError::McpOpen(e)));
+            return Ok(super::agent::error_attempt(
+                injection,
+                AttemptError::McpOpen(e),
+            ));
         }
     };
     // The plan's calls to the user's servers go by the tool's own name: a server that
@@ -361,7 +354,7 @@ pub async fn attempt(
             };
             // The servers were started: stop them (and what they spawned) before going.
             env.toolbox.close().await;
-            return Ok(error_attempt(
+            return Ok(super::agent::error_attempt(
                 injection,
                 AttemptError::ExternalToolMissing {
                     behavior: behavior.id.clone(),
