@@ -58,6 +58,7 @@ mod import_cmd;
 mod judge_eval_cmd;
 mod label_cmd;
 mod mcp_cmd;
+mod mcp_review;
 mod mcp_sarif;
 mod memory;
 mod merge_cmd;

@@ -24,6 +24,24 @@ pub struct ScanArgs {
     /// A streamable-HTTP server (repeatable).
     #[arg(long = "url", value_name = "URL")]
     urls: Vec<String>,
+    /// Tool definitions from a JSON file instead of a live server (repeatable): an array
+    /// of definitions or a tools/list result ({"tools": […]}); the server is named after
+    /// the file's stem.
+    #[arg(long = "tools", value_name = "FILE")]
+    tool_files: Vec<PathBuf>,
+    /// A reviewer model that reads every definition beside the rules: a target spec,
+    /// e.g. '{name: openai_compat, params: {base_url: …, model: …, api_key_env: …}}'. A
+    /// poisoned verdict is a `model_review` finding; a reply that is not a verdict makes
+    /// the scan incomplete (exit 2).
+    #[arg(long, value_name = "SPEC")]
+    review: Option<String>,
+    /// Definitions sent to the reviewer at once.
+    #[arg(long, default_value_t = 4, requires = "review")]
+    review_concurrency: usize,
+    /// Count a reviewer's poisoned verdict only when the text it quotes is in the
+    /// definition.
+    #[arg(long, requires = "review")]
+    review_needs_quote: bool,
     /// Pin file: written on first use, then checked (changed tools are rug pulls; added
     /// and removed ones pin drift).
     #[arg(long, value_name = "FILE")]
@@ -133,9 +151,9 @@ impl ScanArgs {
                 },
             });
         }
-        if specs.is_empty() {
+        if specs.is_empty() && self.tool_files.is_empty() {
             return Err(CliError::invalid(
-                "nothing to scan: give --servers FILE, --url URL or -- CMD ARGS…",
+                "nothing to scan: give --servers FILE, --url URL, --tools FILE or -- CMD ARGS…",
             ));
         }
         let mut seen = std::collections::BTreeSet::new();
@@ -151,16 +169,50 @@ impl ScanArgs {
     }
 }
 
+/// The inventories of `--tools` files, each named after its file's stem.
+fn tool_files(files: &[PathBuf]) -> Result<Vec<Inventory>, CliError> {
+    files
+        .iter()
+        .map(|f| {
+            let text = gauntlet_core::files::read_to_string(f, gauntlet_core::files::Kind::CONFIG)
+                .map_err(|e| CliError::invalid(e.to_string()))?;
+            let name = f
+                .file_stem()
+                .map_or_else(|| "tools".into(), |s| s.to_string_lossy().into_owned());
+            let mut inv = Inventory::from_tools_json(&name, &text)
+                .map_err(|e| CliError::invalid(format!("--tools {}: {e}", f.display())))?;
+            inv.transport = format!("file: {}", f.display());
+            Ok(inv)
+        })
+        .collect()
+}
+
 /// `gauntlet mcp-scan`.
 pub fn scan(a: ScanArgs) -> Result<(), CliError> {
     let (specs, notes, servers_text) = a.specs()?;
+    let offline = tool_files(&a.tool_files)?;
+    let mut seen: std::collections::BTreeSet<&str> =
+        specs.iter().map(|s| s.name.as_str()).collect();
+    for inv in &offline {
+        if !seen.insert(&inv.server) {
+            return Err(CliError::invalid(format!(
+                "two servers are named `{}`; rename the --tools file or the server",
+                inv.server
+            )));
+        }
+    }
+    let reviewer = a
+        .review
+        .as_deref()
+        .map(crate::mcp_review::reviewer)
+        .transpose()?;
     let limits = a.limits();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .map_err(CliError::failed)?;
-    let mut invs: Vec<Inventory> = Vec::new();
+    let mut invs: Vec<Inventory> = offline;
     let mut errors: Vec<ServerError> = Vec::new();
     rt.block_on(async {
         for s in &specs {
@@ -176,6 +228,13 @@ pub fn scan(a: ScanArgs) -> Result<(), CliError> {
     });
     let mut report = scan::scan_inventories(&invs);
     report.errors = errors;
+    if let Some(reviewer) = &reviewer {
+        let o = crate::mcp_review::ReviewOptions {
+            concurrency: a.review_concurrency,
+            require_evidence: a.review_needs_quote,
+        };
+        crate::mcp_review::review_all(&rt, reviewer, &invs, &mut report, &o);
+    }
     if let Some(p) = &a.pin {
         scan::apply_pin(&mut report, &invs, p, a.update_pin).map_err(CliError::invalid)?;
     }
@@ -278,6 +337,24 @@ pub fn render(r: &ScanReport, fail_on: Severity) -> String {
             }
         }
     }
+    if let Some(v) = &r.review {
+        out.push_str(&format!(
+            "review: {} ({}): {} definitions, {} poisoned, {} benign, {} without a verdict{}\n",
+            safe(&v.reviewer),
+            v.prompt,
+            v.items,
+            v.poisoned,
+            v.benign,
+            v.errors,
+            match (v.unquoted, v.require_evidence) {
+                (0, _) => String::new(),
+                (n, true) => format!(
+                    "; {n} poisoned verdicts quote text not in the definition and are not findings"
+                ),
+                (n, false) => format!("; {n} poisoned verdicts quote text not in the definition"),
+            }
+        ));
+    }
     if let Some(p) = &r.pin {
         out.push_str(&format!(
             "pin: {} {} ({} tools)\n",
@@ -287,14 +364,19 @@ pub fn render(r: &ScanReport, fail_on: Severity) -> String {
         ));
     }
     let count = |s: Severity| r.findings.iter().filter(|f| f.severity == s).count();
+    let unreviewed = r.review.as_ref().map_or(0, |v| v.errors);
     out.push_str(&format!(
-        "verdict: {} ({} high, {} medium, {} low; failing at {} and above), {} server(s) not scanned → exit {}\n",
+        "verdict: {} ({} high, {} medium, {} low; failing at {} and above), {} server(s) not scanned{} → exit {}\n",
         if r.findings.is_empty() && r.errors.is_empty() { "clean" } else if r.errors.is_empty() { "findings" } else { "incomplete" },
         count(Severity::High),
         count(Severity::Medium),
         count(Severity::Low),
         fail_on.as_str(),
-        r.errors.len(),
+        r.errors.len() - unreviewed,
+        match unreviewed {
+            0 => String::new(),
+            n => format!(", {n} definition(s) without a review verdict"),
+        },
         r.exit_code(fail_on)
     ));
     out

@@ -950,31 +950,44 @@ impl Iterator for Units<'_> {
     }
 }
 
-/// Why a `--judge` value is not a judge spec; each message quotes the value.
+/// Why a plugin spec given on the command line (`--judge`, `mcp-scan --review`) does not
+/// parse; each message names the flag and quotes the value.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum JudgeSpecError {
+pub enum SpecArgError {
     /// The value is not YAML (the parser's message).
-    #[error("--judge {text:?}: invalid YAML: {}", source.message)]
+    #[error("{flag} {text:?}: invalid YAML: {}", source.message)]
     Yaml {
+        flag: &'static str,
         text: String,
         #[source]
         source: gauntlet_core::tree::ParseError,
     },
     /// The spec does not validate against the registry: one line per problem, each
     /// with its help.
-    #[error("{}", diags_text(text, diags))]
-    Invalid { text: String, diags: Vec<Diag> },
+    #[error("{}", diags_text(flag, text, diags))]
+    Invalid {
+        flag: &'static str,
+        text: String,
+        diags: Vec<Diag>,
+    },
     /// The value parses to nothing that is a spec.
-    #[error("--judge {text:?}: not a judge spec")]
-    NotASpec { text: String },
+    #[error("{flag} {text:?}: not a {what} spec")]
+    NotASpec {
+        flag: &'static str,
+        what: &'static str,
+        text: String,
+    },
 }
 
-/// The lines of [`JudgeSpecError::Invalid`].
-fn diags_text(text: &str, diags: &[Diag]) -> String {
+/// Why a `--judge` value is not a judge spec.
+pub type JudgeSpecError = SpecArgError;
+
+/// The lines of [`SpecArgError::Invalid`].
+fn diags_text(flag: &str, text: &str, diags: &[Diag]) -> String {
     diags
         .iter()
         .map(|d| {
-            let mut s = format!("--judge {text:?}: {}", d.message);
+            let mut s = format!("{flag} {text:?}: {}", d.message);
             if let Some(h) = &d.help {
                 s.push_str(&format!("\n    help: {h}"));
             }
@@ -984,25 +997,41 @@ fn diags_text(text: &str, diags: &[Diag]) -> String {
         .join("\n")
 }
 
-/// Parses a judge spec given on the command line: a bare name (`refusal_match`) or
-/// inline YAML (`{name: rubric, params: {grader: {name: reference}}}`), resolved and
-/// validated against the registry like a config's `judges:` entry.
-pub fn parse_judge_spec(text: &str) -> Result<PluginSpec, JudgeSpecError> {
-    let node = parse_yaml(text).map_err(|source| JudgeSpecError::Yaml {
+/// Parses a plugin spec given on the command line after `flag`: a bare name or inline
+/// YAML, resolved and validated against the registry like a config's entry on `axis`.
+fn parse_spec_arg(flag: &'static str, axis: Axis, text: &str) -> Result<PluginSpec, SpecArgError> {
+    let node = parse_yaml(text).map_err(|source| SpecArgError::Yaml {
+        flag,
         text: text.to_string(),
         source,
     })?;
     let mut diags: Vec<Diag> = Vec::new();
-    let spec = resolve_spec(&Registry, Axis::Judge, &node, "--judge", &mut diags);
+    let spec = resolve_spec(&Registry, axis, &node, flag, &mut diags);
     if !diags.is_empty() {
-        return Err(JudgeSpecError::Invalid {
+        return Err(SpecArgError::Invalid {
+            flag,
             text: text.to_string(),
             diags,
         });
     }
-    spec.ok_or_else(|| JudgeSpecError::NotASpec {
+    spec.ok_or_else(|| SpecArgError::NotASpec {
+        flag,
+        what: axis.as_str(),
         text: text.to_string(),
     })
+}
+
+/// Parses a judge spec given on the command line: a bare name (`refusal_match`) or
+/// inline YAML (`{name: rubric, params: {grader: {name: reference}}}`), resolved and
+/// validated against the registry like a config's `judges:` entry.
+pub fn parse_judge_spec(text: &str) -> Result<PluginSpec, JudgeSpecError> {
+    parse_spec_arg("--judge", Axis::Judge, text)
+}
+
+/// Parses a model spec given after `flag` (a target: `{name: openai_compat, params:
+/// {base_url: …, model: …}}`), validated like a config's `targets:` entry.
+pub fn parse_target_spec(flag: &'static str, text: &str) -> Result<PluginSpec, SpecArgError> {
+    parse_spec_arg(flag, Axis::Target, text)
 }
 
 /// Why a judge (or its grader) could not be built for re-judging; the message names
@@ -1643,6 +1672,35 @@ mod tests {
         assert!(e.contains("rubrik"), "{e}");
         assert!(parse_judge_spec("{name: rubric, params: {nope: 1}}").is_err());
         assert!(parse_judge_spec("{name: [").is_err());
+    }
+
+    #[test]
+    fn target_specs_parse_with_their_flag_in_every_message() {
+        let s = parse_target_spec(
+            "--review",
+            "{name: openai_compat, params: {model: m, base_url: \"http://127.0.0.1:1/v1\"}}",
+        )
+        .unwrap();
+        assert_eq!(s.name, "openai_compat");
+        assert_eq!(s.params.str("model"), Some("m"));
+        let e = parse_target_spec("--review", "openai_compatt")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("--review \"openai_compatt\": "), "{e}");
+        let e = parse_target_spec("--review", "{name: [")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("--review \"{name: [\": invalid YAML"), "{e}");
+        let e = parse_target_spec(
+            "--review",
+            "{name: openai_compat, params: {base_url: \"http://127.0.0.1:1/v1\"}}",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("model"),
+            "a missing required param is named: {e}"
+        );
     }
 
     #[test]

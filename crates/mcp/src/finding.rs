@@ -82,10 +82,12 @@ pub enum Rule {
     RugPull,
     /// A tool added or removed since the pin.
     PinDrift,
+    /// A definition the reviewer model (`mcp-scan --review`) judged poisoned.
+    ModelReview,
 }
 
 impl Rule {
-    pub const ALL: [Rule; 10] = [
+    pub const ALL: [Rule; 11] = [
         Rule::HiddenInstruction,
         Rule::InvisibleText,
         Rule::EncodedPayload,
@@ -96,6 +98,7 @@ impl Rule {
         Rule::ExcessiveCapability,
         Rule::RugPull,
         Rule::PinDrift,
+        Rule::ModelReview,
     ];
 
     pub fn id(self) -> &'static str {
@@ -110,6 +113,7 @@ impl Rule {
             Rule::ExcessiveCapability => "excessive_capability",
             Rule::RugPull => "rug_pull",
             Rule::PinDrift => "pin_drift",
+            Rule::ModelReview => "model_review",
         }
     }
 
@@ -134,6 +138,7 @@ impl Rule {
             }
             Rule::RugPull => "a definition that changed since it was pinned",
             Rule::PinDrift => "a tool added or removed since the pin",
+            Rule::ModelReview => "a definition the reviewer model judged poisoned",
         }
     }
 
@@ -148,6 +153,7 @@ impl Rule {
                 | Rule::SensitiveDataRequest
                 | Rule::ExfiltrationChannel
                 | Rule::ToolShadowing
+                | Rule::ModelReview
         )
     }
 }

@@ -7,7 +7,9 @@
 //!   wait time-limited and every message size-limited ([`transport`]); a server that
 //!   hangs, floods or speaks broken JSON-RPC is a named error ([`client::McpError`]);
 //! - **the scanner** ([`scan`]): every rule ([`rules`], one file each) over the
-//!   definitions, findings as plain records ([`finding`]), and rug-pull pins ([`pin`]).
+//!   definitions, findings as plain records ([`finding`]), and rug-pull pins ([`pin`]);
+//!   optionally a reviewer model's verdict per definition ([`review`]: the request and
+//!   the reading of its reply; the caller sends it).
 //!
 //! The served side ([`serve`]) is gauntlet's own MCP server: tools defined as data
 //! (descriptions, scripted results, a definition that changes after the first listing),
@@ -25,6 +27,7 @@ pub mod confine;
 pub mod fields;
 pub mod finding;
 pub mod pin;
+pub mod review;
 pub mod rules;
 pub mod scan;
 pub mod serve;

@@ -54,6 +54,63 @@ impl Inventory {
     }
 }
 
+/// Why a file of tool definitions (`mcp-scan --tools`) cannot be read as one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ToolsFileError {
+    #[error("not JSON: {0}")]
+    Json(String),
+    #[error(
+        "expected an array of tool definitions or a tools/list result ({{\"tools\": [...]}}), found {0}"
+    )]
+    Shape(&'static str),
+    #[error("tool {index}: {why}")]
+    Tool { index: usize, why: &'static str },
+}
+
+fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object without `tools`",
+    }
+}
+
+impl Inventory {
+    /// The inventory of a file of tool definitions, as given to `mcp-scan --tools`: a JSON
+    /// array of definitions, or a `tools/list` result (`{"tools": [...]}`). Each must be
+    /// an object with a string `name`.
+    pub fn from_tools_json(server: &str, text: &str) -> Result<Inventory, ToolsFileError> {
+        let v: Value =
+            serde_json::from_str(text).map_err(|e| ToolsFileError::Json(e.to_string()))?;
+        let tools = match v {
+            Value::Array(a) => a,
+            Value::Object(mut o) => match o.remove("tools") {
+                Some(Value::Array(a)) => a,
+                Some(other) => return Err(ToolsFileError::Shape(json_kind(&other))),
+                None => return Err(ToolsFileError::Shape("an object without `tools`")),
+            },
+            other => return Err(ToolsFileError::Shape(json_kind(&other))),
+        };
+        for (index, t) in tools.iter().enumerate() {
+            let why = match t {
+                Value::Object(o) => match o.get("name") {
+                    Some(Value::String(_)) => continue,
+                    Some(_) => "`name` is not a string",
+                    None => "has no `name`",
+                },
+                _ => "is not an object",
+            };
+            return Err(ToolsFileError::Tool { index, why });
+        }
+        let mut inv = Inventory::offline(server, tools);
+        inv.transport = "file".into();
+        Ok(inv)
+    }
+}
+
 /// A server that could not be scanned.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ServerError {
@@ -107,6 +164,9 @@ pub struct ScanReport {
     pub findings: Vec<Finding>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pin: Option<PinOutcome>,
+    /// What the reviewer model did (`--review`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub review: Option<crate::review::ReviewSummary>,
 }
 
 pub const REPORT_FORMAT: &str = "gauntlet-mcp-scan/1";
@@ -122,6 +182,21 @@ impl ScanReport {
         } else {
             0
         }
+    }
+
+    /// Adds a finding made after the rules ran (a reviewer's), counted on its item.
+    pub fn add(&mut self, f: Finding) {
+        if let Some(s) = self.servers.iter_mut().find(|s| s.server == f.server) {
+            let list = match f.kind {
+                ItemKind::Tool => &mut s.tools,
+                ItemKind::Prompt => &mut s.prompts,
+                ItemKind::Resource => &mut s.resources,
+            };
+            if let Some(l) = list.iter_mut().find(|l| l.name == f.item) {
+                l.findings += 1;
+            }
+        }
+        self.findings.push(f);
     }
 }
 
@@ -242,6 +317,7 @@ pub fn scan_inventories(invs: &[Inventory]) -> ScanReport {
         errors: Vec::new(),
         findings,
         pin: None,
+        review: None,
     }
 }
 
@@ -396,4 +472,79 @@ pub fn verdict(tool: &Value, neighbours: &[Inventory]) -> (bool, Vec<Rule>) {
     rules.sort();
     rules.dedup();
     (!rules.is_empty(), rules)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Inventory, ToolsFileError};
+    use proptest::prelude::*;
+
+    #[test]
+    fn tools_files_are_arrays_or_tools_list_results() {
+        let a = Inventory::from_tools_json(
+            "f",
+            r#"[{"name": "a"}, {"name": "b", "description": "x"}]"#,
+        )
+        .unwrap();
+        assert_eq!(a.tools.len(), 2);
+        assert_eq!(a.transport, "file");
+        let l =
+            Inventory::from_tools_json("f", r#"{"tools": [{"name": "a"}], "nextCursor": null}"#)
+                .unwrap();
+        assert_eq!(l.tools.len(), 1);
+        assert!(
+            Inventory::from_tools_json("f", "[]")
+                .unwrap()
+                .tools
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn bad_tools_files_say_what_is_wrong_and_where() {
+        let e = |t: &str| Inventory::from_tools_json("f", t).unwrap_err();
+        assert!(matches!(e("{"), ToolsFileError::Json(_)));
+        assert_eq!(e("3"), ToolsFileError::Shape("a number"));
+        assert_eq!(
+            e("{\"x\": 1}"),
+            ToolsFileError::Shape("an object without `tools`")
+        );
+        assert_eq!(
+            e("{\"tools\": {}}").to_string(),
+            "expected an array of tool definitions or a tools/list result ({\"tools\": [...]}), found an object without `tools`"
+        );
+        assert_eq!(
+            e("[{\"name\": \"a\"}, 2]"),
+            ToolsFileError::Tool {
+                index: 1,
+                why: "is not an object"
+            }
+        );
+        assert_eq!(
+            e("[{\"title\": \"a\"}]").to_string(),
+            "tool 0: has no `name`"
+        );
+        assert_eq!(
+            e("[{\"name\": 1}]").to_string(),
+            "tool 0: `name` is not a string"
+        );
+    }
+
+    proptest! {
+        /// Any text is an inventory or an error, never a panic.
+        #[test]
+        fn any_tools_file_reads_or_errs(s in ".{0,200}") {
+            let _ = Inventory::from_tools_json("f", &s);
+        }
+
+        #[test]
+        fn any_json_tools_file_reads_or_errs(v in proptest::collection::vec(proptest::option::of("[a-z]{0,4}"), 0..5)) {
+            let tools: Vec<serde_json::Value> = v.iter().map(|n| match n {
+                Some(n) => serde_json::json!({"name": n}),
+                None => serde_json::json!({"description": "no name"}),
+            }).collect();
+            let r = Inventory::from_tools_json("f", &serde_json::Value::Array(tools).to_string());
+            prop_assert_eq!(r.is_ok(), v.iter().all(Option::is_some));
+        }
+    }
 }
