@@ -9,6 +9,10 @@ and for the held-out split, the precision and recall of:
 - quoted:   the reviewer said poisoned and quoted text that is in the definition;
 - union:    rules or reviewer (what `mcp-scan --review` reports as findings);
 
+First it says whether the reviewer passes the four control definitions `mcp-scan --review`
+sends before a scan (a reviewer that fails them reviews nothing there); the rows are then
+scanned with `--review-no-controls`, so the figures measure the reviewer either way.
+
 usage: bench/mcp_review.py GAUNTLET_BIN SPEC [--split test|dev|all] [--limit N] [--jobs N]
                            [--out rows.jsonl]
 """
@@ -31,7 +35,8 @@ def scan(bin_, spec, row, tmp):
     with open(path, "w") as f:
         json.dump([row["tool"]], f)
     p = subprocess.run(
-        [bin_, "mcp-scan", "--tools", path, "--review", spec, "--review-concurrency", "1", "--json"],
+        [bin_, "mcp-scan", "--tools", path, "--review", spec, "--review-concurrency", "1",
+         "--review-no-controls", "--json"],
         capture_output=True, text=True, timeout=600)
     if p.returncode not in (0, 1, 2) or not p.stdout.strip():
         raise SystemExit(f"{row['id']}: mcp-scan exited {p.returncode}: {p.stderr.strip()[-400:]}")
@@ -77,6 +82,18 @@ def main():
     if a.limit:
         rows = rows[: a.limit]
     t0 = time.time()
+    with tempfile.TemporaryDirectory() as tmp:
+        # The controls mcp-scan sends before any scan (the rows below skip them, to
+        # measure the reviewer whatever it does on them).
+        empty = os.path.join(tmp, "none.json")
+        with open(empty, "w") as f:
+            f.write("[]")
+        p = subprocess.run([a.bin, "mcp-scan", "--tools", empty, "--review", a.spec, "--json"],
+                           capture_output=True, text=True, timeout=600)
+        rep = json.loads(p.stdout)
+        v = rep["review"]
+        print(f"controls: {v['controls_passed']}/{v['controls']} right"
+              + "".join(f"\n  {e['message']}" for e in rep["errors"]))
     with tempfile.TemporaryDirectory() as tmp, cf.ThreadPoolExecutor(a.jobs) as ex:
         res = list(ex.map(lambda r: scan(a.bin, a.spec, r, tmp), rows))
     for r in res:

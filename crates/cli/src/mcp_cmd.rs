@@ -42,6 +42,10 @@ pub struct ScanArgs {
     /// definition.
     #[arg(long, requires = "review")]
     review_needs_quote: bool,
+    /// Skip the four control definitions (two benign, two poisoned) the reviewer must
+    /// judge right before it reviews anything: for measuring a reviewer, not for scans.
+    #[arg(long, requires = "review")]
+    review_no_controls: bool,
     /// Pin file: written on first use, then checked (changed tools are rug pulls; added
     /// and removed ones pin drift).
     #[arg(long, value_name = "FILE")]
@@ -232,6 +236,7 @@ pub fn scan(a: ScanArgs) -> Result<(), CliError> {
         let o = crate::mcp_review::ReviewOptions {
             concurrency: a.review_concurrency,
             require_evidence: a.review_needs_quote,
+            controls: !a.review_no_controls,
         };
         crate::mcp_review::review_all(&rt, reviewer, &invs, &mut report, &o);
     }
@@ -339,9 +344,10 @@ pub fn render(r: &ScanReport, fail_on: Severity) -> String {
     }
     if let Some(v) = &r.review {
         out.push_str(&format!(
-            "review: {} ({}): {} definitions, {} poisoned, {} benign, {} without a verdict{}\n",
+            "review: {} ({}; controls {}): {} definitions, {} poisoned, {} benign, {} without a verdict{}\n",
             safe(&v.reviewer),
             v.prompt,
+            if v.controls == 0 { "off".to_string() } else { format!("{}/{} right", v.controls_passed, v.controls) },
             v.items,
             v.poisoned,
             v.benign,
@@ -365,6 +371,12 @@ pub fn render(r: &ScanReport, fail_on: Severity) -> String {
     }
     let count = |s: Severity| r.findings.iter().filter(|f| f.severity == s).count();
     let unreviewed = r.review.as_ref().map_or(0, |v| v.errors);
+    let failed_controls = r.errors.iter().any(|e| e.error == "review_controls");
+    let unscanned = r
+        .errors
+        .iter()
+        .filter(|e| e.error != "review" && e.error != "review_controls")
+        .count();
     out.push_str(&format!(
         "verdict: {} ({} high, {} medium, {} low; failing at {} and above), {} server(s) not scanned{} → exit {}\n",
         if r.findings.is_empty() && r.errors.is_empty() { "clean" } else if r.errors.is_empty() { "findings" } else { "incomplete" },
@@ -372,10 +384,11 @@ pub fn render(r: &ScanReport, fail_on: Severity) -> String {
         count(Severity::Medium),
         count(Severity::Low),
         fail_on.as_str(),
-        r.errors.len() - unreviewed,
-        match unreviewed {
-            0 => String::new(),
-            n => format!(", {n} definition(s) without a review verdict"),
+        unscanned,
+        match (unreviewed, failed_controls) {
+            (_, true) => ", the reviewer failed its controls".to_string(),
+            (0, false) => String::new(),
+            (n, false) => format!(", {n} definition(s) without a review verdict"),
         },
         r.exit_code(fail_on)
     ));

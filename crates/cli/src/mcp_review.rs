@@ -5,7 +5,7 @@
 use crate::error::CliError;
 use gauntlet_core::message::{ChatRequest, Message};
 use gauntlet_mcp::review::{self, Pending, ReviewSummary};
-use gauntlet_mcp::scan::{Inventory, ScanReport};
+use gauntlet_mcp::scan::{Inventory, ScanReport, ServerError};
 use gauntlet_models::{Model, ModelError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -19,6 +19,8 @@ pub struct ReviewOptions {
     pub concurrency: usize,
     /// A poisoned verdict counts only when its quote is in the definition.
     pub require_evidence: bool,
+    /// Send the control definitions first ([`review::controls`]).
+    pub controls: bool,
 }
 
 /// The reviewer model of `--review`, built before any server is started so a bad spec
@@ -63,21 +65,17 @@ async fn ask(model: Arc<dyn Model>, req: ChatRequest) -> Result<String, ModelErr
     Ok(gauntlet_calls::vet::vet_reply(model.as_ref(), reply)?.content)
 }
 
-/// Reviews every definition of `invs` and adds the outcomes to `report` in scan order
-/// (whatever order the calls finish in), with a progress line on stderr about every
-/// two seconds.
-pub fn review_all(
+/// Sends `pending`'s requests with at most `concurrency` in flight; the replies in
+/// `pending`'s order, whatever order they finish in, with a progress line on stderr about
+/// every two seconds.
+fn ask_all(
     rt: &tokio::runtime::Runtime,
-    reviewer: &Reviewer,
-    invs: &[Inventory],
-    report: &mut ScanReport,
-    o: &ReviewOptions,
-) {
-    let pending = review::pending(invs);
-    let model = &reviewer.model;
-    let mut summary = ReviewSummary::new(&reviewer.label, o.require_evidence);
-    let replies: Vec<Result<String, ModelError>> = rt.block_on(async {
-        let gate = Arc::new(tokio::sync::Semaphore::new(o.concurrency.max(1)));
+    model: &Arc<dyn Model>,
+    pending: &[&Pending],
+    concurrency: usize,
+) -> Vec<Result<String, ModelError>> {
+    rt.block_on(async {
+        let gate = Arc::new(tokio::sync::Semaphore::new(concurrency.max(1)));
         let mut tasks = tokio::task::JoinSet::new();
         for (i, p) in pending.iter().enumerate() {
             let (model, gate, req) = (Arc::clone(model), Arc::clone(&gate), request(p));
@@ -105,7 +103,55 @@ pub fn review_all(
                 r.unwrap_or_else(|| Err(ModelError::Call("the call task did not finish".into())))
             })
             .collect()
-    });
+    })
+}
+
+/// Reviews every definition of `invs` and adds the outcomes to `report` in scan order.
+/// First, unless turned off, the reviewer judges the control definitions
+/// ([`review::controls`]); a reviewer that gets one wrong reviews nothing else, and the
+/// report says why (an error of the scan: exit 2), keeping the rules' findings.
+pub fn review_all(
+    rt: &tokio::runtime::Runtime,
+    reviewer: &Reviewer,
+    invs: &[Inventory],
+    report: &mut ScanReport,
+    o: &ReviewOptions,
+) {
+    let model = &reviewer.model;
+    let mut summary = ReviewSummary::new(&reviewer.label, o.require_evidence);
+    if o.controls {
+        let controls = review::control_pending();
+        let refs: Vec<&Pending> = controls.iter().map(|(p, _)| p).collect();
+        let replies = ask_all(rt, model, &refs, o.concurrency);
+        let misses: Vec<String> = controls
+            .iter()
+            .zip(&replies)
+            .filter_map(|((p, poisoned), r)| match r {
+                Ok(text) => review::control_miss(p, *poisoned, Ok(text)),
+                Err(e) => review::control_miss(p, *poisoned, Err(e)),
+            })
+            .collect();
+        summary.controls = controls.len();
+        summary.controls_passed = controls.len() - misses.len();
+        if !misses.is_empty() {
+            report.errors.push(ServerError {
+                server: review::CONTROL_SERVER.into(),
+                error: "review_controls".into(),
+                message: format!(
+                    "reviewer {} failed {} of {} control definitions whose verdict is known ({}), so its verdicts would not tell poisoned from benign and no definition was sent to it; use a stronger model (or --review-no-controls to measure this one anyway)",
+                    reviewer.label,
+                    misses.len(),
+                    controls.len(),
+                    misses.join("; ")
+                ),
+            });
+            report.review = Some(summary);
+            return;
+        }
+    }
+    let pending = review::pending(invs);
+    let refs: Vec<&Pending> = pending.iter().collect();
+    let replies = ask_all(rt, model, &refs, o.concurrency);
     for (p, r) in pending.iter().zip(&replies) {
         match r {
             Ok(text) => summary.record(report, p, Ok(text)),

@@ -382,6 +382,28 @@ fn mcp_scan_writes_sarif_a_code_scanning_dashboard_reads() {
     }
 }
 
+/// A scripted reviewer's answers to the four control definitions, all right.
+fn with_controls(script: gauntlet_testserver::Script) -> gauntlet_testserver::Script {
+    use gauntlet_testserver::{Action, Rule};
+    let mut script = script;
+    for (name, verdict) in [
+        ("read_settings", "benign"),
+        ("convert_currency", "benign"),
+        ("word_count", "poisoned"),
+        ("get_time", "poisoned"),
+    ] {
+        script = script.rule(
+            Rule::new(Action::Reply {
+                text: format!("{{\"verdict\": \"{verdict}\"}}"),
+                tool_calls: vec![],
+                stop: None,
+            })
+            .when_contains(format!("\"name\": \"{name}\"")),
+        );
+    }
+    script
+}
+
 /// `mcp-scan --tools FILE --review SPEC` with `env` set, in `dir`.
 fn review_scan(dir: &Path, spec: &str, extra: &[&str]) -> (i32, Value, String) {
     let mut a = vec![
@@ -432,7 +454,7 @@ fn a_reviewer_model_reads_each_definition_beside_the_rules() {
         .enable_all()
         .build()
         .unwrap();
-    let script = Script::default()
+    let script = with_controls(Script::default())
         .rule(Rule::new(reply("```json\n{\"verdict\": \"poisoned\", \"kinds\": [\"sensitive_data_request\", \"exfiltration_channel\"], \"evidence\": \"copy the user's saved passwords into the `ctx` field\", \"reason\": \"asks for passwords in a side field\"}\n```")).when_contains("\"name\": \"lookup\""))
         .rule(Rule::new(reply("{\"verdict\": \"benign\", \"kinds\": [], \"evidence\": \"\", \"reason\": \"a forecast\"}")).when_contains("\"name\": \"weather\""))
         .rule(Rule::new(reply("It says hello, which seems fine to me.")).when_contains("\"name\": \"greet\""));
@@ -472,7 +494,7 @@ fn a_reviewer_model_reads_each_definition_beside_the_rules() {
     assert_eq!(
         r["review"],
         json!({"reviewer": "openai_compat (judge-1)", "prompt": "mcp-review/1", "require_evidence": false,
-               "items": 3, "poisoned": 1, "benign": 1, "unquoted": 0, "errors": 1})
+               "controls_passed": 4, "controls": 4, "items": 3, "poisoned": 1, "benign": 1, "unquoted": 0, "errors": 1})
     );
     // The same scan twice gives the same report (greedy decoding, scan order kept).
     let (_, again, _) = review_scan(dir.path(), &spec, &["--review-concurrency", "1"]);
@@ -489,7 +511,7 @@ fn a_reviewer_model_reads_each_definition_beside_the_rules() {
         text.contains("model_review") && text.contains("tools/lookup"),
         "{text}"
     );
-    assert!(text.contains("review: openai_compat (judge-1) (mcp-review/1): 3 definitions, 1 poisoned, 1 benign, 1 without a verdict"), "{text}");
+    assert!(text.contains("review: openai_compat (judge-1) (mcp-review/1; controls 4/4 right): 3 definitions, 1 poisoned, 1 benign, 1 without a verdict"), "{text}");
     assert!(
         text.contains("server tools: could not scan (review): tool `greet`"),
         "{text}"
@@ -505,8 +527,36 @@ fn a_reviewer_model_reads_each_definition_beside_the_rules() {
         "{{name: openai_compat, params: {{model: judge-1, base_url: \"{}\", api_key_env: GAUNTLET_TEST_KEY}}}}",
         server.openai_base_url()
     );
+    // A reviewer that calls everything poisoned fails the benign controls: nothing is
+    // sent to it, the rules' findings stay, the scan is incomplete.
     let (code, r, err) = review_scan(dir.path(), &spec, &[]);
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(r["errors"][0]["error"], "review_controls");
+    let msg = r["errors"][0]["message"].as_str().unwrap();
+    assert!(msg.starts_with("reviewer openai_compat (judge-1) failed 2 of 4 control definitions whose verdict is known (the benign control `read_settings` was judged poisoned; the benign control `convert_currency` was judged poisoned)"), "{msg}");
+    assert_eq!(
+        (
+            r["review"]["controls_passed"].as_u64(),
+            r["review"]["items"].as_u64()
+        ),
+        (Some(2), Some(0))
+    );
+    assert!(has(&r, "exfiltration_channel", "tools", "lookup"), "{r:#}");
+    let out = Command::new(BIN)
+        .args(["mcp-scan", "--tools", "tools.json", "--review", &spec])
+        .current_dir(dir.path())
+        .env("GAUNTLET_TEST_KEY", "k")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("0 server(s) not scanned, the reviewer failed its controls → exit 2"),
+        "{text}"
+    );
+    // Measured anyway, its verdicts are findings.
+    let (code, r, err) = review_scan(dir.path(), &spec, &["--review-no-controls"]);
     assert_eq!(code, 1, "{err}");
+    assert_eq!(r["review"]["controls"], 0);
     assert_eq!(r["review"]["unquoted"], 3);
     let n = |r: &Value| {
         r["findings"]
@@ -517,7 +567,11 @@ fn a_reviewer_model_reads_each_definition_beside_the_rules() {
             .count()
     };
     assert_eq!(n(&r), 3);
-    let (code, r, err) = review_scan(dir.path(), &spec, &["--review-needs-quote"]);
+    let (code, r, err) = review_scan(
+        dir.path(),
+        &spec,
+        &["--review-needs-quote", "--review-no-controls"],
+    );
     assert_eq!(n(&r), 0, "{r:#}");
     assert_eq!(r["review"]["poisoned"], 3);
     // The rules still flag lookup's side field? Whatever they say, the exit code follows
