@@ -42,6 +42,11 @@ pub struct ScanArgs {
     /// definition.
     #[arg(long, requires = "review")]
     review_needs_quote: bool,
+    /// Journal the reviewer's replies in FILE (created if missing): a scan run again
+    /// reads each reply it already has instead of calling the model, so reruns cost
+    /// nothing and report the same. Without it, replies are kept for this scan only.
+    #[arg(long, value_name = "FILE", requires = "review")]
+    review_journal: Option<PathBuf>,
     /// Skip the four control definitions (two benign, two poisoned) the reviewer must
     /// judge right before it reviews anything: for measuring a reviewer, not for scans.
     #[arg(long, requires = "review")]
@@ -237,8 +242,9 @@ pub fn scan(a: ScanArgs) -> Result<(), CliError> {
             concurrency: a.review_concurrency,
             require_evidence: a.review_needs_quote,
             controls: !a.review_no_controls,
+            journal: a.review_journal.clone(),
         };
-        crate::mcp_review::review_all(&rt, reviewer, &invs, &mut report, &o);
+        crate::mcp_review::review_all(&rt, reviewer, &invs, &mut report, &o)?;
     }
     if let Some(p) = &a.pin {
         scan::apply_pin(&mut report, &invs, p, a.update_pin).map_err(CliError::invalid)?;

@@ -3,10 +3,16 @@
 //! sends them through the configured model and puts the outcomes in the report).
 
 use crate::error::CliError;
+use futures_util::StreamExt;
+use gauntlet_calls::cache::{self, CachedModel, CallCounters, UsageSlot};
+use gauntlet_calls::journal::{Journal, journal_error};
+use gauntlet_calls::seam::CallModel;
+use gauntlet_core::hash::HashWriter;
 use gauntlet_core::message::{ChatRequest, Message};
 use gauntlet_mcp::review::{self, Pending, ReviewSummary};
 use gauntlet_mcp::scan::{Inventory, ScanReport, ServerError};
 use gauntlet_models::{Model, ModelError};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -21,6 +27,9 @@ pub struct ReviewOptions {
     pub require_evidence: bool,
     /// Send the control definitions first ([`review::controls`]).
     pub controls: bool,
+    /// Where the reviewer's replies are journaled (a rerun reads them back instead of
+    /// calling again).
+    pub journal: Option<PathBuf>,
 }
 
 /// The reviewer model of `--review`, built before any server is started so a bad spec
@@ -58,52 +67,81 @@ fn request(p: &Pending) -> ChatRequest {
     }
 }
 
-/// One reviewer call: the reply's text, checked and scrubbed of the model's secrets
-/// like every reply the call layer takes.
-async fn ask(model: Arc<dyn Model>, req: ChatRequest) -> Result<String, ModelError> {
-    let reply = model.chat(&req).await?;
-    Ok(gauntlet_calls::vet::vet_reply(model.as_ref(), reply)?.content)
+/// The call layer under the reviewer: its journal (the user's `--review-journal`, else
+/// one in a temporary directory), counters and usage, as every run's model calls have.
+struct Calls {
+    journal: Journal,
+    counters: CallCounters,
+    pending: cache::Pending,
+    usage: UsageSlot,
+    base: HashWriter,
+    /// The temporary journal's directory, removed when the scan ends.
+    _scratch: Option<tempfile::TempDir>,
 }
 
-/// Sends `pending`'s requests with at most `concurrency` in flight; the replies in
-/// `pending`'s order, whatever order they finish in, with a progress line on stderr about
-/// every two seconds.
+impl Calls {
+    fn open(model: &dyn Model, path: Option<&Path>) -> Result<Calls, CliError> {
+        let (path, scratch) = match path {
+            Some(p) => (p.to_path_buf(), None),
+            None => {
+                let d = tempfile::tempdir().map_err(CliError::failed)?;
+                (d.path().join("review.jsonl"), Some(d))
+            }
+        };
+        let journal = Journal::open(&path)
+            .map_err(|e| CliError::invalid(format!("--review-journal {}: {e}", path.display())))?;
+        Ok(Calls {
+            journal,
+            counters: CallCounters::with_budget(None),
+            pending: cache::Pending::default(),
+            usage: UsageSlot::default(),
+            base: cache::call_base(model, "mcp-review"),
+            _scratch: scratch,
+        })
+    }
+}
+
+/// Sends `pending`'s requests through the call layer (a request already in the journal
+/// is answered from it; every reply is checked and scrubbed of the model's secrets
+/// before it is journaled or read), at most `concurrency` in flight; the replies' text in
+/// `pending`'s order, with a progress line on stderr about every two seconds.
 fn ask_all(
     rt: &tokio::runtime::Runtime,
-    model: &Arc<dyn Model>,
+    model: &dyn Model,
+    calls: &Calls,
     pending: &[&Pending],
     concurrency: usize,
-) -> Vec<Result<String, ModelError>> {
-    rt.block_on(async {
-        let gate = Arc::new(tokio::sync::Semaphore::new(concurrency.max(1)));
-        let mut tasks = tokio::task::JoinSet::new();
-        for (i, p) in pending.iter().enumerate() {
-            let (model, gate, req) = (Arc::clone(model), Arc::clone(&gate), request(p));
-            tasks.spawn(async move {
-                let _permit = gate.acquire_owned().await;
-                (i, ask(model, req).await)
-            });
-        }
-        let mut out: Vec<Option<Result<String, ModelError>>> =
-            pending.iter().map(|_| None).collect();
-        let (mut done, mut shown) = (0, Instant::now());
-        while let Some(joined) = tasks.join_next().await {
-            match joined {
-                Ok((i, r)) => out[i] = Some(r),
-                Err(e) => eprintln!("review: a call task ended abnormally: {e}"),
-            }
-            done += 1;
-            if shown.elapsed() >= Duration::from_secs(2) && done < pending.len() {
-                eprintln!("review: {done}/{} definitions", pending.len());
+) -> Result<Vec<Result<String, ModelError>>, CliError> {
+    let cached = CachedModel::new(
+        model,
+        &calls.base,
+        review::PROMPT_VERSION.as_bytes(),
+        &calls.journal,
+        &calls.counters,
+        &calls.pending,
+        &calls.usage,
+    );
+    let out = rt.block_on(async {
+        let cached = &cached;
+        let mut replies = futures_util::stream::iter(pending.iter())
+            .map(|p| async move { cached.call(request(p)).await.map(|r| r.content) })
+            .buffered(concurrency.max(1));
+        let mut out = Vec::with_capacity(pending.len());
+        let mut shown = Instant::now();
+        while let Some(r) = replies.next().await {
+            out.push(r);
+            if shown.elapsed() >= Duration::from_secs(2) && out.len() < pending.len() {
+                eprintln!("review: {}/{} definitions", out.len(), pending.len());
                 shown = Instant::now();
             }
         }
-        out.into_iter()
-            .map(|r| {
-                r.unwrap_or_else(|| Err(ModelError::Call("the call task did not finish".into())))
-            })
-            .collect()
-    })
+        out
+    });
+    calls
+        .pending
+        .flush(&calls.journal)
+        .map_err(|e| CliError::failed(journal_error(&calls.journal, &e)))?;
+    Ok(out)
 }
 
 /// Reviews every definition of `invs` and adds the outcomes to `report` in scan order.
@@ -116,13 +154,14 @@ pub fn review_all(
     invs: &[Inventory],
     report: &mut ScanReport,
     o: &ReviewOptions,
-) {
-    let model = &reviewer.model;
+) -> Result<(), CliError> {
+    let model = reviewer.model.as_ref();
+    let calls = Calls::open(model, o.journal.as_deref())?;
     let mut summary = ReviewSummary::new(&reviewer.label, o.require_evidence);
     if o.controls {
         let controls = review::control_pending();
         let refs: Vec<&Pending> = controls.iter().map(|(p, _)| p).collect();
-        let replies = ask_all(rt, model, &refs, o.concurrency);
+        let replies = ask_all(rt, model, &calls, &refs, o.concurrency)?;
         let misses: Vec<String> = controls
             .iter()
             .zip(&replies)
@@ -146,12 +185,12 @@ pub fn review_all(
                 ),
             });
             report.review = Some(summary);
-            return;
+            return Ok(());
         }
     }
     let pending = review::pending(invs);
     let refs: Vec<&Pending> = pending.iter().collect();
-    let replies = ask_all(rt, model, &refs, o.concurrency);
+    let replies = ask_all(rt, model, &calls, &refs, o.concurrency)?;
     for (p, r) in pending.iter().zip(&replies) {
         match r {
             Ok(text) => summary.record(report, p, Ok(text)),
@@ -159,4 +198,9 @@ pub fn review_all(
         }
     }
     report.review = Some(summary);
+    // Call counts go to stderr, not the report: a rerun answered from the journal must
+    // write the same report.
+    let (made, cached, failed) = calls.counters.snapshot();
+    eprintln!("review: {made} calls made, {cached} answered from the journal, {failed} failed");
+    Ok(())
 }

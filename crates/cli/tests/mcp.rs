@@ -499,6 +499,19 @@ fn a_reviewer_model_reads_each_definition_beside_the_rules() {
     // The same scan twice gives the same report (greedy decoding, scan order kept).
     let (_, again, _) = review_scan(dir.path(), &spec, &["--review-concurrency", "1"]);
     assert_eq!(again, r);
+    // With a journal, a rerun makes no call and writes the same report.
+    let (_, first, err) = review_scan(dir.path(), &spec, &["--review-journal", "review.jsonl"]);
+    assert_eq!(first, r);
+    assert!(
+        err.contains("review: 7 calls made, 0 answered from the journal, 0 failed"),
+        "{err}"
+    );
+    let (_, rerun, err) = review_scan(dir.path(), &spec, &["--review-journal", "review.jsonl"]);
+    assert_eq!(rerun, r);
+    assert!(
+        err.contains("review: 0 calls made, 7 answered from the journal, 0 failed"),
+        "{err}"
+    );
     // The text report says what the reviewer did.
     let out = Command::new(BIN)
         .args(["mcp-scan", "--tools", "tools.json", "--review", &spec])
