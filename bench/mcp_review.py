@@ -7,7 +7,8 @@ and for the held-out split, the precision and recall of:
 - rules:    any poisoning rule fired (what the labelled test scores);
 - reviewer: the reviewer said poisoned (rows without a verdict are left out and counted);
 - quoted:   the reviewer said poisoned and quoted text that is in the definition;
-- union:    rules or reviewer (what `mcp-scan --review` reports as findings);
+- union:    rules or reviewer (what `mcp-scan --review` reports as findings; a row
+            the rules pass and the reviewer gave no verdict on is undecided);
 
 First it says whether the reviewer passes the four control definitions `mcp-scan --review`
 sends before a scan (a reviewer that fails them reviews nothing there); the rows are then
@@ -97,7 +98,9 @@ def main():
     with tempfile.TemporaryDirectory() as tmp, cf.ThreadPoolExecutor(a.jobs) as ex:
         res = list(ex.map(lambda r: scan(a.bin, a.spec, r, tmp), rows))
     for r in res:
-        r["union"] = r["rules"] or bool(r["reviewer"])
+        # Rules fired: flagged whatever the reviewer said. Otherwise the reviewer decides,
+        # and a row it gave no verdict on is undecided (that scan exits 2), not a miss.
+        r["union"] = True if r["rules"] else r["reviewer"]
     wall = time.time() - t0
     if a.out:
         with open(a.out, "w") as f:
