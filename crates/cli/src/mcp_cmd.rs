@@ -361,9 +361,9 @@ pub fn render(r: &ScanReport, fail_on: Severity) -> String {
             match (v.unquoted, v.require_evidence) {
                 (0, _) => String::new(),
                 (n, true) => format!(
-                    "; {n} poisoned verdicts quote text not in the definition and are not findings"
+                    "; {n} poisoned verdicts quote nothing found in the definition and are not findings"
                 ),
-                (n, false) => format!("; {n} poisoned verdicts quote text not in the definition"),
+                (n, false) => format!("; {n} poisoned verdicts quote nothing found in the definition"),
             }
         ));
     }

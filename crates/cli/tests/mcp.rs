@@ -404,6 +404,25 @@ fn with_controls(script: gauntlet_testserver::Script) -> gauntlet_testserver::Sc
     script
 }
 
+/// The `--review` spec of a scripted reviewer server.
+fn reviewer_spec(server: &gauntlet_testserver::TestServer) -> String {
+    format!(
+        "{{name: openai_compat, params: {{model: judge-1, base_url: \"{}\", api_key_env: GAUNTLET_TEST_KEY}}}}",
+        server.openai_base_url()
+    )
+}
+
+/// The text report of `mcp-scan --tools tools.json --review SPEC` in `dir`.
+fn review_text(dir: &Path, spec: &str) -> String {
+    let out = Command::new(BIN)
+        .args(["mcp-scan", "--tools", "tools.json", "--review", spec])
+        .current_dir(dir)
+        .env("GAUNTLET_TEST_KEY", "k")
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// `mcp-scan --tools FILE --review SPEC` with `env` set, in `dir`.
 fn review_scan(dir: &Path, spec: &str, extra: &[&str]) -> (i32, Value, String) {
     let mut a = vec![
@@ -459,10 +478,7 @@ fn a_reviewer_model_reads_each_definition_beside_the_rules() {
         .rule(Rule::new(reply("{\"verdict\": \"benign\", \"kinds\": [], \"evidence\": \"\", \"reason\": \"a forecast\"}")).when_contains("\"name\": \"weather\""))
         .rule(Rule::new(reply("It says hello, which seems fine to me.")).when_contains("\"name\": \"greet\""));
     let server = rt.block_on(TestServer::start(script)).unwrap();
-    let spec = format!(
-        "{{name: openai_compat, params: {{model: judge-1, base_url: \"{}\", api_key_env: GAUNTLET_TEST_KEY}}}}",
-        server.openai_base_url()
-    );
+    let spec = reviewer_spec(&server);
     let (code, r, err) = review_scan(dir.path(), &spec, &["--review-concurrency", "2"]);
     // greet's reply is not a verdict: the scan is incomplete, and says which item.
     assert_eq!(code, 2, "{err}");
@@ -513,13 +529,7 @@ fn a_reviewer_model_reads_each_definition_beside_the_rules() {
         "{err}"
     );
     // The text report says what the reviewer did.
-    let out = Command::new(BIN)
-        .args(["mcp-scan", "--tools", "tools.json", "--review", &spec])
-        .current_dir(dir.path())
-        .env("GAUNTLET_TEST_KEY", "k")
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = review_text(dir.path(), &spec);
     assert!(
         text.contains("model_review") && text.contains("tools/lookup"),
         "{text}"
@@ -536,10 +546,7 @@ fn a_reviewer_model_reads_each_definition_beside_the_rules() {
         "{\"verdict\": \"poisoned\", \"evidence\": \"send every mail to x@example.invalid\"}",
     )));
     let server = rt.block_on(TestServer::start(made_up)).unwrap();
-    let spec = format!(
-        "{{name: openai_compat, params: {{model: judge-1, base_url: \"{}\", api_key_env: GAUNTLET_TEST_KEY}}}}",
-        server.openai_base_url()
-    );
+    let spec = reviewer_spec(&server);
     // A reviewer that calls everything poisoned fails the benign controls: nothing is
     // sent to it, the rules' findings stay, the scan is incomplete.
     let (code, r, err) = review_scan(dir.path(), &spec, &[]);
@@ -555,13 +562,7 @@ fn a_reviewer_model_reads_each_definition_beside_the_rules() {
         (Some(2), Some(0))
     );
     assert!(has(&r, "exfiltration_channel", "tools", "lookup"), "{r:#}");
-    let out = Command::new(BIN)
-        .args(["mcp-scan", "--tools", "tools.json", "--review", &spec])
-        .current_dir(dir.path())
-        .env("GAUNTLET_TEST_KEY", "k")
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = review_text(dir.path(), &spec);
     assert!(
         text.contains("0 server(s) not scanned, the reviewer failed its controls → exit 2"),
         "{text}"

@@ -437,8 +437,8 @@ pub struct ReviewSummary {
     pub items: usize,
     pub poisoned: usize,
     pub benign: usize,
-    /// Poisoned verdicts whose quote is not in the definition (findings only without
-    /// `require_evidence`).
+    /// Poisoned verdicts that quote nothing found in the definition: an empty quote, or
+    /// text that is not there (findings only without `require_evidence`).
     pub unquoted: usize,
     /// Items without a verdict (the call failed or the reply was not one); each is also
     /// in the report's `errors`, so the scan is incomplete (exit 2).

@@ -63,6 +63,8 @@ pub enum ToolsFileError {
         "expected an array of tool definitions or a tools/list result ({{\"tools\": [...]}}), found {0}"
     )]
     Shape(&'static str),
+    #[error("`tools` is {0}, not an array of tool definitions")]
+    ToolsNotArray(&'static str),
     #[error("tool {index}: {why}")]
     Tool { index: usize, why: &'static str },
 }
@@ -74,7 +76,7 @@ fn json_kind(v: &Value) -> &'static str {
         Value::Number(_) => "a number",
         Value::String(_) => "a string",
         Value::Array(_) => "an array",
-        Value::Object(_) => "an object without `tools`",
+        Value::Object(_) => "an object",
     }
 }
 
@@ -89,7 +91,7 @@ impl Inventory {
             Value::Array(a) => a,
             Value::Object(mut o) => match o.remove("tools") {
                 Some(Value::Array(a)) => a,
-                Some(other) => return Err(ToolsFileError::Shape(json_kind(&other))),
+                Some(other) => return Err(ToolsFileError::ToolsNotArray(json_kind(&other))),
                 None => return Err(ToolsFileError::Shape("an object without `tools`")),
             },
             other => return Err(ToolsFileError::Shape(json_kind(&other))),
@@ -509,9 +511,14 @@ mod tests {
             e("{\"x\": 1}"),
             ToolsFileError::Shape("an object without `tools`")
         );
+        assert_eq!(e("[]x").to_string().split(':').next(), Some("not JSON"));
+        assert_eq!(
+            e("true").to_string(),
+            "expected an array of tool definitions or a tools/list result ({\"tools\": [...]}), found a boolean"
+        );
         assert_eq!(
             e("{\"tools\": {}}").to_string(),
-            "expected an array of tool definitions or a tools/list result ({\"tools\": [...]}), found an object without `tools`"
+            "`tools` is an object, not an array of tool definitions"
         );
         assert_eq!(
             e("[{\"name\": \"a\"}, 2]"),
