@@ -12,7 +12,11 @@
 //! * 401/403 become [`ModelError::Config`] naming the environment variable that holds the
 //!   key, because no retry can fix a wrong key and the run must stop;
 //! * any other 4xx, and malformed or incomplete JSON, become [`ModelError::Call`] naming the
-//!   endpoint (and, for JSON, the field path), recorded as an error outcome;
+//!   endpoint (and, for JSON, the field path), recorded as an error outcome; a 404, a body
+//!   that is not JSON (an HTML page) and a connection refused on every retry are setup
+//!   failures ([`Failure::Setup`]): when the first [`SETUP_FAILURES_TO_STOP`] calls all
+//!   end in one and none succeeded, the last becomes a [`ModelError::Config`] and the run
+//!   stops instead of spending itself on calls that would all fail alike;
 //! * every retry is counted by cause in [`TransportStats`], readable through
 //!   [`crate::Model::transport_stats`];
 //! * in-flight requests per target are limited, and the limit adapts (AIMD): a 429 halves it
@@ -158,6 +162,8 @@ struct Counters {
     retries_timeout: AtomicU64,
     retries_connect: AtomicU64,
     retry_wait_ms: AtomicU64,
+    /// Calls that ended in a setup failure while none had succeeded.
+    setup_failures: AtomicU64,
 }
 
 fn bump(c: &AtomicU64, n: u64) {
@@ -355,7 +361,17 @@ pub enum Failure {
         message: String,
     },
     Fatal(ModelError),
+    /// Final, and a sign that the setup rather than this request is wrong (a 404, a reply
+    /// the target cannot read): one call's error, but when the transport's first
+    /// [`SETUP_FAILURES_TO_STOP`] calls all end this way, and none succeeded, the
+    /// configuration is wrong and the run stops ([`ModelError::Config`]).
+    Setup(ModelError),
 }
+
+/// Calls ending in a setup failure ([`Failure::Setup`], or a connection refused on every
+/// retry) before any call succeeded, after which the run stops: the endpoint, the model
+/// name or the reply extraction is wrong, and every further call would fail alike.
+pub const SETUP_FAILURES_TO_STOP: u64 = 3;
 
 impl Transport {
     pub fn new(cfg: TransportConfig) -> Result<Self, ModelError> {
@@ -532,6 +548,11 @@ impl Transport {
                 bump(&self.counters.failed, 1);
                 Some(Err(self.scrub(e)))
             }
+            Err(Failure::Setup(e)) => {
+                drop(permit);
+                bump(&self.counters.failed, 1);
+                Some(Err(self.setup_failure(self.scrub(e))))
+            }
             Err(Failure::Retry {
                 cause,
                 retry_after,
@@ -548,9 +569,13 @@ impl Transport {
                         1 => "gave up after 1 retry".to_string(),
                         n => format!("gave up after {n} retries"),
                     };
-                    return Some(Err(
-                        self.scrub(ModelError::Call(format!("{message} ({tail})")))
-                    ));
+                    let e = self.scrub(ModelError::Call(format!("{message} ({tail})")));
+                    // A connection that failed on every try: nothing answers there.
+                    return Some(Err(if cause == RetryCause::Connect {
+                        self.setup_failure(e)
+                    } else {
+                        e
+                    }));
                 }
                 let c = &self.counters;
                 bump(
@@ -574,6 +599,26 @@ impl Transport {
         }
     }
 
+    /// A call's setup failure: the call's own error, or, once the first
+    /// [`SETUP_FAILURES_TO_STOP`] calls all failed this way with none succeeding, the
+    /// configuration error that stops the run, quoting this failure.
+    fn setup_failure(&self, e: ModelError) -> ModelError {
+        let ModelError::Call(message) = e else {
+            return e;
+        };
+        if self.counters.succeeded.load(Ordering::Relaxed) > 0 {
+            return ModelError::Call(message);
+        }
+        let n = self.counters.setup_failures.fetch_add(1, Ordering::Relaxed) + 1;
+        if n < SETUP_FAILURES_TO_STOP {
+            return ModelError::Call(message);
+        }
+        ModelError::Config(format!(
+            "the first {n} calls to {} failed and none succeeded, so every call would fail alike: {message}; check the target's URL, model name and reply extraction (the run stops here)",
+            self.url
+        ))
+    }
+
     /// Full jitter: uniform in `[0, min(cap, base * 2^retry)]`.
     fn backoff(&self, retry: u32) -> Duration {
         let ceiling = self
@@ -595,7 +640,8 @@ impl Transport {
             .await?;
         let bytes = self.read_body(resp).await?;
         serde_json::from_slice::<Value>(&bytes).map_err(|e| {
-            Failure::Fatal(ModelError::Call(format!(
+            // An HTML page or another service's reply: the URL points elsewhere.
+            Failure::Setup(ModelError::Call(format!(
                 "malformed JSON from {}: {e}; body starts: {}",
                 self.url,
                 excerpt(&bytes)
@@ -690,6 +736,11 @@ impl Transport {
             _ if status.is_redirection() => Failure::Fatal(ModelError::Call(format!(
                 "HTTP {code} {reason} from {url}: redirects are not followed; point base_url at the final address"
             ))),
+            // No such endpoint or model: the base URL or the model name is wrong.
+            StatusCode::NOT_FOUND => Failure::Setup(ModelError::Call(format!(
+                "HTTP {code} {reason} from {url}: {} (the endpoint or the model does not exist there)",
+                excerpt(&bytes)
+            ))),
             _ => Failure::Fatal(ModelError::Call(format!(
                 "HTTP {code} {reason} from {url}: {}",
                 excerpt(&bytes)
@@ -728,7 +779,7 @@ impl Transport {
             };
             match outcome {
                 Ok(v) => return Ok(v),
-                Err(Failure::Fatal(e)) => return Err(self.scrub(e)),
+                Err(Failure::Fatal(e) | Failure::Setup(e)) => return Err(self.scrub(e)),
                 Err(Failure::Retry {
                     cause,
                     retry_after,
@@ -761,7 +812,7 @@ impl Transport {
                 .await
             {
                 Ok(r) => return Ok(r),
-                Err(Failure::Fatal(e)) => return Err(self.scrub(e)),
+                Err(Failure::Fatal(e) | Failure::Setup(e)) => return Err(self.scrub(e)),
                 Err(Failure::Retry {
                     retry_after,
                     message,

@@ -778,7 +778,10 @@ impl HttpTarget {
                 .filter(|s| !s.is_empty()),
             _ => None,
         };
-        let fatal = |m: String| Failure::Fatal(ModelError::Call(self.transport.redact(&m)));
+        // A reply the target cannot read (not the stream asked for, no text at the
+        // pointer, no session id) is a setup failure: the run stops when the first calls
+        // all end this way.
+        let fatal = |m: String| Failure::Setup(ModelError::Call(self.transport.redact(&m)));
         let mut reply = if self.stream {
             if !content_type
                 .to_ascii_lowercase()
