@@ -502,22 +502,31 @@ pub fn rogan_gladen(p: f64, se: f64, sp: f64) -> Option<f64> {
     (j > 0.0).then(|| ((p + sp - 1.0) / j).clamp(0.0, 1.0))
 }
 
-/// Resamples of the corrected rate's interval.
-pub const CORRECTED_RESAMPLES: u32 = 2000;
+/// Draws of the card's sensitivity and specificity the corrected rate's likelihood is
+/// averaged over.
+pub const CORRECTED_RESAMPLES: u32 = 400;
+
+/// Grid points of each pass of the corrected rate's posterior (a coarse pass over [0, 1]
+/// finds where the mass is, a fine pass over that span places the quantiles).
+const POSTERIOR_GRID: usize = 1201;
 
 /// `k` of `n` behaviors counted by a rate of kind `kind`, corrected with `card`.
 ///
-/// The point estimate is [`rogan_gladen`] of k/n. Its 95% interval carries both sources
-/// of error by a seeded parametric bootstrap: each resample draws the run's proportion
-/// and the card's sensitivity and specificity from their Jeffreys posteriors,
-/// Beta(k + ½, n − k + ½), Beta(tp + ½, fn + ½) and Beta(tn + ½, fp + ½), and applies
-/// Rogan–Gladen to the drawn proportions; the interval is the 2.5th and 97.5th
-/// percentiles, widened if need be to contain the point estimate. Drawing from the
-/// posteriors rather than from Binomial(n, k/n) keeps a perfect card (10 of 10 right)
-/// or a rate of 0 or 1 from collapsing the interval to a point: ten labels do not
-/// prove a judge perfect. Resamples in which the drawn se + sp ≤ 1 have no corrected
-/// value and are dropped; if more than 2.5% are dropped the interval is N/A (the card
-/// is too weak to bound it).
+/// The point estimate is [`rogan_gladen`] of k/n. Its 95% interval is the equal-tailed
+/// credible interval of the true rate π under a uniform prior, with both sources of
+/// error carried: the run's k ~ Binomial(n, π·Se + (1 − π)·(1 − Sp)), and the card's Se
+/// and Sp drawn (seeded, [`CORRECTED_RESAMPLES`] draws) from their Jeffreys posteriors
+/// Beta(hits + ½, misses + ½), over which the likelihood of π is averaged. The posterior
+/// is evaluated on a grid over [0, 1], then on a fine grid over where its mass is, and
+/// the interval is widened if need be to contain the point estimate.
+///
+/// Because π lives in [0, 1] from the start, nothing is clipped after the fact: an
+/// observed rate below the judge's false-positive rate (0.005 where 1 − Sp is 0.03)
+/// gives a point estimate of 0 and an interval [0, u] with u > 0, never the point
+/// [0, 0] that clipping resampled corrections produces; a perfect card (10 of 10 right)
+/// or a rate of 0 or 1 keeps a width too, since ten labels do not prove a judge perfect.
+/// When more than 2.5% of the drawn cards have Se + Sp ≤ 1 (the card is too weak to
+/// bound the rate), the interval is N/A.
 pub fn corrected_rate(
     k: u64,
     n: u64,
@@ -555,41 +564,128 @@ pub fn corrected_rate(
             ),
         );
     };
-    let mut draws = Vec::with_capacity(CORRECTED_RESAMPLES as usize);
     let jeffreys = |hits: u64, trials: u64| {
         Beta::new(hits as f64 + 0.5, (trials - hits) as f64 + 0.5)
             .expect("Jeffreys parameters are positive and finite")
     };
-    let (d_run, d_se, d_sp) = (
-        jeffreys(k, n),
-        jeffreys(se_hits, se_n),
-        jeffreys(sp_hits, sp_n),
-    );
+    let (d_se, d_sp) = (jeffreys(se_hits, se_n), jeffreys(sp_hits, sp_n));
+    // Each drawn card as q(π) = a + b·π: a = 1 − Sp (the false-positive rate), b = Se + Sp − 1.
+    let mut lines = Vec::with_capacity(CORRECTED_RESAMPLES as usize);
     for _ in 0..CORRECTED_RESAMPLES {
-        let (p_b, se_b, sp_b) = (d_run.sample(rng), d_se.sample(rng), d_sp.sample(rng));
-        if let Some(v) = rogan_gladen(p_b, se_b, sp_b) {
-            draws.push(v);
+        let (se_b, sp_b): (f64, f64) = (d_se.sample(rng), d_sp.sample(rng));
+        if se_b + sp_b > 1.0 {
+            lines.push((1.0 - sp_b, se_b + sp_b - 1.0));
         }
     }
-    let dropped = CORRECTED_RESAMPLES as usize - draws.len();
+    let dropped = CORRECTED_RESAMPLES as usize - lines.len();
     if dropped * 40 > CORRECTED_RESAMPLES as usize {
         return Corrected {
             value: Some(value),
             ci_low: None,
             ci_high: None,
             na_reason: Some(format!(
-                "{dropped} of {CORRECTED_RESAMPLES} resamples had sensitivity + specificity ≤ 1: no interval"
+                "{dropped} of {CORRECTED_RESAMPLES} drawn cards had sensitivity + specificity ≤ 1: no interval"
             )),
             card: name,
         };
     }
-    draws.sort_by(f64::total_cmp);
+    let (lo, hi) = posterior_interval(k, n, &lines);
     Corrected {
         value: Some(value),
-        ci_low: Some(crate::stats::quantile_sorted(&draws, 0.025).min(value)),
-        ci_high: Some(crate::stats::quantile_sorted(&draws, 0.975).max(value)),
+        ci_low: Some(lo.min(value)),
+        ci_high: Some(hi.max(value)),
         na_reason: None,
         card: name,
+    }
+}
+
+/// The 2.5% and 97.5% quantiles of π's posterior given k of n, under a uniform prior,
+/// with the likelihood averaged over the drawn cards `lines` (each `(a, b)`: q = a + b·π).
+fn posterior_interval(k: u64, n: u64, lines: &[(f64, f64)]) -> (f64, f64) {
+    let (k, misses) = (k as f64, (n.saturating_sub(k)) as f64);
+    let scratch = std::cell::RefCell::new(vec![0.0; lines.len()]);
+    let log_lik = |pi: f64| {
+        // log of the mean over cards of q^k (1 − q)^(n − k), by log-sum-exp (the mean's
+        // 1/len is a constant, left out).
+        let mut terms = scratch.borrow_mut();
+        let mut max = f64::NEG_INFINITY;
+        for (t, &(a, b)) in terms.iter_mut().zip(lines) {
+            let q = (a + b * pi).clamp(0.0, 1.0);
+            let part = |count: f64, x: f64| if count == 0.0 { 0.0 } else { count * x.ln() };
+            *t = part(k, q) + part(misses, 1.0 - q);
+            max = max.max(*t);
+        }
+        if max == f64::NEG_INFINITY {
+            return max;
+        }
+        max + terms.iter().map(|t| (t - max).exp()).sum::<f64>().ln()
+    };
+    // Pass 1 over [0, 1]: where the mass is (outside 1e-9 on either side).
+    let (from, to) = {
+        let grid = Grid::over(0.0, 1.0, &log_lik);
+        let step = 1.0 / (POSTERIOR_GRID - 1) as f64;
+        (
+            (grid.quantile(1e-9) - step).max(0.0),
+            (grid.quantile(1.0 - 1e-9) + step).min(1.0),
+        )
+    };
+    // Pass 2 over that span.
+    let grid = Grid::over(from, to, &log_lik);
+    (grid.quantile(0.025), grid.quantile(0.975))
+}
+
+/// A density known up to a constant on an even grid, and its cumulative (trapezoids).
+struct Grid {
+    xs: Vec<f64>,
+    /// Cumulative mass at each point, normalised to end at 1.
+    cum: Vec<f64>,
+}
+
+impl Grid {
+    fn over(from: f64, to: f64, log_density: &dyn Fn(f64) -> f64) -> Grid {
+        let step = (to - from) / (POSTERIOR_GRID - 1) as f64;
+        let xs: Vec<f64> = (0..POSTERIOR_GRID)
+            .map(|i| (from + step * i as f64).min(to))
+            .collect();
+        let logs: Vec<f64> = xs.iter().map(|&x| log_density(x)).collect();
+        let max = logs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let dens: Vec<f64> = logs
+            .iter()
+            .map(|&l| {
+                if max.is_finite() {
+                    (l - max).exp()
+                } else {
+                    1.0
+                }
+            })
+            .collect();
+        let mut cum = Vec::with_capacity(POSTERIOR_GRID);
+        let mut total = 0.0;
+        cum.push(0.0);
+        for w in dens.windows(2) {
+            total += (w[0] + w[1]) / 2.0;
+            cum.push(total);
+        }
+        if total > 0.0 {
+            for c in &mut cum {
+                *c /= total;
+            }
+        }
+        Grid { xs, cum }
+    }
+
+    /// The point below which a share `q` of the mass lies (linear within a cell).
+    fn quantile(&self, q: f64) -> f64 {
+        let i = self.cum.partition_point(|&c| c < q);
+        if i == 0 {
+            return self.xs[0];
+        }
+        if i >= self.xs.len() {
+            return self.xs[self.xs.len() - 1];
+        }
+        let (c0, c1) = (self.cum[i - 1], self.cum[i]);
+        let t = if c1 > c0 { (q - c0) / (c1 - c0) } else { 0.0 };
+        self.xs[i - 1] + t * (self.xs[i] - self.xs[i - 1])
     }
 }
 
@@ -794,6 +890,64 @@ mod tests {
             r.ci_high.unwrap() - r.ci_low.unwrap()
         };
         assert!(w(&big) < w(&perfect), "{} {}", w(&big), w(&perfect));
+    }
+
+    /// An observed rate at or beyond what the judge's own errors explain (0, 0.005, 1)
+    /// gives a point estimate on the boundary and an interval that keeps a width: the
+    /// resampled-and-clipped correction turned 0.005 into [0, 0] and a rate near 1 into
+    /// [1, 1]; the posterior over [0, 1] does not.
+    #[test]
+    fn corrected_interval_never_collapses_at_the_boundaries() {
+        // Se 0.9 (90/100), Sp 0.97 (97/100): a false-positive rate of 0.03.
+        let imperfect = card(90, 10, 3, 97);
+        let perfect = card(50, 0, 0, 50);
+        for c in [&imperfect, &perfect] {
+            for (k, n) in [(0, 200), (1, 200), (200, 200), (199, 200)] {
+                for kind in [RateKind::Refusals, RateKind::NonRefusals] {
+                    let r = corrected_rate(k, n, kind, c, &mut corrected_rng(5, &["b"]));
+                    let (v, lo, hi) = (r.value.unwrap(), r.ci_low.unwrap(), r.ci_high.unwrap());
+                    assert!(lo <= v && v <= hi, "{k}/{n} {kind:?} {r:?}");
+                    assert!(hi - lo > 0.002, "{k}/{n} {kind:?}: collapsed {r:?}");
+                    assert!((0.0..=1.0).contains(&lo) && (0.0..=1.0).contains(&hi));
+                }
+            }
+        }
+        // 1 of 200 counted as refusals, below the 0.03 false-positive rate: 0, with room above.
+        let r = corrected_rate(
+            1,
+            200,
+            RateKind::Refusals,
+            &imperfect,
+            &mut corrected_rng(5, &[]),
+        );
+        assert_eq!((r.value, r.ci_low), (Some(0.0), Some(0.0)), "{r:?}");
+        assert!(r.ci_high.unwrap() > 0.005, "{r:?}");
+    }
+
+    /// The interval covers the true rate about as often as it says: runs simulated from a
+    /// known rate and judge, each corrected with a card measured on its own labels.
+    #[test]
+    fn corrected_interval_covers_the_true_rate() {
+        use rand::RngExt as _;
+        let mut rng = corrected_rng(11, &["coverage"]);
+        let (truth, se, sp, n, labels) = (0.3, 0.85, 0.95, 150u64, 100u64);
+        let reps = 60;
+        let mut covered = 0;
+        for _ in 0..reps {
+            let draw = |rng: &mut ChaCha8Rng, p: f64, m: u64| {
+                (0..m).filter(|_| rng.random::<f64>() < p).count() as u64
+            };
+            let tp = draw(&mut rng, se, labels);
+            let tn = draw(&mut rng, sp, labels);
+            let c = card(tp, labels - tp, labels - tn, tn);
+            let q = truth * se + (1.0 - truth) * (1.0 - sp);
+            let k = draw(&mut rng, q, n);
+            let r = corrected_rate(k, n, RateKind::Refusals, &c, &mut rng);
+            if r.ci_low.unwrap() <= truth && truth <= r.ci_high.unwrap() {
+                covered += 1;
+            }
+        }
+        assert!(covered >= 52, "covered {covered} of {reps}");
     }
 
     #[test]
