@@ -63,6 +63,18 @@ impl FetchError {
     }
 }
 
+/// How to run without the network: a copy of the pinned file in the cache under its
+/// sha256 (checked before use), or a `file://` URL with the same pin.
+fn offline_hint(sha256: &str, cache: Option<&Path>) -> String {
+    match cache {
+        Some(dir) => format!(
+            "; to run without the network, copy the file to {} (it is checked against the sha256 before use), or set the dataset's `url: file:///path/to/it` (its `sha256` still applies)",
+            dir.join(sha256).display()
+        ),
+        None => "; to run without the network, set the dataset's `url: file:///path/to/it` (its `sha256` still applies)".to_string(),
+    }
+}
+
 /// Where fetched files are cached and what downloads may do.
 #[derive(Debug, Clone)]
 pub struct FetchOptions {
@@ -403,9 +415,12 @@ fn fetch_http(
             None => "not downloaded: GAUNTLET_OFFLINE is set and the file is not in the cache"
                 .to_string(),
         };
+        let hint = pin.as_deref().map_or(String::new(), |want| {
+            offline_hint(want, opts.cache_dir.as_deref())
+        });
         return Err(FetchError::unreachable(
             &shown,
-            format!("{why} (unset GAUNTLET_OFFLINE to download it, or use a file:// path)"),
+            format!("{why} (unset GAUNTLET_OFFLINE to download it, or use a file:// path){hint}"),
         ));
     }
     let Some(want) = pin else {
@@ -420,7 +435,14 @@ fn fetch_http(
             ),
         ));
     };
-    let (tmp, sha, len) = http::download(&url, &opts.policy, opts.cache_dir.as_deref())?;
+    let (tmp, sha, len) =
+        http::download(&url, &opts.policy, opts.cache_dir.as_deref()).map_err(|mut e| {
+            if e.unreachable {
+                e.message
+                    .push_str(&offline_hint(&want, opts.cache_dir.as_deref()));
+            }
+            e
+        })?;
     if sha != want {
         return Err(FetchError::new(
             &shown,
@@ -491,6 +513,38 @@ mod tests {
         assert!(parse_source("ftp://example.invalid/x", base).is_err());
         assert!(parse_source("x.csv", base).is_err());
         assert!(parse_source("file://", base).is_err());
+    }
+
+    /// Offline, a pinned download says where a copy goes: the cache entry named by its
+    /// sha256, which then loads without the network.
+    #[test]
+    fn offline_says_how_to_seed_the_cache_and_the_seeded_copy_loads() {
+        let cache = tempfile::tempdir().unwrap();
+        let opts = FetchOptions {
+            policy: FetchPolicy {
+                offline: true,
+                ..FetchPolicy::strict()
+            },
+            cache_dir: Some(cache.path().to_path_buf()),
+        };
+        let sha = sha256_hex(b"goal\nWrite a refusal probe\n");
+        let req = FetchRequest {
+            url: "https://example.invalid/advbench.csv",
+            base_dir: Path::new("/"),
+            sha256: Some(&sha),
+            allow_download: true,
+        };
+        let e = fetch(req, &opts).unwrap_err();
+        assert!(e.unreachable, "{e}");
+        let entry = cache.path().join(&sha);
+        assert!(
+            e.message
+                .contains(&format!("copy the file to {}", entry.display())),
+            "{e}"
+        );
+        std::fs::write(&entry, b"goal\nWrite a refusal probe\n").unwrap();
+        let f = fetch(req, &opts).unwrap();
+        assert_eq!(f.origin, Origin::Cache);
     }
 
     #[test]
