@@ -5,7 +5,8 @@
 //! 0 success; 1 the command failed or stopped early (partial); 2 the command line, a
 //! config or an input is invalid (for the exams also a corpus or operational failure,
 //! such as a detector that failed); 3 a query budget was spent (partial: rerun with a
-//! larger budget to resume from the journal); 4 a `gate:` rule failed; `exam-detect`
+//! larger budget to resume from the journal); 4 a `gate:` rule failed; 5 a run ran every
+//! unit but measured too little (`failed`: errors over `max_error_share`); `exam-detect`
 //! (and `merge` of its shards) exits with its verdict (1 gaps, 2 detector errors).
 
 use gauntlet_core::terminal::safe_text;
@@ -25,6 +26,10 @@ pub mod status {
     pub const BUDGET_SPENT: u8 = 3;
     /// `gauntlet run`: the run is complete but a rule of its config's `gate:` block failed.
     pub const GATE_FAILED: u8 = 4;
+    /// `gauntlet run` (and `merge`): every unit ran but the run measured too little
+    /// (`failed: …`): more of its judged attempts ended in an error than
+    /// `max_error_share` allows, every one did, or none was judged.
+    pub const MEASURED_TOO_LITTLE: u8 = 5;
     /// stdout's reader went away (`gauntlet … | head`): the status a shell reports for a
     /// process ended by SIGPIPE, 128 + 13.
     pub const BROKEN_PIPE: u8 = 141;
@@ -57,6 +62,10 @@ pub enum CliError {
     /// A query budget was spent and the command has already said so: exit 3.
     #[error("the query budget is spent")]
     BudgetSpent,
+    /// The run ran every unit but measured too little (`failed: …`), and the command has
+    /// already said why: exit 5.
+    #[error("the run measured too little")]
+    MeasuredTooLittle,
     /// The command's verdict is its exit status (`exam-detect`: 1 coverage gaps, 2
     /// detector errors; `exam --mode e2e`: 2 when a detector failed in the end-to-end
     /// pass), already printed with the report.
@@ -101,6 +110,7 @@ impl CliError {
             CliError::Failed(_) | CliError::Stopped | CliError::Stdout(_) => status::FAILED,
             CliError::Invalid(_) | CliError::InvalidReport(_) => status::INVALID,
             CliError::BudgetSpent => status::BUDGET_SPENT,
+            CliError::MeasuredTooLittle => status::MEASURED_TOO_LITTLE,
             CliError::Verdict(c) => *c,
         }
     }
@@ -125,7 +135,10 @@ impl CliError {
                 Some(c) => eprintln!("{c}: cannot write to stdout: {e}"),
                 None => print(self),
             },
-            CliError::Stopped | CliError::BudgetSpent | CliError::Verdict(_) => {}
+            CliError::Stopped
+            | CliError::BudgetSpent
+            | CliError::MeasuredTooLittle
+            | CliError::Verdict(_) => {}
         }
     }
 }
@@ -186,6 +199,7 @@ mod tests {
         assert_eq!(CliError::failed("x").exit_code(), 1);
         assert_eq!(CliError::Stopped.exit_code(), 1);
         assert_eq!(CliError::BudgetSpent.exit_code(), 3);
+        assert_eq!(CliError::MeasuredTooLittle.exit_code(), 5);
         assert_eq!(CliError::Verdict(2).exit_code(), 2);
         // Reported in a command's own form, with the status of what it wraps.
         assert_eq!(CliError::invalid("x").of("gauntlet exam").exit_code(), 2);

@@ -137,6 +137,16 @@ pub fn merge(a: MergeArgs) -> Result<(), CliError> {
                 m.wall_seconds
             )?;
             outln!("artefacts: {}", safe(&m.out.display().to_string()))?;
+            if let Some(e) = &m.summary.errors {
+                crate::run_cmd::print_run_errors(e)?;
+            }
+            if let Some(why) = m.summary.status.strip_prefix("failed: ") {
+                eprintln!(
+                    "the merged run measured too little: {}; no number of it is a result",
+                    gauntlet_core::terminal::safe_text(why)
+                );
+                return Err(CliError::MeasuredTooLittle);
+            }
             Ok(())
         }
         Err(e) => Err(CliError::invalid(e)),

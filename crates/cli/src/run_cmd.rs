@@ -218,6 +218,17 @@ pub(crate) fn print_outcome(
                 )?;
             }
             outln!("artefacts: {}", safe(&out.dir.display().to_string()))?;
+            if let Some(e) = &out.summary.errors {
+                print_run_errors(e)?;
+            }
+            if let Status::Failed(why) = &out.status {
+                eprintln!(
+                    "the run measured too little: {}; no number of it is a result (exit {}). Fix the cause and rerun the same command: the errors' calls are made again, the replies already received are replayed from the journal",
+                    safe_text(why),
+                    crate::error::status::MEASURED_TOO_LITTLE
+                );
+                return Err(CliError::MeasuredTooLittle);
+            }
             if out.status == Status::Complete {
                 match gate {
                     Some(_) if sharded => {
@@ -248,6 +259,28 @@ pub(crate) fn print_outcome(
         ) => Err(CliError::invalid(e)),
         Err(e) => Err(CliError::failed(e)),
     }
+}
+
+/// The run's errors on stdout: how many judged attempts ended in one, against
+/// `max_error_share`, and each distinct message (escaped: a server wrote it) with its
+/// count and the first cell that saw it.
+pub(crate) fn print_run_errors(e: &gauntlet_core::results::RunErrors) -> Result<(), CliError> {
+    outln!(
+        "errors: {} of {} judged attempts ({:.3}; max_error_share {}); distinct errors, most frequent first:",
+        e.errors,
+        e.attempts,
+        e.share,
+        e.max_error_share
+    )?;
+    for d in &e.distinct {
+        outln!(
+            "  {} × {} (first in {})",
+            d.count,
+            safe_text(&d.message),
+            safe_text(&d.first_cell)
+        )?;
+    }
+    Ok(())
 }
 
 /// `run --estimate`: planned calls per role and an upper-bound cost; no model is called.

@@ -798,7 +798,7 @@ fn errored_behaviors_are_excluded_per_judge_and_cost_no_grader_call() {
     // A target whose call fails for ~30% of prompts (a test fixture of the reference model).
     std::fs::write(
         &cfg,
-        "run_name: flaky\ntargets: [{name: reference, params: {name: flaky, fault_rate: 0.3}}]\nattacks: [static, template]\ndatasets: [demo]\njudges: [refusal_match]\nmetrics: [asr, frr]\n",
+        "run_name: flaky\nmax_error_share: 1.0\ntargets: [{name: reference, params: {name: flaky, fault_rate: 0.3}}]\nattacks: [static, template]\ndatasets: [demo]\njudges: [refusal_match]\nmetrics: [asr, frr]\n",
     )
     .unwrap();
     ok(&gauntlet(

@@ -421,6 +421,8 @@ fn errors_are_their_own_outcome() {
     std::fs::write(
         &cfg,
         "run_name: faults
+# Errors are what this test counts: every share of them is accepted.
+max_error_share: 1.0
 targets:
   - {name: reference, params: {name: always-fails, fault_rate: 1.0}}
   - {name: reference, params: {name: sometimes-fails, fault_rate: 0.4}}
@@ -513,6 +515,8 @@ fn asr_matches_an_independent_recount_with_errors() {
     std::fs::write(
         &cfg,
         "run_name: recount
+# Errors are what this test counts: every share of them is accepted.
+max_error_share: 1.0
 targets:
   - {name: reference, params: {name: flaky, fault_rate: 0.35, refusal_topics: [ransomware, phishing, launder, scam, fraud]}}
 attacks: [static, template]

@@ -78,7 +78,7 @@ fn write_dataset(dir: &Path) {
 fn run(rig: &Rig, dir: &Path, name: &str, judge: &str) -> (Value, BTreeMap<String, Value>) {
     write_dataset(dir);
     let config = format!(
-        "run_name: {name}\nseed: 1\ntargets:\n  - {}\nattacks: [static]\n\
+        "run_name: {name}\nseed: 1\n# Malformed guard outputs are part of each test: their errors are accepted.\nmax_error_share: 1.0\ntargets:\n  - {}\nattacks: [static]\n\
          datasets:\n  - {{name: remote, params: {{url: 'file://data.json', name: probes}}}}\n\
          judges:\n  - {judge}\nmetrics: [asr, refusal_rate, frr]\n",
         openai(&rig.target, "target-1")

@@ -1272,7 +1272,8 @@ fn tool_calls_per_reply_and_the_conversation_size_are_capped() {
             "sk-test",
             120,
         );
-        ok(&o);
+        // Every attempt is an error: the run ran to its end and measured nothing.
+        assert_eq!(o.status.code(), Some(5), "{name}: {}", show(&o));
         // A bound against the unbounded case (minutes), not a speed target: generous
         // for a 2-core machine under load (the benchmarks measure speed).
         assert!(
@@ -1320,12 +1321,13 @@ fn tool_calls_per_reply_and_the_conversation_size_are_capped() {
         ),
         6,
     );
-    ok(&run_with_key(
+    let o = run_with_key(
         &["run", cfg.to_str().unwrap(), "--quiet"],
         d,
         "sk-test",
         120,
-    ));
+    );
+    assert_eq!(o.status.code(), Some(5), "anth: {}", show(&o));
     for l in lines(&d.join("runs/anth/transcripts.jsonl")) {
         assert!(
             l["error"].as_str().unwrap().contains("5000 tool calls"),
@@ -1533,7 +1535,7 @@ fn implausible_token_counts_are_an_error_and_never_wrap() {
     let cfg = write(
         &d.join("tok.yaml"),
         &format!(
-            "run_name: tok\nseed: 0\nconcurrency: 1\ntargets:\n  - {{name: openai_compat, params: {{name: oa, model: gpt-4o-mini, base_url: \"{}\", api_key_env: GAUNTLET_TEST_KEY, max_retries: 0}}}}\nattacks: [static]\ndatasets:\n  - {{name: demo, params: {{limit: 6}}}}\njudges: [refusal_match]\nmetrics: [asr, token_usage, cost]\n",
+            "run_name: tok\nmax_error_share: 1.0\nseed: 0\nconcurrency: 1\ntargets:\n  - {{name: openai_compat, params: {{name: oa, model: gpt-4o-mini, base_url: \"{}\", api_key_env: GAUNTLET_TEST_KEY, max_retries: 0}}}}\nattacks: [static]\ndatasets:\n  - {{name: demo, params: {{limit: 6}}}}\njudges: [refusal_match]\nmetrics: [asr, token_usage, cost]\n",
             s.srv.openai_base_url()
         ),
     );

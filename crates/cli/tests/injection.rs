@@ -197,6 +197,8 @@ fn failing_agent_runs_are_errors_and_the_run_completes() {
     write(
         &tmp.path().join("faulty.yaml"),
         "run_name: faulty
+# 40% of agent runs fail on purpose: their errors are what this test counts.
+max_error_share: 1.0
 targets:
   - {name: reference_agent, params: {name: flaky-vulnerable, susceptibility: vulnerable, fault_rate: 0.4}}
   - {name: reference_agent, params: {name: flaky-robust, susceptibility: robust, fault_rate: 0.4}}

@@ -29,6 +29,7 @@ mod live;
 mod live_local;
 mod mcp;
 mod mcp_injection;
+mod measured;
 mod progress;
 mod prompted_and_injecagent;
 mod redharness_configs;

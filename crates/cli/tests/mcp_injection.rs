@@ -77,6 +77,24 @@ judges: [injection_detector]\nmetrics: [injection_success_rate, utility_under_at
     p
 }
 
+/// A run every attempt of which ends in an error: every unit runs, and the run ends
+/// `failed` (exit 5) — it measured nothing.
+fn run_measuring_nothing(cfg: &Path, runs: &Path, cwd: &Path) {
+    let out = gauntlet(
+        &[
+            "run",
+            cfg.to_str().unwrap(),
+            "--runs-dir",
+            runs.to_str().unwrap(),
+            "--quiet",
+        ],
+        cwd,
+    );
+    assert_eq!(out.status.code(), Some(5), "{}", show(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("the run measured too little"), "{stderr}");
+}
+
 fn run(cfg: &Path, runs: &Path, cwd: &Path) {
     ok(&gauntlet(
         &[
@@ -175,7 +193,7 @@ fn a_server_that_cannot_start_is_an_error_outcome_not_a_verdict() {
         "  - {name: reference_agent, params: {name: agent-vulnerable, susceptibility: vulnerable}}";
     let cfg = config(tmp.path(), "broken", targets, Some(&servers));
     let runs = tmp.path().join("runs");
-    run(&cfg, &runs, tmp.path());
+    run_measuring_nothing(&cfg, &runs, tmp.path());
     let dir = runs.join("broken");
     for v in VECTORS {
         // Every attempt errored: no rate to report.
@@ -442,7 +460,7 @@ judges: [injection_detector]\nmetrics: [injection_success_rate, utility_under_at
             wrong.display()
         ),
     );
-    run(&bad_cfg, &runs, d);
+    run_measuring_nothing(&bad_cfg, &runs, d);
     let errors: Vec<String> = lines(&runs.join("missing/transcripts.jsonl"))
         .iter()
         .map(|t| t["error"].as_str().unwrap_or("").to_string())

@@ -459,6 +459,37 @@ pub struct RunSummary {
     /// Threat-map version and per-transform effects (written at the top level).
     #[serde(flatten, default)]
     pub breadth: RunBreadth,
+    /// How many judged attempts ended in an error, and the distinct errors (absent when
+    /// none did): what a reader checks first when the run measured less than planned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub errors: Option<RunErrors>,
+}
+
+/// The errors of a run, over every cell: the share of judged attempts that ended in an
+/// error, against the config's `max_error_share`, and the distinct error messages.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunErrors {
+    /// Judged attempts over every cell (an attempt counts once per judge) and how many of
+    /// them ended in an error.
+    pub attempts: u64,
+    pub errors: u64,
+    /// `errors / attempts`.
+    pub share: f64,
+    /// The most a run may have and still be `complete` (the config's `max_error_share`).
+    pub max_error_share: f64,
+    /// The most frequent error messages, most frequent first: each with the attempts it
+    /// ended (an attempt judged by several judges counts once) and the first cell it
+    /// was seen in.
+    pub distinct: Vec<DistinctError>,
+}
+
+/// One distinct error message of a run ([`RunErrors::distinct`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DistinctError {
+    pub message: String,
+    pub count: u64,
+    /// The first cell (in cell order) that saw it: `attack × target × dataset`.
+    pub first_cell: String,
 }
 
 impl RunSummary {
@@ -622,6 +653,7 @@ mod tests {
             trial_seeds: Vec::new(),
             cells: Vec::new(),
             breadth: Default::default(),
+            errors: None,
         };
         let j = serde_json::to_string(&s).unwrap();
         assert!(!j.contains("trial"), "{j}");

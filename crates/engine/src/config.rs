@@ -40,6 +40,11 @@ pub struct RunConfig {
     /// Model calls per agent run at most (injection mode; ignored otherwise).
     pub max_steps: u32,
     pub max_queries: Option<u64>,
+    /// The largest share of judged attempts that may end in an error for the run to be
+    /// `complete` (default [`DEFAULT_MAX_ERROR_SHARE`]); a run over it, one whose every
+    /// attempt errored, and one that made no attempt end `failed` (see `run::status`).
+    /// Not part of the canonical config: it judges the run's numbers and changes none.
+    pub max_error_share: f64,
     pub concurrency: u32,
     pub trials: u32,
     pub mode: Mode,
@@ -195,11 +200,15 @@ impl fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
+/// `max_error_share` when the config does not set it.
+pub const DEFAULT_MAX_ERROR_SHARE: f64 = 0.2;
+
 const TOP_KEYS: &[&str] = &[
     "run_name",
     "seed",
     "max_steps",
     "max_queries",
+    "max_error_share",
     "concurrency",
     "trials",
     "targets",
@@ -279,6 +288,12 @@ pub fn parse(text: &str, path: &Path, catalog: &dyn Catalog) -> Result<RunConfig
     let max_queries = get("max_queries")
         .filter(|n| n.value != Value::Null)
         .map(|n| int_key(Some(n), "max_queries", 0, 1, 10_000_000, &mut diags) as u64);
+    let max_error_share = share_key(
+        get("max_error_share"),
+        "max_error_share",
+        DEFAULT_MAX_ERROR_SHARE,
+        &mut diags,
+    );
     let concurrency = int_key(get("concurrency"), "concurrency", 1, 1, 1024, &mut diags) as u32;
     // Independent trials: each trial reruns every unit under its own derived seed.
     let trials = int_key(get("trials"), "trials", 1, 1, 100, &mut diags) as u32;
@@ -416,6 +431,7 @@ pub fn parse(text: &str, path: &Path, catalog: &dyn Catalog) -> Result<RunConfig
         seed,
         max_steps,
         max_queries,
+        max_error_share,
         concurrency,
         trials,
         mode,
@@ -767,6 +783,33 @@ pub fn valid_run_name(s: &str) -> bool {
     gauntlet_job::rundir::plain_name(s)
 }
 
+/// A share in [0, 1] (an integer 0 or 1 is accepted as such).
+fn share_key(node: Option<&Node>, key: &str, default: f64, diags: &mut Vec<Diag>) -> f64 {
+    let Some(n) = node else { return default };
+    let v = match n.value {
+        Value::Float(f) => Some(f),
+        Value::Int(i) => Some(i as f64),
+        _ => None,
+    };
+    match v {
+        Some(f) if (0.0..=1.0).contains(&f) => f,
+        found => {
+            let found = found.map_or_else(|| n.value.kind().to_string(), |f| f.to_string());
+            diags.push(
+                Diag::new(
+                    n.loc,
+                    key,
+                    format!("{key} must be a number in [0, 1], found {found}"),
+                )
+                .with_help(format!(
+                    "the largest share of judged attempts that may end in an error, e.g. `{key}: 0.2` (the default)"
+                )),
+            );
+            default
+        }
+    }
+}
+
 fn int_key(
     node: Option<&Node>,
     key: &str,
@@ -998,10 +1041,38 @@ fn label_targets(catalog: &dyn Catalog, specs: &mut [PluginSpec], diags: &mut Ve
     }
 }
 
+/// Gives specs of one axis that would share a label (two variants of one judge, say) the
+/// labels [`derived_labels`] makes: the plugin name and the params that tell them apart.
+/// Specs with labels of their own, and identical specs, are left as they are (an
+/// identical spec given twice is the caller's error to name).
+pub fn distinct_labels(catalog: &dyn Catalog, axis: Axis, specs: &mut [PluginSpec]) {
+    let mut groups: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    for (i, s) in specs.iter().enumerate() {
+        if s.label.is_none() {
+            groups.entry(s.own_label()).or_default().push(i);
+        }
+    }
+    for members in groups.values() {
+        if members.len() < 2 {
+            continue;
+        }
+        let group: Vec<&PluginSpec> = members.iter().map(|&i| &specs[i]).collect();
+        let labels = derived_labels_on(catalog, axis, &group);
+        for (&i, label) in members.iter().zip(labels) {
+            specs[i].label = Some(label);
+        }
+    }
+}
+
 /// The labels of a group of distinct specs that would share one: the plugin name followed
 /// by every param whose value is not the same across the group and not the plugin's
 /// default for this spec (see [`label_targets`]).
 fn derived_labels(catalog: &dyn Catalog, group: &[&PluginSpec]) -> Vec<String> {
+    derived_labels_on(catalog, Axis::Target, group)
+}
+
+/// [`derived_labels`] for specs of any axis (the plugin's defaults looked up there).
+fn derived_labels_on(catalog: &dyn Catalog, axis: Axis, group: &[&PluginSpec]) -> Vec<String> {
     let mut keys: Vec<&str> = group
         .iter()
         .flat_map(|s| s.params.iter().map(|(k, _)| k.as_str()))
@@ -1017,7 +1088,7 @@ fn derived_labels(catalog: &dyn Catalog, group: &[&PluginSpec]) -> Vec<String> {
         .iter()
         .map(|s| {
             let mut label = s.name.clone();
-            let info = catalog.find(Axis::Target, &s.name);
+            let info = catalog.find(axis, &s.name);
             for k in &keys {
                 let Some(v) = s.params.get(k) else { continue };
                 let default = info

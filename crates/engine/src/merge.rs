@@ -282,7 +282,9 @@ fn open_shard(dir: &Path) -> Result<ShardDir, MergeError> {
         }
     }
     let status = shown(&v["status"]);
-    if status != "complete" {
+    // A shard that ran every unit and measured too little (`failed: …`) is whole: the
+    // merged run decides on the totals.
+    if !Status::parse(&status).ran_to_end() {
         return Err(MergeError::Incomplete {
             shard,
             dir: dir.to_path_buf(),
@@ -598,8 +600,9 @@ pub fn merge(
         .and_then(|()| std::fs::rename(&transcripts_tmp, &transcripts_path))
         .map_err(|e| io(&transcripts_path, e))?;
 
-    let status = Status::Complete;
-    let (summary, usage_rows) = tally.finish(plan, &run.trial_seeds, &status);
+    let mut status = Status::Complete;
+    let (mut summary, usage_rows) = tally.finish(plan, &run.trial_seeds, &status);
+    crate::run::measured::settle(&mut summary, &mut status, plan.config.max_error_share);
     let manifest = write_run_artefacts(
         &dir.root,
         RunArtefacts {

@@ -511,10 +511,21 @@ pub fn recorded_config(
     }
     let text = serde_json::to_string(&config).expect("json");
     // JSON is YAML: the canonical config goes through the same validation as a file.
-    crate::config::parse(&text, path, &Registry).map_err(|source| StoredError::ConfigInvalid {
-        path: path.to_path_buf(),
-        source,
-    })
+    let mut cfg = crate::config::parse(&text, path, &Registry).map_err(|source| {
+        StoredError::ConfigInvalid {
+            path: path.to_path_buf(),
+            source,
+        }
+    })?;
+    // Recorded beside the canonical config, and only when not the default.
+    if let Some(share) = run_json
+        .get("max_error_share")
+        .and_then(serde_json::Value::as_f64)
+        .filter(|s| (0.0..=1.0).contains(s))
+    {
+        cfg.max_error_share = share;
+    }
+    Ok(cfg)
 }
 
 impl StoredRun {
@@ -1374,6 +1385,7 @@ pub async fn rescore(
         });
     }
     let (mut summary, _usage) = tally.finish(&run.plan, &run.trial_seeds, &status);
+    crate::run::measured::settle(&mut summary, &mut status, run.plan.config.max_error_share);
     let usage_na = format!(
         "rescore re-judges stored transcripts: token usage and cost of the original calls are in {}",
         run.dir.join("usage.json").display()
@@ -1431,11 +1443,10 @@ pub fn recount(run: &StoredRun) -> Result<RunSummary, StoredError> {
             );
         }
     }
-    let status = match run.meta.status.strip_prefix("partial: ") {
-        Some(why) => Status::Partial(Reason::parse(why)),
-        None => Status::Complete,
-    };
-    Ok(tally.finish(&run.plan, &run.trial_seeds, &status).0)
+    let mut status = Status::parse(&run.meta.status);
+    let mut summary = tally.finish(&run.plan, &run.trial_seeds, &status).0;
+    crate::run::measured::settle(&mut summary, &mut status, run.plan.config.max_error_share);
+    Ok(summary)
 }
 
 /// The key of a leaderboard row: its cell and metric.

@@ -26,7 +26,15 @@ pub fn render(view: &ReportView, breadth: &BreadthView) -> String {
 
 fn header(o: &mut String, v: &ReportView) {
     let _ = writeln!(o, "# gauntlet report: {}\n", inline(&v.run_name));
-    if v.partial {
+    if v.failed {
+        let _ = writeln!(
+            o,
+            "> **⚠ FAILED RUN — the run measured too little — status: {}.** Every \
+             planned unit ran, but too many attempts ended in an error for the numbers \
+             below to be read as results.\n",
+            inline(&v.status)
+        );
+    } else if v.partial {
         let _ = writeln!(
             o,
             "> **⚠ PARTIAL RUN — status: {}.** Not every planned attempt finished: the \
@@ -56,6 +64,23 @@ fn header(o: &mut String, v: &ReportView) {
         );
     } else {
         let _ = writeln!(o, "- **Mode:** {}\n", inline(&v.mode));
+    }
+    if let Some(e) = &v.errors {
+        let _ = writeln!(
+            o,
+            "**Errors:** {}; distinct errors, most frequent first:\n",
+            e.line
+        );
+        for d in &e.distinct {
+            let _ = writeln!(
+                o,
+                "- {} × {} (first in {})",
+                d.count,
+                inline(&d.message),
+                inline(&d.first_cell)
+            );
+        }
+        o.push('\n');
     }
 }
 

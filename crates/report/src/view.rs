@@ -31,7 +31,27 @@ pub struct ReportView {
     pub multi: bool,
     /// `seed0, seed1, …` (multi-trial runs).
     pub trial_seeds: String,
+    /// Every unit ran but the run measured too little (`failed: …`): its numbers are
+    /// not results.
+    pub failed: bool,
+    /// The run's errors over every cell, when any attempt errored.
+    pub errors: Option<RunErrorsView>,
     pub cells: Vec<CellView>,
+}
+
+/// The run's errors ([`gauntlet_core::results::RunErrors`]), formatted.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunErrorsView {
+    /// `6 of 6 judged attempts (1.000; max_error_share 0.2)`.
+    pub line: String,
+    pub distinct: Vec<DistinctErrorView>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct DistinctErrorView {
+    pub count: u64,
+    pub message: String,
+    pub first_cell: String,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -162,6 +182,22 @@ impl ReportView {
             run_id: s.run_id.clone(),
             status: s.status.clone(),
             partial: s.status != "complete",
+            failed: s.status.starts_with("failed: "),
+            errors: s.errors.as_ref().map(|e| RunErrorsView {
+                line: format!(
+                    "{} of {} judged attempts ({:.3}; max_error_share {})",
+                    e.errors, e.attempts, e.share, e.max_error_share
+                ),
+                distinct: e
+                    .distinct
+                    .iter()
+                    .map(|d| DistinctErrorView {
+                        count: d.count,
+                        message: d.message.clone(),
+                        first_cell: d.first_cell.clone(),
+                    })
+                    .collect(),
+            }),
             harness_version: s.harness_version.clone(),
             config_hash: s.config_hash.clone(),
             seed: s.seed.to_string(),

@@ -4,8 +4,8 @@
 
 use gauntlet_core::judge_eval::Corrected;
 use gauntlet_core::results::{
-    CellMetric, CellSummary, CiMethod, Example, LeaderboardEntry, LeaderboardRow, MetricValue,
-    RunSummary, TrialCounts,
+    CellMetric, CellSummary, CiMethod, DistinctError, Example, LeaderboardEntry, LeaderboardRow,
+    MetricValue, RunErrors, RunSummary, TrialCounts,
 };
 use gauntlet_report::{leaderboard_json, render_html, render_markdown, write_reports};
 
@@ -132,6 +132,7 @@ fn sample() -> RunSummary {
         trials: 1,
         trial_seeds: Vec::new(),
         breadth: Default::default(),
+        errors: None,
     }
 }
 
@@ -236,6 +237,45 @@ fn complete_run_shows_no_partial_banner() {
     assert!(render_html(&sample()).contains("class=\"partial\""));
 }
 
+/// The sample as a run that measured too little: `failed: …`, with its errors.
+fn sample_failed() -> RunSummary {
+    let mut s = sample();
+    s.status = "failed: 7 of 12 judged attempts ended in an error (0.583, more than max_error_share 0.2); the most frequent (5 attempts): HTTP 400 Bad Request".to_owned();
+    s.errors = Some(RunErrors {
+        attempts: 12,
+        errors: 7,
+        share: 7.0 / 12.0,
+        max_error_share: 0.2,
+        distinct: vec![
+            DistinctError {
+                message: "HTTP 400 Bad Request from http://127.0.0.1:9/v1/chat/completions: unsupported parameter".to_owned(),
+                count: 5,
+                first_cell: "static × gpt-x × demo".to_owned(),
+            },
+            DistinctError {
+                message: "target timed out after 30s".to_owned(),
+                count: 2,
+                first_cell: "static × gpt-x × demo".to_owned(),
+            },
+        ],
+    });
+    s
+}
+
+#[test]
+fn failed_run_says_it_measured_too_little_and_quotes_its_errors() {
+    insta::assert_snapshot!("markdown_failed", render_markdown(&sample_failed()));
+    let html = render_html(&sample_failed());
+    assert!(
+        html.contains("FAILED RUN — the run measured too little"),
+        "{html}"
+    );
+    assert!(html.contains("5 × HTTP 400 Bad Request"), "{html}");
+    assert!(!html.contains("PARTIAL RUN"), "{html}");
+    // A partial run is not called failed.
+    assert!(!render_markdown(&sample()).contains("FAILED RUN"));
+}
+
 const HOSTILE: &str = "<script>alert(1)</script></td>| pipe `tick` ```\n\
                        # heading\n| a | b |\n[link](javascript:alert(1)) <SCRIPT>x";
 
@@ -249,6 +289,17 @@ fn hostile() -> RunSummary {
     cell.metrics[0].metric = HOSTILE.to_owned();
     cell.examples[0].prompt = HOSTILE.to_owned();
     cell.examples[0].reply = HOSTILE.to_owned();
+    s.errors = Some(RunErrors {
+        attempts: 2,
+        errors: 2,
+        share: 1.0,
+        max_error_share: 0.2,
+        distinct: vec![DistinctError {
+            message: HOSTILE.to_owned(),
+            count: 2,
+            first_cell: HOSTILE.to_owned(),
+        }],
+    });
     s
 }
 

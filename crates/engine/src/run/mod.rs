@@ -15,10 +15,12 @@
 //! the resume check, `models` the plan's models as the driver sees them (batching,
 //! transport counters), `unit` does one unit's work, `output` is what a unit hands back, `transcript` encodes
 //! and writes transcripts.jsonl, `tally` folds units into per-cell results, `run_json`
-//! writes run.json, `status` says how a session ended. This file only declares them.
+//! writes run.json, `status` says how a session ended, `measured` whether a run that ran
+//! to its end measured enough to be `complete`. This file only declares them.
 
 mod artefacts;
 mod error;
+pub mod measured;
 mod models;
 mod output;
 mod previous;

@@ -33,6 +33,11 @@ pub fn run_json(plan: &Plan, status: &Status, units_done: u64, attempts: u64) ->
         "units": { "planned": plan.units() * u64::from(trials), "done": units_done },
         "attempts": attempts,
     });
+    // Not in the canonical config (it changes no number); written when not the default,
+    // so a merge of shards and a stored run apply the same rule.
+    if plan.config.max_error_share != crate::config::DEFAULT_MAX_ERROR_SHARE {
+        v["max_error_share"] = plan.config.max_error_share.into();
+    }
     // The effective trial count is in `config` (after any `--trials` override); a
     // multi-trial run also records each trial's seed.
     if trials > 1 {

@@ -538,7 +538,9 @@ async fn finish(f: Finish<'_>) -> Result<RunOutcome, RunError> {
         .and_then(|()| std::fs::rename(&fold.transcripts_tmp, &fold.transcripts_path))
         .map_err(|e| io_err("cannot write", &fold.transcripts_path, e))?;
     let run_extra = run_breadth(&ctx.breadth, plan, &fold.kept);
-    let (summary, usage_rows) = assemble(plan, &ctx.trial_seeds, rows, &status, run_extra);
+    let (mut summary, usage_rows) = assemble(plan, &ctx.trial_seeds, rows, &status, run_extra);
+    let mut status = status;
+    super::measured::settle(&mut summary, &mut status, plan.config.max_error_share);
     let mut manifest = write_run_artefacts(
         &dir.root,
         RunArtefacts {

@@ -1,4 +1,5 @@
-//! How a session ended: complete, or partial with the reason.
+//! How a session ended: complete, partial with the reason, or failed — the plan ran
+//! to its end but measured too little to report (`measured.rs` decides).
 
 use std::fmt;
 
@@ -8,6 +9,9 @@ pub enum Status {
     Complete,
     /// Stopped early, and why.
     Partial(Reason),
+    /// Every unit ran, but the run measured too little for its numbers to be read as
+    /// results: why (errors over `max_error_share`, every attempt an error, no attempt).
+    Failed(String),
 }
 
 /// Why a session stopped early. Its `Display` is what `run.json` records after
@@ -59,7 +63,24 @@ impl Status {
         match self {
             Status::Complete => "complete".into(),
             Status::Partial(why) => format!("partial: {why}"),
+            Status::Failed(why) => format!("failed: {why}"),
         }
+    }
+
+    /// The status a run recorded (`complete`, `partial: <why>`, `failed: <why>`).
+    pub fn parse(recorded: &str) -> Status {
+        if let Some(why) = recorded.strip_prefix("partial: ") {
+            Status::Partial(Reason::parse(why))
+        } else if let Some(why) = recorded.strip_prefix("failed: ") {
+            Status::Failed(why.to_string())
+        } else {
+            Status::Complete
+        }
+    }
+
+    /// Every unit of the plan ran (complete, or failed for what it measured).
+    pub fn ran_to_end(&self) -> bool {
+        matches!(self, Status::Complete | Status::Failed(_))
     }
 
     /// Stopped because `max_queries` ran out.
@@ -88,5 +109,14 @@ mod tests {
         );
         assert!(Status::Partial(Reason::Budget).is_budget());
         assert!(!Status::Complete.is_budget());
+        for s in [
+            Status::Complete,
+            Status::Partial(Reason::Interrupted),
+            Status::Failed("every one of the 4 judged attempts ended in an error".into()),
+        ] {
+            assert_eq!(Status::parse(&s.as_string()), s);
+        }
+        assert!(Status::Failed(String::new()).ran_to_end());
+        assert!(!Status::Partial(Reason::Budget).ran_to_end());
     }
 }

@@ -446,6 +446,7 @@ pub(super) fn assemble(
         },
         cells,
         breadth,
+        errors: None,
     };
     (summary, usage_rows)
 }
