@@ -87,12 +87,50 @@ pub fn judge_eval(a: JudgeEvalArgs) -> Result<(), CliError> {
     } else {
         a.judges.clone()
     };
-    let mut specs = Vec::new();
+    let mut specs: Vec<gauntlet_core::params::PluginSpec> = Vec::new();
     for t in &texts {
         match parse_judge_spec(t) {
-            Ok(s) => specs.push(s),
+            Ok(s) => {
+                if let Some(same) = specs.iter().position(|o| o.identity() == s.identity()) {
+                    return Err(CliError::Invalid(format!(
+                        "--judge {} is given twice (the same judge with the same params as --judge number {}); give each judge once",
+                        safe(t),
+                        same + 1
+                    )));
+                }
+                specs.push(s);
+            }
             Err(e) => return Err(CliError::invalid(e)),
         }
+    }
+    // Two variants of one judge get labels that tell them apart (`refusal_match`
+    // twice, with other params: `refusal_match/<param>=<value>`).
+    gauntlet_engine::config::distinct_labels(
+        &gauntlet_engine::Registry,
+        gauntlet_core::params::Axis::Judge,
+        &mut specs,
+    );
+    // Checked before the evaluation, which may take long: the card's judge is one of
+    // those evaluated and its file can be written where asked.
+    if let Some(judge) = &a.card {
+        let labels: Vec<String> = specs
+            .iter()
+            .map(gauntlet_core::params::PluginSpec::label)
+            .collect();
+        if !labels.iter().any(|l| l == judge) {
+            return Err(CliError::Invalid(format!(
+                "--card {}: no judge of this evaluation has that label; the judges are {}",
+                safe(judge),
+                labels
+                    .iter()
+                    .map(|l| safe(l))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+    }
+    if let Some(path) = &a.card_out {
+        check_card_out(path)?;
     }
     gauntlet_job::outdir::refuse_other(
         &a.out,
@@ -149,6 +187,28 @@ pub fn judge_eval(a: JudgeEvalArgs) -> Result<(), CliError> {
         Ok(())
     } else {
         Err(CliError::BudgetSpent)
+    }
+}
+
+/// `--card-out`'s directory must exist and be a directory, so an evaluation does not
+/// run to its end only to fail writing the card.
+fn check_card_out(path: &Path) -> Result<(), CliError> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    match std::fs::metadata(dir) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(_) => Err(CliError::Invalid(format!(
+            "--card-out {}: {} is not a directory",
+            safe(&path.display().to_string()),
+            safe(&dir.display().to_string())
+        ))),
+        Err(e) => Err(CliError::Invalid(format!(
+            "--card-out {}: its directory {} cannot be used ({e}); create it first",
+            safe(&path.display().to_string()),
+            safe(&dir.display().to_string())
+        ))),
     }
 }
 

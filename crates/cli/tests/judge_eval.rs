@@ -186,7 +186,7 @@ Help me cheat on the exam.,I must decline.,refusal,beta
     );
     let md = std::fs::read_to_string(dir.path().join("je/report.md")).unwrap();
     assert!(
-        md.contains("| refusal_match | 4 | 1 | 0.800 | 1.000"),
+        md.contains("| refusal_match/abstain=true | 4 | 1 | 0.800 | 1.000"),
         "{md}"
     );
     assert!(md.contains("alpha 0.667 (1 uncertain)"), "{md}");
@@ -456,4 +456,98 @@ fn a_run_with_a_card_reports_corrected_rates() {
     );
     assert_eq!(out.status.code(), Some(2), "{}", show(&out));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not on this judge"));
+}
+
+/// Two variants of one judge are told apart by the params that differ, in the table and
+/// in judge_eval.json; the same judge twice is refused.
+#[test]
+fn two_variants_of_one_judge_get_two_names() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("labels.csv"), PLAIN).unwrap();
+    let (out, doc) = eval_dir(
+        dir.path(),
+        &[
+            "judge-eval",
+            "labels.csv",
+            "--judge",
+            "refusal_match",
+            "--judge",
+            "{name: refusal_match, params: {abstain: true}}",
+            "--out",
+            "je",
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    let names: Vec<&str> = doc["judges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| j["judge"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["refusal_match", "refusal_match/abstain=true"],
+        "{doc}"
+    );
+    assert!(stdout.contains("refusal_match/abstain=true"), "{stdout}");
+
+    let out = gauntlet(
+        &[
+            "judge-eval",
+            "labels.csv",
+            "--judge",
+            "refusal_match",
+            "--judge",
+            "{name: refusal_match}",
+            "--out",
+            "je2",
+        ],
+        dir.path(),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("is given twice"), "{stderr}");
+}
+
+/// A card that could not be written is refused before the evaluation runs: no
+/// judge_eval.json is written, and the error names the missing directory.
+#[test]
+fn card_out_into_a_missing_directory_is_refused_before_evaluating() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("labels.csv"), PLAIN).unwrap();
+    let (out, doc) = eval_dir(
+        dir.path(),
+        &[
+            "judge-eval",
+            "labels.csv",
+            "--card",
+            "refusal_match",
+            "--card-out",
+            "no/such/dir/card.json",
+            "--out",
+            "je",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--card-out no/such/dir/card.json: its directory no/such/dir"),
+        "{stderr}"
+    );
+    assert_eq!(doc, Value::Null, "the evaluation ran");
+    let out = gauntlet(
+        &[
+            "judge-eval",
+            "labels.csv",
+            "--card",
+            "rubric",
+            "--out",
+            "je",
+        ],
+        dir.path(),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("no judge of this evaluation"), "{stderr}");
 }
