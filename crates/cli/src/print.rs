@@ -162,9 +162,15 @@ pub(crate) fn metric_text(m: &gauntlet_core::results::CellMetric) -> String {
         "token_usage" => format!("{x:.1}"),
         _ => format!("{x:.3}"),
     };
-    match (v.ci_low, v.ci_high) {
+    let main = match (v.ci_low, v.ci_high) {
         (Some(lo), Some(hi)) => format!("{} [{}, {}] n={}", num(x), num(lo), num(hi), v.n),
         _ => format!("{} n={}", num(x), v.n),
+    };
+    // An abstaining judge's undecided units never vanish: the rate if none, or all, of
+    // them counted.
+    match &v.bounds {
+        Some(b) => format!("{main} +{}? {}–{}", v.undecided, num(b.low), num(b.high)),
+        None => main,
     }
 }
 

@@ -34,10 +34,47 @@ pub struct MetricValue {
     /// the agent): outside `n` and the value, counted here. Absent when zero.
     #[serde(default, skip_serializing_if = "is_zero_u64")]
     pub excluded: u64,
+    /// For a rate with undecided units: what it would be if none, or all, of them counted
+    /// ([`UndecidedBounds`]). Absent when nothing is undecided.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bounds: Option<UndecidedBounds>,
 }
 
 fn is_zero_u64(n: &u64) -> bool {
     *n == 0
+}
+
+/// A rate whose judge left `u` units undecided, beside its decided-only value k/n: the
+/// value if no undecided unit counted, k/(n + u), and if every one did, (k + u)/(n + u),
+/// and the 95% interval widened over both — the Wilson lower bound of k in n + u and the
+/// Wilson upper bound of k + u in n + u — so the undecided replies never vanish from
+/// what a reader (or a gate) is told the rate may be.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct UndecidedBounds {
+    pub low: f64,
+    pub high: f64,
+    pub ci_low: f64,
+    pub ci_high: f64,
+}
+
+impl UndecidedBounds {
+    /// The bounds of `k` counted of `n` decided units with `undecided` more; `None` when
+    /// nothing is undecided.
+    pub fn of(k: u64, n: u64, undecided: u64) -> Option<UndecidedBounds> {
+        if undecided == 0 {
+            return None;
+        }
+        let all = n + undecided;
+        let z = crate::stats::Z95;
+        let (ci_low, _) = crate::stats::wilson(k, all, z)?;
+        let (_, ci_high) = crate::stats::wilson(k + undecided, all, z)?;
+        Some(UndecidedBounds {
+            low: k as f64 / all as f64,
+            high: (k + undecided) as f64 / all as f64,
+            ci_low,
+            ci_high,
+        })
+    }
 }
 
 /// A sign, from a run's own evidence, that a cell's numbers may not measure what their
@@ -106,6 +143,7 @@ impl MetricValue {
             corrected: None,
             undecided: 0,
             excluded: 0,
+            bounds: None,
         }
     }
 }
@@ -143,6 +181,9 @@ pub struct LeaderboardRow {
     /// Units the metric could not measure ([`MetricValue::excluded`]), outside `n`.
     #[serde(default, skip_serializing_if = "is_zero_u64")]
     pub excluded: u64,
+    /// The rate's bounds over its undecided units ([`MetricValue::bounds`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bounds: Option<UndecidedBounds>,
     /// What a success under this row's judge means (e.g. under `refusal_match`, "the
     /// reply did not decline"), so the number is read as what it measures.
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -247,8 +288,30 @@ impl MetricValue {
             corrected: None,
             undecided: trials.iter().map(|t| t.undecided).sum(),
             excluded: trials.iter().map(|t| t.excluded).sum(),
+            bounds: pooled_bounds(trials),
         }
     }
+}
+
+/// The undecided bounds of a multi-trial rate over the units of every trial: each
+/// trial's counted units k (from its decided value, or from its lower bound when it has
+/// undecided ones), decided n and undecided u, pooled. `None` when no trial has bounds.
+fn pooled_bounds(trials: &[MetricValue]) -> Option<UndecidedBounds> {
+    if trials.iter().all(|t| t.bounds.is_none()) {
+        return None;
+    }
+    let (mut k, mut n, mut u) = (0u64, 0u64, 0u64);
+    for t in trials {
+        let counted = match (&t.bounds, t.value) {
+            (Some(b), _) => (b.low * (t.n + t.undecided) as f64).round() as u64,
+            (None, Some(v)) => (v * t.n as f64).round() as u64,
+            (None, None) => 0,
+        };
+        k += counted;
+        n += t.n;
+        u += t.undecided;
+    }
+    UndecidedBounds::of(k, n, u)
 }
 
 /// One trial's counts in one cell (multi-trial runs).
@@ -519,6 +582,7 @@ impl RunSummary {
                         .then(|| m.value.decided_share())
                         .flatten(),
                     excluded: m.value.excluded,
+                    bounds: m.value.bounds,
                     judge_measures: c.judge_measures.clone(),
                     attempts: c.attempts,
                     errors: c.errors,

@@ -73,6 +73,10 @@ pub enum Rule {
         op: Op,
         threshold: f64,
         bound: Bound,
+        /// `decided_only`: test the decided-only value and interval of a rate whose judge
+        /// left replies undecided, instead of the bound-widened ones.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        decided_only: bool,
     },
     Regression {
         text: String,
@@ -94,7 +98,7 @@ impl Rule {
 }
 
 /// The rule syntax, for error messages.
-pub const RULE_SYNTAX: &str = "METRIC[key=value,…] (<=|<|>=|>) NUMBER by (value|ci_low|ci_high), or METRIC[key=value,…] no regression at alpha=NUMBER; keys: attack, target, dataset, judge or a metric param; e.g. `asr[target=prod-bot] <= 0.05 by ci_low`";
+pub const RULE_SYNTAX: &str = "METRIC[key=value,…] (<=|<|>=|>) NUMBER by (value|ci_low|ci_high) [decided_only], or METRIC[key=value,…] no regression at alpha=NUMBER; keys: attack, target, dataset, judge or a metric param; e.g. `asr[target=prod-bot] <= 0.05 by ci_low`";
 
 const FILTER_KEYS: &[&str] = &["attack", "target", "dataset", "judge"];
 
@@ -188,7 +192,8 @@ pub fn parse_rule(text: &str) -> Result<Rule, RuleError> {
                 alpha,
             })
         }
-        [op, num, "by", bound] => {
+        [op, num, "by", bound] | [op, num, "by", bound, "decided_only"] => {
+            let decided_only = words.len() == 5;
             let op = match *op {
                 "<=" => Op::Le,
                 "<" => Op::Lt,
@@ -215,6 +220,7 @@ pub fn parse_rule(text: &str) -> Result<Rule, RuleError> {
                 op,
                 threshold,
                 bound,
+                decided_only,
             })
         }
         [_, _] => Err(bad(RuleProblem::NoBound)),

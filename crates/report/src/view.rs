@@ -138,6 +138,9 @@ pub struct MetricView {
     pub trials_na: u32,
     /// Behaviors the judge left undecided (`uncertain`), outside `n`.
     pub undecided: u64,
+    /// The rate's bounds over them (a rate with undecided behaviors).
+    #[serde(skip)]
+    pub bounds: Option<gauntlet_core::results::UndecidedBounds>,
 }
 
 /// A rate corrected for the judge's measured errors (judge with a card).
@@ -331,6 +334,7 @@ impl MetricView {
                 .collect(),
             trials_na: m.trials_na,
             undecided: v.undecided,
+            bounds: v.bounds,
         }
     }
 
@@ -339,8 +343,17 @@ impl MetricView {
     pub fn undecided_line(&self) -> Option<String> {
         (self.undecided > 0).then(|| {
             let all = self.n + self.undecided;
+            let bounds = self.bounds.map_or(String::new(), |b| {
+                format!(
+                    "; with them the rate lies in [{}, {}] (none / all counted), 95% interval widened over both [{}, {}]",
+                    fmt_num(b.low),
+                    fmt_num(b.high),
+                    fmt_num(b.ci_low),
+                    fmt_num(b.ci_high)
+                )
+            });
             format!(
-                "{}: {} decided of {} (decided share {}), {} undecided awaiting a label",
+                "{}: {} decided of {} (decided share {}), {} undecided awaiting a label{bounds}",
                 self.label,
                 self.n,
                 all,

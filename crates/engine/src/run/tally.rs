@@ -238,7 +238,7 @@ pub(super) fn cell_summary(
             })
         }).collect::<Vec<_>>(),
     });
-    let metrics = plan
+    let metrics: Vec<CellMetric> = plan
         .metrics
         .iter()
         .enumerate()
@@ -299,6 +299,8 @@ pub(super) fn cell_summary(
     let mut examples = c.notable;
     examples.extend(c.error_examples);
     let breadth = crate::breadth::cell_breadth(pb, plan, cell, trials.iter().map(|t| &t.extras));
+    let mut warnings = c.signals.warnings();
+    warnings.extend(crate::warnings::undecided_warning(&metrics));
     let summary = CellSummary {
         attack: attack_l,
         target: target_l,
@@ -330,7 +332,7 @@ pub(super) fn cell_summary(
             Vec::new()
         },
         breadth,
-        warnings: c.signals.warnings(),
+        warnings,
     };
     (summary, usage_row)
 }

@@ -96,6 +96,7 @@ pub fn leaderboard(out: &Path, r: &HarnessReport) -> Vec<LeaderboardRow> {
         undecided: 0,
         decided_share: None,
         excluded: 0,
+        bounds: None,
         judge_measures:
             "the cascade's terminal action matched the scenario's expected chain_action".into(),
         attempts: r.model_calls as u64,

@@ -6,7 +6,7 @@ use super::outcome::BehaviorOutcome;
 use crate::judge::Judge;
 use gauntlet_core::judge_eval::{JudgeCard, corrected_rate, corrected_rng};
 use gauntlet_core::results::CiMethod;
-use gauntlet_core::results::MetricValue;
+use gauntlet_core::results::{MetricValue, UndecidedBounds};
 use gauntlet_core::rng::rng_for;
 use gauntlet_core::stats::{BOOTSTRAP_RESAMPLES, Histogram, Z95, bootstrap_mean_ci, wilson};
 
@@ -114,6 +114,12 @@ impl MetricAcc {
                 CiMethod::Bootstrap,
             ),
         };
+        // A rate's undecided units never vanish: the value if none, or all, of them
+        // counted, with the interval widened over both.
+        let bounds = match metric.kind() {
+            MetricKind::Rate => UndecidedBounds::of(self.hist.ones(), n, self.undecided),
+            MetricKind::Score | MetricKind::Usage => None,
+        };
         MetricValue {
             value: Some(mean),
             ci_low: ci.map(|c| c.0),
@@ -124,6 +130,7 @@ impl MetricAcc {
             corrected: card.map(|c| Box::new(self.corrected(metric, judge, c, seed, identity))),
             undecided: self.undecided,
             excluded: self.excluded,
+            bounds,
         }
     }
 
@@ -346,6 +353,44 @@ mod tests {
         assert_eq!(v.decided_share(), Some(4.0 / 6.0));
         let (lo, hi) = wilson(3, 4, Z95).unwrap();
         assert_eq!((v.ci_low, v.ci_high), (Some(lo), Some(hi)));
+        // Bounds over the 2 undecided: 3/6 if none counted, 5/6 if both did.
+        let b = v
+            .bounds
+            .expect("a rate with undecided behaviors has bounds");
+        assert_eq!((b.low, b.high), (3.0 / 6.0, 5.0 / 6.0));
+        // A hand-computed cell: 10 decided with 2 successes and 3 undecided — decided
+        // 0.2, bounds [2/13, 5/13], the interval widened to Wilson(2 of 13)'s low and
+        // Wilson(5 of 13)'s high.
+        let mut a = MetricAcc::default();
+        for i in 0..10 {
+            a.observe(
+                &asr,
+                &one(&decided(if i < 2 {
+                    Outcome::Success
+                } else {
+                    Outcome::Failure
+                })),
+            );
+        }
+        for _ in 0..3 {
+            a.observe(&asr, &u);
+        }
+        let v = a.finish(&asr, &judge, None, 1, &["c"]);
+        assert_eq!((v.value, v.n, v.undecided), (Some(0.2), 10, 3));
+        let b = v.bounds.unwrap();
+        assert_eq!((b.low, b.high), (2.0 / 13.0, 5.0 / 13.0));
+        assert_eq!(
+            (b.ci_low, b.ci_high),
+            (wilson(2, 13, Z95).unwrap().0, wilson(5, 13, Z95).unwrap().1)
+        );
+        assert!(b.ci_low < v.ci_low.unwrap() && b.ci_high > v.ci_high.unwrap());
+        // Nothing undecided: no bounds.
+        assert_eq!(
+            acc(&asr, 2, 10, 1)
+                .finish(&asr, &judge, None, 1, &["c"])
+                .bounds,
+            None
+        );
         // Nothing decided: N/A, saying how many await a label.
         let mut none = MetricAcc::default();
         none.observe(&asr, &u);
