@@ -92,11 +92,11 @@ static DANGEROUS: LazyLock<Regex> = LazyLock::new(|| {
 });
 static FOREIGN_RUN: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r"(ejecuta|ejecute|exécute|exécutez|lance[sz]?|esegui|f(ü|u)hre[^.\n]{0,60}aus|voer[^.\n]{0,60}uit|выполни|запусти|执行|运行|実行して|実行する|실행하)",
+        r"\b(ejecuta|ejecute|ex(é|e)cute|ex(é|e)cutez|lance|lancez|esegui|f(ü|u)hre\b[^.\n]{0,60}\baus|voer\b[^.\n]{0,60}\buit)\b|выполни|запусти|执行|运行|実行して|実行する|실행하",
     )
 });
 static FOREIGN_COMMAND_OBJECT: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"(comando|commande|befehl|opdracht|команд|命令|コマンド|명령|terminal|'[^']{2,}')")
+    re(r"\b(comando|commande|befehl|opdracht|terminal)\b|команд|命令|コマンド|명령")
 });
 
 static STARTUP_FILE: LazyLock<Regex> = LazyLock::new(|| {
@@ -194,7 +194,8 @@ pub(crate) fn find(f: &NormField<'_>, description: bool) -> Option<(Range<usize>
         let shell = (commanded(t, &RUN_VERB)
             && COMMAND_OBJECT.is_match(t)
             && (DUTY.is_match(t) || DANGEROUS.is_match(t)))
-            || (FOREIGN_RUN.is_match(t) && FOREIGN_COMMAND_OBJECT.is_match(t));
+            || (FOREIGN_RUN.is_match(t)
+                && (FOREIGN_COMMAND_OBJECT.is_match(t) || COMMAND_OBJECT.is_match(t)));
         if shell && !(own_prose && k == 0 && !DANGEROUS.is_match(t)) {
             return Some((s, "an instruction to run a shell command"));
         }
@@ -279,6 +280,8 @@ mod tests {
             "Do not run commands that delete files; ask first.",
             "Draws a diagram. Request \"elk\" whenever any of these holds: >= 20 nodes; type `{...}` for a decision.",
             "Drop a database. The whole database and its collections are removed.",
+            "Mermaid's layout is cramped or unbalanced once complex: request \"elk\" whenever ANY of these holds: decision diamonds (`{...}`).",
+            "**When you are passing Mermaid instead of XML: see the `postLayout` parameter.** Complex flowcharts need `postLayout: \"elk\"` because the balance of the layout is poor.",
             "Sends the request to the webhook URL the user configured.",
         ] {
             assert!(!rules_of(tool(d)).contains(&Rule::HiddenInstruction), "{d}");

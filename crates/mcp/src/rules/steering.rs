@@ -150,7 +150,7 @@ static FOREIGN_DEPENDENCY: LazyLock<Regex> = LazyLock::new(|| {
 /// named by what they need (this tool provides an input), not every tool there is.
 pub(crate) static SCOPED_OTHERS: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r"(any|all|every|each) other (tools?|functions?|actions?|operations?|calls?|requests?) (that|which|who) (require|requires|need|needs|use|uses|take|takes|accept|accepts|depend|depends)",
+        r"\b(any|all|every|each) other (tools?|functions?|actions?|operations?|calls?|requests?) (that|which|who) (require|requires|need|needs|use|uses|take|takes|accept|accepts|depend|depends)\b",
     )
 });
 /// "Before using read_file, you must call this tool": a named tool's calls made to wait
@@ -327,6 +327,14 @@ mod tests {
             (
                 "think",
                 "Records a thought. Use it before answering complex questions.",
+            ),
+            (
+                "fill_form",
+                "Fills a form. ALWAYS prefer this tool over multiple individual 'fill' or 'click' calls when interacting with forms.",
+            ),
+            (
+                "get_projects",
+                "Lists projects. This is a prerequisite for using any other tools that require project-specific information.",
             ),
             (
                 "resolve_library_id",
