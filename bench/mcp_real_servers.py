@@ -100,7 +100,7 @@ def main():
         rows.append({"server": f["server"], "tool": f["item"], "rule": f["rule"], "severity": f["severity"], "together": True})
     print(f"alone: {scanned} servers scanned, {n_tools} tools; {len(bad_servers)} servers and {len(bad_tools)} tools with a failing finding")
     tt = {(f["server"], f["item"]) for f in tf}
-    print(f"together: {len(together['servers']) - len(together['errors'])} servers; {len({f['server'] for f in tf})} servers and {len(tt)} tools with a failing finding" +
+    print(f"together: {len(together['servers'])} servers scanned; {len({f['server'] for f in tf})} servers and {len(tt)} tools with a failing finding" +
           "".join(f"\n    {f['severity']} {f['rule']} {f['server']}/{f['item']}: {f['message'][:140]}" for f in tf if not any(r["server"] == f["server"] and r["tool"] == f["item"] and not r["together"] and ORDER[r["severity"]] >= 1 for r in rows)))
     if a.rows_out:
         with open(a.rows_out, "w") as f:
