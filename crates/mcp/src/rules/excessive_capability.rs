@@ -246,6 +246,15 @@ mod tests {
             &[],
         );
         assert_eq!(sev(&tip, "/shell_command"), Some(Severity::Medium));
+        // The parameter's own description can give the purpose.
+        let search = findings_with(
+            tool(
+                json!({"query": {"type": "string", "description": "The text that the API compares page and database titles against."}}),
+                "Searches pages by title.",
+            ),
+            &[],
+        );
+        assert_eq!(sev(&search, "/query"), Some(Severity::Info));
         assert!(
             tip[0].message.contains("nothing in the tool's name"),
             "{tip:?}"

@@ -462,6 +462,9 @@ pub(crate) mod addressed {
                 "answers based on this tool are approximate.",
                 "the password is never disclosed in logs.",
                 "el asistente debe indicar la ciudad.",
+                "**'$rerank' example (recommended default):**",
+                "- 'rounded=1' — rounded corners at bend points (recommended for orthogonal)",
+                "\"skip\" (default): answer with accepted providers and list the rest.",
             ] {
                 assert!(judge(s.as_bytes()).is_none(), "{s}");
             }

@@ -263,6 +263,13 @@ mod tests {
     }
 
     #[test]
+    fn a_title_naming_the_tools_own_deletion_is_not() {
+        let t = serde_json::json!({"name": "drop-database", "description": "Removes a database.",
+            "annotations": {"title": "drop-database", "destructiveHint": true}, "inputSchema": {"type": "object"}});
+        assert!(!rules_of(t).contains(&Rule::HiddenInstruction));
+    }
+
+    #[test]
     fn descriptions_of_the_tools_own_action_are_not() {
         for d in [
             "Returns the status of the API by reading https://status.example.invalid/s.json.",

@@ -245,6 +245,7 @@ mod tests {
             "Searches the web. Do not include API keys, passwords or other secrets in the query.",
             "Searches. Never send passwords or tokens: queries go to a third party.",
             "Opens a browser context. Pages opened in the same context share cookies and storage.",
+            "Fills a form. Example: Fill username, password, and check \"Remember Me\" in one call.",
         ] {
             assert!(
                 !rules_of(tool(d)).contains(&Rule::SensitiveDataRequest),
