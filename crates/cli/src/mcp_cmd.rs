@@ -7,7 +7,7 @@
 
 use crate::error::CliError;
 use clap::Args as ClapArgs;
-use gauntlet_core::terminal::{safe, safe_text};
+use gauntlet_core::terminal::safe;
 use gauntlet_mcp::client::{self, Limits};
 use gauntlet_mcp::finding::Severity;
 use gauntlet_mcp::scan::{self, Inventory, ScanReport, ServerError};
@@ -68,7 +68,9 @@ pub struct ScanArgs {
     /// Write the report to FILE instead of stdout (the verdict is still the exit code).
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
-    /// Lowest severity that makes the exit status 1: low, medium or high.
+    /// Lowest severity that makes the exit status 1: info, low, medium or high. `info`
+    /// findings are capabilities the tool's purpose explains (a filesystem tool's
+    /// `path`); the default fails on everything else.
     #[arg(long, default_value = "low", value_parser = parse_severity)]
     fail_on: Severity,
     /// Let stdio servers use the network (otherwise they get no sockets).
@@ -87,7 +89,8 @@ pub struct ScanArgs {
     /// Address-space limit of a stdio server, MiB (node needs about 1024 to start).
     #[arg(long, default_value_t = 2048)]
     server_memory_mb: u64,
-    /// A stdio server: the command and its arguments, after `--`.
+    /// A stdio server: the command and its arguments, after `--` (named after what the
+    /// command runs: `node …/server-everything/dist/index.js` is `server-everything`).
     #[arg(last = true, value_name = "CMD ARGS")]
     command: Vec<String>,
 }
@@ -105,7 +108,7 @@ pub enum ScanFormat {
 
 /// A `--min-severity` value that is not a severity (clap prints it after the flag).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("`{0}`: expected low, medium or high")]
+#[error("`{0}`: expected info, low, medium or high")]
 pub struct ParseSeverityError(String);
 
 fn parse_severity(s: &str) -> Result<Severity, ParseSeverityError> {
@@ -151,7 +154,7 @@ impl ScanArgs {
         }
         if let Some((cmd, args)) = self.command.split_first() {
             specs.push(ServerSpec {
-                name: "stdio".into(),
+                name: servers::name_for_command(cmd, args),
                 endpoint: Endpoint::Stdio {
                     command: cmd.clone(),
                     args: args.to_vec(),
@@ -275,7 +278,10 @@ pub fn scan(a: ScanArgs) -> Result<(), CliError> {
     }
 }
 
-/// The text report (every untrusted string escaped for the terminal).
+/// The text report. Every string that came from a server or a reviewer (names, messages
+/// quoting a definition or a reply, a server's stderr) is escaped onto one line: a
+/// newline in it would start a line of its own, and a CI log reads a line that starts
+/// `::error::` as a workflow command.
 pub fn render(r: &ScanReport, fail_on: Severity) -> String {
     let mut out = String::new();
     let list = |items: &[scan::Listed]| -> String {
@@ -322,8 +328,8 @@ pub fn render(r: &ScanReport, fail_on: Severity) -> String {
         out.push_str(&format!(
             "server {}: could not scan ({}): {}\n",
             safe(&e.server),
-            e.error,
-            safe_text(&e.message)
+            safe(&e.error),
+            safe(&e.message)
         ));
     }
     if r.findings.is_empty() {
@@ -339,7 +345,7 @@ pub fn render(r: &ScanReport, fail_on: Severity) -> String {
                 safe(&f.item),
                 f.kind.as_str(),
                 safe(&f.location),
-                safe_text(&f.message)
+                safe(&f.message)
             ));
             if !f.text.is_empty() {
                 for line in f.text.lines() {
@@ -384,11 +390,18 @@ pub fn render(r: &ScanReport, fail_on: Severity) -> String {
         .filter(|e| e.error != "review" && e.error != "review_controls")
         .count();
     out.push_str(&format!(
-        "verdict: {} ({} high, {} medium, {} low; failing at {} and above), {} server(s) not scanned{} → exit {}\n",
-        if r.findings.is_empty() && r.errors.is_empty() { "clean" } else if r.errors.is_empty() { "findings" } else { "incomplete" },
+        "verdict: {} ({} high, {} medium, {} low, {} info; failing at {} and above), {} server(s) not scanned{} → exit {}\n",
+        if !r.errors.is_empty() {
+            "incomplete"
+        } else if r.findings.iter().any(|f| f.severity >= fail_on) {
+            "findings"
+        } else {
+            "clean"
+        },
         count(Severity::High),
         count(Severity::Medium),
         count(Severity::Low),
+        count(Severity::Info),
         fail_on.as_str(),
         unscanned,
         match (unreviewed, failed_controls) {

@@ -4,7 +4,7 @@
 //! - **Rules:** one per scanner rule (`hidden_instruction`, `rug_pull`, …), all ten listed
 //!   whether or not they fired, tagged with their threat-taxonomy ids
 //!   (`taxonomy/threat_map.json`, `mcp_rules`).
-//! - **Level:** a finding's severity (high → error, medium → warning, low → note).
+//! - **Level:** a finding's severity (high → error, medium → warning, low and info → note).
 //! - **Locations:** the servers file, at the line that names the server, when the scan
 //!   read one (a file a reviewer can open), with the logical location
 //!   `mcp/<server>/<kind>/<item><pointer>`; the logical location alone for servers given
@@ -27,7 +27,7 @@ fn level(s: Severity) -> Level {
     match s {
         Severity::High => Level::Error,
         Severity::Medium => Level::Warning,
-        Severity::Low => Level::Note,
+        Severity::Low | Severity::Info => Level::Note,
     }
 }
 

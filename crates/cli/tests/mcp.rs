@@ -150,7 +150,7 @@ fn pin_change_rescan_is_a_rug_pull() {
     assert_eq!(r["pin"]["action"], "written");
     let text = std::fs::read_to_string(&pin).unwrap();
     assert!(
-        text.contains("\"stdio\" \"send_email\"") && text.starts_with("# MCP tool pin"),
+        text.contains("\"gauntlet\" \"send_email\"") && text.starts_with("# MCP tool pin"),
         "{text}"
     );
     // Unchanged: clean.
@@ -230,22 +230,24 @@ fn server_everything_through_the_cli() {
         .join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
     let dir = tempfile::tempdir().unwrap();
     let (code, r, err) = scan_json(&["--", "node", js.to_str().unwrap(), "stdio"], dir.path());
-    // Its only findings are low (a URL-fetching parameter): exit 1 at the default
-    // threshold, 0 with --fail-on medium.
-    assert_eq!(code, 1, "{err} {r:#}");
+    // Its only finding is information (a URL-fetching parameter its purpose explains):
+    // exit 0 at the default gate, 1 with --fail-on info.
+    assert_eq!(code, 0, "{err} {r:#}");
     assert!(
         r["findings"]
             .as_array()
             .unwrap()
             .iter()
-            .all(|f| f["severity"] == "low"),
+            .all(|f| f["severity"] == "info"),
         "{r:#}"
     );
+    assert!(!r["findings"].as_array().unwrap().is_empty(), "{r:#}");
     assert!(r["servers"][0]["tools"].as_array().unwrap().len() >= 10);
+    assert_eq!(r["servers"][0]["server"], "server-everything");
     let (code, _, _) = scan_json(
         &[
             "--fail-on",
-            "medium",
+            "info",
             "--",
             "node",
             js.to_str().unwrap(),
@@ -253,7 +255,7 @@ fn server_everything_through_the_cli() {
         ],
         dir.path(),
     );
-    assert_eq!(code, 0);
+    assert_eq!(code, 1);
 }
 
 /// `--format sarif`: one result per finding of the JSON report, each at the servers file's
@@ -645,5 +647,226 @@ fn a_bad_reviewer_spec_or_tools_file_is_refused_before_anything_runs() {
     assert!(
         err.contains("--tools bad.json: tool 1: has no `name`"),
         "{err}"
+    );
+}
+
+/// Every string from a reviewer or a server reaches the text report on one line: a
+/// reviewer reason `x\n::error::forged` would otherwise start a line a CI log reads as a
+/// GitHub Actions workflow command.
+#[test]
+fn reviewer_and_server_text_cannot_start_a_line_of_the_report() {
+    use gauntlet_testserver::{Action, Rule, Script, TestServer};
+    let dir = tempfile::tempdir().unwrap();
+    let tools = json!([{"name": "lookup", "description": "Looks up a word.",
+        "inputSchema": {"type": "object", "properties": {"word": {"type": "string"}}}}]);
+    std::fs::write(dir.path().join("tools.json"), tools.to_string()).unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let script = with_controls(Script::default()).rule(
+        Rule::new(Action::Reply {
+            text: "{\"verdict\": \"poisoned\", \"evidence\": \"Looks up\", \"reason\": \"x\\n::error::forged\\r\\n::add-mask::k\"}".into(),
+            tool_calls: vec![],
+            stop: None,
+        })
+        .when_contains("\"name\": \"lookup\""),
+    );
+    let server = rt.block_on(TestServer::start(script)).unwrap();
+    let text = review_text(dir.path(), &reviewer_spec(&server));
+    assert!(text.contains("model_review"), "{text}");
+    assert!(text.contains("x\\n::error::forged"), "{text}");
+    for line in text.lines() {
+        assert!(
+            !line.trim_start().starts_with("::"),
+            "a line starts a workflow command: {line:?}\n{text}"
+        );
+    }
+    // A server's stderr quoted in an error stays on one line too.
+    let py = fixture("hostile_server.py");
+    let out = gauntlet(
+        &[
+            "mcp-scan",
+            "--timeout-secs",
+            "20",
+            "--",
+            "python3",
+            py.to_str().unwrap(),
+            "exit",
+        ],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let error_lines: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("could not scan"))
+        .collect();
+    assert_eq!(error_lines.len(), 1, "{text}");
+    assert!(error_lines[0].contains("refusing to start"), "{text}");
+}
+
+/// `--pin` names a device, a named pipe or a directory instead of reading it (`/dev/zero`
+/// grew without end, a FIFO blocked for ever).
+#[test]
+fn a_pin_that_is_a_device_or_a_pipe_is_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("tools.json"),
+        json!([{"name": "a", "description": "Adds.", "inputSchema": {"type": "object"}}])
+            .to_string(),
+    )
+    .unwrap();
+    let fifo = dir.path().join("pin.fifo");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo on a NUL-terminated path in a fresh temporary directory.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    for (pin, found) in [
+        ("/dev/zero", "a character device"),
+        (fifo.to_str().unwrap(), "a named pipe"),
+        (dir.path().to_str().unwrap(), "a directory"),
+    ] {
+        let t = std::time::Instant::now();
+        let out = Command::new(BIN)
+            .args(["mcp-scan", "--tools", "tools.json", "--pin", pin])
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(20),
+            "{pin}: {:?}",
+            t.elapsed()
+        );
+        assert_eq!(out.status.code(), Some(2), "{pin}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(found) && err.contains("not a regular file"),
+            "{pin}: {err}"
+        );
+    }
+}
+
+/// A stdio server given after `--` is named after what its command runs.
+#[test]
+fn a_stdio_server_after_the_double_dash_is_named_after_its_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let def = fixture("trusted_server.json");
+    let (_, r, err) = scan_json(&["--", BIN, "mcp-serve", def.to_str().unwrap()], dir.path());
+    assert_eq!(r["servers"][0]["server"], "gauntlet", "{err} {r:#}");
+    let py = fixture("hostile_server.py");
+    let (_, r, _) = scan_json(
+        &[
+            "--timeout-secs",
+            "20",
+            "--",
+            "python3",
+            py.to_str().unwrap(),
+            "dup_tools",
+        ],
+        dir.path(),
+    );
+    assert_eq!(r["servers"][0]["server"], "hostile_server", "{r:#}");
+    // Two tools under one name in one server are a finding.
+    assert!(
+        r["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["rule"] == "name_collision"
+                && f["item"] == "lookup"
+                && f["severity"] == "medium"),
+        "{r:#}"
+    );
+}
+
+/// The official reference MCP servers — everything, filesystem, memory,
+/// sequential-thinking (npm), git, fetch and time (PyPI), as pinned in
+/// scripts/mcp-servers — scanned together pass the default gate: no finding at `low` or
+/// above, exit 0. Their path, URL and command parameters are `info`.
+#[test]
+fn the_reference_servers_pass_the_default_gate() {
+    let Some(servers) = std::env::var_os("GAUNTLET_MCP_SERVERS_DIR") else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "GAUNTLET_MCP_SERVERS_DIR is not set: scripts/install-mcp-servers.sh failed"
+        );
+        eprintln!("SKIP: GAUNTLET_MCP_SERVERS_DIR is not set (run scripts/install-mcp-servers.sh)");
+        return;
+    };
+    let root = Path::new(&servers);
+    let node = |name: &str, extra: &[&str]| {
+        let js = root.join(format!(
+            "node_modules/@modelcontextprotocol/server-{name}/dist/index.js"
+        ));
+        assert!(js.is_file(), "{} is missing", js.display());
+        let mut args = vec![json!(js)];
+        args.extend(extra.iter().map(|a| json!(a)));
+        json!({"command": "node", "args": args})
+    };
+    let py = |name: &str, extra: &[&str]| {
+        let bin = root.join("py/bin").join(format!("mcp-server-{name}"));
+        assert!(bin.is_file(), "{} is missing", bin.display());
+        json!({"command": bin, "args": extra})
+    };
+    let dir = tempfile::tempdir().unwrap();
+    // The git server needs a repository to open: an empty one of our own.
+    let repo = dir.path().join("repo");
+    std::fs::create_dir(&repo).unwrap();
+    assert!(
+        Command::new("git")
+            .args(["init", "-q"])
+            .current_dir(&repo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let file = json!({"mcpServers": {
+        "everything": node("everything", &["stdio"]),
+        "filesystem": node("filesystem", &["${GAUNTLET_SCRATCH}"]),
+        "memory": node("memory", &[]),
+        "sequential-thinking": node("sequential-thinking", &[]),
+        "git": py("git", &["--repository", repo.to_str().unwrap()]),
+        "fetch": py("fetch", &[]),
+        "time": py("time", &["--local-timezone", "UTC"]),
+    }});
+    std::fs::write(dir.path().join("servers.json"), file.to_string()).unwrap();
+    let (code, r, err) = scan_json(
+        &["--servers", "servers.json", "--timeout-secs", "60"],
+        dir.path(),
+    );
+    assert_eq!(r["errors"], json!([]), "{err} {r:#}");
+    let servers: Vec<&str> = r["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["server"].as_str().unwrap())
+        .collect();
+    assert_eq!(servers.len(), 7, "{servers:?}");
+    for s in r["servers"].as_array().unwrap() {
+        assert!(
+            !s["tools"].as_array().unwrap().is_empty(),
+            "{} lists no tools",
+            s["server"]
+        );
+    }
+    let failing: Vec<&Value> = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["severity"] != "info")
+        .collect();
+    assert!(
+        failing.is_empty(),
+        "failing findings on honest servers: {failing:#?}"
+    );
+    assert_eq!(code, 0, "{err}");
+    // What is reported is information: the filesystem server's path parameters.
+    assert!(
+        r["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["server"] == "filesystem" && f["rule"] == "excessive_capability")
     );
 }

@@ -6,8 +6,10 @@
 //! message over the size limit; read no further than the limit), `invalid_json` and
 //! `not_json_rpc` (what it printed on stdout, with the line number), `exited` (with its
 //! status and the tail of its stderr), `too_many_items` (a listing beyond the item or
-//! page limit), `connect`, `spawn`, `confinement`, `server_error` (a JSON-RPC error
-//! answer).
+//! page limit, counted before the listing is parsed), `invalid_result` (an answer that is
+//! not the result asked for: `{"tools": {}}`), `notification_flood` (notifications
+//! instead of an answer to `initialize`), `connect`, `spawn`, `confinement`,
+//! `server_error` (a JSON-RPC error answer).
 
 use crate::BoxFuture;
 use crate::confine::{self, ConfineLimits, Confined, SpawnError};
@@ -96,6 +98,12 @@ pub enum McpError {
     },
     #[error("could not connect: {0}")]
     Connect(String),
+    #[error("the server's answer to {what} is not a {what} result: {why}")]
+    InvalidResult { what: String, why: String },
+    #[error(
+        "the server sent {count} notifications and requests before answering anything (a flood); the session was ended"
+    )]
+    NotificationFlood { count: u64 },
     #[error("the server answered {what} with an error: {message}")]
     Server { what: String, message: String },
 }
@@ -113,6 +121,8 @@ impl McpError {
             McpError::Exited { .. } => "exited",
             McpError::TooManyItems { .. } => "too_many_items",
             McpError::Connect(_) => "connect",
+            McpError::InvalidResult { .. } => "invalid_result",
+            McpError::NotificationFlood { .. } => "notification_flood",
             McpError::Server { .. } => "server_error",
         }
     }
@@ -178,7 +188,13 @@ impl Session {
                     return Err(McpError::Spawn("no pipes to the server".into()));
                 };
                 s.child = Some(child);
-                let t = LineTransport::new(stdout, stdin, limits.max_message_bytes, fault);
+                let t = LineTransport::new(
+                    stdout,
+                    stdin,
+                    limits.max_message_bytes,
+                    limits.max_items,
+                    fault,
+                );
                 tokio::time::timeout(limits.connect_timeout, client_info().serve(t)).await
             }
             Endpoint::Http { url } => {
@@ -245,7 +261,13 @@ impl Session {
             child: None,
             limits: *limits,
         };
-        let t = LineTransport::new(read, write, limits.max_message_bytes, fault);
+        let t = LineTransport::new(
+            read,
+            write,
+            limits.max_message_bytes,
+            limits.max_items,
+            fault,
+        );
         match tokio::time::timeout(limits.connect_timeout, client_info().serve(t)).await {
             Err(_) => Err(s
                 .fault_or(
@@ -289,6 +311,16 @@ impl Session {
             Some(Fault::NotJsonRpc { line, excerpt, why }) => {
                 McpError::NotJsonRpc { line, excerpt, why }
             }
+            Some(Fault::TooManyItems { what, limit }) => McpError::TooManyItems {
+                what: format!("{what}/list"),
+                limit,
+                unit: "items",
+            },
+            Some(Fault::NotAList { what: list, found }) => McpError::InvalidResult {
+                what: format!("{list}/list"),
+                why: format!("`{list}` is {found}, not an array"),
+            },
+            Some(Fault::NotificationFlood { count }) => McpError::NotificationFlood { count },
             Some(Fault::Eof | Fault::Io(_)) => {
                 // Give the supervisor a moment to report how the server ended.
                 let mut how = None;
@@ -359,6 +391,15 @@ impl Session {
                 what: what.into(),
                 message: crate::finding::excerpt(&e.message),
             }),
+            Ok(Err(ServiceError::UnexpectedResponse)) => Err(self
+                .fault_or(
+                    McpError::InvalidResult {
+                        what: what.into(),
+                        why: "the answer has the shape of another result".into(),
+                    },
+                    what,
+                )
+                .await),
             Ok(Err(e)) => Err(self.fault_or(McpError::Connect(e.to_string()), what).await),
         }
     }

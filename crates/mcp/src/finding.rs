@@ -4,14 +4,20 @@
 
 use serde::{Deserialize, Serialize};
 
-/// How much a finding matters. Ordered: `Low < Medium < High`.
+/// How much a finding matters. Ordered: `Info < Low < Medium < High`. The default gate
+/// (`mcp-scan --fail-on low`) fails on `low` and above, so `info` is what a reviewer may
+/// want to know and no honest server fails on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
-    /// A capability worth knowing about (an unconstrained path or URL parameter).
+    /// A capability the tool's purpose explains (a filesystem tool's unconstrained `path`,
+    /// a fetch tool's `url`, a terminal tool's `command`): information, not a finding to
+    /// fail on unless another signal joins it.
+    Info,
+    /// A capability worth a look that nothing else in the definition flags.
     Low,
-    /// A risk that needs a look (an unconstrained command parameter, a name collision, a
-    /// tool added or removed since the pin).
+    /// A risk that needs a look (a command parameter outside the tool's stated purpose,
+    /// a name collision, a tool added or removed since the pin).
     Medium,
     /// Poisoning: text addressed to the model, data requests, exfiltration channels,
     /// shadowing, a changed definition (rug pull).
@@ -21,6 +27,7 @@ pub enum Severity {
 impl Severity {
     pub fn as_str(self) -> &'static str {
         match self {
+            Severity::Info => "info",
             Severity::Low => "low",
             Severity::Medium => "medium",
             Severity::High => "high",
@@ -29,6 +36,7 @@ impl Severity {
 
     pub fn parse(s: &str) -> Option<Severity> {
         match s {
+            "info" => Some(Severity::Info),
             "low" => Some(Severity::Low),
             "medium" => Some(Severity::Medium),
             "high" => Some(Severity::High),
@@ -161,8 +169,8 @@ impl Rule {
 /// One rule hit.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Finding {
-    /// The server's name (the servers-file key, `stdio` or the URL's host for a single
-    /// server).
+    /// The server's name (the servers-file key; for a single server, what its command
+    /// runs or the URL's host).
     pub server: String,
     pub kind: ItemKind,
     /// The tool's, prompt's or resource's name.

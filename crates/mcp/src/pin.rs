@@ -28,6 +28,9 @@ pub type Pins = BTreeMap<(String, String), String>;
 /// Why a pin file could not be used.
 #[derive(Debug, thiserror::Error)]
 pub enum PinError {
+    /// The file could not be read as a pin file (it names the file and what it found).
+    #[error(transparent)]
+    Read(gauntlet_core::files::ReadError),
     #[error("{}: {source}", path.display())]
     Io {
         path: std::path::PathBuf,
@@ -99,17 +102,25 @@ pub fn parse(text: &str, path: &Path) -> Result<Pins, PinError> {
     Ok(pins)
 }
 
-/// Reads a pin file; `None` when it does not exist yet.
+/// Reads a pin file; `None` when it does not exist yet. Read through the capped file
+/// layer: a device, a named pipe or a directory is refused by name (`--pin /dev/zero`
+/// would otherwise read without end, a FIFO block for ever), and so is a file over the
+/// cap of a hand-reviewed file.
 pub fn read(path: &Path) -> Result<Option<Pins>, PinError> {
-    match std::fs::read_to_string(path) {
+    use gauntlet_core::files;
+    match files::read_to_string(path, PIN_FILE) {
         Ok(t) => parse(&t, path).map(Some),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(source) => Err(PinError::Io {
-            path: path.to_path_buf(),
-            source,
-        }),
+        Err(e) if e.io_kind() == Some(std::io::ErrorKind::NotFound) => Ok(None),
+        Err(e) => Err(PinError::Read(e)),
     }
 }
+
+/// What a pin file is, and its cap: one short line per tool, so 16 MiB is some 80,000
+/// tools.
+const PIN_FILE: gauntlet_core::files::Kind = gauntlet_core::files::Kind {
+    what: "pin file",
+    max_bytes: 16 << 20,
+};
 
 /// Writes a pin file atomically (a temporary file renamed over it).
 pub fn write(path: &Path, pins: &Pins) -> Result<(), PinError> {

@@ -15,7 +15,7 @@ use std::path::Path;
 /// What one server offers, as listed over MCP (or given offline).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Inventory {
-    /// The server's name in the scan (servers-file key, or `stdio` / the URL host).
+    /// The server's name in the scan (servers-file key, or what a `--` command runs / the URL host).
     pub server: String,
     /// How it was reached: `stdio: CMD ARGS…`, `http: URL`, `offline`.
     pub transport: String,
@@ -459,8 +459,9 @@ fn pinned_len(path: &Path) -> usize {
     pin::read(path).ok().flatten().map_or(0, |p| p.len())
 }
 
-/// Whether the rules call a tool definition poisoned (any poisoning rule fires), and the
-/// rules that fired: what the labelled-set benchmark scores.
+/// What the default gate (`mcp-scan --fail-on low`) makes of one tool definition scanned
+/// beside `neighbours`: whether a finding on it is at or above [`DEFAULT_GATE`], and the
+/// rules of those findings. This is what the labelled-set benchmark scores.
 pub fn verdict(tool: &Value, neighbours: &[Inventory]) -> (bool, Vec<Rule>) {
     let mut invs = vec![Inventory::offline("candidate", vec![tool.clone()])];
     invs.extend(neighbours.iter().cloned());
@@ -468,13 +469,16 @@ pub fn verdict(tool: &Value, neighbours: &[Inventory]) -> (bool, Vec<Rule>) {
     let mut rules: Vec<Rule> = r
         .findings
         .iter()
-        .filter(|f| f.server == "candidate" && f.rule.is_poisoning())
+        .filter(|f| f.server == "candidate" && f.severity >= DEFAULT_GATE)
         .map(|f| f.rule)
         .collect();
     rules.sort();
     rules.dedup();
     (!rules.is_empty(), rules)
 }
+
+/// The severity `mcp-scan` fails on by default.
+pub const DEFAULT_GATE: Severity = Severity::Low;
 
 #[cfg(test)]
 mod tests {

@@ -94,9 +94,12 @@ pub enum DefError {
 impl ServerDef {
     /// Reads a server definition file.
     pub fn read(path: &Path) -> Result<ServerDef, DefError> {
-        let text = std::fs::read_to_string(path).map_err(|cause| DefError::Read {
+        // Through the capped file layer: `mcp-serve /dev/zero` or a named pipe is
+        // refused by name instead of read without end or waited on.
+        let text = gauntlet_core::files::read_to_string(path, gauntlet_core::files::Kind::CONFIG)
+            .map_err(|e| DefError::Read {
             path: path.to_path_buf(),
-            cause,
+            cause: e.into_io(),
         })?;
         let def: ServerDef = serde_json::from_str(&text).map_err(|cause| DefError::Json {
             path: path.to_path_buf(),

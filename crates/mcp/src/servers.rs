@@ -92,10 +92,12 @@ pub fn read(
     path: &Path,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<(Vec<ServerSpec>, Vec<String>), ServersError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ServersError::Io {
-        path: path.into(),
-        source,
-    })?;
+    // Through the capped file layer: a device or a named pipe is refused, not read.
+    let text = gauntlet_core::files::read_to_string(path, gauntlet_core::files::Kind::CONFIG)
+        .map_err(|e| ServersError::Io {
+            path: path.into(),
+            source: e.into_io(),
+        })?;
     parse(&text, path, env)
 }
 
@@ -296,9 +298,182 @@ pub fn name_for_url(url: &str) -> String {
     if n.is_empty() { "http".into() } else { n }
 }
 
+/// A name for a stdio server given as a command line (`mcp-scan -- CMD ARGS…`): what
+/// the command runs, not `stdio`. An interpreter or launcher (`node`, `python3 -m`,
+/// `npx -y`, `uvx`, `docker run`…) is named after what it launches; a script path after
+/// its file, or its package directory when the file is a generic entry point
+/// (`…/server-everything/dist/index.js` → `server-everything`); an npm package after
+/// its name without scope or version (`@modelcontextprotocol/server-memory@1` →
+/// `server-memory`). Characters outside `[A-Za-z0-9._-]` become `_`, at most 64; an
+/// empty result is `stdio`.
+pub fn name_for_command(command: &str, args: &[String]) -> String {
+    const LAUNCHERS: &[&str] = &[
+        "node", "nodejs", "deno", "bun", "bunx", "npx", "pnpx", "pnpm", "yarn", "npm", "python",
+        "python3", "py", "uv", "uvx", "pipx", "poetry", "ruby", "perl", "php", "java", "sh",
+        "bash", "dash", "zsh", "env", "docker", "podman", "exec", "run", "dlx", "tsx", "ts-node",
+    ];
+    const ENTRY_POINTS: &[&str] = &[
+        "index", "main", "server", "cli", "app", "__main__", "run", "start", "bin",
+    ];
+    const BUILD_DIRS: &[&str] = &["dist", "build", "lib", "src", "bin", "out", "."];
+    let base = |p: &str| -> String {
+        let p = p.trim_end_matches('/');
+        p.rsplit('/').next().unwrap_or(p).to_string()
+    };
+    let stem = |p: &str| -> String {
+        let b = base(p);
+        match b.rsplit_once('.') {
+            Some((s, ext))
+                if !s.is_empty()
+                    && matches!(
+                        ext,
+                        "js" | "mjs"
+                            | "cjs"
+                            | "ts"
+                            | "py"
+                            | "rb"
+                            | "pl"
+                            | "php"
+                            | "jar"
+                            | "sh"
+                            | "exe"
+                    ) =>
+            {
+                s.to_string()
+            }
+            _ => b,
+        }
+    };
+    // The first word of the command line that is neither a launcher nor an option.
+    let mut words = std::iter::once(command).chain(args.iter().map(String::as_str));
+    let mut chosen = None;
+    let mut skip_next = false;
+    for w in words.by_ref() {
+        if skip_next {
+            skip_next = false;
+            continue;
+        }
+        if w.starts_with('-') {
+            // `python -m module`: the module is the next word, kept; `docker run --rm
+            // -i image`: options skipped. An option with a separate value is skipped
+            // with it only where it is known to take one.
+            if matches!(
+                w,
+                "-e" | "--env"
+                    | "-v"
+                    | "--volume"
+                    | "--name"
+                    | "-w"
+                    | "--workdir"
+                    | "--from"
+                    | "--with"
+                    | "-p"
+                    | "--package"
+            ) {
+                skip_next = true;
+            }
+            continue;
+        }
+        if w.contains('=') && !w.contains('/') {
+            continue;
+        }
+        if LAUNCHERS.contains(&stem(w).as_str()) || stem(w).starts_with("python3.") {
+            continue;
+        }
+        chosen = Some(w);
+        break;
+    }
+    let Some(w) = chosen else {
+        return sanitize(&stem(command)).unwrap_or_else(|| "stdio".into());
+    };
+    let name = if w.starts_with('@') || (!w.contains('/') && w.contains('@')) {
+        // An npm package spec: drop the scope and the version.
+        let no_scope = w.rsplit('/').next().unwrap_or(w);
+        no_scope.split('@').next().unwrap_or(no_scope).to_string()
+    } else if w.contains('/') {
+        let s = stem(w);
+        if ENTRY_POINTS.contains(&s.as_str()) {
+            // `…/server-everything/dist/index.js`: the nearest directory that is not a
+            // build directory names the server.
+            let parts: Vec<&str> = w.trim_end_matches('/').split('/').collect();
+            parts[..parts.len().saturating_sub(1)]
+                .iter()
+                .rev()
+                .find(|d| !d.is_empty() && !BUILD_DIRS.contains(d) && **d != "..")
+                .map_or(s.clone(), |d| d.to_string())
+        } else {
+            s
+        }
+    } else {
+        stem(w)
+    };
+    sanitize(&name).unwrap_or_else(|| "stdio".into())
+}
+
+/// `s` as a server name (see [`valid_name`]), or `None` when nothing is left.
+fn sanitize(s: &str) -> Option<String> {
+    let n: String = s
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(64)
+        .collect();
+    let n = n.trim_matches('.').to_string();
+    (!n.is_empty() && n.chars().any(|c| c.is_ascii_alphanumeric())).then_some(n)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stdio_server_is_named_after_what_its_command_runs() {
+        let n = |c: &str, a: &[&str]| {
+            name_for_command(c, &a.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+        };
+        assert_eq!(
+            n(
+                "node",
+                &[
+                    "/x/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
+                    "stdio"
+                ]
+            ),
+            "server-everything"
+        );
+        assert_eq!(
+            n(
+                "npx",
+                &["-y", "@modelcontextprotocol/server-memory@2026.8.31"]
+            ),
+            "server-memory"
+        );
+        assert_eq!(n("python3", &["-m", "mcp_server_time"]), "mcp_server_time");
+        assert_eq!(
+            n("python3", &["tests/fixtures/hostile_server.py", "hang"]),
+            "hostile_server"
+        );
+        assert_eq!(
+            n("/venv/bin/mcp-server-git", &["--repository", "/r"]),
+            "mcp-server-git"
+        );
+        assert_eq!(n("uvx", &["mcp-server-fetch"]), "mcp-server-fetch");
+        assert_eq!(
+            n("docker", &["run", "-i", "--rm", "-e", "K=v", "mcp/github"]),
+            "github"
+        );
+        assert_eq!(n("/usr/bin/gauntlet", &["mcp-serve", "d.json"]), "gauntlet");
+        assert_eq!(n("node", &[]), "node");
+        assert_eq!(n("\u{1b}[31m", &[]), "__31m");
+        assert_eq!(n("", &[]), "stdio");
+        assert_eq!(n("/", &["..."]), "stdio");
+        assert!(valid_name(&n("./srv\nx y.js", &[])));
+    }
 
     fn p(text: &str) -> Result<(Vec<ServerSpec>, Vec<String>), ServersError> {
         parse(text, Path::new("servers.json"), &|k| {

@@ -6,7 +6,9 @@
 //! a silent hang. This one ends the session instead and records why ([`Fault`]), so the
 //! client reports a named error at once: a message longer than the limit (read no
 //! further than the limit: memory stays bounded), a line that is not JSON, JSON that is
-//! not a JSON-RPC message, the end of the stream.
+//! not a JSON-RPC message, a listing whose list is not an array or holds more items than
+//! the limit (counted before anything is built from it: [`listing`]), a flood of
+//! notifications before the server's first answer, the end of the stream.
 
 use rmcp::RoleClient;
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
@@ -31,6 +33,18 @@ pub enum Fault {
         excerpt: String,
         why: String,
     },
+    /// A listing result holding more items than the limit, counted before the result was
+    /// parsed (so a 15 MiB list of 400,000 tiny tools is refused in the memory of its
+    /// line, not of 400,000 parsed definitions).
+    TooManyItems { what: &'static str, limit: usize },
+    /// A listing result whose list is not an array (`{"tools": {}}`).
+    NotAList {
+        what: &'static str,
+        found: &'static str,
+    },
+    /// More notifications and requests than [`FLOOD_BEFORE_FIRST_ANSWER`] before the
+    /// server answered anything (before `initialize`'s answer: a flood, not a hang).
+    NotificationFlood { count: u64 },
     /// The server closed its stdout.
     Eof,
     /// Reading failed.
@@ -40,23 +54,39 @@ pub enum Fault {
 /// Where the transport leaves its [`Fault`] for the client to read.
 pub type FaultSlot = Arc<Mutex<Option<Fault>>>;
 
+/// Most notifications and requests a server may send before its first answer (an
+/// honest server sends a few log or progress notifications while it starts).
+pub const FLOOD_BEFORE_FIRST_ANSWER: u64 = 1_000;
+
 pub struct LineTransport<R, W> {
     read: BufReader<R>,
     write: Arc<tokio::sync::Mutex<Option<W>>>,
     buf: Vec<u8>,
     max: usize,
+    max_items: usize,
     line: u64,
+    /// Notifications and requests received since the last answer; `None` once the first
+    /// answer came.
+    before_first_answer: Option<u64>,
     fault: FaultSlot,
 }
 
 impl<R: AsyncRead + Unpin + Send, W: AsyncWrite + Unpin + Send + 'static> LineTransport<R, W> {
-    pub fn new(read: R, write: W, max_message_bytes: usize, fault: FaultSlot) -> Self {
+    pub fn new(
+        read: R,
+        write: W,
+        max_message_bytes: usize,
+        max_items: usize,
+        fault: FaultSlot,
+    ) -> Self {
         LineTransport {
             read: BufReader::with_capacity(64 * 1024, read),
             write: Arc::new(tokio::sync::Mutex::new(Some(write))),
             buf: Vec::new(),
             max: max_message_bytes,
+            max_items,
             line: 0,
+            before_first_answer: Some(0),
             fault,
         }
     }
@@ -143,8 +173,25 @@ where
             if self.buf.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
+            if let Err(f) = listing::check(&self.buf, self.max_items) {
+                return self.fail(f);
+            }
             return match serde_json::from_slice::<RxJsonRpcMessage<RoleClient>>(&self.buf) {
-                Ok(m) => Some(m),
+                Ok(m) => {
+                    use rmcp::model::JsonRpcMessage as M;
+                    match (&m, self.before_first_answer.as_mut()) {
+                        (M::Response(_) | M::Error(_), Some(_)) => self.before_first_answer = None,
+                        (M::Notification(_) | M::Request(_), Some(n)) => {
+                            *n += 1;
+                            if *n > FLOOD_BEFORE_FIRST_ANSWER {
+                                let count = *n;
+                                return self.fail(Fault::NotificationFlood { count });
+                            }
+                        }
+                        _ => {}
+                    }
+                    Some(m)
+                }
                 Err(e) => {
                     let excerpt = excerpt_of(&self.buf);
                     let line = self.line;
@@ -164,5 +211,269 @@ where
             let _ = w.shutdown().await;
         }
         Ok(())
+    }
+}
+
+/// Counting a listing result's items without building them.
+pub(crate) mod listing {
+    use super::Fault;
+    use serde::de::{
+        self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor,
+    };
+    use std::fmt;
+
+    /// Checks a JSON-RPC message: when its `result` holds `tools`, `prompts` or
+    /// `resources`, that value must be an array of at most `limit` items. Allocates
+    /// nothing per item. A line that is not JSON passes (the parser names it next).
+    pub(crate) fn check(line: &[u8], limit: usize) -> Result<(), Fault> {
+        let mut found = None;
+        let mut de = serde_json::Deserializer::from_slice(line);
+        let _ = Message {
+            limit,
+            found: &mut found,
+        }
+        .deserialize(&mut de);
+        match found {
+            Some(f) => Err(f),
+            None => Ok(()),
+        }
+    }
+
+    struct Message<'a> {
+        limit: usize,
+        found: &'a mut Option<Fault>,
+    }
+
+    impl<'de> DeserializeSeed<'de> for Message<'_> {
+        type Value = ();
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+            d.deserialize_map(self)
+        }
+    }
+
+    impl<'de> Visitor<'de> for Message<'_> {
+        type Value = ();
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a JSON-RPC message")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<(), A::Error> {
+            while let Some(k) = m.next_key::<std::borrow::Cow<'de, str>>()? {
+                if k == "result" {
+                    m.next_value_seed(Result_ {
+                        limit: self.limit,
+                        found: &mut *self.found,
+                    })?;
+                } else {
+                    m.next_value::<IgnoredAny>()?;
+                }
+            }
+            Ok(())
+        }
+    }
+
+    struct Result_<'a> {
+        limit: usize,
+        found: &'a mut Option<Fault>,
+    }
+
+    impl<'de> DeserializeSeed<'de> for Result_<'_> {
+        type Value = ();
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+            d.deserialize_any(self)
+        }
+    }
+
+    impl<'de> Visitor<'de> for Result_<'_> {
+        type Value = ();
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a result")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<(), A::Error> {
+            while let Some(k) = m.next_key::<std::borrow::Cow<'de, str>>()? {
+                let what = match k.as_ref() {
+                    "tools" => "tools",
+                    "prompts" => "prompts",
+                    "resources" => "resources",
+                    _ => {
+                        m.next_value::<IgnoredAny>()?;
+                        continue;
+                    }
+                };
+                m.next_value_seed(Count {
+                    what,
+                    limit: self.limit,
+                    found: &mut *self.found,
+                })?;
+            }
+            Ok(())
+        }
+        // Any other result (a string, a number…) is the parser's to name.
+        fn visit_bool<E: de::Error>(self, _: bool) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_i64<E: de::Error>(self, _: i64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_u64<E: de::Error>(self, _: u64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_f64<E: de::Error>(self, _: f64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_str<E: de::Error>(self, _: &str) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<(), A::Error> {
+            while s.next_element::<IgnoredAny>()?.is_some() {}
+            Ok(())
+        }
+    }
+
+    /// Counts a list's items, up to the limit. A list that is not one, or holds more,
+    /// leaves its fault in `found` and stops the parse (an error: the rest of the line
+    /// is not read).
+    struct Count<'a> {
+        what: &'static str,
+        limit: usize,
+        found: &'a mut Option<Fault>,
+    }
+
+    impl<'de> DeserializeSeed<'de> for Count<'_> {
+        type Value = ();
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+            d.deserialize_any(self)
+        }
+    }
+
+    impl Count<'_> {
+        fn not_a_list<E: de::Error>(self, found: &'static str) -> Result<(), E> {
+            *self.found = Some(Fault::NotAList {
+                what: self.what,
+                found,
+            });
+            Err(E::custom("not a list"))
+        }
+    }
+
+    impl<'de> Visitor<'de> for Count<'_> {
+        type Value = ();
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a list")
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<(), A::Error> {
+            let mut n = 0usize;
+            while s.next_element::<IgnoredAny>()?.is_some() {
+                n += 1;
+                if n > self.limit {
+                    *self.found = Some(Fault::TooManyItems {
+                        what: self.what,
+                        limit: self.limit,
+                    });
+                    return Err(de::Error::custom("too many items"));
+                }
+            }
+            Ok(())
+        }
+        fn visit_map<A: MapAccess<'de>>(self, _: A) -> Result<(), A::Error> {
+            self.not_a_list("an object")
+        }
+        fn visit_bool<E: de::Error>(self, _: bool) -> Result<(), E> {
+            self.not_a_list("a boolean")
+        }
+        fn visit_i64<E: de::Error>(self, _: i64) -> Result<(), E> {
+            self.not_a_list("a number")
+        }
+        fn visit_u64<E: de::Error>(self, _: u64) -> Result<(), E> {
+            self.not_a_list("a number")
+        }
+        fn visit_f64<E: de::Error>(self, _: f64) -> Result<(), E> {
+            self.not_a_list("a number")
+        }
+        fn visit_str<E: de::Error>(self, _: &str) -> Result<(), E> {
+            self.not_a_list("a string")
+        }
+        fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+            self.not_a_list("null")
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::{Fault, check};
+        use proptest::prelude::*;
+
+        #[test]
+        fn long_lists_and_lists_that_are_not_are_named() {
+            let many = format!(
+                r#"{{"jsonrpc":"2.0","id":1,"result":{{"tools":[{}]}}}}"#,
+                [r#"{"name":"t"}"#; 11].join(",")
+            );
+            assert_eq!(
+                check(many.as_bytes(), 10),
+                Err(Fault::TooManyItems {
+                    what: "tools",
+                    limit: 10
+                })
+            );
+            assert_eq!(check(many.as_bytes(), 11), Ok(()));
+            assert_eq!(
+                check(
+                    br#"{"id":1,"result":{"nextCursor":null,"prompts":{"a":1}}}"#,
+                    10
+                ),
+                Err(Fault::NotAList {
+                    what: "prompts",
+                    found: "an object"
+                })
+            );
+            assert_eq!(
+                check(br#"{"id":1,"result":{"tools":"x"}}"#, 10),
+                Err(Fault::NotAList {
+                    what: "tools",
+                    found: "a string"
+                })
+            );
+            for ok in [
+                &br#"{"id":1,"result":{"content":[1,2,3]}}"#[..],
+                br#"{"id":1,"result":"x"}"#,
+                br#"{"id":1,"error":{"code":1}}"#,
+                br#"{this is not json"#,
+                br#"[1,2]"#,
+            ] {
+                assert_eq!(check(ok, 1), Ok(()));
+            }
+        }
+
+        #[test]
+        fn a_huge_listing_is_refused_without_building_it() {
+            let line = format!(
+                r#"{{"jsonrpc":"2.0","id":1,"result":{{"tools":[{}]}}}}"#,
+                (0..400_000)
+                    .map(|i| format!(r#"{{"name":"t{i}","inputSchema":{{}}}}"#))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            );
+            assert_eq!(
+                check(line.as_bytes(), 10_000),
+                Err(Fault::TooManyItems {
+                    what: "tools",
+                    limit: 10_000
+                })
+            );
+        }
+
+        proptest! {
+            /// Any line is checked without a panic; a fault only for a listing result.
+            #[test]
+            fn any_line_is_checked(s in ".{0,300}") {
+                let r = check(s.as_bytes(), 3);
+                if r.is_err() {
+                    prop_assert!(s.contains("tools") || s.contains("prompts") || s.contains("resources"));
+                }
+            }
+        }
     }
 }

@@ -125,6 +125,62 @@ fn hang_flood_and_broken_json_are_named_errors_in_time() {
     );
 }
 
+/// A listing of 400,000 tiny tools is refused as it is read (in the memory of its line,
+/// not of its parsed definitions), a non-array `tools` and a notification flood before
+/// `initialize` are named as what they are, and a name listed twice is a finding.
+#[test]
+fn oversized_listings_floods_and_malformed_answers_are_named() {
+    if !confined() {
+        return;
+    }
+    let rt = rt();
+    let lim = Limits {
+        connect_timeout: Duration::from_secs(20),
+        request_timeout: Duration::from_secs(20),
+        ..limits()
+    };
+    let before = peak_rss_kib();
+    let e = rt
+        .block_on(inventory_of(&spec("many_tools", ""), &lim))
+        .unwrap_err();
+    assert!(
+        matches!(&e, McpError::TooManyItems { unit: "items", limit: 10_000, what } if what == "tools/list"),
+        "{e}"
+    );
+    // The line is 13.6 MiB; parsing its 400,000 definitions took 420 MB.
+    let grew = peak_rss_kib().saturating_sub(before);
+    assert!(grew < 100 * 1024, "peak RSS grew by {grew} KiB");
+
+    let e = rt
+        .block_on(inventory_of(&spec("tools_object", ""), &lim))
+        .unwrap_err();
+    assert_eq!(e.kind(), "invalid_result", "{e}");
+    assert!(
+        e.to_string().contains("`tools` is an object, not an array"),
+        "{e}"
+    );
+
+    let t = Instant::now();
+    let e = rt
+        .block_on(inventory_of(&spec("notify_flood", ""), &lim))
+        .unwrap_err();
+    assert_eq!(e.kind(), "notification_flood", "{e}");
+    assert!(t.elapsed() < Duration::from_secs(15), "{:?}", t.elapsed());
+
+    let inv = rt
+        .block_on(inventory_of(&spec("dup_tools", ""), &lim))
+        .unwrap();
+    let r = gauntlet_mcp::scan::scan_inventories(&[inv]);
+    assert!(
+        r.findings
+            .iter()
+            .any(|f| f.rule == gauntlet_mcp::finding::Rule::NameCollision
+                && f.message.contains("lists 2 tools named `lookup`")),
+        "{:?}",
+        r.findings
+    );
+}
+
 fn processes_with(marker: &str) -> Vec<String> {
     let mut out = Vec::new();
     for e in std::fs::read_dir("/proc").unwrap().flatten() {

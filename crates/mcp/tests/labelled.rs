@@ -3,15 +3,23 @@
 //!
 //! Each row is one tool definition labelled `poisoned` or `benign` (benign rows are
 //! look-alikes: tools that mention files, keys, "important" notes, other tools, long
-//! descriptions, encoded examples). A row is predicted poisoned when any poisoning rule
-//! fires on it alone ([`gauntlet_mcp::scan::verdict`]). The rules were written from the
-//! `dev` split (rounds 0-5); the `test` split (round 6, written by a helper who had read
-//! neither the rules nor any earlier round) was committed before it was first scored, and
-//! is scored as held out. The targets are precision ≥ 0.95 and recall ≥ 0.90 on
-//! the held-out split; they are not met (BENCHMARKS.md, "mcp-scan"), and the assertions
-//! below are floors just under the published round-6 figures, so a regression fails.
+//! descriptions, encoded examples, deprecations, shell commands, other languages). A row
+//! is predicted poisoned when the default gate (`mcp-scan --fail-on low`) fails on it,
+//! scanned alone or beside the servers its `neighbours` field lists
+//! ([`gauntlet_mcp::scan::verdict`]).
+//!
+//! Rounds 0-6 are the `dev` split (rounds 5 and 6 were written blind by helpers who had
+//! read neither the rules nor any earlier round, and scored once before moving into
+//! dev). The `test` split is round 7: written to cover the attack classes the rules
+//! missed on outside rows (fake deprecation, requests to outside addresses, shell
+//! commands, forced dependencies, out-of-purpose parameters, start-up files and
+//! deletion, preference manipulation, impersonation, near-identical names, other
+//! languages) by the engineer who then revised the rules, committed before the revision
+//! and scored once before it: after it, its figures are resubstitution, not a blind
+//! estimate (BENCHMARKS.md, "mcp-scan"). The assertions are floors just under the
+//! published figures, so a regression fails.
 
-use gauntlet_mcp::scan::verdict;
+use gauntlet_mcp::scan::{Inventory, verdict};
 use serde_json::Value;
 
 struct Score {
@@ -41,6 +49,26 @@ fn rows() -> Vec<Value> {
         .collect()
 }
 
+/// The servers a row is scanned beside (`neighbours`: [{"server", "tools": [names]}]).
+fn neighbours(r: &Value) -> Vec<Inventory> {
+    r["neighbours"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|n| {
+                    let tools = n["tools"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|t| serde_json::json!({"name": t, "description": "", "inputSchema": {"type": "object"}}))
+                        .collect();
+                    Inventory::offline(n["server"].as_str().unwrap(), tools)
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 fn score(split: &str) -> (Score, Vec<String>) {
     let mut s = Score {
         tp: 0,
@@ -50,7 +78,7 @@ fn score(split: &str) -> (Score, Vec<String>) {
     };
     let mut wrong = Vec::new();
     for r in rows().iter().filter(|r| r["split"] == split) {
-        let (poisoned, rules) = verdict(&r["tool"], &[]);
+        let (poisoned, rules) = verdict(&r["tool"], &neighbours(r));
         let truth = r["label"] == "poisoned";
         match (truth, poisoned) {
             (true, true) => s.tp += 1,
@@ -134,20 +162,56 @@ fn precision_and_recall_per_split() {
             println!("  {w}");
         }
         if split == "test" {
-            // Round 6, blind, on the rules of 41b91ff (and, identically, of f1c8a23):
-            // precision 0.679 (19/28), recall 0.633 (19/30), far short of the issue's
-            // 0.95 / 0.90 (BENCHMARKS.md). These floors catch a regression below the
-            // published figures; they are not the targets.
+            // Round 7, after the revision it was written for: precision 1.000 (39/39),
+            // recall 1.000 (39/39) — resubstitution (the same engineer wrote the rows and
+            // then the rules); before the revision, at the default gate, 0.391 / 0.231
+            // (BENCHMARKS.md). These floors catch a regression; they are not an estimate
+            // on new writers.
             assert!(
-                s.precision() >= 0.65,
-                "held-out precision {:.3} fell below the published 0.679: {wrong:?}",
-                s.precision()
-            );
-            assert!(
-                s.recall() >= 0.60,
-                "held-out recall {:.3} fell below the published 0.633: {wrong:?}",
+                s.precision() >= 0.95 && s.recall() >= 0.95,
+                "round 7 fell below 0.95 / 0.95: precision {:.3} recall {:.3}: {wrong:?}",
+                s.precision(),
                 s.recall()
             );
+        } else {
+            // Rounds 0-6 at the default gate: precision 0.940, recall 0.934 (round 6's
+            // blind rows hold every miss and false alarm).
+            assert!(
+                s.precision() >= 0.93 && s.recall() >= 0.92,
+                "the dev split fell below 0.93 / 0.92: precision {:.3} recall {:.3}: {wrong:?}",
+                s.precision(),
+                s.recall()
+            );
+        }
+    }
+}
+
+/// Each class of attack the rules missed on outside definitions has rows of its own in
+/// round 7, and the default gate fails on every one of them.
+#[test]
+fn every_listed_miss_class_has_rows_the_gate_fails_on() {
+    let rows = rows();
+    for class in [
+        "redirection",
+        "external_request",
+        "shell_command",
+        "forced_dependency",
+        "out_of_purpose_parameter",
+        "destructive",
+        "preference_manipulation",
+        "impersonation",
+        "near_identical_name",
+        "non_english",
+    ] {
+        let of: Vec<&Value> = rows
+            .iter()
+            .filter(|r| r["round"] == 7 && r["label"] == "poisoned")
+            .filter(|r| r["kinds"].as_array().unwrap().iter().any(|k| k == class))
+            .collect();
+        assert!(of.len() >= 3, "{class}: {} rows", of.len());
+        for r in of {
+            let (flagged, _) = verdict(&r["tool"], &neighbours(r));
+            assert!(flagged, "{class}: {} passes the default gate", r["id"]);
         }
     }
 }

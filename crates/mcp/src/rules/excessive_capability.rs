@@ -2,11 +2,17 @@
 //! needs — a string with no `enum`, `const` or `pattern` whose name (or `format`) makes
 //! it a command, code, SQL, path or URL.
 //!
-//! Severity follows what the capability reaches: a shell command, code to evaluate or a
-//! raw SQL statement is `medium`; a file path or URL is `low` (a filesystem or fetch
-//! server's path and URL parameters are its purpose, and what confines them is the
-//! server's own check, which a schema cannot show). An ambiguous name (`code`, `query`,
-//! `expression`) counts only when the description says it is run or evaluated.
+//! Severity follows whether the tool's stated purpose explains the capability:
+//! - a file path or URL is `info` (a filesystem, git or fetch server's path and URL
+//!   parameters are its purpose, and what confines them is the server's own check, which
+//!   a schema cannot show; an honest server must pass the default gate);
+//! - a shell command, code to evaluate or a raw SQL statement is `info` when the tool's
+//!   name or description says it runs commands, code or queries (a terminal tool's
+//!   `command`), and `medium` when nothing in it does (a `shell_command` parameter on a
+//!   tip calculator is a capability outside the tool's purpose).
+//!
+//! An ambiguous name (`code`, `query`, `expression`) counts only when the description
+//! says it is run or evaluated.
 
 use super::{Ctx, re};
 use crate::fields;
@@ -82,6 +88,18 @@ static RUNS: LazyLock<Regex> = LazyLock::new(|| {
 });
 static IS_SQL: LazyLock<Regex> =
     LazyLock::new(|| re(r"\b(sql|select|database|postgres|mysql|sqlite)\b"));
+/// Words of a tool whose purpose is to run commands or code.
+static RUNS_THINGS: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"(\b|_)(execut\w*|run|runs|running|command\w*|shell|terminal|console|bash|zsh|powershell|cmd|exec|process\w*|script\w*|cli|repl|eval\w*|interpret\w*|python|node|javascript|ruby|code|program\w*|sandbox\w*|container\w*|docker|kubectl|ssh|job\w*|task\w*|pipeline\w*|build\w*|compil\w*|test\w*|notebook|jupyter|kernel)(\b|_)",
+    )
+});
+/// Words of a tool whose purpose is to query a database.
+static QUERIES_DATA: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"(\b|_)(sql|quer(y|ies)|database\w*|db|postgres\w*|mysql|sqlite|table\w*|schema\w*|select|analytics|warehouse|bigquery|snowflake|duckdb|clickhouse|report\w*)(\b|_)",
+    )
+});
 
 fn constrained(schema: &Value) -> bool {
     let s = if schema.get("type").and_then(Value::as_str) == Some("array") {
@@ -127,41 +145,64 @@ pub fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
             tool_desc
         );
         let format = p.schema.get("format").and_then(Value::as_str).unwrap_or("");
+        // What the tool says it is for: its name, its description and the parameter's.
+        let purpose = format!("{} {desc}", ctx.name.to_ascii_lowercase());
+        let by_purpose = |explained: bool| {
+            if explained {
+                Severity::Info
+            } else {
+                Severity::Medium
+            }
+        };
         let (sev, what) = if COMMAND.contains(&n.as_str())
             || n.ends_with("_command")
             || n.ends_with("_cmd")
             || n.ends_with("_script")
         {
-            (Severity::Medium, "a shell command or script")
+            (
+                by_purpose(RUNS_THINGS.is_match(purpose.as_bytes())),
+                "a shell command or script",
+            )
         } else if AMBIGUOUS_CODE.contains(&n.as_str()) && RUNS.is_match(desc.as_bytes()) {
-            (Severity::Medium, "code to run or evaluate")
+            (
+                by_purpose(RUNS_THINGS.is_match(purpose.as_bytes())),
+                "code to run or evaluate",
+            )
         } else if SQL.contains(&n.as_str())
             || (AMBIGUOUS_SQL.contains(&n.as_str()) && IS_SQL.is_match(desc.as_bytes()))
         {
-            (Severity::Medium, "a raw SQL statement")
+            (
+                by_purpose(QUERIES_DATA.is_match(purpose.as_bytes())),
+                "a raw SQL statement",
+            )
         } else if PATH.contains(&n.as_str())
             || n.ends_with("_path")
             || n.ends_with("_file")
             || n.ends_with("_dir")
         {
-            (Severity::Low, "any file path")
+            (Severity::Info, "any file path")
         } else if URL.contains(&n.as_str())
             || n.ends_with("_url")
             || n.ends_with("_uri")
             || matches!(format, "uri" | "url" | "iri" | "uri-reference")
         {
-            (Severity::Low, "any URL")
+            (Severity::Info, "any URL")
         } else {
             continue;
         };
         let schema = crate::canonical::to_string(p.schema);
+        let why = if sev == Severity::Medium {
+            "; nothing in the tool's name or description says it runs such things"
+        } else {
+            ""
+        };
         out.push(ctx.finding(
             Rule::ExcessiveCapability,
             sev,
             &p.pointer,
             &format!("{}: {schema}", p.name),
             format!(
-                "parameter `{}` accepts {what}: a string with no enum, const or pattern",
+                "parameter `{}` accepts {what}: a string with no enum, const or pattern{why}",
                 p.name
             ),
         ));
@@ -183,18 +224,41 @@ mod tests {
         let f = findings_with(
             tool(
                 json!({"command": {"type": "string"}, "path": {"type": "string"}, "target": {"type": "string", "format": "uri"}}),
-                "Runs.",
+                "Runs a command in the terminal.",
             ),
             &[],
         );
-        let sev = |loc: &str| {
+        let sev = |f: &[crate::finding::Finding], loc: &str| {
             f.iter()
                 .find(|f| f.rule == Rule::ExcessiveCapability && f.location.ends_with(loc))
                 .map(|f| f.severity)
         };
-        assert_eq!(sev("/command"), Some(Severity::Medium));
-        assert_eq!(sev("/path"), Some(Severity::Low));
-        assert_eq!(sev("/target"), Some(Severity::Low));
+        // A terminal tool's command, any path, any URL: information.
+        assert_eq!(sev(&f, "/command"), Some(Severity::Info));
+        assert_eq!(sev(&f, "/path"), Some(Severity::Info));
+        assert_eq!(sev(&f, "/target"), Some(Severity::Info));
+        // A command parameter on a tool that says nothing of running things.
+        let tip = findings_with(
+            tool(
+                json!({"bill": {"type": "number"}, "shell_command": {"type": "string"}}),
+                "Calculates the tip for a restaurant bill.",
+            ),
+            &[],
+        );
+        assert_eq!(sev(&tip, "/shell_command"), Some(Severity::Medium));
+        // The parameter's own description can give the purpose.
+        let search = findings_with(
+            tool(
+                json!({"query": {"type": "string", "description": "The text that the API compares page and database titles against."}}),
+                "Searches pages by title.",
+            ),
+            &[],
+        );
+        assert_eq!(sev(&search, "/query"), Some(Severity::Info));
+        assert!(
+            tip[0].message.contains("nothing in the tool's name"),
+            "{tip:?}"
+        );
         let sql = findings_with(
             tool(
                 json!({"query": {"type": "string", "description": "A SQL SELECT to run"}}),

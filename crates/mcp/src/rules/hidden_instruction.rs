@@ -29,6 +29,11 @@
 //! - overrides, notes and concealment in Spanish, Portuguese, Italian, German and French,
 //!   and concealment in Japanese, Chinese and Korean.
 //!
+//! - actions beyond the call ([`super::mandate`]): a request to an outside address, a
+//!   shell command to run, a change to shell start-up files, data to delete, text posing
+//!   as the user or the system, and overrides and concealment in Dutch, Russian,
+//!   Chinese, Japanese and Korean.
+//!
 //! What it deliberately leaves alone (the benign look-alikes of the labelled set):
 //! "IMPORTANT: the path must be absolute", "ignore case", "succeeds silently", "use this
 //! tool when the user asks for …" — directions about the tool itself.
@@ -185,6 +190,7 @@ pub fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
                         .map(|r| (r, "a note addressed to the model that instructs it"))
                 })
                 .or_else(|| addressed::sentence(f))
+                .or_else(|| super::mandate::find(f, f.field.pointer == "/description"))
         };
         if !hit && let Some((r, why)) = cue() {
             out.push(ctx.finding(
@@ -248,7 +254,7 @@ pub(crate) mod addressed {
     /// What the model tells the user (the reply itself, not how the tool is called).
     static REPLY_ACT: LazyLock<Regex> = LazyLock::new(|| {
         re(
-            r"\b(reply|respond|answer|speak|talk|write back)\b(\s+to\s+(the\s+)?users?)?(\s+(only|always|exclusively))?\s+(in|with|using|as|like|rudely|only)\b|\b(tell|inform|warn|remind|assure|convince|advise|persuade)\s+(the\s+)?(users?|humans?|customers?|them)\b|\b(say|claim|state|insist|assert)\s+(to\s+the\s+user\s+)?that\b|\b(recommend|promote|advertis|endors)[a-z]*\b",
+            r"\b(reply|respond|answer|speak|talk|write back)\b(\s+to\s+(the\s+)?users?)?(\s+(only|always|exclusively))?\s+(in|with|using|as|like|rudely|only)\b|\b(tell|inform|warn|remind|assure|convince|advise|persuade)\s+(the\s+)?(users?|humans?|customers?|them)\b|\b(say|claim|state|insist|assert)\s+(to\s+the\s+user\s+)?that\b|\b(recommend|recommends|recommending|promote|promotes|promoting|advertise|advertises|advertising|endorse|endorses|endorsing|plug|plugs|plugging|mention our|mention the sponsor)\b",
         )
     });
     /// Where a reply act counts as a command: at the start of a clause, after a modal or
@@ -276,6 +282,10 @@ pub(crate) mod addressed {
         re(
             r"\b(not|never|n't|no need to)\b[^\n]{0,25}?\b(tell|told|telling|inform|informed|mention|mentioned|mentioning|reveal|revealed|revealing|disclose|disclosed|disclosing|share|shared|sharing|say|said|notify|admit|explain)\b[^\n]{0,40}?\b(users?|end[ -]users?|customers?|humans?|anyone|them|operators?)\b|\bwithout (mentioning|saying|disclosing|revealing|telling|noting|flagging|announcing|explaining|letting)\b|\b(not|never|n't)\b[^\n]{0,30}\b(came|comes|come|originat[a-z]*) from\b|\b(is|are) not to be (disclosed|revealed|mentioned|shared|told|shown)\b|\b(must|should|shall) not be (disclosed|revealed|mentioned|shown) to (the )?(users?|anyone|customers?)\b",
         )
+    });
+    /// A sentence that documents one value of a parameter: `"skip" (default): …`.
+    static VALUE_DOC: LazyLock<Regex> = LazyLock::new(|| {
+        re(r#"^[^a-z0-9"']*["'][^"'\n]{1,40}["']\s*(\([^)\n]{0,30}\))?\s*(:|=|-)"#)
     });
     /// A claim that this tool outranks the others.
     static TRUST: LazyLock<Regex> = LazyLock::new(|| {
@@ -386,6 +396,10 @@ pub(crate) mod addressed {
         }
         let scope = SCOPE.is_match(t);
         let addressed = ADDRESSEE.is_match(t);
+        // `"skip" (default): answer with …` documents what a value makes the tool do.
+        if VALUE_DOC.is_match(t) && !addressed && !scope {
+            return None;
+        }
         let reply_command = REPLY_ACT
             .find_iter(t)
             .any(|m| scope || addressed || COMMAND_PREFIX.is_match(&t[..m.start()]));
@@ -448,6 +462,9 @@ pub(crate) mod addressed {
                 "answers based on this tool are approximate.",
                 "the password is never disclosed in logs.",
                 "el asistente debe indicar la ciudad.",
+                "**'$rerank' example (recommended default):**",
+                "- 'rounded=1' — rounded corners at bend points (recommended for orthogonal)",
+                "\"skip\" (default): answer with accepted providers and list the rest.",
             ] {
                 assert!(judge(s.as_bytes()).is_none(), "{s}");
             }

@@ -21,6 +21,8 @@ pub mod tool_shadowing;
 // What every rule shares, and the run over all of them.
 mod check;
 mod context;
+mod mandate;
+mod steering;
 #[cfg(test)]
 pub(crate) mod testing;
 

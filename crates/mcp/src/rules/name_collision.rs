@@ -3,8 +3,15 @@
 //! Two servers offering the same tool name leave the client to pick one (many pick the
 //! last registered); a confusable name — equal once case, `-`/`_`/`.` and spaces are
 //! ignored, or with non-ASCII letters that look like ASCII ones (`sеnd_email` with a
-//! Cyrillic `е`) — lets a second server pass for the first. Every tool involved gets a
-//! finding naming the other servers.
+//! Cyrillic `е`) — lets a second server pass for the first; so does a near-identical
+//! name, the same once a version or qualifier suffix or a plural `s` is set aside
+//! (`send_email_v2`, `read_file_secure`, `slack_post_messages` beside `send_email`,
+//! `read_file`, `slack_post_message`). Every tool involved gets a finding naming the
+//! other servers.
+//!
+//! Within one server, two tools listed under one name leave the client to pick one
+//! definition (and the one a reviewer read need not be the one the model gets): each is
+//! a finding.
 
 use crate::finding::{Finding, ItemKind, Rule, Severity};
 use std::collections::BTreeMap;
@@ -63,9 +70,68 @@ fn confusable(c: char) -> char {
     }
 }
 
-/// Findings for every tool whose name collides with one on another server. `servers`:
-/// (server, tool names) in scan order.
+/// Version and qualifier suffixes a look-alike adds to a name (compared on the
+/// skeleton, where separators are gone).
+const QUALIFIERS: &[&str] = &[
+    "official", "verified", "enhanced", "advanced", "improved", "updated", "secure", "latest",
+    "stable", "fixed", "safe", "plus", "live", "beta", "new", "pro",
+];
+
+/// The skeleton with a trailing version (`v2`, `2`, `v1.1`) or qualifier (`_secure`,
+/// `_pro`…) and a plural `s` removed: the form two near-identical names share.
+pub fn near_skeleton(name: &str) -> String {
+    let mut k = skeleton(name);
+    for _ in 0..3 {
+        let before = k.len();
+        let trimmed = k.trim_end_matches(|c: char| c.is_ascii_digit());
+        let trimmed = trimmed
+            .strip_suffix('v')
+            .filter(|_| trimmed.len() < k.len())
+            .unwrap_or(trimmed);
+        k = trimmed.to_string();
+        if let Some(q) = QUALIFIERS
+            .iter()
+            .find(|q| k.len() > q.len() + 3 && k.ends_with(*q))
+        {
+            k.truncate(k.len() - q.len());
+        }
+        let stem = k.strip_suffix("es").unwrap_or("");
+        if k.len() > 5 && ["x", "sh", "ch", "ss"].iter().any(|e| stem.ends_with(e)) {
+            k.truncate(k.len() - 2);
+        } else if k.len() > 4 && k.ends_with('s') && !k.ends_with("ss") {
+            k.pop();
+        }
+        if k.len() == before {
+            break;
+        }
+    }
+    k
+}
+
+/// Findings for every tool whose name collides with one on another server, and for
+/// every name one server lists twice. `servers`: (server, tool names) in scan order.
 pub fn check(servers: &[(&str, Vec<&str>)], out: &mut Vec<Finding>) {
+    for (server, names) in servers {
+        let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+        for n in names {
+            *counts.entry(n).or_default() += 1;
+        }
+        for (name, k) in counts.into_iter().filter(|(_, k)| *k > 1) {
+            out.push(Finding {
+                server: server.to_string(),
+                kind: ItemKind::Tool,
+                item: name.to_string(),
+                rule: Rule::NameCollision,
+                severity: Severity::Medium,
+                location: "/name".into(),
+                text: spelled(name),
+                message: format!(
+                    "the server lists {k} tools named `{name}`: which definition a client uses is up to the client, and it need not be the one reviewed"
+                ),
+            });
+        }
+    }
+    near_identical(servers, out);
     let mut by_skeleton: BTreeMap<String, Vec<(&str, &str)>> = BTreeMap::new();
     for (server, names) in servers {
         for n in names {
@@ -98,16 +164,7 @@ pub fn check(servers: &[(&str, Vec<&str>)], out: &mut Vec<Finding>) {
                     Severity::Medium
                 },
                 location: "/name".into(),
-                text: name
-                    .chars()
-                    .map(|c| {
-                        if c.is_ascii() && !c.is_ascii_control() {
-                            c.to_string()
-                        } else {
-                            format!("\\u{{{:x}}}", c as u32)
-                        }
-                    })
-                    .collect(),
+                text: spelled(name),
                 message: if exact {
                     format!(
                         "the same tool name is offered by another server: {}",
@@ -124,6 +181,58 @@ pub fn check(servers: &[(&str, Vec<&str>)], out: &mut Vec<Finding>) {
                         others.join(", ")
                     )
                 },
+            });
+        }
+    }
+}
+
+/// A name with every non-ASCII or control character spelled out (`\u{435}`).
+fn spelled(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii() && !c.is_ascii_control() {
+                c.to_string()
+            } else {
+                format!("\\u{{{:x}}}", c as u32)
+            }
+        })
+        .collect()
+}
+
+/// Near-identical names on different servers (see [`near_skeleton`]) that are not
+/// already confusable (those are reported above).
+fn near_identical(servers: &[(&str, Vec<&str>)], out: &mut Vec<Finding>) {
+    let mut by_near: BTreeMap<String, Vec<(&str, &str)>> = BTreeMap::new();
+    for (server, names) in servers {
+        for n in names {
+            let k = near_skeleton(n);
+            if k.len() >= 4 {
+                by_near.entry(k).or_default().push((server, n));
+            }
+        }
+    }
+    for group in by_near.values() {
+        for &(server, name) in group {
+            let others: std::collections::BTreeSet<String> = group
+                .iter()
+                .filter(|(s, n)| *s != server && skeleton(n) != skeleton(name))
+                .map(|(s, n)| format!("`{n}` on {s}"))
+                .collect();
+            if others.is_empty() {
+                continue;
+            }
+            out.push(Finding {
+                server: server.to_string(),
+                kind: ItemKind::Tool,
+                item: name.to_string(),
+                rule: Rule::NameCollision,
+                severity: Severity::Medium,
+                location: "/name".into(),
+                text: spelled(name),
+                message: format!(
+                    "a near-identical tool name (the same but for a version, a qualifier or a plural): {}",
+                    others.into_iter().collect::<Vec<_>>().join(", ")
+                ),
             });
         }
     }
@@ -156,5 +265,42 @@ mod tests {
         assert!(cyr.text.contains("\\u{435}"), "{}", cyr.text);
         assert_eq!(of("other", "list_all"), 0);
         assert_eq!(of("mail", "list"), 0);
+    }
+
+    #[test]
+    fn near_identical_names_and_a_name_listed_twice_are_found() {
+        let mut out = Vec::new();
+        check(
+            &[
+                ("mail", vec!["send_email", "read_inbox"]),
+                ("fs", vec!["read_file", "write_file", "read_file"]),
+                (
+                    "evil",
+                    vec!["send_email_v2", "read_file_secure", "read_inboxes"],
+                ),
+                (
+                    "other",
+                    vec!["list_issues", "create_issue", "read_text_file", "send"],
+                ),
+            ],
+            &mut out,
+        );
+        let of = |s: &str, n: &str| out.iter().filter(|f| f.server == s && f.item == n).count();
+        assert_eq!(of("evil", "send_email_v2"), 1);
+        assert_eq!(of("mail", "send_email"), 1);
+        assert_eq!(of("evil", "read_file_secure"), 1);
+        assert_eq!(of("evil", "read_inboxes"), 1);
+        // Different tools that share words are not near-identical.
+        assert_eq!(of("other", "read_text_file"), 0);
+        assert_eq!(of("other", "list_issues"), 0);
+        assert_eq!(of("other", "send"), 0);
+        let twice = out
+            .iter()
+            .find(|f| f.server == "fs" && f.message.contains("lists 2 tools named"))
+            .unwrap();
+        assert_eq!(twice.item, "read_file");
+        assert_eq!(twice.severity, Severity::Medium);
+        assert_eq!(near_skeleton("get_weather_V1.1"), "getweather");
+        assert_eq!(near_skeleton("address"), "address");
     }
 }
