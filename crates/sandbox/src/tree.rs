@@ -170,6 +170,7 @@ impl CgroupSite {
             let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
             let mounts = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
             let site = site_v2(&own, &mounts).or_else(|| site_v1(&own, &mounts))?;
+            site.remove_stale();
             site.probe().then_some(site)
         })
         .as_ref()
@@ -179,6 +180,34 @@ impl CgroupSite {
         match self {
             CgroupSite::V2 { .. } => CgroupVersion::V2,
             CgroupSite::V1 { .. } => CgroupVersion::V1,
+        }
+    }
+
+    /// Removes the empty cgroups of gauntlet processes that are gone (killed before they
+    /// could remove their runs' cgroups); a cgroup still holding tasks stays.
+    fn remove_stale(&self) {
+        let dirs: Vec<&PathBuf> = match self {
+            CgroupSite::V2 { dir } => vec![dir],
+            CgroupSite::V1 { memory, pids } => std::iter::once(memory).chain(pids).collect(),
+        };
+        for d in dirs {
+            let Ok(entries) = std::fs::read_dir(d) else {
+                continue;
+            };
+            for e in entries.flatten() {
+                let name = e.file_name();
+                let Some(pid) = name
+                    .to_str()
+                    .and_then(|n| n.strip_prefix("gauntlet-"))
+                    .and_then(|r| r.split('-').next())
+                    .and_then(|p| p.parse::<u32>().ok())
+                else {
+                    continue;
+                };
+                if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
+                    let _ = std::fs::remove_dir(e.path());
+                }
+            }
         }
     }
 
@@ -508,6 +537,27 @@ mod tests {
             s.contains("summed every 50 ms") && s.contains("RLIMIT_NPROC"),
             "{s}"
         );
+    }
+
+    /// A cgroup left by a gauntlet killed before it could remove it (SIGKILL) is removed
+    /// by the next one; a live process's is kept.
+    #[test]
+    fn stale_cgroups_of_dead_processes_are_removed() {
+        let Some(site) = CgroupSite::current() else {
+            eprintln!("SKIP: no cgroup can be created here");
+            return;
+        };
+        let (dead, live) = ("gauntlet-4294967290-0", cgroup_name());
+        let a = Cgroup::create(site, dead, 64 << 20, 8).unwrap();
+        let b = Cgroup::create(site, &live, 64 << 20, 8).unwrap();
+        let paths: Vec<PathBuf> = a.dirs.clone();
+        std::mem::forget(a);
+        site.remove_stale();
+        for p in &paths {
+            assert!(!p.exists(), "{} was left", p.display());
+        }
+        assert!(b.dirs.iter().all(|d| d.exists()));
+        drop(b);
     }
 
     #[test]
