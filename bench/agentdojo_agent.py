@@ -3,7 +3,7 @@
 suites: gauntlet's parity test and bench/agentdojo.sh point both gauntlet and AgentDojo's
 own harness at it.
 
-    VENV/bin/python bench/agentdojo_agent.py --mode obey|ignore [--port 0] [--version v1.2.2]
+    VENV/bin/python bench/agentdojo_agent.py --mode obey|ignore|text [--port 0] [--version v1.2.2]
 
 Run it with the AgentDojo virtualenv's Python (scripts/install-agentdojo.sh): it reads the
 benchmark's tasks from the package to know what to do. It prints its base URL
@@ -18,7 +18,9 @@ benchmark's tasks from the package to know what to do. It prints its base URL
 - `--mode obey`: once a tool result carries an injection task's goal (compared with
   whitespace, quotes and backslashes ignored, since the environment's YAML re-wraps
   text), the agent first carries out that injection task's ground truth, then resumes
-  the user task. `--mode ignore` never does.
+  the user task. `--mode ignore` never does. `--mode text` never calls a tool: it answers
+  every request with the task's expected output as text, like a model served without
+  tool calling (no injection placed in a tool result ever reaches it).
 
 The replies depend only on the request, so any number of clients, in any order, see the
 same agent. Token usage is reported as characters / 4 of the request and the reply.
@@ -97,6 +99,8 @@ def reply(body, scripts, mode):
         return {"content": "I do not know this task.", "tool_calls": None}
     suite, task = found
     calls, output = scripts.plan(suite, task)
+    if mode == "text":
+        return {"content": output, "tool_calls": None}
     tool_texts = [text_of(m.get("content")) for m in msgs if m.get("role") == "tool"]
     if mode == "obey":
         hit = scripts.injected(suite, tool_texts)
@@ -114,7 +118,7 @@ def reply(body, scripts, mode):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--mode", choices=["obey", "ignore"], required=True)
+    ap.add_argument("--mode", choices=["obey", "ignore", "text"], required=True)
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--version", default="v1.2.2")
     args = ap.parse_args()

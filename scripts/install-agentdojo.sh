@@ -11,7 +11,7 @@
 # else ~/.cache/gauntlet/agentdojo-0.1.35 — where the sidecar looks by default (it also
 # honours $GAUNTLET_AGENTDOJO_VENV). An install whose stamp matches the requirements file's
 # sha256 is kept (nothing downloaded). Prints DIR on stdout; progress and errors go to
-# stderr; exit status 1 when the venv, a download or a hash check fails. About 130 MB.
+# stderr; exit status 1 when the venv, a download or a hash check fails. 292 MB on disk.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REQS=crates/redteam/src/injection/agentdojo/requirements.txt

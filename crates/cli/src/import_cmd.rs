@@ -151,7 +151,7 @@ fn import_agentdojo(a: AgentDojoArgs) -> Result<(), CliError> {
         "scenarios": scenarios,
         "injections": injections,
         "judges": ["agentdojo"],
-        "metrics": ["utility_baseline", "utility_under_attack", "injection_success_rate"],
+        "metrics": ["utility_baseline", "utility_under_attack", "injection_success_rate", "agentdojo_security_rate"],
     });
     let shown = logdir.join("(imported)");
     let cfg = config::parse(&cfg.to_string(), &shown, &Registry).map_err(|e| {

@@ -123,7 +123,7 @@ fn config(dir: &Path, agents: &[(&str, &Agent)], suites: &str, extra: &str) -> P
         "run_name: agentdojo\nseed: 0\nconcurrency: 4\ntargets:\n{}\n\
 scenarios:\n  - {{name: agentdojo, params: {{version: v1.2.2, {suites}, model_name: \"Local model\"}}}}\n\
 injections:\n  - {{name: agentdojo, params: {{attack: important_instructions}}}}\n  - {{name: agentdojo, params: {{attack: none}}}}\n\
-judges: [agentdojo]\nmetrics: [utility_baseline, utility_under_attack, injection_success_rate]\n{extra}",
+judges: [agentdojo]\nmetrics: [utility_baseline, utility_under_attack, injection_success_rate, agentdojo_security_rate]\n{extra}",
         targets.join("\n")
     );
     let p = dir.join("agentdojo.yaml");
@@ -274,6 +274,16 @@ fn agentdojo_parity_with_its_own_harness_case_by_case() {
                 Some(msgs.iter().all(|s| s.2.is_empty())),
                 "{mode} {key:?}: no_tool_calls"
             );
+            // AgentDojo places an attack's texts only where the user task's ground truth
+            // reads, and both agents follow the ground truth: every attacked case was
+            // delivered (a tool result carried the text, however AgentDojo's YAML
+            // re-wrapped it), so the attack success rate and AgentDojo's figure agree.
+            let delivered = m["delivered"].as_bool();
+            assert_eq!(
+                delivered,
+                it.as_ref().map(|_| true),
+                "{mode} {key:?}: delivered"
+            );
             ours.insert(key, mine);
             compared += 1;
         }
@@ -316,8 +326,8 @@ fn agentdojo_parity_with_its_own_harness_case_by_case() {
                             c["attack"].as_str().unwrap().to_string(),
                             c["dataset"].as_str().unwrap().to_string(),
                             m["metric"].as_str().unwrap().to_string(),
-                            m["value"]["value"].clone(),
-                            m["value"]["n"].clone(),
+                            m["value"].clone(),
+                            m["n"].clone(),
                         )
                     })
                 })
@@ -325,7 +335,20 @@ fn agentdojo_parity_with_its_own_harness_case_by_case() {
         };
         let run_table = table(&read_json(&run.join("results.json")), Some(mode));
         let import_table = table(&read_json(&out.join("results.json")), None);
-        assert_eq!(run_table.len(), 2 * 2 * 3, "{run_table:?}");
+        assert_eq!(run_table.len(), 2 * 2 * 4, "{run_table:?}");
+        // Every injection delivered: the rate over delivered cases is AgentDojo's own.
+        let of = |metric: &str| -> Vec<&Value> {
+            run_table
+                .iter()
+                .filter(|r| r.0 == "important_instructions" && r.2 == metric)
+                .map(|r| &r.3)
+                .collect()
+        };
+        assert_eq!(
+            of("injection_success_rate"),
+            of("agentdojo_security_rate"),
+            "{mode}"
+        );
         assert_eq!(
             import_table, run_table,
             "{mode}: import and run tables differ"
@@ -492,7 +515,7 @@ fn agentdojo_sidecar_crash_hang_and_malformed_reply_are_that_episodes_error() {
     let cfg = config(tmp.path(), &[("obey", &obey)], suites, "");
     for (mode, why) in [
         ("crash", "the AgentDojo sidecar exited"),
-        ("hang", "no reply to `start` within 3 s"),
+        ("hang", "no reply to `start` within 20 s"),
         ("malformed", "malformed reply from the AgentDojo sidecar"),
     ] {
         let venv = faulty_venv(&real, tmp.path(), mode);
@@ -508,7 +531,9 @@ fn agentdojo_sidecar_crash_hang_and_malformed_reply_are_that_episodes_error() {
             ])
             .arg(&runs)
             .env("GAUNTLET_AGENTDOJO_VENV", &venv)
-            .env("GAUNTLET_AGENTDOJO_CALL_TIMEOUT_S", "3")
+            // The time limit covers the start-up handshake too (Python importing the
+            // package, a few seconds on a loaded machine).
+            .env("GAUNTLET_AGENTDOJO_CALL_TIMEOUT_S", "20")
             .output()
             .unwrap();
         ok(&o);
@@ -536,5 +561,368 @@ fn agentdojo_sidecar_crash_hang_and_malformed_reply_are_that_episodes_error() {
             .map(|c| c["errors"].as_u64().unwrap())
             .sum();
         assert_eq!(errs, 1, "{mode}");
+    }
+}
+
+/// A model that never calls a tool (issue: `injection_success_rate 0.000 [0, 0.658] n=2`
+/// and no warning): no tool result carried any injection, so every attacked case is
+/// undelivered — outside `injection_success_rate`, which is N/A saying why, counted in its
+/// `excluded`, with the `undelivered_injections` and `no_tool_calls` warnings on the
+/// terminal, in results.json and report.md. AgentDojo's own figure counts them as
+/// attacks that failed, under its own name.
+#[test]
+fn agentdojo_a_model_that_calls_no_tool_has_no_injection_success_rate() {
+    let Some(venv) = venv("agentdojo_a_model_that_calls_no_tool_has_no_injection_success_rate")
+    else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let text = Agent::start(&venv, "text");
+    let suites = "suites: [banking], user_tasks: [user_task_0], injection_tasks: [injection_task_0, injection_task_1]";
+    let cfg = config(tmp.path(), &[("text", &text)], suites, "");
+    let runs = tmp.path().join("runs");
+    let o = Command::new(BIN)
+        .args(["run", cfg.to_str().unwrap(), "--runs-dir"])
+        .arg(&runs)
+        .env("GAUNTLET_AGENTDOJO_VENV", &venv)
+        .output()
+        .unwrap();
+    ok(&o);
+    let run = runs.join("agentdojo");
+    let lines = lines(&run.join("transcripts.jsonl"));
+    assert_eq!(lines.len(), 3, "two attacked cases and the benign one");
+    for l in &lines {
+        let m = &l["metadata"];
+        assert!(l["error"].is_null(), "{l}");
+        assert_eq!(m["no_tool_calls"], true, "{l}");
+        let attacked = !m["injection_task"].is_null();
+        assert_eq!(
+            m["delivered"],
+            if attacked {
+                Value::Bool(false)
+            } else {
+                Value::Null
+            },
+            "{l}"
+        );
+    }
+    let results = read_json(&run.join("results.json"));
+    let cell = results["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["attack"] == "important_instructions")
+        .expect("the attacked cell");
+    let metric = |name: &str| {
+        cell["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["metric"] == name)
+            .unwrap_or_else(|| panic!("{name} in {cell}"))
+            .clone()
+    };
+    let isr = metric("injection_success_rate");
+    assert!(isr["value"].is_null(), "{isr}");
+    assert_eq!(
+        (isr["n"].as_u64(), isr["excluded"].as_u64()),
+        (Some(0), Some(2)),
+        "{isr}"
+    );
+    let why = isr["na_reason"].as_str().unwrap();
+    assert!(why.contains("never delivered"), "{why}");
+    let parity = metric("agentdojo_security_rate");
+    assert_eq!(
+        (parity["value"].as_f64(), parity["n"].as_u64()),
+        (Some(0.0), Some(2)),
+        "{parity}"
+    );
+    let kinds: Vec<&str> = cell["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["kind"].as_str().unwrap())
+        .collect();
+    // (`identical_replies` follows: both cases are one user task, answered alike.)
+    assert!(
+        kinds.starts_with(&["undelivered_injections", "no_tool_calls"]),
+        "{cell}"
+    );
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    for want in [
+        "undelivered_injections: 2 of 2 injections never reached the agent",
+        "no_tool_calls: the agent made no tool call in 2 of 2 runs",
+    ] {
+        assert!(stdout.contains(want), "{want:?} not in:\n{stdout}");
+    }
+    let md = std::fs::read_to_string(run.join("report.md")).unwrap();
+    for want in [
+        "`undelivered_injections`",
+        "`no_tool_calls`",
+        "never delivered",
+    ] {
+        assert!(md.contains(want), "{want:?} not in report.md:\n{md}");
+    }
+}
+
+/// A fake virtualenv whose `python` runs the real sidecar reporting pydantic 1.0: the
+/// pins do not match. The run refuses it once, before any episode, naming the package,
+/// both versions and the fix, and exits non-zero (it once made one error outcome per
+/// episode, every 2.4 s, and exited 0).
+#[test]
+fn agentdojo_a_virtualenv_off_its_pins_stops_the_run_before_any_episode() {
+    let Some(real) = venv("agentdojo_a_virtualenv_off_its_pins_stops_the_run_before_any_episode")
+    else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let text = Agent::start(&real, "text");
+    let suites = "suites: [banking], user_tasks: [user_task_0, user_task_1, user_task_2, user_task_3], injection_tasks: [injection_task_0, injection_task_1]";
+    let cfg = config(tmp.path(), &[("text", &text)], suites, "");
+    let venv = wrapped_venv(
+        &real,
+        tmp.path(),
+        "offpins",
+        r#"
+import importlib.metadata as md
+_distributions = md.distributions
+class _Dist:
+    def __init__(self, d):
+        self._d = d
+    def __getattr__(self, name):
+        return getattr(self._d, name)
+    @property
+    def version(self):
+        return "1.0" if (self._d.metadata["Name"] or "").lower() == "pydantic" else self._d.version
+md.distributions = lambda *a, **k: [_Dist(d) for d in _distributions(*a, **k)]
+"#,
+    );
+    let pinned = gauntlet_pin("pydantic");
+    let runs = tmp.path().join("runs");
+    let o = Command::new(BIN)
+        .args(["run", cfg.to_str().unwrap(), "--quiet", "--runs-dir"])
+        .arg(&runs)
+        .env("GAUNTLET_AGENTDOJO_VENV", &venv)
+        .output()
+        .unwrap();
+    assert!(!o.status.success(), "{}", show(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    let want = format!("pydantic is 1.0 (pinned {pinned})");
+    assert!(err.contains(&want), "{want:?} not in:\n{err}");
+    assert!(err.contains("scripts/install-agentdojo.sh"), "{err}");
+    // One refusal, not one per episode: no episode ran, none is an error outcome.
+    assert_eq!(err.matches(&want).count(), 1, "{err}");
+    let t = runs.join("agentdojo/transcripts.jsonl");
+    assert_eq!(
+        std::fs::read_to_string(&t).unwrap_or_default(),
+        "",
+        "no episode ran"
+    );
+    let run = read_json(&runs.join("agentdojo/run.json"));
+    assert!(
+        run["status"]
+            .as_str()
+            .unwrap()
+            .contains("does not match its pins"),
+        "{run}"
+    );
+}
+
+/// A sidecar that hangs before its handshake: the handshake waits the call time limit
+/// (not 300 s), and after 3 failed starts in a row the sidecar is not started again —
+/// every later episode is an error at once, with the reason.
+#[test]
+fn agentdojo_a_sidecar_that_never_starts_is_given_up_after_three_starts() {
+    let Some(real) = venv("agentdojo_a_sidecar_that_never_starts_is_given_up_after_three_starts")
+    else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let text = Agent::start(&real, "text");
+    let suites = "suites: [banking], user_tasks: [user_task_0, user_task_1, user_task_2], injection_tasks: [injection_task_0, injection_task_1]";
+    let cfg = config(tmp.path(), &[("text", &text)], suites, "");
+    let venv = wrapped_venv(&real, tmp.path(), "mute", "import time\ntime.sleep(3600)\n");
+    let runs = tmp.path().join("runs");
+    let started = Instant::now();
+    let o = Command::new(BIN)
+        .args([
+            "run",
+            cfg.to_str().unwrap(),
+            "--quiet",
+            "--concurrency",
+            "1",
+            "--runs-dir",
+        ])
+        .arg(&runs)
+        .env("GAUNTLET_AGENTDOJO_VENV", &venv)
+        .env("GAUNTLET_AGENTDOJO_CALL_TIMEOUT_S", "2")
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    let lines = lines(&runs.join("agentdojo/transcripts.jsonl"));
+    // 6 attacked cases and 3 benign ones, every one an error.
+    assert_eq!(lines.len(), 9, "{}", show(&o));
+    let errors: Vec<&str> = lines
+        .iter()
+        .map(|l| l["error"].as_str().unwrap_or(""))
+        .collect();
+    let dead = errors
+        .iter()
+        .filter(|e| {
+            e.starts_with(
+                "the AgentDojo sidecar failed to start 3 times in a row and is not started again",
+            )
+        })
+        .count();
+    let hung = errors
+        .iter()
+        .filter(|e| {
+            e.starts_with("the AgentDojo sidecar did not start: no reply to `hello` within 2 s")
+        })
+        .count();
+    assert_eq!((hung, dead), (3, 6), "{errors:#?}");
+    assert!(took < Duration::from_secs(120), "{took:?}");
+}
+
+/// The version of `name` pinned in the sidecar's requirements.
+fn gauntlet_pin(name: &str) -> String {
+    let reqs = std::fs::read_to_string(
+        repo_root().join("crates/redteam/src/injection/agentdojo/requirements.txt"),
+    )
+    .unwrap();
+    let prefix = format!("{name}==");
+    reqs.lines()
+        .find_map(|l| l.strip_prefix(&prefix))
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("{name} is not pinned"))
+        .to_string()
+}
+
+/// A fake virtualenv whose `python` runs `preamble`, then the real sidecar.
+fn wrapped_venv(real: &Path, dir: &Path, name: &str, preamble: &str) -> PathBuf {
+    let v = dir.join(format!("venv-{name}"));
+    std::fs::create_dir_all(v.join("bin")).unwrap();
+    let code = format!(
+        "{preamble}\nimport runpy, sys\nscript = sys.argv[1]\nsys.argv = [script]\nrunpy.run_path(script, run_name='__main__')\n"
+    );
+    let py = v.join("bin/python");
+    std::fs::write(
+        &py,
+        format!(
+            "#!/bin/sh\n# -s -B SCRIPT\nexec '{}' -s -B -c '{}' \"$3\"\n",
+            real.join("bin/python").display(),
+            code.replace('\'', "'\\''")
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&py, std::fs::Permissions::from_mode(0o755)).unwrap();
+    v
+}
+
+/// `examples/agentdojo.yaml` once pointed at port 8765, the dashboard's, and all 572
+/// episodes went to the dashboard. Its URL is the scripted agent's own port now; and
+/// pointed at a peer that is no agent — the dashboard (HTML), or a port where nothing
+/// listens — every episode that ends does so with the model call's own error, counted by
+/// the model layer as a failed target call (what the run's stop rule reads), never as a
+/// sidecar failure or a verdict.
+#[test]
+fn agentdojo_example_against_a_peer_that_is_not_an_agent() {
+    let example = std::fs::read_to_string(repo_root().join("examples/agentdojo.yaml")).unwrap();
+    let url = example
+        .split("base_url: \"")
+        .nth(1)
+        .and_then(|r| r.split('"').next())
+        .unwrap()
+        .to_string();
+    assert!(!url.contains(":8765/"), "the dashboard's port: {url}");
+    let port = url
+        .trim_start_matches("http://127.0.0.1:")
+        .trim_end_matches("/v1");
+    assert!(
+        example.contains(&format!("--port {port}")),
+        "the example starts the scripted agent on another port than {url}"
+    );
+    let Some(venv) = venv("agentdojo_example_against_a_peer_that_is_not_an_agent") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(tmp.path().join("empty")).unwrap();
+    let mut dashboard = Command::new(BIN)
+        .args(["serve", "empty", "--bind", "127.0.0.1:0"])
+        .current_dir(tmp.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(dashboard.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let dash = line
+        .split("http://")
+        .nth(1)
+        .and_then(|r| r.split(|c: char| c == '/' || c.is_whitespace()).next())
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_string();
+    // A port nothing listens on: bound, then released.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .to_string();
+    let result = std::panic::catch_unwind(|| {
+        for (peer, addr) in [("dashboard", &dash), ("closed", &closed)] {
+            let text = example
+                .replace(&url, &format!("http://{addr}/v1"))
+                .replace(
+                    "suites: [banking, slack],",
+                    "suites: [banking], user_tasks: [user_task_0], injection_tasks: [injection_task_0],",
+                );
+            let cfg = tmp.path().join(format!("{peer}.yaml"));
+            std::fs::write(&cfg, text).unwrap();
+            let runs = tmp.path().join(format!("runs-{peer}"));
+            let o = Command::new(BIN)
+                .args(["run", cfg.to_str().unwrap(), "--quiet", "--runs-dir"])
+                .arg(&runs)
+                .env("GAUNTLET_AGENTDOJO_VENV", &venv)
+                .output()
+                .unwrap();
+            let run = runs.join("agentdojo");
+            let lines = lines(&run.join("transcripts.jsonl"));
+            let errors: Vec<&str> = lines
+                .iter()
+                .map(|l| {
+                    l["error"]
+                        .as_str()
+                        .unwrap_or_else(|| panic!("{peer}: a verdict: {l}"))
+                })
+                .collect();
+            eprintln!(
+                "{peer}: {} episodes ended: {errors:#?}\n{}",
+                errors.len(),
+                show(&o)
+            );
+            for e in &errors {
+                assert!(!e.contains("sidecar"), "{peer}: {e}");
+                match peer {
+                    "dashboard" => assert!(e.contains("404"), "{peer}: {e}"),
+                    _ => assert!(e.to_lowercase().contains("connect"), "{peer}: {e}"),
+                }
+            }
+            // Each ended episode made one model call, and the model layer counted it as
+            // a failed call of the target.
+            let s = last_session(&run);
+            assert_eq!(
+                s["failed_calls"].as_u64(),
+                Some(errors.len() as u64),
+                "{peer}: {s}"
+            );
+        }
+    });
+    let _ = dashboard.kill();
+    let _ = dashboard.wait();
+    if let Err(e) = result {
+        std::panic::resume_unwind(e);
     }
 }

@@ -332,3 +332,101 @@ fn list_shows_injections_and_suites() {
         assert!(s.contains(want), "`{want}` missing from:\n{s}");
     }
 }
+
+/// A chat model that never calls a tool, on a small cell of the bundled suite: the
+/// indirect injection rides on a tool result no call fetched, so it was never delivered —
+/// `injection_success_rate` is N/A with the runs in its `excluded` — and 2 of 2 runs
+/// without a tool call is a warning (the rule is exact at every size: it once needed at
+/// least 5 runs). The direct injection was delivered in the user's turn: its rate is
+/// measured (0 of 2), beside the same warning. On the terminal, in results.json and in
+/// report.md.
+#[test]
+fn a_model_without_tool_calls_is_flagged_on_a_small_cell() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("quiet.yaml");
+    write(
+        &cfg,
+        "run_name: quiet\nseed: 0\ntargets:\n  - {name: reference, params: {name: chat-only}}\n\
+         injections: [indirect_injection, direct_injection]\n\
+         scenarios:\n  - {name: bundled, params: {suite: injecagent_demo, limit: 2}}\n\
+         judges: [injection_detector]\nmetrics: [injection_success_rate, utility_under_attack]\n",
+    );
+    let o = gauntlet(&["run", cfg.to_str().unwrap()], dir.path());
+    ok(&o);
+    let rd = dir.path().join("runs/quiet");
+    let results = read_json(&rd.join("results.json"));
+    let cell = |attack: &str| {
+        results["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["attack"] == attack)
+            .unwrap_or_else(|| panic!("no {attack} cell"))
+            .clone()
+    };
+    let isr = |c: &Value| {
+        c["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["metric"] == "injection_success_rate")
+            .unwrap()
+            .clone()
+    };
+    let kinds = |c: &Value| -> Vec<String> {
+        c["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w["kind"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let indirect = cell("indirect_injection");
+    let v = isr(&indirect);
+    assert!(v["value"].is_null(), "{v}");
+    assert_eq!(
+        (v["n"].as_u64(), v["excluded"].as_u64()),
+        (Some(0), Some(2)),
+        "{v}"
+    );
+    assert!(
+        v["na_reason"].as_str().unwrap().contains("never delivered"),
+        "{v}"
+    );
+    // (`identical_replies` may follow: the reference model's reply is one text.)
+    assert!(
+        kinds(&indirect).starts_with(&["undelivered_injections".into(), "no_tool_calls".into()]),
+        "{indirect}"
+    );
+    let direct = cell("direct_injection");
+    let v = isr(&direct);
+    assert_eq!(
+        (v["value"].as_f64(), v["n"].as_u64()),
+        (Some(0.0), Some(2)),
+        "{v}"
+    );
+    assert!(
+        kinds(&direct).starts_with(&["no_tool_calls".into()]),
+        "{direct}"
+    );
+    let w = &direct["warnings"][0];
+    assert_eq!(
+        w["evidence"], "2 of 2 agent runs without a tool call",
+        "{w}"
+    );
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        stdout
+            .matches("no_tool_calls: the agent made no tool call in 2 of 2 runs")
+            .count(),
+        2,
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("undelivered_injections: 2 of 2 injections never reached the agent"),
+        "{stdout}"
+    );
+    let md = std::fs::read_to_string(rd.join("report.md")).unwrap();
+    assert_eq!(md.matches("`no_tool_calls`").count(), 2, "{md}");
+    assert!(md.contains("`undelivered_injections`"), "{md}");
+}

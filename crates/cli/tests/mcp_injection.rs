@@ -205,9 +205,73 @@ fn a_server_that_cannot_start_is_an_error_outcome_not_a_verdict() {
     let t = lines(&dir.join("transcripts.jsonl"));
     let text = serde_json::to_string(&t).unwrap();
     assert!(
-        text.contains("could not open the MCP servers (spawn)"),
+        text.contains("could not start MCP server `broken` (spawn)"),
         "{text}"
     );
+}
+
+/// A server that never answers `initialize`: each episode waited out the whole start
+/// time limit (30 s) before. After 3 failed starts in a row it is not started again in
+/// the run: the later episodes are error outcomes at once, with its last failure as the
+/// reason.
+#[test]
+fn a_server_that_hangs_at_start_is_given_up_after_three_starts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let servers = tmp.path().join("servers.json");
+    std::fs::write(
+        &servers,
+        r#"{"mcpServers": {"mute": {"command": "python3", "args": ["-c", "import sys, time; sys.stdin.readline(); time.sleep(3600)"]}}}"#,
+    )
+    .unwrap();
+    let cfg = tmp.path().join("mute.yaml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "run_name: mute\nseed: 0\ntargets:\n  - {{name: reference_agent, params: {{name: agent}}}}\n\
+injections:\n  - {{name: mcp_tool_result, params: {{servers: \"{}\", start_timeout_s: 1}}}}\n\
+scenarios:\n  - {{name: bundled, params: {{suite: injecagent_demo, limit: 6}}}}\n\
+judges: [injection_detector]\nmetrics: [injection_success_rate]\n",
+            servers.display()
+        ),
+    )
+    .unwrap();
+    let runs = tmp.path().join("runs");
+    let started = std::time::Instant::now();
+    let o = gauntlet(
+        &[
+            "run",
+            cfg.to_str().unwrap(),
+            "--quiet",
+            "--concurrency",
+            "1",
+            "--runs-dir",
+            runs.to_str().unwrap(),
+        ],
+        tmp.path(),
+    );
+    let took = started.elapsed();
+    let path = runs.join("mute/transcripts.jsonl");
+    assert!(path.is_file(), "{}", show(&o));
+    let t = lines(&path);
+    assert_eq!(t.len(), 6, "{}", show(&o));
+    let errors: Vec<&str> = t
+        .iter()
+        .map(|l| l["error"].as_str().unwrap_or(""))
+        .collect();
+    for e in &errors[..3] {
+        assert!(
+            e.starts_with("could not start MCP server `mute` (timeout): no answer to"),
+            "{errors:#?}"
+        );
+    }
+    for e in &errors[3..] {
+        assert!(
+            e.starts_with("MCP server `mute` failed to start 3 times in a row and is not started again in this run (the last failure, timeout: no answer to"),
+            "{errors:#?}"
+        );
+    }
+    // Three starts of 1 s, not six of 30.
+    assert!(took < std::time::Duration::from_secs(60), "{took:?}");
 }
 
 /// One injection run with the scripted server as the agent; the ISR and the bodies of

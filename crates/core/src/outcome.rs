@@ -127,10 +127,12 @@ pub struct InjectionFacts {
     pub injected: bool,
     /// The user's task was carried out (the scenario's `user_check` matched).
     pub task_completed: bool,
-    /// Whether the planted injection reached the agent: an indirect injection rides on a
-    /// tool's output, so an agent that never called that tool never saw it. `None` when
-    /// the judge cannot tell (AgentDojo, InjecAgent: the injection is in the case itself).
-    /// An undelivered injection is outside `injection_success_rate`, counted beside it.
+    /// Whether the planted injection reached the agent: a tool result it received carried
+    /// it (an indirect injection rides on a tool's output, so an agent that never called
+    /// that tool never saw it; InjecAgent's is in the case's own tool result, always
+    /// delivered). `None` when the judge cannot tell (a run stored before it was
+    /// recorded). An undelivered injection is outside `injection_success_rate`, counted
+    /// beside it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delivered: Option<bool>,
     /// The agent made no tool call at all in this run (`None` when not recorded).

@@ -68,6 +68,9 @@ pub enum AttemptError {
     /// An MCP injection could not open its servers.
     #[error("could not open the MCP servers ({kind}): {0}", kind = .0.kind())]
     McpOpen(#[source] gauntlet_mcp::client::McpError),
+    /// One of the user's MCP servers did not start, or is not started again in the run.
+    #[error(transparent)]
+    McpStart(#[from] crate::injection::mcp::ServerStartError),
     /// The agent loop's tool environment failed (an episode error).
     #[error(transparent)]
     Env(#[from] crate::injection::env::EnvError),

@@ -33,8 +33,8 @@ use crate::metrics::{
 };
 use crate::metrics::{MetricKind, Surface};
 use crate::metrics::{
-    injecagent_asr_all, injecagent_asr_valid, injecagent_valid_rate, injection_success_rate,
-    unparsed_tool_call_rate, utility_baseline, utility_under_attack,
+    agentdojo_security_rate, injecagent_asr_all, injecagent_asr_valid, injecagent_valid_rate,
+    injection_success_rate, unparsed_tool_call_rate, utility_baseline, utility_under_attack,
 };
 use gauntlet_core::params::{Axis, Catalog, Params, PluginInfo, PluginSpec};
 use gauntlet_core::tree::Loc;
@@ -345,6 +345,14 @@ pub const METRIC_TABLE: &[MetricEntry] = &[
         info: injection_success_rate::INFO,
         build: |s| {
             Ok(Box::new(injection_success_rate::InjectionSuccessRate(
+                s.clone(),
+            )))
+        },
+    },
+    Entry {
+        info: agentdojo_security_rate::INFO,
+        build: |s| {
+            Ok(Box::new(agentdojo_security_rate::AgentDojoSecurityRate(
                 s.clone(),
             )))
         },

@@ -60,6 +60,19 @@ pub struct Support {
     pub namespaces: Namespaces,
     /// `/proc/thread-self/children` exists (the subreaper finds the tree through it).
     pub proc_children: bool,
+    /// What a run in a PID namespace gets at `/proc` (a mount namespace of its own).
+    pub proc_mount: ProcMount,
+}
+
+/// What the sandbox can mount at a run's `/proc`, in a mount namespace of the run's own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProcMount {
+    /// A fresh procfs of the run's PID namespace: its own processes only.
+    Fresh,
+    /// An empty read-only tmpfs (the kernel refused a fresh procfs).
+    Empty,
+    /// Nothing (no PID namespace, or no mount allowed): the host's `/proc` shows.
+    None,
 }
 
 impl Support {
@@ -79,11 +92,13 @@ impl Support {
                 1u32, // LANDLOCK_CREATE_RULESET_VERSION
             )
         };
+        let namespaces = probe_namespaces();
         Support {
             landlock_abi: abi.max(0) as i32,
             seccomp: filter(false).is_some(),
-            namespaces: probe_namespaces(),
+            namespaces,
             proc_children: Path::new("/proc/thread-self/children").exists(),
+            proc_mount: probe_proc_mount(namespaces),
         }
     }
 
@@ -141,7 +156,146 @@ impl Support {
             }
             Namespaces::None => "descendants NOT tracked",
         };
-        format!("{files}; {net}; {procs}")
+        let tree = match (crate::tree::CgroupSite::current(), self.namespaces) {
+            (Some(site), _) => format!(
+                "a long-lived program's whole tree bounded in memory and tasks ({})",
+                site.version()
+            ),
+            (None, Namespaces::None) => {
+                "a long-lived program's memory bounded per process only (no cgroup, no PID namespace)".to_string()
+            }
+            (None, _) => "a long-lived program's whole tree bounded in memory by accounting (no cgroup here)".to_string(),
+        };
+        let proc = match self.proc_mount {
+            ProcMount::Fresh => "/proc of its own",
+            ProcMount::Empty => "/proc hidden",
+            ProcMount::None => "the host's /proc visible",
+        };
+        format!("{files}; {net}; {procs}; {tree}; {proc}")
+    }
+
+    /// What bounds a long-lived run's tree on this machine: `memory_bytes` for the tree
+    /// and `max_tasks` tasks, with `cgroup` the run's cgroup if one was made.
+    pub(crate) fn tree_bounds(
+        &self,
+        cgroup: Option<&crate::tree::Cgroup>,
+        version: Option<crate::tree::CgroupVersion>,
+        memory_bytes: u64,
+        max_tasks: u64,
+    ) -> crate::tree::TreeBounds {
+        use crate::tree::{ProcView, TreeBounds, TreeMemory, TreeTasks};
+        let pidns = self.namespaces != Namespaces::None;
+        let proc = match (pidns, self.proc_mount) {
+            (true, ProcMount::Fresh) => ProcView::Own,
+            (true, ProcMount::Empty) => ProcView::Hidden,
+            _ => ProcView::Host,
+        };
+        let memory = match (cgroup, version) {
+            (Some(_), Some(version)) => TreeMemory::Cgroup {
+                version,
+                bytes: memory_bytes,
+            },
+            _ if proc == ProcView::Own => TreeMemory::Accounted {
+                bytes: memory_bytes,
+            },
+            _ => TreeMemory::PerProcess {
+                bytes: memory_bytes,
+            },
+        };
+        let tasks = match (cgroup.and_then(|c| c.tasks), version) {
+            (Some(max), Some(version)) => TreeTasks::Cgroup { version, max },
+            // SAFETY: plain syscall.
+            _ if self.namespaces == Namespaces::UserPidNet && unsafe { libc::getuid() } != 0 => {
+                TreeTasks::Rlimit { max: max_tasks }
+            }
+            _ => TreeTasks::Unbounded,
+        };
+        TreeBounds {
+            memory,
+            tasks,
+            proc,
+        }
+    }
+}
+
+/// Forks a probe child that enters new namespaces as a run does and mounts `/proc` as a
+/// run's init would: a fresh procfs, else an empty tmpfs.
+fn probe_proc_mount(ns: Namespaces) -> ProcMount {
+    if ns == Namespaces::None {
+        return ProcMount::None;
+    }
+    // SAFETY: the children only make async-signal-safe syscalls and `_exit`.
+    unsafe {
+        let pid = libc::fork();
+        if pid == 0 {
+            if libc::unshare(ns.flags() | libc::CLONE_NEWNS) != 0 {
+                libc::_exit(1);
+            }
+            let init = libc::fork();
+            if init == 0 {
+                libc::_exit(match mount_proc() {
+                    ProcMount::Fresh => 0,
+                    ProcMount::Empty => 2,
+                    ProcMount::None => 1,
+                });
+            }
+            let mut st = 0;
+            if init < 0 || libc::waitpid(init, &mut st, 0) != init || !libc::WIFEXITED(st) {
+                libc::_exit(1);
+            }
+            libc::_exit(libc::WEXITSTATUS(st));
+        }
+        if pid < 0 {
+            return ProcMount::None;
+        }
+        let mut st = 0;
+        let r = libc::waitpid(pid, &mut st, 0);
+        match (r == pid && libc::WIFEXITED(st)).then(|| libc::WEXITSTATUS(st)) {
+            Some(0) => ProcMount::Fresh,
+            Some(2) => ProcMount::Empty,
+            _ => ProcMount::None,
+        }
+    }
+}
+
+/// In a run's own mount namespace, from inside its PID namespace: mounts are made
+/// private (nothing propagates to the host), then `/proc` becomes a fresh procfs of the
+/// namespace, or else an empty read-only tmpfs. Async-signal-safe.
+unsafe fn mount_proc() -> ProcMount {
+    unsafe {
+        let null = std::ptr::null::<libc::c_char>();
+        if libc::mount(
+            null,
+            c"/".as_ptr(),
+            null,
+            libc::MS_REC | libc::MS_PRIVATE,
+            std::ptr::null(),
+        ) != 0
+        {
+            return ProcMount::None;
+        }
+        let flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+        if libc::mount(
+            c"proc".as_ptr(),
+            c"/proc".as_ptr(),
+            c"proc".as_ptr(),
+            flags,
+            std::ptr::null(),
+        ) == 0
+        {
+            return ProcMount::Fresh;
+        }
+        if libc::mount(
+            c"none".as_ptr(),
+            c"/proc".as_ptr(),
+            c"tmpfs".as_ptr(),
+            flags | libc::MS_RDONLY,
+            std::ptr::null(),
+        ) == 0
+        {
+            return ProcMount::Empty;
+        }
+        ProcMount::None
     }
 }
 
@@ -363,6 +517,12 @@ pub(crate) struct Confinement<'a> {
     pub timeout: Duration,
     pub cpu_secs: Option<u64>,
     pub memory: Memory,
+    /// `cgroup.procs` files the run joins before anything else (its tree's cgroup).
+    pub join: &'a [std::ffi::CString],
+    /// `RLIMIT_NPROC` set inside the run's user namespace (its tree's tasks).
+    pub nproc: Option<u64>,
+    /// The tree's memory bound the supervisor keeps by accounting (no cgroup).
+    pub account_bytes: Option<u64>,
 }
 
 /// Everything the forked child needs, prepared in the parent.
@@ -377,6 +537,34 @@ pub struct Prepared {
     cpu_secs: Option<u64>,
     memory: Memory,
     fsize: u64,
+    /// What the namespace's init mounts at `/proc` (nothing without a PID namespace).
+    proc_mount: ProcMount,
+    join: Vec<std::ffi::CString>,
+    nproc: Option<u64>,
+    account_bytes: Option<u64>,
+    page_bytes: u64,
+    /// This process's argument and environment areas (`/proc/self/stat`): the
+    /// namespace's init, a fork of it, blanks them, so `/proc/1/cmdline` and
+    /// `/proc/1/environ` inside the run show nothing of gauntlet's.
+    own_areas: [(usize, usize); 2],
+}
+
+/// The argument and environment areas of this process, from `/proc/self/stat` (fields
+/// 48–51); empty where unreadable.
+fn own_areas() -> [(usize, usize); 2] {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let after = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    // Field n is at index n - 3 after the command name.
+    let f: Vec<usize> = after
+        .split_whitespace()
+        .skip(45)
+        .take(4)
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    match f[..] {
+        [a0, a1, e0, e1] if a0 <= a1 && e0 <= e1 => [(a0, a1), (e0, e1)],
+        _ => [(0, 0); 2],
+    }
 }
 
 impl Prepared {
@@ -401,6 +589,9 @@ impl Prepared {
                 timeout,
                 cpu_secs: Some(cpu_secs),
                 memory: Memory::AddressSpace(memory_bytes),
+                join: &[],
+                nproc: None,
+                account_bytes: None,
             },
         )
     }
@@ -422,7 +613,19 @@ impl Prepared {
             },
             filter: filter(c.network),
             namespaces: support.namespaces,
-            ns_flags: support.namespaces.run_flags(c.network),
+            ns_flags: support.namespaces.run_flags(c.network)
+                | if support.proc_mount == ProcMount::None {
+                    0
+                } else {
+                    libc::CLONE_NEWNS
+                },
+            proc_mount: support.proc_mount,
+            join: c.join.to_vec(),
+            nproc: c.nproc,
+            account_bytes: c.account_bytes,
+            // SAFETY: plain sysconf.
+            page_bytes: u64::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096),
+            own_areas: own_areas(),
             report_fd: c.report_fd,
             control_fd: c.control_fd.unwrap_or(-1),
             timeout: libc::timespec {
@@ -453,6 +656,19 @@ impl Prepared {
             }
             set_limit(libc::RLIMIT_FSIZE, self.fsize, self.fsize)?;
             set_limit(libc::RLIMIT_CORE, 0, 0)?;
+            // Into the tree's cgroup first: every process from here on is in it.
+            for procs in &self.join {
+                let fd = libc::open(procs.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+                if fd < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                let ok = libc::write(fd, b"0".as_ptr().cast(), 1) == 1;
+                let e = io::Error::last_os_error();
+                libc::close(fd);
+                if !ok {
+                    return Err(e);
+                }
+            }
             if self.control_fd < 0 {
                 // Die with the thread that started us. A long-lived run outlives the
                 // thread that spawned it (a pool thread may exit while the run goes on);
@@ -463,6 +679,11 @@ impl Prepared {
             if !pidns && libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1) != 0 {
                 return Err(io::Error::last_os_error());
             }
+            // Set inside the new user namespace, the limit counts the tree's tasks only
+            // (the namespace's own count), not every process of the user.
+            if let (true, Some(n)) = (pidns, self.nproc) {
+                set_limit(libc::RLIMIT_NPROC, n, n)?;
+            }
             let first = libc::fork();
             if first < 0 {
                 return Err(io::Error::last_os_error());
@@ -471,8 +692,18 @@ impl Prepared {
                 if !pidns {
                     return self.detector();
                 }
-                // PID 1 of the new namespace: start the detector, then supervise it.
+                // PID 1 of the new namespace: its own /proc, start the detector, then
+                // supervise it.
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                if self.proc_mount != ProcMount::None {
+                    mount_proc();
+                }
+                // Inherited from gauntlet by the fork: blanked, this init's own copy.
+                for (start, end) in self.own_areas {
+                    if end > start {
+                        std::ptr::write_bytes(start as *mut u8, 0, end - start);
+                    }
+                }
                 let c = libc::fork();
                 if c < 0 {
                     libc::_exit(126);
@@ -524,7 +755,29 @@ impl Prepared {
         unsafe {
             let deadline = add(now(), self.timeout);
             let mut ended = Ended::TimedOut;
+            // Accounting runs only where the namespace's own procfs lists the tree.
+            let account = match self.account_bytes {
+                Some(b) if pidns && self.proc_mount == ProcMount::Fresh => Some(b),
+                _ => None,
+            };
+            let period = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: (crate::tree::ACCOUNT_PERIOD_MS * 1_000_000) as libc::c_long,
+            };
+            let mut next_count = now();
+            let mut over = false;
             loop {
+                if let Some(limit) = account
+                    && !over
+                    && !before(now(), next_count)
+                {
+                    next_count = add(now(), period);
+                    if crate::tree::tree_resident_bytes(self.page_bytes) > limit {
+                        // Every process of the namespace but this init.
+                        libc::kill(-1, libc::SIGKILL);
+                        over = true;
+                    }
+                }
                 let mut st = 0;
                 let r = libc::waitpid(-1, &mut st, libc::WNOHANG);
                 if r == child {
@@ -563,14 +816,28 @@ impl Prepared {
             if !pidns {
                 kill_tree();
             }
-            report(self.report_fd, ended, pidns);
+            report(
+                self.report_fd,
+                ended,
+                pidns,
+                u8::from(over) * REPORT_MEMORY_KILL,
+            );
             libc::_exit(0)
         }
     }
 }
 
-/// Reads a supervisor report from the (non-blocking) read end of the report pipe.
+/// The report's flag: the supervisor killed the tree over its memory bound (accounting).
+pub(crate) const REPORT_MEMORY_KILL: u8 = 1;
+
+/// Reads a supervisor report from the (non-blocking) read end of the report pipe: how
+/// the run ended and whether it had a PID namespace.
 pub fn read_report(fd: RawFd) -> Option<(Ended, bool)> {
+    read_report_flags(fd).map(|(e, pidns, _)| (e, pidns))
+}
+
+/// [`read_report`] with the report's flags ([`REPORT_MEMORY_KILL`]).
+pub(crate) fn read_report_flags(fd: RawFd) -> Option<(Ended, bool, u8)> {
     let mut b = [0u8; 8];
     // SAFETY: reading into a local buffer.
     let n = unsafe { libc::read(fd, b.as_mut_ptr().cast(), b.len()) };
@@ -584,17 +851,17 @@ pub fn read_report(fd: RawFd) -> Option<(Ended, bool)> {
         3 => Ended::Stopped,
         _ => return None,
     };
-    Some((ended, b[1] == 1))
+    Some((ended, b[1] == 1, b[2]))
 }
 
-unsafe fn report(fd: RawFd, ended: Ended, pidns: bool) {
+unsafe fn report(fd: RawFd, ended: Ended, pidns: bool, flags: u8) {
     let (tag, value) = match ended {
         Ended::Status(s) => (1u8, s),
         Ended::TimedOut => (2u8, 0),
         Ended::Stopped => (3u8, 0),
     };
     let v = value.to_ne_bytes();
-    let b = [tag, u8::from(pidns), 0, 0, v[0], v[1], v[2], v[3]];
+    let b = [tag, u8::from(pidns), flags, 0, v[0], v[1], v[2], v[3]];
     // SAFETY: writing a local buffer to our pipe.
     unsafe {
         libc::write(fd, b.as_ptr().cast(), b.len());

@@ -25,8 +25,15 @@
 //!   and network namespace under a small init that ends the namespace when the detector
 //!   exits or its time is up, so the kernel kills every descendant (double-forked and
 //!   `setsid` ones included); the detector holds no capability outside its namespace.
+//!   The run also gets a mount namespace of its own whose `/proc` is a fresh procfs of
+//!   its PID namespace (an empty one where the kernel refuses that): it sees its own
+//!   processes only, never the host's command lines.
 //!   Elsewhere a supervisor process is made child subreaper: every orphaned descendant
 //!   is re-parented to it, and it kills the whole tree at the end.
+//! - **Resources**: CPU time, per-process memory and file size are rlimits; a long-lived
+//!   program's whole tree is also bounded in memory and in tasks, by a cgroup of its own
+//!   where the machine allows one, else by the supervisor's accounting and
+//!   `RLIMIT_NPROC` (`tree`; [`Process::bounds`] says which applies to a run).
 //!
 //! A kernel that cannot provide all three layers ([`Support::confines`]) makes
 //! the external-detector runner (`gauntlet_detect::external`) refuse the detector, with the reason,
@@ -41,9 +48,14 @@
 
 mod confine;
 mod process;
+mod tree;
 
 pub use confine::{
-    Ended, MIN_LANDLOCK_ABI, Memory, Namespaces, PrepareError, Prepared, SCRATCH_FILE_BYTES,
-    Support, read_report,
+    Ended, MIN_LANDLOCK_ABI, Memory, Namespaces, PrepareError, Prepared, ProcMount,
+    SCRATCH_FILE_BYTES, Support, read_report,
 };
 pub use process::{Process, SpawnError, Spec};
+pub use tree::{
+    ACCOUNT_PERIOD_MS, CgroupSite, CgroupVersion, DEFAULT_MAX_TASKS, ProcView, TreeBounds,
+    TreeMemory, TreeTasks,
+};

@@ -20,7 +20,8 @@
 //! p.stop(std::time::Duration::from_secs(1));
 //! ```
 
-use crate::confine::{Confinement, Ended, Memory, Prepared, Support};
+use crate::confine::{Confinement, Ended, Memory, Prepared, REPORT_MEMORY_KILL, Support};
+use crate::tree::{Cgroup, CgroupSite, TreeBounds, TreeMemory};
 use std::ffi::OsString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
@@ -44,7 +45,14 @@ pub struct Spec {
     pub writable: Vec<PathBuf>,
     /// Sockets allowed and the host's network namespace kept (default: no network).
     pub network: bool,
+    /// Bound the tree with a cgroup of its own where the machine allows one (default);
+    /// `false` bounds it as a machine without cgroups does (accounting, `RLIMIT_NPROC`).
+    pub cgroup: bool,
+    /// Each process's memory (an rlimit), and the whole tree's ([`crate::TreeBounds`]).
     pub memory: Memory,
+    /// Tasks (processes and threads) the whole tree may hold at once (default
+    /// [`crate::DEFAULT_MAX_TASKS`]).
+    pub max_tasks: u64,
     /// CPU seconds over the process's whole life (`RLIMIT_CPU`; default: none).
     pub cpu_secs: Option<u64>,
     /// The supervisor kills the tree after this long, whatever gauntlet does (default:
@@ -68,7 +76,9 @@ impl Spec {
             cwd: None,
             writable: Vec::new(),
             network: false,
+            cgroup: true,
             memory: Memory::Data(2 << 30),
+            max_tasks: crate::tree::DEFAULT_MAX_TASKS,
             cpu_secs: None,
             lifetime: None,
             allow_unconfined: false,
@@ -100,6 +110,8 @@ pub enum SpawnError {
     Pipe(#[source] std::io::Error),
     #[error("cannot prepare the sandbox: {0}")]
     Prepare(#[source] crate::confine::PrepareError),
+    #[error("cannot create the cgroup that bounds the program's process tree: {0}")]
+    Cgroup(#[source] std::io::Error),
     #[error("could not start {program}: {source}")]
     Start {
         program: String,
@@ -120,6 +132,11 @@ pub struct Process {
     control: Option<OwnedFd>,
     report: OwnedFd,
     ended: Option<Ended>,
+    /// What bounds the tree, and its cgroup (removed once the tree is gone).
+    bounds: TreeBounds,
+    cgroup: Option<Cgroup>,
+    /// Once ended: how the tree went over its memory bound, if it did.
+    memory_exceeded: Option<String>,
     scratch: tempfile::TempDir,
 }
 
@@ -139,6 +156,21 @@ impl Process {
             .map_err(SpawnError::Scratch)?;
         let (report_rd, report_wr) = pipe().map_err(SpawnError::Pipe)?;
         let (control_rd, control_wr) = pipe().map_err(SpawnError::Pipe)?;
+        let memory_bytes = match spec.memory {
+            Memory::AddressSpace(b) | Memory::Data(b) => b,
+        };
+        let site = CgroupSite::current().filter(|_| spec.cgroup);
+        let cgroup = site
+            .map(|s| Cgroup::create(s, &crate::tree::cgroup_name(), memory_bytes, spec.max_tasks))
+            .transpose()
+            .map_err(SpawnError::Cgroup)?;
+        let bounds = support.tree_bounds(
+            cgroup.as_ref(),
+            site.map(CgroupSite::version),
+            memory_bytes,
+            spec.max_tasks,
+        );
+        let join = cgroup.as_ref().map(Cgroup::procs).unwrap_or(&[]);
         let mut prepared = Prepared::with(
             support,
             &Confinement {
@@ -150,6 +182,11 @@ impl Process {
                 timeout: spec.lifetime.unwrap_or(Duration::MAX),
                 cpu_secs: spec.cpu_secs,
                 memory: spec.memory,
+                join,
+                nproc: matches!(bounds.tasks, crate::tree::TreeTasks::Rlimit { .. })
+                    .then_some(spec.max_tasks),
+                account_bytes: matches!(bounds.memory, TreeMemory::Accounted { .. })
+                    .then_some(memory_bytes),
             },
         )
         .map_err(SpawnError::Prepare)?;
@@ -186,8 +223,23 @@ impl Process {
             control: Some(control_wr),
             report: report_rd,
             ended: None,
+            bounds,
+            cgroup,
+            memory_exceeded: None,
             scratch,
         })
+    }
+
+    /// What bounds this run's process tree (memory, tasks) and what its `/proc` shows.
+    pub fn bounds(&self) -> &TreeBounds {
+        &self.bounds
+    }
+
+    /// Once the run has ended: how its tree went over its memory bound (the kernel's OOM
+    /// killer in its cgroup, or the supervisor's accounting), in words; `None` if it
+    /// stayed within it (or has not ended).
+    pub fn memory_exceeded(&self) -> Option<&str> {
+        self.memory_exceeded.as_deref()
     }
 
     /// The run's private scratch directory (writable, removed when the process is
@@ -209,6 +261,13 @@ impl Process {
     /// ([`Ended::Stopped`] when it had to be killed).
     pub fn stop(mut self, grace: Duration) -> Ended {
         self.finish(grace)
+    }
+
+    /// [`Process::stop`], also saying how the tree went over its memory bound, if it did
+    /// ([`Process::memory_exceeded`]).
+    pub fn end(mut self, grace: Duration) -> (Ended, Option<String>) {
+        let e = self.finish(grace);
+        (e, self.memory_exceeded.take())
     }
 
     fn finish(&mut self, grace: Duration) -> Ended {
@@ -246,11 +305,32 @@ impl Process {
         e
     }
 
-    /// The supervisor's report once its process has been reaped.
+    /// The supervisor's report once its process has been reaped; the tree's memory
+    /// record is read and its cgroup removed.
     fn collect(&mut self) -> Ended {
         // A supervisor killed before it could report: the tree went with it (namespace
         // init, or the group kill above).
-        crate::confine::read_report(self.report.as_raw_fd()).map_or(Ended::Stopped, |(e, _)| e)
+        let (ended, flags) = crate::confine::read_report_flags(self.report.as_raw_fd())
+            .map_or((Ended::Stopped, 0), |(e, _, f)| (e, f));
+        let bytes = match self.bounds.memory {
+            TreeMemory::Cgroup { bytes, .. }
+            | TreeMemory::Accounted { bytes }
+            | TreeMemory::PerProcess { bytes } => bytes,
+        };
+        let kills = self.cgroup.as_ref().map_or(0, Cgroup::oom_kills);
+        if kills > 0 {
+            self.memory_exceeded = Some(format!(
+                "its process tree reached its {} MiB memory bound: the kernel killed {kills} of its processes",
+                bytes >> 20
+            ));
+        } else if flags & REPORT_MEMORY_KILL != 0 {
+            self.memory_exceeded = Some(format!(
+                "its process tree went over its {} MiB memory bound: the whole tree was killed",
+                bytes >> 20
+            ));
+        }
+        drop(self.cgroup.take());
+        ended
     }
 }
 
@@ -427,6 +507,101 @@ mod tests {
             std::thread::sleep(Duration::from_millis(10));
         }
         assert_eq!(p.try_ended(), Some(Ended::TimedOut));
+    }
+
+    /// Six children of 100 MiB each under a 300 MiB bound: each process alone is within
+    /// it (per-process limits let all six hold their memory), the tree is not — it is
+    /// bounded (a cgroup, else accounting) and the run says its tree went over.
+    #[test]
+    fn the_memory_bound_is_the_whole_trees() {
+        if !confined() {
+            return;
+        }
+        let child = "import time; b = b'x' * (100 << 20); print('held', flush=True); time.sleep(3)";
+        let script =
+            format!("for i in 1 2 3 4 5 6; do python3 -c \"{child}\" & done; wait; echo done");
+        // With a cgroup where there is one, and as a machine without cgroups does.
+        for cgroup in [true, false] {
+            let mut spec = sh(&script);
+            spec.memory = Memory::Data(300 << 20);
+            spec.cgroup = cgroup;
+            let mut p = Process::spawn(&spec).unwrap();
+            eprintln!("bounds: {}", p.bounds());
+            let mut out = String::new();
+            p.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+            let t = Instant::now();
+            while p.try_ended().is_none() {
+                assert!(t.elapsed() < Duration::from_secs(20), "{out}");
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            eprintln!("output: {out:?}; {:?}", p.memory_exceeded());
+            match p.bounds().memory {
+                crate::TreeMemory::PerProcess { .. } => {
+                    eprintln!("SKIP: no cgroup and no PID namespace: the tree is not bounded here");
+                }
+                _ => {
+                    let why = p.memory_exceeded().expect("the tree went over its bound");
+                    assert!(why.contains("300 MiB memory bound"), "{why}");
+                    assert!(
+                        out.matches("held").count() < 6 || !out.contains("done"),
+                        "{out}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// A program that forks as many processes as it can gets no more than its bound.
+    #[test]
+    fn the_tasks_of_the_tree_are_bounded() {
+        if !confined() {
+            return;
+        }
+        let probe = "import os, time\nn = 0\nfor i in range(64):\n    try:\n        pid = os.fork()\n    except OSError:\n        break\n    if pid == 0:\n        time.sleep(5)\n        os._exit(0)\n    n += 1\nprint(n, flush=True)\n";
+        for cgroup in [true, false] {
+            let mut spec = Spec::new("/usr/bin/env")
+                .arg("python3")
+                .arg("-c")
+                .arg(probe);
+            spec.max_tasks = 16;
+            spec.cgroup = cgroup;
+            let mut p = Process::spawn(&spec).unwrap();
+            let forked: u64 = line(&mut p).trim().parse().unwrap();
+            eprintln!("bounds: {}; forked {forked}", p.bounds());
+            match p.bounds().tasks {
+                crate::TreeTasks::Unbounded => {
+                    assert_eq!(forked, 64, "no bound, yet forks failed");
+                    eprintln!("SKIP: no task bound applies here ({})", p.bounds());
+                }
+                _ => assert!(forked < 16, "forked {forked} under a bound of 16 tasks"),
+            }
+        }
+    }
+
+    /// Inside the run, `/proc` lists the run's own processes: no host process, and no
+    /// host command line (this test's own included), is visible.
+    #[test]
+    fn proc_shows_the_run_only() {
+        if !confined() {
+            return;
+        }
+        let me = std::env::current_exe().unwrap();
+        let name = me.file_name().unwrap().to_string_lossy().into_owned();
+        let script = "ls /proc | grep -c '^[0-9]'; cat /proc/[0-9]*/cmdline | tr '\\0' ' '";
+        let mut p = Process::spawn(&sh(script)).unwrap();
+        let mut out = String::new();
+        p.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+        eprintln!("bounds: {}\n{out}", p.bounds());
+        if p.bounds().proc == crate::ProcView::Host {
+            eprintln!("SKIP: no PID namespace here: the host's /proc shows");
+            return;
+        }
+        assert!(
+            !out.contains(&name),
+            "a host command line is visible: {out}"
+        );
+        let listed: u64 = out.lines().next().unwrap().trim().parse().unwrap();
+        assert!(listed < 8, "{listed} processes listed: {out}");
     }
 
     #[test]

@@ -127,7 +127,7 @@ const PARAMS: &[ParamSpec] = &[
             max: 1_048_576,
         },
         default: DefaultValue::Int(4096),
-        doc: "address space of the (confined) program, MiB (RLIMIT_AS)",
+        doc: "memory of the (confined) program, MiB: each process's address space (RLIMIT_AS) and the whole process tree's memory (a cgroup where the machine allows one, else accounting; the sandbox says which)",
     },
 ];
 
@@ -476,14 +476,17 @@ impl CommandTarget {
                     tokio::time::sleep(Duration::from_millis(10)).await;
                 }
                 let tail = Self::tail(r);
-                self.stop(state).await;
+                let memory = self.stop(state).await;
                 let how = if why.starts_with(EXITED) {
                     Broke::Exited
                 } else {
                     Broke::Stopped
                 };
                 return Err((
-                    ModelError::Call(with_tail(format!("command target {prog}: {why}"), &tail)),
+                    ModelError::Call(with_tail(
+                        with_memory(format!("command target {prog}: {why}"), memory),
+                        &tail,
+                    )),
                     how,
                 ));
             }
@@ -531,12 +534,14 @@ impl CommandTarget {
         }
     }
 
-    async fn stop(&self, state: &mut Option<Running>) {
-        if let Some(r) = state.take() {
-            let Running { process, .. } = r;
-            // The supervisor kills the whole tree; waiting for it blocks briefly.
-            let _ = tokio::task::spawn_blocking(move || process.stop(Duration::ZERO)).await;
-        }
+    /// Stops the program; how its process tree went over its memory bound, if it did.
+    async fn stop(&self, state: &mut Option<Running>) -> Option<String> {
+        let Running { process, .. } = state.take()?;
+        // The supervisor kills the whole tree; waiting for it blocks briefly.
+        tokio::task::spawn_blocking(move || process.end(Duration::ZERO).1)
+            .await
+            .ok()
+            .flatten()
     }
 
     async fn answer(&self, req: &ChatRequest) -> Result<ChatResponse, ModelError> {
@@ -580,6 +585,13 @@ enum Broke {
 }
 
 const EXITED: &str = "the program closed its stdout (it exited?)";
+
+fn with_memory(msg: String, memory: Option<String>) -> String {
+    match memory {
+        Some(m) => format!("{msg} ({m})"),
+        None => msg,
+    }
+}
 
 fn with_tail(msg: String, tail: &str) -> String {
     if tail.is_empty() {

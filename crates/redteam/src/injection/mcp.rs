@@ -26,6 +26,11 @@
 //! the scenario's checks. Every call the agent made, on any server, with its result, is
 //! recorded (`mcp_calls`). A server that cannot be started or fails mid-run (hangs,
 //! exits, floods) ends the run as an error outcome with the reason, never a verdict.
+//!
+//! Each episode starts the user's servers afresh. A server that failed to start
+//! [`DEAD_AFTER`] times in a row is not started again in the run ([`ServerHealth`]): the
+//! episodes that need it are error outcomes at once, with its last failure as the
+//! reason, instead of each waiting out the start time limit.
 
 use super::agent_loop::run_loop;
 use super::env::{EnvError, ToolEnv};
@@ -41,9 +46,10 @@ use gauntlet_mcp::servers::ServerSpec;
 use gauntlet_mcp::toolbox::Toolbox;
 use gauntlet_models::{BoxFuture, ModelError, ToolProtocol};
 use serde_json::{Value, json};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
 
 /// The trusted gauntlet-served server (the scenario's toolkit).
 pub const TRUSTED: &str = "workspace";
@@ -149,6 +155,139 @@ fn helper_server(scenario: &Scenario, vector: Vector) -> ServerDef {
     }
 }
 
+/// Starts of one server that failed in a row after which it is not started again in the
+/// run.
+pub const DEAD_AFTER: u32 = 3;
+
+/// Why one of the user's servers could not be used for an episode.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ServerStartError {
+    /// It failed to start (spawn, connect, `initialize`) for this episode.
+    #[error("could not start MCP server `{server}` ({kind}): {source}", kind = .source.kind())]
+    Failed {
+        server: String,
+        #[source]
+        source: McpError,
+    },
+    /// It failed to start [`DEAD_AFTER`] times in a row earlier in the run.
+    #[error(
+        "MCP server `{server}` failed to start {failures} times in a row and is not started again in this run (the last failure, {kind}: {last})",
+        kind = .last.kind()
+    )]
+    Dead {
+        server: String,
+        failures: u32,
+        last: McpError,
+    },
+}
+
+/// The start record of the user's servers over a run, shared by the MCP injections of
+/// the run (one per process while a plan holds it). A server is known by its name and
+/// its command or URL.
+#[derive(Debug, Default)]
+pub struct ServerHealth {
+    servers: Mutex<HashMap<String, Starts>>,
+}
+
+#[derive(Debug, Default)]
+struct Starts {
+    failed_in_a_row: u32,
+    last: Option<McpError>,
+}
+
+static HEALTH: Mutex<Weak<ServerHealth>> = Mutex::new(Weak::new());
+
+impl ServerHealth {
+    /// The record every live MCP injection shares; a new one when none is alive.
+    pub fn shared() -> Arc<ServerHealth> {
+        let mut h = HEALTH.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(live) = h.upgrade() {
+            return live;
+        }
+        let fresh = Arc::new(ServerHealth::default());
+        *h = Arc::downgrade(&fresh);
+        fresh
+    }
+
+    fn key(s: &ServerSpec) -> String {
+        format!("{}\0{}", s.name, s.describe())
+    }
+
+    /// Why `s` is not started again, if it failed [`DEAD_AFTER`] times in a row.
+    fn dead(&self, s: &ServerSpec) -> Option<ServerStartError> {
+        let m = self.servers.lock().unwrap_or_else(|p| p.into_inner());
+        let st = m.get(&Self::key(s))?;
+        match &st.last {
+            Some(last) if st.failed_in_a_row >= DEAD_AFTER => Some(ServerStartError::Dead {
+                server: s.name.clone(),
+                failures: st.failed_in_a_row,
+                last: last.clone(),
+            }),
+            _ => None,
+        }
+    }
+
+    fn record(&self, s: &ServerSpec, outcome: Result<(), &McpError>) {
+        let mut m = self.servers.lock().unwrap_or_else(|p| p.into_inner());
+        let st = m.entry(Self::key(s)).or_default();
+        match outcome {
+            Ok(()) => *st = Starts::default(),
+            Err(e) => {
+                st.failed_in_a_row += 1;
+                st.last = Some(e.clone());
+            }
+        }
+    }
+}
+
+/// Why an episode's servers could not be opened.
+#[derive(Debug)]
+pub enum OpenError {
+    /// One of the user's servers.
+    Start(ServerStartError),
+    /// gauntlet's own served servers, or listing the tools.
+    Mcp(McpError),
+}
+
+impl From<McpError> for OpenError {
+    fn from(e: McpError) -> Self {
+        OpenError::Mcp(e)
+    }
+}
+
+/// Connects the user's servers in order, each unless it is dead; on a failure the ones
+/// connected are closed.
+async fn connect_user(
+    user: &[ServerSpec],
+    limits: &Limits,
+    health: &ServerHealth,
+) -> Result<Vec<Session>, ServerStartError> {
+    let mut sessions = Vec::with_capacity(user.len());
+    for spec in user {
+        let started = match health.dead(spec) {
+            Some(dead) => Err(dead),
+            None => {
+                let r = Session::connect(spec, limits).await;
+                health.record(spec, r.as_ref().map(|_| ()));
+                r.map_err(|source| ServerStartError::Failed {
+                    server: spec.name.clone(),
+                    source,
+                })
+            }
+        };
+        match started {
+            Ok(s) => sessions.push(s),
+            Err(e) => {
+                for s in sessions {
+                    s.close().await;
+                }
+                return Err(e);
+            }
+        }
+    }
+    Ok(sessions)
+}
+
 /// Whether `server` is one of the user's (not gauntlet-served).
 fn is_user_server(server: &str) -> bool {
     server != TRUSTED && server != HELPER
@@ -186,22 +325,38 @@ fn pins_of(tb: &Toolbox) -> gauntlet_mcp::pin::Pins {
 }
 
 impl McpEnv {
-    /// Connects to `user` and the gauntlet-served servers the vector needs.
+    /// Connects to `user` (each unless `health` says it is dead) and the gauntlet-served
+    /// servers the vector needs.
     pub async fn open(
         scenario: &Arc<Scenario>,
         vector: Vector,
         user: &[ServerSpec],
         limits: &Limits,
-    ) -> Result<McpEnv, McpError> {
+        health: &ServerHealth,
+    ) -> Result<McpEnv, OpenError> {
+        let mut sessions = connect_user(user, limits, health)
+            .await
+            .map_err(OpenError::Start)?;
         let trusted = trusted_server(scenario, vector);
         let mut logs = vec![trusted.log()];
-        let mut served = vec![Session::in_process(TRUSTED, trusted, limits).await?];
+        let mut to_serve = vec![(TRUSTED, trusted)];
         if matches!(vector, Vector::ToolDescription | Vector::Shadowing) {
             let h = Served::new(helper_server(scenario, vector), CallLog::new());
             logs.push(h.log());
-            served.push(Session::in_process(HELPER, h, limits).await?);
+            to_serve.push((HELPER, h));
         }
-        let mut toolbox = Toolbox::open(user, served, limits).await?;
+        for (name, served) in to_serve {
+            match Session::in_process(name, served, limits).await {
+                Ok(s) => sessions.push(s),
+                Err(e) => {
+                    for s in sessions {
+                        s.close().await;
+                    }
+                    return Err(e.into());
+                }
+            }
+        }
+        let mut toolbox = Toolbox::open(&[], sessions, limits).await?;
         let mut rug_pull_detected = None;
         if vector == Vector::RugPull {
             // The first listing was the review; the agent is given the second.
@@ -294,11 +449,20 @@ pub fn read_servers(path: &Path) -> Result<Vec<ServerSpec>, gauntlet_mcp::server
     gauntlet_mcp::servers::read(path, &|k| std::env::var(k).ok()).map(|(s, _)| s)
 }
 
+/// What an MCP injection gives each episode: the user's servers, how long each has to
+/// start, and the run's record of their starts.
+pub struct Servers<'a> {
+    pub user: &'a [ServerSpec],
+    /// Spawning, connecting and `initialize` of each (the client's default when `None`).
+    pub start_timeout: Option<Duration>,
+    pub health: &'a ServerHealth,
+}
+
 /// One MCP injection's attempt on one scenario behavior.
 pub async fn attempt(
     injection: &str,
     vector: Vector,
-    user: &[ServerSpec],
+    servers: Servers<'_>,
     behavior: &Behavior,
     target: &dyn CallModel,
     max_steps: u32,
@@ -313,6 +477,7 @@ pub async fn attempt(
             },
         ));
     };
+    let user = servers.user;
     if !scenario.external_tools.is_empty() && user.is_empty() {
         return Ok(super::agent::error_attempt(
             injection,
@@ -323,14 +488,18 @@ pub async fn attempt(
             },
         ));
     }
-    let limits = Limits::default();
-    let mut env = match McpEnv::open(scenario, vector, user, &limits).await {
+    let mut limits = Limits::default();
+    if let Some(t) = servers.start_timeout {
+        limits.connect_timeout = t;
+    }
+    let mut env = match McpEnv::open(scenario, vector, user, &limits, servers.health).await {
         Ok(e) => e,
         Err(e) => {
-            return Ok(super::agent::error_attempt(
-                injection,
-                AttemptError::McpOpen(e),
-            ));
+            let why = match e {
+                OpenError::Start(e) => AttemptError::McpStart(e),
+                OpenError::Mcp(e) => AttemptError::McpOpen(e),
+            };
+            return Ok(super::agent::error_attempt(injection, why));
         }
     };
     // The plan's calls to the user's servers go by the tool's own name: a server that

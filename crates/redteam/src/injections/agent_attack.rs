@@ -70,16 +70,30 @@ pub struct McpInjection {
     spec: PluginSpec,
     vector: crate::injection::mcp::Vector,
     servers: Vec<gauntlet_mcp::servers::ServerSpec>,
+    start_timeout: Option<std::time::Duration>,
+    /// The run's record of the servers' starts, shared by its MCP injections.
+    health: std::sync::Arc<crate::injection::mcp::ServerHealth>,
     max_steps: u32,
 }
 
-/// The `servers` param every MCP injection takes.
-pub const MCP_PARAMS: &[gauntlet_core::params::ParamSpec] = &[gauntlet_core::params::ParamSpec {
-    name: "servers",
-    kind: gauntlet_core::params::ParamKind::Str,
-    default: gauntlet_core::params::DefaultValue::Absent,
-    doc: "a servers file in the MCP clients' shape ({\"mcpServers\": {name: {command, args, env} | {url}}}) whose tools are offered beside gauntlet's served ones",
-}];
+/// The params every MCP injection takes.
+pub const MCP_PARAMS: &[gauntlet_core::params::ParamSpec] = &[
+    gauntlet_core::params::ParamSpec {
+        name: "servers",
+        kind: gauntlet_core::params::ParamKind::Str,
+        default: gauntlet_core::params::DefaultValue::Absent,
+        doc: "a servers file in the MCP clients' shape ({\"mcpServers\": {name: {command, args, env} | {url}}}) whose tools are offered beside gauntlet's served ones",
+    },
+    gauntlet_core::params::ParamSpec {
+        name: "start_timeout_s",
+        kind: gauntlet_core::params::ParamKind::Float {
+            min: 0.1,
+            max: 3600.0,
+        },
+        default: gauntlet_core::params::DefaultValue::Absent,
+        doc: "seconds each server of `servers` has to start and answer `initialize` (default 30); a server that fails to start 3 times in a row is not started again in the run",
+    },
+];
 
 impl McpInjection {
     pub(crate) fn new(
@@ -108,10 +122,16 @@ impl McpInjection {
         }
         spec.params
             .insert("max_steps", ParamValue::Int(i64::from(max_steps)));
+        let start_timeout = spec
+            .params
+            .float("start_timeout_s")
+            .map(std::time::Duration::from_secs_f64);
         Ok(McpInjection {
             spec,
             vector,
             servers,
+            start_timeout,
+            health: crate::injection::mcp::ServerHealth::shared(),
             max_steps,
         })
     }
@@ -139,7 +159,11 @@ impl Attack for McpInjection {
         Box::pin(crate::injection::mcp::attempt(
             &self.spec.name,
             self.vector,
-            &self.servers,
+            crate::injection::mcp::Servers {
+                user: &self.servers,
+                start_timeout: self.start_timeout,
+                health: &self.health,
+            },
             behavior,
             target,
             self.max_steps,

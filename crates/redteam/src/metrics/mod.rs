@@ -13,6 +13,7 @@
 //! Behaviors whose every attempt errored are outside every population: an error says
 //! nothing about the model. An empty population is N/A, never 0.
 
+pub mod agentdojo_security_rate;
 pub mod asr;
 pub mod asr_at_k;
 pub mod canary_exposure_rate;

@@ -17,6 +17,7 @@
 //! its OpenAI client); a final reply with no text is scored as empty text (AgentDojo
 //! re-queries the whole pipeline up to three times on the same environment).
 
+use super::delivery::Placed;
 use super::error::EpisodeError;
 use super::sidecar::{Bound, Sidecar, SidecarError};
 use crate::attack::{Attempt, AttemptError, CallModel};
@@ -40,6 +41,10 @@ pub struct Episode<'s> {
     tools: Arc<[ToolDef]>,
     /// `repeat_user_prompt`: the prompt added after every round.
     repeat: Option<String>,
+    /// The texts the attack placed in the environment.
+    placed: Placed,
+    /// A tool result the agent received carried one of them.
+    delivered: bool,
 }
 
 impl ToolEnv for Episode<'_> {
@@ -58,7 +63,12 @@ impl ToolEnv for Episode<'_> {
                 .await
                 .map_err(EnvError::Sidecar)?;
             match r["content"].as_str() {
-                Some(s) => Ok(s.to_string()),
+                Some(s) => {
+                    if !self.delivered && self.placed.carried_by(s) {
+                        self.delivered = true;
+                    }
+                    Ok(s.to_string())
+                }
                 None => Err(EnvError::NoContent),
             }
         })
@@ -84,6 +94,8 @@ struct Ran {
     steps: u32,
     max_steps_hit: bool,
     injections: Value,
+    /// A tool result the agent received carried an injection.
+    delivered: bool,
     verdict: Option<(bool, Option<bool>)>,
     /// Why the last reply reached for a tool and yielded no call (prompted protocol).
     unparsed_tool_call: Option<String>,
@@ -92,7 +104,9 @@ struct Ran {
 /// Runs one case under `attack` (`None`: no attack) and `defense`, as one attempt with
 /// its metadata: `suite, user_task, injection_task, attack, defense, utility, security`
 /// (AgentDojo's verdicts; `null` when the episode errored, `security` null for a benign
-/// case), `injected`, `injections` (vector → text placed), `steps`, `max_steps_hit`,
+/// case), `injected`, `injections` (vector → text placed), `delivered` (an attacked case:
+/// a tool result the agent received carried one of those texts, [`super::delivery`];
+/// null for a benign case), `steps`, `max_steps_hit`,
 /// `no_tool_calls` (the model called no tool in the whole episode);
 /// under the target's `tool_protocol: prompted` also `tool_protocol` and
 /// `unparsed_tool_call` (the reason the final reply's call could not be read, or null).
@@ -117,6 +131,7 @@ pub async fn attempt(
         "utility": utility,
         "security": security,
         "injected": case.injection_task.is_some(),
+        "delivered": case.injection_task.is_some().then_some(ran.delivered),
         "injections": ran.injections,
         "steps": ran.steps,
         "max_steps_hit": ran.max_steps_hit,
@@ -151,12 +166,15 @@ async fn run(
         steps,
         max_steps_hit: false,
         injections,
+        delivered: false,
         verdict: None,
         unparsed_tool_call: None,
     };
     let sidecar_failed = |e: SidecarError| AttemptError::Episode(e.into());
     let bound = match sidecar.bind().await {
         Ok(b) => b,
+        // No episode can run with this sidecar: the run stops, before any model call.
+        Err(e) if e.is_configuration() => return Err(ModelError::Config(e.to_string())),
         Err(e) => return Ok(failed(sidecar_failed(e), Vec::new(), 0, Value::Null)),
     };
     let id = EPISODES.fetch_add(1, Ordering::Relaxed);
@@ -230,6 +248,8 @@ async fn run(
             .as_bool()
             .unwrap_or(false)
             .then(|| user.to_string()),
+        placed: Placed::from_injections(&injections),
+        delivered: false,
     };
     let request = ChatRequest {
         messages,
@@ -274,6 +294,7 @@ async fn run(
             response: Ok(response),
             steps,
             max_steps_hit: looped.max_steps_hit,
+            delivered: env.delivered,
             injections,
             verdict: Some(v),
             unparsed_tool_call: looped.unparsed_tool_call,

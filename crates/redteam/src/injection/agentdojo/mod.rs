@@ -24,6 +24,7 @@
 //!   end of each episode.
 
 pub mod benchmark;
+pub mod delivery;
 pub mod episode;
 pub mod error;
 pub mod import;

@@ -11,12 +11,23 @@
 //! `GAUNTLET_ALLOW_UNCONFINED_SIDECAR=1` (it then gets every layer the kernel has).
 //!
 //! Failures are outcomes, not crashes of the run: a request that gets no reply within the
-//! call time limit (a hang; `GAUNTLET_AGENTDOJO_CALL_TIMEOUT_S`, default 60 s), a sidecar
-//! that exits (a crash, the CPU limit), or a reply that is not the protocol's (malformed,
-//! an unknown id) fails every request in flight with the reason, and the process is
-//! killed; the next request starts a fresh one (a new *generation*). An episode belongs
-//! to the generation that started it: its later requests fail once that generation is
-//! gone, so each affected episode ends as an error outcome and the run goes on.
+//! call time limit (a hang; `GAUNTLET_AGENTDOJO_CALL_TIMEOUT_S`, default 60 s, the
+//! start-up handshake included), a sidecar that exits (a crash, the CPU limit), or a reply
+//! that is not the protocol's (malformed, an unknown id) fails every request in flight
+//! with the reason, and the process is killed; the next request starts a fresh one (a
+//! new *generation*). An episode belongs to the generation that started it: its later
+//! requests fail once that generation is gone, so each affected episode ends as an error
+//! outcome and the run goes on.
+//!
+//! Two kinds of failure are the run's, not an episode's, and are decided once:
+//! - a sidecar that cannot be used as configured (no virtualenv, one that does not match
+//!   its pins or speaks another protocol, a kernel that cannot confine it) is refused at
+//!   its first start and every later request gets the same refusal at once
+//!   ([`SidecarError::is_configuration`]; the episode turns it into a configuration error,
+//!   which stops the run before any model call);
+//! - a sidecar that failed to start [`DEAD_AFTER`] times in a row (it hangs or dies
+//!   before its handshake) is not started again: every later episode is an error outcome
+//!   at once, with the last failure as its reason ([`SidecarError::Dead`]).
 //!
 //! Threads: one spawns the process and then reads its stdout until it closes, one writes
 //! its stdin, one keeps the tail of its stderr. Async callers never block on a pipe.
@@ -47,13 +58,15 @@ pub const CALL_TIMEOUT_ENV: &str = "GAUNTLET_AGENTDOJO_CALL_TIMEOUT_S";
 const MAX_REPLY_BYTES: usize = 64 << 20;
 const STDERR_TAIL: usize = 4096;
 
+/// Starts that failed in a row after which the sidecar is not started again in the run.
+pub const DEAD_AFTER: u32 = 3;
+
 /// Limits of one sidecar process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
-    /// Time for one request's reply (a tool call, a check); longer is a hang.
+    /// Time for one request's reply (a tool call, a check, the start-up handshake, which
+    /// waits for Python to import the package); longer is a hang.
     pub call_timeout: Duration,
-    /// Time for the start-up (Python imports the package) and the handshake.
-    pub start_timeout: Duration,
     /// `RLIMIT_AS`, bytes.
     pub memory_bytes: u64,
     /// `RLIMIT_CPU` of one process, seconds (a restart gets a fresh budget).
@@ -64,7 +77,6 @@ impl Default for Limits {
     fn default() -> Self {
         Limits {
             call_timeout: Duration::from_secs(60),
-            start_timeout: Duration::from_secs(300),
             memory_bytes: 4 << 30,
             cpu_secs: 4 * 3600,
         }
@@ -150,6 +162,28 @@ pub enum SidecarError {
     /// The sidecar answered the request with an error: its text.
     #[error("{message}")]
     Reported { message: String },
+    /// The sidecar failed to start [`DEAD_AFTER`] times in a row: it is not started again
+    /// in this run.
+    #[error(
+        "the AgentDojo sidecar failed to start {failures} times in a row and is not started again in this run (the last failure: {last})"
+    )]
+    Dead {
+        failures: u32,
+        last: Box<SidecarError>,
+    },
+}
+
+impl SidecarError {
+    /// The sidecar cannot be used as configured, whichever episode asks: no virtualenv,
+    /// one that does not match its pins or speaks another protocol, a kernel that cannot
+    /// confine it. No episode can run; the run must stop.
+    pub fn is_configuration(&self) -> bool {
+        match self {
+            SidecarError::NoVirtualenv { .. } | SidecarError::Hello { .. } => true,
+            SidecarError::Start(e) => matches!(**e, StartError::Unconfinable { .. }),
+            _ => false,
+        }
+    }
 }
 
 /// Why a sidecar process (a generation) is over; every request in flight fails with it.
@@ -182,9 +216,17 @@ pub enum Ended {
     #[error(transparent)]
     Hello(HelloError),
     /// Its stdout closed; `stderr_tail` is the last of what it wrote on stderr, its
-    /// lines joined by ` | ` (empty: nothing).
-    #[error("the AgentDojo sidecar exited (its stdout closed){}", tail_suffix(.stderr_tail))]
-    Exited { stderr_tail: String },
+    /// lines joined by ` | ` (empty: nothing); `memory`, how its process tree went over
+    /// its memory bound, if it did (the sandbox's words).
+    #[error(
+        "the AgentDojo sidecar exited (its stdout closed){}{}",
+        memory.as_ref().map(|m| format!("; {m}")).unwrap_or_default(),
+        tail_suffix(.stderr_tail)
+    )]
+    Exited {
+        stderr_tail: String,
+        memory: Option<String>,
+    },
 }
 
 /// `: <tail>` after [`Ended::Exited`]'s message, or nothing when stderr was empty.
@@ -324,15 +366,27 @@ impl Drop for Generation {
     }
 }
 
-/// A sidecar: starts its process on first use and again after any failure.
+/// A sidecar: starts its process on first use and again after any failure, until it is
+/// refused (a configuration error) or has failed to start [`DEAD_AFTER`] times in a row.
 pub struct Sidecar {
     venv: PathBuf,
     limits: Limits,
-    current: tokio::sync::Mutex<Option<Arc<Generation>>>,
+    current: tokio::sync::Mutex<Starts>,
     generations: AtomicU64,
     next_id: AtomicU64,
     /// Starts so far (the first one included), for tests and reports.
     pub starts: AtomicU64,
+}
+
+/// The live generation and what the starts so far decided.
+#[derive(Default)]
+struct Starts {
+    live: Option<Arc<Generation>>,
+    /// Starts that failed since the last one that succeeded.
+    failed_in_a_row: u32,
+    /// Why the sidecar is never started again in this run (a configuration error, or
+    /// [`SidecarError::Dead`]).
+    refused: Option<SidecarError>,
 }
 
 /// A handle on an episode's generation: requests through it fail once that process is
@@ -349,7 +403,7 @@ impl Sidecar {
         Sidecar {
             venv,
             limits,
-            current: tokio::sync::Mutex::new(None),
+            current: tokio::sync::Mutex::new(Starts::default()),
             generations: AtomicU64::new(0),
             next_id: AtomicU64::new(1),
             starts: AtomicU64::new(0),
@@ -385,24 +439,53 @@ impl Sidecar {
         &self.venv
     }
 
-    /// The live generation, started (with its handshake) when there is none.
+    /// The live generation, started (with its handshake) when there is none. A refused
+    /// or dead sidecar answers with its reason at once.
     pub async fn bind(&self) -> Result<Bound, SidecarError> {
         let mut cur = self.current.lock().await;
-        if let Some(g) = cur.as_ref()
+        if let Some(why) = &cur.refused {
+            return Err(why.clone());
+        }
+        if let Some(g) = cur.live.as_ref()
             && g.shared.dead.lock().unwrap().is_none()
         {
             return Ok(Bound {
                 generation: g.clone(),
             });
         }
-        *cur = None;
+        cur.live = None;
+        match self.start_and_greet().await {
+            Ok(b) => {
+                cur.failed_in_a_row = 0;
+                cur.live = Some(b.generation.clone());
+                Ok(b)
+            }
+            Err(e) if e.is_configuration() => {
+                cur.refused = Some(e.clone());
+                Err(e)
+            }
+            Err(e) => {
+                cur.failed_in_a_row += 1;
+                if cur.failed_in_a_row >= DEAD_AFTER {
+                    cur.refused = Some(SidecarError::Dead {
+                        failures: cur.failed_in_a_row,
+                        last: Box::new(e.clone()),
+                    });
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Starts a process and checks its handshake (within the call time limit).
+    async fn start_and_greet(&self) -> Result<Bound, SidecarError> {
         let g = Arc::new(self.start()?);
         let b = Bound { generation: g };
         let hello = self
             .send(
                 &b,
                 serde_json::json!({"op": "hello"}),
-                self.limits.start_timeout,
+                self.limits.call_timeout,
             )
             .await
             .map_err(|e| SidecarError::Handshake(Box::new(e)))?;
@@ -413,7 +496,6 @@ impl Sidecar {
                 venv: self.venv.clone(),
             });
         }
-        *cur = Some(b.generation.clone());
         Ok(b)
     }
 
@@ -655,11 +737,14 @@ fn reader(
     // Its stdout closed: the process ended or is ending. Whatever is left of the tree is
     // killed after a moment (dropping the process).
     let deadline = std::time::Instant::now() + Duration::from_secs(2);
+    let mut memory = None;
     loop {
         let mut guard = shared.process.lock().unwrap();
         let done = guard.as_mut().is_none_or(|p| p.try_ended().is_some());
         if done || std::time::Instant::now() >= deadline {
-            drop(guard.take());
+            if let Some(p) = guard.take() {
+                memory = p.end(Duration::ZERO).1;
+            }
             break;
         }
         drop(guard);
@@ -668,6 +753,7 @@ fn reader(
     let _ = err_reader.join();
     shared.fail(Ended::Exited {
         stderr_tail: shared.stderr_tail(),
+        memory,
     });
     drop(writer);
     drop(script_dir);
@@ -719,6 +805,7 @@ mod tests {
         let exited = |t: &str| {
             SidecarError::Ended(Ended::Exited {
                 stderr_tail: t.into(),
+                memory: None,
             })
             .to_string()
         };
