@@ -911,13 +911,25 @@ fn agentdojo_example_against_a_peer_that_is_not_an_agent() {
                 }
             }
             // Each ended episode made one model call, and the model layer counted it as
-            // a failed call of the target.
+            // a failed call of the target; the call that stopped the run (and any in
+            // flight beside it) failed too, but its episode is not written.
             let s = last_session(&run);
-            assert_eq!(
-                s["failed_calls"].as_u64(),
-                Some(errors.len() as u64),
+            let failed = s["failed_calls"].as_u64().unwrap();
+            assert!(
+                failed >= errors.len() as u64 && failed <= 3 + 4,
                 "{peer}: {s}"
             );
+            // The first 3 calls all failed the way a wrong endpoint does and none
+            // succeeded: the run stopped there, exit 1, the cause on the terminal — not
+            // 572 error episodes and exit 0. At most the episodes already in flight (4)
+            // ended before the stop.
+            let stderr = String::from_utf8_lossy(&o.stderr);
+            assert_eq!(o.status.code(), Some(1), "{peer}: {}", show(&o));
+            assert!(
+                stderr.contains("the first 3 calls to"),
+                "{peer}: {stderr}"
+            );
+            assert!(errors.len() <= 2 + 4, "{peer}: {} episodes", errors.len());
         }
     });
     let _ = dashboard.kill();
