@@ -18,6 +18,7 @@ mod call;
 mod model;
 pub mod refusal;
 pub mod registry;
+pub mod stop;
 pub mod targets;
 pub mod tool_protocol;
 pub mod transport;

@@ -19,12 +19,20 @@
 //!   (at most once per round of requests), a run of successes raises it by one, up to the
 //!   configured `max_concurrency`.
 //!
+//! * a stop ([`crate::stop`]) ends every wait at once — backoff, `Retry-After`, a slot of
+//!   the concurrency limit — and sends nothing more; its second level gives up the
+//!   requests in flight. Such a call is counted in `cancelled`, neither succeeded nor
+//!   failed.
+//!
 //! The API key lives only in a [`Secret`] (whose `Debug` is redacted) and in a header
-//! marked sensitive; every error message leaving this module is scrubbed of it, even if
-//! the server echoed it back. Redirects are never followed, so a key cannot be forwarded
-//! to another host.
+//! marked sensitive; every error message leaving this module is scrubbed of it and of
+//! its common encodings, even if the server echoed it back. A URL in a message is shown
+//! capped ([`shown_url`]): a server-chosen part of it (a session id) cannot make the
+//! message large. Redirects are never followed, so a key cannot be forwarded to another
+//! host.
 
 use crate::ModelError;
+use crate::stop::{Level, Stop, not_sent};
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue, RETRY_AFTER};
 use reqwest::{StatusCode, Url};
 use serde::{Deserialize, Serialize};
@@ -129,6 +137,10 @@ pub struct TransportStats {
     pub concurrency_limit: Option<u64>,
     /// How often a 429 made the limit shrink.
     pub concurrency_decreases: u64,
+    /// Calls a stop ended unanswered: not sent, their wait before a retry cut, or (at
+    /// the second signal) given up in flight. Neither succeeded nor failed.
+    #[serde(default)]
+    pub cancelled: u64,
 }
 
 impl TransportStats {
@@ -158,6 +170,7 @@ struct Counters {
     retries_timeout: AtomicU64,
     retries_connect: AtomicU64,
     retry_wait_ms: AtomicU64,
+    cancelled: AtomicU64,
 }
 
 fn bump(c: &AtomicU64, n: u64) {
@@ -298,6 +311,8 @@ pub struct Transport {
     jitter: AtomicU64,
     /// Set by [`Transport::stop_on_client_errors`]: a 4xx is a configuration error.
     client_errors_stop: bool,
+    /// The stop this transport's calls obey ([`Stop::global`] unless a test gives one).
+    stop: &'static Stop,
 }
 
 impl fmt::Debug for Transport {
@@ -418,6 +433,7 @@ impl Transport {
             counters: Counters::default(),
             jitter: AtomicU64::new(seed),
             client_errors_stop: false,
+            stop: Stop::global(),
         })
     }
 
@@ -427,6 +443,12 @@ impl Transport {
     /// and every later call would be refused alike.
     pub fn stop_on_client_errors(mut self) -> Self {
         self.client_errors_stop = true;
+        self
+    }
+
+    /// This transport obeying `stop` instead of the process's ([`Stop::global`]).
+    pub fn with_stop(mut self, stop: &'static Stop) -> Self {
+        self.stop = stop;
         self
     }
 
@@ -463,6 +485,7 @@ impl Transport {
             retry_wait_ms: get(&c.retry_wait_ms),
             concurrency_limit: limit.map(|l| l as u64),
             concurrency_decreases: decreases,
+            cancelled: get(&c.cancelled),
         }
     }
 
@@ -498,15 +521,61 @@ impl Transport {
         })?;
         let mut retries = 0u32;
         loop {
-            let permit = self.limiter.acquire().await;
+            let permit = self.slot().await?;
             bump(&self.counters.attempts, 1);
-            let outcome = self
-                .attempt(&bytes)
+            let Some(outcome) = self
+                .in_flight(async {
+                    self.attempt(&bytes)
+                        .await
+                        .and_then(|v| parse(&v, self.url.as_str()).map_err(Failure::Fatal))
+                })
                 .await
-                .and_then(|v| parse(&v, self.url.as_str()).map_err(Failure::Fatal));
+            else {
+                return Err(self.given_up(permit));
+            };
             if let Some(done) = self.settle(outcome, permit, &mut retries).await {
                 return done;
             }
+        }
+    }
+
+    /// A slot of the concurrency limit for the next attempt — unless a stop was asked
+    /// for, or comes while waiting for one: then nothing is sent.
+    async fn slot(&self) -> Result<Permit<'_>, ModelError> {
+        if self.stop.stopping() {
+            bump(&self.counters.cancelled, 1);
+            return Err(not_sent(""));
+        }
+        tokio::select! {
+            p = self.limiter.acquire() => Ok(p),
+            () = self.stop.reached(Level::Stopping) => {
+                bump(&self.counters.cancelled, 1);
+                Err(not_sent("waiting for a free slot of the target's concurrency limit"))
+            }
+        }
+    }
+
+    /// `attempt`, unless the stop reaches its second level first: then `None`, the
+    /// request in flight given up.
+    async fn in_flight<T>(&self, attempt: impl std::future::Future<Output = T>) -> Option<T> {
+        tokio::select! {
+            v = attempt => Some(v),
+            () = self.stop.reached(Level::Cancelling) => None,
+        }
+    }
+
+    /// The error of a request given up in flight at a stop's second level.
+    fn given_up(&self, permit: Permit<'_>) -> ModelError {
+        drop(permit);
+        bump(&self.counters.cancelled, 1);
+        crate::stop::given_up()
+    }
+
+    /// Sleeps `wait` before a retry; false when a stop cut the wait short.
+    async fn wait_retry(&self, wait: Duration) -> bool {
+        tokio::select! {
+            () = tokio::time::sleep(wait) => true,
+            () = self.stop.reached(Level::Stopping) => false,
         }
     }
 
@@ -553,6 +622,21 @@ impl Transport {
                     ));
                 }
                 let c = &self.counters;
+                let wait = match retry_after {
+                    Some(d) => server_wait(d, self.options.retry_after_cap, &message),
+                    None => self.backoff(*retries),
+                };
+                let started = std::time::Instant::now();
+                if !self.wait_retry(wait).await {
+                    // The stop ended the wait: the retry is never made.
+                    bump(&c.cancelled, 1);
+                    bump(&c.retry_wait_ms, started.elapsed().as_millis() as u64);
+                    return Some(Err(self.scrub(not_sent(&format!(
+                        "waiting {:.1} s before retry {} after: {message}",
+                        wait.as_secs_f64(),
+                        *retries + 1
+                    )))));
+                }
                 bump(
                     match cause {
                         RetryCause::RateLimited => &c.retries_429,
@@ -562,12 +646,7 @@ impl Transport {
                     },
                     1,
                 );
-                let wait = match retry_after {
-                    Some(d) => server_wait(d, self.options.retry_after_cap, &message),
-                    None => self.backoff(*retries),
-                };
                 bump(&c.retry_wait_ms, wait.as_millis() as u64);
-                tokio::time::sleep(wait).await;
                 *retries += 1;
                 None
             }
@@ -742,7 +821,12 @@ impl Transport {
                         Some(d) => server_wait(d, self.options.retry_after_cap, &message),
                         None => self.backoff(retries),
                     };
-                    tokio::time::sleep(wait).await;
+                    if !self.wait_retry(wait).await {
+                        return Err(self.scrub(not_sent(&format!(
+                            "waiting {:.1} s to retry after: {message}",
+                            wait.as_secs_f64()
+                        ))));
+                    }
                     retries += 1;
                 }
             }
@@ -774,7 +858,12 @@ impl Transport {
                         Some(d) => server_wait(d, self.options.retry_after_cap, &message),
                         None => self.backoff(retries),
                     };
-                    tokio::time::sleep(wait).await;
+                    if !self.wait_retry(wait).await {
+                        return Err(self.scrub(not_sent(&format!(
+                            "waiting {:.1} s to retry after: {message}",
+                            wait.as_secs_f64()
+                        ))));
+                    }
                     retries += 1;
                 }
             }
@@ -812,19 +901,26 @@ impl Transport {
         bump(&self.counters.calls, 1);
         let mut retries = 0u32;
         loop {
-            let permit = self.limiter.acquire().await;
+            let permit = self.slot().await?;
             bump(&self.counters.attempts, 1);
-            let outcome = match self
-                .send_once(
-                    req.method.clone(),
-                    &req.url,
-                    &Payload::Raw(req.headers.clone(), req.body.clone()),
-                    self.timeout,
-                )
+            let Some(outcome) = self
+                .in_flight(async {
+                    match self
+                        .send_once(
+                            req.method.clone(),
+                            &req.url,
+                            &Payload::Raw(req.headers.clone(), req.body.clone()),
+                            self.timeout,
+                        )
+                        .await
+                    {
+                        Ok(resp) => read(resp).await,
+                        Err(f) => Err(f),
+                    }
+                })
                 .await
-            {
-                Ok(resp) => read(resp).await,
-                Err(f) => Err(f),
+            else {
+                return Err(self.given_up(permit));
             };
             if let Some(done) = self.settle(outcome, permit, &mut retries).await {
                 return done;
