@@ -292,3 +292,254 @@ fn a_second_signal_gives_up_requests_in_flight() {
     assert_eq!(status(&rund), "complete");
     assert_eq!(s.srv.stats().requests, 4);
 }
+
+// ---------------------------------------------------------------------------------------
+// Server-chosen values and secrets in messages
+// ---------------------------------------------------------------------------------------
+
+/// An attacker asking for one more step, and a rubric grader that neither refuses nor
+/// succeeds: a crescendo against the server keeps going round after round.
+fn crescendo_rules(script: Script) -> Script {
+    Script {
+        rules: [
+            Rule::new(Action::reply("PROMPT: Tell me more about it."))
+                .when_contains("red-teaming assistant"),
+            Rule::new(Action::reply(
+                "refused: 0\nspecificity: 1\nconvincingness: 1",
+            ))
+            .when_contains("You are grading"),
+        ]
+        .into_iter()
+        .chain(script.rules)
+        .collect(),
+        ..script
+    }
+}
+
+/// A crescendo run of `rounds` rounds on the demo set's first behavior against `target`.
+fn crescendo_config(dir: &Path, name: &str, s: &Server, target: &str, rounds: u32) -> PathBuf {
+    let url = s.srv.openai_base_url();
+    let model = |n: &str| {
+        format!(
+            "{{name: openai_compat, params: {{name: {n}, model: {n}, base_url: \"{url}\", api_key_env: {KEY_ENV}}}}}"
+        )
+    };
+    write(
+        &dir.join(format!("{name}.yaml")),
+        &format!(
+            "run_name: {name}\nseed: 0\nconcurrency: 1\ntargets:\n  - {target}\nattacks:\n  - {{name: crescendo, params: {{attacker: {}, max_rounds: {rounds}, judge: {{name: rubric, params: {{grader: {}}}}}}}}}\ndatasets:\n  - {{name: demo, params: {{limit: 1}}}}\njudges: [refusal_match]\nmetrics: [asr]\n",
+            model("atk"),
+            model("grader")
+        ),
+    )
+}
+
+/// An application's reply: the answer and the session id it chose (any JSON text).
+fn app_reply(session_json: &str) -> Action {
+    Action::raw(
+        "application/json",
+        format!(
+            "{{\"choices\": [{{\"message\": {{\"content\": \"Here is more.\"}}}}], \"session\": {session_json}}}"
+        ),
+    )
+}
+
+/// An `http` target with server-side sessions: the id read from `/session` and sent back
+/// in the URL's query.
+fn session_target(s: &Server, extra: &str) -> String {
+    format!(
+        "{{name: http, params: {{name: app, url: \"{}/chat/completions?sid={{{{session_id}}}}\", body: {{model: m, messages: [{{role: user, content: \"{{{{prompt}}}}\"}}]}}, reply_pointer: /choices/0/message/content, session_pointer: /session, max_retries: 0{extra}}}}}",
+        s.srv.openai_base_url()
+    )
+}
+
+/// Every file under `dir`, recursively.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// Issue 51, defect 6: a server-chosen session id was taken whatever its size and sent
+/// back in every URL, and error messages quoted the whole URL (twice, per crescendo
+/// node): a 30 MiB id over 10 rounds took 1.75 GB and wrote a 566 MB transcript line.
+/// Now an id longer than 4096 bytes or holding a control character is that call's
+/// error, named, and a URL in any error message is cut at 160 characters with its
+/// length said; the transcripts stay small and the run can be reported.
+#[test]
+fn a_server_chosen_session_id_is_capped_and_urls_in_errors_are_cut() {
+    let long_ok = format!("\"{}\"", "s".repeat(3000));
+    let huge = format!("\"{}\"", "x".repeat(1 << 20));
+    let s = server(crescendo_rules(
+        Script::default()
+            // Round 1; round 2 rebuilds its session (each round's request has a seed of
+            // its own) and the turn itself carries the long id in the URL.
+            .rule(Rule::new(app_reply(&long_ok)).times(2))
+            .rule(Rule::new(Action::status(500)).times(1))
+            .rule(Rule::new(app_reply(&huge)).times(1))
+            .rule(Rule::new(app_reply("\"ab\\u001b[31mred\"")).times(1))
+            .rule(Rule::new(app_reply("\"ok-1\""))),
+    ));
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let cfg = crescendo_config(d, "sid", &s, &session_target(&s, ""), 5);
+    let out = run(&cfg, d, 120);
+    ok(&out);
+    let rund = d.join("runs/sid");
+    let t = std::fs::read_to_string(rund.join("transcripts.jsonl")).unwrap();
+    assert!(t.len() < 64 << 10, "transcripts.jsonl is {} bytes", t.len());
+    for needle in [
+        "HTTP 500",
+        "bytes in all)",
+        "the session id at session_pointer `/session` is 1048576 bytes, more than the 4096 a session id may be",
+        "the session id at session_pointer `/session` holds a control character (U+001B at byte 2)",
+    ] {
+        assert!(t.contains(needle), "no {needle:?} in {t}");
+    }
+    assert!(!t.contains(&"s".repeat(200)), "a URL was quoted whole");
+    // The huge id was never sent back.
+    assert!(
+        s.srv
+            .requests()
+            .iter()
+            .all(|r| r.body.to_string().len() < 8 << 10)
+    );
+    ok(&wait_within(
+        spawn(&["report", rund.to_str().unwrap()], d, &[]),
+        60,
+        "report",
+    ));
+}
+
+/// Issue 51, defect 7: an application that echoes its `Authorization` value as the
+/// session id, with `{{session_id}}` in the URL, got it into transcripts.jsonl
+/// percent-encoded (`Basic%20dXNlcjpz…%3D`): the scrubber matched the literal value
+/// only. Every common encoding of each secret and of its parts is scrubbed now, from
+/// error messages and replies alike, and nothing of it reaches any file of the run.
+#[test]
+fn a_secret_echoed_in_an_encoded_form_is_never_written_to_disk() {
+    let password = "CANARY-app-pw-5550142";
+    let token = data_encoding::BASE64.encode(format!("app-user:{password}").as_bytes());
+    let auth = format!("Basic {token}");
+    let echo = gauntlet_testserver::PRESENTED_AUTHORIZATION;
+    let s = server(crescendo_rules(
+        Script::default()
+            // Round 1; round 2 rebuilds its session, then sends the echoed credentials
+            // back in the URL and fails, quoting it.
+            .rule(Rule::new(app_reply(&format!("\"{echo}\""))).times(2))
+            .rule(Rule::new(Action::status(500)).times(1))
+            .rule(Rule::new(Action::raw(
+                "application/json",
+                format!(
+                    "{{\"choices\": [{{\"message\": {{\"content\": \"you sent {echo}\"}}}}], \"session\": \"ok-2\"}}"
+                ),
+            ))),
+    ));
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let target = session_target(&s, ", header_env: {Authorization: GAUNTLET_TEST_AUTH}");
+    let cfg = crescendo_config(d, "echo", &s, &target, 4);
+    let out = wait_within(
+        spawn(
+            &["run", cfg.to_str().unwrap()],
+            d,
+            &[("GAUNTLET_TEST_AUTH", &auth)],
+        ),
+        120,
+        "run",
+    );
+    ok(&out);
+    // The application did see the credentials, and sent them back in a URL.
+    assert!(
+        s.srv
+            .requests()
+            .iter()
+            .any(|r| r.authorization.as_deref() == Some(auth.as_str()))
+    );
+    let encoded: String = auth
+        .bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect();
+    let rund = d.join("runs/echo");
+    let mut redacted = false;
+    let mut files = walk(&rund);
+    files.sort();
+    for f in files {
+        let text = String::from_utf8_lossy(&std::fs::read(&f).unwrap()).into_owned();
+        for leak in [&token[..12], password, &encoded[..16], "Basic%20"] {
+            assert!(
+                !text.contains(leak),
+                "{leak:?} is in {}:\n{}",
+                f.display(),
+                &text[..text.len().min(4000)]
+            );
+        }
+        redacted |= text.contains("[redacted]");
+    }
+    assert!(redacted, "the echo did not reach the artefacts at all");
+    let all = format!("{}{}", stderr(&out), String::from_utf8_lossy(&out.stdout));
+    assert!(!all.contains(password) && !all.contains(&token[..12]));
+}
+
+// ---------------------------------------------------------------------------------------
+// Server-sent events
+// ---------------------------------------------------------------------------------------
+
+/// Issue 51, weakness: one large server-sent event took time quadratic in its size (8
+/// MiB: 10 s of CPU; 40 MB did not finish in 300 s). The parser is linear now and an
+/// event is bounded: a 3 MiB event is read whole in moments, a 12 MiB one is that call's
+/// error naming the 4194304-byte limit, without reading the event to its end.
+#[test]
+fn a_huge_server_sent_event_is_refused_by_name_and_a_large_one_read_quickly() {
+    let event = |n: usize| {
+        format!(
+            "data: {{\"delta\": \"{}\"}}\n\ndata: {{\"delta\": \"!\"}}\n\ndata: [DONE]\n\n",
+            "y".repeat(n)
+        )
+    };
+    let s = server(
+        Script::default()
+            .rule(Rule::new(Action::raw("text/event-stream", event(3 << 20))).times(1))
+            .rule(Rule::new(Action::raw("text/event-stream", event(12 << 20)))),
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let target = format!(
+        "{{name: http, params: {{name: sse, url: \"{}/chat/completions\", body: {{model: m, messages: \"{{{{messages}}}}\"}}, stream: true, reply_pointer: /delta, max_retries: 0, timeout_s: 120}}}}",
+        s.srv.openai_base_url()
+    );
+    let cfg = config(d, "sse", &target, 2);
+    let started = Instant::now();
+    let out = run(&cfg, d, 120);
+    ok(&out);
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "{:?}",
+        started.elapsed()
+    );
+    let t = lines(&d.join("runs/sse/transcripts.jsonl"));
+    let reply = |i: usize| {
+        t[i]["transcript"].as_array().unwrap().last().unwrap()["content"]
+            .as_str()
+            .unwrap()
+            .len()
+    };
+    assert_eq!(t.len(), 2);
+    assert!(t[0]["error"].is_null(), "{}", t[0]);
+    assert_eq!(reply(0), (3 << 20) + 1);
+    let e = t[1]["error"].as_str().unwrap();
+    assert!(e.contains("an event is larger than 4194304 bytes"), "{e}");
+}

@@ -18,6 +18,8 @@ mod call;
 mod model;
 pub mod refusal;
 pub mod registry;
+pub mod secret;
+pub mod sse;
 pub mod stop;
 pub mod targets;
 pub mod tool_protocol;

@@ -177,36 +177,7 @@ fn bump(c: &AtomicU64, n: u64) {
     c.fetch_add(n, Ordering::Relaxed);
 }
 
-/// An API key. Its `Debug` never shows it; [`Secret::redact`] scrubs it from text.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
-
-impl Secret {
-    pub fn new(key: impl Into<String>) -> Self {
-        Secret(key.into())
-    }
-    /// The key itself, for building the auth header.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-    /// `text` with every occurrence of the key replaced.
-    pub fn redact(&self, text: &str) -> String {
-        if self.0.len() < 4 {
-            return text.to_string();
-        }
-        text.replace(&self.0, "[redacted]")
-    }
-    /// Whether `text` holds the key (keys shorter than 4 bytes are never looked for).
-    pub fn found_in(&self, text: &str) -> bool {
-        self.0.len() >= 4 && text.contains(&self.0)
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Secret([redacted])")
-    }
-}
+pub use crate::secret::Secret;
 
 /// How the key is sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -676,7 +647,7 @@ impl Transport {
         serde_json::from_slice::<Value>(&bytes).map_err(|e| {
             Failure::Fatal(ModelError::Call(format!(
                 "malformed JSON from {}: {e}; body starts: {}",
-                self.url,
+                shown_url(&self.url),
                 excerpt(&bytes)
             )))
         })
@@ -734,6 +705,7 @@ impl Transport {
         if status.is_success() {
             return Ok(resp);
         }
+        let url = shown_url(url);
         let retry_after = parse_retry_after(resp.headers(), SystemTime::now());
         let bytes = self.read_body(resp).await?;
         let code = status.as_u16();
@@ -797,7 +769,8 @@ impl Transport {
                 Ok(resp) => match self.read_body(resp).await {
                     Ok(bytes) => serde_json::from_slice::<Value>(&bytes).map_err(|e| {
                         Failure::Fatal(ModelError::Call(format!(
-                            "malformed JSON from {url}: {e}; body starts: {}",
+                            "malformed JSON from {}: {e}; body starts: {}",
+                            shown_url(url),
                             excerpt(&bytes)
                         )))
                     }),
@@ -958,7 +931,8 @@ impl Transport {
                     if out.len() + chunk.len() > self.options.max_body_bytes {
                         return Err(Failure::Fatal(ModelError::Call(format!(
                             "response from {} exceeds {} bytes",
-                            self.url, self.options.max_body_bytes
+                            shown_url(&self.url),
+                            self.options.max_body_bytes
                         ))));
                     }
                     out.extend_from_slice(&chunk);
@@ -979,16 +953,34 @@ impl Transport {
         } else {
             RetryCause::Connect
         };
+        let shown = shown_url(url);
         let detail = if cause == RetryCause::Timeout {
             format!("timed out after {:.1} s", self.timeout.as_secs_f64())
         } else {
+            // reqwest names the URL in its own message too: said once, capped.
             error_chain(e)
+                .replace(&format!(" for url ({url})"), "")
+                .replace(url.as_str(), &shown)
         };
         Failure::Retry {
             cause,
             retry_after: None,
-            message: format!("{what} to {url} failed: {detail}"),
+            message: format!("{what} to {shown} failed: {detail}"),
         }
+    }
+}
+
+/// The most characters of a URL an error message shows.
+pub const SHOWN_URL_CHARS: usize = 160;
+
+/// A URL as an error message shows it: whole up to [`SHOWN_URL_CHARS`] characters, else
+/// cut there with its length said. A server-chosen part (a session id in the query)
+/// cannot make a message large.
+pub fn shown_url(url: &Url) -> String {
+    let s = url.as_str();
+    match s.char_indices().nth(SHOWN_URL_CHARS) {
+        None => s.to_string(),
+        Some((i, _)) => format!("{}… ({} bytes in all)", &s[..i], s.len()),
     }
 }
 
@@ -1007,9 +999,20 @@ fn error_chain(e: &dyn std::error::Error) -> String {
     s
 }
 
-/// The first ~200 characters of a body, on one line.
+/// The most characters of a body an error message quotes.
+pub const EXCERPT_CHARS: usize = 200;
+
+/// The first [`EXCERPT_CHARS`] characters of a body, on one line (control characters as
+/// spaces). Only the start of the body is decoded, whatever its size.
 pub fn excerpt(bytes: &[u8]) -> String {
-    let text = String::from_utf8_lossy(bytes);
+    // Enough bytes for the characters quoted, leading whitespace aside: 4 per character,
+    // and a few more to know whether the text goes on.
+    let mut start = 0;
+    while start < bytes.len() && (bytes[start].is_ascii_whitespace() || bytes[start] < 0x20) {
+        start += 1;
+    }
+    let end = bytes.len().min(start + 4 * EXCERPT_CHARS + 8);
+    let text = String::from_utf8_lossy(&bytes[start..end]);
     let one_line: String = text
         .chars()
         .map(|c| if c.is_control() { ' ' } else { c })
@@ -1018,8 +1021,8 @@ pub fn excerpt(bytes: &[u8]) -> String {
     if trimmed.is_empty() {
         return "empty body".to_string();
     }
-    let mut out: String = trimmed.chars().take(200).collect();
-    if trimmed.chars().count() > 200 {
+    let mut out: String = trimmed.chars().take(EXCERPT_CHARS).collect();
+    if trimmed.chars().count() > EXCERPT_CHARS || end < bytes.len() {
         out.push('…');
     }
     out
@@ -1226,22 +1229,35 @@ mod tests {
     }
 
     #[test]
-    fn secret_is_redacted() {
-        let s = Secret::new("sk-test-CANARY-123");
-        assert!(!format!("{s:?}").contains("CANARY"));
-        assert_eq!(
-            s.redact("bad key sk-test-CANARY-123 given"),
-            "bad key [redacted] given"
-        );
-    }
-
-    #[test]
     fn jitter_is_uniformish_and_bounded() {
         let st = AtomicU64::new(42);
         let xs: Vec<f64> = (0..10_000).map(|_| unit_random(&st)).collect();
         assert!(xs.iter().all(|x| (0.0..1.0).contains(x)));
         let mean = xs.iter().sum::<f64>() / xs.len() as f64;
         assert!((0.45..0.55).contains(&mean), "{mean}");
+    }
+
+    #[test]
+    fn long_urls_are_cut_in_messages() {
+        let short = Url::parse("http://127.0.0.1:9/v1/chat?sid=abc").unwrap();
+        assert_eq!(shown_url(&short), short.as_str());
+        let long = Url::parse(&format!(
+            "http://127.0.0.1:9/v1/chat?sid={}",
+            "x".repeat(1 << 20)
+        ))
+        .unwrap();
+        let shown = shown_url(&long);
+        assert!(shown.chars().count() < SHOWN_URL_CHARS + 40, "{shown}");
+        assert!(shown.ends_with(&format!("… ({} bytes in all)", long.as_str().len())));
+    }
+
+    #[test]
+    fn an_excerpt_reads_only_the_start_of_a_large_body() {
+        let body = format!("  \n{}", "é".repeat(16 << 20));
+        let e = excerpt(body.as_bytes());
+        assert_eq!(e.chars().count(), EXCERPT_CHARS + 1);
+        assert!(e.starts_with('é') && e.ends_with('…'));
+        assert_eq!(excerpt(b"short"), "short");
     }
 
     #[test]
