@@ -16,6 +16,7 @@
 
 use crate::ModelError;
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU8, Ordering};
 use tokio::sync::watch;
 
 /// How far a stop has gone.
@@ -29,9 +30,11 @@ pub enum Level {
     Cancelling,
 }
 
-/// A stop's level, readable at once and awaitable.
+/// A stop's level, readable at once (an atomic load: the call layer reads it on every
+/// call) and awaitable.
 #[derive(Debug)]
 pub struct Stop {
+    now: AtomicU8,
     level: watch::Sender<Level>,
 }
 
@@ -45,6 +48,7 @@ impl Stop {
     /// A stop of its own, at [`Level::Running`] (tests; the process uses [`Stop::global`]).
     pub fn new() -> Stop {
         Stop {
+            now: AtomicU8::new(Level::Running as u8),
             level: watch::Sender::new(Level::Running),
         }
     }
@@ -57,7 +61,11 @@ impl Stop {
 
     /// The level now.
     pub fn level(&self) -> Level {
-        *self.level.borrow()
+        match self.now.load(Ordering::Acquire) {
+            0 => Level::Running,
+            1 => Level::Stopping,
+            _ => Level::Cancelling,
+        }
     }
 
     /// True once a stop was asked for (either level).
@@ -76,6 +84,7 @@ impl Stop {
     }
 
     fn raise(&self, to: Level) {
+        self.now.fetch_max(to as u8, Ordering::AcqRel);
         self.level.send_if_modified(|l| {
             let up = *l < to;
             if up {
