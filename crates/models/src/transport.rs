@@ -15,10 +15,12 @@
 //!   endpoint (and, for JSON, the field path), recorded as an error outcome;
 //! * every retry is counted by cause in [`TransportStats`], readable through
 //!   [`crate::Model::transport_stats`];
-//! * in-flight requests per target are limited, and the limit adapts (AIMD): a 429 halves it
-//!   (at most once per round of requests), a run of successes raises it by one, up to the
-//!   configured `max_concurrency`.
-//!
+//! * in-flight requests per target are limited, and the limit adapts (AIMD): a 429 or a
+//!   timeout halves it (at most once per round of requests), a run of successes raises
+//!   it by one, up to the configured `max_concurrency`. A timed-out request may still be
+//!   running on the server (llama.cpp's server finishes a generation its client gave up
+//!   on), so its retry must not add to that load unnoticed: the limit shrinks before the
+//!   retry, and the first timeout of a target says so on stderr;
 //! * a stop ([`crate::stop`]) ends every wait at once — backoff, `Retry-After`, a slot of
 //!   the concurrency limit — and sends nothing more; its second level gives up the
 //!   requests in flight. Such a call is counted in `cancelled`, neither succeeded nor
@@ -135,7 +137,7 @@ pub struct TransportStats {
     pub retry_wait_ms: u64,
     /// The adaptive concurrency limit now; `None` while unlimited.
     pub concurrency_limit: Option<u64>,
-    /// How often a 429 made the limit shrink.
+    /// How often a 429 or a timeout made the limit shrink.
     pub concurrency_decreases: u64,
     /// Calls a stop ended unanswered: not sent, their wait before a retry cut, or (at
     /// the second signal) given up in flight. Neither succeeded nor failed.
@@ -284,6 +286,8 @@ pub struct Transport {
     client_errors_stop: bool,
     /// The stop this transport's calls obey ([`Stop::global`] unless a test gives one).
     stop: &'static Stop,
+    /// Set once the first retried timeout was said.
+    timeout_said: std::sync::atomic::AtomicBool,
 }
 
 impl fmt::Debug for Transport {
@@ -405,6 +409,7 @@ impl Transport {
             jitter: AtomicU64::new(seed),
             client_errors_stop: false,
             stop: Stop::global(),
+            timeout_said: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -577,10 +582,25 @@ impl Transport {
                 retry_after,
                 message,
             }) => {
-                if cause == RetryCause::RateLimited {
+                if matches!(cause, RetryCause::RateLimited | RetryCause::Timeout) {
                     self.limiter.on_rate_limited(&permit);
                 }
                 drop(permit);
+                if cause == RetryCause::Timeout
+                    && *retries < self.max_retries
+                    && !self.timeout_said.swap(true, Ordering::Relaxed)
+                {
+                    let limit = self
+                        .limiter
+                        .snapshot()
+                        .0
+                        .map_or("no limit".to_string(), |n| n.to_string());
+                    notice(&format!(
+                        "{}: a request timed out after {:.1} s and is retried; the server may still be working on it, so the requests in flight to this target are limited to {limit} for now (raised again after successes) instead of the retry adding to its load; raise timeout_s for a slow model, or lower concurrency",
+                        shown_url(&self.url),
+                        self.timeout.as_secs_f64()
+                    ));
+                }
                 if *retries >= self.max_retries {
                     bump(&self.counters.failed, 1);
                     let tail = match *retries {
@@ -1055,7 +1075,7 @@ fn unit_random(state: &AtomicU64) -> f64 {
 
 /// Adaptive (AIMD) concurrency limit.
 ///
-/// `limit` starts at the configured maximum (or unlimited). A 429 halves the limit that
+/// `limit` starts at the configured maximum (or unlimited). A 429 (or a timeout) halves the limit that
 /// was actually in use (`min(limit, in_flight)`, at least 1), but only once per "epoch":
 /// requests that started before the last decrease cannot shrink it again, so a burst of
 /// 429s from one wave of requests halves once instead of collapsing to 1. After
