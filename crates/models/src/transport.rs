@@ -17,10 +17,11 @@
 //!   [`crate::Model::transport_stats`];
 //! * in-flight requests per target are limited, and the limit adapts (AIMD): a 429 or a
 //!   timeout halves it (at most once per round of requests), a run of successes raises
-//!   it by one, up to the configured `max_concurrency`. A timed-out request may still be
-//!   running on the server (llama.cpp's server finishes a generation its client gave up
-//!   on), so its retry must not add to that load unnoticed: the limit shrinks before the
-//!   retry, and the first timeout of a target says so on stderr;
+//!   it by one, up to the configured `max_concurrency`. A timeout usually means requests
+//!   queue at the server (a one-slot llama.cpp server runs one at a time), and its retry
+//!   starts the generation from scratch — on a server that did not notice the client
+//!   leave, next to the abandoned one: the limit shrinks before the retry so retries do
+//!   not add to the queue, and the first timeout of a target says so on stderr;
 //! * a stop ([`crate::stop`]) ends every wait at once — backoff, `Retry-After`, a slot of
 //!   the concurrency limit — and sends nothing more; its second level gives up the
 //!   requests in flight. Such a call is counted in `cancelled`, neither succeeded nor
@@ -596,7 +597,7 @@ impl Transport {
                         .0
                         .map_or("no limit".to_string(), |n| n.to_string());
                     notice(&format!(
-                        "{}: a request timed out after {:.1} s and is retried; the server may still be working on it, so the requests in flight to this target are limited to {limit} for now (raised again after successes) instead of the retry adding to its load; raise timeout_s for a slow model, or lower concurrency",
+                        "{}: a request timed out after {:.1} s and is retried from scratch; so that retries do not add to the server's queue (or to an abandoned generation it still runs), the requests in flight to this target are limited to {limit} for now (raised again after successes); raise timeout_s for a slow model, or lower concurrency to what the server runs at once",
                         shown_url(&self.url),
                         self.timeout.as_secs_f64()
                     ));
