@@ -48,12 +48,14 @@ start() {
   port=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
   cat > "$DIR/serve.py" <<'PYEOF'
 # Launcher for llama.cpp's server through xllamacpp: one model, loopback only, an 8,192-token
-# context (SmolLM2's maximum; the agent exam's prompts need more than 2,048).
+# context (SmolLM2's maximum; the agent exam's prompts need more than 2,048) in one slot:
+# requests are served one at a time (examples/jailbreak_live.yaml runs with concurrency 1).
 import sys, time, xllamacpp
 gguf, port = sys.argv[1], int(sys.argv[2])
 p = xllamacpp.CommonParams()
 p.model.path = gguf
 p.n_ctx = 8192
+p.n_parallel = 1
 p.cpuparams.n_threads = p.cpuparams_batch.n_threads = 2
 p.hostnames = ["127.0.0.1"]
 p.port = port
@@ -66,7 +68,7 @@ PYEOF
   local url="http://127.0.0.1:$port"
   for _ in $(seq 1 120); do
     if curl -fsS "$url/health" > /dev/null 2>&1; then
-      echo "local-model: SmolLM2-135M ready at $url (pid $(cat "$DIR/server.pid"))" >&2
+      echo "local-model: SmolLM2-135M ready at $url (pid $(cat "$DIR/server.pid"); one slot: one request at a time, so run with concurrency: 1)" >&2
       echo "$url/v1"
       return 0
     fi

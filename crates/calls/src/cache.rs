@@ -18,6 +18,10 @@
 //!
 //! Token usage is tallied per role in a [`UsageSlot`] for every response, journal hits
 //! included, so usage metrics are identical on a rerun.
+//!
+//! Once a stop is asked for ([`gauntlet_models::stop`]) a journal miss is not sent: the
+//! call fails saying so, its unit is not folded, and the rerun makes it. A call a stop
+//! ended is not counted as failed.
 
 use crate::batch::{Batching, Served, Spend};
 pub use crate::journal::journal_error;
@@ -477,6 +481,12 @@ impl CachedModel<'_> {
                 }
             };
         }
+        // After a stop no call is sent (the unit it belongs to is not folded; the rerun
+        // makes the call).
+        let stop = gauntlet_models::stop::Stop::global();
+        if stop.stopping() {
+            return Err(gauntlet_models::stop::not_sent(""));
+        }
         if !self.counters.take_budget() {
             return Err(ModelError::Budget);
         }
@@ -509,7 +519,10 @@ impl CachedModel<'_> {
                 Ok(r)
             }
             Err(e) => {
-                self.counters.failed.fetch_add(1, Ordering::Relaxed);
+                // A call a stop ended is no failure of the model or the endpoint.
+                if !stop.stopping() {
+                    self.counters.failed.fetch_add(1, Ordering::Relaxed);
+                }
                 if matches!(e, ModelError::Config(_)) {
                     self.counters.halt_with(&e);
                 }

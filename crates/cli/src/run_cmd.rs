@@ -157,20 +157,36 @@ pub(crate) fn run(
         .expect("tokio runtime");
     let result = rt.block_on(async {
         let s = stop.clone();
-        // Ctrl-C and SIGTERM (a service manager, `timeout`, `kill`) end a run alike:
-        // the units in hand finish (those waiting on a provider batch do not wait for
-        // it) and partial artefacts are written.
+        // Ctrl-C and SIGTERM (a service manager, `timeout`, `kill`) end a run alike, in
+        // two steps. The first: no new unit or call starts, every wait before a call
+        // (backoff, Retry-After, a concurrency slot) ends now, units waiting on a
+        // provider batch stop, and the requests in flight finish (so what was paid for
+        // is journaled); then partial artefacts are written. The second: the requests
+        // still in flight are given up.
         tokio::spawn(async move {
             use tokio::signal::unix::{SignalKind, signal};
-            let mut term = signal(SignalKind::terminate()).expect("a SIGTERM handler");
-            let which = tokio::select! {
-                r = tokio::signal::ctrl_c() => r.is_ok().then_some("interrupted"),
-                r = term.recv() => r.map(|()| "terminated (SIGTERM)"),
+            let (Ok(mut term), Ok(mut int)) = (
+                signal(SignalKind::terminate()),
+                signal(SignalKind::interrupt()),
+            ) else {
+                eprintln!("warning: cannot handle SIGINT/SIGTERM: a signal ends the run at once, unfinished");
+                return;
             };
-            if let Some(which) = which {
-                s.store(true, Ordering::Relaxed);
-                eprintln!("\n{which}: finishing the units in hand (units waiting on a batch stop now; the rerun re-attaches to their batches) and writing partial artefacts (rerun to resume)");
-            }
+            let Some(which) = next_signal(&mut term, &mut int).await else {
+                return;
+            };
+            s.store(true, Ordering::Relaxed);
+            gauntlet_models::stop::Stop::global().begin();
+            eprintln!(
+                "\n{which}: stopping — no new call is made, waits for a retry end now, units waiting on a batch stop (the rerun re-attaches to their batches), and requests already sent finish (each within its timeout_s) so that what was paid for is journaled; then partial artefacts are written (rerun to resume). Signal again to give up the requests in flight (the rerun makes those calls again)."
+            );
+            let Some(which) = next_signal(&mut term, &mut int).await else {
+                return;
+            };
+            gauntlet_models::stop::Stop::global().cancel();
+            eprintln!(
+                "{which} again: giving up the requests in flight (nothing they return is journaled; the rerun makes those calls again) and writing partial artefacts"
+            );
         });
         let opts = RunOptions {
             runs_dir,
@@ -180,6 +196,17 @@ pub(crate) fn run(
         execute_sharded(plan, opts, shard, progress).await
     });
     print_outcome(result, gate.as_ref(), sharded)
+}
+
+/// The next SIGINT or SIGTERM, named; `None` once neither can come any more.
+async fn next_signal(
+    term: &mut tokio::signal::unix::Signal,
+    int: &mut tokio::signal::unix::Signal,
+) -> Option<&'static str> {
+    tokio::select! {
+        r = int.recv() => r.map(|()| "interrupted"),
+        r = term.recv() => r.map(|()| "terminated (SIGTERM)"),
+    }
 }
 
 /// Prints a session's summary and turns how it ended into the exit status (`run`, and

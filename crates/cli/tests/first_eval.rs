@@ -160,3 +160,46 @@ fn jailbreak_live_example_runs_against_the_local_model() {
     // The stratified XSTest sample holds safe and contrast (unsafe) prompts both.
     assert!(transcripts.contains("\"should_comply\"") && transcripts.contains("\"should_refuse\""));
 }
+
+/// Issue 50, item 7: the example's `concurrency: 2` fought the local server's single
+/// slot (a second request queued with its timeout running, then was retried from
+/// scratch). The example asks no more requests at once than the running local server
+/// serves (its `/props` says how many slots it has).
+#[test]
+fn jailbreak_live_example_asks_no_more_at_once_than_the_local_server_serves() {
+    let Ok(url) = std::env::var("GAUNTLET_LOCAL_MODEL_URL") else {
+        eprintln!(
+            "\n==================== SKIP first_eval ====================\n\
+             GAUNTLET_LOCAL_MODEL_URL is not set, so the local server's slots were NOT\n\
+             compared with examples/jailbreak_live.yaml's concurrency.\n\
+             =========================================================\n"
+        );
+        return;
+    };
+    let props = Command::new("curl")
+        .args([
+            "-fsS",
+            "-m",
+            "30",
+            &format!("{}/props", url.trim_end_matches("/v1")),
+        ])
+        .output()
+        .unwrap();
+    assert!(props.status.success(), "GET /props: {props:?}");
+    let props: Value = serde_json::from_slice(&props.stdout).unwrap();
+    let slots = props["total_slots"]
+        .as_u64()
+        .expect("total_slots in /props");
+    let text = std::fs::read_to_string(example()).unwrap();
+    let concurrency: u64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("concurrency:"))
+        .expect("the example sets concurrency")
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        concurrency <= slots,
+        "examples/jailbreak_live.yaml runs {concurrency} requests at once; the local server serves {slots}"
+    );
+}

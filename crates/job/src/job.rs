@@ -9,7 +9,8 @@
 //! the scheduling every harness needs alike: no new task once a stop is asked for or
 //! the job says its budget is spent, a unit's halt ends the job after the outputs before
 //! it, the fold ticked about once a second while a slow task runs (so progress stays
-//! current), and [`Schedule::settle`] for what is in flight when the job ends. The
+//! current), a stop that ends the schedule within a tick without folding anything more,
+//! and [`Schedule::settle`] for what is in flight when the job ends. The
 //! red-team run (`gauntlet-engine`), the agent exam (`gauntlet-exam`) and the detect
 //! exam (`gauntlet-detect`) are its three jobs.
 
@@ -146,8 +147,10 @@ impl<J: Job> Schedule<J> {
     }
 
     /// Runs units until every one is folded, the job's budget is spent, a unit halts
-    /// the job, or `stop` is set; says how it ended. A fold error ends it at once (what
-    /// is in flight is left to [`Schedule::settle`]).
+    /// the job, or `stop` is set; says how it ended. A stop ends it within a tick
+    /// ([`TICK`]) and nothing joined after it is folded (a task it found in flight is
+    /// aborted where the window says so, else left to [`Schedule::settle`]). A fold error
+    /// ends it at once (what is in flight is left to [`Schedule::settle`]).
     pub async fn run<F: Fold<J::Output>>(
         &mut self,
         job: &Arc<J>,
@@ -177,14 +180,26 @@ impl<J: Job> Schedule<J> {
                 tokio::select! {
                     r = &mut handle => break r,
                     _ = self.tick.tick() => {
-                        if self.window.abort_on_stop && stop.load(Ordering::Relaxed) {
-                            handle.abort();
+                        if stop.load(Ordering::Relaxed) {
+                            // The task is not waited for: it is aborted where the window
+                            // says so, else left to `settle`.
+                            if self.window.abort_on_stop {
+                                handle.abort();
+                            } else {
+                                self.queue.push_front(handle);
+                            }
                             return Ok(Ending::Interrupted);
                         }
                         fold.tick();
                     }
                 }
             };
+            // A stop asked for while the task ran may have cut its calls short (a wait
+            // ended, a request given up): nothing joined after a stop is folded. Its
+            // finished calls are journaled; the rerun folds them.
+            if stop.load(Ordering::Relaxed) {
+                return Ok(Ending::Interrupted);
+            }
             let Ran { outputs, halt } = match joined {
                 Ok(r) => r,
                 Err(join) => return Ok(Ending::Panicked(join.to_string())),
@@ -194,9 +209,6 @@ impl<J: Job> Schedule<J> {
             if let Some(h) = halt {
                 return Ok(Ending::Halted(h));
             }
-            if stop.load(Ordering::Relaxed) && self.folded < self.units {
-                return Ok(Ending::Interrupted);
-            }
         }
     }
 
@@ -205,19 +217,31 @@ impl<J: Job> Schedule<J> {
     /// outputs are dropped, so what was folded stays a prefix of the canonical order;
     /// otherwise they are aborted. A stop aborts a drain where the window says so.
     pub async fn settle(&mut self, drain: bool, stop: &AtomicBool) {
+        let abort_on_stop = self.window.abort_on_stop;
+        self.settle_until(drain, || abort_on_stop && stop.load(Ordering::Relaxed))
+            .await;
+    }
+
+    /// [`Schedule::settle`], with the drain given up — every task still in flight
+    /// aborted — once `give_up` says so (checked about once a second).
+    pub async fn settle_until(&mut self, drain: bool, give_up: impl Fn() -> bool) {
         if !drain {
             for h in self.queue.drain(..) {
                 h.abort();
             }
             return;
         }
-        for mut h in self.queue.drain(..) {
+        let mut queue = std::mem::take(&mut self.queue);
+        while let Some(mut h) = queue.pop_front() {
             loop {
                 tokio::select! {
                     _ = &mut h => break,
                     _ = self.tick.tick() => {
-                        if self.window.abort_on_stop && stop.load(Ordering::Relaxed) {
+                        if give_up() {
                             h.abort();
+                            for h in queue.drain(..) {
+                                h.abort();
+                            }
                             break;
                         }
                     }
@@ -330,5 +354,88 @@ mod tests {
         assert_eq!(end, Ending::Interrupted);
         assert!(fold.0.is_empty());
         assert_eq!(j.started.load(Ordering::Relaxed), 0);
+    }
+
+    /// Units that each wait `ms` (a call sleeping out a server's `Retry-After`), counting
+    /// those that finished.
+    struct Waiting {
+        ms: u64,
+        started: AtomicU64,
+        finished: AtomicU64,
+    }
+
+    impl Job for Waiting {
+        type Output = u64;
+        type Halt = ();
+        fn units(&self) -> u64 {
+            8
+        }
+        fn window(&self) -> Window {
+            Window::units(2)
+        }
+        fn run(self: &Arc<Self>, start: u64, _end: u64) -> Task<u64, ()> {
+            let me = self.clone();
+            Box::pin(async move {
+                me.started.fetch_add(1, Ordering::Relaxed);
+                tokio::time::sleep(Duration::from_millis(me.ms)).await;
+                me.finished.fetch_add(1, Ordering::Relaxed);
+                Ran::all(vec![start])
+            })
+        }
+    }
+
+    fn waiting(ms: u64) -> Arc<Waiting> {
+        Arc::new(Waiting {
+            ms,
+            started: AtomicU64::new(0),
+            finished: AtomicU64::new(0),
+        })
+    }
+
+    fn stop_after(ms: u64) -> Arc<AtomicBool> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = stop.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+            s.store(true, Ordering::Relaxed);
+        });
+        stop
+    }
+
+    /// A stop used to wait for the oldest task to end (a unit sleeping out 20 capped
+    /// `Retry-After`s held the run for minutes) and folded what it returned. Now the
+    /// schedule ends within a tick, folds nothing, and leaves the task to `settle`,
+    /// which gives it up when asked to.
+    #[tokio::test]
+    async fn a_stop_ends_the_schedule_within_a_tick_without_waiting_for_a_task() {
+        let j = waiting(60_000);
+        let mut fold = Collect(Vec::new());
+        let mut s = Schedule::new(j.as_ref());
+        let stop = stop_after(200);
+        let t = std::time::Instant::now();
+        let end = s.run(&j, &mut fold, &stop).await.unwrap();
+        assert_eq!(end, Ending::Interrupted);
+        assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+        assert!(fold.0.is_empty());
+        s.settle_until(true, || true).await;
+        assert!(t.elapsed() < Duration::from_secs(8), "{:?}", t.elapsed());
+        assert_eq!(j.finished.load(Ordering::Relaxed), 0);
+    }
+
+    /// Tasks that finish after the stop are drained (their calls reach the journal) but
+    /// not folded.
+    #[tokio::test]
+    async fn tasks_finishing_after_a_stop_are_drained_not_folded() {
+        let j = waiting(400);
+        let mut fold = Collect(Vec::new());
+        let mut s = Schedule::new(j.as_ref());
+        let stop = stop_after(100);
+        let end = s.run(&j, &mut fold, &stop).await.unwrap();
+        assert_eq!(end, Ending::Interrupted);
+        assert!(fold.0.is_empty(), "{:?}", fold.0);
+        s.settle_until(true, || false).await;
+        let started = j.started.load(Ordering::Relaxed);
+        assert!(started > 0);
+        assert_eq!(j.finished.load(Ordering::Relaxed), started);
     }
 }

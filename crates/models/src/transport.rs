@@ -19,16 +19,27 @@
 //!   stops instead of spending itself on calls that would all fail alike;
 //! * every retry is counted by cause in [`TransportStats`], readable through
 //!   [`crate::Model::transport_stats`];
-//! * in-flight requests per target are limited, and the limit adapts (AIMD): a 429 halves it
-//!   (at most once per round of requests), a run of successes raises it by one, up to the
-//!   configured `max_concurrency`.
+//! * in-flight requests per target are limited, and the limit adapts (AIMD): a 429 or a
+//!   timeout halves it (at most once per round of requests), a run of successes raises
+//!   it by one, up to the configured `max_concurrency`. A timeout usually means requests
+//!   queue at the server (a one-slot llama.cpp server runs one at a time), and its retry
+//!   starts the generation from scratch — on a server that did not notice the client
+//!   leave, next to the abandoned one: the limit shrinks before the retry so retries do
+//!   not add to the queue, and the first timeout of a target says so on stderr;
+//! * a stop ([`crate::stop`]) ends every wait at once — backoff, `Retry-After`, a slot of
+//!   the concurrency limit — and sends nothing more; its second level gives up the
+//!   requests in flight. Such a call is counted in `cancelled`, neither succeeded nor
+//!   failed.
 //!
 //! The API key lives only in a [`Secret`] (whose `Debug` is redacted) and in a header
-//! marked sensitive; every error message leaving this module is scrubbed of it, even if
-//! the server echoed it back. Redirects are never followed, so a key cannot be forwarded
-//! to another host.
+//! marked sensitive; every error message leaving this module is scrubbed of it and of
+//! its common encodings, even if the server echoed it back. A URL in a message is shown
+//! capped ([`shown_url`]): a server-chosen part of it (a session id) cannot make the
+//! message large. Redirects are never followed, so a key cannot be forwarded to another
+//! host.
 
 use crate::ModelError;
+use crate::stop::{Level, Stop, not_sent};
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue, RETRY_AFTER};
 use reqwest::{StatusCode, Url};
 use serde::{Deserialize, Serialize};
@@ -131,8 +142,12 @@ pub struct TransportStats {
     pub retry_wait_ms: u64,
     /// The adaptive concurrency limit now; `None` while unlimited.
     pub concurrency_limit: Option<u64>,
-    /// How often a 429 made the limit shrink.
+    /// How often a 429 or a timeout made the limit shrink.
     pub concurrency_decreases: u64,
+    /// Calls a stop ended unanswered: not sent, their wait before a retry cut, or (at
+    /// the second signal) given up in flight. Neither succeeded nor failed.
+    #[serde(default)]
+    pub cancelled: u64,
 }
 
 impl TransportStats {
@@ -164,42 +179,14 @@ struct Counters {
     retry_wait_ms: AtomicU64,
     /// Calls that ended in a setup failure while none had succeeded.
     setup_failures: AtomicU64,
+    cancelled: AtomicU64,
 }
 
 fn bump(c: &AtomicU64, n: u64) {
     c.fetch_add(n, Ordering::Relaxed);
 }
 
-/// An API key. Its `Debug` never shows it; [`Secret::redact`] scrubs it from text.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
-
-impl Secret {
-    pub fn new(key: impl Into<String>) -> Self {
-        Secret(key.into())
-    }
-    /// The key itself, for building the auth header.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-    /// `text` with every occurrence of the key replaced.
-    pub fn redact(&self, text: &str) -> String {
-        if self.0.len() < 4 {
-            return text.to_string();
-        }
-        text.replace(&self.0, "[redacted]")
-    }
-    /// Whether `text` holds the key (keys shorter than 4 bytes are never looked for).
-    pub fn found_in(&self, text: &str) -> bool {
-        self.0.len() >= 4 && text.contains(&self.0)
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Secret([redacted])")
-    }
-}
+pub use crate::secret::Secret;
 
 /// How the key is sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -304,6 +291,10 @@ pub struct Transport {
     jitter: AtomicU64,
     /// Set by [`Transport::stop_on_client_errors`]: a 4xx is a configuration error.
     client_errors_stop: bool,
+    /// The stop this transport's calls obey ([`Stop::global`] unless a test gives one).
+    stop: &'static Stop,
+    /// Set once the first retried timeout was said.
+    timeout_said: std::sync::atomic::AtomicBool,
 }
 
 impl fmt::Debug for Transport {
@@ -434,6 +425,8 @@ impl Transport {
             counters: Counters::default(),
             jitter: AtomicU64::new(seed),
             client_errors_stop: false,
+            stop: Stop::global(),
+            timeout_said: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -443,6 +436,12 @@ impl Transport {
     /// and every later call would be refused alike.
     pub fn stop_on_client_errors(mut self) -> Self {
         self.client_errors_stop = true;
+        self
+    }
+
+    /// This transport obeying `stop` instead of the process's ([`Stop::global`]).
+    pub fn with_stop(mut self, stop: &'static Stop) -> Self {
+        self.stop = stop;
         self
     }
 
@@ -479,6 +478,7 @@ impl Transport {
             retry_wait_ms: get(&c.retry_wait_ms),
             concurrency_limit: limit.map(|l| l as u64),
             concurrency_decreases: decreases,
+            cancelled: get(&c.cancelled),
         }
     }
 
@@ -514,15 +514,61 @@ impl Transport {
         })?;
         let mut retries = 0u32;
         loop {
-            let permit = self.limiter.acquire().await;
+            let permit = self.slot().await?;
             bump(&self.counters.attempts, 1);
-            let outcome = self
-                .attempt(&bytes)
+            let Some(outcome) = self
+                .in_flight(async {
+                    self.attempt(&bytes)
+                        .await
+                        .and_then(|v| parse(&v, self.url.as_str()).map_err(Failure::Fatal))
+                })
                 .await
-                .and_then(|v| parse(&v, self.url.as_str()).map_err(Failure::Fatal));
+            else {
+                return Err(self.given_up(permit));
+            };
             if let Some(done) = self.settle(outcome, permit, &mut retries).await {
                 return done;
             }
+        }
+    }
+
+    /// A slot of the concurrency limit for the next attempt — unless a stop was asked
+    /// for, or comes while waiting for one: then nothing is sent.
+    async fn slot(&self) -> Result<Permit<'_>, ModelError> {
+        if self.stop.stopping() {
+            bump(&self.counters.cancelled, 1);
+            return Err(not_sent(""));
+        }
+        tokio::select! {
+            p = self.limiter.acquire() => Ok(p),
+            () = self.stop.reached(Level::Stopping) => {
+                bump(&self.counters.cancelled, 1);
+                Err(not_sent("waiting for a free slot of the target's concurrency limit"))
+            }
+        }
+    }
+
+    /// `attempt`, unless the stop reaches its second level first: then `None`, the
+    /// request in flight given up.
+    async fn in_flight<T>(&self, attempt: impl std::future::Future<Output = T>) -> Option<T> {
+        tokio::select! {
+            v = attempt => Some(v),
+            () = self.stop.reached(Level::Cancelling) => None,
+        }
+    }
+
+    /// The error of a request given up in flight at a stop's second level.
+    fn given_up(&self, permit: Permit<'_>) -> ModelError {
+        drop(permit);
+        bump(&self.counters.cancelled, 1);
+        crate::stop::given_up()
+    }
+
+    /// Sleeps `wait` before a retry; false when a stop cut the wait short.
+    async fn wait_retry(&self, wait: Duration) -> bool {
+        tokio::select! {
+            () = tokio::time::sleep(wait) => true,
+            () = self.stop.reached(Level::Stopping) => false,
         }
     }
 
@@ -558,10 +604,25 @@ impl Transport {
                 retry_after,
                 message,
             }) => {
-                if cause == RetryCause::RateLimited {
+                if matches!(cause, RetryCause::RateLimited | RetryCause::Timeout) {
                     self.limiter.on_rate_limited(&permit);
                 }
                 drop(permit);
+                if cause == RetryCause::Timeout
+                    && *retries < self.max_retries
+                    && !self.timeout_said.swap(true, Ordering::Relaxed)
+                {
+                    let limit = self
+                        .limiter
+                        .snapshot()
+                        .0
+                        .map_or("no limit".to_string(), |n| n.to_string());
+                    notice(&format!(
+                        "{}: a request timed out after {:.1} s and is retried from scratch; so that retries do not add to the server's queue (or to an abandoned generation it still runs), the requests in flight to this target are limited to {limit} for now (raised again after successes); raise timeout_s for a slow model, or lower concurrency to what the server runs at once",
+                        shown_url(&self.url),
+                        self.timeout.as_secs_f64()
+                    ));
+                }
                 if *retries >= self.max_retries {
                     bump(&self.counters.failed, 1);
                     let tail = match *retries {
@@ -578,6 +639,21 @@ impl Transport {
                     }));
                 }
                 let c = &self.counters;
+                let wait = match retry_after {
+                    Some(d) => server_wait(d, self.options.retry_after_cap, &message),
+                    None => self.backoff(*retries),
+                };
+                let started = std::time::Instant::now();
+                if !self.wait_retry(wait).await {
+                    // The stop ended the wait: the retry is never made.
+                    bump(&c.cancelled, 1);
+                    bump(&c.retry_wait_ms, started.elapsed().as_millis() as u64);
+                    return Some(Err(self.scrub(not_sent(&format!(
+                        "waiting {:.1} s before retry {} after: {message}",
+                        wait.as_secs_f64(),
+                        *retries + 1
+                    )))));
+                }
                 bump(
                     match cause {
                         RetryCause::RateLimited => &c.retries_429,
@@ -587,12 +663,7 @@ impl Transport {
                     },
                     1,
                 );
-                let wait = match retry_after {
-                    Some(d) => server_wait(d, self.options.retry_after_cap, &message),
-                    None => self.backoff(*retries),
-                };
                 bump(&c.retry_wait_ms, wait.as_millis() as u64);
-                tokio::time::sleep(wait).await;
                 *retries += 1;
                 None
             }
@@ -643,7 +714,7 @@ impl Transport {
             // An HTML page or another service's reply: the URL points elsewhere.
             Failure::Setup(ModelError::Call(format!(
                 "malformed JSON from {}: {e}; body starts: {}",
-                self.url,
+                shown_url(&self.url),
                 excerpt(&bytes)
             )))
         })
@@ -701,6 +772,7 @@ impl Transport {
         if status.is_success() {
             return Ok(resp);
         }
+        let url = shown_url(url);
         let retry_after = parse_retry_after(resp.headers(), SystemTime::now());
         let bytes = self.read_body(resp).await?;
         let code = status.as_u16();
@@ -769,7 +841,8 @@ impl Transport {
                 Ok(resp) => match self.read_body(resp).await {
                     Ok(bytes) => serde_json::from_slice::<Value>(&bytes).map_err(|e| {
                         Failure::Fatal(ModelError::Call(format!(
-                            "malformed JSON from {url}: {e}; body starts: {}",
+                            "malformed JSON from {}: {e}; body starts: {}",
+                            shown_url(url),
                             excerpt(&bytes)
                         )))
                     }),
@@ -793,7 +866,12 @@ impl Transport {
                         Some(d) => server_wait(d, self.options.retry_after_cap, &message),
                         None => self.backoff(retries),
                     };
-                    tokio::time::sleep(wait).await;
+                    if !self.wait_retry(wait).await {
+                        return Err(self.scrub(not_sent(&format!(
+                            "waiting {:.1} s to retry after: {message}",
+                            wait.as_secs_f64()
+                        ))));
+                    }
                     retries += 1;
                 }
             }
@@ -825,7 +903,12 @@ impl Transport {
                         Some(d) => server_wait(d, self.options.retry_after_cap, &message),
                         None => self.backoff(retries),
                     };
-                    tokio::time::sleep(wait).await;
+                    if !self.wait_retry(wait).await {
+                        return Err(self.scrub(not_sent(&format!(
+                            "waiting {:.1} s to retry after: {message}",
+                            wait.as_secs_f64()
+                        ))));
+                    }
                     retries += 1;
                 }
             }
@@ -863,19 +946,26 @@ impl Transport {
         bump(&self.counters.calls, 1);
         let mut retries = 0u32;
         loop {
-            let permit = self.limiter.acquire().await;
+            let permit = self.slot().await?;
             bump(&self.counters.attempts, 1);
-            let outcome = match self
-                .send_once(
-                    req.method.clone(),
-                    &req.url,
-                    &Payload::Raw(req.headers.clone(), req.body.clone()),
-                    self.timeout,
-                )
+            let Some(outcome) = self
+                .in_flight(async {
+                    match self
+                        .send_once(
+                            req.method.clone(),
+                            &req.url,
+                            &Payload::Raw(req.headers.clone(), req.body.clone()),
+                            self.timeout,
+                        )
+                        .await
+                    {
+                        Ok(resp) => read(resp).await,
+                        Err(f) => Err(f),
+                    }
+                })
                 .await
-            {
-                Ok(resp) => read(resp).await,
-                Err(f) => Err(f),
+            else {
+                return Err(self.given_up(permit));
             };
             if let Some(done) = self.settle(outcome, permit, &mut retries).await {
                 return done;
@@ -913,7 +1003,8 @@ impl Transport {
                     if out.len() + chunk.len() > self.options.max_body_bytes {
                         return Err(Failure::Fatal(ModelError::Call(format!(
                             "response from {} exceeds {} bytes",
-                            self.url, self.options.max_body_bytes
+                            shown_url(&self.url),
+                            self.options.max_body_bytes
                         ))));
                     }
                     out.extend_from_slice(&chunk);
@@ -934,16 +1025,34 @@ impl Transport {
         } else {
             RetryCause::Connect
         };
+        let shown = shown_url(url);
         let detail = if cause == RetryCause::Timeout {
             format!("timed out after {:.1} s", self.timeout.as_secs_f64())
         } else {
+            // reqwest names the URL in its own message too: said once, capped.
             error_chain(e)
+                .replace(&format!(" for url ({url})"), "")
+                .replace(url.as_str(), &shown)
         };
         Failure::Retry {
             cause,
             retry_after: None,
-            message: format!("{what} to {url} failed: {detail}"),
+            message: format!("{what} to {shown} failed: {detail}"),
         }
+    }
+}
+
+/// The most characters of a URL an error message shows.
+pub const SHOWN_URL_CHARS: usize = 160;
+
+/// A URL as an error message shows it: whole up to [`SHOWN_URL_CHARS`] characters, else
+/// cut there with its length said. A server-chosen part (a session id in the query)
+/// cannot make a message large.
+pub fn shown_url(url: &Url) -> String {
+    let s = url.as_str();
+    match s.char_indices().nth(SHOWN_URL_CHARS) {
+        None => s.to_string(),
+        Some((i, _)) => format!("{}… ({} bytes in all)", &s[..i], s.len()),
     }
 }
 
@@ -962,9 +1071,20 @@ fn error_chain(e: &dyn std::error::Error) -> String {
     s
 }
 
-/// The first ~200 characters of a body, on one line.
+/// The most characters of a body an error message quotes.
+pub const EXCERPT_CHARS: usize = 200;
+
+/// The first [`EXCERPT_CHARS`] characters of a body, on one line (control characters as
+/// spaces). Only the start of the body is decoded, whatever its size.
 pub fn excerpt(bytes: &[u8]) -> String {
-    let text = String::from_utf8_lossy(bytes);
+    // Enough bytes for the characters quoted, leading whitespace aside: 4 per character,
+    // and a few more to know whether the text goes on.
+    let mut start = 0;
+    while start < bytes.len() && (bytes[start].is_ascii_whitespace() || bytes[start] < 0x20) {
+        start += 1;
+    }
+    let end = bytes.len().min(start + 4 * EXCERPT_CHARS + 8);
+    let text = String::from_utf8_lossy(&bytes[start..end]);
     let one_line: String = text
         .chars()
         .map(|c| if c.is_control() { ' ' } else { c })
@@ -973,8 +1093,8 @@ pub fn excerpt(bytes: &[u8]) -> String {
     if trimmed.is_empty() {
         return "empty body".to_string();
     }
-    let mut out: String = trimmed.chars().take(200).collect();
-    if trimmed.chars().count() > 200 {
+    let mut out: String = trimmed.chars().take(EXCERPT_CHARS).collect();
+    if trimmed.chars().count() > EXCERPT_CHARS || end < bytes.len() {
         out.push('…');
     }
     out
@@ -1007,7 +1127,7 @@ fn unit_random(state: &AtomicU64) -> f64 {
 
 /// Adaptive (AIMD) concurrency limit.
 ///
-/// `limit` starts at the configured maximum (or unlimited). A 429 halves the limit that
+/// `limit` starts at the configured maximum (or unlimited). A 429 (or a timeout) halves the limit that
 /// was actually in use (`min(limit, in_flight)`, at least 1), but only once per "epoch":
 /// requests that started before the last decrease cannot shrink it again, so a burst of
 /// 429s from one wave of requests halves once instead of collapsing to 1. After
@@ -1181,22 +1301,35 @@ mod tests {
     }
 
     #[test]
-    fn secret_is_redacted() {
-        let s = Secret::new("sk-test-CANARY-123");
-        assert!(!format!("{s:?}").contains("CANARY"));
-        assert_eq!(
-            s.redact("bad key sk-test-CANARY-123 given"),
-            "bad key [redacted] given"
-        );
-    }
-
-    #[test]
     fn jitter_is_uniformish_and_bounded() {
         let st = AtomicU64::new(42);
         let xs: Vec<f64> = (0..10_000).map(|_| unit_random(&st)).collect();
         assert!(xs.iter().all(|x| (0.0..1.0).contains(x)));
         let mean = xs.iter().sum::<f64>() / xs.len() as f64;
         assert!((0.45..0.55).contains(&mean), "{mean}");
+    }
+
+    #[test]
+    fn long_urls_are_cut_in_messages() {
+        let short = Url::parse("http://127.0.0.1:9/v1/chat?sid=abc").unwrap();
+        assert_eq!(shown_url(&short), short.as_str());
+        let long = Url::parse(&format!(
+            "http://127.0.0.1:9/v1/chat?sid={}",
+            "x".repeat(1 << 20)
+        ))
+        .unwrap();
+        let shown = shown_url(&long);
+        assert!(shown.chars().count() < SHOWN_URL_CHARS + 40, "{shown}");
+        assert!(shown.ends_with(&format!("… ({} bytes in all)", long.as_str().len())));
+    }
+
+    #[test]
+    fn an_excerpt_reads_only_the_start_of_a_large_body() {
+        let body = format!("  \n{}", "é".repeat(16 << 20));
+        let e = excerpt(body.as_bytes());
+        assert_eq!(e.chars().count(), EXCERPT_CHARS + 1);
+        assert!(e.starts_with('é') && e.ends_with('…'));
+        assert_eq!(excerpt(b"short"), "short");
     }
 
     #[test]

@@ -3,7 +3,9 @@
 //! answered here too, each as if sent on its own.
 
 use crate::reply::{Reply, reply_auth, reply_error, reply_json};
-use crate::script::{Action, Api, PRESENTED_KEY, RefusalStyle, ScriptedCall, When};
+use crate::script::{
+    Action, Api, PRESENTED_AUTHORIZATION, PRESENTED_KEY, RefusalStyle, ScriptedCall, When,
+};
 use crate::state::{Prompt, RECORD_LIMIT, RecordedRequest, Shared};
 use axum::http::{HeaderMap, StatusCode};
 use serde_json::{Value, json};
@@ -225,6 +227,23 @@ pub(crate) fn answer(
             r.retry_after = retry_after;
             r
         }
+        Action::Raw {
+            status,
+            content_type,
+            body,
+            headers,
+        } => {
+            s.outcome(&format!("raw_{status}"));
+            let auth = authorization.as_deref().unwrap_or("");
+            let fill = |t: &str| t.replace(PRESENTED_AUTHORIZATION, auth);
+            let mut r = reply_json(
+                StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+                &fill(&body),
+            );
+            r.content_type = Some(content_type);
+            r.headers = headers.iter().map(|(k, v)| (k.clone(), fill(v))).collect();
+            r
+        }
         Action::Hang => {
             s.outcome("hang");
             return (None, latency);
@@ -269,7 +288,9 @@ pub(crate) fn answer(
     // An endpoint that reflects the caller's key: every `{{presented_key}}` in the
     // scripted answer becomes the key this request presented.
     let mut reply = reply;
-    if reply.body.contains(PRESENTED_KEY) {
+    if reply.body.contains(PRESENTED_KEY)
+        || reply.headers.iter().any(|(_, v)| v.contains(PRESENTED_KEY))
+    {
         let presented = match api {
             Api::Openai => authorization
                 .as_deref()
@@ -277,9 +298,11 @@ pub(crate) fn answer(
                 .map(str::to_string),
             Api::Anthropic => x_api_key.clone(),
         };
-        reply.body = reply
-            .body
-            .replace(PRESENTED_KEY, presented.as_deref().unwrap_or(""));
+        let presented = presented.as_deref().unwrap_or("");
+        reply.body = reply.body.replace(PRESENTED_KEY, presented);
+        for (_, v) in &mut reply.headers {
+            *v = v.replace(PRESENTED_KEY, presented);
+        }
     }
     (Some(reply), latency)
 }

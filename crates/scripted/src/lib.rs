@@ -21,7 +21,9 @@
 //!   truncated JSON, malformed JSON, or a response with a required field missing; a
 //!   status 200 with a `body` sends that body verbatim (any reply shape, any `usage`),
 //!   and [`PRESENTED_KEY`] in a scripted answer is replaced by the key the request
-//!   presented;
+//!   presented; a raw reply sends any status, content type, body and headers verbatim
+//!   (an application's own JSON, a server-sent-events stream), with
+//!   [`PRESENTED_AUTHORIZATION`] replaced by the request's `Authorization` header;
 //! * requests are validated like the real APIs where it matters for round-trips: a tool
 //!   result must name a tool call id / tool_use id from the preceding assistant turn, and
 //!   Anthropic requests must carry `anthropic-version` and `max_tokens`;
@@ -52,8 +54,8 @@ mod state;
 pub use batch_store::BatchRecord;
 pub use script::{
     Action, Api, BatchFault, BatchRule, DEFAULT_COMPLIANCE_TEXT, DEFAULT_POLLS,
-    DEFAULT_REFUSAL_TEXT, DEFAULT_REFUSE_WORD, Damage, PRESENTED_KEY, RefusalStyle, RetryAfter,
-    Rule, Script, ScriptedCall, When,
+    DEFAULT_REFUSAL_TEXT, DEFAULT_REFUSE_WORD, Damage, PRESENTED_AUTHORIZATION, PRESENTED_KEY,
+    RefusalStyle, RetryAfter, Rule, Script, ScriptedCall, When,
 };
 pub use state::{Prompt, RECORD_LIMIT, RecordedRequest, Responder, Stats};
 

@@ -7,16 +7,37 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-/// A computed answer: status, JSON body text and an optional `Retry-After`.
+/// A computed answer: status, body text (JSON unless `content_type` says otherwise),
+/// extra headers and an optional `Retry-After`.
 pub(crate) struct Reply {
     pub status: StatusCode,
     pub body: String,
     pub retry_after: Option<RetryAfter>,
+    /// `None`: `application/json`.
+    pub content_type: Option<String>,
+    pub headers: Vec<(String, String)>,
 }
 
 impl Reply {
     pub(crate) fn into_response(self) -> Response {
-        let mut r = json_response(self.status, &self.body);
+        let mut r = match &self.content_type {
+            None => json_response(self.status, &self.body),
+            Some(ct) => {
+                let mut r = (self.status, self.body).into_response();
+                if let Ok(v) = HeaderValue::from_str(ct) {
+                    r.headers_mut().insert(header::CONTENT_TYPE, v);
+                }
+                r
+            }
+        };
+        for (k, v) in &self.headers {
+            if let (Ok(k), Ok(v)) = (
+                header::HeaderName::from_bytes(k.as_bytes()),
+                HeaderValue::from_str(v),
+            ) {
+                r.headers_mut().insert(k, v);
+            }
+        }
         add_retry_after(&mut r, self.retry_after);
         r
     }
@@ -27,6 +48,8 @@ pub(crate) fn reply_json(status: StatusCode, body: &str) -> Reply {
         status,
         body: body.to_string(),
         retry_after: None,
+        content_type: None,
+        headers: Vec::new(),
     }
 }
 

@@ -214,6 +214,19 @@ pub enum Action {
         #[serde(default)]
         body: Option<String>,
     },
+    /// A reply of any shape: this status, content type and body verbatim, with these
+    /// extra headers — an application's own JSON with a session header, a
+    /// server-sent-events stream, an HTML error page. [`PRESENTED_KEY`] and
+    /// [`PRESENTED_AUTHORIZATION`] are replaced in the body and the header values.
+    Raw {
+        #[serde(default = "ok_status")]
+        status: u16,
+        content_type: String,
+        #[serde(default)]
+        body: String,
+        #[serde(default)]
+        headers: Vec<(String, String)>,
+    },
     /// Never answer (until the server shuts down).
     Hang,
     /// A 200 whose JSON body is cut off half way.
@@ -252,6 +265,15 @@ impl Action {
             body: None,
         }
     }
+    /// A [`Action::Raw`] 200 with this content type and body, no extra header.
+    pub fn raw(content_type: impl Into<String>, body: impl Into<String>) -> Self {
+        Action::Raw {
+            status: 200,
+            content_type: content_type.into(),
+            body: body.into(),
+            headers: Vec::new(),
+        }
+    }
     pub fn rate_limited(retry_after: Option<RetryAfter>) -> Self {
         Action::Status {
             code: 429,
@@ -264,6 +286,15 @@ impl Action {
 /// In a scripted reply text, tool-call argument or body: replaced by the API key the
 /// request presented (an endpoint that echoes the key back in a 200 reply).
 pub const PRESENTED_KEY: &str = "{{presented_key}}";
+
+/// In a [`Action::Raw`] body or header value: replaced by the request's whole
+/// `Authorization` header (an application that echoes its credentials, e.g. as a session
+/// id).
+pub const PRESENTED_AUTHORIZATION: &str = "{{presented_authorization}}";
+
+fn ok_status() -> u16 {
+    200
+}
 
 /// A fault applied to the batches it matches (every matching rule applies).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

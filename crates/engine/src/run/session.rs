@@ -179,10 +179,20 @@ pub async fn execute_sharded(
             Status::Partial(Reason::Error(e.to_string()))
         }
     };
-    // After a spent budget, units in hand may hold calls already paid for: they finish
-    // so those calls are journaled (further calls fail fast on the spent budget) and are
-    // then dropped; otherwise they are aborted.
-    sched.settle(status.is_budget(), &opts.stop).await;
+    // After a spent budget or a stop, units in hand may hold calls already paid for:
+    // they finish so those calls are journaled (further calls fail fast on the spent
+    // budget, or are not sent after the stop, whose waits end at once) and are then
+    // dropped; otherwise they are aborted. The stop's second level (a second signal)
+    // gives up what is still in flight, as does a stop of units waiting on a batch.
+    let drain = status.is_budget() || status == Status::Partial(Reason::Interrupted);
+    let abort_on_stop = ctx.window.abort_on_stop;
+    sched
+        .settle_until(drain, || {
+            (abort_on_stop && opts.stop.load(Ordering::Relaxed))
+                || gauntlet_models::stop::Stop::global().level()
+                    >= gauntlet_models::stop::Level::Cancelling
+        })
+        .await;
     progress.finish();
     finish(Finish {
         ctx: &ctx,

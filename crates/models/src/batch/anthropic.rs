@@ -126,7 +126,8 @@ fn polled(v: &Value, id: &str, endpoint: &Url) -> Result<Polled, ModelError> {
         })?;
         let url = Url::parse(raw).map_err(|e| {
             ModelError::Call(format!(
-                "message batch {id}: `results_url` {raw:?} is not a URL ({e})"
+                "message batch {id}: `results_url` {:?} is not a URL ({e})",
+                crate::transport::excerpt(raw.as_bytes())
             ))
         })?;
         if url.scheme() != endpoint.scheme()
@@ -134,7 +135,8 @@ fn polled(v: &Value, id: &str, endpoint: &Url) -> Result<Polled, ModelError> {
             || url.port_or_known_default() != endpoint.port_or_known_default()
         {
             return Err(ModelError::Call(format!(
-                "message batch {id}: `results_url` {url} is not on {}; the API key is sent only to the configured host, so the results are not fetched",
+                "message batch {id}: `results_url` {} is not on {}; the API key is sent only to the configured host, so the results are not fetched",
+                crate::transport::shown_url(&url),
                 endpoint.origin().ascii_serialization()
             )));
         }

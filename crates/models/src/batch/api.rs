@@ -230,8 +230,10 @@ pub(crate) async fn stream_lines(
     };
     loop {
         let chunk = resp.chunk().await.map_err(|e| {
+            let shown = crate::transport::shown_url(url);
             ModelError::Call(format!(
-                "batch {batch}: reading {file} from {url} failed after line {line_no}: {e}"
+                "batch {batch}: reading {file} from {shown} failed after line {line_no}: {}",
+                e.to_string().replace(url.as_str(), &shown)
             ))
         })?;
         let Some(chunk) = chunk else { break };

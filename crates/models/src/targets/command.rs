@@ -22,7 +22,9 @@
 //! that is not such a reply, a reply longer than [`MAX_LINE`] bytes, or no reply within
 //! `timeout_s` fails the call, kills the program and starts it again for the next call;
 //! so does the program exiting. What it writes on stderr is kept (its last 2 KiB) for
-//! error messages.
+//! error messages. At a stop ([`crate::stop`]) no request is sent and a call waiting for
+//! the program's previous one ends; at its second level the request in flight is given
+//! up and the program stopped.
 //!
 //! # Confinement
 //!
@@ -545,13 +547,35 @@ impl CommandTarget {
     }
 
     async fn answer(&self, req: &ChatRequest) -> Result<ChatResponse, ModelError> {
-        let mut state = self.state.lock().await;
+        use crate::stop::{Level, Stop, given_up, not_sent};
+        let stop = Stop::global();
+        // Requests go one at a time: a call waiting for the program's previous one ends
+        // at a stop, unsent.
+        let mut state = tokio::select! {
+            g = self.state.lock() => g,
+            () = stop.reached(Level::Stopping) => {
+                return Err(not_sent("waiting for the program to answer another call"));
+            }
+        };
         let mut tries = 0u32;
         loop {
+            if stop.stopping() {
+                return Err(not_sent(if tries == 0 { "" } else { "retrying" }));
+            }
             let id = self.next_id.fetch_add(1, Ordering::Relaxed);
             let line = self.request_line(id, req)?;
             let fresh = state.is_none();
-            match self.exchange_once(&mut state, &line, id).await {
+            let exchanged = tokio::select! {
+                r = self.exchange_once(&mut state, &line, id) => Some(r),
+                () = stop.reached(Level::Cancelling) => None,
+            };
+            let Some(exchanged) = exchanged else {
+                // Given up mid-exchange: the program may still answer it, so it is
+                // stopped rather than left with a reply no one reads.
+                self.stop(&mut state).await;
+                return Err(given_up());
+            };
+            match exchanged {
                 Ok(r) => return Ok(r),
                 Err((e, Broke::No)) => return Err(e),
                 Err((e, how)) => {

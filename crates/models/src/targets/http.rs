@@ -45,7 +45,7 @@
 use super::live::{EnvLookup, process_env};
 use crate::transport::{
     Failure, RawRequest, Secret, Transport, TransportConfig, TransportOptions, TransportStats,
-    check_env_name, excerpt, is_loopback,
+    check_env_name, excerpt, is_loopback, shown_url,
 };
 use crate::{BoxFuture, Model, ModelError};
 use futures_util::StreamExt;
@@ -341,15 +341,7 @@ fn check_pointer(p: &str, param: &str) -> Result<(), ModelError> {
 
 /// Percent-encodes everything but RFC 3986's unreserved characters.
 fn percent_encode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for &b in s.as_bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+    crate::secret::percent_encode(s, true)
 }
 
 /// The URL policy of the live targets, with a query allowed: http(s) only, plain http
@@ -484,14 +476,9 @@ impl HttpTarget {
             })?;
             hv.set_sensitive(true);
             secret_headers.insert(name, hv);
+            // Scrubbed with its parts (`Bearer TOKEN`: the token) in every common
+            // encoding: an application may echo any of them.
             secrets.push(Secret::new(value.trim()));
-            // `Bearer TOKEN`, `Basic …`: an application may echo the token alone.
-            if let Some((scheme, token)) = value.trim().split_once(' ')
-                && scheme.chars().all(|c| c.is_ascii_alphabetic())
-                && !token.trim().is_empty()
-            {
-                secrets.push(Secret::new(token.trim()));
-            }
             vars.push(var.clone());
         }
 
@@ -762,20 +749,25 @@ impl HttpTarget {
             .await
     }
 
-    async fn read_reply(&self, resp: reqwest::Response, url: Url) -> Result<Reply, Failure> {
-        let content_type = resp
-            .headers()
-            .get(CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("none")
-            .to_string();
+    async fn read_reply(&self, resp: reqwest::Response, real: Url) -> Result<Reply, Failure> {
+        // Every message names the URL capped: a session id in it is the server's choice.
+        let url = shown_url(&real);
+        let content_type = excerpt(
+            resp.headers()
+                .get(CONTENT_TYPE)
+                .map_or(b"none".as_slice(), HeaderValue::as_bytes),
+        );
+        let fatal = |m: String| Failure::Fatal(ModelError::Call(self.transport.redact(&m)));
         let header_session = match &self.session {
-            SessionSource::Header(h) => resp
-                .headers()
-                .get(h)
-                .and_then(|v| v.to_str().ok())
-                .map(|s| s.trim().to_string())
-                .filter(|s| !s.is_empty()),
+            SessionSource::Header(h) => match resp.headers().get(h).map(HeaderValue::to_str) {
+                None => None,
+                Some(Ok(s)) => Some(s.trim().to_string()).filter(|s| !s.is_empty()),
+                Some(Err(_)) => {
+                    return Err(fatal(format!(
+                        "reply from {url}: session header `{h}` holds bytes that are not visible ASCII; a session id is sent back in every request, so the call is an error"
+                    )));
+                }
+            },
             _ => None,
         };
         // A reply the target cannot read (not the stream asked for, no text at the
@@ -793,7 +785,7 @@ impl HttpTarget {
                     excerpt(&bytes)
                 )));
             }
-            self.read_stream(resp, &url, &content_type).await?
+            self.read_stream(resp, &real, &content_type).await?
         } else {
             let bytes = self.transport.read_capped(resp).await?;
             self.read_whole(&bytes, &url, &content_type)
@@ -801,6 +793,18 @@ impl HttpTarget {
         };
         if let Some(s) = header_session {
             reply.session = Some(s);
+        }
+        if let Some(sid) = &reply.session
+            && let Err(why) = check_session_id(sid)
+        {
+            let place = match &self.session {
+                SessionSource::Header(h) => format!("in session header `{h}`"),
+                SessionSource::Pointer(p) => format!("at session_pointer `{p}`"),
+                _ => "in the reply".to_string(),
+            };
+            return Err(fatal(format!(
+                "reply from {url}: the session id {place} {why}; a session id is the application's choice, sent back in every request, so the call is an error"
+            )));
         }
         if let SessionSource::Header(h) = &self.session
             && reply.session.is_none()
@@ -820,7 +824,7 @@ impl HttpTarget {
     }
 
     /// A whole (non-streamed) body.
-    fn read_whole(&self, bytes: &[u8], url: &Url, ct: &str) -> Result<Reply, BodyError> {
+    fn read_whole(&self, bytes: &[u8], url: &str, ct: &str) -> Result<Reply, BodyError> {
         match &self.extract {
             Extract::Pointer(p) => {
                 let doc: Value =
@@ -888,91 +892,79 @@ impl HttpTarget {
         })
     }
 
-    /// A server-sent-events body: one delta per event until `stream_done` or the end.
+    /// A server-sent-events body: one delta per event until `stream_done` or the end,
+    /// parsed as it arrives ([`crate::sse`]); the body is capped as a whole body is, and
+    /// one event at [`MAX_EVENT_BYTES`].
     async fn read_stream(
         &self,
         resp: reqwest::Response,
-        url: &Url,
+        real: &Url,
         ct: &str,
     ) -> Result<Reply, Failure> {
+        let url = shown_url(real);
         let cap = self.transport.max_body_bytes();
-        let read = std::sync::atomic::AtomicUsize::new(0);
-        let over = || read.load(Ordering::Relaxed) > cap;
-        // The stream ends at the cap, so a hostile server cannot grow the parser's
-        // buffer (an event without an end) beyond it.
-        let bytes = resp.bytes_stream().take_while(|chunk| {
-            if let Ok(b) = chunk {
-                read.fetch_add(b.len(), Ordering::Relaxed);
-            }
-            std::future::ready(!over())
-        });
-        let mut events = eventsource_stream::Eventsource::eventsource(bytes);
+        let fatal = |m: String| Failure::Fatal(ModelError::Call(self.transport.redact(&m)));
+        let mut parser = crate::sse::Parser::new(MAX_EVENT_BYTES);
+        let mut chunks = resp.bytes_stream();
+        let mut events: Vec<crate::sse::Event> = Vec::new();
+        let mut read = 0usize;
         let mut text = String::new();
         let mut session = None;
         let mut usage = None;
         let (mut n, mut matched) = (0usize, 0usize);
-        let fatal = |m: String| Failure::Fatal(ModelError::Call(self.transport.redact(&m)));
-        while let Some(ev) = events.next().await {
-            if over() {
+        'stream: while let Some(chunk) = chunks.next().await {
+            let chunk = chunk.map_err(|e| {
+                self.transport
+                    .body_failure(&e, "reading the server-sent-events reply", real)
+            })?;
+            read += chunk.len();
+            if read > cap {
                 return Err(fatal(format!(
                     "server-sent-events reply from {url} exceeds {cap} bytes"
                 )));
             }
-            let ev = match ev {
-                Ok(ev) => ev,
-                Err(eventsource_stream::EventStreamError::Transport(e)) => {
-                    return Err(self.transport.body_failure(
-                        &e,
-                        "reading the server-sent-events reply",
-                        url,
-                    ));
+            parser.feed(&chunk, &mut events).map_err(|e| {
+                fatal(format!(
+                    "server-sent-events reply from {url} cannot be read after {n} event(s): {e}"
+                ))
+            })?;
+            for ev in events.drain(..) {
+                if ev.data.trim() == self.stream_done {
+                    break 'stream;
                 }
-                Err(e) => {
-                    return Err(fatal(format!(
-                        "server-sent-events reply from {url} cannot be read after {n} event(s): {e}"
-                    )));
-                }
-            };
-            if ev.data.trim() == self.stream_done {
-                break;
-            }
-            n += 1;
-            match &self.extract {
-                Extract::Pointer(p) => {
-                    let Ok(doc) = serde_json::from_str::<Value>(&ev.data) else {
-                        return Err(fatal(format!(
-                            "event {n} of the server-sent-events reply from {url} is not JSON, so reply_pointer `{p}` cannot be read: {}",
-                            excerpt(ev.data.as_bytes())
-                        )));
-                    };
-                    if session.is_none() {
-                        session = self.session_in(&doc);
-                    }
-                    if let Some(u) = self.usage_in(&doc) {
-                        usage = Some(u);
-                    }
-                    match doc.pointer(p) {
-                        Some(Value::String(s)) => {
-                            matched += 1;
-                            text.push_str(s);
+                n += 1;
+                match &self.extract {
+                    Extract::Pointer(p) => {
+                        let Ok(doc) = serde_json::from_str::<Value>(&ev.data) else {
+                            return Err(fatal(format!(
+                                "event {n} of the server-sent-events reply from {url} is not JSON, so reply_pointer `{p}` cannot be read: {}",
+                                excerpt(ev.data.as_bytes())
+                            )));
+                        };
+                        if session.is_none() {
+                            session = self.session_in(&doc);
                         }
-                        Some(Value::Number(x)) => {
-                            matched += 1;
-                            text.push_str(&x.to_string());
+                        if let Some(u) = self.usage_in(&doc) {
+                            usage = Some(u);
                         }
-                        _ => {}
+                        match doc.pointer(p) {
+                            Some(Value::String(s)) => {
+                                matched += 1;
+                                text.push_str(s);
+                            }
+                            Some(Value::Number(x)) => {
+                                matched += 1;
+                                text.push_str(&x.to_string());
+                            }
+                            _ => {}
+                        }
                     }
-                }
-                _ => {
-                    matched += 1;
-                    text.push_str(&ev.data);
+                    _ => {
+                        matched += 1;
+                        text.push_str(&ev.data);
+                    }
                 }
             }
-        }
-        if over() {
-            return Err(fatal(format!(
-                "server-sent-events reply from {url} exceeds {cap} bytes"
-            )));
         }
         if let Extract::Pointer(p) = &self.extract
             && matched == 0
@@ -1107,6 +1099,32 @@ impl HttpTarget {
         }
         Ok(reply(r))
     }
+}
+
+/// The most bytes one server-sent event may hold (its data and the line being read): a
+/// larger one is that call's error, named, before more of it is buffered.
+pub const MAX_EVENT_BYTES: usize = 4 << 20;
+
+/// The longest session id accepted, in bytes: ids are UUIDs, opaque tokens or JWTs of a
+/// few hundred bytes; one far longer would be copied into every later request.
+pub const MAX_SESSION_ID_BYTES: usize = 4096;
+
+/// Why a session id the application chose cannot be used: longer than
+/// [`MAX_SESSION_ID_BYTES`], or holding a control character.
+fn check_session_id(sid: &str) -> Result<(), String> {
+    if sid.len() > MAX_SESSION_ID_BYTES {
+        return Err(format!(
+            "is {} bytes, more than the {MAX_SESSION_ID_BYTES} a session id may be",
+            sid.len()
+        ));
+    }
+    if let Some((i, c)) = sid.char_indices().find(|(_, c)| c.is_control()) {
+        return Err(format!(
+            "holds a control character (U+{:04X} at byte {i})",
+            u32::from(c)
+        ));
+    }
+    Ok(())
 }
 
 fn role_name(r: Role) -> &'static str {

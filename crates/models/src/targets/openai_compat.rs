@@ -9,6 +9,10 @@
 //! provider's refusal (`finish_reason: "content_filter"` or a non-null `message.refusal`)
 //! is a [`StopReason::Refusal`], never an empty answer.
 //!
+//! A `system_prompt` param is sent as the first message of every conversation that has
+//! no system message of its own — the deployment's prompt, as an application would set
+//! it; it is part of the target's spec, so of every cache key.
+//!
 //! The API key comes only from the environment variable named by `api_key_env`; it is
 //! not a param and never appears in the spec. A server on loopback may run keyless when
 //! that variable is unset (local llama.cpp/vLLM servers need no key).
@@ -68,6 +72,14 @@ const PARAMS: &[ParamSpec] = &[
         doc: "maximum output tokens; absent: the server's default (a request's own value wins)",
     },
     ParamSpec {
+        name: "system_prompt",
+        kind: ParamKind::Str,
+        default: DefaultValue::Absent,
+        doc: "system prompt sent as the first message of every conversation that has no system \
+              message of its own (a conversation's own wins); part of the target's identity, so \
+              of every cache key. Absent: none",
+    },
+    ParamSpec {
         name: "timeout_s",
         kind: ParamKind::Float {
             min: 0.05,
@@ -125,6 +137,8 @@ pub struct OpenAiCompatTarget {
     model: String,
     temperature: Option<f64>,
     max_tokens: Option<u32>,
+    /// The `system_prompt` param: the system message of a conversation without one.
+    system_prompt: Option<String>,
     pub(crate) transport: Transport,
     /// Set by `batch: true`: calls go through the provider's batch API.
     pub(crate) batch: Option<BatchOptions>,
@@ -160,6 +174,7 @@ impl OpenAiCompatTarget {
             model: live.model,
             temperature: live.temperature,
             max_tokens: live.max_tokens,
+            system_prompt: spec.params.str("system_prompt").map(str::to_string),
             transport: Transport::new(live.transport)?,
             batch: BatchOptions::from_params(&spec.params),
             limits: live::limits_of(&spec.params),
@@ -170,7 +185,13 @@ impl OpenAiCompatTarget {
     pub fn request_body(&self, req: &ChatRequest) -> Result<Value, ModelError> {
         let mut body = Map::new();
         body.insert("model".into(), json!(self.model));
-        body.insert("messages".into(), Value::Array(wire_messages(req)?));
+        let mut messages = wire_messages(req)?;
+        if let Some(sp) = &self.system_prompt
+            && !req.messages.iter().any(|m| m.role == Role::System)
+        {
+            messages.insert(0, json!({"role": "system", "content": sp}));
+        }
+        body.insert("messages".into(), Value::Array(messages));
         if !req.tools.is_empty() {
             body.insert(
                 "tools".into(),
