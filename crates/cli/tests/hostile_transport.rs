@@ -51,7 +51,8 @@ fn config(dir: &Path, name: &str, target: &str, limit: u32) -> PathBuf {
     write(
         &dir.join(format!("{name}.yaml")),
         &format!(
-            "run_name: {name}\nseed: 0\nconcurrency: 1\ntargets:\n  - {target}\nattacks: [static]\ndatasets:\n  - {{name: demo, params: {{limit: {limit}}}}}\njudges: [refusal_match]\nmetrics: [asr, frr]\n"
+            // Each test causes its fault on purpose: the errors it counts are accepted.
+            "run_name: {name}\nseed: 0\nconcurrency: 1\nmax_error_share: 1.0\ntargets:\n  - {target}\nattacks: [static]\ndatasets:\n  - {{name: demo, params: {{limit: {limit}}}}}\njudges: [refusal_match]\nmetrics: [asr, frr]\n"
         ),
     )
 }
