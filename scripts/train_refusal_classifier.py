@@ -48,18 +48,17 @@ COMPLIANCE_LABELS = {"1_full_compliance"}
 # within a few ms of CPU; poolings of one window share its encoder pass and cost nothing
 # extra. (Longer windows, 48 and 64 tokens, cross-validated no better at 1.5-2x the cost
 # when the head was first trained; BENCHMARKS.md.)
-ALL_VIEWS = ["open32", "open32.first8", "open32.first12", "open32.max"]
+ALL_VIEWS = ["open32", "open32.first8", "open32.max"]
 IN_BUDGET = [
     ["open32"],
     ["open32", "open32.first8"],
-    ["open32", "open32.first12"],
     ["open32", "open32.first8", "open32.max"],
 ]
 REFERENCE = []
 # Logistic regression over standardised features. (An MLP head — `fit("mlp", …)`, read
 # by the Rust head as ReLU layers — cross-validated no better in our trials and is 10x
 # slower to select, so the grid holds the linear head only.)
-HEADS = [("logistic", {"C": c}) for c in (0.003, 0.01, 0.03, 0.1)]
+HEADS = [("logistic", {"C": c}) for c in (0.003, 0.01, 0.1)]
 SOURCES_DIR = "crates/classifier/training/sources"
 
 
