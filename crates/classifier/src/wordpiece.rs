@@ -404,10 +404,7 @@ mod tests {
         // A word that cannot be covered, or is too long, is one [UNK].
         assert_eq!(t.encode("helpx"), vec![1]);
         assert_eq!(t.encode("hellllllllllll"), vec![1]);
-        assert_eq!(
-            t.encode("hellllllll"),
-            vec![24, 25, 25, 25, 25, 25, 25, 25, 25]
-        );
+        assert_eq!(t.encode("hellllllll"), vec![24, 25, 25, 25, 25, 25, 25, 25]);
         assert_eq!(t.encode(""), Vec::<u32>::new());
         assert_eq!(t.encode(" \u{0}\u{fffd} "), Vec::<u32>::new());
         assert_eq!((t.cls(), t.sep()), (2, 3));
