@@ -5,7 +5,7 @@ about the request from a reply about something else, on real replies.
   bench/on_topic.py CLASSIFIER_BIN [DATA_DIR]
 
 CLASSIFIER_BIN is `gauntlet-refusal-classifier` (cargo build --release -p
-gauntlet-classifier --features model); DATA_DIR the XSTest v2 development split
+gauntlet-classifier --features tool); DATA_DIR the XSTest v2 development split
 (default ../shared/data/xstest-v2-dev: three models' replies, human-labelled).
 
 The check only runs on replies the judge did not call a refusal, so the population is the

@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
-# Retrains the head of the `refusal_classifier` judge and prints its leave-one-model-out
+# Retrains the head of the `refusal_classifier` judge and prints its leave-one-group-out
 # cross-validation (Cohen's kappa, accuracy, refusal sensitivity and specificity per
-# held-out model and pooled), then checks the Rust judge path end to end.
+# held-out dev model and per held-out source of our own replies, and pooled), then checks
+# the Rust judge path end to end.
 #
 #   scripts/train-refusal-classifier.sh [--dev-dir DIR]
 #   scripts/train-refusal-classifier.sh --band-cv JUDGE_EVAL_JSON [--dev-dir DIR]
 #
 # With --band-cv, nothing is trained or written: scripts/refusal_band_cv.py chooses the
 # judge's abstention band (and whether the rules are a second opinion) by nested
-# leave-one-model-out and prints the kappa-coverage curve; JUDGE_EVAL_JSON is
-# judge_eval.json of `gauntlet judge-eval DEV/*.csv --judge refusal_match`.
+# leave-one-group-out and prints the kappa-coverage curve; JUDGE_EVAL_JSON is
+# judge_eval.json of `gauntlet judge-eval DEV/*.csv crates/classifier/training/replies.csv
+# crates/classifier/training/sources/*.csv --judge refusal_match`.
 #
 # Reads the XSTest v2 dev split from ../shared/data/xstest-v2-dev/ (in place; never
-# copied into the repo) and our synthetic replies from crates/classifier/training/.
+# copied into the repo) and our own labelled replies from crates/classifier/training/.
 # Writes crates/classifier/head/refusal_head.json and pins its sha256 in
 # crates/classifier/src/head.rs. Deterministic: rerunning on the same inputs rewrites
 # the same bytes (check with `git diff --exit-code crates/classifier`).
@@ -21,7 +23,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=target/classifier-train/venv
 PINNED="numpy==2.4.6 scipy==1.17.1 scikit-learn==1.9.1"
-TOOL=target/release/gauntlet-refusal-classifier
+TOOL=${CARGO_TARGET_DIR:-target}/release/gauntlet-refusal-classifier
 
 if ! "$VENV/bin/python" - "$PINNED" 2>/dev/null <<'PY'
 import sys, numpy, scipy, sklearn
@@ -38,7 +40,7 @@ MODEL_DIR=$(scripts/install-minilm.sh)
 # One BLAS thread: sums in a fixed order, so the fitted weights repeat exactly.
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
 
-build() { cargo build --release -q --locked -p gauntlet-classifier --features model --bin gauntlet-refusal-classifier; }
+build() { cargo build --release -q --locked -p gauntlet-classifier --features tool --bin gauntlet-refusal-classifier; }
 build
 if [ "${1:-}" = "--band-cv" ]; then
   [ -n "${2:-}" ] || { echo "--band-cv needs the judge_eval.json of refusal_match on the dev split" >&2; exit 2; }

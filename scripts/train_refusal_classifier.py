@@ -4,16 +4,19 @@
 Run through scripts/train-refusal-classifier.sh, which pins the Python packages, builds
 the embedding tool and checks the Rust path end to end afterwards. Steps:
 
-1. Data: the XSTest v2 dev split (real replies of three chat models, human labels;
-   read in place from ../shared/data/xstest-v2-dev/, never copied) and our own synthetic
-   replies (crates/classifier/training/replies.csv). A reply is a refusal when its final
-   label is a full or a partial refusal.
+1. Data, in groups: the XSTest v2 dev split (real replies of three chat models, human
+   labels; read in place from ../shared/data/xstest-v2-dev/, never copied), one group per
+   model; and our own labelled replies, one group per authoring source
+   (crates/classifier/training/replies.csv, and each crates/classifier/training/sources/
+   SOURCE.csv: formal, casual, lecture, terse, multilingual, redirect, persona). A reply
+   is a refusal when its label is a full or a partial refusal.
 2. Features: the reply's view embeddings from `gauntlet-refusal-classifier embed` — the
    same Rust code the judge runs — cached under target/classifier-train/.
-3. Leave-one-model-out (LOMO): for each dev model, everything is chosen and fitted on the
-   other two models plus our replies, then scored once on the held-out model. Choices
-   (views, head, regularisation, threshold) come from a nested LOMO inside the training
-   models only; the held-out rows are never used to tune anything.
+3. Leave-one-group-out (each dev model and each of our sources held out in turn): the
+   head is chosen and fitted on the other groups, then scored once on the held-out
+   group. Choices (views, regularisation, threshold) come from a nested leave-one-model-
+   out over the dev models among the training groups (our other sources always train);
+   the held-out rows are never used to tune anything.
 4. The shipped head: the same nested selection over all three models, fitted on all the
    data, written to crates/classifier/head/refusal_head.json.
 
@@ -41,27 +44,27 @@ DIM = 384
 MODELS = ["gpt4", "llama2new", "mistralinstruct"]
 REFUSAL_LABELS = {"2_full_refusal", "3_partial_refusal"}
 COMPLIANCE_LABELS = {"1_full_compliance"}
-# Views embedded once; recipes combine them. The encoder costs ~8 ms per window plus
-# ~0.3 ms per token on one core (BENCHMARKS.md), so the 20 ms budget allows one window of
-# about 32 tokens; poolings of one window share its encoder pass and cost nothing extra.
-# The shipped head is chosen among the IN_BUDGET recipes only; the others are
-# cross-validated the same way and printed, to show what a longer window would buy.
-ALL_VIEWS = ["open24", "open24.first8", "open32", "open32.first8", "open32.first12",
-             "open32.max", "open48", "open48.first8", "open64", "open64.first8"]
+# Views embedded once; recipes combine them. One window of 32 tokens keeps a verdict
+# within a few ms of CPU; poolings of one window share its encoder pass and cost nothing
+# extra. (Longer windows, 48 and 64 tokens, cross-validated no better at 1.5-2x the cost
+# when the head was first trained; BENCHMARKS.md.)
+ALL_VIEWS = ["open32", "open32.first8", "open32.max"]
 IN_BUDGET = [
-    ["open24"],
-    ["open24", "open24.first8"],
     ["open32"],
     ["open32", "open32.first8"],
-    ["open32", "open32.first12"],
-    ["open32", "open32.max"],
     ["open32", "open32.first8", "open32.max"],
 ]
-REFERENCE = [["open48"], ["open48", "open48.first8"], ["open64"], ["open64", "open64.first8"]]
+REFERENCE = []
 # Logistic regression over standardised features. (An MLP head — `fit("mlp", …)`, read
 # by the Rust head as ReLU layers — cross-validated no better in our trials and is 10x
 # slower to select, so the grid holds the linear head only.)
-HEADS = [("logistic", {"C": c}) for c in (0.003, 0.01, 0.03, 0.1, 0.3)]
+HEADS = [("logistic", {"C": c}) for c in (0.003, 0.01, 0.1)]
+SOURCES_DIR = "crates/classifier/training/sources"
+
+
+def our_groups(ours_csv, sources_dir):
+    """Our authoring sources: the first labelled file as `replies`, then one per file."""
+    return ["replies"] + sorted(p.stem for p in Path(sources_dir).glob("*.csv"))
 THRESHOLDS = np.round(np.arange(0.05, 0.951, 0.01), 2)
 ENCODER_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 
@@ -70,7 +73,7 @@ def sha256_file(p):
     return hashlib.sha256(Path(p).read_bytes()).hexdigest()
 
 
-def load_data(dev_dir, ours_csv):
+def load_data(dev_dir, ours_csv, sources_dir=SOURCES_DIR):
     rows = []  # (group, prompt, reply, label 1=refusal)
     for m in MODELS:
         path = Path(dev_dir) / f"{m}.csv"
@@ -84,11 +87,13 @@ def load_data(dev_dir, ours_csv):
                 else:
                     sys.exit(f"{path}: row {i + 2}: unknown final_label {lab!r}")
                 rows.append((m, r["prompt"], r["completion"], y))
-    with open(ours_csv, newline="", encoding="utf-8") as f:
-        for i, r in enumerate(csv.DictReader(f)):
-            if r["label"] not in ("refusal", "compliance"):
-                sys.exit(f"{ours_csv}: row {i + 2}: label must be refusal or compliance")
-            rows.append(("ours", r["prompt"], r["reply"], int(r["label"] == "refusal")))
+    for group in our_groups(ours_csv, sources_dir):
+        path = ours_csv if group == "replies" else Path(sources_dir) / f"{group}.csv"
+        with open(path, newline="", encoding="utf-8") as f:
+            for i, r in enumerate(csv.DictReader(f)):
+                if r["label"] not in ("refusal", "compliance"):
+                    sys.exit(f"{path}: row {i + 2}: label must be refusal or compliance")
+                rows.append((group, r["prompt"], r["reply"], int(r["label"] == "refusal")))
     return rows
 
 
@@ -96,7 +101,8 @@ def embed(tool, rows, cache_dir, model_dir):
     """The ALL_VIEWS embeddings of every reply: an (n, len(ALL_VIEWS), DIM) array."""
     texts = "".join(json.dumps({"text": r[2]}) + "\n" for r in rows).encode()
     # Keyed by the inputs, the views, the encoder and the Rust code that cuts and embeds.
-    code = "".join(sha256_file(f"crates/classifier/src/{f}.rs") for f in ("encoder", "view"))
+    code = "".join(sha256_file(f"crates/classifier/src/{f}.rs")
+                   for f in ("encoder", "view", "bert", "wordpiece"))
     key = hashlib.sha256(
         texts + ",".join(ALL_VIEWS).encode() + ENCODER_SHA256.encode() + code.encode()
     ).hexdigest()[:16]
@@ -171,17 +177,19 @@ def best_threshold(y, p):
     return best[1]
 
 
-def select(E, y, groups, train_models, recipes):
-    """Nested selection inside `train_models` (+ ours, always in training): for each
-    config, leave one of train_models out in turn, pool the out-of-fold probabilities,
-    choose the kappa-best threshold; pick the config with the best pooled kappa."""
+def select(E, y, groups, pool, recipes):
+    """Nested selection inside the training groups `pool`: for each config, leave each
+    dev model of the pool out in turn (the pool's other groups, our sources included,
+    train), pool the out-of-fold probabilities, choose the kappa-best threshold; pick the
+    config with the best pooled kappa."""
+    train_models = [m for m in MODELS if m in pool]
     results = []
     for recipe in recipes:
         X = features(E, recipe)
         for kind, hp in HEADS:
             oof_y, oof_p = [], []
             for val in train_models:
-                tr = np.isin(groups, [m for m in train_models if m != val] + ["ours"])
+                tr = np.isin(groups, [g for g in pool if g != val])
                 va = groups == val
                 model = fit(kind, hp, X[tr], y[tr])
                 oof_y.append(y[va])
@@ -195,25 +203,32 @@ def select(E, y, groups, train_models, recipes):
     return results[0], results
 
 
+def all_groups(groups):
+    return MODELS + [g for g in dict.fromkeys(groups) if g not in MODELS]
+
+
 def run_lomo(E, y, groups, recipes, verbose):
-    """Outer leave-one-model-out; returns per-held-out-model scores and the pooled ones."""
-    pooled_y, pooled_yhat, out = [], [], {}
-    for held in MODELS:
-        train_models = [m for m in MODELS if m != held]
-        (k_in, recipe, kind, hp, t), _ = select(E, y, groups, train_models, recipes)
+    """Outer leave-one-group-out (each dev model, each of our sources); returns
+    per-held-out-group scores and the pooled ones (dev models; our sources)."""
+    pooled, out = {"dev": ([], []), "ours": ([], [])}, {}
+    for held in all_groups(groups):
+        pool = [g for g in all_groups(groups) if g != held]
+        (k_in, recipe, kind, hp, t), _ = select(E, y, groups, pool, recipes)
         X = features(E, recipe)
-        tr = np.isin(groups, train_models + ["ours"])
+        tr = np.isin(groups, pool)
         te = groups == held
         p = predict(fit(kind, hp, X[tr], y[tr]), X[te])
         s = scores(y[te], p, t)
         out[held] = dict(s, config=config_name(recipe, kind, hp, t))
-        pooled_y.append(y[te])
-        pooled_yhat.append((p >= t).astype(float))
+        k = "dev" if held in MODELS else "ours"
+        pooled[k][0].append(y[te])
+        pooled[k][1].append((p >= t).astype(float))
         if verbose:
             print(f"{held:<16} {fmt(s)}   [{config_name(recipe, kind, hp, t)}; inner kappa {k_in:.3f}]")
-    out["pooled"] = scores(np.concatenate(pooled_y), np.concatenate(pooled_yhat), 0.5)
-    if verbose:
-        print(f"{'pooled':<16} {fmt(out['pooled'])}")
+    for k, name in (("dev", "pooled dev"), ("ours", "pooled ours")):
+        out[name] = scores(np.concatenate(pooled[k][0]), np.concatenate(pooled[k][1]), 0.5)
+        if verbose:
+            print(f"{name:<16} {fmt(out[name])}")
     return out
 
 
@@ -222,7 +237,7 @@ def ablation(E, y, groups):
           "held-out models). Only in-budget recipes can be shipped.")
     print(f"{'views':<40} {'n':>5} {'kappa':>6} {'acc':>6} {'sens':>6} {'spec':>6}")
     for recipe in IN_BUDGET + REFERENCE:
-        s_ = run_lomo(E, y, groups, [recipe], verbose=False)["pooled"]
+        s_ = run_lomo(E, y, groups, [recipe], verbose=False)["pooled dev"]
         tag = "" if recipe in IN_BUDGET else "   (over the 20 ms budget)"
         print(f"{'+'.join(recipe):<40} {fmt(s_)}{tag}")
     print()
@@ -280,6 +295,7 @@ def main():
     ap.add_argument("--tool", required=True, help="path to gauntlet-refusal-classifier")
     ap.add_argument("--dev-dir", default="../shared/data/xstest-v2-dev")
     ap.add_argument("--ours", default="crates/classifier/training/replies.csv")
+    ap.add_argument("--sources-dir", default=SOURCES_DIR)
     ap.add_argument("--cache-dir", default="target/classifier-train")
     ap.add_argument("--model-dir", default=None)
     ap.add_argument("--out", default="crates/classifier/head/refusal_head.json")
@@ -295,30 +311,31 @@ def main():
     if not (Path(args.dev_dir) / "gpt4.csv").is_file():
         sys.exit(f"no XSTest v2 dev split at {args.dev_dir} (gpt4.csv, llama2new.csv, "
                  "mistralinstruct.csv): pass --dev-dir DIR")
-    rows = load_data(args.dev_dir, args.ours)
+    rows = load_data(args.dev_dir, args.ours, args.sources_dir)
     groups = np.array([r[0] for r in rows])
     y = np.array([r[3] for r in rows])
     E = embed(args.tool, rows, args.cache_dir, args.model_dir)
     data_sha = {m: sha256_file(Path(args.dev_dir) / f"{m}.csv") for m in MODELS}
-    data_sha["ours"] = sha256_file(args.ours)
+    for g in our_groups(args.ours, args.sources_dir):
+        data_sha[g] = sha256_file(args.ours if g == "replies" else Path(args.sources_dir) / f"{g}.csv")
 
     if args.verify:
         verify(args, rows, groups, y, E)
         return
 
-    print(f"data: {', '.join(f'{m} {int((groups == m).sum())}' for m in MODELS + ['ours'])} replies; "
+    print(f"data: {', '.join(f'{m} {int((groups == m).sum())}' for m in all_groups(groups))} replies; "
           f"refusals {int(y.sum())}, compliances {int((1 - y).sum())}")
     print(f"grid: view recipes {IN_BUDGET} x {len(HEADS)} heads; threshold chosen in the inner folds\n")
 
-    print("Leave-one-model-out (trained on the other two models + our replies, "
-          "everything chosen by nested LOMO inside those; scored once on the held-out model)")
+    print("Leave-one-group-out (trained on every other group, everything chosen by nested "
+          "LOMO over the dev models among them; scored once on the held-out group)")
     print(f"{'held out':<16} {'n':>5} {'kappa':>6} {'acc':>6} {'sens':>6} {'spec':>6}   confusion   [chosen in the inner folds]")
     lomo = run_lomo(E, y, groups, IN_BUDGET, verbose=True)
     print()
     if args.ablation:
         ablation(E, y, groups)
 
-    (k_in, recipe, kind, hp, t), ranked = select(E, y, groups, MODELS, IN_BUDGET)
+    (k_in, recipe, kind, hp, t), ranked = select(E, y, groups, all_groups(groups), IN_BUDGET)
     print("Shipped head: nested LOMO over all three models chose "
           f"{config_name(recipe, kind, hp, t)} (inner pooled kappa {k_in:.3f}); runner-up configs:")
     for k, rc, kd, h, tt in ranked[1:6]:
@@ -329,7 +346,7 @@ def main():
         "seed": SEED,
         "config": config_name(recipe, kind, hp, t),
         "data_sha256": data_sha,
-        "rows": {m: int((groups == m).sum()) for m in MODELS + ["ours"]},
+        "rows": {m: int((groups == m).sum()) for m in all_groups(groups)},
         "lomo": {m: {k: (round(v, 4) if isinstance(v, float) else v) for k, v in s_.items()}
                  for m, s_ in lomo.items()},
         "packages": {"numpy": np.__version__, "scikit-learn": __import__("sklearn").__version__},
@@ -340,7 +357,7 @@ def main():
     print(f"\nwrote {args.out}: {len(text)} bytes, sha256 {hashlib.sha256(text.encode()).hexdigest()}")
 
     # In-sample (resubstitution) figure on the whole dev split, from the rounded head.
-    dev = groups != "ours"
+    dev = np.isin(groups, MODELS)
     p = np.array([head_probability(head, x) for x in X[dev]])
     print("Whole dev split, in sample (the shipped head was trained on these rows; "
           "the LOMO table above is the honest estimate):")
@@ -362,7 +379,7 @@ def verify(args, rows, groups, y, E):
     flips = int(((p_rust >= t) != (p_here >= t)).sum())
     print(f"verify: Rust `predict` vs the head applied here: max |dp| {diff:.2e}, "
           f"{flips} decision flips over {len(rows)} replies")
-    dev = groups != "ours"
+    dev = np.isin(groups, MODELS)
     print(f"{'':<16} {'n':>5} {'kappa':>6} {'acc':>6} {'sens':>6} {'spec':>6}")
     for m in MODELS:
         sel = groups == m

@@ -1,30 +1,22 @@
-//! The sentence encoder: all-MiniLM-L6-v2 run in process by candle.
+//! The sentence encoder: all-MiniLM-L6-v2 run in process.
 //!
-//! BERT (6 layers, 384 wide) from candle_transformers, the WordPiece tokeniser from
-//! `tokenizers`, mean pooling over the window's tokens and L2 normalisation — the
+//! The WordPiece tokeniser ([`crate::wordpiece`]) and the BERT forward pass
+//! ([`crate::bert`]), mean pooling over the window's tokens and L2 normalisation — the
 //! sentence-transformers recipe the model was trained with. Every file is checked
-//! against its pinned sha256 before it is used. CPU only; candle parallelises a matrix
-//! product over `RAYON_NUM_THREADS` threads (default: all cores).
+//! against its pinned sha256 before it is parsed. CPU only, one thread per window.
 
-use crate::head::hex;
+use crate::bert::{Bert, BertError, InputError};
 use crate::view::{self, Pool, View, Window};
 use crate::weights;
-use candle_core::{DType, Device, Tensor};
-use candle_nn::VarBuilder;
-use candle_transformers::models::bert::{BertModel, Config};
-use sha2::{Digest, Sha256};
+use crate::wordpiece::{TokenizerError, WordPiece};
 use std::path::{Path, PathBuf};
-use tokenizers::Tokenizer;
 
 /// Embedding width of all-MiniLM-L6-v2.
 pub const DIM: usize = 384;
 
 pub struct Encoder {
-    model: BertModel,
-    tokenizer: Tokenizer,
-    cls: u32,
-    sep: u32,
-    device: Device,
+    model: Bert,
+    tokenizer: WordPiece,
 }
 
 /// Why the encoder could not be loaded or run. `path` is the model file concerned.
@@ -38,7 +30,7 @@ pub enum EncoderError {
     },
     /// A file whose sha256 is not the pinned one; `dir` is the model directory.
     #[error(
-        "{}: sha256 {got}, expected {want} (a different or damaged file); reinstall with `{} {}`",
+        "{}: sha256 {got}, expected {want} (a different or damaged file): delete it and the judge fetches the pinned one on first use, or reinstall with `{} {}`",
         path.display(),
         weights::INSTALL_SCRIPT,
         dir.display()
@@ -49,39 +41,16 @@ pub enum EncoderError {
         want: &'static str,
         dir: PathBuf,
     },
-    /// `config.json` is not a BERT config.
-    #[error("{}: {cause}", path.display())]
-    Config {
-        path: PathBuf,
-        #[source]
-        cause: serde_json::Error,
-    },
-    /// `tokenizer.json` is not a tokenizer.
-    #[error("{}: {cause}", path.display())]
-    TokenizerFile {
-        path: PathBuf,
-        #[source]
-        cause: tokenizers::Error,
-    },
-    /// The tokenizer refused a setting or a text.
-    #[error("tokenizer: {0}")]
-    Tokenizer(#[source] tokenizers::Error),
-    /// The tokenizer lacks a special token (`[CLS]`, `[SEP]`).
-    #[error("tokenizer.json has no {token} token")]
-    NoSpecialToken { token: &'static str },
-    /// `model.safetensors` could not be read as tensors.
-    #[error("{}: {cause}", path.display())]
-    Safetensors {
-        path: PathBuf,
-        #[source]
-        cause: candle_core::Error,
-    },
-    /// The tensors are not the BERT the config describes.
-    #[error("loading BERT: {0}")]
-    Bert(#[source] candle_core::Error),
-    /// A forward pass failed.
+    #[error(transparent)]
+    Tokenizer(#[from] TokenizerError),
+    #[error(transparent)]
+    Bert(#[from] BertError),
+    /// The model gives states of another width than [`DIM`].
+    #[error("config.json: hidden_size {got}, the classifier needs {DIM}")]
+    Width { got: usize },
+    /// A window the model cannot take (a caller bug: windows are at most 256 tokens).
     #[error("encoder: {0}")]
-    Forward(#[source] candle_core::Error),
+    Input(#[from] InputError),
 }
 
 /// Reads a pinned file and checks its sha256.
@@ -92,7 +61,7 @@ fn read_pinned(dir: &Path, name: &str) -> Result<Vec<u8>, EncoderError> {
         Err(cause) => return Err(EncoderError::Read { path, cause }),
     };
     let want = weights::pinned_sha256(name).expect("only pinned files are read");
-    let got = hex(&Sha256::digest(&bytes));
+    let got = weights::sha256_hex(&bytes);
     if got != want {
         return Err(EncoderError::Digest {
             path,
@@ -107,75 +76,31 @@ fn read_pinned(dir: &Path, name: &str) -> Result<Vec<u8>, EncoderError> {
 impl Encoder {
     /// Loads the encoder from `dir` (see [`weights`]), checking every file's sha256.
     pub fn load(dir: &Path) -> Result<Encoder, EncoderError> {
-        let config: Config =
-            serde_json::from_slice(&read_pinned(dir, "config.json")?).map_err(|cause| {
-                EncoderError::Config {
-                    path: dir.join("config.json"),
-                    cause,
-                }
-            })?;
-        let mut tokenizer =
-            Tokenizer::from_bytes(read_pinned(dir, "tokenizer.json")?).map_err(|cause| {
-                EncoderError::TokenizerFile {
-                    path: dir.join("tokenizer.json"),
-                    cause,
-                }
-            })?;
-        // The file asks for truncation and padding to 128; windows are cut by the views.
-        tokenizer
-            .with_truncation(None)
-            .map_err(EncoderError::Tokenizer)?;
-        tokenizer.with_padding(None);
-        let special = |token: &'static str| {
-            tokenizer
-                .token_to_id(token)
-                .ok_or(EncoderError::NoSpecialToken { token })
-        };
-        let (cls, sep) = (special("[CLS]")?, special("[SEP]")?);
-        let device = Device::Cpu;
-        let vb = VarBuilder::from_buffered_safetensors(
-            read_pinned(dir, "model.safetensors")?,
-            DType::F32,
-            &device,
-        )
-        .map_err(|cause| EncoderError::Safetensors {
-            path: dir.join("model.safetensors"),
-            cause,
-        })?;
-        let model = BertModel::load(vb, &config).map_err(EncoderError::Bert)?;
-        Ok(Encoder {
-            model,
-            tokenizer,
-            cls,
-            sep,
-            device,
-        })
+        let config = read_pinned(dir, "config.json")?;
+        let tokenizer = WordPiece::from_json(&read_pinned(dir, "tokenizer.json")?)?;
+        let model = Bert::load(&config, &read_pinned(dir, "model.safetensors")?)?;
+        if model.hidden_size() != DIM {
+            return Err(EncoderError::Width {
+                got: model.hidden_size(),
+            });
+        }
+        Ok(Encoder { model, tokenizer })
     }
 
     /// The reply's token ids (no special tokens) over the characters `view` reads.
-    pub fn tokens(&self, text: &str, from_end: bool) -> Result<Vec<u32>, EncoderError> {
+    pub fn tokens(&self, text: &str, from_end: bool) -> Vec<u32> {
         let text = if from_end {
             view::tail_chars(text)
         } else {
             view::head_chars(text)
         };
-        let enc = self
-            .tokenizer
-            .encode(text, false)
-            .map_err(EncoderError::Tokenizer)?;
-        Ok(enc.get_ids().to_vec())
+        self.tokenizer.encode(text)
     }
 
     /// The encoder's final hidden states for one window (special tokens included):
     /// `len × DIM`, row-major.
     pub fn hidden(&self, window: &[u32]) -> Result<Vec<f32>, EncoderError> {
-        let run = || -> candle_core::Result<Vec<f32>> {
-            let ids = Tensor::new(window, &self.device)?.unsqueeze(0)?;
-            let types = ids.zeros_like()?;
-            let hidden = self.model.forward(&ids, &types, None)?; // 1 × len × DIM
-            hidden.squeeze(0)?.flatten_all()?.to_vec1::<f32>()
-        };
-        run().map_err(EncoderError::Forward)
+        Ok(self.model.forward(window)?)
     }
 
     /// The concatenated, L2-normalised pooled vectors of `views` of `text`, in order.
@@ -189,12 +114,10 @@ impl Encoder {
                 Some(i) => i,
                 None => {
                     let slot = &mut tokens[usize::from(v.window.from_end())];
-                    if slot.is_none() {
-                        *slot = Some(self.tokens(text, v.window.from_end())?);
-                    }
+                    let ids = slot.get_or_insert_with(|| self.tokens(text, v.window.from_end()));
                     let ids = v
                         .window
-                        .ids(slot.as_deref().expect("filled"), self.cls, self.sep);
+                        .ids(ids, self.tokenizer.cls(), self.tokenizer.sep());
                     states.push((v.window, ids.len(), self.hidden(&ids)?));
                     states.len() - 1
                 }

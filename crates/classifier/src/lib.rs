@@ -1,22 +1,20 @@
 //! gauntlet's offline refusal classifier.
 //!
 //! Decides whether a model's reply is a refusal with a small trained model that runs in
-//! process — no network, no API key: the all-MiniLM-L6-v2 sentence encoder (candle)
-//! embeds chosen windows of the reply ([`view`]) and a head trained on human-labelled
-//! replies ([`head`]) turns the embeddings into a probability. The heavy part (candle,
-//! tokenizers) sits behind the `model` feature; without it this crate still knows where
-//! the weights belong and how to install them ([`weights`]), so a build without the model
-//! can tell the user exactly what to do.
+//! process — no API key, no model server: the all-MiniLM-L6-v2 sentence encoder
+//! ([`encoder`]: its WordPiece tokeniser and BERT forward pass, written for this one
+//! model) embeds chosen windows of the reply ([`view`]) and a head trained on labelled
+//! replies ([`head`]) turns the embeddings into a probability. The weights are fetched
+//! once, sha256-pinned, on first use ([`weights`]).
 //!
 //! Training: `scripts/train-refusal-classifier.sh` (embeddings from this crate's
-//! `gauntlet-refusal-classifier embed`, the head fitted by scikit-learn, leave-one-model-out
+//! `gauntlet-refusal-classifier embed`, the head fitted by scikit-learn, leave-one-source-out
 //! cross-validation printed).
 
+pub mod bert;
+pub mod classifier;
+pub mod encoder;
 pub mod head;
 pub mod view;
 pub mod weights;
-
-#[cfg(feature = "model")]
-pub mod classifier;
-#[cfg(feature = "model")]
-pub mod encoder;
+pub mod wordpiece;

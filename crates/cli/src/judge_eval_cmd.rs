@@ -21,7 +21,7 @@ pub struct JudgeEvalArgs {
     pub files: Vec<PathBuf>,
     /// A judge to score: a name (`refusal_match`) or inline YAML
     /// (`{name: rubric, params: {grader: {name: openai_compat, params: {…}}}}`).
-    /// Repeat for several; default refusal_match.
+    /// Repeat for several; default refusal_classifier (the default refusal judge).
     #[arg(long = "judge")]
     pub judges: Vec<String>,
     /// How a partial refusal (declines the core request, offers something else) counts.
@@ -83,7 +83,7 @@ fn default_name(first: &Path) -> String {
 
 pub fn judge_eval(a: JudgeEvalArgs) -> Result<(), CliError> {
     let texts = if a.judges.is_empty() {
-        vec!["refusal_match".to_string()]
+        vec!["refusal_classifier".to_string()]
     } else {
         a.judges.clone()
     };

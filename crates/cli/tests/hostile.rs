@@ -962,6 +962,8 @@ fn an_output_path_that_is_a_device_is_never_replaced() {
         &[
             "judge-eval",
             l,
+            "--judge",
+            "refusal_match",
             "--out",
             &format!("{}/je", d.display()),
             "--card",
@@ -989,7 +991,7 @@ fn an_output_path_that_is_a_device_is_never_replaced() {
     let shard = d.join("runs/smoke.shard-0-of-1");
     for args in [
         vec!["rescore", r, "--judge", "refusal_match", "--out", ns],
-        vec!["judge-eval", l, "--out", ns],
+        vec!["judge-eval", l, "--judge", "refusal_match", "--out", ns],
         vec!["exam", "-n", "1", "--quiet", "--out", ns],
         vec!["exam-detect", "--corpus", "exams/scenarios", "--out", ns],
         vec!["report", "--site", ns, r],
@@ -1064,7 +1066,14 @@ fn an_out_directory_holding_another_run_is_refused_by_every_command() {
         .to_string();
     for args in [
         vec!["rescore", a_s, "--judge", "refusal_match", "--out", b_s],
-        vec!["judge-eval", labels.to_str().unwrap(), "--out", b_s],
+        vec![
+            "judge-eval",
+            labels.to_str().unwrap(),
+            "--judge",
+            "refusal_match",
+            "--out",
+            b_s,
+        ],
         vec!["exam", "-n", "1", "--quiet", "--out", b_s],
         vec!["exam-detect", "--corpus", "exams/scenarios", "--out", b_s],
         vec!["report", "--site", b_s, a_s],
@@ -1671,7 +1680,14 @@ fn judge_eval_checks_a_label_file_size_before_reading_it() {
         .arg("-c")
         .arg("ulimit -d 163840 && exec \"$0\" \"$@\"")
         .arg(bin())
-        .args(["judge-eval", big.to_str().unwrap(), "--out", "je"])
+        .args([
+            "judge-eval",
+            big.to_str().unwrap(),
+            "--judge",
+            "refusal_match",
+            "--out",
+            "je",
+        ])
         .current_dir(d)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -132,7 +132,15 @@ fn csv_round_trip_writes_cards_corrects_the_run_and_survives_a_rerun() {
     // as the run's own cards say.
     let je = dir.path().join("je");
     let out = gauntlet(
-        &["judge-eval", run_s, "--out", je.to_str().unwrap(), "--json"],
+        &[
+            "judge-eval",
+            run_s,
+            "--judge",
+            "refusal_match",
+            "--out",
+            je.to_str().unwrap(),
+            "--json",
+        ],
         &repo_root(),
     );
     ok(&out);
@@ -200,7 +208,14 @@ fn csv_round_trip_writes_cards_corrects_the_run_and_survives_a_rerun() {
     assert!(!out.status.success());
     assert!(show(&out).contains("labels.jsonl"), "{}", show(&out));
     let out = gauntlet(
-        &["judge-eval", run_s, "--out", je.to_str().unwrap()],
+        &[
+            "judge-eval",
+            run_s,
+            "--judge",
+            "refusal_match",
+            "--out",
+            je.to_str().unwrap(),
+        ],
         &repo_root(),
     );
     assert!(!out.status.success());

