@@ -925,10 +925,7 @@ fn agentdojo_example_against_a_peer_that_is_not_an_agent() {
             // ended before the stop.
             let stderr = String::from_utf8_lossy(&o.stderr);
             assert_eq!(o.status.code(), Some(1), "{peer}: {}", show(&o));
-            assert!(
-                stderr.contains("the first 3 calls to"),
-                "{peer}: {stderr}"
-            );
+            assert!(stderr.contains("the first 3 calls to"), "{peer}: {stderr}");
             assert!(errors.len() <= 2 + 4, "{peer}: {} episodes", errors.len());
         }
     });
