@@ -233,8 +233,12 @@ fn explains_hour(r: &Record, t: Timestamp, here: Option<&str>) -> bool {
             if !in_effect(r, t) {
                 return false;
             }
+            // Elsewhere: the event's place and the record's destination are both places
+            // the zone database knows, and differ. A place it cannot place (a country,
+            // a small town) contradicts nothing.
             if let Some(h) = here
-                && !r.places.is_empty()
+                && zone::of_place(h).is_some()
+                && r.places.iter().any(|p| zone::of_place(p).is_some())
                 && !r.places.iter().any(|p| zone::same_place(p, h))
             {
                 return false;
@@ -480,12 +484,17 @@ mod tests {
         };
         let there = at("2026-06-03T01:30:00Z", json!({"geo": "SG-Singapore"}));
         let elsewhere = at("2026-06-03T01:30:00Z", json!({"geo": "RO-Bucharest"}));
+        let unplaced = at("2026-06-03T01:30:00Z", json!({"geo": "SG"}));
         let back = at("2026-06-12T01:30:00Z", json!({"geo": "SG-Singapore"}));
         let b = trip("approved");
         assert!(ctx(&b, &there).timing(&there).is_some());
         assert!(ctx(&b, &there).login(&there, "SG-Singapore").is_some());
         assert_eq!(ctx(&b, &elsewhere).timing(&elsewhere), None);
         assert_eq!(ctx(&b, &elsewhere).login(&elsewhere, "RO-Bucharest"), None);
+        assert!(
+            ctx(&b, &unplaced).timing(&unplaced).is_some(),
+            "a bare country code contradicts nothing"
+        );
         assert_eq!(ctx(&b, &back).timing(&back), None, "the trip ended");
         assert_eq!(ctx(&b, &back).login(&back, "SG-Singapore"), None);
         let denied = trip("denied");
