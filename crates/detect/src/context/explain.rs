@@ -137,8 +137,10 @@ impl Context {
         // The event's own metadata is read only when a key could state hours (this runs
         // for every event).
         let own = if e.fields().keys().any(|k| {
-            let k = k.to_ascii_lowercase();
-            k.contains("hour") || k.contains("shift")
+            let k = k.as_bytes();
+            [b"hour".as_slice(), b"shift"]
+                .iter()
+                .any(|w| k.windows(w.len()).any(|x| x.eq_ignore_ascii_case(w)))
         }) {
             Reader {
                 people: &self.people,

@@ -188,6 +188,23 @@ impl Profiles {
     }
 }
 
+/// Observations per UTC hour (the scenario's own events).
+#[derive(Debug, Default)]
+struct Hours([u64; 24]);
+
+impl Hours {
+    /// Enough history, as [`Tally::enough`] with hours as the units.
+    fn enough(&self) -> bool {
+        let n: u64 = self.0.iter().sum();
+        let once = self.0.iter().filter(|c| **c == 1).count() as f64;
+        n >= MIN_HISTORY && once / n as f64 <= MAX_UNSEEN
+    }
+
+    fn hours(&self) -> BTreeSet<u32> {
+        (0..24u32).filter(|h| self.0[*h as usize] > 0).collect()
+    }
+}
+
 /// For each event, the UTC hours of its actor's strictly earlier events, when they are
 /// enough history (≥ [`MIN_HISTORY`] events, ≥ [`MIN_DAYS`] days, unseen-hour estimate
 /// ≤ [`MAX_UNSEEN`]).
@@ -205,7 +222,7 @@ fn history(events: &[Event]) -> Vec<Option<BTreeSet<u32>>> {
         }
         let mut order = idx;
         order.sort_by_key(|&i| (events[i].timestamp, i));
-        let mut tally = Tally::default();
+        let mut tally = Hours::default();
         let mut days = BTreeSet::new();
         let mut j = 0;
         while j < order.len() {
@@ -223,8 +240,7 @@ fn history(events: &[Event]) -> Vec<Option<BTreeSet<u32>>> {
             }
             for &i in &order[j..k] {
                 let ts = events[i].timestamp;
-                let h = ts.hour();
-                tally.add(format!("{h:02}"), [h], 1);
+                tally.0[ts.hour() as usize] += 1;
                 days.insert(ts.secs.div_euclid(86_400));
             }
             j = k;
