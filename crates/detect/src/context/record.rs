@@ -842,15 +842,18 @@ impl Reader<'_> {
             c.zone = Some(z);
             return;
         }
-        if has(&words, &ACTOR_WORDS) && !has(&words, &NOT_ACTOR_WORDS) {
-            c.scoped = true;
-            match self.people.exact(&text) {
-                Some(id) => {
-                    c.actors.insert(id.to_string());
-                }
-                None => c.actors.extend(self.people.mentioned(&text)),
+        if has(&words, &ACTOR_WORDS) {
+            // `user_id: dana` names dana; `user_timezone: Asia/Tokyo` names nobody.
+            if let Some(id) = self.people.exact(&text) {
+                c.scoped = true;
+                c.actors.insert(id.to_string());
+                return;
             }
-            return;
+            if !has(&words, &NOT_ACTOR_WORDS) {
+                c.scoped = true;
+                c.actors.extend(self.people.mentioned(&text));
+                return;
+            }
         }
         if let Some(w) = when::cron(&text, UTC) {
             c.weekly.extend(w);
