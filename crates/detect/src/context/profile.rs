@@ -95,8 +95,9 @@ impl Tally {
 pub struct Profiles {
     stated: BTreeMap<String, BTreeSet<u32>>,
     counted: BTreeMap<String, Tally>,
-    /// Per event index: the hours of the actor's earlier events, when enough.
-    history: Vec<Option<BTreeSet<u32>>>,
+    /// Per event index: the hours of the actor's earlier events (bit h = hour h), when
+    /// enough.
+    history: Vec<Option<u32>>,
 }
 
 /// A profile for one event: the usual hours (possibly none on this day) and its bases.
@@ -180,8 +181,8 @@ impl Profiles {
                 hours.extend(t.hours());
             }
         }
-        if let Some(Some(h)) = self.history.get(i) {
-            hours.extend(h.iter().copied());
+        if let Some(Some(mask)) = self.history.get(i) {
+            hours.extend((0..24).filter(|h| mask & (1 << h) != 0));
             basis.insert(Basis::History);
         }
         (!basis.is_empty()).then_some(Profile { hours, basis })
@@ -200,15 +201,18 @@ impl Hours {
         n >= MIN_HISTORY && once / n as f64 <= MAX_UNSEEN
     }
 
-    fn hours(&self) -> BTreeSet<u32> {
-        (0..24u32).filter(|h| self.0[*h as usize] > 0).collect()
+    /// Bit h set when hour h was seen.
+    fn mask(&self) -> u32 {
+        (0..24)
+            .filter(|h| self.0[*h] > 0)
+            .fold(0, |m, h| m | 1 << h)
     }
 }
 
 /// For each event, the UTC hours of its actor's strictly earlier events, when they are
 /// enough history (≥ [`MIN_HISTORY`] events, ≥ [`MIN_DAYS`] days, unseen-hour estimate
 /// ≤ [`MAX_UNSEEN`]).
-fn history(events: &[Event]) -> Vec<Option<BTreeSet<u32>>> {
+fn history(events: &[Event]) -> Vec<Option<u32>> {
     let mut out = vec![None; events.len()];
     let mut by_actor: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
     for (i, e) in events.iter().enumerate() {
@@ -233,9 +237,9 @@ fn history(events: &[Event]) -> Vec<Option<BTreeSet<u32>>> {
                 k += 1;
             }
             if days.len() >= MIN_DAYS && tally.enough() {
-                let h = tally.hours();
+                let h = tally.mask();
                 for &i in &order[j..k] {
-                    out[i] = Some(h.clone());
+                    out[i] = Some(h);
                 }
             }
             for &i in &order[j..k] {

@@ -319,11 +319,8 @@ pub struct People {
 
 impl People {
     pub fn new<'a>(ids: impl IntoIterator<Item = &'a str>) -> People {
-        let ids: BTreeSet<String> = ids
-            .into_iter()
-            .filter(|s| !s.trim().is_empty())
-            .map(str::to_string)
-            .collect();
+        let ids: BTreeSet<&str> = ids.into_iter().filter(|s| !s.trim().is_empty()).collect();
+        let ids: BTreeSet<String> = ids.into_iter().map(str::to_string).collect();
         let lower = ids.iter().map(|i| (i.to_lowercase(), i.clone())).collect();
         let mut firsts: Vec<(String, String)> = ids
             .iter()
@@ -624,6 +621,12 @@ impl Reader<'_> {
     pub fn event(&self, e: &Event) -> Vec<Record> {
         let mut out = Vec::new();
         let m = e.fields();
+        // Event metadata is classed by its keys: without a key that could class it there
+        // is no record, and its values need not be read (this runs for every flagged
+        // event).
+        if !keys_could_class(m) {
+            return out;
+        }
         self.object(
             m,
             "event.metadata",
@@ -1068,6 +1071,30 @@ impl Reader<'_> {
         }
         out
     }
+}
+
+/// True when a key of `m` (or of an object or list inside it) holds a stem that classes
+/// event metadata ([`Class::event_stems`]).
+fn keys_could_class(m: &Map<String, Value>) -> bool {
+    static STEMS: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        let alternation: Vec<String> = Class::ALL
+            .iter()
+            .flat_map(|c| c.event_stems())
+            .map(|s| regex::escape(s))
+            .collect();
+        regex::Regex::new(&format!("(?:^| )(?:{})", alternation.join("|")))
+            .expect("event stems compile")
+    });
+    m.iter().any(|(k, v)| {
+        STEMS.is_match(&fold(k))
+            || match v {
+                Value::Object(inner) => keys_could_class(inner),
+                Value::Array(a) => a
+                    .iter()
+                    .any(|x| x.as_object().is_some_and(keys_could_class)),
+                _ => false,
+            }
+    })
 }
 
 /// The clauses of a text: split at `.`/`!`/`?` followed by white space, at `;` and at
