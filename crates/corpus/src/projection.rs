@@ -16,7 +16,11 @@
 //!   `source:type:actor:N:partofday` (night 0–5, morning 6–11, afternoon 12–17,
 //!   evening 18–23) and by hour-of-day keys `time:<HH>:<actor>` with a positive count
 //!   (the form deployments' baselines use); `actor_roles` deliberately left EMPTY (so
-//!   nothing the scenario says about roles suppresses priv-escalation).
+//!   nothing the scenario says about roles suppresses priv-escalation). Beyond the
+//!   spec: `declared_hours` keeps the explicit map apart (stated hours, not counted
+//!   history) and `context` the baseline's keys the schema does not name, as written,
+//!   for detectors that read what a deployment records (relocations, rotations, change
+//!   windows). Both are omitted from the serialised form when empty.
 //! - [`Finding`]: `{id, source:"detector:<family>", severity, type:<family>, actor,
 //!   timestamp, reason, evidence, event_ids}`; [`Finding::family`] is `type` lowercased,
 //!   else the suffix of `source` after `detector:`.
@@ -304,6 +308,15 @@ pub struct Baseline {
     pub actor_hours: BTreeMap<String, BTreeSet<u32>>,
     /// Deliberately left empty by the projection.
     pub actor_roles: BTreeMap<String, Vec<String>>,
+    /// `known_entities.actor_hours` alone: the hours the scenario states, without those
+    /// implied by frequency keys (which are counted history, and may be thin).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub declared_hours: BTreeMap<String, BTreeSet<u32>>,
+    /// What the deployment records beside the schema, as written: the baseline's keys
+    /// the schema does not name (under their own name) and those of `known_entities`
+    /// (as `known_entities.<key>`) — relocations, rotations, change calendars, notes.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub context: BTreeMap<String, Value>,
 }
 
 /// The hours a part-of-day segment of a 5-segment frequency key implies.
@@ -342,9 +355,9 @@ impl Baseline {
             .iter()
             .map(|a| (a.clone(), UserProfile::default()))
             .collect();
-        let mut actor_hours: BTreeMap<String, BTreeSet<u32>> = BTreeMap::new();
+        let mut declared_hours: BTreeMap<String, BTreeSet<u32>> = BTreeMap::new();
         for (actor, hours) in &k.actor_hours {
-            let set = actor_hours.entry(actor.clone()).or_default();
+            let set = declared_hours.entry(actor.clone()).or_default();
             set.extend(
                 hours
                     .iter()
@@ -352,6 +365,7 @@ impl Baseline {
                     .map(|h| *h as u32),
             );
         }
+        let mut actor_hours = declared_hours.clone();
         for (key, n) in &b.frequency_tables {
             if let Some((hour, actor)) = hour_of_day_key(key) {
                 if *n > 0 {
@@ -380,6 +394,17 @@ impl Baseline {
             relationships: b.relationships.clone(),
             actor_hours,
             actor_roles: BTreeMap::new(),
+            declared_hours,
+            context: b
+                .extra
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .chain(
+                    k.extra
+                        .iter()
+                        .map(|(key, v)| (format!("known_entities.{key}"), v.clone())),
+                )
+                .collect(),
         }
     }
 
@@ -534,6 +559,7 @@ baseline:
     sources: [aws]
     actor_roles: {bob: ['admin:repo']}
     actor_hours: {amy: [1, 2, 30]}
+    timezones: {bob: Asia/Tokyo}
   frequency_tables:
     'aws:x:bob': 3
     'aws:x:bob:4:evening': 4
@@ -546,6 +572,7 @@ baseline:
     'time:24:dee': 5
     'time:xx:dee': 5
     'time:10:svc:deploy': 2
+  notes: on call this week
 "#;
 
     #[test]
@@ -583,6 +610,14 @@ baseline:
             [10].into_iter().collect::<BTreeSet<u32>>()
         );
         assert_eq!(b.freq("aws:x"), 9);
+        assert_eq!(
+            b.declared_hours["amy"],
+            [1, 2].into_iter().collect::<BTreeSet<u32>>(),
+            "the explicit map alone"
+        );
+        assert!(!b.declared_hours.contains_key("dee"));
+        assert_eq!(b.context["notes"], "on call this week");
+        assert_eq!(b.context["known_entities.timezones"]["bob"], "Asia/Tokyo");
         let f = &p.finding;
         assert_eq!(f.family(), "volume-anomaly");
         assert_eq!(f.source, "detector:volume-anomaly");

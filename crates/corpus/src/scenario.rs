@@ -151,33 +151,104 @@ pub struct Event {
 }
 
 /// `baseline:` — what was normal before the finding.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(default)]
+///
+/// Keys the schema does not name are kept, as written, in [`Baseline::extra`]: corpora
+/// record there what a deployment knows about its people and systems (`hr_onboarding`,
+/// a change calendar, an on-call rotation, notes), and detectors read it as context.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
 pub struct Baseline {
-    #[serde(deserialize_with = "lenient::or_default")]
     pub known_entities: KnownEntities,
     /// Keys `source:event_type:actor`, `source:event_type:actor:N:partofday`,
     /// `source:event_type`.
-    #[serde(deserialize_with = "lenient::or_default")]
     pub frequency_tables: BTreeMap<String, i64>,
     /// Keys `"actor:target"`.
-    #[serde(deserialize_with = "lenient::or_default")]
     pub relationships: BTreeMap<String, Relationship>,
+    /// Every other key of the block, with its value as written (untyped).
+    #[serde(flatten)]
+    pub extra: BTreeMap<String, serde_json::Value>,
 }
 
-/// `baseline.known_entities`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(default)]
+/// `baseline.known_entities`. Unknown keys (`approved_vendors`, …) are kept in
+/// [`KnownEntities::extra`].
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
 pub struct KnownEntities {
-    #[serde(deserialize_with = "lenient::strings")]
     pub actors: Vec<String>,
-    #[serde(deserialize_with = "lenient::strings")]
     pub sources: Vec<String>,
-    #[serde(deserialize_with = "lenient::or_default")]
     pub actor_roles: BTreeMap<String, Vec<String>>,
     /// UTC hours of day each actor is normally active.
-    #[serde(deserialize_with = "lenient::or_default")]
     pub actor_hours: BTreeMap<String, Vec<i64>>,
+    /// Every other key of the block, with its value as written (untyped).
+    #[serde(flatten)]
+    pub extra: BTreeMap<String, serde_json::Value>,
+}
+
+impl<'de> Deserialize<'de> for Baseline {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Baseline;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a baseline mapping")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut m: A,
+            ) -> Result<Baseline, A::Error> {
+                let mut b = Baseline::default();
+                while let Some(key) = m.next_key::<String>()? {
+                    match key.as_str() {
+                        "known_entities" => {
+                            b.known_entities = m.next_value::<lenient::OrDefault<_>>()?.0;
+                        }
+                        "frequency_tables" => {
+                            b.frequency_tables = m.next_value::<lenient::OrDefault<_>>()?.0;
+                        }
+                        "relationships" => {
+                            b.relationships = m.next_value::<lenient::OrDefault<_>>()?.0;
+                        }
+                        _ => {
+                            let v = m.next_value()?;
+                            b.extra.insert(key, v);
+                        }
+                    }
+                }
+                Ok(b)
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+impl<'de> Deserialize<'de> for KnownEntities {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = KnownEntities;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a known_entities mapping")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut m: A,
+            ) -> Result<KnownEntities, A::Error> {
+                let mut k = KnownEntities::default();
+                while let Some(key) = m.next_key::<String>()? {
+                    match key.as_str() {
+                        "actors" => k.actors = m.next_value::<lenient::Strings>()?.0,
+                        "sources" => k.sources = m.next_value::<lenient::Strings>()?.0,
+                        "actor_roles" => k.actor_roles = m.next_value::<lenient::OrDefault<_>>()?.0,
+                        "actor_hours" => k.actor_hours = m.next_value::<lenient::OrDefault<_>>()?.0,
+                        _ => {
+                            let v = m.next_value()?;
+                            k.extra.insert(key, v);
+                        }
+                    }
+                }
+                Ok(k)
+            }
+        }
+        d.deserialize_map(V)
+    }
 }
 
 /// One `baseline.relationships` value.
@@ -503,6 +574,24 @@ mod lenient {
     use serde::{Deserialize, Deserializer};
     use std::fmt;
 
+    /// A value read with [`or_default`].
+    pub struct OrDefault<T>(pub T);
+
+    impl<'de, T: Deserialize<'de> + Default> Deserialize<'de> for OrDefault<T> {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            or_default(d).map(OrDefault)
+        }
+    }
+
+    /// A value read with [`strings`].
+    pub struct Strings(pub Vec<String>);
+
+    impl<'de> Deserialize<'de> for Strings {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            strings(d).map(Strings)
+        }
+    }
+
     /// Any scalar as its source text; null → "".
     pub fn string<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
         Ok(Option::<String>::deserialize(d)?.unwrap_or_default())
@@ -669,6 +758,36 @@ mod tests {
     fn null_baseline_is_absent() {
         let s = parse(&format!("{MIN}baseline: ~\n")).unwrap();
         assert_eq!(s.case.baseline, None);
+    }
+
+    /// Keys the schema does not name in `baseline` and `known_entities` are kept as
+    /// written (dates stay text), and the named keys keep their leniency and errors.
+    #[test]
+    fn baseline_keeps_unknown_keys_as_written() {
+        let s = parse(&format!(
+            "{MIN}baseline:\n  known_entities:\n    actors: [kai, 7]\n    working_hours: {{kai: 09:00-17:00}}\n  frequency_tables: ~\n  hr_records:\n    - {{type: relocation, employee: kai, effective: 2026-07-20}}\n  notes: moved to Tokyo\n"
+        ))
+        .unwrap();
+        let b = s.case.baseline.unwrap();
+        assert_eq!(b.known_entities.actors, vec!["kai", "7"]);
+        assert!(b.frequency_tables.is_empty());
+        assert_eq!(b.extra["notes"], "moved to Tokyo");
+        assert_eq!(b.extra["hr_records"][0]["effective"], "2026-07-20");
+        assert_eq!(
+            b.known_entities.extra["working_hours"]["kai"],
+            "09:00-17:00"
+        );
+        let back = serde_json::to_value(&b).unwrap();
+        assert_eq!(
+            back["notes"], "moved to Tokyo",
+            "serialised beside the named keys"
+        );
+        let e = parse(&format!(
+            "{MIN}baseline:\n  known_entities: {{actors: [a]}}\n  notes: ok\n  frequency_tables: {{k: lots}}\n"
+        ))
+        .unwrap_err();
+        assert_eq!(e.field, "baseline.frequency_tables.k", "{e}");
+        assert_eq!(e.loc.line, 6, "{e}");
     }
 
     #[test]

@@ -134,6 +134,39 @@ tags: [t1]
     assert_eq!(s.case.connector_tools[0].returns["rows"], 2);
     assert_eq!(s.case.actor_chain[0].target, "db");
     assert_eq!(s.info.provenance, "captured");
+    // The baseline's unknown keys are kept for detectors, as written.
+    assert_eq!(b.extra["hr_onboarding"]["alice"], "2026-01-01");
+    assert_eq!(b.known_entities.extra["approved_vendors"][0], "acme");
+}
+
+proptest::proptest! {
+    /// Any extra key with any scalar or flow value in `baseline` and `known_entities`
+    /// is kept beside the named keys, which still read as before; any text there
+    /// parses or fails with an error, never a panic.
+    #[test]
+    fn baseline_extra_keys_are_kept(
+        key in "[a-z][a-z_]{0,15}",
+        value in proptest::prop_oneof![
+            "[a-zA-Z0-9 .:-]{0,20}",
+            "\\[[a-z0-9, ]{0,20}\\]",
+            "\\{[a-z]{1,5}: [a-z0-9]{0,5}\\}",
+        ],
+        noise in ".{0,40}",
+    ) {
+        let named = ["known_entities", "frequency_tables", "relationships", "actors", "sources", "actor_roles", "actor_hours"];
+        proptest::prop_assume!(!named.contains(&key.as_str()));
+        let text = format!(
+            "id: P\nfinding: {{id: f}}\nbaseline:\n  known_entities:\n    actors: [alice]\n    {key}: {value}\n  frequency_tables: {{'a:b:alice': 3}}\n  {key}: {value}\n"
+        );
+        if let Ok(s) = parse(&text) {
+            let b = s.case.baseline.unwrap();
+            proptest::prop_assert_eq!(&b.known_entities.actors, &vec!["alice".to_string()]);
+            proptest::prop_assert_eq!(b.frequency_tables["a:b:alice"], 3);
+            proptest::prop_assert!(b.extra.contains_key(&key));
+            proptest::prop_assert!(b.known_entities.extra.contains_key(&key));
+        }
+        let _ = parse(&format!("id: P\nfinding: {{id: f}}\nbaseline:\n  known_entities: {{actors: [a]}}\n  {key}: {noise}\n"));
+    }
 }
 
 #[test]

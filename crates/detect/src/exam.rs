@@ -868,8 +868,8 @@ mod tests {
         assert!(bad.is_empty(), "{}", bad.join("\n"));
         assert_eq!(r.recall.rate.rate, 1.0);
         assert_eq!(r.precision.rate.rate, 1.0);
-        assert_eq!(r.recall.rate.denominator, 79 + 3);
-        assert_eq!(r.precision.rate.denominator, 29 + 5);
+        assert_eq!(r.recall.rate.denominator, 77 + 3);
+        assert_eq!(r.precision.rate.denominator, 31 + 5);
         assert!(r.precision.rate.wilson_low > 0.89 && r.precision.rate.wilson_high == 1.0);
     }
 
@@ -905,13 +905,57 @@ mod tests {
         assert_eq!(r.totals.labeled, 108);
         assert_eq!(r.recall.rate.rate, 1.0);
         assert_eq!(r.precision.rate.rate, 1.0);
-        assert_eq!(r.recall.rate.denominator, 79);
-        assert_eq!(r.precision.rate.denominator, 29);
+        assert_eq!(r.recall.rate.denominator, 77);
+        assert_eq!(r.precision.rate.denominator, 31);
         assert_eq!(r.exit_code(), 0);
         assert_eq!(r.detector_errors, 0);
         // Every family is exercised by the corpus in both directions.
         for c in &r.coverage {
             assert!(c.registered && c.attack_labels > 0, "{c:?}");
+        }
+    }
+
+    /// The benign-context corpus (exams/benign-context): benign rows whose baseline or
+    /// event records why the hour or place is expected, look-alike attacks where the
+    /// record does not fit, thin and deep histories, attacks with no hour profile but an
+    /// honest signal. Both splits, each pinned: dev (developed against) and held-out
+    /// (written with it, before the detectors read context).
+    #[test]
+    fn benign_context_corpus_dev_and_held_out() {
+        for (split, attacks, benign) in [("dev", 23, 25), ("heldout", 24, 24)] {
+            let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../../exams/benign-context")
+                .join(split);
+            let corpus = gauntlet_corpus::load::load_corpus(&root, None).unwrap();
+            let items: Vec<Item<'_>> = corpus
+                .scenarios
+                .iter()
+                .map(|s| Item {
+                    scenario: s,
+                    origin: "corpus".into(),
+                })
+                .collect();
+            let r = run(
+                &items,
+                &builtins(),
+                &Options::default(),
+                ("c", corpus.count, &corpus.digest),
+            );
+            let bad: Vec<String> = r
+                .rows
+                .iter()
+                .filter(|x| x.status != RowStatus::Pass || !x.unexpected.is_empty())
+                .map(|x| {
+                    format!(
+                        "{} missing={:?} violations={:?}",
+                        x.id, x.missing, x.violations
+                    )
+                })
+                .collect();
+            assert!(bad.is_empty(), "{split}: {}", bad.join("\n"));
+            assert_eq!(r.recall.rate.denominator, attacks, "{split}");
+            assert_eq!(r.precision.rate.denominator, benign, "{split}");
+            assert_eq!(r.detector_errors, 0);
         }
     }
 

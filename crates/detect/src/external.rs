@@ -13,8 +13,9 @@
 //!   `{"protocol": "gauntlet-detector/1", "detector": "<name>", "events": [Event…],
 //!   "baseline": Baseline}` — the spec §3 projections exactly as serialised by
 //!   [`gauntlet_corpus::projection`] (`events[].type`, `events[].payload.metadata`,
-//!   `baseline.known_actors`, `baseline.actor_hours`, …). The scenario id and every
-//!   label are withheld.
+//!   `baseline.known_actors`, `baseline.actor_hours`, …, and when the scenario has them
+//!   `baseline.declared_hours` and `baseline.context`, the baseline's keys the schema
+//!   does not name). The scenario id and every label are withheld.
 //! - **stdout**: one JSON document, either `{"findings": [Finding…]}` or a bare array
 //!   of findings. A finding is `{id, source, severity, type, actor, timestamp, reason,
 //!   evidence, event_ids}`; every field is optional. The family is `type` (else the

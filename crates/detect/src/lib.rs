@@ -8,6 +8,9 @@
 //!   under [`rules`] (18 framework families plus the two authored examples), each with
 //!   its thresholds as named constants and a doc comment stating the rule, and [`util`],
 //!   the field readers they share;
+//! - [`context`]: what a deployment records as expected (relocations, travel, change
+//!   windows, schedules, on-call rotations, stated working hours) and the hour profiles
+//!   it supports, read by `unusual-timing` and `unusual-login`;
 //! - [`fleet`]: running detectors isolated (own thread, panic capture, timeout);
 //! - [`external`]: out-of-process detectors over a JSON stdin/stdout protocol, confined
 //!   by [`gauntlet_sandbox`]; [`assemble`]: the fleet and the files an exam grades, from
@@ -28,7 +31,7 @@ use gauntlet_corpus::projection::{Baseline, Event, Finding};
 use std::sync::Arc;
 
 pub mod assemble;
-pub mod benign;
+pub mod context;
 pub mod exam;
 pub mod external;
 pub mod fleet;
@@ -187,6 +190,17 @@ pub(crate) mod testkit {
             frequency_tables: freq.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
             ..Baseline::default()
         }
+    }
+
+    /// `b` with `context` (a JSON object) as its context records.
+    pub fn with_context(mut b: Baseline, context: Value) -> Baseline {
+        b.context = context
+            .as_object()
+            .expect("context is a JSON object")
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        b
     }
 
     /// The severities of `findings`, in order.

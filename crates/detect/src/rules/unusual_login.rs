@@ -15,11 +15,13 @@
 //! IP is `ip` / `source_ip`, its geo `geo` / `country` / `location`.
 //!
 //! A known user's login from a new place is silent when the deployment records a move
-//! or trip to exactly that place ([`crate::benign::login`]: a `location_change` or
-//! `travel` baseline entry, or the event's own `travel_to` / `relocated_to`). An unknown
-//! user is never explained away.
+//! or trip in effect to exactly that place ([`crate::context::explain::Context::login`]:
+//! a relocation or travel record in the baseline's context, or on the event itself —
+//! `travel_to`, `relocated_to`, a trip's destination). An unknown user is never
+//! explained away.
 
 use crate::Detector;
+use crate::context::explain::Context;
 use crate::util::{finding, text, ty};
 use gauntlet_corpus::projection::{Baseline, Event, Finding, value_text};
 use serde_json::{Map, Value, json};
@@ -62,6 +64,7 @@ impl Detector for UnusualLogin {
 
     fn detect(&self, events: &[Event], baseline: &Baseline) -> Vec<Finding> {
         let mut out = Vec::new();
+        let mut ctx = None;
         for e in events.iter().filter(|e| ty(e) == LOGIN_TYPE) {
             let m = e.fields();
             let ip = text(m, "ip")
@@ -86,7 +89,8 @@ impl Detector for UnusualLogin {
                 if ips.contains(&ip) {
                     continue;
                 }
-                if crate::benign::login(e, baseline, &geo).is_some() {
+                let ctx = ctx.get_or_insert_with(|| Context::new(baseline, events));
+                if ctx.login(e, &geo).is_some() {
                     continue;
                 }
                 if geos.iter().any(|g| g.eq_ignore_ascii_case(&geo)) {
@@ -229,6 +233,81 @@ mod tests {
             UnusualLogin
                 .detect(&[login("dana", "jp-tokyo")], &moved)
                 .is_empty()
+        );
+    }
+
+    /// Relocations and trips recorded in the baseline's context or on the login: the
+    /// destination, while the record is in effect, and not when it was cancelled.
+    #[test]
+    fn recorded_relocation_and_travel_in_context() {
+        let login = |ts: &str, geo: &str, extra: serde_json::Value| {
+            let mut md =
+                json!({"ip": "9", "geo": geo, "usual_ip": "1", "usual_location": "PT-Lisbon"});
+            for (k, v) in extra.as_object().unwrap() {
+                md[k] = v.clone();
+            }
+            ev("l", "okta", "login", "dana", ts, md)
+        };
+        let fires = |b: &Baseline, e: Event| !UnusualLogin.detect(&[e], b).is_empty();
+        let moved = with_context(
+            bl(&["dana"], &[]),
+            json!({"relocations": {"dana": {"to": "JP-Tokyo", "effective_date": "2026-07-20"}}}),
+        );
+        assert!(!fires(
+            &moved,
+            login("2026-08-06T01:05:00Z", "JP-Tokyo", json!({}))
+        ));
+        assert!(fires(
+            &moved,
+            login("2026-08-06T01:05:00Z", "CN-Shanghai", json!({}))
+        ));
+        assert!(
+            fires(&moved, login("2026-07-01T01:05:00Z", "JP-Tokyo", json!({}))),
+            "before the move"
+        );
+        let trip = |status: &str| {
+            with_context(
+                bl(&["dana"], &[]),
+                json!({"notes": format!("dana is at the Sydney offsite 9-13 June (request {status}).")}),
+            )
+        };
+        assert!(!fires(
+            &trip("approved"),
+            login("2026-06-10T23:10:00Z", "AU-Sydney", json!({}))
+        ));
+        assert!(
+            fires(
+                &trip("approved"),
+                login("2026-06-20T23:10:00Z", "AU-Sydney", json!({}))
+            ),
+            "after the trip"
+        );
+        assert!(fires(
+            &trip("cancelled"),
+            login("2026-06-10T23:10:00Z", "AU-Sydney", json!({}))
+        ));
+        let none = bl(&["dana"], &[]);
+        let on_event = json!({"travel_request": "TRV-1", "trip_destination": "US-New-York"});
+        assert!(!fires(
+            &none,
+            login("2026-06-09T22:30:00Z", "US-New-York", on_event.clone())
+        ));
+        assert!(fires(
+            &none,
+            login("2026-06-09T22:30:00Z", "US-Boston", on_event)
+        ));
+        let stranger = ev(
+            "l",
+            "okta",
+            "login",
+            "mallory",
+            "2026-08-06T01:05:00Z",
+            json!({"geo": "JP-Tokyo", "travel_to": "JP-Tokyo"}),
+        );
+        assert_eq!(
+            sev(&UnusualLogin.detect(&[stranger], &moved)),
+            vec!["high"],
+            "unknown users are never explained"
         );
     }
 }
