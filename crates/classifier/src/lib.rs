@@ -12,6 +12,9 @@
 //! `gauntlet-refusal-classifier embed`, the head fitted by scikit-learn, leave-one-model-out
 //! cross-validation printed).
 
+// Files are read through `gauntlet_core::files` only (clippy.toml says why).
+#![cfg_attr(not(test), deny(clippy::disallowed_methods))]
+
 pub mod head;
 pub mod view;
 pub mod weights;

@@ -564,9 +564,16 @@ pub fn read_labels(dir: &Path) -> Result<Vec<Item>, LabelError> {
     if !meta.is_file() || meta.len() > MAX_LABELS_BYTES {
         return Err(LabelError::NotRegular { path });
     }
-    let text = std::fs::read_to_string(&path).map_err(|source| LabelError::ReadFile {
-        path: path.clone(),
-        source,
+    const LABELS: gauntlet_core::files::Kind = gauntlet_core::files::Kind {
+        what: "labels file",
+        max_bytes: MAX_LABELS_BYTES,
+    };
+    let text = gauntlet_core::files::read_to_string(&path, LABELS).map_err(|e| match e {
+        gauntlet_core::files::ReadError::Io { source, .. } => LabelError::ReadFile {
+            path: path.clone(),
+            source,
+        },
+        _ => LabelError::NotRegular { path: path.clone() },
     })?;
     parse_labels(&path, &text)
 }
@@ -1134,10 +1141,13 @@ impl LabelSession {
     /// and `label` columns are read; an empty label is no label). Every row is checked
     /// before any is taken. Returns how many labels were taken.
     pub fn read_csv(&mut self, path: &Path) -> Result<u64, LabelError> {
-        let bytes = std::fs::read(path).map_err(|source| LabelError::ReadFile {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        // Capped, and never a device or a pipe (`--csv-in /dev/zero` read until memory
+        // ran out; a named pipe waited for a writer).
+        const LABEL_CSV: gauntlet_core::files::Kind = gauntlet_core::files::Kind {
+            what: "label CSV",
+            max_bytes: MAX_LABELS_BYTES,
+        };
+        let bytes = gauntlet_core::files::read(path, LABEL_CSV)?;
         let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&bytes);
         let mut rd = csv::ReaderBuilder::new().flexible(true).from_reader(bytes);
         let header: Vec<String> = rd
@@ -1240,7 +1250,8 @@ pub fn load_for_rerun(
     // (without one, a session was killed: the labels file is written atomically and
     // parsed strictly above, so it is whole).
     let manifest = dir.join(MANIFEST);
-    if let Ok(bytes) = std::fs::read(&manifest)
+    if let Ok(bytes) =
+        gauntlet_core::files::read(&manifest, gauntlet_core::files::Kind::RUN_METADATA)
         && let Ok(m) = serde_json::from_slice::<Manifest>(&bytes)
     {
         let path = dir.join(LABELS_FILE);

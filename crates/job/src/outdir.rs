@@ -87,7 +87,7 @@ fn head(dir: &Path, name: &str, cap: u64) -> Option<Vec<u8>> {
         return None;
     }
     let mut out = Vec::new();
-    fs::File::open(&p)
+    gauntlet_core::files::open(&p, gauntlet_core::files::Kind::ANY_SIZE)
         .ok()?
         .take(cap)
         .read_to_end(&mut out)

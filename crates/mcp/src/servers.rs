@@ -92,10 +92,15 @@ pub fn read(
     path: &Path,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<(Vec<ServerSpec>, Vec<String>), ServersError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ServersError::Io {
-        path: path.into(),
-        source,
-    })?;
+    const SERVERS: gauntlet_core::files::Kind = gauntlet_core::files::Kind {
+        what: "servers file",
+        max_bytes: gauntlet_core::files::Kind::CONFIG.max_bytes,
+    };
+    let text =
+        gauntlet_core::files::read_to_string(path, SERVERS).map_err(|e| ServersError::Io {
+            path: path.into(),
+            source: e.into_io(),
+        })?;
     parse(&text, path, env)
 }
 

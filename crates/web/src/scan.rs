@@ -254,10 +254,13 @@ pub fn read_capped(dir: &Path, name: &str, cap: u64) -> Result<Option<Vec<u8>>, 
             cap,
         });
     }
-    let mut f = fs::File::open(&path).map_err(io)?;
+    // Opened without blocking and checked again on the open descriptor (the file may have
+    // been replaced since the stat); it may grow while it is read (a live run): never
+    // read past the cap.
+    let f = gauntlet_core::files::open(&path, gauntlet_core::files::Kind::ANY_SIZE)
+        .map_err(|e| io(e.into_io()))?;
     let mut buf = Vec::with_capacity(meta.len() as usize);
-    // The file may grow between stat and read (a live run): never read past the cap.
-    f.by_ref().take(cap + 1).read_to_end(&mut buf).map_err(io)?;
+    f.take(cap + 1).read_to_end(&mut buf).map_err(io)?;
     if buf.len() as u64 > cap {
         return Err(ReadCappedError::Grew {
             name: name.to_string(),
@@ -498,10 +501,10 @@ pub fn is_live(dir: &Path) -> bool {
     if !fs::symlink_metadata(&p).is_ok_and(|m| m.is_file()) {
         return false;
     }
-    match fs::File::open(&p) {
-        Ok(f) => match f.try_lock_shared() {
+    match gauntlet_core::files::open(&p, gauntlet_core::files::Kind::ANY_SIZE) {
+        Ok(f) => match f.file().try_lock_shared() {
             Ok(()) => {
-                let _ = f.unlock();
+                let _ = f.file().unlock();
                 false
             }
             Err(fs::TryLockError::WouldBlock) => true,

@@ -341,23 +341,33 @@ fn check_counts_only(run: &Run) -> RunCheck {
     let path = run.dir.join("transcripts.jsonl");
     // Per (attack, target, dataset_version, judge): attempts, errors.
     let mut counts: HashMap<(String, String, String, String), (u64, u64)> = HashMap::new();
-    let f = match std::fs::File::open(&path) {
+    let f = match gauntlet_core::files::open(&path, gauntlet_core::files::Kind::TRANSCRIPTS) {
         Ok(f) => f,
         Err(e) => {
-            out.whole_run = Some(format!("not recounted: transcripts.jsonl: {e}"));
+            out.whole_run = Some(format!("not recounted: transcripts.jsonl: {}", e.into_io()));
             return out;
         }
     };
-    use std::io::BufRead;
     let mut bad = 0u64;
-    for line in std::io::BufReader::new(f).split(b'\n') {
-        let Ok(line) = line else {
-            bad += 1;
-            break;
-        };
-        if line.len() > crate::transcripts::MAX_LINE {
-            bad += 1;
-            continue;
+    let mut r = std::io::BufReader::new(f);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        // A line longer than the dashboard reads ends the count (never held whole).
+        match gauntlet_core::files::read_line_capped(
+            &mut r,
+            &mut line,
+            crate::transcripts::MAX_LINE as u64 + 1,
+        ) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(_) => {
+                bad += 1;
+                break;
+            }
+        }
+        if line.last() == Some(&b'\n') {
+            line.pop();
         }
         let Ok(v) = serde_json::from_slice::<Value>(&line) else {
             if !line.iter().all(u8::is_ascii_whitespace) {
