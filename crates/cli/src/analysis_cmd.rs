@@ -154,7 +154,10 @@ pub fn judge_agreement(a: AgreementArgs) -> Result<(), CliError> {
     let path = run.dir.join("judge_agreement.json");
     write_json(&path, &doc, false)?;
     if a.json {
-        outln!("{}", serde_json::to_string_pretty(&doc).expect("json"))?;
+        outln!(
+            "{}",
+            gauntlet_core::terminal::ci_json(serde_json::to_string_pretty(&doc).expect("json"))
+        )?;
         return Ok(());
     }
     outln!(
