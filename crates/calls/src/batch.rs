@@ -38,6 +38,7 @@
 
 use crate::journal::{Journal, Key, journal_error};
 use crate::vet::vet_reply;
+use gauntlet_core::files;
 use gauntlet_core::hash::{HashWriter, to_hex};
 use gauntlet_core::message::{ChatRequest, ChatResponse};
 use gauntlet_models::batch::{BadLine, BatchApi, Ingested, Outcome, Polled};
@@ -82,6 +83,12 @@ enum LedgerLine {
     },
 }
 
+/// The ledger as a kind of file: gauntlet's own, streamed line by line.
+const LEDGER: files::Kind = files::Kind {
+    what: "batch ledger",
+    max_bytes: u64::MAX,
+};
+
 /// The run's batch ledger (`batches.jsonl`): which batches were submitted with which
 /// keys, and which have been ingested. Append-only, one write per line.
 struct Ledger {
@@ -98,7 +105,7 @@ impl Ledger {
     )]
     fn open(path: &Path) -> io::Result<(Ledger, Vec<(String, String, String, Vec<Key>)>)> {
         let mut open: Vec<(String, String, String, Vec<Key>)> = Vec::new();
-        match File::open(path) {
+        match files::open(path, LEDGER) {
             Ok(f) => {
                 for line in BufReader::new(f).split(b'\n') {
                     let line = line?;
@@ -119,8 +126,8 @@ impl Ledger {
                     }
                 }
             }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e),
+            Err(e) if e.io_kind() == Some(io::ErrorKind::NotFound) => {}
+            Err(e) => return Err(e.into_io()),
         }
         let mut file = OpenOptions::new().append(true).create(true).open(path)?;
         // A torn last line (killed mid-write) must not glue onto the next one.
@@ -128,7 +135,10 @@ impl Ledger {
         if len > 0 {
             let mut last = [0u8; 1];
             use std::os::unix::fs::FileExt;
-            File::open(path)?.read_exact_at(&mut last, len - 1)?;
+            files::open(path, LEDGER)
+                .map_err(files::ReadError::into_io)?
+                .file()
+                .read_exact_at(&mut last, len - 1)?;
             if last[0] != b'\n' {
                 file.write_all(b"\n")?;
             }

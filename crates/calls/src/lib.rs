@@ -10,6 +10,9 @@
 //! the provider's batch API, wave by wave, re-attaching to batches in flight on a rerun;
 //! [`vet`] checks and scrubs every reply a model gives, for both ways of calling.
 
+// Files are read through `gauntlet_core::files` only (clippy.toml says why).
+#![cfg_attr(not(test), deny(clippy::disallowed_methods))]
+
 pub mod batch;
 pub mod cache;
 pub mod journal;

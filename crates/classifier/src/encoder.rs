@@ -56,9 +56,20 @@ pub enum EncoderError {
 /// Reads a pinned file and checks its sha256.
 fn read_pinned(dir: &Path, name: &str) -> Result<Vec<u8>, EncoderError> {
     let path = dir.join(name);
-    let bytes = match std::fs::read(&path) {
+    // A model file is read whole to check its pin: capped, and never a device or a pipe
+    // put where the weights should be.
+    const MODEL_FILE: gauntlet_core::files::Kind = gauntlet_core::files::Kind {
+        what: "model file",
+        max_bytes: 1 << 30,
+    };
+    let bytes = match gauntlet_core::files::read(&path, MODEL_FILE) {
         Ok(b) => b,
-        Err(cause) => return Err(EncoderError::Read { path, cause }),
+        Err(e) => {
+            return Err(EncoderError::Read {
+                path,
+                cause: e.into_io(),
+            });
+        }
     };
     let want = weights::pinned_sha256(name).expect("only pinned files are read");
     let got = weights::sha256_hex(&bytes);

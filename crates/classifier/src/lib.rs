@@ -11,6 +11,9 @@
 //! `gauntlet-refusal-classifier embed`, the head fitted by scikit-learn, leave-one-source-out
 //! cross-validation printed).
 
+// Files are read through `gauntlet_core::files` only (clippy.toml says why).
+#![cfg_attr(not(test), deny(clippy::disallowed_methods))]
+
 pub mod bert;
 pub mod classifier;
 pub mod encoder;

@@ -71,9 +71,10 @@ pub struct CompareArgs {
     /// Print the JSON instead of the table.
     #[arg(long)]
     pub json: bool,
-    /// Where to write the JSON.
-    #[arg(long, default_value = "compare.json")]
-    pub out: PathBuf,
+    /// Also write the JSON to FILE (a regular file, replaced whole, or a device or pipe
+    /// such as /dev/stdout). Without it nothing is written: the comparison is printed.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
     /// The directory of the original configs, for runs whose datasets use relative paths.
     #[arg(long)]
     pub config_dir: Option<PathBuf>,
@@ -154,7 +155,10 @@ pub fn judge_agreement(a: AgreementArgs) -> Result<(), CliError> {
     let path = run.dir.join("judge_agreement.json");
     write_json(&path, &doc, false)?;
     if a.json {
-        outln!("{}", serde_json::to_string_pretty(&doc).expect("json"))?;
+        outln!(
+            "{}",
+            gauntlet_core::terminal::ci_json(serde_json::to_string_pretty(&doc).expect("json"))
+        )?;
         return Ok(());
     }
     outln!(
@@ -289,6 +293,8 @@ pub fn rescore_cmd(a: RescoreArgs) -> Result<(), CliError> {
         |h| matches!(h, Holding::Rescore { run_id: r, judge: j } if *r == run_id && *j == judge),
     )
     .map_err(CliError::invalid)?;
+    // Nor into a directory of someone's own files (its report.md would be replaced).
+    gauntlet_job::outdir::refuse_foreign(&out, "--out", "rescore").map_err(CliError::invalid)?;
     let progress = crate::progress::for_terminal(a.quiet, "units");
     let r = runtime().block_on(rescore(run, &spec, &*progress));
     progress.finish();
@@ -344,10 +350,23 @@ pub fn compare(a: CompareArgs) -> Result<(), CliError> {
     for m in &mismatches {
         eprintln!("warning: --allow-mismatch: {}", safe(m));
     }
-    write_json(&a.out, &doc, true)?;
+    // The comparison is printed first: a file that cannot be written does not lose it.
+    let write_out = || match &a.out {
+        Some(p) => {
+            write_json(p, &doc, true)?;
+            if !a.json {
+                outln!("wrote {}", safe(&p.display().to_string()))?;
+            }
+            Ok(())
+        }
+        None => Ok(()),
+    };
     if a.json {
-        outln!("{}", serde_json::to_string_pretty(&doc).expect("json"))?;
-        return Ok(());
+        outln!(
+            "{}",
+            gauntlet_core::terminal::ci_json(serde_json::to_string_pretty(&doc).expect("json"))
+        )?;
+        return write_out();
     }
     outln!(
         "A = {}   B = {}",
@@ -394,6 +413,5 @@ pub fn compare(a: CompareArgs) -> Result<(), CliError> {
     for r in &rows {
         outln!("{}", line(r))?;
     }
-    outln!("wrote {}", a.out.display())?;
-    Ok(())
+    write_out()
 }

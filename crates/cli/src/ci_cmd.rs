@@ -43,8 +43,8 @@ pub(crate) struct GateArgs {
     /// Write the output to FILE instead of stdout (the verdict is still the exit code).
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
-    /// The original config's directory, for runs with relative `file://` datasets
-    /// (regression rules read the runs back).
+    /// The original config's directory, for runs with relative `file://` datasets (the
+    /// gate reads the run back to recount its leaderboard from its transcripts).
     #[arg(long, value_name = "DIR")]
     config_dir: Option<PathBuf>,
 }
@@ -81,16 +81,22 @@ fn gate_junit(r: &GateReport) -> String {
                 .checked
                 .iter()
                 .map(|c| {
+                    // One line per row: the run's strings have their line breaks spelled
+                    // out (the JUnit writer escapes the rest).
                     let mut l = format!(
                         "{} {} {} (n={}): {}",
                         if c.passed { "ok" } else { "FAIL" },
-                        c.cell,
-                        c.metric,
+                        safe(&c.cell),
+                        safe(&c.metric),
                         c.n,
-                        c.detail
+                        safe(&c.detail)
                     );
+                    if let Some(why) = &c.not_recounted {
+                        l.push_str(&format!("; not recounted: {}", safe(why)));
+                    }
                     if !c.flipped.is_empty() {
-                        l.push_str(&format!("; flipped: {}", c.flipped.join(", ")));
+                        let ids: Vec<_> = c.flipped.iter().map(|id| safe(id)).collect();
+                        l.push_str(&format!("; flipped: {}", ids.join(", ")));
                     }
                     l
                 })
@@ -155,24 +161,28 @@ fn gate_markdown(r: &GateReport) -> String {
                     o.rule.text().to_string(),
                     c.cell.clone(),
                     c.n.to_string(),
-                    c.detail.clone(),
+                    match &c.not_recounted {
+                        Some(why) => format!("{} (not recounted: {why})", c.detail),
+                        None => c.detail.clone(),
+                    },
                     c.flipped.join(", "),
                 ]
             })
         })
         .collect();
     let failed = r.rules.iter().filter(|o| !o.passed).count();
+    let esc = gauntlet_report::github_summary::escape;
     format!(
-        "## gauntlet gate: {}\n\nrun `{}`{}\n\n{}",
+        "## gauntlet gate: {}\n\nrun {}{}\n\n{}",
         if r.passed {
             format!("passed ({} rule(s))", r.rules.len())
         } else {
             format!("FAILED ({failed} of {} rule(s))", r.rules.len())
         },
-        r.run_id,
+        esc(&r.run_id),
         r.baseline
             .as_ref()
-            .map(|b| format!(" against baseline `{b}`"))
+            .map(|b| format!(" against baseline {}", esc(b)))
             .unwrap_or_default(),
         gauntlet_report::github_summary::table(
             &[
@@ -192,7 +202,8 @@ fn render_gate(r: &GateReport, format: GateFormat) -> String {
     match format {
         GateFormat::Text => gate::table(r),
         GateFormat::Json => {
-            let mut s = serde_json::to_string_pretty(r).expect("JSON");
+            let mut s =
+                gauntlet_core::terminal::ci_json(serde_json::to_string_pretty(r).expect("JSON"));
             s.push('\n');
             s
         }
@@ -217,7 +228,9 @@ pub(crate) fn gate_cmd(a: GateArgs) -> Result<(), CliError> {
     .map_err(CliError::invalid)?;
     emit(&render_gate(&report, a.format), a.out.as_deref())?;
     if a.out.is_some() || a.format != GateFormat::Text {
-        eprint!("{}", safe(&gate::table(&report)));
+        // The table escapes every string it quotes, line by line; its own line breaks
+        // stay line breaks.
+        eprintln!("{}", gate::table(&report).trim_end());
     }
     if report.passed {
         Ok(())
@@ -229,9 +242,14 @@ pub(crate) fn gate_cmd(a: GateArgs) -> Result<(), CliError> {
 /// The gate of a run config, after a complete run: prints the table; `Err` with the
 /// run's gate exit status (4) when a rule failed, 2 when the gate cannot be evaluated.
 pub(crate) fn run_gate(run_dir: &Path, g: &gate::GateConfig) -> Result<(), CliError> {
-    let report = gate::evaluate(run_dir, g.baseline.as_deref(), &g.rules, None)
-        .map_err(|e| CliError::Invalid(format!("gate: {e}")))?;
-    out!("{}", safe(&gate::table(&report)))?;
+    let report = gate::evaluate(
+        run_dir,
+        g.baseline.as_deref(),
+        &g.rules,
+        g.config_dir.as_deref(),
+    )
+    .map_err(|e| CliError::Invalid(format!("gate: {e}")))?;
+    out!("{}", gate::table(&report))?;
     if report.passed {
         Ok(())
     } else {

@@ -163,7 +163,7 @@ pub fn run(a: Args) -> Result<(), CliError> {
     if a.json {
         let json = serde_json::to_string_pretty(&report)
             .map_err(|e| CliError::invalid(format!("could not encode the report: {e}")))?;
-        outln!("{json}")?;
+        outln!("{}", gauntlet_core::terminal::ci_json(json))?;
     } else {
         // Scenario ids, families and detector names are corpus data.
         out!(

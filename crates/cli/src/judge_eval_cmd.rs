@@ -178,7 +178,9 @@ pub fn judge_eval(a: JudgeEvalArgs) -> Result<(), CliError> {
     if a.json {
         outln!(
             "{}",
-            serde_json::to_string_pretty(&report).expect("report serialises")
+            gauntlet_core::terminal::ci_json(
+                serde_json::to_string_pretty(&report).expect("report serialises")
+            )
         )?;
     } else {
         print_table(&report, &a.out)?;

@@ -69,6 +69,15 @@ pub fn label(a: LabelArgs) -> Result<(), CliError> {
     )
     .map_err(CliError::invalid)?;
     let shown = |p: &std::path::Path| safe(&p.display().to_string()).into_owned();
+    if serve.is_some() || a.csv_in.is_some() {
+        // Both save into the run directory: refused before any label is taken.
+        s.check_writable().map_err(CliError::invalid)?;
+    } else if let Some(e) = s.read_only() {
+        eprintln!(
+            "note: {} cannot be written ({e}): shown without writing; labelling it needs a writable copy",
+            shown(&a.run_dir)
+        );
+    }
     if let Some(o) = serve {
         let cards = s.cards().map_err(CliError::failed)?;
         print_status(&s, &cards)?;

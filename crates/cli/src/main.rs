@@ -11,6 +11,8 @@
 //! the exams included, returns a [`error::CliError`], and the statuses are given in one
 //! place, [`error::CliError::exit_code`].
 
+// Files are read through `gauntlet_core::files` only (clippy.toml says why).
+#![cfg_attr(not(test), deny(clippy::disallowed_methods))]
 // The command's output goes through `outln!`/`out!`, whose errors reach `error::exit`.
 #![deny(clippy::print_stdout)]
 

@@ -784,3 +784,59 @@ fn a_partial_exam_summary_labels_each_call_count_and_they_add_up() {
         .sum();
     assert_eq!(usage, 22, "{}", r["usage"]);
 }
+
+/// A golden exam ignored the `--out` lock and the supersede rule: started into the
+/// `--out` of a running real exam it removed the real exam's `.runs-partial/` and the
+/// real exam aborted; run after a finished real exam it wrote over its report.json. It
+/// takes the directory as every exam does: refused while the real exam runs (which then
+/// finishes whole), and after it the real exam is moved to `superseded/1/`, loudly.
+#[test]
+fn a_golden_exam_keeps_the_out_lock_and_moves_a_real_exam_aside() {
+    let srv = Server::start(cascade_script(150));
+    let corpus = tempfile::tempdir().unwrap();
+    small_corpus(corpus.path());
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let target = srv.target("gpt-4o-mini");
+    let real = ["-n", "2", "--consensus", "0", "--concurrency", "1"];
+    let child = exam_cmd(corpus.path(), &out, &target, &real)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let journal = out.join("journal.jsonl");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while journal_records(&journal) < 2 {
+        assert!(std::time::Instant::now() < deadline, "no progress");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let golden = ["--mode", "golden"];
+    let o = run(&mut exam_cmd(corpus.path(), &out, &target, &golden));
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("in use by another gauntlet exam"),
+        "{}",
+        show(&o)
+    );
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let report = std::fs::read(out.join("report.json")).unwrap();
+    assert_eq!(
+        json(&out.join("report.json"))["runs"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    let o = run(&mut exam_cmd(corpus.path(), &out, &target, &golden));
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("superseded"), "{err}");
+    assert_eq!(
+        std::fs::read(out.join("superseded/1/report.json")).unwrap(),
+        report
+    );
+    gauntlet_job::manifest::Manifest::verify(&out.join("superseded/1")).unwrap();
+    gauntlet_job::manifest::Manifest::verify(&out).unwrap();
+    assert_ne!(std::fs::read(out.join("report.json")).unwrap(), report);
+}

@@ -17,13 +17,13 @@ use std::time::{Duration, Instant};
 use crate::common;
 use common::*;
 
-fn bin() -> String {
+pub(crate) fn bin() -> String {
     std::env::var("GAUNTLET_HOSTILE_BIN").unwrap_or_else(|_| BIN.to_string())
 }
 
 /// Runs `gauntlet ARGS` in `cwd`; a process still running after `secs` is killed and
 /// the test fails (a hang, or memory growing without bound).
-fn within(secs: u64, args: &[&str], cwd: &Path) -> Output {
+pub(crate) fn within(secs: u64, args: &[&str], cwd: &Path) -> Output {
     let child = Command::new(bin())
         .args(args)
         .current_dir(cwd)
@@ -35,7 +35,7 @@ fn within(secs: u64, args: &[&str], cwd: &Path) -> Output {
     wait_within(child, secs, args)
 }
 
-fn wait_within(mut child: Child, secs: u64, what: &[&str]) -> Output {
+pub(crate) fn wait_within(mut child: Child, secs: u64, what: &[&str]) -> Output {
     let start = Instant::now();
     while child.try_wait().unwrap().is_none() {
         if start.elapsed() > Duration::from_secs(secs) {
@@ -52,12 +52,12 @@ fn wait_within(mut child: Child, secs: u64, what: &[&str]) -> Output {
     child.wait_with_output().unwrap()
 }
 
-fn stderr(o: &Output) -> String {
+pub(crate) fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 /// Asserts a refusal: exit 2 and a message holding every `needle`.
-fn refused(o: &Output, needles: &[&str]) {
+pub(crate) fn refused(o: &Output, needles: &[&str]) {
     assert_eq!(o.status.code(), Some(2), "{}", show(o));
     let all = format!(
         "{}{}",
@@ -69,12 +69,12 @@ fn refused(o: &Output, needles: &[&str]) {
     }
 }
 
-fn mkfifo(p: &Path) {
+pub(crate) fn mkfifo(p: &Path) {
     let st = Command::new("mkfifo").arg(p).status().unwrap();
     assert!(st.success());
 }
 
-fn sparse(p: &Path, len: u64) {
+pub(crate) fn sparse(p: &Path, len: u64) {
     std::fs::File::create(p).unwrap().set_len(len).unwrap();
 }
 
@@ -88,13 +88,13 @@ judges: [refusal_match]
 metrics: [asr, refusal_rate, frr]
 ";
 
-fn write(p: &Path, text: &str) -> PathBuf {
+pub(crate) fn write(p: &Path, text: &str) -> PathBuf {
     std::fs::write(p, text).unwrap();
     p.to_path_buf()
 }
 
 /// A finished offline run `name` (seed `seed`) in `dir/runs`.
-fn offline_run(dir: &Path, name: &str, seed: u64) -> PathBuf {
+pub(crate) fn offline_run(dir: &Path, name: &str, seed: u64) -> PathBuf {
     let cfg = write(
         &dir.join(format!("{name}-{seed}.yaml")),
         &format!("run_name: {name}\nseed: {seed}\n{SMOKE_BODY}"),
@@ -105,7 +105,7 @@ fn offline_run(dir: &Path, name: &str, seed: u64) -> PathBuf {
 }
 
 /// Every file of a directory (not recursing) with its bytes.
-fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
+pub(crate) fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
     let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap())
@@ -1876,7 +1876,7 @@ fn rescore_reads_a_read_only_run_directory() {
 }
 
 /// Rewrites `run`'s manifest to match its files as they are now (a forger's step).
-fn reseal(run: &Path) {
+pub(crate) fn reseal(run: &Path) {
     let path = run.join("manifest.json");
     let mut m: gauntlet_job::manifest::Manifest =
         serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();

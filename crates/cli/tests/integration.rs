@@ -20,6 +20,7 @@ mod exam_spine;
 mod first_eval;
 mod guard;
 mod hostile;
+mod hostile3;
 mod hostile_transport;
 mod injection;
 mod injection_wire;

@@ -346,6 +346,65 @@ fn a_golden_exam_is_a_pipeline_check_never_a_ranked_score() {
     });
 }
 
+/// 600 slow connections (each sending its headers a byte at a time, or not at all) used
+/// to stall the dashboard for ~9 s: they held every connection slot until their header
+/// timeout. A new connection now closes the oldest one that is not being answered, so
+/// other clients are served at once, one after another, while the slow ones keep
+/// coming.
+#[test]
+fn slow_connections_do_not_delay_other_clients() {
+    use std::os::unix::process::CommandExt;
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::create_dir(tmp.path().join("runs")).unwrap();
+    let (child, addr) = spawn_serve(&["runs"], tmp.path(), |c| unsafe {
+        c.pre_exec(|| {
+            let lim = libc::rlimit {
+                rlim_cur: 512,
+                rlim_max: 512,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    });
+    with_child(child, |_| {
+        let mut slow = Vec::new();
+        for i in 0..600 {
+            let mut s = std::net::TcpStream::connect(&addr).unwrap();
+            if i % 2 == 0 {
+                write!(s, "GET / HTTP/1.1\r\nHost: {addr}\r\nX-Slow: ").unwrap();
+            }
+            slow.push(s);
+        }
+        for _ in 0..3 {
+            let started = std::time::Instant::now();
+            let mut s = std::net::TcpStream::connect(&addr).unwrap();
+            s.set_read_timeout(Some(std::time::Duration::from_secs(30)))
+                .unwrap();
+            write!(
+                s,
+                "GET / HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+            )
+            .unwrap();
+            let mut text = String::new();
+            let _ = s.read_to_string(&mut text);
+            assert!(text.starts_with("HTTP/1.1 200"), "{text:?}");
+            // The header timeout (10 s) is what the slow connections used to make
+            // everyone wait out.
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(5),
+                "{:?}",
+                started.elapsed()
+            );
+            // More slow ones arrive between the requests.
+            for _ in 0..50 {
+                slow.push(std::net::TcpStream::connect(&addr).unwrap());
+            }
+        }
+    });
+}
+
 /// Issue 26, weakness: the dashboard had no header-read timeout and no connection cap,
 /// so 600 slowloris connections under a 512-descriptor limit blocked it. Now a client
 /// must send its headers within 10 s and at most 256 connections are served at once:

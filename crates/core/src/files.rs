@@ -84,6 +84,26 @@ impl Kind {
     };
 }
 
+impl Kind {
+    /// A run's call journal (`journal.jsonl`): streamed line by line, never read whole,
+    /// so only the length of one line is capped ([`TRANSCRIPT_LINE_MAX`]).
+    pub const JOURNAL: Kind = Kind {
+        what: "call journal",
+        max_bytes: u64::MAX,
+    };
+    /// A labelled data file of `judge-eval` or `label --csv-in` (CSV or JSONL).
+    pub const LABELS: Kind = Kind {
+        what: "label file",
+        max_bytes: 256 * MIB,
+    };
+    /// A file read only for its start (a marker file's identity, a line to locate):
+    /// the caller caps what it takes; the file itself may be any size.
+    pub const ANY_SIZE: Kind = Kind {
+        what: "file",
+        max_bytes: u64::MAX,
+    };
+}
+
 /// The longest transcript line a stored run may hold: a unit's attempts carry whole
 /// conversations (a live reply is capped at 32 MiB by the transport; escaping can grow
 /// it up to six times).
@@ -181,6 +201,18 @@ impl Capped {
         &self.path
     }
 
+    /// The verified regular file itself, for a reader that seeks or bounds what it
+    /// reads on its own (a transcript read a window of lines at a time).
+    pub fn into_file(self) -> File {
+        self.inner.into_inner()
+    }
+
+    /// The open file, for what reading does not cover (a lock, a positioned read of
+    /// the verified regular file). Reading through it bypasses the cap.
+    pub fn file(&self) -> &File {
+        self.inner.get_ref()
+    }
+
     fn too_large(&self) -> io::Error {
         io::Error::new(
             io::ErrorKind::FileTooLarge,
@@ -263,6 +295,15 @@ pub fn open(path: &Path, kind: Kind) -> Result<Capped, ReadError> {
         kind,
         len: meta.len(),
     })
+}
+
+/// [`open`], with a missing file `None` instead of an error.
+pub fn open_if_exists(path: &Path, kind: Kind) -> Result<Option<Capped>, ReadError> {
+    match open(path, kind) {
+        Ok(f) => Ok(Some(f)),
+        Err(e) if e.io_kind() == Some(io::ErrorKind::NotFound) => Ok(None),
+        Err(e) => Err(e),
+    }
 }
 
 /// Reads a whole `kind` file (see [`open`]).

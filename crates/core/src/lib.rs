@@ -21,6 +21,9 @@
 //! - [`taxonomy`]: the threat map (OWASP, MITRE ATLAS, NIST AI RMF) results are tagged with;
 //! - [`pyjson`]: JSON text as Python's `json.dumps` writes it (benchmark prompts).
 
+// Files are read through `gauntlet_core::files` only (clippy.toml says why).
+#![cfg_attr(not(test), deny(clippy::disallowed_methods))]
+
 pub mod atomic;
 pub mod behavior;
 pub mod files;

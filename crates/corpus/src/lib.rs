@@ -15,6 +15,9 @@
 //!
 //! Nothing here runs a model or a detector.
 
+// Files are read through `gauntlet_core::files` only (clippy.toml says why).
+#![cfg_attr(not(test), deny(clippy::disallowed_methods))]
+
 pub mod corpus;
 pub mod embedded;
 pub mod load;

@@ -27,6 +27,9 @@
 //! - Finding ids are `finding-<event id>-<rule>` (or `finding-<family>-<group>` for
 //!   aggregate findings), `source` is `detector:<family>`, `type` the family token.
 
+// Files are read through `gauntlet_core::files` only (clippy.toml says why).
+#![cfg_attr(not(test), deny(clippy::disallowed_methods))]
+
 use gauntlet_corpus::projection::{Baseline, Event, Finding};
 use std::sync::Arc;
 

@@ -703,7 +703,18 @@ fn gate_block(
             .with_help("write the gate as {rules: [...], baseline: ../runs/last-release}"),
         );
     }
-    Some(crate::gate_rule::GateConfig { rules, baseline })
+    // The run is read back (recounted) from the directory its relative datasets resolve
+    // against: the config's.
+    let config_dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+        .to_path_buf();
+    Some(crate::gate_rule::GateConfig {
+        rules,
+        baseline,
+        config_dir: Some(config_dir),
+    })
 }
 
 /// The `transforms:` axis: every attack once per entry, with the entry's transforms

@@ -26,6 +26,12 @@ use std::path::{Path, PathBuf};
 /// Why a run's findings (or its summary) cannot be read; each message names the file.
 #[derive(Debug, thiserror::Error)]
 pub enum FindingsError {
+    /// The directory is not a red-team run's (a rescore, an exam, …): what it is.
+    #[error(transparent)]
+    NotARun(#[from] gauntlet_job::outdir::NotARun),
+    /// The run's stated numbers are not its evidence's (`report`'s checks).
+    #[error(transparent)]
+    Stored(#[from] crate::stored::StoredError),
     /// The run directory does not verify against its manifest.
     #[error("{}: {source}; reports are written from verified runs only", dir.display())]
     Unverified {
@@ -91,6 +97,7 @@ pub struct RunFindings {
 
 /// Reads a verified run's summary (results.json) and run.json.
 pub fn read_run(dir: &Path) -> Result<(RunSummary, Value), FindingsError> {
+    gauntlet_job::outdir::require_run(dir, "report --format")?;
     Manifest::verify(dir).map_err(|source| FindingsError::Unverified {
         dir: dir.to_path_buf(),
         source,
@@ -101,12 +108,18 @@ pub fn read_run(dir: &Path) -> Result<(RunSummary, Value), FindingsError> {
     let res = files::read(&dir.join("results.json"), Kind::RESULTS)?;
     let summary: RunSummary =
         serde_json::from_slice(&res).map_err(json(dir.join("results.json")))?;
+    // The checks `report` makes (the dashboard's): values within their intervals, and
+    // results.json as the transcripts recount it when this build reads the run back.
+    crate::stored::check_stated(dir, &summary)?;
+    if let Ok(stored) = crate::stored::StoredRun::open_any_mode(dir, Some(dir)) {
+        crate::stored::check_results(&stored)?;
+    }
     Ok((summary, run))
 }
 
 /// The line (1-based) of `file` that names behavior `id`: the first holding `"id"`.
 fn row_line(file: &Path, id: &str) -> Option<u64> {
-    let f = std::fs::File::open(file).ok()?;
+    let f = files::open(file, Kind::DATASET).ok()?;
     let quoted = format!("\"{id}\"");
     for (i, l) in std::io::BufReader::new(f).lines().enumerate() {
         let l = l.ok()?;

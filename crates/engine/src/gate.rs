@@ -25,10 +25,14 @@
 //!   on the bad side. Which side is bad comes from the threat map (`asr` higher,
 //!   `refusal_rate` lower). The behaviors that flipped to the bad side are named.
 //!
-//! The runs gated must be trustworthy: complete (not `partial: …`), verified against
-//! their manifest, and for a regression rule of the same provenance as the baseline
-//! (the datasets at the same versions, the judges with the same identity). Anything else
-//! is refused, saying why ([`GateError`], exit 2).
+//! The runs gated must be trustworthy: red-team runs (not a rescore or an exam, named
+//! as such), complete (not `partial: …`), verified against their manifest, their
+//! leaderboard rows possible (a rate inside [0, 1], a value inside its own interval) and
+//! as the run's transcripts recount them ([`crate::verify`], the dashboard's checks),
+//! and for a regression rule of the same provenance as the baseline (the datasets at the
+//! same versions, the judges with the same identity). Anything else is refused, saying
+//! why ([`GateError`], exit 2). A row the transcripts cannot recount (token usage and
+//! cost) is tested as stated and flagged `not recounted` in every format.
 
 use crate::compare::{PairedCell, paired_cells};
 use crate::gate_rule::Subject;
@@ -37,10 +41,12 @@ pub use crate::gate_rule::{
 };
 use crate::rundir::Manifest;
 use crate::stored::StoredRun;
+use crate::verify::{Stated, metric_range, recount_rows, stated_problems};
 use gauntlet_core::results::LeaderboardEntry;
 use gauntlet_core::rng::rng_for;
 use gauntlet_core::stats::{BOOTSTRAP_RESAMPLES, mcnemar_exact, paired_bootstrap_diff};
 use gauntlet_core::taxonomy::{Worse, map as threat_map};
+use gauntlet_core::terminal::safe;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
@@ -56,6 +62,35 @@ pub enum GateError {
         dir: PathBuf,
         #[source]
         source: gauntlet_job::manifest::VerifyError,
+    },
+    #[error("{role}: {source}")]
+    NotARun {
+        role: &'static str,
+        #[source]
+        source: gauntlet_job::outdir::NotARun,
+    },
+    #[error(
+        "{role} {}: its numbers cannot be checked against its transcripts: {source}; a gate reads only runs it can recount (pass --config-dir DIR when the run's datasets are relative files)",
+        .dir.display()
+    )]
+    NotRecountable {
+        role: &'static str,
+        dir: PathBuf,
+        #[source]
+        source: Box<crate::stored::StoredError>,
+    },
+    #[error(
+        "{role} {}: leaderboard.json does not hold the numbers of the run's own evidence ({} problem(s)): {}{}; a gate reads only verified runs (rerun the config, or `gauntlet report` it to rebuild leaderboard.json from its verified results)",
+        .dir.display(),
+        .problems.len(),
+        .problems.iter().take(5).map(|p| safe(p).into_owned()).collect::<Vec<_>>().join("; "),
+        if .problems.len() > 5 { "; …" } else { "" }
+    )]
+    Forged {
+        role: &'static str,
+        dir: PathBuf,
+        /// Each problem, with the row it concerns.
+        problems: Vec<String>,
     },
     #[error("{role}: {source}")]
     ReadRunJson {
@@ -163,6 +198,10 @@ pub struct Checked {
     pub cell: String,
     pub metric: String,
     pub passed: bool,
+    /// Why the row's numbers could not be recounted from the run's transcripts (token
+    /// usage and cost): tested as stated, and flagged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_recounted: Option<String>,
     /// Threshold rules: the row's numbers.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub value: Option<f64>,
@@ -199,6 +238,8 @@ pub struct GateReport {
 
 /// Refuses a run directory that is not a complete, verified run; returns its run.json.
 fn trusted(dir: &Path, role: &'static str) -> Result<serde_json::Value, GateError> {
+    gauntlet_job::outdir::require_run(dir, "gate")
+        .map_err(|source| GateError::NotARun { role, source })?;
     Manifest::verify(dir).map_err(|source| GateError::Unverified {
         role,
         dir: dir.to_path_buf(),
@@ -244,20 +285,30 @@ pub fn evaluate(
             source,
         })?;
 
-    let mut stored: Option<(StoredRun, StoredRun, Vec<PairedCell>)> = None;
+    // The run read back, for the recount (and the regression rules' pairing).
+    let b = StoredRun::open_any_mode(dir, config_dir).map_err(|e| GateError::NotRecountable {
+        role: "run",
+        dir: dir.to_path_buf(),
+        source: Box::new(e),
+    })?;
+    let flags = verified(dir, &b, &board)?;
+
+    let mut stored: Option<(StoredRun, Vec<PairedCell>)> = None;
     if rules.iter().any(Rule::is_regression) {
         let Some(base) = baseline else {
             return Err(GateError::NoBaseline);
         };
         trusted(base, "baseline")?;
-        let a = StoredRun::open(base, config_dir).map_err(|source| GateError::Stored {
+        let a = StoredRun::open_any_mode(base, config_dir).map_err(|source| GateError::Stored {
             role: "baseline",
             source,
         })?;
-        let b = StoredRun::open(dir, config_dir).map_err(|source| GateError::Stored {
-            role: "run",
+        crate::stored::check_results(&a).map_err(|source| GateError::Stored {
+            role: "baseline",
             source,
         })?;
+        // The pairing judges nothing again: the stored verdicts of runs of any mode pair,
+        // as `compare` pairs them, once checked as the dashboard checks them.
         same_provenance(&a, &b, base, dir)?;
         let cells = paired_cells(
             &a,
@@ -265,7 +316,7 @@ pub fn evaluate(
             &base.display().to_string(),
             &dir.display().to_string(),
         )?;
-        stored = Some((a, b, cells));
+        stored = Some((a, cells));
     }
 
     let mut outcomes = Vec::new();
@@ -280,6 +331,7 @@ pub fn evaluate(
                 decided_only,
             } => threshold_rule(
                 &board,
+                &flags,
                 text,
                 select,
                 Test {
@@ -294,7 +346,7 @@ pub fn evaluate(
                 alpha,
                 text,
             } => {
-                let (_, _, cells) = stored.as_ref().expect("opened above");
+                let (_, cells) = stored.as_ref().expect("opened above");
                 regression_rule(cells, text, select, *alpha)?
             }
         };
@@ -311,6 +363,51 @@ pub fn evaluate(
         passed: outcomes.iter().all(|o| o.passed),
         rules: outcomes,
     })
+}
+
+/// The leaderboard's rows checked as the dashboard checks them ([`crate::verify`]): each
+/// possible as stated, and as the run's transcripts recount it. Any problem refuses the
+/// gate; returns, per row, why it could not be recounted (when it could not).
+fn verified(
+    dir: &Path,
+    run: &StoredRun,
+    board: &[LeaderboardEntry],
+) -> Result<Vec<Option<String>>, GateError> {
+    let stated: Vec<Stated> = board.iter().map(|e| Stated::of(&e.row)).collect();
+    let name = |i: usize| {
+        let r = &board[i].row;
+        format!(
+            "{} × {} × {} × {} {}",
+            r.attack, r.target, r.dataset, r.judge, r.metric
+        )
+    };
+    let mut problems: Vec<String> = Vec::new();
+    for (i, s) in stated.iter().enumerate() {
+        for p in stated_problems(metric_range(&s.metric), s) {
+            problems.push(format!("{}: {p}", name(i)));
+        }
+    }
+    let recounted = recount_rows(run, &stated).map_err(|e| GateError::NotRecountable {
+        role: "run",
+        dir: dir.to_path_buf(),
+        source: Box::new(e),
+    })?;
+    for i in 0..stated.len() {
+        for p in recounted.rows.get(&i).into_iter().flatten() {
+            problems.push(format!("{}: {p}", name(i)));
+        }
+    }
+    problems.extend(recounted.problems);
+    if !problems.is_empty() {
+        return Err(GateError::Forged {
+            role: "run",
+            dir: dir.to_path_buf(),
+            problems,
+        });
+    }
+    Ok((0..stated.len())
+        .map(|i| recounted.not_recounted.get(&i).cloned())
+        .collect())
 }
 
 /// The baseline and the run must measure the same thing: the datasets they share at the
@@ -343,10 +440,6 @@ fn same_provenance(a: &StoredRun, b: &StoredRun, pa: &Path, pb: &Path) -> Result
         }
     }
     Ok(())
-}
-
-fn fmt(x: Option<f64>) -> String {
-    x.map_or("N/A".to_string(), |v| format!("{v:.4}"))
 }
 
 /// What a threshold rule tests: its comparison, and which number of a row.
@@ -386,6 +479,7 @@ fn tested(r: &gauntlet_core::results::LeaderboardRow, t: Test) -> (Option<f64>, 
 
 fn threshold_rule(
     board: &[LeaderboardEntry],
+    flags: &[Option<String>],
     text: &str,
     select: &Selector,
     test: Test,
@@ -396,9 +490,10 @@ fn threshold_rule(
         bound,
         ..
     } = test;
-    let rows: Vec<&LeaderboardEntry> = board
+    let rows: Vec<(&LeaderboardEntry, &Option<String>)> = board
         .iter()
-        .filter(|e| {
+        .zip(flags)
+        .filter(|(e, _)| {
             let r = &e.row;
             select.matches(&Subject {
                 metric: &r.metric,
@@ -439,7 +534,7 @@ fn threshold_rule(
     }
     Ok(rows
         .into_iter()
-        .map(|e| {
+        .map(|(e, flag)| {
             let r = &e.row;
             let (x, what) = tested(r, test);
             let (passed, detail) = match x {
@@ -471,6 +566,7 @@ fn threshold_rule(
                 cell: format!("{} × {} × {} × {}", r.attack, r.target, r.dataset, r.judge),
                 metric: r.metric.clone(),
                 passed,
+                not_recounted: flag.clone(),
                 value: r.value,
                 ci_low: r.ci_low,
                 ci_high: r.ci_high,
@@ -587,6 +683,7 @@ fn regression_rule(
                 cell,
                 metric: c.metric.clone(),
                 passed: false,
+                not_recounted: None,
                 value: None,
                 ci_low: None,
                 ci_high: None,
@@ -601,6 +698,7 @@ fn regression_rule(
                 cell,
                 metric: c.metric.clone(),
                 passed: false,
+                not_recounted: None,
                 value: None,
                 ci_low: None,
                 ci_high: None,
@@ -681,6 +779,7 @@ fn regression_rule(
             cell,
             metric: c.metric.clone(),
             passed: !regressed,
+            not_recounted: None,
             value: Some(mean_b),
             ci_low: None,
             ci_high: None,
@@ -692,29 +791,39 @@ fn regression_rule(
     Ok(out)
 }
 
-/// The gate as a table: one line per rule and per row it looked at.
+/// The gate as a table: one line per rule and per row it looked at. Every string of a
+/// run (labels, behavior ids, N/A reasons) and the rules' own text are escaped for the
+/// terminal and for CI logs ([`safe`]): the table is printed as it is.
 pub fn table(r: &GateReport) -> String {
     let mut s = String::new();
     for o in &r.rules {
         s.push_str(&format!(
             "{}  {}\n",
             if o.passed { "PASS" } else { "FAIL" },
-            o.rule.text()
+            safe(o.rule.text())
         ));
         for c in &o.checked {
             s.push_str(&format!(
                 "    {}  {} {} (n={}): {}\n",
                 if c.passed { "ok  " } else { "FAIL" },
-                c.cell,
-                c.metric,
+                safe(&c.cell),
+                safe(&c.metric),
                 c.n,
-                c.detail
+                safe(&c.detail)
             ));
-            if let Rule::Threshold { .. } = o.rule {
-                let _ = (fmt(c.value), fmt(c.ci_low), fmt(c.ci_high));
+            if let Some(why) = &c.not_recounted {
+                s.push_str(&format!(
+                    "          not recounted: {}; tested as stated\n",
+                    safe(why)
+                ));
             }
             if !c.flipped.is_empty() {
-                let shown: Vec<&str> = c.flipped.iter().take(20).map(String::as_str).collect();
+                let shown: Vec<String> = c
+                    .flipped
+                    .iter()
+                    .take(20)
+                    .map(|id| safe(id).into_owned())
+                    .collect();
                 s.push_str(&format!(
                     "          flipped to the bad side ({}): {}{}\n",
                     c.flipped.len(),
@@ -833,7 +942,7 @@ mod tests {
                 bound,
                 decided_only,
             };
-            let c = threshold_rule(&board, &text, &select, t).unwrap();
+            let c = threshold_rule(&board, &[None], &text, &select, t).unwrap();
             (c[0].passed, c[0].detail.clone())
         };
         // by value: 0.2 decided, but 5/13 = 0.385 with every undecided counted.

@@ -296,6 +296,9 @@ impl Selector {
 pub struct GateConfig {
     pub rules: Vec<Rule>,
     pub baseline: Option<PathBuf>,
+    /// The config's directory, which its relative `file://` datasets resolve against
+    /// (the gate reads the run back to recount it).
+    pub config_dir: Option<PathBuf>,
 }
 
 #[cfg(test)]

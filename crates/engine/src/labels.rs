@@ -69,6 +69,18 @@ pub enum LabelError {
     /// The directory cannot be locked (the message names it).
     #[error(transparent)]
     Lock(std::io::Error),
+    /// The run directory cannot be written (a read-only filesystem, permissions), and
+    /// labelling writes into it.
+    #[error(
+        "{} cannot be written ({source}): `gauntlet label` saves labels.jsonl, label_cards.json, the corrected results.json and the reports into the run directory; label a writable copy (cp -r {} …), or write the sample elsewhere with --csv-out FILE (where labelling stands is shown without writing)",
+        .dir.display(),
+        .dir.display()
+    )]
+    ReadOnly {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     /// The directory does not verify against its manifest.
     #[error(transparent)]
     Unverified(#[from] VerifyError),
@@ -103,6 +115,7 @@ pub enum LabelError {
         #[source]
         source: std::io::Error,
     },
+
     /// The labels file is a special file, a link or too large.
     #[error(
         "{} must be a regular file of at most {} MiB",
@@ -564,9 +577,16 @@ pub fn read_labels(dir: &Path) -> Result<Vec<Item>, LabelError> {
     if !meta.is_file() || meta.len() > MAX_LABELS_BYTES {
         return Err(LabelError::NotRegular { path });
     }
-    let text = std::fs::read_to_string(&path).map_err(|source| LabelError::ReadFile {
-        path: path.clone(),
-        source,
+    const LABELS: gauntlet_core::files::Kind = gauntlet_core::files::Kind {
+        what: "labels file",
+        max_bytes: MAX_LABELS_BYTES,
+    };
+    let text = gauntlet_core::files::read_to_string(&path, LABELS).map_err(|e| match e {
+        gauntlet_core::files::ReadError::Io { source, .. } => LabelError::ReadFile {
+            path: path.clone(),
+            source,
+        },
+        _ => LabelError::NotRegular { path: path.clone() },
     })?;
     parse_labels(&path, &text)
 }
@@ -840,7 +860,11 @@ fn take_corrections(into: &mut RunSummary, from: &RunSummary) {
 /// the corrected results and reports, and the manifest.
 pub struct LabelSession {
     run: StoredRun,
-    _lock: RunDir,
+    /// The run directory's lock; `None` when it cannot be written ([`Self::read_only`]).
+    _lock: Option<RunDir>,
+    /// Why the run directory cannot be written, when it cannot: the session reads,
+    /// and refuses to save.
+    read_only: Option<std::io::Error>,
     sample: Sample,
     labels: BTreeMap<String, Item>,
     /// The run's stated results (usage rows and all), corrected again on every save.
@@ -871,7 +895,13 @@ impl LabelSession {
         seed: Option<u64>,
     ) -> Result<LabelSession, LabelError> {
         let (parent, name) = split_dir(dir)?;
-        let lock = RunDir::open(&parent, &name).map_err(LabelError::Lock)?;
+        // A directory that cannot be written is still read (where labelling stands, a
+        // CSV written elsewhere); saving into it is refused, saying so.
+        let (lock, read_only) = match RunDir::open(&parent, &name) {
+            Ok(lock) => (Some(lock), None),
+            Err(e) if crate::stored::is_read_only(&e) => (None, Some(e)),
+            Err(e) => return Err(LabelError::Lock(e)),
+        };
         let manifest = Manifest::verify(dir)?;
         for file in ["run.json", "results.json", "transcripts.jsonl"] {
             if !manifest.files.contains_key(file) {
@@ -899,6 +929,7 @@ impl LabelSession {
         Ok(LabelSession {
             run,
             _lock: lock,
+            read_only,
             sample,
             labels,
             stated,
@@ -908,6 +939,23 @@ impl LabelSession {
 
     pub fn run(&self) -> &StoredRun {
         &self.run
+    }
+
+    /// Why the run directory cannot be written, when it cannot (labels cannot be saved).
+    pub fn read_only(&self) -> Option<&std::io::Error> {
+        self.read_only.as_ref()
+    }
+
+    /// Refuses a session whose run directory cannot be written, before any labelling
+    /// that would have to be saved there.
+    pub fn check_writable(&self) -> Result<(), LabelError> {
+        match &self.read_only {
+            Some(e) => Err(LabelError::ReadOnly {
+                dir: self.run.dir.clone(),
+                source: std::io::Error::new(e.kind(), e.to_string()),
+            }),
+            None => Ok(()),
+        }
     }
     pub fn sample(&self) -> &Sample {
         &self.sample
@@ -1036,6 +1084,7 @@ impl LabelSession {
     /// by its target's card, the reports, and the manifest (removed first, written last,
     /// as a run session does). Returns the cards.
     pub fn save(&mut self) -> Result<LabelCards, LabelError> {
+        self.check_writable()?;
         let dir = self.run.dir.clone();
         let cards = self.cards()?;
         self.run.plan.label_cards = to_plan(&self.run.plan, &cards);
@@ -1134,10 +1183,13 @@ impl LabelSession {
     /// and `label` columns are read; an empty label is no label). Every row is checked
     /// before any is taken. Returns how many labels were taken.
     pub fn read_csv(&mut self, path: &Path) -> Result<u64, LabelError> {
-        let bytes = std::fs::read(path).map_err(|source| LabelError::ReadFile {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        // Capped, and never a device or a pipe (`--csv-in /dev/zero` read until memory
+        // ran out; a named pipe waited for a writer).
+        const LABEL_CSV: gauntlet_core::files::Kind = gauntlet_core::files::Kind {
+            what: "label CSV",
+            max_bytes: MAX_LABELS_BYTES,
+        };
+        let bytes = gauntlet_core::files::read(path, LABEL_CSV)?;
         let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&bytes);
         let mut rd = csv::ReaderBuilder::new().flexible(true).from_reader(bytes);
         let header: Vec<String> = rd
@@ -1240,7 +1292,8 @@ pub fn load_for_rerun(
     // (without one, a session was killed: the labels file is written atomically and
     // parsed strictly above, so it is whole).
     let manifest = dir.join(MANIFEST);
-    if let Ok(bytes) = std::fs::read(&manifest)
+    if let Ok(bytes) =
+        gauntlet_core::files::read(&manifest, gauntlet_core::files::Kind::RUN_METADATA)
         && let Ok(m) = serde_json::from_slice::<Manifest>(&bytes)
     {
         let path = dir.join(LABELS_FILE);

@@ -5,8 +5,12 @@
 //! [`cache`] (backed by the append-only [`journal`]), judges them, folds verdicts into
 //! metric accumulators and writes the artefacts of the [`rundir`]; [`usage`] prices the
 //! tokens each role spent; [`stored`] reads a finished run back and judges it again
-//! ([`agreement`] and [`compare`] are the analyses built on it);
+//! ([`agreement`] and [`compare`] are the analyses built on it; [`verify`] checks a
+//! run's stated numbers against it for the gate and the dashboard);
 //! `breadth` adds the attack-breadth analyses (curves, threat tags, transform effects).
+
+// Files are read through `gauntlet_core::files` only (clippy.toml says why).
+#![cfg_attr(not(test), deny(clippy::disallowed_methods))]
 
 pub mod agreement;
 mod breadth;
@@ -24,6 +28,7 @@ pub mod run;
 pub mod shard;
 pub mod stored;
 pub mod usage;
+pub mod verify;
 pub mod warnings;
 
 /// The model-call layer, re-exported under its historical paths.

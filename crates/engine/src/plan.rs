@@ -179,13 +179,16 @@ pub(crate) fn load_card(
         path: path.to_path_buf(),
         source,
     };
-    let meta = std::fs::metadata(path).map_err(read)?;
-    if !meta.is_file() || meta.len() > MAX_CARD_BYTES {
-        return Err(LoadCardError::NotACardFile {
+    const CARD: gauntlet_core::files::Kind = gauntlet_core::files::Kind {
+        what: "judge card",
+        max_bytes: MAX_CARD_BYTES,
+    };
+    let bytes = gauntlet_core::files::read(path, CARD).map_err(|e| match e {
+        gauntlet_core::files::ReadError::Io { source, .. } => read(source),
+        _ => LoadCardError::NotACardFile {
             path: path.to_path_buf(),
-        });
-    }
-    let bytes = std::fs::read(path).map_err(read)?;
+        },
+    })?;
     let card: JudgeCard =
         serde_json::from_slice(&bytes).map_err(|source| LoadCardError::Parse {
             path: path.to_path_buf(),

@@ -1290,7 +1290,7 @@ impl<'a> Rejudger<'a> {
 }
 
 /// A directory the process may not write (permissions, a read-only filesystem).
-fn is_read_only(e: &std::io::Error) -> bool {
+pub(crate) fn is_read_only(e: &std::io::Error) -> bool {
     matches!(
         e.kind(),
         std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem
@@ -1564,8 +1564,10 @@ pub fn write_rescored(out: &Path, r: &Rescored) -> Result<(), StoredError> {
         &r.summary.run_id,
         &r.summary.status,
     );
-    a.write("results.json", &pretty(&results))?;
+    // rescore.json first: it marks the directory as a rescore's, so one killed before
+    // its manifest is still recognised (and rewritten) by the next rescore.
     a.write("rescore.json", &pretty(&r.provenance))?;
+    a.write("results.json", &pretty(&results))?;
     // Call counts vary between reruns (the second is served from the journal), so they
     // go to the session log, never into the byte-stable artefacts.
     let (made, cached, failed) = r.grader_calls;

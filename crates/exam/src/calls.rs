@@ -21,6 +21,9 @@
 //! (`exam.json`): an exam of another corpus or configuration moves the previous exam's
 //! artefacts to `superseded/<n>/` loudly before it writes anything (the journal stays:
 //! its keys cover everything a call depends on, so only shared calls are replayed).
+//! Golden exams, which call nothing, take the directory the same way ([`OutClaim`]): a
+//! golden exam started into the directory of a running exam is refused, and one run
+//! after a real exam moves the real exam aside instead of writing over it.
 
 use crate::cascade::{Tier, TierCaller, TierModel, TierModels};
 use gauntlet_calls::cache::{CachedModel, CallCounters, Pending, RoleUsage, UsageSlot, call_base};
@@ -118,7 +121,72 @@ pub struct ExamCalls {
     /// journaled, every later call is refused like a spent budget (its scenario run is
     /// not run), and the report is partial (`interrupted`).
     pub stop: Arc<AtomicBool>,
+    _claim: OutClaim,
+}
+
+/// An exam's hold on its output directory while it runs: the directory's lock, taken
+/// after another exam's artefacts were moved aside and this exam's identity recorded.
+pub struct OutClaim {
     _lock: fs::File,
+}
+
+impl OutClaim {
+    /// Locks `dir` (refused while another exam holds it), moves the artefacts of another
+    /// exam aside (`notes` says so) and records this exam's `identity` (`exam.json`).
+    pub fn take(
+        dir: &Path,
+        identity: &[u8],
+        notes: &mut Vec<String>,
+    ) -> Result<OutClaim, OpenError> {
+        let named = |what: &'static str, p: &Path, source: io::Error| OpenError::Io {
+            what,
+            path: p.to_path_buf(),
+            source,
+        };
+        fs::create_dir_all(dir).map_err(|e| named("cannot create", dir, e))?;
+        let lock_path = dir.join(".lock");
+        let lock = fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(|e| named("cannot open", &lock_path, e))?;
+        match lock.try_lock() {
+            Ok(()) => {}
+            Err(fs::TryLockError::WouldBlock) => {
+                return Err(OpenError::InUse(dir.to_path_buf()));
+            }
+            Err(fs::TryLockError::Error(e)) => return Err(named("cannot lock", &lock_path, e)),
+        }
+        let exam_json = dir.join(EXAM_JSON);
+        let want = identity;
+        let old = match gauntlet_core::files::read(&exam_json, gauntlet_core::files::Kind::CONFIG) {
+            Ok(b) => Some(b),
+            Err(e) if e.io_kind() == Some(io::ErrorKind::NotFound) => None,
+            Err(e) => return Err(e.into()),
+        };
+        let has_artefacts = ARTEFACTS.iter().any(|f| dir.join(f).exists())
+            || fs::read_dir(dir)
+                .map_err(|e| named("cannot read", dir, e))?
+                .flatten()
+                .any(|e| is_run_dir(&e.file_name().to_string_lossy()));
+        if old.as_deref() != Some(want) && (old.is_some() || has_artefacts) {
+            let to = supersede(dir).map_err(|e| named("cannot move aside the exam in", dir, e))?;
+            notes.push(format!(
+                "NOTE: {} held {} (another corpus or configuration); its artefacts are moved to {} (analyse it there). This is a new exam; the journal stays, so only calls the two share are replayed",
+                dir.display(),
+                if old.is_some() {
+                    "an exam"
+                } else {
+                    "artefacts of an exam without a recorded identity"
+                },
+                to.display()
+            ));
+        }
+        gauntlet_core::atomic::write_atomic_named(&exam_json, want)
+            .map_err(OpenError::WriteIdentity)?;
+        Ok(OutClaim { _lock: lock })
+    }
 }
 
 /// Why the journaled call layer cannot be opened on an exam's output directory.
@@ -156,48 +224,7 @@ impl ExamCalls {
             path: p.to_path_buf(),
             source,
         };
-        fs::create_dir_all(dir).map_err(|e| named("cannot create", dir, e))?;
-        let lock_path = dir.join(".lock");
-        let lock = fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .map_err(|e| named("cannot open", &lock_path, e))?;
-        match lock.try_lock() {
-            Ok(()) => {}
-            Err(fs::TryLockError::WouldBlock) => {
-                return Err(OpenError::InUse(dir.clone()));
-            }
-            Err(fs::TryLockError::Error(e)) => return Err(named("cannot lock", &lock_path, e)),
-        }
-        let exam_json = dir.join(EXAM_JSON);
-        let want = identity;
-        let old = match gauntlet_core::files::read(&exam_json, gauntlet_core::files::Kind::CONFIG) {
-            Ok(b) => Some(b),
-            Err(e) if e.io_kind() == Some(io::ErrorKind::NotFound) => None,
-            Err(e) => return Err(e.into()),
-        };
-        let has_artefacts = ARTEFACTS.iter().any(|f| dir.join(f).exists())
-            || fs::read_dir(dir)
-                .map_err(|e| named("cannot read", dir, e))?
-                .flatten()
-                .any(|e| is_run_dir(&e.file_name().to_string_lossy()));
-        if old.as_deref() != Some(want) && (old.is_some() || has_artefacts) {
-            let to = supersede(dir).map_err(|e| named("cannot move aside the exam in", dir, e))?;
-            notes.push(format!(
-                "NOTE: {} held {} (another corpus or configuration); its artefacts are moved to {} (analyse it there). This is a new exam; the journal stays, so only calls the two share are replayed",
-                dir.display(),
-                if old.is_some() {
-                    "an exam"
-                } else {
-                    "artefacts of an exam without a recorded identity"
-                },
-                to.display()
-            ));
-        }
-        gauntlet_core::atomic::write_atomic_named(&exam_json, want)
-            .map_err(OpenError::WriteIdentity)?;
+        let claim = OutClaim::take(dir, identity, notes)?;
         let path = dir.join(JOURNAL);
         let journal =
             Journal::open(&path).map_err(|e| named("cannot open the journal", &path, e))?;
@@ -229,7 +256,7 @@ impl ExamCalls {
             usage: PerRole::default(),
             records_at_start,
             stop: Arc::new(AtomicBool::new(false)),
-            _lock: lock,
+            _claim: claim,
         })
     }
 

@@ -19,6 +19,9 @@
 //! It does not own the corpus (`gauntlet-corpus`: pins, loading, the scenario schema,
 //! projections) nor the detectors and the detect exam (`gauntlet-detect`).
 
+// Files are read through `gauntlet_core::files` only (clippy.toml says why).
+#![cfg_attr(not(test), deny(clippy::disallowed_methods))]
+
 pub mod calls;
 pub mod cascade;
 pub mod classifier;

@@ -285,7 +285,8 @@ fn read_result(dir: &Path, stem: &str) -> io::Result<ScenarioResult> {
     let p = dir.join(format!("{stem}.json"));
     let named =
         |e: io::Error| io::Error::new(e.kind(), format!("cannot read {}: {e}", p.display()));
-    let f = std::fs::File::open(&p).map_err(named)?;
+    let f = gauntlet_core::files::open(&p, gauntlet_core::files::Kind::RESULTS)
+        .map_err(|e| named(e.into_io()))?;
     serde_json::from_reader(io::BufReader::new(f)).map_err(|e| named(io::Error::other(e)))
 }
 

@@ -8,7 +8,7 @@
 //! what each refusal says are the exam's rules, so they live with the exam, where they
 //! are tested without a process.
 
-use crate::calls::{ExamCalls, SpineOptions};
+use crate::calls::{ExamCalls, OutClaim, SpineOptions};
 use crate::cascade::{CascadeOptions, TierModels};
 use crate::exam::{Backend, ExamConfig, exam_identity_bytes, parse_target};
 use crate::exam_file::{ExamFile, ExamMode};
@@ -65,6 +65,9 @@ pub struct ExamSettings {
     pub prices: PriceTable,
     /// Calls that may reach a model (real backends); `None`: unlimited.
     pub max_queries: Option<u64>,
+    /// A golden exam's hold on its output directory ([`ExamSettings::open_calls`]); a
+    /// real exam's is its call layer's.
+    pub claim: Option<OutClaim>,
 }
 
 /// Why an exam cannot run. Every one is a corpus or configuration error.
@@ -175,6 +178,7 @@ impl ExamSettings {
             out: r.out.unwrap_or_else(|| PathBuf::from(DEFAULT_OUT)),
             prices,
             max_queries: r.max_queries,
+            claim: None,
         })
     }
 
@@ -190,12 +194,15 @@ impl ExamSettings {
 
     /// Real backends: opens the journaled call layer on `dir` (lock, identity, journal;
     /// what it found goes to `notes`). Golden backends call nothing, so a budget is
-    /// ignored (and `notes` says so).
+    /// ignored (and `notes` says so), but take the directory alike (lock, identity,
+    /// another exam moved aside).
     pub fn open_calls(&mut self, dir: &Path, notes: &mut Vec<String>) -> Result<(), SettingsError> {
+        let identity = exam_identity_bytes(&self.corpus, &self.config);
         if !self.is_real() {
             if self.max_queries.is_some() {
                 notes.push("--max-queries is ignored in golden mode (nothing is paid)".into());
             }
+            self.claim = Some(OutClaim::take(dir, &identity, notes).map_err(SettingsError::Calls)?);
             return Ok(());
         }
         let opts = SpineOptions {
@@ -203,7 +210,6 @@ impl ExamSettings {
             max_queries: self.max_queries,
             prices: self.prices.clone(),
         };
-        let identity = exam_identity_bytes(&self.corpus, &self.config);
         let calls = ExamCalls::open(&opts, &identity, notes).map_err(SettingsError::Calls)?;
         self.config.calls = Some(Arc::new(calls));
         Ok(())
@@ -413,6 +419,9 @@ mod tests {
         assert_eq!(notes, ["the target is ignored in golden mode"]);
     }
 
+    /// A golden exam calls nothing (no call layer, no journal; a budget is ignored, and
+    /// said to be) but takes its output directory as any exam does: locked while it
+    /// runs, its identity recorded.
     #[test]
     fn a_golden_exam_opens_no_call_layer_and_says_the_budget_is_ignored() {
         let dir = tempfile::tempdir().unwrap();
@@ -429,6 +438,19 @@ mod tests {
             notes,
             ["--max-queries is ignored in golden mode (nothing is paid)"]
         );
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        let mut names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(names, [".lock", "exam.json"]);
+        let mut other = resolve(flags()).0.unwrap();
+        let e = other.open_calls(dir.path(), &mut Vec::new()).unwrap_err();
+        assert!(
+            e.to_string().contains("in use by another gauntlet exam"),
+            "{e}"
+        );
+        drop(s);
+        other.open_calls(dir.path(), &mut Vec::new()).unwrap();
     }
 }

@@ -18,6 +18,9 @@
 //! The production entry point is [`FetchOptions::from_env`] (strict policy, cache in
 //! `$GAUNTLET_CACHE_DIR` or `~/.cache/gauntlet/datasets`).
 
+// Files are read through `gauntlet_core::files` only (clippy.toml says why).
+#![cfg_attr(not(test), deny(clippy::disallowed_methods))]
+
 mod http;
 pub mod policy;
 

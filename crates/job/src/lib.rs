@@ -22,6 +22,9 @@
 //! - [`job`]: the one in-order driver: a job's units run in a window, joined and folded
 //!   in canonical order.
 
+// Files are read through `gauntlet_core::files` only (clippy.toml says why).
+#![cfg_attr(not(test), deny(clippy::disallowed_methods))]
+
 pub mod artefacts;
 pub mod job;
 pub mod kind;

@@ -87,7 +87,7 @@ fn head(dir: &Path, name: &str, cap: u64) -> Option<Vec<u8>> {
         return None;
     }
     let mut out = Vec::new();
-    fs::File::open(&p)
+    gauntlet_core::files::open(&p, gauntlet_core::files::Kind::ANY_SIZE)
         .ok()?
         .take(cap)
         .read_to_end(&mut out)
@@ -212,6 +212,9 @@ pub enum RefuseError {
     /// It holds another command's output.
     #[error(transparent)]
     Occupied(#[from] OccupiedError),
+    /// It holds files, none of them gauntlet's.
+    #[error(transparent)]
+    Foreign(ForeignError),
     /// What it holds cannot be told: its manifest records a kind its files contradict,
     /// or one this gauntlet does not know, or cannot be read.
     #[error(transparent)]
@@ -240,6 +243,123 @@ pub fn refuse_other(
         holding: Box::new(h),
     }
     .into())
+}
+
+/// An output directory that holds files, none of them gauntlet's: [`refuse_foreign`]'s
+/// error, naming a few of them.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error(
+    "{flag} {} is not empty and holds nothing of gauntlet's ({}{}): `gauntlet {command}` writes report.md, report.html, results.json and more there and would overwrite files of the same names; give an empty or new directory, or remove what is in it",
+    gauntlet_core::terminal::safe(&dir.display().to_string()),
+    names.iter().map(|n| gauntlet_core::terminal::safe(n).into_owned()).collect::<Vec<_>>().join(", "),
+    if *more > 0 { format!(" and {more} more") } else { String::new() }
+)]
+pub struct ForeignError {
+    pub dir: PathBuf,
+    pub flag: String,
+    pub command: String,
+    /// The first few entries, by name.
+    pub names: Vec<String>,
+    /// How many other entries there are.
+    pub more: usize,
+}
+
+/// Refuses an output directory that holds nothing of gauntlet's but is not empty (a
+/// user's `docs/`, whose `report.md` a rescore would overwrite), for a command whose
+/// output has no place among other files. [`refuse_other`] decides about directories
+/// that hold gauntlet output; this is for the rest.
+pub fn refuse_foreign(dir: &Path, flag: &str, command: &str) -> Result<(), RefuseError> {
+    if holding(dir)? != Holding::Nothing {
+        return Ok(());
+    }
+    let Ok(rd) = fs::read_dir(dir) else {
+        // Absent (or not a directory: the write says so).
+        return Ok(());
+    };
+    let mut names: Vec<String> = rd
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    if names.is_empty() {
+        return Ok(());
+    }
+    names.sort();
+    let more = names.len().saturating_sub(3);
+    names.truncate(3);
+    Err(RefuseError::Foreign(ForeignError {
+        dir: dir.to_path_buf(),
+        flag: flag.to_string(),
+        command: command.to_string(),
+        names,
+        more,
+    }))
+}
+
+/// A directory given where a red-team run directory is read (`gauntlet gate`, `report
+/// --format`) that is not one: [`require_run`]'s error, saying what it is instead.
+#[derive(Debug, thiserror::Error)]
+pub enum NotARun {
+    #[error(
+        "{}: no such directory; `gauntlet {command}` reads a red-team run directory (runs/<run_name>, the one holding run.json)",
+        gauntlet_core::terminal::safe(&dir.display().to_string())
+    )]
+    Missing { dir: PathBuf, command: String },
+    #[error(
+        "{} holds {}, not a red-team run (it has no run.json): `gauntlet {command}` reads a run directory; {}",
+        gauntlet_core::terminal::safe(&dir.display().to_string()),
+        holding.describe(),
+        not_a_run_hint(holding)
+    )]
+    Other {
+        dir: PathBuf,
+        command: String,
+        holding: Box<Holding>,
+    },
+    /// What the directory holds cannot be told.
+    #[error(transparent)]
+    Kind(#[from] KindError),
+}
+
+/// What to give instead of a directory that holds `h`.
+fn not_a_run_hint(h: &Holding) -> &'static str {
+    match h {
+        Holding::Nothing | Holding::Run { .. } => {
+            "is it the run's own directory (runs/<run_name>, the one holding run.json)?"
+        }
+        Holding::Rescore { .. } => {
+            "a rescore holds no transcripts its numbers could be checked against: give the run it rescored, or read the rescore's leaderboard.json and report.md"
+        }
+        Holding::Exam | Holding::ExamShard => {
+            "an agent exam's results are its report.json and report.md (`gauntlet serve` shows them)"
+        }
+        Holding::DetectExam | Holding::DetectShard => {
+            "a detect exam's results are its report.json and report.txt"
+        }
+        Holding::JudgeEval => "a judge evaluation's results are its judge_eval.json and report.md",
+        Holding::Site => {
+            "a static site shows runs: give one of the run directories it was made from"
+        }
+    }
+}
+
+/// Refuses `dir` for `gauntlet COMMAND`, which reads a red-team run, unless it holds a
+/// `run.json`; the error says what the directory holds instead (a rescore, an exam, …).
+/// The run itself is checked by the caller (its manifest, its status).
+pub fn require_run(dir: &Path, command: &str) -> Result<(), NotARun> {
+    if fs::symlink_metadata(dir.join("run.json")).is_ok() {
+        return Ok(());
+    }
+    if !fs::metadata(dir).is_ok_and(|m| m.is_dir()) {
+        return Err(NotARun::Missing {
+            dir: dir.to_path_buf(),
+            command: command.to_string(),
+        });
+    }
+    Err(NotARun::Other {
+        dir: dir.to_path_buf(),
+        command: command.to_string(),
+        holding: Box::new(holding(dir)?),
+    })
 }
 
 #[cfg(test)]
@@ -305,6 +425,33 @@ mod tests {
         );
         refuse_other(&je, "--out", "judge-eval", "", je_ok).unwrap();
         refuse_other(&other, "--out", "judge-eval", "", |_| false).unwrap();
+        // A directory of other files is refused where no other files belong; an empty
+        // or absent one, or one of gauntlet's, is not.
+        let e = refuse_foreign(&other, "--out", "rescore")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("notes.txt") && e.contains("`gauntlet rescore`"),
+            "{e}"
+        );
+        let empty = at("empty");
+        refuse_foreign(&empty, "--out", "rescore").unwrap();
+        refuse_foreign(&d.path().join("absent"), "--out", "rescore").unwrap();
+        refuse_foreign(&rescore, "--out", "rescore").unwrap();
+        // Where a run is read, anything else is named for what it is.
+        require_run(&run, "gate").unwrap();
+        for (dir, what) in [
+            (&rescore, "holds a rescore of run smoke-1"),
+            (&exam, "holds an agent exam's output"),
+            (&detect, "holds a detect exam's output"),
+            (&je, "holds a judge evaluation"),
+            (&site, "holds a static site"),
+            (&other, "holds nothing of gauntlet's"),
+            (&d.path().join("absent"), "no such directory"),
+        ] {
+            let e = require_run(dir, "gate").unwrap_err().to_string();
+            assert!(e.contains(what) && e.contains("`gauntlet gate`"), "{e}");
+        }
     }
 
     /// Writes `dir`'s manifest recording `kind`.

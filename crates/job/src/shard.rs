@@ -11,7 +11,7 @@
 
 use std::fmt;
 use std::fs::File;
-use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::io::{BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 /// One shard of a job: `index` of `count`, 0-based.
@@ -435,16 +435,24 @@ pub fn concat_journals(shards: &[&Path], to: &Path) -> Result<(), JournalError> 
     let mut line = Vec::new();
     for s in shards {
         let path = s.join("journal.jsonl");
-        let f = match File::open(&path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(read(&path, e)),
+        let f = match gauntlet_core::files::open_if_exists(
+            &path,
+            gauntlet_core::files::Kind::JOURNAL,
+        ) {
+            Ok(Some(f)) => f,
+            Ok(None) => continue,
+            Err(e) => return Err(read(&path, e.into_io())),
         };
         let mut r = BufReader::with_capacity(1 << 20, f);
         let mut first = true;
         loop {
             line.clear();
-            let n = r.read_until(b'\n', &mut line).map_err(|e| read(&path, e))?;
+            let n = gauntlet_core::files::read_line_capped(
+                &mut r,
+                &mut line,
+                gauntlet_core::files::TRANSCRIPT_LINE_MAX,
+            )
+            .map_err(|e| read(&path, e))?;
             if n == 0 || line.last() != Some(&b'\n') {
                 break;
             }

@@ -16,6 +16,9 @@
 //! served in process or over stdio / HTTP, recording every call it receives. The
 //! injection vectors and the poisoned test servers are built on it.
 
+// Files are read through `gauntlet_core::files` only (clippy.toml says why).
+#![cfg_attr(not(test), deny(clippy::disallowed_methods))]
+
 /// The future of a public async entry point, boxed: a caller in another crate then
 /// polls it through one vtable instead of compiling the whole async body (and every
 /// rmcp and tokio generic under it) again in its own crate.

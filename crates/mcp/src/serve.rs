@@ -94,13 +94,17 @@ pub enum DefError {
 impl ServerDef {
     /// Reads a server definition file.
     pub fn read(path: &Path) -> Result<ServerDef, DefError> {
-        // Through the capped file layer: `mcp-serve /dev/zero` or a named pipe is
-        // refused by name instead of read without end or waited on.
-        let text = gauntlet_core::files::read_to_string(path, gauntlet_core::files::Kind::CONFIG)
-            .map_err(|e| DefError::Read {
-            path: path.to_path_buf(),
-            cause: e.into_io(),
-        })?;
+        // A definition is hand-written: capped like a config, never a device or a pipe
+        // (`mcp-serve /dev/zero` read until memory ran out; a named pipe hung).
+        const DEFINITION: gauntlet_core::files::Kind = gauntlet_core::files::Kind {
+            what: "server definition",
+            max_bytes: gauntlet_core::files::Kind::CONFIG.max_bytes,
+        };
+        let text =
+            gauntlet_core::files::read_to_string(path, DEFINITION).map_err(|e| DefError::Read {
+                path: path.to_path_buf(),
+                cause: e.into_io(),
+            })?;
         let def: ServerDef = serde_json::from_str(&text).map_err(|cause| DefError::Json {
             path: path.to_path_buf(),
             cause,

@@ -92,9 +92,12 @@ pub fn read(
     path: &Path,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<(Vec<ServerSpec>, Vec<String>), ServersError> {
-    // Through the capped file layer: a device or a named pipe is refused, not read.
-    let text = gauntlet_core::files::read_to_string(path, gauntlet_core::files::Kind::CONFIG)
-        .map_err(|e| ServersError::Io {
+    const SERVERS: gauntlet_core::files::Kind = gauntlet_core::files::Kind {
+        what: "servers file",
+        max_bytes: gauntlet_core::files::Kind::CONFIG.max_bytes,
+    };
+    let text =
+        gauntlet_core::files::read_to_string(path, SERVERS).map_err(|e| ServersError::Io {
             path: path.into(),
             source: e.into_io(),
         })?;

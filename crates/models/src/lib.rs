@@ -13,6 +13,9 @@
 //! [`tool_protocol::PromptedTarget`]: tools described in its prompt, calls parsed from
 //! its text (AgentDojo's `LOCAL` format), for models without native tool calls.
 
+// Files are read through `gauntlet_core::files` only (clippy.toml says why).
+#![cfg_attr(not(test), deny(clippy::disallowed_methods))]
+
 pub mod batch;
 mod call;
 mod model;

@@ -16,6 +16,9 @@
 //!
 //! Each plugin lives in its own file named after it; [`registry`] is the closed list.
 
+// Files are read through `gauntlet_core::files` only (clippy.toml says why).
+#![cfg_attr(not(test), deny(clippy::disallowed_methods))]
+
 pub mod attack;
 pub mod attacks;
 mod attempt;

@@ -9,6 +9,13 @@ fn num(x: Option<f64>) -> String {
     x.map_or("N/A".to_string(), |v| format!("{v:.3}"))
 }
 
+/// Untrusted text for a single-line Markdown slot of a summary (escaped as the report's
+/// is: no Markdown or HTML syntax; line breaks as entities, so no line starts with
+/// data; `#` backslash-escaped, so no `##[` a CI log would act on).
+pub fn escape(s: &str) -> String {
+    inline(s)
+}
+
 /// A Markdown table; every cell is escaped.
 pub fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
     let mut s = String::new();

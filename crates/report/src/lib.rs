@@ -20,6 +20,9 @@
 //!
 //! [`RunSummary`]: gauntlet_core::results::RunSummary
 
+// Files are read through `gauntlet_core::files` only (clippy.toml says why).
+#![cfg_attr(not(test), deny(clippy::disallowed_methods))]
+
 mod breadth;
 pub mod charts;
 pub mod github_summary;

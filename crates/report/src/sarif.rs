@@ -224,20 +224,22 @@ pub fn log_with(
     })
 }
 
-/// [`log`] as pretty JSON ending with a newline.
+/// [`log`] as pretty JSON ending with a newline (see [`render_with`]).
 pub fn render(tool: &Tool, rules: &[Rule], findings: &[Finding]) -> String {
     render_with(tool, rules, findings, None)
 }
 
-/// [`log_with`] as pretty JSON ending with a newline.
+/// [`log_with`] as pretty JSON ending with a newline, safe to print into a CI log (a
+/// `##[` in a finding is written `#\u0023[`: see `gauntlet_core::terminal::ci_json`).
 pub fn render_with(
     tool: &Tool,
     rules: &[Rule],
     findings: &[Finding],
     invocation: Option<&Invocation>,
 ) -> String {
-    let mut s =
-        serde_json::to_string_pretty(&log_with(tool, rules, findings, invocation)).expect("JSON");
+    let mut s = gauntlet_core::terminal::ci_json(
+        serde_json::to_string_pretty(&log_with(tool, rules, findings, invocation)).expect("JSON"),
+    );
     s.push('\n');
     s
 }

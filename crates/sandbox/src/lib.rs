@@ -46,6 +46,9 @@
 //!
 //! [Landlock]: https://docs.kernel.org/userspace-api/landlock.html
 
+// Files are read through `gauntlet_core::files` only (clippy.toml says why).
+#![cfg_attr(not(test), deny(clippy::disallowed_methods))]
+
 mod confine;
 mod process;
 mod tree;

@@ -44,6 +44,9 @@
 //! It binds only to loopback (port 0 by default) and stops when its handle is dropped or
 //! [`ScriptedServer::shutdown`] is awaited.
 
+// Files are read through `gauntlet_core::files` only (clippy.toml says why).
+#![cfg_attr(not(test), deny(clippy::disallowed_methods))]
+
 mod answer;
 mod batch;
 mod batch_store;

@@ -312,7 +312,11 @@ fn read_side(
         source,
     };
     let leaks = leak_categories(cfg);
-    let f = std::fs::File::open(run.dir.join("transcripts.jsonl")).map_err(io)?;
+    let f = gauntlet_core::files::open(
+        &run.dir.join("transcripts.jsonl"),
+        gauntlet_core::files::Kind::TRANSCRIPTS,
+    )
+    .map_err(|e| io(e.into_io()))?;
     let mut r = std::io::BufReader::with_capacity(256 << 10, f);
     let mut out = SideData {
         series: BTreeMap::new(),

@@ -121,6 +121,31 @@ fn short(s: &str) -> String {
 /// Characters of a reply the list shows.
 const SHORT: usize = 120;
 
+/// Most bytes of a prompt or a reply the page shows: the transcript pages' cap on a
+/// line ([`crate::transcripts::MAX_LINE`]). A 15 MiB reply used to be inlined whole.
+const SHOWN: usize = crate::transcripts::MAX_LINE;
+
+/// `s` whole, or its first [`SHOWN`] bytes (at a character boundary) and a mark saying
+/// how long it is.
+fn capped(s: &str) -> String {
+    capped_at(s, SHOWN)
+}
+
+fn capped_at(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_owned();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!(
+        "{}\n… [truncated: {} bytes in all, the first {end} shown; the whole text is in the run's transcripts.jsonl]",
+        &s[..end],
+        s.len()
+    )
+}
+
 fn canonical(p: &Path) -> std::path::PathBuf {
     p.canonicalize().unwrap_or_else(|_| p.to_path_buf())
 }
@@ -132,9 +157,18 @@ struct ItemView {
     target: String,
     attack: String,
     behavior: String,
+    /// At most [`SHOWN`] bytes each (see [`capped`]).
     prompt: String,
     reply: String,
-    /// The reply's first characters, for the list.
+    label: String,
+}
+
+/// One row of the list of every sampled reply.
+#[derive(Serialize)]
+struct ListView {
+    at: usize,
+    target: String,
+    /// The reply's first characters.
     short: String,
     label: String,
 }
@@ -201,6 +235,11 @@ fn render(
         Some(i) if i < items.len() => Some(i),
         _ => s.next_unlabelled().map(|(i, _)| i),
     };
+    let label = |i: usize| {
+        s.label_of(&items[i].id)
+            .map(|x| x.as_str().to_string())
+            .unwrap_or_default()
+    };
     let view = |i: usize| {
         let it = &items[i];
         ItemView {
@@ -209,14 +248,16 @@ fn render(
             target: it.source.clone(),
             attack: it.attack.clone(),
             behavior: it.behavior_id.clone(),
-            prompt: it.prompt.clone(),
-            reply: it.reply.clone(),
-            short: short(&it.reply),
-            label: s
-                .label_of(&it.id)
-                .map(|x| x.as_str().to_string())
-                .unwrap_or_default(),
+            prompt: capped(&it.prompt),
+            reply: capped(&it.reply),
+            label: label(i),
         }
+    };
+    let row = |i: usize| ListView {
+        at: i,
+        target: items[i].source.clone(),
+        short: short(&items[i].reply),
+        label: label(i),
     };
     let status = match s.cards() {
         Ok(c) => s.status_lines(&c),
@@ -233,7 +274,7 @@ fn render(
         skipped => p.skipped,
         item => Serde(chosen.map(view)),
         previous => chosen.unwrap_or(items.len()).checked_sub(1),
-        all => Serde((0..items.len()).map(view).collect::<Vec<_>>()),
+        all => Serde((0..items.len()).map(row).collect::<Vec<_>>()),
         status => status,
         notice => notice,
         script => Value::from_safe_string(SCRIPT.to_owned()),
@@ -345,6 +386,19 @@ mod tests {
             h.insert(*k, HeaderValue::from_static(v));
         }
         h
+    }
+
+    #[test]
+    fn long_texts_are_cut_at_a_character_with_their_length_said() {
+        assert_eq!(capped_at("short", 8), "short");
+        let t = capped_at("ééééé", 5);
+        assert!(
+            t.starts_with("éé\n… [truncated: 10 bytes in all, the first 4 shown"),
+            "{t}"
+        );
+        let big = "x".repeat(SHOWN + 10);
+        let t = capped(&big);
+        assert!(t.len() < SHOWN + 200 && t.contains(&format!("{} bytes in all", SHOWN + 10)));
     }
 
     #[test]

@@ -25,6 +25,9 @@
 //! → [`pages`] (HTML, linked through [`links`]) → [`server`] (axum, loopback by default)
 //! or [`site`] (files).
 
+// Files are read through `gauntlet_core::files` only (clippy.toml says why).
+#![cfg_attr(not(test), deny(clippy::disallowed_methods))]
+
 pub mod compare;
 mod dashboard;
 pub mod label;

@@ -24,7 +24,7 @@
 //!   assigns.
 
 use gauntlet_engine::manifest::{self as dir_kind, KindError};
-use gauntlet_redteam::metrics::{MetricKind, Surface as MetricSurface};
+use gauntlet_redteam::metrics::Surface as MetricSurface;
 use gauntlet_redteam::registry::metric_facts;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
@@ -254,10 +254,13 @@ pub fn read_capped(dir: &Path, name: &str, cap: u64) -> Result<Option<Vec<u8>>, 
             cap,
         });
     }
-    let mut f = fs::File::open(&path).map_err(io)?;
+    // Opened without blocking and checked again on the open descriptor (the file may have
+    // been replaced since the stat); it may grow while it is read (a live run): never
+    // read past the cap.
+    let f = gauntlet_core::files::open(&path, gauntlet_core::files::Kind::ANY_SIZE)
+        .map_err(|e| io(e.into_io()))?;
     let mut buf = Vec::with_capacity(meta.len() as usize);
-    // The file may grow between stat and read (a live run): never read past the cap.
-    f.by_ref().take(cap + 1).read_to_end(&mut buf).map_err(io)?;
+    f.take(cap + 1).read_to_end(&mut buf).map_err(io)?;
     if buf.len() as u64 > cap {
         return Err(ReadCappedError::Grew {
             name: name.to_string(),
@@ -302,11 +305,8 @@ const EXAM_RATES: &[&str] = &[
 /// from its kind (rates and scores in [0, 1], usage at least 0), an exam's rate in
 /// [0, 1].
 pub fn metric_range(name: &str) -> Option<(f64, f64)> {
-    match metric_facts(name).map(|f| f.kind) {
-        Some(MetricKind::Rate | MetricKind::Score) => Some((0.0, 1.0)),
-        Some(MetricKind::Usage) => Some((0.0, f64::INFINITY)),
-        None => EXAM_RATES.contains(&name).then_some((0.0, 1.0)),
-    }
+    gauntlet_engine::verify::metric_range(name)
+        .or_else(|| EXAM_RATES.contains(&name).then_some((0.0, 1.0)))
 }
 
 /// The surface a red-team metric alone measures, as the dashboard names it.
@@ -377,40 +377,22 @@ pub fn parse_row(v: &Value) -> Option<Row> {
     }
     let ci = f64_field(o, "ci_low").zip(f64_field(o, "ci_high"));
     let na_reason = str_field(o, "na_reason");
-    if value.is_none() && na_reason.is_none() && raw_value.is_none_or(Value::is_null) {
-        // N/A without a reason is still N/A; say nothing more.
-    }
-    if let Some(x) = value {
-        if let Some((lo, hi)) = metric_range(&metric_name) {
-            if !(lo..=hi).contains(&x) {
-                problems.push(format!(
-                    "value {x} is outside {metric_name}'s range [{lo}, {hi}]"
-                ));
-            }
-            if let Some((a, b)) = ci
-                && (!(lo..=hi).contains(&a) || !(lo..=hi).contains(&b))
-            {
-                problems.push(format!(
-                    "interval [{a}, {b}] is outside {metric_name}'s range"
-                ));
-            }
-        }
-        if let Some((a, b)) = ci
-            && !(a - 1e-9 <= x && x <= b + 1e-9)
-        {
-            problems.push(format!(
-                "value {x} lies outside its own interval [{a}, {b}]"
-            ));
-        }
-    }
     let n = u64_field(o, "n");
     let attempts = u64_field(o, "attempts");
     let errors = u64_field(o, "errors");
-    if let (Some(e), Some(a)) = (errors, attempts)
-        && e > a
-    {
-        problems.push(format!("{e} errors but only {a} attempts"));
-    }
+    // What the row says about itself must be possible: the engine's check, shared with
+    // `gauntlet gate`.
+    problems.extend(gauntlet_engine::verify::stated_problems(
+        metric_range(&metric_name),
+        &gauntlet_engine::verify::Stated {
+            metric: metric_name.clone(),
+            value,
+            ci,
+            attempts,
+            errors,
+            ..Default::default()
+        },
+    ));
     Some(Row {
         target,
         attack,
@@ -418,7 +400,7 @@ pub fn parse_row(v: &Value) -> Option<Row> {
         dataset_version,
         judge,
         metric: metric_label(&metric_name, &params),
-        metric_params: serde_json::to_string(&params).unwrap_or_default(),
+        metric_params: gauntlet_engine::verify::params_json(&params),
         metric_name,
         value,
         ci,
@@ -498,10 +480,10 @@ pub fn is_live(dir: &Path) -> bool {
     if !fs::symlink_metadata(&p).is_ok_and(|m| m.is_file()) {
         return false;
     }
-    match fs::File::open(&p) {
-        Ok(f) => match f.try_lock_shared() {
+    match gauntlet_core::files::open(&p, gauntlet_core::files::Kind::ANY_SIZE) {
+        Ok(f) => match f.file().try_lock_shared() {
             Ok(()) => {
-                let _ = f.unlock();
+                let _ = f.file().unlock();
                 false
             }
             Err(fs::TryLockError::WouldBlock) => true,

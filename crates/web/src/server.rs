@@ -453,6 +453,9 @@ pub const MAX_CONNECTION_TIME: Duration = Duration::from_secs(300);
 /// [`MAX_CONNECTIONS`] connections are served at once, each must send its request
 /// headers within [`HEADER_READ_TIMEOUT`] (600 slowloris connections used to block it
 /// under a 512-descriptor limit), and none lasts longer than [`MAX_CONNECTION_TIME`].
+/// When every slot is taken, a new connection closes the oldest one that is not being
+/// answered (still sending its headers, or idle between requests) instead of waiting
+/// for a timeout: slow clients delayed everyone else by up to the header timeout.
 pub async fn spawn(
     d: Arc<Dashboard>,
     bind: SocketAddr,
@@ -475,30 +478,127 @@ pub async fn spawn_with(
     Ok((addr, task))
 }
 
+/// One served connection, as the accept loop sees it: whether a request of it is being
+/// answered, and how to close it.
+struct Served {
+    busy: Arc<std::sync::atomic::AtomicBool>,
+    close: Arc<tokio::sync::Notify>,
+}
+
+/// The connections being served, by the order they were accepted in.
+#[derive(Default)]
+struct Connections {
+    next: u64,
+    open: std::collections::BTreeMap<u64, Served>,
+}
+
+impl Connections {
+    /// Closes the oldest connection that is not answering a request; false when every
+    /// one is.
+    fn close_oldest_idle(&mut self) -> bool {
+        use std::sync::atomic::Ordering;
+        let idle = self
+            .open
+            .iter()
+            .find(|(_, c)| !c.busy.load(Ordering::Acquire))
+            .map(|(k, _)| *k);
+        match idle.and_then(|k| self.open.remove(&k)) {
+            Some(c) => {
+                c.close.notify_one();
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// A connection's service, marking the connection busy while a request is answered.
+struct Tracked<S> {
+    inner: S,
+    busy: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl<S, R> hyper::service::Service<R> for Tracked<S>
+where
+    S: hyper::service::Service<R>,
+    S::Future: Send + 'static,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future =
+        std::pin::Pin<Box<dyn std::future::Future<Output = Result<S::Response, S::Error>> + Send>>;
+
+    fn call(&self, req: R) -> Self::Future {
+        use std::sync::atomic::Ordering;
+        self.busy.store(true, Ordering::Release);
+        let answer = self.inner.call(req);
+        let busy = self.busy.clone();
+        Box::pin(async move {
+            let r = answer.await;
+            busy.store(false, Ordering::Release);
+            r
+        })
+    }
+}
+
 async fn accept_loop(listener: tokio::net::TcpListener, app: Router) {
     let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+    let conns = Arc::new(std::sync::Mutex::new(Connections::default()));
     loop {
-        let Ok(slot) = slots.clone().acquire_owned().await else {
-            return;
-        };
         let stream = match listener.accept().await {
             Ok((s, _)) => s,
             Err(_) => {
-                // Out of descriptors or a connection reset before it was accepted: wait
-                // a moment rather than spin.
+                // Out of descriptors or a connection reset before it was accepted: make
+                // room (an idle connection), then wait a moment rather than spin.
+                conns.lock().expect("connections lock").close_oldest_idle();
                 tokio::time::sleep(Duration::from_millis(50)).await;
                 continue;
             }
         };
+        // Every slot taken: the oldest connection not being answered makes room for this
+        // one; when all are being answered, this one waits for the first to end.
+        let slot = match slots.clone().try_acquire_owned() {
+            Ok(slot) => slot,
+            Err(_) => {
+                conns.lock().expect("connections lock").close_oldest_idle();
+                let Ok(slot) = slots.clone().acquire_owned().await else {
+                    return;
+                };
+                slot
+            }
+        };
         let _ = stream.set_nodelay(true);
-        let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        let busy = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let close = Arc::new(tokio::sync::Notify::new());
+        let id = {
+            let mut c = conns.lock().expect("connections lock");
+            let id = c.next;
+            c.next += 1;
+            c.open.insert(
+                id,
+                Served {
+                    busy: busy.clone(),
+                    close: close.clone(),
+                },
+            );
+            id
+        };
+        let service = Tracked {
+            inner: hyper_util::service::TowerToHyperService::new(app.clone()),
+            busy,
+        };
+        let conns = conns.clone();
         tokio::spawn(async move {
             let _slot = slot;
             let conn = hyper::server::conn::http1::Builder::new()
                 .timer(hyper_util::rt::TokioTimer::new())
                 .header_read_timeout(HEADER_READ_TIMEOUT)
                 .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
-            let _ = tokio::time::timeout(MAX_CONNECTION_TIME, conn).await;
+            tokio::select! {
+                _ = tokio::time::timeout(MAX_CONNECTION_TIME, conn) => {}
+                () = close.notified() => {}
+            }
+            conns.lock().expect("connections lock").open.remove(&id);
         });
     }
 }

@@ -35,9 +35,17 @@ pub struct LineIndex {
     pub len: u64,
 }
 
+/// Opens a transcript without blocking, refusing anything but a regular file (read a
+/// line or a window at a time by the callers, each line capped).
+fn open(path: &Path) -> io::Result<File> {
+    gauntlet_core::files::open(path, gauntlet_core::files::Kind::TRANSCRIPTS)
+        .map(gauntlet_core::files::Capped::into_file)
+        .map_err(gauntlet_core::files::ReadError::into_io)
+}
+
 /// Builds the sparse index of `path` by one pass over its bytes.
 pub fn build_index(path: &Path) -> io::Result<LineIndex> {
-    let mut f = File::open(path)?;
+    let mut f = open(path)?;
     let mut buf = vec![0u8; 1 << 20];
     let mut idx = LineIndex {
         offsets: vec![0],
@@ -224,7 +232,7 @@ fn open_at(
     index: Option<&LineIndex>,
     line: u64,
 ) -> io::Result<(BufReader<File>, u64)> {
-    let mut f = File::open(path)?;
+    let mut f = open(path)?;
     let (mut at, offset) = match index {
         Some(ix) if !ix.offsets.is_empty() => {
             let k = ((line / STRIDE) as usize).min(ix.offsets.len() - 1);
@@ -437,7 +445,7 @@ pub type PartialCell = ((String, String, String), [u64; 4]);
 /// of a (live) transcript, within `budget`. Returns the counts and the lines read.
 pub fn partial_cells(path: &Path, budget: Duration) -> io::Result<(Vec<PartialCell>, u64, bool)> {
     let started = Instant::now();
-    let mut r = BufReader::with_capacity(256 << 10, File::open(path)?);
+    let mut r = BufReader::with_capacity(256 << 10, open(path)?);
     let mut cells: Vec<PartialCell> = Vec::new();
     let mut buf = Vec::new();
     let mut lines = 0u64;

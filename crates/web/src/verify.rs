@@ -1,12 +1,12 @@
 //! Checking a run's numbers against its own evidence ("gaming-aware": a leaderboard file
 //! is a claim, the transcripts are the evidence).
 //!
-//! - Jailbreak and leakage runs are recounted by the engine
-//!   ([`gauntlet_engine::stored::recount`]): the run's plan is rebuilt from run.json and
-//!   every metric recomputed from the verdicts stored in transcripts.jsonl with the
-//!   engine's own accumulation; each leaderboard row must match its recount (value,
-//!   interval, n, attempts, errors). Token usage and cost are not in the transcripts and
-//!   are marked not recounted.
+//! - Jailbreak and leakage runs are recounted by the engine's verifier
+//!   ([`gauntlet_engine::verify::recount_rows`], the one `gauntlet gate` uses): the run's
+//!   plan is rebuilt from run.json and every metric recomputed from the verdicts stored
+//!   in transcripts.jsonl with the engine's own accumulation; each leaderboard row must
+//!   match its recount (value, interval, n, attempts, errors). Token usage and cost are
+//!   not in the transcripts and are marked not recounted.
 //! - Injection runs cannot be read back by this build's engine yet: attempts and errors
 //!   per cell are recounted from transcripts.jsonl; the values are marked not recounted.
 //! - Agent exams: each pass's pass / recall / precision rate is recomputed from the
@@ -21,7 +21,8 @@
 //! a run's check is done.
 
 use crate::scan::{Kind, Run, Surface};
-use gauntlet_engine::stored::{StoredRun, recount};
+use gauntlet_engine::stored::StoredRun;
+use gauntlet_engine::verify::{Stated, recount_rows};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::Path;
@@ -229,104 +230,33 @@ fn check_redteam(run: &Run) -> RunCheck {
         Ok(s) => s,
         Err(e) => return refuse(e.to_string()),
     };
-    let summary = match recount(&stored) {
-        Ok(s) => s,
-        Err(e) => {
-            out.problems
-                .push(format!("transcripts.jsonl cannot be recounted: {e}"));
-            return out;
+    // The engine's recount, shared with `gauntlet gate`.
+    let stated: Vec<Stated> = run
+        .rows
+        .iter()
+        .map(|row| Stated {
+            attack: row.attack.clone(),
+            target: row.target.clone(),
+            dataset_version: row.dataset_version.clone(),
+            judge: row.judge.clone(),
+            metric: row.metric_name.clone(),
+            metric_params: row.metric_params.clone(),
+            value: row.value,
+            ci: row.ci,
+            n: row.n,
+            attempts: row.attempts,
+            errors: row.errors,
+        })
+        .collect();
+    match recount_rows(&stored, &stated) {
+        Ok(r) => {
+            out.rows = r.rows;
+            out.not_recounted = r.not_recounted;
+            out.problems = r.problems;
         }
-    };
-    let key = |attack: &str, target: &str, dv: &str, judge: &str, metric: &str, params: &str| {
-        format!("{attack}\u{1f}{target}\u{1f}{dv}\u{1f}{judge}\u{1f}{metric}\u{1f}{params}")
-    };
-    let mut recounted: HashMap<String, gauntlet_core::results::LeaderboardEntry> = HashMap::new();
-    for e in summary.leaderboard_entries() {
-        let r = &e.row;
-        let params = serde_json::to_string(&r.metric_params).unwrap_or_default();
-        recounted.insert(
-            key(
-                &r.attack,
-                &r.target,
-                &r.dataset_version,
-                &r.judge,
-                &r.metric,
-                &params,
-            ),
-            e,
-        );
-    }
-    let mut seen = 0usize;
-    for (i, row) in run.rows.iter().enumerate() {
-        let k = key(
-            &row.attack,
-            &row.target,
-            &row.dataset_version,
-            &row.judge,
-            &row.metric_name,
-            &row.metric_params,
-        );
-        let Some(e) = recounted.get(&k) else {
-            out.rows.insert(
-                i,
-                vec!["no such cell × metric in the recount of the run's transcripts".into()],
-            );
-            continue;
-        };
-        seen += 1;
-        if matches!(row.metric_name.as_str(), "token_usage" | "cost") {
-            out.not_recounted.insert(
-                i,
-                "token usage and cost are not in the transcripts (see usage.json)".into(),
-            );
-            continue;
-        }
-        let r = &e.row;
-        let mut p = Vec::new();
-        if !close(row.value, r.value) {
-            p.push(format!(
-                "value {} but the transcripts give {}",
-                fmt(row.value),
-                fmt(r.value)
-            ));
-        }
-        if !close(row.ci.map(|c| c.0), r.ci_low) || !close(row.ci.map(|c| c.1), r.ci_high) {
-            p.push(format!(
-                "interval {:?} but the transcripts give {:?}",
-                row.ci,
-                r.ci_low.zip(r.ci_high)
-            ));
-        }
-        if row.n.is_some_and(|n| n != r.n) {
-            p.push(format!(
-                "n {} but the transcripts give {}",
-                row.n.unwrap_or(0),
-                r.n
-            ));
-        }
-        if row.attempts.is_some_and(|a| a != r.attempts) {
-            p.push(format!(
-                "{} attempts but the transcripts hold {}",
-                row.attempts.unwrap_or(0),
-                r.attempts
-            ));
-        }
-        if row.errors.is_some_and(|a| a != r.errors) {
-            p.push(format!(
-                "{} errors but the transcripts hold {}",
-                row.errors.unwrap_or(0),
-                r.errors
-            ));
-        }
-        if !p.is_empty() {
-            out.rows.insert(i, p);
-        }
-    }
-    if seen < recounted.len() {
-        out.problems.push(format!(
-            "leaderboard.json lacks {} cell × metric row(s) the transcripts produce",
-            recounted.len() - seen
-        ));
+        Err(e) => out
+            .problems
+            .push(format!("transcripts.jsonl cannot be recounted: {e}")),
     }
     out
 }
@@ -341,23 +271,33 @@ fn check_counts_only(run: &Run) -> RunCheck {
     let path = run.dir.join("transcripts.jsonl");
     // Per (attack, target, dataset_version, judge): attempts, errors.
     let mut counts: HashMap<(String, String, String, String), (u64, u64)> = HashMap::new();
-    let f = match std::fs::File::open(&path) {
+    let f = match gauntlet_core::files::open(&path, gauntlet_core::files::Kind::TRANSCRIPTS) {
         Ok(f) => f,
         Err(e) => {
-            out.whole_run = Some(format!("not recounted: transcripts.jsonl: {e}"));
+            out.whole_run = Some(format!("not recounted: transcripts.jsonl: {}", e.into_io()));
             return out;
         }
     };
-    use std::io::BufRead;
     let mut bad = 0u64;
-    for line in std::io::BufReader::new(f).split(b'\n') {
-        let Ok(line) = line else {
-            bad += 1;
-            break;
-        };
-        if line.len() > crate::transcripts::MAX_LINE {
-            bad += 1;
-            continue;
+    let mut r = std::io::BufReader::new(f);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        // A line longer than the dashboard reads ends the count (never held whole).
+        match gauntlet_core::files::read_line_capped(
+            &mut r,
+            &mut line,
+            crate::transcripts::MAX_LINE as u64 + 1,
+        ) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(_) => {
+                bad += 1;
+                break;
+            }
+        }
+        if line.last() == Some(&b'\n') {
+            line.pop();
         }
         let Ok(v) = serde_json::from_slice::<Value>(&line) else {
             if !line.iter().all(u8::is_ascii_whitespace) {

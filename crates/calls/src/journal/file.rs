@@ -158,7 +158,8 @@ impl Journal {
                 file.write_all(HEADER)?;
             }
         }
-        let read = File::open(path)?;
+        // Lookups read with positioned reads of the same (verified regular) file.
+        let read = file.try_clone()?;
         Ok(Journal {
             path: path.to_path_buf(),
             append: Mutex::new(file),

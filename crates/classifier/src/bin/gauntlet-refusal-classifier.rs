@@ -11,6 +11,9 @@
 //! - `bench FILE.csv…`: per-reply latency of the shipped classifier over the replies in
 //!   the files (a `completion` or `reply` column); `bench/classifier.sh` runs it on one core.
 
+// Files are read through `gauntlet_core::files` only (clippy.toml says why).
+#![cfg_attr(not(test), deny(clippy::disallowed_methods))]
+
 use clap::{Parser, Subcommand};
 use gauntlet_classifier::classifier::{LoadError, RefusalClassifier};
 use gauntlet_classifier::encoder::{Encoder, EncoderError};
@@ -18,7 +21,7 @@ use gauntlet_classifier::head::Head;
 use gauntlet_classifier::view::{View, ViewError};
 use gauntlet_classifier::weights;
 use std::io::{BufRead, BufWriter, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -103,17 +106,22 @@ fn texts() -> Result<Vec<String>, ToolError> {
     Ok(out)
 }
 
-fn csv_replies(path: &PathBuf) -> Result<Vec<String>, ToolError> {
+fn csv_replies(path: &Path) -> Result<Vec<String>, ToolError> {
     let csv_err = |cause| ToolError::Csv {
-        path: path.clone(),
+        path: path.to_path_buf(),
         cause,
     };
-    let mut r = csv::Reader::from_path(path).map_err(csv_err)?;
+    // Through the capped layer: a labelled file, never a device or a pipe.
+    let f = gauntlet_core::files::open(path, gauntlet_core::files::Kind::LABELS)
+        .map_err(|e| csv_err(csv::Error::from(e.into_io())))?;
+    let mut r = csv::Reader::from_reader(f);
     let headers = r.headers().map_err(csv_err)?;
     let col = headers
         .iter()
         .position(|h| h == "completion" || h == "reply")
-        .ok_or_else(|| ToolError::NoReplyColumn { path: path.clone() })?;
+        .ok_or_else(|| ToolError::NoReplyColumn {
+            path: path.to_path_buf(),
+        })?;
     r.records()
         .map(|rec| {
             rec.map(|rec| rec.get(col).unwrap_or("").to_string())
@@ -223,6 +231,10 @@ fn run(cli: Cli) -> Result<(), ToolError> {
 
 /// This process's user + system CPU time from /proc/self/stat (Linux; clock ticks of
 /// 1/100 s), `None` elsewhere.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the kernel's own /proc/self/stat, no path anyone names"
+)]
 fn cpu_seconds() -> Option<f64> {
     let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
     // Fields after the parenthesised command name; utime and stime are fields 14 and 15.

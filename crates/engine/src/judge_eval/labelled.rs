@@ -24,7 +24,7 @@
 
 use gauntlet_core::behavior::Expected;
 use gauntlet_core::hash::{HashWriter, sha256_hex};
-use std::io::Read;
+
 use std::path::{Path, PathBuf};
 
 /// Files larger than this are refused (a labelled set is a few MB).
@@ -75,7 +75,7 @@ pub enum LabelledError {
         source: std::io::Error,
     },
     /// Not a regular file.
-    #[error("{}: not a regular file (give a CSV or JSONL file)", path.display())]
+    #[error("{}: not a regular file: a device, a named pipe or a directory (give a CSV or JSONL file)", path.display())]
     NotAFile { path: PathBuf },
     /// Larger than [`MAX_FILE_BYTES`]: `mib` is its size in MiB.
     #[error(
@@ -347,34 +347,30 @@ fn labelled_run(dir: &Path) -> Result<Option<(PathBuf, String)>, LabelledError> 
 }
 
 fn read_file(path: &Path) -> Result<Vec<u8>, LabelledError> {
-    let io = |source| LabelledError::Io {
-        path: path.to_path_buf(),
-        source,
+    use gauntlet_core::files::{self, ReadError};
+    // Opened without blocking and checked on the open descriptor (a named pipe used to
+    // hang here); the size first: a 300 MB file used to be read (795 MB RSS) before it
+    // was refused.
+    const LABELLED: files::Kind = files::Kind {
+        what: "labelled set",
+        max_bytes: MAX_FILE_BYTES,
     };
-    let f = std::fs::File::open(path).map_err(io)?;
-    let meta = f.metadata().map_err(io)?;
-    if !meta.is_file() {
-        return Err(LabelledError::NotAFile {
+    files::read(path, LABELLED).map_err(|e| match e {
+        ReadError::NotRegular { .. } => LabelledError::NotAFile {
             path: path.to_path_buf(),
-        });
-    }
-    // The size first: a 300 MB file used to be read (795 MB RSS) before it was refused.
-    if meta.len() > MAX_FILE_BYTES {
-        return Err(LabelledError::TooLarge {
+        },
+        ReadError::TooLarge { size: Some(n), .. } => LabelledError::TooLarge {
             path: path.to_path_buf(),
-            mib: meta.len() >> 20,
-        });
-    }
-    let mut bytes = Vec::new();
-    f.take(MAX_FILE_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(io)?;
-    if bytes.len() as u64 > MAX_FILE_BYTES {
-        return Err(LabelledError::GrewTooLarge {
+            mib: n >> 20,
+        },
+        ReadError::TooLarge { size: None, .. } => LabelledError::GrewTooLarge {
             path: path.to_path_buf(),
-        });
-    }
-    Ok(bytes)
+        },
+        e => LabelledError::Io {
+            path: path.to_path_buf(),
+            source: e.into_io(),
+        },
+    })
 }
 
 /// Column roles, resolved from a header (or a JSON object's keys).

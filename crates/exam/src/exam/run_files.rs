@@ -220,7 +220,7 @@ fn holds(p: &Path, bytes: &[u8]) -> bool {
     if !std::fs::symlink_metadata(p).is_ok_and(|m| m.is_file() && m.len() == bytes.len() as u64) {
         return false;
     }
-    let Ok(mut f) = std::fs::File::open(p) else {
+    let Ok(mut f) = gauntlet_core::files::open(p, gauntlet_core::files::Kind::RESULTS) else {
         return false;
     };
     let mut buf = [0u8; 8192];

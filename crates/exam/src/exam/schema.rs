@@ -258,7 +258,8 @@ impl Serialize for PassTimings {
                 let named = |e: &dyn std::fmt::Display| {
                     S::Error::custom(format!("cannot read {}: {e}", p.display()))
                 };
-                let f = std::fs::File::open(p).map_err(|e| named(&e))?;
+                let f = gauntlet_core::files::open(p, gauntlet_core::files::Kind::RESULTS)
+                    .map_err(|e| named(&e.into_io()))?;
                 let mut seq = s.serialize_seq(None)?;
                 for line in std::io::BufReader::new(f).lines() {
                     let line = line.map_err(|e| named(&e))?;

@@ -197,10 +197,13 @@ fn open_shard(dir: &Path) -> Result<ShardDir, MergeError> {
         "an exam shard without a whole manifest was interrupted, cut short by its budget or changed; rerun its `gauntlet exam … --shard i/N` (real mode resumes from the journal), then merge",
     )?;
     let path = dir.join("report.json");
-    let file = std::fs::File::open(&path).map_err(|source| ShardProblem::Unreadable {
-        path: path.clone(),
-        source,
-    })?;
+    let file =
+        gauntlet_core::files::open(&path, gauntlet_core::files::Kind::RESULTS).map_err(|e| {
+            ShardProblem::Unreadable {
+                path: path.clone(),
+                source: e.into_io(),
+            }
+        })?;
     let report: ShardReport = serde_json::from_reader(std::io::BufReader::new(file))
         .map_err(|source| ShardProblem::NotAReport { path, source })?;
     if let Some(p) = &report.partial {
@@ -263,10 +266,11 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<HarnessReport, MergeError> 
     // exam.json (real mode), the journals, the timings (wall clock: shards side by side).
     let exam_json = shards[0].dir.join(EXAM_JSON);
     if exam_json.exists() {
-        let b = std::fs::read(&exam_json).map_err(|source| ShardProblem::Unreadable {
-            path: exam_json.clone(),
-            source,
-        })?;
+        let b = gauntlet_core::files::read(&exam_json, gauntlet_core::files::Kind::CONFIG)
+            .map_err(|e| ShardProblem::Unreadable {
+                path: exam_json.clone(),
+                source: e.into_io(),
+            })?;
         gauntlet_core::atomic::write_atomic_named(&out.join(EXAM_JSON), &b)
             .map_err(MergeError::Write)?;
     }
@@ -383,10 +387,11 @@ fn copy_runs(
             let mut result = None;
             for f in [format!("{stem}.json"), format!("{stem}.transcript.json")] {
                 let from = shards[k].dir.join(format!("run-{p}")).join(&f);
-                let bytes = std::fs::read(&from).map_err(|source| ShardProblem::Unreadable {
-                    path: from.clone(),
-                    source,
-                })?;
+                let bytes = gauntlet_core::files::read(&from, gauntlet_core::files::Kind::RESULTS)
+                    .map_err(|e| ShardProblem::Unreadable {
+                        path: from.clone(),
+                        source: e.into_io(),
+                    })?;
                 let want = &shards[k].meta["files"][format!("run-{p}/{f}")];
                 if serde_json::to_value(FileEntry::of(&bytes)).ok().as_ref() != Some(want) {
                     return Err(ShardProblem::Altered {

@@ -19,6 +19,7 @@
 
 use super::error::{ImportError, MAX_RESULT_BYTES};
 use crate::attack::{Attempt, AttemptError};
+use gauntlet_core::files;
 use gauntlet_core::message::{ChatResponse, Message, Role, StopReason, ToolCall};
 use gauntlet_core::scenario::BenchCase;
 use serde::Deserialize;
@@ -147,15 +148,24 @@ pub fn scan(logdir: &Path) -> Result<Scan, ImportError> {
     Ok(s)
 }
 
+/// A result file as a kind of file: capped at [`MAX_RESULT_BYTES`].
+const RESULT_FILE: files::Kind = files::Kind {
+    what: "result file",
+    max_bytes: MAX_RESULT_BYTES,
+};
+
+/// Reads a result file: opened without blocking, refused unless the opened file is a
+/// regular one (a symbolic link to `/dev/zero` used to be read until memory ran out, a
+/// named pipe hung), and capped in the bytes actually read, not in what its metadata
+/// says.
 fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, ImportError> {
-    let meta = std::fs::metadata(path).map_err(io_error(path))?;
-    if meta.len() > MAX_RESULT_BYTES {
-        return Err(ImportError::TooLarge {
+    let bytes = files::read(path, RESULT_FILE).map_err(|e| match e {
+        files::ReadError::TooLarge { size, .. } => ImportError::TooLarge {
             path: path.to_path_buf(),
-            bytes: meta.len(),
-        });
-    }
-    let bytes = std::fs::read(path).map_err(io_error(path))?;
+            bytes: size.unwrap_or(MAX_RESULT_BYTES + 1),
+        },
+        e => io_error(path)(e.into_io()),
+    })?;
     serde_json::from_slice(&bytes).map_err(|e| ImportError::NotResultFile {
         path: path.to_path_buf(),
         source: Arc::new(e),
