@@ -794,6 +794,7 @@ impl Labels {
                 rate_a,
                 rate_b,
                 test,
+                ..
             } => (
                 n.to_string(),
                 format!("{rate_a:.3}"),
