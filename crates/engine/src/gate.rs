@@ -21,7 +21,8 @@
 //!   on the bad side. Which side is bad comes from the threat map (`asr` higher,
 //!   `refusal_rate` lower). The behaviors that flipped to the bad side are named.
 //!
-//! The runs gated must be trustworthy: complete (not `partial: …`), verified against
+//! The runs gated must be trustworthy: not in progress, complete (a status other than
+//! `complete` — `partial: …`, `failed: …` — is refused with its text), verified against
 //! their manifest, and for a regression rule of the same provenance as the baseline
 //! (the datasets at the same versions, the judges with the same identity). Anything else
 //! is refused, saying why ([`GateError`], exit 2).
@@ -66,7 +67,7 @@ pub enum GateError {
         source: serde_json::Error,
     },
     #[error(
-        "{role} {} is `{status}`, not complete: a gate on a partial run would judge numbers the rest of the run could change; rerun its config to finish it",
+        "{role} {} is `{status}`, not complete: a gate judges only a run that ran its plan and measured (the numbers of a run not complete cover only part of it); rerun its config to finish it",
         .dir.display()
     )]
     NotComplete {
@@ -76,6 +77,11 @@ pub enum GateError {
     },
     #[error("{}: no `status`", .path.display())]
     NoStatus { path: PathBuf },
+    #[error(
+        "{role} {} is in progress (a gauntlet session holds its lock): a gate judges a finished run; wait for the session to end",
+        .dir.display()
+    )]
+    InProgress { role: &'static str, dir: PathBuf },
     #[error("no gate rule given; write {RULE_SYNTAX}")]
     NoRule,
     #[error(transparent)]
@@ -195,6 +201,12 @@ pub struct GateReport {
 
 /// Refuses a run directory that is not a complete, verified run; returns its run.json.
 fn trusted(dir: &Path, role: &'static str) -> Result<serde_json::Value, GateError> {
+    if crate::rundir::in_progress(dir) {
+        return Err(GateError::InProgress {
+            role,
+            dir: dir.to_path_buf(),
+        });
+    }
     Manifest::verify(dir).map_err(|source| GateError::Unverified {
         role,
         dir: dir.to_path_buf(),
