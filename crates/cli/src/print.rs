@@ -184,12 +184,16 @@ fn warnings(s: &RunSummary) -> Result<(), CliError> {
     outln!(
         "\n⚠ {n} warning(s): check before trusting these numbers (evidence and thresholds in results.json):"
     )?;
+    // Each line names its cell whole, the dataset included (with its version where the
+    // run holds its name at several), so two cells never read alike.
+    let datasets = gauntlet_report::DatasetLabels::of(s);
     for c in &s.cells {
         for w in &c.warnings {
             outln!(
-                "  {} × {} [{}] {}: {}",
+                "  {} × {} · {} [{}] {}: {}",
                 safe(&c.attack),
                 safe(&c.target),
+                safe(&datasets.label(&c.dataset, &c.dataset_version)),
                 safe(&c.judge),
                 safe(&w.kind),
                 safe(&w.message)

@@ -140,16 +140,8 @@ pub(crate) fn run(
     if !quiet {
         eprintln!("{}", describe(&plan));
     }
+    // The engine tells it the planned calls (the ETA reads them) and the units.
     let progress = progress::for_terminal(quiet, "units");
-    // The ETA from the estimate's planned calls (`run --estimate`), × trials; a shard's
-    // share of them is not known per role, so a shard's ETA comes from units.
-    if shard.is_none() {
-        let planned: u64 = gauntlet_engine::usage::estimate(&plan, &plan.price_table())
-            .iter()
-            .map(|r| r.calls)
-            .sum();
-        progress.planned_calls(planned * u64::from(plan.config.trials.max(1)));
-    }
     let stop = Arc::new(AtomicBool::new(false));
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

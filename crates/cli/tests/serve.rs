@@ -462,3 +462,198 @@ fn slowloris_connections_do_not_block_the_dashboard() {
         let _ = n;
     });
 }
+
+/// Polls `path` on the dashboard at `addr` until its body satisfies `ok` (30 s at most:
+/// the dashboard rescans its roots every 10 s); returns that body.
+fn poll_page(addr: &str, path: &str, ok: impl Fn(&str) -> bool) -> String {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let (code, body) = http_get(addr, path);
+        if code == 200 && ok(&body) {
+            return body;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{path} never showed what was awaited:\n{body}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(300));
+    }
+}
+
+/// Issue 50's partial run, as a user meets it: a real run against a server at 1.5 s a
+/// call. While it runs, its page on `gauntlet serve` shows units done of the units
+/// planned, calls in flight and an ETA (from the progress the session publishes, not
+/// "no transcripts written yet"), and `gate` and the pipeline formats refuse it as in
+/// progress. Stopped with Ctrl-C (SIGINT) it is `partial: interrupted`, and every page
+/// — overview cells and warnings, pivot, leaderboard, run page, report — and every
+/// format — report.md headings, JUnit, SARIF, the GitHub summary, `gate` — says so.
+#[test]
+fn a_run_in_progress_then_stopped_is_marked_by_every_page_and_format() {
+    use gauntlet_testserver::{Script, TestServer};
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let srv = rt
+        .block_on(TestServer::start(Script::default().latency_ms(1500)))
+        .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = tmp.path().join("slow.yaml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "run_name: slow\nconcurrency: 2\ntargets:\n  - {{name: openai_compat, params: {{name: slow, model: m, base_url: \"{}\", api_key_env: GAUNTLET_TEST_KEY, timeout_s: 30}}}}\nattacks: [static]\ndatasets:\n  - {{name: demo, params: {{limit: 12}}}}\njudges: [refusal_match]\nmetrics: [asr, refusal_rate]\n",
+            srv.openai_base_url()
+        ),
+    )
+    .unwrap();
+    let run = Command::new(BIN)
+        .args([
+            "run",
+            cfg.to_str().unwrap(),
+            "--runs-dir",
+            "runs",
+            "--quiet",
+        ])
+        .current_dir(tmp.path())
+        .env("GAUNTLET_TEST_KEY", "sk-test")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let dir = tmp.path().join("runs/slow");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !dir.join(".progress.json").is_file() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the run never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let (serve, addr) = spawn_serve(&["runs"], tmp.path(), |_| {});
+    with_child(serve, |_| {
+        with_child(run, |pid| {
+            // Live: units done of those planned, calls in flight, the ETA.
+            let page = poll_page(&addr, "/run/slow", |b| {
+                b.split("<strong>")
+                    .nth(1)
+                    .and_then(|s| s.split(" of 12 units done").next())
+                    .and_then(|n| n.parse::<u64>().ok())
+                    .is_some_and(|n| n >= 2)
+            });
+            assert!(page.contains("● Live"), "{page}");
+            assert!(page.contains(" call(s) in flight</strong>"), "{page}");
+            let eta = page
+                .split("<strong>ETA ")
+                .nth(1)
+                .unwrap()
+                .split('<')
+                .next()
+                .unwrap();
+            assert!(eta.ends_with('s') && eta != "0s", "a real ETA: {eta}");
+            assert!(!page.contains("no transcripts written yet"), "{page}");
+            // A gate and the pipeline formats refuse a run in progress.
+            let o = gauntlet(
+                &["gate", "runs/slow", "--rule", "asr <= 0.5 by value"],
+                tmp.path(),
+            );
+            assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+            assert!(
+                show(&o).contains("is in progress (a gauntlet session holds its lock)"),
+                "{}",
+                show(&o)
+            );
+            let o = gauntlet(&["report", "runs/slow", "--format", "junit"], tmp.path());
+            assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+            assert!(show(&o).contains("the run is in progress"), "{}", show(&o));
+            // Ctrl-C.
+            let k = Command::new("kill")
+                .args(["-INT", &pid.to_string()])
+                .status()
+                .unwrap();
+            assert!(k.success());
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+            while read_json(&dir.join("run.json"))["status"] == "partial: incomplete"
+                || !dir.join("manifest.json").is_file()
+            {
+                assert!(std::time::Instant::now() < deadline, "the run did not stop");
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+        });
+        assert_eq!(
+            read_json(&dir.join("run.json"))["status"],
+            "partial: interrupted"
+        );
+        assert!(
+            !dir.join(".progress.json").exists(),
+            "the session removes its progress"
+        );
+        let mark = ">not complete: partial: interrupted</span>";
+        // Every page, once the dashboard has seen the run end.
+        let o = poll_page(&addr, "/?run=slow", |b| b.contains(mark));
+        assert!(o.contains("run(s) not final"), "{o}");
+        let p = http_get(&addr, "/pivot?metric=asr&judge=refusal_match").1;
+        assert!(p.contains(mark), "{p}");
+        let l = http_get(&addr, "/?surface=jailbreak").1;
+        assert_eq!(
+            l.matches(mark).count(),
+            l.matches("<tr class=\"row-").count(),
+            "{l}"
+        );
+        let r = http_get(&addr, "/run/slow").1;
+        assert!(r.contains("⚠ run status `partial: interrupted`"), "{r}");
+        let rep = http_get(&addr, "/run/slow/report").1;
+        assert!(
+            rep.contains("PARTIAL RUN — status: partial: interrupted"),
+            "{rep}"
+        );
+    });
+    // Every format.
+    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(
+        md.contains("## static × slow · demo — ⚠ partial run"),
+        "{md}"
+    );
+    let o = gauntlet(&["report", "runs/slow", "--format", "junit"], tmp.path());
+    ok(&o);
+    let xml = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        xml.contains("name=\"run_status\" value=\"partial: interrupted\""),
+        "{xml}"
+    );
+    assert!(
+        xml.contains("NOT COMPLETE (run status partial: interrupted)"),
+        "{xml}"
+    );
+    let o = gauntlet(&["report", "runs/slow", "--format", "sarif"], tmp.path());
+    ok(&o);
+    let sarif: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let inv = &sarif["runs"][0]["invocations"][0];
+    assert_eq!(inv["executionSuccessful"], false, "{sarif}");
+    assert!(
+        inv["toolExecutionNotifications"][0]["message"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("status `partial: interrupted`")
+    );
+    let o = gauntlet(
+        &["report", "runs/slow", "--format", "github-summary"],
+        tmp.path(),
+    );
+    ok(&o);
+    assert!(
+        String::from_utf8_lossy(&o.stdout)
+            .contains("> **⚠ NOT COMPLETE — status: partial: interrupted.**")
+    );
+    let o = gauntlet(
+        &["gate", "runs/slow", "--rule", "asr <= 0.5 by value"],
+        tmp.path(),
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    assert!(
+        show(&o).contains("is `partial: interrupted`, not complete"),
+        "{}",
+        show(&o)
+    );
+}

@@ -2,12 +2,14 @@
 //! runs) and a run's per-transform analysis (a transformed attack against the same attack
 //! without transforms) share. A pair is one behavior (one trial × behavior in a
 //! multi-trial run) observed on both sides, given as (A, B); rates are compared by the
-//! exact McNemar test on the discordant pairs, scores by a paired percentile bootstrap of
-//! the mean difference B − A.
+//! exact McNemar test on the discordant pairs (with Newcombe's paired interval of the
+//! difference B − A beside it), scores by a paired percentile bootstrap of the mean
+//! difference B − A.
 
 use crate::rng::rng_for;
 use crate::stats::{
-    BOOTSTRAP_RESAMPLES, McNemar, PairedDiff, mcnemar_exact, paired_bootstrap_diff,
+    BOOTSTRAP_RESAMPLES, McNemar, PairedDiff, Z95, mcnemar_exact, newcombe_paired_diff,
+    paired_bootstrap_diff,
 };
 
 /// The comparison of one cell × metric.
@@ -18,6 +20,9 @@ pub enum Comparison {
         rate_a: f64,
         rate_b: f64,
         test: McNemar,
+        /// The 95% interval of B − A (Newcombe's square-and-add for paired proportions,
+        /// [`newcombe_paired_diff`]); the test, not the interval, decides significance.
+        ci: Option<(f64, f64)>,
     },
     Score {
         mean_a: f64,
@@ -44,11 +49,14 @@ pub fn compare_pairs(pairs: &[(f64, f64)], score: bool, seed_parts: &[&str]) -> 
     if !score && binary {
         let only_a = pairs.iter().filter(|(a, b)| *a == 1.0 && *b == 0.0).count() as u64;
         let only_b = pairs.iter().filter(|(a, b)| *a == 0.0 && *b == 1.0).count() as u64;
+        let both = pairs.iter().filter(|(a, b)| *a == 1.0 && *b == 1.0).count() as u64;
+        let neither = pairs.len() as u64 - only_a - only_b - both;
         return Comparison::Binary {
             n: pairs.len() as u64,
             rate_a: mean_a,
             rate_b: mean_b,
             test: mcnemar_exact(only_a, only_b),
+            ci: newcombe_paired_diff(both, only_a, only_b, neither, Z95),
         };
     }
     // B − A: pairs are given as (b, a) to the bootstrap of a − b.
@@ -78,9 +86,10 @@ mod tests {
         pairs.extend(std::iter::repeat_n((0.0, 1.0), 7));
         pairs.extend(std::iter::repeat_n((1.0, 1.0), 4));
         match compare_pairs(&pairs, false, &["t"]) {
-            Comparison::Binary { n, test, .. } => {
+            Comparison::Binary { n, test, ci, .. } => {
                 assert_eq!((n, test.b, test.c), (12, 1, 7));
                 assert!((test.p_exact - 18.0 / 256.0).abs() < 1e-12);
+                assert_eq!(ci, newcombe_paired_diff(4, 1, 7, 0, Z95));
             }
             other => panic!("{other:?}"),
         }

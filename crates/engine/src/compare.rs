@@ -149,6 +149,7 @@ pub fn compare_runs(
                 rate_a,
                 rate_b,
                 test,
+                ci,
             } => {
                 o.insert("n".into(), json!(n));
                 o.insert("a".into(), json!(rate_a));
@@ -159,6 +160,9 @@ pub fn compare_runs(
                 o.insert("b_only_positive".into(), json!(test.c));
                 o.insert("p_value".into(), json!(test.p_exact));
                 o.insert("p_mid".into(), json!(test.p_mid));
+                o.insert("ci_low".into(), json!(ci.map(|c| c.0)));
+                o.insert("ci_high".into(), json!(ci.map(|c| c.1)));
+                o.insert("ci_method".into(), json!("newcombe_paired"));
                 (
                     n.to_string(),
                     format!("{rate_a:.3}"),

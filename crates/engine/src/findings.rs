@@ -39,6 +39,12 @@ pub enum FindingsError {
         #[source]
         source: gauntlet_job::manifest::VerifyError,
     },
+    /// A session holds the run's lock: its artefacts are being written.
+    #[error(
+        "{}: the run is in progress (a gauntlet session holds its lock); reports are written from finished runs: wait for the session to end",
+        dir.display()
+    )]
+    InProgress { dir: PathBuf },
     /// An artefact cannot be read (missing, too large, not a regular file).
     #[error(transparent)]
     Read(#[from] files::ReadError),
@@ -98,6 +104,11 @@ pub struct RunFindings {
 /// Reads a verified run's summary (results.json) and run.json.
 pub fn read_run(dir: &Path) -> Result<(RunSummary, Value), FindingsError> {
     gauntlet_job::outdir::require_run(dir, "report --format")?;
+    if crate::rundir::in_progress(dir) {
+        return Err(FindingsError::InProgress {
+            dir: dir.to_path_buf(),
+        });
+    }
     Manifest::verify(dir).map_err(|source| FindingsError::Unverified {
         dir: dir.to_path_buf(),
         source,

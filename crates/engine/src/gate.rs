@@ -26,7 +26,8 @@
 //!   `refusal_rate` lower). The behaviors that flipped to the bad side are named.
 //!
 //! The runs gated must be trustworthy: red-team runs (not a rescore or an exam, named
-//! as such), complete (not `partial: …`), verified against their manifest, their
+//! as such), not in progress, complete (a status other than `complete` — `partial: …`,
+//! `failed: …` — is refused with its text), verified against their manifest, their
 //! leaderboard rows possible (a rate inside [0, 1], a value inside its own interval) and
 //! as the run's transcripts recount them ([`crate::verify`], the dashboard's checks),
 //! and for a regression rule of the same provenance as the baseline (the datasets at the
@@ -105,7 +106,7 @@ pub enum GateError {
         source: serde_json::Error,
     },
     #[error(
-        "{role} {} is `{status}`, not complete: a gate on a partial run would judge numbers the rest of the run could change; rerun its config to finish it",
+        "{role} {} is `{status}`, not complete: a gate judges only a run that ran its plan and measured (the numbers of a run not complete cover only part of it); rerun its config to finish it",
         .dir.display()
     )]
     NotComplete {
@@ -115,6 +116,11 @@ pub enum GateError {
     },
     #[error("{}: no `status`", .path.display())]
     NoStatus { path: PathBuf },
+    #[error(
+        "{role} {} is in progress (a gauntlet session holds its lock): a gate judges a finished run; wait for the session to end",
+        .dir.display()
+    )]
+    InProgress { role: &'static str, dir: PathBuf },
     #[error("no gate rule given; write {RULE_SYNTAX}")]
     NoRule,
     #[error(transparent)]
@@ -240,6 +246,12 @@ pub struct GateReport {
 fn trusted(dir: &Path, role: &'static str) -> Result<serde_json::Value, GateError> {
     gauntlet_job::outdir::require_run(dir, "gate")
         .map_err(|source| GateError::NotARun { role, source })?;
+    if crate::rundir::in_progress(dir) {
+        return Err(GateError::InProgress {
+            role,
+            dir: dir.to_path_buf(),
+        });
+    }
     Manifest::verify(dir).map_err(|source| GateError::Unverified {
         role,
         dir: dir.to_path_buf(),

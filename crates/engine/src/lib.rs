@@ -35,5 +35,5 @@ pub mod warnings;
 pub use gauntlet_calls::{cache, journal};
 /// The run-directory protocol's kinds of directory, progress trait and run directory
 /// (`gauntlet-job`), under their historical paths.
-pub use gauntlet_job::{kind, manifest, progress, rundir};
+pub use gauntlet_job::{kind, manifest, meter, progress, progress_file, rundir};
 pub use gauntlet_redteam::registry::Registry;

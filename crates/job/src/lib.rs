@@ -18,7 +18,9 @@
 //!   directories is the N shards of one job, the journals put back together;
 //! - [`merge`]: which shard holds each unit, every unit once, for every merge;
 //! - [`partition`]: the one cut of a job's keyed, weighted units into N spans;
-//! - [`progress`]: the one progress trait a harness reports through;
+//! - [`progress`]: the one progress trait a harness reports through, [`meter`] its rates
+//!   and ETA, and [`progress_file`] the progress a running session publishes to its
+//!   directory for readers other than the terminal (the dashboard);
 //! - [`job`]: the one in-order driver: a job's units run in a window, joined and folded
 //!   in canonical order.
 
@@ -30,8 +32,10 @@ pub mod job;
 pub mod kind;
 pub mod manifest;
 pub mod merge;
+pub mod meter;
 pub mod outdir;
 pub mod partition;
 pub mod progress;
+pub mod progress_file;
 pub mod rundir;
 pub mod shard;

@@ -176,6 +176,27 @@ impl RunDir {
     }
 }
 
+/// Whether a session holds `dir`'s lock right now: the run is in progress. Trying a
+/// shared lock on a read-only handle changes nothing on disk; a directory without a
+/// `.lock` file (or one that is not a regular file) is not in progress.
+pub fn in_progress(dir: &Path) -> bool {
+    let p = dir.join(".lock");
+    if !fs::symlink_metadata(&p).is_ok_and(|m| m.is_file()) {
+        return false;
+    }
+    match gauntlet_core::files::open(&p, gauntlet_core::files::Kind::ANY_SIZE) {
+        Ok(f) => match f.file().try_lock_shared() {
+            Ok(()) => {
+                let _ = f.file().unlock();
+                false
+            }
+            Err(fs::TryLockError::WouldBlock) => true,
+            Err(_) => false,
+        },
+        Err(_) => false,
+    }
+}
+
 /// The atomic writer (`<path>.tmp` and a rename), shared with the agent exam.
 pub use gauntlet_core::atomic::{tmp_path, write_atomic};
 

@@ -24,12 +24,16 @@ pub struct ReportOptions {
     /// Threat frameworks to group the run by (keys of the threat map: `owasp_llm`,
     /// `owasp_agentic`, `mitre_atlas`, `nist_ai_rmf`), in this order.
     pub group_by: Vec<String>,
+    /// A note heading the report above everything (the dashboard re-renders a run's
+    /// report with one when the run is unverified or in progress).
+    pub notice: Option<String>,
 }
 
 impl Default for ReportOptions {
     fn default() -> Self {
         ReportOptions {
             group_by: vec![DEFAULT_GROUP_BY.to_string()],
+            notice: None,
         }
     }
 }

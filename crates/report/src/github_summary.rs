@@ -1,5 +1,6 @@
 //! GitHub step-summary Markdown (`$GITHUB_STEP_SUMMARY`; GitLab and others render the same
-//! Markdown): a run's status and leaderboard, or any table (a gate's rules). Untrusted
+//! Markdown): a run's status (a run not complete says so above its table) and
+//! leaderboard, or any table (a gate's rules). Untrusted
 //! text (labels, reasons) is escaped for Markdown and HTML as the run report's is.
 
 use crate::md_escape::inline;
@@ -49,6 +50,12 @@ pub fn run(summary: &RunSummary, findings: &[(String, String, usize)]) -> String
         summary.seed,
         inline(&summary.harness_version),
     );
+    if summary.status != "complete" {
+        s.push_str(&format!(
+            "> **⚠ NOT COMPLETE — status: {}.** The run did not finish its plan: the numbers below cover only the work that completed and are not comparable with a complete run.\n\n",
+            inline(&summary.status)
+        ));
+    }
     let rows: Vec<Vec<String>> = summary
         .leaderboard()
         .iter()

@@ -43,7 +43,7 @@ pub use render::{
     leaderboard_json, render_html, render_html_with, render_judge_eval_markdown, render_markdown,
     render_markdown_with, run_charts,
 };
-pub use view::EXAMPLE_MAX_CHARS;
+pub use view::{DatasetLabels, EXAMPLE_MAX_CHARS};
 pub use write::{
     HTML_FILE, LEADERBOARD_FILE, MARKDOWN_FILE, write_atomic, write_reports, write_reports_with,
 };

@@ -26,6 +26,9 @@ pub fn render(view: &ReportView, breadth: &BreadthView) -> String {
 
 fn header(o: &mut String, v: &ReportView) {
     let _ = writeln!(o, "# gauntlet report: {}\n", inline(&v.run_name));
+    if let Some(n) = &v.notice {
+        let _ = writeln!(o, "> **⚠ {}**\n", inline(n));
+    }
     if v.failed {
         let _ = writeln!(
             o,
@@ -85,7 +88,7 @@ fn header(o: &mut String, v: &ReportView) {
 }
 
 fn cell_section(o: &mut String, c: &CellView) {
-    let _ = writeln!(o, "## {} × {}\n", inline(&c.attack), inline(&c.target));
+    let _ = writeln!(o, "## {}\n", inline(&c.title));
     let _ = writeln!(
         o,
         "**Dataset:** {} · **dataset version:** {} · **judge:** {}\n",

@@ -35,13 +35,19 @@ pub fn render_html(summary: &RunSummary) -> String {
 /// [`render_markdown`] with report options (the threat frameworks to group by).
 pub fn render_markdown_with(summary: &RunSummary, opts: &ReportOptions) -> String {
     let b = breadth::BreadthView::new(summary, opts);
-    markdown::render(&view::ReportView::new(summary), &b)
+    markdown::render(&view_with(summary, opts), &b)
 }
 
 /// [`render_html`] with report options (the threat frameworks to group by).
 pub fn render_html_with(summary: &RunSummary, opts: &ReportOptions) -> String {
     let b = breadth::BreadthView::new(summary, opts);
-    html::render(&view::ReportView::new(summary), &run_charts(summary), &b)
+    html::render(&view_with(summary, opts), &run_charts(summary), &b)
+}
+
+fn view_with(summary: &RunSummary, opts: &ReportOptions) -> view::ReportView {
+    let mut v = view::ReportView::new(summary);
+    v.notice = opts.notice.clone();
+    v
 }
 
 /// The charts of a run, as inline SVG: per metric a forest plot of every cell's value
@@ -50,7 +56,7 @@ pub fn render_html_with(summary: &RunSummary, opts: &ReportOptions) -> String {
 pub fn run_charts(summary: &RunSummary) -> Vec<String> {
     use std::collections::BTreeSet;
     let judges: BTreeSet<&str> = summary.cells.iter().map(|c| c.judge.as_str()).collect();
-    let datasets: BTreeSet<&str> = summary.cells.iter().map(|c| c.dataset.as_str()).collect();
+    let datasets = view::DatasetLabels::of(summary);
     // Cells grouped by target (first-appearance order), attack order kept within.
     let mut targets: Vec<&str> = Vec::new();
     for c in &summary.cells {
@@ -66,9 +72,9 @@ pub fn run_charts(summary: &RunSummary) -> Vec<String> {
             l.push_str(" · ");
             l.push_str(&c.judge);
         }
-        if datasets.len() > 1 {
+        if datasets.several() {
             l.push_str(" · ");
-            l.push_str(&c.dataset);
+            l.push_str(&datasets.label(&c.dataset, &c.dataset_version));
         }
         l
     };

@@ -16,6 +16,9 @@ pub const NO_CI: &str = "—";
 
 #[derive(Debug, Clone, Serialize)]
 pub struct ReportView {
+    /// A note that heads the report above everything else (the dashboard's: the run is
+    /// unverified or in progress), when there is one.
+    pub notice: Option<String>,
     pub run_name: String,
     pub run_id: String,
     pub status: String,
@@ -56,7 +59,10 @@ pub struct DistinctErrorView {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct CellView {
-    /// `<attack> × <target>`.
+    /// `<attack> × <target> · <dataset>` (` · <judge>` when the run has several judges,
+    /// the dataset's version when the run holds its name at several versions, and
+    /// ` — ⚠ failed run` or ` — ⚠ partial run` when the run is not complete): two cells
+    /// never read alike.
     pub title: String,
     pub attack: String,
     pub target: String,
@@ -178,14 +184,99 @@ pub struct ExampleView {
     pub reply: String,
 }
 
+/// How a cell's dataset reads in a run's headings, chart rows and warning lines: its
+/// name, with its version (`name @ version`) when the run holds that name at more than
+/// one version, so two different cells never read alike.
+#[derive(Debug, Clone, Default)]
+pub struct DatasetLabels {
+    /// Names held at more than one version.
+    versioned: std::collections::BTreeSet<String>,
+    /// Distinct (name, version) pairs.
+    distinct: usize,
+}
+
+impl DatasetLabels {
+    /// From the (dataset name, version) of every cell.
+    pub fn new<'a>(datasets: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
+        let mut versions: std::collections::BTreeMap<&str, std::collections::BTreeSet<&str>> =
+            Default::default();
+        for (name, version) in datasets {
+            versions.entry(name).or_default().insert(version);
+        }
+        DatasetLabels {
+            distinct: versions.values().map(|v| v.len()).sum(),
+            versioned: versions
+                .into_iter()
+                .filter(|(_, v)| v.len() > 1)
+                .map(|(n, _)| n.to_owned())
+                .collect(),
+        }
+    }
+
+    /// Of a run summary's cells.
+    pub fn of(s: &RunSummary) -> Self {
+        Self::new(
+            s.cells
+                .iter()
+                .map(|c| (c.dataset.as_str(), c.dataset_version.as_str())),
+        )
+    }
+
+    /// More than one dataset (or version) in the run.
+    pub fn several(&self) -> bool {
+        self.distinct > 1
+    }
+
+    /// `name`, or `name @ version` when the name is held at several versions (a run of
+    /// 13 or more hex digits in the version, a digest, cut to its first 12 and `…`).
+    pub fn label(&self, name: &str, version: &str) -> String {
+        if self.versioned.contains(name) {
+            format!("{name} @ {}", short_digests(version))
+        } else {
+            name.to_owned()
+        }
+    }
+}
+
+/// `s` with every run of 13 or more hex digits cut to its first 12 and `…`.
+fn short_digests(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut run = String::new();
+    let flush = |run: &mut String, out: &mut String| {
+        if run.len() >= 13 {
+            out.push_str(&run[..12]);
+            out.push('…');
+        } else {
+            out.push_str(run);
+        }
+        run.clear();
+    };
+    for ch in s.chars() {
+        if ch.is_ascii_hexdigit() {
+            run.push(ch);
+        } else {
+            flush(&mut run, &mut out);
+            out.push(ch);
+        }
+    }
+    flush(&mut run, &mut out);
+    out
+}
+
 impl ReportView {
     pub fn new(s: &RunSummary) -> Self {
+        let datasets = DatasetLabels::of(s);
+        let judges: std::collections::BTreeSet<&str> =
+            s.cells.iter().map(|c| c.judge.as_str()).collect();
+        let partial = s.status != "complete";
+        let failed = s.status.starts_with("failed: ");
         ReportView {
+            notice: None,
             run_name: s.run_name.clone(),
             run_id: s.run_id.clone(),
             status: s.status.clone(),
-            partial: s.status != "complete",
-            failed: s.status.starts_with("failed: "),
+            partial,
+            failed,
             errors: s.errors.as_ref().map(|e| RunErrorsView {
                 line: format!(
                     "{} of {} judged attempts ({:.3}; max_error_share {})",
@@ -213,15 +304,36 @@ impl ReportView {
                 .map(u64::to_string)
                 .collect::<Vec<_>>()
                 .join(", "),
-            cells: s.cells.iter().map(CellView::new).collect(),
+            cells: s
+                .cells
+                .iter()
+                .map(|c| {
+                    let mut title = format!(
+                        "{} × {} · {}",
+                        c.attack,
+                        c.target,
+                        datasets.label(&c.dataset, &c.dataset_version)
+                    );
+                    if judges.len() > 1 {
+                        title.push_str(" · ");
+                        title.push_str(&c.judge);
+                    }
+                    if failed {
+                        title.push_str(" — ⚠ failed run");
+                    } else if partial {
+                        title.push_str(" — ⚠ partial run");
+                    }
+                    CellView::new(c, title)
+                })
+                .collect(),
         }
     }
 }
 
 impl CellView {
-    fn new(c: &CellSummary) -> Self {
+    fn new(c: &CellSummary, title: String) -> Self {
         CellView {
-            title: format!("{} × {}", c.attack, c.target),
+            title,
             attack: c.attack.clone(),
             target: c.target.clone(),
             dataset: c.dataset.clone(),
@@ -441,6 +553,29 @@ pub fn truncate_chars(s: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dataset_labels_add_the_version_only_where_a_name_has_several() {
+        let d = DatasetLabels::new([
+            ("demo", "demo@a11dfc14bf72"),
+            ("demo", "demo@b22dfc14bf72"),
+            (
+                "xstest",
+                "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+            ),
+        ]);
+        assert!(d.several());
+        assert_eq!(
+            d.label("demo", "demo@a11dfc14bf72"),
+            "demo @ demo@a11dfc14bf72"
+        );
+        assert_eq!(d.label("xstest", "9f86d081884c7d"), "xstest");
+        let two = DatasetLabels::new([("demo", "v1"), ("x", "9f86d081884c7d659a2f"), ("x", "v2")]);
+        assert_eq!(two.label("x", "9f86d081884c7d659a2f"), "x @ 9f86d081884c…");
+        let one = DatasetLabels::new([("demo", "v1"), ("demo", "v1")]);
+        assert!(!one.several());
+        assert_eq!(one.label("demo", "v1"), "demo");
+    }
 
     #[test]
     fn truncation_respects_char_boundaries() {

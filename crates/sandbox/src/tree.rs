@@ -167,8 +167,8 @@ impl CgroupSite {
     pub fn current() -> Option<&'static CgroupSite> {
         static S: OnceLock<Option<CgroupSite>> = OnceLock::new();
         S.get_or_init(|| {
-            let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
-            let mounts = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+            let own = kernel_file(Path::new("/proc/self/cgroup"))?;
+            let mounts = kernel_file(Path::new("/proc/self/mountinfo"))?;
             let site = site_v2(&own, &mounts).or_else(|| site_v1(&own, &mounts))?;
             site.remove_stale();
             site.probe().then_some(site)
@@ -248,7 +248,7 @@ fn site_v2(own: &str, mounts: &str) -> Option<CgroupSite> {
     let path = own.lines().find_map(|l| l.strip_prefix("0::"))?;
     let (mount, _) = *mounts_of(mounts, "cgroup2").first()?;
     let dir = Path::new(mount).join(path.trim_start_matches('/'));
-    let control = std::fs::read_to_string(dir.join("cgroup.subtree_control")).ok()?;
+    let control = kernel_file(&dir.join("cgroup.subtree_control"))?;
     let on: Vec<&str> = control.split_whitespace().collect();
     (on.contains(&"memory") && on.contains(&"pids")).then_some(CgroupSite::V2 { dir })
 }
@@ -359,8 +359,7 @@ impl Cgroup {
         let Some(d) = self.dirs.first() else {
             return 0;
         };
-        std::fs::read_to_string(d.join(file))
-            .ok()
+        kernel_file(&d.join(file))
             .and_then(|t| {
                 t.lines().find_map(|l| {
                     let (k, v) = l.split_once(' ')?;
@@ -480,6 +479,17 @@ unsafe fn statm_anon_pages(pid: &[u8]) -> u64 {
         }
         fields[1].saturating_sub(fields[2])
     }
+}
+
+/// A kernel pseudo-file under `/proc` or a cgroup mount, read whole; `None` when
+/// unreadable. These are small text files the kernel writes, never a device or a pipe, and
+/// gauntlet names them itself (no path here comes from input).
+#[expect(
+    clippy::disallowed_methods,
+    reason = "kernel pseudo-files report size 0, and their paths are gauntlet's own"
+)]
+fn kernel_file(p: &Path) -> Option<String> {
+    std::fs::read_to_string(p).ok()
 }
 
 #[cfg(test)]

@@ -10,13 +10,19 @@
 //! are N/A, saying why).
 //!
 //! Pairs are `(trial, behavior id)` present in both sides' populations; rates use the
-//! exact McNemar test, scores the paired bootstrap ([`gauntlet_core::paired`], the
-//! statistics of `gauntlet compare`). Behaviors whose value flipped are listed first,
-//! with both replies. Two runs are compared only when the cells they pair differ in
-//! nothing but the run: attacks and judges of one label with other params (attacker
-//! model, grader, transforms), or a dataset at another version, are refused, naming each
-//! difference ([`gauntlet_engine::mismatch`]), unless the user allows it — then every
-//! row carries the flag.
+//! exact McNemar test (with Newcombe's paired 95% interval of B − A beside it), scores
+//! the paired bootstrap ([`gauntlet_core::paired`], the statistics of `gauntlet
+//! compare`). The page opens with the answer — per metric, both sides by name, B − A
+//! with its interval, the test and p ([`PairedVerdict`], which the pivot's ▲ / ▼ read too) —
+//! and the behaviors whose value flipped follow, with both replies. Two runs are
+//! compared only when the cells they pair differ in nothing but the run: attacks and
+//! judges of one label with other params (attacker model, grader, transforms), or a
+//! dataset at another version, are refused, naming each difference
+//! ([`gauntlet_engine::mismatch`]), unless the user allows it — then every row carries
+//! the flag.
+//!
+//! [`run_series`] reads one run's per-behavior values of every cell under one judge and
+//! metric, and [`pair`] compares two such cells: the pivot's paired marks.
 
 use crate::scan::{self, Run};
 use crate::transcripts::MAX_LINE;
@@ -78,6 +84,15 @@ struct Point {
     line: u64,
 }
 
+/// A pair: `(trial, behavior id)` and its value on side A and on side B.
+pub type Pair<P> = ((u32, String), P, P);
+
+/// A cell of one run without its judge: `(attack, target, dataset)`.
+pub type Cell3 = (String, String, String);
+
+/// Per-behavior values of a cell: `(trial, behavior id)` → value.
+pub type Values = BTreeMap<(u32, String), f64>;
+
 /// Per cell and metric label: `(trial, behavior id)` → value.
 type Series = BTreeMap<(CellKey, String), BTreeMap<(u32, String), Point>>;
 
@@ -92,22 +107,136 @@ struct SideData {
     skipped: u64,
 }
 
+/// The paired verdict of one cell × metric, formatted: what the compare page's rows and
+/// the pivot's cells show, so the two pages can never disagree on a pair.
+#[derive(Debug, Clone, Serialize, Default, PartialEq)]
+pub struct PairedVerdict {
+    /// Pairs (behaviors in the metric's population on both sides).
+    pub n: String,
+    pub a: String,
+    pub b: String,
+    /// B − A, signed.
+    pub diff: String,
+    /// The 95% interval of B − A, `[lo, hi]` signed (empty when there is none).
+    pub ci: String,
+    /// How the interval was computed.
+    pub ci_method: String,
+    /// `exact McNemar` (rates) or `paired bootstrap` (scores).
+    pub test: String,
+    /// The test's two-sided p (`p=0.0020`); for a score, empty (the interval decides).
+    pub p: String,
+    /// The discordant pairs of a rate (`1 / 7 discordant: A only / B only`), the
+    /// interval's method of a score, or why there is no test.
+    pub detail: String,
+    /// Exact McNemar p < 0.05 (rates), the paired bootstrap interval excluding 0
+    /// (scores).
+    pub significant: bool,
+    /// `up` (B significantly higher), `down`, or empty.
+    pub direction: &'static str,
+    /// No test: why (N/A in either side, no shared behavior, …).
+    pub na: Option<String>,
+}
+
+/// Significance level of the pages' paired tests.
+pub const ALPHA: f64 = 0.05;
+
+/// Formats a comparison ([`gauntlet_core::paired::compare_pairs`]).
+pub fn verdict(cmp: &Comparison) -> PairedVerdict {
+    let signed = |c: (f64, f64)| format!("[{:+.3}, {:+.3}]", c.0, c.1);
+    match cmp {
+        Comparison::Binary {
+            n,
+            rate_a,
+            rate_b,
+            test,
+            ci,
+        } => {
+            let significant = test.p_exact < ALPHA;
+            PairedVerdict {
+                n: n.to_string(),
+                a: format!("{rate_a:.3}"),
+                b: format!("{rate_b:.3}"),
+                diff: format!("{:+.3}", rate_b - rate_a),
+                ci: ci.map(signed).unwrap_or_default(),
+                ci_method: "Newcombe paired score".into(),
+                test: "exact McNemar".into(),
+                p: fmt_p(test.p_exact),
+                detail: format!("{} / {} discordant (A only / B only)", test.b, test.c),
+                significant,
+                direction: match (significant, test.c.cmp(&test.b)) {
+                    (true, std::cmp::Ordering::Greater) => "up",
+                    (true, std::cmp::Ordering::Less) => "down",
+                    _ => "",
+                },
+                na: None,
+            }
+        }
+        Comparison::Score {
+            mean_a,
+            mean_b,
+            diff,
+        } => {
+            let (up, down) = diff.ci.map_or((false, false), |c| (c.0 > 0.0, c.1 < 0.0));
+            PairedVerdict {
+                n: diff.n.to_string(),
+                a: format!("{mean_a:.3}"),
+                b: format!("{mean_b:.3}"),
+                diff: format!("{:+.3}", diff.mean_diff),
+                ci: diff.ci.map(signed).unwrap_or_default(),
+                ci_method: match diff.ci_method {
+                    "bootstrap" => format!(
+                        "paired bootstrap ({} resamples)",
+                        gauntlet_core::stats::BOOTSTRAP_RESAMPLES
+                    ),
+                    "wilson_bounded" => {
+                        "bounded-mean Wilson (every difference equal: the bootstrap has no spread)"
+                            .into()
+                    }
+                    other => other.replace('_', " "),
+                },
+                test: "paired bootstrap".into(),
+                p: String::new(),
+                detail: if diff.ci.is_some() {
+                    "significant when the interval excludes 0".into()
+                } else {
+                    "no interval with one pair".into()
+                },
+                significant: up || down,
+                direction: if up {
+                    "up"
+                } else if down {
+                    "down"
+                } else {
+                    ""
+                },
+                na: None,
+            }
+        }
+        Comparison::NotApplicable(why) => PairedVerdict {
+            n: "—".into(),
+            a: "N/A".into(),
+            b: "N/A".into(),
+            diff: "N/A".into(),
+            test: "—".into(),
+            detail: why.clone(),
+            na: Some(why.clone()),
+            ..Default::default()
+        },
+    }
+}
+
 /// One compared cell × metric, formatted.
 #[derive(Debug, Clone, Serialize)]
 pub struct RowOut {
+    /// The cell without the compared factor (`static × aligned · demo · refusal_match`).
+    pub cell: String,
     pub attack: String,
     pub target: String,
     pub dataset: String,
     pub judge: String,
     pub metric: String,
-    pub n: String,
-    pub a: String,
-    pub b: String,
-    pub diff: String,
-    pub test: String,
-    pub stat: String,
-    /// p < 0.05 (rates) or the CI excludes 0 (scores).
-    pub significant: bool,
+    #[serde(flatten)]
+    pub verdict: PairedVerdict,
     pub flips: usize,
 }
 
@@ -142,6 +271,12 @@ pub struct Compared {
     pub notes: Vec<String>,
     pub a_slug: String,
     pub b_slug: String,
+    /// What side A and side B are, by name: the runs (and their targets), targets,
+    /// attacks or judges compared.
+    pub a_name: String,
+    pub b_name: String,
+    /// What the names are of (`run`, `target`, `attack`, `judge`).
+    pub factor: String,
 }
 
 /// Why a comparison cannot be made; `mismatches` set when only allowing them would help.
@@ -600,34 +735,16 @@ pub fn compare(
     for k in &shared {
         let (cell, metric) = (&k.0, &k.1);
         let (xa, xb) = (&a.series[*k], &b.series[*k]);
-        let base = metric.split(' ').next().unwrap_or(metric);
-        let score = gauntlet_redteam::registry::is_score(base);
-        let pairs: Vec<((u32, String), Point, Point)> = xa
-            .iter()
-            .filter_map(|(id, pa)| xb.get(id).map(|pb| (id.clone(), *pa, *pb)))
-            .collect();
-        let leakage = gauntlet_redteam::registry::metric_facts(base)
-            .is_some_and(|f| f.surface == Some(Surface::Leakage));
-        let na = a.na.get(*k).or(b.na.get(*k)).cloned().or_else(|| {
-            (leakage && (xa.is_empty() || xb.is_empty())).then(|| {
-                "a leakage metric needs each probe's leakage category, which the dashboard has only for bundled datasets (it never reads a dataset file): use `gauntlet compare`".to_owned()
-            })
-        });
-        let cmp = match na {
-            Some(why) => Comparison::NotApplicable(why),
-            None if xa.is_empty() || xb.is_empty() => Comparison::NotApplicable(format!(
-                "no judged behavior in the metric's population in {}",
-                if xa.is_empty() { "A" } else { "B" }
-            )),
-            None => {
-                let p: Vec<(f64, f64)> = pairs.iter().map(|(_, x, y)| (x.value, y.value)).collect();
-                compare_pairs(
-                    &p,
-                    score,
-                    &["compare", &cell.0, &cell.1, &cell.2, &cell.3, metric],
-                )
-            }
-        };
+        let score = is_score(metric);
+        let (cmp, pairs) = pair(
+            xa,
+            xb,
+            |p| p.value,
+            a.na.get(*k).or(b.na.get(*k)).cloned(),
+            metric,
+            ("A", "B"),
+            &seed_parts(cell, metric),
+        );
         let cell_flips: Vec<&((u32, String), Point, Point)> =
             if matches!(cmp, Comparison::NotApplicable(_)) {
                 Vec::new()
@@ -673,6 +790,14 @@ pub fn compare(
         let (pb, rb) = texts(s.run_b, index_b, f.b_line);
         (f.a_prompt, f.a_reply, f.b_prompt, f.b_reply) = (pa, ra, pb, rb);
     }
+    let (a_name, b_name) = match s.by {
+        By::Run if labels.single && labels.target_a != labels.target_b => (
+            format!("{} ({})", s.run_a.name, labels.target_a),
+            format!("{} ({})", s.run_b.name, labels.target_b),
+        ),
+        By::Run => (s.run_a.name.clone(), s.run_b.name.clone()),
+        _ => (s.a.clone(), s.b.clone()),
+    };
     Ok(Compared {
         rows,
         flips,
@@ -681,6 +806,132 @@ pub fn compare(
         notes,
         a_slug: s.run_a.slug.clone(),
         b_slug: s.run_b.slug.clone(),
+        a_name,
+        b_name,
+        factor: s.by.key().into(),
+    })
+}
+
+/// Whether metric label `metric` (`name` or `name (params)`) is a score (compared by the
+/// paired bootstrap) rather than a rate.
+pub fn is_score(metric: &str) -> bool {
+    gauntlet_redteam::registry::is_score(metric.split(' ').next().unwrap_or(metric))
+}
+
+/// Compares two sides' per-behavior values of one cell × metric (`value` reads a value
+/// out of an entry): the pairs are the `(trial, behavior)` in both; N/A when `na` says
+/// so, when either side has no judged behavior in the metric's population (`names`
+/// say which side), or when a leakage metric lacks its probes' categories. The one
+/// pairing of the compare page and the pivot; `seed` seeds a score's bootstrap.
+pub fn pair<P: Copy>(
+    xa: &BTreeMap<(u32, String), P>,
+    xb: &BTreeMap<(u32, String), P>,
+    value: impl Fn(&P) -> f64,
+    na: Option<String>,
+    metric: &str,
+    names: (&str, &str),
+    seed: &[&str],
+) -> (Comparison, Vec<Pair<P>>) {
+    let base = metric.split(' ').next().unwrap_or(metric);
+    let pairs: Vec<Pair<P>> = xa
+        .iter()
+        .filter_map(|(id, pa)| xb.get(id).map(|pb| (id.clone(), *pa, *pb)))
+        .collect();
+    let leakage = gauntlet_redteam::registry::metric_facts(base)
+        .is_some_and(|f| f.surface == Some(Surface::Leakage));
+    let na = na.or_else(|| {
+        (leakage && (xa.is_empty() || xb.is_empty())).then(|| {
+            "a leakage metric needs each probe's leakage category, which the dashboard has only for bundled datasets (it never reads a dataset file): use `gauntlet compare`".to_owned()
+        })
+    });
+    let cmp = match na {
+        Some(why) => Comparison::NotApplicable(why),
+        None if xa.is_empty() || xb.is_empty() => Comparison::NotApplicable(format!(
+            "no judged behavior in the metric's population in {}",
+            if xa.is_empty() { names.0 } else { names.1 }
+        )),
+        None => {
+            let p: Vec<(f64, f64)> = pairs.iter().map(|(_, x, y)| (value(x), value(y))).collect();
+            compare_pairs(&p, is_score(metric), seed)
+        }
+    };
+    (cmp, pairs)
+}
+
+/// The seed parts of a paired comparison of cell `(attack, target, dataset, judge)`, the
+/// compared factor starred: the compare page and the pivot seed a score's bootstrap
+/// alike, so the same pair gets the same interval on both.
+pub fn seed_parts<'a>(cell: &'a CellKey, metric: &'a str) -> [&'a str; 6] {
+    ["compare", &cell.0, &cell.1, &cell.2, &cell.3, metric]
+}
+
+/// One run's per-behavior values of every cell under one judge and one metric label:
+/// the pivot's evidence ([`run_series`]).
+#[derive(Debug, Clone)]
+pub struct RunSeries {
+    /// `(attack, target, dataset)` → `(trial, behavior id)` → value.
+    pub cells: BTreeMap<Cell3, Values>,
+    /// Cells whose metric is N/A for every behavior, with why.
+    pub na: BTreeMap<Cell3, String>,
+    /// The run's recorded config (to check that two runs' cells differ in nothing but
+    /// what is compared).
+    pub config: RunConfig,
+}
+
+/// Reads the per-behavior values of every cell of `run` under `judge` for metric label
+/// `metric` from its transcripts (blocking).
+pub fn run_series(run: &Run, judge: &str, metric: &str) -> Result<RunSeries, Refusal> {
+    if run.kind != scan::Kind::RedTeam {
+        return Err(format!(
+            "{}: only red-team runs have per-behavior outcomes to pair",
+            run.slug
+        )
+        .into());
+    }
+    let (cfg, _) = recorded(run)?;
+    let all = metrics_of(&cfg);
+    // The leaderboard's label of the metric, else (a param left to its default in the
+    // config but recorded on the row) the one metric of that name.
+    let name = metric.split(' ').next().unwrap_or(metric);
+    let exact = all.iter().any(|(label, _)| label == metric);
+    let of_name = cfg.metrics.iter().filter(|m| m.name == name).count() == 1;
+    let metrics: Vec<(String, Box<dyn Metric>)> = all
+        .into_iter()
+        .filter(|(label, _)| {
+            label == metric || (!exact && of_name && label.split(' ').next() == Some(name))
+        })
+        .map(|(_, m)| (metric.to_owned(), m))
+        .collect();
+    if metrics.is_empty() {
+        return Err(format!("{}: the run's config has no metric `{metric}`", run.slug).into());
+    }
+    let key = |l: &Line, j: &str| -> CellKey {
+        (
+            l.attack_name.clone(),
+            l.target_name.clone(),
+            l.dataset.clone(),
+            j.to_owned(),
+        )
+    };
+    let side = read_side(run, &cfg, &metrics, &|_| true, &key, Some(judge))?;
+    let short = |k: &CellKey| (k.0.clone(), k.1.clone(), k.2.clone());
+    Ok(RunSeries {
+        cells: side
+            .series
+            .iter()
+            .map(|((k, _), m)| {
+                (
+                    short(k),
+                    m.iter().map(|(id, p)| (id.clone(), p.value)).collect(),
+                )
+            })
+            .collect(),
+        na: side
+            .na
+            .iter()
+            .map(|((k, _), w)| (short(k), w.clone()))
+            .collect(),
+        config: cfg,
     })
 }
 
@@ -780,71 +1031,15 @@ impl Labels {
 
     /// A cell's row: the starred factor shown as what was compared, and the comparison.
     fn row(&self, cell: &CellKey, metric: &str, cmp: &Comparison, flips: usize) -> RowOut {
-        let shown = |f: &String, compared: &str| {
-            if f == "*" {
-                compared.to_owned()
-            } else {
-                f.clone()
-            }
-        };
-        let targets = if self.by == By::Run && self.single {
-            format!("{} vs {}", self.target_a, self.target_b)
-        } else {
-            "A vs B".into()
-        };
-        let (n, a, b, diff, test, stat, significant) = match cmp {
-            Comparison::Binary {
-                n,
-                rate_a,
-                rate_b,
-                test,
-            } => (
-                n.to_string(),
-                format!("{rate_a:.3}"),
-                format!("{rate_b:.3}"),
-                format!("{:+.3}", rate_b - rate_a),
-                "McNemar".to_string(),
-                format!("{} ({}/{} discordant)", fmt_p(test.p_exact), test.b, test.c),
-                test.p_exact < 0.05,
-            ),
-            Comparison::Score {
-                mean_a,
-                mean_b,
-                diff,
-            } => (
-                diff.n.to_string(),
-                format!("{mean_a:.3}"),
-                format!("{mean_b:.3}"),
-                format!("{:+.3}", diff.mean_diff),
-                "bootstrap".to_string(),
-                diff.ci.map_or("CI N/A (one pair)".into(), |c| {
-                    format!("95% CI [{:+.3}, {:+.3}]", c.0, c.1)
-                }),
-                diff.ci.is_some_and(|c| c.0 > 0.0 || c.1 < 0.0),
-            ),
-            Comparison::NotApplicable(why) => (
-                "—".into(),
-                "N/A".into(),
-                "N/A".into(),
-                "N/A".into(),
-                "—".into(),
-                why.clone(),
-                false,
-            ),
-        };
+        let shown = |f: &String| if f == "*" { String::new() } else { f.clone() };
         RowOut {
-            attack: shown(&cell.0, if self.by == By::Attack { "A vs B" } else { "" }),
-            target: shown(&cell.1, &targets),
+            cell: self.cell(cell),
+            attack: shown(&cell.0),
+            target: shown(&cell.1),
             dataset: cell.2.clone(),
-            judge: shown(&cell.3, "A vs B"),
+            judge: shown(&cell.3),
             metric: metric.to_owned(),
-            n,
-            a,
-            b,
-            diff,
-            test,
-            stat,
-            significant,
+            verdict: verdict(cmp),
             flips,
         }
     }

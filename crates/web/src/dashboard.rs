@@ -1,8 +1,11 @@
 //! The dashboard's state, shared by the server's handlers and the static export: the
 //! catalogue of runs (rescanned on demand), the background recounts of finished runs
-//! (kept while their files are unchanged) and the transcript line indexes (built on a
-//! thread, rebuilt when the file grows).
+//! (kept while their files are unchanged), the transcript line indexes (built on a
+//! thread, rebuilt when the file grows) and the per-behavior series the pivot pairs
+//! (read on first use — on a thread for a large run — and kept while the run's files are
+//! unchanged).
 
+use crate::compare::{self, RunSeries};
 use crate::scan::{self, Catalog};
 use crate::transcripts::{self, LineIndex};
 use crate::verify::{self, RunCheck};
@@ -45,7 +48,26 @@ pub struct Dashboard {
     catalog: RwLock<Arc<Catalog>>,
     checks: Mutex<HashMap<String, (Fingerprint, Arc<RunCheck>)>>,
     indexes: Mutex<HashMap<String, (u64, IndexSlot)>>,
+    series: Mutex<HashMap<SeriesKey, (Fingerprint, Series)>>,
+    /// Series being read on a thread.
+    series_pending: Mutex<std::collections::HashSet<SeriesKey>>,
+    /// Largest transcripts a served page reads while it waits ([`SERIES_INLINE`]).
+    series_inline: std::sync::atomic::AtomicU64,
 }
+
+/// A run's series: (slug, judge, metric label).
+type SeriesKey = (String, String, String);
+
+/// A run's series, or why it has none.
+type Series = Arc<Result<RunSeries, String>>;
+
+/// Most series kept; past it the cache starts again (a pivot needs one judge × metric
+/// of the runs it shows).
+const MAX_SERIES: usize = 256;
+
+/// Largest transcripts.jsonl a served page reads for the pivot's pairs while it waits
+/// (32 MiB, some 30,000 attempts); a larger one is read on a thread.
+pub const SERIES_INLINE: u64 = 32 << 20;
 
 impl Dashboard {
     /// Scans `roots` (each a run directory or a directory of run directories).
@@ -56,6 +78,9 @@ impl Dashboard {
             catalog: RwLock::new(Arc::new(catalog)),
             checks: Mutex::new(HashMap::new()),
             indexes: Mutex::new(HashMap::new()),
+            series: Mutex::new(HashMap::new()),
+            series_pending: Mutex::new(std::collections::HashSet::new()),
+            series_inline: std::sync::atomic::AtomicU64::new(SERIES_INLINE),
         })
     }
 
@@ -77,6 +102,72 @@ impl Dashboard {
         let checks = self.checks.lock().expect("checks lock");
         let (fp, c) = checks.get(&run.slug)?;
         (*fp == fingerprint(run)).then(|| c.clone())
+    }
+
+    /// The per-behavior values of `run`'s cells under `judge` for metric label `metric`,
+    /// or why there are none; read from the run's transcripts on first use and kept
+    /// while its files are unchanged (never for a live run). With `wait` false and
+    /// transcripts over [`SERIES_INLINE`], the first use starts the reading on a thread
+    /// and returns `None` (the page says the test is being computed) rather than holding
+    /// the request for seconds.
+    pub fn series_of(
+        self: &Arc<Self>,
+        run: &scan::Run,
+        judge: &str,
+        metric: &str,
+        wait: bool,
+    ) -> Option<Series> {
+        let key = (run.slug.clone(), judge.to_owned(), metric.to_owned());
+        let fp = fingerprint(run);
+        if !run.live
+            && let Some((f, s)) = self.series.lock().expect("series lock").get(&key)
+            && *f == fp
+        {
+            return Some(s.clone());
+        }
+        let size =
+            std::fs::symlink_metadata(run.dir.join("transcripts.jsonl")).map_or(0, |m| m.len());
+        let inline = self
+            .series_inline
+            .load(std::sync::atomic::Ordering::Relaxed);
+        if wait || run.live || size <= inline {
+            let s = Arc::new(compare::run_series(run, judge, metric).map_err(|e| e.message));
+            if !run.live {
+                self.keep_series(key, fp, s.clone());
+            }
+            return Some(s);
+        }
+        let listed = self.catalog().get(&run.slug).cloned();
+        if let Some(run) = listed
+            && self
+                .series_pending
+                .lock()
+                .expect("series lock")
+                .insert(key.clone())
+        {
+            let me = self.clone();
+            let (judge, metric) = (judge.to_owned(), metric.to_owned());
+            std::thread::spawn(move || {
+                let s = Arc::new(compare::run_series(&run, &judge, &metric).map_err(|e| e.message));
+                me.keep_series(key.clone(), fp, s);
+                me.series_pending.lock().expect("series lock").remove(&key);
+            });
+        }
+        None
+    }
+
+    /// Sets the largest transcripts a served page reads while it waits (tests).
+    pub fn set_series_inline(&self, bytes: u64) {
+        self.series_inline
+            .store(bytes, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn keep_series(&self, key: SeriesKey, fp: Fingerprint, s: Series) {
+        let mut map = self.series.lock().expect("series lock");
+        if map.len() >= MAX_SERIES {
+            map.clear();
+        }
+        map.insert(key, (fp, s));
     }
 
     /// Checks every run that has no current check, one at a time (blocking). Returns

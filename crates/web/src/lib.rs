@@ -32,6 +32,7 @@ pub mod compare;
 mod dashboard;
 pub mod label;
 pub mod links;
+pub mod marks;
 pub mod overview;
 pub mod pages;
 pub mod pivot;

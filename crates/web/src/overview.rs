@@ -6,12 +6,17 @@
 //! (highest asr, lowest utility, …) with its 95% interval and n, the attack and run it
 //! comes from, and how many cells it was chosen from — so the row answers "how unsafe can
 //! this target be made, and by what". The pivot page breaks a column down by attack.
-//! Warnings the runs wrote on their rows (degenerate judges, undelivered injections) and
-//! rows that do not add up are shown on the target's row. Usage metrics (tokens, cost)
-//! are never ranked among rates: they have their own table, summed per target.
+//! Warnings the runs wrote on their rows (degenerate judges, undelivered injections),
+//! each naming its cell with its dataset, rows that do not add up, and runs in progress
+//! or not complete are shown on the target's row; a cell whose row comes from such a run
+//! carries its mark ([`crate::marks`]). Usage metrics (tokens, cost) are never ranked
+//! among rates: they have their own table, summed per target.
 
+use crate::dashboard::Dashboard;
 use crate::links::{Links, Mode};
-use crate::scan::{Catalog, Row, Run, Surface};
+use crate::marks::{self, Mark};
+use crate::scan::{Row, Run, Surface};
+use crate::verify::{self, RowCheck};
 use crate::view;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -54,6 +59,8 @@ pub struct Cell {
     pub of: usize,
     pub warned: bool,
     pub shade: String,
+    /// The shown row's run in progress or not complete, the row unverified.
+    pub marks: Vec<Mark>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -63,6 +70,8 @@ pub struct TargetRow {
     pub cells: Vec<Cell>,
     pub warnings: Vec<String>,
     pub unverified: usize,
+    /// Runs of this target in progress or not complete, each with its mark.
+    pub run_marks: Vec<(String, Mark)>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -84,15 +93,39 @@ pub struct Overview {
     pub run: String,
 }
 
-/// A row and the run it is in.
-type Found<'a> = (&'a Run, &'a Row);
+/// A row, the run it is in, and its check.
+type Found<'a> = (&'a Run, &'a Row, RowCheck);
 
 fn counted(s: Surface) -> bool {
     s != Surface::DetectExam
 }
 
-/// Builds the overview of the runs in `cat` (all, or the run whose slug is `run`).
-pub fn build(cat: &Catalog, run: &str, mode: Mode) -> Overview {
+/// What a target's row gathers: its runs' slugs, its warning lines, its unverified rows
+/// and the marks of its runs in progress or not complete.
+#[derive(Default)]
+struct TargetAcc<'a> {
+    slugs: BTreeSet<&'a str>,
+    warnings: BTreeSet<String>,
+    unverified: usize,
+    marks: BTreeSet<(String, Mark)>,
+}
+
+/// `dataset`, or `dataset @ version` when the rows of one target hold that dataset at
+/// more than one version (so two different cells never read alike).
+fn dataset_label(row: &Row, versions: &BTreeMap<(&str, &str), BTreeSet<&str>>) -> String {
+    let many = versions
+        .get(&(row.target.as_str(), row.dataset.as_str()))
+        .is_some_and(|v| v.len() > 1);
+    if many {
+        format!("{} @ {}", row.dataset, view::short(&row.dataset_version))
+    } else {
+        row.dataset.clone()
+    }
+}
+
+/// Builds the overview of the runs in `d` (all, or the run whose slug is `run`).
+pub fn build(d: &Dashboard, run: &str, mode: Mode) -> Overview {
+    let cat = d.catalog();
     let links = Links(mode);
     let runs: Vec<&Arc<Run>> = cat
         .runs
@@ -102,24 +135,42 @@ pub fn build(cat: &Catalog, run: &str, mode: Mode) -> Overview {
     let mut columns: BTreeSet<(usize, String)> = BTreeSet::new();
     // (target, column) → rows with their run.
     let mut by_cell: BTreeMap<(String, usize, String), Vec<Found>> = BTreeMap::new();
-    let mut targets: BTreeMap<String, (BTreeSet<&str>, BTreeSet<String>, usize)> = BTreeMap::new();
+    let mut targets: BTreeMap<String, TargetAcc> = BTreeMap::new();
     let mut usage: BTreeMap<(String, String), f64> = BTreeMap::new();
     let mut usage_cols: BTreeSet<String> = BTreeSet::new();
+    let mut versions: BTreeMap<(&str, &str), BTreeSet<&str>> = BTreeMap::new();
     for r in &runs {
         for row in &r.rows {
+            versions
+                .entry((row.target.as_str(), row.dataset.as_str()))
+                .or_default()
+                .insert(row.dataset_version.as_str());
+        }
+    }
+    for r in &runs {
+        let check = d.check_of(r);
+        let run_marks = marks::run_marks(r);
+        for (i, row) in r.rows.iter().enumerate() {
             if row.target.is_empty() {
                 continue;
             }
+            let state = verify::row_state(r, i, check.as_deref());
             let t = targets.entry(row.target.clone()).or_default();
-            t.0.insert(r.slug.as_str());
+            t.slugs.insert(r.slug.as_str());
             for w in &row.warnings {
-                t.1.insert(format!(
-                    "{} · {} · {}: {w}",
-                    row.metric, row.attack, row.judge
+                t.warnings.insert(format!(
+                    "{} · {} · {} · {}: {w}",
+                    row.metric,
+                    row.attack,
+                    dataset_label(row, &versions),
+                    row.judge
                 ));
             }
-            if !row.problems.is_empty() || !r.problems.is_empty() {
-                t.2 += 1;
+            if matches!(state, RowCheck::Unverified(_)) {
+                t.unverified += 1;
+            }
+            for m in &run_marks {
+                t.marks.insert((r.name.clone(), m.clone()));
             }
             if USAGE.contains(&row.metric_name.as_str()) {
                 usage_cols.insert(row.metric.clone());
@@ -134,12 +185,12 @@ pub fn build(cat: &Catalog, run: &str, mode: Mode) -> Overview {
             if row.metric != row.metric_name {
                 continue;
             }
-            if let Some(i) = HEADLINES.iter().position(|(m, _)| *m == row.metric_name) {
-                columns.insert((i, row.judge.clone()));
+            if let Some(h) = HEADLINES.iter().position(|(m, _)| *m == row.metric_name) {
+                columns.insert((h, row.judge.clone()));
                 by_cell
-                    .entry((row.target.clone(), i, row.judge.clone()))
+                    .entry((row.target.clone(), h, row.judge.clone()))
                     .or_default()
-                    .push((r, row));
+                    .push((r, row, state));
             }
         }
     }
@@ -161,7 +212,7 @@ pub fn build(cat: &Catalog, run: &str, mode: Mode) -> Overview {
         })
         .collect();
     let mut rows = Vec::new();
-    for (target, (slugs, warnings, unverified)) in &targets {
+    for (target, acc) in &targets {
         let cells = columns
             .iter()
             .map(|(i, judge)| {
@@ -174,8 +225,10 @@ pub fn build(cat: &Catalog, run: &str, mode: Mode) -> Overview {
                         ..Default::default()
                     };
                 };
-                let worst = list.iter().filter(|(_, row)| row.value.is_some()).max_by(
-                    |(ra, a), (rb, b)| {
+                let worst = list
+                    .iter()
+                    .filter(|(_, row, _)| row.value.is_some())
+                    .max_by(|(ra, a, _), (rb, b, _)| {
                         let (x, y) = (a.value.unwrap_or(0.0), b.value.unwrap_or(0.0));
                         let o = if worse_high {
                             x.total_cmp(&y)
@@ -183,11 +236,10 @@ pub fn build(cat: &Catalog, run: &str, mode: Mode) -> Overview {
                             y.total_cmp(&x)
                         };
                         o.then(ra.date.cmp(&rb.date)).then(rb.slug.cmp(&ra.slug))
-                    },
-                );
-                let warned = list.iter().any(|(_, row)| !row.warnings.is_empty());
+                    });
+                let warned = list.iter().any(|(_, row, _)| !row.warnings.is_empty());
                 match worst {
-                    Some((run, row)) => {
+                    Some((run, row, state)) => {
                         let v = row.value.unwrap_or(0.0);
                         Cell {
                             value: view::value(v, &row.metric_name),
@@ -200,14 +252,22 @@ pub fn build(cat: &Catalog, run: &str, mode: Mode) -> Overview {
                             of: list.len(),
                             warned,
                             shade: view::shade(v, 0.0, 1.0),
+                            marks: marks::row_marks(run, state),
                         }
                     }
                     None => Cell {
                         value: "N/A".into(),
                         na: true,
+                        // N/A in a run not final may be N/A only because the run stopped.
+                        marks: list
+                            .iter()
+                            .flat_map(|(run, _, state)| marks::row_marks(run, state))
+                            .collect::<BTreeSet<_>>()
+                            .into_iter()
+                            .collect(),
                         na_reason: list
                             .iter()
-                            .find_map(|(_, row)| row.na_reason.clone())
+                            .find_map(|(_, row, _)| row.na_reason.clone())
                             .unwrap_or_else(|| "no value in any cell".into()),
                         of: list.len(),
                         warned,
@@ -218,10 +278,11 @@ pub fn build(cat: &Catalog, run: &str, mode: Mode) -> Overview {
             .collect();
         rows.push(TargetRow {
             target: target.clone(),
-            runs: slugs.len(),
+            runs: acc.slugs.len(),
             cells,
-            warnings: warnings.iter().take(20).cloned().collect(),
-            unverified: *unverified,
+            warnings: acc.warnings.iter().take(20).cloned().collect(),
+            unverified: acc.unverified,
+            run_marks: acc.marks.iter().take(20).cloned().collect(),
         });
     }
     let usage_columns: Vec<String> = usage_cols.into_iter().collect();
@@ -232,7 +293,7 @@ pub fn build(cat: &Catalog, run: &str, mode: Mode) -> Overview {
                 .iter()
                 .any(|c| usage.contains_key(&((*t).clone(), c.clone())))
         })
-        .map(|(t, (slugs, _, _))| UsageRow {
+        .map(|(t, acc)| UsageRow {
             target: t.clone(),
             values: usage_columns
                 .iter()
@@ -243,7 +304,7 @@ pub fn build(cat: &Catalog, run: &str, mode: Mode) -> Overview {
                         .map_or("—".into(), |v| view::value(*v, name))
                 })
                 .collect(),
-            runs: slugs.len(),
+            runs: acc.slugs.len(),
         })
         .collect();
     Overview {

@@ -177,6 +177,8 @@ struct RowView {
     check: &'static str,
     check_class: &'static str,
     check_detail: String,
+    /// The run in progress or not complete, the row unverified.
+    marks: Vec<crate::marks::Mark>,
 }
 
 fn row_view(run: &Run, row: &Row, state: &RowCheck, links: &Links) -> RowView {
@@ -217,6 +219,7 @@ fn row_view(run: &Run, row: &Row, state: &RowCheck, links: &Links) -> RowView {
             RowCheck::Unverified(_) => "unverified",
         },
         check_detail: state.detail(),
+        marks: crate::marks::row_marks(run, state),
     }
 }
 
@@ -545,11 +548,25 @@ pub fn leaderboard(d: &Dashboard, q: &LbQuery, mode: Mode) -> String {
         .collect();
     // One metric chosen: its forest plot for the rows on this page.
     let chart = if !q.metric.is_empty() && !shown.is_empty() {
+        let datasets = gauntlet_report::DatasetLabels::new(
+            shown
+                .iter()
+                .map(|it| (it.row.dataset.as_str(), it.row.dataset_version.as_str())),
+        );
         let fr: Vec<charts::ForestRow> = shown
             .iter()
             .map(|it| charts::ForestRow {
                 group: it.row.target.clone(),
-                label: format!("{} · {}", it.row.attack, it.run.name),
+                label: if datasets.several() {
+                    format!(
+                        "{} · {} · {}",
+                        it.row.attack,
+                        datasets.label(&it.row.dataset, &it.row.dataset_version),
+                        it.run.name
+                    )
+                } else {
+                    format!("{} · {}", it.row.attack, it.run.name)
+                },
                 value: it.row.value,
                 ci: it.row.ci,
                 n: it.row.n.unwrap_or(0),
@@ -679,6 +696,13 @@ fn run_charts(run: &Run) -> Vec<Value> {
             }
         }
         let judges: BTreeSet<&str> = run.rows.iter().map(|r| r.judge.as_str()).collect();
+        // Each chart row names its cell whole: the dataset too when the run has several
+        // (with its version where a name is held at several), so no two rows read alike.
+        let datasets = gauntlet_report::DatasetLabels::new(
+            run.rows
+                .iter()
+                .map(|r| (r.dataset.as_str(), r.dataset_version.as_str())),
+        );
         for m in &metrics {
             let mut rows: Vec<&Row> = run.rows.iter().filter(|r| r.metric == *m).collect();
             rows.sort_by_key(|r| targets.iter().position(|t| *t == r.target));
@@ -686,10 +710,17 @@ fn run_charts(run: &Run) -> Vec<Value> {
                 .iter()
                 .map(|r| charts::ForestRow {
                     group: r.target.clone(),
-                    label: if judges.len() > 1 {
-                        format!("{} · {}", r.attack, r.judge)
-                    } else {
-                        r.attack.clone()
+                    label: {
+                        let mut l = r.attack.clone();
+                        if judges.len() > 1 {
+                            l.push_str(" · ");
+                            l.push_str(&r.judge);
+                        }
+                        if datasets.several() {
+                            l.push_str(" · ");
+                            l.push_str(&datasets.label(&r.dataset, &r.dataset_version));
+                        }
+                        l
                     },
                     value: r.value,
                     ci: r.ci,
@@ -891,11 +922,22 @@ pub fn run_page(d: &Arc<Dashboard>, slug: &str, mode: Mode) -> Option<String> {
     let mut partial = Vec::new();
     let (mut partial_lines, mut partial_cut) = (0, false);
     let mut progress = String::new();
-    if run.live && run.has_transcripts {
-        if let Ok((cells, lines, cut)) = transcripts::partial_cells(
-            &run.dir.join("transcripts.jsonl"),
-            Duration::from_millis(300),
-        ) {
+    let mut progress_view = Value::from(());
+    if run.live {
+        // A session writes its transcripts under a staging name until it finishes; the
+        // first session of a run has no transcripts.jsonl at all.
+        let staged = "transcripts.jsonl.tmp";
+        let file = if scan::regular_file(&run.dir, staged) {
+            Some(staged)
+        } else if run.has_transcripts {
+            Some("transcripts.jsonl")
+        } else {
+            None
+        };
+        if let Some(file) = file
+            && let Ok((cells, lines, cut)) =
+                transcripts::partial_cells(&run.dir.join(file), Duration::from_millis(300))
+        {
             partial_lines = lines;
             partial_cut = cut;
             partial = cells
@@ -916,14 +958,18 @@ pub fn run_page(d: &Arc<Dashboard>, slug: &str, mode: Mode) -> Option<String> {
                 })
                 .collect();
         }
-        progress = match run.units {
-            Some((planned, _)) => format!(
-                "{partial_lines} attempt(s) written so far; {planned} unit(s) planned (behavior × attack × target × trial)"
-            ),
-            None => format!("{partial_lines} attempt(s) written so far"),
-        };
-    } else if run.live {
-        progress = "no transcripts written yet".into();
+        match gauntlet_engine::progress_file::read(&run.dir) {
+            Some(p) => progress_view = live_progress(&p),
+            None => {
+                progress = match (run.units, file) {
+                    (Some((planned, _)), Some(_)) => format!(
+                        "{partial_lines} attempt(s) written so far; {planned} unit(s) planned (behavior × attack × target × trial)"
+                    ),
+                    (None, Some(_)) => format!("{partial_lines} attempt(s) written so far"),
+                    (_, None) => "no progress published and no transcripts written yet".into(),
+                }
+            }
+        }
     }
     let surfaces_current = Some(run.surface);
     let mut base = base_ctx(d, mode, &format!("run {}", run.name), surfaces_current);
@@ -951,8 +997,10 @@ pub fn run_page(d: &Arc<Dashboard>, slug: &str, mode: Mode) -> Option<String> {
             problems => Serde(run.problems.iter().cloned().chain(check.iter().flat_map(|c| c.problems.clone())).collect::<Vec<_>>()),
             check => check_text,
             check_class => check_class,
+            marks => Serde(crate::marks::run_marks(run)),
         },
         progress => progress,
+        live_progress => progress_view,
         refresh_secs => LIVE_REFRESH,
         recount_note => check.as_ref().and_then(|c| c.whole_run.clone()),
         rows => Serde(rows),
@@ -967,6 +1015,42 @@ pub fn run_page(d: &Arc<Dashboard>, slug: &str, mode: Mode) -> Option<String> {
         ..base
     };
     Some(render("run.html", ctx))
+}
+
+/// A live run's published progress, as its page shows it: units done of the session's
+/// units, calls in flight, the ETA, and how fresh the figures are.
+fn live_progress(p: &gauntlet_engine::progress_file::Snapshot) -> Value {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let age = now.saturating_sub(p.updated_unix);
+    let pct = if p.units > 0 {
+        format!(
+            "{:.0}%",
+            100.0 * p.units_done.min(p.units) as f64 / p.units as f64
+        )
+    } else {
+        "—".into()
+    };
+    context! {
+        phase => p.phase.clone(),
+        units_done => crate::view::thousands(p.units_done),
+        units => crate::view::thousands(p.units),
+        pct => pct,
+        attempts => crate::view::thousands(p.attempts),
+        in_flight => crate::view::thousands(p.calls_in_flight),
+        calls_made => crate::view::thousands(p.calls_made),
+        calls_cached => crate::view::thousands(p.calls_cached),
+        calls_failed => crate::view::thousands(p.calls_failed),
+        retries => crate::view::thousands(p.retries),
+        eta => match p.eta_seconds {
+            Some(s) if s.is_finite() && s >= 0.0 => gauntlet_engine::meter::duration(s),
+            _ => "unknown yet".to_owned(),
+        },
+        line => p.line.clone(),
+        age => age,
+        stale => age > 30,
+    }
 }
 
 /// Why a run's report cannot be rendered again ([`report_page`]).
@@ -994,9 +1078,41 @@ pub fn report_page(d: &Dashboard, slug: &str) -> Option<Result<String, ReportPag
                 Ok(None) => return None,
                 Err(e) => return Some(Err(e.into())),
             };
+            // The report says what the dashboard knows beyond results.json: a run in
+            // progress, rows its check found wrong.
+            let check = d.check_of(run);
+            let states = verify::states(run, check.as_deref());
+            let mut notice = Vec::new();
+            if run.live || scan::is_live(&run.dir) {
+                notice.push(
+                    "IN PROGRESS: a gauntlet session is writing this run; this report is an earlier session's"
+                        .to_owned(),
+                );
+            }
+            let problems: Vec<String> = states
+                .iter()
+                .filter_map(|s| match s {
+                    RowCheck::Unverified(p) => Some(p.join("; ")),
+                    _ => None,
+                })
+                .chain(run.problems.iter().cloned())
+                .collect::<BTreeSet<_>>()
+                .into_iter()
+                .take(5)
+                .collect();
+            if !problems.is_empty() {
+                notice.push(format!(
+                    "UNVERIFIED: the dashboard's check of this run found what does not add up: {}",
+                    problems.join("; ")
+                ));
+            }
+            let opts = gauntlet_report::ReportOptions {
+                notice: (!notice.is_empty()).then(|| notice.join(" — ")),
+                ..Default::default()
+            };
             Some(
                 serde_json::from_slice::<gauntlet_core::results::RunSummary>(&b)
-                    .map(|s| gauntlet_report::render_html(&s))
+                    .map(|s| gauntlet_report::render_html_with(&s, &opts))
                     .map_err(ReportPageError::Results),
             )
         }
@@ -1474,7 +1590,7 @@ struct Choice {
 /// The overview (the dashboard's first page): one scorecard row per target.
 pub fn overview_page(d: &Dashboard, run: &str, mode: Mode) -> String {
     let cat = d.catalog();
-    let o = crate::overview::build(&cat, run, mode);
+    let o = crate::overview::build(d, run, mode);
     let links = Links(mode);
     let live: Vec<Value> = cat
         .runs
@@ -1492,9 +1608,8 @@ pub fn overview_page(d: &Dashboard, run: &str, mode: Mode) -> String {
 }
 
 /// The pivot page: one metric × judge as a target × attack matrix.
-pub fn pivot_page(d: &Dashboard, q: &crate::pivot::PivotQuery, mode: Mode) -> String {
-    let cat = d.catalog();
-    let p = crate::pivot::build(&cat, q, mode);
+pub fn pivot_page(d: &Arc<Dashboard>, q: &crate::pivot::PivotQuery, mode: Mode) -> String {
+    let p = crate::pivot::build(d, q, mode);
     let baselines: Vec<(String, String)> = p
         .columns
         .iter()
@@ -1504,10 +1619,12 @@ pub fn pivot_page(d: &Dashboard, q: &crate::pivot::PivotQuery, mode: Mode) -> St
         p => Serde(&p),
         baselines => Serde(baselines),
         compare_href => if mode == Mode::Server && !p.run.is_empty() {
-            Value::from(format!("/compare?by=attack&run={}", enc(&p.run)))
+            Value::from(format!("/compare?by={}&run={}", enc(&p.by), enc(&p.run)))
         } else {
             Value::from(())
         },
+        by_attack_href => crate::pivot::href(&crate::pivot::Pivot { by: "attack".into(), ..p.clone() }, ""),
+        by_target_href => crate::pivot::href(&crate::pivot::Pivot { by: "target".into(), split: false, ..p.clone() }, ""),
         ..base_ctx(d, mode, &format!("pivot: {} × {}", p.metric, p.judge), None)
     };
     render("pivot.html", ctx)
@@ -1615,6 +1732,10 @@ pub fn compare_page(d: &Arc<Dashboard>, q: &CompareQuery) -> String {
         allow_href.clear();
     }
     let links = Links(Mode::Server);
+    let title = match (result.get("b_name"), result.get("a_name")) {
+        (Some(Json::String(b)), Some(Json::String(a))) => format!("compare: {b} − {a}"),
+        _ => "compare".to_owned(),
+    };
     let ctx = context! {
         by => by.key(),
         bys => Serde(["run", "target", "attack", "judge"]),
@@ -1633,7 +1754,7 @@ pub fn compare_page(d: &Arc<Dashboard>, q: &CompareQuery) -> String {
         result => Serde(result),
         a_base => links.transcript(&q.run, 0).trim_end_matches('0').to_owned(),
         b_base => links.transcript(if by == By::Run { &q.run_b } else { &q.run }, 0).trim_end_matches('0').to_owned(),
-        ..base_ctx(d, Mode::Server, "compare", None)
+        ..base_ctx(d, Mode::Server, &title, None)
     };
     render("compare.html", ctx)
 }

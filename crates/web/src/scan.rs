@@ -476,21 +476,7 @@ fn mtime(dir: &Path, name: &str) -> Option<u64> {
 /// Is a gauntlet session running in `dir` (its `.lock` is held)? Taking a shared lock
 /// on a read-only handle changes nothing on disk.
 pub fn is_live(dir: &Path) -> bool {
-    let p = dir.join(".lock");
-    if !fs::symlink_metadata(&p).is_ok_and(|m| m.is_file()) {
-        return false;
-    }
-    match gauntlet_core::files::open(&p, gauntlet_core::files::Kind::ANY_SIZE) {
-        Ok(f) => match f.file().try_lock_shared() {
-            Ok(()) => {
-                let _ = f.file().unlock();
-                false
-            }
-            Err(fs::TryLockError::WouldBlock) => true,
-            Err(_) => false,
-        },
-        Err(_) => false,
-    }
+    gauntlet_engine::rundir::in_progress(dir)
 }
 
 /// How [`read_run`] reads a directory.
@@ -609,7 +595,18 @@ pub fn read_run(dir: &Path) -> Result<Option<Run>, KindError> {
             surface: Surface::AgentExam,
             run_id,
             name: dir_name,
-            status: format!("complete ({} mode)", mode_of(&report).unwrap_or_default()),
+            // The exam's own status: `partial: …` when report.json says so (the mode is
+            // its own field).
+            status: match report
+                .as_ref()
+                .and_then(|r| r.get("partial"))
+                .filter(|p| !p.is_null())
+            {
+                Some(Value::String(p)) => format!("partial: {p}"),
+                Some(p) => format!("partial: {p}"),
+                None if report.is_some() => "complete".into(),
+                None => "unknown".into(),
+            },
             mode: mode_of(&report).unwrap_or_default(),
             date: mtime(dir, "report.json"),
             rows,

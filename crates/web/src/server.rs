@@ -357,6 +357,7 @@ async fn pivot(State(st): State<AppState>, RawQuery(q): RawQuery) -> Response {
             run: g("run"),
             split: matches!(g("split").as_str(), "1" | "on"),
             baseline: g("baseline"),
+            by: g("by"),
         };
         html(StatusCode::OK, pages::pivot_page(&st.d, &pq, Mode::Server))
     })

@@ -714,3 +714,342 @@ async fn browser_labels_twenty_replies_by_keyboard() {
         assert!(html.contains(t), "the report is corrected with {t}");
     }
 }
+
+/// The pivot's cells as the page shows them: per non-baseline cell its row label,
+/// column, whether it is marked ▲ / ▼, its B − A line, its "no test" and the link to
+/// the same pair on the compare page.
+async fn pivot_cells(c: &Client) -> Vec<serde_json::Value> {
+    let js = r#"
+        const cols = [...document.querySelectorAll('#pivot thead th')].map(th => th.childNodes[0].textContent.trim());
+        const out = [];
+        for (const tr of document.querySelectorAll('#pivot tbody tr')) {
+            const row = tr.querySelector('th').textContent.trim();
+            [...tr.querySelectorAll('td')].forEach((td, i) => {
+                const t = td.querySelector('.test');
+                const pair = td.querySelector('a.pair');
+                out.push({row, col: cols[i + 1],
+                    mark: td.classList.contains('sig-up') ? 'up' : td.classList.contains('sig-down') ? 'down' : '',
+                    test: t ? t.textContent : '',
+                    notest: !!td.querySelector('.notest'),
+                    pair: pair ? pair.href : ''});
+            });
+        }
+        return out;"#;
+    c.execute(js, vec![])
+        .await
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+/// The compare page's answer rows: cell, metric, B − A, interval, p, significance and
+/// the ▲ / ▼ shown.
+async fn compare_rows(c: &Client) -> Vec<serde_json::Value> {
+    let js = r#"
+        return [...document.querySelectorAll('#compare tbody tr')].map(tr => {
+            const td = tr.querySelectorAll('td');
+            const diff = tr.querySelector('td.diff');
+            return {cell: tr.querySelector('th').textContent.trim(), metric: td[0].textContent.trim(),
+                diff: diff.childNodes[0].textContent.trim(),
+                ci: td[5].childNodes[0] ? td[5].childNodes[0].textContent.trim() : '',
+                p: tr.querySelector('td.p').textContent.trim(),
+                significant: tr.classList.contains('significant'),
+                mark: diff.textContent.includes('▲') ? 'up' : diff.textContent.includes('▼') ? 'down' : ''};
+        });"#;
+    c.execute(js, vec![])
+        .await
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+/// One statistic decides both pages: every tested cell of the pivot — attacks against
+/// a baseline attack, and targets side by side against a baseline target — shows the
+/// same B − A, interval and p as the compare page's row for the same pair (opened from
+/// the cell's own link), and is marked ▲ / ▼ exactly when that row is significant. On
+/// the four-probe run the aligned target's template cell (0/4 → 4/4: four discordant
+/// pairs, exact McNemar p = 0.125) is not marked, where the pivot's former unpaired
+/// interval test marked it ▲ while compare said p = 0.125.
+#[tokio::test(flavor = "multi_thread")]
+async fn browser_pivot_and_compare_agree_on_every_pair() {
+    let Some((chromium, driver)) = tools("browser_pivot_and_compare_agree_on_every_pair") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = four_probe_run(tmp.path()).await;
+    make_run(&runs, "smoke.yaml").await;
+    let d = Dashboard::new(vec![runs.clone()]);
+    d.check_pending();
+    let addr = serve(d, None).await;
+    let b = start(&chromium, &driver).await;
+    let c = b.client.as_ref().unwrap();
+    let mut checked = 0;
+    let mut marked = 0;
+    for (k, (page, compared)) in [
+        ("/pivot?metric=asr&judge=refusal_match&run=pairs", "attack"),
+        ("/pivot?metric=asr&judge=refusal_match&run=smoke", "attack"),
+        ("/pivot?metric=frr&judge=refusal_match&run=smoke", "attack"),
+        (
+            "/pivot?metric=asr&judge=refusal_match&run=pairs&by=target",
+            "target",
+        ),
+        (
+            "/pivot?metric=refusal_rate&judge=refusal_match&run=smoke&by=target",
+            "target",
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        c.goto(&format!("http://{addr}{page}")).await.unwrap();
+        clean_page(c, &format!("pivot-pairs-{k}")).await;
+        let cells = pivot_cells(c).await;
+        if k == 0 {
+            let t = cells
+                .iter()
+                .find(|x| x["row"] == "aligned" && x["col"] == "template")
+                .expect("aligned × template");
+            assert_eq!(t["mark"], "", "p = 0.125 is not significant: {t}");
+            assert!(
+                t["test"].as_str().unwrap().ends_with("p=0.1250"),
+                "the cell shows its p: {t}"
+            );
+        }
+        for cell in cells
+            .iter()
+            .filter(|x| !x["pair"].as_str().unwrap().is_empty())
+        {
+            let href = cell["pair"].as_str().unwrap().to_owned();
+            assert!(href.contains(&format!("by={compared}")), "{href}");
+            c.goto(&href).await.unwrap();
+            c.wait().for_element(Locator::Id("answer")).await.unwrap();
+            let metric = url::Url::parse(&href)
+                .unwrap()
+                .query_pairs()
+                .find(|(k, _)| k == "metric")
+                .map(|(_, v)| v.into_owned())
+                .unwrap();
+            // The pivot's row is the cell the compare page names (the compared factor
+            // left out): the target by attack, the attack by target.
+            let row = cell["row"].as_str().unwrap();
+            let rows = compare_rows(c).await;
+            let r = rows
+                .iter()
+                .find(|r| {
+                    let name = r["cell"].as_str().unwrap();
+                    r["metric"] == metric.as_str()
+                        && name.starts_with(&format!("{row} · "))
+                        && name.ends_with(" · refusal_match")
+                })
+                .unwrap_or_else(|| panic!("no compare row for {cell} in {rows:#?}"));
+            let line = [
+                "B − A",
+                r["diff"].as_str().unwrap(),
+                r["ci"].as_str().unwrap(),
+                r["p"].as_str().unwrap(),
+            ]
+            .into_iter()
+            .filter(|x| !x.is_empty())
+            .collect::<Vec<_>>()
+            .join(" ");
+            assert_eq!(cell["test"].as_str().unwrap(), line, "{cell} vs {r}");
+            let expect = if r["significant"] == true {
+                r["mark"].as_str().unwrap()
+            } else {
+                ""
+            };
+            assert_eq!(cell["mark"], expect, "{cell} vs {r}");
+            checked += 1;
+            marked += usize::from(!expect.is_empty());
+        }
+    }
+    assert!(checked >= 8, "{checked} pairs checked");
+    assert!(
+        marked >= 2 && marked < checked,
+        "{marked} of {checked} marked: both kinds seen"
+    );
+    b.client.clone().unwrap().close().await.unwrap();
+}
+
+/// The compare page opens with the answer: its first heading names both sides (the
+/// runs and their targets, not "A vs B"), the paired table — B − A, its 95% interval,
+/// the test and p per metric — is in the first screen, and the flipped behaviors come
+/// after it.
+#[tokio::test(flavor = "multi_thread")]
+async fn browser_compare_opens_with_the_answer() {
+    let Some((chromium, driver)) = tools("browser_compare_opens_with_the_answer") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = file_dataset_runs(tmp.path()).await;
+    let d = Dashboard::new(vec![runs.clone()]);
+    d.check_pending();
+    let addr = serve(d, None).await;
+    let b = start(&chromium, &driver).await;
+    let c = b.client.as_ref().unwrap();
+    c.goto(&format!(
+        "http://{addr}/compare?by=run&run=xs-aligned&run_b=xs-permissive"
+    ))
+    .await
+    .unwrap();
+    c.wait().for_element(Locator::Id("answer")).await.unwrap();
+    clean_page(c, "compare-answer").await;
+    let first_h2 = c
+        .find(Locator::Css("main h2"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(
+        first_h2, "xs-permissive (permissive) − xs-aligned (aligned)",
+        "the answer comes first, by name"
+    );
+    let heads = c
+        .find(Locator::Css("#compare thead"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for h in [
+        "xs-aligned (aligned) (A)",
+        "xs-permissive (permissive) (B)",
+        "B − A",
+        "95% CI of B − A",
+        "p",
+    ] {
+        assert!(heads.contains(h), "{h} in {heads}");
+    }
+    assert!(!heads.contains("A vs B"), "{heads}");
+    let geometry: serde_json::Value = c
+        .execute(
+            "const a = document.querySelector('#compare tbody tr').getBoundingClientRect();
+             const f = document.getElementById('flips-heading').getBoundingClientRect();
+             return {answer: a.top, flips: f.top, screen: window.innerHeight};",
+            vec![],
+        )
+        .await
+        .unwrap();
+    let (a, f, screen) = (
+        geometry["answer"].as_f64().unwrap(),
+        geometry["flips"].as_f64().unwrap(),
+        geometry["screen"].as_f64().unwrap(),
+    );
+    assert!(
+        a < screen,
+        "the first answer row is on the first screen: {geometry}"
+    );
+    assert!(a < f, "the answer comes before the flips: {geometry}");
+    let rows = compare_rows(c).await;
+    let asr = rows
+        .iter()
+        .find(|r| r["metric"] == "asr")
+        .unwrap_or_else(|| panic!("{rows:#?}"));
+    assert!(asr["ci"].as_str().unwrap().starts_with('['), "{asr}");
+    assert!(asr["p"].as_str().unwrap().starts_with("p="), "{asr}");
+    b.client.clone().unwrap().close().await.unwrap();
+}
+
+/// Every piece of text on the page against its background: the WCAG 2 contrast ratio
+/// of its colour and the first opaque background behind it (composited over white),
+/// at least 4.5:1 (3:1 for large text: 24 px, or 18.66 px bold). Text inside charts
+/// (SVG) and elements not shown are left out. Returns the failures.
+async fn contrast_failures(c: &Client) -> Vec<serde_json::Value> {
+    let js = r#"
+        const parse = s => { const m = s.match(/rgba?\(([^)]+)\)/); if (!m) return null;
+            const p = m[1].split(',').map(x => parseFloat(x)); return [p[0], p[1], p[2], p.length > 3 ? p[3] : 1]; };
+        const over = (top, under) => { const a = top[3];
+            return [0, 1, 2].map(i => top[i] * a + under[i] * (1 - a)).concat([1]); };
+        const lin = v => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); };
+        const lum = c => 0.2126 * lin(c[0]) + 0.7152 * lin(c[1]) + 0.0722 * lin(c[2]);
+        const bgOf = el => { const layers = [];
+            for (let e = el; e && e.nodeType === 1; e = e.parentElement) {
+                const b = parse(getComputedStyle(e).backgroundColor);
+                if (b && b[3] > 0) { layers.push(b); if (b[3] >= 1) break; } }
+            let c = [255, 255, 255, 1];
+            for (const l of layers.reverse()) c = over(l, c);
+            return c; };
+        const bad = [];
+        for (const el of document.querySelectorAll('body *')) {
+            if (el.closest('svg') || ['SCRIPT', 'STYLE', 'OPTION', 'TITLE'].includes(el.tagName)) continue;
+            const own = [...el.childNodes].some(n => n.nodeType === 3 && n.textContent.trim());
+            if (!own) continue;
+            const cs = getComputedStyle(el);
+            if (cs.visibility === 'hidden' || cs.display === 'none' || el.getClientRects().length === 0) continue;
+            const r = el.getBoundingClientRect();
+            if (r.right < 0 || r.bottom < 0) continue;
+            const bg = bgOf(el);
+            const fg = over(parse(cs.color), bg);
+            const [l1, l2] = [lum(fg), lum(bg)].sort((a, b) => b - a);
+            const ratio = (l1 + 0.05) / (l2 + 0.05);
+            const size = parseFloat(cs.fontSize), bold = parseInt(cs.fontWeight) >= 700;
+            const need = size >= 24 || (size >= 18.66 && bold) ? 3 : 4.5;
+            if (ratio < need) bad.push({tag: el.tagName, cls: el.className, text: el.textContent.trim().slice(0, 60),
+                color: cs.color, background: 'rgb(' + bg.slice(0, 3).map(Math.round).join(', ') + ')', ratio: Math.round(ratio * 100) / 100, need});
+        }
+        return bad;"#;
+    c.execute(js, vec![])
+        .await
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+/// Every colour pair on every kind of page passes WCAG AA, a run in progress, a run
+/// not complete and an unverified row included: the live-run banner's links (the
+/// default link blue on its red, 1.07:1), the marks, the pivot's tests and links on
+/// the darkest shade, the compare page's answer.
+#[tokio::test(flavor = "multi_thread")]
+async fn browser_every_colour_pair_passes_wcag_aa() {
+    let Some((chromium, driver)) = tools("browser_every_colour_pair_passes_wcag_aa") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = four_probe_run(tmp.path()).await;
+    let smoke = make_run(&runs, "smoke.yaml").await;
+    let partial = budget_run(&runs).await;
+    let live = runs.join("live");
+    copy_run(&smoke, &live);
+    let lock = hold_live(&live, 40);
+    let d = Dashboard::new(vec![runs.clone()]);
+    d.check_pending();
+    let addr = serve(d, None).await;
+    let b = start(&chromium, &driver).await;
+    let c = b.client.as_ref().unwrap();
+    let name = partial.file_name().unwrap().to_str().unwrap().to_owned();
+    let pages = [
+        "/".to_owned(),
+        "/pivot?metric=asr&judge=refusal_match".to_owned(),
+        "/pivot?metric=asr&judge=refusal_match&run=smoke&by=target".to_owned(),
+        "/?surface=jailbreak".to_owned(),
+        "/?surface=jailbreak&metric=asr".to_owned(),
+        "/run/live".to_owned(),
+        format!("/run/{name}"),
+        "/run/smoke".to_owned(),
+        "/run/smoke/transcripts".to_owned(),
+        "/run/smoke/transcripts/0".to_owned(),
+        "/compare?by=target&run=smoke&a=aligned&b=permissive".to_owned(),
+        "/compare?by=attack&run=pairs&a=static&b=template".to_owned(),
+        "/compare".to_owned(),
+        format!("/run/{name}/report"),
+    ];
+    for p in &pages {
+        c.goto(&format!("http://{addr}{p}")).await.unwrap();
+        let bad = contrast_failures(c).await;
+        assert!(bad.is_empty(), "{p}: below WCAG AA: {bad:#?}");
+    }
+    // The live banner is there, with its link, and reads.
+    c.goto(&format!("http://{addr}/")).await.unwrap();
+    let link = c
+        .find(Locator::Css(".live-banner a"))
+        .await
+        .expect("the overview lists the run in progress");
+    assert_eq!(link.text().await.unwrap(), "smoke");
+    shot(c, "contrast-overview-live").await;
+    drop(lock);
+    b.client.clone().unwrap().close().await.unwrap();
+}

@@ -117,7 +117,9 @@ async fn leaderboards_run_pages_and_transcripts_of_real_runs() {
     assert_eq!(cmp.status, 200);
     assert!(cmp.body.contains("McNemar"), "{}", cmp.body);
     assert!(
-        cmp.body.contains("p=1.0000 (0&#x2f;0 discordant)"),
+        cmp.body.contains(
+            "<td class=\"num p\">p=1.0000</td><td>0 &#x2f; 0 discordant (A only &#x2f; B only)</td>"
+        ),
         "{}",
         cmp.body
     );
@@ -186,8 +188,12 @@ async fn tampered_duplicate_and_foreign_rows_are_flagged_unverified() {
     );
     assert!(f.contains("value 1.7 is outside asr"), "{f}");
     assert!(f.contains("no run.json"), "{f}");
-    // The N/A row is N/A, not 0.
-    assert!(f.contains(">N&#x2f;A</td>"), "{f}");
+    // The N/A row is N/A, not 0; a run without run.json has no status: not complete.
+    assert!(
+        f.contains(">N&#x2f;A<br><span class=\"runmark partial\""),
+        "{f}"
+    );
+    assert!(f.contains(">not complete: unknown</span>"), "{f}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -564,7 +570,13 @@ async fn overview_pivot_filters_and_compare_by_factor() {
         "{}",
         p.body
     );
-    assert!(p.body.contains("sig-up"), "{}", p.body);
+    // (The stylesheet names the class too: look for the mark itself.)
+    assert!(
+        p.body
+            .contains("aria-label=\"significantly higher than the baseline\">▲"),
+        "{}",
+        p.body
+    );
     // Split transforms: columns are transforms (here only `none`).
     let ps = get(
         addr,
@@ -902,5 +914,171 @@ async fn label_posts_need_the_page_value_and_its_own_origin() {
         next.body.contains("<strong>1</strong> of 6"),
         "{}",
         next.body
+    );
+}
+
+/// A run not complete (`partial: budget`, a real run stopped by its budget), a run in
+/// progress (a session's lock held, its progress published) and an unverified run
+/// (a tampered leaderboard) are marked on every page — the overview's cells and
+/// warnings, the pivot's cells, the leaderboards' rows, the run pages, the re-rendered
+/// reports and the static site — with the status's own text; a complete run is not.
+#[tokio::test(flavor = "multi_thread")]
+async fn runs_not_final_are_marked_on_every_page() {
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = tmp.path().join("runs");
+    make_run(&runs, "smoke.yaml").await;
+    budget_run(&runs).await;
+    let elsewhere = tempfile::tempdir().unwrap();
+    let leak = make_run(elsewhere.path(), "leakage_smoke.yaml").await;
+    let live = runs.join("live");
+    copy_run(&leak, &live);
+    let lock = hold_live(&live, 40);
+    let inj = make_run(elsewhere.path(), "injection_smoke.yaml").await;
+    let tampered = runs.join("tampered");
+    copy_run(&inj, &tampered);
+    let lb = tampered.join("leaderboard.json");
+    let mut rows: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&lb).unwrap()).unwrap();
+    rows[0]["errors"] = serde_json::json!(0);
+    rows[0]["attempts"] = serde_json::json!(1);
+    std::fs::write(&lb, serde_json::to_vec_pretty(&rows).unwrap()).unwrap();
+    let d = Dashboard::new(vec![runs.clone()]);
+    d.check_pending();
+    let addr = serve(d, None).await;
+    let partial = ">not complete: partial: budget</span>";
+    let page = |p: &'static str| async move {
+        let r = get(addr, p).await;
+        assert_eq!(r.status, 200, "{p}");
+        r.body
+    };
+
+    // The overview: the budget run named on each target's row, its cells marked when
+    // it alone is shown (N/A ones too: a run that stopped may be N/A for that alone);
+    // the live run's cells "in progress".
+    let o = page("/").await;
+    assert!(o.contains("run(s) not final"), "{o}");
+    assert!(
+        o.contains("not complete: partial: budget</span> run smoke-budget"),
+        "{o}"
+    );
+    let o = page("/?run=smoke-budget").await;
+    assert_eq!(
+        o.matches(partial).count(),
+        2 * 4 + 2,
+        "8 cells, 2 warning lines: {o}"
+    );
+    assert!(!o.contains("<span class=\"ok\">none</span>"), "{o}");
+    let o = page("/?run=live").await;
+    assert!(o.contains("<span class=\"runmark live\""), "{o}");
+    assert!(o.contains(">in progress</span>"), "{o}");
+    let o = page("/?run=smoke").await;
+    assert!(
+        !o.contains("class=\"runmark"),
+        "a complete run is not marked: {o}"
+    );
+
+    // The pivot: the budget run's cells, and the count of marked cells.
+    let p = page("/pivot?metric=asr&judge=refusal_match&run=smoke-budget").await;
+    assert_eq!(p.matches(partial).count(), 4, "{p}");
+    assert!(p.contains("id=\"pivot-marked\""), "{p}");
+    let p = page("/pivot?metric=asr&judge=refusal_match&run=smoke").await;
+    assert!(
+        !p.contains("class=\"runmark") && !p.contains("pivot-marked"),
+        "{p}"
+    );
+    let p = page("/pivot?metric=extraction_rate&judge=leak_detector").await;
+    assert!(p.contains(">in progress</span>"), "{p}");
+    assert!(
+        p.contains("no paired test with direct_extraction: run leakage_smoke is in progress"),
+        "no test on a live run: {p}"
+    );
+
+    // The leaderboards: every row of each. (Their run filter is the run's name.)
+    let l = page("/?surface=jailbreak&run=smoke-budget&metric=asr").await;
+    let n = l.matches("<tr class=\"row-").count();
+    assert!(n > 0 && l.matches(partial).count() == n, "{l}");
+    let l = page("/?surface=leakage&run=leakage_smoke").await;
+    let n = l.matches("<tr class=\"row-").count();
+    assert!(
+        n > 0 && l.matches(">in progress</span>").count() == n,
+        "{l}"
+    );
+    let l = page("/?surface=injection&run=injection_smoke").await;
+    assert!(l.contains("<span class=\"runmark unverified\""), "{l}");
+
+    // The run pages.
+    let r = page("/run/smoke-budget").await;
+    assert!(
+        r.contains("<p class=\"partial-banner\" id=\"run-mark\">⚠ run status `partial: budget`"),
+        "{r}"
+    );
+    let r = page("/run/live").await;
+    assert!(
+        r.contains("<strong>9 of 40 units done (22%)</strong>"),
+        "{r}"
+    );
+    assert!(r.contains("<strong>3 call(s) in flight</strong>"), "{r}");
+    assert!(r.contains("<strong>ETA 2m10s</strong>"), "{r}");
+    let r = page("/run/smoke").await;
+    assert!(
+        !r.contains("id=\"run-mark\"") && !r.contains("class=\"runmark"),
+        "{r}"
+    );
+
+    // The reports, re-rendered: the partial run's banner and every heading; the
+    // tampered run's notice.
+    let rep = page("/run/smoke-budget/report").await;
+    assert!(
+        rep.contains("PARTIAL RUN — status: partial: budget"),
+        "{rep}"
+    );
+    assert!(
+        rep.contains("<h2>static × aligned · demo · refusal_match — ⚠ partial run</h2>"),
+        "{rep}"
+    );
+    let rep = page("/run/tampered/report").await;
+    assert!(rep.contains("⚠ UNVERIFIED: the dashboard"), "{rep}");
+    drop(lock);
+
+    // The static site marks the same.
+    let out = tempfile::tempdir().unwrap();
+    gauntlet_web::export_site(out.path(), vec![runs.clone()]).unwrap();
+    let read = |n: &str| std::fs::read_to_string(out.path().join(n)).unwrap();
+    assert!(read("index.html").contains("run(s) not final"));
+    assert!(read("leaderboard-jailbreak.html").contains(partial));
+    assert!(read("run-smoke-budget.html").contains("partial-banner"));
+}
+
+/// A served pivot never holds its request while a large run's transcripts are read for
+/// its pairs: the first request starts the reading on a thread and its cells say the
+/// test is being computed; a later request shows the paired marks.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_large_runs_pairs_are_read_in_the_background() {
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = tmp.path().join("runs");
+    make_run(&runs, "smoke.yaml").await;
+    let d = Dashboard::new(vec![runs.clone()]);
+    // Every run counts as large.
+    d.set_series_inline(0);
+    let addr = serve(d, None).await;
+    let path = "/pivot?metric=asr&judge=refusal_match&run=smoke";
+    let first = get(addr, path).await.body;
+    assert!(
+        first.contains("the paired test is being computed"),
+        "{first}"
+    );
+    let up = "aria-label=\"significantly higher than the baseline\"";
+    assert!(!first.contains(up), "{first}");
+    let mut later = String::new();
+    for _ in 0..200 {
+        later = get(addr, path).await.body;
+        if later.contains(up) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(
+        later.contains(up) && !later.contains("being computed"),
+        "{later}"
     );
 }

@@ -3,7 +3,9 @@
 //! begins the session (manifest removed, a partial run.json), runs its units on the one
 //! in-order driver (`gauntlet_job::job`: the run's `Ctx` is the job, [`Fold`] folds
 //! their outputs in canonical order), settles what is still in flight when it stops,
-//! and finishes: cell summaries, the artefacts, and the manifest last.
+//! and finishes: cell summaries, the artefacts, and the manifest last. While it runs it
+//! publishes its progress to the directory (`gauntlet_job::progress_file`) for the
+//! dashboard, and removes it at the end.
 
 use super::artefacts::{RunArtefacts, write_run_artefacts};
 use super::error::{RunError, io_err};
@@ -28,6 +30,7 @@ use crate::usage::{CellUsage, PriceTable};
 use gauntlet_calls::batch::Batching;
 use gauntlet_core::results::{CellSummary, RunSummary};
 use gauntlet_job::job::{Ending, Schedule};
+use gauntlet_job::progress_file::ProgressFile;
 use gauntlet_models::{Model, ModelError, TransportStats};
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -111,6 +114,18 @@ pub async fn execute_sharded(
     // From here until the manifest is written again, readers refuse the directory.
     dir.begin_session()
         .map_err(|e| io_err("cannot remove", &dir.path(crate::rundir::MANIFEST), e))?;
+    // The session's progress, published in the directory for the dashboard as well.
+    let progress: Arc<dyn Progress> =
+        Arc::new(ProgressFile::new(&dir.root, progress, started_unix));
+    // The ETA reads the estimate's planned calls (`run --estimate`), × trials; a shard's
+    // share of them is not known per role, so a shard's ETA comes from units.
+    if shard.is_none() {
+        let planned: u64 = crate::usage::estimate(&plan, &plan.price_table())
+            .iter()
+            .map(|r| r.calls)
+            .sum();
+        progress.planned_calls(planned * u64::from(plan.config.trials.max(1)));
+    }
     let run_json_path = dir.path("run.json");
     write_atomic(
         &run_json_path,
@@ -574,8 +589,9 @@ async fn finish(f: Finish<'_>) -> Result<RunOutcome, RunError> {
             )
             .map_err(StoredError::from)?;
     }
-    // Last: the directory is whole again.
+    // Last: the directory is whole again, and no session's progress is left in it.
     manifest.finish().map_err(StoredError::from)?;
+    ProgressFile::remove(&dir.root);
     let transport = transport_snapshot(&fold.reporter.net_models);
     let calls = call_stats(&ctx.counters, &transport);
     let wall = started.elapsed().as_secs_f64();

@@ -1,5 +1,6 @@
 //! Units done, model calls made, and their moving-average rates and ETA: what the
-//! progress displays show, over a clock the caller supplies so tests control time.
+//! progress displays show (the CLI's bar and lines, the progress file a run publishes
+//! for the dashboard), over a clock the caller supplies so tests control time.
 
 use std::collections::VecDeque;
 
@@ -27,7 +28,7 @@ struct Sample {
 /// Units done, model calls made, and moving-average rates over a clock the caller
 /// supplies (seconds since the start), so tests control time.
 #[derive(Debug)]
-pub(crate) struct Meter {
+pub struct Meter {
     total: u64,
     /// Model calls the plan makes at most (journal hits included), when known.
     planned_calls: Option<u64>,
@@ -193,7 +194,7 @@ fn per_time(per_s: f64, what: &str) -> String {
 }
 
 /// `45s`, `3m05s`, `2h07m`.
-fn duration(secs: f64) -> String {
+pub fn duration(secs: f64) -> String {
     let s = secs.max(0.0).round() as u64;
     if s < 60 {
         format!("{s}s")
