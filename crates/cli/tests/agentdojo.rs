@@ -925,7 +925,14 @@ fn agentdojo_example_against_a_peer_that_is_not_an_agent() {
             // ended before the stop.
             let stderr = String::from_utf8_lossy(&o.stderr);
             assert_eq!(o.status.code(), Some(1), "{peer}: {}", show(&o));
-            assert!(stderr.contains("the first 3 calls to"), "{peer}: {stderr}");
+            // "the first N calls to": 3, or a few more when calls in flight beside them
+            // failed before the stop was seen.
+            let n: u64 = stderr
+                .split_once("the first ")
+                .and_then(|(_, r)| r.split_once(" calls to"))
+                .and_then(|(n, _)| n.parse().ok())
+                .unwrap_or_else(|| panic!("{peer}: {stderr}"));
+            assert!((3..=3 + 4).contains(&n), "{peer}: {stderr}");
             assert!(errors.len() <= 2 + 4, "{peer}: {} episodes", errors.len());
         }
     });

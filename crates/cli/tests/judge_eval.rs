@@ -544,6 +544,8 @@ fn card_out_into_a_missing_directory_is_refused_before_evaluating() {
         &[
             "judge-eval",
             "labels.csv",
+            "--judge",
+            "refusal_match",
             "--card",
             "refusal_match",
             "--card-out",
