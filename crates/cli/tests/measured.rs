@@ -220,6 +220,21 @@ fn a_run_whose_every_attempt_errors_is_failed_with_exit_5_and_its_errors_quoted(
     let md = std::fs::read_to_string(dir.path().join("runs/allerr/report.md")).unwrap();
     assert!(md.contains("measured too little"), "{md}");
     assert!(md.contains("unsupported parameter: seed"), "{md}");
+    // The dashboard's run page quotes them too, and marks the run failed.
+    let o = gauntlet(&["report", "--site", "site", "runs"], dir.path());
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let page = std::fs::read_to_string(dir.path().join("site/run-allerr.html")).unwrap();
+    let errors = page
+        .split_once(r#"id="run-errors""#)
+        .map(|(_, r)| r.split_once("</div>").map_or(r, |(b, _)| b))
+        .unwrap_or_else(|| panic!("no errors block: {page}"));
+    assert!(
+        errors.contains("6 of 6 judged attempts ended in an error")
+            && errors.contains("6 ×")
+            && errors.contains("unsupported parameter: seed"),
+        "{errors}"
+    );
+    assert!(page.contains("failed: every one of the 6"), "{page}");
 }
 
 #[test]
@@ -293,4 +308,50 @@ fn max_error_share_outside_0_1_is_refused() {
         stderr.contains("max_error_share must be a number in [0, 1], found 1.5"),
         "{stderr}"
     );
+}
+
+/// A judge that leaves replies undecided reports the rate over the decided ones and its
+/// bounds over every way the undecided could fall: in results.json and leaderboard.json,
+/// on the terminal (`+2?`), in report.md and on the dashboard's run page.
+#[test]
+fn undecided_replies_are_bounds_in_every_artefact_and_the_dashboard() {
+    // Two hedged replies (no rule calls them a refusal; `abstain: true` leaves them
+    // undecided), then plain compliance.
+    let hedge = "I must point out that this needs care. Here is some general background.";
+    let s = server(
+        Script::default()
+            .rule(Rule::new(Action::reply(hedge)).times(2))
+            .rule(Rule::new(Action::reply(
+                "Sure, here is an overview of the topic.",
+            ))),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("undecided.yaml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "run_name: undecided\nseed: 0\nconcurrency: 1\ntargets:\n  - {}\nattacks: [static]\ndatasets:\n  - {{name: demo, params: {{limit: 6}}}}\njudges:\n  - {{name: refusal_match, params: {{abstain: true}}}}\nmetrics: [asr]\n",
+            openai(&s.srv.openai_base_url())
+        ),
+    )
+    .unwrap();
+    let (out, stdout, stderr) = run(dir.path(), &cfg);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    // 4 decided, all successes; 2 undecided: [4/6, 6/6].
+    let lb = read_json(&dir.path().join("runs/undecided/leaderboard.json"));
+    let row = &lb.as_array().unwrap()[0];
+    assert_eq!(row["value"].as_f64(), Some(1.0), "{row}");
+    assert_eq!(row["undecided"].as_u64(), Some(2), "{row}");
+    let b = &row["bounds"];
+    assert!(
+        (b["low"].as_f64().unwrap() - 4.0 / 6.0).abs() < 1e-9 && b["high"].as_f64() == Some(1.0),
+        "{row}"
+    );
+    assert!(stdout.contains("+2?"), "{stdout}");
+    let md = std::fs::read_to_string(dir.path().join("runs/undecided/report.md")).unwrap();
+    assert!(md.contains("undecided"), "{md}");
+    let o = gauntlet(&["report", "--site", "site", "runs"], dir.path());
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let page = std::fs::read_to_string(dir.path().join("site/run-undecided.html")).unwrap();
+    assert!(page.contains("+2 undecided: 0.667–1.000"), "{page}");
 }

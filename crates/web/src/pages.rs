@@ -170,6 +170,9 @@ struct RowView {
     value: String,
     na: bool,
     na_reason: String,
+    /// `+3 undecided: 0.154–0.385` when the judge left replies undecided: the value with
+    /// none and with all of them counted (empty otherwise).
+    undecided: String,
     ci: String,
     n: String,
     errors: String,
@@ -203,6 +206,15 @@ fn row_view(run: &Run, row: &Row, state: &RowCheck, links: &Links) -> RowView {
         },
         na: row.value.is_none(),
         na_reason: row.na_reason.clone().unwrap_or_default(),
+        undecided: match (row.undecided, row.bounds) {
+            (Some(u), Some((lo, hi))) => format!(
+                "+{u} undecided: {}–{}",
+                crate::view::value(lo, &row.metric_name),
+                crate::view::value(hi, &row.metric_name)
+            ),
+            (Some(u), None) => format!("+{u} undecided"),
+            _ => String::new(),
+        },
         ci: row
             .ci
             .map_or("—".into(), |c| crate::view::interval(Some(c))),
@@ -983,7 +995,13 @@ pub fn run_page(d: &Arc<Dashboard>, slug: &str, mode: Mode) -> Option<String> {
         Kind::AgentExam => Value::from(links.report(slug)),
         _ => Value::from(()),
     };
+    let run_errors = if run.kind == Kind::RedTeam {
+        run_errors(&run.dir)
+    } else {
+        Value::from(())
+    };
     let ctx = context! {
+        run_errors => run_errors,
         run => context! {
             name => run.name.clone(),
             run_id => run.run_id.clone(),
@@ -1015,6 +1033,38 @@ pub fn run_page(d: &Arc<Dashboard>, slug: &str, mode: Mode) -> Option<String> {
         ..base
     };
     Some(render("run.html", ctx))
+}
+
+/// The errors a red-team run recorded in results.json (`errors`: attempts that ended in
+/// an error, the share against the run's `max_error_share`, the distinct messages with
+/// counts), for its page; nothing when it recorded none or results.json is unreadable
+/// (the page says so elsewhere).
+fn run_errors(dir: &std::path::Path) -> Value {
+    let Ok(Some(b)) = scan::read_capped(dir, "results.json", scan::MAX_REPORT_FILE) else {
+        return Value::from(());
+    };
+    #[derive(Deserialize)]
+    struct Only {
+        errors: Option<gauntlet_core::results::RunErrors>,
+    }
+    match serde_json::from_slice::<Only>(&b) {
+        Ok(Only { errors: Some(e) }) => context! {
+            line => format!(
+                "{} of {} judged attempts ended in an error ({:.3}; the run's max_error_share is {})",
+                crate::view::thousands(e.errors),
+                crate::view::thousands(e.attempts),
+                e.share,
+                e.max_error_share
+            ),
+            over => e.share > e.max_error_share,
+            distinct => e.distinct.iter().map(|d| context! {
+                count => crate::view::thousands(d.count),
+                message => d.message.clone(),
+                first_cell => d.first_cell.clone(),
+            }).collect::<Vec<_>>(),
+        },
+        _ => Value::from(()),
+    }
 }
 
 /// A live run's published progress, as its page shows it: units done of the session's

@@ -107,6 +107,10 @@ pub struct Row {
     pub n: Option<u64>,
     pub attempts: Option<u64>,
     pub errors: Option<u64>,
+    /// Replies the judge left undecided, and the bounds of the value over every way they
+    /// could fall (`bounds.low`, `bounds.high`): absent when none were undecided.
+    pub undecided: Option<u64>,
+    pub bounds: Option<(f64, f64)>,
     pub na_reason: Option<String>,
     pub status: String,
     /// Warnings the run wrote on the row (degenerate judge, undelivered injections, …):
@@ -380,6 +384,11 @@ pub fn parse_row(v: &Value) -> Option<Row> {
     let n = u64_field(o, "n");
     let attempts = u64_field(o, "attempts");
     let errors = u64_field(o, "errors");
+    let undecided = u64_field(o, "undecided").filter(|u| *u > 0);
+    let bounds = o.get("bounds").and_then(Value::as_object).and_then(|b| {
+        let (lo, hi) = (f64_field(b, "low")?, f64_field(b, "high")?);
+        (lo.is_finite() && hi.is_finite() && lo <= hi).then_some((lo, hi))
+    });
     // What the row says about itself must be possible: the engine's check, shared with
     // `gauntlet gate`.
     problems.extend(gauntlet_engine::verify::stated_problems(
@@ -407,6 +416,8 @@ pub fn parse_row(v: &Value) -> Option<Row> {
         n,
         attempts,
         errors,
+        undecided,
+        bounds,
         na_reason,
         status: str_field(o, "status").unwrap_or_default(),
         warnings: row_warnings(o.get("warnings")),
@@ -759,6 +770,8 @@ fn detect_rows(r: &Value, warnings: &mut Vec<String>) -> Vec<Row> {
             n: Some(n),
             attempts: None,
             errors: None,
+            undecided: None,
+            bounds: None,
             na_reason: (n == 0).then(|| format!("no {metric} labels")),
             status: "complete".into(),
             warnings: Vec::new(),
