@@ -8,16 +8,15 @@
 //! scanned alone or beside the servers its `neighbours` field lists
 //! ([`gauntlet_mcp::scan::verdict`]).
 //!
-//! Rounds 0-6 are the `dev` split (rounds 5 and 6 were written blind by helpers who had
-//! read neither the rules nor any earlier round, and scored once before moving into
-//! dev). The `test` split is round 7: written to cover the attack classes the rules
-//! missed on outside rows (fake deprecation, requests to outside addresses, shell
-//! commands, forced dependencies, out-of-purpose parameters, start-up files and
-//! deletion, preference manipulation, impersonation, near-identical names, other
-//! languages) by the engineer who then revised the rules, committed before the revision
-//! and scored once before it: after it, its figures are resubstitution, not a blind
-//! estimate (BENCHMARKS.md, "mcp-scan"). The assertions are floors just under the
-//! published figures, so a regression fails.
+//! Rounds 0-7 are the `dev` split (rounds 5, 6 and 8 were written blind by helpers who
+//! had read neither the rules nor any earlier round; round 7 was written for the attack
+//! classes the rules missed on outside rows by the engineer who then revised the rules,
+//! so its figures after the revision are resubstitution). The `test` split is round 8,
+//! written blind after that revision (new authors' styles, other languages) and scored
+//! once on the rules it now measures: precision 0.866 (58/67), recall 0.725 (58/80) at the
+//! default gate (BENCHMARKS.md, "mcp-scan"). A round moves into dev before the rules are
+//! revised from it. The assertions are floors just under the published figures, so a
+//! regression fails.
 
 use gauntlet_mcp::scan::{Inventory, verdict};
 use serde_json::Value;
@@ -162,23 +161,21 @@ fn precision_and_recall_per_split() {
             println!("  {w}");
         }
         if split == "test" {
-            // Round 7, after the revision it was written for: precision 1.000 (39/39),
-            // recall 1.000 (39/39) — resubstitution (the same engineer wrote the rows and
-            // then the rules); before the revision, at the default gate, 0.391 / 0.231
-            // (BENCHMARKS.md). These floors catch a regression; they are not an estimate
-            // on new writers.
+            // Round 8, blind: precision 0.866 (58/67), recall 0.725 (58/80) at the default
+            // gate, scored once on these rules. A floor that catches a regression; the
+            // estimate on new writers is the figure itself, not this floor.
             assert!(
-                s.precision() >= 0.95 && s.recall() >= 0.95,
-                "round 7 fell below 0.95 / 0.95: precision {:.3} recall {:.3}: {wrong:?}",
+                s.precision() >= 0.86 && s.recall() >= 0.72,
+                "round 8 fell below 0.86 / 0.72: precision {:.3} recall {:.3}: {wrong:?}",
                 s.precision(),
                 s.recall()
             );
         } else {
-            // Rounds 0-6 at the default gate: precision 0.940, recall 0.934 (round 6's
-            // blind rows hold every miss and false alarm).
+            // Rounds 0-7 at the default gate: precision 0.953 (181/190), recall 0.948
+            // (181/191): round 6's blind rows hold every miss and false alarm.
             assert!(
-                s.precision() >= 0.93 && s.recall() >= 0.92,
-                "the dev split fell below 0.93 / 0.92: precision {:.3} recall {:.3}: {wrong:?}",
+                s.precision() >= 0.95 && s.recall() >= 0.94,
+                "the dev split fell below 0.95 / 0.94: precision {:.3} recall {:.3}: {wrong:?}",
                 s.precision(),
                 s.recall()
             );
