@@ -298,11 +298,18 @@ fn real_local_model_as_grader_is_flagged_degenerate() {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // Exit 0 when enough grades parse; when nearly none do, the run measured too little
+    // and ends `failed` with exit 5 (issue 50) — said on the terminal, the warnings below
+    // still on the cell.
+    match out.status.code() {
+        Some(0) => {}
+        Some(5) => assert!(
+            stderr.contains("the run measured too little") && stdout.contains("errors: "),
+            "{stdout}\n{stderr}"
+        ),
+        _ => panic!("{stdout}\n{stderr}"),
+    }
     eprintln!("{stdout}");
     let rd = dir.path().join("runs/local-grader");
     let results: Value =
