@@ -14,22 +14,8 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::common;
+use common::exam::server;
 use common::*;
-
-struct Server {
-    srv: TestServer,
-    _rt: tokio::runtime::Runtime,
-}
-
-fn server(script: Script) -> Server {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let srv = rt.block_on(TestServer::start(script)).unwrap();
-    Server { srv, _rt: rt }
-}
 
 const KEY: (&str, &str) = ("GAUNTLET_TEST_KEY", "sk-test-batch-CANARY-0001");
 

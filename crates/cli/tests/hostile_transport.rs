@@ -9,32 +9,17 @@
 //! `GAUNTLET_HOSTILE_BIN=/path/to/gauntlet` runs the probes against another build (e.g.
 //! main's, to see which fail there).
 
-use gauntlet_testserver::{Action, RetryAfter, Rule, Script, TestServer};
+use gauntlet_testserver::{Action, RetryAfter, Rule, Script};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::common;
+use common::exam::{Server, server};
 use common::*;
 
 fn bin() -> String {
     std::env::var("GAUNTLET_HOSTILE_BIN").unwrap_or_else(|_| BIN.to_string())
-}
-
-/// The scripted server with `script`, on its own runtime.
-struct Server {
-    srv: TestServer,
-    _rt: tokio::runtime::Runtime,
-}
-
-fn server(script: Script) -> Server {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let srv = rt.block_on(TestServer::start(script)).unwrap();
-    Server { srv, _rt: rt }
 }
 
 const KEY_ENV: &str = "GAUNTLET_TEST_KEY";

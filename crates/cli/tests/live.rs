@@ -4,29 +4,14 @@
 //! the run, the query budget (exit 3, resume with a higher budget), token usage and cost,
 //! `--estimate`, and the attacker-LLM attacks with scripted attacker and judge replies.
 
-use gauntlet_testserver::{Action, RetryAfter, Rule, Script, TestServer};
+use gauntlet_testserver::{Action, RetryAfter, Rule, Script};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use crate::common;
+use common::exam::server;
 use common::*;
-
-/// A test server with the runtime that drives it.
-struct Server {
-    srv: TestServer,
-    _rt: tokio::runtime::Runtime,
-}
-
-fn server(script: Script) -> Server {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let srv = rt.block_on(TestServer::start(script)).unwrap();
-    Server { srv, _rt: rt }
-}
 
 fn gauntlet(args: &[&str], cwd: &Path, env: &[(&str, &str)]) -> Output {
     let mut c = Command::new(BIN);

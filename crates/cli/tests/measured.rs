@@ -5,28 +5,14 @@
 //! `max_error_share` (or all of them) ends `failed`, exit 5, with the distinct errors
 //! quoted on the terminal, in results.json and in the report.
 
-use gauntlet_testserver::{Action, Rule, Script, TestServer};
+use gauntlet_testserver::{Action, Rule, Script};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use crate::common;
+use common::exam::server;
 use common::*;
-
-struct Server {
-    srv: TestServer,
-    _rt: tokio::runtime::Runtime,
-}
-
-fn server(script: Script) -> Server {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let srv = rt.block_on(TestServer::start(script)).unwrap();
-    Server { srv, _rt: rt }
-}
 
 fn gauntlet(args: &[&str], cwd: &Path) -> Output {
     Command::new(BIN)

@@ -5,13 +5,14 @@
 //! override, byte-identical output across reruns and concurrency, live requests that
 //! differ per trial (their `seed`) with no calls on rerun, and kill/resume mid-trial.
 
-use gauntlet_testserver::{Action, Rule, Script, TestServer};
+use gauntlet_testserver::{Action, Rule, Script};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use crate::common;
+use common::exam::server;
 use common::*;
 
 /// t(0.975, 2), the two-sided 95% Student-t critical value for 3 trials (published
@@ -403,22 +404,6 @@ fn sigkill_mid_trial_resumes_without_repeating_calls() {
         assert!(keys.insert(k.to_string()), "key {k} journaled twice");
     }
     assert_eq!(keys.len() as u64, total_calls);
-}
-
-/// A test server with the runtime that drives it.
-struct Server {
-    srv: TestServer,
-    _rt: tokio::runtime::Runtime,
-}
-
-fn server(script: Script) -> Server {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let srv = rt.block_on(TestServer::start(script)).unwrap();
-    Server { srv, _rt: rt }
 }
 
 #[test]

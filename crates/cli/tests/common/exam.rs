@@ -40,6 +40,11 @@ pub fn cascade_script(latency_ms: u64) -> Script {
         )
 }
 
+/// The scripted server with `script`, on a runtime of its own.
+pub fn server(script: Script) -> Server {
+    Server::start(script)
+}
+
 /// The test server and its runtime (the server is dropped, and so stopped, first).
 pub struct Server {
     pub srv: TestServer,
