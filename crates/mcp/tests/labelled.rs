@@ -8,15 +8,15 @@
 //! scanned alone or beside the servers its `neighbours` field lists
 //! ([`gauntlet_mcp::scan::verdict`]).
 //!
-//! Rounds 0-7 are the `dev` split (rounds 5, 6 and 8 were written blind by helpers who
-//! had read neither the rules nor any earlier round; round 7 was written for the attack
-//! classes the rules missed on outside rows by the engineer who then revised the rules,
-//! so its figures after the revision are resubstitution). The `test` split is round 8,
-//! written blind after that revision (new authors' styles, other languages) and scored
-//! once on the rules it now measures: precision 0.866 (58/67), recall 0.725 (58/80) at the
-//! default gate (BENCHMARKS.md, "mcp-scan"). A round moves into dev before the rules are
-//! revised from it. The assertions are floors just under the published figures, so a
-//! regression fails.
+//! Rounds 0-8 are the `dev` split (rounds 5, 6 and 8 were written blind by helpers who
+//! had read neither the rules nor any earlier round, and scored once before moving into
+//! dev; round 7 was written for the attack classes the rules missed on outside rows by
+//! the engineer who then revised the rules). The `test` split is round 9, written blind
+//! (fourteen attack classes, twenty languages, hard benign look-alikes) and scored once
+//! on the rules it measures: precision 0.944 (51/54), recall 0.637 (51/80) at the default
+//! gate (BENCHMARKS.md, "mcp-scan"). A round moves into dev before the rules are revised
+//! from it. The assertions are floors just under the published figures, so a regression
+//! fails.
 
 use gauntlet_mcp::scan::{Inventory, verdict};
 use serde_json::Value;
@@ -161,21 +161,21 @@ fn precision_and_recall_per_split() {
             println!("  {w}");
         }
         if split == "test" {
-            // Round 8, blind: precision 0.866 (58/67), recall 0.725 (58/80) at the default
+            // Round 9, blind: precision 0.944 (51/54), recall 0.637 (51/80) at the default
             // gate, scored once on these rules. A floor that catches a regression; the
             // estimate on new writers is the figure itself, not this floor.
             assert!(
-                s.precision() >= 0.86 && s.recall() >= 0.72,
-                "round 8 fell below 0.86 / 0.72: precision {:.3} recall {:.3}: {wrong:?}",
+                s.precision() >= 0.94 && s.recall() >= 0.63,
+                "round 9 fell below 0.94 / 0.63: precision {:.3} recall {:.3}: {wrong:?}",
                 s.precision(),
                 s.recall()
             );
         } else {
-            // Rounds 0-7 at the default gate: precision 0.953 (181/190), recall 0.948
-            // (181/191): round 6's blind rows hold every miss and false alarm.
+            // Rounds 0-8 at the default gate: precision 0.930 (239/257), recall 0.882
+            // (239/271); the blind rounds 6 and 8 hold nearly every miss and false alarm.
             assert!(
-                s.precision() >= 0.95 && s.recall() >= 0.94,
-                "the dev split fell below 0.95 / 0.94: precision {:.3} recall {:.3}: {wrong:?}",
+                s.precision() >= 0.92 && s.recall() >= 0.88,
+                "the dev split fell below 0.92 / 0.88: precision {:.3} recall {:.3}: {wrong:?}",
                 s.precision(),
                 s.recall()
             );
