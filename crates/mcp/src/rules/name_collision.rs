@@ -7,7 +7,10 @@
 //! name, the same once a version or qualifier suffix or a plural `s` is set aside
 //! (`send_email_v2`, `read_file_secure`, `slack_post_messages` beside `send_email`,
 //! `read_file`, `slack_post_message`). Every tool involved gets a finding naming the
-//! other servers.
+//! other servers: `info` when the two spell the name identically in ASCII (honest
+//! servers share names like `create_issue`; which one the client calls is worth knowing,
+//! not a failure on its own), `medium` for a confusable or near-identical spelling,
+//! `high` for non-ASCII look-alike letters.
 //!
 //! Within one server, two tools listed under one name leave the client to pick one
 //! definition (and the one a reviewer read need not be the one the model gets): each is
@@ -158,8 +161,13 @@ pub fn check(servers: &[(&str, Vec<&str>)], out: &mut Vec<Finding>) {
                 kind: ItemKind::Tool,
                 item: name.to_string(),
                 rule: Rule::NameCollision,
+                // The same ASCII name on two servers is common among honest servers
+                // (an issue tracker's and a code host's `create_issue`): which one the
+                // client calls is worth knowing, not a failure on its own.
                 severity: if non_ascii {
                     Severity::High
+                } else if exact {
+                    Severity::Info
                 } else {
                     Severity::Medium
                 },
@@ -302,5 +310,28 @@ mod tests {
         assert_eq!(twice.severity, Severity::Medium);
         assert_eq!(near_skeleton("get_weather_V1.1"), "getweather");
         assert_eq!(near_skeleton("address"), "address");
+    }
+
+    #[test]
+    fn the_same_ascii_name_on_two_servers_is_information() {
+        let mut out = Vec::new();
+        check(
+            &[
+                ("tracker", vec!["create_issue"]),
+                ("forge", vec!["create_issue", "creat\u{0435}_pr"]),
+                ("evil", vec!["Create-Issue", "create_pr"]),
+            ],
+            &mut out,
+        );
+        let sev = |s: &str, n: &str| {
+            out.iter()
+                .find(|f| f.server == s && f.item == n)
+                .map(|f| f.severity)
+        };
+        // Two honest servers may both offer `create_issue`: the client picks one.
+        assert_eq!(sev("tracker", "create_issue"), Some(Severity::Info));
+        // A spelling that only looks the same is still a risk.
+        assert_eq!(sev("evil", "Create-Issue"), Some(Severity::Medium));
+        assert_eq!(sev("forge", "creat\u{0435}_pr"), Some(Severity::High));
     }
 }
