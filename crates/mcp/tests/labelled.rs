@@ -162,8 +162,10 @@ fn precision_and_recall_per_split() {
         }
         if split == "test" {
             // Round 8, blind: precision 0.866 (58/67), recall 0.725 (58/80) at the default
-            // gate, scored once on these rules. A floor that catches a regression; the
-            // estimate on new writers is the figure itself, not this floor.
+            // gate, scored once on the rules before they were revised from its errors
+            // (after the revision, 1.000 (79/79) / 0.988 (79/80), resubstitution). A floor
+            // that catches a regression; the estimate on new writers is the blind figure,
+            // not this floor.
             assert!(
                 s.precision() >= 0.86 && s.recall() >= 0.72,
                 "round 8 fell below 0.86 / 0.72: precision {:.3} recall {:.3}: {wrong:?}",
@@ -171,11 +173,11 @@ fn precision_and_recall_per_split() {
                 s.recall()
             );
         } else {
-            // Rounds 0-7 at the default gate: precision 0.953 (181/190), recall 0.948
-            // (181/191): round 6's blind rows hold every miss and false alarm.
+            // Rounds 0-7 at the default gate: precision 0.963 (182/189), recall 0.953
+            // (182/191): round 6's blind rows hold every miss and false alarm.
             assert!(
-                s.precision() >= 0.95 && s.recall() >= 0.94,
-                "the dev split fell below 0.95 / 0.94: precision {:.3} recall {:.3}: {wrong:?}",
+                s.precision() >= 0.96 && s.recall() >= 0.95,
+                "the dev split fell below 0.96 / 0.95: precision {:.3} recall {:.3}: {wrong:?}",
                 s.precision(),
                 s.recall()
             );
