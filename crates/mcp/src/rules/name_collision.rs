@@ -272,8 +272,19 @@ fn look_alike(a: &str, b: &str) -> bool {
     }
 }
 
-/// Names on different servers that only a misreading tells apart (see [`look_alike`])
-/// and that neither the confusable nor the near-identical check already pairs.
+/// `gihtub_create_issue` beside server `github`'s `create_issue`: another server's tool
+/// name behind a misspelling of that server's name.
+fn typo_namespace(name: &str, other_server: &str, other_tool: &str) -> bool {
+    let (k, t, srv) = (skeleton(name), skeleton(other_tool), skeleton(other_server));
+    k.len() > t.len()
+        && srv.len() >= 4
+        && k.strip_suffix(&t)
+            .is_some_and(|p| p != srv && one_edit(p.as_bytes(), srv.as_bytes()))
+}
+
+/// Names on different servers that only a misreading tells apart (see [`look_alike`]
+/// and [`typo_namespace`]) and that neither the confusable nor the near-identical check
+/// already pairs.
 fn misspelled(servers: &[(&str, Vec<&str>)], out: &mut Vec<Finding>) {
     let all: Vec<(&str, &str)> = servers
         .iter()
@@ -285,7 +296,7 @@ fn misspelled(servers: &[(&str, Vec<&str>)], out: &mut Vec<Finding>) {
             if s1 == s2
                 || skeleton(n1) == skeleton(n2)
                 || near_skeleton(n1) == near_skeleton(n2)
-                || !look_alike(n1, n2)
+                || !(look_alike(n1, n2) || typo_namespace(n1, s2, n2) || typo_namespace(n2, s1, n1))
             {
                 continue;
             }
@@ -483,5 +494,30 @@ mod tests {
         assert_eq!(of("other", "get_tag"), 0);
         assert_eq!(of("other", "list_tables"), 0);
         assert_eq!(of("more", "list_labels"), 0);
+        // Another server's tool behind a misspelling of that server's name.
+        let mut out = Vec::new();
+        check(
+            &[
+                ("gitlab", vec!["merge_request"]),
+                ("evil", vec!["gitlba_merge_request"]),
+            ],
+            &mut out,
+        );
+        assert_eq!(out.iter().filter(|f| f.server == "evil").count(), 1);
+        // The server's own name as a prefix is a namespace, not a misspelling.
+        let mut out = Vec::new();
+        check(
+            &[
+                ("gitlab", vec!["merge_request"]),
+                ("fine", vec!["gitlab_merge_request"]),
+            ],
+            &mut out,
+        );
+        assert!(out.is_empty(), "{out:?}");
+        assert!(!typo_namespace(
+            "gitlab_merge_request",
+            "gitlab",
+            "merge_request"
+        ));
     }
 }
