@@ -443,14 +443,27 @@ fn out_of_purpose(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
         }
         let Some(what) = asks(p.name) else { continue };
         // The parameter's own description may say what it is for ("your API key for
-        // this service"); one that only repeats the name ("User's API token.") does not.
+        // this service"); one that only repeats a name saying whose secret it is
+        // (`user_api_token`: "User's API token.") does not.
         let own = p
             .schema
             .get("description")
             .and_then(serde_json::Value::as_str)
             .unwrap_or("")
             .to_lowercase();
+        let whose = [
+            "user", "users", "customer", "owner", "member", "client", "their", "your", "admin",
+            "root", "human",
+        ];
         let name_words: Vec<String> = snake(p.name).split('_').map(str::to_string).collect();
+        let name_words = if name_words
+            .first()
+            .is_some_and(|w| whose.contains(&w.as_str()))
+        {
+            name_words
+        } else {
+            Vec::new()
+        };
         let own_rest: String = own
             .split(|c: char| !c.is_alphanumeric())
             .filter(|w| !w.is_empty() && !name_words.iter().any(|n| n == w))
@@ -721,6 +734,8 @@ mod tests {
                 .contains(&Rule::ExfiltrationChannel)
         );
         assert!(rules_of(t("text_of_dotenv", "")).contains(&Rule::ExfiltrationChannel));
+        // A key the tool itself takes, described in two words, stays explained.
+        assert!(!rules_of(t("api_key", "API key.")).contains(&Rule::ExfiltrationChannel));
         // A description that ties the secret to the service explains it; a path is not
         // the file's text.
         assert!(

@@ -300,7 +300,7 @@ static FILLED_LINK: LazyLock<Regex> = LazyLock::new(|| {
 /// What such a placeholder would carry: the user, the conversation, their data.
 static FILLED_WITH: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r"\b(user|users|user's|conversation|chat|message|messages|history|summary|e-?mail|address|prompt|name|phone|password|token|key|secret|file|contents?|transcript|context)\b|повідомлен|сообщени|користувач|пользовател|usuario|utilisateur|nutzer|utente|usu(á|a)rio",
+        r"\b(user|users|user's|conversation|chat|message|messages|history|e-?mail|prompt|password|token|secret|transcript)\b|повідомлен|сообщени|користувач|пользовател|usuario|utilisateur|nutzer|utente|usu(á|a)rio",
     )
 });
 /// A value the model is to get by requesting an outside address itself ("the response
@@ -586,6 +586,7 @@ mod tests {
     fn api_documentation_and_refused_statements_are_not() {
         for d in [
             "Searches. Equivalent to https://s.example.invalid/search?q={query}&page={page}.",
+            "Returns a map link such as https://m.example.invalid/?q={place name or street address}.",
             "Runs read-only SQL. DROP TABLE and TRUNCATE statements are refused.",
             "Drops a table. The table and its rows are removed; ask the user to confirm first.",
             "Installs a Python package with pip from the default index.",
