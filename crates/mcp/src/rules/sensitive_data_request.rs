@@ -57,6 +57,23 @@ static NEGATED: LazyLock<Regex> = LazyLock::new(|| {
         r"(\bnot|\bnever|n't|\bno need to|\bavoid|\bwithout|\brefrain from|\bstop|\bnor)\s+([a-z',]+\s+){0,2}$|(\bnot|\bnever|n't)\s+(ask|tell|request|prompt|allow|let|want|need|require|make|expect|encourage)\s+([a-z']+\s+){0,3}(to\s+)?$",
     )
 });
+/// A verb named as what others attempt ("flags requests to reveal API keys", "blocks
+/// attempts to read ~/.ssh"): a mention, not a request.
+static MENTIONED: LazyLock<Regex> = LazyLock::new(|| {
+    re(r"\b(requests|attempts?|instructions|tries|efforts|demands|prompts) to\s+$")
+});
+/// A secret the sentence leaves out ("leave out passwords or other secrets").
+static EXCLUDED: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"\b(leave out|leaving out|omit|omitting|exclude|excluding|strip|stripping|remove|removing|redact|redacting|mask|masking|without|except|drop|filter out|hide|hiding|never|not|no)\b[^,;:\n]{0,30}$",
+    )
+});
+/// Is every secret named in `t` one it leaves out?
+fn only_excluded(t: &[u8]) -> bool {
+    SECRET
+        .find_iter(t)
+        .all(|m| EXCLUDED.is_match(&t[..m.start()]))
+}
 /// A request verb used as a noun, the subject of what follows ("Output is capped at
 /// 100 KB", "List was sorted").
 static NOUN_USE: LazyLock<Regex> =
@@ -89,6 +106,7 @@ pub(crate) fn requests(t: &[u8]) -> bool {
             && !NEGATED.is_match(clause)
             && !ABILITY.is_match(before)
             && !NOUN_USE.is_match(&t[m.end()..])
+            && !MENTIONED.is_match(before)
     }) || FOREIGN_VERB.is_match(t)
 }
 
@@ -205,6 +223,7 @@ pub fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
                 !(own_description && *k == 0)
                     && requests(t)
                     && SECRET.is_match(t)
+                    && !only_excluded(t)
                     && !EXAMPLE.is_match(t)
             })
             .map(|(_, s)| s)
@@ -319,6 +338,9 @@ mod tests {
             "Runs a command on a host from ~/.ssh/config. Output is truncated at 64 KB.",
             // The tool's own object, in the imperative of a title.
             "Fetch a stored password from the team vault by entry name. Returns the value.",
+            // Secrets left out of what is to be kept, and requests others make.
+            "Saves a note. Keep only the decisions and leave out any passwords that were mentioned.",
+            "Screens prompts. Flags requests to reveal API keys.",
             // A warning against asking for secrets.
             "Starts a device login. Don't ask the user to type passwords or tokens into the chat.",
         ] {
