@@ -173,11 +173,11 @@ fn precision_and_recall_per_split() {
                 s.recall()
             );
         } else {
-            // Rounds 0-7 at the default gate: precision 0.978 (182/186), recall 0.953
-            // (182/191): round 6's blind rows hold every miss and false alarm.
+            // Rounds 0-7 at the default gate: precision 0.979 (184/188), recall 0.963
+            // (184/191): round 6's blind rows hold every miss and false alarm.
             assert!(
-                s.precision() >= 0.97 && s.recall() >= 0.95,
-                "the dev split fell below 0.97 / 0.95: precision {:.3} recall {:.3}: {wrong:?}",
+                s.precision() >= 0.97 && s.recall() >= 0.96,
+                "the dev split fell below 0.97 / 0.96: precision {:.3} recall {:.3}: {wrong:?}",
                 s.precision(),
                 s.recall()
             );
