@@ -13,9 +13,10 @@
 //! dev; round 7 was written for the attack classes the rules missed on outside rows by
 //! the engineer who then revised the rules). The `test` split is round 9, written blind
 //! (fourteen attack classes, twenty languages, hard benign look-alikes) and scored once
-//! on the rules it measures: precision 0.944 (51/54), recall 0.637 (51/80) at the default
-//! gate (BENCHMARKS.md, "mcp-scan"). A round moves into dev before the rules are revised
-//! from it. The assertions are floors just under the published figures, so a regression
+//! before and once after the rules were revised from round 8's errors: precision 0.944
+//! (51/54) → 0.967 (58/60), recall 0.637 (51/80) → 0.725 (58/80) at the default gate
+//! (BENCHMARKS.md, "mcp-scan"). A round moves into dev before the rules are revised from
+//! it. The assertions are floors just under the published figures, so a regression
 //! fails.
 
 use gauntlet_mcp::scan::{Inventory, verdict};
@@ -161,21 +162,23 @@ fn precision_and_recall_per_split() {
             println!("  {w}");
         }
         if split == "test" {
-            // Round 9, blind: precision 0.944 (51/54), recall 0.637 (51/80) at the default
-            // gate, scored once on these rules. A floor that catches a regression; the
-            // estimate on new writers is the figure itself, not this floor.
+            // Round 9, blind: precision 0.967 (58/60), recall 0.725 (58/80) at the default
+            // gate, scored once on these rules (0.944 / 0.637 on the rules before). A floor
+            // that catches a regression; the estimate on new writers is the figure itself,
+            // not this floor.
             assert!(
-                s.precision() >= 0.94 && s.recall() >= 0.63,
-                "round 9 fell below 0.94 / 0.63: precision {:.3} recall {:.3}: {wrong:?}",
+                s.precision() >= 0.96 && s.recall() >= 0.72,
+                "round 9 fell below 0.96 / 0.72: precision {:.3} recall {:.3}: {wrong:?}",
                 s.precision(),
                 s.recall()
             );
         } else {
-            // Rounds 0-8 at the default gate: precision 0.930 (239/257), recall 0.882
-            // (239/271); the blind rounds 6 and 8 hold nearly every miss and false alarm.
+            // Rounds 0-8 at the default gate: precision 0.985 (264/268), recall 0.974
+            // (264/271); round 8's figures are resubstitution (the rules were revised from
+            // its errors), and round 6's blind rows hold every miss and false alarm left.
             assert!(
-                s.precision() >= 0.92 && s.recall() >= 0.88,
-                "the dev split fell below 0.92 / 0.88: precision {:.3} recall {:.3}: {wrong:?}",
+                s.precision() >= 0.98 && s.recall() >= 0.97,
+                "the dev split fell below 0.98 / 0.97: precision {:.3} recall {:.3}: {wrong:?}",
                 s.precision(),
                 s.recall()
             );

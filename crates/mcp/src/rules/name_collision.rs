@@ -7,7 +7,10 @@
 //! name, the same once a version or qualifier suffix or a plural `s` is set aside
 //! (`send_email_v2`, `read_file_secure`, `slack_post_messages` beside `send_email`,
 //! `read_file`, `slack_post_message`). Every tool involved gets a finding naming the
-//! other servers.
+//! other servers: `info` when the two spell the name identically in ASCII (honest
+//! servers share names like `create_issue`; which one the client calls is worth knowing,
+//! not a failure on its own), `medium` for a confusable or near-identical spelling,
+//! `high` for non-ASCII look-alike letters.
 //!
 //! Within one server, two tools listed under one name leave the client to pick one
 //! definition (and the one a reviewer read need not be the one the model gets): each is
@@ -132,6 +135,7 @@ pub fn check(servers: &[(&str, Vec<&str>)], out: &mut Vec<Finding>) {
         }
     }
     near_identical(servers, out);
+    misspelled(servers, out);
     let mut by_skeleton: BTreeMap<String, Vec<(&str, &str)>> = BTreeMap::new();
     for (server, names) in servers {
         for n in names {
@@ -158,8 +162,13 @@ pub fn check(servers: &[(&str, Vec<&str>)], out: &mut Vec<Finding>) {
                 kind: ItemKind::Tool,
                 item: name.to_string(),
                 rule: Rule::NameCollision,
+                // The same ASCII name on two servers is common among honest servers
+                // (an issue tracker's and a code host's `create_issue`): which one the
+                // client calls is worth knowing, not a failure on its own.
                 severity: if non_ascii {
                     Severity::High
+                } else if exact {
+                    Severity::Info
                 } else {
                     Severity::Medium
                 },
@@ -183,6 +192,138 @@ pub fn check(servers: &[(&str, Vec<&str>)], out: &mut Vec<Finding>) {
                 },
             });
         }
+    }
+}
+
+/// The skeleton with ASCII look-alikes inside a word read as the letter they imitate: an
+/// upper-case `I` between lower-case letters as `l` (`read_fiIe`), `0` and `1` between
+/// letters as `o` and `l` (`l0gin`, `fi1e`).
+fn ascii_look_alike(name: &str) -> String {
+    let c: Vec<char> = name.chars().collect();
+    let mut s = String::with_capacity(name.len());
+    for i in 0..c.len() {
+        let around =
+            |f: fn(&char) -> bool| i > 0 && i + 1 < c.len() && f(&c[i - 1]) && f(&c[i + 1]);
+        s.push(match c[i] {
+            'I' if around(char::is_ascii_lowercase) => 'l',
+            '0' if around(char::is_ascii_alphabetic) => 'o',
+            '1' if around(char::is_ascii_alphabetic) => 'l',
+            x => x,
+        });
+    }
+    skeleton(&s)
+}
+
+/// The words of a name, lower-cased (split at `_`, `-`, `.`, spaces and camelCase).
+fn words(name: &str) -> Vec<String> {
+    let mut out = vec![String::new()];
+    let mut prev_lower = false;
+    for c in name.chars() {
+        if matches!(c, '_' | '-' | '.' | ' ') {
+            out.push(String::new());
+            prev_lower = false;
+            continue;
+        }
+        if c.is_ascii_uppercase() && prev_lower {
+            out.push(String::new());
+        }
+        prev_lower = c.is_ascii_lowercase();
+        out.last_mut().unwrap().push(c.to_ascii_lowercase());
+    }
+    out.retain(|w| !w.is_empty());
+    out
+}
+
+/// One insertion, deletion, substitution or swap of neighbours apart.
+fn one_edit(a: &[u8], b: &[u8]) -> bool {
+    let (a, b) = if a.len() <= b.len() { (a, b) } else { (b, a) };
+    let p = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    match b.len() - a.len() {
+        0 => {
+            a[p + 1..] == b[p + 1..]
+                || (p + 1 < a.len()
+                    && a[p] == b[p + 1]
+                    && a[p + 1] == b[p]
+                    && a[p + 2..] == b[p + 2..])
+        }
+        1 => a[p..] == b[p + 1..],
+        _ => false,
+    }
+}
+
+/// Two names a reader takes for one another: equal once ASCII look-alikes are read as
+/// the letters they imitate, or the same words but one long word (6+ letters) one typo
+/// apart (`query_databse`, `list_reposs`).
+fn look_alike(a: &str, b: &str) -> bool {
+    let (la, lb) = (ascii_look_alike(a), ascii_look_alike(b));
+    if la == lb || la == skeleton(b) || lb == skeleton(a) {
+        return true;
+    }
+    let (wa, wb) = (words(a), words(b));
+    if wa.len() != wb.len() {
+        return false;
+    }
+    let differ: Vec<usize> = (0..wa.len()).filter(|&i| wa[i] != wb[i]).collect();
+    differ.len() == 1 && {
+        let (x, y) = (&wa[differ[0]], &wb[differ[0]]);
+        x.len().max(y.len()) >= 6
+            && !x.chars().all(|c| c.is_ascii_digit())
+            && one_edit(x.as_bytes(), y.as_bytes())
+    }
+}
+
+/// `gihtub_create_issue` beside server `github`'s `create_issue`: another server's tool
+/// name behind a misspelling of that server's name.
+fn typo_namespace(name: &str, other_server: &str, other_tool: &str) -> bool {
+    let (k, t, srv) = (skeleton(name), skeleton(other_tool), skeleton(other_server));
+    k.len() > t.len()
+        && srv.len() >= 4
+        && k.strip_suffix(&t)
+            .is_some_and(|p| p != srv && one_edit(p.as_bytes(), srv.as_bytes()))
+}
+
+/// Names on different servers that only a misreading tells apart (see [`look_alike`]
+/// and [`typo_namespace`]) and that neither the confusable nor the near-identical check
+/// already pairs.
+fn misspelled(servers: &[(&str, Vec<&str>)], out: &mut Vec<Finding>) {
+    let all: Vec<(&str, &str)> = servers
+        .iter()
+        .flat_map(|(s, names)| names.iter().map(move |n| (*s, *n)))
+        .collect();
+    let mut found: BTreeMap<(&str, &str), std::collections::BTreeSet<String>> = BTreeMap::new();
+    for (i, &(s1, n1)) in all.iter().enumerate() {
+        for &(s2, n2) in &all[i + 1..] {
+            if s1 == s2
+                || skeleton(n1) == skeleton(n2)
+                || near_skeleton(n1) == near_skeleton(n2)
+                || !(look_alike(n1, n2) || typo_namespace(n1, s2, n2) || typo_namespace(n2, s1, n1))
+            {
+                continue;
+            }
+            found
+                .entry((s1, n1))
+                .or_default()
+                .insert(format!("`{n2}` on {s2}"));
+            found
+                .entry((s2, n2))
+                .or_default()
+                .insert(format!("`{n1}` on {s1}"));
+        }
+    }
+    for ((server, name), others) in found {
+        out.push(Finding {
+            server: server.to_string(),
+            kind: ItemKind::Tool,
+            item: name.to_string(),
+            rule: Rule::NameCollision,
+            severity: Severity::Medium,
+            location: "/name".into(),
+            text: spelled(name),
+            message: format!(
+                "a look-alike tool name (a misspelling or ASCII letters that imitate others): {}",
+                others.into_iter().collect::<Vec<_>>().join(", ")
+            ),
+        });
     }
 }
 
@@ -302,5 +443,81 @@ mod tests {
         assert_eq!(twice.severity, Severity::Medium);
         assert_eq!(near_skeleton("get_weather_V1.1"), "getweather");
         assert_eq!(near_skeleton("address"), "address");
+    }
+
+    #[test]
+    fn the_same_ascii_name_on_two_servers_is_information() {
+        let mut out = Vec::new();
+        check(
+            &[
+                ("tracker", vec!["create_issue"]),
+                ("forge", vec!["create_issue", "creat\u{0435}_pr"]),
+                ("evil", vec!["Create-Issue", "create_pr"]),
+            ],
+            &mut out,
+        );
+        let sev = |s: &str, n: &str| {
+            out.iter()
+                .find(|f| f.server == s && f.item == n)
+                .map(|f| f.severity)
+        };
+        // Two honest servers may both offer `create_issue`: the client picks one.
+        assert_eq!(sev("tracker", "create_issue"), Some(Severity::Info));
+        // A spelling that only looks the same is still a risk.
+        assert_eq!(sev("evil", "Create-Issue"), Some(Severity::Medium));
+        assert_eq!(sev("forge", "creat\u{0435}_pr"), Some(Severity::High));
+    }
+
+    #[test]
+    fn misspelled_and_ascii_look_alike_names_are_found() {
+        let mut out = Vec::new();
+        check(
+            &[
+                ("db", vec!["run_statement", "list_schemas", "write_record"]),
+                ("fs", vec!["open_fiIe", "list_schemsa", "wirte_record"]),
+                ("other", vec!["get_tag", "run_statements2", "list_tables"]),
+                ("more", vec!["set_tag", "list_labels"]),
+            ],
+            &mut out,
+        );
+        let of = |s: &str, n: &str| out.iter().filter(|f| f.server == s && f.item == n).count();
+        assert_eq!(of("fs", "list_schemsa"), 1);
+        assert_eq!(
+            of("fs", "wirte_record"),
+            0,
+            "a typo in a short word is too common"
+        );
+        assert_eq!(of("db", "list_schemas"), 1);
+        assert!(one_edit(b"database", b"databse"));
+        assert_eq!(ascii_look_alike("open_fiIe"), "openfile");
+        // Honest names one letter apart in a short word are not look-alikes.
+        assert_eq!(of("other", "get_tag"), 0);
+        assert_eq!(of("other", "list_tables"), 0);
+        assert_eq!(of("more", "list_labels"), 0);
+        // Another server's tool behind a misspelling of that server's name.
+        let mut out = Vec::new();
+        check(
+            &[
+                ("gitlab", vec!["merge_request"]),
+                ("evil", vec!["gitlba_merge_request"]),
+            ],
+            &mut out,
+        );
+        assert_eq!(out.iter().filter(|f| f.server == "evil").count(), 1);
+        // The server's own name as a prefix is a namespace, not a misspelling.
+        let mut out = Vec::new();
+        check(
+            &[
+                ("gitlab", vec!["merge_request"]),
+                ("fine", vec!["gitlab_merge_request"]),
+            ],
+            &mut out,
+        );
+        assert!(out.is_empty(), "{out:?}");
+        assert!(!typo_namespace(
+            "gitlab_merge_request",
+            "gitlab",
+            "merge_request"
+        ));
     }
 }
