@@ -830,6 +830,38 @@ mod tests {
         builtin().into_iter().map(Member::Builtin).collect()
     }
 
+    /// The built-in fleet's exam of every scenario of `corpus` (extras named so).
+    fn exam(corpus: &gauntlet_corpus::load::Corpus) -> DetectReport {
+        let items: Vec<Item<'_>> = corpus
+            .scenarios
+            .iter()
+            .map(|s| Item {
+                scenario: s,
+                origin: if s.extra { "extra" } else { "corpus" }.into(),
+            })
+            .collect();
+        run(
+            &items,
+            &builtins(),
+            &Options::default(),
+            ("c", corpus.count, &corpus.digest),
+        )
+    }
+
+    /// The rows that did not pass or fired an unexpected family, one line each.
+    fn not_passing(r: &DetectReport) -> Vec<String> {
+        r.rows
+            .iter()
+            .filter(|x| x.status != RowStatus::Pass || !x.unexpected.is_empty())
+            .map(|x| {
+                format!(
+                    "{} {:?} missing={:?} violations={:?} unexpected={:?}",
+                    x.id, x.status, x.missing, x.violations, x.unexpected
+                )
+            })
+            .collect()
+    }
+
     /// The benign-explanation scenarios (exams/benign-explanations, issue 30): the five
     /// benign ones stay silent, the three attack twins (an explanation that does not fit)
     /// still fire, and the reference corpus beside them keeps full recall and precision.
@@ -840,31 +872,8 @@ mod tests {
         let corpus = gauntlet_corpus::load::load_corpus(&corpus_root(), Some(&extra_dir)).unwrap();
         let extra = gauntlet_corpus::load::load_extra(&extra_dir).unwrap();
         assert_eq!(extra.len(), 8);
-        let items: Vec<Item<'_>> = corpus
-            .scenarios
-            .iter()
-            .map(|s| Item {
-                scenario: s,
-                origin: if s.extra { "extra" } else { "corpus" }.into(),
-            })
-            .collect();
-        let r = run(
-            &items,
-            &builtins(),
-            &Options::default(),
-            ("c", corpus.count, &corpus.digest),
-        );
-        let bad: Vec<String> = r
-            .rows
-            .iter()
-            .filter(|x| x.status != RowStatus::Pass || !x.unexpected.is_empty())
-            .map(|x| {
-                format!(
-                    "{} {:?} missing={:?} violations={:?} unexpected={:?}",
-                    x.id, x.status, x.missing, x.violations, x.unexpected
-                )
-            })
-            .collect();
+        let r = exam(&corpus);
+        let bad = not_passing(&r);
         assert!(bad.is_empty(), "{}", bad.join("\n"));
         assert_eq!(r.recall.rate.rate, 1.0);
         assert_eq!(r.precision.rate.rate, 1.0);
@@ -876,31 +885,8 @@ mod tests {
     #[test]
     fn reference_corpus_passes_with_full_recall_and_precision() {
         let corpus = gauntlet_corpus::load::load_corpus(&corpus_root(), None).unwrap();
-        let items: Vec<Item<'_>> = corpus
-            .scenarios
-            .iter()
-            .map(|s| Item {
-                scenario: s,
-                origin: "corpus".into(),
-            })
-            .collect();
-        let r = run(
-            &items,
-            &builtins(),
-            &Options::default(),
-            ("c", corpus.count, &corpus.digest),
-        );
-        let bad: Vec<String> = r
-            .rows
-            .iter()
-            .filter(|x| x.status != RowStatus::Pass || !x.unexpected.is_empty())
-            .map(|x| {
-                format!(
-                    "{} {:?} missing={:?} violations={:?} unexpected={:?}",
-                    x.id, x.status, x.missing, x.violations, x.unexpected
-                )
-            })
-            .collect();
+        let r = exam(&corpus);
+        let bad = not_passing(&r);
         assert!(bad.is_empty(), "{}", bad.join("\n"));
         assert_eq!(r.totals.labeled, 108);
         assert_eq!(r.recall.rate.rate, 1.0);
@@ -927,31 +913,8 @@ mod tests {
                 .join("../../exams/benign-context")
                 .join(split);
             let corpus = gauntlet_corpus::load::load_corpus(&root, None).unwrap();
-            let items: Vec<Item<'_>> = corpus
-                .scenarios
-                .iter()
-                .map(|s| Item {
-                    scenario: s,
-                    origin: "corpus".into(),
-                })
-                .collect();
-            let r = run(
-                &items,
-                &builtins(),
-                &Options::default(),
-                ("c", corpus.count, &corpus.digest),
-            );
-            let bad: Vec<String> = r
-                .rows
-                .iter()
-                .filter(|x| x.status != RowStatus::Pass || !x.unexpected.is_empty())
-                .map(|x| {
-                    format!(
-                        "{} missing={:?} violations={:?}",
-                        x.id, x.missing, x.violations
-                    )
-                })
-                .collect();
+            let r = exam(&corpus);
+            let bad = not_passing(&r);
             assert!(bad.is_empty(), "{split}: {}", bad.join("\n"));
             assert_eq!(r.recall.rate.denominator, attacks, "{split}");
             assert_eq!(r.precision.rate.denominator, benign, "{split}");
