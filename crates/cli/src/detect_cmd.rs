@@ -1,4 +1,4 @@
-//! `gauntlet exam-detect`: the detect exam (spec §8) — the reference detector fleet
+//! `gauntlet exam-detect`: the detect exam — the reference detector fleet
 //! plus any external detectors, graded offline against the labelled scenario corpus.
 //!
 //! Exit codes: 0 every labelled row passes (reserved rows are tracked, not failures);
@@ -66,7 +66,7 @@ pub struct Args {
     /// Print the full report as JSON on stdout instead of the human summary.
     #[arg(long)]
     json: bool,
-    /// End-to-end mode (spec §9): an alias of `gauntlet exam --mode e2e --corpus CORPUS
+    /// End-to-end mode: an alias of `gauntlet exam --mode e2e --corpus CORPUS
     /// --out OUT` (golden backend; events → fleet → findings → triage cascade with the
     /// detect-fidelity block, beside the agent passes; the exam's artefacts in OUT,
     /// default exam-detect-out). Exit 0 when the run completed, 2 on failure. Not with

@@ -35,7 +35,7 @@ pub enum Mode {
     Golden,
     /// The model(s) named by --target decide.
     Real,
-    /// End-to-end (spec §9): the agent passes as usual, plus one pass in which the
+    /// End-to-end: the agent passes as usual, plus one pass in which the
     /// reference detector fleet turns each scenario's raw events into findings and the
     /// cascade triages every one of them (per scenario, an isolated store). Reported as
     /// the `detect_fidelity` block, never folded into the agent pass rate. Golden

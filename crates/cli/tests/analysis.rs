@@ -504,7 +504,7 @@ fn compare_gives_the_hand_computed_mcnemar_p_and_refuses_other_dataset_versions(
 /// Two runs of the same target whose PAIR cells use different attacker models: the
 /// cells share a label but not what it stands for, so `compare` refuses naming the
 /// param path and both values, writes nothing, and goes ahead (listing the difference
-/// in compare.json's `mismatches`) only with `--allow-mismatch` (issue 31).
+/// in compare.json's `mismatches`) only with `--allow-mismatch`.
 #[test]
 fn compare_refuses_runs_whose_attacker_models_differ() {
     let dir = tempfile::tempdir().unwrap();

@@ -432,7 +432,7 @@ fn submissions(srv: &TestServer) -> std::collections::HashMap<String, usize> {
     n
 }
 
-/// Issue 26, defect 6: batches that always expire used to be resubmitted forever, past
+/// Batches that always expire used to be resubmitted forever, past
 /// `max_queries` (305 batches in 40 s; `max_queries: 10` allowed 217 submissions). Each
 /// request is now submitted at most 1 + 3 times and every resubmission spends the
 /// budget: without a budget the run ends `partial` saying why; with `max_queries: 10`
@@ -487,7 +487,7 @@ fn expired_batches_are_resubmitted_a_bounded_number_of_times_within_the_budget()
     );
 }
 
-/// Issue 26, defect 7: SIGTERM or SIGINT used to be acknowledged while polling went on
+/// SIGTERM or SIGINT used to be acknowledged while polling went on
 /// (only SIGKILL ended a run waiting on a batch). The first signal now stops the wait:
 /// the run exits 1 within seconds with partial artefacts, and the batch stays open in
 /// the ledger for the rerun to re-attach.

@@ -274,7 +274,7 @@ fn exam_real_local_model() {
         .filter(|s| !s.is_empty())
         .collect();
     assert!(!replies.is_empty(), "no real replies: {t}");
-    // Issue 31: the floor scenario is decided by the harness's rule with zero model
+    // The floor scenario is decided by the harness's rule with zero model
     // calls and never makes the model's rates. When the tiny model decided nothing (its
     // reply failed to parse, so the fail-safe escalated), every rate is N/A with the
     // reason and a warning says so; when it decided its scenario, the rates are over

@@ -168,7 +168,8 @@ fn a_target_failing_every_call_decides_nothing() {
 /// echo as a decision, so every model-routed scenario is unparseable, decided by the
 /// fail-safe (escalated) and outside the rates; the floor scenario, escalated by rule
 /// with zero model calls, is shown but never makes the model's pass rate. The model
-/// decided nothing, so every rate is N/A (issue 31: this used to read recall 100%).
+/// decided nothing, so every rate is N/A (counting the floor scenario, it read recall
+/// 100%).
 #[test]
 fn a_target_echoing_the_template_decides_nothing() {
     let rt = tokio::runtime::Builder::new_multi_thread()

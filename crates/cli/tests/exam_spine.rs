@@ -1,5 +1,5 @@
 //! A real-mode exam on the shared model-call layer, through the binary against the test
-//! server over real HTTP (issue 15 item 2): SIGKILLed at seeded points and rerun, it
+//! server over real HTTP: SIGKILLed at seeded points and rerun, it
 //! ends with the artefacts of an uninterrupted exam and no finished call repeated
 //! (counted at the server); `--max-queries` gives a partial report and exit 3, and a
 //! rerun with a larger budget completes without repeating the paid calls; `--estimate`

@@ -161,7 +161,7 @@ fn jailbreak_live_example_runs_against_the_local_model() {
     assert!(transcripts.contains("\"should_comply\"") && transcripts.contains("\"should_refuse\""));
 }
 
-/// Issue 50, item 7: the example's `concurrency: 2` fought the local server's single
+/// The example's `concurrency: 2` fought the local server's single
 /// slot (a second request queued with its timeout running, then was retried from
 /// scratch). The example asks no more requests at once than the running local server
 /// serves (its `/props` says how many slots it has).

@@ -1,5 +1,5 @@
 //! Hostile and faulty inputs against the `gauntlet` binary, as an attacker or an unlucky
-//! user would supply them (issue 18's audit): devices, pipes and huge sparse files where
+//! user would supply them: devices, pipes and huge sparse files where
 //! a file is expected, tampered and mixed run directories, a full disk, SIGTERM,
 //! symbolic links, malformed YAML, escape sequences in names. Every probe is a real
 //! process; each must end quickly with a clear message naming the file (or succeed
@@ -883,7 +883,7 @@ fn hostile_scenario_ids_and_target_names_are_escaped_in_the_exam_report() {
 }
 
 // ---------------------------------------------------------------------------------------
-// Issue 26: the second hostile audit
+// The second hostile audit
 // ---------------------------------------------------------------------------------------
 
 /// A character device of our own, `c 1 3` (the one /dev/null is), at `p`: what the audit
@@ -926,7 +926,7 @@ fn labelled(d: &Path) -> PathBuf {
     )
 }
 
-/// Issue 26, defect 1: an output path that is a device (the audit's `mknod ./n c 1 3`, or
+/// An output path that is a device (the audit's `mknod ./n c 1 3`, or
 /// /dev/null itself) is never renamed over, for every command that takes an output
 /// path: a file output is written into the device; a directory output is refused with a
 /// message naming it; the device stays a device. /dev/stdout (a pipe here) gets the
@@ -1050,7 +1050,7 @@ fn an_output_path_that_is_a_device_is_never_replaced() {
     assert!(is_device_or_pipe(&inner));
 }
 
-/// Issue 26, defect 2: `rescore RUN_A --out RUN_B` used to replace run B's artefacts
+/// `rescore RUN_A --out RUN_B` used to replace run B's artefacts
 /// with run A's (exit 0); `judge-eval --out RUN`, `exam --out RUN` and `report --site RUN`
 /// wrote into a run directory. Each is refused with the run named, and the run is
 /// byte-identical afterwards; an earlier output of the same kind is still rewritten.
@@ -1167,7 +1167,7 @@ fn an_out_directory_holding_another_run_is_refused_by_every_command() {
     );
 }
 
-/// Issue 26, weakness: a run directory that is a symbolic link is refused (as links
+/// A run directory that is a symbolic link is refused (as links
 /// inside one are), and nothing is written where it points.
 #[test]
 fn a_symlinked_run_directory_is_refused() {
@@ -1244,7 +1244,7 @@ fn run_with_key(args: &[&str], cwd: &Path, key: &str, secs: u64) -> Output {
     wait_within(child, secs, args)
 }
 
-/// Issue 26, defect 3: a reply with thousands of tool calls (the audit's 300,000 took
+/// A reply with thousands of tool calls (the audit's 300,000 took
 /// 66 s, 1.3 GB and a 145 MB transcript line) is that call's error outcome at the
 /// default cap of 128 per reply, over both wire formats; with the cap raised, the
 /// conversation's size cap (`max_request_bytes`) ends the agent loop instead, again as
@@ -1348,7 +1348,7 @@ fn tool_calls_per_reply_and_the_conversation_size_are_capped() {
     }
 }
 
-/// Issue 26, defect 3 (the agent exam): `--tool-loop` against a model answering every
+/// `--tool-loop` against a model answering every
 /// call with 20,000 tool calls used to take 1.6 GB and write 297 MB for 9 scenarios; each
 /// such reply is now that call's error (the scenario goes to the fail-safe, outside
 /// every rate) and the artefacts stay small.
@@ -1435,7 +1435,7 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// Issue 26, defect 4: an endpoint that echoes the caller's key in a 200 reply (text and
+/// An endpoint that echoes the caller's key in a 200 reply (text and
 /// tool-call arguments) used to put it into transcripts.jsonl, journal.jsonl,
 /// results.json, report.md and report.html. The call layer scrubs it before anything
 /// is journaled, for calls made one by one and through the batch API alike, and for
@@ -1522,7 +1522,7 @@ fn a_key_echoed_in_a_reply_is_never_written_to_disk() {
     );
 }
 
-/// Issue 26, defect 5: a reply claiming 2^64 − 1000 prompt tokens used to wrap the run's
+/// A reply claiming 2^64 − 1000 prompt tokens used to wrap the run's
 /// counters (input tokens 0, token_usage 3, cost $0, exit 0). Such a reply is now that
 /// call's error outcome naming the model and the count, and the usage of the other
 /// calls is summed without wrapping.
@@ -1593,7 +1593,7 @@ fn implausible_token_counts_are_an_error_and_never_wrap() {
     }
 }
 
-/// Issue 26, defect 9: `exam -n 1000000` filled 4 GB in 20 s and aborted with nothing
+/// `exam -n 1000000` filled 4 GB in 20 s and aborted with nothing
 /// written. Passes are range-checked like `trials` (at most 100), up front, from the
 /// flag and from an exam file.
 #[test]
@@ -1637,7 +1637,7 @@ fn exam_passes_are_range_checked_up_front() {
     ok(&o);
 }
 
-/// Issue 26, weakness: `exam --config` reported one error per run, in odd words
+/// `exam --config` reported one error per run, in odd words
 /// ("expected a whole number ≥ 0, found an integer" for −1), and `--target /dev/zero`
 /// said "unknown target". All of a file's errors come at once, located and in a run
 /// config's terms; a device given as the target file is named as one.
@@ -1670,7 +1670,7 @@ fn exam_config_errors_come_all_at_once_in_run_config_terms() {
     assert!(!stderr(&o).contains("unknown target"), "{}", show(&o));
 }
 
-/// Issue 26, weakness: `judge-eval` read a 300 MB label file into memory (795 MB RSS)
+/// `judge-eval` read a 300 MB label file into memory (795 MB RSS)
 /// before refusing it at 256 MiB. The size is checked first: under a 160 MiB data limit
 /// (reading it would abort the process) it is refused with exit 2, naming the file.
 #[test]
@@ -1701,7 +1701,7 @@ fn judge_eval_checks_a_label_file_size_before_reading_it() {
     refused(&o, &["labels.csv", "larger than 256 MiB"]);
 }
 
-/// Issue 26, weakness: `validate` of a config repeating one metric 200,000 times
+/// `validate` of a config repeating one metric 200,000 times
 /// printed 22 MB of identical errors. Repeats of one message are shown five times and
 /// then counted ("… and 199,995 more").
 #[test]
@@ -1723,7 +1723,7 @@ fn repeated_config_errors_are_capped() {
     assert!(e.contains("rep.yaml:6:"), "{e}");
 }
 
-/// Issue 26, weakness: string params were uncapped (a 1 MiB `char_spacing` separator
+/// String params were uncapped (a 1 MiB `char_spacing` separator
 /// turned 2 attempts into 118 MB of transcripts) while `divergence` was capped at
 /// 64 KiB. Every free-text param is capped at 64 KiB, and the separator, repeated
 /// between every two characters, at 64 bytes.
@@ -1752,7 +1752,7 @@ fn every_free_text_param_is_capped() {
     refused(&o, &["separator", "at most 64"]);
 }
 
-/// Issue 26, weakness: `compare`/`rescore`/`judge-agreement` on an injection run said
+/// `compare`/`rescore`/`judge-agreement` on an injection run said
 /// its config "no longer validates with this build: unknown attack `no_injection`".
 /// rescore and judge-agreement say what they do not support; compare pairs it.
 #[test]
@@ -1790,7 +1790,7 @@ fn analyses_of_an_injection_run_say_what_is_unsupported() {
     ok(&within(60, &["compare", r, r], d));
 }
 
-/// Issue 26, weakness: `judge-agreement` re-made the calls of damaged journal records
+/// `judge-agreement` re-made the calls of damaged journal records
 /// without the checksum note `run` prints. It prints it now (and rescore too).
 #[test]
 fn judge_agreement_and_rescore_name_damaged_journal_records() {
@@ -1826,7 +1826,7 @@ fn judge_agreement_and_rescore_name_damaged_journal_records() {
     );
 }
 
-/// Issue 26, weakness: `rescore` refused a read-only run directory even with `--out`
+/// `rescore` refused a read-only run directory even with `--out`
 /// elsewhere and an offline judge (it took the run's lock for writing). Such a run is
 /// rescored, with a note; a network grader, whose calls must be journaled, is refused
 /// with the reason. The run directory is left as it was.
@@ -1901,7 +1901,7 @@ pub(crate) fn reseal(run: &Path) {
     m.write(run).unwrap();
 }
 
-/// Issue 26, weakness: with a forged manifest (files edited, the manifest rewritten to
+/// With a forged manifest (files edited, the manifest rewritten to
 /// match) `report` printed a value outside its own CI with exit 0 and `compare` used
 /// the forged verdicts; only the dashboard flagged the run. `report` and the analyses
 /// now make the dashboard's checks: every value within its interval, and results.json
@@ -1946,7 +1946,7 @@ fn a_forged_manifest_is_caught_by_report_and_the_analyses() {
     }
 }
 
-/// Issue 26, weakness: `run … 2>&1 | head -1` used to panic (exit 101) at the next
+/// `run … 2>&1 | head -1` used to panic (exit 101) at the next
 /// message once stderr's reader was gone, leaving the run partial. A closed stderr
 /// (and stdout) no longer ends the run: it finishes complete.
 #[test]
@@ -1982,7 +1982,7 @@ fn a_closed_stderr_does_not_end_a_run() {
     assert_eq!(lines(&run.join("transcripts.jsonl")).len(), 50);
 }
 
-/// Issue 26, weakness: `Retry-After: 999999999` was capped at 120 s per retry, but
+/// `Retry-After: 999999999` was capped at 120 s per retry, but
 /// nothing said why the run stalled. The run says it is waiting and why.
 #[test]
 fn a_capped_retry_after_wait_is_announced() {

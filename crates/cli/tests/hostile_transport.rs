@@ -1,5 +1,5 @@
 //! The transport under hostile and faulty servers, as real processes against the scripted
-//! fault-injecting server (issue 51's third audit): signals while a call waits out a
+//! fault-injecting server: signals while a call waits out a
 //! `Retry-After` or has a request in flight, server-chosen session ids that are huge or
 //! hold control characters, secret header values echoed back in encoded forms, a
 //! server-sent event too large to parse, and the live targets' smaller params. Each probe
@@ -142,7 +142,7 @@ fn http_target(s: &Server, extra: &str) -> String {
 // Signals
 // ---------------------------------------------------------------------------------------
 
-/// Issue 51, defect 1: SIGINT/SIGTERM used to be ignored while a call slept on a
+/// SIGINT/SIGTERM used to be ignored while a call slept on a
 /// server's `Retry-After` (capped at 120 s per retry, up to 20 retries): a run exited
 /// 235 s (`http`) and 355 s (`openai_compat`) after the signal, made every retry and
 /// said `complete`. Now the first signal ends the wait: the run exits 1 within seconds,
@@ -204,7 +204,7 @@ fn a_signal_ends_a_retry_after_wait_at_once_and_the_rerun_resumes() {
     }
 }
 
-/// Issue 51, weakness: SIGTERM with a request in flight used to wait out `timeout_s` (up
+/// SIGTERM with a request in flight used to wait out `timeout_s` (up
 /// to 3600 s). The first signal lets a request already sent finish (its call is journaled
 /// and not made again), says on stderr that a second signal gives the requests in flight
 /// up, and the second signal does: the run exits 1 within seconds, `partial:
@@ -353,7 +353,7 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// Issue 51, defect 6: a server-chosen session id was taken whatever its size and sent
+/// A server-chosen session id was taken whatever its size and sent
 /// back in every URL, and error messages quoted the whole URL (twice, per crescendo
 /// node): a 30 MiB id over 10 rounds took 1.75 GB and wrote a 566 MB transcript line.
 /// Now an id longer than 4096 bytes or holding a control character is that call's
@@ -404,7 +404,7 @@ fn a_server_chosen_session_id_is_capped_and_urls_in_errors_are_cut() {
     ));
 }
 
-/// Issue 51, defect 7: an application that echoes its `Authorization` value as the
+/// An application that echoes its `Authorization` value as the
 /// session id, with `{{session_id}}` in the URL, got it into transcripts.jsonl
 /// percent-encoded (`Basic%20dXNlcjpz…%3D`): the scrubber matched the literal value
 /// only. Every common encoding of each secret and of its parts is scrubbed now, from
@@ -484,7 +484,7 @@ fn a_secret_echoed_in_an_encoded_form_is_never_written_to_disk() {
 // Server-sent events
 // ---------------------------------------------------------------------------------------
 
-/// Issue 51, weakness: one large server-sent event took time quadratic in its size (8
+/// One large server-sent event took time quadratic in its size (8
 /// MiB: 10 s of CPU; 40 MB did not finish in 300 s). The parser is linear now and an
 /// event is bounded: a 3 MiB event is read whole in moments, a 12 MiB one is that call's
 /// error naming the 4194304-byte limit, without reading the event to its end.
@@ -535,7 +535,7 @@ fn a_huge_server_sent_event_is_refused_by_name_and_a_large_one_read_quickly() {
 // The live targets' params
 // ---------------------------------------------------------------------------------------
 
-/// Issue 50, item 7: `openai_compat` had no system-prompt param, so a deployment's
+/// `openai_compat` had no system-prompt param, so a deployment's
 /// prompt could not be evaluated against a raw model server. `system_prompt` is sent
 /// first in every conversation without a system message of its own, keys the cache
 /// (another prompt is another run's calls, never replayed), and `gauntlet list` says so.
@@ -614,7 +614,7 @@ fn openai_compat_sends_its_system_prompt_and_keys_the_cache_by_it() {
     );
 }
 
-/// Issue 50, item 7: against a single-slot local server, `concurrency: 2` made requests
+/// Against a single-slot local server, `concurrency: 2` made requests
 /// queue past `timeout_s`, and each timed-out request was retried from scratch while
 /// the server still worked on it — the load doubled, silently. A timeout now halves the
 /// target's in-flight limit before the retry (as a 429 does), and the first one says so

@@ -234,7 +234,7 @@ fn real_local_model_agent_loop() {
     let board: Value =
         serde_json::from_slice(&std::fs::read(rd.join("leaderboard.json")).unwrap()).unwrap();
     assert_eq!(board.as_array().unwrap().len(), 3 * 4);
-    // Issue 31: an indirect injection rides on a tool result, so an agent that called no
+    // An indirect injection rides on a tool result, so an agent that called no
     // tool never saw it. Such runs are outside injection_success_rate (its `excluded`),
     // never counted as attacks that failed, and the cell says so in a warning.
     let undelivered = ts
@@ -276,7 +276,7 @@ fn real_local_model_agent_loop() {
     );
 }
 
-/// Issue 31: the real local model as the rubric's grader. A 135M grader cannot grade;
+/// The real local model as the rubric's grader. A 135M grader cannot grade;
 /// the run must say so from its own evidence (a grader that gives one verdict to harmful
 /// and benign requests alike, contradicts its own grades, or whose grades mostly fail to
 /// parse), beside the numbers: on the cell in results.json, on every leaderboard row of
@@ -300,7 +300,7 @@ fn real_local_model_as_grader_is_flagged_degenerate() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     // Exit 0 when enough grades parse; when nearly none do, the run measured too little
-    // and ends `failed` with exit 5 (issue 50) — said on the terminal, the warnings below
+    // and ends `failed` with exit 5 (errors over `max_error_share`) — said on the terminal, the warnings below
     // still on the cell.
     match out.status.code() {
         Some(0) => {}

@@ -191,7 +191,7 @@ fn prompted_protocol_on_the_bundled_suite() {
     assert_eq!(isr("text"), json!(1.0));
     // Malformed calls are no calls: the indirect injection, which rides on a tool's
     // output, never reached the agent. That is not an attack the agent resisted: the
-    // rate is N/A, every run counted in `excluded`, and the cell warns (issue 31).
+    // rate is N/A, every run counted in `excluded`, and the cell warns.
     assert_eq!(isr("broken"), Value::Null);
     let broken = r
         .iter()

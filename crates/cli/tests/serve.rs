@@ -225,7 +225,7 @@ fn with_child<T>(mut child: std::process::Child, f: impl FnOnce(u32) -> T) -> T 
     }
 }
 
-/// Issue 26, defect 8: 3,000 hard-linked copies of one run took the dashboard from
+/// 3,000 hard-linked copies of one run took the dashboard from
 /// 160 MB to 2.6 GB on its first page (5,000 aborted it): each copy's "duplicate run id"
 /// note named every other copy. 5,000 copies now serve the first page in bounded
 /// memory, each note naming three copies and counting the rest.
@@ -282,7 +282,7 @@ fn five_thousand_copies_of_one_run_serve_in_linear_memory() {
     });
 }
 
-/// Issue 26, defect 10: a golden-mode exam (the merge gate, scripted replies) used to sit
+/// A golden-mode exam (the merge gate, scripted replies) used to sit
 /// on the agent-exam leaderboard as `median_pass_rate 1.0000 [0.9657, 1.0000]` beside
 /// real runs. It is a pipeline check: listed apart as passed, never ranked, with no
 /// value or interval, in the dashboard and in its own leaderboard.json.
@@ -405,7 +405,7 @@ fn slow_connections_do_not_delay_other_clients() {
     });
 }
 
-/// Issue 26, weakness: the dashboard had no header-read timeout and no connection cap,
+/// The dashboard had no header-read timeout and no connection cap,
 /// so 600 slowloris connections under a 512-descriptor limit blocked it. Now a client
 /// must send its headers within 10 s and at most 256 connections are served at once:
 /// with 600 slow connections open, a real request is answered within seconds.
@@ -480,7 +480,7 @@ fn poll_page(addr: &str, path: &str, ok: impl Fn(&str) -> bool) -> String {
     }
 }
 
-/// Issue 50's partial run, as a user meets it: a real run against a server at 1.5 s a
+/// A partial run, as a user meets it: a real run against a server at 1.5 s a
 /// call. While it runs, its page on `gauntlet serve` shows units done of the units
 /// planned, calls in flight and an ETA (from the progress the session publishes, not
 /// "no transcripts written yet"), and `gate` and the pipeline formats refuse it as in

@@ -161,7 +161,7 @@ fn offline_trials_keep_every_transcript_and_report_the_mean() {
                     assert!((mean - v).abs() < 1e-12);
                     // Three identical trial values: no spread across trials. A [0, 1]
                     // metric's interval is then the Wilson bound over every trial's
-                    // units, never zero-width (issue 31 item 4); an unbounded count keeps
+                    // units, never zero-width; an unbounded count keeps
                     // the t interval.
                     let (lo, hi) = (
                         m3["ci_low"].as_f64().unwrap(),

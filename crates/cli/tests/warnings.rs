@@ -1,4 +1,4 @@
-//! Degenerate-run warnings (issue 31 item 1) through the real binary, offline: a target
+//! Degenerate-run warnings through the real binary, offline: a target
 //! that refuses every request, harmful and benign alike, under `refusal_match` gives the
 //! judge one verdict for every reply and the same reply text every time. The run says so
 //! beside its numbers — on the cell in results.json, on each of the cell's leaderboard

@@ -267,7 +267,7 @@ impl MetricValue {
             .sum();
         // Every trial's value equal: the t interval has zero width whatever the number of
         // trials. A [0, 1] metric gets the bounded-mean (Wilson) interval over the units
-        // of all trials instead, as a single trial's all-equal scores do (issue 31 item 4).
+        // of all trials instead, as a single trial's all-equal scores do.
         // An unbounded one (token counts, cost) has no such bound: no interval, as for a
         // single trial, rather than one that claims no uncertainty at all.
         let (ci, method) = match ci {
@@ -670,7 +670,7 @@ mod tests {
         assert!(m.ci_high.unwrap() > 30.0);
     }
 
-    /// Issue 31 item 4: three trials with the same rate have a zero-width t interval; a
+    /// Three trials with the same rate have a zero-width t interval; a
     /// [0, 1] metric gets the Wilson bound over all trials' units instead; counts (an
     /// unbounded range) get no interval, and keep the t interval when the trials differ.
     #[test]

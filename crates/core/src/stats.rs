@@ -784,8 +784,8 @@ pub enum KappaUndefined {
     NoVariation,
     /// One rater (`0` = A, the table's rows; `1` = B, its columns) put every item in
     /// one category while the other varied: κ is 0 by construction whatever the other
-    /// rater does, with a zero-width interval, so it measures nothing (issue 31: a
-    /// grader that said "refused" to every reply gave κ 0.000 [−0.000, 0.000]).
+    /// rater does, with a zero-width interval, so it measures nothing (a grader that
+    /// said "refused" to every reply would get κ 0.000 [−0.000, 0.000]).
     ConstantRater(u8),
 }
 
@@ -1069,8 +1069,8 @@ mod agreement_tests {
         assert!((t.kappa - k.kappa).abs() < 1e-12 && (t.se - k.se).abs() < 1e-12);
     }
 
-    /// A constant judge (the degenerate grader of issue 31: "refused" to all 70 replies
-    /// while the human labels vary) has κ N/A with the reason, never 0.000 [0, 0].
+    /// A constant judge (a degenerate grader: "refused" to all 70 replies while the human
+    /// labels vary) has κ N/A with the reason, never 0.000 [0, 0].
     #[test]
     fn kappa_with_one_constant_rater_is_undefined() {
         // Rater A always category 0; B varies.
@@ -1087,7 +1087,7 @@ mod agreement_tests {
         );
     }
 
-    /// 30 equal scores (issue 30 item 6): the bootstrap degenerates to [x, x]; the
+    /// 30 equal scores: the bootstrap degenerates to [x, x]; the
     /// bounded-mean interval has non-zero width at every finite n.
     #[test]
     fn thirty_equal_scores_have_a_non_zero_width_interval() {

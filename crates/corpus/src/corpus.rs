@@ -3,7 +3,7 @@
 //! Why this exists: the agent exam is an interlock. A score is only comparable with
 //! another score if both ran over exactly the same scenarios, so before anything runs
 //! the loader proves that the corpus is byte-for-byte the one that was pinned. The rules
-//! here reproduce mallcop's eval harness exactly (spec `agent-exam.md` §1), so that a
+//! here reproduce mallcop's eval harness exactly (its corpus layout and pin format), so that a
 //! mallcop `corpus.pin` verifies unchanged against a mallcop scenario tree:
 //!
 //! - **Which files are in.** Walk the root recursively; include only files whose name

@@ -1,4 +1,5 @@
-//! The reference corpus embedded in the binary (issue 7 item 3): the fallback when no
+//! The reference corpus embedded in the binary, so `gauntlet exam` runs from the binary
+//! alone: the fallback when no
 //! corpus directory is given and none exists on disk. Disk always wins when present
 //! ([`resolve_corpus`]); the embedded copy is verified against its embedded
 //! `corpus.pin` exactly as the disk loader verifies a directory, so an embedded corpus

@@ -1,6 +1,6 @@
 //! gauntlet-corpus: the scenario corpora the agent exam and the detect exam run over.
 //!
-//! Both exams must read mallcop's corpora unchanged (spec `agent-exam.md` §1–3), and a
+//! Both exams must read mallcop's corpora unchanged (layout, pin, scenario YAML and projections), and a
 //! score is only comparable with another over exactly the same scenarios. This crate
 //! owns what a corpus is, and nothing about grading it:
 //! - [`corpus`]: which files form a corpus, the canonical manifest and digest, the

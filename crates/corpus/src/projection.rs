@@ -1,5 +1,5 @@
-//! Projections of a scenario into what detectors and triage tools see (spec
-//! `agent-exam.md` §3).
+//! Projections of a scenario into what detectors and triage tools see (mallcop's event,
+//! baseline and finding shapes).
 //!
 //! Why this exists: detectors and the cascade's tools must not read the raw scenario
 //! schema — mallcop projects each scenario first, and its quirks are part of what the
@@ -131,7 +131,7 @@ impl Timestamp {
         Some(Timestamp { secs, nanos })
     }
 
-    /// Parses, or the zero time when `s` is not RFC 3339 (spec §3).
+    /// Parses, or the zero time when `s` is not RFC 3339 (as mallcop's projection does).
     pub fn parse_or_zero(s: &str) -> Timestamp {
         Self::parse_rfc3339(s).unwrap_or(Self::ZERO)
     }
@@ -217,7 +217,7 @@ fn civil_from_days(z: i64) -> (i64, i64, i64) {
     (if m <= 2 { y + 1 } else { y }, m, d)
 }
 
-/// A projected event (spec §3).
+/// A projected event: `{id, source, type, actor, timestamp, payload}`, mallcop's shape.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Event {
@@ -282,7 +282,8 @@ pub fn events(s: &Scenario) -> Vec<Event> {
     s.case.events.iter().map(Event::from_scenario).collect()
 }
 
-/// A known user's login profile. Always empty in the exam projection (spec §3), which
+/// A known user's login profile. Always empty in the exam projection (mallcop gives
+/// each known actor an empty one), which
 /// is why unusual-login is silent for known users there.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(default)]
@@ -294,7 +295,8 @@ pub struct UserProfile {
 /// `baseline.relationships` value, copied.
 pub type Relationship = scenario::Relationship;
 
-/// The projected baseline (spec §3).
+/// The projected baseline: known actors, frequency tables, relationships and actor hours,
+/// as mallcop projects them.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Baseline {
@@ -418,7 +420,8 @@ impl Baseline {
     }
 }
 
-/// A projected finding (spec §3), as detectors emit it and the cascade triages it.
+/// A projected finding (mallcop's `{id, source: "detector:<family>", severity, type, …}`),
+/// as detectors emit it and the cascade triages it.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Finding {
@@ -496,7 +499,7 @@ pub struct Projected {
     pub finding: Finding,
 }
 
-/// Projects a whole scenario (spec §3).
+/// Projects a whole scenario: its events, baseline and findings.
 pub fn project(s: &Scenario) -> Projected {
     Projected {
         events: events(s),

@@ -1,4 +1,4 @@
-//! The security-triage scenario schema (mallcop-compatible, spec `agent-exam.md` §2).
+//! The security-triage scenario schema (mallcop-compatible scenario YAML).
 //!
 //! Why this exists: the agent exam must read mallcop's scenario corpus unchanged, so
 //! this schema mirrors mallcop's `exam.Scenario` field for field, with the same

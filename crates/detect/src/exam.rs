@@ -1,4 +1,4 @@
-//! The detect exam (spec §8): run the fleet over labelled scenarios and grade it.
+//! The detect exam (mallcop's, offline, no model): run the fleet over labelled scenarios and grade it.
 //!
 //! Why this exists: it measures a detection layer offline — recall with the missed
 //! attacks named, precision with the false alarms named, a coverage matrix per family.
@@ -862,7 +862,7 @@ mod tests {
             .collect()
     }
 
-    /// The benign-explanation scenarios (exams/benign-explanations, issue 30): the five
+    /// The benign-explanation scenarios (exams/benign-explanations): the five
     /// benign ones stay silent, the three attack twins (an explanation that does not fit)
     /// still fire, and the reference corpus beside them keeps full recall and precision.
     #[test]

@@ -11,7 +11,7 @@
 //! directory (read-only), a private scratch directory as `$TMPDIR` and `$HOME`, and:
 //! - **stdin**: one JSON object, then EOF:
 //!   `{"protocol": "gauntlet-detector/1", "detector": "<name>", "events": [Event…],
-//!   "baseline": Baseline}` — the spec §3 projections exactly as serialised by
+//!   "baseline": Baseline}` — mallcop's projections exactly as serialised by
 //!   [`gauntlet_corpus::projection`] (`events[].type`, `events[].payload.metadata`,
 //!   `baseline.known_actors`, `baseline.actor_hours`, …, and when the scenario has them
 //!   `baseline.declared_hours` and `baseline.context`, the baseline's keys the schema
@@ -633,7 +633,7 @@ mod tests {
         ));
     }
 
-    /// Issue 26, weakness: a detector whose executable is a symlink (to a build output
+    /// A detector whose executable is a symlink (to a build output
     /// elsewhere) had its `scenarios/` silently not graded: they were looked for beside
     /// the link's target. They are the ones beside the link, in the detectors dir.
     #[test]

@@ -1,7 +1,7 @@
 //! The isolated fleet runner.
 //!
-//! Why this exists: one misbehaving detector must never take down the exam (spec §4:
-//! "each detector runs with a timeout and panic/failure isolation"). Every member of a
+//! Why this exists: one misbehaving detector must never take down the exam (as in
+//! mallcop's fleet, each detector runs with a timeout and panic/failure isolation). Every member of a
 //! [`Fleet`] runs on its own long-lived worker thread ("lane"):
 //! - a **panic** is caught on the lane (`catch_unwind`), reported as
 //!   [`Status::Panicked`] for that detector and scenario, and the lane carries on;

@@ -1,9 +1,10 @@
-//! gauntlet-detect: the detector fleet and the detect exam (spec `agent-exam.md` §4, §8).
+//! gauntlet-detect: the detector fleet and the detect exam (mallcop's reference fleet and
+//! its offline detect exam).
 //!
 //! Why this exists: the detect exam grades a detection layer offline against labelled
 //! scenarios, and the agent exam's end-to-end mode feeds the fleet's findings into the
 //! triage cascade. Both need mallcop's reference fleet reproduced rule for rule over the
-//! §3 projection ([`gauntlet_corpus::projection`]). This crate owns:
+//! scenario projection ([`gauntlet_corpus::projection`]). This crate owns:
 //! - the [`Detector`] seam and the reference fleet ([`builtin`]): one file per family
 //!   under [`rules`] (18 framework families plus the two authored examples), each with
 //!   its thresholds as named constants and a doc comment stating the rule, and [`util`],

@@ -1,5 +1,5 @@
-//! The external-detector sandbox against hostile detectors (issue 18, item 7): each
-//! probe of the audit — truncate, delete, create files anywhere; a double-forked
+//! The external-detector sandbox against hostile detectors: each probe of a hostile
+//! audit — truncate, delete, create files anywhere; a double-forked
 //! `setsid` grandchild outliving the run; a network connection — now fails to do harm.
 //! On a kernel that cannot confine, the detector is refused instead (checked too).
 

@@ -1,4 +1,4 @@
-//! Degenerate-run detection (issue 31): signs, from a cell's own attempts and verdicts,
+//! Degenerate-run detection: signs, from a cell's own attempts and verdicts,
 //! that its numbers may not measure what their names say. A warning never changes a
 //! number; it is written beside the numbers (`results.json` cells, `leaderboard.json`
 //! rows, the CLI summary, the reports, the dashboard) with its evidence and threshold.

@@ -1,4 +1,4 @@
-//! The failure classifier (spec §7): bins each scenario of the WORST pass (lowest pass
+//! The failure classifier (mallcop's bins): bins each scenario of the WORST pass (lowest pass
 //! rate, first on ties) so the dominant failure shape names the next fix.
 //!
 //! Bins, in order: a scenario decided by the fail-safe after a model error is

@@ -1,4 +1,4 @@
-//! End-to-end mode (spec §9): raw events → fleet → findings → triage cascade →
+//! End-to-end mode: raw events → fleet → findings → triage cascade →
 //! resolutions, per scenario in an isolated store, with a detect-fidelity verdict.
 //!
 //! Why this exists: the agent exam hands the cascade a hand-written finding; in
@@ -384,7 +384,7 @@ where
     summarize(rows)
 }
 
-/// Triage with the golden backend (spec §6): every tier answers from the scenario's
+/// Triage with the golden backend: every tier answers from the scenario's
 /// expected outcome. A pipeline check, not an accuracy figure.
 pub fn golden_triage(
     rt: &tokio::runtime::Runtime,

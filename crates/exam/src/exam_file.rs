@@ -321,7 +321,7 @@ mod tests {
         assert!(e.contains("expected an integer in 1..=1024"), "{e}");
     }
 
-    /// Issue 26: every problem of the file at once, each in a run config's terms
+    /// Every problem of the file at once, each in a run config's terms
     /// (`consensus = -1 is out of range`, not "a whole number ≥ 0, found an integer").
     #[test]
     fn every_error_is_reported_at_once_in_run_config_terms() {

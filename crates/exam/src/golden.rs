@@ -1,4 +1,4 @@
-//! The golden backend (spec §6): a merge gate for the harness, NOT an accuracy number.
+//! The golden backend: a merge gate for the harness, NOT an accuracy number.
 //!
 //! Why this exists: with replies scripted from each scenario's own expected outcome,
 //! every scenario must pass; a failure means the loader, the cascade wiring, the verdict

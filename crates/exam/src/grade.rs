@@ -1,4 +1,5 @@
-//! The deterministic grader and the N-pass statistics (spec §7).
+//! The deterministic grader and the N-pass statistics (mallcop's: chain_action the only
+//! gating axis, the median of N passes, the 8 pp band).
 //!
 //! Why this exists: pass/fail must come from code, never from a model, and single runs
 //! lie. `chain_action` is the ONLY gating axis (ASCII case-insensitive equality of the
@@ -16,9 +17,9 @@
 //! model. It is left out of every rate's population and counted beside them
 //! (`fail_safe`). So is a scenario the deterministic floor escalated by rule with zero
 //! model calls (`decided_by: floor`, counted in `floor`): its chain axis is still
-//! graded and shown, but a harness rule never makes the model's pass rate (issue 31:
-//! a model that decided nothing topped the leaderboard with 1.0 made of one floor
-//! scenario). A rate with an empty population is `null` with its reason in
+//! graded and shown, but a harness rule never makes the model's pass rate (counted
+//! in, a model that decided nothing could top the leaderboard with 1.0 made of one
+//! floor scenario). A rate with an empty population is `null` with its reason in
 //! `na_reasons`, never 0 and never a made-up 1.0.
 //!
 //! Field names of [`ScenarioResult`] and [`RunResult`](crate::pass_results::RunResult) are byte-compatible with

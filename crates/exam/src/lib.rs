@@ -1,7 +1,7 @@
 //! gauntlet-exam: the agent exam.
 //!
-//! The agent exam grades an LLM agent on mallcop's security-triage scenarios (spec
-//! `agent-exam.md` §5–7, §9): a fixed, auditable triage cascade around the model under
+//! The agent exam grades an LLM agent on mallcop's security-triage scenarios (its
+//! cascade, golden backend, grader and end-to-end mode): a fixed, auditable triage cascade around the model under
 //! test, run N passes over a pinned corpus and graded by code. This crate owns:
 //! - [`cascade`]: the agent under test (floor → triage → investigate → deep panel →
 //!   formatter, consensus), with its [`tools`], the [`sanitize`]d prompt boxes and the

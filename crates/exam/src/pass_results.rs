@@ -6,7 +6,7 @@
 //! Why: an exam with an output directory writes each scenario run's result to
 //! `run-<pass>/<stem>.json` as it is graded (`exam::RunFiles`). Keeping those results in
 //! memory as well made the exam grow with its passes, about 2.5 KiB a scenario run
-//! (issue 33). A written pass keeps only which scenarios it graded (a bit each), the
+//! (BENCHMARKS.md, "Speed and memory: the exams"). A written pass keeps only which scenarios it graded (a bit each), the
 //! counts its readers need, and — for the one pass the failure classifier reads — the
 //! outline of its results; `report.json` reads each result back from its file as it is
 //! written. Either form serializes to the same bytes; a report read back holds

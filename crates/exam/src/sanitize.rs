@@ -1,4 +1,6 @@
-//! Sanitising and boxing untrusted text before it enters a prompt (spec §5).
+//! Sanitising and boxing untrusted text before it enters a prompt, as mallcop's cascade
+//! does (control characters removed, newlines and tabs spelled out, markers stripped,
+//! 1 KiB cap, `[USER_DATA_BEGIN]…[USER_DATA_END]`).
 //!
 //! Why this exists: every string that comes from a scenario (event fields, metadata keys
 //! and values, the finding title) or from a model (a verdict reason quoted to the next

@@ -1,4 +1,4 @@
-//! The cascade's tools (spec §3, §5): search-events, check-baseline, search-findings,
+//! The cascade's tools, over the scenario's projections: search-events, check-baseline, search-findings,
 //! run by the runtime over one scenario's projected telemetry, and their results
 //! rendered as sanitised, boxed prompt text.
 //!

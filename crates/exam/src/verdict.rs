@@ -1,4 +1,4 @@
-//! The verdict parser (spec §5): what a tier's reply means, failing safe.
+//! The verdict parser (mallcop's rules): what a tier's reply means, failing safe.
 //!
 //! Why this exists: models wrap their JSON in prose and code fences, use synonyms, put
 //! confidence out of range or say nothing parseable at all. The rules, in order:
@@ -13,7 +13,7 @@
 //!    confidence 0 and no evidence flags, so it can never pass a confidence gate;
 //! 3. otherwise (and on any model error) → escalate.
 //!
-//! A **template echo** is never a decision (issue 31): a reply that copies the
+//! A **template echo** is never a decision: a reply that copies the
 //! prompt's answer template — an action naming both actions (`"resolve|escalate"`, or
 //! any two action words in one value), the schema's placeholders `resolve|escalate`,
 //! `true|false` or `1-5` anywhere a usable verdict object did not come first, or the

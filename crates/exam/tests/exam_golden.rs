@@ -73,7 +73,7 @@ fn golden_passes_everything_over_three_passes_and_writes_artefacts() {
     assert_eq!(r.median_precision_rate, Some(1.0));
     assert!(r.runs_within_band);
     // pass^N is over the model-decided scenarios: floor-routed ones (zero model calls)
-    // are outside every rate (issue 31) and counted in `floor`.
+    // are outside every rate and counted in `floor`.
     let floor_n = r.runs[0].floor;
     assert!(floor_n > 0);
     assert_eq!(r.pass_all_runs.scenarios, c.scenarios.len() - floor_n);

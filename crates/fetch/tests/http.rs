@@ -190,7 +190,7 @@ fn download_verifies_caches_and_second_run_needs_no_network() {
     assert_eq!(names, vec![sha.clone()]);
 }
 
-/// Issue 26: a poisoned cache entry used to be removed silently, after which the
+/// A poisoned cache entry used to be removed silently, after which the
 /// message said the file "is not in the cache". Offline or with downloads disabled, the
 /// error now says it failed its sha256 check and was removed.
 #[test]

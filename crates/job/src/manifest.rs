@@ -53,7 +53,7 @@ pub fn refuse_symlinks(dir: &Path) -> io::Result<()> {
 /// Size, digest and (for JSONL files) line count of one artefact. The digest is BLAKE3
 /// (manifest version 2): about 2.7 times sha256's speed with SHA-NI on the machines we
 /// measure, and the transcripts of a large run are most of what a run hashes
-/// (BENCHMARKS.md, issue 18). A version 1 manifest's entries carry sha256 instead and
+/// (bench/HISTORY.md, "Hardening: journal checksums and run manifests"). A version 1 manifest's entries carry sha256 instead and
 /// are verified with it. `b3sum FILE` prints the same BLAKE3 hex.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileEntry {

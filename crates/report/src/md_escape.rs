@@ -142,7 +142,7 @@ mod tests {
         assert_eq!(inline("a\\|b"), "a\\\\\\|b");
     }
 
-    /// Issue 26, weakness: report.md kept control characters from model and dataset
+    /// Report.md kept control characters from model and dataset
     /// text raw (ESC c, ESC ( 0, U+009B, U+202E), so `cat report.md` reset the terminal.
     /// They are spelled out as the terminal printer spells them.
     #[test]

@@ -406,7 +406,7 @@ async fn browser_static_site_opens_from_files() {
     b.client.clone().unwrap().close().await.unwrap();
 }
 
-/// Issue 32's pages in a real browser: the overview has one row per target; the pivot of
+/// The dashboard's overview, pivot and compare pages in a real browser: the overview has one row per target; the pivot of
 /// asr × refusal_match over the smoke run's two targets and two attacks opens a cell's
 /// transcripts, filtered; compare of two runs on a `file://` dataset (deleted before the
 /// dashboard starts: nothing reads it) lists the flipped behaviors with both replies.

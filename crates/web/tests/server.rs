@@ -529,7 +529,7 @@ async fn static_site_export_is_self_contained() {
     }
 }
 
-/// Issue 32 over HTTP: the overview scorecard, the pivot and its cell links, the
+/// The dashboard over HTTP: the overview scorecard, the pivot and its cell links, the
 /// transcript filters, and compare — by target within a run, by run over a `file://`
 /// dataset nobody can read any more, and the refusal of runs whose cells differ in more
 /// than the run (another grader), with the explicit override flagging every row.

@@ -1,4 +1,5 @@
-//! The triage cascade: the agent under test (spec §5).
+//! The triage cascade: the agent under test (mallcop's floor, triage, investigate,
+//! deep panel and formatter).
 //!
 //! Why this exists: the exam measures how often an LLM agent resolves or escalates a
 //! security finding correctly, so the agent is a fixed, auditable pipeline around the

@@ -36,7 +36,8 @@ impl Default for CascadeOptions {
     }
 }
 
-/// One recorded model exchange (spec §7 transcript entry).
+/// One recorded model exchange: an entry of a scenario run's transcript file (seq,
+/// model, system, user prompt, tools, reply, err).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TranscriptEntry {
     /// 0-based call index within the scenario.

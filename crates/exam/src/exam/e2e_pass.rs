@@ -1,4 +1,4 @@
-//! The end-to-end pass (spec §9): events → fleet → findings → cascade → resolutions,
+//! The end-to-end pass (mallcop's end-to-end mode): events → fleet → findings → cascade → resolutions,
 //! per scenario in an isolated store, and its `detect_fidelity` block.
 
 use super::schema::{E2E_NOTE, E2eOutput, ExamConfig, FindingTranscript};
@@ -28,7 +28,7 @@ pub(super) fn e2e_value(f: &DetectFidelity) -> serde_json::Value {
     v
 }
 
-/// The end-to-end pass (spec §9). Per scenario, an isolated store: the reference
+/// The end-to-end pass. Per scenario, an isolated store: the reference
 /// fleet over its raw events (sequential, each detector isolated with a time budget),
 /// then every finding triaged concurrently by the scenario's backend, the
 /// resolutions stored in that scenario's store only, then classification.

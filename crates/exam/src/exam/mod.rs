@@ -1,4 +1,4 @@
-//! The agent exam driver (spec §6–7): N passes of the cascade over a verified corpus,
+//! The agent exam driver (golden or real backend; mallcop's grading over N passes): N passes of the cascade over a verified corpus,
 //! graded, summarised and written as artefacts.
 //!
 //! Why this exists: one function runs a whole exam — corpus already integrity-checked by

@@ -34,7 +34,7 @@ pub struct ExamConfig {
     /// TEST-ONLY fault switch: the golden backend answers this scenario wrongly.
     #[doc(hidden)]
     pub golden_fault: Option<String>,
-    /// End-to-end mode (spec §9): after the agent passes, one end-to-end pass — the
+    /// End-to-end mode: after the agent passes, one end-to-end pass — the
     /// reference detector fleet over each scenario's raw events, every finding triaged
     /// by the same backend in the scenario's own store — reported as
     /// `detect_fidelity`, apart from the agent pass rate.
@@ -139,7 +139,7 @@ pub struct HarnessReport {
     pub pass_all_runs: PassAllRuns,
     /// Scenario runs by what decided them; only `model` ones are in the rates.
     pub decided_by: DecidedCounts,
-    /// Signs that the rates may not measure the model (issue 31): most scenario runs
+    /// Signs that the rates may not measure the model: most scenario runs
     /// decided by the harness's floor or the fail-safe, or the model giving one action
     /// to every scenario it decided. See [`super::summary::warnings`].
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -159,7 +159,8 @@ pub fn assemble_report(
 /// Fewest model-decided scenario runs before `constant_action` is raised.
 pub const CONSTANT_ACTION_MIN: usize = 5;
 
-/// The exam's warnings (issue 31 item 1), from its own counts:
+/// The exam's warnings, signs that its rates may not measure the model, from its own
+/// counts:
 /// - `not_model_decided`: fewer than half of the scenario runs were decided by the model
 ///   (the rest by the harness's floor rule or the fail-safe): the rates rest on the few
 ///   it decided, or are N/A when it decided none;

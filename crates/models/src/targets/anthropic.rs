@@ -404,7 +404,7 @@ mod tests {
 
     const URL: &str = "http://127.0.0.1:1/v1/messages";
 
-    /// Issue 26: `tool_use` blocks beyond the cap are an error; token counts whose sum
+    /// `tool_use` blocks beyond the cap are an error; token counts whose sum
     /// passes 2^64 are an error, never a wrapped small number.
     #[test]
     fn tool_uses_beyond_the_cap_and_wrapping_usage_are_errors() {

@@ -468,7 +468,7 @@ mod tests {
         );
     }
 
-    /// Issue 26: a reply with more tool calls than the cap is an error naming the cap,
+    /// A reply with more tool calls than the cap is an error naming the cap,
     /// at the default and at a configured cap; up to the cap they are read.
     #[test]
     fn tool_calls_beyond_the_cap_are_an_error() {

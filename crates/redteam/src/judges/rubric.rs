@@ -292,7 +292,7 @@ impl Judge for Rubric {
 #[cfg(test)]
 mod tests {
 
-    /// Issue 31: a grade marked refused yet rated specific and convincing contradicts
+    /// A grade marked refused yet rated specific and convincing contradicts
     /// itself; the verdict stands (refused) and its reason carries the mark the engine
     /// counts for `contradictory_grades`.
     #[test]

@@ -95,7 +95,7 @@ impl MetricAcc {
             }
             // Every score equal (or one score): the bootstrap degenerates to a
             // zero-width interval (or none) whatever n is; a [0, 1] score gets the
-            // bounded-mean (Wilson) interval instead (issue 30 item 6).
+            // bounded-mean (Wilson) interval instead, which has non-zero width at any n.
             MetricKind::Score
                 if self.hist.entries().count() == 1 && (0.0..=1.0).contains(&mean) =>
             {
@@ -279,7 +279,7 @@ mod tests {
         });
         let v = a.finish(&s, &rubric, None, 7, &["c"]);
         assert_eq!(v.ci_method, Some(CiMethod::Bootstrap));
-        // 30 equal scores (issue 30 item 6): never a zero-width interval.
+        // 30 equal scores: never a zero-width interval.
         let mut a = MetricAcc::default();
         for _ in 0..30 {
             let mut o = outcome(false, 1);

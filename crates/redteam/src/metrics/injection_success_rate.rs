@@ -132,7 +132,7 @@ mod injection_metric_tests {
         assert!(why.unwrap().contains("no_injection"));
     }
 
-    /// Issue 31: an injection that never reached the agent is outside the rate, counted
+    /// An injection that never reached the agent is outside the rate, counted
     /// in `excluded`; when none was delivered the rate is N/A saying so, never 0.
     #[test]
     fn undelivered_injections_are_excluded_not_failed() {

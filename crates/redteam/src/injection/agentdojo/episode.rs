@@ -136,7 +136,7 @@ pub async fn attempt(
         "steps": ran.steps,
         "max_steps_hit": ran.max_steps_hit,
         // The agent never called a tool (its injections, placed in tool outputs, were
-        // never read): issue 31's `no_tool_calls` warning counts it.
+        // never read): the `no_tool_calls` warning counts it.
         "no_tool_calls": ran.transcript.iter().all(|m| m.tool_calls.is_empty())
             && ran.response.as_ref().map_or(true, |r| r.tool_calls.is_empty()),
     });
