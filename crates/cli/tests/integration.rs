@@ -35,6 +35,7 @@ mod measured;
 mod progress;
 mod prompted_and_injecagent;
 mod redharness_configs;
+mod reference_docs;
 mod refusal_classifier;
 mod serve;
 mod shards;
