@@ -1,7 +1,7 @@
 //! The one error type of the `gauntlet` commands, and the one place it becomes an exit
 //! status and a message on stderr (as cargo-nextest's `ExpectedError` does). Every
 //! command returns `Result<(), CliError>`; `main` reports it. The exit codes are the
-//! documented ones, named in [`status`] (README, "Exit codes" and the exams' sections):
+//! documented ones, named in [`status`] (the book's reference/commands.md and guides/exams.md):
 //! 0 success; 1 the command failed or stopped early (partial); 2 the command line, a
 //! config or an input is invalid (for the exams also a corpus or operational failure,
 //! such as a detector that failed); 3 a query budget was spent (partial: rerun with a
@@ -12,7 +12,7 @@
 use gauntlet_core::terminal::safe_text;
 use std::process::ExitCode;
 
-/// Every exit status gauntlet uses, in one place (README, "Exit codes").
+/// Every exit status gauntlet uses, in one place (the book's reference/commands.md).
 pub mod status {
     /// The command did what it was asked, and (for the exams and scans) found nothing.
     pub const SUCCESS: u8 = 0;

@@ -1,4 +1,4 @@
-//! "Your first real evaluation" (README): `examples/jailbreak_live.yaml` validates as
+//! "Your first evaluation" (README and the book's guides/first-evaluation.md): `examples/jailbreak_live.yaml` validates as
 //! shipped, and runs end to end against the real local model (SmolLM2-135M served by
 //! `scripts/local-model.sh`, `GAUNTLET_LOCAL_MODEL_URL` from `.ci/run`).
 //!

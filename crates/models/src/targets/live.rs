@@ -43,7 +43,8 @@ pub(crate) struct Flavor {
 
 /// The caps of one call ([`crate::CallLimits`]), params of both live targets. Absent
 /// unless given (so the specs, cache keys and config hashes of configs that do not set
-/// them stay as they were); the defaults are documented in README ("Limits").
+/// them stay as they were); the defaults are documented with each param (`gauntlet list`, the book's
+/// reference/plugins.md).
 pub const LIMIT_PARAMS: &[ParamSpec] = &[
     ParamSpec {
         name: "max_tool_calls",
