@@ -14,6 +14,9 @@ use crate::datasets::{Dataset, DatasetError};
 use crate::datasets::{
     advbench, demo, harmbench, jbb_behaviors, leakage_demo, or_bench, remote, xstest,
 };
+use crate::datasets::{
+    ailuminate, cyberseceval_frr, cyberseceval_interpreter, simple_safety_tests,
+};
 use crate::error::BuildError;
 use crate::injection::{agentdojo as agentdojo_source, bundled, scenario_file};
 use crate::injections::{
@@ -169,6 +172,22 @@ pub const DATASET_TABLE: &[DatasetEntry] = &[
     Entry {
         info: strongreject_set::INFO,
         build: strongreject_set::load,
+    },
+    Entry {
+        info: ailuminate::INFO,
+        build: ailuminate::load,
+    },
+    Entry {
+        info: simple_safety_tests::INFO,
+        build: simple_safety_tests::load,
+    },
+    Entry {
+        info: cyberseceval_frr::INFO,
+        build: cyberseceval_frr::load,
+    },
+    Entry {
+        info: cyberseceval_interpreter::INFO,
+        build: cyberseceval_interpreter::load,
     },
 ];
 pub static DATASETS: LazyLock<Vec<PluginInfo>> = LazyLock::new(|| infos(DATASET_TABLE));
