@@ -603,6 +603,40 @@ mod tests {
         );
     }
 
+    /// The 2026 frameworks cover every plugin they apply to: every attack and injection
+    /// (but `no_injection`, the baseline) is evidence under the EU AI Act, every
+    /// injection is an agent goal hijack, and every metric with a direction is tagged.
+    #[test]
+    fn the_2026_frameworks_cover_every_attack_injection_and_metric() {
+        let map = gauntlet_core::taxonomy::map();
+        let has = |t: &gauntlet_core::taxonomy::ThreatTags, fw: &str, id: &str| {
+            t.get(fw).is_some_and(|v| v.iter().any(|x| x == id))
+        };
+        for info in ATTACKS.iter().chain(INJECTIONS.iter()) {
+            if info.name == "no_injection" {
+                continue;
+            }
+            let t = &map.attacks[info.name];
+            assert!(has(t, "eu_ai_act", "Art. 15"), "{}", info.name);
+        }
+        for info in INJECTIONS.iter() {
+            if info.name == "no_injection" {
+                continue;
+            }
+            let t = &map.attacks[info.name];
+            assert!(has(t, "owasp_agentic_2026", "ASI01"), "{}", info.name);
+        }
+        for info in METRICS.iter() {
+            let m = &map.metrics[info.name];
+            assert_eq!(
+                m.worse.is_some(),
+                m.tags.contains_key("eu_ai_act"),
+                "metric `{}`: a metric with a direction is evidence, a usage count is not",
+                info.name
+            );
+        }
+    }
+
     /// Every registered name builds, so the catalog and the constructors never drift.
     /// Every metric builds from a bare spec (so its facts are known by name), and the
     /// facts are what the metrics say: the two scores, the usage metrics, and the
