@@ -151,7 +151,8 @@ enum Command {
         #[arg(long, value_name = "OUT")]
         site: Option<PathBuf>,
         /// Group the report by a threat framework: owasp_llm (default), owasp_agentic,
-        /// mitre_atlas, nist_ai_rmf, or `all`. Repeat for several.
+        /// owasp_agentic_2026, owasp_mcp, mitre_atlas, nist_ai_rmf, eu_ai_act, or `all`.
+        /// Repeat for several.
         #[arg(long = "group-by", value_name = "FRAMEWORK")]
         group_by: Vec<String>,
         /// A pipeline format instead of the reports: junit (a case per cell × metric and

@@ -196,11 +196,13 @@ mod tests {
     fn every_scanner_rule_is_mapped_to_the_taxonomy() {
         for r in ScanRule::ALL {
             let tags = taxonomy::mcp_rule_tags(r.id());
-            assert!(
-                tags.contains_key("owasp_llm"),
-                "mcp rule {} has no OWASP LLM entry in threat_map.json",
-                r.id()
-            );
+            for fw in ["owasp_llm", "owasp_agentic_2026", "owasp_mcp"] {
+                assert!(
+                    tags.contains_key(fw),
+                    "mcp rule {} has no {fw} entry in threat_map.json",
+                    r.id()
+                );
+            }
         }
         assert_eq!(rules().len(), ScanRule::ALL.len());
     }

@@ -401,6 +401,11 @@ fn report_formats_for_pipelines() {
     assert_eq!(results.len(), 2, "the two behaviors the target answered");
     let r = &results[0];
     assert_eq!(r["ruleId"], "LLM01:2025");
+    let tags = r["properties"]["tags"].as_array().unwrap();
+    assert!(
+        tags.iter().any(|t| t == "Art. 15") && tags.iter().any(|t| t == "AML.T0054"),
+        "every framework's ids of the cell are tags: {tags:?}"
+    );
     assert_eq!(r["level"], "error");
     assert_eq!(
         doc["runs"][0]["tool"]["driver"]["rules"][0]["name"],

@@ -305,6 +305,7 @@ fn mcp_scan_writes_sarif_a_code_scanning_dashboard_reads() {
         .unwrap();
     let tags = hidden["properties"]["tags"].as_array().unwrap();
     assert!(tags.contains(&json!("LLM01:2025")) && tags.contains(&json!("AML.T0051.001")));
+    assert!(tags.contains(&json!("MCP03:2025")) && tags.contains(&json!("ASI01")));
     let results = run["results"].as_array().unwrap();
     assert_eq!(results.len(), findings.len());
     for (res, f) in results.iter().zip(findings) {

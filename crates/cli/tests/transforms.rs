@@ -386,6 +386,8 @@ fn leaderboard_rows_carry_threat_tags_and_the_report_groups_by_framework() {
         ("mitre_atlas", "AML.T0056"),
         ("mitre_atlas", "AML.T0057"),
         ("nist_ai_rmf", "MEASURE 2.10"),
+        ("eu_ai_act", "Art. 15"),
+        ("eu_ai_act", "Art. 55"),
     ] {
         assert!(
             tags[fw].as_array().unwrap().iter().any(|t| t == id),
@@ -416,7 +418,17 @@ fn leaderboard_rows_carry_threat_tags_and_the_report_groups_by_framework() {
         dir.path(),
     );
     let md = std::fs::read_to_string(r.join("report.md")).unwrap();
-    assert_eq!(md.matches("## Threat taxonomy:").count(), 4);
+    assert_eq!(md.matches("## Threat taxonomy:").count(), 7);
+    run(
+        &["report", "runs/leakage_smoke", "--group-by", "eu_ai_act"],
+        dir.path(),
+    );
+    let md = std::fs::read_to_string(r.join("report.md")).unwrap();
+    assert!(md.contains("## Threat taxonomy: EU AI Act (Regulation (EU) 2024/1689)"));
+    assert!(
+        md.contains("- **Art. 15 Accuracy, robustness and cybersecurity**"),
+        "{md}"
+    );
     let bad = gauntlet(
         &["report", "runs/leakage_smoke", "--group-by", "owasp"],
         dir.path(),

@@ -1,6 +1,7 @@
 //! The threat taxonomy: which entries of public threat frameworks (OWASP Top 10 for LLM
-//! Applications 2025, OWASP Agentic AI threats, MITRE ATLAS, NIST AI RMF) a red-team
-//! number speaks to.
+//! Applications 2025, OWASP Agentic AI threats T1–T15, OWASP Top 10 for Agentic
+//! Applications 2026, OWASP MCP Top 10, MITRE ATLAS, NIST AI RMF) a red-team number
+//! speaks to, and which EU AI Act articles it is evidence for.
 //!
 //! The mapping is data, not code: `taxonomy/threat_map.json` (versioned; results record
 //! its `version`), embedded in the binary. It declares each framework's entries (id and
@@ -25,7 +26,8 @@ pub const THREAT_MAP_JSON: &str = include_str!("../taxonomy/threat_map.json");
 /// One framework and its entries, in the framework's own order.
 #[derive(Debug, Clone, Deserialize)]
 pub struct Framework {
-    /// The key tags use (`owasp_llm`, `owasp_agentic`, `mitre_atlas`, `nist_ai_rmf`).
+    /// The key tags use (`owasp_llm`, `owasp_agentic`, `owasp_agentic_2026`, `owasp_mcp`,
+    /// `mitre_atlas`, `nist_ai_rmf`, `eu_ai_act`).
     pub key: String,
     pub name: String,
     pub edition: String,
@@ -243,6 +245,64 @@ mod tests {
         }
         for mode in ["jailbreak", "leakage", "injection"] {
             assert!(m.modes.contains_key(mode), "mode {mode} is not mapped");
+        }
+    }
+
+    /// The frameworks, in report order, and facts of their current editions: ATLAS 5.x
+    /// renamed AML.T0053, the 2026 agentic list is ASI01–ASI10, the MCP list MCP01–MCP10.
+    #[test]
+    fn the_frameworks_and_their_editions() {
+        let m = map();
+        let keys: Vec<&str> = m.frameworks.iter().map(|f| f.key.as_str()).collect();
+        assert_eq!(
+            keys,
+            [
+                "owasp_llm",
+                "owasp_agentic",
+                "owasp_agentic_2026",
+                "owasp_mcp",
+                "mitre_atlas",
+                "nist_ai_rmf",
+                "eu_ai_act"
+            ]
+        );
+        assert_eq!(
+            m.title("mitre_atlas", "AML.T0053"),
+            Some("AI Agent Tool Invocation")
+        );
+        assert!(
+            m.framework("mitre_atlas")
+                .unwrap()
+                .edition
+                .contains("5.6.0")
+        );
+        for (key, prefix, n) in [
+            ("owasp_llm", "LLM", 10),
+            ("owasp_agentic", "T", 15),
+            ("owasp_agentic_2026", "ASI", 10),
+            ("owasp_mcp", "MCP", 10),
+        ] {
+            let f = m.framework(key).unwrap();
+            assert_eq!(f.entries.len(), n, "{key}");
+            for (i, (id, _)) in f.entries.iter().enumerate() {
+                let num: usize = id
+                    .trim_start_matches(prefix)
+                    .split(':')
+                    .next()
+                    .unwrap()
+                    .parse()
+                    .unwrap_or_else(|_| panic!("{key}: {id}"));
+                assert_eq!(num, i + 1, "{key}: {id} out of order");
+            }
+        }
+        assert_eq!(
+            m.title("owasp_agentic_2026", "ASI01"),
+            Some("Agent Goal Hijack")
+        );
+        // Every mode is evidence under the EU AI Act's robustness and GPAI testing duties.
+        for mode in ["jailbreak", "leakage", "injection"] {
+            let t = &m.modes[mode]["eu_ai_act"];
+            assert!(t.contains(&"Art. 15".to_string()) && t.contains(&"Art. 55".to_string()));
         }
     }
 

@@ -14,6 +14,9 @@ use crate::datasets::{Dataset, DatasetError};
 use crate::datasets::{
     advbench, demo, harmbench, jbb_behaviors, leakage_demo, or_bench, remote, xstest,
 };
+use crate::datasets::{
+    ailuminate, cyberseceval_frr, cyberseceval_interpreter, simple_safety_tests,
+};
 use crate::error::BuildError;
 use crate::injection::{agentdojo as agentdojo_source, bundled, scenario_file};
 use crate::injections::{
@@ -169,6 +172,22 @@ pub const DATASET_TABLE: &[DatasetEntry] = &[
     Entry {
         info: strongreject_set::INFO,
         build: strongreject_set::load,
+    },
+    Entry {
+        info: ailuminate::INFO,
+        build: ailuminate::load,
+    },
+    Entry {
+        info: simple_safety_tests::INFO,
+        build: simple_safety_tests::load,
+    },
+    Entry {
+        info: cyberseceval_frr::INFO,
+        build: cyberseceval_frr::load,
+    },
+    Entry {
+        info: cyberseceval_interpreter::INFO,
+        build: cyberseceval_interpreter::load,
     },
 ];
 pub static DATASETS: LazyLock<Vec<PluginInfo>> = LazyLock::new(|| infos(DATASET_TABLE));
@@ -582,6 +601,40 @@ mod tests {
             Registry::plugins(Axis::Transform).len(),
             crate::transforms::REGISTRY.len()
         );
+    }
+
+    /// The 2026 frameworks cover every plugin they apply to: every attack and injection
+    /// (but `no_injection`, the baseline) is evidence under the EU AI Act, every
+    /// injection is an agent goal hijack, and every metric with a direction is tagged.
+    #[test]
+    fn the_2026_frameworks_cover_every_attack_injection_and_metric() {
+        let map = gauntlet_core::taxonomy::map();
+        let has = |t: &gauntlet_core::taxonomy::ThreatTags, fw: &str, id: &str| {
+            t.get(fw).is_some_and(|v| v.iter().any(|x| x == id))
+        };
+        for info in ATTACKS.iter().chain(INJECTIONS.iter()) {
+            if info.name == "no_injection" {
+                continue;
+            }
+            let t = &map.attacks[info.name];
+            assert!(has(t, "eu_ai_act", "Art. 15"), "{}", info.name);
+        }
+        for info in INJECTIONS.iter() {
+            if info.name == "no_injection" {
+                continue;
+            }
+            let t = &map.attacks[info.name];
+            assert!(has(t, "owasp_agentic_2026", "ASI01"), "{}", info.name);
+        }
+        for info in METRICS.iter() {
+            let m = &map.metrics[info.name];
+            assert_eq!(
+                m.worse.is_some(),
+                m.tags.contains_key("eu_ai_act"),
+                "metric `{}`: a metric with a direction is evidence, a usage count is not",
+                info.name
+            );
+        }
     }
 
     /// Every registered name builds, so the catalog and the constructors never drift.

@@ -4,3 +4,4 @@
 
 mod injecagent;
 mod public_datasets;
+mod public_datasets_real;

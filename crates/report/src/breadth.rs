@@ -22,7 +22,8 @@ pub const DEFAULT_GROUP_BY: &str = "owasp_llm";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReportOptions {
     /// Threat frameworks to group the run by (keys of the threat map: `owasp_llm`,
-    /// `owasp_agentic`, `mitre_atlas`, `nist_ai_rmf`), in this order.
+    /// `owasp_agentic`, `owasp_agentic_2026`, `owasp_mcp`, `mitre_atlas`, `nist_ai_rmf`,
+    /// `eu_ai_act`), in this order.
     pub group_by: Vec<String>,
     /// A note heading the report above everything (the dashboard re-renders a run's
     /// report with one when the run is unverified or in progress).

@@ -19,6 +19,7 @@ pub const SHA256: &str = "6cd1a5c63c07610d7eb67307772ee5606017ee950b5770ab288a2c
 
 const LAYOUT: Layout = Layout {
     name: "advbench",
+    format: csv_source::Format::Csv,
     prompt: "goal",
     columns: &["goal"],
     pin: Some(SHA256),

@@ -1,9 +1,11 @@
-//! Shared machinery of the public CSV benchmark sets (`advbench`, `harmbench`,
-//! `jbb_behaviors`, `xstest`, `or_bench`, `strongreject`): common params, fetching
-//! through `gauntlet-fetch` (sha256 verified before parsing), real CSV parsing (quoted
-//! fields, embedded newlines, a UTF-8 BOM), column checks, row-numbered ids, the
-//! category filter, a seeded `sample` (optionally stratified by category), `limit`, the
-//! `name` label (one set listed twice) and the version string.
+//! Shared machinery of the public benchmark sets (`advbench`, `harmbench`,
+//! `jbb_behaviors`, `xstest`, `or_bench`, `strongreject`, `ailuminate`,
+//! `simple_safety_tests`, `cyberseceval_frr`, `cyberseceval_interpreter`): common
+//! params, fetching through `gauntlet-fetch` (sha256 verified before parsing), real CSV
+//! parsing (quoted fields, embedded newlines, a UTF-8 BOM) or a JSON array of objects,
+//! column checks, row-numbered ids, the category filter, a seeded `sample` (optionally
+//! stratified by category), `limit`, the `name` label (one set listed twice) and the
+//! version string.
 //!
 //! Each set's file only declares its layout and how a row maps to a behavior.
 
@@ -21,7 +23,7 @@ pub(crate) const fn url_param(canonical: &'static str) -> ParamSpec {
         name: "url",
         kind: ParamKind::Str,
         default: DefaultValue::Str(canonical),
-        doc: "https:// URL of the CSV (downloaded only with allow_download: true), or file://path \
+        doc: "https:// URL of the file (downloaded only with allow_download: true), or file://path \
               (relative to the config's directory); default: the set's canonical file at a pinned commit",
     }
 }
@@ -159,10 +161,23 @@ pub(crate) struct Item {
     pub expected: Expected,
 }
 
-/// A set's CSV layout.
+/// How a set's file is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Format {
+    /// CSV with a header row; the columns are header names.
+    Csv,
+    /// A JSON array of objects; the columns are keys every object has. A string value is
+    /// used as it is, a number or boolean as its JSON text, an array of those as its
+    /// items joined by `, `, and `null` as empty.
+    JsonArray,
+}
+
+/// A set's file layout.
 pub(crate) struct Layout {
     /// Plugin name: dataset name, id prefix and version prefix.
     pub name: &'static str,
+    /// CSV or JSON.
+    pub format: Format,
     /// The prompt column (must be non-empty on every row).
     pub prompt: &'static str,
     /// Every column the mapping reads, the prompt column included.
@@ -171,7 +186,7 @@ pub(crate) struct Layout {
     pub pin: Option<&'static str>,
 }
 
-/// A parsed CSV row, addressed by column name.
+/// A parsed row, addressed by column name.
 pub(crate) struct Row<'a> {
     record: &'a csv::StringRecord,
     index: &'a HashMap<&'static str, usize>,
@@ -199,13 +214,143 @@ pub(crate) enum RowError {
     /// XSTest: no `type`.
     #[error("empty `type` (needed to tell should_refuse from should_comply)")]
     EmptyType,
+    /// A field that says which way the row is labelled holds neither true nor false.
+    #[error(
+        "`{field}` is {value:?}, expected true or false (it tells should_refuse from should_comply)"
+    )]
+    NotBoolean { field: &'static str, value: String },
 }
 
 /// What a row becomes: a behavior, or nothing (rows a set leaves out by design).
 pub(crate) type RowMap<'m> = dyn Fn(&Row<'_>) -> Result<Option<Item>, RowError> + 'm;
 
-/// Parses CSV bytes into behaviors with ids `<name>-<row:04>`.
+/// Parses a set's bytes into behaviors with ids `<name>-<row:04>`.
 pub(crate) fn parse(
+    bytes: &[u8],
+    shown: &str,
+    layout: &Layout,
+    map: &RowMap<'_>,
+) -> Result<Vec<Behavior>, DatasetError> {
+    match layout.format {
+        Format::Csv => parse_csv(bytes, shown, layout, map),
+        Format::JsonArray => parse_json(bytes, shown, layout, map),
+    }
+}
+
+/// One JSON value as the text of a column (see [`Format::JsonArray`]); `None` for an
+/// object or a nested array.
+fn json_text(v: &serde_json::Value) -> Option<String> {
+    use serde_json::Value;
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Null => Some(String::new()),
+        Value::Bool(_) | Value::Number(_) => Some(v.to_string()),
+        Value::Array(items) => items
+            .iter()
+            .map(|i| match i {
+                Value::Array(_) | Value::Object(_) => None,
+                other => json_text(other),
+            })
+            .collect::<Option<Vec<_>>>()
+            .map(|parts| parts.join(", ")),
+        Value::Object(_) => None,
+    }
+}
+
+/// Parses a JSON array of objects (see [`Format::JsonArray`]).
+fn parse_json(
+    bytes: &[u8],
+    shown: &str,
+    layout: &Layout,
+    map: &RowMap<'_>,
+) -> Result<Vec<Behavior>, DatasetError> {
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    let items: Vec<serde_json::Value> = serde_json::from_slice(bytes).map_err(|e| {
+        DatasetError::new(
+            shown,
+            format!(
+                "not a JSON array of objects for the `{}` format: {e} (is this the right file for this dataset?)",
+                layout.name
+            ),
+        )
+    })?;
+    if items.is_empty() {
+        return Err(DatasetError::new(shown, "the JSON array has no items"));
+    }
+    let index: HashMap<&'static str, usize> = layout
+        .columns
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (*c, i))
+        .collect();
+    let mut out = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        let number = i + 1;
+        let at = |m: String| DatasetError::new(shown, format!("item {number}: {m}"));
+        let Some(obj) = item.as_object() else {
+            return Err(at(format!(
+                "expected an object with the fields {}, found {}",
+                field_list(layout.columns),
+                json_kind(item)
+            )));
+        };
+        let mut record = csv::StringRecord::new();
+        for &col in layout.columns {
+            let Some(v) = obj.get(col) else {
+                return Err(at(format!(
+                    "no `{col}` field for the `{}` format; expected: {}",
+                    layout.name,
+                    field_list(layout.columns)
+                )));
+            };
+            let Some(text) = json_text(v) else {
+                return Err(at(format!(
+                    "field `{col}` is {}, expected text, a number, a boolean or a list of those",
+                    json_kind(v)
+                )));
+            };
+            record.push_field(&text);
+        }
+        let row = Row {
+            record: &record,
+            index: &index,
+        };
+        if row.get(layout.prompt).trim().is_empty() {
+            return Err(at(format!("empty `{}` (the prompt field)", layout.prompt)));
+        }
+        if let Some(item) = map(&row).map_err(|m| at(m.to_string()))? {
+            out.push(behavior(
+                format!("{}-{number:04}", layout.name),
+                item.prompt,
+                item.category,
+                item.expected,
+            ));
+        }
+    }
+    Ok(out)
+}
+
+fn field_list(cols: &[&str]) -> String {
+    cols.iter()
+        .map(|c| format!("`{c}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn json_kind(v: &serde_json::Value) -> &'static str {
+    use serde_json::Value;
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "text",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Parses CSV bytes.
+fn parse_csv(
     bytes: &[u8],
     shown: &str,
     layout: &Layout,
@@ -526,6 +671,7 @@ mod tests {
 
     const LAYOUT: Layout = Layout {
         name: "t",
+        format: Format::Csv,
         prompt: "prompt",
         columns: &["prompt", "kind"],
         pin: None,
@@ -589,6 +735,59 @@ mod tests {
         assert!(e.message.contains("more than once"), "{e}");
     }
 
+    const JSON: Layout = Layout {
+        name: "t",
+        format: Format::JsonArray,
+        prompt: "prompt",
+        columns: &["prompt", "kind"],
+        pin: None,
+    };
+
+    #[test]
+    fn json_items_map_strings_scalars_and_lists() {
+        let json = br#"[{"prompt":"a","kind":["x","y"],"extra":{"k":1}},{"prompt":"b","kind":false},{"prompt":"c","kind":null},{"prompt":"d","kind":2.5}]"#;
+        let b = parse(json, "f.json", &JSON, &map).unwrap();
+        let got: Vec<(&str, &str, &str)> = b
+            .iter()
+            .map(|x| (x.id.as_str(), x.prompt.as_str(), x.category.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("t-0001", "a", "x, y"),
+                ("t-0002", "b", "false"),
+                ("t-0003", "c", ""),
+                ("t-0004", "d", "2.5")
+            ]
+        );
+    }
+
+    #[test]
+    fn json_errors_name_the_item_and_the_fix() {
+        let e = parse(b"{\"prompt\":\"a\"}", "f.json", &JSON, &map).unwrap_err();
+        assert!(
+            e.message
+                .contains("not a JSON array of objects for the `t` format"),
+            "{e}"
+        );
+        let e = parse(b"[]", "f.json", &JSON, &map).unwrap_err();
+        assert!(e.message.contains("no items"), "{e}");
+        let e = parse(br#"[{"prompt":"a","kind":"k"},7]"#, "f.json", &JSON, &map).unwrap_err();
+        assert!(
+            e.message.contains(
+                "item 2: expected an object with the fields `prompt`, `kind`, found a number"
+            ),
+            "{e}"
+        );
+        let e = parse(br#"[{"prompt":"a"}]"#, "f.json", &JSON, &map).unwrap_err();
+        assert!(e.message.contains("item 1: no `kind` field"), "{e}");
+        let e = parse(br#"[{"prompt":" ","kind":"k"}]"#, "f.json", &JSON, &map).unwrap_err();
+        assert!(e.message.contains("item 1: empty `prompt`"), "{e}");
+        let e = parse(br#"[{"prompt":"a","kind":[["x"]]}]"#, "f.json", &JSON, &map).unwrap_err();
+        assert!(e.message.contains("field `kind` is a list"), "{e}");
+        assert_eq!(e.source_name, "f.json");
+    }
+
     proptest::proptest! {
         /// Arbitrary bytes never panic the parser.
         #[test]
@@ -601,6 +800,25 @@ mod tests {
         #[test]
         fn parser_never_panics_on_csvish_text(s in "(\u{feff})?(prompt|kind|\"|,|\n|\r|a| |é)*") {
             if let Ok(b) = parse(s.as_bytes(), "fuzz", &LAYOUT, &map) {
+                let ids: BTreeSet<&str> = b.iter().map(|x| x.id.as_str()).collect();
+                proptest::prop_assert_eq!(ids.len(), b.len());
+                proptest::prop_assert!(b.iter().all(|x| !x.prompt.trim().is_empty()));
+            }
+        }
+
+        /// Arbitrary bytes never panic the JSON parser.
+        #[test]
+        fn json_parser_never_panics_on_bytes(s in proptest::collection::vec(proptest::num::u8::ANY, 0..600)) {
+            let _ = parse(&s, "fuzz", &JSON, &map);
+        }
+
+        /// JSON-ish text (brackets, keys, scalars, nesting) never panics, and every
+        /// success has one behavior per item with a non-empty prompt and unique ids.
+        #[test]
+        fn json_parser_never_panics_on_jsonish_text(
+            s in r#"(\[|\]|\{|\}|"prompt"|"kind"|:|,|"a"|" "|1|true|null|\u{feff})*"#
+        ) {
+            if let Ok(b) = parse(s.as_bytes(), "fuzz", &JSON, &map) {
                 let ids: BTreeSet<&str> = b.iter().map(|x| x.id.as_str()).collect();
                 proptest::prop_assert_eq!(ids.len(), b.len());
                 proptest::prop_assert!(b.iter().all(|x| !x.prompt.trim().is_empty()));

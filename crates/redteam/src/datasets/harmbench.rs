@@ -37,6 +37,7 @@ pub const SHA256: &str = "8d81accedd38eaaf8b760618622bb888417d1fd0c86eba65c427a1
 
 const LAYOUT: Layout = Layout {
     name: "harmbench",
+    format: csv_source::Format::Csv,
     prompt: "Behavior",
     columns: &[
         "Behavior",

@@ -64,6 +64,7 @@ pub fn load(
     }
     let layout = Layout {
         name: "jbb_behaviors",
+        format: csv_source::Format::Csv,
         prompt: "Goal",
         columns: &["Goal", "Category"],
         pin: if benign { None } else { Some(SHA256) },

@@ -7,12 +7,16 @@
 pub mod demo;
 pub mod leakage_demo;
 pub mod remote;
-// Public benchmark sets (CSV, sha256-pinned, fetched through gauntlet-fetch).
+// Public benchmark sets (CSV or JSON, sha256-pinned, fetched through gauntlet-fetch).
 pub mod advbench;
+pub mod ailuminate;
 pub(crate) mod csv_source;
+pub mod cyberseceval_frr;
+pub mod cyberseceval_interpreter;
 pub mod harmbench;
 pub mod jbb_behaviors;
 pub mod or_bench;
+pub mod simple_safety_tests;
 pub mod strongreject;
 pub mod xstest;
 // What every dataset shares: its type and identity, behavior files, the loader.

@@ -19,6 +19,7 @@ pub const SHA256: &str = "a6e2f1166416efe5901f3bb05c47dc92ab3aca3acfe143693d38b8
 
 const LAYOUT: Layout = Layout {
     name: "or_bench",
+    format: csv_source::Format::Csv,
     prompt: "prompt",
     columns: &["prompt", "category"],
     pin: Some(SHA256),

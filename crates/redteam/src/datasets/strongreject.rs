@@ -29,6 +29,7 @@ pub const SMALL_SIZE: i64 = 50;
 
 const LAYOUT: Layout = Layout {
     name: "strongreject",
+    format: csv_source::Format::Csv,
     prompt: "forbidden_prompt",
     columns: &["forbidden_prompt", "category"],
     pin: None,

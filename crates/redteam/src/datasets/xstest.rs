@@ -23,6 +23,7 @@ pub const SHA256: &str = "11783fb294ed017473ee53c207d71f2161c7672c8d0b037501e783
 
 const LAYOUT: Layout = Layout {
     name: "xstest",
+    format: csv_source::Format::Csv,
     prompt: "prompt",
     columns: &["prompt", "type"],
     pin: Some(SHA256),
