@@ -424,3 +424,25 @@ fn sigkill_mid_run_resumes_without_repeating_calls_and_byte_identical() {
     );
     assert_same_artefacts(&reference.join("both"), &runs.join("both"));
 }
+
+#[test]
+fn adaptive_refuses_to_run_in_a_shard_and_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    write_dataset(&dir.path().join("data.json"), 4);
+    let cfg = dir.path().join("shard.yaml");
+    std::fs::write(
+        &cfg,
+        "run_name: shard\nseed: 0\ntargets: [{name: reference, params: {name: t}}]\nattacks:\n  - {name: adaptive, params: {attacker: {name: reference, params: {name: atk, refusal_topics: [zz-never]}}}}\ndatasets:\n  - {name: remote, params: {url: 'file://data.json', name: gen}}\njudges: [refusal_match]\nmetrics: [asr]\n",
+    )
+    .unwrap();
+    let out = gauntlet(
+        &["run", cfg.to_str().unwrap(), "--quiet", "--shard", "1/2"],
+        dir.path(),
+    );
+    assert!(!out.status.success(), "{}", show(&out));
+    assert!(
+        show(&out).contains("run it without --shard"),
+        "{}",
+        show(&out)
+    );
+}
