@@ -33,6 +33,23 @@ pub struct AttackCtx<'a> {
     pub judge_grader: Option<&'a dyn CallModel>,
     /// Derived from the run seed and the unit's identity.
     pub seed: u64,
+    /// Where the unit stands in the run's canonical order, for attacks that learn across
+    /// behaviors (`adaptive`). `None` outside an unsharded engine run.
+    pub place: Option<Place<'a>>,
+}
+
+/// A unit's place in canonical order: its group (one attack against one target on one
+/// dataset in one trial) and its position in that group (the behavior's index). Every
+/// unit of a group at a lower position was started before this one, and a unit waiting
+/// on one of them never holds back its start (the engine hands out concurrency in
+/// canonical order).
+#[derive(Clone, Copy)]
+pub struct Place<'a> {
+    pub group: u64,
+    pub position: u64,
+    /// Why waiting on an earlier unit of the group is pointless now (the run stops, its
+    /// budget is spent or a fatal error halted it): then that unit may never finish.
+    pub given_up: &'a (dyn Fn() -> Option<ModelError> + Sync),
 }
 
 /// Model calls an attack makes per behavior at most, by role (for `--estimate`).

@@ -27,6 +27,12 @@ pub enum AttemptError {
         last.as_deref().unwrap_or("the search made no target call")
     )]
     NoBranch { last: Option<String> },
+    /// A budgeted attack (`adaptive`) had no try left for this behavior: earlier
+    /// behaviors of the same target spent its run budget.
+    #[error(
+        "not attempted: the `{attack}` attack's run_budget ({budget} tries) was spent by earlier behaviors of this target; raise run_budget to try it"
+    )]
+    BudgetSpent { attack: String, budget: u64 },
     /// The agent loop ran with no model call allowed.
     #[error("no model call was made")]
     NoCall,

@@ -3,12 +3,12 @@
 //! A config can only name what is compiled in; nothing is loaded dynamically.
 
 use crate::attack::Attack;
+use crate::attacks::{adaptive, crescendo, goat, pair, tap};
 use crate::attacks::{best_of_n, many_shot};
 use crate::attacks::{
     canary_completion, direct_extraction, divergence, pii_elicitation, r#static,
     system_prompt_leak, template,
 };
-use crate::attacks::{crescendo, pair, tap};
 use crate::datasets::strongreject as strongreject_set;
 use crate::datasets::{Dataset, DatasetError};
 use crate::datasets::{
@@ -84,6 +84,19 @@ pub const ATTACK_TABLE: &[AttackEntry] = &[
         info: crescendo::INFO,
         build: |s| {
             Ok(Box::new(crescendo::CrescendoAttack::new(
+                s.clone(),
+                build_judge,
+            )?))
+        },
+    },
+    Entry {
+        info: goat::INFO,
+        build: |s| Ok(Box::new(goat::GoatAttack::new(s.clone(), build_judge)?)),
+    },
+    Entry {
+        info: adaptive::INFO,
+        build: |s| {
+            Ok(Box::new(adaptive::AdaptiveAttack::new(
                 s.clone(),
                 build_judge,
             )?))
@@ -670,7 +683,7 @@ mod tests {
         for axis in [Axis::Attack, Axis::Injection, Axis::Judge, Axis::Metric] {
             for info in Registry::plugins(axis) {
                 let mut params = gauntlet_core::params::Params::new();
-                if ["pair", "tap", "crescendo"].contains(&info.name) {
+                if ["pair", "tap", "crescendo", "goat", "adaptive"].contains(&info.name) {
                     let attacker = PluginSpec {
                         name: "reference".into(),
                         params: Default::default(),

@@ -479,6 +479,7 @@ impl Attack for Transformed {
                 attacker: None,
                 judge_grader: None,
                 seed,
+                place: None,
             },
         )
     }
@@ -579,6 +580,7 @@ mod tests {
             attacker,
             judge_grader: None,
             seed: 11,
+            place: None,
         }
     }
 

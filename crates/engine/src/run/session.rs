@@ -164,6 +164,8 @@ pub async fn execute_sharded(
         order,
         units: n_units,
         window,
+        admitted: AtomicU64::new(0),
+        admitted_moved: tokio::sync::Notify::new(),
         plan,
     });
     let mut fold = Fold::new(

@@ -16,10 +16,10 @@ use gauntlet_core::outcome::Verdict;
 use gauntlet_core::rng::derive_u64;
 use gauntlet_job::job::{Job, Ran, Task, Window};
 use gauntlet_models::{Model, ModelError};
-use gauntlet_redteam::attack::{AttackCtx, CallModel};
+use gauntlet_redteam::attack::{AttackCtx, CallModel, Place};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use tokio::sync::Semaphore;
+use tokio::sync::{Notify, Semaphore};
 
 pub(super) struct Ctx {
     pub(super) plan: Plan,
@@ -48,6 +48,11 @@ pub(super) struct Ctx {
     pub(super) units: u64,
     /// How they are scheduled.
     pub(super) window: Window,
+    /// The session position of the next chunk to take a concurrency permit: chunks take
+    /// them in canonical order (see [`run_chunk`]).
+    pub(super) admitted: AtomicU64,
+    /// Woken when `admitted` moves.
+    pub(super) admitted_moved: Notify,
 }
 
 /// The run is a job of the one in-order driver (`gauntlet_job::job`): its units are the
@@ -214,8 +219,22 @@ pub(crate) fn unit_scope(
 
 /// Runs units `start..end` in order under one concurrency permit. Returns the outputs
 /// of the units that finished and, if one failed fatally, why (later units are skipped).
+///
+/// Chunks take their permit in canonical order (chunk `start` waits until every chunk
+/// before it holds or held one), so a unit that waits on an earlier unit of its group
+/// (`adaptive`'s memory, [`gauntlet_redteam::attack::Place`]) never holds the permit
+/// that earlier unit needs: the wait always points at a unit that is running.
 async fn run_chunk(ctx: Arc<Ctx>, start: u64, end: u64) -> Ran<UnitOutput, ModelError> {
+    loop {
+        let moved = ctx.admitted_moved.notified();
+        if ctx.admitted.load(Ordering::Acquire) == start {
+            break;
+        }
+        moved.await;
+    }
     let _permit = ctx.sem.acquire().await.expect("semaphore is never closed");
+    ctx.admitted.store(end, Ordering::Release);
+    ctx.admitted_moved.notify_waiters();
     let mut outs = Vec::with_capacity((end - start) as usize);
     // Offline calls of the whole chunk are journaled together, after its last unit.
     let pending = Pending::default();
@@ -307,11 +326,36 @@ pub(super) async fn run_unit(
         pending,
         &slots[Slot::AttackJudge],
     );
+    // Why a unit waiting on an earlier unit of its group should stop waiting.
+    let given_up = || {
+        if let Some(e) = ctx.counters.halted() {
+            Some(e)
+        } else if ctx.counters.budget_hit.load(Ordering::Relaxed) {
+            Some(ModelError::Budget)
+        } else if gauntlet_models::stop::Stop::global().stopping() {
+            Some(gauntlet_models::stop::not_sent(
+                "waiting on an earlier behavior's result",
+            ))
+        } else {
+            None
+        }
+    };
+    // A group's positions are only complete in an unsharded session (a shard runs some
+    // of each group's behaviors).
+    let place = ctx.order.is_none().then(|| Place {
+        group: (((u.attack * plan.targets.len() + u.target) * plan.datasets.len() + u.dataset)
+            as u64)
+            * ctx.trial_seeds.len() as u64
+            + u64::from(trial),
+        position: u.behavior as u64,
+        given_up: &given_up,
+    });
     let actx = AttackCtx {
         target: &caller,
         attacker: attacker.as_ref().map(|m| m as &dyn CallModel),
         judge_grader: attack_grader.as_ref().map(|m| m as &dyn CallModel),
         seed,
+        place,
     };
     let attempts = attack.run_ctx(b, actx).await?;
     let unit_usage: CellUsage = PerSlot::from_fn(|s| slots[s].snapshot());

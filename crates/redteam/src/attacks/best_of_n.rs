@@ -161,6 +161,7 @@ impl Attack for BestOfN {
                 attacker: None,
                 judge_grader: None,
                 seed,
+                place: None,
             },
         )
     }

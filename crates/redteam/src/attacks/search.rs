@@ -191,6 +191,25 @@ pub struct Node {
     /// Pruned out of the frontier (tap) or rolled back after a refusal (crescendo).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub pruned: bool,
+    /// The named red-teaming technique this try used (goat, adaptive).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub technique: Option<String>,
+    /// The prompt transform this try's text went through (adaptive).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transform: Option<String>,
+    /// The attacker's stated reasoning for this turn (goat).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<Reasoning>,
+}
+
+/// An attacker's reasoning for one turn, as it wrote it: what it saw in the last reply,
+/// what it concluded, and the technique it chose (its own words, before the name was
+/// matched against the catalogue).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Reasoning {
+    pub observation: String,
+    pub thought: String,
+    pub strategy: String,
 }
 
 /// The score a verdict gives a node.
@@ -240,6 +259,9 @@ impl Tree {
             judge_reason: String::new(),
             error: Some(why),
             pruned: false,
+            technique: None,
+            transform: None,
+            reasoning: None,
         });
         self.attempts.push(None);
         id
@@ -280,6 +302,9 @@ impl Tree {
                 .err()
                 .map(|e| format!("target: {e}")),
             pruned: false,
+            technique: None,
+            transform: None,
+            reasoning: None,
         };
         if node.error.is_none() {
             let v = judge.score(behavior, &attempt, grader).await?;
