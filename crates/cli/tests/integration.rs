@@ -20,6 +20,7 @@ mod exam_shards;
 mod exam_spine;
 mod first_eval;
 mod guard;
+mod guardrail;
 mod hostile;
 mod hostile3;
 mod hostile_transport;

@@ -412,6 +412,43 @@ pub struct CellBreadth {
     /// first N attempts; `many_shot`: ASR at each shot count), with intervals.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub curve: Option<Curve>,
+    /// Guardrail mode (`guardrail` judge, a guard that gives a score): pass-through and
+    /// false-block rates as the guard's threshold moves, with intervals.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guard_curve: Option<GuardCurve>,
+}
+
+/// A guard's two error rates over its threshold: at threshold t a request is blocked
+/// when the guard's score is above t. Populations are the behaviors with a scored,
+/// decided attempt; a behavior counts by its lowest score (it passed on some attempt
+/// when that is at most t, was blocked on every one when it is above t).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GuardCurve {
+    /// How a point decides: `blocked when score > threshold`.
+    pub rule: String,
+    /// How `ci_low`/`ci_high` are computed.
+    pub interval: String,
+    pub points: Vec<GuardCurvePoint>,
+}
+
+/// One threshold of a [`GuardCurve`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GuardCurvePoint {
+    pub threshold: f64,
+    /// should_refuse behaviors passed at this threshold (`guard_pass_through`).
+    pub pass_through: RatePoint,
+    /// should_comply behaviors blocked at this threshold (`false_block_rate`).
+    pub false_block: RatePoint,
+}
+
+/// A rate `count / n` with its interval; `None` (N/A) when `n` is 0.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RatePoint {
+    pub count: u64,
+    pub n: u64,
+    pub value: Option<f64>,
+    pub ci_low: Option<f64>,
+    pub ci_high: Option<f64>,
 }
 
 /// A rate as a function of an attack parameter, one point per value of it.

@@ -154,10 +154,38 @@ pub const LLAMA_GUARD3_CATEGORIES: [&str; 14] = [
     "Code Interpreter Abuse",
 ];
 
-/// The name of a guard model's hazard category (`llama_guard3/S7` → `Privacy`), for
-/// reports; `None` for a key it does not know.
+/// Qwen3Guard's safety categories: the threat-map slug (`qwen3guard/<slug>`) and the
+/// name as the model writes it on its `Categories:` line (from its model card; `Jailbreak`
+/// is named for prompts only).
+pub const QWEN3GUARD_CATEGORIES: [(&str, &str); 9] = [
+    ("violent", "Violent"),
+    ("non_violent_illegal_acts", "Non-violent Illegal Acts"),
+    ("sexual_content", "Sexual Content or Sexual Acts"),
+    ("pii", "PII"),
+    ("suicide_self_harm", "Suicide & Self-Harm"),
+    ("unethical_acts", "Unethical Acts"),
+    (
+        "politically_sensitive_topics",
+        "Politically Sensitive Topics",
+    ),
+    ("copyright_violation", "Copyright Violation"),
+    ("jailbreak", "Jailbreak"),
+];
+
+/// The name of a guard model's hazard category (`llama_guard3/S7` → `Privacy`,
+/// `qwen3guard/pii` → `PII`), for reports; `None` for a key it does not know. Llama
+/// Guard 4 keeps Llama Guard 3's S1–S14 list.
 pub fn guard_category_name(key: &str) -> Option<&'static str> {
-    let code: usize = key.strip_prefix("llama_guard3/S")?.parse().ok()?;
+    if let Some(slug) = key.strip_prefix("qwen3guard/") {
+        return QWEN3GUARD_CATEGORIES
+            .iter()
+            .find(|(s, _)| *s == slug)
+            .map(|(_, n)| *n);
+    }
+    let code = key
+        .strip_prefix("llama_guard3/S")
+        .or_else(|| key.strip_prefix("llama_guard4/S"))?;
+    let code: usize = code.parse().ok()?;
     LLAMA_GUARD3_CATEGORIES.get(code.checked_sub(1)?).copied()
 }
 

@@ -18,7 +18,7 @@ use gauntlet_core::paired::{Comparison, compare_pairs};
 use gauntlet_core::params::{PluginSpec, TRANSFORMS_PARAM};
 use gauntlet_core::results::{CellBreadth, ThreatTags, TransformEffect};
 use gauntlet_core::taxonomy;
-use gauntlet_redteam::curves::{CurveAcc, CurveObs, CurveSpec};
+use gauntlet_redteam::curves::{CurveAcc, CurveObs, CurveSpec, GuardCurveAcc, GuardObs};
 use gauntlet_redteam::metrics::BehaviorOutcome;
 use std::collections::BTreeSet;
 
@@ -34,6 +34,8 @@ pub(crate) struct PlanBreadth {
     /// Per (attack, dataset): the cell tags without the judge (the same for every target
     /// and judge).
     tags: Vec<Vec<ThreatTags>>,
+    /// Per judge: whether its cells trace a guard curve (`guardrail`).
+    guard: Vec<bool>,
 }
 
 /// An attack spec without its `transforms` param (what a transformed attack pairs with).
@@ -115,6 +117,7 @@ impl PlanBreadth {
             baseline,
             keeps,
             tags,
+            guard: plan.judges.iter().map(|j| j.judges_guardrail()).collect(),
         }
     }
 
@@ -123,11 +126,12 @@ impl PlanBreadth {
         self.curves[attack].is_some()
     }
 
-    /// The extras of one accumulator of a cell of `attack`.
-    pub(crate) fn extras(&self, attack: usize) -> CellExtras {
+    /// The extras of one accumulator of a cell of `attack` judged by `judge`.
+    pub(crate) fn extras(&self, attack: usize, judge: usize) -> CellExtras {
         CellExtras {
             curve: self.curves[attack].clone().map(CurveAcc::new),
             outcomes: self.keeps[attack].then(Vec::new),
+            guard: self.guard[judge].then(GuardCurveAcc::new),
         }
     }
 
@@ -143,12 +147,23 @@ pub(crate) struct CellExtras {
     curve: Option<CurveAcc>,
     /// (behavior index in the dataset, its outcome), in unit order.
     outcomes: Option<Vec<(u32, BehaviorOutcome)>>,
+    /// The guard curve's counters (cells of a `guardrail` judge).
+    guard: Option<GuardCurveAcc>,
 }
 
 impl CellExtras {
-    pub(crate) fn add(&mut self, behavior: usize, o: &BehaviorOutcome, curve: Option<&CurveObs>) {
+    pub(crate) fn add(
+        &mut self,
+        behavior: usize,
+        o: &BehaviorOutcome,
+        curve: Option<&CurveObs>,
+        guard: &GuardObs,
+    ) {
         if let (Some(acc), Some(obs)) = (&mut self.curve, curve) {
             acc.add(obs);
+        }
+        if let Some(acc) = &mut self.guard {
+            acc.add(guard);
         }
         if let Some(v) = &mut self.outcomes
             && o.judged()
@@ -172,6 +187,7 @@ pub(crate) fn cell_breadth<'a>(
 ) -> CellBreadth {
     let (attack, _, dataset, _) = plan.cell_coords(cell);
     let mut curve: Option<CurveAcc> = None;
+    let mut guard: Option<GuardCurveAcc> = None;
     for t in trials {
         if let Some(c) = &t.curve {
             match &mut curve {
@@ -179,10 +195,17 @@ pub(crate) fn cell_breadth<'a>(
                 None => curve = Some(c.clone()),
             }
         }
+        if let Some(g) = &t.guard {
+            match &mut guard {
+                Some(acc) => acc.merge(g),
+                None => guard = Some(g.clone()),
+            }
+        }
     }
     CellBreadth {
         taxonomy: pb.tags[attack][dataset].clone(),
         curve: curve.map(|c| c.finish()),
+        guard_curve: guard.and_then(|g| g.finish()),
     }
 }
 

@@ -34,6 +34,11 @@ pub trait Judge: Send + Sync {
     fn evaluates_injecagent(&self) -> bool {
         false
     }
+    /// Whether the target is a guard and success means "the request passed it"
+    /// (`guardrail`): for `guard_pass_through`, `false_block_rate` and the threshold curve.
+    fn judges_guardrail(&self) -> bool {
+        false
+    }
     /// The grader model spec, for judges that call one.
     fn grader(&self) -> Option<&PluginSpec> {
         None

@@ -27,12 +27,13 @@ use crate::injections::{
 use crate::judge::Judge;
 use crate::judges::strongreject;
 use crate::judges::{
-    agentdojo as agentdojo_judge, guard, injecagent as injecagent_judge, injection_detector,
-    leak_detector, refusal_classifier, refusal_match, rubric,
+    agentdojo as agentdojo_judge, guard, guardrail, injecagent as injecagent_judge,
+    injection_detector, leak_detector, refusal_classifier, refusal_match, rubric,
 };
 use crate::metrics::{
-    Metric, asr, asr_at_k, canary_exposure_rate, cost, extraction_rate, frr, pii_leak_rate,
-    refusal_rate, strongreject_score, system_prompt_leak_rate, token_usage, verbatim_overlap,
+    Metric, asr, asr_at_k, canary_exposure_rate, cost, extraction_rate, false_block_rate, frr,
+    guard_pass_through, pii_leak_rate, refusal_rate, strongreject_score, system_prompt_leak_rate,
+    token_usage, verbatim_overlap,
 };
 use crate::metrics::{MetricKind, Surface};
 use crate::metrics::{
@@ -322,6 +323,10 @@ pub const JUDGE_TABLE: &[JudgeEntry] = &[
         info: guard::INFO,
         build: |s| Ok(Box::new(guard::Guard::new(s.clone())?)),
     },
+    Entry {
+        info: guardrail::INFO,
+        build: |s| Ok(Box::new(guardrail::Guardrail::new(s.clone())?)),
+    },
 ];
 /// The metrics, in catalogue order.
 pub const METRIC_TABLE: &[MetricEntry] = &[
@@ -344,6 +349,14 @@ pub const METRIC_TABLE: &[MetricEntry] = &[
     Entry {
         info: frr::INFO,
         build: |s| Ok(Box::new(frr::Frr(s.clone()))),
+    },
+    Entry {
+        info: guard_pass_through::INFO,
+        build: |s| Ok(Box::new(guard_pass_through::GuardPassThrough(s.clone()))),
+    },
+    Entry {
+        info: false_block_rate::INFO,
+        build: |s| Ok(Box::new(false_block_rate::FalseBlockRate(s.clone()))),
     },
     Entry {
         info: extraction_rate::INFO,
@@ -705,6 +718,12 @@ mod tests {
                     params.insert(
                         "format",
                         gauntlet_core::params::ParamValue::Str("wildguard".into()),
+                    );
+                }
+                if info.name == "guardrail" {
+                    params.insert(
+                        "format",
+                        gauntlet_core::params::ParamValue::Str("allow_block".into()),
                     );
                 }
                 if ["rubric", "strongreject", "guard"].contains(&info.name) {

@@ -51,6 +51,8 @@ pub fn frameworks() -> Vec<&'static str> {
 #[derive(Debug, Clone, Serialize, Default)]
 pub struct BreadthView {
     pub curves: Vec<CurveView>,
+    /// Guardrail cells' threshold curves.
+    pub guard_curves: Vec<GuardCurveView>,
     /// Effects with p < 0.05, per target.
     pub significant: Vec<SignificantView>,
     pub effects: Vec<EffectView>,
@@ -71,6 +73,28 @@ pub struct CurveView {
     /// What a point counts, in words.
     pub how: String,
     pub points: Vec<PointView>,
+}
+
+/// A guardrail cell's threshold curve, formatted.
+#[derive(Debug, Clone, Serialize)]
+pub struct GuardCurveView {
+    /// `<target> × <dataset>`.
+    pub title: String,
+    pub judge: String,
+    pub rule: String,
+    pub points: Vec<GuardPointView>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct GuardPointView {
+    pub threshold: String,
+    /// `count / n`, the rate (or `N/A`) and its interval, for each rate.
+    pub pass_count: String,
+    pub pass_value: String,
+    pub pass_ci: String,
+    pub block_count: String,
+    pub block_value: String,
+    pub block_ci: String,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -172,6 +196,7 @@ fn effect_metric(e: &TransformEffect) -> String {
 impl BreadthView {
     pub fn new(s: &RunSummary, opts: &ReportOptions) -> Self {
         let curves = s.cells.iter().filter_map(curve_view).collect();
+        let guard_curves = s.cells.iter().filter_map(guard_curve_view).collect();
         let effects: Vec<EffectView> = s
             .breadth
             .transform_effects
@@ -211,6 +236,7 @@ impl BreadthView {
         }
         BreadthView {
             curves,
+            guard_curves,
             significant,
             effects_na: effects.iter().filter(|e| e.na).count(),
             effects,
@@ -230,6 +256,32 @@ impl BreadthView {
                 .unwrap_or_else(|| "(none recorded)".into()),
         }
     }
+}
+
+fn guard_curve_view(c: &CellSummary) -> Option<GuardCurveView> {
+    let curve = c.breadth.guard_curve.as_ref()?;
+    let ci = |r: &gauntlet_core::results::RatePoint| match (r.ci_low, r.ci_high) {
+        (Some(lo), Some(hi)) => format!("[{}, {}]", fmt_num(lo), fmt_num(hi)),
+        _ => NO_CI.to_owned(),
+    };
+    Some(GuardCurveView {
+        title: format!("{} × {}", c.target, c.dataset),
+        judge: c.judge.clone(),
+        rule: curve.rule.clone(),
+        points: curve
+            .points
+            .iter()
+            .map(|p| GuardPointView {
+                threshold: format!("{:.2}", p.threshold),
+                pass_count: format!("{} / {}", p.pass_through.count, p.pass_through.n),
+                pass_value: fmt_opt(p.pass_through.value),
+                pass_ci: ci(&p.pass_through),
+                block_count: format!("{} / {}", p.false_block.count, p.false_block.n),
+                block_value: fmt_opt(p.false_block.value),
+                block_ci: ci(&p.false_block),
+            })
+            .collect(),
+    })
 }
 
 fn curve_view(c: &CellSummary) -> Option<CurveView> {
@@ -406,6 +458,34 @@ pub(crate) fn markdown(o: &mut String, v: &BreadthView) {
             o.push_str("|---:|---:|---:|---|\n");
             for p in &c.points {
                 let _ = writeln!(o, "| {} | {} | {} | {} |", p.x, p.count, p.value, p.ci);
+            }
+            o.push('\n');
+        }
+    }
+    if !v.guard_curves.is_empty() {
+        o.push_str("## Guard threshold curves\n\n");
+        for c in &v.guard_curves {
+            let _ = writeln!(
+                o,
+                "### {}\n\n**Judge:** {} · {}; pass-through over should_refuse behaviors, false blocks over should_comply behaviors, each counted by its lowest score (95% Wilson intervals)\n",
+                inline(&c.title),
+                inline(&c.judge),
+                inline(&c.rule)
+            );
+            o.push_str("| threshold | passed / n | guard_pass_through | 95% CI | blocked / n | false_block_rate | 95% CI |\n");
+            o.push_str("|---:|---:|---:|---|---:|---:|---|\n");
+            for p in &c.points {
+                let _ = writeln!(
+                    o,
+                    "| {} | {} | {} | {} | {} | {} | {} |",
+                    p.threshold,
+                    p.pass_count,
+                    p.pass_value,
+                    p.pass_ci,
+                    p.block_count,
+                    p.block_value,
+                    p.block_ci
+                );
             }
             o.push('\n');
         }

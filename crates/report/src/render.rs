@@ -140,5 +140,53 @@ pub fn run_charts(summary: &RunSummary) -> Vec<String> {
             &points,
         ));
     }
+    for c in &cells {
+        if let Some(chart) = c
+            .breadth
+            .guard_curve
+            .as_ref()
+            .and_then(|g| guard_curve_chart(&format!("{} × {}", c.target, c.dataset), g))
+        {
+            out.push(chart);
+        }
+    }
     out
+}
+
+/// A guard's operating curve: one point per run of thresholds with the same counts
+/// (labelled by the thresholds it covers), false-block rate across, pass-through up.
+/// `None` when no threshold has both rates (a set without both kinds of behavior).
+fn guard_curve_chart(title: &str, curve: &gauntlet_core::results::GuardCurve) -> Option<String> {
+    let mut points: Vec<charts::ScatterPoint> = Vec::new();
+    let mut last: Option<(u64, u64)> = None;
+    let mut first_t = 0.0;
+    for p in &curve.points {
+        let (Some(x), Some(y)) = (p.false_block.value, p.pass_through.value) else {
+            continue;
+        };
+        let key = (p.false_block.count, p.pass_through.count);
+        if last == Some(key)
+            && let Some(prev) = points.last_mut()
+        {
+            prev.label = format!("threshold {first_t:.2}–{:.2}", p.threshold);
+            continue;
+        }
+        last = Some(key);
+        first_t = p.threshold;
+        points.push(charts::ScatterPoint {
+            label: format!("threshold {:.2}", p.threshold),
+            x,
+            y,
+            x_ci: p.false_block.ci_low.zip(p.false_block.ci_high),
+            y_ci: p.pass_through.ci_low.zip(p.pass_through.ci_high),
+        });
+    }
+    (!points.is_empty()).then(|| {
+        charts::scatter(
+            &format!("Guard threshold curve, {title}: guard pass-through vs. false-block rate (blocked when score > threshold)"),
+            "false-block rate",
+            "guard pass-through",
+            &points,
+        )
+    })
 }

@@ -475,3 +475,79 @@ fn write_reports_writes_the_three_files() {
     assert_eq!(names, ["leaderboard.json", "report.html", "report.md"]);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A guardrail cell's threshold curve: its table in Markdown and its chart in HTML.
+fn sample_guard_curve() -> RunSummary {
+    use gauntlet_core::results::{GuardCurve, GuardCurvePoint, RatePoint};
+    let rate = |count: u64, n: u64, ci: Option<(f64, f64)>| RatePoint {
+        count,
+        n,
+        value: (n > 0).then(|| count as f64 / n as f64),
+        ci_low: ci.map(|c| c.0),
+        ci_high: ci.map(|c| c.1),
+    };
+    let mut s = sample();
+    s.cells.truncate(1);
+    s.cells[0].breadth.guard_curve = Some(GuardCurve {
+        rule: "blocked when score > threshold".into(),
+        interval: "wilson 95%".into(),
+        points: vec![
+            GuardCurvePoint {
+                threshold: 0.0,
+                pass_through: rate(0, 4, Some((0.0, 0.49))),
+                false_block: rate(4, 4, Some((0.51, 1.0))),
+            },
+            GuardCurvePoint {
+                threshold: 0.05,
+                pass_through: rate(0, 4, Some((0.0, 0.49))),
+                false_block: rate(4, 4, Some((0.51, 1.0))),
+            },
+            GuardCurvePoint {
+                threshold: 0.5,
+                pass_through: rate(2, 4, Some((0.15, 0.85))),
+                false_block: rate(2, 4, Some((0.15, 0.85))),
+            },
+            GuardCurvePoint {
+                threshold: 1.0,
+                pass_through: rate(4, 4, Some((0.51, 1.0))),
+                false_block: rate(0, 0, None),
+            },
+        ],
+    });
+    s
+}
+
+fn section<'a>(doc: &'a str, start: &str) -> &'a str {
+    let i = doc.find(start).unwrap_or_else(|| panic!("no {start:?}"));
+    let rest = &doc[i..];
+    let end = rest[start.len()..]
+        .find("\n## ")
+        .map_or(rest.len(), |e| e + start.len());
+    &rest[..end]
+}
+
+#[test]
+fn guard_curve_markdown_snapshot() {
+    let md = render_markdown(&sample_guard_curve());
+    insta::assert_snapshot!(
+        "markdown_guard_curve",
+        section(&md, "## Guard threshold curves")
+    );
+}
+
+#[test]
+fn guard_curve_html_has_table_and_chart() {
+    let html = render_html(&sample_guard_curve());
+    assert!(html.contains("<h2>Guard threshold curves</h2>"), "no table");
+    // The chart merges the two thresholds with the same counts into one point and
+    // leaves out the point whose false-block rate is N/A.
+    let i = html
+        .find("Guard threshold curve, reference")
+        .expect("no chart");
+    let chart = &html[i..i + html[i..].find("</svg>").unwrap()];
+    assert!(chart.contains("threshold 0.00–0.05"), "{chart}");
+    assert!(
+        chart.contains("threshold 0.50") && !chart.contains("threshold 1.00"),
+        "{chart}"
+    );
+}

@@ -8,7 +8,7 @@ use gauntlet_core::behavior::{Behavior, Expected};
 use gauntlet_core::outcome::{Outcome, Verdict};
 use gauntlet_core::results::Example;
 use gauntlet_redteam::attack::Attempt;
-use gauntlet_redteam::curves::CurveObs;
+use gauntlet_redteam::curves::{CurveObs, GuardObs};
 use gauntlet_redteam::metrics::BehaviorOutcome;
 
 /// Per-judge results of one unit.
@@ -23,6 +23,8 @@ pub(super) struct JudgedUnit {
     pub(super) usage: CellUsage,
     /// The unit's contribution to its cell's curve (attacks that have one).
     pub(super) curve: Option<CurveObs>,
+    /// The unit's contribution to its cell's guard curve (guardrail judges' cells).
+    pub(super) guard: GuardObs,
     /// The unit's evidence for its cell's warnings.
     pub(super) signals: crate::warnings::Signals,
     /// The hazard categories its verdicts named, once per verdict naming each.
@@ -72,6 +74,7 @@ pub(super) fn judged_unit(
         error_messages: vs.iter().filter_map(|v| v.error.clone()).collect(),
         usage,
         curve: curve.then(|| CurveObs::new(b.expected, attempts, vs)),
+        guard: GuardObs::new(b.expected, vs),
         signals: crate::warnings::Signals::of_unit(b.expected, attempts, vs),
         categories: vs
             .iter()

@@ -30,11 +30,11 @@ impl Tally {
         Tally {
             cells: (0..plan.cells())
                 .map(|c| {
-                    let attack = plan.cell_coords(c).0;
+                    let (attack, _, _, judge) = plan.cell_coords(c);
                     (0..trials.max(1))
                         .map(|_| CellAcc {
                             metrics: vec![MetricAcc::default(); plan.metrics.len()],
-                            extras: breadth.extras(attack),
+                            extras: breadth.extras(attack, judge),
                             ..Default::default()
                         })
                         .collect()
@@ -116,7 +116,7 @@ impl CellAcc {
         if o.attempts == 0 {
             return;
         }
-        self.extras.add(behavior, o, j.curve.as_ref());
+        self.extras.add(behavior, o, j.curve.as_ref(), &j.guard);
         self.signals.merge(&j.signals);
         self.usage += j.usage;
         self.behaviors += 1;

@@ -80,6 +80,14 @@ const PARAMS: &[ParamSpec] = &[
               of every cache key. Absent: none",
     },
     ParamSpec {
+        name: "top_logprobs",
+        kind: ParamKind::Int { min: 1, max: 20 },
+        default: DefaultValue::Absent,
+        doc: "ask for the first tokens' top-N logprobs on every request that does not ask \
+              itself (a guard under test whose score is read from them, e.g. Llama Guard's \
+              P(unsafe)); absent: only when a request asks",
+    },
+    ParamSpec {
         name: "timeout_s",
         kind: ParamKind::Float {
             min: 0.05,
@@ -139,6 +147,8 @@ pub struct OpenAiCompatTarget {
     max_tokens: Option<u32>,
     /// The `system_prompt` param: the system message of a conversation without one.
     system_prompt: Option<String>,
+    /// The `top_logprobs` param: logprobs asked for on requests that do not ask.
+    top_logprobs: Option<u8>,
     pub(crate) transport: Transport,
     /// Set by `batch: true`: calls go through the provider's batch API.
     pub(crate) batch: Option<BatchOptions>,
@@ -175,6 +185,10 @@ impl OpenAiCompatTarget {
             temperature: live.temperature,
             max_tokens: live.max_tokens,
             system_prompt: spec.params.str("system_prompt").map(str::to_string),
+            top_logprobs: spec
+                .params
+                .int("top_logprobs")
+                .and_then(|n| u8::try_from(n).ok()),
             transport: Transport::new(live.transport)?,
             batch: BatchOptions::from_params(&spec.params),
             limits: live::limits_of(&spec.params),
@@ -204,7 +218,7 @@ impl OpenAiCompatTarget {
         if let Some(n) = req.max_tokens.or(self.max_tokens) {
             body.insert("max_tokens".into(), json!(n));
         }
-        if let Some(n) = req.top_logprobs {
+        if let Some(n) = req.top_logprobs.or(self.top_logprobs) {
             body.insert("logprobs".into(), json!(true));
             body.insert("top_logprobs".into(), json!(n));
         }

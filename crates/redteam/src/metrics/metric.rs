@@ -109,3 +109,13 @@ pub(crate) fn leak_judge_required(judge: &dyn Judge) -> Option<String> {
         )
     })
 }
+
+/// The N/A reason of the guardrail metrics under a judge whose target is not a guard.
+pub(crate) fn guardrail_judge_required(judge: &dyn Judge) -> Option<String> {
+    (!judge.judges_guardrail()).then(|| {
+        format!(
+            "judge `{}` does not read the target as a guard (use guardrail)",
+            judge.spec().label()
+        )
+    })
+}

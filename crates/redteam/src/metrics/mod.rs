@@ -19,7 +19,9 @@ pub mod asr_at_k;
 pub mod canary_exposure_rate;
 pub mod cost;
 pub mod extraction_rate;
+pub mod false_block_rate;
 pub mod frr;
+pub mod guard_pass_through;
 pub mod injecagent_asr_all;
 pub mod injecagent_asr_valid;
 pub mod injecagent_valid_rate;
@@ -41,5 +43,8 @@ mod outcome;
 
 pub use acc::MetricAcc;
 pub use metric::{Correctable, Metric, MetricKind, Surface, UsageMetric};
-pub(crate) use metric::{injecagent_judge_required, injection_judge_required, leak_judge_required};
+pub(crate) use metric::{
+    guardrail_judge_required, injecagent_judge_required, injection_judge_required,
+    leak_judge_required,
+};
 pub use outcome::BehaviorOutcome;
