@@ -22,6 +22,7 @@ mod guard;
 mod hostile;
 mod hostile3;
 mod hostile_transport;
+mod import_tools;
 mod injection;
 mod injection_wire;
 mod judge_eval;

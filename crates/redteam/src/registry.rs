@@ -3,12 +3,14 @@
 //! A config can only name what is compiled in; nothing is loaded dynamically.
 
 use crate::attack::Attack;
+use crate::attacks::imported as imported_attack;
 use crate::attacks::{best_of_n, many_shot};
 use crate::attacks::{
     canary_completion, direct_extraction, divergence, pii_elicitation, r#static,
     system_prompt_leak, template,
 };
 use crate::attacks::{crescendo, pair, tap};
+use crate::datasets::imported as imported_dataset;
 use crate::datasets::strongreject as strongreject_set;
 use crate::datasets::{Dataset, DatasetError};
 use crate::datasets::{
@@ -22,6 +24,7 @@ use crate::injections::{
     mcp_tool_result, no_injection,
 };
 use crate::judge::Judge;
+use crate::judges::imported as imported_judge;
 use crate::judges::strongreject;
 use crate::judges::{
     agentdojo as agentdojo_judge, guard, injecagent as injecagent_judge, injection_detector,
@@ -126,6 +129,10 @@ pub const ATTACK_TABLE: &[AttackEntry] = &[
         info: pii_elicitation::INFO,
         build: |s| Ok(Box::new(pii_elicitation::PiiElicitation::new(s.clone())?)),
     },
+    Entry {
+        info: imported_attack::INFO,
+        build: |s| Ok(Box::new(imported_attack::ImportedAttack::new(s.clone()))),
+    },
 ];
 /// A dataset's (or scenario suite's) loader: a resolved spec, the directory relative
 /// `file://` paths resolve against, and the fetch policy and cache.
@@ -169,6 +176,10 @@ pub const DATASET_TABLE: &[DatasetEntry] = &[
     Entry {
         info: strongreject_set::INFO,
         build: strongreject_set::load,
+    },
+    Entry {
+        info: imported_dataset::INFO,
+        build: |s, base, _| imported_dataset::load(s, base),
     },
 ];
 pub static DATASETS: LazyLock<Vec<PluginInfo>> = LazyLock::new(|| infos(DATASET_TABLE));
@@ -289,6 +300,10 @@ pub const JUDGE_TABLE: &[JudgeEntry] = &[
     Entry {
         info: guard::INFO,
         build: |s| Ok(Box::new(guard::Guard::new(s.clone())?)),
+    },
+    Entry {
+        info: imported_judge::INFO,
+        build: |s| Ok(Box::new(imported_judge::ImportedJudge::new(s.clone()))),
     },
 ];
 /// The metrics, in catalogue order.
@@ -555,7 +570,11 @@ mod tests {
     #[test]
     fn every_attack_takes_transforms_and_everything_is_in_the_threat_map() {
         let map = gauntlet_core::taxonomy::map();
-        for info in ATTACKS.iter() {
+        // `imported` replays what another tool already sent: there is nothing to transform.
+        for info in ATTACKS
+            .iter()
+            .filter(|i| i.name != imported_attack::INFO.name)
+        {
             assert!(
                 info.params
                     .iter()

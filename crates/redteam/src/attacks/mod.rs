@@ -5,6 +5,7 @@ pub mod canary_completion;
 pub mod crescendo;
 pub mod direct_extraction;
 pub mod divergence;
+pub mod imported;
 pub mod many_shot;
 pub mod pair;
 pub mod pii_elicitation;

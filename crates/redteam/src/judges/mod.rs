@@ -2,6 +2,7 @@
 
 pub mod agentdojo;
 pub mod guard;
+pub mod imported;
 pub mod injecagent;
 pub mod injection_detector;
 pub mod leak_detector;
