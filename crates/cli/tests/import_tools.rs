@@ -364,3 +364,78 @@ fn live_garak_and_inspect_runs_import_and_pair_like_the_fixtures() {
         "{asr:#}"
     );
 }
+
+/// `rescore` of an import writes a run directory (run.json, transcripts, manifest) that
+/// `compare` reads: the two tools' own runs, each rescored with one gauntlet judge, pair
+/// as in the hand count above, with no call made.
+#[test]
+fn rescoring_two_imports_gives_run_directories_that_compare_pairs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = tmp.path().join("garak");
+    let b = tmp.path().join("inspect");
+    ok(&import(
+        "garak",
+        &fixture("garak-shared.report.jsonl"),
+        &a,
+        &[],
+    ));
+    ok(&import("inspect", &fixture("inspect-shared.json"), &b, &[]));
+    let ra = tmp.path().join("garak-rm");
+    let rb = b.join("rescore-refusal_match");
+    let o = gauntlet(
+        &[
+            "rescore",
+            a.to_str().unwrap(),
+            "--judge",
+            "refusal_match",
+            "--out",
+            ra.to_str().unwrap(),
+            "--quiet",
+        ],
+        tmp.path(),
+    );
+    ok(&o);
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("0 model calls"),
+        "{}",
+        show(&o)
+    );
+    ok(&gauntlet(
+        &[
+            "rescore",
+            b.to_str().unwrap(),
+            "--judge",
+            "refusal_match",
+            "--quiet",
+        ],
+        tmp.path(),
+    ));
+    for r in [&ra, &rb] {
+        assert!(
+            r.join("run.json").is_file() && r.join("transcripts.jsonl").is_file(),
+            "{}",
+            r.display()
+        );
+    }
+    let out = gauntlet(
+        &[
+            "compare",
+            ra.to_str().unwrap(),
+            rb.to_str().unwrap(),
+            "--json",
+        ],
+        tmp.path(),
+    );
+    ok(&out);
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let asr = doc["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["metric"] == "asr")
+        .unwrap();
+    assert_eq!(asr["a_only_positive"], 6, "{asr:#}");
+    assert_eq!(asr["b_only_positive"], 4, "{asr:#}");
+    // The import it came from still verifies and re-renders.
+    ok(&gauntlet(&["report", b.to_str().unwrap()], tmp.path()));
+}
