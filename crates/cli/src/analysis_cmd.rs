@@ -256,6 +256,23 @@ pub fn rescore_cmd(a: RescoreArgs) -> Result<(), CliError> {
             out.display()
         )));
     }
+    // A run imported from another tool (`gauntlet import`) replays its attempts from the
+    // tool's file without calling anything, so its rescore is the same run with the new
+    // judge: a full run directory that compare, gate, report and the dashboard read.
+    if run
+        .plan
+        .config
+        .attacks
+        .iter()
+        .all(|s| s.name == gauntlet_redteam::attacks::imported::INFO.name)
+    {
+        let mut cfg = run.plan.config.clone();
+        cfg.judges = vec![spec];
+        let (run_name, runs_dir) = crate::import_cmd::out_parts(&out);
+        cfg.run_name = run_name;
+        let plan = gauntlet_engine::plan::Plan::build(cfg).map_err(CliError::invalid)?;
+        return crate::import_cmd::run_plan(plan, runs_dir, a.quiet);
+    }
     let (run_id, judge) = (run.meta.run_id.clone(), spec.identity());
     // An earlier rescore of this run with another judge spec (e.g. the same judge with
     // another grader, which has the same default --out) is replaced only when told.

@@ -8,6 +8,13 @@
 //! from the files — which then runs through the ordinary engine, so the artefacts are
 //! exactly what `gauntlet run` writes for the same cases. No model is called and no
 //! sidecar started. A log directory that is imported again gives byte-identical artefacts.
+//!
+//! `gauntlet import garak|promptfoo|inspect FILE --out RUN_DIR` does the same for another
+//! red-team tool's result file ([`gauntlet_redteam::import`]): the tool's target as an
+//! `imported` target, its recorded attempts as the `imported` attack over the file's
+//! prompts (the `imported` dataset, pinned by the file's sha256), and each of the tool's
+//! own verdicts as an `imported` judge named for it (`garak:<detector>`, …), beside any
+//! gauntlet judge given with `--judge` (judged offline: nothing is called).
 
 use crate::error::CliError;
 use crate::progress;
@@ -16,6 +23,7 @@ use gauntlet_engine::Registry;
 use gauntlet_engine::config;
 use gauntlet_engine::plan::Plan;
 use gauntlet_engine::run::{RunOptions, execute};
+use gauntlet_redteam::import::Tool;
 use gauntlet_redteam::injection::agentdojo::{self, import};
 use serde_json::{Value, json};
 use std::path::PathBuf;
@@ -26,6 +34,28 @@ use std::sync::atomic::AtomicBool;
 pub enum ImportWhat {
     /// AgentDojo's result files (`python -m agentdojo.scripts.benchmark --logdir LOGDIR`).
     Agentdojo(AgentDojoArgs),
+    /// garak's report (`garak … --report_prefix NAME` writes NAME.report.jsonl).
+    Garak(ToolArgs),
+    /// promptfoo's results file (`promptfoo eval -o results.json`; red-team runs too).
+    Promptfoo(ToolArgs),
+    /// Inspect's evaluation log (`.eval` or `.json`).
+    Inspect(ToolArgs),
+}
+
+#[derive(Args)]
+pub struct ToolArgs {
+    /// The tool's result file.
+    pub file: PathBuf,
+    /// The run directory to write (its name is the run name).
+    #[arg(long)]
+    pub out: PathBuf,
+    /// A gauntlet judge to judge the imported replies with as well (a name or inline
+    /// YAML, as for rescore); repeatable. It must judge offline (no grader model).
+    #[arg(long)]
+    pub judge: Vec<String>,
+    /// No progress output.
+    #[arg(long)]
+    pub quiet: bool,
 }
 
 #[derive(Args)]
@@ -52,7 +82,104 @@ pub struct AgentDojoArgs {
 pub fn import(what: ImportWhat) -> Result<(), CliError> {
     match what {
         ImportWhat::Agentdojo(a) => import_agentdojo(a),
+        ImportWhat::Garak(a) => import_tool(Tool::Garak, a),
+        ImportWhat::Promptfoo(a) => import_tool(Tool::Promptfoo, a),
+        ImportWhat::Inspect(a) => import_tool(Tool::Inspect, a),
     }
+}
+
+/// `gauntlet import garak|promptfoo|inspect` (see the module docs).
+fn import_tool(tool: Tool, a: ToolArgs) -> Result<(), CliError> {
+    let file = std::fs::canonicalize(&a.file)
+        .map_err(|e| CliError::invalid(format!("cannot read {}: {e}", a.file.display())))?;
+    let imported = gauntlet_redteam::import::parse_file(tool, &file)
+        .map_err(|e| CliError::invalid(e.to_string()))?;
+    let sha256 = gauntlet_redteam::datasets::imported::file_sha256(&file)
+        .map_err(|e| CliError::invalid(format!("cannot read {}: {e}", file.display())))?;
+    let mut judges: Vec<Value> = imported
+        .judges()
+        .into_iter()
+        .map(|name| json!({"name": "imported", "params": {"name": name}}))
+        .collect();
+    for text in &a.judge {
+        let spec = gauntlet_engine::stored::parse_judge_spec(text).map_err(CliError::invalid)?;
+        judges.push(serde_json::to_value(&spec).expect("plugin specs serialise"));
+    }
+    if judges.is_empty() {
+        return Err(CliError::invalid(format!(
+            "{} holds no verdict of {}'s and no --judge was given: give --judge refusal_classifier (or another offline judge) to judge its replies",
+            file.display(),
+            tool.as_str()
+        )));
+    }
+    let (run_name, runs_dir) = out_parts(&a.out);
+    let cfg = json!({
+        "run_name": run_name,
+        "targets": [{"name": "imported", "params": {"name": imported.target}}],
+        "attacks": [{"name": "imported", "params": {"generations": imported.generations().max(1)}}],
+        "datasets": [{"name": "imported", "params": {
+            "tool": tool.as_str(),
+            "file": file.display().to_string(),
+            "sha256": sha256,
+        }}],
+        "judges": judges,
+        "metrics": ["asr", "refusal_rate"],
+    });
+    let shown = file.with_extension("(imported)");
+    let cfg = config::parse(&cfg.to_string(), &shown, &Registry).map_err(|e| {
+        CliError::invalid(format!(
+            "the results of {} do not make a valid run:\n{e}",
+            file.display()
+        ))
+    })?;
+    let plan = Plan::build(cfg).map_err(|e| CliError::invalid(format!("{e}")))?;
+    if !a.quiet {
+        eprintln!(
+            "importing {} prompt(s) of {} {} against `{}` from {}",
+            imported.records.len(),
+            tool.as_str(),
+            gauntlet_core::terminal::safe_text(&imported.tool_version),
+            gauntlet_core::terminal::safe_text(&imported.target),
+            file.display()
+        );
+        for n in &imported.notes {
+            eprintln!("partial import: {}", gauntlet_core::terminal::safe_text(n));
+        }
+    }
+    drop(imported);
+    run_plan(plan, runs_dir, a.quiet)
+}
+
+/// The run name (the directory's name) and the runs directory of `--out`.
+pub(crate) fn out_parts(out: &std::path::Path) -> (String, PathBuf) {
+    let run_name = out
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let runs_dir = out
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .map_or_else(|| PathBuf::from("."), PathBuf::from);
+    (run_name, runs_dir)
+}
+
+/// Runs a plan of offline units into `runs_dir` and prints how it ended.
+pub(crate) fn run_plan(plan: Plan, runs_dir: PathBuf, quiet: bool) -> Result<(), CliError> {
+    let progress = progress::for_terminal(quiet, "units");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    let result = rt.block_on(execute(
+        plan,
+        RunOptions {
+            runs_dir,
+            concurrency: None,
+            stop: Arc::new(AtomicBool::new(false)),
+        },
+        progress,
+    ));
+    crate::run_cmd::print_outcome(result, None, false)
 }
 
 fn import_agentdojo(a: AgentDojoArgs) -> Result<(), CliError> {
@@ -135,16 +262,7 @@ fn import_agentdojo(a: AgentDojoArgs) -> Result<(), CliError> {
             injections.push(json!({"name": "agentdojo", "params": params}));
         }
     }
-    let run_name = a
-        .out
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let runs_dir = a
-        .out
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .map_or_else(|| PathBuf::from("."), PathBuf::from);
+    let (run_name, runs_dir) = out_parts(&a.out);
     let cfg = json!({
         "run_name": run_name,
         "targets": [{"name": "imported", "params": {"name": model}}],
@@ -168,19 +286,5 @@ fn import_agentdojo(a: AgentDojoArgs) -> Result<(), CliError> {
             logdir.display()
         );
     }
-    let progress = progress::for_terminal(a.quiet, "units");
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("tokio runtime");
-    let result = rt.block_on(execute(
-        plan,
-        RunOptions {
-            runs_dir,
-            concurrency: None,
-            stop: Arc::new(AtomicBool::new(false)),
-        },
-        progress,
-    ));
-    crate::run_cmd::print_outcome(result, None, false)
+    run_plan(plan, runs_dir, a.quiet)
 }

@@ -24,6 +24,7 @@ mod guardrail;
 mod hostile;
 mod hostile3;
 mod hostile_transport;
+mod import_tools;
 mod injection;
 mod injection_wire;
 mod judge_eval;

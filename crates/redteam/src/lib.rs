@@ -25,6 +25,7 @@ mod attempt;
 pub mod curves;
 pub mod datasets;
 pub mod error;
+pub mod import;
 pub mod injecagent;
 pub mod injection;
 pub mod injections;

@@ -4,11 +4,13 @@
 
 use crate::attack::Attack;
 use crate::attacks::{adaptive, crescendo, goat, pair, tap};
+use crate::attacks::imported as imported_attack;
 use crate::attacks::{best_of_n, many_shot};
 use crate::attacks::{
     canary_completion, direct_extraction, divergence, pii_elicitation, r#static,
     system_prompt_leak, template,
 };
+use crate::datasets::imported as imported_dataset;
 use crate::datasets::strongreject as strongreject_set;
 use crate::datasets::{Dataset, DatasetError};
 use crate::datasets::{
@@ -25,6 +27,7 @@ use crate::injections::{
     mcp_tool_result, no_injection,
 };
 use crate::judge::Judge;
+use crate::judges::imported as imported_judge;
 use crate::judges::strongreject;
 use crate::judges::{
     agentdojo as agentdojo_judge, guard, guardrail, injecagent as injecagent_judge,
@@ -143,6 +146,10 @@ pub const ATTACK_TABLE: &[AttackEntry] = &[
         info: pii_elicitation::INFO,
         build: |s| Ok(Box::new(pii_elicitation::PiiElicitation::new(s.clone())?)),
     },
+    Entry {
+        info: imported_attack::INFO,
+        build: |s| Ok(Box::new(imported_attack::ImportedAttack::new(s.clone()))),
+    },
 ];
 /// A dataset's (or scenario suite's) loader: a resolved spec, the directory relative
 /// `file://` paths resolve against, and the fetch policy and cache.
@@ -202,6 +209,10 @@ pub const DATASET_TABLE: &[DatasetEntry] = &[
     Entry {
         info: cyberseceval_interpreter::INFO,
         build: cyberseceval_interpreter::load,
+    },
+    Entry {
+        info: imported_dataset::INFO,
+        build: |s, base, _| imported_dataset::load(s, base),
     },
 ];
 pub static DATASETS: LazyLock<Vec<PluginInfo>> = LazyLock::new(|| infos(DATASET_TABLE));
@@ -326,6 +337,10 @@ pub const JUDGE_TABLE: &[JudgeEntry] = &[
     Entry {
         info: guardrail::INFO,
         build: |s| Ok(Box::new(guardrail::Guardrail::new(s.clone())?)),
+    },
+    Entry {
+        info: imported_judge::INFO,
+        build: |s| Ok(Box::new(imported_judge::ImportedJudge::new(s.clone()))),
     },
 ];
 /// The metrics, in catalogue order.
@@ -600,7 +615,11 @@ mod tests {
     #[test]
     fn every_attack_takes_transforms_and_everything_is_in_the_threat_map() {
         let map = gauntlet_core::taxonomy::map();
-        for info in ATTACKS.iter() {
+        // `imported` replays what another tool already sent: there is nothing to transform.
+        for info in ATTACKS
+            .iter()
+            .filter(|i| i.name != imported_attack::INFO.name)
+        {
             assert!(
                 info.params
                     .iter()

@@ -7,6 +7,7 @@ pub mod crescendo;
 pub mod direct_extraction;
 pub mod divergence;
 pub mod goat;
+pub mod imported;
 pub mod many_shot;
 pub mod pair;
 pub mod pii_elicitation;

@@ -5,6 +5,7 @@
 //! never share a version and a changed file never hides behind an old one.
 
 pub mod demo;
+pub mod imported;
 pub mod leakage_demo;
 pub mod remote;
 // Public benchmark sets (CSV or JSON, sha256-pinned, fetched through gauntlet-fetch).

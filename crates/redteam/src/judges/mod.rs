@@ -3,6 +3,7 @@
 pub mod agentdojo;
 pub mod guard;
 pub mod guardrail;
+pub mod imported;
 pub mod injecagent;
 pub mod injection_detector;
 pub mod leak_detector;

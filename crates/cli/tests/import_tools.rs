@@ -1,0 +1,441 @@
+//! `gauntlet import garak|promptfoo|inspect` on files the real tools wrote.
+//!
+//! The fixtures in `fixtures/import/` were produced by the tools themselves, offline,
+//! against their own test targets (garak 0.17.1's `function` generator and `test.Test`
+//! probe, Inspect 0.3.285's `mockllm`, promptfoo 0.123.1's `echo` provider); the
+//! commands are in `fixtures/import/README.md`. The hand-checked case sends the same 20
+//! prompts through garak and Inspect (in another order, under other ids) and compares
+//! the two imports under one gauntlet judge; where the tools are installed
+//! (scripts/install-import-tools.sh; CI installs garak and Inspect) the live tests run
+//! them again and import what they write.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::common;
+use common::*;
+
+fn fixture(name: &str) -> PathBuf {
+    repo_root()
+        .join("crates/cli/tests/fixtures/import")
+        .join(name)
+}
+
+fn import(tool: &str, file: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
+    let mut args = vec![
+        "import",
+        tool,
+        file.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--quiet",
+    ];
+    args.extend_from_slice(extra);
+    gauntlet(&args, out.parent().unwrap())
+}
+
+/// The cell of `results.json` for `judge`.
+fn cell<'a>(results: &'a Value, judge: &str) -> &'a Value {
+    results["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["judge"] == judge)
+        .unwrap_or_else(|| panic!("no cell of judge {judge} in {results:#}"))
+}
+
+fn metric(cell: &Value, name: &str) -> Value {
+    cell["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["metric"] == name)
+        .unwrap_or_else(|| panic!("no metric {name} in {cell:#}"))["value"]
+        .clone()
+}
+
+#[test]
+fn a_garak_report_imports_with_garaks_own_verdicts_and_provenance() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("garak");
+    let file = fixture("garak-dan-test.report.jsonl");
+    ok(&import("garak", &file, &out, &[]));
+    let run = read_json(&out.join("run.json"));
+    let ds = &run["datasets"][0];
+    assert_eq!(ds["provenance"]["tool"], "garak", "{run:#}");
+    assert_eq!(ds["provenance"]["tool_version"], "0.17.1");
+    let bytes = std::fs::read(&file).unwrap();
+    assert_eq!(
+        ds["provenance"]["file_sha256"],
+        gauntlet_core::hash::sha256_hex(&bytes)
+    );
+    let results = read_json(&out.join("results.json"));
+    // garak's own tallies of this report: dan.DAN hit all 5 outputs of the one DAN
+    // prompt, mitigation.MitigationBypass none, always.Pass none of the 8 test prompts.
+    let dan = cell(&results, "garak:dan.DAN");
+    assert_eq!(metric(dan, "asr"), 1.0, "{dan:#}");
+    let pass = cell(&results, "garak:always.Pass");
+    assert_eq!(metric(pass, "asr"), 0.0, "{pass:#}");
+    // Each prompt's five generations are its five attempts (one transcript line each).
+    let t = lines(&out.join("transcripts.jsonl"));
+    assert_eq!(t.len(), 45, "9 prompts × 5 generations");
+    assert!(t.iter().any(|l| l["attempt"] == 4), "{:#}", t[0]);
+    // A detector garak never applied to a probe's prompts (always.Pass to the DAN
+    // prompt) abstains there: neither a hit, a pass nor an error.
+    assert_eq!(pass["errors"], 0, "{pass:#}");
+    assert_eq!(pass["metrics"][0]["n"], 8, "{pass:#}");
+    assert_eq!(dan["metrics"][0]["n"], 1, "{dan:#}");
+}
+
+/// The hand count: the 20 shared prompts (fixtures/import/shared_prompts.py). garak's
+/// target refuses prompts 0–7, Inspect's prompts 4–13; under refusal_match a success is
+/// a reply that is not a refusal:
+///
+/// | prompt | garak   | Inspect | asr pair |
+/// |--------|---------|---------|----------|
+/// | 0–3    | refuses | answers | B only   |
+/// | 4–7    | refuses | refuses | neither  |
+/// | 8–13   | answers | refuses | A only   |
+/// | 14–19  | answers | answers | both     |
+///
+/// so asr A = 12/20, B = 10/20, and the discordant pairs are 6 (A only) and 4 (B only);
+/// exact McNemar p = P(X ≤ 4 | X ~ Bin(10, ½)) × 2 = 386/1024 × 2 = 0.75390625.
+#[test]
+fn the_same_prompts_through_garak_and_inspect_pair_under_one_judge_as_counted_by_hand() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = tmp.path().join("garak");
+    let b = tmp.path().join("inspect");
+    ok(&import(
+        "garak",
+        &fixture("garak-shared.report.jsonl"),
+        &a,
+        &["--judge", "refusal_match"],
+    ));
+    ok(&import(
+        "inspect",
+        &fixture("inspect-shared.eval"),
+        &b,
+        &["--judge", "refusal_match"],
+    ));
+    let out = gauntlet(
+        &[
+            "compare",
+            a.to_str().unwrap(),
+            b.to_str().unwrap(),
+            "--json",
+        ],
+        tmp.path(),
+    );
+    ok(&out);
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let asr = doc["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["metric"] == "asr" && c["judge"] == "refusal_match")
+        .unwrap_or_else(|| panic!("{doc:#}"));
+    assert_eq!(asr["n"], 20, "{asr:#}");
+    assert_eq!(asr["a"], 0.6);
+    assert_eq!(asr["b"], 0.5);
+    assert_eq!(asr["a_only_positive"], 6, "{asr:#}");
+    assert_eq!(asr["b_only_positive"], 4, "{asr:#}");
+    assert_eq!(
+        asr["p_value"].as_f64().map(|p| (p * 1e8).round()),
+        Some(75390625.0)
+    );
+    // The tools' own verdicts are judges of their own runs only: no shared cell.
+    assert!(
+        doc["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["judge"] == "refusal_match"),
+        "{doc:#}"
+    );
+    // The tool's verdicts against gauntlet's judge on the same replies.
+    let agree = gauntlet(
+        &[
+            "judge-agreement",
+            a.to_str().unwrap(),
+            "--judge",
+            "refusal_match",
+            "--judge",
+            "{name: imported, params: {name: 'garak:mitigation.MitigationBypass'}}",
+        ],
+        tmp.path(),
+    );
+    ok(&agree);
+    let agreed = read_json(&a.join("judge_agreement.json"));
+    assert!(agreed.to_string().contains("\"kappa\":1.0"), "{agreed:#}");
+}
+
+#[test]
+fn inspects_eval_and_json_logs_of_one_evaluation_import_alike() {
+    let tmp = tempfile::tempdir().unwrap();
+    let e = tmp.path().join("eval");
+    let j = tmp.path().join("json");
+    ok(&import("inspect", &fixture("inspect-shared.eval"), &e, &[]));
+    ok(&import("inspect", &fixture("inspect-shared.json"), &j, &[]));
+    let re = read_json(&e.join("results.json"));
+    let rj = read_json(&j.join("results.json"));
+    let c = cell(&re, "inspect:includes");
+    // Inspect's own accuracy on this log is 0.5: 10 samples scored C.
+    assert_eq!(metric(c, "asr"), 0.5, "{c:#}");
+    assert_eq!(c["metrics"], cell(&rj, "inspect:includes")["metrics"]);
+}
+
+#[test]
+fn promptfoo_results_import_with_a_failed_assertion_as_a_hit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("pf");
+    ok(&import(
+        "promptfoo",
+        &fixture("promptfoo-shared.json"),
+        &out,
+        &["--judge", "refusal_match"],
+    ));
+    let results = read_json(&out.join("results.json"));
+    // promptfoo's own tally (exit 100, "6 failed"): 4 replies hold CANARY, 2 are 80
+    // characters or longer; none errored.
+    let canary = cell(&results, "promptfoo:not-icontains");
+    assert_eq!(metric(canary, "asr"), 0.2, "{canary:#}");
+    assert_eq!(canary["errors"], 0);
+    assert_eq!(metric(cell(&results, "promptfoo:javascript"), "asr"), 0.1);
+    let run = read_json(&out.join("run.json"));
+    assert_eq!(run["datasets"][0]["provenance"]["tool_version"], "0.123.1");
+    // The same prompt set as garak's: the same dataset version.
+    let g = tmp.path().join("garak");
+    ok(&import(
+        "garak",
+        &fixture("garak-shared.report.jsonl"),
+        &g,
+        &[],
+    ));
+    assert_eq!(
+        read_json(&g.join("run.json"))["datasets"][0]["version"],
+        run["datasets"][0]["version"]
+    );
+}
+
+#[test]
+fn a_cut_short_garak_report_is_a_named_partial_import_and_junk_a_clear_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(fixture("garak-shared.report.jsonl")).unwrap();
+    // Cut in the middle of the 30th line (the 7th status-2 line): the attempts from
+    // there on are never evaluated, and the last line is half written.
+    let cut: usize = text.lines().take(29).map(|l| l.len() + 1).sum::<usize>() + 40;
+    let file = tmp.path().join("cut.report.jsonl");
+    std::fs::write(&file, &text.as_bytes()[..cut]).unwrap();
+    let out = tmp.path().join("cut");
+    let o = gauntlet(
+        &[
+            "import",
+            "garak",
+            file.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--judge",
+            "refusal_match",
+        ],
+        tmp.path(),
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("partial import: line 30 is cut short"),
+        "{}",
+        show(&o)
+    );
+    assert!(
+        err.contains("14 attempt(s) were never evaluated"),
+        "{}",
+        show(&o)
+    );
+    // Unevaluated attempts are errors under garak's detector, never hits: 14 of 20
+    // errors is more than the run's max_error_share, so the run says it measured too
+    // little (exit 5), and the 6 evaluated ones are its only verdicts.
+    assert_eq!(o.status.code(), Some(5), "{}", show(&o));
+    let r = read_json(&out.join("results.json"));
+    let c = cell(&r, "garak:mitigation.MitigationBypass");
+    assert_eq!(c["errors"], 14, "{c:#}");
+    // Not a garak report at all.
+    let junk = tmp.path().join("junk.jsonl");
+    std::fs::write(&junk, "<html><body>\u{1b}[31mnot json</body></html>\n{}\n").unwrap();
+    let o = gauntlet(
+        &[
+            "import",
+            "garak",
+            junk.to_str().unwrap(),
+            "--out",
+            tmp.path().join("j").to_str().unwrap(),
+        ],
+        tmp.path(),
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("junk.jsonl: line 1"), "{err}");
+    assert!(!err.contains('\u{1b}'), "raw escape in {err:?}");
+}
+
+/// A tool's virtualenv or install dir from `var`, or a loud skip (a failure under CI).
+fn tool_dir(var: &str, test: &str) -> Option<PathBuf> {
+    let d = std::env::var_os(var)
+        .map(PathBuf::from)
+        .filter(|d| d.exists());
+    if d.is_none() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI: {var} unset or missing (scripts/install-import-tools.sh failed?)"
+        );
+        eprintln!(
+            "\n======== SKIP {test}: {var} unset; run scripts/install-import-tools.sh ========\n"
+        );
+    }
+    d
+}
+
+#[test]
+fn live_garak_and_inspect_runs_import_and_pair_like_the_fixtures() {
+    let (Some(garak), Some(inspect)) = (
+        tool_dir("GAUNTLET_GARAK_VENV", "live_garak"),
+        tool_dir("GAUNTLET_INSPECT_VENV", "live_inspect"),
+    ) else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let fx = fixture("");
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let run = |py: &Path, script: &str, arg: &Path| {
+        let o = Command::new(py.join("bin/python"))
+            .arg(fx.join(script))
+            .arg(arg)
+            .env("PYTHONPATH", &fx)
+            .env("HOME", &home)
+            .env("XDG_DATA_HOME", home.join("data"))
+            .env("XDG_CONFIG_HOME", home.join("config"))
+            .env("XDG_CACHE_HOME", home.join("cache"))
+            .env("PYTHONDONTWRITEBYTECODE", "1")
+            .current_dir(tmp.path())
+            .output()
+            .expect("run the tool");
+        assert!(o.status.success(), "{script}: {}", show(&o));
+    };
+    run(&garak, "garak_run.py", &tmp.path().join("live"));
+    let logs = tmp.path().join("logs");
+    run(&inspect, "inspect_run.py", &logs);
+    let eval = std::fs::read_dir(&logs)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "eval"))
+        .expect("Inspect wrote an .eval log");
+    let a = tmp.path().join("ga");
+    let b = tmp.path().join("in");
+    ok(&import(
+        "garak",
+        &tmp.path().join("live.report.jsonl"),
+        &a,
+        &["--judge", "refusal_match"],
+    ));
+    ok(&import("inspect", &eval, &b, &["--judge", "refusal_match"]));
+    let out = gauntlet(
+        &[
+            "compare",
+            a.to_str().unwrap(),
+            b.to_str().unwrap(),
+            "--json",
+        ],
+        tmp.path(),
+    );
+    ok(&out);
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let asr = doc["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["metric"] == "asr")
+        .unwrap();
+    assert_eq!(
+        (
+            asr["a_only_positive"].clone(),
+            asr["b_only_positive"].clone()
+        ),
+        (6.into(), 4.into()),
+        "{asr:#}"
+    );
+}
+
+/// `rescore` of an import writes a run directory (run.json, transcripts, manifest) that
+/// `compare` reads: the two tools' own runs, each rescored with one gauntlet judge, pair
+/// as in the hand count above, with no call made.
+#[test]
+fn rescoring_two_imports_gives_run_directories_that_compare_pairs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = tmp.path().join("garak");
+    let b = tmp.path().join("inspect");
+    ok(&import(
+        "garak",
+        &fixture("garak-shared.report.jsonl"),
+        &a,
+        &[],
+    ));
+    ok(&import("inspect", &fixture("inspect-shared.json"), &b, &[]));
+    let ra = tmp.path().join("garak-rm");
+    let rb = b.join("rescore-refusal_match");
+    let o = gauntlet(
+        &[
+            "rescore",
+            a.to_str().unwrap(),
+            "--judge",
+            "refusal_match",
+            "--out",
+            ra.to_str().unwrap(),
+            "--quiet",
+        ],
+        tmp.path(),
+    );
+    ok(&o);
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("0 model calls"),
+        "{}",
+        show(&o)
+    );
+    ok(&gauntlet(
+        &[
+            "rescore",
+            b.to_str().unwrap(),
+            "--judge",
+            "refusal_match",
+            "--quiet",
+        ],
+        tmp.path(),
+    ));
+    for r in [&ra, &rb] {
+        assert!(
+            r.join("run.json").is_file() && r.join("transcripts.jsonl").is_file(),
+            "{}",
+            r.display()
+        );
+    }
+    let out = gauntlet(
+        &[
+            "compare",
+            ra.to_str().unwrap(),
+            rb.to_str().unwrap(),
+            "--json",
+        ],
+        tmp.path(),
+    );
+    ok(&out);
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let asr = doc["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["metric"] == "asr")
+        .unwrap();
+    assert_eq!(asr["a_only_positive"], 6, "{asr:#}");
+    assert_eq!(asr["b_only_positive"], 4, "{asr:#}");
+    // The import it came from still verifies and re-renders.
+    ok(&gauntlet(&["report", b.to_str().unwrap()], tmp.path()));
+}
