@@ -1234,6 +1234,16 @@ fn regex_reply(re: &regex::Regex, text: &str) -> Option<String> {
     Some(m.as_str().to_string())
 }
 
+impl HttpTarget {
+    /// The OTLP endpoint of the target's trace receiver (`http://addr`), when it
+    /// gathers evidence.
+    pub fn evidence_endpoint(&self) -> Option<String> {
+        self.evidence
+            .as_ref()
+            .map(crate::evidence::EvidenceSetup::endpoint)
+    }
+}
+
 impl Model for HttpTarget {
     fn spec(&self) -> &PluginSpec {
         &self.spec
