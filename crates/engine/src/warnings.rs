@@ -225,6 +225,11 @@ impl Signals {
         self.replies.merge(&o.replies);
     }
 
+    /// Attempts an evidence judge saw nothing for.
+    pub(crate) fn no_evidence(&self) -> u64 {
+        self.no_evidence
+    }
+
     /// The cell's warnings, in a fixed order.
     pub(crate) fn warnings(&self) -> Vec<Warning> {
         let mut out = Vec::new();
