@@ -377,6 +377,10 @@ pub struct CellSummary {
     pub errors: u64,
     /// Behaviors whose every attempt errored: excluded from every rate.
     pub behaviors_all_errors: u64,
+    /// Attempts an evidence judge saw nothing for (`no_evidence`): excluded from every
+    /// rate, not counted in `errors`, never a failure.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub no_evidence: u64,
     /// Error messages by frequency (message, count), most frequent first, at most a few.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub top_errors: Vec<(String, u64)>,

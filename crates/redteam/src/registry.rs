@@ -3,8 +3,8 @@
 //! A config can only name what is compiled in; nothing is loaded dynamically.
 
 use crate::attack::Attack;
-use crate::attacks::{adaptive, crescendo, goat, pair, tap};
 use crate::attacks::imported as imported_attack;
+use crate::attacks::{adaptive, crescendo, goat, pair, tap};
 use crate::attacks::{best_of_n, many_shot};
 use crate::attacks::{
     canary_completion, direct_extraction, divergence, pii_elicitation, r#static,
@@ -30,7 +30,7 @@ use crate::judge::Judge;
 use crate::judges::imported as imported_judge;
 use crate::judges::strongreject;
 use crate::judges::{
-    agentdojo as agentdojo_judge, guard, guardrail, injecagent as injecagent_judge,
+    agent_evidence, agentdojo as agentdojo_judge, guard, guardrail, injecagent as injecagent_judge,
     injection_detector, leak_detector, refusal_classifier, refusal_match, rubric,
 };
 use crate::metrics::{
@@ -341,6 +341,10 @@ pub const JUDGE_TABLE: &[JudgeEntry] = &[
     Entry {
         info: imported_judge::INFO,
         build: |s| Ok(Box::new(imported_judge::ImportedJudge::new(s.clone()))),
+    },
+    Entry {
+        info: agent_evidence::INFO,
+        build: |s| Ok(Box::new(agent_evidence::AgentEvidence::new(s.clone())?)),
     },
 ];
 /// The metrics, in catalogue order.

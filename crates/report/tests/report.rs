@@ -54,6 +54,7 @@ fn sample() -> RunSummary {
                 attempts: 8,
                 errors: 2,
                 behaviors_all_errors: 1,
+                no_evidence: 0,
                 top_errors: vec![("target timed out after 30s".to_owned(), 2)],
                 categories: [
                     ("llama_guard3/S1".to_owned(), 2),
@@ -113,6 +114,7 @@ fn sample() -> RunSummary {
                 attempts: 12,
                 errors: 0,
                 behaviors_all_errors: 0,
+                no_evidence: 0,
                 top_errors: vec![],
                 categories: Default::default(),
                 metrics: vec![k3, metric("refusal_rate", val(0.25, None, 4))],

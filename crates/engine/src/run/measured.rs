@@ -87,6 +87,20 @@ pub fn failure(cells: &[CellSummary], errors: Option<&RunErrors>) -> Option<Stri
                 .into(),
         );
     }
+    // A cell of an evidence judge whose every attempt saw nothing measured nothing:
+    // the application exported no span (its exporter off, pointed elsewhere, or not
+    // joining the traceparent). With no error to speak for the rest, that fails the run.
+    let judged_cells: Vec<&CellSummary> = cells.iter().filter(|c| c.attempts > 0).collect();
+    let blind = judged_cells
+        .iter()
+        .filter(|c| c.no_evidence > 0 && c.no_evidence + c.errors >= c.attempts)
+        .count();
+    if blind > 0 && blind == judged_cells.len() {
+        let n: u64 = judged_cells.iter().map(|c| c.no_evidence).sum();
+        return Some(format!(
+            "no evidence arrived for any judged attempt ({n} no_evidence): the application exported no span of the calls' traces and hit no sink; check its OTLP exporter points at the target's `evidence.otlp` address and that it joins the traceparent header"
+        ));
+    }
     let e = errors?;
     let quote = || {
         e.distinct.first().map_or(String::new(), |d| {
@@ -147,6 +161,7 @@ mod tests {
             attempts,
             errors: errors.iter().map(|e| e.1).sum(),
             behaviors_all_errors: 0,
+            no_evidence: 0,
             top_errors: errors.iter().map(|(m, n)| ((*m).to_string(), *n)).collect(),
             categories: BTreeMap::new(),
             metrics: Vec::new(),
@@ -255,5 +270,16 @@ mod tests {
                 ("refused", 1, "static × t2 × demo"),
             ]
         );
+    }
+
+    #[test]
+    fn a_run_whose_every_attempt_saw_no_evidence_fails() {
+        let mut c = cell("agent_evidence", "app", 4, &[]);
+        c.no_evidence = 4;
+        let why = failure(std::slice::from_ref(&c), None).unwrap();
+        assert!(why.contains("no evidence arrived"), "{why}");
+        // One attempt with evidence: a result (its cell warns).
+        c.no_evidence = 3;
+        assert_eq!(failure(std::slice::from_ref(&c), None), None);
     }
 }

@@ -121,7 +121,9 @@ impl CellAcc {
         self.usage += j.usage;
         self.behaviors += 1;
         self.attempts += u64::from(o.attempts);
-        self.errors += u64::from(o.errors);
+        // The outcome folds no_evidence verdicts into its errors (both are outside every
+        // rate); the cell counts them apart.
+        self.errors += u64::from(o.errors).saturating_sub(j.signals.no_evidence());
         if !o.judged() {
             self.all_errors += 1;
         }
@@ -312,6 +314,7 @@ pub(super) fn cell_summary(
         attempts: c.attempts,
         errors: c.errors,
         behaviors_all_errors: c.all_errors,
+        no_evidence: c.signals.no_evidence(),
         top_errors: top,
         categories: c.categories,
         metrics,

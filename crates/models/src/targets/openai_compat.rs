@@ -387,6 +387,7 @@ pub fn parse_capped(
         tool_calls,
         usage,
         first_token_logprobs: first_token_logprobs(root),
+        evidence: None,
     })
 }
 
