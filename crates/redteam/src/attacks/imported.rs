@@ -76,6 +76,7 @@ pub fn attempts(behavior: &Behavior) -> Vec<Attempt> {
                         tool_calls: Vec::new(),
                         usage: None,
                         first_token_logprobs: None,
+                        evidence: None,
                     })
                 }
                 Err(e) => Err(AttemptError::Stored(e.clone())),
