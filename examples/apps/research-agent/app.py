@@ -25,6 +25,8 @@ No span is written by hand here.
   stdio --model-url URL              gauntlet's command protocol (gauntlet-command/1): one
          JSON request per stdin line (its last user turn is the message, its
          `traceparent` field the trace to continue), one {"id", "reply", "usage"} line each.
+         The command target resolves its program's path, which takes a virtualenv's python
+         out of its virtualenv: start it as [/usr/bin/env, VENV/bin/python, app.py, stdio, …].
 
 --log PATH keeps the application's own record of what it did, one JSON line per tool call
 ({"trace_id", "tool", "arguments", "result"}) and per request ({"trace_id", "message",
@@ -91,12 +93,16 @@ class Log:
             f.write(line)
 
 
-def build_agent(model_url, model_name, docs, outbox, log):
+def build_agent(model_url, model_name, max_tokens, docs, outbox, log):
     model = OpenAIChatModel(
         model_name,
         provider=OpenAIProvider(base_url=model_url, api_key=os.environ.get("OPENAI_API_KEY", "unused")),
     )
-    agent = Agent(model, instructions=INSTRUCTIONS)
+    agent = Agent(
+        model,
+        instructions=INSTRUCTIONS,
+        model_settings={"max_tokens": max_tokens, "temperature": 0.0},
+    )
 
     def record(tool, arguments, result):
         log.write({"event": "tool_call", "trace_id": TRACE_ID.get(), "tool": tool,
@@ -155,7 +161,7 @@ class App:
     def __init__(self, args):
         self.provider = setup_tracing()
         self.log = Log(args.log)
-        self.agent = build_agent(args.model_url, args.model, args.docs, args.outbox, self.log)
+        self.agent = build_agent(args.model_url, args.model, args.max_tokens, args.docs, args.outbox, self.log)
         self.loop = asyncio.new_event_loop()
         threading.Thread(target=self.loop.run_forever, daemon=True).start()
 
@@ -180,8 +186,9 @@ class App:
     def turn(self, message, carrier):
         fut = asyncio.run_coroutine_threadsafe(self._turn(message, carrier), self.loop)
         out = fut.result()
-        # Export this request's spans before answering, so they arrive before the reply.
-        self.provider.force_flush()
+        # Export this request's spans before answering, so they arrive before the reply
+        # (bounded: an unreachable collector must not hold the reply for long).
+        self.provider.force_flush(5000)
         self.log.write({"event": "request", "trace_id": out["trace_id"], "message": message,
                         "reply": out["reply"]})
         return out
@@ -248,6 +255,7 @@ def main():
     ap.add_argument("mode", choices=["serve", "stdio"])
     ap.add_argument("--model-url", default=os.environ.get("RESEARCH_AGENT_MODEL_URL", ""))
     ap.add_argument("--model", default="scripted", help="the model name sent to the server")
+    ap.add_argument("--max-tokens", type=int, default=256, help="per model call")
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--docs", default="", help="a directory, or an http(s) base URL")
     ap.add_argument("--outbox", default="", help="JSONL file of the e-mails 'sent'")
