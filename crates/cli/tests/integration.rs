@@ -2,6 +2,7 @@
 //! binary: one link instead of one per file keeps a clean build's disk use and link
 //! time down on small CI machines. Each file's own documentation says what it tests.
 
+mod agent_app;
 mod agentdojo;
 mod analysis;
 mod apps;

@@ -30,7 +30,8 @@ No span is written by hand here.
 
 --log PATH keeps the application's own record of what it did, one JSON line per tool call
 ({"trace_id", "tool", "arguments", "result"}) and per request ({"trace_id", "message",
-"reply"}), so what gauntlet saw can be checked against what the application did.
+"reply", "model_requests"}), so what gauntlet saw can be checked against what the
+application did.
 """
 
 import argparse
@@ -181,6 +182,7 @@ class App:
             "trace_id": TRACE_ID.get(),
             "usage": {"input_tokens": usage.input_tokens or 0,
                       "output_tokens": usage.output_tokens or 0},
+            "model_requests": usage.requests,
         }
 
     def turn(self, message, carrier):
@@ -190,7 +192,7 @@ class App:
         # (bounded: an unreachable collector must not hold the reply for long).
         self.provider.force_flush(5000)
         self.log.write({"event": "request", "trace_id": out["trace_id"], "message": message,
-                        "reply": out["reply"]})
+                        "reply": out["reply"], "model_requests": out.pop("model_requests")})
         return out
 
 
