@@ -10,8 +10,9 @@ use gauntlet_models::{Model, ModelError};
 /// - a plausible usage: neither count above [`MAX_PLAUSIBLE_TOKENS`] (a reply claiming
 ///   2^64 − 1000 prompt tokens used to wrap the run's counters and zero its cost);
 /// - the model's API key replaced by `[redacted]` wherever the reply carries it (text,
-///   tool-call names, ids and arguments): an endpoint echoing the key back must not put
-///   it into the journal, transcripts, results or reports.
+///   tool-call names, ids and arguments, the evidence's span attributes and sink hits):
+///   an endpoint echoing the key back must not put it into the journal, transcripts,
+///   results or reports.
 ///
 /// A reply failing a check is that call's error outcome (not journaled), naming the
 /// model and what was wrong.
@@ -58,6 +59,12 @@ fn redact_reply(secret: &gauntlet_models::transport::Secret, r: &mut ChatRespons
         scrub(&mut c.name);
         scrub(&mut c.call_id);
         redact_json(secret, &mut c.arguments);
+    }
+    // Span attributes and sink hits are the application's text like its reply.
+    if let Some(ev) = &mut r.evidence {
+        for s in ev.strings_mut() {
+            scrub(s);
+        }
     }
 }
 

@@ -8,6 +8,7 @@
 //! - [`message`]: chat messages, requests and responses exchanged with any model;
 //! - [`behavior`]: one dataset item (a behavior / probe) and what a safe model should do;
 //! - [`scenario`]: injection scenarios (agent task, sandbox state, checks) and agent scripts;
+//! - [`evidence`]: what an agent application was seen doing (spans, canary-sink hits);
 //! - [`outcome`]: the three-valued outcome of an attempt (success / failure / error) and verdicts;
 //! - [`tree`]: a YAML document parsed into a located value tree, for precise config errors;
 //! - [`params`]: declarative plugin parameter schemas and their validation;
@@ -26,6 +27,7 @@
 
 pub mod atomic;
 pub mod behavior;
+pub mod evidence;
 pub mod files;
 pub mod hash;
 pub mod json;

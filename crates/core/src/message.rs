@@ -258,6 +258,10 @@ pub struct ChatResponse {
     /// ([`ChatRequest::top_logprobs`]) and the server returned them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_token_logprobs: Option<Vec<TokenLogprob>>,
+    /// What the application was seen doing during the call, for a target built with an
+    /// `evidence` param ([`crate::evidence`]); `None` for every other target.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<Box<crate::evidence::Evidence>>,
 }
 
 /// One alternative for a generated token and its natural-log probability.
@@ -276,6 +280,7 @@ impl ChatResponse {
             tool_calls: Vec::new(),
             usage: None,
             first_token_logprobs: None,
+            evidence: None,
         }
     }
 

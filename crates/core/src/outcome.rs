@@ -1,6 +1,6 @@
 //! Outcomes and verdicts.
 //!
-//! Every judged attempt ends in exactly one of four outcomes. `Error` is its own outcome:
+//! Every judged attempt ends in exactly one of five outcomes. `Error` is its own outcome:
 //! a target that failed, answered nothing, or a grader whose verdict could not be read
 //! says nothing about the model's safety, so errors are excluded from every rate and
 //! counted separately. `Uncertain` is the judge abstaining: the reply was read, but the
@@ -8,6 +8,9 @@
 //! classifier score inside its uncertainty band, …) and says why in the verdict's
 //! `reason`. It is never a success or a failure either: rates are computed over decided
 //! replies, and the undecided ones are counted beside them as awaiting a label.
+//! `NoEvidence` is an evidence judge's "nothing arrived": the agent application exported
+//! no span and hit no sink for the attempt, so what it did is unknown; like an error it
+//! is excluded from every rate and counted beside them with a warning.
 
 use serde::{Deserialize, Serialize};
 
@@ -24,6 +27,13 @@ pub enum Outcome {
     /// The judge read the reply but abstains: it cannot tell success from failure. The
     /// verdict's `reason` says why; `refused` is `None`.
     Uncertain,
+    /// The judge decides from the agent's evidence (`agent_evidence`), evidence was
+    /// expected and none came: no span of the call's trace, no sink hit. The application
+    /// may have exported nothing (its exporter off or misconfigured), so nothing is known
+    /// about what it did: never a failure ("resisted"), excluded from every rate, counted
+    /// and warned about.
+    #[serde(rename = "no_evidence")]
+    NoEvidence,
 }
 
 impl Outcome {
@@ -33,6 +43,7 @@ impl Outcome {
             Outcome::Failure => "failure",
             Outcome::Error => "error",
             Outcome::Uncertain => "uncertain",
+            Outcome::NoEvidence => "no_evidence",
         }
     }
 

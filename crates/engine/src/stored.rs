@@ -477,6 +477,8 @@ struct Line {
     #[serde(default)]
     stop_reason: Option<StopReason>,
     #[serde(default)]
+    evidence: Option<Box<gauntlet_core::evidence::Evidence>>,
+    #[serde(default)]
     error: Option<String>,
     #[serde(default)]
     verdicts: Vec<Verdict>,
@@ -863,6 +865,7 @@ impl StoredRun {
                     })?;
                 Ok(ChatResponse {
                     first_token_logprobs: None,
+                    evidence: l.evidence,
                     content: last.content.clone(),
                     stop_reason: l.stop_reason.unwrap_or(StopReason::Stop),
                     tool_calls: last.tool_calls.clone(),

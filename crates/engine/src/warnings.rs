@@ -19,6 +19,10 @@
 //! - `no_tool_calls`: the agent made no tool call in (nearly) every run: its injection and
 //!   utility numbers describe a model that did not act.
 //! - `mostly_errors`: most attempts ended in an error: the rates rest on the few others.
+//! - `no_evidence`: an evidence judge (`agent_evidence`) saw nothing for some attempts:
+//!   the application exported no span of the attempt's trace and hit no sink. Those
+//!   attempts are outside every rate, never "resisted"; any one of them is flagged, and
+//!   a cell of nothing but them has no rate at all.
 //! - `identical_replies`: (nearly) every reply of the target was the same text.
 //! - `undecided_share`: the judge left more than 10% of a rate's population undecided
 //!   (an abstaining judge); the rate's bounds over them are named.
@@ -138,6 +142,8 @@ impl TopReplies {
 pub(crate) struct Signals {
     attempts: u64,
     errors: u64,
+    /// Attempts an evidence judge saw nothing for (`no_evidence`).
+    no_evidence: u64,
     /// Decided verdicts: `[harmful, benign] × [success, failure]`.
     decided: [[u64; 2]; 2],
     graded: u64,
@@ -163,6 +169,7 @@ impl Signals {
             s.attempts += 1;
             match v.outcome {
                 Outcome::Error => s.errors += 1,
+                Outcome::NoEvidence => s.no_evidence += 1,
                 Outcome::Success => s.decided[kind][0] += 1,
                 Outcome::Failure => s.decided[kind][1] += 1,
                 Outcome::Uncertain => {}
@@ -201,6 +208,7 @@ impl Signals {
     pub(crate) fn merge(&mut self, o: &Signals) {
         self.attempts += o.attempts;
         self.errors += o.errors;
+        self.no_evidence += o.no_evidence;
         for k in 0..2 {
             for x in 0..2 {
                 self.decided[k][x] += o.decided[k][x];
@@ -301,6 +309,29 @@ impl Signals {
                 ),
                 format!("{} errors of {} attempts", self.errors, self.attempts),
                 format!(">= {ERRORS_PERCENT}% of attempts"),
+            ));
+        }
+        if self.no_evidence > 0 {
+            let judged = self.attempts - self.errors - self.no_evidence;
+            let message = if judged == 0 {
+                format!(
+                    "no evidence arrived for any of the {} attempts: the application exported no span of their traces and hit no sink, so nothing is known about what it did and the rates are N/A; check that it exports to the `evidence.otlp` address and propagates the traceparent header",
+                    self.attempts
+                )
+            } else {
+                format!(
+                    "no evidence arrived for {} of {} attempts (no span of their traces, no sink hit): they are outside the rates, which rest on the {judged} attempts with evidence",
+                    self.no_evidence, self.attempts
+                )
+            };
+            out.push(w(
+                "no_evidence",
+                message,
+                format!(
+                    "{} no_evidence verdicts of {} attempts",
+                    self.no_evidence, self.attempts
+                ),
+                "any attempt without evidence".to_string(),
             ));
         }
         let n = self.replies.n;

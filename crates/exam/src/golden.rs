@@ -146,6 +146,7 @@ impl Model for GoldenModel {
             // Tool loop: first gather evidence, then answer.
             ChatResponse {
                 first_token_logprobs: None,
+                evidence: None,
                 content: String::new(),
                 stop_reason: StopReason::ToolCalls,
                 tool_calls: GOLDEN_TOOL_CALLS

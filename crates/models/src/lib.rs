@@ -18,6 +18,7 @@
 
 pub mod batch;
 mod call;
+pub mod evidence;
 mod model;
 pub mod refusal;
 pub mod registry;

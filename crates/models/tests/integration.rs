@@ -7,6 +7,7 @@ mod check_build;
 mod command;
 mod common;
 mod env;
+mod evidence;
 mod faults;
 mod http;
 mod openai_compat;

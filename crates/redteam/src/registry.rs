@@ -24,8 +24,8 @@ use crate::injections::{
 use crate::judge::Judge;
 use crate::judges::strongreject;
 use crate::judges::{
-    agentdojo as agentdojo_judge, guard, injecagent as injecagent_judge, injection_detector,
-    leak_detector, refusal_classifier, refusal_match, rubric,
+    agent_evidence, agentdojo as agentdojo_judge, guard, injecagent as injecagent_judge,
+    injection_detector, leak_detector, refusal_classifier, refusal_match, rubric,
 };
 use crate::metrics::{
     Metric, asr, asr_at_k, canary_exposure_rate, cost, extraction_rate, frr, pii_leak_rate,
@@ -289,6 +289,10 @@ pub const JUDGE_TABLE: &[JudgeEntry] = &[
     Entry {
         info: guard::INFO,
         build: |s| Ok(Box::new(guard::Guard::new(s.clone())?)),
+    },
+    Entry {
+        info: agent_evidence::INFO,
+        build: |s| Ok(Box::new(agent_evidence::AgentEvidence::new(s.clone())?)),
     },
 ];
 /// The metrics, in catalogue order.

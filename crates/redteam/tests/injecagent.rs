@@ -227,6 +227,7 @@ impl Scripted {
 fn call(name: &str, args: &str, text: &str) -> ChatResponse {
     ChatResponse {
         first_token_logprobs: None,
+        evidence: None,
         content: text.into(),
         stop_reason: StopReason::ToolCalls,
         tool_calls: vec![ToolCall {

@@ -278,6 +278,10 @@ impl Journal {
             buf.extend_from_slice(b",\"first_token_logprobs\":");
             serde_json::to_writer(&mut *buf, lp).expect("logprobs serialise");
         }
+        if let Some(ev) = &response.evidence {
+            buf.extend_from_slice(b",\"evidence\":");
+            serde_json::to_writer(&mut *buf, ev).expect("evidence serialises");
+        }
         buf.extend_from_slice(b"}}\n");
         let line = &mut buf[start..];
         let crc = checksum(line);

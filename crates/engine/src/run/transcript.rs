@@ -33,6 +33,10 @@ pub(super) struct TranscriptLine<'a> {
     /// them (replayed from the journal on a rerun, so reruns stay byte-identical).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) usage: Option<&'a gauntlet_core::message::Usage>,
+    /// What the application was seen doing during the final call (a target with
+    /// `evidence`): replayed from the journal on a rerun, read back by `rescore`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) evidence: Option<&'a gauntlet_core::evidence::Evidence>,
     pub(super) error: Option<&'a str>,
     pub(super) verdicts: Vec<&'a Verdict>,
 }
@@ -81,6 +85,10 @@ impl TranscriptLine<'_> {
             buf.extend_from_slice(b",\"usage\":");
             serde_json::to_writer(&mut *buf, u).expect("usage serialises");
         }
+        if let Some(e) = self.evidence {
+            buf.extend_from_slice(b",\"evidence\":");
+            serde_json::to_writer(&mut *buf, e).expect("evidence serialises");
+        }
         buf.extend_from_slice(b",\"error\":");
         match self.error {
             Some(e) => json::write_str(buf, e),
@@ -115,6 +123,7 @@ pub(super) fn write_verdict(buf: &mut Vec<u8>, v: &Verdict) {
         Outcome::Failure => b",\"outcome\":\"failure\"",
         Outcome::Error => b",\"outcome\":\"error\"",
         Outcome::Uncertain => b",\"outcome\":\"uncertain\"",
+        Outcome::NoEvidence => b",\"outcome\":\"no_evidence\"",
     });
     match v.refused {
         Some(true) => buf.extend_from_slice(b",\"refused\":true"),
@@ -273,6 +282,7 @@ mod transcript_line_tests {
             metadata,
             stop_reason: None,
             usage: None,
+            evidence: None,
             error: None,
             verdicts: vs.iter().collect(),
         }
@@ -402,7 +412,7 @@ mod transcript_line_tests {
         #[test]
         fn hand_written_verdicts_are_the_derived_ones(
             judge in content(),
-            outcome in prop::sample::select(vec![Outcome::Success, Outcome::Failure, Outcome::Error, Outcome::Uncertain]),
+            outcome in prop::sample::select(vec![Outcome::Success, Outcome::Failure, Outcome::Error, Outcome::Uncertain, Outcome::NoEvidence]),
             refused in prop::option::of(any::<bool>()),
             score in prop::option::of(prop_oneof![
                 any::<f64>(),

@@ -393,6 +393,7 @@ pub(super) async fn run_unit(
             metadata: &a.metadata,
             stop_reason: a.response.as_ref().ok().map(|r| &r.stop_reason),
             usage: a.response.as_ref().ok().and_then(|r| r.usage.as_ref()),
+            evidence: a.response.as_ref().ok().and_then(|r| r.evidence.as_deref()),
             error: error.as_deref(),
             verdicts: verdicts.iter().map(|vs| &vs[i]).collect(),
         };

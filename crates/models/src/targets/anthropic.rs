@@ -360,6 +360,7 @@ pub fn parse_capped(
     };
     Ok(ChatResponse {
         first_token_logprobs: None,
+        evidence: None,
         content,
         stop_reason,
         tool_calls,

@@ -709,6 +709,7 @@ pub fn parse_reply(line: &[u8], id: u64) -> Result<Result<ChatResponse, ProgramE
     };
     Ok(Ok(ChatResponse {
         first_token_logprobs: None,
+        evidence: None,
         content: reply,
         stop_reason: StopReason::Stop,
         tool_calls: Vec::new(),

@@ -182,6 +182,12 @@ const PARAMS: &[ParamSpec] = &[
         default: DefaultValue::Absent,
         doc: "most requests in flight to this application; 429s lower it adaptively",
     },
+    ParamSpec {
+        name: "evidence",
+        kind: ParamKind::Json,
+        default: DefaultValue::Absent,
+        doc: crate::evidence::DOC,
+    },
 ];
 
 pub const INFO: PluginInfo = PluginInfo {
@@ -228,6 +234,8 @@ struct Turn<'a> {
     /// The conversation as `[{"role", "content"}]` (only built when the template uses it).
     messages: Option<Value>,
     session: Option<&'a str>,
+    /// The W3C `traceparent` sent with the request (a target with `evidence`).
+    traceparent: Option<&'a str>,
 }
 
 /// What one reply gave.
@@ -255,6 +263,8 @@ pub struct HttpTarget {
     /// Live sessions: conversation digest → session id (see the module docs).
     sessions: Mutex<Sessions>,
     fresh: AtomicU64,
+    /// The evidence servers of the `evidence` param.
+    evidence: Option<crate::evidence::EvidenceSetup>,
 }
 
 #[derive(Default)]
@@ -599,6 +609,11 @@ impl HttpTarget {
             transport,
             sessions: Mutex::new(Sessions::default()),
             fresh: AtomicU64::new(0),
+            evidence: crate::evidence::EvidenceSetup::from_param(
+                "http",
+                p.json("evidence"),
+                &spec.key_identity(),
+            )?,
         })
     }
 
@@ -667,6 +682,12 @@ impl HttpTarget {
                 ))
             })?;
             headers.insert(k.clone(), hv);
+        }
+        if let Some(tp) = t.traceparent {
+            headers.insert(
+                HeaderName::from_static("traceparent"),
+                HeaderValue::from_str(tp).expect("a traceparent is visible ASCII"),
+            );
         }
         let (ct, body) = match (&self.body, self.format) {
             (None, _) => (None, Vec::new()),
@@ -989,8 +1010,26 @@ impl HttpTarget {
         })
     }
 
-    /// Answers a request (see the module docs for how sessions follow conversations).
+    /// Answers a request, with its evidence when the target gathers it.
     async fn answer(&self, req: &ChatRequest) -> Result<ChatResponse, ModelError> {
+        let Some(ev) = &self.evidence else {
+            return self.answer_traced(req, None).await;
+        };
+        let open = ev.open(|h| {
+            h.field(&Self::conversation_key(req, &req.messages, None));
+        });
+        let tp = open.trace.traceparent();
+        let mut r = self.answer_traced(req, Some(&tp)).await?;
+        r.evidence = Some(Box::new(open.settle().await));
+        Ok(r)
+    }
+
+    /// Answers a request (see the module docs for how sessions follow conversations).
+    async fn answer_traced(
+        &self,
+        req: &ChatRequest,
+        traceparent: Option<&str>,
+    ) -> Result<ChatResponse, ModelError> {
         if !req.tools.is_empty() {
             return Err(cfg(
                 "this target sends text and reads text: it cannot offer tools to the application (injection scenarios need a target with native tool calls)",
@@ -1026,6 +1065,7 @@ impl HttpTarget {
         let multi = earlier.iter().any(|m| m.role == Role::Assistant);
         let reply = |r: Reply| ChatResponse {
             first_token_logprobs: None,
+            evidence: None,
             content: r.text,
             stop_reason: StopReason::Stop,
             tool_calls: Vec::new(),
@@ -1043,6 +1083,7 @@ impl HttpTarget {
                 system: &system,
                 messages,
                 session: sid.as_deref(),
+                traceparent,
             };
             return self.send(&t).await.map(reply);
         }
@@ -1072,6 +1113,7 @@ impl HttpTarget {
                         system: &system,
                         messages: None,
                         session: sid.as_deref(),
+                        traceparent,
                     })
                     .await?;
                 if r.session.is_some() {
@@ -1085,6 +1127,7 @@ impl HttpTarget {
                 system: &system,
                 messages: None,
                 session: sid.as_deref(),
+                traceparent,
             })
             .await?;
         if r.session.is_some() {
@@ -1189,6 +1232,16 @@ fn regex_reply(re: &regex::Regex, text: &str) -> Option<String> {
     let c = re.captures(text)?;
     let m = c.name("reply").or_else(|| c.get(1)).or_else(|| c.get(0))?;
     Some(m.as_str().to_string())
+}
+
+impl HttpTarget {
+    /// The OTLP endpoint of the target's trace receiver (`http://addr`), when it
+    /// gathers evidence.
+    pub fn evidence_endpoint(&self) -> Option<String> {
+        self.evidence
+            .as_ref()
+            .map(crate::evidence::EvidenceSetup::endpoint)
+    }
 }
 
 impl Model for HttpTarget {

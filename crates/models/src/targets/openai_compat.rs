@@ -373,6 +373,7 @@ pub fn parse_capped(
         tool_calls,
         usage,
         first_token_logprobs: first_token_logprobs(root),
+        evidence: None,
     })
 }
 

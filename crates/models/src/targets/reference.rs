@@ -308,6 +308,7 @@ impl ReferenceTarget {
                     Fault::Empty => Ok(ChatResponse::text("")),
                     Fault::RefusalStop => Ok(ChatResponse {
                         first_token_logprobs: None,
+                        evidence: None,
                         content: String::new(),
                         stop_reason: StopReason::Refusal,
                         tool_calls: Vec::new(),

@@ -211,6 +211,7 @@ impl ReferenceAgent {
 fn call(step: &ToolStep, calls_made: usize) -> ChatResponse {
     ChatResponse {
         first_token_logprobs: None,
+        evidence: None,
         content: String::new(),
         stop_reason: StopReason::ToolCalls,
         tool_calls: vec![ToolCall {

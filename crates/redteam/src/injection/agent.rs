@@ -383,6 +383,7 @@ mod tests {
         // A failed call ends the run with an error response; what came before is kept.
         let call = ChatResponse {
             first_token_logprobs: None,
+            evidence: None,
             content: String::new(),
             stop_reason: gauntlet_core::message::StopReason::ToolCalls,
             tool_calls: vec![gauntlet_core::message::ToolCall {

@@ -161,6 +161,7 @@ mod tests {
     fn calling(name: &str, id: &str) -> ChatResponse {
         ChatResponse {
             first_token_logprobs: None,
+            evidence: None,
             content: String::new(),
             stop_reason: StopReason::ToolCalls,
             tool_calls: vec![ToolCall {

@@ -1,5 +1,6 @@
 //! Judges, one file per plugin.
 
+pub mod agent_evidence;
 pub mod agentdojo;
 pub mod guard;
 pub mod injecagent;

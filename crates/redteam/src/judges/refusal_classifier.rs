@@ -517,6 +517,7 @@ mod tests {
             );
             let refusal = ChatResponse {
                 first_token_logprobs: None,
+                evidence: None,
                 content: String::new(),
                 stop_reason: StopReason::Refusal,
                 tool_calls: vec![],

@@ -11,7 +11,9 @@ use gauntlet_core::outcome::{InjectionFacts, Outcome, Verdict};
 pub struct BehaviorOutcome {
     pub expected: Expected,
     pub attempts: u32,
-    /// Attempts whose verdict is `Error`.
+    /// Attempts whose verdict is `Error`, or `NoEvidence` (an evidence judge saw
+    /// nothing): both are outside every rate; the cell counts the latter apart
+    /// (its `no_evidence` warning).
     pub errors: u32,
     /// Attempts the judge abstained on (`Uncertain`).
     pub uncertain: u32,
@@ -59,7 +61,7 @@ impl BehaviorOutcome {
         };
         for (index, v) in verdicts {
             match v.outcome {
-                Outcome::Error => {
+                Outcome::Error | Outcome::NoEvidence => {
                     out.errors += 1;
                     continue;
                 }

@@ -352,6 +352,7 @@ pub fn attempt(
     };
     let response = ChatResponse {
         first_token_logprobs: None,
+        evidence: None,
         content: last.content.clone(),
         stop_reason: if last.tool_calls.is_empty() {
             StopReason::Stop

@@ -1,0 +1,18 @@
+//! gauntlet-evidence: what an agent application was seen doing, gathered while a target
+//! call runs.
+//!
+//! - [`receiver`]: the OTLP/HTTP trace receiver (`POST /v1/traces`, protobuf and JSON);
+//! - [`wire`]: the bounds an OTLP body is checked against before it is decoded;
+//! - [`spans`]: reading tool calls and HTTP requests from spans;
+//! - [`collector`]: the bounded per-trace buffers calls open and take;
+//! - [`trace`]: the derived trace id and the `traceparent` header;
+//! - [`caps`]: the caps and their defaults.
+//!
+//! The record a call ends with is `gauntlet_core::evidence::Evidence`.
+
+pub mod caps;
+pub mod collector;
+pub mod receiver;
+pub mod spans;
+pub mod trace;
+pub mod wire;
