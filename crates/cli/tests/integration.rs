@@ -3,6 +3,7 @@
 //! time down on small CI machines. Each file's own documentation says what it tests.
 
 mod adaptive_attacks;
+mod agent_app;
 mod agentdojo;
 mod analysis;
 mod apps;
