@@ -6,7 +6,7 @@
 //! tried first once learned), its hard per-behavior and per-run budgets, byte-identical
 //! output at concurrency 1 and 8, and SIGKILL + rerun.
 
-use gauntlet_testserver::{Action, Rule, Script};
+use gauntlet_scripted::{Action, Rule, Script};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -2,7 +2,7 @@
 //! real processes over real run directories. Expected values are recounted here from
 //! transcripts.jsonl independently of the code under test.
 
-use gauntlet_testserver::{Script, TestServer};
+use gauntlet_scripted::{Script, ScriptedServer};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -289,7 +289,9 @@ fn rescore_equals_the_run_under_that_judge_and_makes_no_target_calls() {
         .enable_all()
         .build()
         .unwrap();
-    let srv = rt.block_on(TestServer::start(Script::default())).unwrap();
+    let srv = rt
+        .block_on(ScriptedServer::start(Script::default()))
+        .unwrap();
     let cfg = dir.path().join("live.yaml");
     std::fs::write(
         &cfg,

@@ -6,7 +6,7 @@
 //! inside a batch is that call's error; an expired batch resubmits only what it did not
 //! run; damaged result lines are named; the budget counts requests when submitted.
 
-use gauntlet_testserver::{Action, Api, BatchFault, BatchRule, Damage, Rule, Script, TestServer};
+use gauntlet_scripted::{Action, Api, BatchFault, BatchRule, Damage, Rule, Script, ScriptedServer};
 use serde_json::Value;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -30,7 +30,14 @@ fn gauntlet(args: &[&str], cwd: &Path) -> Output {
 
 /// A jailbreak config against the server through `api`; `batch` adds the batch params
 /// (fast polls for the test server). Same run name either way, so artefacts compare.
-fn config(dir: &Path, file: &str, srv: &TestServer, api: Api, batch: bool, extra: &str) -> PathBuf {
+fn config(
+    dir: &Path,
+    file: &str,
+    srv: &ScriptedServer,
+    api: Api,
+    batch: bool,
+    extra: &str,
+) -> PathBuf {
     let target = match api {
         Api::Openai => format!(
             "{{name: openai_compat, params: {{name: ts, model: gpt-4o-mini, base_url: \"{}\", api_key_env: GAUNTLET_TEST_KEY, max_retries: 0, timeout_s: 10",
@@ -70,7 +77,7 @@ fn run(cfg: &Path, runs: &Path) -> Output {
 }
 
 /// Every custom id the server was ever sent, asserting none twice.
-fn assert_no_request_twice(srv: &TestServer) -> usize {
+fn assert_no_request_twice(srv: &ScriptedServer) -> usize {
     let mut seen = HashSet::new();
     for b in srv.batches() {
         for id in &b.custom_ids {
@@ -86,7 +93,7 @@ fn assert_no_request_twice(srv: &TestServer) -> usize {
 
 /// A reference run made call by call against the same server (its base URL is part of
 /// the config), whose counters and logs are then reset.
-fn reference(dir: &Path, srv: &TestServer, api: Api, extra: &str) -> PathBuf {
+fn reference(dir: &Path, srv: &ScriptedServer, api: Api, extra: &str) -> PathBuf {
     let cfg = config(dir, "reference.yaml", srv, api, false, extra);
     let runs = dir.join("reference-runs");
     let out = run(&cfg, &runs);
@@ -422,7 +429,7 @@ fn budget_counts_submitted_requests() {
 }
 
 /// How many times each custom id was submitted, across every batch.
-fn submissions(srv: &TestServer) -> std::collections::HashMap<String, usize> {
+fn submissions(srv: &ScriptedServer) -> std::collections::HashMap<String, usize> {
     let mut n = std::collections::HashMap::new();
     for b in srv.batches() {
         for id in &b.custom_ids {

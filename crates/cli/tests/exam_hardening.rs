@@ -7,7 +7,7 @@
 use crate::common;
 
 use common::BIN;
-use gauntlet_testserver::{Action, Rule, Script, TestServer};
+use gauntlet_scripted::{Action, Rule, Script, ScriptedServer};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -76,7 +76,7 @@ fn a_target_failing_every_call_decides_nothing() {
         .build()
         .unwrap();
     let srv = rt
-        .block_on(TestServer::start(
+        .block_on(ScriptedServer::start(
             Script::default().rule(Rule::new(Action::status(500))),
         ))
         .unwrap();
@@ -179,7 +179,7 @@ fn a_target_echoing_the_template_decides_nothing() {
         .unwrap();
     let echo = gauntlet_exam::cascade::answer_template();
     let srv = rt
-        .block_on(TestServer::start(
+        .block_on(ScriptedServer::start(
             Script::default().rule(Rule::new(Action::reply(echo))),
         ))
         .unwrap();

@@ -8,7 +8,7 @@
 //! on; the target server refuses the one prompt that says "forbidden" and answers the
 //! rest with its canned compliance text.
 
-use gauntlet_testserver::{Action, Rule, Script, TestServer};
+use gauntlet_scripted::{Action, Rule, Script, ScriptedServer};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -29,7 +29,7 @@ const PROMPTS: &[(&str, &str)] = &[
 
 struct Rig {
     rt: tokio::runtime::Runtime,
-    target: TestServer,
+    target: ScriptedServer,
 }
 
 impl Rig {
@@ -39,21 +39,23 @@ impl Rig {
             .enable_all()
             .build()
             .unwrap();
-        let target = rt.block_on(TestServer::start(Script::default())).unwrap();
+        let target = rt
+            .block_on(ScriptedServer::start(Script::default()))
+            .unwrap();
         Rig { rt, target }
     }
 
     /// A guard server whose reply to the exchange with marker `[gI]` is `replies[I]`.
-    fn guard(&self, replies: &[Action]) -> TestServer {
+    fn guard(&self, replies: &[Action]) -> ScriptedServer {
         let mut script = Script::default();
         for (i, a) in replies.iter().enumerate() {
             script = script.rule(Rule::new(a.clone()).when_contains(format!("[g{i}]")));
         }
-        self.rt.block_on(TestServer::start(script)).unwrap()
+        self.rt.block_on(ScriptedServer::start(script)).unwrap()
     }
 }
 
-fn openai(server: &TestServer, model: &str) -> String {
+fn openai(server: &ScriptedServer, model: &str) -> String {
     format!(
         "{{name: openai_compat, params: {{model: {model}, base_url: \"{}\", api_key_env: GAUNTLET_TEST_KEY}}}}",
         server.openai_base_url()

@@ -8,7 +8,7 @@
 //! `GAUNTLET_HOSTILE_BIN=/path/to/gauntlet` runs the probes against another build (e.g.
 //! main's, to see which fail there).
 
-use gauntlet_testserver::{Script, TestServer};
+use gauntlet_scripted::{Script, ScriptedServer};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -319,7 +319,7 @@ fn tampered_transcripts_are_refused_by_every_analysis() {
 
 /// A server that answers slowly, for runs that can be killed mid-way.
 struct SlowServer {
-    srv: TestServer,
+    srv: ScriptedServer,
     _rt: tokio::runtime::Runtime,
 }
 
@@ -330,7 +330,9 @@ fn slow_server(latency_ms: u64) -> SlowServer {
         .build()
         .unwrap();
     let srv = rt
-        .block_on(TestServer::start(Script::default().latency_ms(latency_ms)))
+        .block_on(ScriptedServer::start(
+            Script::default().latency_ms(latency_ms),
+        ))
         .unwrap();
     SlowServer { srv, _rt: rt }
 }
@@ -782,7 +784,7 @@ fn a_flipped_byte_in_the_journal_is_detected_and_the_call_made_again() {
 /// HTML page carries the run report's CSP and loads nothing.
 #[test]
 fn hostile_scenario_ids_and_target_names_are_escaped_in_the_exam_report() {
-    use gauntlet_testserver::{Action, Rule};
+    use gauntlet_scripted::{Action, Rule};
     const HOSTILE: &str = "<script>alert(1)</script></td>| pipe `tick` ```\n\
                            # heading\n| a | b |\n[link](javascript:alert(1)) <SCRIPT>x";
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -791,7 +793,7 @@ fn hostile_scenario_ids_and_target_names_are_escaped_in_the_exam_report() {
         .build()
         .unwrap();
     let srv = rt
-        .block_on(TestServer::start(
+        .block_on(ScriptedServer::start(
             Script::default().rule(Rule::new(Action::status(500))),
         ))
         .unwrap();
@@ -1202,7 +1204,7 @@ fn scripted(script: Script) -> SlowServer {
         .enable_all()
         .build()
         .unwrap();
-    let srv = rt.block_on(TestServer::start(script)).unwrap();
+    let srv = rt.block_on(ScriptedServer::start(script)).unwrap();
     SlowServer { srv, _rt: rt }
 }
 
@@ -1253,8 +1255,8 @@ fn run_with_key(args: &[&str], cwd: &Path, key: &str, secs: u64) -> Output {
 #[test]
 fn tool_calls_per_reply_and_the_conversation_size_are_capped() {
     let body = openai_tool_calls(5_000);
-    let s = scripted(Script::default().rule(gauntlet_testserver::Rule::new(
-        gauntlet_testserver::Action::Status {
+    let s = scripted(Script::default().rule(gauntlet_scripted::Rule::new(
+        gauntlet_scripted::Action::Status {
             code: 200,
             retry_after: None,
             body: Some(body),
@@ -1317,8 +1319,8 @@ fn tool_calls_per_reply_and_the_conversation_size_are_capped() {
     let body = serde_json::json!({"id": "m", "type": "message", "role": "assistant", "model": "m",
         "content": blocks, "stop_reason": "tool_use", "usage": {"input_tokens": 1, "output_tokens": 1}});
     s.srv
-        .set_script(Script::default().rule(gauntlet_testserver::Rule::new(
-            gauntlet_testserver::Action::Status {
+        .set_script(Script::default().rule(gauntlet_scripted::Rule::new(
+            gauntlet_scripted::Action::Status {
                 code: 200,
                 retry_after: None,
                 body: Some(body.to_string()),
@@ -1354,8 +1356,8 @@ fn tool_calls_per_reply_and_the_conversation_size_are_capped() {
 /// every rate) and the artefacts stay small.
 #[test]
 fn the_exam_tool_loop_caps_tool_calls_per_reply() {
-    let s = scripted(Script::default().rule(gauntlet_testserver::Rule::new(
-        gauntlet_testserver::Action::Status {
+    let s = scripted(Script::default().rule(gauntlet_scripted::Rule::new(
+        gauntlet_scripted::Action::Status {
             code: 200,
             retry_after: None,
             body: Some(openai_tool_calls(20_000)),
@@ -1443,11 +1445,11 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
 #[test]
 fn a_key_echoed_in_a_reply_is_never_written_to_disk() {
     const KEY: &str = "sk-test-CANARY-ECHO-5a7c";
-    let echo = gauntlet_testserver::PRESENTED_KEY;
-    let s = scripted(Script::default().rule(gauntlet_testserver::Rule::new(
-        gauntlet_testserver::Action::Reply {
+    let echo = gauntlet_scripted::PRESENTED_KEY;
+    let s = scripted(Script::default().rule(gauntlet_scripted::Rule::new(
+        gauntlet_scripted::Action::Reply {
             text: format!("Sure. Your key is {echo}; Bearer {echo}"),
-            tool_calls: vec![gauntlet_testserver::ScriptedCall::new(
+            tool_calls: vec![gauntlet_scripted::ScriptedCall::new(
                 format!("id-{echo}"),
                 "lookup",
                 serde_json::json!({"key": echo, "nested": [{"k": format!("x{echo}x")}]}),
@@ -1534,7 +1536,7 @@ fn implausible_token_counts_are_an_error_and_never_wrap() {
         "usage": {"prompt_tokens": huge, "completion_tokens": 5}});
     let s = scripted(
         Script::default().rule(
-            gauntlet_testserver::Rule::new(gauntlet_testserver::Action::Status {
+            gauntlet_scripted::Rule::new(gauntlet_scripted::Action::Status {
                 code: 200,
                 retry_after: None,
                 body: Some(bogus.to_string()),
@@ -1988,8 +1990,8 @@ fn a_closed_stderr_does_not_end_a_run() {
 fn a_capped_retry_after_wait_is_announced() {
     let s = scripted(
         Script::default().rule(
-            gauntlet_testserver::Rule::new(gauntlet_testserver::Action::rate_limited(Some(
-                gauntlet_testserver::RetryAfter::Seconds(999_999_999),
+            gauntlet_scripted::Rule::new(gauntlet_scripted::Action::rate_limited(Some(
+                gauntlet_scripted::RetryAfter::Seconds(999_999_999),
             )))
             .times(1),
         ),

@@ -9,7 +9,7 @@
 //! `GAUNTLET_HOSTILE_BIN=/path/to/gauntlet` runs the probes against another build (e.g.
 //! main's, to see which fail there).
 
-use gauntlet_testserver::{Action, RetryAfter, Rule, Script};
+use gauntlet_scripted::{Action, RetryAfter, Rule, Script};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -414,7 +414,7 @@ fn a_secret_echoed_in_an_encoded_form_is_never_written_to_disk() {
     let password = "CANARY-app-pw-5550142";
     let token = data_encoding::BASE64.encode(format!("app-user:{password}").as_bytes());
     let auth = format!("Basic {token}");
-    let echo = gauntlet_testserver::PRESENTED_AUTHORIZATION;
+    let echo = gauntlet_scripted::PRESENTED_AUTHORIZATION;
     let s = server(crescendo_rules(
         Script::default()
             // Round 1; round 2 rebuilds its session, then sends the echoed credentials

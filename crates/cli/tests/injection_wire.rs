@@ -8,7 +8,7 @@
 //! calls, that the injection placements land where they should, and that nothing of the
 //! reference agent's scripted plan is ever sent over the wire.
 
-use gauntlet_testserver::{Action, Api, Rule, Script, ScriptedCall, TestServer};
+use gauntlet_scripted::{Action, Api, Rule, Script, ScriptedCall, ScriptedServer};
 use serde_json::{Value, json};
 use std::path::Path;
 use std::process::{Command, Output};
@@ -98,7 +98,9 @@ fn agent_loop_round_trips_tool_calls_over_both_wire_formats() {
         .enable_all()
         .build()
         .unwrap();
-    let srv = rt.block_on(TestServer::start(obedient_model())).unwrap();
+    let srv = rt
+        .block_on(ScriptedServer::start(obedient_model()))
+        .unwrap();
     let url = srv.openai_base_url();
     let anthropic_url = srv.url();
     let dir = tempfile::tempdir().unwrap();

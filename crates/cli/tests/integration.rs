@@ -30,6 +30,7 @@ mod injection;
 mod injection_wire;
 mod judge_eval;
 mod label;
+mod layering;
 mod leakage;
 mod live;
 mod live_local;

@@ -1,7 +1,7 @@
 //! `gauntlet judge-eval` as a real process over small labelled fixtures we wrote, with
 //! the expected confusion tables, κ, sensitivity and specificity computed by hand.
 
-use gauntlet_testserver::{Action, Rule, Script, TestServer};
+use gauntlet_scripted::{Action, Rule, Script, ScriptedServer};
 use serde_json::Value;
 use std::path::Path;
 
@@ -324,7 +324,7 @@ fn llm_graders_go_through_the_journal_and_the_budget() {
         .rule(Rule::new(Action::reply(
             "refused: 0\nspecificity: 3\nconvincingness: 3",
         )));
-    let srv = rt.block_on(TestServer::start(script)).unwrap();
+    let srv = rt.block_on(ScriptedServer::start(script)).unwrap();
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("labels.csv"), PLAIN).unwrap();
     let judge = format!(

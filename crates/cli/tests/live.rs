@@ -4,7 +4,7 @@
 //! the run, the query budget (exit 3, resume with a higher budget), token usage and cost,
 //! `--estimate`, and the attacker-LLM attacks with scripted attacker and judge replies.
 
-use gauntlet_testserver::{Action, RetryAfter, Rule, Script};
+use gauntlet_scripted::{Action, RetryAfter, Rule, Script};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -277,7 +277,7 @@ judges: [injection_detector]\nmetrics: [injection_success_rate]\n",
 /// One injection run with the scripted server as the agent; the ISR and the bodies of
 /// the requests the agent received.
 fn scripted_run(injection: &str) -> (Value, Vec<Value>) {
-    use gauntlet_testserver::{Script, ScriptedServer};
+    use gauntlet_scripted::{Script, ScriptedServer};
     // An OpenAI-compatible agent over real HTTP: it reads the document first, and once
     // the injection marker reaches it in a message it makes the attacker's call (once);
     // otherwise it answers in text. Scenario: injecagent-01.

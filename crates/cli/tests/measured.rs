@@ -5,7 +5,7 @@
 //! `max_error_share` (or all of them) ends `failed`, exit 5, with the distinct errors
 //! quoted on the terminal, in results.json and in the report.
 
-use gauntlet_testserver::{Action, Rule, Script};
+use gauntlet_scripted::{Action, Rule, Script};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -3,7 +3,7 @@
 //! minute and a real ETA, never "0 units/s, eta 0s"; the agent exam shows the same
 //! display.
 
-use gauntlet_testserver::{Script, TestServer};
+use gauntlet_scripted::{Script, ScriptedServer};
 use std::process::Command;
 use std::time::Instant;
 
@@ -18,7 +18,7 @@ fn a_slow_live_run_shows_rates_per_minute_and_a_real_eta() {
         .build()
         .unwrap();
     let srv = rt
-        .block_on(TestServer::start(Script::default().latency_ms(2000)))
+        .block_on(ScriptedServer::start(Script::default().latency_ms(2000)))
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let cfg = dir.path().join("slow.yaml");

@@ -10,7 +10,7 @@
 //! * The agent exam's `--tool-loop` under `tool_protocol: prompted`: a text call runs
 //!   the tool; an unreadable one is the fail-safe escalation, named in the scenario.
 
-use gauntlet_testserver::{Action, Rule, Script, ScriptedCall, TestServer};
+use gauntlet_scripted::{Action, Rule, Script, ScriptedCall, ScriptedServer};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -67,13 +67,13 @@ fn value(rows: &[Value], target: &str, metric: &str, part: Option<&str>) -> Valu
         .clone()
 }
 
-fn server(script: Script) -> (TestServer, tokio::runtime::Runtime) {
+fn server(script: Script) -> (ScriptedServer, tokio::runtime::Runtime) {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .unwrap();
-    let srv = rt.block_on(TestServer::start(script)).unwrap();
+    let srv = rt.block_on(ScriptedServer::start(script)).unwrap();
     (srv, rt)
 }
 

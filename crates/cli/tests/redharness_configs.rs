@@ -8,7 +8,7 @@
 //! Nothing here touches the network: `GAUNTLET_OFFLINE=1` makes every download
 //! "cannot be downloaded right now", whatever the machine's connectivity.
 
-use gauntlet_testserver::{Script, TestServer};
+use gauntlet_scripted::{Script, ScriptedServer};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -304,7 +304,9 @@ fn derived_labels_reach_every_artefact_and_a_rerun_hits_the_journal() {
         .enable_all()
         .build()
         .unwrap();
-    let srv = rt.block_on(TestServer::start(Script::default())).unwrap();
+    let srv = rt
+        .block_on(ScriptedServer::start(Script::default()))
+        .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let cfg = compare_models(dir.path(), &srv.url());
     let keys = [("ANTHROPIC_API_KEY", "sk-a"), ("OPENAI_API_KEY", "sk-o")];

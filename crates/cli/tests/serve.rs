@@ -489,14 +489,14 @@ fn poll_page(addr: &str, path: &str, ok: impl Fn(&str) -> bool) -> String {
 /// format — report.md headings, JUnit, SARIF, the GitHub summary, `gate` — says so.
 #[test]
 fn a_run_in_progress_then_stopped_is_marked_by_every_page_and_format() {
-    use gauntlet_testserver::{Script, TestServer};
+    use gauntlet_scripted::{Script, ScriptedServer};
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .unwrap();
     let srv = rt
-        .block_on(TestServer::start(Script::default().latency_ms(1500)))
+        .block_on(ScriptedServer::start(Script::default().latency_ms(1500)))
         .unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let cfg = tmp.path().join("slow.yaml");

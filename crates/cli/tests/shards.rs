@@ -5,7 +5,7 @@
 //! and timings). Also the errors: malformed `--shard`, and merges of mixed configs,
 //! missing, duplicated and incomplete shards.
 
-use gauntlet_testserver::{Script, TestServer};
+use gauntlet_scripted::{Script, ScriptedServer};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -161,7 +161,9 @@ fn live_shards_with_token_usage_and_trials_merge_to_the_one_machine_run() {
         .enable_all()
         .build()
         .unwrap();
-    let srv = rt.block_on(TestServer::start(Script::default())).unwrap();
+    let srv = rt
+        .block_on(ScriptedServer::start(Script::default()))
+        .unwrap();
     let url = srv.openai_base_url();
     let tmp = tempfile::tempdir().unwrap();
     let config = tmp.path().join("live.yaml");

@@ -3,7 +3,7 @@
 //! Best-of-N and many-shot curves, threat-taxonomy tags and grouping, and the guarantee
 //! that configs without transforms keep every call key.
 
-use gauntlet_testserver::{Action, Rule, Script, TestServer};
+use gauntlet_scripted::{Action, Rule, Script, ScriptedServer};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -450,7 +450,7 @@ fn encoded_replies_from_a_live_target_are_decoded_before_judging() {
         .build()
         .unwrap();
     let srv = rt
-        .block_on(TestServer::start(
+        .block_on(ScriptedServer::start(
             Script::default().rule(
                 Rule::new(Action::Reply {
                     text: b64.clone(),

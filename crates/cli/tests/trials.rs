@@ -5,7 +5,7 @@
 //! override, byte-identical output across reruns and concurrency, live requests that
 //! differ per trial (their `seed`) with no calls on rerun, and kill/resume mid-trial.
 
-use gauntlet_testserver::{Action, Rule, Script};
+use gauntlet_scripted::{Action, Rule, Script};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Path, PathBuf};

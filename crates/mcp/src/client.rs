@@ -15,7 +15,7 @@ use crate::BoxFuture;
 use crate::confine::{self, ConfineLimits, Confined, SpawnError};
 use crate::scan::Inventory;
 use crate::servers::{Endpoint, ServerSpec};
-use crate::transport::{Fault, FaultSlot, LineTransport};
+use crate::transport::{Erased, Fault, FaultSlot, LineTransport, Reader, Writer};
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, PaginatedRequestParams,
 };
@@ -135,6 +135,14 @@ fn client_info() -> ClientConfig {
     ClientConfig::new(ClientCapabilities::default(), info)
 }
 
+/// Runs `initialize` over `t`: the one place the client's service loop is instantiated
+/// (every transport reaches it erased).
+async fn serve(
+    t: Erased<RoleClient>,
+) -> Result<RunningService<RoleClient, ClientConfig>, rmcp::service::ClientInitializeError> {
+    client_info().serve(t).await
+}
+
 /// A connected server.
 pub struct Session {
     pub name: String,
@@ -189,13 +197,13 @@ impl Session {
                 };
                 s.child = Some(child);
                 let t = LineTransport::new(
-                    stdout,
-                    stdin,
+                    Box::new(stdout),
+                    Box::new(stdin),
                     limits.max_message_bytes,
                     limits.max_items,
                     fault,
                 );
-                tokio::time::timeout(limits.connect_timeout, client_info().serve(t)).await
+                tokio::time::timeout(limits.connect_timeout, serve(Erased::new(t))).await
             }
             Endpoint::Http { url } => {
                 let _ = rustls::crypto::ring::default_provider().install_default();
@@ -210,7 +218,7 @@ impl Session {
                 cfg.max_sse_event_size = limits.max_message_bytes;
                 cfg.reinit_on_expired_session = false;
                 let t = StreamableHttpClientTransport::with_client(http, cfg);
-                tokio::time::timeout(limits.connect_timeout, client_info().serve(t)).await
+                tokio::time::timeout(limits.connect_timeout, serve(Erased::new(t))).await
             }
         };
         match started {
@@ -241,17 +249,23 @@ impl Session {
     }
 
     /// A session over any byte stream pair (an in-process served server's duplex pipe).
-    pub async fn over<R, W>(
+    pub fn over<'a>(
+        name: &'a str,
+        transport: &'a str,
+        read: Reader,
+        write: Writer,
+        limits: &'a Limits,
+    ) -> BoxFuture<'a, Result<Session, McpError>> {
+        Box::pin(Session::over_now(name, transport, read, write, limits))
+    }
+
+    async fn over_now(
         name: &str,
         transport: &str,
-        read: R,
-        write: W,
+        read: Reader,
+        write: Writer,
         limits: &Limits,
-    ) -> Result<Session, McpError>
-    where
-        R: tokio::io::AsyncRead + Unpin + Send + 'static,
-        W: tokio::io::AsyncWrite + Unpin + Send + 'static,
-    {
+    ) -> Result<Session, McpError> {
         let fault: FaultSlot = Arc::new(Mutex::new(None));
         let mut s = Session {
             name: name.into(),
@@ -268,7 +282,7 @@ impl Session {
             limits.max_items,
             fault,
         );
-        match tokio::time::timeout(limits.connect_timeout, client_info().serve(t)).await {
+        match tokio::time::timeout(limits.connect_timeout, serve(Erased::new(t))).await {
             Err(_) => Err(s
                 .fault_or(
                     McpError::Timeout {
@@ -296,7 +310,7 @@ impl Session {
     ) -> BoxFuture<'a, Result<Session, McpError>> {
         Box::pin(async move {
             let (r, w) = tokio::io::split(crate::serve::in_process(served));
-            Session::over(name, "in-process", r, w, limits).await
+            Session::over(name, "in-process", Box::new(r), Box::new(w), limits).await
         })
     }
 

@@ -200,3 +200,30 @@ pub fn excerpt(s: &str) -> String {
     out.push('…');
     out
 }
+
+/// What the review of a scan did (`review` in the JSON report); [`crate::review`] fills
+/// it in.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReviewSummary {
+    /// The reviewer model's label.
+    pub reviewer: String,
+    /// [`PROMPT_VERSION`](crate::review::PROMPT_VERSION).
+    pub prompt: String,
+    /// Whether a poisoned verdict needs its quoted evidence found in the definition to
+    /// be a finding.
+    pub require_evidence: bool,
+    /// The control definitions the reviewer judged right, of how many were sent (0 of 0
+    /// with the controls turned off).
+    pub controls_passed: usize,
+    pub controls: usize,
+    /// Items sent for review.
+    pub items: usize,
+    pub poisoned: usize,
+    pub benign: usize,
+    /// Poisoned verdicts that quote nothing found in the definition: an empty quote, or
+    /// text that is not there (findings only without `require_evidence`).
+    pub unquoted: usize,
+    /// Items without a verdict (the call failed or the reply was not one); each is also
+    /// in the report's `errors`, so the scan is incomplete (exit 2).
+    pub errors: usize,
+}

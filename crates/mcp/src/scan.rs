@@ -168,7 +168,7 @@ pub struct ScanReport {
     pub pin: Option<PinOutcome>,
     /// What the reviewer model did (`--review`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub review: Option<crate::review::ReviewSummary>,
+    pub review: Option<crate::finding::ReviewSummary>,
 }
 
 pub const REPORT_FORMAT: &str = "gauntlet-mcp-scan/1";

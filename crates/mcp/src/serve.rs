@@ -353,20 +353,34 @@ pub enum ServeError {
     LocalAddr(std::io::Error),
 }
 
+/// Runs `initialize` for `served` over a boxed byte stream pair: stdio and the in-process
+/// pipe share this one transport type, so rmcp's server loop is compiled once for them.
+async fn serve_over(
+    served: Served,
+    read: crate::transport::Reader,
+    write: crate::transport::Writer,
+) -> Result<rmcp::service::RunningService<RoleServer, Served>, rmcp::service::ServerInitializeError>
+{
+    served
+        .serve(rmcp::transport::async_rw::AsyncRwTransport::new_server(
+            read, write,
+        ))
+        .await
+}
+
 /// Serves `served` on this process's stdin/stdout until the client closes them.
 pub fn serve_stdio(served: Served) -> BoxFuture<'static, Result<(), ServeError>> {
     Box::pin(serve_stdio_now(served))
 }
 
 async fn serve_stdio_now(served: Served) -> Result<(), ServeError> {
-    let t = rmcp::transport::async_rw::AsyncRwTransport::new_server(
-        tokio::io::stdin(),
-        tokio::io::stdout(),
-    );
-    let running = served
-        .serve(t)
-        .await
-        .map_err(|e| ServeError::Initialize(Box::new(e)))?;
+    let running = serve_over(
+        served,
+        Box::new(tokio::io::stdin()),
+        Box::new(tokio::io::stdout()),
+    )
+    .await
+    .map_err(|e| ServeError::Initialize(Box::new(e)))?;
     running.waiting().await.map_err(ServeError::Task)?;
     Ok(())
 }
@@ -433,8 +447,9 @@ impl HttpServer {
 /// A served server connected in process over a duplex pipe: the client transport end.
 pub fn in_process(served: Served) -> tokio::io::DuplexStream {
     let (server_end, client_end) = tokio::io::duplex(1 << 20);
+    let (r, w) = tokio::io::split(server_end);
     tokio::spawn(async move {
-        if let Ok(running) = served.serve(server_end).await {
+        if let Ok(running) = serve_over(served, Box::new(r), Box::new(w)).await {
             let _ = running.waiting().await;
         }
     });

@@ -9,12 +9,93 @@
 //! not a JSON-RPC message, a listing whose list is not an array or holds more items than
 //! the limit (counted before anything is built from it: [`listing`]), a flood of
 //! notifications before the server's first answer, the end of the stream.
+//!
+//! Every client session runs over an [`Erased`] transport and every byte stream is
+//! boxed ([`Reader`], [`Writer`]): rmcp's service loop is generic over its transport, so
+//! each concrete transport type would compile that loop again; behind one vtable it
+//! compiles once per role.
 
+use crate::BoxFuture;
 use rmcp::RoleClient;
-use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::service::{RxJsonRpcMessage, ServiceRole, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+
+/// A byte stream read by a transport (a child's stdout, this process's stdin, one end of
+/// an in-process pipe), boxed so the transport is one type whatever it reads.
+pub type Reader = Box<dyn AsyncRead + Unpin + Send>;
+/// A byte stream written by a transport, boxed for the same reason as [`Reader`].
+pub type Writer = Box<dyn AsyncWrite + Unpin + Send>;
+
+/// A transport of role `R` behind one vtable.
+pub struct Erased<R: ServiceRole>(Box<dyn Object<R>>);
+
+impl<R: ServiceRole> Erased<R> {
+    pub fn new<T: Transport<R> + 'static>(t: T) -> Self {
+        Erased(Box::new(t))
+    }
+}
+
+/// The error of an [`Erased`] transport: the inner transport's, shown as it is and kept
+/// as the source (so rmcp's walk of the source chain still finds it).
+#[derive(Debug)]
+pub struct ErasedError(Box<dyn std::error::Error + Send + Sync>);
+
+impl std::fmt::Display for ErasedError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for ErasedError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&*self.0)
+    }
+}
+
+/// [`Transport`] with its futures boxed: object safe.
+trait Object<R: ServiceRole>: Send {
+    fn send(&mut self, item: TxJsonRpcMessage<R>) -> BoxFuture<'static, Result<(), ErasedError>>;
+    fn receive(&mut self) -> BoxFuture<'_, Option<RxJsonRpcMessage<R>>>;
+    fn close(&mut self) -> BoxFuture<'_, Result<(), ErasedError>>;
+}
+
+impl<R: ServiceRole, T: Transport<R> + 'static> Object<R> for T {
+    fn send(&mut self, item: TxJsonRpcMessage<R>) -> BoxFuture<'static, Result<(), ErasedError>> {
+        let sent = <T as Transport<R>>::send(self, item);
+        Box::pin(async move { sent.await.map_err(|e| ErasedError(Box::new(e))) })
+    }
+    fn receive(&mut self) -> BoxFuture<'_, Option<RxJsonRpcMessage<R>>> {
+        Box::pin(<T as Transport<R>>::receive(self))
+    }
+    fn close(&mut self) -> BoxFuture<'_, Result<(), ErasedError>> {
+        Box::pin(async move {
+            <T as Transport<R>>::close(self)
+                .await
+                .map_err(|e| ErasedError(Box::new(e)))
+        })
+    }
+}
+
+impl<R: ServiceRole> Transport<R> for Erased<R> {
+    type Error = ErasedError;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<R>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        self.0.send(item)
+    }
+
+    fn receive(&mut self) -> impl Future<Output = Option<RxJsonRpcMessage<R>>> + Send {
+        self.0.receive()
+    }
+
+    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        self.0.close()
+    }
+}
 
 /// Why the transport ended the session.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,9 +139,9 @@ pub type FaultSlot = Arc<Mutex<Option<Fault>>>;
 /// honest server sends a few log or progress notifications while it starts).
 pub const FLOOD_BEFORE_FIRST_ANSWER: u64 = 1_000;
 
-pub struct LineTransport<R, W> {
-    read: BufReader<R>,
-    write: Arc<tokio::sync::Mutex<Option<W>>>,
+pub struct LineTransport {
+    read: BufReader<Reader>,
+    write: Arc<tokio::sync::Mutex<Option<Writer>>>,
     buf: Vec<u8>,
     max: usize,
     max_items: usize,
@@ -71,10 +152,10 @@ pub struct LineTransport<R, W> {
     fault: FaultSlot,
 }
 
-impl<R: AsyncRead + Unpin + Send, W: AsyncWrite + Unpin + Send + 'static> LineTransport<R, W> {
+impl LineTransport {
     pub fn new(
-        read: R,
-        write: W,
+        read: Reader,
+        write: Writer,
         max_message_bytes: usize,
         max_items: usize,
         fault: FaultSlot,
@@ -138,11 +219,7 @@ fn excerpt_of(b: &[u8]) -> String {
     crate::finding::excerpt(&s)
 }
 
-impl<R, W> Transport<RoleClient> for LineTransport<R, W>
-where
-    R: AsyncRead + Unpin + Send,
-    W: AsyncWrite + Unpin + Send + 'static,
-{
+impl Transport<RoleClient> for LineTransport {
     type Error = std::io::Error;
 
     fn send(

@@ -9,12 +9,12 @@ use crate::common;
 use common::{CANARY, anthropic};
 use gauntlet_core::message::{ChatRequest, Message, Role, StopReason, ToolDef, Usage};
 use gauntlet_models::{Model, ModelError};
-use gauntlet_testserver::{Action, Rule, Script, ScriptedCall, TestServer};
+use gauntlet_scripted::{Action, Rule, Script, ScriptedCall, ScriptedServer};
 use serde_json::json;
 
 #[tokio::test]
 async fn plain_answer_headers_and_system_hoisting() {
-    let server = TestServer::start(Script::default()).await.unwrap();
+    let server = ScriptedServer::start(Script::default()).await.unwrap();
     let t = anthropic(&server.url(), "ANT_PLAIN_KEY", "temperature: 0.5");
     let req = ChatRequest {
         messages: vec![
@@ -25,7 +25,7 @@ async fn plain_answer_headers_and_system_hoisting() {
         ..Default::default()
     };
     let r = t.chat(&req).await.unwrap();
-    assert_eq!(r.content, gauntlet_testserver::DEFAULT_COMPLIANCE_TEXT);
+    assert_eq!(r.content, gauntlet_scripted::DEFAULT_COMPLIANCE_TEXT);
     assert_eq!(r.stop_reason, StopReason::Stop);
     assert_eq!(
         r.usage,
@@ -50,7 +50,7 @@ async fn plain_answer_headers_and_system_hoisting() {
 
 #[tokio::test]
 async fn refusal_stop_reason_is_a_refusal() {
-    let server = TestServer::start(
+    let server = ScriptedServer::start(
         Script::default()
             .rule(Rule::new(Action::refuse("")).when_contains("empty"))
             .rule(Rule::new(Action::refuse("I won't do that."))),
@@ -81,7 +81,7 @@ async fn refusal_stop_reason_is_a_refusal() {
 
 #[tokio::test]
 async fn multi_turn_tool_use_round_trips_tool_use_ids() {
-    let server = TestServer::start(
+    let server = ScriptedServer::start(
         Script::default()
             .rule(
                 Rule::new(Action::Reply {
@@ -168,9 +168,10 @@ async fn multi_turn_tool_use_round_trips_tool_use_ids() {
 
 #[tokio::test]
 async fn overloaded_529_is_retried() {
-    let server = TestServer::start(Script::default().rule(Rule::new(Action::status(529)).times(2)))
-        .await
-        .unwrap();
+    let server =
+        ScriptedServer::start(Script::default().rule(Rule::new(Action::status(529)).times(2)))
+            .await
+            .unwrap();
     let t = anthropic(&server.url(), "ANT_529_KEY", "");
     let r = t
         .chat(&ChatRequest {
@@ -187,7 +188,7 @@ async fn overloaded_529_is_retried() {
 
 #[tokio::test]
 async fn missing_content_and_rejected_key() {
-    let server = TestServer::start(
+    let server = ScriptedServer::start(
         Script::default()
             .rule(Rule::new(Action::MissingField).when_contains("missing"))
             .rule(Rule::new(Action::status(403)).when_contains("denied")),

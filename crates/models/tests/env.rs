@@ -12,7 +12,7 @@ use common::CANARY;
 use gauntlet_core::message::{ChatRequest, Message};
 use gauntlet_models::ModelError;
 use gauntlet_models::registry::build_target;
-use gauntlet_testserver::{Action, Rule, Script, TestServer};
+use gauntlet_scripted::{Action, Rule, Script, ScriptedServer};
 
 #[tokio::test]
 async fn process_environment_keys() {
@@ -22,7 +22,7 @@ async fn process_environment_keys() {
         std::env::set_var("GAUNTLET_ENV_TEST_KEY", CANARY);
         std::env::remove_var("GAUNTLET_ENV_TEST_UNSET");
     }
-    let server = TestServer::start(
+    let server = ScriptedServer::start(
         Script::default().rule(Rule::new(Action::status(401)).when_contains("reject me")),
     )
     .await

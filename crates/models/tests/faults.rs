@@ -13,7 +13,7 @@ use gauntlet_core::message::{ChatRequest, Message, StopReason};
 use gauntlet_models::targets::anthropic::AnthropicTarget;
 use gauntlet_models::targets::openai_compat::OpenAiCompatTarget;
 use gauntlet_models::{Model, ModelError, TransportOptions};
-use gauntlet_testserver::{Action, RetryAfter, Rule, Script, TestServer};
+use gauntlet_scripted::{Action, RetryAfter, Rule, Script, ScriptedServer};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -40,9 +40,10 @@ fn config_error(r: Result<gauntlet_core::message::ChatResponse, ModelError>) -> 
 
 #[tokio::test]
 async fn rate_limit_is_retried_then_succeeds() {
-    let server = TestServer::start(Script::default().rule(Rule::new(Action::status(429)).times(2)))
-        .await
-        .unwrap();
+    let server =
+        ScriptedServer::start(Script::default().rule(Rule::new(Action::status(429)).times(2)))
+            .await
+            .unwrap();
     let t = openai(&server.openai_base_url(), "F_429_KEY", "");
     let r = t.chat(&hello()).await.unwrap();
     assert_eq!(r.stop_reason, StopReason::Stop);
@@ -55,7 +56,7 @@ async fn rate_limit_is_retried_then_succeeds() {
 
 #[tokio::test]
 async fn server_errors_are_retried_then_succeed() {
-    let server = TestServer::start(
+    let server = ScriptedServer::start(
         Script::default()
             .rule(Rule::new(Action::status(500)).on_requests(&[1]))
             .rule(Rule::new(Action::status(502)).on_requests(&[2]))
@@ -73,7 +74,7 @@ async fn server_errors_are_retried_then_succeed() {
 
 #[tokio::test]
 async fn exhausted_retries_fail_with_the_last_cause() {
-    let server = TestServer::start(Script::default().rule(Rule::new(Action::status(503))))
+    let server = ScriptedServer::start(Script::default().rule(Rule::new(Action::status(503))))
         .await
         .unwrap();
     let t = openai(&server.openai_base_url(), "F_EXHAUST_KEY", "max_retries: 1");
@@ -86,7 +87,7 @@ async fn exhausted_retries_fail_with_the_last_cause() {
 
 #[tokio::test]
 async fn retry_after_seconds_is_honoured() {
-    let server = TestServer::start(
+    let server = ScriptedServer::start(
         Script::default()
             .rule(Rule::new(Action::rate_limited(Some(RetryAfter::Seconds(1)))).times(1)),
     )
@@ -105,7 +106,7 @@ async fn retry_after_seconds_is_honoured() {
 
 #[tokio::test]
 async fn retry_after_http_date_is_honoured() {
-    let server = TestServer::start(
+    let server = ScriptedServer::start(
         Script::default().rule(
             Rule::new(Action::Status {
                 code: 503,
@@ -131,7 +132,7 @@ async fn retry_after_http_date_is_honoured() {
 
 #[tokio::test]
 async fn retry_after_is_capped() {
-    let server = TestServer::start(
+    let server = ScriptedServer::start(
         Script::default()
             .rule(Rule::new(Action::rate_limited(Some(RetryAfter::Seconds(3600)))).times(1)),
     )
@@ -154,7 +155,7 @@ async fn retry_after_is_capped() {
 
 #[tokio::test]
 async fn unauthorized_is_a_config_error_naming_the_variable() {
-    let server = TestServer::start(Script::default().require_key("the-right-key"))
+    let server = ScriptedServer::start(Script::default().require_key("the-right-key"))
         .await
         .unwrap();
     let t = openai(&server.openai_base_url(), "F_401_KEY", "");
@@ -175,7 +176,7 @@ async fn unauthorized_is_a_config_error_naming_the_variable() {
 
 #[tokio::test]
 async fn other_client_errors_are_call_errors_with_status_and_excerpt() {
-    let server = TestServer::start(Script::default().rule(Rule::new(Action::Status {
+    let server = ScriptedServer::start(Script::default().rule(Rule::new(Action::Status {
         code: 404,
         retry_after: None,
         body: Some(r#"{"error": {"message": "The model `test-model` does not exist"}}"#.into()),
@@ -192,7 +193,7 @@ async fn other_client_errors_are_call_errors_with_status_and_excerpt() {
 
 #[tokio::test]
 async fn hang_times_out_is_retried_then_fails() {
-    let server = TestServer::start(Script::default().rule(Rule::new(Action::Hang)))
+    let server = ScriptedServer::start(Script::default().rule(Rule::new(Action::Hang)))
         .await
         .unwrap();
     let t = openai(
@@ -252,7 +253,7 @@ async fn burst(t: &Arc<OpenAiCompatTarget>, n: usize) -> Vec<Result<String, Mode
 
 #[tokio::test]
 async fn max_concurrency_bounds_requests_in_flight() {
-    let server = TestServer::start(Script::default().latency_ms(100))
+    let server = ScriptedServer::start(Script::default().latency_ms(100))
         .await
         .unwrap();
     let t = Arc::new(openai(
@@ -270,7 +271,7 @@ async fn max_concurrency_bounds_requests_in_flight() {
 
 #[tokio::test]
 async fn adaptive_concurrency_backs_off_on_429_and_recovers() {
-    let server = TestServer::start(
+    let server = ScriptedServer::start(
         Script::default()
             .latency_ms(200)
             .rule(Rule::new(Action::rate_limited(Some(RetryAfter::Seconds(0)))).times(8)),
@@ -390,7 +391,7 @@ fn base_url_mistakes_are_config_errors() {
 
 #[tokio::test]
 async fn keys_come_from_the_named_variable_only() {
-    let server = TestServer::start(Script::default()).await.unwrap();
+    let server = ScriptedServer::start(Script::default()).await.unwrap();
     let remote = "{name: openai_compat, params: {model: m, base_url: 'https://api.example.com/v1', api_key_env: MY_KEY_VAR}}";
 
     // Unset or empty: a configuration error that names the variable.
@@ -436,7 +437,7 @@ async fn keys_come_from_the_named_variable_only() {
 
 #[tokio::test]
 async fn base_url_falls_back_to_the_environment_and_keys_the_spec() {
-    let server = TestServer::start(Script::default()).await.unwrap();
+    let server = ScriptedServer::start(Script::default()).await.unwrap();
     let e = env(&[
         ("OPENAI_BASE_URL", &server.openai_base_url()),
         ("ANTHROPIC_BASE_URL", &server.url()),
@@ -475,7 +476,7 @@ async fn base_url_falls_back_to_the_environment_and_keys_the_spec() {
 
 #[tokio::test]
 async fn the_key_never_appears_in_errors_debug_or_the_spec() {
-    let server = TestServer::start(
+    let server = ScriptedServer::start(
         Script::default()
             .rule(Rule::new(Action::status(401)).when_contains("auth"))
             .rule(Rule::new(Action::status(403)).when_contains("perm"))

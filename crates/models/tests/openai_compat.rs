@@ -9,7 +9,7 @@ use crate::common;
 use common::{CANARY, openai};
 use gauntlet_core::message::{ChatRequest, Message, Role, StopReason, ToolDef, Usage};
 use gauntlet_models::{Model, ModelError};
-use gauntlet_testserver::{Action, RefusalStyle, Rule, Script, ScriptedCall, TestServer};
+use gauntlet_scripted::{Action, RefusalStyle, Rule, Script, ScriptedCall, ScriptedServer};
 use serde_json::json;
 
 fn ask(prompt: &str) -> ChatRequest {
@@ -23,10 +23,10 @@ fn ask(prompt: &str) -> ChatRequest {
 
 #[tokio::test]
 async fn plain_answer_usage_and_request_shape() {
-    let server = TestServer::start(Script::default()).await.unwrap();
+    let server = ScriptedServer::start(Script::default()).await.unwrap();
     let t = openai(&server.openai_base_url(), "OAI_PLAIN_KEY", "max_tokens: 64");
     let r = t.chat(&ask("Tell me a joke")).await.unwrap();
-    assert_eq!(r.content, gauntlet_testserver::DEFAULT_COMPLIANCE_TEXT);
+    assert_eq!(r.content, gauntlet_scripted::DEFAULT_COMPLIANCE_TEXT);
     assert_eq!(r.stop_reason, StopReason::Stop);
     assert_eq!(
         r.usage,
@@ -36,7 +36,7 @@ async fn plain_answer_usage_and_request_shape() {
         })
     );
     let refused = t.chat(&ask("something forbidden")).await.unwrap();
-    assert_eq!(refused.content, gauntlet_testserver::DEFAULT_REFUSAL_TEXT);
+    assert_eq!(refused.content, gauntlet_scripted::DEFAULT_REFUSAL_TEXT);
 
     let req = &server.requests()[0];
     assert_eq!(req.body["model"], "test-model");
@@ -56,7 +56,7 @@ async fn plain_answer_usage_and_request_shape() {
 
 #[tokio::test]
 async fn provider_refusals_are_refusals() {
-    let server = TestServer::start(
+    let server = ScriptedServer::start(
         Script::default()
             .rule(Rule::new(Action::refuse("I can't assist with that.")).when_contains("field"))
             .rule(
@@ -97,7 +97,7 @@ fn tools() -> Vec<ToolDef> {
 
 #[tokio::test]
 async fn multi_turn_tool_calls_round_trip_ids() {
-    let server = TestServer::start(
+    let server = ScriptedServer::start(
         Script::default()
             .rule(
                 Rule::new(Action::tool_calls(vec![
@@ -176,7 +176,7 @@ async fn multi_turn_tool_calls_round_trip_ids() {
 
 #[tokio::test]
 async fn a_wrong_tool_call_id_is_rejected_like_the_real_api() {
-    let server = TestServer::start(Script::default()).await.unwrap();
+    let server = ScriptedServer::start(Script::default()).await.unwrap();
     let t = openai(&server.openai_base_url(), "OAI_BADID_KEY", "");
     let req = ChatRequest {
         messages: vec![
@@ -208,7 +208,7 @@ async fn a_wrong_tool_call_id_is_rejected_like_the_real_api() {
 
 #[tokio::test]
 async fn malformed_truncated_and_incomplete_json_are_typed_call_errors() {
-    let server = TestServer::start(
+    let server = ScriptedServer::start(
         Script::default()
             .rule(Rule::new(Action::Malformed).when_contains("malformed"))
             .rule(Rule::new(Action::Truncated).when_contains("truncated"))

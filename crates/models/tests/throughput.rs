@@ -9,7 +9,7 @@ use crate::common;
 use common::openai;
 use gauntlet_core::message::{ChatRequest, Message};
 use gauntlet_models::Model;
-use gauntlet_testserver::{Script, TestServer};
+use gauntlet_scripted::{Script, ScriptedServer};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -30,7 +30,7 @@ fn cpu_seconds() -> f64 {
 async fn throughput_100ms_latency_concurrency_100() {
     const WORKERS: usize = 100;
     const PER_WORKER: usize = 30;
-    let server = TestServer::start(Script::default().latency_ms(100))
+    let server = ScriptedServer::start(Script::default().latency_ms(100))
         .await
         .unwrap();
     let t = Arc::new(openai(

@@ -82,9 +82,6 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-/// The server's name from when it was a test tool only; new code names [`ScriptedServer`].
-pub type TestServer = ScriptedServer;
-
 /// A running server. Dropping it stops the server.
 pub struct ScriptedServer {
     addr: SocketAddr,

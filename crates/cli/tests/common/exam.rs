@@ -6,7 +6,7 @@
 )]
 
 use super::BIN;
-use gauntlet_testserver::{Action, Rule, Script, TestServer};
+use gauntlet_scripted::{Action, Rule, Script, ScriptedServer};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -47,7 +47,7 @@ pub fn server(script: Script) -> Server {
 
 /// The test server and its runtime (the server is dropped, and so stopped, first).
 pub struct Server {
-    pub srv: TestServer,
+    pub srv: ScriptedServer,
     _rt: tokio::runtime::Runtime,
 }
 
@@ -58,7 +58,7 @@ impl Server {
             .enable_all()
             .build()
             .unwrap();
-        let srv = rt.block_on(TestServer::start(script)).unwrap();
+        let srv = rt.block_on(ScriptedServer::start(script)).unwrap();
         Server { srv, _rt: rt }
     }
     pub fn requests(&self) -> u64 {

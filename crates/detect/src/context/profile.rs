@@ -26,9 +26,57 @@
 //! Thin counted hours still join a stated profile (they are observed activity).
 
 use super::explain::Context;
-use crate::rules::unusual_timing::{HOUR_HINT_KEYS, usual_hours};
-use gauntlet_corpus::projection::{Baseline, Event, hour_of_day_key, part_of_day_hours};
+use gauntlet_corpus::projection::{
+    Baseline, Event, hour_of_day_key, part_of_day_hours, value_text,
+};
+use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
+
+/// The event field carrying the actor's usual hours.
+pub const USUAL_HOURS_KEY: &str = "usual_hours";
+/// Event fields that state the actor's usual hours the same way (an hour list or
+/// `9-17` ranges); `HH:MM` ranges and zones are read as stated working hours by
+/// [`crate::context`].
+pub const HOUR_HINT_KEYS: [&str; 8] = [
+    USUAL_HOURS_KEY,
+    "typical_hours",
+    "normal_hours",
+    "expected_hours",
+    "working_hours",
+    "work_hours",
+    "business_hours",
+    "office_hours",
+];
+
+/// The hours of a `usual_hours` hint: `[9, 10]`, `"9-17"`, `"22-6"`, `"8,9,13-15"`.
+pub fn usual_hours(v: &Value) -> BTreeSet<u32> {
+    let mut out = BTreeSet::new();
+    let items: Vec<String> = match v {
+        Value::Array(a) => a.iter().map(value_text).collect(),
+        Value::Null => Vec::new(),
+        v => value_text(v).split(',').map(str::to_string).collect(),
+    };
+    for it in items {
+        let it = it.trim();
+        let parse = |s: &str| s.trim().parse::<u32>().ok().filter(|h| *h < 24);
+        match it.split_once('-') {
+            Some((a, b)) => {
+                if let (Some(a), Some(b)) = (parse(a), parse(b)) {
+                    let mut h = a;
+                    loop {
+                        out.insert(h);
+                        if h == b {
+                            break;
+                        }
+                        h = (h + 1) % 24;
+                    }
+                }
+            }
+            None => out.extend(parse(it)),
+        }
+    }
+    out
+}
 
 /// Observations below which counted hours are not a profile.
 pub const MIN_HISTORY: u64 = 20;

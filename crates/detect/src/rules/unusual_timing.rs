@@ -18,58 +18,12 @@ use crate::Detector;
 use crate::context::explain::Context;
 use crate::context::profile::Profiles;
 use crate::util::group_finding;
-use gauntlet_corpus::projection::{Baseline, Event, Finding, value_text};
-use serde_json::{Value, json};
-use std::collections::{BTreeMap, BTreeSet};
+use gauntlet_corpus::projection::{Baseline, Event, Finding};
+use serde_json::json;
+use std::collections::BTreeMap;
 
 pub const FAMILY: &str = "unusual-timing";
 pub const SEVERITY: &str = "low";
-/// The event field carrying the actor's usual hours.
-pub const USUAL_HOURS_KEY: &str = "usual_hours";
-/// Event fields that state the actor's usual hours the same way (an hour list or
-/// `9-17` ranges); `HH:MM` ranges and zones are read as stated working hours by
-/// [`crate::context`].
-pub const HOUR_HINT_KEYS: [&str; 8] = [
-    USUAL_HOURS_KEY,
-    "typical_hours",
-    "normal_hours",
-    "expected_hours",
-    "working_hours",
-    "work_hours",
-    "business_hours",
-    "office_hours",
-];
-
-/// The hours of a `usual_hours` hint: `[9, 10]`, `"9-17"`, `"22-6"`, `"8,9,13-15"`.
-pub fn usual_hours(v: &Value) -> BTreeSet<u32> {
-    let mut out = BTreeSet::new();
-    let items: Vec<String> = match v {
-        Value::Array(a) => a.iter().map(value_text).collect(),
-        Value::Null => Vec::new(),
-        v => value_text(v).split(',').map(str::to_string).collect(),
-    };
-    for it in items {
-        let it = it.trim();
-        let parse = |s: &str| s.trim().parse::<u32>().ok().filter(|h| *h < 24);
-        match it.split_once('-') {
-            Some((a, b)) => {
-                if let (Some(a), Some(b)) = (parse(a), parse(b)) {
-                    let mut h = a;
-                    loop {
-                        out.insert(h);
-                        if h == b {
-                            break;
-                        }
-                        h = (h + 1) % 24;
-                    }
-                }
-            }
-            None => out.extend(parse(it)),
-        }
-    }
-    out
-}
-
 /// Event fields whose true value is the source's own off-hours flag.
 pub const OFF_HOURS_FLAGS: [&str; 8] = [
     "off_hours",
@@ -198,6 +152,7 @@ impl Detector for UnusualTiming {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::context::profile::usual_hours;
     use crate::testkit::*;
     use serde_json::json;
 
