@@ -12,6 +12,8 @@ use std::process::Command;
 const TIERS: &[&[&str]] = &[
     // Foundations: shared vocabulary, confinement, the test server.
     &["gauntlet-core", "gauntlet-sandbox", "gauntlet-scripted"],
+    // Evidence of what an agent did: the OTLP trace receiver the targets start.
+    &["gauntlet-evidence"],
     // Services over the vocabulary: fetching, the run-directory protocol, corpora,
     // model clients, MCP, rendering of results.
     &[
