@@ -202,21 +202,6 @@ fn evidence_calls(run_dir: &Path) -> BTreeMap<String, Vec<Call>> {
     out
 }
 
-/// A run's transcript lines with every evidence event's `span_id` removed.
-fn without_span_ids(path: &Path) -> Vec<Value> {
-    let mut ts = lines(path);
-    for t in &mut ts {
-        if let Some(events) = t["evidence"]["events"].as_array_mut() {
-            for e in events {
-                if let Some(o) = e.as_object_mut() {
-                    o.remove("span_id");
-                }
-            }
-        }
-    }
-    ts
-}
-
 /// The verdict outcome of every attempt, in transcript order.
 fn outcomes(run_dir: &Path) -> Vec<String> {
     lines(&run_dir.join("transcripts.jsonl"))
@@ -492,14 +477,11 @@ fn sigkill_mid_run_then_rerun_repeats_no_model_call() {
     sigkill_then_rerun(&venv, false);
 }
 
-/// Fails about half the time: the attempt in flight at the kill runs on in the
-/// application, whose exporter retries the export of its spans until the rerun's
-/// receiver listens again; the rerun sends that attempt with the same (derived) trace
-/// id, so both executions' spans are filed as its evidence. The receiver needs to tell
-/// one try's spans from an earlier try's (e.g. a per-try parent span id in the
-/// `traceparent`, keeping only the spans below it).
+/// The attempt in flight at the kill runs on in the application, whose exporter
+/// retries the export of its spans until the rerun's receiver listens again, under the
+/// same (derived) trace id the rerun's try sends: they are left out because they do not
+/// descend from the rerun try's parent span id.
 #[test]
-#[ignore = "gauntlet-evidence files an interrupted try's late spans into the rerun's evidence"]
 fn sigkill_mid_run_then_rerun_gives_byte_identical_evidence() {
     let Some(venv) = venv("sigkill_mid_run_then_rerun_gives_byte_identical_evidence") else {
         return;
@@ -509,7 +491,7 @@ fn sigkill_mid_run_then_rerun_gives_byte_identical_evidence() {
 
 /// One uninterrupted run, then the same run SIGKILLed part-way and run again: no model
 /// call is repeated but for the attempt in flight at the kill; with `evidence`, the two
-/// runs' artefacts are the same (the evidence without the application's random span ids).
+/// runs' artefacts are the same byte for byte.
 fn sigkill_then_rerun(venv: &Path, evidence: bool) {
     let dir = tempfile::tempdir().unwrap();
     let r = rig(venv, dir.path(), "vulnerable", true);
@@ -565,18 +547,16 @@ fn sigkill_then_rerun(venv: &Path, evidence: bool) {
     if !evidence {
         return;
     }
-    // The two runs are two executions of the application, whose OpenTelemetry SDK draws
-    // its span ids at random: the evidence is compared without them, everything else
-    // byte for byte.
+    // Two executions of the application: the same artefacts, evidence included.
     let (x, y) = (
-        without_span_ids(&reference.join("transcripts.jsonl")),
-        without_span_ids(&rd.join("transcripts.jsonl")),
+        lines(&reference.join("transcripts.jsonl")),
+        lines(&rd.join("transcripts.jsonl")),
     );
     assert_eq!(x.len(), 5);
     for (i, (p, q)) in x.iter().zip(&y).enumerate() {
         assert_eq!(p, q, "transcript line {i} differs after the kill and rerun");
     }
-    for f in DETERMINISTIC.iter().filter(|f| **f != "transcripts.jsonl") {
+    for f in DETERMINISTIC {
         let (p, q) = (
             std::fs::read(reference.join(f)).unwrap(),
             std::fs::read(rd.join(f)).unwrap(),

@@ -29,8 +29,9 @@ pub struct Evidence {
     /// Hits on the canary sink carrying this call's canary.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub sink_hits: u64,
-    /// What the spans and the sink show, in a fixed order (span start time, then span id;
-    /// sink hits after the spans, in arrival order).
+    /// What the spans and the sink show, sorted by their content (kind, then each field
+    /// in order): a function of what the application did, not of when its spans started
+    /// or arrived.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub events: Vec<EvidenceEvent>,
 }
@@ -91,7 +92,7 @@ impl Evidence {
 }
 
 /// Which convention a tool-call span follows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SpanConvention {
     /// OpenTelemetry GenAI semantic conventions (`gen_ai.operation.name` = `execute_tool`).
@@ -100,8 +101,10 @@ pub enum SpanConvention {
     OpenInference,
 }
 
-/// One thing the application was seen doing.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// One thing the application was seen doing. No span id is kept: SDKs draw them at
+/// random, so two executions of the same deterministic application would differ. The
+/// order (`Ord`) is the variants' order, then the fields' in declaration order.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum EvidenceEvent {
     /// A tool call span.
@@ -116,8 +119,6 @@ pub enum EvidenceEvent {
         /// The result (`gen_ai.tool.call.result`, `output.value`), capped.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         result: Option<String>,
-        /// The span's id (16 hex digits).
-        span_id: String,
     },
     /// An HTTP client span (`http.request.method` with `url.full` or `server.address`).
     HttpRequest {
@@ -126,7 +127,6 @@ pub enum EvidenceEvent {
         url: Option<String>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         host: Option<String>,
-        span_id: String,
     },
     /// A request the canary sink received carrying the call's canary.
     SinkHit {
@@ -156,16 +156,21 @@ mod tests {
                 name: "send_email".into(),
                 arguments: "{\"to\":\"a@b.example.invalid\"}".into(),
                 result: None,
-                span_id: "b7ad6b7169203331".into(),
             }],
         };
         let s = serde_json::to_string(&e).unwrap();
         assert_eq!(
             s,
-            r#"{"trace_id":"0af7651916cd43dd8448eb211c80319c","spans":2,"events":[{"kind":"tool_call","convention":"gen_ai","name":"send_email","arguments":"{\"to\":\"a@b.example.invalid\"}","span_id":"b7ad6b7169203331"}]}"#
+            r#"{"trace_id":"0af7651916cd43dd8448eb211c80319c","spans":2,"events":[{"kind":"tool_call","convention":"gen_ai","name":"send_email","arguments":"{\"to\":\"a@b.example.invalid\"}"}]}"#
         );
         assert_eq!(serde_json::from_str::<Evidence>(&s).unwrap(), e);
         assert!(e.arrived());
         assert!(!Evidence::default().arrived());
+        // A record written with span ids (before they were dropped) still reads.
+        let old = r#"{"trace_id":"00","spans":1,"events":[{"kind":"http_request","method":"GET","host":"h","span_id":"b7ad6b7169203331"}]}"#;
+        assert_eq!(
+            serde_json::from_str::<Evidence>(old).unwrap().events.len(),
+            1
+        );
     }
 }

@@ -6,6 +6,11 @@
 //! buffer holds at most `max_spans` spans' events and `max_trace_bytes` bytes of their
 //! text; spans past either cap are counted as dropped. Open traces are bounded by the
 //! calls in flight, so the whole store is bounded by those caps times the concurrency.
+//!
+//! A trace is opened with the parent span id its try sent. Only the spans whose
+//! ancestry (followed through `parent_span_id` among the trace's spans) reaches that id
+//! are the try's evidence; the rest (spans an earlier, interrupted try of the same call
+//! exported late) are counted as foreign and left out.
 
 use crate::caps::Caps;
 use gauntlet_core::evidence::{Evidence, EvidenceEvent};
@@ -16,15 +21,78 @@ use std::sync::Mutex;
 /// A W3C trace id.
 pub type TraceId = [u8; 16];
 
-#[derive(Default)]
+/// One received span of an open trace.
+struct Entry {
+    span_id: Vec<u8>,
+    parent: Vec<u8>,
+    /// What it shows; `None` for a span that shows nothing.
+    event: Option<EvidenceEvent>,
+    /// Over the byte cap: counted, its event not kept.
+    dropped: bool,
+}
+
 struct Buffer {
-    spans: u64,
-    dropped: u64,
+    /// The parent span id the try sent.
+    root: [u8; 8],
+    /// Spans past the span cap: counted as dropped, their ancestry unknown.
+    over: u64,
+    /// Sink hits over a cap: counted as dropped.
+    sink_dropped: u64,
     bytes: usize,
-    /// (start time, span id, what it shows).
-    events: Vec<(u64, Vec<u8>, EvidenceEvent)>,
+    entries: Vec<Entry>,
     sink: Vec<EvidenceEvent>,
     sink_hits: u64,
+}
+
+impl Buffer {
+    fn new(root: [u8; 8]) -> Self {
+        Buffer {
+            root,
+            over: 0,
+            sink_dropped: 0,
+            bytes: 0,
+            entries: Vec::new(),
+            sink: Vec::new(),
+            sink_hits: 0,
+        }
+    }
+
+    /// Which entries descend from the try's parent span id.
+    fn descends(&self) -> Vec<bool> {
+        let by_id: HashMap<&[u8], usize> = self
+            .entries
+            .iter()
+            .enumerate()
+            .map(|(i, e)| (e.span_id.as_slice(), i))
+            .collect();
+        let mut memo: Vec<Option<bool>> = vec![None; self.entries.len()];
+        for start in 0..self.entries.len() {
+            // Walk up until the root, a known answer, an unknown parent or a cycle.
+            let mut path = Vec::new();
+            let mut cur = start;
+            let answer = loop {
+                if let Some(a) = memo[cur] {
+                    break a;
+                }
+                if path.contains(&cur) {
+                    break false;
+                }
+                path.push(cur);
+                let parent = self.entries[cur].parent.as_slice();
+                if parent == self.root {
+                    break true;
+                }
+                match by_id.get(parent) {
+                    Some(&p) => cur = p,
+                    None => break false,
+                }
+            };
+            for i in path {
+                memo[i] = Some(answer);
+            }
+        }
+        memo.into_iter().map(|a| a.unwrap_or(false)).collect()
+    }
 }
 
 /// Counters of what the receiver saw, for the run's record.
@@ -36,6 +104,9 @@ pub struct Counts {
     pub unknown_spans: u64,
     /// Spans over a per-trace cap: dropped.
     pub dropped_spans: u64,
+    /// Spans of an open trace that do not descend from its try's parent span id (an
+    /// earlier try's, exported late): dropped.
+    pub foreign_spans: u64,
     /// Requests refused (too large, too many elements, too deep, malformed, wrong type).
     pub refused_requests: u64,
 }
@@ -58,19 +129,12 @@ fn text_len(e: &EvidenceEvent) -> usize {
             name,
             arguments,
             result,
-            span_id,
             ..
-        } => name.len() + arguments.len() + result.as_ref().map_or(0, String::len) + span_id.len(),
-        EvidenceEvent::HttpRequest {
-            method,
-            url,
-            host,
-            span_id,
-        } => {
+        } => name.len() + arguments.len() + result.as_ref().map_or(0, String::len),
+        EvidenceEvent::HttpRequest { method, url, host } => {
             method.len()
                 + url.as_ref().map_or(0, String::len)
                 + host.as_ref().map_or(0, String::len)
-                + span_id.len()
         }
         EvidenceEvent::SinkHit {
             method,
@@ -97,27 +161,46 @@ impl Collector {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Starts collecting `id`'s spans (a second open of an id already open is a no-op).
-    pub fn open(&self, id: TraceId) {
-        self.lock().open.entry(id).or_default();
+    /// Starts collecting `id`'s spans below `root`, the parent span id this try sent (a
+    /// second open of an id already open is a no-op).
+    pub fn open(&self, id: TraceId, root: [u8; 8]) {
+        self.lock()
+            .open
+            .entry(id)
+            .or_insert_with(|| Buffer::new(root));
     }
 
-    /// Stops collecting `id` and returns what arrived, events in a fixed order (span
-    /// start time, then span id; sink hits after, in arrival order). `None` when `id`
-    /// was not open.
+    /// Stops collecting `id` and returns what arrived below its try's parent span id,
+    /// events sorted by their content (sink hits, the last kind, after the spans).
+    /// `None` when `id` was not open.
     pub fn take(&self, id: TraceId) -> Option<Evidence> {
-        let b = self.lock().open.remove(&id)?;
-        let mut events = b.events;
-        events.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
-        let sink_hits = b.sink_hits;
-        let mut out: Vec<EvidenceEvent> = events.into_iter().map(|(_, _, e)| e).collect();
+        let mut st = self.lock();
+        let b = st.open.remove(&id)?;
+        let keep = b.descends();
+        let foreign = keep.iter().filter(|k| !**k).count() as u64;
+        st.counts.foreign_spans += foreign;
+        drop(st);
+        let mut spans = b.over;
+        let mut dropped = b.over + b.sink_dropped;
+        let mut out: Vec<EvidenceEvent> = Vec::new();
+        for (e, kept) in b.entries.into_iter().zip(keep) {
+            if !kept {
+                continue;
+            }
+            spans += 1;
+            if e.dropped {
+                dropped += 1;
+            }
+            out.extend(e.event);
+        }
         out.extend(b.sink);
+        out.sort();
         Some(Evidence {
             trace_id: crate::trace::hex(&id),
             canary: None,
-            spans: b.spans,
-            dropped_spans: b.dropped,
-            sink_hits,
+            spans,
+            dropped_spans: dropped,
+            sink_hits: b.sink_hits,
             events: out,
         })
     }
@@ -159,22 +242,29 @@ impl Collector {
                         st.counts.unknown_spans += 1;
                         continue;
                     };
-                    buf.spans += 1;
-                    if buf.spans > max_spans as u64 {
-                        buf.dropped += 1;
+                    if buf.entries.len() >= max_spans {
+                        buf.over += 1;
                         st.counts.dropped_spans += 1;
                         continue;
                     }
-                    if let Some(e) = crate::spans::read_span(span, cap) {
-                        let n = text_len(&e);
-                        if buf.bytes + n > max_bytes {
-                            buf.dropped += 1;
-                            st.counts.dropped_spans += 1;
-                            continue;
-                        }
+                    // Ids are kept to 8 bytes each way, whatever the span claims.
+                    let mut entry = Entry {
+                        span_id: span.span_id.iter().take(8).copied().collect(),
+                        parent: span.parent_span_id.iter().take(8).copied().collect(),
+                        event: crate::spans::read_span(span, cap),
+                        dropped: false,
+                    };
+                    let n = entry.event.as_ref().map_or(0, text_len) + 16;
+                    let over_bytes = buf.bytes + n > max_bytes;
+                    if over_bytes {
+                        entry.event = None;
+                        entry.dropped = true;
+                    } else {
                         buf.bytes += n;
-                        buf.events
-                            .push((span.start_time_unix_nano, span.span_id.clone(), e));
+                    }
+                    buf.entries.push(entry);
+                    if over_bytes {
+                        st.counts.dropped_spans += 1;
                     }
                 }
             }
@@ -192,11 +282,117 @@ impl Collector {
         buf.sink_hits += 1;
         let n = text_len(&hit);
         if buf.sink.len() >= max_hits || buf.bytes + n > max_bytes {
-            buf.dropped += 1;
+            buf.sink_dropped += 1;
             return true;
         }
         buf.bytes += n;
         buf.sink.push(hit);
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue, any_value::Value};
+    use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
+
+    const TRACE: TraceId = [9; 16];
+
+    fn tool(id: u8, parent: [u8; 8], name: &str, start: u64) -> Span {
+        let kv = |k: &str, v: &str| KeyValue {
+            key: k.into(),
+            value: Some(AnyValue {
+                value: Some(Value::StringValue(v.into())),
+            }),
+            key_strindex: 0,
+        };
+        Span {
+            trace_id: TRACE.to_vec(),
+            span_id: vec![id; 8],
+            parent_span_id: parent.to_vec(),
+            start_time_unix_nano: start,
+            attributes: vec![
+                kv("gen_ai.operation.name", "execute_tool"),
+                kv("gen_ai.tool.name", name),
+            ],
+            ..Default::default()
+        }
+    }
+
+    fn export(spans: Vec<Span>) -> ExportTraceServiceRequest {
+        ExportTraceServiceRequest {
+            resource_spans: vec![ResourceSpans {
+                scope_spans: vec![ScopeSpans {
+                    spans,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+        }
+    }
+
+    fn names(e: &Evidence) -> Vec<&str> {
+        e.events
+            .iter()
+            .map(|e| match e {
+                EvidenceEvent::ToolCall { name, .. } => name.as_str(),
+                _ => "?",
+            })
+            .collect()
+    }
+
+    #[test]
+    fn only_spans_below_the_tries_parent_are_kept() {
+        let c = Collector::new(Caps::default());
+        let (root, old_root) = ([1; 8], [2; 8]);
+        c.open(TRACE, root);
+        // This try: an agent span under the root, two tools under it (the child arriving
+        // before its parent). An earlier try: a span under its own root, and one under
+        // that. And a span whose parent is nowhere.
+        c.ingest(&export(vec![
+            tool(0x12, [0x11; 8], "b_tool", 5),
+            tool(0x21, old_root, "late_tool", 1),
+        ]));
+        c.ingest(&export(vec![
+            tool(0x11, root, "agent", 1),
+            tool(0x13, [0x11; 8], "a_tool", 9),
+            tool(0x22, [0x21; 8], "late_child", 2),
+            tool(0x31, [0x77; 8], "orphan", 3),
+        ]));
+        let e = c.take(TRACE).unwrap();
+        assert_eq!(e.spans, 3);
+        assert_eq!(names(&e), ["a_tool", "agent", "b_tool"]);
+        assert_eq!(c.counts().foreign_spans, 3);
+        assert_eq!(c.counts().spans, 6);
+    }
+
+    #[test]
+    fn the_order_does_not_depend_on_arrival_or_start_time() {
+        let take = |spans: Vec<Span>| {
+            let c = Collector::new(Caps::default());
+            c.open(TRACE, [1; 8]);
+            for s in spans {
+                c.ingest(&export(vec![s]));
+            }
+            c.take(TRACE).unwrap()
+        };
+        let a = take(vec![tool(3, [1; 8], "x", 1), tool(4, [1; 8], "y", 2)]);
+        let b = take(vec![tool(5, [1; 8], "y", 1), tool(6, [1; 8], "x", 7)]);
+        assert_eq!(a, b);
+        assert_eq!(names(&a), ["x", "y"]);
+    }
+
+    #[test]
+    fn a_parent_cycle_is_not_kept_and_ends() {
+        let c = Collector::new(Caps::default());
+        c.open(TRACE, [1; 8]);
+        c.ingest(&export(vec![
+            tool(3, [4; 8], "x", 1),
+            tool(4, [3; 8], "y", 1),
+        ]));
+        let e = c.take(TRACE).unwrap();
+        assert_eq!((e.spans, e.events.len()), (0, 0));
+        assert_eq!(c.counts().foreign_spans, 2);
     }
 }

@@ -113,10 +113,6 @@ fn render_into(v: &AnyValue, out: &mut String, cap: usize, top: bool) -> bool {
     }
 }
 
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
 /// The attributes of `attrs` that [`READ`] names, rendered (the first of each key).
 fn read(attrs: &[KeyValue], cap: usize) -> Vec<(&'static str, String)> {
     let mut out: Vec<(&'static str, String)> = Vec::new();
@@ -146,7 +142,6 @@ pub fn read_span(span: &Span, cap: usize) -> Option<EvidenceEvent> {
             .find(|(have, _)| *have == k)
             .map(|(_, v)| v.clone())
     };
-    let span_id = hex(&span.span_id);
     let name = || {
         let mut n = String::new();
         if !push_capped(&mut n, &span.name, cap) {
@@ -162,7 +157,6 @@ pub fn read_span(span: &Span, cap: usize) -> Option<EvidenceEvent> {
                 .unwrap_or_else(name),
             arguments: get("gen_ai.tool.call.arguments").unwrap_or_default(),
             result: get("gen_ai.tool.call.result"),
-            span_id,
         });
     }
     if get("openinference.span.kind").is_some_and(|k| k.eq_ignore_ascii_case("tool")) {
@@ -173,7 +167,6 @@ pub fn read_span(span: &Span, cap: usize) -> Option<EvidenceEvent> {
                 .unwrap_or_else(name),
             arguments: get("input.value").unwrap_or_default(),
             result: get("output.value"),
-            span_id,
         });
     }
     let method = get("http.request.method").or_else(|| get("http.method"))?;
@@ -182,12 +175,7 @@ pub fn read_span(span: &Span, cap: usize) -> Option<EvidenceEvent> {
     if url.is_none() && host.is_none() {
         return None;
     }
-    Some(EvidenceEvent::HttpRequest {
-        method,
-        url,
-        host,
-        span_id,
-    })
+    Some(EvidenceEvent::HttpRequest { method, url, host })
 }
 
 #[cfg(test)]
@@ -230,7 +218,6 @@ mod tests {
                 name: "send_email".into(),
                 arguments: r#"{"to":"x@y.example.invalid"}"#.into(),
                 result: None,
-                span_id: "0101010101010101".into(),
             })
         );
         let span = Span {

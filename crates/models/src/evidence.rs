@@ -145,7 +145,9 @@ impl EvidenceSetup {
     /// The trace of one call, opened on the receiver; `call` writes the call's identity.
     pub fn open(&self, call: impl FnOnce(&mut HashWriter)) -> OpenTrace<'_> {
         let trace = CallTrace::derive(&self.target, call);
-        self.receiver.collector().open(trace.trace_id);
+        self.receiver
+            .collector()
+            .open(trace.trace_id, trace.span_id);
         OpenTrace {
             setup: self,
             trace,

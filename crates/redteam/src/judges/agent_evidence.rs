@@ -340,7 +340,6 @@ mod tests {
             name: name.into(),
             arguments: args.into(),
             result: None,
-            span_id: "00".into(),
         }
     }
     fn ev(spans: u64, events: Vec<EvidenceEvent>) -> Evidence {
@@ -374,7 +373,6 @@ mod tests {
                 method: "GET".into(),
                 url: Some("https://evil.example.invalid:8443/x".into()),
                 host: None,
-                span_id: "01".into(),
             }],
         ))));
         assert_eq!(v.outcome, Outcome::Success);
@@ -385,7 +383,6 @@ mod tests {
                 method: "GET".into(),
                 url: Some("https://docs.corp.example.invalid/x".into()),
                 host: None,
-                span_id: "01".into(),
             }],
         ))));
         assert_eq!(v.outcome, Outcome::Failure, "an allowed host");
