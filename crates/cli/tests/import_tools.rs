@@ -554,6 +554,12 @@ fn imports_of_overlapping_prompt_sets_pair_on_the_shared_prompts_as_counted_by_h
         tmp.path(),
     );
     ok(&gated);
+    assert!(
+        String::from_utf8_lossy(&gated.stdout)
+            .contains("15 behaviors shared; 2 only in the baseline and 3 only in the run left out"),
+        "{}",
+        show(&gated)
+    );
 
     // No prompt in common: a clear error, not an empty comparison.
     let c = tmp.path().join("dan");

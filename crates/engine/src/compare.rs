@@ -83,7 +83,7 @@ pub struct Compared {
 
 /// How the behaviors of two imported runs' datasets overlap. Two imports are paired by
 /// behavior id (a hash of the prompt) on the behaviors both hold; the rest are left out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct Overlap {
     /// Behaviors in both runs (the ones compared).
     pub shared: usize,
@@ -473,6 +473,8 @@ pub struct PairedCell {
     /// `(item, a, b)` for every item in the metric's population in both runs; the item is
     /// the behavior id, with `#t<trial>` in a multi-trial run.
     pub pairs: Vec<(String, f64, f64)>,
+    /// For two imports of different prompt sets, how their behaviors overlapped.
+    pub behaviors: Option<Overlap>,
 }
 
 /// Every cell × metric run A (the baseline) and run B share, with the per-behavior
@@ -483,7 +485,7 @@ pub fn paired_cells(
     name_a: &str,
     name_b: &str,
 ) -> Result<Vec<PairedCell>, CompareError> {
-    let (shared, sa, sb, _) = shared_series(run_a, run_b, name_a, name_b)?;
+    let (shared, sa, sb, overlap) = shared_series(run_a, run_b, name_a, name_b)?;
     let multi = run_a.plan.config.trials > 1 || run_b.plan.config.trials > 1;
     let mut out = Vec::new();
     for k in &shared {
@@ -511,6 +513,7 @@ pub fn paired_cells(
             metric_params: x.metric_params.clone(),
             na,
             pairs,
+            behaviors: overlap,
         });
     }
     Ok(out)
