@@ -362,6 +362,7 @@ pub fn compare(a: CompareArgs) -> Result<(), CliError> {
         doc,
         rows,
         mismatches,
+        overlap,
     } = compare_runs(&run_a, &run_b, &name_a, &name_b, a.allow_mismatch)
         .map_err(CliError::invalid)?;
     for m in &mismatches {
@@ -390,6 +391,9 @@ pub fn compare(a: CompareArgs) -> Result<(), CliError> {
         safe(&run_a.meta.run_id),
         safe(&run_b.meta.run_id)
     )?;
+    if let Some(o) = overlap {
+        outln!("imports of different prompt sets, paired by prompt: {o}")?;
+    }
     // Labels come from the stored runs: escaped before they are measured and printed.
     let rows: Vec<Vec<String>> = rows
         .iter()

@@ -34,6 +34,16 @@ pub enum CompareError {
     /// A shared cell's dataset is another version in each run.
     #[error(transparent)]
     DatasetVersion(Box<DatasetClash>),
+    /// Two imported runs whose prompt sets have no behavior in common.
+    #[error(
+        "{name_a} and {name_b} are imports of disjoint prompt sets ({behaviors_a} and {behaviors_b} behaviors, none shared): a paired comparison needs prompts both tools sent; import results of the same prompts"
+    )]
+    NoSharedBehavior {
+        name_a: String,
+        name_b: String,
+        behaviors_a: usize,
+        behaviors_b: usize,
+    },
     /// A run's stored units cannot be read back.
     #[error(transparent)]
     Stored(#[from] StoredError),
@@ -66,6 +76,31 @@ pub struct Compared {
     /// The differences beyond the compared factor a comparison allowed with
     /// `allow_mismatch` went ahead with (empty otherwise).
     pub mismatches: Vec<String>,
+    /// For two imported runs of different prompt sets: how their behaviors overlapped
+    /// (`None` when both runs hold the same dataset version).
+    pub overlap: Option<Overlap>,
+}
+
+/// How the behaviors of two imported runs' datasets overlap. Two imports are paired by
+/// behavior id (a hash of the prompt) on the behaviors both hold; the rest are left out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Overlap {
+    /// Behaviors in both runs (the ones compared).
+    pub shared: usize,
+    /// Behaviors only run A holds.
+    pub only_a: usize,
+    /// Behaviors only run B holds.
+    pub only_b: usize,
+}
+
+impl std::fmt::Display for Overlap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} behaviors shared; {} only in A and {} only in B left out",
+            self.shared, self.only_a, self.only_b
+        )
+    }
 }
 
 /// Compares run B with run A. `name_a` / `name_b` name the runs in messages (their
@@ -78,8 +113,11 @@ pub struct Compared {
 /// attacker model, a rubric judge's grader, any judge param, an attack's transforms;
 /// see [`crate::mismatch`]), the comparison is refused naming every difference, unless
 /// `allow_mismatch` — then it goes ahead and `compare.json` lists them in `mismatches`.
-/// A different dataset version is always refused: behaviors pair by their index in the
-/// pinned dataset, which another version does not share.
+/// A different dataset version is refused: behaviors pair by their index in the pinned
+/// dataset, which another version does not share. Two imports (`gauntlet import`) of
+/// different prompt sets are the exception: their behaviors pair by id (a hash of the
+/// prompt) on the prompts both hold, `Compared::overlap` and `compare.json`'s
+/// `behaviors` say how many were shared and left out, and no shared prompt is an error.
 pub fn compare_runs(
     run_a: &StoredRun,
     run_b: &StoredRun,
@@ -87,7 +125,7 @@ pub fn compare_runs(
     name_b: &str,
     allow_mismatch: bool,
 ) -> Result<Compared, CompareError> {
-    let (shared, sa, sb) = shared_series(run_a, run_b, name_a, name_b)?;
+    let (shared, sa, sb, overlap) = shared_series(run_a, run_b, name_a, name_b)?;
     let mismatches = spec_differences(run_a, run_b, &shared);
     if !mismatches.is_empty() && !allow_mismatch {
         return Err(CompareError::Mismatch {
@@ -143,6 +181,9 @@ pub fn compare_runs(
             "unpaired_b": only_b,
         });
         let o = j.as_object_mut().expect("object");
+        if x.dataset_version != y.dataset_version {
+            o.insert("dataset_version_b".into(), json!(y.dataset_version));
+        }
         let (n, va, vb, diff, test, stat) = match &cmp {
             Comparison::Binary {
                 n,
@@ -237,6 +278,14 @@ pub fn compare_runs(
         "cells": cells_json,
     });
     let mut doc = doc;
+    if let Some(o) = overlap {
+        doc["behaviors"] = json!({
+            "paired_by": "behavior id (imported runs of different prompt sets)",
+            "shared": o.shared,
+            "only_a": o.only_a,
+            "only_b": o.only_b,
+        });
+    }
     if !mismatches.is_empty() {
         doc["mismatches"] = json!(
             mismatches
@@ -249,6 +298,7 @@ pub fn compare_runs(
         doc,
         rows,
         mismatches: mismatches.iter().map(ToString::to_string).collect(),
+        overlap,
     })
 }
 
@@ -299,12 +349,53 @@ fn spec_differences(
 }
 
 /// The cells two runs share, each run's per-behavior series of them, after the checks
-/// every paired analysis needs (some shared cell; equal dataset versions).
+/// every paired analysis needs (some shared cell; equal dataset versions, or two imports
+/// sharing some behavior), and the overlap of two imports' behaviors.
 type SeriesPair = (
     Vec<CellKey>,
     BTreeMap<CellKey, Series>,
     BTreeMap<CellKey, Series>,
+    Option<Overlap>,
 );
+
+/// Whether a dataset is an import's (`gauntlet import`): its behaviors are identified by
+/// a hash of the prompt, so two versions pair by behavior id.
+fn is_imported(dataset: &str, version: &str) -> bool {
+    dataset == "imported" && version.starts_with("imported@")
+}
+
+/// Re-keys run B's values of a cell onto run A's behavior indices by behavior id, and
+/// drops the values of behaviors only one run holds; returns the overlap.
+fn pair_by_id(x: &mut Series, y: &mut Series) -> Overlap {
+    let index_a: BTreeMap<&str, u32> = x
+        .behavior_ids
+        .iter()
+        .enumerate()
+        .map(|(i, id)| (id.as_str(), i as u32))
+        .collect();
+    let ids_b: std::collections::BTreeSet<&str> =
+        y.behavior_ids.iter().map(String::as_str).collect();
+    let shared = ids_b.iter().filter(|id| index_a.contains_key(*id)).count();
+    let overlap = Overlap {
+        shared,
+        only_a: index_a.len() - shared,
+        only_b: ids_b.len() - shared,
+    };
+    y.values = std::mem::take(&mut y.values)
+        .into_iter()
+        .filter_map(|((trial, b), v)| {
+            let id = y.behavior_ids.get(b as usize)?;
+            index_a.get(id.as_str()).map(|a| ((trial, *a), v))
+        })
+        .collect();
+    x.values.retain(|(_, a), _| {
+        x.behavior_ids
+            .get(*a as usize)
+            .is_some_and(|id| ids_b.contains(id.as_str()))
+    });
+    y.behavior_ids = x.behavior_ids.clone();
+    overlap
+}
 
 fn shared_series(
     run_a: &StoredRun,
@@ -314,8 +405,8 @@ fn shared_series(
 ) -> Result<SeriesPair, CompareError> {
     // Two single-target runs are compared target against target, whatever their labels.
     let any_target = run_a.plan.targets.len() == 1 && run_b.plan.targets.len() == 1;
-    let (order, sa) = series_of(run_a, any_target)?;
-    let (_, sb) = series_of(run_b, any_target)?;
+    let (order, mut sa) = series_of(run_a, any_target)?;
+    let (_, mut sb) = series_of(run_b, any_target)?;
     let shared: Vec<CellKey> = order.into_iter().filter(|k| sb.contains_key(k)).collect();
     if shared.is_empty() {
         return Err(CompareError::NoSharedCell {
@@ -323,8 +414,29 @@ fn shared_series(
             name_b: name_b.to_string(),
         });
     }
+    let mut overlap = None;
     for k in &shared {
         let (x, y) = (&sa[k], &sb[k]);
+        if x.dataset_version != y.dataset_version
+            && is_imported(&k.2, &x.dataset_version)
+            && is_imported(&k.2, &y.dataset_version)
+        {
+            let (x, y) = (
+                sa.get_mut(k).expect("shared"),
+                sb.get_mut(k).expect("shared"),
+            );
+            let o = pair_by_id(x, y);
+            if o.shared == 0 {
+                return Err(CompareError::NoSharedBehavior {
+                    name_a: name_a.to_string(),
+                    name_b: name_b.to_string(),
+                    behaviors_a: o.only_a,
+                    behaviors_b: o.only_b,
+                });
+            }
+            overlap = Some(o);
+            continue;
+        }
         if x.dataset_version != y.dataset_version {
             return Err(CompareError::DatasetVersion(Box::new(DatasetClash {
                 attack: k.0.clone(),
@@ -338,7 +450,7 @@ fn shared_series(
             })));
         }
     }
-    Ok((shared, sa, sb))
+    Ok((shared, sa, sb, overlap))
 }
 
 /// One cell × metric two runs share, behavior by behavior (for a regression gate).
@@ -361,6 +473,8 @@ pub struct PairedCell {
     /// `(item, a, b)` for every item in the metric's population in both runs; the item is
     /// the behavior id, with `#t<trial>` in a multi-trial run.
     pub pairs: Vec<(String, f64, f64)>,
+    /// For two imports of different prompt sets, how their behaviors overlapped.
+    pub behaviors: Option<Overlap>,
 }
 
 /// Every cell × metric run A (the baseline) and run B share, with the per-behavior
@@ -371,7 +485,7 @@ pub fn paired_cells(
     name_a: &str,
     name_b: &str,
 ) -> Result<Vec<PairedCell>, CompareError> {
-    let (shared, sa, sb) = shared_series(run_a, run_b, name_a, name_b)?;
+    let (shared, sa, sb, overlap) = shared_series(run_a, run_b, name_a, name_b)?;
     let multi = run_a.plan.config.trials > 1 || run_b.plan.config.trials > 1;
     let mut out = Vec::new();
     for k in &shared {
@@ -399,6 +513,7 @@ pub fn paired_cells(
             metric_params: x.metric_params.clone(),
             na,
             pairs,
+            behaviors: overlap,
         });
     }
     Ok(out)

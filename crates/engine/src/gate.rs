@@ -240,6 +240,10 @@ pub struct GateReport {
     pub baseline: Option<String>,
     pub passed: bool,
     pub rules: Vec<RuleOutcome>,
+    /// For a run and baseline imported from different prompt sets: the behaviors they
+    /// shared (the ones the regression rules pair) and each held alone.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub behaviors: Option<crate::compare::Overlap>,
 }
 
 /// Refuses a run directory that is not a complete, verified run; returns its run.json.
@@ -374,6 +378,9 @@ pub fn evaluate(
         baseline: baseline.map(|b| b.display().to_string()),
         passed: outcomes.iter().all(|o| o.passed),
         rules: outcomes,
+        behaviors: stored
+            .as_ref()
+            .and_then(|(_, cells)| cells.iter().find_map(|c| c.behaviors)),
     })
 }
 
@@ -426,8 +433,11 @@ fn verified(
 /// same versions, the judges they share (by label) with the same identity.
 fn same_provenance(a: &StoredRun, b: &StoredRun, pa: &Path, pb: &Path) -> Result<(), GateError> {
     for (name, va) in &a.meta.datasets {
+        // Two imports of different prompt sets pair on the prompts they share.
+        let imported = |v: &str| name == "imported" && v.starts_with("imported@");
         if let Some((_, vb)) = b.meta.datasets.iter().find(|(n, _)| n == name)
             && va != vb
+            && !(imported(va) && imported(vb))
         {
             return Err(GateError::DatasetVersion {
                 name: name.clone(),
@@ -808,6 +818,12 @@ fn regression_rule(
 /// terminal and for CI logs ([`safe`]): the table is printed as it is.
 pub fn table(r: &GateReport) -> String {
     let mut s = String::new();
+    if let Some(o) = r.behaviors {
+        s.push_str(&format!(
+            "imports of different prompt sets, paired by prompt: {} behaviors shared; {} only in the baseline and {} only in the run left out\n",
+            o.shared, o.only_a, o.only_b
+        ));
+    }
     for o in &r.rules {
         s.push_str(&format!(
             "{}  {}\n",
