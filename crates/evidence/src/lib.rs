@@ -10,6 +10,8 @@
 //!
 //! The record a call ends with is `gauntlet_core::evidence::Evidence`.
 
+#![cfg_attr(not(test), deny(clippy::disallowed_methods))]
+
 pub mod caps;
 pub mod collector;
 pub mod receiver;
