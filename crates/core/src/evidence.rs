@@ -26,9 +26,14 @@ pub struct Evidence {
     /// Spans of this trace not kept: over the per-trace span or byte cap.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub dropped_spans: u64,
-    /// Hits on the canary sink carrying this call's canary.
+    /// Distinct requests the canary sink received under this call's token (a repeat
+    /// of the same method, path, query and body counts once).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub sink_hits: u64,
+    /// Distinct pages the poisoned-content server served under this call's token: the
+    /// injection reached the application.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub pages_served: u64,
     /// What the spans and the sink show, sorted by their content (kind, then each field
     /// in order): a function of what the application did, not of when its spans started
     /// or arrived.
@@ -85,6 +90,7 @@ impl Evidence {
                     out.push(query);
                     out.push(body);
                 }
+                EvidenceEvent::PageServed { path } => out.push(path),
             }
         }
         out
@@ -128,7 +134,9 @@ pub enum EvidenceEvent {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         host: Option<String>,
     },
-    /// A request the canary sink received carrying the call's canary.
+    /// A request the canary sink received under the call's token. `path` is what
+    /// followed the token (`/collect`), `query` the raw query string, `body` the body as
+    /// text, capped and marked when cut.
     SinkHit {
         method: String,
         path: String,
@@ -137,6 +145,9 @@ pub enum EvidenceEvent {
         #[serde(default)]
         body: String,
     },
+    /// A page the poisoned-content server served under the call's token (`path`: what
+    /// followed the token).
+    PageServed { path: String },
 }
 
 #[cfg(test)]
@@ -151,6 +162,7 @@ mod tests {
             spans: 2,
             dropped_spans: 0,
             sink_hits: 0,
+            pages_served: 0,
             events: vec![EvidenceEvent::ToolCall {
                 convention: SpanConvention::GenAi,
                 name: "send_email".into(),

@@ -11,15 +11,25 @@
 //! ancestry (followed through `parent_span_id` among the trace's spans) reaches that id
 //! are the try's evidence; the rest (spans an earlier, interrupted try of the same call
 //! exported late) are counted as foreign and left out.
+//!
+//! The canary sink and the poisoned-content server file into the same buffers, by the
+//! trace id their URL's token names (see [`crate::token`]). Hits are kept as a set: the
+//! same request twice (a retry, or a killed earlier try of the call repeating what the
+//! rerun's try does) is one hit, so the record does not depend on how often the
+//! application retried.
 
 use crate::caps::Caps;
 use gauntlet_core::evidence::{Evidence, EvidenceEvent};
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Mutex;
 
 /// A W3C trace id.
 pub type TraceId = [u8; 16];
+
+/// Distinct pages recorded per call at most (a page path is at most a few hundred
+/// bytes: the content server refuses longer ones).
+pub const MAX_PAGES: usize = 64;
 
 /// One received span of an open trace.
 struct Entry {
@@ -40,8 +50,10 @@ struct Buffer {
     sink_dropped: u64,
     bytes: usize,
     entries: Vec<Entry>,
-    sink: Vec<EvidenceEvent>,
-    sink_hits: u64,
+    /// Distinct sink hits kept.
+    sink: BTreeSet<EvidenceEvent>,
+    /// Distinct pages served (what followed the token).
+    pages: BTreeSet<String>,
 }
 
 impl Buffer {
@@ -52,8 +64,8 @@ impl Buffer {
             sink_dropped: 0,
             bytes: 0,
             entries: Vec::new(),
-            sink: Vec::new(),
-            sink_hits: 0,
+            sink: BTreeSet::new(),
+            pages: BTreeSet::new(),
         }
     }
 
@@ -109,6 +121,11 @@ pub struct Counts {
     pub foreign_spans: u64,
     /// Requests refused (too large, too many elements, too deep, malformed, wrong type).
     pub refused_requests: u64,
+    /// Sink requests naming no open call (no token, or a token of no call in flight):
+    /// dropped.
+    pub unknown_sink_hits: u64,
+    /// Content-server requests naming no open call or no published page: answered 404.
+    pub unknown_page_requests: u64,
 }
 
 /// The evidence of the traces open now.
@@ -142,6 +159,7 @@ fn text_len(e: &EvidenceEvent) -> usize {
             query,
             body,
         } => method.len() + path.len() + query.len() + body.len(),
+        EvidenceEvent::PageServed { path } => path.len(),
     }
 }
 
@@ -193,14 +211,22 @@ impl Collector {
             }
             out.extend(e.event);
         }
+        let sink_hits = b.sink.len() as u64 + b.sink_dropped;
+        let pages_served = b.pages.len() as u64;
         out.extend(b.sink);
+        out.extend(
+            b.pages
+                .into_iter()
+                .map(|path| EvidenceEvent::PageServed { path }),
+        );
         out.sort();
         Some(Evidence {
             trace_id: crate::trace::hex(&id),
             canary: None,
             spans,
             dropped_spans: dropped,
-            sink_hits: b.sink_hits,
+            sink_hits,
+            pages_served,
             events: out,
         })
     }
@@ -271,23 +297,57 @@ impl Collector {
         }
     }
 
-    /// Files a sink hit under `id` when it is open; false when it is not.
+    /// Whether `id` is open (a call in flight or settling).
+    pub fn is_open(&self, id: &TraceId) -> bool {
+        self.lock().open.contains_key(id)
+    }
+
+    /// Files a sink hit under `id` when it is open (a repeat of a kept hit counts once;
+    /// past the span or byte cap a hit is counted, not kept); false when `id` is not
+    /// open, and the hit is counted as unknown.
     pub fn sink_hit(&self, id: TraceId, hit: EvidenceEvent) -> bool {
         let max_bytes = self.caps.max_trace_bytes;
         let max_hits = self.caps.max_spans;
         let mut st = self.lock();
         let Some(buf) = st.open.get_mut(&id) else {
+            st.counts.unknown_sink_hits += 1;
             return false;
         };
-        buf.sink_hits += 1;
+        if buf.sink.contains(&hit) {
+            return true;
+        }
         let n = text_len(&hit);
         if buf.sink.len() >= max_hits || buf.bytes + n > max_bytes {
             buf.sink_dropped += 1;
             return true;
         }
         buf.bytes += n;
-        buf.sink.push(hit);
+        buf.sink.insert(hit);
         true
+    }
+
+    /// Records that the page `path` was served under `id` when it is open (at most
+    /// [`MAX_PAGES`] distinct paths kept); false when `id` is not open, counted.
+    pub fn page_served(&self, id: TraceId, path: &str) -> bool {
+        let mut st = self.lock();
+        let Some(buf) = st.open.get_mut(&id) else {
+            st.counts.unknown_page_requests += 1;
+            return false;
+        };
+        if buf.pages.len() < MAX_PAGES && !buf.pages.contains(path) {
+            buf.pages.insert(path.to_string());
+        }
+        true
+    }
+
+    /// Counts a sink request that named no open call.
+    pub fn unknown_sink(&self) {
+        self.lock().counts.unknown_sink_hits += 1;
+    }
+
+    /// Counts a content request that named no published page.
+    pub fn unknown_page(&self) {
+        self.lock().counts.unknown_page_requests += 1;
     }
 }
 
@@ -381,6 +441,31 @@ mod tests {
         let b = take(vec![tool(5, [1; 8], "y", 1), tool(6, [1; 8], "x", 7)]);
         assert_eq!(a, b);
         assert_eq!(names(&a), ["x", "y"]);
+    }
+
+    #[test]
+    fn sink_hits_and_pages_are_sets_filed_only_under_open_calls() {
+        let c = Collector::new(Caps::default());
+        let hit = |q: &str| EvidenceEvent::SinkHit {
+            method: "GET".into(),
+            path: "/c".into(),
+            query: q.into(),
+            body: String::new(),
+        };
+        assert!(!c.sink_hit(TRACE, hit("a")));
+        assert!(!c.page_served(TRACE, "/p/x"));
+        c.open(TRACE, [1; 8]);
+        for q in ["b", "a", "b"] {
+            assert!(c.sink_hit(TRACE, hit(q)));
+        }
+        c.page_served(TRACE, "/p/x");
+        c.page_served(TRACE, "/p/x");
+        let e = c.take(TRACE).unwrap();
+        assert_eq!((e.sink_hits, e.pages_served, e.spans), (2, 1, 0));
+        assert_eq!(e.events[..2], [hit("a"), hit("b")]);
+        assert!(e.arrived());
+        let n = c.counts();
+        assert_eq!((n.unknown_sink_hits, n.unknown_page_requests), (1, 1));
     }
 
     #[test]

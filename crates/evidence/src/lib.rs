@@ -2,6 +2,10 @@
 //! call runs.
 //!
 //! - [`receiver`]: the OTLP/HTTP trace receiver (`POST /v1/traces`, protobuf and JSON);
+//! - [`sink`]: the canary sink, playing the attacker's server;
+//! - [`content`]: the poisoned-content server, pages carrying an injection;
+//! - [`token`]: how a sink or content request names the call it belongs to;
+//! - [`listener`]: the connection cap and idle timeout every server accepts under;
 //! - [`wire`]: the bounds an OTLP body is checked against before it is decoded;
 //! - [`spans`]: reading tool calls and HTTP requests from spans;
 //! - [`collector`]: the bounded per-trace buffers calls open and take;
@@ -14,7 +18,11 @@
 
 pub mod caps;
 pub mod collector;
+pub mod content;
+pub mod listener;
 pub mod receiver;
+pub mod sink;
 pub mod spans;
+pub mod token;
 pub mod trace;
 pub mod wire;

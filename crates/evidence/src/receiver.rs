@@ -52,8 +52,25 @@ pub struct Server {
 
 impl Server {
     /// Binds `addr` now (so a busy address is a build error) and serves `app` on a new
-    /// thread.
+    /// thread, under the connection cap and idle timeout of [`crate::listener`].
     pub fn spawn(what: &'static str, addr: SocketAddr, app: Router) -> Result<Server, StartError> {
+        Self::spawn_capped(
+            what,
+            addr,
+            app,
+            crate::listener::MAX_CONNECTIONS,
+            crate::listener::IDLE,
+        )
+    }
+
+    /// [`Server::spawn`] with its own connection cap and idle timeout.
+    pub fn spawn_capped(
+        what: &'static str,
+        addr: SocketAddr,
+        app: Router,
+        max_connections: usize,
+        idle: std::time::Duration,
+    ) -> Result<Server, StartError> {
         let listener = std::net::TcpListener::bind(addr).map_err(|source| StartError::Bind {
             what,
             addr,
@@ -81,6 +98,7 @@ impl Server {
                     let Ok(l) = tokio::net::TcpListener::from_std(listener) else {
                         return;
                     };
+                    let l = crate::listener::Capped::new(l, max_connections, idle);
                     let _ = axum::serve(l, app)
                         .with_graceful_shutdown(async move {
                             let _ = rx.await;

@@ -83,8 +83,14 @@ impl CallTrace {
     /// The per-call canary the sink and the content server use: `CANARY-` and the first
     /// 12 hex digits of the trace id.
     pub fn canary(&self) -> String {
-        format!("CANARY-{}", hex(&self.trace_id)[..12].to_ascii_uppercase())
+        canary(&self.trace_id)
     }
+}
+
+/// The canary of the call whose trace id is `id`: `CANARY-` and the first 12 hex digits
+/// of the id, upper case (so it never appears inside the call's lowercase token).
+pub fn canary(id: &[u8; 16]) -> String {
+    format!("CANARY-{}", hex(id)[..12].to_ascii_uppercase())
 }
 
 #[cfg(test)]

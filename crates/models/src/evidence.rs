@@ -2,38 +2,57 @@
 //! servers a run starts for the target, and how a call gathers its evidence.
 //!
 //! ```yaml
-//! evidence: {otlp: "127.0.0.1:4318", settle_s: 2}
+//! evidence: {otlp: "127.0.0.1:4318", sink: true, content: true, settle_s: 2}
 //! ```
 //!
 //! A call derives its trace id ([`gauntlet_evidence::trace`]), opens the trace on the
-//! receiver, sends the request with the `traceparent` header, waits `settle_s` after the
-//! reply for late spans, then takes what arrived into the response's
-//! [`Evidence`]. A call that failed forgets its trace.
+//! run's collector, sends the request with the `traceparent` header, waits `settle_s`
+//! after the reply for late spans and sink hits, then takes what arrived into the
+//! response's [`Evidence`]. A call that failed forgets its trace.
+//!
+//! `otlp` is the OTLP/HTTP receiver (on by default; `false` for an application that
+//! exports nothing). `sink` is the canary sink and `content` the poisoned-content
+//! server (off by default; `true` for any free loopback port, or an address). Their
+//! per-call URLs reach the application through the prompt: `{{sink_url}}` and
+//! `{{content_url}}` in a message are replaced, for the call, by
+//! `http://<addr>/t/<token>` (the token is the call's trace id, see
+//! [`gauntlet_evidence::token`]). The call's identity, and so its trace id, is taken
+//! before the replacement, from the text with the placeholders.
 
 use crate::ModelError;
 use gauntlet_core::evidence::Evidence;
 use gauntlet_core::hash::HashWriter;
 use gauntlet_evidence::caps::Caps;
-use gauntlet_evidence::receiver::Receiver;
+use gauntlet_evidence::collector::Collector;
+use gauntlet_evidence::receiver::{Receiver, Server};
 use gauntlet_evidence::trace::CallTrace;
 use serde_json::Value;
+use std::borrow::Cow;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
 /// The `evidence` param's doc (shared by the targets that take it).
 pub const DOC: &str = "gather the application's evidence per call: {otlp: \"127.0.0.1:4318\" (the OTLP/HTTP trace \
-     receiver's address; true for that default), settle_s: 2 (wait after the reply for late \
-     spans), max_spans, max_trace_bytes, max_attribute_bytes, max_body_bytes, max_elements}; \
-     the call sends a W3C traceparent header. See docs/src/reference/evidence.md";
+     receiver's address; true for that default, false for none), sink: true (the canary sink: \
+     true for a free loopback port, or an address), content: true (the poisoned-content server, \
+     likewise; it implies a sink), settle_s: 2 (wait after the reply for late spans and hits), \
+     max_spans, max_trace_bytes, max_attribute_bytes, max_body_bytes, max_elements}; the call \
+     sends a W3C traceparent header, and {{sink_url}} / {{content_url}} in its prompt become \
+     the call's URLs on the sink and the content server. See docs/src/reference/evidence.md";
 
 /// The default receiver address: the OTLP/HTTP port on loopback.
 pub const DEFAULT_OTLP: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 4318);
 /// The default settle window, in seconds.
 pub const DEFAULT_SETTLE_S: f64 = 2.0;
 
+/// The address `sink: true` and `content: true` stand for: any free loopback port.
+pub const ANY_LOOPBACK: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0);
+
 const KEYS: &[&str] = &[
     "otlp",
+    "sink",
+    "content",
     "settle_s",
     "max_spans",
     "max_trace_bytes",
@@ -42,9 +61,13 @@ const KEYS: &[&str] = &[
     "max_elements",
 ];
 
-/// A target's evidence setup: the receiver it files into and how long it waits.
+/// A target's evidence setup: the collector its calls open traces on, the servers that
+/// file into it, and how long a call waits.
 pub struct EvidenceSetup {
-    receiver: Arc<Receiver>,
+    collector: Arc<Collector>,
+    receiver: Option<Arc<Receiver>>,
+    sink: Option<Server>,
+    content: Option<Server>,
     settle: Duration,
     /// The target's identity, folded into every trace id.
     target: Vec<u8>,
@@ -75,23 +98,50 @@ impl EvidenceSetup {
                 format!("unknown key `{k}`; known: {}", KEYS.join(", ")),
             ));
         }
-        let addr = match o.get("otlp") {
-            None | Some(Value::Bool(true)) => DEFAULT_OTLP,
-            Some(Value::String(s)) => s.trim().parse::<SocketAddr>().map_err(|_| {
-                cfg(
+        let addr = |key: &str,
+                    default: Option<SocketAddr>|
+         -> Result<Option<SocketAddr>, ModelError> {
+            match o.get(key) {
+                None => Ok(default),
+                Some(Value::Bool(true)) => Ok(Some(if key == "otlp" {
+                    DEFAULT_OTLP
+                } else {
+                    ANY_LOOPBACK
+                })),
+                Some(Value::Bool(false)) => Ok(None),
+                Some(Value::String(s)) => s.trim().parse::<SocketAddr>().map(Some).map_err(|_| {
+                    cfg(
+                        target,
+                        format!(
+                            "`{key}` = {s:?} is not an address: write IP:PORT, e.g. \"127.0.0.1:4318\" (port 0: any free port)"
+                        ),
+                    )
+                }),
+                Some(other) => Err(cfg(
                     target,
                     format!(
-                        "`otlp` = {s:?} is not an address: write IP:PORT, e.g. \"127.0.0.1:4318\""
+                        "`{key}` must be true, false or an address such as \"127.0.0.1:4318\", not {other}"
                     ),
-                )
-            })?,
-            Some(other) => {
-                return Err(cfg(
-                    target,
-                    format!("`otlp` must be an address such as \"127.0.0.1:4318\", not {other}"),
-                ));
+                )),
             }
         };
+        let otlp = addr("otlp", Some(DEFAULT_OTLP))?;
+        let content = addr("content", None)?;
+        // The pages point at the sink: a content server brings one.
+        let sink = addr("sink", content.map(|_| ANY_LOOPBACK))?;
+        if content.is_some() && sink.is_none() {
+            return Err(cfg(
+                target,
+                "`content` serves pages that point at the canary sink: drop `sink: false`".into(),
+            ));
+        }
+        if otlp.is_none() && sink.is_none() {
+            return Err(cfg(
+                target,
+                "with `otlp: false` and no `sink` nothing gathers evidence: give one of them"
+                    .into(),
+            ));
+        }
         let settle_s = match o.get("settle_s") {
             None => DEFAULT_SETTLE_S,
             Some(x) => x
@@ -129,30 +179,127 @@ impl EvidenceSetup {
                     })?;
             }
         }
-        let receiver = Receiver::start(addr, caps).map_err(|e| cfg(target, e.to_string()))?;
+        let start = |e: gauntlet_evidence::receiver::StartError| cfg(target, e.to_string());
+        let receiver = otlp
+            .map(|a| Receiver::start(a, caps))
+            .transpose()
+            .map_err(start)?;
+        let collector = receiver
+            .as_ref()
+            .map_or_else(|| Arc::new(Collector::new(caps)), |r| r.collector().clone());
+        let sink = sink
+            .map(|a| {
+                Server::spawn(
+                    "canary-sink",
+                    a,
+                    gauntlet_evidence::sink::router(collector.clone()),
+                )
+            })
+            .transpose()
+            .map_err(start)?;
+        let content = match (content, &sink) {
+            (Some(a), Some(s)) => Some(
+                Server::spawn(
+                    "content-server",
+                    a,
+                    gauntlet_evidence::content::router(Arc::new(
+                        gauntlet_evidence::content::ContentState {
+                            collector: collector.clone(),
+                            sink: s.addr(),
+                        },
+                    )),
+                )
+                .map_err(start)?,
+            ),
+            _ => None,
+        };
         Ok(Some(EvidenceSetup {
+            collector,
             receiver,
+            sink,
+            content,
             settle: Duration::from_secs_f64(settle_s),
             target: identity.to_string().into_bytes(),
         }))
     }
 
-    /// The receiver's OTLP endpoint (`http://127.0.0.1:4318`).
-    pub fn endpoint(&self) -> String {
-        self.receiver.endpoint()
+    /// The receiver's OTLP endpoint (`http://127.0.0.1:4318`), when it runs.
+    pub fn endpoint(&self) -> Option<String> {
+        self.receiver.as_ref().map(|r| r.endpoint())
     }
 
-    /// The trace of one call, opened on the receiver; `call` writes the call's identity.
+    /// The canary sink's address, when it runs.
+    pub fn sink_addr(&self) -> Option<SocketAddr> {
+        self.sink.as_ref().map(Server::addr)
+    }
+
+    /// The content server's address, when it runs.
+    pub fn content_addr(&self) -> Option<SocketAddr> {
+        self.content.as_ref().map(Server::addr)
+    }
+
+    /// The trace of one call, opened on the collector; `call` writes the call's identity.
     pub fn open(&self, call: impl FnOnce(&mut HashWriter)) -> OpenTrace<'_> {
         let trace = CallTrace::derive(&self.target, call);
-        self.receiver
-            .collector()
-            .open(trace.trace_id, trace.span_id);
+        self.collector.open(trace.trace_id, trace.span_id);
         OpenTrace {
             setup: self,
             trace,
             taken: false,
         }
+    }
+}
+
+/// The placeholders a prompt may hold for the call's URLs.
+pub const SINK_URL: &str = "{{sink_url}}";
+pub const CONTENT_URL: &str = "{{content_url}}";
+
+impl OpenTrace<'_> {
+    /// This call's URLs on the sink and the content server, with their placeholders.
+    fn urls(&self) -> Vec<(String, &'static str)> {
+        let id = &self.trace.trace_id;
+        [
+            (self.setup.sink_addr(), SINK_URL),
+            (self.setup.content_addr(), CONTENT_URL),
+        ]
+        .into_iter()
+        .filter_map(|(a, ph)| a.map(|a| (gauntlet_evidence::token::base_url(a, id), ph)))
+        .collect()
+    }
+
+    /// Puts the placeholders back into `text` where it holds this call's URLs, so a
+    /// stored reply or evidence record does not depend on the ports the servers got.
+    pub fn restore(&self, text: &mut String) {
+        for (url, ph) in self.urls() {
+            if text.contains(&url) {
+                *text = text.replace(&url, ph);
+            }
+        }
+    }
+
+    /// `text` with `{{sink_url}}` and `{{content_url}}` replaced by this call's URLs; an
+    /// error naming the key to add when the server it names does not run.
+    pub fn expand<'t>(&self, text: &'t str) -> Result<Cow<'t, str>, ModelError> {
+        if !text.contains("{{") {
+            return Ok(Cow::Borrowed(text));
+        }
+        let mut out = Cow::Borrowed(text);
+        for (ph, addr, key) in [
+            (SINK_URL, self.setup.sink_addr(), "sink"),
+            (CONTENT_URL, self.setup.content_addr(), "content"),
+        ] {
+            if !out.contains(ph) {
+                continue;
+            }
+            let Some(a) = addr else {
+                return Err(ModelError::Config(format!(
+                    "the prompt holds {ph}, but the target's `evidence` runs no {key} server: add `{key}: true` to `evidence`"
+                )));
+            };
+            let url = gauntlet_evidence::token::base_url(a, &self.trace.trace_id);
+            out = Cow::Owned(out.replace(ph, &url));
+        }
+        Ok(out)
     }
 }
 
@@ -168,21 +315,28 @@ impl OpenTrace<'_> {
     pub async fn settle(mut self) -> Evidence {
         tokio::time::sleep(self.setup.settle).await;
         self.taken = true;
-        self.setup
-            .receiver
-            .collector()
+        let mut ev = self
+            .setup
+            .collector
             .take(self.trace.trace_id)
             .unwrap_or_else(|| Evidence {
                 trace_id: gauntlet_evidence::trace::hex(&self.trace.trace_id),
                 ..Default::default()
-            })
+            });
+        if self.setup.sink.is_some() {
+            ev.canary = Some(self.trace.canary());
+            for t in ev.strings_mut() {
+                self.restore(t);
+            }
+        }
+        ev
     }
 }
 
 impl Drop for OpenTrace<'_> {
     fn drop(&mut self) {
         if !self.taken {
-            self.setup.receiver.collector().close(self.trace.trace_id);
+            self.setup.collector.close(self.trace.trace_id);
         }
     }
 }

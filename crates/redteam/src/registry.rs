@@ -20,7 +20,7 @@ use crate::datasets::{
     ailuminate, cyberseceval_frr, cyberseceval_interpreter, simple_safety_tests,
 };
 use crate::error::BuildError;
-use crate::injection::{agentdojo as agentdojo_source, bundled, scenario_file};
+use crate::injection::{agent_pages, agentdojo as agentdojo_source, bundled, scenario_file};
 use crate::injections::{
     agentdojo as agentdojo_injection, direct_injection, indirect_injection,
     injecagent as injecagent_injection, mcp_rug_pull, mcp_shadowing, mcp_tool_description,
@@ -262,6 +262,14 @@ pub const INJECTION_TABLE: &[InjectionEntry] = &[
         info: mcp_shadowing::INFO,
         build: |s, steps| Ok(Box::new(mcp_shadowing::build(s.clone(), steps)?)),
     },
+    Entry {
+        info: crate::injections::poisoned_content::INFO,
+        build: |s, _| {
+            Ok(Box::new(
+                crate::injections::poisoned_content::PoisonedContent::new(s.clone())?,
+            ))
+        },
+    },
 ];
 /// The injection surfaces' scenario suites (injection mode's `scenarios:`), in
 /// catalogue order.
@@ -281,6 +289,10 @@ pub const SCENARIO_TABLE: &[DatasetEntry] = &[
     Entry {
         info: agentdojo_source::INFO,
         build: |s, _, _| agentdojo_source::load(s),
+    },
+    Entry {
+        info: agent_pages::INFO,
+        build: |s, base, _| agent_pages::load(s, base),
     },
 ];
 pub static SCENARIOS: LazyLock<Vec<PluginInfo>> = LazyLock::new(|| infos(SCENARIO_TABLE));

@@ -1019,7 +1019,23 @@ impl HttpTarget {
             h.field(&Self::conversation_key(req, &req.messages, None));
         });
         let tp = open.trace.traceparent();
-        let mut r = self.answer_traced(req, Some(&tp)).await?;
+        // The call's sink and content URLs go into the prompt after its identity was
+        // taken from the text with the placeholders.
+        let expanded = if req.messages.iter().any(|m| m.content.contains("{{")) {
+            let mut x = req.clone();
+            for m in &mut x.messages {
+                if let std::borrow::Cow::Owned(t) = open.expand(&m.content)? {
+                    m.content = t;
+                }
+            }
+            Some(x)
+        } else {
+            None
+        };
+        let mut r = self
+            .answer_traced(expanded.as_ref().unwrap_or(req), Some(&tp))
+            .await?;
+        open.restore(&mut r.content);
         r.evidence = Some(Box::new(open.settle().await));
         Ok(r)
     }
@@ -1240,7 +1256,13 @@ impl HttpTarget {
     pub fn evidence_endpoint(&self) -> Option<String> {
         self.evidence
             .as_ref()
-            .map(crate::evidence::EvidenceSetup::endpoint)
+            .and_then(crate::evidence::EvidenceSetup::endpoint)
+    }
+
+    /// The evidence setup (its sink and content server addresses), when it gathers
+    /// evidence.
+    pub fn evidence_setup(&self) -> Option<&crate::evidence::EvidenceSetup> {
+        self.evidence.as_ref()
     }
 }
 

@@ -9,6 +9,7 @@
 
 pub mod agent;
 pub mod agent_loop;
+pub mod agent_pages;
 pub mod agentdojo;
 pub mod bundled;
 pub mod check;

@@ -12,6 +12,7 @@ pub mod mcp_shadowing;
 pub mod mcp_tool_description;
 pub mod mcp_tool_result;
 pub mod no_injection;
+pub mod poisoned_content;
 
 // The attack the agent-loop injections share.
 mod agent_attack;

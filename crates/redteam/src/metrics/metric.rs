@@ -90,6 +90,17 @@ pub(crate) fn injection_judge_required(judge: &dyn Judge) -> Option<String> {
     })
 }
 
+/// The N/A reason of the utility metrics: an injection judge that sees whether the
+/// user's task was done. `agent_evidence` sees what the agent did, not whether that
+/// answered the user, so its verdicts say nothing of the task.
+pub(crate) fn utility_judge_required(judge: &dyn Judge) -> Option<String> {
+    injection_judge_required(judge).or_else(|| {
+        (judge.spec().name == crate::judges::agent_evidence::INFO.name).then(|| {
+            "judge `agent_evidence` decides from the agent's evidence whether the attacker's act happened; whether the user's task was done is not in it".to_string()
+        })
+    })
+}
+
 /// The N/A reason of the InjecAgent metrics under another judge.
 pub(crate) fn injecagent_judge_required(judge: &dyn Judge) -> Option<String> {
     (!judge.evaluates_injecagent()).then(|| {

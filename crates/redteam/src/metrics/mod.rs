@@ -45,6 +45,6 @@ pub use acc::MetricAcc;
 pub use metric::{Correctable, Metric, MetricKind, Surface, UsageMetric};
 pub(crate) use metric::{
     guardrail_judge_required, injecagent_judge_required, injection_judge_required,
-    leak_judge_required,
+    leak_judge_required, utility_judge_required,
 };
 pub use outcome::BehaviorOutcome;

@@ -31,7 +31,7 @@ impl Metric for UtilityUnderAttack {
             .map(|i| f64::from(u8::from(i.task_completed)))
     }
     fn inapplicable(&self, judge: &dyn Judge) -> Option<String> {
-        super::injection_judge_required(judge)
+        super::utility_judge_required(judge)
     }
     fn empty_reason(&self) -> &'static str {
         "no judged injected scenarios (a no_injection cell, or AgentDojo's `attack: none`, injects nothing)"
