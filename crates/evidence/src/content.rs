@@ -178,6 +178,24 @@ async fn serve(State(s): State<Arc<ContentState>>, method: Method, uri: Uri) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Any path after a token: looked up among the published pages, never a panic;
+        /// only a published page's own path finds it.
+        #[test]
+        fn any_path_is_looked_up_safely(rest in "\\PC{0,60}", name in "[a-z0-9][a-z0-9._-]{0,20}") {
+            let path = publish(&name, "p").unwrap();
+            let _ = valid_name(&rest);
+            if let Some(p) = lookup(&rest) {
+                prop_assert_eq!(&p.template, "p");
+                prop_assert!(rest.ends_with(&p.name));
+            }
+            prop_assert!(lookup(&path).is_some());
+            let up = format!("{path}/..");
+            prop_assert!(lookup(&up).is_none());
+        }
+    }
 
     #[test]
     fn pages_are_content_addressed_and_names_checked() {
