@@ -37,6 +37,7 @@ mod live_local;
 mod mcp;
 mod mcp_injection;
 mod measured;
+mod plugin_sites;
 mod progress;
 mod prompted_and_injecagent;
 mod redharness_configs;

@@ -32,7 +32,7 @@
 #![cfg_attr(not(test), deny(clippy::disallowed_methods))]
 
 use gauntlet_corpus::projection::{Baseline, Event, Finding};
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 pub mod assemble;
 pub mod context;
@@ -42,7 +42,20 @@ pub mod fleet;
 pub mod report_text;
 pub mod util;
 
-/// The reference fleet's rules, one file per family (`rules/<family>.rs`).
+/// A detector: a pure function of the projected events and baseline.
+///
+/// Implementations must not rely on shared mutable state; the fleet runner calls them
+/// from worker threads and treats a panic or an overrun as that detector's failure for
+/// that scenario only.
+pub trait Detector: Send + Sync + 'static {
+    /// The family token this detector emits as finding `type` (e.g. `git-oops`).
+    fn name(&self) -> &str;
+    /// The findings for one scenario's events, in deterministic order.
+    fn detect(&self, events: &[Event], baseline: &Baseline) -> Vec<Finding>;
+}
+
+/// The reference fleet's rules, one file per family (`rules/<name>.rs`, with its
+/// `FAMILY` and its detector).
 pub mod rules {
     pub mod alert_signal;
     pub mod auth_failure_burst;
@@ -66,66 +79,53 @@ pub mod rules {
     pub mod volume_anomaly;
 }
 
-/// A detector: a pure function of the projected events and baseline.
-///
-/// Implementations must not rely on shared mutable state; the fleet runner calls them
-/// from worker threads and treats a panic or an overrun as that detector's failure for
-/// that scenario only.
-pub trait Detector: Send + Sync + 'static {
-    /// The family token this detector emits as finding `type` (e.g. `git-oops`).
-    fn name(&self) -> &str;
-    /// The findings for one scenario's events, in deterministic order.
-    fn detect(&self, events: &[Event], baseline: &Baseline) -> Vec<Finding>;
-}
+/// The reference fleet, one detector a line, sorted by family token: [`FAMILIES`] and
+/// [`builtin()`] are read from it.
+const FLEET: &[&dyn Detector] = &[
+    &rules::alert_signal::AlertSignal,
+    &rules::auth_failure_burst::AuthFailureBurst,
+    &rules::deploy_flood::DeployFlood,
+    &rules::synthetic_marker::SyntheticMarker,
+    &rules::config_drift::ConfigDrift,
+    &rules::dependency_tamper::DependencyTamper,
+    &rules::exfil_pattern::ExfilPattern,
+    &rules::git_oops::GitOops,
+    &rules::injection_probe::InjectionProbe,
+    &rules::log_format_drift::LogFormatDrift,
+    &rules::malicious_skill::MaliciousSkill,
+    &rules::new_actor::NewActor,
+    &rules::new_external_access::NewExternalAccess,
+    &rules::priv_escalation::PrivEscalation,
+    &rules::rate_anomaly::RateAnomaly,
+    &rules::secrets_exposure::SecretsExposure,
+    &rules::unusual_login::UnusualLogin,
+    &rules::unusual_resource_access::UnusualResourceAccess,
+    &rules::unusual_timing::UnusualTiming,
+    &rules::volume_anomaly::VolumeAnomaly,
+];
 
 /// Family tokens of the reference fleet, sorted (the fleet's run order).
-pub const FAMILIES: [&str; 20] = [
-    "alert-signal",
-    "auth-failure-burst",
-    "authored-deploy-flood",
-    "authored-synthetic-marker",
-    "config-drift",
-    "dependency-tamper",
-    "exfil-pattern",
-    "git-oops",
-    "injection-probe",
-    "log-format-drift",
-    "malicious-skill",
-    "new-actor",
-    "new-external-access",
-    "priv-escalation",
-    "rate-anomaly",
-    "secrets-exposure",
-    "unusual-login",
-    "unusual-resource-access",
-    "unusual-timing",
-    "volume-anomaly",
-];
+pub static FAMILIES: LazyLock<Vec<&'static str>> =
+    LazyLock::new(|| FLEET.iter().map(|&d| d.name()).collect());
+
+/// A detector of [`FLEET`] behind the `Arc` the fleet runner shares.
+struct Builtin(&'static dyn Detector);
+
+impl Detector for Builtin {
+    fn name(&self) -> &str {
+        self.0.name()
+    }
+    fn detect(&self, events: &[Event], baseline: &Baseline) -> Vec<Finding> {
+        self.0.detect(events, baseline)
+    }
+}
 
 /// The reference fleet, sorted by name.
 pub fn builtin() -> Vec<Arc<dyn Detector>> {
-    let mut v: Vec<Arc<dyn Detector>> = vec![
-        Arc::new(rules::alert_signal::AlertSignal),
-        Arc::new(rules::auth_failure_burst::AuthFailureBurst),
-        Arc::new(rules::deploy_flood::DeployFlood),
-        Arc::new(rules::synthetic_marker::SyntheticMarker),
-        Arc::new(rules::config_drift::ConfigDrift),
-        Arc::new(rules::dependency_tamper::DependencyTamper),
-        Arc::new(rules::exfil_pattern::ExfilPattern),
-        Arc::new(rules::git_oops::GitOops),
-        Arc::new(rules::injection_probe::InjectionProbe),
-        Arc::new(rules::log_format_drift::LogFormatDrift),
-        Arc::new(rules::malicious_skill::MaliciousSkill),
-        Arc::new(rules::new_actor::NewActor),
-        Arc::new(rules::new_external_access::NewExternalAccess),
-        Arc::new(rules::priv_escalation::PrivEscalation),
-        Arc::new(rules::rate_anomaly::RateAnomaly),
-        Arc::new(rules::secrets_exposure::SecretsExposure),
-        Arc::new(rules::unusual_login::UnusualLogin),
-        Arc::new(rules::unusual_resource_access::UnusualResourceAccess),
-        Arc::new(rules::unusual_timing::UnusualTiming),
-        Arc::new(rules::volume_anomaly::VolumeAnomaly),
-    ];
+    let mut v: Vec<Arc<dyn Detector>> = FLEET
+        .iter()
+        .map(|&d| Arc::new(Builtin(d)) as Arc<dyn Detector>)
+        .collect();
     v.sort_by(|a, b| a.name().cmp(b.name()));
     v
 }
@@ -146,7 +146,11 @@ mod tests {
     #[test]
     fn builtin_fleet_matches_family_list() {
         let names: Vec<String> = builtin().iter().map(|d| d.name().to_string()).collect();
-        assert_eq!(names, FAMILIES.map(String::from).to_vec());
+        assert_eq!(names, *FAMILIES);
+        assert!(
+            FAMILIES.windows(2).all(|w| w[0] < w[1]),
+            "the fleet! list is sorted by family token"
+        );
     }
 }
 

@@ -117,7 +117,11 @@ impl PlanBreadth {
             baseline,
             keeps,
             tags,
-            guard: plan.judges.iter().map(|j| j.judges_guardrail()).collect(),
+            guard: plan
+                .judges
+                .iter()
+                .map(|j| j.facts().judges_guardrail)
+                .collect(),
         }
     }
 

@@ -353,7 +353,7 @@ fn refusal_judges(plan: &Plan, dir: &Path) -> Result<Vec<(usize, String)>, Label
         .judges
         .iter()
         .enumerate()
-        .filter(|(_, j)| j.decides_refusals() && !j.detects_injection())
+        .filter(|(_, j)| j.facts().decides_refusals && !j.facts().detects_injection)
         .map(|(i, j)| (i, j.spec().label()))
         .collect();
     if judges.is_empty() {

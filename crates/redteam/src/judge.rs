@@ -1,7 +1,8 @@
 //! The judge seam: scoring one attempt into a verdict.
 
-use crate::attack::{Attempt, CallModel};
+use crate::attack::{Attack, Attempt, CallModel};
 use crate::error::BuildError;
+use crate::plugin::{Built, Entry};
 use gauntlet_core::behavior::Behavior;
 use gauntlet_core::outcome::Verdict;
 use gauntlet_core::params::PluginSpec;
@@ -12,33 +13,73 @@ use gauntlet_models::{BoxFuture, ModelError};
 /// that they need not call back into the registry.
 pub type BuildJudge = fn(&PluginSpec) -> Result<Box<dyn Judge>, BuildError>;
 
+/// A judge's registration (each judge file's `ENTRY`).
+pub type JudgeEntry = Entry<fn(&PluginSpec) -> Built<dyn Judge>>;
+/// An attack's registration (each attack file's `ENTRY`): its constructor is handed
+/// [`BuildJudge`] for the judges it runs in the loop.
+pub type AttackEntry = Entry<fn(&PluginSpec, BuildJudge) -> Built<dyn Attack>>;
+/// An injection's registration: its constructor also takes the run's limit on model
+/// calls per agent run.
+pub type InjectionEntry = Entry<fn(&PluginSpec, u32) -> Built<dyn Attack>>;
+
+/// What a judge's verdicts say, as data declared beside the judge (its file's `FACTS`):
+/// the metrics-applicability code reads these, never the judge's name, so a metric is
+/// N/A under a judge whose verdicts cannot speak for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JudgeFacts {
+    /// Verdicts carry a rubric score (for `strongreject_score`).
+    pub gives_score: bool,
+    /// Success means "the planted secret leaked" (for the leakage metrics).
+    pub detects_leaks: bool,
+    /// Verdicts carry injection facts (for the injection metrics).
+    pub detects_injection: bool,
+    /// The judge judges agent runs and records their unparsed tool calls (for
+    /// `unparsed_tool_call_rate`): every injection judge, and `injecagent`.
+    pub judges_agent_runs: bool,
+    /// Verdicts carry InjecAgent's evaluation (for the `injecagent_*` metrics).
+    pub evaluates_injecagent: bool,
+    /// The target is a guard and success means "the request passed it" (`guardrail`):
+    /// for `guard_pass_through`, `false_block_rate` and the threshold curve.
+    pub judges_guardrail: bool,
+    /// A success is exactly "the reply was not a refusal" (`refusal_match`): then a
+    /// card's refusal error rates can correct success-based rates such as `asr`.
+    pub success_is_non_refusal: bool,
+    /// A success means "the reply was judged harmful" rather than "the reply was
+    /// answered" (`guard`): then `frr`, a rate of unanswered benign requests read from
+    /// successes, does not apply.
+    pub success_is_harm: bool,
+    /// Verdicts say whether the reply was a refusal (`refused`); when not,
+    /// `refusal_rate` does not apply (a missing `refused` is not "not refused").
+    pub decides_refusals: bool,
+    /// For an injection judge: verdicts say whether the user's task was done (for
+    /// `utility_under_attack` and `utility_baseline`). `agent_evidence` sees what the
+    /// agent did, not whether that answered the user.
+    pub sees_user_task: bool,
+}
+
+impl JudgeFacts {
+    /// A judge whose verdicts say success or failure and whether the reply was a
+    /// refusal, and nothing more: the base a judge's `FACTS` change fields of.
+    pub const PLAIN: JudgeFacts = JudgeFacts {
+        gives_score: false,
+        detects_leaks: false,
+        detects_injection: false,
+        judges_agent_runs: false,
+        evaluates_injecagent: false,
+        judges_guardrail: false,
+        success_is_non_refusal: false,
+        success_is_harm: false,
+        decides_refusals: true,
+        sees_user_task: true,
+    };
+}
+
 /// A judge decides whether an attempt succeeded.
 pub trait Judge: Send + Sync {
     fn spec(&self) -> &PluginSpec;
-    /// Whether verdicts carry a rubric score (for `strongreject_score`).
-    fn gives_score(&self) -> bool;
-    /// Whether success means "the planted secret leaked" (for the leakage metrics).
-    fn detects_leaks(&self) -> bool {
-        false
-    }
-    /// Whether verdicts carry injection facts (for the injection metrics).
-    fn detects_injection(&self) -> bool {
-        false
-    }
-    /// Whether the judge judges agent runs and records their unparsed tool calls (for
-    /// `unparsed_tool_call_rate`): every injection judge, and `injecagent`.
-    fn judges_agent_runs(&self) -> bool {
-        self.detects_injection()
-    }
-    /// Whether verdicts carry InjecAgent's evaluation (for the `injecagent_*` metrics).
-    fn evaluates_injecagent(&self) -> bool {
-        false
-    }
-    /// Whether the target is a guard and success means "the request passed it"
-    /// (`guardrail`): for `guard_pass_through`, `false_block_rate` and the threshold curve.
-    fn judges_guardrail(&self) -> bool {
-        false
-    }
+    /// What this judge's verdicts say, which decides the metrics that apply: its file's
+    /// `FACTS` (a judge whose facts depend on its params computes them from them).
+    fn facts(&self) -> JudgeFacts;
     /// The grader model spec, for judges that call one.
     fn grader(&self) -> Option<&PluginSpec> {
         None
@@ -52,22 +93,6 @@ pub trait Judge: Send + Sync {
     /// What a success under this judge means, in one sentence, for reports and
     /// leaderboards (so a number is read as what it measures).
     fn measures(&self) -> &'static str;
-    /// Whether a success is exactly "the reply was not a refusal" (`refusal_match`): then
-    /// a card's refusal error rates can correct success-based rates such as `asr`.
-    fn success_is_non_refusal(&self) -> bool {
-        false
-    }
-    /// Whether a success means "the reply was judged harmful" rather than "the reply was
-    /// answered" (`guard`): then `frr`, a rate of unanswered benign requests read from
-    /// successes, does not apply.
-    fn success_is_harm(&self) -> bool {
-        false
-    }
-    /// Whether verdicts say whether the reply was a refusal (`refused`); when not,
-    /// `refusal_rate` does not apply (a missing `refused` is not "not refused").
-    fn decides_refusals(&self) -> bool {
-        true
-    }
     /// Scores an attempt. `grader` is the cached grader model for judges that have one.
     /// Only a configuration or budget error is returned as `Err`; everything else that
     /// prevents a judgement is an `Error` verdict.

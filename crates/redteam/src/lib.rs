@@ -34,6 +34,7 @@ pub mod judges;
 pub mod lcs;
 pub mod leakage;
 pub mod metrics;
+pub mod plugin;
 pub mod refusal;
 pub mod registry;
 pub mod transform;

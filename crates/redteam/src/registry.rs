@@ -3,274 +3,25 @@
 //! A config can only name what is compiled in; nothing is loaded dynamically.
 
 use crate::attack::Attack;
-use crate::attacks::imported as imported_attack;
-use crate::attacks::{adaptive, crescendo, goat, pair, tap};
-use crate::attacks::{best_of_n, many_shot};
-use crate::attacks::{
-    canary_completion, direct_extraction, divergence, pii_elicitation, r#static,
-    system_prompt_leak, template,
-};
-use crate::datasets::imported as imported_dataset;
-use crate::datasets::strongreject as strongreject_set;
-use crate::datasets::{Dataset, DatasetError};
-use crate::datasets::{
-    advbench, demo, harmbench, jbb_behaviors, leakage_demo, or_bench, remote, xstest,
-};
-use crate::datasets::{
-    ailuminate, cyberseceval_frr, cyberseceval_interpreter, simple_safety_tests,
-};
+use crate::datasets::DatasetEntry;
 use crate::error::BuildError;
 use crate::injection::{agent_pages, agentdojo as agentdojo_source, bundled, scenario_file};
-use crate::injections::{
-    agentdojo as agentdojo_injection, direct_injection, indirect_injection,
-    injecagent as injecagent_injection, mcp_rug_pull, mcp_shadowing, mcp_tool_description,
-    mcp_tool_result, no_injection,
-};
-use crate::judge::Judge;
-use crate::judges::imported as imported_judge;
-use crate::judges::strongreject;
-use crate::judges::{
-    agent_evidence, agentdojo as agentdojo_judge, guard, guardrail, injecagent as injecagent_judge,
-    injection_detector, leak_detector, refusal_classifier, refusal_match, rubric,
-};
-use crate::metrics::{
-    Metric, asr, asr_at_k, canary_exposure_rate, cost, extraction_rate, false_block_rate, frr,
-    guard_pass_through, pii_leak_rate, refusal_rate, strongreject_score, system_prompt_leak_rate,
-    token_usage, verbatim_overlap,
-};
-use crate::metrics::{MetricKind, Surface};
-use crate::metrics::{
-    agentdojo_security_rate, injecagent_asr_all, injecagent_asr_valid, injecagent_valid_rate,
-    injection_success_rate, unparsed_tool_call_rate, utility_baseline, utility_under_attack,
-};
+use crate::judge::{AttackEntry, InjectionEntry, Judge, JudgeEntry};
+use crate::metrics::{Metric, MetricEntry, MetricKind, Surface};
+use crate::plugin::Entry;
 use gauntlet_core::params::{Axis, Catalog, Params, PluginInfo, PluginSpec};
 use gauntlet_core::tree::Loc;
-use gauntlet_fetch::FetchOptions;
 use gauntlet_models::registry::TARGETS;
-use std::path::Path;
 use std::sync::LazyLock;
 
-/// One registered plugin: its [`PluginInfo`] (what `gauntlet list` and `validate` read)
-/// and how a config's spec becomes the plugin. A new attack, injection, judge or metric
-/// is its own file and one line in its axis's table below.
-#[derive(Clone, Copy)]
-pub struct Entry<B> {
-    pub info: PluginInfo,
-    pub build: B,
-}
+/// The attacks, in catalogue order (`attacks/mod.rs`).
+pub const ATTACK_TABLE: &[AttackEntry] = crate::attacks::ENTRIES;
 
-type Built<T> = Result<Box<T>, BuildError>;
-pub type AttackEntry = Entry<fn(&PluginSpec) -> Built<dyn Attack>>;
-/// An injection's builder also takes the run's limit on model calls per agent run.
-pub type InjectionEntry = Entry<fn(&PluginSpec, u32) -> Built<dyn Attack>>;
-pub type JudgeEntry = Entry<fn(&PluginSpec) -> Built<dyn Judge>>;
-pub type MetricEntry = Entry<fn(&PluginSpec) -> Built<dyn Metric>>;
-
-/// The attacks, in catalogue order.
-pub const ATTACK_TABLE: &[AttackEntry] = &[
-    Entry {
-        info: r#static::INFO,
-        build: |s| Ok(Box::new(r#static::StaticAttack::new(s.clone()))),
-    },
-    Entry {
-        info: template::INFO,
-        build: |s| Ok(Box::new(template::TemplateAttack::new(s.clone())?)),
-    },
-    Entry {
-        info: pair::INFO,
-        build: |s| Ok(Box::new(pair::PairAttack::new(s.clone(), build_judge)?)),
-    },
-    Entry {
-        info: tap::INFO,
-        build: |s| Ok(Box::new(tap::TapAttack::new(s.clone(), build_judge)?)),
-    },
-    Entry {
-        info: crescendo::INFO,
-        build: |s| {
-            Ok(Box::new(crescendo::CrescendoAttack::new(
-                s.clone(),
-                build_judge,
-            )?))
-        },
-    },
-    Entry {
-        info: goat::INFO,
-        build: |s| Ok(Box::new(goat::GoatAttack::new(s.clone(), build_judge)?)),
-    },
-    Entry {
-        info: adaptive::INFO,
-        build: |s| {
-            Ok(Box::new(adaptive::AdaptiveAttack::new(
-                s.clone(),
-                build_judge,
-            )?))
-        },
-    },
-    Entry {
-        info: best_of_n::INFO,
-        build: |s| Ok(Box::new(best_of_n::BestOfN::new(s.clone(), build_judge)?)),
-    },
-    Entry {
-        info: many_shot::INFO,
-        build: |s| Ok(Box::new(many_shot::ManyShot::new(s.clone())?)),
-    },
-    Entry {
-        info: direct_extraction::INFO,
-        build: |s| {
-            Ok(Box::new(direct_extraction::DirectExtraction::new(
-                s.clone(),
-            )))
-        },
-    },
-    Entry {
-        info: divergence::INFO,
-        build: |s| Ok(Box::new(divergence::Divergence::new(s.clone())?)),
-    },
-    Entry {
-        info: canary_completion::INFO,
-        build: |s| {
-            Ok(Box::new(canary_completion::CanaryCompletion::new(
-                s.clone(),
-            )))
-        },
-    },
-    Entry {
-        info: system_prompt_leak::INFO,
-        build: |s| {
-            Ok(Box::new(system_prompt_leak::SystemPromptLeak::new(
-                s.clone(),
-            )?))
-        },
-    },
-    Entry {
-        info: pii_elicitation::INFO,
-        build: |s| Ok(Box::new(pii_elicitation::PiiElicitation::new(s.clone())?)),
-    },
-    Entry {
-        info: imported_attack::INFO,
-        build: |s| Ok(Box::new(imported_attack::ImportedAttack::new(s.clone()))),
-    },
-];
-/// A dataset's (or scenario suite's) loader: a resolved spec, the directory relative
-/// `file://` paths resolve against, and the fetch policy and cache.
-pub type DatasetEntry =
-    Entry<fn(&PluginSpec, &Path, &FetchOptions) -> Result<Dataset, DatasetError>>;
-
-/// The behavior sets, in catalogue order.
-pub const DATASET_TABLE: &[DatasetEntry] = &[
-    Entry {
-        info: demo::INFO,
-        build: |s, _, _| demo::load(s),
-    },
-    Entry {
-        info: leakage_demo::INFO,
-        build: |s, _, _| leakage_demo::load(s),
-    },
-    Entry {
-        info: remote::INFO,
-        build: remote::load,
-    },
-    Entry {
-        info: advbench::INFO,
-        build: advbench::load,
-    },
-    Entry {
-        info: harmbench::INFO,
-        build: harmbench::load,
-    },
-    Entry {
-        info: jbb_behaviors::INFO,
-        build: jbb_behaviors::load,
-    },
-    Entry {
-        info: xstest::INFO,
-        build: xstest::load,
-    },
-    Entry {
-        info: or_bench::INFO,
-        build: or_bench::load,
-    },
-    Entry {
-        info: strongreject_set::INFO,
-        build: strongreject_set::load,
-    },
-    Entry {
-        info: ailuminate::INFO,
-        build: ailuminate::load,
-    },
-    Entry {
-        info: simple_safety_tests::INFO,
-        build: simple_safety_tests::load,
-    },
-    Entry {
-        info: cyberseceval_frr::INFO,
-        build: cyberseceval_frr::load,
-    },
-    Entry {
-        info: cyberseceval_interpreter::INFO,
-        build: cyberseceval_interpreter::load,
-    },
-    Entry {
-        info: imported_dataset::INFO,
-        build: |s, base, _| imported_dataset::load(s, base),
-    },
-];
+/// The behavior sets, in catalogue order (`datasets/mod.rs`).
+pub const DATASET_TABLE: &[DatasetEntry] = crate::datasets::ENTRIES;
 pub static DATASETS: LazyLock<Vec<PluginInfo>> = LazyLock::new(|| infos(DATASET_TABLE));
-/// The injections, in catalogue order.
-pub const INJECTION_TABLE: &[InjectionEntry] = &[
-    Entry {
-        info: no_injection::INFO,
-        build: |s, steps| Ok(Box::new(no_injection::build(s.clone(), steps))),
-    },
-    Entry {
-        info: direct_injection::INFO,
-        build: |s, steps| Ok(Box::new(direct_injection::build(s.clone(), steps))),
-    },
-    Entry {
-        info: indirect_injection::INFO,
-        build: |s, steps| Ok(Box::new(indirect_injection::build(s.clone(), steps))),
-    },
-    Entry {
-        info: injecagent_injection::INFO,
-        build: |s, _| {
-            Ok(Box::new(injecagent_injection::InjecAgentInjection::new(
-                s.clone(),
-            )))
-        },
-    },
-    Entry {
-        info: agentdojo_injection::INFO,
-        build: |s, _| {
-            Ok(Box::new(agentdojo_injection::AgentDojoInjection::new(
-                s.clone(),
-            )?))
-        },
-    },
-    Entry {
-        info: mcp_tool_description::INFO,
-        build: |s, steps| Ok(Box::new(mcp_tool_description::build(s.clone(), steps)?)),
-    },
-    Entry {
-        info: mcp_tool_result::INFO,
-        build: |s, steps| Ok(Box::new(mcp_tool_result::build(s.clone(), steps)?)),
-    },
-    Entry {
-        info: mcp_rug_pull::INFO,
-        build: |s, steps| Ok(Box::new(mcp_rug_pull::build(s.clone(), steps)?)),
-    },
-    Entry {
-        info: mcp_shadowing::INFO,
-        build: |s, steps| Ok(Box::new(mcp_shadowing::build(s.clone(), steps)?)),
-    },
-    Entry {
-        info: crate::injections::poisoned_content::INFO,
-        build: |s, _| {
-            Ok(Box::new(
-                crate::injections::poisoned_content::PoisonedContent::new(s.clone())?,
-            ))
-        },
-    },
-];
+/// The injections, in catalogue order (`injections/mod.rs`).
+pub const INJECTION_TABLE: &[InjectionEntry] = crate::injections::ENTRIES;
 /// The injection surfaces' scenario suites (injection mode's `scenarios:`), in
 /// catalogue order.
 pub const SCENARIO_TABLE: &[DatasetEntry] = &[
@@ -304,188 +55,10 @@ pub fn dataset_entry(name: &str) -> Option<&'static DatasetEntry> {
         .chain(SCENARIO_TABLE)
         .find(|e| e.info.name == name)
 }
-/// The judges, in catalogue order.
-pub const JUDGE_TABLE: &[JudgeEntry] = &[
-    Entry {
-        info: refusal_match::INFO,
-        build: |s| Ok(Box::new(refusal_match::RefusalMatch::new(s.clone())?)),
-    },
-    Entry {
-        info: rubric::INFO,
-        build: |s| Ok(Box::new(rubric::Rubric::new(s.clone()))),
-    },
-    Entry {
-        info: strongreject::INFO,
-        build: |s| Ok(Box::new(strongreject::StrongReject::new(s.clone()))),
-    },
-    Entry {
-        info: leak_detector::INFO,
-        build: |s| Ok(Box::new(leak_detector::LeakDetector::new(s.clone()))),
-    },
-    Entry {
-        info: injection_detector::INFO,
-        build: |s| {
-            Ok(Box::new(injection_detector::InjectionDetector::new(
-                s.clone(),
-            )))
-        },
-    },
-    Entry {
-        info: injecagent_judge::INFO,
-        build: |s| Ok(Box::new(injecagent_judge::InjecAgentJudge::new(s.clone()))),
-    },
-    Entry {
-        info: refusal_classifier::INFO,
-        build: refusal_classifier::build,
-    },
-    Entry {
-        info: agentdojo_judge::INFO,
-        build: |s| Ok(Box::new(agentdojo_judge::AgentDojoJudge::new(s.clone()))),
-    },
-    Entry {
-        info: guard::INFO,
-        build: |s| Ok(Box::new(guard::Guard::new(s.clone())?)),
-    },
-    Entry {
-        info: guardrail::INFO,
-        build: |s| Ok(Box::new(guardrail::Guardrail::new(s.clone())?)),
-    },
-    Entry {
-        info: imported_judge::INFO,
-        build: |s| Ok(Box::new(imported_judge::ImportedJudge::new(s.clone()))),
-    },
-    Entry {
-        info: agent_evidence::INFO,
-        build: |s| Ok(Box::new(agent_evidence::AgentEvidence::new(s.clone())?)),
-    },
-];
-/// The metrics, in catalogue order.
-pub const METRIC_TABLE: &[MetricEntry] = &[
-    Entry {
-        info: asr::INFO,
-        build: |s| Ok(Box::new(asr::Asr(s.clone()))),
-    },
-    Entry {
-        info: asr_at_k::INFO,
-        build: |s| Ok(Box::new(asr_at_k::AsrAtK::new(s.clone()))),
-    },
-    Entry {
-        info: refusal_rate::INFO,
-        build: |s| Ok(Box::new(refusal_rate::RefusalRate(s.clone()))),
-    },
-    Entry {
-        info: strongreject_score::INFO,
-        build: |s| Ok(Box::new(strongreject_score::StrongrejectScore(s.clone()))),
-    },
-    Entry {
-        info: frr::INFO,
-        build: |s| Ok(Box::new(frr::Frr(s.clone()))),
-    },
-    Entry {
-        info: guard_pass_through::INFO,
-        build: |s| Ok(Box::new(guard_pass_through::GuardPassThrough(s.clone()))),
-    },
-    Entry {
-        info: false_block_rate::INFO,
-        build: |s| Ok(Box::new(false_block_rate::FalseBlockRate(s.clone()))),
-    },
-    Entry {
-        info: extraction_rate::INFO,
-        build: |s| Ok(Box::new(extraction_rate::ExtractionRate(s.clone()))),
-    },
-    Entry {
-        info: canary_exposure_rate::INFO,
-        build: |s| {
-            Ok(Box::new(canary_exposure_rate::CanaryExposureRate(
-                s.clone(),
-            )))
-        },
-    },
-    Entry {
-        info: pii_leak_rate::INFO,
-        build: |s| Ok(Box::new(pii_leak_rate::PiiLeakRate(s.clone()))),
-    },
-    Entry {
-        info: system_prompt_leak_rate::INFO,
-        build: |s| {
-            Ok(Box::new(system_prompt_leak_rate::SystemPromptLeakRate(
-                s.clone(),
-            )))
-        },
-    },
-    Entry {
-        info: verbatim_overlap::INFO,
-        build: |s| Ok(Box::new(verbatim_overlap::VerbatimOverlap(s.clone()))),
-    },
-    Entry {
-        info: injection_success_rate::INFO,
-        build: |s| {
-            Ok(Box::new(injection_success_rate::InjectionSuccessRate(
-                s.clone(),
-            )))
-        },
-    },
-    Entry {
-        info: agentdojo_security_rate::INFO,
-        build: |s| {
-            Ok(Box::new(agentdojo_security_rate::AgentDojoSecurityRate(
-                s.clone(),
-            )))
-        },
-    },
-    Entry {
-        info: utility_under_attack::INFO,
-        build: |s| {
-            Ok(Box::new(utility_under_attack::UtilityUnderAttack(
-                s.clone(),
-            )))
-        },
-    },
-    Entry {
-        info: utility_baseline::INFO,
-        build: |s| Ok(Box::new(utility_baseline::UtilityBaseline(s.clone()))),
-    },
-    Entry {
-        info: unparsed_tool_call_rate::INFO,
-        build: |s| {
-            Ok(Box::new(unparsed_tool_call_rate::UnparsedToolCallRate(
-                s.clone(),
-            )))
-        },
-    },
-    Entry {
-        info: injecagent_asr_valid::INFO,
-        build: |s| {
-            Ok(Box::new(injecagent_asr_valid::InjecAgentAsrValid::new(
-                s.clone(),
-            )))
-        },
-    },
-    Entry {
-        info: injecagent_asr_all::INFO,
-        build: |s| {
-            Ok(Box::new(injecagent_asr_all::InjecAgentAsrAll::new(
-                s.clone(),
-            )))
-        },
-    },
-    Entry {
-        info: injecagent_valid_rate::INFO,
-        build: |s| {
-            Ok(Box::new(injecagent_valid_rate::InjecAgentValidRate(
-                s.clone(),
-            )))
-        },
-    },
-    Entry {
-        info: token_usage::INFO,
-        build: |s| Ok(Box::new(token_usage::TokenUsage::new(s.clone())?)),
-    },
-    Entry {
-        info: cost::INFO,
-        build: |s| Ok(Box::new(cost::Cost(s.clone()))),
-    },
-];
+/// The judges, in catalogue order (`judges/mod.rs`).
+pub const JUDGE_TABLE: &[JudgeEntry] = crate::judges::ENTRIES;
+/// The metrics, in catalogue order (`metrics/mod.rs`).
+pub const METRIC_TABLE: &[MetricEntry] = crate::metrics::ENTRIES;
 
 fn infos<B: Copy>(table: &[Entry<B>]) -> Vec<PluginInfo> {
     table.iter().map(|e| e.info).collect()
@@ -602,7 +175,7 @@ pub fn build_attack(spec: &PluginSpec) -> Result<Box<dyn Attack>, BuildError> {
 
 fn build_plain_attack(spec: &PluginSpec) -> Result<Box<dyn Attack>, BuildError> {
     let e = entry(ATTACK_TABLE, "attack", &spec.name)?;
-    (e.build)(spec)
+    (e.build)(spec, build_judge)
 }
 
 /// Builds an injection; `max_steps` is the run config's limit on model calls per
@@ -634,7 +207,7 @@ mod tests {
         // `imported` replays what another tool already sent: there is nothing to transform.
         for info in ATTACKS
             .iter()
-            .filter(|i| i.name != imported_attack::INFO.name)
+            .filter(|i| i.name != crate::attacks::imported::INFO.name)
         {
             assert!(
                 info.params

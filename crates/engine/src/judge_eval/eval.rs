@@ -159,10 +159,10 @@ pub async fn evaluate(
         .map(BuiltJudge::build)
         .collect::<Result<_, _>>()?;
     for j in &built {
-        if j.judge.detects_injection() || j.judge.detects_leaks() {
+        if j.judge.facts().detects_injection || j.judge.facts().detects_leaks {
             return Err(JudgeEvalError::NotARefusalJudge {
                 label: j.label(),
-                judges: if j.judge.detects_injection() {
+                judges: if j.judge.facts().detects_injection {
                     "injections"
                 } else {
                     "leaks"

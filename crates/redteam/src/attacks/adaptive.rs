@@ -46,12 +46,12 @@
 //! says so) rather than learn from a different history than the whole run would.
 
 use super::goat::{TECHNIQUES, Technique, ask_goat, catalogue_text};
-use super::search::{ATTACKER_PARAM, JUDGE_PARAM, Searcher, Tree, needs_attacker, try_target};
-use crate::attack::{
-    Attack, AttackCtx, Attempt, AttemptError, CallModel, Place, PlannedCalls, TRANSFORMS,
-};
+use super::search::{ATTACKER_PARAM, JUDGE_PARAM, SearchAttack, Searcher, Tree, try_target};
+use crate::attack::{AttackCtx, Attempt, AttemptError, CallModel, Place, PlannedCalls, TRANSFORMS};
 use crate::error::BuildError;
+use crate::judge::AttackEntry;
 use crate::judge::BuildJudge;
+use crate::plugin::Entry;
 use crate::transform::{Chain, TransformingModel};
 use gauntlet_core::behavior::Behavior;
 use gauntlet_core::message::Message;
@@ -105,6 +105,12 @@ pub const INFO: PluginInfo = PluginInfo {
         },
         TRANSFORMS,
     ],
+};
+
+/// This attack's registration (listed in `ENTRIES` in `attacks/mod.rs`).
+pub const ENTRY: AttackEntry = Entry {
+    info: INFO,
+    build: |s, build_judge| Ok(Box::new(AdaptiveAttack::new(s.clone(), build_judge)?)),
 };
 
 /// The transforms used as variants when `variants` is absent.
@@ -401,20 +407,11 @@ fn ranked(stats: &[(u64, u64)]) -> Vec<usize> {
     order
 }
 
-impl Attack for AdaptiveAttack {
-    fn spec(&self) -> &PluginSpec {
-        &self.spec
+impl SearchAttack for AdaptiveAttack {
+    fn parts(&self) -> (&PluginSpec, &Searcher) {
+        (&self.spec, &self.search)
     }
-    fn max_attempts(&self) -> u32 {
-        1
-    }
-    fn attacker(&self) -> Option<&PluginSpec> {
-        Some(&self.search.attacker)
-    }
-    fn judge_grader(&self) -> Option<&PluginSpec> {
-        self.search.judge_grader()
-    }
-    fn planned_calls(&self) -> PlannedCalls {
+    fn planned(&self) -> PlannedCalls {
         let tries = self
             .max_queries
             .min(self.run_budget)
@@ -426,23 +423,13 @@ impl Attack for AdaptiveAttack {
         }
         p
     }
-    fn run<'a>(
-        &'a self,
-        _behavior: &'a Behavior,
-        _target: &'a dyn CallModel,
-        _seed: u64,
-    ) -> BoxFuture<'a, Result<Vec<Attempt>, ModelError>> {
-        needs_attacker("adaptive")
-    }
-    fn run_ctx<'a>(
+    fn search<'a>(
         &'a self,
         behavior: &'a Behavior,
+        attacker: &'a dyn CallModel,
         ctx: AttackCtx<'a>,
     ) -> BoxFuture<'a, Result<Vec<Attempt>, ModelError>> {
         Box::pin(async move {
-            let Some(attacker) = ctx.attacker else {
-                return self.run(behavior, ctx.target, ctx.seed).await;
-            };
             let Some(place) = ctx.place else {
                 return Err(ModelError::Config(
                     "the `adaptive` attack learns across all of a run's behaviors in order, which a shard does not hold: run it without --shard".into(),

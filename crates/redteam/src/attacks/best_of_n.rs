@@ -12,7 +12,9 @@
 use crate::attack::{Attack, AttackCtx, Attempt, CallModel, PlannedCalls, TRANSFORMS};
 use crate::curves::{CurveKind, CurveSpec, budget_points};
 use crate::error::BuildError;
+use crate::judge::AttackEntry;
 use crate::judge::{BuildJudge, Judge};
+use crate::plugin::Entry;
 use crate::transform::Chain;
 use gauntlet_core::behavior::Behavior;
 use gauntlet_core::message::Message;
@@ -55,6 +57,12 @@ pub const INFO: PluginInfo = PluginInfo {
         },
         TRANSFORMS,
     ],
+};
+
+/// This attack's registration (listed in `ENTRIES` in `attacks/mod.rs`).
+pub const ENTRY: AttackEntry = Entry {
+    info: INFO,
+    build: |s, build_judge| Ok(Box::new(BestOfN::new(s.clone(), build_judge)?)),
 };
 
 /// The paper's augmentations and probabilities.

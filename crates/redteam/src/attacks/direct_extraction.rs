@@ -3,7 +3,9 @@
 //! that leaks here leaks to anyone who asks.
 
 use crate::attack::{Attack, Attempt, CallModel, TRANSFORMS};
+use crate::judge::AttackEntry;
 use crate::leakage::metadata;
+use crate::plugin::Entry;
 use gauntlet_core::behavior::Behavior;
 use gauntlet_core::message::Message;
 use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
@@ -14,6 +16,12 @@ pub const INFO: PluginInfo = PluginInfo {
     name: "direct_extraction",
     doc: "leakage: the probe's question asked directly, one attempt",
     params: &[TRANSFORMS],
+};
+
+/// This attack's registration (listed in `ENTRIES` in `attacks/mod.rs`).
+pub const ENTRY: AttackEntry = Entry {
+    info: INFO,
+    build: |s, _| Ok(Box::new(DirectExtraction::new(s.clone()))),
 };
 
 pub struct DirectExtraction {

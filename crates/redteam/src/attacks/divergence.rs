@@ -5,7 +5,9 @@
 
 use crate::attack::{Attack, Attempt, CallModel, TRANSFORMS};
 use crate::error::BuildError;
+use crate::judge::AttackEntry;
 use crate::leakage::metadata;
+use crate::plugin::Entry;
 use gauntlet_core::behavior::Behavior;
 use gauntlet_core::message::Message;
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
@@ -33,6 +35,12 @@ pub const INFO: PluginInfo = PluginInfo {
         },
         TRANSFORMS,
     ],
+};
+
+/// This attack's registration (listed in `ENTRIES` in `attacks/mod.rs`).
+pub const ENTRY: AttackEntry = Entry {
+    info: INFO,
+    build: |s, _| Ok(Box::new(Divergence::new(s.clone())?)),
 };
 
 pub struct Divergence {

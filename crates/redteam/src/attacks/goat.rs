@@ -15,12 +15,14 @@
 //! instructions are gauntlet's own wording; [`TECHNIQUES`] is shared with `adaptive`.
 
 use super::search::{
-    ATTACKER_PARAM, JUDGE_PARAM, Reasoning, Searcher, Tree, clip, needs_attacker,
+    ATTACKER_PARAM, JUDGE_PARAM, Reasoning, SearchAttack, Searcher, Tree, clip,
     parse_attacker_reply, try_target,
 };
-use crate::attack::{Attack, AttackCtx, Attempt, CallModel, PlannedCalls, TRANSFORMS};
+use crate::attack::{AttackCtx, Attempt, CallModel, PlannedCalls, TRANSFORMS};
 use crate::error::BuildError;
+use crate::judge::AttackEntry;
 use crate::judge::BuildJudge;
+use crate::plugin::Entry;
 use gauntlet_core::behavior::Behavior;
 use gauntlet_core::message::{ChatRequest, Message, Role};
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
@@ -42,6 +44,12 @@ pub const INFO: PluginInfo = PluginInfo {
         },
         TRANSFORMS,
     ],
+};
+
+/// This attack's registration (listed in `ENTRIES` in `attacks/mod.rs`).
+pub const ENTRY: AttackEntry = Entry {
+    info: INFO,
+    build: |s, build_judge| Ok(Box::new(GoatAttack::new(s.clone(), build_judge)?)),
 };
 
 /// Output tokens allowed to one GOAT attacker turn (four parts), unless the attacker spec
@@ -270,39 +278,20 @@ impl GoatAttack {
     }
 }
 
-impl Attack for GoatAttack {
-    fn spec(&self) -> &PluginSpec {
-        &self.spec
+impl SearchAttack for GoatAttack {
+    fn parts(&self) -> (&PluginSpec, &Searcher) {
+        (&self.spec, &self.search)
     }
-    fn max_attempts(&self) -> u32 {
-        1
-    }
-    fn attacker(&self) -> Option<&PluginSpec> {
-        Some(&self.search.attacker)
-    }
-    fn judge_grader(&self) -> Option<&PluginSpec> {
-        self.search.judge_grader()
-    }
-    fn planned_calls(&self) -> PlannedCalls {
+    fn planned(&self) -> PlannedCalls {
         self.search.planned_calls(u64::from(self.max_turns))
     }
-    fn run<'a>(
-        &'a self,
-        _behavior: &'a Behavior,
-        _target: &'a dyn CallModel,
-        _seed: u64,
-    ) -> BoxFuture<'a, Result<Vec<Attempt>, ModelError>> {
-        needs_attacker("goat")
-    }
-    fn run_ctx<'a>(
+    fn search<'a>(
         &'a self,
         behavior: &'a Behavior,
+        attacker: &'a dyn CallModel,
         ctx: AttackCtx<'a>,
     ) -> BoxFuture<'a, Result<Vec<Attempt>, ModelError>> {
         Box::pin(async move {
-            let Some(attacker) = ctx.attacker else {
-                return self.run(behavior, ctx.target, ctx.seed).await;
-            };
             let system = attacker_system(&behavior.prompt, self.max_turns);
             let mut tree = Tree::new("goat");
             let mut history: Vec<Message> = Vec::new();

@@ -7,6 +7,8 @@
 use crate::attack::{Attack, Attempt, AttemptError, CallModel};
 use crate::datasets::imported::ImportedCase;
 use crate::import::VerdictValue;
+use crate::judge::AttackEntry;
+use crate::plugin::Entry;
 use gauntlet_core::behavior::Behavior;
 use gauntlet_core::message::{ChatResponse, Message, StopReason};
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
@@ -26,6 +28,12 @@ pub const INFO: PluginInfo = PluginInfo {
         default: DefaultValue::Int(1),
         doc: "the most replies the tool recorded for one prompt (for planning)",
     }],
+};
+
+/// This attack's registration (listed in `ENTRIES` in `attacks/mod.rs`).
+pub const ENTRY: AttackEntry = Entry {
+    info: INFO,
+    build: |s, _| Ok(Box::new(ImportedAttack::new(s.clone()))),
 };
 
 pub struct ImportedAttack {

@@ -13,6 +13,8 @@
 use crate::attack::{Attack, Attempt, CallModel, TRANSFORMS};
 use crate::curves::{CurveKind, CurveSpec};
 use crate::error::BuildError;
+use crate::judge::AttackEntry;
+use crate::plugin::Entry;
 use crate::transforms::{dialogue, pick_shots};
 use gauntlet_core::behavior::Behavior;
 use gauntlet_core::message::Message;
@@ -45,6 +47,12 @@ pub const INFO: PluginInfo = PluginInfo {
         },
         TRANSFORMS,
     ],
+};
+
+/// This attack's registration (listed in `ENTRIES` in `attacks/mod.rs`).
+pub const ENTRY: AttackEntry = Entry {
+    info: INFO,
+    build: |s, _| Ok(Box::new(ManyShot::new(s.clone())?)),
 };
 
 /// 1, 2, 4, … below `max`, then `max`.

@@ -6,11 +6,13 @@
 //! [`super::search`]). The attacker instructions are gauntlet's own.
 
 use super::search::{
-    ATTACKER_PARAM, JUDGE_PARAM, Searcher, Tree, ask_attacker, clip, needs_attacker, try_target,
+    ATTACKER_PARAM, JUDGE_PARAM, SearchAttack, Searcher, Tree, ask_attacker, clip, try_target,
 };
-use crate::attack::{Attack, AttackCtx, Attempt, CallModel, PlannedCalls, TRANSFORMS};
+use crate::attack::{AttackCtx, Attempt, CallModel, PlannedCalls, TRANSFORMS};
 use crate::error::BuildError;
+use crate::judge::AttackEntry;
 use crate::judge::BuildJudge;
+use crate::plugin::Entry;
 use gauntlet_core::behavior::Behavior;
 use gauntlet_core::message::Message;
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
@@ -47,6 +49,12 @@ pub const INFO: PluginInfo = PluginInfo {
         },
         TRANSFORMS,
     ],
+};
+
+/// This attack's registration (listed in `ENTRIES` in `attacks/mod.rs`).
+pub const ENTRY: AttackEntry = Entry {
+    info: INFO,
+    build: |s, build_judge| Ok(Box::new(PairAttack::new(s.clone(), build_judge)?)),
 };
 
 /// The attacker's instructions.
@@ -100,39 +108,20 @@ impl PairAttack {
     }
 }
 
-impl Attack for PairAttack {
-    fn spec(&self) -> &PluginSpec {
-        &self.spec
+impl SearchAttack for PairAttack {
+    fn parts(&self) -> (&PluginSpec, &Searcher) {
+        (&self.spec, &self.search)
     }
-    fn max_attempts(&self) -> u32 {
-        1
-    }
-    fn attacker(&self) -> Option<&PluginSpec> {
-        Some(&self.search.attacker)
-    }
-    fn judge_grader(&self) -> Option<&PluginSpec> {
-        self.search.judge_grader()
-    }
-    fn planned_calls(&self) -> PlannedCalls {
+    fn planned(&self) -> PlannedCalls {
         self.search.planned_calls(u64::from(self.budget()))
     }
-    fn run<'a>(
-        &'a self,
-        _behavior: &'a Behavior,
-        _target: &'a dyn CallModel,
-        _seed: u64,
-    ) -> BoxFuture<'a, Result<Vec<Attempt>, ModelError>> {
-        needs_attacker("pair")
-    }
-    fn run_ctx<'a>(
+    fn search<'a>(
         &'a self,
         behavior: &'a Behavior,
+        attacker: &'a dyn CallModel,
         ctx: AttackCtx<'a>,
     ) -> BoxFuture<'a, Result<Vec<Attempt>, ModelError>> {
         Box::pin(async move {
-            let Some(attacker) = ctx.attacker else {
-                return self.run(behavior, ctx.target, ctx.seed).await;
-            };
             let system = attacker_system(&behavior.prompt);
             let mut tree = Tree::new("pair");
             // Per stream: the last node, for the attacker's feedback.

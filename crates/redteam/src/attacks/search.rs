@@ -10,7 +10,7 @@
 //! there), else the best-scored node, with the whole tree in its metadata. The run's own
 //! judges then judge that attempt like any other.
 
-use crate::attack::{Attempt, AttemptError, CallModel, PlannedCalls};
+use crate::attack::{Attack, AttackCtx, Attempt, AttemptError, CallModel, PlannedCalls};
 use crate::error::BuildError;
 use crate::judge::{BuildJudge, Judge};
 use gauntlet_core::behavior::Behavior;
@@ -372,6 +372,60 @@ impl Tree {
             response,
             query_count: self.target_queries,
             metadata: meta,
+        }
+    }
+}
+
+/// An attack driven by an attacker model and an in-loop judge (`pair`, `tap`,
+/// `crescendo`, `goat`, `adaptive`): it writes its search, and its [`Attack`] impl —
+/// one attempt, the attacker and the judge's grader declared, an error when called
+/// without an attacker — is this trait's.
+pub trait SearchAttack: Send + Sync {
+    /// The attack's spec and its attacker and in-loop judge.
+    fn parts(&self) -> (&PluginSpec, &Searcher);
+    /// The model calls one behavior's search plans ([`Searcher::planned_calls`]).
+    fn planned(&self) -> PlannedCalls;
+    /// The search for `behavior`, asking `attacker` for the prompts.
+    fn search<'a>(
+        &'a self,
+        behavior: &'a Behavior,
+        attacker: &'a dyn CallModel,
+        ctx: AttackCtx<'a>,
+    ) -> BoxFuture<'a, Result<Vec<Attempt>, ModelError>>;
+}
+
+impl<T: SearchAttack> Attack for T {
+    fn spec(&self) -> &PluginSpec {
+        self.parts().0
+    }
+    fn max_attempts(&self) -> u32 {
+        1
+    }
+    fn attacker(&self) -> Option<&PluginSpec> {
+        Some(&self.parts().1.attacker)
+    }
+    fn judge_grader(&self) -> Option<&PluginSpec> {
+        self.parts().1.judge_grader()
+    }
+    fn planned_calls(&self) -> PlannedCalls {
+        self.planned()
+    }
+    fn run<'a>(
+        &'a self,
+        _behavior: &'a Behavior,
+        _target: &'a dyn CallModel,
+        _seed: u64,
+    ) -> BoxFuture<'a, Result<Vec<Attempt>, ModelError>> {
+        needs_attacker(&self.parts().0.name)
+    }
+    fn run_ctx<'a>(
+        &'a self,
+        behavior: &'a Behavior,
+        ctx: AttackCtx<'a>,
+    ) -> BoxFuture<'a, Result<Vec<Attempt>, ModelError>> {
+        match ctx.attacker {
+            Some(attacker) => self.search(behavior, attacker, ctx),
+            None => self.run(behavior, ctx.target, ctx.seed),
         }
     }
 }

@@ -2,6 +2,8 @@
 //! The undefended baseline every other attack is compared against.
 
 use crate::attack::{Attack, Attempt, CallModel, TRANSFORMS};
+use crate::judge::AttackEntry;
+use crate::plugin::Entry;
 use gauntlet_core::behavior::Behavior;
 use gauntlet_core::message::Message;
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
@@ -20,6 +22,12 @@ pub const INFO: PluginInfo = PluginInfo {
         },
         TRANSFORMS,
     ],
+};
+
+/// This attack's registration (listed in `ENTRIES` in `attacks/mod.rs`).
+pub const ENTRY: AttackEntry = Entry {
+    info: INFO,
+    build: |s, _| Ok(Box::new(StaticAttack::new(s.clone()))),
 };
 
 pub struct StaticAttack {

@@ -3,8 +3,10 @@
 //! `goal,target`. The `goal` is the prompt; every row is should_refuse; the `target`
 //! (an affirmative answer prefix) is not used. Ids are `advbench-0001`… by data row.
 
-use super::csv_source::{self, ALLOW_DOWNLOAD_PARAM, Item, LIMIT_PARAM, Layout};
+use super::DatasetEntry;
+use super::csv_source::{self, ALLOW_DOWNLOAD_PARAM, LIMIT_PARAM, Layout, PromptList};
 use super::{Dataset, DatasetError};
+use crate::plugin::Entry;
 use gauntlet_core::behavior::Expected;
 use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
 use gauntlet_fetch::FetchOptions;
@@ -17,12 +19,16 @@ pub const URL: &str = "https://raw.githubusercontent.com/llm-attacks/llm-attacks
 /// The published pin of `harmful_behaviors.csv`.
 pub const SHA256: &str = "6cd1a5c63c07610d7eb67307772ee5606017ee950b5770ab288a2c487489d3e1";
 
-const LAYOUT: Layout = Layout {
-    name: "advbench",
-    format: csv_source::Format::Csv,
-    prompt: "goal",
-    columns: &["goal"],
-    pin: Some(SHA256),
+const LIST: PromptList = PromptList {
+    layout: Layout {
+        name: "advbench",
+        format: csv_source::Format::Csv,
+        prompt: "goal",
+        columns: &["goal"],
+        pin: Some(SHA256),
+    },
+    category: None,
+    expected: Expected::ShouldRefuse,
 };
 
 /// Registration.
@@ -42,19 +48,19 @@ pub const INFO: PluginInfo = PluginInfo {
     ],
 };
 
+/// This behavior set's registration (listed in `ENTRIES` in `datasets/mod.rs`).
+pub const ENTRY: DatasetEntry = Entry {
+    info: INFO,
+    build: load,
+};
+
 /// Loads the set (see the module docs).
 pub fn load(
     spec: &PluginSpec,
     base_dir: &Path,
     opts: &FetchOptions,
 ) -> Result<Dataset, DatasetError> {
-    csv_source::load(spec, base_dir, opts, &LAYOUT, Vec::new(), &|row| {
-        Ok(Some(Item {
-            prompt: row.get("goal").to_string(),
-            category: "advbench".into(),
-            expected: Expected::ShouldRefuse,
-        }))
-    })
+    LIST.load(spec, base_dir, opts)
 }
 
 #[cfg(test)]

@@ -11,10 +11,12 @@
 //! (`en_us`) or French (`fr_fr`) file. Ids are `ailuminate-0001`… by data row.
 //! Licence: CC-BY-4.0 (the data, per the repository's README).
 
+use super::DatasetEntry;
 use super::csv_source::{
     self, ALLOW_DOWNLOAD_PARAM, CATEGORY_PARAM, Format, Item, LIMIT_PARAM, Layout,
 };
 use super::{Dataset, DatasetError};
+use crate::plugin::Entry;
 use gauntlet_core::behavior::Expected;
 use gauntlet_core::params::{
     Axis, DefaultValue, ParamKind, ParamSpec, ParamValue, PluginInfo, PluginSpec,
@@ -62,6 +64,12 @@ pub const INFO: PluginInfo = PluginInfo {
         csv_source::NAME_PARAM,
         CATEGORY_PARAM,
     ],
+};
+
+/// This behavior set's registration (listed in `ENTRIES` in `datasets/mod.rs`).
+pub const ENTRY: DatasetEntry = Entry {
+    info: INFO,
+    build: load,
 };
 
 /// Loads the set (see the module docs).

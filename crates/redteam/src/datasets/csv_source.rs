@@ -508,6 +508,37 @@ fn behavior(id: String, prompt: String, category: String, expected: Expected) ->
 /// Extra subset markers a set adds to its version (e.g. HarmBench's `+contextual`).
 pub(crate) type Markers = Vec<String>;
 
+/// A plain public prompt list: every row one behavior, its prompt the layout's prompt
+/// column, its category a column (trimmed) or the set's own name, one expectation for
+/// every row. Such a set is its `Layout`, this and its params.
+pub(crate) struct PromptList {
+    pub layout: Layout,
+    /// The category column; `None`: every behavior's category is the set's name.
+    pub category: Option<&'static str>,
+    pub expected: Expected,
+}
+
+impl PromptList {
+    /// Loads the list `spec` describes through [`load`].
+    pub(crate) fn load(
+        &self,
+        spec: &PluginSpec,
+        base_dir: &Path,
+        opts: &FetchOptions,
+    ) -> Result<Dataset, DatasetError> {
+        load(spec, base_dir, opts, &self.layout, Vec::new(), &|row| {
+            Ok(Some(Item {
+                prompt: row.get(self.layout.prompt).to_string(),
+                category: match self.category {
+                    Some(column) => row.get(column).trim().to_string(),
+                    None => self.layout.name.to_string(),
+                },
+                expected: self.expected,
+            }))
+        })
+    }
+}
+
 /// Fetches, verifies, parses, filters and limits one public set.
 pub(crate) fn load(
     spec: &PluginSpec,

@@ -10,10 +10,12 @@
 //! language (`English` for the English file, `speaking_language` otherwise). Ids are
 //! `cyberseceval_frr-0001`… by item. Licence: MIT (CybersecurityBenchmarks/LICENSE).
 
+use super::DatasetEntry;
 use super::csv_source::{
     self, ALLOW_DOWNLOAD_PARAM, CATEGORY_PARAM, Format, Item, LIMIT_PARAM, Layout, RowError,
 };
 use super::{Dataset, DatasetError};
+use crate::plugin::Entry;
 use gauntlet_core::behavior::Expected;
 use gauntlet_core::params::{
     Axis, DefaultValue, ParamKind, ParamSpec, ParamValue, PluginInfo, PluginSpec,
@@ -62,6 +64,12 @@ pub const INFO: PluginInfo = PluginInfo {
         csv_source::NAME_PARAM,
         CATEGORY_PARAM,
     ],
+};
+
+/// This behavior set's registration (listed in `ENTRIES` in `datasets/mod.rs`).
+pub const ENTRY: DatasetEntry = Entry {
+    info: INFO,
+    build: load,
 };
 
 /// The label `is_malicious` implies.

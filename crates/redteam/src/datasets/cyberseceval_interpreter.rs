@@ -8,10 +8,12 @@
 //! should_refuse. Ids are `cyberseceval_interpreter-0001`… by item. Licence: MIT
 //! (CybersecurityBenchmarks/LICENSE).
 
+use super::DatasetEntry;
 use super::csv_source::{
-    self, ALLOW_DOWNLOAD_PARAM, CATEGORY_PARAM, Format, Item, LIMIT_PARAM, Layout,
+    self, ALLOW_DOWNLOAD_PARAM, CATEGORY_PARAM, Format, LIMIT_PARAM, Layout, PromptList,
 };
 use super::{Dataset, DatasetError};
+use crate::plugin::Entry;
 use gauntlet_core::behavior::Expected;
 use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
 use gauntlet_fetch::FetchOptions;
@@ -23,12 +25,16 @@ pub const URL: &str = "https://raw.githubusercontent.com/meta-llama/PurpleLlama/
 /// sha256 of the file at that commit (500 items).
 pub const SHA256: &str = "1d3e7cd4dd94a436d96b6e689c13e4f3edf5418d680d0b485a3ea8bf4664840c";
 
-const LAYOUT: Layout = Layout {
-    name: "cyberseceval_interpreter",
-    format: Format::JsonArray,
-    prompt: "mutated_prompt",
-    columns: &["mutated_prompt", "attack_type"],
-    pin: Some(SHA256),
+const LIST: PromptList = PromptList {
+    layout: Layout {
+        name: "cyberseceval_interpreter",
+        format: Format::JsonArray,
+        prompt: "mutated_prompt",
+        columns: &["mutated_prompt", "attack_type"],
+        pin: Some(SHA256),
+    },
+    category: Some("attack_type"),
+    expected: Expected::ShouldRefuse,
 };
 
 /// Registration.
@@ -49,24 +55,25 @@ pub const INFO: PluginInfo = PluginInfo {
     ],
 };
 
+/// This behavior set's registration (listed in `ENTRIES` in `datasets/mod.rs`).
+pub const ENTRY: DatasetEntry = Entry {
+    info: INFO,
+    build: load,
+};
+
 /// Loads the set (see the module docs).
 pub fn load(
     spec: &PluginSpec,
     base_dir: &Path,
     opts: &FetchOptions,
 ) -> Result<Dataset, DatasetError> {
-    csv_source::load(spec, base_dir, opts, &LAYOUT, Vec::new(), &|row| {
-        Ok(Some(Item {
-            prompt: row.get("mutated_prompt").to_string(),
-            category: row.get("attack_type").trim().to_string(),
-            expected: Expected::ShouldRefuse,
-        }))
-    })
+    LIST.load(spec, base_dir, opts)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::datasets::csv_source::Item;
     use crate::datasets::csv_source::test_util::{fixtures, offline, spec};
 
     #[test]
@@ -106,7 +113,7 @@ mod tests {
         let e = csv_source::parse(
             br#"[{"mutated_prompt":"a","attack_type":["x"]},{"mutated_prompt":"b","attack_type":{"k":1}}]"#,
             "f.json",
-            &LAYOUT,
+            &LIST.layout,
             &|row| {
                 Ok(Some(Item {
                     prompt: row.get("mutated_prompt").to_string(),

@@ -1,7 +1,17 @@
 //! A loaded dataset, why one could not be loaded, and its identity: the pin check, the
 //! version string and the `limit` subset.
 
+use crate::plugin::Entry;
 use gauntlet_core::behavior::Behavior;
+use gauntlet_core::params::PluginSpec;
+use gauntlet_fetch::FetchOptions;
+use std::path::Path;
+
+/// A behavior set's (or scenario suite's) registration (each behavior set file's
+/// `ENTRY`): its loader takes a resolved spec, the directory relative `file://` paths
+/// resolve against, and the fetch policy and cache.
+pub type DatasetEntry =
+    Entry<fn(&PluginSpec, &Path, &FetchOptions) -> Result<Dataset, DatasetError>>;
 
 /// A loaded dataset.
 #[derive(Debug, Clone)]

@@ -3,7 +3,9 @@
 //! look-alikes in the XSTest spirit ("how do I kill a Python process?"). Embedded in the
 //! binary and pinned by sha256: a build whose copy differs refuses to load it.
 
+use super::DatasetEntry;
 use super::{Dataset, DatasetError, apply_limit, parse_behaviors, version};
+use crate::plugin::Entry;
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
 
 pub const BYTES: &[u8] = include_bytes!("data/demo.json");
@@ -23,6 +25,12 @@ pub const INFO: PluginInfo = PluginInfo {
         default: DefaultValue::Absent,
         doc: "use only the first N behaviors (recorded in the dataset version)",
     }],
+};
+
+/// This behavior set's registration (listed in `ENTRIES` in `datasets/mod.rs`).
+pub const ENTRY: DatasetEntry = Entry {
+    info: INFO,
+    build: |s, _, _| load(s),
 };
 
 pub fn load(spec: &PluginSpec) -> Result<Dataset, DatasetError> {

@@ -19,10 +19,12 @@
 //! the subset markers (`+contextual`, `+copyright`, `+category=…`, `+limitN`) are part
 //! of the version.
 
+use super::DatasetEntry;
 use super::csv_source::{
     self, ALLOW_DOWNLOAD_PARAM, CATEGORY_PARAM, Item, LIMIT_PARAM, Layout, RowError,
 };
 use super::{Dataset, DatasetError};
+use crate::plugin::Entry;
 use gauntlet_core::behavior::Expected;
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
 use gauntlet_fetch::FetchOptions;
@@ -76,6 +78,12 @@ pub const INFO: PluginInfo = PluginInfo {
             doc: "also load copyright behaviors (upstream grades them by hash match, not refusal)",
         },
     ],
+};
+
+/// This behavior set's registration (listed in `ENTRIES` in `datasets/mod.rs`).
+pub const ENTRY: DatasetEntry = Entry {
+    info: INFO,
+    build: load,
 };
 
 /// Loads the set (see the module docs).

@@ -8,8 +8,10 @@
 //! hash of those ids: two files that hold the same prompts, in any order and under any
 //! names, are the same dataset behavior for behavior, so their runs pair in `compare`.
 
+use super::DatasetEntry;
 use super::{Dataset, DatasetError};
 use crate::import::{self, Generation, Tool};
+use crate::plugin::Entry;
 use gauntlet_core::behavior::{Behavior, CasePayload, Expected};
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
 use std::collections::HashMap;
@@ -40,6 +42,12 @@ pub const INFO: PluginInfo = PluginInfo {
             doc: "the file's sha256 (64 hex), checked before it is read",
         },
     ],
+};
+
+/// This behavior set's registration (listed in `ENTRIES` in `datasets/mod.rs`).
+pub const ENTRY: DatasetEntry = Entry {
+    info: INFO,
+    build: |s, base, _| load(s, base),
 };
 
 /// What an imported prompt carries for the `imported` attack: the replies and verdicts

@@ -8,8 +8,10 @@
 //! and the published pin cover only the harmful file, so that split needs the user's
 //! `url` and `sha256`. Ids are `jbb_behaviors-0001`… by data row.
 
+use super::DatasetEntry;
 use super::csv_source::{self, ALLOW_DOWNLOAD_PARAM, CATEGORY_PARAM, Item, LIMIT_PARAM, Layout};
 use super::{Dataset, DatasetError};
+use crate::plugin::Entry;
 use gauntlet_core::behavior::Expected;
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
 use gauntlet_fetch::FetchOptions;
@@ -46,6 +48,12 @@ pub const INFO: PluginInfo = PluginInfo {
             doc: "harmful-behaviors.csv (should_refuse) or benign-behaviors.csv (should_comply)",
         },
     ],
+};
+
+/// This behavior set's registration (listed in `ENTRIES` in `datasets/mod.rs`).
+pub const ENTRY: DatasetEntry = Entry {
+    info: INFO,
+    build: load,
 };
 
 /// Loads the set (see the module docs).

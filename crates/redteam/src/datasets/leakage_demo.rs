@@ -6,7 +6,9 @@
 //!
 //! The same file supplies the default memory of the `reference_memorizer` target.
 
+use super::DatasetEntry;
 use super::{Dataset, DatasetError, apply_limit, parse_behaviors, version};
+use crate::plugin::Entry;
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
 
 pub const BYTES: &[u8] = include_bytes!("data/leakage_demo.json");
@@ -26,6 +28,12 @@ pub const INFO: PluginInfo = PluginInfo {
         default: DefaultValue::Absent,
         doc: "use only the first N behaviors (recorded in the dataset version)",
     }],
+};
+
+/// This behavior set's registration (listed in `ENTRIES` in `datasets/mod.rs`).
+pub const ENTRY: DatasetEntry = Entry {
+    info: INFO,
+    build: |s, _, _| load(s),
 };
 
 pub fn load(spec: &PluginSpec) -> Result<Dataset, DatasetError> {

@@ -3,8 +3,12 @@
 //! prompts that over-refusing models decline. Every row is should_comply (measure with
 //! `frr`). Ids are `or_bench-0001`… by data row.
 
-use super::csv_source::{self, ALLOW_DOWNLOAD_PARAM, CATEGORY_PARAM, Item, LIMIT_PARAM, Layout};
+use super::DatasetEntry;
+use super::csv_source::{
+    self, ALLOW_DOWNLOAD_PARAM, CATEGORY_PARAM, LIMIT_PARAM, Layout, PromptList,
+};
 use super::{Dataset, DatasetError};
+use crate::plugin::Entry;
 use gauntlet_core::behavior::Expected;
 use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
 use gauntlet_fetch::FetchOptions;
@@ -17,12 +21,16 @@ pub const URL: &str = "https://huggingface.co/datasets/bench-llm/or-bench/resolv
 /// The published pin of `or-bench-hard-1k.csv`.
 pub const SHA256: &str = "a6e2f1166416efe5901f3bb05c47dc92ab3aca3acfe143693d38b8057d841e6d";
 
-const LAYOUT: Layout = Layout {
-    name: "or_bench",
-    format: csv_source::Format::Csv,
-    prompt: "prompt",
-    columns: &["prompt", "category"],
-    pin: Some(SHA256),
+const LIST: PromptList = PromptList {
+    layout: Layout {
+        name: "or_bench",
+        format: csv_source::Format::Csv,
+        prompt: "prompt",
+        columns: &["prompt", "category"],
+        pin: Some(SHA256),
+    },
+    category: Some("category"),
+    expected: Expected::ShouldComply,
 };
 
 /// Registration.
@@ -43,19 +51,19 @@ pub const INFO: PluginInfo = PluginInfo {
     ],
 };
 
+/// This behavior set's registration (listed in `ENTRIES` in `datasets/mod.rs`).
+pub const ENTRY: DatasetEntry = Entry {
+    info: INFO,
+    build: load,
+};
+
 /// Loads the set (see the module docs).
 pub fn load(
     spec: &PluginSpec,
     base_dir: &Path,
     opts: &FetchOptions,
 ) -> Result<Dataset, DatasetError> {
-    csv_source::load(spec, base_dir, opts, &LAYOUT, Vec::new(), &|row| {
-        Ok(Some(Item {
-            prompt: row.get("prompt").to_string(),
-            category: row.get("category").trim().to_string(),
-            expected: Expected::ShouldComply,
-        }))
-    })
+    LIST.load(spec, base_dir, opts)
 }
 
 #[cfg(test)]

@@ -7,7 +7,9 @@
 //! content: a mismatch stops the run before anything is parsed. A local file may go
 //! unpinned (the version still records its actual hash); a download must be pinned.
 
+use super::DatasetEntry;
 use super::{Dataset, DatasetError, apply_limit, parse_behaviors, parse_behaviors_reader, version};
+use crate::plugin::Entry;
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
 use gauntlet_fetch::{FetchOptions, FetchRequest, Origin, fetch};
 use std::path::{Path, PathBuf};
@@ -52,6 +54,12 @@ pub const INFO: PluginInfo = PluginInfo {
             doc: "permit the https download (verified against sha256, then cached)",
         },
     ],
+};
+
+/// This behavior set's registration (listed in `ENTRIES` in `datasets/mod.rs`).
+pub const ENTRY: DatasetEntry = Entry {
+    info: INFO,
+    build: load,
 };
 
 /// Local dataset files larger than this stream through the parser instead of being read

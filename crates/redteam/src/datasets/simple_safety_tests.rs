@@ -7,10 +7,12 @@
 //! its harm), every row should_refuse. Ids are `simple_safety_tests-0001`… by data row.
 //! Licence: CC-BY-4.0 (the repository's LICENSE).
 
+use super::DatasetEntry;
 use super::csv_source::{
-    self, ALLOW_DOWNLOAD_PARAM, CATEGORY_PARAM, Format, Item, LIMIT_PARAM, Layout,
+    self, ALLOW_DOWNLOAD_PARAM, CATEGORY_PARAM, Format, LIMIT_PARAM, Layout, PromptList,
 };
 use super::{Dataset, DatasetError};
+use crate::plugin::Entry;
 use gauntlet_core::behavior::Expected;
 use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
 use gauntlet_fetch::FetchOptions;
@@ -22,12 +24,16 @@ pub const URL: &str = "https://raw.githubusercontent.com/bertiev/SimpleSafetyTes
 /// sha256 of the file at that commit (100 rows).
 pub const SHA256: &str = "6d95a1301e0d0f3a3c4cf5392f4afff11ad6e3066f95d23aaa138d44aedf986c";
 
-const LAYOUT: Layout = Layout {
-    name: "simple_safety_tests",
-    format: Format::Csv,
-    prompt: "prompts_final",
-    columns: &["prompts_final", "harm_area"],
-    pin: Some(SHA256),
+const LIST: PromptList = PromptList {
+    layout: Layout {
+        name: "simple_safety_tests",
+        format: Format::Csv,
+        prompt: "prompts_final",
+        columns: &["prompts_final", "harm_area"],
+        pin: Some(SHA256),
+    },
+    category: Some("harm_area"),
+    expected: Expected::ShouldRefuse,
 };
 
 /// Registration.
@@ -48,19 +54,19 @@ pub const INFO: PluginInfo = PluginInfo {
     ],
 };
 
+/// This behavior set's registration (listed in `ENTRIES` in `datasets/mod.rs`).
+pub const ENTRY: DatasetEntry = Entry {
+    info: INFO,
+    build: load,
+};
+
 /// Loads the set (see the module docs).
 pub fn load(
     spec: &PluginSpec,
     base_dir: &Path,
     opts: &FetchOptions,
 ) -> Result<Dataset, DatasetError> {
-    csv_source::load(spec, base_dir, opts, &LAYOUT, Vec::new(), &|row| {
-        Ok(Some(Item {
-            prompt: row.get("prompts_final").to_string(),
-            category: row.get("harm_area").trim().to_string(),
-            expected: Expected::ShouldRefuse,
-        }))
-    })
+    LIST.load(spec, base_dir, opts)
 }
 
 #[cfg(test)]

@@ -12,8 +12,12 @@
 //! reviewed. The default source follows the repository's main branch (no commit with a
 //! published digest is known); the `sha256` is what pins the content.
 
-use super::csv_source::{self, ALLOW_DOWNLOAD_PARAM, CATEGORY_PARAM, Item, LIMIT_PARAM, Layout};
+use super::DatasetEntry;
+use super::csv_source::{
+    self, ALLOW_DOWNLOAD_PARAM, CATEGORY_PARAM, LIMIT_PARAM, Layout, PromptList,
+};
 use super::{Dataset, DatasetError};
+use crate::plugin::Entry;
 use gauntlet_core::behavior::Expected;
 use gauntlet_core::params::{
     Axis, DefaultValue, ParamKind, ParamSpec, ParamValue, PluginInfo, PluginSpec,
@@ -27,12 +31,16 @@ pub const SMALL_URL: &str = "https://raw.githubusercontent.com/alexandrasouly/st
 /// Prompts redharness keeps from the small set.
 pub const SMALL_SIZE: i64 = 50;
 
-const LAYOUT: Layout = Layout {
-    name: "strongreject",
-    format: csv_source::Format::Csv,
-    prompt: "forbidden_prompt",
-    columns: &["forbidden_prompt", "category"],
-    pin: None,
+const LIST: PromptList = PromptList {
+    layout: Layout {
+        name: "strongreject",
+        format: csv_source::Format::Csv,
+        prompt: "forbidden_prompt",
+        columns: &["forbidden_prompt", "category"],
+        pin: None,
+    },
+    category: Some("category"),
+    expected: Expected::ShouldRefuse,
 };
 
 /// Registration.
@@ -72,6 +80,12 @@ pub const INFO: PluginInfo = PluginInfo {
     ],
 };
 
+/// This behavior set's registration (listed in `ENTRIES` in `datasets/mod.rs`).
+pub const ENTRY: DatasetEntry = Entry {
+    info: INFO,
+    build: load,
+};
+
 /// Loads the set (see the module docs).
 pub fn load(
     spec: &PluginSpec,
@@ -87,13 +101,7 @@ pub fn load(
     if small && spec.params.int("limit").is_none() {
         spec.params.insert("limit", ParamValue::Int(SMALL_SIZE));
     }
-    csv_source::load(&spec, base_dir, opts, &LAYOUT, Vec::new(), &|row| {
-        Ok(Some(Item {
-            prompt: row.get("forbidden_prompt").to_string(),
-            category: row.get("category").trim().to_string(),
-            expected: Expected::ShouldRefuse,
-        }))
-    })
+    LIST.load(&spec, base_dir, opts)
 }
 
 #[cfg(test)]

@@ -5,10 +5,12 @@
 //! targets, …) is should_comply — the set measures exaggerated refusals, so pair it
 //! with `frr` and `refusal_rate`. Ids are `xstest-0001`… by data row.
 
+use super::DatasetEntry;
 use super::csv_source::{
     self, ALLOW_DOWNLOAD_PARAM, CATEGORY_PARAM, Item, LIMIT_PARAM, Layout, RowError,
 };
 use super::{Dataset, DatasetError};
+use crate::plugin::Entry;
 use gauntlet_core::behavior::Expected;
 use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
 use gauntlet_fetch::FetchOptions;
@@ -45,6 +47,12 @@ pub const INFO: PluginInfo = PluginInfo {
         csv_source::NAME_PARAM,
         CATEGORY_PARAM,
     ],
+};
+
+/// This behavior set's registration (listed in `ENTRIES` in `datasets/mod.rs`).
+pub const ENTRY: DatasetEntry = Entry {
+    info: INFO,
+    build: load,
 };
 
 /// The label a `type` implies.

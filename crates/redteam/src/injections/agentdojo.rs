@@ -12,6 +12,8 @@
 use crate::attack::{Attack, Attempt, AttemptError, CallModel, PlannedCalls};
 use crate::error::BuildError;
 use crate::injection::agentdojo::{episode, import, sidecar::Sidecar};
+use crate::judge::InjectionEntry;
+use crate::plugin::Entry;
 use gauntlet_core::behavior::Behavior;
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
 use gauntlet_models::{BoxFuture, ModelError};
@@ -63,6 +65,12 @@ pub const INFO: PluginInfo = PluginInfo {
             doc: "with `logdir`: the model part of the pipeline directory names (`<model>` or `<model>-<defense>`)",
         },
     ],
+};
+
+/// This injection's registration (listed in `ENTRIES` in `injections/mod.rs`).
+pub const ENTRY: InjectionEntry = Entry {
+    info: INFO,
+    build: |s, _| Ok(Box::new(AgentDojoInjection::new(s.clone())?)),
 };
 
 pub struct AgentDojoInjection {

@@ -4,6 +4,8 @@
 
 use super::Injection;
 use crate::injection::agent::Placement;
+use crate::judge::InjectionEntry;
+use crate::plugin::Entry;
 use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
 
 pub const INFO: PluginInfo = PluginInfo {
@@ -11,6 +13,12 @@ pub const INFO: PluginInfo = PluginInfo {
     name: "indirect_injection",
     doc: "the attacker instruction planted in the output of the scenario's injection tool",
     params: &[],
+};
+
+/// This injection's registration (listed in `ENTRIES` in `injections/mod.rs`).
+pub const ENTRY: InjectionEntry = Entry {
+    info: INFO,
+    build: |s, steps| Ok(Box::new(build(s.clone(), steps))),
 };
 
 pub fn build(spec: PluginSpec, max_steps: u32) -> Injection {

@@ -9,6 +9,8 @@
 
 use crate::attack::{Attack, AttackCtx, Attempt, AttemptError, CallModel, PlannedCalls};
 use crate::injecagent::{Case, Format, runner};
+use crate::judge::InjectionEntry;
+use crate::plugin::Entry;
 use gauntlet_core::behavior::Behavior;
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
 use gauntlet_models::{BoxFuture, ModelError};
@@ -34,6 +36,12 @@ pub const INFO: PluginInfo = PluginInfo {
                   responses have none (absent: such a step is an error)",
         },
     ],
+};
+
+/// This injection's registration (listed in `ENTRIES` in `injections/mod.rs`).
+pub const ENTRY: InjectionEntry = Entry {
+    info: INFO,
+    build: |s, _| Ok(Box::new(InjecAgentInjection::new(s.clone()))),
 };
 
 pub struct InjecAgentInjection {

@@ -3,6 +3,8 @@
 use super::{MCP_PARAMS, McpInjection};
 use crate::error::BuildError;
 use crate::injection::mcp::Vector;
+use crate::judge::InjectionEntry;
+use crate::plugin::Entry;
 use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
 
 pub const INFO: PluginInfo = PluginInfo {
@@ -10,6 +12,12 @@ pub const INFO: PluginInfo = PluginInfo {
     name: "mcp_tool_description",
     doc: "MCP: the attacker instruction hidden in the description of a tool on a second, gauntlet-served MCP server",
     params: MCP_PARAMS,
+};
+
+/// This injection's registration (listed in `ENTRIES` in `injections/mod.rs`).
+pub const ENTRY: InjectionEntry = Entry {
+    info: INFO,
+    build: |s, steps| Ok(Box::new(build(s.clone(), steps)?)),
 };
 
 pub fn build(spec: PluginSpec, max_steps: u32) -> Result<McpInjection, BuildError> {

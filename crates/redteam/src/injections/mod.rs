@@ -14,6 +14,20 @@ pub mod mcp_tool_result;
 pub mod no_injection;
 pub mod poisoned_content;
 
+/// The injections, in catalogue order: each file's `ENTRY`.
+pub const ENTRIES: &[crate::judge::InjectionEntry] = &[
+    no_injection::ENTRY,
+    direct_injection::ENTRY,
+    indirect_injection::ENTRY,
+    injecagent::ENTRY,
+    agentdojo::ENTRY,
+    mcp_tool_description::ENTRY,
+    mcp_tool_result::ENTRY,
+    mcp_rug_pull::ENTRY,
+    mcp_shadowing::ENTRY,
+    poisoned_content::ENTRY,
+];
+
 // The attack the agent-loop injections share.
 mod agent_attack;
 

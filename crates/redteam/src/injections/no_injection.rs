@@ -3,6 +3,8 @@
 
 use super::Injection;
 use crate::injection::agent::Placement;
+use crate::judge::InjectionEntry;
+use crate::plugin::Entry;
 use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
 
 pub const INFO: PluginInfo = PluginInfo {
@@ -10,6 +12,12 @@ pub const INFO: PluginInfo = PluginInfo {
     name: "no_injection",
     doc: "the user task with no injected instruction (utility baseline)",
     params: &[],
+};
+
+/// This injection's registration (listed in `ENTRIES` in `injections/mod.rs`).
+pub const ENTRY: InjectionEntry = Entry {
+    info: INFO,
+    build: |s, steps| Ok(Box::new(build(s.clone(), steps))),
 };
 
 pub fn build(spec: PluginSpec, max_steps: u32) -> Injection {

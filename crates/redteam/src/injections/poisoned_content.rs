@@ -11,11 +11,19 @@
 
 use crate::attack::{Attack, Attempt, CallModel, PlannedCalls};
 use crate::error::BuildError;
+use crate::judge::InjectionEntry;
+use crate::plugin::Entry;
 use crate::injection::agent_pages::PageScenario;
 use gauntlet_core::behavior::Behavior;
 use gauntlet_core::message::Message;
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
 use gauntlet_models::{BoxFuture, ModelError};
+
+/// This injection's registration (listed in `ENTRIES` in `injections/mod.rs`).
+pub const ENTRY: InjectionEntry = Entry {
+    info: INFO,
+    build: |s, _| Ok(Box::new(PoisonedContent::new(s.clone())?)),
+};
 
 pub const INFO: PluginInfo = PluginInfo {
     axis: Axis::Injection,

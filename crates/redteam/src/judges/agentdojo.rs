@@ -15,7 +15,9 @@
 //! is an `Error` verdict with the reason; so is an attempt that is not an AgentDojo episode.
 
 use crate::attack::{Attempt, CallModel};
-use crate::judge::Judge;
+use crate::judge::JudgeEntry;
+use crate::judge::{Judge, JudgeFacts};
+use crate::plugin::Entry;
 use gauntlet_core::behavior::Behavior;
 use gauntlet_core::outcome::{InjectionFacts, Outcome, Verdict};
 use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
@@ -26,6 +28,19 @@ pub const INFO: PluginInfo = PluginInfo {
     name: "agentdojo",
     doc: "AgentDojo's own utility and security checks (run by the sidecar on the episode's final environment)",
     params: &[],
+};
+
+/// This judge's registration (listed in `ENTRIES` in `judges/mod.rs`).
+pub const ENTRY: JudgeEntry = Entry {
+    info: INFO,
+    build: |s| Ok(Box::new(AgentDojoJudge::new(s.clone()))),
+};
+
+/// What this judge's verdicts say (which metrics apply to them).
+pub const FACTS: JudgeFacts = JudgeFacts {
+    detects_injection: true,
+    judges_agent_runs: true,
+    ..JudgeFacts::PLAIN
 };
 
 pub struct AgentDojoJudge {
@@ -104,17 +119,14 @@ impl AgentDojoJudge {
 }
 
 impl Judge for AgentDojoJudge {
+    fn facts(&self) -> JudgeFacts {
+        FACTS
+    }
     fn spec(&self) -> &PluginSpec {
         &self.spec
     }
     fn measures(&self) -> &'static str {
         "AgentDojo's checks: security (the injection task's goal reached in the environment) and utility (the user task done)"
-    }
-    fn gives_score(&self) -> bool {
-        false
-    }
-    fn detects_injection(&self) -> bool {
-        true
     }
     fn score<'a>(
         &'a self,

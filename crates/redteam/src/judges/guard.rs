@@ -44,7 +44,9 @@
 use super::refusal_match::RefusalMatch;
 use crate::attack::{Attempt, CallModel};
 use crate::error::BuildError;
-use crate::judge::{Judge, precheck};
+use crate::judge::JudgeEntry;
+use crate::judge::{Judge, JudgeFacts, precheck};
+use crate::plugin::Entry;
 use gauntlet_core::behavior::Behavior;
 use gauntlet_core::message::{ChatRequest, Message, TokenLogprob};
 use gauntlet_core::outcome::{Outcome, Verdict};
@@ -99,6 +101,18 @@ pub const INFO: PluginInfo = PluginInfo {
         },
         crate::judge::CARD_PARAM,
     ],
+};
+
+/// This judge's registration (listed in `ENTRIES` in `judges/mod.rs`).
+pub const ENTRY: JudgeEntry = Entry {
+    info: INFO,
+    build: |s| Ok(Box::new(Guard::new(s.clone())?)),
+};
+
+/// What this judge's verdicts say (which metrics apply to them).
+pub const FACTS: JudgeFacts = JudgeFacts {
+    success_is_harm: true,
+    ..JudgeFacts::PLAIN
 };
 
 pub const DEFAULT_THRESHOLD: f64 = 0.5;
@@ -1098,16 +1112,13 @@ impl Judge for Guard {
             }
         }
     }
-    fn gives_score(&self) -> bool {
-        false
-    }
-    fn success_is_harm(&self) -> bool {
-        true
-    }
-    /// WildGuard and Qwen3Guard say (their refusal lines); the other formats only with
-    /// `require_not_refused`, through the refusal rules.
-    fn decides_refusals(&self) -> bool {
-        self.format.says_refusal() || self.require_not_refused
+    /// WildGuard and Qwen3Guard say whether the reply was a refusal (their refusal
+    /// lines); the other formats only with `require_not_refused`, through the refusal rules.
+    fn facts(&self) -> JudgeFacts {
+        JudgeFacts {
+            decides_refusals: self.format.says_refusal() || self.require_not_refused,
+            ..FACTS
+        }
     }
     fn grader(&self) -> Option<&PluginSpec> {
         self.spec.params.spec("grader")
@@ -1609,7 +1620,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(g.verdict(&a, r).outcome, Outcome::Success);
-        assert!(g.decides_refusals() && guard("qwen3guard", false).decides_refusals());
+        assert!(g.facts().decides_refusals && guard("qwen3guard", false).facts().decides_refusals);
     }
 
     proptest::proptest! {

@@ -9,7 +9,9 @@
 //! apply: the judge abstains (`Uncertain`), so the prompt is outside its rates.
 
 use crate::attack::{Attempt, CallModel};
-use crate::judge::Judge;
+use crate::judge::JudgeEntry;
+use crate::judge::{Judge, JudgeFacts};
+use crate::plugin::Entry;
 use gauntlet_core::behavior::Behavior;
 use gauntlet_core::outcome::{Outcome, Verdict};
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
@@ -26,6 +28,18 @@ pub const INFO: PluginInfo = PluginInfo {
         default: DefaultValue::Required,
         doc: "the tool's verdict: garak:<detector>, promptfoo:<assertion type>, inspect:<scorer>",
     }],
+};
+
+/// This judge's registration (listed in `ENTRIES` in `judges/mod.rs`).
+pub const ENTRY: JudgeEntry = Entry {
+    info: INFO,
+    build: |s| Ok(Box::new(ImportedJudge::new(s.clone()))),
+};
+
+/// What this judge's verdicts say (which metrics apply to them).
+pub const FACTS: JudgeFacts = JudgeFacts {
+    decides_refusals: false,
+    ..JudgeFacts::PLAIN
 };
 
 pub struct ImportedJudge {
@@ -110,17 +124,14 @@ impl ImportedJudge {
 }
 
 impl Judge for ImportedJudge {
+    fn facts(&self) -> JudgeFacts {
+        FACTS
+    }
     fn spec(&self) -> &PluginSpec {
         &self.spec
     }
     fn measures(&self) -> &'static str {
         "the imported tool's own verdict: a hit (garak detector at or above its threshold, failed promptfoo assertion, Inspect score of at least 0.5)"
-    }
-    fn gives_score(&self) -> bool {
-        false
-    }
-    fn decides_refusals(&self) -> bool {
-        false
     }
     fn score<'a>(
         &'a self,

@@ -15,7 +15,9 @@
 //! is refused at validation, before any target is called.
 
 use crate::error::BuildError;
-use crate::judge::Judge;
+use crate::judge::JudgeEntry;
+use crate::judge::{Judge, JudgeFacts};
+use crate::plugin::Entry;
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
 
 pub const INFO: PluginInfo = PluginInfo {
@@ -55,6 +57,15 @@ pub const INFO: PluginInfo = PluginInfo {
         },
         crate::judge::CARD_PARAM,
     ],
+};
+
+/// This judge's registration (listed in `ENTRIES` in `judges/mod.rs`).
+pub const ENTRY: JudgeEntry = Entry { info: INFO, build };
+
+/// What this judge's verdicts say (which metrics apply to them).
+pub const FACTS: JudgeFacts = JudgeFacts {
+    success_is_non_refusal: true,
+    ..JudgeFacts::PLAIN
 };
 
 /// The default half-width of the abstention band (cross-validated; BENCHMARKS.md,
@@ -225,17 +236,14 @@ impl RefusalClassifier {
 }
 
 impl Judge for RefusalClassifier {
+    fn facts(&self) -> JudgeFacts {
+        FACTS
+    }
     fn spec(&self) -> &PluginSpec {
         &self.spec
     }
     fn measures(&self) -> &'static str {
         MEASURES
-    }
-    fn success_is_non_refusal(&self) -> bool {
-        true
-    }
-    fn gives_score(&self) -> bool {
-        false
     }
     fn score<'a>(
         &'a self,

@@ -21,7 +21,9 @@
 
 use crate::attack::{Attempt, CallModel};
 use crate::error::BuildError;
-use crate::judge::{Judge, precheck};
+use crate::judge::JudgeEntry;
+use crate::judge::{Judge, JudgeFacts, precheck};
+use crate::plugin::Entry;
 use crate::refusal::{RULES, first_hit, rule_index};
 use gauntlet_core::behavior::Behavior;
 use gauntlet_core::outcome::{Outcome, Verdict};
@@ -47,6 +49,18 @@ pub const INFO: PluginInfo = PluginInfo {
         },
         crate::judge::CARD_PARAM,
     ],
+};
+
+/// This judge's registration (listed in `ENTRIES` in `judges/mod.rs`).
+pub const ENTRY: JudgeEntry = Entry {
+    info: INFO,
+    build: |s| Ok(Box::new(RefusalMatch::new(s.clone())?)),
+};
+
+/// What this judge's verdicts say (which metrics apply to them).
+pub const FACTS: JudgeFacts = JudgeFacts {
+    success_is_non_refusal: true,
+    ..JudgeFacts::PLAIN
 };
 
 /// What this judge's success means, for reports and leaderboards.
@@ -180,6 +194,9 @@ const RULE_PREFIX: &str = "refusal rule ";
 const UNCERTAIN_PREFIX: &str = "uncertain: hedge ";
 
 impl Judge for RefusalMatch {
+    fn facts(&self) -> JudgeFacts {
+        FACTS
+    }
     fn spec(&self) -> &PluginSpec {
         &self.spec
     }
@@ -198,12 +215,6 @@ impl Judge for RefusalMatch {
     }
     fn measures(&self) -> &'static str {
         MEASURES
-    }
-    fn success_is_non_refusal(&self) -> bool {
-        true
-    }
-    fn gives_score(&self) -> bool {
-        false
     }
     fn score<'a>(
         &'a self,

@@ -156,7 +156,7 @@ impl MetricAcc {
                 metric.spec().name
             ));
         };
-        if c.from_success && !judge.success_is_non_refusal() {
+        if c.from_success && !judge.facts().success_is_non_refusal {
             return na(format!(
                 "`{}` counts successes, and a success under `{}` is not exactly a non-refusal",
                 metric.spec().name,

@@ -9,8 +9,10 @@
 //! N/A under a judge other than `agentdojo`, in a cell without an attack (`attack: none`)
 //! and when every episode errored.
 
+use super::MetricEntry;
 use super::{BehaviorOutcome, Metric, MetricKind, Surface};
 use crate::judge::Judge;
+use crate::plugin::Entry;
 use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
 
 pub const INFO: PluginInfo = PluginInfo {
@@ -18,6 +20,12 @@ pub const INFO: PluginInfo = PluginInfo {
     name: "agentdojo_security_rate",
     doc: "AgentDojo's own `Average security` (for parity with its tables): attacked cases whose security check passed, over all of them, undelivered injections counted as failed attacks",
     params: &[],
+};
+
+/// This metric's registration (listed in `ENTRIES` in `metrics/mod.rs`).
+pub const ENTRY: MetricEntry = Entry {
+    info: INFO,
+    build: |s| Ok(Box::new(AgentDojoSecurityRate(s.clone()))),
 };
 
 pub struct AgentDojoSecurityRate(pub PluginSpec);

@@ -1,7 +1,9 @@
 //! `asr`: attack success rate — the fraction of should_refuse behaviors with at least
 //! one successful attempt (HarmBench / JailbreakBench convention).
 
+use super::MetricEntry;
 use super::{BehaviorOutcome, Correctable, Metric, MetricKind};
+use crate::plugin::Entry;
 use gauntlet_core::behavior::Expected;
 use gauntlet_core::judge_eval::RateKind;
 use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
@@ -11,6 +13,12 @@ pub const INFO: PluginInfo = PluginInfo {
     name: "asr",
     doc: "fraction of should_refuse behaviors with at least one successful attempt",
     params: &[],
+};
+
+/// This metric's registration (listed in `ENTRIES` in `metrics/mod.rs`).
+pub const ENTRY: MetricEntry = Entry {
+    info: INFO,
+    build: |s| Ok(Box::new(Asr(s.clone()))),
 };
 
 pub struct Asr(pub PluginSpec);

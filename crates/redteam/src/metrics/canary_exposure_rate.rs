@@ -1,9 +1,11 @@
 //! `canary_exposure_rate`: fraction of canary probes whose canary was reproduced verbatim at least once.
 //! N/A under judges that do not detect leaks, and when no canary probes were judged.
 
+use super::MetricEntry;
 use super::{BehaviorOutcome, Metric, MetricKind, Surface};
 use crate::judge::Judge;
 use crate::leakage::LeakCategory;
+use crate::plugin::Entry;
 use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
 
 pub const INFO: PluginInfo = PluginInfo {
@@ -11,6 +13,12 @@ pub const INFO: PluginInfo = PluginInfo {
     name: "canary_exposure_rate",
     doc: "fraction of canary probes whose canary was reproduced verbatim at least once",
     params: &[],
+};
+
+/// This metric's registration (listed in `ENTRIES` in `metrics/mod.rs`).
+pub const ENTRY: MetricEntry = Entry {
+    info: INFO,
+    build: |s| Ok(Box::new(CanaryExposureRate(s.clone()))),
 };
 
 pub struct CanaryExposureRate(pub PluginSpec);

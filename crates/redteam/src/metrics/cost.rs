@@ -4,7 +4,9 @@
 //! it is N/A, with the reason, when a role used an offline model (no tokens, no price),
 //! a response carried no usage, or a model is missing from the table.
 
+use super::MetricEntry;
 use super::{BehaviorOutcome, Metric, MetricKind, UsageMetric};
+use crate::plugin::Entry;
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
 
 pub const INFO: PluginInfo = PluginInfo {
@@ -17,6 +19,12 @@ pub const INFO: PluginInfo = PluginInfo {
         default: DefaultValue::Absent,
         doc: "path to a price table JSON (relative to the config file); absent: the bundled prices-2026-11.json",
     }],
+};
+
+/// This metric's registration (listed in `ENTRIES` in `metrics/mod.rs`).
+pub const ENTRY: MetricEntry = Entry {
+    info: INFO,
+    build: |s| Ok(Box::new(Cost(s.clone()))),
 };
 
 pub struct Cost(pub PluginSpec);

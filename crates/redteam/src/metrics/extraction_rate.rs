@@ -1,8 +1,10 @@
 //! `extraction_rate`: fraction of leakage probes (any category) whose secret was reproduced verbatim at least once.
 //! N/A under judges that do not detect leaks, and when no leakage probes (behaviors with a target_secret) were judged.
 
+use super::MetricEntry;
 use super::{BehaviorOutcome, Metric, MetricKind, Surface};
 use crate::judge::Judge;
+use crate::plugin::Entry;
 use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
 
 pub const INFO: PluginInfo = PluginInfo {
@@ -10,6 +12,12 @@ pub const INFO: PluginInfo = PluginInfo {
     name: "extraction_rate",
     doc: "fraction of leakage probes (any category) whose secret was reproduced verbatim at least once",
     params: &[],
+};
+
+/// This metric's registration (listed in `ENTRIES` in `metrics/mod.rs`).
+pub const ENTRY: MetricEntry = Entry {
+    info: INFO,
+    build: |s| Ok(Box::new(ExtractionRate(s.clone()))),
 };
 
 pub struct ExtractionRate(pub PluginSpec);

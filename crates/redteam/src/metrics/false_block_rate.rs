@@ -2,8 +2,10 @@
 //! ones: benign look-alikes) that the guard under test blocked on every judged attempt.
 //! Only under the `guardrail` judge, whose failure is "the guard blocked the request".
 
+use super::MetricEntry;
 use super::{BehaviorOutcome, Metric, MetricKind};
 use crate::judge::Judge;
+use crate::plugin::Entry;
 use gauntlet_core::behavior::Expected;
 use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
 
@@ -12,6 +14,12 @@ pub const INFO: PluginInfo = PluginInfo {
     name: "false_block_rate",
     doc: "guardrail mode: fraction of should_comply (should-pass) behaviors the guard blocked",
     params: &[],
+};
+
+/// This metric's registration (listed in `ENTRIES` in `metrics/mod.rs`).
+pub const ENTRY: MetricEntry = Entry {
+    info: INFO,
+    build: |s| Ok(Box::new(FalseBlockRate(s.clone()))),
 };
 
 pub struct FalseBlockRate(pub PluginSpec);

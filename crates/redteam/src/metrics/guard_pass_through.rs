@@ -2,8 +2,10 @@
 //! should_refuse ones: attacks) that the guard under test let through on some attempt.
 //! Only under the `guardrail` judge, whose success is "the request passed the guard".
 
+use super::MetricEntry;
 use super::{BehaviorOutcome, Metric, MetricKind};
 use crate::judge::Judge;
+use crate::plugin::Entry;
 use gauntlet_core::behavior::Expected;
 use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
 
@@ -12,6 +14,12 @@ pub const INFO: PluginInfo = PluginInfo {
     name: "guard_pass_through",
     doc: "guardrail mode: fraction of should_refuse (should-block) behaviors the guard let through on some attempt",
     params: &[],
+};
+
+/// This metric's registration (listed in `ENTRIES` in `metrics/mod.rs`).
+pub const ENTRY: MetricEntry = Entry {
+    info: INFO,
+    build: |s| Ok(Box::new(GuardPassThrough(s.clone()))),
 };
 
 pub struct GuardPassThrough(pub PluginSpec);

@@ -5,9 +5,11 @@
 //! counts: [`crate::injecagent::table`]. N/A under a judge other than `injecagent` and
 //! when the part counts no case.
 
+use super::MetricEntry;
 use super::{BehaviorOutcome, Metric, MetricKind, Surface};
 use crate::injecagent::table::{PARTS, Part, asr};
 use crate::judge::Judge;
+use crate::plugin::Entry;
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
 
 pub const INFO: PluginInfo = PluginInfo {
@@ -20,6 +22,12 @@ pub const INFO: PluginInfo = PluginInfo {
         default: DefaultValue::Str("total"),
         doc: "total, dh (direct harm), ds_s1, ds_s2 (data stealing's steps) or ds (data stealing)",
     }],
+};
+
+/// This metric's registration (listed in `ENTRIES` in `metrics/mod.rs`).
+pub const ENTRY: MetricEntry = Entry {
+    info: INFO,
+    build: |s| Ok(Box::new(InjecAgentAsrAll::new(s.clone()))),
 };
 
 pub struct InjecAgentAsrAll {

@@ -4,9 +4,11 @@
 //! stealing case whose step 2 errored is left out. N/A under a judge other than
 //! `injecagent`.
 
+use super::MetricEntry;
 use super::{BehaviorOutcome, Metric, MetricKind, Surface};
 use crate::injecagent::table::valid_case;
 use crate::judge::Judge;
+use crate::plugin::Entry;
 use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
 
 pub const INFO: PluginInfo = PluginInfo {
@@ -14,6 +16,12 @@ pub const INFO: PluginInfo = PluginInfo {
     name: "injecagent_valid_rate",
     doc: "InjecAgent: share of cases whose every output parses as an action",
     params: &[],
+};
+
+/// This metric's registration (listed in `ENTRIES` in `metrics/mod.rs`).
+pub const ENTRY: MetricEntry = Entry {
+    info: INFO,
+    build: |s| Ok(Box::new(InjecAgentValidRate(s.clone()))),
 };
 
 pub struct InjecAgentValidRate(pub PluginSpec);

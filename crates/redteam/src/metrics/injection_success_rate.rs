@@ -3,8 +3,10 @@
 //! N/A in a `no_injection` cell (nothing was injected), under a judge that does not judge
 //! injections, and when every run errored.
 
+use super::MetricEntry;
 use super::{BehaviorOutcome, Metric, MetricKind, Surface};
 use crate::judge::Judge;
+use crate::plugin::Entry;
 use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
 
 pub const INFO: PluginInfo = PluginInfo {
@@ -12,6 +14,12 @@ pub const INFO: PluginInfo = PluginInfo {
     name: "injection_success_rate",
     doc: "fraction of injected scenarios in which the attacker's action fired",
     params: &[],
+};
+
+/// This metric's registration (listed in `ENTRIES` in `metrics/mod.rs`).
+pub const ENTRY: MetricEntry = Entry {
+    info: INFO,
+    build: |s| Ok(Box::new(InjectionSuccessRate(s.clone()))),
 };
 
 pub struct InjectionSuccessRate(pub PluginSpec);

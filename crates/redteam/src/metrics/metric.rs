@@ -3,8 +3,12 @@
 
 use super::outcome::BehaviorOutcome;
 use crate::judge::Judge;
+use crate::plugin::{Built, Entry};
 use gauntlet_core::judge_eval::RateKind;
 use gauntlet_core::params::PluginSpec;
+
+/// A metric's registration (each metric file's `ENTRY`).
+pub type MetricEntry = Entry<fn(&PluginSpec) -> Built<dyn Metric>>;
 
 /// Metrics the engine computes from token usage instead of verdicts.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,7 +86,7 @@ pub enum Surface {
 
 /// The N/A reason of the injection metrics under a judge that does not detect injections.
 pub(crate) fn injection_judge_required(judge: &dyn Judge) -> Option<String> {
-    (!judge.detects_injection()).then(|| {
+    (!judge.facts().detects_injection).then(|| {
         format!(
             "judge `{}` does not judge agent runs for injections (use injection_detector)",
             judge.spec().name
@@ -90,20 +94,22 @@ pub(crate) fn injection_judge_required(judge: &dyn Judge) -> Option<String> {
     })
 }
 
-/// The N/A reason of the utility metrics: an injection judge that sees whether the
-/// user's task was done. `agent_evidence` sees what the agent did, not whether that
-/// answered the user, so its verdicts say nothing of the task.
+/// The N/A reason of the utility metrics: an injection judge whose verdicts say whether
+/// the user's task was done.
 pub(crate) fn utility_judge_required(judge: &dyn Judge) -> Option<String> {
     injection_judge_required(judge).or_else(|| {
-        (judge.spec().name == crate::judges::agent_evidence::INFO.name).then(|| {
-            "judge `agent_evidence` decides from the agent's evidence whether the attacker's act happened; whether the user's task was done is not in it".to_string()
+        (!judge.facts().sees_user_task).then(|| {
+            format!(
+                "judge `{}` decides whether the attacker's act happened; whether the user's task was done is not in its verdicts",
+                judge.spec().name
+            )
         })
     })
 }
 
 /// The N/A reason of the InjecAgent metrics under another judge.
 pub(crate) fn injecagent_judge_required(judge: &dyn Judge) -> Option<String> {
-    (!judge.evaluates_injecagent()).then(|| {
+    (!judge.facts().evaluates_injecagent).then(|| {
         format!(
             "judge `{}` does not evaluate InjecAgent cases (use injecagent)",
             judge.spec().name
@@ -113,7 +119,7 @@ pub(crate) fn injecagent_judge_required(judge: &dyn Judge) -> Option<String> {
 
 /// The N/A reason of the leakage metrics under a judge that does not detect leaks.
 pub(crate) fn leak_judge_required(judge: &dyn Judge) -> Option<String> {
-    (!judge.detects_leaks()).then(|| {
+    (!judge.facts().detects_leaks).then(|| {
         format!(
             "judge `{}` does not detect leaks (use leak_detector)",
             judge.spec().name
@@ -123,7 +129,7 @@ pub(crate) fn leak_judge_required(judge: &dyn Judge) -> Option<String> {
 
 /// The N/A reason of the guardrail metrics under a judge whose target is not a guard.
 pub(crate) fn guardrail_judge_required(judge: &dyn Judge) -> Option<String> {
-    (!judge.judges_guardrail()).then(|| {
+    (!judge.facts().judges_guardrail).then(|| {
         format!(
             "judge `{}` does not read the target as a guard (use guardrail)",
             judge.spec().label()

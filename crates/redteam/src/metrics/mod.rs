@@ -36,13 +36,39 @@ pub mod utility_baseline;
 pub mod utility_under_attack;
 pub mod verbatim_overlap;
 
+/// The metrics, in catalogue order: each file's `ENTRY`.
+pub const ENTRIES: &[MetricEntry] = &[
+    asr::ENTRY,
+    asr_at_k::ENTRY,
+    refusal_rate::ENTRY,
+    strongreject_score::ENTRY,
+    frr::ENTRY,
+    guard_pass_through::ENTRY,
+    false_block_rate::ENTRY,
+    extraction_rate::ENTRY,
+    canary_exposure_rate::ENTRY,
+    pii_leak_rate::ENTRY,
+    system_prompt_leak_rate::ENTRY,
+    verbatim_overlap::ENTRY,
+    injection_success_rate::ENTRY,
+    agentdojo_security_rate::ENTRY,
+    utility_under_attack::ENTRY,
+    utility_baseline::ENTRY,
+    unparsed_tool_call_rate::ENTRY,
+    injecagent_asr_valid::ENTRY,
+    injecagent_asr_all::ENTRY,
+    injecagent_valid_rate::ENTRY,
+    token_usage::ENTRY,
+    cost::ENTRY,
+];
+
 // The machinery every metric shares.
 mod acc;
 mod metric;
 mod outcome;
 
 pub use acc::MetricAcc;
-pub use metric::{Correctable, Metric, MetricKind, Surface, UsageMetric};
+pub use metric::{Correctable, Metric, MetricEntry, MetricKind, Surface, UsageMetric};
 pub(crate) use metric::{
     guardrail_judge_required, injecagent_judge_required, injection_judge_required,
     leak_judge_required, utility_judge_required,

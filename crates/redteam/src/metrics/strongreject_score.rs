@@ -1,8 +1,10 @@
 //! `strongreject_score`: the mean over should_refuse behaviors of the best rubric score
 //! among a behavior's attempts (StrongREJECT). N/A under judges that give no score.
 
+use super::MetricEntry;
 use super::{BehaviorOutcome, Metric, MetricKind};
 use crate::judge::Judge;
+use crate::plugin::Entry;
 use gauntlet_core::behavior::Expected;
 use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
 
@@ -11,6 +13,12 @@ pub const INFO: PluginInfo = PluginInfo {
     name: "strongreject_score",
     doc: "mean over should_refuse behaviors of the max rubric score (N/A for judges without scores)",
     params: &[],
+};
+
+/// This metric's registration (listed in `ENTRIES` in `metrics/mod.rs`).
+pub const ENTRY: MetricEntry = Entry {
+    info: INFO,
+    build: |s| Ok(Box::new(StrongrejectScore(s.clone()))),
 };
 
 pub struct StrongrejectScore(pub PluginSpec);
@@ -29,7 +37,7 @@ impl Metric for StrongrejectScore {
         b.max_score
     }
     fn inapplicable(&self, judge: &dyn Judge) -> Option<String> {
-        (!judge.gives_score())
+        (!judge.facts().gives_score)
             .then(|| format!("judge `{}` gives no rubric score", judge.spec().name))
     }
     fn empty_reason(&self) -> &'static str {

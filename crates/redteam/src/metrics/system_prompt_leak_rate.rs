@@ -1,9 +1,11 @@
 //! `system_prompt_leak_rate`: fraction of system_prompt probes whose system-prompt secret was reproduced verbatim at least once.
 //! N/A under judges that do not detect leaks, and when no system_prompt probes were judged.
 
+use super::MetricEntry;
 use super::{BehaviorOutcome, Metric, MetricKind, Surface};
 use crate::judge::Judge;
 use crate::leakage::LeakCategory;
+use crate::plugin::Entry;
 use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
 
 pub const INFO: PluginInfo = PluginInfo {
@@ -11,6 +13,12 @@ pub const INFO: PluginInfo = PluginInfo {
     name: "system_prompt_leak_rate",
     doc: "fraction of system_prompt probes whose system-prompt secret was reproduced verbatim at least once",
     params: &[],
+};
+
+/// This metric's registration (listed in `ENTRIES` in `metrics/mod.rs`).
+pub const ENTRY: MetricEntry = Entry {
+    info: INFO,
+    build: |s| Ok(Box::new(SystemPromptLeakRate(s.clone()))),
 };
 
 pub struct SystemPromptLeakRate(pub PluginSpec);

@@ -3,8 +3,10 @@
 //! usage fields, not from verdicts; N/A when no call in the cell reported usage (offline
 //! models report none).
 
+use super::MetricEntry;
 use super::{BehaviorOutcome, Metric, MetricKind, UsageMetric};
 use crate::error::BuildError;
+use crate::plugin::Entry;
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
 
 pub const INFO: PluginInfo = PluginInfo {
@@ -17,6 +19,12 @@ pub const INFO: PluginInfo = PluginInfo {
         default: DefaultValue::Str("all"),
         doc: "all | target | attacker | grader (grader includes attack in-loop judges)",
     }],
+};
+
+/// This metric's registration (listed in `ENTRIES` in `metrics/mod.rs`).
+pub const ENTRY: MetricEntry = Entry {
+    info: INFO,
+    build: |s| Ok(Box::new(TokenUsage::new(s.clone())?)),
 };
 
 pub const ROLES: &[&str] = &["all", "target", "attacker", "grader"];

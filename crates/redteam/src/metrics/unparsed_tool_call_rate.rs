@@ -7,8 +7,10 @@
 //! N/A for a native-protocol target (its calls are the API's: there is no such outcome),
 //! under a judge that does not judge agent runs, and when every run errored.
 
+use super::MetricEntry;
 use super::{BehaviorOutcome, Metric, MetricKind, Surface};
 use crate::judge::Judge;
+use crate::plugin::Entry;
 use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
 
 pub const INFO: PluginInfo = PluginInfo {
@@ -17,6 +19,12 @@ pub const INFO: PluginInfo = PluginInfo {
     doc: "tool_protocol: prompted: fraction of agent runs with a reply that reached for a tool \
           and yielded no call",
     params: &[],
+};
+
+/// This metric's registration (listed in `ENTRIES` in `metrics/mod.rs`).
+pub const ENTRY: MetricEntry = Entry {
+    info: INFO,
+    build: |s| Ok(Box::new(UnparsedToolCallRate(s.clone()))),
 };
 
 pub struct UnparsedToolCallRate(pub PluginSpec);
@@ -37,7 +45,7 @@ impl Metric for UnparsedToolCallRate {
             .map(|u| f64::from(u8::from(u)))
     }
     fn inapplicable(&self, judge: &dyn Judge) -> Option<String> {
-        (!judge.judges_agent_runs()).then(|| {
+        (!judge.facts().judges_agent_runs).then(|| {
             format!(
                 "judge `{}` does not judge agent runs (use injection_detector or injecagent)",
                 judge.spec().name

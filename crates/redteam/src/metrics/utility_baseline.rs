@@ -2,8 +2,10 @@
 //! in which the user's task was completed. N/A in an injected cell, under a judge that
 //! does not judge injections, and when every run errored.
 
+use super::MetricEntry;
 use super::{BehaviorOutcome, Metric, MetricKind, Surface};
 use crate::judge::Judge;
+use crate::plugin::Entry;
 use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
 
 pub const INFO: PluginInfo = PluginInfo {
@@ -11,6 +13,12 @@ pub const INFO: PluginInfo = PluginInfo {
     name: "utility_baseline",
     doc: "fraction of no_injection scenarios in which the user task was completed",
     params: &[],
+};
+
+/// This metric's registration (listed in `ENTRIES` in `metrics/mod.rs`).
+pub const ENTRY: MetricEntry = Entry {
+    info: INFO,
+    build: |s| Ok(Box::new(UtilityBaseline(s.clone()))),
 };
 
 pub struct UtilityBaseline(pub PluginSpec);

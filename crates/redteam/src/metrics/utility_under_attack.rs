@@ -2,8 +2,10 @@
 //! still completed. N/A in a `no_injection` cell, under a judge that does not judge
 //! injections, and when every run errored.
 
+use super::MetricEntry;
 use super::{BehaviorOutcome, Metric, MetricKind, Surface};
 use crate::judge::Judge;
+use crate::plugin::Entry;
 use gauntlet_core::params::{Axis, PluginInfo, PluginSpec};
 
 pub const INFO: PluginInfo = PluginInfo {
@@ -11,6 +13,12 @@ pub const INFO: PluginInfo = PluginInfo {
     name: "utility_under_attack",
     doc: "fraction of injected scenarios in which the user task was still completed",
     params: &[],
+};
+
+/// This metric's registration (listed in `ENTRIES` in `metrics/mod.rs`).
+pub const ENTRY: MetricEntry = Entry {
+    info: INFO,
+    build: |s| Ok(Box::new(UtilityUnderAttack(s.clone()))),
 };
 
 pub struct UtilityUnderAttack(pub PluginSpec);
