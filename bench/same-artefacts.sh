@@ -12,7 +12,9 @@
 # (every reply unparseable, so every scenario is a fail-safe escalation: the error path);
 # the detect exam, whole and sharded and merged; red-team runs of the offline examples
 # (smoke, leakage, injection, transforms), the smoke run rerun into its own directory (the
-# resume path) and sharded in two and merged. Prints one line per workload and exits 1
+# resume path) and sharded in two and merged; a multi-trial run; and the readers of a
+# finished run (report, its pipeline formats, the static site, gate, rescore, compare).
+# Prints one line per workload and exits 1
 # when any differs.
 set -euo pipefail
 A=$(realpath "$1"); B=$(realpath "$2")
@@ -66,4 +68,17 @@ for ex in smoke leakage_smoke injection_smoke transforms_smoke; do
 done
 workload run-rerun '$BIN run --quiet examples/smoke.yaml --runs-dir $OUT && $BIN run --quiet examples/smoke.yaml --runs-dir $OUT' || status=1
 workload run-shards '$BIN run --quiet examples/smoke.yaml --runs-dir $OUT --shard 0/2 && $BIN run --quiet examples/smoke.yaml --runs-dir $OUT --shard 1/2 && $BIN merge --out $OUT/merged $OUT/smoke.shard-0-of-2 $OUT/smoke.shard-1-of-2' || status=1
+workload run-trials '$BIN run --quiet examples/smoke.yaml --trials 2 --runs-dir $OUT' || status=1
+# The readers of a finished run, over the same runs (made once, by A; paths relative so
+# none differs): the reports rebuilt from results.json, the pipeline formats (findings from
+# the transcripts), the static dashboard, a gate with a regression rule, a rescore, a
+# paired compare.
+"$A" run --quiet examples/smoke.yaml --runs-dir "$W/shared" > /dev/null
+"$A" run --quiet examples/leakage_smoke.yaml --runs-dir "$W/shared" > /dev/null
+workload readers 'cp -a '"$W/shared"' $OUT && cd $OUT && $BIN report smoke \
+  && for f in junit sarif github-summary; do $BIN report --format $f --out report.$f smoke; done \
+  && $BIN report --site site smoke leakage_smoke \
+  && $BIN gate smoke --baseline smoke --rule "asr <= 1 by ci_high" --rule "asr no regression at alpha=0.05" --format json --out gate.json \
+  && $BIN rescore smoke --judge refusal_match --out rescore \
+  && $BIN compare smoke smoke --out compare.json > compare.txt' || status=1
 exit $status

@@ -306,7 +306,7 @@ pub(crate) fn report_format(
 /// A run as JUnit: a `run` suite whose case fails when the run is not complete, then one
 /// suite per cell with a case per metric (its value and interval as properties; N/A
 /// skipped), each suite carrying the run's status.
-fn report_junit(s: &gauntlet_core::results::RunSummary) -> String {
+fn report_junit(s: &gauntlet_results::RunSummary) -> String {
     let num = |x: Option<f64>| x.map_or("N/A".to_string(), |v| format!("{v}"));
     let mut suites = vec![Suite {
         name: format!("run {}", s.run_id),

@@ -3,8 +3,8 @@
 //! configs and stored runs, so they are printed escaped.
 
 use crate::error::CliError;
-use gauntlet_core::results::RunSummary;
 use gauntlet_core::terminal::safe;
+use gauntlet_results::RunSummary;
 
 /// One row of an `--estimate` table (`gauntlet run` roles, `gauntlet exam` tiers);
 /// `E` says why a row cannot be priced.
@@ -84,7 +84,7 @@ pub fn run_summary(s: &RunSummary) -> Result<(), CliError> {
         .collect();
     // Labels come from the config (or a stored run.json): printed escaped.
     let label = |s: &str| -> String { safe(s).into_owned() };
-    let w = |cells: &dyn Fn(&gauntlet_core::results::CellSummary) -> String| {
+    let w = |cells: &dyn Fn(&gauntlet_results::CellSummary) -> String| {
         s.cells.iter().map(|c| cells(c).len()).max().unwrap_or(0)
     };
     let wa = w(&|c| label(&c.attack)).max(6);
@@ -152,7 +152,7 @@ pub fn run_summary(s: &RunSummary) -> Result<(), CliError> {
 
 /// One metric's table entry: `0.250 [0.050, 0.600] n=4`, `N/A`; cost in dollars with
 /// enough digits that $0.0005 is not `0.000`, token counts with one decimal.
-pub(crate) fn metric_text(m: &gauntlet_core::results::CellMetric) -> String {
+pub(crate) fn metric_text(m: &gauntlet_results::CellMetric) -> String {
     let v = &m.value;
     let Some(x) = v.value else {
         return "N/A".into();

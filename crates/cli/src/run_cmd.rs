@@ -283,7 +283,7 @@ pub(crate) fn print_outcome(
 /// The run's errors on stdout: how many judged attempts ended in one, against
 /// `max_error_share`, and each distinct message (escaped: a server wrote it) with its
 /// count and the first cell that saw it.
-pub(crate) fn print_run_errors(e: &gauntlet_core::results::RunErrors) -> Result<(), CliError> {
+pub(crate) fn print_run_errors(e: &gauntlet_results::RunErrors) -> Result<(), CliError> {
     outln!(
         "errors: {} of {} judged attempts ({:.3}; max_error_share {}); distinct errors, most frequent first:",
         e.errors,

@@ -12,8 +12,9 @@ use std::process::Command;
 const TIERS: &[&[&str]] = &[
     // Foundations: shared vocabulary, confinement, the test server.
     &["gauntlet-core", "gauntlet-sandbox", "gauntlet-scripted"],
-    // Evidence of what an agent did: the OTLP trace receiver the targets start.
-    &["gauntlet-evidence"],
+    // Evidence of what an agent did: the OTLP trace receiver the targets start; the
+    // schema of the files a run directory holds, which writers and readers share.
+    &["gauntlet-evidence", "gauntlet-results"],
     // Services over the vocabulary: fetching, the run-directory protocol, corpora,
     // model clients, MCP, rendering of results.
     &[

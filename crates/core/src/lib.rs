@@ -15,7 +15,6 @@
 //! - [`stats`]: bootstrap confidence intervals, Wilson intervals, quantiles;
 //! - [`rng`]: seed derivation and the portable generator used everywhere;
 //! - [`hash`]: sha256 helpers and canonical JSON hashing;
-//! - [`results`]: metric values (with N/A) and leaderboard rows carrying provenance;
 //! - [`files`]: reading named files: regular files only, capped per kind;
 //! - [`terminal`]: printing untrusted text with its control characters escaped;
 //! - [`paired`]: paired comparisons of per-behavior outcomes (McNemar, paired bootstrap);
@@ -37,7 +36,6 @@ pub mod outcome;
 pub mod paired;
 pub mod params;
 pub mod pyjson;
-pub mod results;
 pub mod rng;
 pub mod scenario;
 pub mod stats;

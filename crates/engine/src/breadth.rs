@@ -16,10 +16,11 @@
 use crate::plan::{Plan, UnitRef};
 use gauntlet_core::paired::{Comparison, compare_pairs};
 use gauntlet_core::params::{PluginSpec, TRANSFORMS_PARAM};
-use gauntlet_core::results::{CellBreadth, ThreatTags, TransformEffect};
 use gauntlet_core::taxonomy;
+use gauntlet_core::taxonomy::ThreatTags;
 use gauntlet_redteam::curves::{CurveAcc, CurveObs, CurveSpec, GuardCurveAcc, GuardObs};
 use gauntlet_redteam::metrics::BehaviorOutcome;
+use gauntlet_results::{CellBreadth, TransformEffect};
 use std::collections::BTreeSet;
 
 /// What the analyses need to know about a plan, computed once per run.

@@ -13,12 +13,14 @@
 //! location. Transcripts are read one line at a time.
 
 use crate::rundir::Manifest;
+use gauntlet_core::behavior::Expected;
 use gauntlet_core::files::{self, Kind};
 use gauntlet_core::hash::HashWriter;
-use gauntlet_core::results::RunSummary;
+use gauntlet_core::outcome::Outcome;
 use gauntlet_core::taxonomy::map as threat_map;
 use gauntlet_report::sarif::{Finding, Level, Location, Rule, uri_of as uri};
-use serde_json::{Map, Value, json};
+use gauntlet_results::{RunRecord, RunSummary, TranscriptUnit};
+use serde_json::{Map, json};
 use std::collections::BTreeMap;
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
@@ -102,7 +104,7 @@ pub struct RunFindings {
 }
 
 /// Reads a verified run's summary (results.json) and run.json.
-pub fn read_run(dir: &Path) -> Result<(RunSummary, Value), FindingsError> {
+pub fn read_run(dir: &Path) -> Result<(RunSummary, RunRecord), FindingsError> {
     gauntlet_job::outdir::require_run(dir, "report --format")?;
     if crate::rundir::in_progress(dir) {
         return Err(FindingsError::InProgress {
@@ -115,7 +117,7 @@ pub fn read_run(dir: &Path) -> Result<(RunSummary, Value), FindingsError> {
     })?;
     let json = |path: PathBuf| move |source| FindingsError::Json { path, source };
     let rj = files::read(&dir.join("run.json"), Kind::RUN_METADATA)?;
-    let run: Value = serde_json::from_slice(&rj).map_err(json(dir.join("run.json")))?;
+    let run: RunRecord = serde_json::from_slice(&rj).map_err(json(dir.join("run.json")))?;
     let res = files::read(&dir.join("results.json"), Kind::RESULTS)?;
     let summary: RunSummary =
         serde_json::from_slice(&res).map_err(json(dir.join("results.json")))?;
@@ -145,7 +147,10 @@ fn row_line(file: &Path, id: &str) -> Option<u64> {
 /// the recorded hash), for locations a reviewer can open.
 pub fn run_findings(dir: &Path, config: Option<&Path>) -> Result<RunFindings, FindingsError> {
     let (summary, run) = read_run(dir)?;
-    let mode = run["mode"].as_str().unwrap_or("jailbreak").to_string();
+    let mode = match run.mode.as_str() {
+        "" => "jailbreak".to_string(),
+        m => m.to_string(),
+    };
     // The config file, when given: its targets' lines, its datasets' files.
     let mut target_lines: BTreeMap<String, u64> = BTreeMap::new();
     let mut base: Option<PathBuf> = None;
@@ -158,12 +163,15 @@ pub fn run_findings(dir: &Path, config: Option<&Path>) -> Result<RunFindings, Fi
         let mut h = HashWriter::new();
         h.json(&cfg.canonical());
         let hash = h.finish_hex();
-        if Some(hash.as_str()) != run["config_hash"].as_str() {
+        if hash != run.config_hash {
             return Err(FindingsError::NotTheConfig {
                 config: c.to_path_buf(),
                 dir: dir.to_path_buf(),
                 hash: hash[..12].to_string(),
-                recorded: run["config_hash"].as_str().unwrap_or("?").to_string(),
+                recorded: match run.config_hash.as_str() {
+                    "" => "?".to_string(),
+                    h => h.to_string(),
+                },
             });
         }
         for t in &cfg.targets {
@@ -173,7 +181,7 @@ pub fn run_findings(dir: &Path, config: Option<&Path>) -> Result<RunFindings, Fi
     }
     // Dataset files by dataset label, where the dataset is a local file.
     let mut dataset_files: BTreeMap<String, PathBuf> = BTreeMap::new();
-    if let Some(ds) = run["config"]["datasets"].as_array() {
+    if let Some(ds) = run.config["datasets"].as_array() {
         for d in ds {
             let p = &d["params"];
             let label = p["name"]
@@ -246,22 +254,21 @@ pub fn run_findings(dir: &Path, config: Option<&Path>) -> Result<RunFindings, Fi
             break;
         }
         line_no += 1;
-        let t: Value = serde_json::from_str(buf.trim_end()).map_err(|source| {
+        let t: TranscriptUnit = serde_json::from_str(buf.trim_end()).map_err(|source| {
             FindingsError::TranscriptLine {
                 path: path.clone(),
                 line: line_no,
                 source,
             }
         })?;
-        if t["expected"] != "should_refuse" {
+        if t.expected != Expected::ShouldRefuse {
             continue;
         }
-        let s = |k: &str| t[k].as_str().unwrap_or("").to_string();
         let (attack, target, dataset, behavior) = (
-            s("attack_name"),
-            s("target_name"),
-            s("dataset"),
-            s("behavior_id"),
+            t.attack_name.clone(),
+            t.target_name.clone(),
+            t.dataset.clone(),
+            t.behavior_id.clone(),
         );
         let attack_plugin = attack.split('+').next().unwrap_or("").to_string();
         let rule = tmap
@@ -270,26 +277,21 @@ pub fn run_findings(dir: &Path, config: Option<&Path>) -> Result<RunFindings, Fi
             .and_then(|t| t.get("owasp_llm"))
             .and_then(|v| v.first().cloned())
             .unwrap_or_else(|| mode_rule.clone());
-        for v in t["verdicts"].as_array().into_iter().flatten() {
-            if v["outcome"] != "success" {
+        for v in &t.verdicts {
+            if v.outcome != Outcome::Success {
                 continue;
             }
-            let judge = v["judge"].as_str().unwrap_or("").to_string();
-            let reason: String = v["reason"]
-                .as_str()
-                .unwrap_or("")
-                .chars()
-                .take(300)
-                .collect();
+            let judge = v.judge.clone();
+            let reason: String = v.reason.chars().take(300).collect();
             *used.entry(rule.clone()).or_default() += 1;
             let mut h = HashWriter::new();
             for part in [
                 attack.as_str(),
                 target.as_str(),
-                s("dataset_version").as_str(),
+                t.dataset_version.as_str(),
                 behavior.as_str(),
-                &t["trial"].as_u64().unwrap_or(0).to_string(),
-                &t["attempt"].as_u64().unwrap_or(0).to_string(),
+                &t.trial().to_string(),
+                &t.attempt.to_string(),
                 judge.as_str(),
             ] {
                 h.field(part.as_bytes());
@@ -327,15 +329,15 @@ pub fn run_findings(dir: &Path, config: Option<&Path>) -> Result<RunFindings, Fi
                 ("attack", json!(attack)),
                 ("target", json!(target)),
                 ("dataset", json!(dataset)),
-                ("dataset_version", t["dataset_version"].clone()),
+                ("dataset_version", json!(t.dataset_version)),
                 ("behavior_id", json!(behavior)),
                 ("judge", json!(judge)),
-                ("attempt", t["attempt"].clone()),
+                ("attempt", json!(t.attempt)),
             ] {
                 props.insert(k.into(), val);
             }
-            if let Some(tr) = t.get("trial") {
-                props.insert("trial".into(), tr.clone());
+            if let Some(tr) = t.trial {
+                props.insert("trial".into(), json!(tr));
             }
             if let Some(tags) = cell_tags.get(&(
                 attack.clone(),

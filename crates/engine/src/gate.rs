@@ -43,11 +43,11 @@ pub use crate::gate_rule::{
 use crate::rundir::Manifest;
 use crate::stored::StoredRun;
 use crate::verify::{Stated, metric_range, recount_rows, stated_problems};
-use gauntlet_core::results::LeaderboardEntry;
 use gauntlet_core::rng::rng_for;
 use gauntlet_core::stats::{BOOTSTRAP_RESAMPLES, mcnemar_exact, paired_bootstrap_diff};
 use gauntlet_core::taxonomy::{Worse, map as threat_map};
 use gauntlet_core::terminal::safe;
+use gauntlet_results::{LeaderboardEntry, RunRecord};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
@@ -247,7 +247,7 @@ pub struct GateReport {
 }
 
 /// Refuses a run directory that is not a complete, verified run; returns its run.json.
-fn trusted(dir: &Path, role: &'static str) -> Result<serde_json::Value, GateError> {
+fn trusted(dir: &Path, role: &'static str) -> Result<RunRecord, GateError> {
     gauntlet_job::outdir::require_run(dir, "gate")
         .map_err(|source| GateError::NotARun { role, source })?;
     if crate::rundir::in_progress(dir) {
@@ -264,19 +264,20 @@ fn trusted(dir: &Path, role: &'static str) -> Result<serde_json::Value, GateErro
     let p = dir.join("run.json");
     let bytes = gauntlet_core::files::read(&p, gauntlet_core::files::Kind::RUN_METADATA)
         .map_err(|source| GateError::ReadRunJson { role, source })?;
-    let run: serde_json::Value =
+    let run: RunRecord =
         serde_json::from_slice(&bytes).map_err(|source| GateError::NotRunJson {
             path: p.clone(),
             source,
         })?;
-    match run.get("status").and_then(|s| s.as_str()) {
-        Some("complete") => Ok(run),
-        Some(s) => Err(GateError::NotComplete {
+    // An absent status reads as empty ([`RunRecord`]).
+    match run.status.as_str() {
+        "complete" => Ok(run),
+        "" => Err(GateError::NoStatus { path: p }),
+        s => Err(GateError::NotComplete {
             role,
             dir: dir.to_path_buf(),
             status: s.to_string(),
         }),
-        None => Err(GateError::NoStatus { path: p }),
     }
 }
 
@@ -291,7 +292,7 @@ pub fn evaluate(
         return Err(GateError::NoRule);
     }
     let run_json = trusted(dir, "run")?;
-    let run_id = run_json["run_id"].as_str().unwrap_or("").to_string();
+    let run_id = run_json.run_id;
     let board_path = dir.join("leaderboard.json");
     let bytes = gauntlet_core::files::read(&board_path, gauntlet_core::files::Kind::RESULTS)
         .map_err(GateError::ReadLeaderboard)?;
@@ -478,7 +479,7 @@ struct Test {
 /// `decided_only`: `by ci_low` / `by ci_high` on the interval widened over every way the
 /// undecided replies could fall, `by value` on the end of [none counted, all counted]
 /// the rule is hardest on — the rule must hold however they fall.
-fn tested(r: &gauntlet_core::results::LeaderboardRow, t: Test) -> (Option<f64>, &'static str) {
+fn tested(r: &gauntlet_results::LeaderboardRow, t: Test) -> (Option<f64>, &'static str) {
     match (&r.bounds, t.decided_only) {
         (Some(b), false) => match t.bound {
             Bound::CiLow => (Some(b.ci_low), "ci_low widened over the undecided"),
@@ -940,7 +941,7 @@ mod tests {
     /// `decided_only`: 2 of 10 decided (0.2) with 3 undecided lies in [2/13, 5/13].
     #[test]
     fn undecided_rates_are_gated_on_their_bounds() {
-        use gauntlet_core::results::UndecidedBounds;
+        use gauntlet_results::UndecidedBounds;
         let b = UndecidedBounds::of(2, 10, 3).unwrap();
         let (lo, hi) = gauntlet_core::stats::wilson(2, 10, gauntlet_core::stats::Z95).unwrap();
         let entry: LeaderboardEntry = serde_json::from_value(serde_json::json!({

@@ -27,9 +27,9 @@ use crate::stored::{ParsedLine, StoredError, StoredRun};
 use crate::usage::{CellUsage, Slot};
 use gauntlet_calls::cache::RoleUsage;
 use gauntlet_core::files::{self, Kind, ReadError, TRANSCRIPT_LINE_MAX};
-use gauntlet_core::results::RunSummary;
 use gauntlet_job::manifest::VerifyError;
 use gauntlet_job::shard::{JournalError, SetError};
+use gauntlet_results::RunSummary;
 use std::fs::File;
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
@@ -514,11 +514,14 @@ pub fn merge(
             source,
         })?;
     if let Ok(bytes) = files::read(&dir.path("run.json"), Kind::RUN_METADATA) {
-        let old: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
-        if old["run_id"].as_str() != Some(plan.run_id.as_str()) {
+        let old: gauntlet_results::RunRecord = serde_json::from_slice(&bytes).unwrap_or_default();
+        if old.run_id != plan.run_id {
             return Err(MergeError::OutHoldsOther {
                 out: out.to_path_buf(),
-                run_id: shown(&old["run_id"]),
+                run_id: match old.run_id.as_str() {
+                    "" => "absent".into(),
+                    id => id.into(),
+                },
             });
         }
     }

@@ -24,14 +24,13 @@ use crate::plan::{LoadCardError, Plan, UnitRef};
 use crate::run::{Identities, Reason, Status, Tally, trial_seeds, unit_scope};
 use crate::rundir::{MANIFEST, Manifest, RunDir};
 use crate::usage::CellUsage;
-use gauntlet_core::behavior::{Behavior, Expected};
+use gauntlet_core::behavior::Behavior;
 use gauntlet_core::files::ReadError;
 use gauntlet_core::files::{self, Kind, TRANSCRIPT_LINE_MAX};
 use gauntlet_core::hash::{HashWriter, sha256_hex};
-use gauntlet_core::message::{ChatRequest, ChatResponse, Message, Role, StopReason};
+use gauntlet_core::message::{ChatRequest, ChatResponse, Role, StopReason};
 use gauntlet_core::outcome::Verdict;
 use gauntlet_core::params::{Axis, Diag, PluginSpec, resolve_spec};
-use gauntlet_core::results::{LeaderboardRow, MetricValue, RunSummary};
 use gauntlet_core::tree::parse_yaml;
 use gauntlet_job::artefacts::Artefacts;
 use gauntlet_job::manifest::VerifyError;
@@ -41,7 +40,7 @@ use gauntlet_redteam::attack::{Attempt, AttemptError, CallModel};
 use gauntlet_redteam::error::BuildError;
 use gauntlet_redteam::judge::Judge;
 use gauntlet_redteam::registry::{Registry, build_judge};
-use serde::Deserialize;
+use gauntlet_results::{LeaderboardRow, MetricValue, RunRecord, RunSummary, TranscriptRecord};
 use std::collections::HashMap;
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
@@ -459,42 +458,17 @@ impl StoredUnit {
     }
 }
 
-/// One line of `transcripts.jsonl` (see `run/transcript.rs`).
-#[derive(Deserialize)]
-struct Line {
-    #[serde(default)]
-    trial: u32,
-    behavior_id: String,
-    attack_name: String,
-    target_name: String,
-    dataset_version: String,
-    expected: Expected,
-    attempt: u32,
-    transcript: Vec<Message>,
-    query_count: u32,
-    #[serde(default)]
-    metadata: serde_json::Value,
-    #[serde(default)]
-    stop_reason: Option<StopReason>,
-    #[serde(default)]
-    evidence: Option<Box<gauntlet_core::evidence::Evidence>>,
-    #[serde(default)]
-    error: Option<String>,
-    #[serde(default)]
-    verdicts: Vec<Verdict>,
-}
-
 /// The config recorded in a `run.json` (its `config` object), validated again by this
 /// build — specs resolved and labelled as the run had them — without loading any dataset
 /// or building any plugin. `path` names the file in errors; `any_mode` also accepts an
 /// injection run (whose canonical config names its axes `attacks` and `datasets`). The
 /// dashboard reads configs this way to compare what two runs were made of.
 pub fn recorded_config(
-    run_json: &serde_json::Value,
+    run_json: &RunRecord,
     path: &Path,
     any_mode: bool,
 ) -> Result<crate::config::RunConfig, StoredError> {
-    let Some(serde_json::Value::Object(config)) = run_json.get("config") else {
+    let serde_json::Value::Object(config) = &run_json.config else {
         return Err(StoredError::NoConfig {
             path: path.to_path_buf(),
         });
@@ -520,11 +494,7 @@ pub fn recorded_config(
         }
     })?;
     // Recorded beside the canonical config, and only when not the default.
-    if let Some(share) = run_json
-        .get("max_error_share")
-        .and_then(serde_json::Value::as_f64)
-        .filter(|s| (0.0..=1.0).contains(s))
-    {
+    if let Some(share) = run_json.max_error_share.filter(|s| (0.0..=1.0).contains(s)) {
         cfg.max_error_share = share;
     }
     Ok(cfg)
@@ -567,41 +537,35 @@ impl StoredRun {
             });
         }
         let bytes = files::read(&run_json_path, Kind::RUN_METADATA)?;
-        let run_json: serde_json::Value =
+        let run_json: RunRecord =
             serde_json::from_slice(&bytes).map_err(|source| StoredError::NotRunJson {
                 path: run_json_path.clone(),
                 source,
             })?;
-        let s = |key: &'static str| {
-            run_json
-                .get(key)
-                .and_then(|v| v.as_str())
-                .map(str::to_string)
-                .ok_or_else(|| StoredError::MissingField {
+        // Absent fields read as empty ([`RunRecord`]); every run writes these.
+        let s = |key: &'static str, v: &String| {
+            if v.is_empty() {
+                Err(StoredError::MissingField {
                     path: run_json_path.clone(),
                     key,
                 })
+            } else {
+                Ok(v.clone())
+            }
         };
         let meta = RunMeta {
-            run_id: s("run_id")?,
-            run_name: s("run_name")?,
-            config_hash: s("config_hash")?,
-            status: s("status")?,
-            harness_version: s("harness_version")?,
+            run_id: s("run_id", &run_json.run_id)?,
+            run_name: s("run_name", &run_json.run_name)?,
+            config_hash: s("config_hash", &run_json.config_hash)?,
+            status: s("status", &run_json.status)?,
+            harness_version: s("harness_version", &run_json.harness_version)?,
             datasets: run_json
-                .get("datasets")
-                .and_then(|d| d.as_array())
-                .map(|a| {
-                    a.iter()
-                        .map(|d| {
-                            let f = |k| d.get(k).and_then(|v| v.as_str()).unwrap_or("").to_string();
-                            (f("name"), f("version"))
-                        })
-                        .collect()
-                })
-                .unwrap_or_default(),
+                .datasets
+                .iter()
+                .map(|d| (d.name.clone(), d.version.clone()))
+                .collect(),
         };
-        let mode = run_json.get("config").and_then(|c| c.get("mode"));
+        let mode = run_json.config.get("mode");
         if !any_mode && mode.and_then(|m| m.as_str()) == Some("injection") {
             return Err(StoredError::InjectionRun {
                 dir: dir.to_path_buf(),
@@ -793,7 +757,7 @@ impl StoredRun {
         no: u64,
         text: &str,
     ) -> Result<ParsedLine, StoredError> {
-        let l: Line =
+        let l: TranscriptRecord =
             serde_json::from_str(text).map_err(|source| StoredError::NotATranscriptLine {
                 path: path.to_path_buf(),
                 line: no,
@@ -836,11 +800,11 @@ impl StoredRun {
                 pinned: b.expected.as_str(),
             });
         }
-        if l.trial as usize >= self.trial_seeds.len() {
+        if l.trial() as usize >= self.trial_seeds.len() {
             return Err(StoredError::TrialOutOfRange {
                 path: path.to_path_buf(),
                 line: no,
-                trial: l.trial,
+                trial: l.trial(),
                 trials: self.trial_seeds.len(),
             });
         }
@@ -852,6 +816,7 @@ impl StoredRun {
                 judges: self.original_judges.len(),
             });
         }
+        let trial = l.trial();
         let response = match l.error {
             Some(e) => Err(AttemptError::Stored(e)),
             None => {
@@ -880,7 +845,7 @@ impl StoredRun {
             query_count: l.query_count,
             metadata: l.metadata,
         };
-        Ok((l.trial, u, attempt, l.verdicts))
+        Ok((trial, u, attempt, l.verdicts))
     }
 }
 

@@ -10,8 +10,8 @@
 
 use crate::plan::Plan;
 use gauntlet_calls::cache::RoleUsage;
-use gauntlet_core::results::MetricValue;
 use gauntlet_models::Model;
+use gauntlet_results::MetricValue;
 
 pub use gauntlet_calls::price::{
     BUNDLED_PRICES, BUNDLED_PRICES_NAME, INPUT_ALLOWANCE, Price, PriceTable, Unpriced,

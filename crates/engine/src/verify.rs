@@ -15,9 +15,9 @@
 //!   usage and cost are not in the transcripts: those rows are marked not recounted.
 
 use crate::stored::{StoredError, StoredRun, recount};
-use gauntlet_core::results::LeaderboardRow;
 use gauntlet_redteam::metrics::MetricKind;
 use gauntlet_redteam::registry::metric_facts;
+use gauntlet_results::LeaderboardRow;
 use std::collections::HashMap;
 
 /// One stated leaderboard row, as a reader found it (a lenient reader may lack fields).

@@ -36,8 +36,8 @@
 
 use gauntlet_core::behavior::Expected;
 use gauntlet_core::outcome::{Outcome, Verdict};
-use gauntlet_core::results::Warning;
 use gauntlet_redteam::attack::Attempt;
+use gauntlet_results::Warning;
 use std::hash::{Hash, Hasher};
 
 // Each check is a share of its population, decided on exact counts at every size: no
@@ -378,7 +378,7 @@ pub const UNDECIDED_SHARE: f64 = 0.10;
 /// `undecided_share`: the judge left more than [`UNDECIDED_SHARE`] of a rate's population
 /// undecided, so the decided-only value may be far from the rate: the warning names each
 /// such metric with its bounds (the rate if none, or all, of the undecided counted).
-pub(crate) fn undecided_warning(metrics: &[gauntlet_core::results::CellMetric]) -> Option<Warning> {
+pub(crate) fn undecided_warning(metrics: &[gauntlet_results::CellMetric]) -> Option<Warning> {
     let over: Vec<String> = metrics
         .iter()
         .filter_map(|m| {

@@ -95,7 +95,7 @@ fn head(dir: &Path, name: &str, cap: u64) -> Option<Vec<u8>> {
     Some(out)
 }
 
-fn json_of(dir: &Path, name: &str) -> Option<serde_json::Value> {
+fn json_of<T: serde::de::DeserializeOwned>(dir: &Path, name: &str) -> Option<T> {
     serde_json::from_slice(&head(dir, name, MARKER_CAP)?).ok()
 }
 
@@ -131,15 +131,16 @@ fn of_kind(dir: &Path, kind: Kind) -> Holding {
 
 /// A red-team run, named by its run.json.
 fn run_of(dir: &Path) -> Holding {
-    let run_id = json_of(dir, "run.json")
-        .and_then(|v| v.get("run_id").and_then(|x| x.as_str()).map(str::to_owned))
+    let run_id = json_of::<gauntlet_results::RunRecord>(dir, "run.json")
+        .map(|r| r.run_id)
+        .filter(|id| !id.is_empty())
         .unwrap_or_else(|| "unreadable run.json".into());
     Holding::Run { run_id }
 }
 
 /// A rescore, with the run and judge its rescore.json names.
 fn rescore_of(dir: &Path) -> Holding {
-    let v = json_of(dir, "rescore.json").unwrap_or_default();
+    let v: serde_json::Value = json_of(dir, "rescore.json").unwrap_or_default();
     Holding::Rescore {
         run_id: v
             .get("run_id")

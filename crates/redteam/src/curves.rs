@@ -15,8 +15,8 @@
 use crate::attempt::Attempt;
 use gauntlet_core::behavior::Expected;
 use gauntlet_core::outcome::{Outcome, Verdict};
-use gauntlet_core::results::{Curve, CurvePoint, GuardCurve, GuardCurvePoint, RatePoint};
 use gauntlet_core::stats::{Z95, wilson};
+use gauntlet_results::{Curve, CurvePoint, GuardCurve, GuardCurvePoint, RatePoint};
 
 /// How the points of a curve are counted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -8,8 +8,8 @@
 
 use std::fmt::Write as _;
 
-use gauntlet_core::results::{CellSummary, RunSummary, TransformEffect};
 use gauntlet_core::taxonomy::{self, Worse};
+use gauntlet_results::{CellSummary, RunSummary, TransformEffect};
 use serde::Serialize;
 
 use crate::md_escape::inline;
@@ -260,7 +260,7 @@ impl BreadthView {
 
 fn guard_curve_view(c: &CellSummary) -> Option<GuardCurveView> {
     let curve = c.breadth.guard_curve.as_ref()?;
-    let ci = |r: &gauntlet_core::results::RatePoint| match (r.ci_low, r.ci_high) {
+    let ci = |r: &gauntlet_results::RatePoint| match (r.ci_low, r.ci_high) {
         (Some(lo), Some(hi)) => format!("[{}, {}]", fmt_num(lo), fmt_num(hi)),
         _ => NO_CI.to_owned(),
     };
@@ -379,7 +379,7 @@ fn group_view(s: &RunSummary, key: &str) -> Option<GroupView> {
             })
             .collect();
         // Per metric (in first-seen order), the worst value among the tagged rows.
-        let mut worst: Vec<(String, &gauntlet_core::results::LeaderboardEntry)> = Vec::new();
+        let mut worst: Vec<(String, &gauntlet_results::LeaderboardEntry)> = Vec::new();
         for r in &tagged {
             let Some(dir) = map.worse(&r.row.metric) else {
                 continue;
@@ -431,11 +431,11 @@ fn group_view(s: &RunSummary, key: &str) -> Option<GroupView> {
     })
 }
 
-fn metric_label_of(r: &gauntlet_core::results::LeaderboardEntry) -> String {
-    metric_label(&gauntlet_core::results::CellMetric {
+fn metric_label_of(r: &gauntlet_results::LeaderboardEntry) -> String {
+    metric_label(&gauntlet_results::CellMetric {
         metric: r.row.metric.clone(),
         params: r.row.metric_params.clone(),
-        value: gauntlet_core::results::MetricValue::na(""),
+        value: gauntlet_results::MetricValue::na(""),
         trials: Vec::new(),
         trials_na: 0,
     })

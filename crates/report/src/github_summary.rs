@@ -4,7 +4,7 @@
 //! text (labels, reasons) is escaped for Markdown and HTML as the run report's is.
 
 use crate::md_escape::inline;
-use gauntlet_core::results::RunSummary;
+use gauntlet_results::RunSummary;
 
 fn num(x: Option<f64>) -> String {
     x.map_or("N/A".to_string(), |v| format!("{v:.3}"))

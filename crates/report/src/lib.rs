@@ -18,7 +18,7 @@
 //! Output is byte-deterministic: it depends on the summary alone (no clock, no hash-map
 //! order).
 //!
-//! [`RunSummary`]: gauntlet_core::results::RunSummary
+//! [`RunSummary`]: gauntlet_results::RunSummary
 
 // Files are read through `gauntlet_core::files` only (clippy.toml says why).
 #![cfg_attr(not(test), deny(clippy::disallowed_methods))]

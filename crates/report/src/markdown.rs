@@ -1,6 +1,6 @@
 //! The Markdown report, written directly from the [`ReportView`].
 //!
-//! Every string of a [`RunSummary`](gauntlet_core::results::RunSummary) is untrusted and
+//! Every string of a [`RunSummary`](gauntlet_results::RunSummary) is untrusted and
 //! reaches the output only through [`crate::md_escape`]: [`inline`] for single-line
 //! slots, [`block_quote`] for prompts and replies.
 

@@ -1,7 +1,7 @@
 //! Escaping untrusted text for Markdown, for every Markdown writer of the crate (the
 //! report, its breadth sections, pages, the judge evaluation and the GitHub summary).
 //!
-//! Every string of a [`RunSummary`](gauntlet_core::results::RunSummary) is untrusted
+//! Every string of a [`RunSummary`](gauntlet_results::RunSummary) is untrusted
 //! (model replies, dataset prompts, target names, error messages), so none of it may
 //! reach the output as Markdown or HTML syntax:
 //!

@@ -1,6 +1,6 @@
 //! A report page built from blocks — headings, notes, key/value tables, tables and
 //! charts — for harnesses whose numbers are not a run's [`RunSummary`]
-//! (gauntlet_core::results::RunSummary): the agent exam builds a [`Page`] and renders it
+//! (gauntlet_results::RunSummary): the agent exam builds a [`Page`] and renders it
 //! here, so its report.html has the run report's stylesheet, Content-Security-Policy and
 //! escaping (one renderer, one set of hostile-input tests).
 //!

@@ -4,11 +4,11 @@
 
 use crate::breadth::{self, ReportOptions};
 use crate::{charts, html, judge_eval, markdown, view};
-use gauntlet_core::results::RunSummary;
+use gauntlet_results::RunSummary;
 
 /// The leaderboard ([`RunSummary::leaderboard_entries`]) as a pretty-printed JSON array
-/// of [`LeaderboardEntry`](gauntlet_core::results::LeaderboardEntry) — a
-/// [`LeaderboardRow`](gauntlet_core::results::LeaderboardRow), plus `trials`,
+/// of [`LeaderboardEntry`](gauntlet_results::LeaderboardEntry) — a
+/// [`LeaderboardRow`](gauntlet_results::LeaderboardRow), plus `trials`,
 /// `trials_na` and `trial_values` in a multi-trial run — ending with a newline.
 pub fn leaderboard_json(summary: &RunSummary) -> String {
     let mut json = serde_json::to_string_pretty(&summary.leaderboard_entries())
@@ -64,9 +64,9 @@ pub fn run_charts(summary: &RunSummary) -> Vec<String> {
             targets.push(&c.target);
         }
     }
-    let mut cells: Vec<&gauntlet_core::results::CellSummary> = summary.cells.iter().collect();
+    let mut cells: Vec<&gauntlet_results::CellSummary> = summary.cells.iter().collect();
     cells.sort_by_key(|c| targets.iter().position(|t| *t == c.target));
-    let row_label = |c: &gauntlet_core::results::CellSummary| {
+    let row_label = |c: &gauntlet_results::CellSummary| {
         let mut l = c.attack.clone();
         if judges.len() > 1 {
             l.push_str(" · ");
@@ -111,7 +111,7 @@ pub fn run_charts(summary: &RunSummary) -> Vec<String> {
             &rows,
         ));
     }
-    let value = |c: &gauntlet_core::results::CellSummary, name: &str| {
+    let value = |c: &gauntlet_results::CellSummary, name: &str| {
         c.metrics.iter().find(|m| m.metric == name).and_then(|m| {
             m.value
                 .value
@@ -156,7 +156,7 @@ pub fn run_charts(summary: &RunSummary) -> Vec<String> {
 /// A guard's operating curve: one point per run of thresholds with the same counts
 /// (labelled by the thresholds it covers), false-block rate across, pass-through up.
 /// `None` when no threshold has both rates (a set without both kinds of behavior).
-fn guard_curve_chart(title: &str, curve: &gauntlet_core::results::GuardCurve) -> Option<String> {
+fn guard_curve_chart(title: &str, curve: &gauntlet_results::GuardCurve) -> Option<String> {
     let mut points: Vec<charts::ScatterPoint> = Vec::new();
     let mut last: Option<(u64, u64)> = None;
     let mut first_t = 0.0;

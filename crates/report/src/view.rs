@@ -5,7 +5,7 @@
 //! disagree on a number. Strings here are still *raw*: they carry untrusted model and
 //! dataset text and each writer escapes them for its own output format.
 
-use gauntlet_core::results::{CellMetric, CellSummary, Example, MetricValue, RunSummary};
+use gauntlet_results::{CellMetric, CellSummary, Example, MetricValue, RunSummary};
 use serde::Serialize;
 
 /// Longest prompt or reply shown in an example, in characters (not bytes).
@@ -42,7 +42,7 @@ pub struct ReportView {
     pub cells: Vec<CellView>,
 }
 
-/// The run's errors ([`gauntlet_core::results::RunErrors`]), formatted.
+/// The run's errors ([`gauntlet_results::RunErrors`]), formatted.
 #[derive(Debug, Clone, Serialize)]
 pub struct RunErrorsView {
     /// `6 of 6 judged attempts (1.000; max_error_share 0.2)`.
@@ -84,7 +84,7 @@ pub struct CellView {
     /// One line per metric with undecided behaviors ([`MetricView::undecided_line`]).
     pub undecided: Vec<String>,
     /// The cell's degenerate-run warnings (what to check before trusting its numbers).
-    pub warnings: Vec<gauntlet_core::results::Warning>,
+    pub warnings: Vec<gauntlet_results::Warning>,
     pub examples: Vec<ExampleView>,
     /// Per-trial counts (multi-trial runs).
     pub trials: Vec<TrialCountsView>,
@@ -146,7 +146,7 @@ pub struct MetricView {
     pub undecided: u64,
     /// The rate's bounds over them (a rate with undecided behaviors).
     #[serde(skip)]
-    pub bounds: Option<gauntlet_core::results::UndecidedBounds>,
+    pub bounds: Option<gauntlet_results::UndecidedBounds>,
 }
 
 /// A rate corrected for the judge's measured errors (judge with a card).

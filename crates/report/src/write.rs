@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::breadth::ReportOptions;
 use crate::render::{leaderboard_json, render_html_with, render_markdown_with};
-use gauntlet_core::results::RunSummary;
+use gauntlet_results::RunSummary;
 
 /// The file names [`write_reports`] produces.
 pub const LEADERBOARD_FILE: &str = "leaderboard.json";

@@ -3,11 +3,11 @@
 //! `write_reports` leaves behind.
 
 use gauntlet_core::judge_eval::Corrected;
-use gauntlet_core::results::{
+use gauntlet_report::{leaderboard_json, render_html, render_markdown, write_reports};
+use gauntlet_results::{
     CellMetric, CellSummary, CiMethod, DistinctError, Example, LeaderboardEntry, LeaderboardRow,
     MetricValue, RunErrors, RunSummary, TrialCounts,
 };
-use gauntlet_report::{leaderboard_json, render_html, render_markdown, write_reports};
 
 fn metric(name: &str, value: MetricValue) -> CellMetric {
     CellMetric {
@@ -96,7 +96,7 @@ fn sample() -> RunSummary {
                 ],
                 trials: Vec::new(),
                 breadth: Default::default(),
-                warnings: vec![gauntlet_core::results::Warning {
+                warnings: vec![gauntlet_results::Warning {
                     kind: "constant_verdict".to_owned(),
                     message: "the judge said <failure> for 70 of 70 replies".to_owned(),
                     evidence: "harmful requests: 0 success, 35 failure".to_owned(),
@@ -480,7 +480,7 @@ fn write_reports_writes_the_three_files() {
 
 /// A guardrail cell's threshold curve: its table in Markdown and its chart in HTML.
 fn sample_guard_curve() -> RunSummary {
-    use gauntlet_core::results::{GuardCurve, GuardCurvePoint, RatePoint};
+    use gauntlet_results::{GuardCurve, GuardCurvePoint, RatePoint};
     let rate = |count: u64, n: u64, ci: Option<(f64, f64)>| RatePoint {
         count,
         n,

@@ -33,7 +33,8 @@ use gauntlet_engine::config::RunConfig;
 use gauntlet_engine::mismatch::{self, Mismatch};
 use gauntlet_redteam::leakage::LeakCategory;
 use gauntlet_redteam::metrics::{BehaviorOutcome, Metric, Surface};
-use serde::{Deserialize, Serialize};
+use gauntlet_results::{RunRecord, TranscriptRecord, TranscriptUnit};
+use serde::Serialize;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::{BufRead, Read};
@@ -307,34 +308,6 @@ impl From<String> for Refusal {
     }
 }
 
-#[derive(Deserialize)]
-struct Msg {
-    #[serde(default)]
-    role: String,
-    #[serde(default)]
-    content: Option<String>,
-    #[serde(default)]
-    name: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct Line {
-    #[serde(default)]
-    trial: u32,
-    behavior_id: String,
-    attack_name: String,
-    target_name: String,
-    #[serde(default)]
-    dataset: String,
-    #[serde(default)]
-    dataset_version: String,
-    expected: Expected,
-    #[serde(default)]
-    attempt: u32,
-    #[serde(default)]
-    verdicts: Vec<Verdict>,
-}
-
 /// Why a run's recorded config cannot be read back ([`recorded`]); `slug` names the
 /// run in the dashboard.
 #[derive(Debug, thiserror::Error)]
@@ -360,11 +333,11 @@ pub enum RecordedError {
 }
 
 /// The recorded config of a run (validated by this build, nothing loaded).
-pub fn recorded(run: &Run) -> Result<(RunConfig, Value), RecordedError> {
+pub fn recorded(run: &Run) -> Result<(RunConfig, RunRecord), RecordedError> {
     let slug = || run.slug.clone();
     let bytes = scan::read_capped(&run.dir, "run.json", scan::MAX_SMALL_FILE)?
         .ok_or_else(|| RecordedError::NoRunJson { slug: slug() })?;
-    let rj: Value = serde_json::from_slice(&bytes).map_err(|source| RecordedError::Json {
+    let rj: RunRecord = serde_json::from_slice(&bytes).map_err(|source| RecordedError::Json {
         slug: slug(),
         source,
     })?;
@@ -433,8 +406,8 @@ fn read_side(
     run: &Run,
     cfg: &RunConfig,
     metrics: &[(String, Box<dyn Metric>)],
-    keep: &dyn Fn(&Line) -> bool,
-    key: &dyn Fn(&Line, &str) -> CellKey,
+    keep: &dyn Fn(&TranscriptUnit) -> bool,
+    key: &dyn Fn(&TranscriptUnit, &str) -> CellKey,
     judge: Option<&str>,
 ) -> Result<SideData, SideError> {
     if !scan::regular_file(&run.dir, "transcripts.jsonl") {
@@ -478,8 +451,8 @@ fn read_side(
             }
         }
         let leak = leaks.get(dv).and_then(|m| m.get(bid)).copied();
-        let line = Line {
-            trial: *trial,
+        let line = TranscriptUnit {
+            trial: Some(*trial),
             behavior_id: bid.clone(),
             attack_name: attack.clone(),
             target_name: target.clone(),
@@ -487,6 +460,7 @@ fn read_side(
             dataset_version: dv.clone(),
             expected: *expected,
             attempt: 0,
+            error: None,
             verdicts: Vec::new(),
         };
         for j in judges {
@@ -562,7 +536,7 @@ fn read_side(
             let _ = r.read_until(b'\n', &mut rest);
             continue;
         }
-        let Ok(l) = serde_json::from_slice::<Line>(&buf) else {
+        let Ok(l) = serde_json::from_slice::<TranscriptUnit>(&buf) else {
             if !buf.iter().all(u8::is_ascii_whitespace) {
                 out.skipped += 1;
             }
@@ -575,7 +549,7 @@ fn read_side(
             .entry(l.dataset.clone())
             .or_insert_with(|| l.dataset_version.clone());
         let id: Unit = (
-            l.trial,
+            l.trial(),
             l.behavior_id.clone(),
             l.attack_name.clone(),
             l.target_name.clone(),
@@ -620,31 +594,21 @@ fn texts(run: &Run, index: Option<&crate::transcripts::LineIndex>, line: u64) ->
         Some((i, _)) => format!("{}…", &s[..i]),
         None => s.to_owned(),
     };
-    let Ok(Some(Ok(v))) = crate::transcripts::line(&run.dir.join("transcripts.jsonl"), index, line)
-    else {
+    let Ok(Some(Ok(v))) = crate::transcripts::line::<TranscriptRecord>(
+        &run.dir.join("transcripts.jsonl"),
+        index,
+        line,
+    ) else {
         return (String::new(), "(line unavailable)".into());
     };
-    let msgs: Vec<Msg> = v
-        .get("transcript")
-        .cloned()
-        .and_then(|t| serde_json::from_value(t).ok())
+    let reply = v
+        .last_reply()
+        .map(|m| m.content.clone())
+        .or_else(|| v.error.as_ref().map(|e| format!("(error: {e})")))
         .unwrap_or_default();
-    let reply = msgs
-        .iter()
-        .rev()
-        .find(|m| m.role == "assistant" && m.name.as_deref() != Some("decoded"))
-        .and_then(|m| m.content.clone())
-        .or_else(|| {
-            v.get("error")
-                .and_then(Value::as_str)
-                .map(|e| format!("(error: {e})"))
-        })
-        .unwrap_or_default();
-    let prompt = msgs
-        .iter()
-        .rev()
-        .find(|m| m.role == "user")
-        .and_then(|m| m.content.clone())
+    let prompt = v
+        .last_prompt()
+        .map(|m| m.content.clone())
         .unwrap_or_default();
     (cut(&prompt), cut(&reply))
 }
@@ -681,7 +645,7 @@ pub fn compare(
     }
     let (cfg_a, _) = recorded(s.run_a)?;
     let (cfg_b, _) = if s.run_b.slug == s.run_a.slug {
-        (cfg_a.clone(), Value::Null)
+        (cfg_a.clone(), RunRecord::default())
     } else {
         recorded(s.run_b)?
     };
@@ -905,7 +869,7 @@ pub fn run_series(run: &Run, judge: &str, metric: &str) -> Result<RunSeries, Ref
     if metrics.is_empty() {
         return Err(format!("{}: the run's config has no metric `{metric}`", run.slug).into());
     }
-    let key = |l: &Line, j: &str| -> CellKey {
+    let key = |l: &TranscriptUnit, j: &str| -> CellKey {
         (
             l.attack_name.clone(),
             l.target_name.clone(),
@@ -943,7 +907,7 @@ fn read_sides(
     cfg_b: &RunConfig,
     single: bool,
 ) -> Result<(SideData, SideData), SideError> {
-    let key = |l: &Line, j: &str| -> CellKey {
+    let key = |l: &TranscriptUnit, j: &str| -> CellKey {
         let star = || "*".to_string();
         match s.by {
             // One target a side: paired whatever their labels.
@@ -965,7 +929,7 @@ fn read_sides(
         }
     };
     let side = |run: &Run, cfg: &RunConfig, value: &str| {
-        let keep = |l: &Line| match s.by {
+        let keep = |l: &TranscriptUnit| match s.by {
             By::Run | By::Judge => true,
             By::Target => l.target_name == value,
             By::Attack => l.attack_name == value,

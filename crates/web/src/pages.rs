@@ -1045,7 +1045,7 @@ fn run_errors(dir: &std::path::Path) -> Value {
     };
     #[derive(Deserialize)]
     struct Only {
-        errors: Option<gauntlet_core::results::RunErrors>,
+        errors: Option<gauntlet_results::RunErrors>,
     }
     match serde_json::from_slice::<Only>(&b) {
         Ok(Only { errors: Some(e) }) => context! {
@@ -1161,7 +1161,7 @@ pub fn report_page(d: &Dashboard, slug: &str) -> Option<Result<String, ReportPag
                 ..Default::default()
             };
             Some(
-                serde_json::from_slice::<gauntlet_core::results::RunSummary>(&b)
+                serde_json::from_slice::<gauntlet_results::RunSummary>(&b)
                     .map(|s| gauntlet_report::render_html_with(&s, &opts))
                     .map_err(ReportPageError::Results),
             )
@@ -1373,7 +1373,8 @@ pub fn transcript_page(d: &Arc<Dashboard>, slug: &str, line: u64, mode: Mode) ->
         d.index_of(run)
     };
     let parsed =
-        transcripts::line(&run.dir.join("transcripts.jsonl"), index.as_deref(), line).ok()??;
+        transcripts::line::<Json>(&run.dir.join("transcripts.jsonl"), index.as_deref(), line)
+            .ok()??;
     let s = |v: &Json, k: &str| match v.get(k) {
         Some(Json::String(s)) => s.clone(),
         Some(Json::Null) | None => String::new(),

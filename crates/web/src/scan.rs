@@ -26,6 +26,8 @@
 use gauntlet_engine::manifest::{self as dir_kind, KindError};
 use gauntlet_redteam::metrics::Surface as MetricSurface;
 use gauntlet_redteam::registry::metric_facts;
+use gauntlet_results::{LeaderboardRow, RunRecord};
+use serde::Deserialize;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::fs;
@@ -291,6 +293,36 @@ fn read_json(dir: &Path, name: &str, cap: u64, warnings: &mut Vec<String>) -> Op
     }
 }
 
+/// Reads `dir/name` as the schema's `T`: absent, unreadable or not of that schema is
+/// `None`, with a warning naming the file and why.
+fn read_typed<T: serde::de::DeserializeOwned>(
+    dir: &Path,
+    name: &str,
+    cap: u64,
+    warnings: &mut Vec<String>,
+) -> Option<T> {
+    match read_capped(dir, name, cap) {
+        Ok(Some(b)) => match serde_json::from_slice::<T>(&b) {
+            Ok(v) => Some(v),
+            Err(e) if e.is_data() => {
+                warnings.push(format!(
+                    "{name} does not hold what gauntlet writes ({e}): skipped"
+                ));
+                None
+            }
+            Err(e) => {
+                warnings.push(format!("{name} is not valid JSON ({e}): skipped"));
+                None
+            }
+        },
+        Ok(None) => None,
+        Err(w) => {
+            warnings.push(w.to_string());
+            None
+        }
+    }
+}
+
 /// Is `dir/name` a regular file (not a symlink)?
 pub fn regular_file(dir: &Path, name: &str) -> bool {
     fs::symlink_metadata(dir.join(name)).is_ok_and(|m| m.is_file())
@@ -322,18 +354,6 @@ fn metric_surface(name: &str) -> Option<Surface> {
     }
 }
 
-fn str_field(o: &serde_json::Map<String, Value>, k: &str) -> Option<String> {
-    o.get(k).and_then(Value::as_str).map(str::to_owned)
-}
-
-fn f64_field(o: &serde_json::Map<String, Value>, k: &str) -> Option<f64> {
-    o.get(k).and_then(Value::as_f64)
-}
-
-fn u64_field(o: &serde_json::Map<String, Value>, k: &str) -> Option<u64> {
-    o.get(k).and_then(Value::as_u64)
-}
-
 /// `metric (k=1, x=y)` from a name and its params, as the reports label it.
 pub fn metric_label(name: &str, params: &serde_json::Map<String, Value>) -> String {
     if params.is_empty() {
@@ -349,126 +369,93 @@ pub fn metric_label(name: &str, params: &serde_json::Map<String, Value>) -> Stri
     format!("{name} ({})", p.join(", "))
 }
 
-/// Reads one leaderboard row, flagging what is missing or impossible.
-pub fn parse_row(v: &Value) -> Option<Row> {
-    let o = v.as_object()?;
+/// One leaderboard row as the dashboard shows it, flagging what is missing or
+/// impossible. The row was read as the schema's [`LeaderboardRow`], whose absent
+/// fields read as empty: an empty provenance field is a problem of the row.
+pub fn parse_row(r: &LeaderboardRow) -> Row {
     let mut problems = Vec::new();
-    let text = |k: &str, required: bool, problems: &mut Vec<String>| match o.get(k) {
-        Some(Value::String(s)) if !s.is_empty() => s.clone(),
-        Some(Value::Number(n)) => n.to_string(),
-        _ => {
-            if required {
-                problems.push(format!("no `{k}`: the provenance triple is incomplete"));
-            }
-            String::new()
+    for (k, v) in [
+        ("dataset_version", &r.dataset_version),
+        ("judge", &r.judge),
+        ("metric", &r.metric),
+    ] {
+        if v.is_empty() {
+            problems.push(format!("no `{k}`: the provenance triple is incomplete"));
         }
-    };
-    let dataset_version = text("dataset_version", true, &mut problems);
-    let judge = text("judge", true, &mut problems);
-    let metric_name = text("metric", true, &mut problems);
-    let target = text("target", false, &mut problems);
-    let attack = text("attack", false, &mut problems);
-    let dataset = text("dataset", false, &mut problems);
-    let params = o
-        .get("metric_params")
-        .and_then(Value::as_object)
-        .cloned()
-        .unwrap_or_default();
-    let raw_value = o.get("value");
-    let value = f64_field(o, "value");
-    if raw_value.is_some_and(|v| !v.is_null() && !v.is_number()) {
-        problems.push("`value` is not a number".into());
     }
-    let ci = f64_field(o, "ci_low").zip(f64_field(o, "ci_high"));
-    let na_reason = str_field(o, "na_reason");
-    let n = u64_field(o, "n");
-    let attempts = u64_field(o, "attempts");
-    let errors = u64_field(o, "errors");
-    let undecided = u64_field(o, "undecided").filter(|u| *u > 0);
-    let bounds = o.get("bounds").and_then(Value::as_object).and_then(|b| {
-        let (lo, hi) = (f64_field(b, "low")?, f64_field(b, "high")?);
-        (lo.is_finite() && hi.is_finite() && lo <= hi).then_some((lo, hi))
-    });
+    let ci = r.ci_low.zip(r.ci_high);
+    let bounds = r
+        .bounds
+        .map(|b| (b.low, b.high))
+        .filter(|(lo, hi)| lo.is_finite() && hi.is_finite() && lo <= hi);
     // What the row says about itself must be possible: the engine's check, shared with
     // `gauntlet gate`.
     problems.extend(gauntlet_engine::verify::stated_problems(
-        metric_range(&metric_name),
+        metric_range(&r.metric),
         &gauntlet_engine::verify::Stated {
-            metric: metric_name.clone(),
-            value,
+            metric: r.metric.clone(),
+            value: r.value,
             ci,
-            attempts,
-            errors,
+            attempts: Some(r.attempts),
+            errors: Some(r.errors),
             ..Default::default()
         },
     ));
-    Some(Row {
-        target,
-        attack,
-        dataset,
-        dataset_version,
-        judge,
-        metric: metric_label(&metric_name, &params),
-        metric_params: gauntlet_engine::verify::params_json(&params),
-        metric_name,
-        value,
+    Row {
+        target: r.target.clone(),
+        attack: r.attack.clone(),
+        dataset: r.dataset.clone(),
+        dataset_version: r.dataset_version.clone(),
+        judge: r.judge.clone(),
+        metric: metric_label(&r.metric, &r.metric_params),
+        metric_params: gauntlet_engine::verify::params_json(&r.metric_params),
+        metric_name: r.metric.clone(),
+        value: r.value,
         ci,
-        n,
-        attempts,
-        errors,
-        undecided,
+        n: Some(r.n),
+        attempts: Some(r.attempts),
+        errors: Some(r.errors),
+        undecided: Some(r.undecided).filter(|u| *u > 0),
         bounds,
-        na_reason,
-        status: str_field(o, "status").unwrap_or_default(),
-        warnings: row_warnings(o.get("warnings")),
-        problems,
-    })
-}
-
-/// The `warnings` of a row, read leniently: strings as they are, objects by their
-/// `message` (with `kind` before it when there is one), anything else as JSON.
-fn row_warnings(v: Option<&Value>) -> Vec<String> {
-    let Some(Value::Array(a)) = v else {
-        return Vec::new();
-    };
-    a.iter()
-        .take(50)
-        .map(|w| match w {
-            Value::String(s) => s.clone(),
-            Value::Object(o) => {
-                let msg = o
-                    .get("message")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned)
-                    .unwrap_or_else(|| w.to_string());
-                match o.get("kind").and_then(Value::as_str) {
-                    Some(k) if !msg.starts_with(k) => format!("{k}: {msg}"),
-                    _ => msg,
+        na_reason: r.na_reason.clone(),
+        status: r.status.clone(),
+        warnings: r
+            .warnings
+            .iter()
+            .take(50)
+            .map(|w| {
+                if w.message.starts_with(&w.kind) {
+                    w.message.clone()
+                } else {
+                    format!("{}: {}", w.kind, w.message)
                 }
-            }
-            other => other.to_string(),
-        })
-        .collect()
+            })
+            .collect(),
+        problems,
+    }
 }
 
-/// Rows of a leaderboard.json (an array of row objects); a malformed element is
-/// skipped with a warning.
-fn parse_leaderboard(v: &Value, warnings: &mut Vec<String>) -> Vec<Row> {
+/// The rows of a leaderboard.json, an array of [`LeaderboardRow`]s, each with its
+/// `run_id`. An element that is not a row (not an object, a field of the wrong type) is
+/// skipped with a warning naming the first such element and why; a file that is not an
+/// array is skipped whole.
+fn parse_leaderboard(v: &Value, warnings: &mut Vec<String>) -> Vec<(String, Row)> {
     let Some(a) = v.as_array() else {
         warnings.push("leaderboard.json is not a JSON array of rows: skipped".into());
         return Vec::new();
     };
     let mut rows = Vec::with_capacity(a.len());
-    let mut bad = 0;
-    for r in a {
-        match parse_row(r) {
-            Some(row) => rows.push(row),
-            None => bad += 1,
+    let mut bad: Vec<(usize, serde_json::Error)> = Vec::new();
+    for (i, r) in a.iter().enumerate() {
+        match LeaderboardRow::deserialize(r) {
+            Ok(r) => rows.push((r.run_id.clone(), parse_row(&r))),
+            Err(e) => bad.push((i, e)),
         }
     }
-    if bad > 0 {
+    if let Some((i, e)) = bad.first() {
         warnings.push(format!(
-            "leaderboard.json: {bad} element(s) are not row objects: skipped"
+            "leaderboard.json: {} element(s) are not rows (element {i}: {e}): skipped",
+            bad.len()
         ));
     }
     rows
@@ -513,7 +500,7 @@ pub fn read_run(dir: &Path) -> Result<Option<Run>, KindError> {
         }
     };
     let report = read_json(dir, "report.json", MAX_REPORT_FILE, &mut warnings);
-    let run_json = read_json(dir, "run.json", MAX_SMALL_FILE, &mut warnings);
+    let run_json: Option<RunRecord> = read_typed(dir, "run.json", MAX_SMALL_FILE, &mut warnings);
     let leaderboard = read_json(dir, "leaderboard.json", MAX_SMALL_FILE, &mut warnings);
     let has_transcripts = regular_file(dir, "transcripts.jsonl");
     let dir_name = dir
@@ -565,10 +552,16 @@ pub fn read_run(dir: &Path) -> Result<Option<Run>, KindError> {
     }
     if read_as == ReadAs::AgentExam {
         let pipeline_check = report.as_ref().and_then(PipelineCheck::of);
-        let mut rows = leaderboard
+        let board = leaderboard
             .as_ref()
             .map(|l| parse_leaderboard(l, &mut warnings))
             .unwrap_or_default();
+        let run_id = board
+            .first()
+            .map(|(id, _)| id.clone())
+            .filter(|id| !id.is_empty())
+            .unwrap_or_else(|| dir_name.clone());
+        let mut rows: Vec<Row> = board.into_iter().map(|(_, r)| r).collect();
         // A golden exam's rows, whatever its leaderboard.json says (an older one ranked
         // it by median_pass_rate): the one pipeline-check row, no value, no interval.
         if let Some(pc) = &pipeline_check {
@@ -588,17 +581,6 @@ pub fn read_run(dir: &Path) -> Result<Option<Run>, KindError> {
         if leaderboard.is_none() {
             warnings.push("no leaderboard.json: the exam's rows are missing".into());
         }
-        let run_id = rows
-            .first()
-            .map(|_| {
-                leaderboard
-                    .as_ref()
-                    .and_then(|l| l.get(0))
-                    .and_then(|r| r.get("run_id"))
-            })
-            .and_then(|v| v.and_then(Value::as_str))
-            .unwrap_or(&dir_name)
-            .to_owned();
         return Ok(Some(Run {
             slug: String::new(),
             dir: dir.to_path_buf(),
@@ -634,9 +616,10 @@ pub fn read_run(dir: &Path) -> Result<Option<Run>, KindError> {
     if run_json.is_none() && leaderboard.is_none() && !has_transcripts && warnings.is_empty() {
         return Ok(None);
     }
-    let rj = run_json.as_ref().and_then(Value::as_object);
-    let s = |k: &str| rj.and_then(|o| str_field(o, k));
-    let mut rows = leaderboard
+    // A field the run.json lacks reads as empty ([`RunRecord`]): unknown here.
+    let s =
+        |f: fn(&RunRecord) -> &String| run_json.as_ref().map(f).filter(|v| !v.is_empty()).cloned();
+    let board = leaderboard
         .as_ref()
         .map(|l| parse_leaderboard(l, &mut warnings))
         .unwrap_or_default();
@@ -644,7 +627,7 @@ pub fn read_run(dir: &Path) -> Result<Option<Run>, KindError> {
     if leaderboard.is_none() && !live {
         warnings.push("no readable leaderboard.json".into());
     }
-    let mode = s("mode").unwrap_or_default();
+    let mode = s(|r| &r.mode).unwrap_or_default();
     let surface = match mode.as_str() {
         "injection" => Surface::Injection,
         "leakage" => Surface::Leakage,
@@ -652,8 +635,9 @@ pub fn read_run(dir: &Path) -> Result<Option<Run>, KindError> {
         _ => {
             // A leaderboard without run.json (redharness's own): infer from its metrics.
             let measures = |s: Surface| {
-                rows.iter()
-                    .any(|r| metric_surface(&r.metric_name) == Some(s))
+                board
+                    .iter()
+                    .any(|(_, r)| metric_surface(&r.metric_name) == Some(s))
             };
             if measures(Surface::Injection) {
                 Surface::Injection
@@ -664,42 +648,34 @@ pub fn read_run(dir: &Path) -> Result<Option<Run>, KindError> {
             }
         }
     };
-    let run_id = s("run_id")
+    let run_id = s(|r| &r.run_id)
         .or_else(|| {
-            leaderboard
-                .as_ref()
-                .and_then(|l| l.get(0))
-                .and_then(|r| r.get("run_id"))
-                .and_then(Value::as_str)
-                .map(str::to_owned)
+            board
+                .first()
+                .map(|(id, _)| id.clone())
+                .filter(|id| !id.is_empty())
         })
         .unwrap_or_else(|| dir_name.clone());
     let mut problems = Vec::new();
-    if let Some(l) = leaderboard.as_ref().and_then(Value::as_array) {
-        let other = l
-            .iter()
-            .filter_map(|r| r.get("run_id").and_then(Value::as_str))
-            .find(|id| *id != run_id);
-        if let Some(o) = other {
-            problems.push(format!(
-                "leaderboard.json has rows of run `{o}`, not only of `{run_id}`"
-            ));
-        }
+    if let Some((o, _)) = board.iter().find(|(id, _)| !id.is_empty() && *id != run_id) {
+        problems.push(format!(
+            "leaderboard.json has rows of run `{o}`, not only of `{run_id}`"
+        ));
     }
+    let mut rows: Vec<Row> = board.into_iter().map(|(_, r)| r).collect();
     if run_json.is_none() {
         problems.push("no run.json: the run's config and status are unknown".into());
     }
     for r in &mut rows {
         if r.status.is_empty() {
-            r.status = s("status").unwrap_or_default();
+            r.status = s(|r| &r.status).unwrap_or_default();
         }
     }
-    let units = rj.and_then(|o| o.get("units")).and_then(|u| {
-        Some((
-            u.get("planned")?.as_u64()?,
-            u.get("done").and_then(Value::as_u64).unwrap_or(0),
-        ))
-    });
+    let units = run_json
+        .as_ref()
+        .map(|r| r.units)
+        .filter(|u| u.planned > 0)
+        .map(|u| (u.planned, u.done));
     let date = started(dir).or_else(|| mtime(dir, "run.json"));
     Ok(Some(Run {
         slug: String::new(),
@@ -707,8 +683,8 @@ pub fn read_run(dir: &Path) -> Result<Option<Run>, KindError> {
         kind: Kind::RedTeam,
         surface,
         run_id,
-        name: s("run_name").unwrap_or_else(|| dir_name.clone()),
-        status: s("status").unwrap_or_else(|| "unknown".into()),
+        name: s(|r| &r.run_name).unwrap_or_else(|| dir_name.clone()),
+        status: s(|r| &r.status).unwrap_or_else(|| "unknown".into()),
         mode,
         date,
         rows,
@@ -998,6 +974,11 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// A leaderboard element read as the dashboard reads it: `None` when it is not a row.
+    fn row(v: &Value) -> Option<Row> {
+        LeaderboardRow::deserialize(v).ok().map(|r| parse_row(&r))
+    }
+
     #[test]
     fn dates_are_utc_calendar_dates() {
         assert_eq!(fmt_date(0), "1970-01-01 00:00");
@@ -1007,8 +988,8 @@ mod tests {
 
     #[test]
     fn rows_without_provenance_or_out_of_range_are_flagged() {
-        let r = parse_row(&json!({"metric": "asr", "value": 1.5, "ci_low": 0.2, "ci_high": 0.4}))
-            .unwrap();
+        let r =
+            row(&json!({"metric": "asr", "value": 1.5, "ci_low": 0.2, "ci_high": 0.4})).unwrap();
         assert!(
             r.problems.iter().any(|p| p.contains("dataset_version")),
             "{:?}",
@@ -1021,33 +1002,44 @@ mod tests {
                 .iter()
                 .any(|p| p.contains("outside its own interval"))
         );
-        let ok = parse_row(
+        let ok = row(
             &json!({"metric": "asr", "judge": "j", "dataset_version": "d@1",
             "value": 0.3, "ci_low": 0.2, "ci_high": 0.4, "n": 10, "attempts": 10, "errors": 0}),
         )
         .unwrap();
         assert!(ok.problems.is_empty(), "{:?}", ok.problems);
-        let na = parse_row(
+        let na = row(
             &json!({"metric": "frr", "judge": "j", "dataset_version": "d@1",
             "value": null, "na_reason": "no should_comply behaviors"}),
         )
         .unwrap();
         assert_eq!(na.value, None);
         assert!(na.problems.is_empty());
-        let tokens = parse_row(
+        let tokens = row(
             &json!({"metric": "token_usage", "judge": "j", "dataset_version": "d",
             "value": 12345.0}),
         )
         .unwrap();
         assert!(tokens.problems.is_empty());
-        let bad = parse_row(
+        // A value of the wrong type is no row of the schema: skipped, with a warning
+        // naming the element and the field.
+        let not_a_row = json!({"metric": "asr", "judge": "j", "dataset_version": "d",
+            "value": "0.5"});
+        assert!(row(&not_a_row).is_none());
+        let mut w = Vec::new();
+        let rows = parse_leaderboard(&json!([not_a_row, {"metric": "frr"}]), &mut w);
+        assert_eq!(rows.len(), 1);
+        assert!(
+            w.len() == 1 && w[0].contains("element 0") && w[0].contains("invalid type"),
+            "{w:?}"
+        );
+        let bad = row(
             &json!({"metric": "asr", "judge": "j", "dataset_version": "d",
-            "value": "0.5", "errors": 5, "attempts": 2}),
+            "value": 0.5, "errors": 5, "attempts": 2}),
         )
         .unwrap();
-        assert!(bad.problems.iter().any(|p| p.contains("not a number")));
         assert!(bad.problems.iter().any(|p| p.contains("5 errors")));
-        assert!(parse_row(&json!(3)).is_none());
+        assert!(row(&json!(3)).is_none());
     }
 
     /// Writes `dir`'s manifest recording `kind` (`None`: an older gauntlet's, without).
@@ -1148,7 +1140,7 @@ mod tests {
         #[test]
         fn parse_row_never_panics(s in "\\PC{0,200}") {
             if let Ok(v) = serde_json::from_str::<Value>(&s) {
-                let _ = parse_row(&v);
+                let _ = row(&v);
                 let mut w = Vec::new();
                 let _ = parse_leaderboard(&v, &mut w);
                 let _ = detect_rows(&v, &mut w);
@@ -1164,7 +1156,7 @@ mod tests {
         ) {
             let v = json!({"metric": metric, "value": value, "ci_low": lo, "ci_high": hi,
                 "judge": "j", "dataset_version": "d"});
-            let _ = parse_row(&v);
+            let _ = row(&v);
         }
     }
 }

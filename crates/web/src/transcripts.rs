@@ -11,8 +11,9 @@
 //!   whatever the file's size and however rare the match.
 //! - A line longer than [`MAX_LINE`] is counted and skipped, never buffered whole.
 
+use gauntlet_core::outcome::Outcome;
+use gauntlet_results::{TranscriptRecord, TranscriptUnit};
 use memchr::memmem;
-use serde_json::Value;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
@@ -329,7 +330,7 @@ pub fn page(
                 continue;
             }
         }
-        match serde_json::from_slice::<Value>(&buf) {
+        match serde_json::from_slice::<TranscriptRecord>(&buf) {
             Ok(v) => {
                 let item = item(this, &v);
                 if !filter.admits(&item) {
@@ -351,14 +352,6 @@ pub fn page(
     Ok(out)
 }
 
-fn s(v: &Value, k: &str) -> String {
-    match v.get(k) {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Null) | None => String::new(),
-        Some(other) => other.to_string(),
-    }
-}
-
 fn truncate(s: &str, n: usize) -> String {
     match s.char_indices().nth(n) {
         None => s.to_owned(),
@@ -367,39 +360,33 @@ fn truncate(s: &str, n: usize) -> String {
 }
 
 /// The row a page shows for one transcript line.
-pub fn item(line: u64, v: &Value) -> Item {
-    let verdicts = v
-        .get("verdicts")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().map(|x| (s(x, "judge"), s(x, "outcome"))).collect())
+pub fn item(line: u64, v: &TranscriptRecord) -> Item {
+    let preview = v
+        .last_reply()
+        .or(v.transcript.last())
+        .map(|m| truncate(&m.content, PREVIEW_CHARS))
         .unwrap_or_default();
-    let turns = v.get("transcript").and_then(Value::as_array);
-    let preview = turns
-        .and_then(|t| {
-            t.iter()
-                .rev()
-                .find(|m| s(m, "role") == "assistant" && s(m, "name") != "decoded")
-                .or(t.last())
-        })
-        .map(|m| truncate(&s(m, "content"), PREVIEW_CHARS))
-        .unwrap_or_default();
-    let prompt = turns
-        .and_then(|t| t.iter().rev().find(|m| s(m, "role") == "user"))
-        .map(|m| truncate(&s(m, "content"), PREVIEW_CHARS))
+    let prompt = v
+        .last_prompt()
+        .map(|m| truncate(&m.content, PREVIEW_CHARS))
         .unwrap_or_default();
     Item {
         line,
-        trial: v.get("trial").and_then(Value::as_u64),
-        behavior_id: s(v, "behavior_id"),
-        attack: s(v, "attack_name"),
-        target: s(v, "target_name"),
-        expected: s(v, "expected"),
-        attempt: v.get("attempt").and_then(Value::as_u64),
-        verdicts,
-        error: v.get("error").and_then(Value::as_str).map(str::to_owned),
+        trial: v.trial.map(u64::from),
+        behavior_id: v.behavior_id.clone(),
+        attack: v.attack_name.clone(),
+        target: v.target_name.clone(),
+        expected: v.expected.as_str().to_owned(),
+        attempt: Some(u64::from(v.attempt)),
+        verdicts: v
+            .verdicts
+            .iter()
+            .map(|x| (x.judge.clone(), x.outcome.as_str().to_owned()))
+            .collect(),
+        error: v.error.clone(),
         preview,
         prompt,
-        goal: truncate(&s(v, "goal"), PREVIEW_CHARS),
+        goal: truncate(v.goal.as_deref().unwrap_or(""), PREVIEW_CHARS),
     }
 }
 
@@ -409,8 +396,8 @@ pub enum LineError {
     /// The line is longer than the cap.
     #[error("line {line} is longer than {} MiB: not shown", MAX_LINE >> 20)]
     TooLong { line: u64 },
-    /// The line is not JSON.
-    #[error("line {line} is not valid JSON: {source}")]
+    /// The line is not JSON, or not a transcript line.
+    #[error("line {line} is not a transcript line: {source}")]
     Json {
         line: u64,
         #[source]
@@ -418,12 +405,13 @@ pub enum LineError {
     },
 }
 
-/// Line `line` of the file, parsed; `Ok(None)` when there is no such line.
-pub fn line(
+/// Line `line` of the file, read as `T` (a [`TranscriptRecord`]); `Ok(None)` when
+/// there is no such line.
+pub fn line<T: serde::de::DeserializeOwned>(
     path: &Path,
     index: Option<&LineIndex>,
     line: u64,
-) -> io::Result<Option<Result<Value, LineError>>> {
+) -> io::Result<Option<Result<T, LineError>>> {
     let (mut r, at) = open_at(path, index, line)?;
     if at != line {
         return Ok(None);
@@ -459,12 +447,15 @@ pub fn partial_cells(path: &Path, budget: Duration) -> io::Result<(Vec<PartialCe
         if !fit {
             continue;
         }
-        let Ok(v) = serde_json::from_slice::<Value>(&buf) else {
+        let Ok(v) = serde_json::from_slice::<TranscriptUnit>(&buf) else {
             continue;
         };
-        let it = item(lines - 1, &v);
-        for (judge, outcome) in &it.verdicts {
-            let key = (it.attack.clone(), it.target.clone(), judge.clone());
+        for verdict in &v.verdicts {
+            let key = (
+                v.attack_name.clone(),
+                v.target_name.clone(),
+                verdict.judge.clone(),
+            );
             let slot = match cells.iter().position(|(k, _)| *k == key) {
                 Some(i) => i,
                 None => {
@@ -474,9 +465,9 @@ pub fn partial_cells(path: &Path, budget: Duration) -> io::Result<(Vec<PartialCe
             };
             let c = &mut cells[slot].1;
             c[0] += 1;
-            match outcome.as_str() {
-                "success" => c[1] += 1,
-                "failure" => c[2] += 1,
+            match verdict.outcome {
+                Outcome::Success => c[1] += 1,
+                Outcome::Failure => c[2] += 1,
                 _ => c[3] += 1,
             }
         }
@@ -541,9 +532,13 @@ mod tests {
         .unwrap();
         assert_eq!(last.items.len(), 10);
         assert_eq!(last.next, None);
-        let l = line(f.path(), Some(&ix), 3333).unwrap().unwrap().unwrap();
-        assert_eq!(l["behavior_id"], "b3333");
-        assert!(line(f.path(), Some(&ix), 5000).unwrap().is_none());
+        let l: TranscriptRecord = line(f.path(), Some(&ix), 3333).unwrap().unwrap().unwrap();
+        assert_eq!(l.behavior_id, "b3333");
+        assert!(
+            line::<TranscriptRecord>(f.path(), Some(&ix), 5000)
+                .unwrap()
+                .is_none()
+        );
     }
 
     #[test]
@@ -571,7 +566,14 @@ mod tests {
     #[test]
     fn overlong_and_broken_lines_are_skipped_not_fatal() {
         let long = format!("{}\n", "x".repeat(MAX_LINE + 10));
-        let f = file(3, &format!("{long}not json\n{{\"behavior_id\":\"tail\"}}"));
+        // A line that names no unit (no attack, target or expected) is no transcript
+        // line; one with only those (an older, shorter line) is listed.
+        let f = file(
+            3,
+            &format!(
+                "{long}not json\n{{\"behavior_id\":\"no unit\"}}\n{{\"behavior_id\":\"tail\",\"attack_name\":\"a\",\"target_name\":\"t\",\"expected\":\"should_comply\"}}"
+            ),
+        );
         let p = page(
             f.path(),
             None,
@@ -580,10 +582,16 @@ mod tests {
             Duration::from_secs(5),
         )
         .unwrap();
-        assert_eq!(p.skipped, 2);
+        assert_eq!(p.skipped, 3);
         assert_eq!(p.items.len(), 4);
         assert_eq!(p.items[3].behavior_id, "tail");
-        assert!(line(f.path(), None, 3).unwrap().unwrap().is_err());
+        assert_eq!(p.items[3].preview, "");
+        assert!(
+            line::<TranscriptRecord>(f.path(), None, 3)
+                .unwrap()
+                .unwrap()
+                .is_err()
+        );
     }
 
     proptest::proptest! {
@@ -596,7 +604,7 @@ mod tests {
             let filt = Filter { q: "a".into(), outcome: "error".into(), judge: "j".into(), disagree: true, ..Default::default() };
             page(f.path(), Some(&ix), &filt, from, Duration::from_secs(1)).unwrap();
             page(f.path(), None, &Filter::default(), from, Duration::from_secs(1)).unwrap();
-            let _ = line(f.path(), Some(&ix), from).unwrap();
+            let _ = line::<TranscriptRecord>(f.path(), Some(&ix), from).unwrap();
         }
     }
 }

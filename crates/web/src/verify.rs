@@ -207,10 +207,10 @@ fn check_redteam(run: &Run) -> RunCheck {
     else {
         return refuse("run.json is unreadable".into());
     };
-    let Ok(rj) = serde_json::from_slice::<Value>(&bytes) else {
-        return refuse("run.json is not JSON".into());
+    let Ok(rj) = serde_json::from_slice::<gauntlet_results::RunRecord>(&bytes) else {
+        return refuse("run.json is not a gauntlet run.json".into());
     };
-    if let Some(w) = rj.get("config").and_then(|c| unsafe_config(c, "config")) {
+    if let Some(w) = unsafe_config(&rj.config, "config") {
         return refuse(format!(
             "{w}; rebuilding it would read outside the run directory or use the network, which the dashboard never does"
         ));
@@ -299,34 +299,23 @@ fn check_counts_only(run: &Run) -> RunCheck {
         if line.last() == Some(&b'\n') {
             line.pop();
         }
-        let Ok(v) = serde_json::from_slice::<Value>(&line) else {
+        let Ok(v) = serde_json::from_slice::<gauntlet_results::TranscriptUnit>(&line) else {
             if !line.iter().all(u8::is_ascii_whitespace) {
                 bad += 1;
             }
             continue;
         };
-        let g = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
-        for verdict in v
-            .get("verdicts")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            let judge = verdict
-                .get("judge")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_owned();
+        for verdict in &v.verdicts {
             let c = counts
                 .entry((
-                    g("attack_name"),
-                    g("target_name"),
-                    g("dataset_version"),
-                    judge,
+                    v.attack_name.clone(),
+                    v.target_name.clone(),
+                    v.dataset_version.clone(),
+                    verdict.judge.clone(),
                 ))
                 .or_default();
             c.0 += 1;
-            if verdict.get("outcome").and_then(Value::as_str) == Some("error") {
+            if verdict.outcome == gauntlet_core::outcome::Outcome::Error {
                 c.1 += 1;
             }
         }

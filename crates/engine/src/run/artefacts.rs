@@ -9,9 +9,9 @@ use super::run_json::pretty;
 use super::status::Status;
 use crate::rundir::FileEntry;
 use crate::stored::StoredError;
-use gauntlet_core::results::RunSummary;
 use gauntlet_job::artefacts::Artefacts;
 use gauntlet_job::kind::Kind;
+use gauntlet_results::RunSummary;
 use std::path::Path;
 
 /// What a finished run (or merge) writes beside its transcripts.
@@ -24,7 +24,7 @@ pub(crate) struct RunArtefacts<'a> {
     pub(crate) usage: &'a [serde_json::Value],
     /// A shard's token usage per cell (`None` for a whole run).
     pub(crate) shard_usage: Option<serde_json::Value>,
-    pub(crate) run_json: serde_json::Value,
+    pub(crate) run_json: gauntlet_results::RunRecord,
 }
 
 /// Writes `a`'s files into `dir` and returns them recorded, for the caller to add its

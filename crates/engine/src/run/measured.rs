@@ -8,7 +8,7 @@
 //! the reports and the dashboard either way.
 
 use super::status::Status;
-use gauntlet_core::results::{CellSummary, DistinctError, RunErrors, RunSummary};
+use gauntlet_results::{CellSummary, DistinctError, RunErrors, RunSummary};
 use std::collections::BTreeMap;
 
 /// Distinct error messages a run's summary lists.

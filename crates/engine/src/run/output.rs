@@ -6,10 +6,10 @@ use crate::plan::UnitRef;
 use crate::usage::CellUsage;
 use gauntlet_core::behavior::{Behavior, Expected};
 use gauntlet_core::outcome::{Outcome, Verdict};
-use gauntlet_core::results::Example;
 use gauntlet_redteam::attack::Attempt;
 use gauntlet_redteam::curves::{CurveObs, GuardObs};
 use gauntlet_redteam::metrics::BehaviorOutcome;
+use gauntlet_results::Example;
 
 /// Per-judge results of one unit.
 pub(super) struct JudgedUnit {

@@ -7,6 +7,7 @@ use super::status::Status;
 use crate::plan::Plan;
 use crate::rundir::RunDir;
 use gauntlet_core::files::{self, Kind};
+use gauntlet_results::RunRecord;
 
 /// `max_queries` and `trials` may change between the sessions of one run (raise the
 /// budget to continue, add trials); any other config key makes another run
@@ -41,32 +42,39 @@ pub(super) fn previous_run(dir: &RunDir, plan: &Plan) -> Result<Previous, RunErr
         }
         Err(e) => return Err(refuse(e.to_string())),
     };
-    let old: serde_json::Value = serde_json::from_slice(&bytes)
+    let old: RunRecord = serde_json::from_slice(&bytes)
         .map_err(|e| refuse(format!("{}: not a gauntlet run.json ({e})", path.display())))?;
     let new = run_json(plan, &Status::Complete, 0, 0);
     let shown = |v: &serde_json::Value| match v {
         serde_json::Value::Null => "absent".to_string(),
         v => v.to_string(),
     };
+    // A field the file lacks reads as empty ([`RunRecord`]): shown as absent.
+    let shown_str = |s: &str| match s {
+        "" => "absent".to_string(),
+        s => serde_json::Value::from(s).to_string(),
+    };
     let mut diffs = Vec::new();
-    if old["harness_version"] != new["harness_version"] {
+    if old.harness_version != new.harness_version {
         diffs.push(format!(
             "harness_version: {} there, {} here (call keys include it: none of its calls can be replayed)",
-            shown(&old["harness_version"]),
-            shown(&new["harness_version"])
+            shown_str(&old.harness_version),
+            shown_str(&new.harness_version)
         ));
     }
-    let mut keys: Vec<&String> = new["config"]
+    // The canonical configs are compared key by key (each is a JSON map).
+    let mut keys: Vec<&String> = new
+        .config
         .as_object()
         .into_iter()
-        .chain(old["config"].as_object())
+        .chain(old.config.as_object())
         .flat_map(|o| o.keys())
         .filter(|k| !RESUMABLE_KEYS.contains(&k.as_str()))
         .collect();
     keys.sort();
     keys.dedup();
     for k in keys {
-        let (a, b) = (&old["config"][k], &new["config"][k]);
+        let (a, b) = (&old.config[k], &new.config[k]);
         if a == b {
             continue;
         }
@@ -77,12 +85,10 @@ pub(super) fn previous_run(dir: &RunDir, plan: &Plan) -> Result<Previous, RunErr
             _ => format!("{k}: {} there, {} here", shown(a), shown(b)),
         });
     }
-    let versions = |v: &serde_json::Value| -> Vec<(String, String)> {
-        v["datasets"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|d| (shown(&d["name"]), shown(&d["version"])))
+    let versions = |v: &RunRecord| -> Vec<(String, String)> {
+        v.datasets
+            .iter()
+            .map(|d| (shown_str(&d.name), shown_str(&d.version)))
             .collect()
     };
     let (va, vb) = (versions(&old), versions(&new));
@@ -98,6 +104,5 @@ pub(super) fn previous_run(dir: &RunDir, plan: &Plan) -> Result<Previous, RunErr
     if diffs.is_empty() {
         return Ok(Previous::SameRun);
     }
-    let old_id = old["run_id"].as_str().unwrap_or("").to_string();
-    Ok(Previous::OtherRun(old_id, diffs))
+    Ok(Previous::OtherRun(old.run_id, diffs))
 }

@@ -4,64 +4,67 @@ use super::status::Status;
 use super::unit::trial_seeds;
 use crate::plan::Plan;
 use crate::usage::CellUsage;
+use gauntlet_results::{DatasetRecord, RunRecord, ShardRecord, UnitCounts};
 use serde::Serialize;
 
 /// run.json: everything needed to know what this run was, and nothing that varies
 /// between reruns (timings live in sessions.jsonl).
-pub fn run_json(plan: &Plan, status: &Status, units_done: u64, attempts: u64) -> serde_json::Value {
+pub fn run_json(plan: &Plan, status: &Status, units_done: u64, attempts: u64) -> RunRecord {
     let trials = plan.config.trials.max(1);
-    let mut v = serde_json::json!({
-        "run_name": plan.config.run_name,
-        "run_id": plan.run_id,
-        "harness": "gauntlet",
-        "harness_version": gauntlet_core::HARNESS_VERSION,
-        "config_hash": plan.config_hash,
-        "seed": plan.config.seed,
-        "mode": plan.mode_label(),
-        "status": status.as_string(),
-        "config": plan.config.canonical(),
-        "datasets": plan.datasets.iter().map(|d| {
-            let mut e = serde_json::json!({
-                "name": d.name, "version": d.version, "sha256": d.sha256, "behaviors": d.behaviors.len(),
-            });
-            // Only sources that have one (AgentDojo's pins), so other runs are unchanged.
-            if let Some(p) = &d.provenance {
-                e["provenance"] = p.clone();
-            }
-            e
-        }).collect::<Vec<_>>(),
-        "units": { "planned": plan.units() * u64::from(trials), "done": units_done },
-        "attempts": attempts,
-    });
-    // Not in the canonical config (it changes no number); written when not the default,
-    // so a merge of shards and a stored run apply the same rule.
-    if plan.config.max_error_share != crate::config::DEFAULT_MAX_ERROR_SHARE {
-        v["max_error_share"] = plan.config.max_error_share.into();
+    RunRecord {
+        run_name: plan.config.run_name.clone(),
+        run_id: plan.run_id.clone(),
+        harness: "gauntlet".into(),
+        harness_version: gauntlet_core::HARNESS_VERSION.into(),
+        config_hash: plan.config_hash.clone(),
+        seed: plan.config.seed,
+        mode: plan.mode_label().into(),
+        status: status.as_string(),
+        config: plan.config.canonical(),
+        datasets: plan
+            .datasets
+            .iter()
+            .map(|d| DatasetRecord {
+                name: d.name.clone(),
+                version: d.version.clone(),
+                sha256: d.sha256.clone(),
+                behaviors: d.behaviors.len() as u64,
+                // Only sources that have one (AgentDojo's pins), so other runs are unchanged.
+                provenance: d.provenance.clone(),
+            })
+            .collect(),
+        units: UnitCounts {
+            planned: plan.units() * u64::from(trials),
+            done: units_done,
+        },
+        attempts,
+        // Not in the canonical config (it changes no number); written when not the
+        // default, so a merge of shards and a stored run apply the same rule.
+        max_error_share: (plan.config.max_error_share != crate::config::DEFAULT_MAX_ERROR_SHARE)
+            .then_some(plan.config.max_error_share),
+        // The effective trial count is in `config` (after any `--trials` override); a
+        // multi-trial run also records each trial's seed.
+        trials: (trials > 1).then_some(trials),
+        trial_seeds: (trials > 1).then(|| trial_seeds(plan.config.seed, trials)),
+        shard: None,
     }
-    // The effective trial count is in `config` (after any `--trials` override); a
-    // multi-trial run also records each trial's seed.
-    if trials > 1 {
-        v["trials"] = trials.into();
-        v["trial_seeds"] = trial_seeds(plan.config.seed, trials).into();
-    }
-    v
 }
 
 /// A shard's run.json: the whole run's identity plus the shard (see `shard.rs`). The
 /// shard's own units replace the planned count; `run_id` is the shard's.
 pub(super) fn shard_run_json(
-    mut v: serde_json::Value,
+    mut v: RunRecord,
     shard: crate::shard::Shard,
     whole_run_id: &str,
     units: u64,
-) -> serde_json::Value {
-    v["units"]["planned"] = units.into();
-    v["shard"] = serde_json::json!({
-        "index": shard.index,
-        "count": shard.count,
-        "units": units,
-        "partition": crate::shard::PARTITION_SCHEME,
-        "run_id": whole_run_id,
+) -> RunRecord {
+    v.units.planned = units;
+    v.shard = Some(ShardRecord {
+        index: shard.index,
+        count: shard.count,
+        units,
+        partition: crate::shard::PARTITION_SCHEME.into(),
+        run_id: whole_run_id.into(),
     });
     v
 }

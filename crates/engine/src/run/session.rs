@@ -28,10 +28,10 @@ use crate::rundir::{HashingWriter, RunDir, tmp_path, write_atomic};
 use crate::stored::StoredError;
 use crate::usage::{CellUsage, PriceTable};
 use gauntlet_calls::batch::Batching;
-use gauntlet_core::results::{CellSummary, RunSummary};
 use gauntlet_job::job::{Ending, Schedule};
 use gauntlet_job::progress_file::ProgressFile;
 use gauntlet_models::{Model, ModelError, TransportStats};
+use gauntlet_results::{CellSummary, RunSummary};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -339,7 +339,7 @@ struct RunRecord {
 }
 
 impl RunRecord {
-    fn of(&self, v: serde_json::Value) -> serde_json::Value {
+    fn of(&self, v: gauntlet_results::RunRecord) -> gauntlet_results::RunRecord {
         match self.shard {
             Some(s) => shard_run_json(v, s, &self.whole_run_id, self.shard_units),
             None => v,

@@ -7,12 +7,12 @@ use crate::breadth::{CellExtras, KeptOutcomes, PlanBreadth};
 use crate::plan::{Plan, UnitRef};
 use crate::usage::{CellUsage, PerSlot, Slot, cost_metric, tokens_metric};
 use gauntlet_core::outcome::Verdict;
-use gauntlet_core::results::{
-    CellMetric, CellSummary, Example, MetricValue, RunBreadth, RunSummary, TrialCounts,
-};
 use gauntlet_models::Model;
 use gauntlet_redteam::attack::Attempt;
 use gauntlet_redteam::metrics::{MetricAcc, UsageMetric};
+use gauntlet_results::{
+    CellMetric, CellSummary, Example, MetricValue, RunBreadth, RunSummary, TrialCounts,
+};
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 

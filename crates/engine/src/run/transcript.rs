@@ -210,12 +210,22 @@ mod transcript_line_tests {
     use gauntlet_core::message::{StopReason, ToolCall};
     use proptest::prelude::*;
 
-    /// The hand-written line and the derived one, as text.
+    /// The hand-written line and the derived one, as text. Every line also reads back
+    /// as the readers' schema, `gauntlet_results::TranscriptRecord`, and writes again
+    /// to the very same bytes: the writer and the schema have the same fields.
     fn both(line: &TranscriptLine) -> (String, String) {
         let mut ours = b"prev\n".to_vec();
         line.write_json(&mut ours);
         let mut want = b"prev\n".to_vec();
         serde_json::to_writer(&mut want, line).unwrap();
+        let read: gauntlet_results::TranscriptRecord =
+            serde_json::from_slice(&ours[5..]).expect("a written line reads as the schema");
+        let again = serde_json::to_vec(&read).unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&again),
+            String::from_utf8_lossy(&ours[5..]),
+            "the schema writes a line back byte for byte"
+        );
         (
             String::from_utf8(ours).unwrap(),
             String::from_utf8(want).unwrap(),

@@ -143,7 +143,7 @@ pub struct HarnessReport {
     /// decided by the harness's floor or the fail-safe, or the model giving one action
     /// to every scenario it decided. See [`super::summary::warnings`].
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub warnings: Vec<gauntlet_core::results::Warning>,
+    pub warnings: Vec<gauntlet_results::Warning>,
     /// Why a median rate is `null`.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub na_reasons: std::collections::BTreeMap<String, String>,

@@ -167,12 +167,12 @@ pub const CONSTANT_ACTION_MIN: usize = 5;
 /// - `constant_action`: the model gave the same terminal action to every scenario run it
 ///   decided (at least [`CONSTANT_ACTION_MIN`]): escalating everything makes recall 100%
 ///   and resolving everything makes precision 100%, neither a triage skill.
-pub fn warnings(t: &ExamTally) -> Vec<gauntlet_core::results::Warning> {
+pub fn warnings(t: &ExamTally) -> Vec<gauntlet_results::Warning> {
     let d = &t.decided_by;
     let mut out = Vec::new();
     let total = d.model + d.floor + d.fail_safe;
     if total > 0 && 2 * d.model < total {
-        out.push(gauntlet_core::results::Warning {
+        out.push(gauntlet_results::Warning {
             kind: "not_model_decided".into(),
             message: if d.model == 0 {
                 format!(
@@ -195,7 +195,7 @@ pub fn warnings(t: &ExamTally) -> Vec<gauntlet_core::results::Warning> {
         && !t.mixed
         && let Some((action, n)) = &t.action
     {
-        out.push(gauntlet_core::results::Warning {
+        out.push(gauntlet_results::Warning {
             kind: "constant_action".into(),
             message: format!(
                 "the model answered `{action}` on all {n} scenario runs it decided: its recall and precision describe that one answer, not triage"

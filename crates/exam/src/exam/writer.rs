@@ -7,7 +7,7 @@ use super::schema::{ExamOutput, HarnessReport, PassTimings};
 use super::summary::median_n;
 use crate::grade::Interval;
 use crate::pass_results::file_stem;
-use gauntlet_core::results::LeaderboardRow;
+use gauntlet_results::LeaderboardRow;
 use std::path::{Path, PathBuf};
 
 /// Finishes an exam's artefacts under `out`: moves the scenario runs' files, staged by
@@ -91,7 +91,7 @@ pub fn leaderboard(out: &Path, r: &HarnessReport) -> Vec<LeaderboardRow> {
         ci_high: ci.map(|c| c.high),
         n,
         na_reason: r.na_reasons.get(metric).cloned(),
-        ci_method: ci.map(|_| gauntlet_core::results::CiMethod::Wilson),
+        ci_method: ci.map(|_| gauntlet_results::CiMethod::Wilson),
         corrected: None,
         undecided: 0,
         decided_share: None,

@@ -878,7 +878,7 @@ fn describe_categories(format: Format, names: &[String], keys: &[String]) -> Str
     if keys.is_empty() {
         return format!("{}: unsafe (no category given)", format.label());
     }
-    let mut tags = gauntlet_core::results::ThreatTags::default();
+    let mut tags = gauntlet_core::taxonomy::ThreatTags::default();
     for k in keys {
         tags =
             gauntlet_core::taxonomy::merge(&tags, &gauntlet_core::taxonomy::guard_category_tags(k));

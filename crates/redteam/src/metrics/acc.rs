@@ -5,10 +5,10 @@ use super::metric::{Metric, MetricKind};
 use super::outcome::BehaviorOutcome;
 use crate::judge::Judge;
 use gauntlet_core::judge_eval::{JudgeCard, corrected_rate, corrected_rng};
-use gauntlet_core::results::CiMethod;
-use gauntlet_core::results::{MetricValue, UndecidedBounds};
 use gauntlet_core::rng::rng_for;
 use gauntlet_core::stats::{BOOTSTRAP_RESAMPLES, Histogram, Z95, bootstrap_mean_ci, wilson};
+use gauntlet_results::CiMethod;
+use gauntlet_results::{MetricValue, UndecidedBounds};
 
 /// Accumulates one metric for one cell.
 #[derive(Debug, Clone, Default)]

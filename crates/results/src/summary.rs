@@ -1,7 +1,7 @@
 //! Results with provenance: metric values (N/A is not 0) and leaderboard rows.
 
-use crate::judge_eval::Corrected;
-pub use crate::taxonomy::ThreatTags;
+use gauntlet_core::judge_eval::Corrected;
+use gauntlet_core::taxonomy::ThreatTags;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -22,7 +22,7 @@ pub struct MetricValue {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ci_method: Option<CiMethod>,
     /// The rate corrected for the judge's measured errors, when the judge names a card
-    /// (see [`crate::judge_eval::corrected_rate`]). The raw `value` stays the headline.
+    /// (see [`gauntlet_core::judge_eval::corrected_rate`]). The raw `value` stays the headline.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub corrected: Option<Box<Corrected>>,
     /// Units of the population the judge left undecided (every verdict `uncertain`, none a
@@ -65,9 +65,9 @@ impl UndecidedBounds {
             return None;
         }
         let all = n + undecided;
-        let z = crate::stats::Z95;
-        let (ci_low, _) = crate::stats::wilson(k, all, z)?;
-        let (_, ci_high) = crate::stats::wilson(k + undecided, all, z)?;
+        let z = gauntlet_core::stats::Z95;
+        let (ci_low, _) = gauntlet_core::stats::wilson(k, all, z)?;
+        let (_, ci_high) = gauntlet_core::stats::wilson(k + undecided, all, z)?;
         Some(UndecidedBounds {
             low: k as f64 / all as f64,
             high: (k + undecided) as f64 / all as f64,
@@ -149,7 +149,14 @@ impl MetricValue {
 }
 
 /// One leaderboard row: a cell × metric with its full provenance.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// Every field is read with its default when absent (`#[serde(default)]` on the
+/// struct): a leaderboard written by an earlier release or by another tool still reads,
+/// with an empty string or 0 where it said nothing, and a surface that shows the row
+/// flags an empty provenance field (`dataset_version`, `judge`, `metric`) rather than
+/// dropping the row. What is written is unchanged.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct LeaderboardRow {
     pub run_id: String,
     pub attack: String,
@@ -249,7 +256,7 @@ impl MetricValue {
     /// it is clipped to the range — the reported interval never claims an impossible value.
     pub fn across_trials(trials: &[MetricValue], range: (f64, f64)) -> MetricValue {
         let values: Vec<f64> = trials.iter().filter_map(|t| t.value).collect();
-        let Some((mean, ci)) = crate::stats::mean_and_t_interval(&values, 0.95) else {
+        let Some((mean, ci)) = gauntlet_core::stats::mean_and_t_interval(&values, 0.95) else {
             let reason = trials
                 .iter()
                 .find_map(|t| t.na_reason.clone())
@@ -272,7 +279,7 @@ impl MetricValue {
         // single trial, rather than one that claims no uncertainty at all.
         let (ci, method) = match ci {
             Some((lo, hi)) if lo == hi && range == (0.0, 1.0) && n > 0 => (
-                crate::stats::bounded_mean_ci(mean, n),
+                gauntlet_core::stats::bounded_mean_ci(mean, n),
                 CiMethod::WilsonBounded,
             ),
             Some((lo, hi)) if lo == hi => (None, CiMethod::StudentT),
@@ -340,7 +347,7 @@ pub struct LeaderboardEntry {
     /// Each trial's value, in trial order (`null` for an N/A trial).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub trial_values: Vec<Option<f64>>,
-    /// Threat-taxonomy tags: the cell's and the metric's ([`crate::taxonomy`]).
+    /// Threat-taxonomy tags: the cell's and the metric's ([`gauntlet_core::taxonomy`]).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub taxonomy: ThreatTags,
 }
@@ -653,9 +660,9 @@ impl RunSummary {
                 trials: multi.then_some(self.trials),
                 trials_na: multi.then_some(m.trials_na),
                 trial_values: m.trials.iter().map(|t| t.value).collect(),
-                taxonomy: crate::taxonomy::merge(
+                taxonomy: gauntlet_core::taxonomy::merge(
                     &c.breadth.taxonomy,
-                    &crate::taxonomy::metric_tags(&m.metric),
+                    &gauntlet_core::taxonomy::metric_tags(&m.metric),
                 ),
             })
             .collect()

@@ -1,0 +1,32 @@
+//! gauntlet-results: the schema of the files in a run directory that another crate
+//! reads. One type per file, written by the harness that produces it and read by every
+//! surface that presents it (reports, the dashboard, `gauntlet gate`, `compare`,
+//! `rescore`, `import`), so a field is named, typed and documented once.
+//!
+//! - `results.json` ([`RunSummary`]): cells, metrics with N/A, the provenance triple,
+//!   warnings, counts;
+//! - `leaderboard.json` ([`LeaderboardEntry`], [`LeaderboardRow`]): one row per cell ×
+//!   metric, flattened from the results;
+//! - `run.json` ([`RunRecord`]): a red-team run's identity, status, canonical config,
+//!   datasets and units, and a shard's place in its run;
+//! - a line of `transcripts.jsonl` ([`TranscriptRecord`], and [`TranscriptUnit`] for
+//!   readers that only count verdicts): one judged attempt.
+//!
+//! Readers accept files written by earlier releases: a field added since is
+//! `#[serde(default)]`, and a field this release does not know is ignored (no type
+//! here denies unknown fields).
+
+// Files are read through `gauntlet_core::files` only (clippy.toml says why).
+#![cfg_attr(not(test), deny(clippy::disallowed_methods))]
+
+mod run;
+mod summary;
+mod transcript;
+
+pub use run::{DatasetRecord, RunRecord, ShardRecord, UnitCounts};
+pub use summary::{
+    CellBreadth, CellMetric, CellSummary, CiMethod, Curve, CurvePoint, DistinctError, Example,
+    GuardCurve, GuardCurvePoint, LeaderboardEntry, LeaderboardRow, MetricValue, RatePoint,
+    RunBreadth, RunErrors, RunSummary, TransformEffect, TrialCounts, UndecidedBounds, Warning,
+};
+pub use transcript::{TranscriptRecord, TranscriptUnit};
