@@ -1015,13 +1015,9 @@ impl HttpTarget {
         let Some(ev) = &self.evidence else {
             return self.answer_traced(req, None).await;
         };
-        let open = ev.open(|h| {
-            h.field(&Self::conversation_key(req, &req.messages, None));
-        });
-        let tp = open.trace.traceparent();
-        let mut r = self.answer_traced(req, Some(&tp)).await?;
-        r.evidence = Some(Box::new(open.settle().await));
-        Ok(r)
+        let open = ev.open(crate::evidence::call_identity(req));
+        let r = self.answer_traced(req, Some(&open.traceparent())).await?;
+        Ok(open.attach(r).await)
     }
 
     /// Answers a request (see the module docs for how sessions follow conversations).
