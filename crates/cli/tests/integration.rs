@@ -37,6 +37,7 @@ mod live_local;
 mod mcp;
 mod mcp_injection;
 mod measured;
+mod otel_plain;
 mod progress;
 mod prompted_and_injecagent;
 mod redharness_configs;
