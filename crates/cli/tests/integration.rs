@@ -38,6 +38,7 @@ mod mcp;
 mod mcp_injection;
 mod measured;
 mod plugin_sites;
+mod otel_plain;
 mod progress;
 mod prompted_and_injecagent;
 mod redharness_configs;

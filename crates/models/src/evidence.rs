@@ -5,10 +5,13 @@
 //! evidence: {otlp: "127.0.0.1:4318", sink: true, content: true, settle_s: 2}
 //! ```
 //!
-//! A call derives its trace id ([`gauntlet_evidence::trace`]), opens the trace on the
-//! run's collector, sends the request with the `traceparent` header, waits `settle_s`
-//! after the reply for late spans and sink hits, then takes what arrived into the
-//! response's [`Evidence`]. A call that failed forgets its trace.
+//! A try of a call derives its trace id from the call ([`call_identity`],
+//! [`gauntlet_evidence::trace`]) and opens the trace on the receiver
+//! ([`EvidenceSetup::open`]); the target sends the request with the trace's
+//! `traceparent` (the `http` target as a header, the `command` target as a field of the
+//! request line); after the reply [`OpenTrace::attach`] waits `settle_s` for late spans
+//! and puts what arrived on the response as its [`Evidence`]. A try that failed forgets
+//! its trace. Both targets go through these three steps; nothing here is per target.
 //!
 //! `otlp` is the OTLP/HTTP receiver (on by default; `false` for an application that
 //! exports nothing). `sink` is the canary sink and `content` the poisoned-content
@@ -22,6 +25,7 @@
 use crate::ModelError;
 use gauntlet_core::evidence::Evidence;
 use gauntlet_core::hash::HashWriter;
+use gauntlet_core::message::{ChatRequest, ChatResponse, Role};
 use gauntlet_evidence::caps::Caps;
 use gauntlet_evidence::collector::Collector;
 use gauntlet_evidence::receiver::{Receiver, Server};
@@ -40,6 +44,16 @@ pub const DOC: &str = "gather the application's evidence per call: {otlp: \"127.
      max_spans, max_trace_bytes, max_attribute_bytes, max_body_bytes, max_elements}; the call \
      sends a W3C traceparent header, and {{sink_url}} / {{content_url}} in its prompt become \
      the call's URLs on the sink and the content server. See docs/src/reference/evidence.md";
+
+/// The `evidence` param's doc on the `command` target.
+pub const DOC_COMMAND: &str = "gather the program's evidence per call: {otlp: \"127.0.0.1:4318\" (the OTLP/HTTP trace \
+     receiver's address; true for that default, false for none), sink: true, content: true (the \
+     canary sink and the poisoned-content server, as on http), settle_s: 2 (wait after the reply \
+     for late spans and hits), max_spans, max_trace_bytes, max_attribute_bytes, max_body_bytes, \
+     max_elements}; needs network: true; the program gets OTEL_EXPORTER_OTLP_ENDPOINT and \
+     OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, each request line a traceparent field, and \
+     {{sink_url}} / {{content_url}} in its prompt become the call's URLs. See \
+     docs/src/reference/evidence.md";
 
 /// The default receiver address: the OTLP/HTTP port on loopback.
 pub const DEFAULT_OTLP: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 4318);
@@ -301,6 +315,42 @@ impl OpenTrace<'_> {
         }
         Ok(out)
     }
+
+    /// `req` with the call's URLs in place of `{{sink_url}}` and `{{content_url}}`, or
+    /// `None` when no message holds a placeholder (send `req` itself). The call's
+    /// identity was taken before, from the text with the placeholders.
+    pub fn expand_request(&self, req: &ChatRequest) -> Result<Option<ChatRequest>, ModelError> {
+        if !req.messages.iter().any(|m| m.content.contains("{{")) {
+            return Ok(None);
+        }
+        let mut x = req.clone();
+        for m in &mut x.messages {
+            if let Cow::Owned(t) = self.expand(&m.content)? {
+                m.content = t;
+            }
+        }
+        Ok(Some(x))
+    }
+}
+
+/// Writes a call's identity into its trace id: the seed and the conversation (each
+/// turn's role and text), the facts that make two calls the same call. Every target
+/// that gathers evidence derives its trace ids with it.
+pub fn call_identity(req: &ChatRequest) -> impl FnOnce(&mut HashWriter) + '_ {
+    move |h| {
+        h.field(b"gauntlet-evidence-call-v1");
+        h.field(&req.seed.unwrap_or(u64::MAX).to_le_bytes());
+        h.field(&(req.messages.len() as u64).to_le_bytes());
+        for m in &req.messages {
+            h.field(match m.role {
+                Role::System => b"system".as_slice(),
+                Role::User => b"user",
+                Role::Assistant => b"assistant",
+                Role::Tool => b"tool",
+            });
+            h.field(m.content.as_bytes());
+        }
+    }
 }
 
 /// A call's open trace: forgotten when dropped untaken (a failed call).
@@ -311,6 +361,19 @@ pub struct OpenTrace<'a> {
 }
 
 impl OpenTrace<'_> {
+    /// The W3C `traceparent` this try sends: the call's trace, the try's parent span.
+    pub fn traceparent(&self) -> String {
+        self.trace.traceparent()
+    }
+
+    /// Puts the placeholders back into the reply, waits the settle window, then puts what
+    /// arrived on `resp` as its evidence.
+    pub async fn attach(self, mut resp: ChatResponse) -> ChatResponse {
+        self.restore(&mut resp.content);
+        resp.evidence = Some(Box::new(self.settle().await));
+        resp
+    }
+
     /// Waits the settle window, then takes what arrived.
     pub async fn settle(mut self) -> Evidence {
         tokio::time::sleep(self.setup.settle).await;

@@ -323,3 +323,117 @@ async fn programs_are_confined_unless_the_user_opts_out() {
         assert!(r.content.ends_with("socket:ok"), "{}", r.content);
     }
 }
+
+/// An instrumented program without an SDK: it exports, as the JS SDK's exporter does, an
+/// OTLP/HTTP JSON body to `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` holding one `execute_tool`
+/// span below the request's `traceparent`, then answers. The prompt `die-once` makes its
+/// first try export a span and exit before answering (a marker in the `writable`
+/// directory, given as its argument, remembers that it did).
+const TRACED: &str = r#"
+import urllib.request
+marker = os.path.join(sys.argv[1], "died")
+for line in sys.stdin:
+    r = json.loads(line)
+    tp = r.get("traceparent", "")
+    _, trace, parent, _ = tp.split("-")
+    tool = "first_try" if r["prompt"] == "die-once" and not os.path.exists(marker) else "send_email"
+    args = json.dumps({"prompt": r["prompt"]})
+    span = {"traceId": trace, "spanId": os.urandom(8).hex(), "parentSpanId": parent,
+            "name": "execute_tool " + tool, "kind": 1,
+            "startTimeUnixNano": "1700000000000000001", "endTimeUnixNano": "1700000000000000002",
+            "attributes": [
+                {"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}},
+                {"key": "gen_ai.tool.name", "value": {"stringValue": tool}},
+                {"key": "gen_ai.tool.call.arguments", "value": {"stringValue": args}}]}
+    body = json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}).encode()
+    req = urllib.request.Request(os.environ["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"], data=body,
+                                 headers={"Content-Type": "application/json"})
+    urllib.request.urlopen(req, timeout=5).read()
+    if tool == "first_try":
+        open(marker, "w").close()
+        sys.exit(3)
+    reply = "%s %s %s" % (tp, os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"],
+                          os.environ["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"])
+    print(json.dumps({"id": r["id"], "reply": reply}), flush=True)
+"#;
+
+#[tokio::test]
+async fn evidence_reaches_the_program_and_comes_back_per_try() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    std::fs::create_dir(&state).unwrap();
+    let p = script(dir.path(), "traced", TRACED);
+    let t = CommandTarget::with_env(
+        &spec(&format!(
+            "{{name: command, params: {{command: ['{}', '{}'], timeout_s: 10, network: true, writable: ['{}'], max_retries: 1, evidence: {{otlp: '127.0.0.1:0', settle_s: 0.3}}{}}}}}",
+            p.display(),
+            state.display(),
+            state.display(),
+            confine_opt()
+        )),
+        &env(&[]),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let mut req = user("send it");
+    req.seed = Some(1);
+    let r = t.chat(&req).await.unwrap();
+    let ev = r.evidence.expect("a target with evidence attaches it");
+    // The request line carried the traceparent of this call's trace; the environment
+    // the receiver's endpoint, both forms.
+    let words: Vec<&str> = r.content.split(' ').collect();
+    let tp = words[0];
+    assert_eq!(&tp[3..35], ev.trace_id, "{}", r.content);
+    assert!(tp.starts_with("00-") && tp.ends_with("-01"), "{tp}");
+    assert!(words[1].starts_with("http://127.0.0.1:"), "{}", r.content);
+    assert_eq!(words[2], format!("{}/v1/traces", words[1]));
+    assert_eq!(ev.spans, 1);
+    assert!(
+        matches!(&ev.events[..], [gauntlet_core::evidence::EvidenceEvent::ToolCall { name, arguments, .. }]
+            if name == "send_email" && arguments.contains("send it")),
+        "{ev:?}"
+    );
+    // The same call again: the same trace id; another call: another one.
+    let again = t.chat(&req).await.unwrap().evidence.unwrap();
+    assert_eq!(again.trace_id, ev.trace_id);
+    let other = t.chat(&user("other")).await.unwrap().evidence.unwrap();
+    assert_ne!(other.trace_id, ev.trace_id);
+    // A try that exported a span and died: the retry's evidence is its own span only.
+    let r = t.chat(&user("die-once")).await.unwrap();
+    assert!(state.join("died").exists(), "the first try ran");
+    let ev = r.evidence.unwrap();
+    assert_eq!(ev.spans, 1, "{ev:?}");
+    assert!(
+        matches!(&ev.events[..], [gauntlet_core::evidence::EvidenceEvent::ToolCall { name, .. }] if name == "send_email"),
+        "{ev:?}"
+    );
+    assert_eq!(t.starts.load(Ordering::Relaxed), 2);
+}
+
+#[test]
+fn evidence_needs_network_and_owns_the_otlp_variables() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = script(dir.path(), "traced", TRACED);
+    let build = |extra: &str| {
+        CommandTarget::with_env(
+            &spec(&format!(
+                "{{name: command, params: {{command: ['{}'], evidence: {{otlp: '127.0.0.1:0'}}{extra}{}}}}}",
+                p.display(),
+                confine_opt()
+            )),
+            &env(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://elsewhere:4318")]),
+        )
+    };
+    let e = build("").unwrap_err().to_string();
+    assert!(e.contains("`evidence` needs `network: true`"), "{e}");
+    let e = build(", network: true, env: [OTEL_EXPORTER_OTLP_ENDPOINT]")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("leave it out of `env`"), "{e}");
+    let e = build(", network: true, writable: ['/no/such/dir']")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("`writable` entry /no/such/dir is not a directory"),
+        "{e}"
+    );
+}

@@ -1351,6 +1351,129 @@ struct VerdictView {
     reason: String,
 }
 
+/// An attempt's evidence as the page shows it: what its application was seen doing,
+/// read from the transcript line's `evidence` record. Every string came from the
+/// application (span attributes, sink requests): the template escapes it, and each is
+/// cut to [`EVIDENCE_TEXT`] characters and the lists to [`EVIDENCE_ROWS`] rows, so a
+/// hostile line cannot make the page unbounded.
+#[derive(Serialize, Default)]
+struct EvidenceView {
+    trace_id: String,
+    canary: String,
+    spans: u64,
+    dropped_spans: u64,
+    sink_hits: u64,
+    arrived: bool,
+    tools: Vec<ToolRow>,
+    http: Vec<HttpRow>,
+    sink: Vec<SinkRow>,
+    /// Rows left out past [`EVIDENCE_ROWS`].
+    more: usize,
+    /// Set when the record does not read as evidence: the reason, and the record as JSON.
+    unreadable: String,
+    raw: String,
+}
+
+#[derive(Serialize)]
+struct ToolRow {
+    name: String,
+    convention: &'static str,
+    arguments: String,
+    result: String,
+    has_result: bool,
+}
+
+#[derive(Serialize)]
+struct HttpRow {
+    method: String,
+    url: String,
+    host: String,
+}
+
+#[derive(Serialize)]
+struct SinkRow {
+    method: String,
+    path: String,
+    query: String,
+    body: String,
+}
+
+const EVIDENCE_ROWS: usize = 500;
+const EVIDENCE_TEXT: usize = 20_000;
+
+fn clip(s: &str) -> String {
+    match s.char_indices().nth(EVIDENCE_TEXT) {
+        None => s.to_owned(),
+        Some((cut, _)) => format!("{}… (cut at {EVIDENCE_TEXT} characters)", &s[..cut]),
+    }
+}
+
+/// The view of a transcript line's `evidence` value; `None` when the line has none (a
+/// target that gathers no evidence).
+fn evidence_view(v: &Json) -> Option<EvidenceView> {
+    use gauntlet_core::evidence::{Evidence, EvidenceEvent, SpanConvention};
+    if v.is_null() {
+        return None;
+    }
+    let e: Evidence = match serde_json::from_value(v.clone()) {
+        Ok(e) => e,
+        Err(why) => {
+            return Some(EvidenceView {
+                unreadable: why.to_string(),
+                raw: json_text(v, 64_000),
+                ..Default::default()
+            });
+        }
+    };
+    let mut view = EvidenceView {
+        trace_id: clip(&e.trace_id),
+        canary: e.canary.as_deref().map(clip).unwrap_or_default(),
+        spans: e.spans,
+        dropped_spans: e.dropped_spans,
+        sink_hits: e.sink_hits,
+        arrived: e.arrived(),
+        more: e.events.len().saturating_sub(EVIDENCE_ROWS),
+        ..Default::default()
+    };
+    let opt = |o: &Option<String>| o.as_deref().map(clip).unwrap_or_default();
+    for ev in e.events.iter().take(EVIDENCE_ROWS) {
+        match ev {
+            EvidenceEvent::ToolCall {
+                convention,
+                name,
+                arguments,
+                result,
+            } => view.tools.push(ToolRow {
+                name: clip(name),
+                convention: match convention {
+                    SpanConvention::GenAi => "GenAI",
+                    SpanConvention::OpenInference => "OpenInference",
+                },
+                arguments: clip(arguments),
+                result: opt(result),
+                has_result: result.is_some(),
+            }),
+            EvidenceEvent::HttpRequest { method, url, host } => view.http.push(HttpRow {
+                method: clip(method),
+                url: opt(url),
+                host: opt(host),
+            }),
+            EvidenceEvent::SinkHit {
+                method,
+                path,
+                query,
+                body,
+            } => view.sink.push(SinkRow {
+                method: clip(method),
+                path: clip(path),
+                query: clip(query),
+                body: clip(body),
+            }),
+        }
+    }
+    Some(view)
+}
+
 fn json_text(v: &Json, cap: usize) -> String {
     let s = serde_json::to_string_pretty(v).unwrap_or_default();
     match s.char_indices().nth(cap) {
@@ -1468,6 +1591,7 @@ pub fn transcript_page(d: &Arc<Dashboard>, slug: &str, line: u64, mode: Mode) ->
         Err(_) => Json::Null,
     };
     let goal = get("goal").as_str().unwrap_or("").to_owned();
+    let evidence = evidence_view(&get("evidence"));
     let meta = get("metadata");
     let tree = tree_view(&meta);
     let usage = get("usage");
@@ -1519,6 +1643,7 @@ pub fn transcript_page(d: &Arc<Dashboard>, slug: &str, line: u64, mode: Mode) ->
         messages => Serde(messages),
         verdicts => Serde(verdicts),
         metadata => metadata,
+        evidence => evidence.map(Serde),
         ..base_ctx(d, mode, &format!("attempt {line} of {}", run.name), Some(run.surface))
     };
     Some(render("transcript.html", ctx))

@@ -15,7 +15,8 @@
 //! `messages` is the whole conversation (system turn included, when there is one), so a
 //! multi-turn attack needs no state in the program; `prompt` is its last user turn,
 //! `system` the system prompt (empty without one); `seed`, `temperature` and `max_tokens`
-//! appear when the request has them. The program answers each request with one line on
+//! appear when the request has them, and `traceparent` (a W3C trace context,
+//! `00-<trace id>-<parent span id>-01`) when the target gathers evidence. The program answers each request with one line on
 //! stdout, `{"id": 7, "reply": "…"}` (optionally with `"usage": {"input_tokens": n,
 //! "output_tokens": m}`; without it usage is N/A), or `{"id": 7, "error": "…"}` for a
 //! call it could not answer (an error outcome). Requests are sent one at a time. A line
@@ -26,14 +27,28 @@
 //! the program's previous one ends; at its second level the request in flight is given
 //! up and the program stopped.
 //!
+//! # Evidence
+//!
+//! With the `evidence` param the run's OTLP/HTTP receiver starts
+//! ([`crate::evidence`]) and the program gets its address in
+//! `OTEL_EXPORTER_OTLP_ENDPOINT` (`http://127.0.0.1:4318`) and
+//! `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` (the same with `/v1/traces`), which the official
+//! SDKs' exporters read. Each request line carries the try's `traceparent`; a program
+//! that continues it (its SDK's W3C propagator over `{"traceparent": …}`) makes its spans
+//! the call's evidence. The program is started once per run, so the trace travels in the
+//! request, not in its environment. The receiver is reached over a socket, so `evidence`
+//! needs `network: true`. After the reply the target waits `settle_s` for late spans
+//! without holding the program: the next request goes out meanwhile.
+//!
 //! # Confinement
 //!
 //! The program is third-party code: it runs confined by the sandbox crate's long-lived
 //! [`Process`] as external detectors are: the filesystem read-only but for a private
 //! scratch directory (`$HOME`, `$TMPDIR`), no sockets and an empty network namespace,
 //! its process tree killed with it (and with gauntlet), CPU seconds and address space
-//! limited, a clean environment (`PATH`, `LANG`, `HOME`, `TMPDIR` and the variables
-//! `env` names). `network: true` allows sockets (a wrapper around a model server needs
+//! limited, a clean environment (`PATH`, `LANG`, `HOME`, `TMPDIR`, the variables
+//! `env` names and, with `evidence`, the OTLP endpoint). `writable` names directories it
+//! may write besides its scratch directory (an application's log, its outbox). `network: true` allows sockets (a wrapper around a model server needs
 //! them) and keeps the rest. A kernel that cannot confine it fully makes the target
 //! refuse to start, unless `confine: false`: the explicit opt-out, which runs it with the
 //! layers the kernel has.
@@ -98,6 +113,19 @@ const PARAMS: &[ParamSpec] = &[
               confinement stays",
     },
     ParamSpec {
+        name: "writable",
+        kind: ParamKind::StrList,
+        default: DefaultValue::Absent,
+        doc: "directories the (confined) program may write besides its private scratch \
+              directory, e.g. where it keeps its log; each must exist",
+    },
+    ParamSpec {
+        name: "evidence",
+        kind: ParamKind::Json,
+        default: DefaultValue::Absent,
+        doc: crate::evidence::DOC_COMMAND,
+    },
+    ParamSpec {
         name: "timeout_s",
         kind: ParamKind::Float {
             min: 0.05,
@@ -151,6 +179,8 @@ pub struct ProgramSpec {
     pub allow_unconfined: bool,
     /// `network: true`: sockets allowed (the rest of the confinement stays).
     pub network: bool,
+    /// Directories it may write besides its scratch directory.
+    pub writable: Vec<PathBuf>,
     pub cpu_secs: u64,
     pub memory_bytes: u64,
 }
@@ -190,6 +220,7 @@ pub fn spawn_program(spec: &ProgramSpec) -> Result<Spawned, StartError> {
         .filter(|d| !d.as_os_str().is_empty())
         .map(Path::to_path_buf);
     s.network = spec.network;
+    s.writable = spec.writable.clone();
     s.memory = Memory::AddressSpace(spec.memory_bytes);
     s.cpu_secs = Some(spec.cpu_secs);
     s.allow_unconfined = spec.allow_unconfined;
@@ -257,6 +288,8 @@ pub struct CommandTarget {
     /// Processes started (the first one included).
     pub starts: AtomicU64,
     quick_deaths: AtomicU64,
+    /// The evidence servers of the `evidence` param.
+    evidence: Option<crate::evidence::EvidenceSetup>,
 }
 
 impl std::fmt::Debug for CommandTarget {
@@ -322,6 +355,46 @@ impl CommandTarget {
             })?;
             pass.push((name.clone(), v));
         }
+        let network = p.bool("network").unwrap_or(false);
+        let evidence = crate::evidence::EvidenceSetup::from_param(
+            "command",
+            p.json("evidence"),
+            &spec.key_identity(),
+        )?;
+        if let Some(ev) = &evidence {
+            if !network {
+                return Err(ModelError::Config(format!(
+                    "command target: `evidence` needs `network: true`: the program exports its spans to the receiver at {} over a socket",
+                    ev.endpoint()
+                )));
+            }
+            if let Some((k, _)) = pass
+                .iter()
+                .find(|(k, _)| k.starts_with("OTEL_EXPORTER_OTLP_"))
+            {
+                return Err(ModelError::Config(format!(
+                    "command target: `env` passes {k}, which `evidence` sets to the run's receiver; leave it out of `env`"
+                )));
+            }
+            let endpoint = ev.endpoint();
+            pass.push((
+                "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT".into(),
+                format!("{endpoint}/v1/traces"),
+            ));
+            pass.push(("OTEL_EXPORTER_OTLP_ENDPOINT".into(), endpoint));
+        }
+        let mut writable = Vec::new();
+        for d in p.str_list("writable").unwrap_or(&[]) {
+            let path = PathBuf::from(d);
+            if !path.is_dir() {
+                return Err(ModelError::Config(format!(
+                    "command target: `writable` entry {d} is not a directory (create it first; a relative path is taken from the directory gauntlet runs in)"
+                )));
+            }
+            writable.push(path.canonicalize().map_err(|e| {
+                ModelError::Config(format!("command target: `writable` entry {d}: {e}"))
+            })?);
+        }
         let confine = p.bool("confine").unwrap_or(true);
         if confine {
             let s = Support::current();
@@ -340,7 +413,8 @@ impl CommandTarget {
                 args: args.to_vec(),
                 env: pass,
                 allow_unconfined: !confine,
-                network: p.bool("network").unwrap_or(false),
+                network,
+                writable,
                 cpu_secs: p.int("cpu_s").unwrap_or(3600).max(1) as u64,
                 memory_bytes: (p.int("memory_mb").unwrap_or(4096).max(16) as u64) << 20,
             },
@@ -350,10 +424,16 @@ impl CommandTarget {
             next_id: AtomicU64::new(1),
             starts: AtomicU64::new(0),
             quick_deaths: AtomicU64::new(0),
+            evidence,
         })
     }
 
-    fn request_line(&self, id: u64, req: &ChatRequest) -> Result<Vec<u8>, ModelError> {
+    fn request_line(
+        &self,
+        id: u64,
+        req: &ChatRequest,
+        traceparent: Option<&str>,
+    ) -> Result<Vec<u8>, ModelError> {
         if !req.tools.is_empty() {
             return Err(ModelError::Config(
                 "command target: the protocol carries text turns only; it cannot offer tools (injection scenarios need a target with native tool calls)"
@@ -395,6 +475,9 @@ impl CommandTarget {
         }
         if let Some(n) = req.max_tokens {
             o.insert("max_tokens".into(), json!(n));
+        }
+        if let Some(tp) = traceparent {
+            o.insert("traceparent".into(), json!(tp));
         }
         let mut line = serde_json::to_vec(&v).expect("JSON serialises");
         line.push(b'\n');
@@ -563,7 +646,18 @@ impl CommandTarget {
                 return Err(not_sent(if tries == 0 { "" } else { "retrying" }));
             }
             let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-            let line = self.request_line(id, req)?;
+            // Each try its own parent span: spans a killed earlier try exports late are
+            // not this one's evidence.
+            let open = self
+                .evidence
+                .as_ref()
+                .map(|ev| ev.open(crate::evidence::call_identity(req)));
+            let tp = open.as_ref().map(crate::evidence::OpenTrace::traceparent);
+            let expanded = match &open {
+                Some(o) => o.expand_request(req)?,
+                None => None,
+            };
+            let line = self.request_line(id, expanded.as_ref().unwrap_or(req), tp.as_deref())?;
             let fresh = state.is_none();
             let exchanged = tokio::select! {
                 r = self.exchange_once(&mut state, &line, id) => Some(r),
@@ -576,7 +670,14 @@ impl CommandTarget {
                 return Err(given_up());
             };
             match exchanged {
-                Ok(r) => return Ok(r),
+                Ok(r) => {
+                    // The program is free for the next request while this one settles.
+                    drop(state);
+                    return Ok(match open {
+                        Some(o) => o.attach(r).await,
+                        None => r,
+                    });
+                }
                 Err((e, Broke::No)) => return Err(e),
                 Err((e, how)) => {
                     if fresh && how == Broke::Exited {

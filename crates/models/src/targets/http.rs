@@ -1015,29 +1015,12 @@ impl HttpTarget {
         let Some(ev) = &self.evidence else {
             return self.answer_traced(req, None).await;
         };
-        let open = ev.open(|h| {
-            h.field(&Self::conversation_key(req, &req.messages, None));
-        });
-        let tp = open.trace.traceparent();
-        // The call's sink and content URLs go into the prompt after its identity was
-        // taken from the text with the placeholders.
-        let expanded = if req.messages.iter().any(|m| m.content.contains("{{")) {
-            let mut x = req.clone();
-            for m in &mut x.messages {
-                if let std::borrow::Cow::Owned(t) = open.expand(&m.content)? {
-                    m.content = t;
-                }
-            }
-            Some(x)
-        } else {
-            None
-        };
-        let mut r = self
-            .answer_traced(expanded.as_ref().unwrap_or(req), Some(&tp))
+        let open = ev.open(crate::evidence::call_identity(req));
+        let expanded = open.expand_request(req)?;
+        let r = self
+            .answer_traced(expanded.as_ref().unwrap_or(req), Some(&open.traceparent()))
             .await?;
-        open.restore(&mut r.content);
-        r.evidence = Some(Box::new(open.settle().await));
-        Ok(r)
+        Ok(open.attach(r).await)
     }
 
     /// Answers a request (see the module docs for how sessions follow conversations).
