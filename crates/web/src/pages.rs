@@ -1367,6 +1367,8 @@ struct EvidenceView {
     tools: Vec<ToolRow>,
     http: Vec<HttpRow>,
     sink: Vec<SinkRow>,
+    /// Paths of the pages the poisoned-content server served under the call's token.
+    pages: Vec<String>,
     /// Rows left out past [`EVIDENCE_ROWS`].
     more: usize,
     /// Set when the record does not read as evidence: the reason, and the record as JSON.
@@ -1469,6 +1471,7 @@ fn evidence_view(v: &Json) -> Option<EvidenceView> {
                 query: clip(query),
                 body: clip(body),
             }),
+            EvidenceEvent::PageServed { path } => view.pages.push(clip(path)),
         }
     }
     Some(view)

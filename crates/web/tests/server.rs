@@ -347,7 +347,8 @@ async fn hostile_strings_render_inert() {
         "evidence": {"trace_id": evil, "canary": evil, "spans": 3, "sink_hits": 1, "events": [
             {"kind": "tool_call", "convention": "gen_ai", "name": evil, "arguments": evil, "result": evil},
             {"kind": "http_request", "method": evil, "url": evil, "host": evil},
-            {"kind": "sink_hit", "method": evil, "path": evil, "query": evil, "body": evil}]}});
+            {"kind": "sink_hit", "method": evil, "path": evil, "query": evil, "body": evil},
+            {"kind": "page_served", "path": evil}]}});
     // A second attempt whose evidence record is malformed: shown as unreadable JSON.
     let broken = serde_json::json!({"behavior_id": "b", "transcript": [],
         "evidence": {"trace_id": evil, "spans": evil}});
@@ -419,7 +420,8 @@ async fn attempt_page_shows_the_evidence() {
                  "url": "http://127.0.0.1:8000/news.html?a=1&b=2", "host": "127.0.0.1"},
                 {"kind": "http_request", "method": "POST", "host": "api.example.invalid"},
                 {"kind": "sink_hit", "method": "GET", "path": "/c", "query": "d=CANARY-0AF7651916CD",
-                 "body": ""}]},
+                 "body": ""},
+                {"kind": "page_served", "path": "/p/3f2a/news.html"}]},
         "verdicts": [{"judge": "agent_evidence", "outcome": "success", "reason": "send_email called"}]});
     let empty = serde_json::json!({"behavior_id": "act-02", "transcript": [],
         "evidence": {"trace_id": "1af7651916cd43dd8448eb211c80319c", "spans": 0},

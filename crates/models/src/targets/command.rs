@@ -363,10 +363,9 @@ impl CommandTarget {
         )?;
         if let Some(ev) = &evidence {
             if !network {
-                return Err(ModelError::Config(format!(
-                    "command target: `evidence` needs `network: true`: the program exports its spans to the receiver at {} over a socket",
-                    ev.endpoint()
-                )));
+                return Err(ModelError::Config(
+                    "command target: `evidence` needs `network: true`: the program reaches the run's evidence servers (the OTLP receiver, the sink, the content server) over a socket".to_string(),
+                ));
             }
             if let Some((k, _)) = pass
                 .iter()
@@ -376,12 +375,14 @@ impl CommandTarget {
                     "command target: `env` passes {k}, which `evidence` sets to the run's receiver; leave it out of `env`"
                 )));
             }
-            let endpoint = ev.endpoint();
-            pass.push((
-                "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT".into(),
-                format!("{endpoint}/v1/traces"),
-            ));
-            pass.push(("OTEL_EXPORTER_OTLP_ENDPOINT".into(), endpoint));
+            // With `otlp: false` there is no receiver, and the program gets no endpoint.
+            if let Some(endpoint) = ev.endpoint() {
+                pass.push((
+                    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT".into(),
+                    format!("{endpoint}/v1/traces"),
+                ));
+                pass.push(("OTEL_EXPORTER_OTLP_ENDPOINT".into(), endpoint));
+            }
         }
         let mut writable = Vec::new();
         for d in p.str_list("writable").unwrap_or(&[]) {

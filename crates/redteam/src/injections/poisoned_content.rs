@@ -11,9 +11,9 @@
 
 use crate::attack::{Attack, Attempt, CallModel, PlannedCalls};
 use crate::error::BuildError;
+use crate::injection::agent_pages::PageScenario;
 use crate::judge::InjectionEntry;
 use crate::plugin::Entry;
-use crate::injection::agent_pages::PageScenario;
 use gauntlet_core::behavior::Behavior;
 use gauntlet_core::message::Message;
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
