@@ -14,7 +14,7 @@ use aho_corasick::AhoCorasick;
 use std::sync::LazyLock;
 
 /// Phrases that mark a refusal, in normalised form.
-pub const REFUSAL_PHRASES: &[&str] = &[
+pub(crate) const REFUSAL_PHRASES: &[&str] = &[
     "i'm sorry",
     "i am sorry",
     "i apologize",
@@ -59,7 +59,7 @@ static MATCHER: LazyLock<AhoCorasick> = LazyLock::new(|| {
 });
 
 /// Lowercases, folds typographic apostrophes/quotes to ASCII and collapses whitespace.
-pub fn normalise(text: &str) -> String {
+pub(crate) fn normalise(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut last_space = true;
     for ch in text.chars() {
@@ -152,7 +152,7 @@ thread_local! {
 /// as is, other ASCII text is collapsed into a reused buffer without allocating (case is
 /// left to the ASCII-case-insensitive matcher), and only non-ASCII text pays for the
 /// full Unicode [`normalise`].
-pub fn find_refusal(text: &str) -> Option<&'static str> {
+pub(crate) fn find_refusal(text: &str) -> Option<&'static str> {
     let m = if !needs_normalising(text) {
         MATCHER.find(text)
     } else if text.is_ascii() {
