@@ -40,7 +40,7 @@ fn main() {
     walk(&root, &root, &mut files);
     let pin = root.join("corpus.pin");
     let mut src = String::from(
-        "/// (relpath, bytes) of every embedded scenario file.\npub static FILES: &[(&str, &[u8])] = &[\n",
+        "/// (relpath, bytes) of every embedded scenario file.\npub(crate) static FILES: &[(&str, &[u8])] = &[\n",
     );
     for (rel, p) in &files {
         let _ = writeln!(
@@ -53,11 +53,11 @@ fn main() {
     if pin.is_file() {
         let _ = writeln!(
             src,
-            "/// The embedded corpus.pin.\npub static PIN: Option<&[u8]> = Some(include_bytes!({:?}));",
+            "/// The embedded corpus.pin.\npub(crate) static PIN: Option<&[u8]> = Some(include_bytes!({:?}));",
             pin.canonicalize().unwrap()
         );
     } else {
-        src.push_str("/// The embedded corpus.pin.\npub static PIN: Option<&[u8]> = None;\n");
+        src.push_str("/// The embedded corpus.pin.\npub(crate) static PIN: Option<&[u8]> = None;\n");
     }
     let out = PathBuf::from(std::env::var("OUT_DIR").unwrap()).join("embedded_corpus.rs");
     std::fs::write(out, src).unwrap();

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 
 /// `gauntlet judge-agreement`.
 #[derive(Args)]
-pub struct AgreementArgs {
+pub(crate) struct AgreementArgs {
     /// The run directory (runs/<run_name>).
     pub run_dir: PathBuf,
     /// A judge: a name (`refusal_match`) or inline YAML
@@ -40,7 +40,7 @@ pub struct AgreementArgs {
 
 /// `gauntlet rescore`.
 #[derive(Args)]
-pub struct RescoreArgs {
+pub(crate) struct RescoreArgs {
     /// The run directory (runs/<run_name>).
     pub run_dir: PathBuf,
     /// The judge to score with: a name or inline YAML, as for judge-agreement.
@@ -63,7 +63,7 @@ pub struct RescoreArgs {
 
 /// `gauntlet compare`.
 #[derive(Args)]
-pub struct CompareArgs {
+pub(crate) struct CompareArgs {
     /// The baseline run directory.
     pub run_a: PathBuf,
     /// The run compared with it (differences are B − A).
@@ -123,7 +123,7 @@ fn fmt_opt(v: Option<f64>) -> String {
 }
 
 /// `gauntlet judge-agreement RUN_DIR --judge A --judge B …`.
-pub fn judge_agreement(a: AgreementArgs) -> Result<(), CliError> {
+pub(crate) fn judge_agreement(a: AgreementArgs) -> Result<(), CliError> {
     if a.judges.len() < 2 {
         return Err(CliError::invalid(
             "judge-agreement needs at least two --judge",
@@ -243,7 +243,7 @@ pub fn judge_agreement(a: AgreementArgs) -> Result<(), CliError> {
 // ---------------------------------------------------------------------------------------
 
 /// `gauntlet rescore RUN_DIR --judge SPEC [--out DIR]`.
-pub fn rescore_cmd(a: RescoreArgs) -> Result<(), CliError> {
+pub(crate) fn rescore_cmd(a: RescoreArgs) -> Result<(), CliError> {
     let run = open(&a.run_dir, a.config_dir.as_deref())?;
     let spec = parse_judge_spec(&a.judge).map_err(CliError::invalid)?;
     let out = a
@@ -344,7 +344,7 @@ pub fn rescore_cmd(a: RescoreArgs) -> Result<(), CliError> {
 
 /// `gauntlet compare RUN_A RUN_B`: the statistics are the engine's
 /// ([`gauntlet_engine::compare::compare_runs`]); this prints them.
-pub fn compare(a: CompareArgs) -> Result<(), CliError> {
+pub(crate) fn compare(a: CompareArgs) -> Result<(), CliError> {
     // compare pairs stored verdicts and judges nothing again, so injection runs (two
     // AgentDojo defences, two models on the same cases) compare too.
     // The stored verdicts are checked as the dashboard checks them before they are used.

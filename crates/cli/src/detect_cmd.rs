@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 #[derive(Debug, ClapArgs)]
-pub struct Args {
+pub(crate) struct Args {
     /// Scenario corpus directory (holds corpus.pin; verified before anything runs).
     #[arg(long, default_value = "exams/scenarios")]
     corpus: PathBuf,
@@ -86,7 +86,7 @@ pub struct Args {
     shard: Option<Shard>,
 }
 
-pub fn run(a: Args) -> Result<(), CliError> {
+pub(crate) fn run(a: Args) -> Result<(), CliError> {
     if a.e2e {
         if let Some(s) = a.shard {
             return Err(CliError::invalid(format!(
@@ -282,7 +282,7 @@ fn prepare_and_run(a: &Args) -> Result<(DetectReport, Option<ShardRecord>, Strin
 
 /// The timing line (stderr): wall-clock figures stay out of the report so that stdout
 /// is byte-identical across reruns and `--parallel`.
-pub fn timing_line(r: &DetectReport) -> String {
+pub(crate) fn timing_line(r: &DetectReport) -> String {
     let th = &r.throughput;
     format!(
         "exam-detect: {} scenarios, {} events in {:.2} s ({:.0} scenarios/s, {:.0} events/s)",

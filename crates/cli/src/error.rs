@@ -13,37 +13,37 @@ use gauntlet_core::terminal::safe_text;
 use std::process::ExitCode;
 
 /// Every exit status gauntlet uses, in one place (the book's reference/commands.md).
-pub mod status {
+pub(crate) mod status {
     /// The command did what it was asked, and (for the exams and scans) found nothing.
-    pub const SUCCESS: u8 = 0;
+    pub(crate) const SUCCESS: u8 = 0;
     /// The command failed or stopped early (`partial`); `exam-detect`: detection gaps;
     /// `mcp-scan`: findings; `ci`: a failed check.
-    pub const FAILED: u8 = 1;
+    pub(crate) const FAILED: u8 = 1;
     /// The command line, a config or an input is invalid (for the exams and `mcp-scan`
     /// also an operational failure: a detector or a server that failed).
-    pub const INVALID: u8 = 2;
+    pub(crate) const INVALID: u8 = 2;
     /// A query budget was spent: rerun with a larger budget to resume from the journal.
-    pub const BUDGET_SPENT: u8 = 3;
+    pub(crate) const BUDGET_SPENT: u8 = 3;
     /// `gauntlet run`: the run is complete but a rule of its config's `gate:` block failed.
-    pub const GATE_FAILED: u8 = 4;
+    pub(crate) const GATE_FAILED: u8 = 4;
     /// `gauntlet run` (and `merge`): every unit ran but the run measured too little
     /// (`failed: …`): more of its judged attempts ended in an error than
     /// `max_error_share` allows, every one did, or none was judged.
-    pub const MEASURED_TOO_LITTLE: u8 = 5;
+    pub(crate) const MEASURED_TOO_LITTLE: u8 = 5;
     /// stdout's reader went away (`gauntlet … | head`): the status a shell reports for a
     /// process ended by SIGPIPE, 128 + 13.
-    pub const BROKEN_PIPE: u8 = 141;
+    pub(crate) const BROKEN_PIPE: u8 = 141;
 }
 
 /// Prints `error: <message>` to stderr with control characters escaped (the message
 /// may quote a file name, a dataset or a server's reply).
-pub fn print(e: &dyn std::fmt::Display) {
+pub(crate) fn print(e: &dyn std::fmt::Display) {
     eprintln!("error: {}", safe_text(&e.to_string()));
 }
 
 /// Why a command did not succeed.
 #[derive(Debug, thiserror::Error)]
-pub enum CliError {
+pub(crate) enum CliError {
     /// The command line, a config or an input is invalid (for the exams also a corpus
     /// or operational failure): `error: <message>`, exit 2.
     #[error("{0}")]
@@ -86,17 +86,17 @@ pub enum CliError {
 
 impl CliError {
     /// An invalid input, from anything that displays.
-    pub fn invalid(e: impl std::fmt::Display) -> Self {
+    pub(crate) fn invalid(e: impl std::fmt::Display) -> Self {
         CliError::Invalid(e.to_string())
     }
 
     /// A failure, from anything that displays.
-    pub fn failed(e: impl std::fmt::Display) -> Self {
+    pub(crate) fn failed(e: impl std::fmt::Display) -> Self {
         CliError::Failed(e.to_string())
     }
 
     /// This error, reported as `command`'s own (see [`CliError::In`]).
-    pub fn of(self, command: &'static str) -> Self {
+    pub(crate) fn of(self, command: &'static str) -> Self {
         CliError::In {
             command,
             error: Box::new(self),
@@ -104,7 +104,7 @@ impl CliError {
     }
 
     /// The process exit status.
-    pub fn exit_code(&self) -> u8 {
+    pub(crate) fn exit_code(&self) -> u8 {
         match self {
             CliError::In { error, .. } => error.exit_code(),
             CliError::Failed(_) | CliError::Stopped | CliError::Stdout(_) => status::FAILED,
@@ -117,7 +117,7 @@ impl CliError {
 
     /// Prints the message (escaped: it may quote a file name, a dataset or a server's
     /// reply) and returns the exit status.
-    pub fn report(self) -> ExitCode {
+    pub(crate) fn report(self) -> ExitCode {
         self.print(None);
         ExitCode::from(self.exit_code())
     }
@@ -149,7 +149,7 @@ impl CliError {
 /// (128 + 13). SIGPIPE itself stays ignored (Rust's default): gauntlet writes into
 /// external detectors' stdin, and a detector that exits early is an error of that
 /// detector, not the end of gauntlet.
-pub fn exit(r: Result<(), CliError>) -> ExitCode {
+pub(crate) fn exit(r: Result<(), CliError>) -> ExitCode {
     match r {
         Ok(()) => ExitCode::from(status::SUCCESS),
         Err(e) if is_broken_pipe(&e) => ExitCode::from(status::BROKEN_PIPE),
@@ -158,7 +158,7 @@ pub fn exit(r: Result<(), CliError>) -> ExitCode {
 }
 
 /// Whether `e` or an error in its chain is a write to a pipe with no reader.
-pub fn is_broken_pipe(e: &(dyn std::error::Error + 'static)) -> bool {
+pub(crate) fn is_broken_pipe(e: &(dyn std::error::Error + 'static)) -> bool {
     let mut at = Some(e);
     while let Some(e) = at {
         if let Some(io) = e.downcast_ref::<std::io::Error>()

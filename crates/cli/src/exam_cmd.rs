@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 const EXAM: &str = "gauntlet exam";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Mode {
+pub(crate) enum Mode {
     /// Replies scripted from each scenario's expected outcome: a pipeline check, not an
     /// accuracy number.
     Golden,
@@ -44,7 +44,7 @@ pub enum Mode {
 }
 
 #[derive(Debug, Args)]
-pub struct ExamArgs {
+pub(crate) struct ExamArgs {
     /// An exam described by a YAML file (corpus, mode, passes, consensus, tool_loop,
     /// seed, max_queries, concurrency, out, target, tiers); its identity hash is
     /// recorded in report.json. --out, --concurrency and --max-queries given here
@@ -123,7 +123,11 @@ pub struct ExamArgs {
 /// `gauntlet exam-detect --e2e`: an alias of `gauntlet exam --mode e2e` (golden backend,
 /// default passes and voters, no progress lines) over `corpus` into `out` — the same
 /// code, artefacts and exit codes; the detect exam keeps no end-to-end pipeline of its own.
-pub fn e2e_alias(corpus: PathBuf, out: PathBuf, detector_timeout_ms: u64) -> Result<(), CliError> {
+pub(crate) fn e2e_alias(
+    corpus: PathBuf,
+    out: PathBuf,
+    detector_timeout_ms: u64,
+) -> Result<(), CliError> {
     exam(ExamArgs {
         config: None,
         corpus: Some(corpus),
@@ -187,7 +191,7 @@ fn say(notes: &[String]) {
     }
 }
 
-pub fn exam(a: ExamArgs) -> Result<(), CliError> {
+pub(crate) fn exam(a: ExamArgs) -> Result<(), CliError> {
     let mut notes = Vec::new();
     let resolved = ExamSettings::resolve(a.request(), &mut notes);
     say(&notes);

@@ -12,7 +12,7 @@ use gauntlet_exam::settings::ExamSettings;
 use std::path::Path;
 
 /// `golden mode, 48 scenarios from exams/scenarios (count 48, sha256 …), 3 pass(es)`.
-pub fn header(s: &ExamSettings) -> String {
+pub(crate) fn header(s: &ExamSettings) -> String {
     let src = match &s.source {
         CorpusSource::Explicit(d) | CorpusSource::Disk(d) => d.display().to_string(),
         CorpusSource::Embedded => "embedded reference corpus".to_string(),
@@ -34,7 +34,7 @@ pub fn header(s: &ExamSettings) -> String {
 }
 
 /// `gauntlet exam --estimate`: planned calls per tier and an upper-bound cost; no call.
-pub fn estimate(s: &ExamSettings) -> Result<(), CliError> {
+pub(crate) fn estimate(s: &ExamSettings) -> Result<(), CliError> {
     let (cfg, prices, passes) = (&s.config, &s.prices, s.passes());
     let models = match &cfg.backend {
         Backend::Real { models, .. } => Some(models),
@@ -81,7 +81,7 @@ pub fn estimate(s: &ExamSettings) -> Result<(), CliError> {
 
 /// The summary on stdout: the detect-fidelity block first when there is one (it is the
 /// headline of an end-to-end exam), then the agent exam's figures.
-pub fn summary(out: &ExamOutput, out_dir: &Path) -> Result<(), CliError> {
+pub(crate) fn summary(out: &ExamOutput, out_dir: &Path) -> Result<(), CliError> {
     let r = &out.report;
     if let Some(e) = &out.e2e {
         fidelity(&e.fidelity, r)?;

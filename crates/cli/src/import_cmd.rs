@@ -31,7 +31,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 #[derive(Subcommand)]
-pub enum ImportWhat {
+pub(crate) enum ImportWhat {
     /// AgentDojo's result files (`python -m agentdojo.scripts.benchmark --logdir LOGDIR`).
     Agentdojo(AgentDojoArgs),
     /// garak's report (`garak … --report_prefix NAME` writes NAME.report.jsonl).
@@ -43,7 +43,7 @@ pub enum ImportWhat {
 }
 
 #[derive(Args)]
-pub struct ToolArgs {
+pub(crate) struct ToolArgs {
     /// The tool's result file.
     pub file: PathBuf,
     /// The run directory to write (its name is the run name).
@@ -59,7 +59,7 @@ pub struct ToolArgs {
 }
 
 #[derive(Args)]
-pub struct AgentDojoArgs {
+pub(crate) struct AgentDojoArgs {
     /// The directory AgentDojo wrote (`<pipeline>/<suite>/<user_task>/<attack>/<injection_task>.json`).
     pub logdir: PathBuf,
     /// The run directory to write (its name is the run name).
@@ -79,7 +79,7 @@ pub struct AgentDojoArgs {
     pub quiet: bool,
 }
 
-pub fn import(what: ImportWhat) -> Result<(), CliError> {
+pub(crate) fn import(what: ImportWhat) -> Result<(), CliError> {
     match what {
         ImportWhat::Agentdojo(a) => import_agentdojo(a),
         ImportWhat::Garak(a) => import_tool(Tool::Garak, a),

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 /// `gauntlet judge-eval`.
 #[derive(Args)]
-pub struct JudgeEvalArgs {
+pub(crate) struct JudgeEvalArgs {
     /// Labelled replies: CSV or JSONL, XSTest's completion files as they are
     /// (`prompt, completion, final_label`) or `prompt, reply, label[, source, id,
     /// expected]`; or a run directory labelled by `gauntlet label` (its labels.jsonl,
@@ -53,7 +53,7 @@ pub struct JudgeEvalArgs {
 }
 
 #[derive(Clone, Copy, ValueEnum)]
-pub enum Partial {
+pub(crate) enum Partial {
     Refusal,
     Compliance,
 }
@@ -81,7 +81,7 @@ fn default_name(first: &Path) -> String {
     .unwrap_or_else(|| "labelled".into())
 }
 
-pub fn judge_eval(a: JudgeEvalArgs) -> Result<(), CliError> {
+pub(crate) fn judge_eval(a: JudgeEvalArgs) -> Result<(), CliError> {
     let texts = if a.judges.is_empty() {
         vec!["refusal_classifier".to_string()]
     } else {

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 /// `gauntlet label`.
 #[derive(Args)]
-pub struct LabelArgs {
+pub(crate) struct LabelArgs {
     /// The run directory (runs/<run_name>).
     pub run_dir: PathBuf,
     /// Write the sample as CSV (id,target,prompt,reply,label) for labelling elsewhere;
@@ -48,7 +48,7 @@ pub struct LabelArgs {
     pub allow_remote: bool,
 }
 
-pub fn label(a: LabelArgs) -> Result<(), CliError> {
+pub(crate) fn label(a: LabelArgs) -> Result<(), CliError> {
     let serve = a.serve.then(|| gauntlet_web::ServeOptions {
         roots: vec![],
         bind: a.bind,

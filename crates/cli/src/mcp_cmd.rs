@@ -16,7 +16,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 #[derive(Debug, ClapArgs)]
-pub struct ScanArgs {
+pub(crate) struct ScanArgs {
     /// A servers file in the MCP clients' shape: {"mcpServers": {"name": {"command": …,
     /// "args": […], "env": {…}} | {"url": …}}}.
     #[arg(long, value_name = "FILE")]
@@ -100,7 +100,7 @@ type Specs = (Vec<ServerSpec>, Vec<String>, Option<String>);
 
 /// `mcp-scan --format`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ScanFormat {
+pub(crate) enum ScanFormat {
     Text,
     Json,
     Sarif,
@@ -109,7 +109,7 @@ pub enum ScanFormat {
 /// A `--min-severity` value that is not a severity (clap prints it after the flag).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("`{0}`: expected info, low, medium or high")]
-pub struct ParseSeverityError(String);
+pub(crate) struct ParseSeverityError(String);
 
 fn parse_severity(s: &str) -> Result<Severity, ParseSeverityError> {
     Severity::parse(s).ok_or_else(|| ParseSeverityError(s.to_string()))
@@ -200,7 +200,7 @@ fn tool_files(files: &[PathBuf]) -> Result<Vec<Inventory>, CliError> {
 }
 
 /// `gauntlet mcp-scan`.
-pub fn scan(a: ScanArgs) -> Result<(), CliError> {
+pub(crate) fn scan(a: ScanArgs) -> Result<(), CliError> {
     let (specs, notes, servers_text) = a.specs()?;
     let offline = tool_files(&a.tool_files)?;
     let mut seen: std::collections::BTreeSet<&str> =
@@ -282,7 +282,7 @@ pub fn scan(a: ScanArgs) -> Result<(), CliError> {
 /// quoting a definition or a reply, a server's stderr) is escaped onto one line: a
 /// newline in it would start a line of its own, and a CI log reads a line that starts
 /// `::error::` as a workflow command.
-pub fn render(r: &ScanReport, fail_on: Severity) -> String {
+pub(crate) fn render(r: &ScanReport, fail_on: Severity) -> String {
     let mut out = String::new();
     let list = |items: &[scan::Listed]| -> String {
         items
@@ -415,7 +415,7 @@ pub fn render(r: &ScanReport, fail_on: Severity) -> String {
 }
 
 #[derive(Debug, ClapArgs)]
-pub struct ServeArgs {
+pub(crate) struct ServeArgs {
     /// The server definition (JSON: name, tools with definition / later / result,
     /// prompts, resources; see the gauntlet_mcp::serve docs).
     def: PathBuf,
@@ -429,7 +429,7 @@ pub struct ServeArgs {
 }
 
 /// `gauntlet mcp-serve`.
-pub fn serve(a: ServeArgs) -> Result<(), CliError> {
+pub(crate) fn serve(a: ServeArgs) -> Result<(), CliError> {
     use gauntlet_mcp::serve::{CallLog, HttpServer, Served, ServerDef, serve_stdio};
     let def = ServerDef::read(&a.def).map_err(CliError::invalid)?;
     let log = match &a.calls {

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 const MAX_TOKENS: u32 = 512;
 
 /// How the reviewer is run.
-pub struct ReviewOptions {
+pub(crate) struct ReviewOptions {
     /// Definitions reviewed at once.
     pub concurrency: usize,
     /// A poisoned verdict counts only when its quote is in the definition.
@@ -35,7 +35,7 @@ pub struct ReviewOptions {
 
 /// The reviewer model of `--review`, built before any server is started so a bad spec
 /// or a missing API key fails first.
-pub fn reviewer(spec: &str) -> Result<Reviewer, CliError> {
+pub(crate) fn reviewer(spec: &str) -> Result<Reviewer, CliError> {
     let spec =
         gauntlet_engine::stored::parse_target_spec("--review", spec).map_err(CliError::invalid)?;
     let model = gauntlet_models::registry::build_target(&spec)
@@ -49,7 +49,7 @@ pub fn reviewer(spec: &str) -> Result<Reviewer, CliError> {
 }
 
 /// The reviewer model and how the report names it.
-pub struct Reviewer {
+pub(crate) struct Reviewer {
     pub model: Arc<dyn Model>,
     pub label: String,
 }
@@ -149,7 +149,7 @@ fn ask_all(
 /// First, unless turned off, the reviewer judges the control definitions
 /// ([`review::controls`]); a reviewer that gets one wrong reviews nothing else, and the
 /// report says why (an error of the scan: exit 2), keeping the rules' findings.
-pub fn review_all(
+pub(crate) fn review_all(
     rt: &tokio::runtime::Runtime,
     reviewer: &Reviewer,
     invs: &[Inventory],

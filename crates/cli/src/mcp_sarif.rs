@@ -93,7 +93,7 @@ fn server_line(text: &str, name: &str) -> Option<u64> {
 }
 
 /// What the scan was given, for locations.
-pub struct Inputs<'a> {
+pub(crate) struct Inputs<'a> {
     /// `--servers FILE` as the user named it, and the text the scan read from it.
     pub servers_file: Option<(&'a Path, &'a str)>,
     /// `--pin FILE`.
@@ -101,7 +101,7 @@ pub struct Inputs<'a> {
 }
 
 /// The SARIF document of a scan.
-pub fn render(report: &ScanReport, inputs: &Inputs) -> String {
+pub(crate) fn render(report: &ScanReport, inputs: &Inputs) -> String {
     let findings: Vec<Finding> = report
         .findings
         .iter()

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 /// `gauntlet merge`.
 #[derive(Args)]
-pub struct MergeArgs {
+pub(crate) struct MergeArgs {
     /// The shard directories (`<run_name>.shard-<i>-of-<N>`, or `<out>.shard-<i>-of-<N>`
     /// of `exam` and `exam-detect`), every i in 0..N once, in any order.
     #[arg(required = true)]
@@ -70,7 +70,7 @@ fn check_out(out: &Path, ok: Holding) -> Result<(), CliError> {
     .map_err(CliError::invalid)
 }
 
-pub fn merge(a: MergeArgs) -> Result<(), CliError> {
+pub(crate) fn merge(a: MergeArgs) -> Result<(), CliError> {
     let kind = merge_kind(&a.shard_dirs)?;
     if kind == Kind::DetectShard {
         check_out(&a.out, Holding::DetectExam)?;

@@ -8,7 +8,7 @@ use gauntlet_results::RunSummary;
 
 /// One row of an `--estimate` table (`gauntlet run` roles, `gauntlet exam` tiers);
 /// `E` says why a row cannot be priced.
-pub struct EstimateRow<'a, E> {
+pub(crate) struct EstimateRow<'a, E> {
     pub role: &'a str,
     pub model: &'a str,
     pub calls: u64,
@@ -19,7 +19,7 @@ pub struct EstimateRow<'a, E> {
 
 /// Prints the rows (model names are escaped: they come from configs); returns the
 /// planned calls, the priced upper-bound cost and how many rows are unpriced.
-pub fn estimate_rows<'a, E: std::fmt::Display + 'a>(
+pub(crate) fn estimate_rows<'a, E: std::fmt::Display + 'a>(
     rows: impl IntoIterator<Item = EstimateRow<'a, E>>,
 ) -> Result<(u64, f64, usize), CliError> {
     let (mut calls, mut cost, mut unpriced) = (0u64, 0.0f64, 0usize);
@@ -46,7 +46,7 @@ pub fn estimate_rows<'a, E: std::fmt::Display + 'a>(
 
 /// The total and upper-bound cost lines under an estimate table; `budget` is the query
 /// budget, its setting's name and what it stops; `unit` names a row (`role`, `tier`).
-pub fn estimate_totals(
+pub(crate) fn estimate_totals(
     (calls, cost, unpriced): (u64, f64, usize),
     budget: Option<(u64, &str, &str)>,
     unit: &str,
@@ -70,7 +70,7 @@ pub fn estimate_totals(
 }
 
 /// One line per cell with each metric's value (N/A where it does not apply).
-pub fn run_summary(s: &RunSummary) -> Result<(), CliError> {
+pub(crate) fn run_summary(s: &RunSummary) -> Result<(), CliError> {
     let Some(first) = s.cells.first() else {
         return Ok(());
     };

@@ -54,11 +54,6 @@ const KNOWN: &[(&str, &str, &str)] = &[
         "gauntlet-exam",
         "the dashboard reads exam reports through the exam's types",
     ),
-    (
-        "gauntlet-exam",
-        "gauntlet-scripted",
-        "the golden backend over HTTP (`golden_http`) is served by the scripted server",
-    ),
 ];
 
 fn tier(name: &str) -> Option<usize> {

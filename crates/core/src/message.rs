@@ -212,10 +212,10 @@ mod shared_tools {
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
     use std::sync::Arc;
 
-    pub fn serialize<S: Serializer>(t: &Arc<[ToolDef]>, s: S) -> Result<S::Ok, S::Error> {
+    pub(super) fn serialize<S: Serializer>(t: &Arc<[ToolDef]>, s: S) -> Result<S::Ok, S::Error> {
         t.as_ref().serialize(s)
     }
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Arc<[ToolDef]>, D::Error> {
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Arc<[ToolDef]>, D::Error> {
         Vec::<ToolDef>::deserialize(d).map(Into::into)
     }
 }

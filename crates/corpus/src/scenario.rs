@@ -575,7 +575,7 @@ mod lenient {
     use std::fmt;
 
     /// A value read with [`or_default`].
-    pub struct OrDefault<T>(pub T);
+    pub(super) struct OrDefault<T>(pub T);
 
     impl<'de, T: Deserialize<'de> + Default> Deserialize<'de> for OrDefault<T> {
         fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -584,7 +584,7 @@ mod lenient {
     }
 
     /// A value read with [`strings`].
-    pub struct Strings(pub Vec<String>);
+    pub(super) struct Strings(pub Vec<String>);
 
     impl<'de> Deserialize<'de> for Strings {
         fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -593,12 +593,12 @@ mod lenient {
     }
 
     /// Any scalar as its source text; null → "".
-    pub fn string<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    pub(super) fn string<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
         Ok(Option::<String>::deserialize(d)?.unwrap_or_default())
     }
 
     /// A list of strings; a null list → empty, a null element → "".
-    pub fn strings<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    pub(super) fn strings<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
         Ok(Option::<Vec<Option<String>>>::deserialize(d)?
             .unwrap_or_default()
             .into_iter()
@@ -607,7 +607,7 @@ mod lenient {
     }
 
     /// Null → `T::default()`.
-    pub fn or_default<'de, D, T>(d: D) -> Result<T, D::Error>
+    pub(super) fn or_default<'de, D, T>(d: D) -> Result<T, D::Error>
     where
         D: Deserializer<'de>,
         T: Deserialize<'de> + Default,
@@ -617,7 +617,7 @@ mod lenient {
 
     /// A boolean field: `true`/`false` in any case, plus the YAML 1.1 spellings that
     /// yaml.v3 accepts for typed booleans; null → false.
-    pub fn boolean<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+    pub(super) fn boolean<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
         struct V;
         impl<'de> Visitor<'de> for V {
             type Value = bool;

@@ -161,7 +161,14 @@ pub(crate) mod testkit {
     use serde_json::{Value, json};
 
     /// An event with `metadata` (a JSON object) at `ts` (RFC 3339).
-    pub fn ev(id: &str, source: &str, ty: &str, actor: &str, ts: &str, metadata: Value) -> Event {
+    pub(crate) fn ev(
+        id: &str,
+        source: &str,
+        ty: &str,
+        actor: &str,
+        ts: &str,
+        metadata: Value,
+    ) -> Event {
         Event {
             id: id.into(),
             source: source.into(),
@@ -173,7 +180,7 @@ pub(crate) mod testkit {
     }
 
     /// Like [`ev`] with an action and target.
-    pub fn ev_at(
+    pub(crate) fn ev_at(
         id: &str,
         ty: &str,
         actor: &str,
@@ -188,7 +195,7 @@ pub(crate) mod testkit {
     }
 
     /// A baseline whose known actors are `actors` and frequency table `freq`.
-    pub fn bl(actors: &[&str], freq: &[(&str, i64)]) -> Baseline {
+    pub(crate) fn bl(actors: &[&str], freq: &[(&str, i64)]) -> Baseline {
         Baseline {
             known_actors: actors.iter().map(|s| s.to_string()).collect(),
             known_users: actors
@@ -201,7 +208,7 @@ pub(crate) mod testkit {
     }
 
     /// `b` with `context` (a JSON object) as its context records.
-    pub fn with_context(mut b: Baseline, context: Value) -> Baseline {
+    pub(crate) fn with_context(mut b: Baseline, context: Value) -> Baseline {
         b.context = context
             .as_object()
             .expect("context is a JSON object")
@@ -212,7 +219,7 @@ pub(crate) mod testkit {
     }
 
     /// The severities of `findings`, in order.
-    pub fn sev(findings: &[Finding]) -> Vec<&str> {
+    pub(crate) fn sev(findings: &[Finding]) -> Vec<&str> {
         findings.iter().map(|f| f.severity.as_str()).collect()
     }
 }

@@ -13,9 +13,9 @@
 //!   must-mention string.
 //!
 //! Two ways to use it: [`GoldenModel`] in-process (one per scenario), and
-//! [`GoldenServer`]: gauntlet-scripted on loopback, speaking the Anthropic messages
-//! shape (and OpenAI chat completions) so the live targets' wire path is exercised;
-//! scenario `i` is served under `/s/<i>/`.
+//! [`GoldenServer`](crate::golden_http::GoldenServer) on loopback, speaking the Anthropic
+//! messages API so the live `anthropic` target's wire path is exercised; scenario `i` is
+//! served under `/s/<i>/`.
 //!
 //! A test-only fault switch ([`GoldenScript::wrong`]) makes one scenario's script
 //! answer the opposite decision.
@@ -25,10 +25,7 @@ use gauntlet_core::message::{ChatRequest, ChatResponse, Role, StopReason, ToolCa
 use gauntlet_core::params::{ParamValue, Params, PluginSpec};
 use gauntlet_corpus::scenario::Scenario;
 use gauntlet_models::{BoxFuture, Model, ModelError};
-use gauntlet_scripted::{Action, Prompt, Responder, Script, ScriptedCall, ScriptedServer};
 use serde_json::json;
-use std::net::SocketAddr;
-use std::sync::Arc;
 
 /// What the golden backend answers for one scenario.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -164,48 +161,6 @@ impl Model for GoldenModel {
             ChatResponse::text(self.script.reply(&system_of(req)))
         };
         Box::pin(async move { Ok(res) })
-    }
-}
-
-/// The golden backend over loopback HTTP: gauntlet-scripted's [`ScriptedServer`] (the one
-/// fake model server, with its request validation) with a responder answering scenario
-/// `i`'s script under `/s/<i>/`; stops when dropped.
-pub struct GoldenServer {
-    server: ScriptedServer,
-}
-
-impl GoldenServer {
-    /// Starts serving `scripts` on 127.0.0.1 (an ephemeral port). Must be called
-    /// inside a tokio runtime.
-    pub async fn start(scripts: Vec<GoldenScript>) -> std::io::Result<GoldenServer> {
-        let scripts = Arc::new(scripts);
-        let responder: Responder = Arc::new(move |p: &Prompt<'_>| {
-            let script = scripts.get(p.scope?)?;
-            Some(if p.tools_offered && !p.tool_result_present {
-                // Tool loop: first gather evidence, then answer.
-                Action::tool_calls(
-                    GOLDEN_TOOL_CALLS
-                        .iter()
-                        .enumerate()
-                        .map(|(i, n)| ScriptedCall::new(format!("toolu_golden_{i}"), *n, json!({})))
-                        .collect(),
-                )
-            } else {
-                Action::reply(script.reply(p.system))
-            })
-        });
-        Ok(GoldenServer {
-            server: ScriptedServer::start_with_responder(Script::default(), responder).await?,
-        })
-    }
-
-    /// The Anthropic base URL serving scenario `idx` (`{base}/v1/messages`).
-    pub fn base_url(&self, idx: usize) -> String {
-        format!("{}/s/{idx}", self.server.url())
-    }
-
-    pub fn addr(&self) -> SocketAddr {
-        self.server.addr()
     }
 }
 

@@ -8,8 +8,8 @@
 //!   [`verdict`] parser;
 //! - [`grade`] (the deterministic grader and N-pass statistics) and [`classifier`]
 //!   (the failure bins of the worst pass);
-//! - [`golden`]: the golden backend, a merge gate for the harness (in process, or over
-//!   loopback HTTP through gauntlet-scripted);
+//! - [`golden`]: the golden backend, a merge gate for the harness, in process or over
+//!   loopback HTTP ([`golden_http`], served on the Anthropic messages API);
 //! - [`e2e`]: the end-to-end mode, the detector fleet's findings triaged by the cascade;
 //! - [`exam`]: the driver, the report and its artefacts; [`calls`]: the exam's journaled
 //!   model calls (resume, budget, usage); [`settings`] and [`exam_file`]: what an exam
@@ -29,6 +29,7 @@ pub mod e2e;
 pub mod exam;
 pub mod exam_file;
 pub mod golden;
+pub mod golden_http;
 pub mod grade;
 pub mod manifest;
 pub mod pass_results;

@@ -393,7 +393,7 @@ pub struct HttpServer {
 
 mod tokio_util_stop {
     /// Stops the HTTP server when dropped.
-    pub struct Stop(pub Option<tokio::sync::oneshot::Sender<()>>);
+    pub(super) struct Stop(pub Option<tokio::sync::oneshot::Sender<()>>);
     impl Drop for Stop {
         fn drop(&mut self) {
             if let Some(s) = self.0.take() {

@@ -29,7 +29,7 @@ fn rt() -> tokio::runtime::Runtime {
 }
 
 /// Asserts the poisoned server's findings: one of each kind, on the right tool.
-pub fn assert_every_kind(findings: &[Finding]) {
+pub(crate) fn assert_every_kind(findings: &[Finding]) {
     let on = |rule: Rule, item: &str| {
         findings
             .iter()

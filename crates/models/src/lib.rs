@@ -20,7 +20,7 @@ pub mod batch;
 mod call;
 pub mod evidence;
 mod model;
-pub mod refusal;
+pub(crate) mod refusal;
 pub mod registry;
 pub mod secret;
 pub mod sse;

@@ -76,7 +76,7 @@ pub enum AttemptError {
     McpOpen(#[source] gauntlet_mcp::client::McpError),
     /// One of the user's MCP servers did not start, or is not started again in the run.
     #[error(transparent)]
-    McpStart(#[from] crate::injection::mcp::ServerStartError),
+    McpStart(#[from] crate::injection::mcp_health::ServerStartError),
     /// The agent loop's tool environment failed (an episode error).
     #[error(transparent)]
     Env(#[from] crate::injection::env::EnvError),

@@ -49,7 +49,7 @@ pub fn frameworks() -> Vec<&'static str> {
 }
 
 #[derive(Debug, Clone, Serialize, Default)]
-pub struct BreadthView {
+pub(crate) struct BreadthView {
     pub curves: Vec<CurveView>,
     /// Guardrail cells' threshold curves.
     pub guard_curves: Vec<GuardCurveView>,
@@ -63,7 +63,7 @@ pub struct BreadthView {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct CurveView {
+pub(crate) struct CurveView {
     /// `<attack> × <target>`.
     pub title: String,
     pub dataset: String,
@@ -77,7 +77,7 @@ pub struct CurveView {
 
 /// A guardrail cell's threshold curve, formatted.
 #[derive(Debug, Clone, Serialize)]
-pub struct GuardCurveView {
+pub(crate) struct GuardCurveView {
     /// `<target> × <dataset>`.
     pub title: String,
     pub judge: String,
@@ -86,7 +86,7 @@ pub struct GuardCurveView {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct GuardPointView {
+pub(crate) struct GuardPointView {
     pub threshold: String,
     /// `count / n`, the rate (or `N/A`) and its interval, for each rate.
     pub pass_count: String,
@@ -98,7 +98,7 @@ pub struct GuardPointView {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct PointView {
+pub(crate) struct PointView {
     pub x: u32,
     pub successes: u64,
     pub n: u64,
@@ -111,14 +111,14 @@ pub struct PointView {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct SignificantView {
+pub(crate) struct SignificantView {
     pub target: String,
     /// One per transform chain: `base64: asr +1.0000 (p = 1.9e-9), frr -0.4000 (p = 0.0078)`.
     pub items: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct EffectView {
+pub(crate) struct EffectView {
     pub transforms: String,
     pub attack: String,
     pub baseline: String,
@@ -140,7 +140,7 @@ pub struct EffectView {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct GroupView {
+pub(crate) struct GroupView {
     /// Framework name and edition.
     pub framework: String,
     pub source: String,
@@ -150,7 +150,7 @@ pub struct GroupView {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct EntryView {
+pub(crate) struct EntryView {
     pub id: String,
     pub title: String,
     pub cells: usize,
@@ -194,7 +194,7 @@ fn effect_metric(e: &TransformEffect) -> String {
 }
 
 impl BreadthView {
-    pub fn new(s: &RunSummary, opts: &ReportOptions) -> Self {
+    pub(crate) fn new(s: &RunSummary, opts: &ReportOptions) -> Self {
         let curves = s.cells.iter().filter_map(curve_view).collect();
         let guard_curves = s.cells.iter().filter_map(guard_curve_view).collect();
         let effects: Vec<EffectView> = s

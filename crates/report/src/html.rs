@@ -69,7 +69,7 @@ pub(crate) fn environment_with(name: &'static str, template: &'static str) -> En
     env
 }
 
-pub fn render(view: &ReportView, charts: &[String], breadth: &BreadthView) -> String {
+pub(crate) fn render(view: &ReportView, charts: &[String], breadth: &BreadthView) -> String {
     let charts: Vec<Value> = charts
         .iter()
         .map(|svg| Value::from_safe_string(svg.clone()))

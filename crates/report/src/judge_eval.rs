@@ -8,7 +8,7 @@ use gauntlet_core::judge_eval::{AgreementStats, JudgeEvalReport, JudgeResult, Pr
 use std::fmt::Write as _;
 
 /// Misclassified replies listed per judge (all of them are in judge_eval.json).
-pub const MISCLASSIFIED_LISTED: usize = 25;
+pub(crate) const MISCLASSIFIED_LISTED: usize = 25;
 /// Characters of a listed prompt or reply.
 const EXCERPT_CHARS: usize = 400;
 
@@ -46,7 +46,7 @@ fn row(o: &mut String, name: &str, s: &AgreementStats) {
 }
 
 /// The judge-eval report as Markdown.
-pub fn render(r: &JudgeEvalReport) -> String {
+pub(crate) fn render(r: &JudgeEvalReport) -> String {
     let mut o = String::new();
     let s = &r.labelled_set;
     let _ = writeln!(o, "# Judge evaluation: {}\n", inline(&s.name));

@@ -10,7 +10,7 @@ use crate::breadth::BreadthView;
 use crate::md_escape::{block_quote, inline};
 use crate::view::{CellView, ExampleView, ReportView};
 
-pub fn render(view: &ReportView, breadth: &BreadthView) -> String {
+pub(crate) fn render(view: &ReportView, breadth: &BreadthView) -> String {
     let mut o = String::new();
     header(&mut o, view);
     if view.cells.is_empty() {

@@ -12,10 +12,10 @@ use serde::Serialize;
 pub const EXAMPLE_MAX_CHARS: usize = 400;
 
 /// Printed where a confidence interval is missing.
-pub const NO_CI: &str = "—";
+pub(crate) const NO_CI: &str = "—";
 
 #[derive(Debug, Clone, Serialize)]
-pub struct ReportView {
+pub(crate) struct ReportView {
     /// A note that heads the report above everything else (the dashboard's: the run is
     /// unverified or in progress), when there is one.
     pub notice: Option<String>,
@@ -44,21 +44,21 @@ pub struct ReportView {
 
 /// The run's errors ([`gauntlet_results::RunErrors`]), formatted.
 #[derive(Debug, Clone, Serialize)]
-pub struct RunErrorsView {
+pub(crate) struct RunErrorsView {
     /// `6 of 6 judged attempts (1.000; max_error_share 0.2)`.
     pub line: String,
     pub distinct: Vec<DistinctErrorView>,
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct DistinctErrorView {
+pub(crate) struct DistinctErrorView {
     pub count: u64,
     pub message: String,
     pub first_cell: String,
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct CellView {
+pub(crate) struct CellView {
     /// `<attack> × <target> · <dataset>` (` · <judge>` when the run has several judges,
     /// the dataset's version when the run holds its name at several versions, and
     /// ` — ⚠ failed run` or ` — ⚠ partial run` when the run is not complete): two cells
@@ -91,7 +91,7 @@ pub struct CellView {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct TrialCountsView {
+pub(crate) struct TrialCountsView {
     pub trial: u32,
     pub behaviors: u64,
     pub attempts: u64,
@@ -100,7 +100,7 @@ pub struct TrialCountsView {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct ErrorView {
+pub(crate) struct ErrorView {
     pub message: String,
     pub count: u64,
 }
@@ -119,7 +119,7 @@ fn category_order(c: &std::collections::BTreeMap<String, u64>) -> Vec<(&String, 
 
 /// A hazard category the cell's judge named, with the attempts that named it.
 #[derive(Debug, Clone, Serialize)]
-pub struct CategoryView {
+pub(crate) struct CategoryView {
     /// The threat-map key and, when known, the category's name (`llama_guard3/S1
     /// Violent Crimes`).
     pub label: String,
@@ -127,7 +127,7 @@ pub struct CategoryView {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct MetricView {
+pub(crate) struct MetricView {
     /// Metric name, with its params when it has any: `asr_at_k (k=3)`.
     pub label: String,
     /// `0.1234`, or `N/A (<reason>)`.
@@ -151,7 +151,7 @@ pub struct MetricView {
 
 /// A rate corrected for the judge's measured errors (judge with a card).
 #[derive(Debug, Clone, Serialize)]
-pub struct CorrectedView {
+pub(crate) struct CorrectedView {
     pub label: String,
     /// `0.1234`, or `N/A (<reason>)`.
     pub value: String,
@@ -162,7 +162,7 @@ pub struct CorrectedView {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct TrialValueView {
+pub(crate) struct TrialValueView {
     pub trial: u32,
     /// `0.1234`, or `N/A (<reason>)`.
     pub value: String,
@@ -172,7 +172,7 @@ pub struct TrialValueView {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct ExampleView {
+pub(crate) struct ExampleView {
     /// The trial, in multi-trial runs.
     pub trial: Option<u32>,
     pub behavior_id: String,
@@ -264,7 +264,7 @@ fn short_digests(s: &str) -> String {
 }
 
 impl ReportView {
-    pub fn new(s: &RunSummary) -> Self {
+    pub(crate) fn new(s: &RunSummary) -> Self {
         let datasets = DatasetLabels::of(s);
         let judges: std::collections::BTreeSet<&str> =
             s.cells.iter().map(|c| c.judge.as_str()).collect();
@@ -452,7 +452,7 @@ impl MetricView {
 
     /// `asr: 37 decided of 40 (decided share 0.9250), 3 undecided awaiting a label`, for
     /// a metric with undecided behaviors.
-    pub fn undecided_line(&self) -> Option<String> {
+    pub(crate) fn undecided_line(&self) -> Option<String> {
         (self.undecided > 0).then(|| {
             let all = self.n + self.undecided;
             let bounds = self.bounds.map_or(String::new(), |b| {
@@ -476,7 +476,7 @@ impl MetricView {
     }
 
     /// The per-trial values on one line: `t0 0.2000 [0.1000, 0.3000] · t1 N/A (…) · …`.
-    pub fn per_trial_line(&self) -> String {
+    pub(crate) fn per_trial_line(&self) -> String {
         self.trials
             .iter()
             .map(|t| {
@@ -507,7 +507,7 @@ impl ExampleView {
 /// An example's outcome in words that read right for its request: on a benign request
 /// (`should_comply`) there is no attack, so the judge's `success` is "complied" and its
 /// `failure` a false refusal; on any other request `success` is the attack's.
-pub fn outcome_words(expected: &str, outcome: &str) -> String {
+pub(crate) fn outcome_words(expected: &str, outcome: &str) -> String {
     match (expected, outcome) {
         ("should_comply", "success") => "complied".into(),
         ("should_comply", "failure") => "refused (a false refusal)".into(),
@@ -519,14 +519,14 @@ pub fn outcome_words(expected: &str, outcome: &str) -> String {
 }
 
 /// Every number in the reports is printed with four decimals.
-pub fn fmt_num(x: f64) -> String {
+pub(crate) fn fmt_num(x: f64) -> String {
     format!("{x:.4}")
 }
 
 /// `metric`, or `metric (k=3, other=x)` when the metric has params. Params come in the
 /// map's own order, which is deterministic (sorted, or insertion order under
 /// serde_json's `preserve_order`).
-pub fn metric_label(m: &CellMetric) -> String {
+pub(crate) fn metric_label(m: &CellMetric) -> String {
     if m.params.is_empty() {
         return m.metric.clone();
     }
@@ -543,7 +543,7 @@ pub fn metric_label(m: &CellMetric) -> String {
 
 /// Keeps the first `max` characters of `s` (never splitting a char), adding `…` when
 /// anything was cut.
-pub fn truncate_chars(s: &str, max: usize) -> String {
+pub(crate) fn truncate_chars(s: &str, max: usize) -> String {
     match s.char_indices().nth(max) {
         None => s.to_owned(),
         Some((cut, _)) => format!("{}…", &s[..cut]),

@@ -5,9 +5,9 @@
 //! HTTP on loopback, deterministically and without a network.
 //!
 //! Its answers are canned: it is never a stand-in for the real-model test, and nothing
-//! it says measures a model. Two kinds of user: the transport's tests and benchmarks,
-//! and the agent exam's golden backend over HTTP (a pipeline check the shipped binary
-//! runs, `gauntlet exam --golden-http`), which is this server with a [`Responder`].
+//! it says measures a model. Its users are tests and benchmarks (the transports', the
+//! CLI's, the exams' real mode): it is a dev-dependency only, never in the shipped
+//! binary.
 //!
 //! Behaviour:
 //! * by default it answers from the request: a refusal text when the conversation
@@ -38,8 +38,7 @@
 //! * a [`Responder`] ([`ScriptedServer::start_with_responder`]) computes the action of
 //!   every request no rule matched from the request itself (its system prompt, whether
 //!   tools are offered or a tool result is present) and from a scope taken from the path:
-//!   `/s/<i>/v1/messages` and `/s/<i>/v1/chat/completions` are scope `i`. The agent
-//!   exam's golden backend over HTTP is this server with such a responder.
+//!   `/s/<i>/v1/messages` and `/s/<i>/v1/chat/completions` are scope `i`.
 //!
 //! It binds only to loopback (port 0 by default) and stops when its handle is dropped or
 //! [`ScriptedServer::shutdown`] is awaited.

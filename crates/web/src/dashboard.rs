@@ -67,7 +67,7 @@ const MAX_SERIES: usize = 256;
 
 /// Largest transcripts.jsonl a served page reads for the pivot's pairs while it waits
 /// (32 MiB, some 30,000 attempts); a larger one is read on a thread.
-pub const SERIES_INLINE: u64 = 32 << 20;
+pub(crate) const SERIES_INLINE: u64 = 32 << 20;
 
 impl Dashboard {
     /// Scans `roots` (each a run directory or a directory of run directories).

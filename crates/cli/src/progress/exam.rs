@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 /// An exam's events, shown on a display from [`super::terminal::for_terminal`].
-pub struct ExamProgress {
+pub(crate) struct ExamProgress {
     display: Arc<dyn Progress>,
     /// A real backend's call layer and models.
     calls: Option<(Arc<ExamCalls>, TierModels)>,
@@ -24,7 +24,7 @@ pub struct ExamProgress {
 
 impl ExamProgress {
     /// Starts `display` on the `units` scenario runs of the exam `cfg` describes.
-    pub fn start(display: Arc<dyn Progress>, cfg: &ExamConfig, units: usize) -> Arc<Self> {
+    pub(crate) fn start(display: Arc<dyn Progress>, cfg: &ExamConfig, units: usize) -> Arc<Self> {
         let calls = match (&cfg.backend, &cfg.calls) {
             (Backend::Real { models, .. }, Some(c)) => Some((c.clone(), models.clone())),
             _ => None,
@@ -62,7 +62,7 @@ impl ExamProgress {
     }
 
     /// The exam's per-scenario callback: one unit more.
-    pub fn on_scenario(self: &Arc<Self>) -> ProgressFn {
+    pub(crate) fn on_scenario(self: &Arc<Self>) -> ProgressFn {
         let me = self.clone();
         Arc::new(move |p: &gauntlet_exam::exam::Progress<'_>| {
             me.golden_calls
@@ -72,7 +72,7 @@ impl ExamProgress {
     }
 
     /// Runs `work`, refreshing the call counts once a second until it ends.
-    pub async fn ticking<F: Future>(&self, work: F) -> F::Output {
+    pub(crate) async fn ticking<F: Future>(&self, work: F) -> F::Output {
         let tick = async {
             let mut every = tokio::time::interval(Duration::from_secs(1));
             every.tick().await;
@@ -87,7 +87,7 @@ impl ExamProgress {
         }
     }
 
-    pub fn finish(&self) {
+    pub(crate) fn finish(&self) {
         self.display.finish();
     }
 }

@@ -11,5 +11,5 @@
 mod exam;
 mod terminal;
 
-pub use exam::ExamProgress;
-pub use terminal::for_terminal;
+pub(crate) use exam::ExamProgress;
+pub(crate) use terminal::for_terminal;

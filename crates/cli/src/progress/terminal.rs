@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 /// The display for stderr; `what` names a unit, plural (`units` for a run's behavior ×
 /// attack × target, `scenarios` for an exam's scenario runs).
-pub fn for_terminal(quiet: bool, what: &'static str) -> Arc<dyn Progress> {
+pub(crate) fn for_terminal(quiet: bool, what: &'static str) -> Arc<dyn Progress> {
     if quiet {
         Arc::new(Silent)
     } else if std::io::stderr().is_terminal() {

@@ -15,7 +15,7 @@ use std::time::Duration;
 /// Replies that walk every tier: triage unsure → investigate unsure (fan-out) → the
 /// deep panel escalates → the formatter writes the alert: 6 calls per non-floor
 /// scenario and pass.
-pub fn cascade_script(latency_ms: u64) -> Script {
+pub(crate) fn cascade_script(latency_ms: u64) -> Script {
     let verdict = |action: &str, confidence: u8| {
         format!(
             "{{\"action\":\"{action}\",\"confidence\":{confidence},\"positive_evidence\":false,\"strong_evidence\":false,\"insufficient_data\":false,\"reason\":\"scripted {action} {confidence}\"}}"
@@ -41,18 +41,18 @@ pub fn cascade_script(latency_ms: u64) -> Script {
 }
 
 /// The scripted server with `script`, on a runtime of its own.
-pub fn server(script: Script) -> Server {
+pub(crate) fn server(script: Script) -> Server {
     Server::start(script)
 }
 
 /// The test server and its runtime (the server is dropped, and so stopped, first).
-pub struct Server {
+pub(crate) struct Server {
     pub srv: ScriptedServer,
     _rt: tokio::runtime::Runtime,
 }
 
 impl Server {
-    pub fn start(script: Script) -> Server {
+    pub(crate) fn start(script: Script) -> Server {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -61,12 +61,12 @@ impl Server {
         let srv = rt.block_on(ScriptedServer::start(script)).unwrap();
         Server { srv, _rt: rt }
     }
-    pub fn requests(&self) -> u64 {
+    pub(crate) fn requests(&self) -> u64 {
         self.srv.stats().requests
     }
     /// Waits until nothing is in flight and the request count has held still for
     /// 300 ms (a killed client's last requests may still be arriving).
-    pub fn settle(&self) {
+    pub(crate) fn settle(&self) {
         let mut last = (u64::MAX, 0);
         let mut still = std::time::Instant::now();
         loop {
@@ -81,7 +81,7 @@ impl Server {
             std::thread::sleep(Duration::from_millis(20));
         }
     }
-    pub fn target(&self, model: &str) -> String {
+    pub(crate) fn target(&self, model: &str) -> String {
         format!(
             "{{name: openai_compat, params: {{name: ts, model: {model}, base_url: '{}', api_key_env: GAUNTLET_TEST_KEY, max_retries: 0, timeout_s: 30}}}}",
             self.srv.openai_base_url()
@@ -89,12 +89,12 @@ impl Server {
     }
 }
 
-pub fn reference_corpus() -> PathBuf {
+pub(crate) fn reference_corpus() -> PathBuf {
     super::repo_root().join("exams/scenarios")
 }
 
 /// Two non-floor scenarios and one floor-routed one, pinned in `dir`.
-pub fn small_corpus(dir: &Path) {
+pub(crate) fn small_corpus(dir: &Path) {
     let src = reference_corpus();
     for rel in [
         "identity/NA-01-unknown-principal-enumerates-vault.yaml",
@@ -114,7 +114,7 @@ pub fn small_corpus(dir: &Path) {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
 
-pub fn exam_cmd(corpus: &Path, out: &Path, target: &str, extra: &[&str]) -> Command {
+pub(crate) fn exam_cmd(corpus: &Path, out: &Path, target: &str, extra: &[&str]) -> Command {
     let mut c = Command::new(BIN);
     c.args(["exam", "--quiet", "--target", target]);
     if !extra.contains(&"--mode") {
@@ -129,26 +129,26 @@ pub fn exam_cmd(corpus: &Path, out: &Path, target: &str, extra: &[&str]) -> Comm
     c
 }
 
-pub fn run(c: &mut Command) -> Output {
+pub(crate) fn run(c: &mut Command) -> Output {
     c.output().unwrap()
 }
 
-pub fn show(o: &Output) -> String {
+pub(crate) fn show(o: &Output) -> String {
     super::show(o)
 }
 
-pub fn json(p: &Path) -> serde_json::Value {
+pub(crate) fn json(p: &Path) -> serde_json::Value {
     super::read_json(p)
 }
 
-pub fn last_session(out: &Path) -> serde_json::Value {
+pub(crate) fn last_session(out: &Path) -> serde_json::Value {
     super::last_session(out)
 }
 
 /// Every deterministic artefact of an exam directory (everything but the journal, the
 /// session log, the timings and the lock), by relative path.
-pub fn artefacts(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    pub fn walk(root: &Path, d: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
+pub(crate) fn artefacts(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    pub(crate) fn walk(root: &Path, d: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
         for e in std::fs::read_dir(d).unwrap() {
             let e = e.unwrap();
             let p = e.path();
@@ -171,7 +171,7 @@ pub fn artefacts(dir: &Path) -> BTreeMap<String, Vec<u8>> {
     m
 }
 
-pub fn assert_same(a: &Path, b: &Path) {
+pub(crate) fn assert_same(a: &Path, b: &Path) {
     let (x, y) = (artefacts(a), artefacts(b));
     assert_eq!(
         x.keys().collect::<Vec<_>>(),

@@ -12,10 +12,10 @@ use std::process::{Child, Command, Output};
 use std::time::{Duration, Instant};
 
 /// The binary under test, built by cargo for this test run.
-pub const BIN: &str = env!("CARGO_BIN_EXE_gauntlet");
+pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_gauntlet");
 
 /// Artefacts that must be byte-identical across reruns and concurrency levels.
-pub const DETERMINISTIC: &[&str] = &[
+pub(crate) const DETERMINISTIC: &[&str] = &[
     "run.json",
     "results.json",
     "transcripts.jsonl",
@@ -26,7 +26,7 @@ pub const DETERMINISTIC: &[&str] = &[
 ];
 
 /// The workspace root (examples, exams and bench live there).
-pub fn repo_root() -> PathBuf {
+pub(crate) fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../..")
         .canonicalize()
@@ -34,7 +34,7 @@ pub fn repo_root() -> PathBuf {
 }
 
 /// Runs `gauntlet ARGS` in `cwd` and waits for it.
-pub fn gauntlet(args: &[&str], cwd: &Path) -> Output {
+pub(crate) fn gauntlet(args: &[&str], cwd: &Path) -> Output {
     Command::new(BIN)
         .args(args)
         .current_dir(cwd)
@@ -43,7 +43,7 @@ pub fn gauntlet(args: &[&str], cwd: &Path) -> Output {
 }
 
 /// Exit status and both streams, for assertion messages.
-pub fn show(out: &Output) -> String {
+pub(crate) fn show(out: &Output) -> String {
     format!(
         "exit {:?}\nstdout:\n{}\nstderr:\n{}",
         out.status.code(),
@@ -53,18 +53,18 @@ pub fn show(out: &Output) -> String {
 }
 
 /// Asserts the process succeeded, showing its output when it did not.
-pub fn ok(out: &Output) {
+pub(crate) fn ok(out: &Output) {
     assert!(out.status.success(), "{}", show(out));
 }
 
 /// A JSON file, parsed; the path is named when it cannot be read.
-pub fn read_json(p: &Path) -> Value {
+pub(crate) fn read_json(p: &Path) -> Value {
     serde_json::from_slice(&std::fs::read(p).unwrap_or_else(|e| panic!("{}: {e}", p.display())))
         .unwrap()
 }
 
 /// Every line of a JSONL file, parsed.
-pub fn lines(p: &Path) -> Vec<Value> {
+pub(crate) fn lines(p: &Path) -> Vec<Value> {
     std::fs::read_to_string(p)
         .unwrap()
         .lines()
@@ -73,13 +73,13 @@ pub fn lines(p: &Path) -> Vec<Value> {
 }
 
 /// The last line of a run's `sessions.jsonl` (calls made, journal hits, timings).
-pub fn last_session(run: &Path) -> Value {
+pub(crate) fn last_session(run: &Path) -> Value {
     let text = std::fs::read_to_string(run.join("sessions.jsonl")).unwrap();
     serde_json::from_str(text.lines().last().unwrap()).unwrap()
 }
 
 /// Asserts two run directories hold byte-identical [`DETERMINISTIC`] artefacts.
-pub fn assert_same_artefacts(a: &Path, b: &Path) {
+pub(crate) fn assert_same_artefacts(a: &Path, b: &Path) {
     for f in DETERMINISTIC {
         let x = std::fs::read(a.join(f)).unwrap();
         let y = std::fs::read(b.join(f)).unwrap();
@@ -95,7 +95,7 @@ pub fn assert_same_artefacts(a: &Path, b: &Path) {
 /// Waits until `file` holds at least `bytes` bytes (a journal growing), then SIGKILLs
 /// `child` and reaps it. Panics when the child finished first (it could not be killed
 /// mid-way) or `file` did not grow enough within two minutes.
-pub fn kill_when_file_reaches(child: &mut Child, file: &Path, bytes: f64) {
+pub(crate) fn kill_when_file_reaches(child: &mut Child, file: &Path, bytes: f64) {
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         let len = std::fs::metadata(file).map(|m| m.len()).unwrap_or(0);
@@ -118,10 +118,10 @@ pub fn kill_when_file_reaches(child: &mut Child, file: &Path, bytes: f64) {
 }
 
 /// The agent exam's helpers (only the exam test binaries use them).
-pub mod exam;
+pub(crate) mod exam;
 
 /// sha256 over the sorted journal keys of a run, and their number.
-pub fn journal_keys(run: &Path) -> (usize, String) {
+pub(crate) fn journal_keys(run: &Path) -> (usize, String) {
     let text = std::fs::read_to_string(run.join("journal.jsonl")).unwrap();
     let mut keys: Vec<String> = text
         .lines()
@@ -143,7 +143,7 @@ pub fn journal_keys(run: &Path) -> (usize, String) {
 /// The python of scripts/install-ci-validators.sh (GAUNTLET_CI_VALIDATORS): JUnit read by
 /// junitparser, SARIF validated against the 2.1.0 schema. Without it the checks print a
 /// loud SKIP, except under CI, where they fail.
-pub fn validators() -> Option<PathBuf> {
+pub(crate) fn validators() -> Option<PathBuf> {
     match std::env::var_os("GAUNTLET_CI_VALIDATORS") {
         Some(p) => Some(PathBuf::from(p)),
         None => {
@@ -163,7 +163,7 @@ pub fn validators() -> Option<PathBuf> {
     }
 }
 
-pub fn check(py: &Path, kind: &str, file: &Path) -> Value {
+pub(crate) fn check(py: &Path, kind: &str, file: &Path) -> Value {
     let o = Command::new(py)
         .arg(repo_root().join("scripts/check_ci_formats.py"))
         .args([kind, file.to_str().unwrap()])

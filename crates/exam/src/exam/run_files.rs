@@ -263,7 +263,7 @@ pub(super) fn item(p: &Path, v: &dyn erased::Ser) -> std::io::Result<()> {
 }
 
 mod erased {
-    pub trait Ser {
+    pub(crate) trait Ser {
         fn to_json(&self) -> std::io::Result<Vec<u8>>;
     }
     impl<T: serde::Serialize> Ser for T {

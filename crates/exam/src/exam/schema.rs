@@ -16,7 +16,7 @@ use std::sync::Arc;
 #[derive(Clone)]
 pub enum Backend {
     /// Golden replies scripted from each scenario's expected outcome. `http`: served by
-    /// a loopback [`GoldenServer`](crate::golden::GoldenServer) and reached through the `anthropic` target.
+    /// a loopback [`GoldenServer`](crate::golden_http::GoldenServer) and reached through the `anthropic` target.
     Golden { http: bool },
     /// Real models, one per tier.
     Real { models: TierModels, label: String },

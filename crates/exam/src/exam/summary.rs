@@ -157,7 +157,7 @@ pub fn assemble_report(
 }
 
 /// Fewest model-decided scenario runs before `constant_action` is raised.
-pub const CONSTANT_ACTION_MIN: usize = 5;
+pub(super) const CONSTANT_ACTION_MIN: usize = 5;
 
 /// The exam's warnings, signs that its rates may not measure the model, from its own
 /// counts:
@@ -167,7 +167,7 @@ pub const CONSTANT_ACTION_MIN: usize = 5;
 /// - `constant_action`: the model gave the same terminal action to every scenario run it
 ///   decided (at least [`CONSTANT_ACTION_MIN`]): escalating everything makes recall 100%
 ///   and resolving everything makes precision 100%, neither a triage skill.
-pub fn warnings(t: &ExamTally) -> Vec<gauntlet_results::Warning> {
+pub(super) fn warnings(t: &ExamTally) -> Vec<gauntlet_results::Warning> {
     let d = &t.decided_by;
     let mut out = Vec::new();
     let total = d.model + d.floor + d.fail_safe;

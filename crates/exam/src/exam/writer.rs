@@ -144,7 +144,7 @@ pub fn leaderboard(out: &Path, r: &HarnessReport) -> Vec<LeaderboardRow> {
 pub const PIPELINE_CHECK: &str = "pipeline_check";
 
 /// (scenario runs that passed, all scenario runs) of an exam's passes.
-pub fn golden_check(r: &HarnessReport) -> (u64, u64) {
+pub(super) fn golden_check(r: &HarnessReport) -> (u64, u64) {
     r.runs.iter().fold((0, 0), |(p, t), x| {
         let (passed, runs) = golden_counts(&x.results);
         (p + passed, t + runs)

@@ -2,6 +2,6 @@
 //! merge errors that name them.
 
 /// The agent exam's shard record.
-pub const AGENT: &str = "shard.json";
+pub(super) const AGENT: &str = "shard.json";
 /// The detect exam's shard record.
-pub const DETECT: &str = "detect_shard.json";
+pub(super) const DETECT: &str = "detect_shard.json";

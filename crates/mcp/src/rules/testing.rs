@@ -4,7 +4,7 @@ use crate::finding::{Finding, Rule};
 use crate::scan::{Inventory, scan_inventories};
 use serde_json::Value;
 
-pub fn findings_with(tool: Value, others: &[(&str, &[&str])]) -> Vec<Finding> {
+pub(crate) fn findings_with(tool: Value, others: &[(&str, &[&str])]) -> Vec<Finding> {
     let mut invs = vec![Inventory::offline("s", vec![tool])];
     for (server, names) in others {
         let tools = names
@@ -20,7 +20,7 @@ pub fn findings_with(tool: Value, others: &[(&str, &[&str])]) -> Vec<Finding> {
         .collect()
 }
 
-pub fn rules_of(tool: Value) -> Vec<Rule> {
+pub(crate) fn rules_of(tool: Value) -> Vec<Rule> {
     let mut r: Vec<Rule> = findings_with(tool, &[])
         .into_iter()
         .map(|f| f.rule)
@@ -29,6 +29,6 @@ pub fn rules_of(tool: Value) -> Vec<Rule> {
     r
 }
 
-pub fn tool(description: &str) -> Value {
+pub(crate) fn tool(description: &str) -> Value {
     serde_json::json!({"name": "t", "description": description, "inputSchema": {"type": "object", "properties": {}}})
 }

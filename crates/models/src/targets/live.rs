@@ -45,7 +45,7 @@ pub(crate) struct Flavor {
 /// unless given (so the specs, cache keys and config hashes of configs that do not set
 /// them stay as they were); the defaults are documented with each param (`gauntlet list`, the book's
 /// reference/plugins.md).
-pub const LIMIT_PARAMS: &[ParamSpec] = &[
+pub(crate) const LIMIT_PARAMS: &[ParamSpec] = &[
     ParamSpec {
         name: "max_tool_calls",
         kind: ParamKind::Int {
@@ -216,7 +216,7 @@ pub(crate) struct Doc<'a> {
 
 impl<'a> Doc<'a> {
     /// The value at `path`; `None` when absent or `null`.
-    pub fn get(&self, path: &str) -> Option<&'a Value> {
+    pub(crate) fn get(&self, path: &str) -> Option<&'a Value> {
         let mut cur = self.root;
         for seg in path.split('.') {
             let (name, indices) = match seg.find('[') {
@@ -234,7 +234,7 @@ impl<'a> Doc<'a> {
         (!cur.is_null()).then_some(cur)
     }
 
-    pub fn missing(&self, path: &str) -> ModelError {
+    pub(crate) fn missing(&self, path: &str) -> ModelError {
         ModelError::Call(format!(
             "response from {} is missing `{path}`; body starts: {}",
             self.url,
@@ -257,22 +257,22 @@ impl<'a> Doc<'a> {
         ))
     }
 
-    pub fn require(&self, path: &str) -> Result<&'a Value, ModelError> {
+    pub(crate) fn require(&self, path: &str) -> Result<&'a Value, ModelError> {
         self.get(path).ok_or_else(|| self.missing(path))
     }
 
-    pub fn require_str(&self, path: &str) -> Result<&'a str, ModelError> {
+    pub(crate) fn require_str(&self, path: &str) -> Result<&'a str, ModelError> {
         let v = self.require(path)?;
         v.as_str().ok_or_else(|| self.mistyped(path, "a string", v))
     }
 
-    pub fn require_array(&self, path: &str) -> Result<&'a Vec<Value>, ModelError> {
+    pub(crate) fn require_array(&self, path: &str) -> Result<&'a Vec<Value>, ModelError> {
         let v = self.require(path)?;
         v.as_array()
             .ok_or_else(|| self.mistyped(path, "an array", v))
     }
 
-    pub fn opt_str(&self, path: &str) -> Result<Option<&'a str>, ModelError> {
+    pub(crate) fn opt_str(&self, path: &str) -> Result<Option<&'a str>, ModelError> {
         match self.get(path) {
             None => Ok(None),
             Some(v) => v
@@ -282,7 +282,7 @@ impl<'a> Doc<'a> {
         }
     }
 
-    pub fn opt_array(&self, path: &str) -> Result<Option<&'a Vec<Value>>, ModelError> {
+    pub(crate) fn opt_array(&self, path: &str) -> Result<Option<&'a Vec<Value>>, ModelError> {
         match self.get(path) {
             None => Ok(None),
             Some(v) => v
@@ -292,7 +292,7 @@ impl<'a> Doc<'a> {
         }
     }
 
-    pub fn opt_u64(&self, path: &str) -> Result<Option<u64>, ModelError> {
+    pub(crate) fn opt_u64(&self, path: &str) -> Result<Option<u64>, ModelError> {
         match self.get(path) {
             None => Ok(None),
             Some(v) => v

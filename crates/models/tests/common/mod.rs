@@ -16,7 +16,7 @@ use gauntlet_models::targets::openai_compat::OpenAiCompatTarget;
 use std::collections::HashMap;
 use std::time::Duration;
 
-pub const CANARY: &str = "sk-test-CANARY-123";
+pub(crate) const CANARY: &str = "sk-test-CANARY-123";
 
 struct Targets;
 impl Catalog for Targets {
@@ -33,11 +33,11 @@ impl Catalog for Targets {
 }
 
 /// Resolves a target spec written as YAML flow, e.g. `{name: openai_compat, params: {...}}`.
-pub fn spec(yaml: &str) -> PluginSpec {
+pub(crate) fn spec(yaml: &str) -> PluginSpec {
     try_spec(yaml).unwrap_or_else(|e| panic!("{yaml}: {e}"))
 }
 
-pub fn try_spec(yaml: &str) -> Result<PluginSpec, String> {
+pub(crate) fn try_spec(yaml: &str) -> Result<PluginSpec, String> {
     let node = parse_yaml(yaml).map_err(|e| format!("{e:?}"))?;
     let mut diags = Vec::new();
     match resolve_spec(&Targets, Axis::Target, &node, "targets[0]", &mut diags) {
@@ -47,7 +47,7 @@ pub fn try_spec(yaml: &str) -> Result<PluginSpec, String> {
 }
 
 /// An environment made of the given pairs only.
-pub fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> + use<> {
+pub(crate) fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> + use<> {
     let map: HashMap<String, String> = pairs
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -56,7 +56,7 @@ pub fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> + use<> {
 }
 
 /// Short backoff so retry tests take milliseconds; Retry-After is still honoured in full.
-pub fn fast() -> TransportOptions {
+pub(crate) fn fast() -> TransportOptions {
     TransportOptions {
         backoff_base: Duration::from_millis(10),
         backoff_cap: Duration::from_millis(50),
@@ -66,7 +66,7 @@ pub fn fast() -> TransportOptions {
 
 /// An openai_compat target at `base` whose key is the canary in variable `key_env`.
 /// `extra` is more YAML params, e.g. `"max_retries: 2, timeout_s: 0.3"`.
-pub fn openai(base: &str, key_env: &str, extra: &str) -> OpenAiCompatTarget {
+pub(crate) fn openai(base: &str, key_env: &str, extra: &str) -> OpenAiCompatTarget {
     let extra = if extra.is_empty() {
         String::new()
     } else {
@@ -79,7 +79,7 @@ pub fn openai(base: &str, key_env: &str, extra: &str) -> OpenAiCompatTarget {
 }
 
 /// An anthropic target at `base` with the canary key in `key_env`.
-pub fn anthropic(base: &str, key_env: &str, extra: &str) -> AnthropicTarget {
+pub(crate) fn anthropic(base: &str, key_env: &str, extra: &str) -> AnthropicTarget {
     let extra = if extra.is_empty() {
         String::new()
     } else {

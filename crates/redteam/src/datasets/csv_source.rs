@@ -194,7 +194,7 @@ pub(crate) struct Row<'a> {
 
 impl Row<'_> {
     /// The value of a declared column.
-    pub fn get(&self, column: &'static str) -> &str {
+    pub(crate) fn get(&self, column: &'static str) -> &str {
         self.index
             .get(column)
             .and_then(|&i| self.record.get(i))
@@ -656,24 +656,24 @@ pub(crate) mod test_util {
     use std::path::{Path, PathBuf};
 
     /// `crates/redteam/tests/fixtures`.
-    pub fn fixtures() -> PathBuf {
+    pub(crate) fn fixtures() -> PathBuf {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
     }
 
     /// The sha256 of a fixture.
-    pub fn sha_of(file: &str) -> String {
+    pub(crate) fn sha_of(file: &str) -> String {
         gauntlet_fetch::sha256_hex(&std::fs::read(fixtures().join(file)).unwrap())
     }
 
     /// A spec for plugin `name` reading `file://<file>` with its actual pin.
-    pub fn spec(name: &str, file: &str, extra: &[(&str, ParamValue)]) -> PluginSpec {
+    pub(crate) fn spec(name: &str, file: &str, extra: &[(&str, ParamValue)]) -> PluginSpec {
         let mut all = vec![("sha256", ParamValue::Str(sha_of(file)))];
         all.extend(extra.iter().cloned());
         unpinned(name, file, &all)
     }
 
     /// A spec for plugin `name` reading `file://<file>` with no `sha256` param.
-    pub fn unpinned(name: &str, file: &str, extra: &[(&str, ParamValue)]) -> PluginSpec {
+    pub(crate) fn unpinned(name: &str, file: &str, extra: &[(&str, ParamValue)]) -> PluginSpec {
         let mut p = Params::new();
         p.insert("url", ParamValue::Str(format!("file://{file}")));
         for (k, v) in extra {
@@ -688,7 +688,7 @@ pub(crate) mod test_util {
     }
 
     /// Offline options: strict policy, no cache.
-    pub fn offline() -> gauntlet_fetch::FetchOptions {
+    pub(crate) fn offline() -> gauntlet_fetch::FetchOptions {
         gauntlet_fetch::FetchOptions {
             policy: gauntlet_fetch::FetchPolicy::strict(),
             cache_dir: None,

@@ -8,10 +8,10 @@
 mod error;
 pub mod garak;
 pub mod inspect;
+mod parse;
 pub mod promptfoo;
 mod record;
 
 pub use error::ImportError;
-pub use record::{
-    Generation, Imported, Record, Tool, ToolVerdict, VerdictValue, parse_file, prompt_id,
-};
+pub use parse::parse_file;
+pub use record::{Generation, Imported, Record, Tool, ToolVerdict, VerdictValue, prompt_id};

@@ -122,15 +122,6 @@ pub fn prompt_id(prompt: &str) -> String {
     format!("p-{}", &h[..16])
 }
 
-/// Reads `path` as `tool`'s output.
-pub fn parse_file(tool: Tool, path: &Path) -> Result<Imported, ImportError> {
-    match tool {
-        Tool::Garak => super::garak::parse_file(path),
-        Tool::Promptfoo => super::promptfoo::parse_file(path),
-        Tool::Inspect => super::inspect::parse_file(path),
-    }
-}
-
 /// Opens `path` capped at `max` bytes.
 pub(crate) fn open(
     path: &Path,

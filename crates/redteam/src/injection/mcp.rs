@@ -28,12 +28,14 @@
 //! exits, floods) ends the run as an error outcome with the reason, never a verdict.
 //!
 //! Each episode starts the user's servers afresh. A server that failed to start
-//! [`DEAD_AFTER`] times in a row is not started again in the run ([`ServerHealth`]): the
+//! [`DEAD_AFTER`](super::mcp_health::DEAD_AFTER) times in a row is not started again in
+//! the run ([`ServerHealth`](super::mcp_health::ServerHealth)): the
 //! episodes that need it are error outcomes at once, with its last failure as the
 //! reason, instead of each waiting out the start time limit.
 
 use super::agent_loop::run_loop;
 use super::env::{EnvError, ToolEnv};
+use super::mcp_health::{ServerHealth, ServerStartError, connect_user};
 use super::sandbox::{Sandbox, Toolkit};
 use super::templates;
 use crate::attack::{Attempt, AttemptError, CallModel};
@@ -46,9 +48,9 @@ use gauntlet_mcp::servers::ServerSpec;
 use gauntlet_mcp::toolbox::Toolbox;
 use gauntlet_models::{BoxFuture, ModelError, ToolProtocol};
 use serde_json::{Value, json};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The trusted gauntlet-served server (the scenario's toolkit).
@@ -155,91 +157,6 @@ fn helper_server(scenario: &Scenario, vector: Vector) -> ServerDef {
     }
 }
 
-/// Starts of one server that failed in a row after which it is not started again in the
-/// run.
-pub const DEAD_AFTER: u32 = 3;
-
-/// Why one of the user's servers could not be used for an episode.
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum ServerStartError {
-    /// It failed to start (spawn, connect, `initialize`) for this episode.
-    #[error("could not start MCP server `{server}` ({kind}): {source}", kind = .source.kind())]
-    Failed {
-        server: String,
-        #[source]
-        source: McpError,
-    },
-    /// It failed to start [`DEAD_AFTER`] times in a row earlier in the run.
-    #[error(
-        "MCP server `{server}` failed to start {failures} times in a row and is not started again in this run (the last failure, {kind}: {last})",
-        kind = .last.kind()
-    )]
-    Dead {
-        server: String,
-        failures: u32,
-        last: McpError,
-    },
-}
-
-/// The start record of the user's servers over a run, shared by the MCP injections of
-/// the run (one per process while a plan holds it). A server is known by its name and
-/// its command or URL.
-#[derive(Debug, Default)]
-pub struct ServerHealth {
-    servers: Mutex<HashMap<String, Starts>>,
-}
-
-#[derive(Debug, Default)]
-struct Starts {
-    failed_in_a_row: u32,
-    last: Option<McpError>,
-}
-
-static HEALTH: Mutex<Weak<ServerHealth>> = Mutex::new(Weak::new());
-
-impl ServerHealth {
-    /// The record every live MCP injection shares; a new one when none is alive.
-    pub fn shared() -> Arc<ServerHealth> {
-        let mut h = HEALTH.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(live) = h.upgrade() {
-            return live;
-        }
-        let fresh = Arc::new(ServerHealth::default());
-        *h = Arc::downgrade(&fresh);
-        fresh
-    }
-
-    fn key(s: &ServerSpec) -> String {
-        format!("{}\0{}", s.name, s.describe())
-    }
-
-    /// Why `s` is not started again, if it failed [`DEAD_AFTER`] times in a row.
-    fn dead(&self, s: &ServerSpec) -> Option<ServerStartError> {
-        let m = self.servers.lock().unwrap_or_else(|p| p.into_inner());
-        let st = m.get(&Self::key(s))?;
-        match &st.last {
-            Some(last) if st.failed_in_a_row >= DEAD_AFTER => Some(ServerStartError::Dead {
-                server: s.name.clone(),
-                failures: st.failed_in_a_row,
-                last: last.clone(),
-            }),
-            _ => None,
-        }
-    }
-
-    fn record(&self, s: &ServerSpec, outcome: Result<(), &McpError>) {
-        let mut m = self.servers.lock().unwrap_or_else(|p| p.into_inner());
-        let st = m.entry(Self::key(s)).or_default();
-        match outcome {
-            Ok(()) => *st = Starts::default(),
-            Err(e) => {
-                st.failed_in_a_row += 1;
-                st.last = Some(e.clone());
-            }
-        }
-    }
-}
-
 /// Why an episode's servers could not be opened.
 #[derive(Debug)]
 pub enum OpenError {
@@ -253,39 +170,6 @@ impl From<McpError> for OpenError {
     fn from(e: McpError) -> Self {
         OpenError::Mcp(e)
     }
-}
-
-/// Connects the user's servers in order, each unless it is dead; on a failure the ones
-/// connected are closed.
-async fn connect_user(
-    user: &[ServerSpec],
-    limits: &Limits,
-    health: &ServerHealth,
-) -> Result<Vec<Session>, ServerStartError> {
-    let mut sessions = Vec::with_capacity(user.len());
-    for spec in user {
-        let started = match health.dead(spec) {
-            Some(dead) => Err(dead),
-            None => {
-                let r = Session::connect(spec, limits).await;
-                health.record(spec, r.as_ref().map(|_| ()));
-                r.map_err(|source| ServerStartError::Failed {
-                    server: spec.name.clone(),
-                    source,
-                })
-            }
-        };
-        match started {
-            Ok(s) => sessions.push(s),
-            Err(e) => {
-                for s in sessions {
-                    s.close().await;
-                }
-                return Err(e);
-            }
-        }
-    }
-    Ok(sessions)
 }
 
 /// Whether `server` is one of the user's (not gauntlet-served).

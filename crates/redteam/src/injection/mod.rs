@@ -15,6 +15,7 @@ pub mod bundled;
 pub mod check;
 pub mod env;
 pub mod mcp;
+pub mod mcp_health;
 pub mod sandbox;
 pub mod scenario_file;
 pub mod suite;

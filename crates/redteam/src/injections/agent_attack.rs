@@ -72,7 +72,7 @@ pub struct McpInjection {
     servers: Vec<gauntlet_mcp::servers::ServerSpec>,
     start_timeout: Option<std::time::Duration>,
     /// The run's record of the servers' starts, shared by its MCP injections.
-    health: std::sync::Arc<crate::injection::mcp::ServerHealth>,
+    health: std::sync::Arc<crate::injection::mcp_health::ServerHealth>,
     max_steps: u32,
 }
 
@@ -131,7 +131,7 @@ impl McpInjection {
             vector,
             servers,
             start_timeout,
-            health: crate::injection::mcp::ServerHealth::shared(),
+            health: crate::injection::mcp_health::ServerHealth::shared(),
             max_steps,
         })
     }

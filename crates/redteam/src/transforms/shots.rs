@@ -74,10 +74,7 @@ mod tests {
                         "shot {text:?} contains the refusal topic {t:?}"
                     );
                 }
-                assert!(
-                    gauntlet_models::refusal::find_refusal(text).is_none(),
-                    "{text:?}"
-                );
+                assert!(crate::refusal::first_hit(text, &[]).is_none(), "{text:?}");
                 assert!(!text.contains('\n'), "{text:?}");
                 assert!(!text.starts_with("User:") && !text.starts_with("Assistant:"));
             }

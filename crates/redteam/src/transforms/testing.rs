@@ -6,7 +6,7 @@ use gauntlet_core::params::{Axis, resolve_spec};
 use gauntlet_core::tree::parse_yaml;
 
 /// A transform from a YAML spec (`base64`, `{name: caesar, params: {shift: 5}}`).
-pub fn build_yaml(yaml: &str) -> Box<dyn Transform> {
+pub(crate) fn build_yaml(yaml: &str) -> Box<dyn Transform> {
     let node = parse_yaml(yaml).unwrap();
     let mut diags = Vec::new();
     let spec = resolve_spec(
@@ -22,12 +22,12 @@ pub fn build_yaml(yaml: &str) -> Box<dyn Transform> {
 }
 
 /// Applies a pure transform under a seed.
-pub fn run(t: &dyn Transform, text: &str, seed: u64) -> String {
+pub(crate) fn run(t: &dyn Transform, text: &str, seed: u64) -> String {
     crate::transform::apply_pure(t, text, &mut gauntlet_core::rng::rng_for(seed, &["t"]))
 }
 
 /// Text a property test feeds every transform: any Unicode, weighted to words.
-pub fn text() -> impl proptest::strategy::Strategy<Value = String> {
+pub(crate) fn text() -> impl proptest::strategy::Strategy<Value = String> {
     use proptest::prelude::*;
     prop_oneof![
         3 => "[a-zA-Z0-9 ,.?!'\n-]{0,80}",
