@@ -57,7 +57,9 @@ fn main() {
             pin.canonicalize().unwrap()
         );
     } else {
-        src.push_str("/// The embedded corpus.pin.\npub(crate) static PIN: Option<&[u8]> = None;\n");
+        src.push_str(
+            "/// The embedded corpus.pin.\npub(crate) static PIN: Option<&[u8]> = None;\n",
+        );
     }
     let out = PathBuf::from(std::env::var("OUT_DIR").unwrap()).join("embedded_corpus.rs");
     std::fs::write(out, src).unwrap();
