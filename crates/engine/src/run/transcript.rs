@@ -124,6 +124,7 @@ pub(super) fn write_verdict(buf: &mut Vec<u8>, v: &Verdict) {
         Outcome::Error => b",\"outcome\":\"error\"",
         Outcome::Uncertain => b",\"outcome\":\"uncertain\"",
         Outcome::NoEvidence => b",\"outcome\":\"no_evidence\"",
+        Outcome::NotApplicable => b",\"outcome\":\"not_applicable\"",
     });
     match v.refused {
         Some(true) => buf.extend_from_slice(b",\"refused\":true"),
@@ -412,7 +413,7 @@ mod transcript_line_tests {
         #[test]
         fn hand_written_verdicts_are_the_derived_ones(
             judge in content(),
-            outcome in prop::sample::select(vec![Outcome::Success, Outcome::Failure, Outcome::Error, Outcome::Uncertain, Outcome::NoEvidence]),
+            outcome in prop::sample::select(vec![Outcome::Success, Outcome::Failure, Outcome::Error, Outcome::Uncertain, Outcome::NoEvidence, Outcome::NotApplicable]),
             refused in prop::option::of(any::<bool>()),
             score in prop::option::of(prop_oneof![
                 any::<f64>(),
