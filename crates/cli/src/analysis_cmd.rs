@@ -46,7 +46,9 @@ pub(crate) struct RescoreArgs {
     /// The judge to score with: a name or inline YAML, as for judge-agreement.
     #[arg(long)]
     pub judge: String,
-    /// Where to write the new results (default: RUN_DIR/rescore-<judge label>).
+    /// Where to write the rescored run (default: RUN_DIR/rescore-<judge label>): a run
+    /// directory (run.json, transcripts with the new judge's verdicts, results, reports)
+    /// that compare, gate, report and the dashboard read like any run.
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// The directory of the original config, for runs whose datasets use relative paths.
@@ -256,23 +258,6 @@ pub(crate) fn rescore_cmd(a: RescoreArgs) -> Result<(), CliError> {
             out.display()
         )));
     }
-    // A run imported from another tool (`gauntlet import`) replays its attempts from the
-    // tool's file without calling anything, so its rescore is the same run with the new
-    // judge: a full run directory that compare, gate, report and the dashboard read.
-    if run
-        .plan
-        .config
-        .attacks
-        .iter()
-        .all(|s| s.name == gauntlet_redteam::attacks::imported::INFO.name)
-    {
-        let mut cfg = run.plan.config.clone();
-        cfg.judges = vec![spec];
-        let (run_name, runs_dir) = crate::import_cmd::out_parts(&out);
-        cfg.run_name = run_name;
-        let plan = gauntlet_engine::plan::Plan::build(cfg).map_err(CliError::invalid)?;
-        return crate::import_cmd::run_plan(plan, runs_dir, a.quiet);
-    }
     let (run_id, judge) = (run.meta.run_id.clone(), spec.identity());
     // An earlier rescore of this run with another judge spec (e.g. the same judge with
     // another grader, which has the same default --out) is replaced only when told.
@@ -313,7 +298,7 @@ pub(crate) fn rescore_cmd(a: RescoreArgs) -> Result<(), CliError> {
     // Nor into a directory of someone's own files (its report.md would be replaced).
     gauntlet_job::outdir::refuse_foreign(&out, "--out", "rescore").map_err(CliError::invalid)?;
     let progress = crate::progress::for_terminal(a.quiet, "units");
-    let r = runtime().block_on(rescore(run, &spec, &*progress));
+    let r = runtime().block_on(rescore(run, &spec, &*progress, &out));
     progress.finish();
     let r = r.map_err(CliError::invalid)?;
     for n in &r.notes {

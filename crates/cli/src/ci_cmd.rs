@@ -140,6 +140,9 @@ fn gate_junit(r: &GateReport) -> String {
     if let Some(b) = &r.baseline {
         props.push(("baseline".into(), b.clone()));
     }
+    if let Some(o) = &r.behaviors {
+        props.push(("behaviors".into(), gate::overlap_line(o)));
+    }
     junit::render(
         "gauntlet gate",
         &[Suite {
@@ -173,7 +176,7 @@ fn gate_markdown(r: &GateReport) -> String {
     let failed = r.rules.iter().filter(|o| !o.passed).count();
     let esc = gauntlet_report::github_summary::escape;
     format!(
-        "## gauntlet gate: {}\n\nrun {}{}\n\n{}",
+        "## gauntlet gate: {}\n\nrun {}{}\n\n{}{}",
         if r.passed {
             format!("passed ({} rule(s))", r.rules.len())
         } else {
@@ -183,6 +186,10 @@ fn gate_markdown(r: &GateReport) -> String {
         r.baseline
             .as_ref()
             .map(|b| format!(" against baseline {}", esc(b)))
+            .unwrap_or_default(),
+        r.behaviors
+            .as_ref()
+            .map(|o| format!("{}\n\n", esc(&gate::overlap_line(o))))
             .unwrap_or_default(),
         gauntlet_report::github_summary::table(
             &[
@@ -401,4 +408,71 @@ fn report_junit(s: &gauntlet_results::RunSummary) -> String {
         });
     }
     junit::render("gauntlet report", &suites)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gauntlet_engine::compare::Overlap;
+    use gauntlet_engine::gate::{Checked, RuleOutcome};
+
+    /// A regression gate of two imports of different prompt sets: every format says how
+    /// many behaviors the run and its baseline share and hold alone, in the same words.
+    #[test]
+    fn every_gate_format_states_the_overlap_of_imports() {
+        let rule = gate::parse_rule("asr[judge=refusal_match] no regression at alpha=0.05")
+            .expect("a rule");
+        let report = GateReport {
+            run: "runs/inspect".into(),
+            run_id: "inspect-0123456789ab".into(),
+            baseline: Some("runs/garak".into()),
+            passed: true,
+            rules: vec![RuleOutcome {
+                rule,
+                passed: true,
+                checked: vec![Checked {
+                    cell: "imported × test.Repeat vs mockllm/model × imported × refusal_match"
+                        .into(),
+                    metric: "asr".into(),
+                    passed: true,
+                    not_recounted: None,
+                    value: None,
+                    ci_low: None,
+                    ci_high: None,
+                    n: 15,
+                    detail: "baseline 0.6667 → run 0.4667 over 15 paired behaviors; 2 flipped to the bad side, 5 back; exact McNemar p=0.4531 >= alpha 0.05".into(),
+                    flipped: Vec::new(),
+                }],
+            }],
+            behaviors: Some(Overlap {
+                shared: 15,
+                only_a: 2,
+                only_b: 3,
+            }),
+        };
+        let line = "15 behaviors shared; 2 only in the baseline and 3 only in the run left out";
+        let outputs = [
+            GateFormat::Text,
+            GateFormat::GithubSummary,
+            GateFormat::Json,
+            GateFormat::Junit,
+        ]
+        .map(|f| render_gate(&report, f));
+        for o in &outputs[..2] {
+            assert!(o.contains(line), "{o}");
+        }
+        let json: serde_json::Value = serde_json::from_str(&outputs[2]).unwrap();
+        assert_eq!(
+            json["behaviors"],
+            serde_json::json!({
+                "paired_by": "behavior id (imports of different prompt sets)",
+                "shared": 15,
+                "only_baseline": 2,
+                "only_run": 3,
+            })
+        );
+        assert!(outputs[3].contains(line), "{}", outputs[3]);
+        insta::assert_snapshot!("gate_markdown_of_imports", outputs[1]);
+        insta::assert_snapshot!("gate_json_of_imports", outputs[2]);
+    }
 }

@@ -151,7 +151,7 @@ fn import_tool(tool: Tool, a: ToolArgs) -> Result<(), CliError> {
 }
 
 /// The run name (the directory's name) and the runs directory of `--out`.
-pub(crate) fn out_parts(out: &std::path::Path) -> (String, PathBuf) {
+fn out_parts(out: &std::path::Path) -> (String, PathBuf) {
     let run_name = out
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -164,7 +164,7 @@ pub(crate) fn out_parts(out: &std::path::Path) -> (String, PathBuf) {
 }
 
 /// Runs a plan of offline units into `runs_dir` and prints how it ended.
-pub(crate) fn run_plan(plan: Plan, runs_dir: PathBuf, quiet: bool) -> Result<(), CliError> {
+fn run_plan(plan: Plan, runs_dir: PathBuf, quiet: bool) -> Result<(), CliError> {
     let progress = progress::for_terminal(quiet, "units");
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

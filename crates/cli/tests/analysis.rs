@@ -960,3 +960,166 @@ fn rescore_and_judge_agreement_show_progress_of_their_grader_calls() {
         "{l}"
     );
 }
+
+/// `rescore` of an ordinary run writes a run directory: its transcripts and run.json are
+/// byte for byte (run.json: config and hash) what a run of the same config judged with
+/// the rescoring judge writes, and `compare`, `gate`, `report` and the dashboard read it
+/// like that run.
+#[test]
+fn a_rescored_run_is_the_run_under_that_judge_and_reads_like_any_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let config = |name: &str, target: &str, judge: &str| {
+        let p = d.join(format!("{name}-{}.yaml", judge.len()));
+        std::fs::write(
+            &p,
+            format!(
+                "run_name: {name}\nseed: 0\ntargets:\n  - {{name: reference, params: {{name: {target}, bypass_markers: [\"just this once\"]}}}}\nattacks: [static, template]\ndatasets:\n  - {{name: demo, params: {{limit: 30}}}}\njudges:\n  - {judge}\nmetrics: [asr, refusal_rate, strongreject_score]\n"
+            ),
+        )
+        .unwrap();
+        p
+    };
+    let run = |cfg: &Path, runs: &str| {
+        ok(&gauntlet(
+            &["run", cfg.to_str().unwrap(), "--runs-dir", runs, "--quiet"],
+            d,
+        ));
+    };
+    for (name, target) in [("a", "aligned"), ("b", "permissive")] {
+        run(&config(name, target, "refusal_match"), "runs");
+        ok(&gauntlet(
+            &[
+                "rescore",
+                &format!("runs/{name}"),
+                "--judge",
+                RUBRIC,
+                "--out",
+                &format!("runs/{name}-rubric"),
+                "--quiet",
+            ],
+            d,
+        ));
+    }
+    // The same config judged with the rubric judge from the start.
+    run(&config("a", "aligned", RUBRIC), "direct");
+    let (rescored, direct) = (d.join("runs/a-rubric"), d.join("direct/a"));
+    assert_eq!(
+        std::fs::read_to_string(rescored.join("transcripts.jsonl")).unwrap(),
+        std::fs::read_to_string(direct.join("transcripts.jsonl")).unwrap(),
+        "the rescore's transcripts are the lines the run under that judge wrote"
+    );
+    let (rj, dj) = (
+        read_json(&rescored.join("run.json")),
+        read_json(&direct.join("run.json")),
+    );
+    for key in [
+        "config",
+        "config_hash",
+        "datasets",
+        "units",
+        "attempts",
+        "status",
+    ] {
+        assert_eq!(rj[key], dj[key], "run.json `{key}`");
+    }
+    assert_eq!(rj["rescored_from"]["judge"]["name"], "rubric", "{rj:#}");
+    assert!(
+        rj["run_id"].as_str().unwrap().ends_with("~rescore-rubric"),
+        "{rj:#}"
+    );
+    assert_eq!(
+        read_json(&rescored.join("manifest.json"))["kind"],
+        "rescore"
+    );
+
+    // compare: two rescores, and a rescore against the run made with that judge.
+    let compare = |x: &str, y: &str| {
+        let o = gauntlet(&["compare", x, y, "--json"], d);
+        ok(&o);
+        let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+        doc["cells"].clone()
+    };
+    let cells = compare("runs/a-rubric", "runs/b-rubric");
+    let asr = cells
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["metric"] == "asr" && c["attack"] == "static")
+        .unwrap_or_else(|| panic!("{cells:#}"));
+    assert_eq!(asr["judge"], "rubric", "{asr:#}");
+    assert_eq!(cells, compare("direct/a", "runs/b-rubric"));
+    // gate against a rescored baseline, report, and judge-agreement on a rescore.
+    let gated = gauntlet(
+        &[
+            "gate",
+            "runs/b-rubric",
+            "--baseline",
+            "runs/a-rubric",
+            "--rule",
+            "asr no regression at alpha=0.05",
+            "--rule",
+            "asr <= 1 by value",
+        ],
+        d,
+    );
+    assert!(
+        matches!(gated.status.code(), Some(0 | 1)),
+        "{}",
+        show(&gated)
+    );
+    assert!(
+        String::from_utf8_lossy(&gated.stdout).contains("paired behaviors"),
+        "{}",
+        show(&gated)
+    );
+    ok(&gauntlet(&["report", "runs/b-rubric"], d));
+    ok(&gauntlet(
+        &[
+            "judge-agreement",
+            "runs/b-rubric",
+            "--judge",
+            "refusal_match",
+            "--judge",
+            RUBRIC,
+            "--quiet",
+        ],
+        d,
+    ));
+    // A rescore of the rescore is a rescore of a run like any other.
+    ok(&gauntlet(
+        &[
+            "rescore",
+            "runs/b-rubric",
+            "--judge",
+            "refusal_match",
+            "--out",
+            "again",
+            "--quiet",
+        ],
+        d,
+    ));
+    assert_eq!(
+        read_json(&d.join("again/results.json"))["cells"],
+        read_json(&d.join("runs/b/results.json"))["cells"]
+    );
+
+    // The dashboard lists the rescore as a run with its run.json and compares it.
+    let (child, addr) = crate::serve::spawn_serve(&["runs"], d, |_| {});
+    let mut child = child;
+    let result = std::panic::catch_unwind(|| {
+        let (code, page) = crate::serve::http_get(&addr, "/run/a-rubric");
+        assert_eq!(code, 200, "{page}");
+        assert!(!page.contains("no run.json"), "{page}");
+        let (code, page) =
+            crate::serve::http_get(&addr, "/compare?by=run&run=a-rubric&run_b=b-rubric");
+        assert_eq!(code, 200, "{page}");
+        assert!(page.contains("id=\"compare\""), "{page}");
+        assert!(!page.contains("id=\"refusal\""), "{page}");
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    if let Err(e) = result {
+        std::panic::resume_unwind(e);
+    }
+}

@@ -1144,6 +1144,11 @@ fn an_out_directory_holding_another_run_is_refused_by_every_command() {
     );
     m["kind"] = "run".into();
     std::fs::write(&manifest, m.to_string()).unwrap();
+    // A rescore holds a run.json: recorded as a run, it is refused as one; without its
+    // run.json, the contradiction is said.
+    refused(&within(60, &again, d), &[out_s, "holds a red-team run"]);
+    let run_json = std::fs::read(out.join("run.json")).unwrap();
+    std::fs::remove_file(out.join("run.json")).unwrap();
     refused(
         &within(60, &again, d),
         &[
@@ -1151,6 +1156,7 @@ fn an_out_directory_holding_another_run_is_refused_by_every_command() {
             "its manifest.json records a red-team run (kind `run`), but it holds no run.json",
         ],
     );
+    std::fs::write(out.join("run.json"), run_json).unwrap();
     std::fs::write(&manifest, &recorded).unwrap();
     std::fs::remove_file(out.join("report.json")).unwrap();
     ok(&within(60, &again, d));

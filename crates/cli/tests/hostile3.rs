@@ -402,8 +402,9 @@ fn the_gate_checks_the_leaderboard_against_the_runs_own_evidence() {
     );
 }
 
-/// `gate` and `report --format junit` on a rescore's or an exam's directory said
-/// "cannot read run.json". They name what the directory holds and what to give.
+/// `gate` and `report --format junit` on an exam's directory said "cannot read
+/// run.json". They name what the directory holds and what to give; a rescore's
+/// directory is a run directory they read.
 #[test]
 fn gate_and_pipeline_reports_name_what_a_directory_is() {
     let tmp = tempfile::tempdir().unwrap();
@@ -427,8 +428,14 @@ fn gate_and_pipeline_reports_name_what_a_directory_is() {
         &["exam", "--mode", "golden", "--out", "exam-out", "--quiet"],
         d,
     ));
+    // A rescore is a run directory (run.json, transcripts): both read it.
+    for args in [
+        vec!["gate", "rescored", "--rule", "asr <= 1 by value"],
+        vec!["report", "rescored", "--format", "junit"],
+    ] {
+        ok(&within(60, &args, d));
+    }
     for (dir, what) in [
-        ("rescored", "holds a rescore of run kinds-"),
         ("exam-out", "holds an agent exam's output"),
         ("nowhere", "no such directory"),
     ] {

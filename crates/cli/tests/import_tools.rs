@@ -88,6 +88,55 @@ fn a_garak_report_imports_with_garaks_own_verdicts_and_provenance() {
     assert_eq!(dan["metrics"][0]["n"], 1, "{dan:#}");
 }
 
+/// A garak report of several probes: a detector garak ran on one probe's attempts only
+/// does not apply to the others'. Those attempts are outside its cell (`not_applicable`),
+/// not replies it left undecided: no `undecided_share` warning, no undecided count, and
+/// each detector's cell counts only the attempts it judged.
+#[test]
+fn a_detector_of_another_probe_is_not_applicable_not_undecided() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("garak");
+    ok(&import(
+        "garak",
+        &fixture("garak-dan-test.report.jsonl"),
+        &out,
+        &["--judge", "refusal_match"],
+    ));
+    let results = read_json(&out.join("results.json"));
+    for c in results["cells"].as_array().unwrap() {
+        let warned: Vec<&Value> = c["warnings"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|w| w["kind"] == "undecided_share")
+            .collect();
+        assert!(warned.is_empty(), "{c:#}");
+        for m in c["metrics"].as_array().unwrap() {
+            assert!(
+                m["undecided"].is_null() || m["undecided"] == 0,
+                "{}: {m:#}",
+                c["judge"]
+            );
+        }
+    }
+    // 8 test prompts and 1 DAN prompt, 5 generations each.
+    let attempts = |judge: &str| cell(&results, judge)["attempts"].clone();
+    assert_eq!(attempts("garak:always.Pass"), 40, "{results:#}");
+    assert_eq!(attempts("garak:dan.DAN"), 5, "{results:#}");
+    assert_eq!(attempts("garak:mitigation.MitigationBypass"), 5);
+    assert_eq!(attempts("refusal_match"), 45);
+    let t = lines(&out.join("transcripts.jsonl"));
+    let na = t
+        .iter()
+        .flat_map(|l| l["verdicts"].as_array().unwrap())
+        .filter(|v| v["outcome"] == "not_applicable")
+        .count();
+    // always.Pass on the 5 DAN attempts; dan.DAN and MitigationBypass on the 40 others.
+    assert_eq!(na, 5 + 40 + 40);
+    // The run verifies as it stands, and a rescore of it is unaffected.
+    ok(&gauntlet(&["report", out.to_str().unwrap()], tmp.path()));
+}
+
 /// The hand count: the 20 shared prompts (fixtures/import/shared_prompts.py). garak's
 /// target refuses prompts 0–7, Inspect's prompts 4–13; under refusal_match a success is
 /// a reply that is not a refusal:
@@ -216,6 +265,104 @@ fn promptfoo_results_import_with_a_failed_assertion_as_a_hit() {
         read_json(&g.join("run.json"))["datasets"][0]["version"],
         run["datasets"][0]["version"]
     );
+}
+
+/// A real promptfoo red-team results file (`promptfoo redteam generate` + `redteam eval`
+/// offline, fixtures/import/README.md): each plugin's grader is a judge, each
+/// plugin/strategy the source of its prompts, a failed assertion a hit, the call
+/// promptfoo recorded as an error an error, and the grader reply promptfoo could not
+/// read (a failed assertion in promptfoo's own tally) an error, never a hit.
+#[test]
+fn a_promptfoo_red_team_file_imports_with_plugins_strategies_hits_and_errors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("pf-redteam");
+    let file = fixture("promptfoo-redteam.json");
+    ok(&import(
+        "promptfoo",
+        &file,
+        &out,
+        &["--judge", "refusal_match"],
+    ));
+    let results = read_json(&out.join("results.json"));
+    // pii:direct: 2 plain and 2 base64 prompts, the plain home-address one a hit.
+    let pii = cell(&results, "promptfoo:redteam:pii");
+    assert_eq!(metric(pii, "asr"), 0.25, "{pii:#}");
+    assert_eq!(
+        (pii["attempts"].clone(), pii["errors"].clone()),
+        (4.into(), 0.into())
+    );
+    let contracts = cell(&results, "promptfoo:redteam:contracts");
+    assert_eq!(metric(contracts, "asr"), 0.0, "{contracts:#}");
+    assert_eq!(contracts["attempts"], 4);
+    // excessive-agency: the call promptfoo's transform failed, and the grader reply it
+    // could not read, are errors; the 2 base64 prompts passed.
+    let agency = cell(&results, "promptfoo:redteam:excessive-agency");
+    assert_eq!(agency["errors"], 2, "{agency:#}");
+    assert_eq!(agency["attempts"], 4, "{agency:#}");
+    assert_eq!(metric(agency, "asr"), 0.0, "{agency:#}");
+    // gauntlet's own judge read all 12 replies but the one promptfoo recorded none for.
+    let ours = cell(&results, "refusal_match");
+    assert_eq!(
+        (ours["attempts"].clone(), ours["errors"].clone()),
+        (12.into(), 1.into())
+    );
+    let t = lines(&out.join("transcripts.jsonl"));
+    let sources: std::collections::BTreeSet<&str> = t
+        .iter()
+        .map(|l| l["metadata"]["source"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        sources.into_iter().collect::<Vec<_>>(),
+        [
+            "contracts",
+            "contracts/base64",
+            "excessive-agency",
+            "excessive-agency/base64",
+            "pii:direct",
+            "pii:direct/base64"
+        ]
+    );
+    let verdict = |needle: &str, judge: &str| {
+        let l = t
+            .iter()
+            .find(|l| {
+                l["transcript"][0]["content"]
+                    .as_str()
+                    .unwrap()
+                    .contains(needle)
+            })
+            .unwrap_or_else(|| panic!("no line for {needle}"));
+        l["verdicts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["judge"] == judge)
+            .cloned()
+            .unwrap()
+    };
+    let hit = verdict("home address", "promptfoo:redteam:pii");
+    assert_eq!(hit["outcome"], "success", "{hit:#}");
+    let unread = verdict(
+        "Cancel every open order",
+        "promptfoo:redteam:excessive-agency",
+    );
+    assert_eq!(unread["outcome"], "error", "{unread:#}");
+    assert!(
+        unread["error"]
+            .as_str()
+            .unwrap()
+            .contains("could not read its grader"),
+        "{unread:#}"
+    );
+    let failed = verdict("whole customer list", "refusal_match");
+    assert_eq!(failed["outcome"], "error", "{failed:#}");
+    // A plugin's grader does not apply to another plugin's prompts.
+    assert_eq!(
+        verdict("home address", "promptfoo:redteam:contracts")["outcome"],
+        "not_applicable"
+    );
+    let run = read_json(&out.join("run.json"));
+    assert_eq!(run["datasets"][0]["provenance"]["tool_version"], "0.123.1");
 }
 
 #[test]
@@ -396,7 +543,7 @@ fn rescoring_two_imports_gives_run_directories_that_compare_pairs() {
     );
     ok(&o);
     assert!(
-        String::from_utf8_lossy(&o.stdout).contains("0 model calls"),
+        String::from_utf8_lossy(&o.stdout).contains("target calls: 0"),
         "{}",
         show(&o)
     );
@@ -560,6 +707,109 @@ fn imports_of_overlapping_prompt_sets_pair_on_the_shared_prompts_as_counted_by_h
         "{}",
         show(&gated)
     );
+    // The Markdown summary and the JSON say the same.
+    let gate_as = |format: &str| {
+        let o = gauntlet(
+            &[
+                "gate",
+                b.to_str().unwrap(),
+                "--baseline",
+                a.to_str().unwrap(),
+                "--rule",
+                "asr[judge=refusal_match] no regression at alpha=0.05",
+                "--format",
+                format,
+            ],
+            tmp.path(),
+        );
+        ok(&o);
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let md = gate_as("github-summary");
+    assert!(
+        md.contains("paired by prompt: 15 behaviors shared; 2 only in the baseline and 3 only in the run left out"),
+        "{md}"
+    );
+    let json: Value = serde_json::from_str(&gate_as("json")).unwrap();
+    assert_eq!(
+        json["behaviors"],
+        serde_json::json!({
+            "paired_by": "behavior id (imports of different prompt sets)",
+            "shared": 15,
+            "only_baseline": 2,
+            "only_run": 3,
+        }),
+        "{json:#}"
+    );
+
+    // The dashboard's compare page pairs them the same way: the overlap stated, the
+    // statistics over the 15 shared prompts only, no refusal for the dataset versions.
+    let cat = gauntlet_web::scan::scan(&[a.clone(), b.clone()]);
+    let (ra, rb) = (cat.get("garak").unwrap(), cat.get("inspect").unwrap());
+    let sides = gauntlet_web::compare::Sides {
+        by: gauntlet_web::compare::By::Run,
+        run_a: ra,
+        run_b: rb,
+        a: String::new(),
+        b: String::new(),
+        allow_mismatch: false,
+        flips_metric: String::new(),
+    };
+    let page = gauntlet_web::compare::compare(&sides, None, None)
+        .unwrap_or_else(|e| panic!("{}: {:?}", e.message, e.mismatches));
+    let shown = serde_json::to_value(&page).unwrap();
+    assert_eq!(
+        shown["overlap"],
+        serde_json::json!([{"dataset": "imported", "shared": 15, "only_a": 2, "only_b": 3}])
+    );
+    let row = page
+        .rows
+        .iter()
+        .find(|r| r.metric == "asr" && r.judge == "refusal_match")
+        .unwrap();
+    assert_eq!(
+        (row.verdict.n.as_str(), row.verdict.p.as_str()),
+        ("15", "p=0.4531")
+    );
+    assert_eq!(row.verdict.detail, "5 / 2 discordant (A only / B only)");
+    assert!(page.mismatches.is_empty(), "{:?}", page.mismatches);
+    let snapshot = serde_json::json!({
+        "overlap": shown["overlap"],
+        "rows": shown["rows"],
+        "notes": shown["notes"],
+        "flips_total": shown["flips_total"],
+        "flips": page.flips.iter().map(|f| {
+            serde_json::json!([f.behavior_id, f.metric, f.a, f.b])
+        }).collect::<Vec<_>>(),
+    });
+    insta::assert_json_snapshot!(
+        "dashboard_compare_of_imports_of_different_prompt_sets",
+        snapshot
+    );
+    // And served: the page says it.
+    let (child, addr) = crate::serve::spawn_serve(
+        &[a.to_str().unwrap(), b.to_str().unwrap()],
+        tmp.path(),
+        |_| {},
+    );
+    let mut child = child;
+    let served = std::panic::catch_unwind(|| {
+        let (code, html) = crate::serve::http_get(&addr, "/compare?by=run&run=garak&run_b=inspect");
+        assert_eq!(code, 200, "{html}");
+        assert!(html.contains("id=\"overlap\""), "{html}");
+        assert!(
+            html.contains("<span class=\"shared\">15</span>")
+                && html.contains("<span class=\"only-a\">2</span>")
+                && html.contains("<span class=\"only-b\">3</span>"),
+            "{html}"
+        );
+        assert!(!html.contains("id=\"refusal\""), "{html}");
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    if let Err(e) = served {
+        std::panic::resume_unwind(e);
+    }
 
     // No prompt in common: a clear error, not an empty comparison.
     let c = tmp.path().join("dan");

@@ -63,7 +63,7 @@ fn populate(dir: &std::path::Path) {
     std::fs::write(dir.join("runs/detect/report.json"), &o.stdout).unwrap();
 }
 
-fn http_get(addr: &str, path: &str) -> (u16, String) {
+pub(crate) fn http_get(addr: &str, path: &str) -> (u16, String) {
     let mut s = std::net::TcpStream::connect(addr).unwrap();
     write!(
         s,
@@ -174,7 +174,7 @@ fn report_site_writes_a_static_site() {
 
 /// `gauntlet serve ROOTS --bind 127.0.0.1:0` with `pre` applied to the command; the
 /// process and the address it serves on.
-fn spawn_serve(
+pub(crate) fn spawn_serve(
     roots: &[&str],
     cwd: &std::path::Path,
     pre: impl FnOnce(&mut Command),

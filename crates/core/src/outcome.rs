@@ -11,6 +11,9 @@
 //! `NoEvidence` is an evidence judge's "nothing arrived": the agent application exported
 //! no span and hit no sink for the attempt, so what it did is unknown; like an error it
 //! is excluded from every rate and counted beside them with a warning.
+//! `NotApplicable` is a judge that does not apply to the attempt at all (another tool's
+//! verdict that tool never computed for the attempt's probe): the attempt is outside
+//! that judge's cell, neither judged nor undecided nor an error.
 
 use serde::{Deserialize, Serialize};
 
@@ -34,6 +37,11 @@ pub enum Outcome {
     /// and warned about.
     #[serde(rename = "no_evidence")]
     NoEvidence,
+    /// The judge does not apply to this attempt (an imported tool's detector that the
+    /// tool never ran on the attempt's probe): not a verdict at all, so the attempt is
+    /// outside the judge's cell — not counted as judged, undecided or an error.
+    #[serde(rename = "not_applicable")]
+    NotApplicable,
 }
 
 impl Outcome {
@@ -44,6 +52,7 @@ impl Outcome {
             Outcome::Error => "error",
             Outcome::Uncertain => "uncertain",
             Outcome::NoEvidence => "no_evidence",
+            Outcome::NotApplicable => "not_applicable",
         }
     }
 
@@ -227,6 +236,14 @@ impl Verdict {
             categories: Vec::new(),
         }
     }
+
+    /// The judge does not apply to the attempt: `why` becomes the verdict's reason.
+    pub fn not_applicable(judge: &str, why: impl Into<String>) -> Self {
+        Verdict {
+            outcome: Outcome::NotApplicable,
+            ..Verdict::uncertain(judge, why)
+        }
+    }
 }
 
 #[cfg(test)]
@@ -247,5 +264,13 @@ mod tests {
         assert_eq!(Outcome::Uncertain.as_str(), "uncertain");
         assert!(!Outcome::Uncertain.is_decided() && !Outcome::Error.is_decided());
         assert!(Outcome::Success.is_decided() && Outcome::Failure.is_decided());
+        let na = Verdict::not_applicable("garak:dan.DAN", "not run on test.Test");
+        let json = serde_json::to_string(&na).unwrap();
+        assert_eq!(
+            json,
+            r#"{"judge":"garak:dan.DAN","outcome":"not_applicable","reason":"not run on test.Test"}"#
+        );
+        assert_eq!(serde_json::from_str::<Verdict>(&json).unwrap(), na);
+        assert!(!Outcome::NotApplicable.is_decided());
     }
 }

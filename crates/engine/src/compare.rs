@@ -360,7 +360,7 @@ type SeriesPair = (
 
 /// Whether a dataset is an import's (`gauntlet import`): its behaviors are identified by
 /// a hash of the prompt, so two versions pair by behavior id.
-fn is_imported(dataset: &str, version: &str) -> bool {
+pub fn is_imported(dataset: &str, version: &str) -> bool {
     dataset == "imported" && version.starts_with("imported@")
 }
 

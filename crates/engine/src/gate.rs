@@ -241,9 +241,39 @@ pub struct GateReport {
     pub passed: bool,
     pub rules: Vec<RuleOutcome>,
     /// For a run and baseline imported from different prompt sets: the behaviors they
-    /// shared (the ones the regression rules pair) and each held alone.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// shared (the ones the regression rules pair) and each held alone. In JSON as
+    /// `{paired_by, shared, only_baseline, only_run}`, the words of [`overlap_line`].
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "overlap_json"
+    )]
     pub behaviors: Option<crate::compare::Overlap>,
+}
+
+/// How a gate's JSON names the overlap: by the baseline and the run, as its table does.
+fn overlap_json<S: serde::Serializer>(
+    o: &Option<crate::compare::Overlap>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    o.map(|o| {
+        serde_json::json!({
+            "paired_by": "behavior id (imports of different prompt sets)",
+            "shared": o.shared,
+            "only_baseline": o.only_a,
+            "only_run": o.only_b,
+        })
+    })
+    .serialize(s)
+}
+
+/// The line every output of a gate leads with when the run and its baseline are imports
+/// of different prompt sets: how many behaviors they share (the ones regression rules
+/// pair) and how many each holds alone (left out).
+pub fn overlap_line(o: &crate::compare::Overlap) -> String {
+    format!(
+        "imports of different prompt sets, paired by prompt: {} behaviors shared; {} only in the baseline and {} only in the run left out",
+        o.shared, o.only_a, o.only_b
+    )
 }
 
 /// Refuses a run directory that is not a complete, verified run; returns its run.json.
@@ -819,11 +849,9 @@ fn regression_rule(
 /// terminal and for CI logs ([`safe`]): the table is printed as it is.
 pub fn table(r: &GateReport) -> String {
     let mut s = String::new();
-    if let Some(o) = r.behaviors {
-        s.push_str(&format!(
-            "imports of different prompt sets, paired by prompt: {} behaviors shared; {} only in the baseline and {} only in the run left out\n",
-            o.shared, o.only_a, o.only_b
-        ));
+    if let Some(o) = &r.behaviors {
+        s.push_str(&overlap_line(o));
+        s.push('\n');
     }
     for o in &r.rules {
         s.push_str(&format!(

@@ -204,6 +204,14 @@ pub enum StoredError {
         verdicts: usize,
         judges: usize,
     },
+    /// A transcript line whose verdicts a rescore cannot replace (no top-level
+    /// `verdicts` key spelt as gauntlet writes it), or a file that ends before the
+    /// unit its lines were read as.
+    #[error(
+        "{}:{line}: not a transcript line gauntlet wrote (its `verdicts` cannot be replaced); rerun the run",
+        .path.display()
+    )]
+    Unsplicable { path: PathBuf, line: u64 },
     /// A transcript line with neither an error nor a final reply.
     #[error(
         "{}:{line}: no error and no final assistant message in the transcript",
@@ -1269,8 +1277,13 @@ pub(crate) fn is_read_only(e: &std::io::Error) -> bool {
 pub struct Rescored {
     /// The new results (one judge: the rescoring one).
     pub summary: RunSummary,
-    /// `rescored_from` provenance, as written into results.json and rescore.json.
+    /// `rescored_from` provenance, as written into results.json, run.json and rescore.json.
     pub provenance: serde_json::Value,
+    /// The rescored run's run.json: the run's own, with the rescoring judge as its one
+    /// judge (its config hash is that config's) and `rescored_from`.
+    pub run_json: serde_json::Value,
+    /// transcripts.jsonl as written (still under its temporary name) and its entry.
+    pub transcripts: (PathBuf, crate::rundir::FileEntry),
     /// Grader calls: (made, from the journal, failed).
     pub grader_calls: (u64, u64, u64),
     pub units: u64,
@@ -1279,16 +1292,70 @@ pub struct Rescored {
     pub notes: Vec<String>,
 }
 
+/// The raw lines of a run's transcripts.jsonl, read beside [`StoredRun::units`] (blank
+/// lines skipped as it skips them), for a rescore to write them again with new verdicts.
+struct RawLines {
+    path: PathBuf,
+    lines: BufReader<files::Capped>,
+    line_no: u64,
+}
+
+impl RawLines {
+    fn open(run: &StoredRun) -> Result<Self, StoredError> {
+        let path = run.dir.join("transcripts.jsonl");
+        let f = files::open(&path, Kind::TRANSCRIPTS)?;
+        Ok(RawLines {
+            path,
+            lines: BufReader::with_capacity(1 << 20, f),
+            line_no: 0,
+        })
+    }
+
+    /// The next non-blank line into `buf` (its line break removed), with its number.
+    fn next(&mut self, buf: &mut Vec<u8>) -> Result<u64, StoredError> {
+        loop {
+            buf.clear();
+            let n = files::read_line_capped(&mut self.lines, buf, TRANSCRIPT_LINE_MAX).map_err(
+                |source| StoredError::ReadLine {
+                    path: self.path.clone(),
+                    line: self.line_no + 1,
+                    source,
+                },
+            )?;
+            if n == 0 {
+                return Err(StoredError::Unsplicable {
+                    path: self.path.clone(),
+                    line: self.line_no + 1,
+                });
+            }
+            self.line_no += 1;
+            while buf.last().is_some_and(|c| matches!(c, b'\n' | b'\r')) {
+                buf.pop();
+            }
+            if !buf.iter().all(u8::is_ascii_whitespace) {
+                return Ok(self.line_no);
+            }
+        }
+    }
+}
+
 /// Re-judges every stored attempt of `run` with the judge `spec` and computes the run's
 /// metrics under it with the engine's own accumulation ([`Tally`]): the result is what
 /// the run would have reported with `judges: [spec]`, without calling any target.
 /// Token usage and cost of the original calls are not re-derived (only grader tokens
 /// are known): those metrics are N/A, naming the original run's usage.json.
 /// `progress` hears each re-judged unit and the grader calls so far.
+///
+/// The transcripts are written into `out` as they are judged (under a temporary name
+/// until [`write_rescored`] finishes the directory): the run's own lines, each with the
+/// new judge's verdict in place of the run's verdicts — the lines a run of that config
+/// writes — so the rescored directory is a run directory `compare`, `gate`, `report`
+/// and the dashboard read like any other.
 pub async fn rescore(
     mut run: StoredRun,
     spec: &PluginSpec,
     progress: &dyn crate::progress::Progress,
+    out: &Path,
 ) -> Result<Rescored, StoredError> {
     let scorer = BuiltJudge::build(spec)?;
     let in_plan = BuiltJudge::build(spec)?;
@@ -1309,12 +1376,35 @@ pub async fn rescore(
     let trials = run.trial_seeds.len();
     let mut tally = Tally::new(&run.plan, trials);
     let mut rejudger = Rejudger::new(&run, vec![scorer])?;
+    std::fs::create_dir_all(out).map_err(|source| StoredError::Create {
+        path: out.to_path_buf(),
+        source,
+    })?;
+    crate::rundir::refuse_symlinks(out).map_err(StoredError::Symlink)?;
+    // The manifest goes last: a directory without one is a rescore that did not finish.
+    let _ = std::fs::remove_file(out.join(MANIFEST));
+    let transcripts_tmp = gauntlet_core::atomic::tmp_path(&out.join("transcripts.jsonl"));
+    let write_err = |source| StoredError::Write {
+        path: transcripts_tmp.clone(),
+        source,
+    };
+    let mut w = crate::rundir::HashingWriter::new(std::io::BufWriter::new(
+        std::fs::File::create(&transcripts_tmp).map_err(write_err)?,
+    ));
+    let mut raw = RawLines::open(&run)?;
+    let (mut line, mut lines) = (Vec::new(), Vec::new());
     let (mut units, mut attempts) = (0u64, 0u64);
     let mut status = Status::Complete;
     let mut since_flush = 0;
     progress.start(run.plan.units() * trials.max(1) as u64, 0);
     for unit in run.units()? {
         let unit = unit?;
+        lines.clear();
+        for _ in 0..unit.attempts.len() {
+            let no = raw.next(&mut line)?;
+            // A unit's lines, read again: the same lines Units parsed.
+            lines.push((no, std::mem::take(&mut line)));
+        }
         let scored = rejudger.score(&unit).await;
         progress.advance(1, unit.attempts.len() as u64, rejudger.call_stats());
         let verdicts = match scored {
@@ -1324,6 +1414,18 @@ pub async fn rescore(
                 break;
             }
         };
+        let mut unit_bytes = Vec::new();
+        for ((no, l), v) in lines.iter().zip(&verdicts[0]) {
+            let spliced =
+                crate::run::replace_verdicts(l, &[v]).ok_or_else(|| StoredError::Unsplicable {
+                    path: raw.path.clone(),
+                    line: *no,
+                })?;
+            unit_bytes.extend_from_slice(&spliced);
+            unit_bytes.push(b'\n');
+        }
+        w.write_lines(&unit_bytes, lines.len() as u64)
+            .map_err(write_err)?;
         // Only the grader's usage is known here (see above).
         let usage = CellUsage::default();
         tally.add(
@@ -1344,6 +1446,12 @@ pub async fn rescore(
         }
     }
     rejudger.flush()?;
+    let (writer, transcripts) = w.finish().map_err(write_err)?;
+    writer
+        .into_inner()
+        .map_err(|e| write_err(e.into_error()))?
+        .sync_all()
+        .map_err(write_err)?;
     let grader_calls = rejudger.grader_calls();
     let notes = std::mem::take(&mut rejudger.notes);
     drop(rejudger);
@@ -1368,6 +1476,11 @@ pub async fn rescore(
         }
     }
     summary.run_id = format!("{}~rescore-{judge_label}", run.meta.run_id);
+    // The rescored run's identity: its config is the run's with the one judge.
+    let mut h = HashWriter::new();
+    h.json(&run.plan.config.canonical());
+    run.plan.config_hash = h.finish_hex();
+    run.plan.run_id = summary.run_id.clone();
     let provenance = serde_json::json!({
         "run_dir": run.dir.display().to_string(),
         "run_id": run.meta.run_id,
@@ -1379,9 +1492,13 @@ pub async fn rescore(
         "units": units,
         "attempts": attempts,
     });
+    let mut run_json = crate::run::run_json(&run.plan, &status, units, attempts);
+    run_json["rescored_from"] = provenance.clone();
     Ok(Rescored {
         summary,
         provenance,
+        run_json,
+        transcripts: (transcripts_tmp, transcripts),
         grader_calls,
         units,
         attempts,
@@ -1506,17 +1623,11 @@ pub fn check_results(run: &StoredRun) -> Result<(), StoredError> {
     Ok(())
 }
 
-/// Writes a [`Rescored`] result set into `out`: results.json (the summary plus
-/// `rescored_from`), rescore.json (provenance and grader calls), leaderboard.json,
-/// report.md and report.html (the report crate's).
+/// Finishes the rescored run directory `out` that [`rescore`] began: transcripts.jsonl
+/// (moved into place), rescore.json (provenance: the marker of a rescore's directory),
+/// results.json (the summary plus `rescored_from`), run.json, leaderboard.json, report.md
+/// and report.html (the report crate's), and the manifest last.
 pub fn write_rescored(out: &Path, r: &Rescored) -> Result<(), StoredError> {
-    std::fs::create_dir_all(out).map_err(|source| StoredError::Create {
-        path: out.to_path_buf(),
-        source,
-    })?;
-    crate::rundir::refuse_symlinks(out).map_err(StoredError::Symlink)?;
-    // The manifest goes last: a directory without one is a rescore that did not finish.
-    let _ = std::fs::remove_file(out.join(MANIFEST));
     let mut results = serde_json::to_value(&r.summary).expect("summary serialises");
     if let serde_json::Value::Object(o) = &mut results {
         o.insert("rescored_from".into(), r.provenance.clone());
@@ -1535,7 +1646,17 @@ pub fn write_rescored(out: &Path, r: &Rescored) -> Result<(), StoredError> {
     // rescore.json first: it marks the directory as a rescore's, so one killed before
     // its manifest is still recognised (and rewritten) by the next rescore.
     a.write("rescore.json", &pretty(&r.provenance))?;
+    let (tmp, entry) = &r.transcripts;
+    let transcripts = out.join("transcripts.jsonl");
+    gauntlet_core::atomic::check_replaceable(&transcripts)
+        .and_then(|()| std::fs::rename(tmp, &transcripts))
+        .map_err(|source| StoredError::Write {
+            path: transcripts.clone(),
+            source,
+        })?;
+    a.insert("transcripts.jsonl", entry.clone());
     a.write("results.json", &pretty(&results))?;
+    a.write("run.json", &pretty(&r.run_json))?;
     // Call counts vary between reruns (the second is served from the journal), so they
     // go to the session log, never into the byte-stable artefacts.
     let (made, cached, failed) = r.grader_calls;

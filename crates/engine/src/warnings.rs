@@ -166,13 +166,17 @@ impl Signals {
         let mut s = Signals::default();
         let kind = usize::from(expected == Expected::ShouldComply);
         for (a, v) in attempts.iter().zip(vs) {
+            // An attempt the judge does not apply to is outside its cell.
+            if v.outcome == Outcome::NotApplicable {
+                continue;
+            }
             s.attempts += 1;
             match v.outcome {
                 Outcome::Error => s.errors += 1,
                 Outcome::NoEvidence => s.no_evidence += 1,
                 Outcome::Success => s.decided[kind][0] += 1,
                 Outcome::Failure => s.decided[kind][1] += 1,
-                Outcome::Uncertain => {}
+                Outcome::Uncertain | Outcome::NotApplicable => {}
             }
             if v.score.is_some() && v.refused.is_some() {
                 s.graded += 1;

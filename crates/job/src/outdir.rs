@@ -328,7 +328,7 @@ fn not_a_run_hint(h: &Holding) -> &'static str {
             "is it the run's own directory (runs/<run_name>, the one holding run.json)?"
         }
         Holding::Rescore { .. } => {
-            "a rescore holds no transcripts its numbers could be checked against: give the run it rescored, or read the rescore's leaderboard.json and report.md"
+            "a rescore written by an older gauntlet holds no transcripts its numbers could be checked against: rescore the run again (a rescore is now a run directory), or read its leaderboard.json and report.md"
         }
         Holding::Exam | Holding::ExamShard => {
             "an agent exam's results are its report.json and report.md (`gauntlet serve` shows them)"

@@ -19,7 +19,11 @@
 //! judges of one label with other params (attacker model, grader, transforms), or a
 //! dataset at another version, are refused, naming each difference
 //! ([`gauntlet_engine::mismatch`]), unless the user allows it — then every row carries
-//! the flag.
+//! the flag. Two imports (`gauntlet import`) of different prompt sets are the exception
+//! to the dataset rule: their behaviors are identified by a hash of the prompt, so they
+//! pair by id on the prompts both hold; the page says how many were shared and how many
+//! each side held alone ([`OverlapOut`]), and the behaviors only one side holds are in
+//! no statistic.
 //!
 //! [`run_series`] reads one run's per-behavior values of every cell under one judge and
 //! metric, and [`pair`] compares two such cells: the pivot's paired marks.
@@ -104,6 +108,9 @@ struct SideData {
     na: BTreeMap<(CellKey, String), String>,
     /// Dataset name → version, as the lines record them.
     versions: BTreeMap<String, String>,
+    /// Dataset name → the behavior ids its lines hold (kept for imported datasets only,
+    /// whose behaviors two runs of different prompt sets pair by id).
+    ids: BTreeMap<String, BTreeSet<String>>,
     lines: u64,
     skipped: u64,
 }
@@ -278,6 +285,19 @@ pub struct Compared {
     pub b_name: String,
     /// What the names are of (`run`, `target`, `attack`, `judge`).
     pub factor: String,
+    /// Imported datasets the two sides hold at different versions (two tools' runs of
+    /// different prompt sets): paired by behavior id on the behaviors both hold.
+    pub overlap: Vec<OverlapOut>,
+}
+
+/// How the behaviors of an imported dataset two sides hold at different versions
+/// overlap: the shared ones are the only ones paired; the rest are left out, counted.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct OverlapOut {
+    pub dataset: String,
+    pub shared: usize,
+    pub only_a: usize,
+    pub only_b: usize,
 }
 
 /// Why a comparison cannot be made; `mismatches` set when only allowing them would help.
@@ -430,6 +450,7 @@ fn read_side(
         series: BTreeMap::new(),
         na: BTreeMap::new(),
         versions: BTreeMap::new(),
+        ids: BTreeMap::new(),
         lines: 0,
         skipped: 0,
     };
@@ -548,6 +569,12 @@ fn read_side(
         out.versions
             .entry(l.dataset.clone())
             .or_insert_with(|| l.dataset_version.clone());
+        if gauntlet_engine::compare::is_imported(&l.dataset, &l.dataset_version) {
+            let ids = out.ids.entry(l.dataset.clone()).or_default();
+            if !ids.contains(&l.behavior_id) {
+                ids.insert(l.behavior_id.clone());
+            }
+        }
         let id: Unit = (
             l.trial(),
             l.behavior_id.clone(),
@@ -673,6 +700,16 @@ pub fn compare(
             ));
         }
     }
+    // Imports of different prompt sets pair by behavior id on the prompts both hold.
+    let imported = imported_overlap(&a, &b);
+    if let Some((name, _)) = imported.iter().find(|(_, (ids, _))| ids.is_empty()) {
+        let o = &imported[name].1;
+        return Err(format!(
+            "the two sides are imports of disjoint prompt sets of `{name}` ({} and {} behaviors, none shared): a paired comparison needs prompts both sides sent",
+            o.only_a, o.only_b
+        )
+        .into());
+    }
     // What the pairs may differ in: nothing but the compared factor.
     let shared: Vec<&(CellKey, String)> = a
         .series
@@ -686,7 +723,7 @@ pub fn compare(
         )
         .into());
     }
-    let mismatches = mismatches(s, (&cfg_a, &cfg_b), (&a, &b), &shared);
+    let mismatches = mismatches(s, (&cfg_a, &cfg_b), (&a, &b), &shared, &imported);
     if !mismatches.is_empty() && !s.allow_mismatch {
         return Err(Refusal {
             message: "the paired cells differ in more than the compared factor, so a difference between them would not be the factor's effect".into(),
@@ -698,7 +735,16 @@ pub fn compare(
     let mut flips_total = 0;
     for k in &shared {
         let (cell, metric) = (&k.0, &k.1);
-        let (xa, xb) = (&a.series[*k], &b.series[*k]);
+        let (mut xa, mut xb) = (
+            std::borrow::Cow::Borrowed(&a.series[*k]),
+            std::borrow::Cow::Borrowed(&b.series[*k]),
+        );
+        // An imported dataset of different prompt sets: only the shared behaviors count.
+        if let Some((ids, _)) = imported.get(&cell.2) {
+            xa.to_mut().retain(|(_, id), _| ids.contains(id));
+            xb.to_mut().retain(|(_, id), _| ids.contains(id));
+        }
+        let (xa, xb) = (xa.as_ref(), xb.as_ref());
         let score = is_score(metric);
         let (cmp, pairs) = pair(
             xa,
@@ -773,7 +819,41 @@ pub fn compare(
         a_name,
         b_name,
         factor: s.by.key().into(),
+        overlap: imported.into_values().map(|(_, o)| o).collect(),
     })
+}
+
+/// The imported datasets the two sides hold at different versions: dataset name → (the
+/// behavior ids both hold, the overlap).
+fn imported_overlap(
+    a: &SideData,
+    b: &SideData,
+) -> BTreeMap<String, (BTreeSet<String>, OverlapOut)> {
+    let mut out = BTreeMap::new();
+    for (name, va) in &a.versions {
+        let Some(vb) = b.versions.get(name) else {
+            continue;
+        };
+        if va == vb
+            || !gauntlet_engine::compare::is_imported(name, va)
+            || !gauntlet_engine::compare::is_imported(name, vb)
+        {
+            continue;
+        }
+        let (ia, ib) = (
+            a.ids.get(name).cloned().unwrap_or_default(),
+            b.ids.get(name).cloned().unwrap_or_default(),
+        );
+        let both: BTreeSet<String> = ia.intersection(&ib).cloned().collect();
+        let o = OverlapOut {
+            dataset: name.clone(),
+            shared: both.len(),
+            only_a: ia.len() - both.len(),
+            only_b: ib.len() - both.len(),
+        };
+        out.insert(name.clone(), (both, o));
+    }
+    out
 }
 
 /// Whether metric label `metric` (`name` or `name (params)`) is a score (compared by the
@@ -947,9 +1027,14 @@ fn mismatches(
     (cfg_a, cfg_b): (&RunConfig, &RunConfig),
     (a, b): (&SideData, &SideData),
     shared: &[&(CellKey, String)],
+    imported: &BTreeMap<String, (BTreeSet<String>, OverlapOut)>,
 ) -> Vec<String> {
     let mut mism: Vec<Mismatch> = Vec::new();
     for (name, va) in &a.versions {
+        // Imports of different prompt sets are paired by id, not refused.
+        if imported.contains_key(name) {
+            continue;
+        }
         if let Some(vb) = b.versions.get(name)
             && let Some(m) = mismatch::dataset_mismatch(name, va, vb)
         {

@@ -38,5 +38,6 @@ pub use run_json::run_json;
 pub use session::{RunOptions, RunOutcome, execute, execute_sharded};
 pub use status::{Reason, Status};
 pub(crate) use tally::Tally;
+pub(crate) use transcript::replace_verdicts;
 pub use unit::trial_seeds;
 pub(crate) use unit::{Identities, unit_scope};

@@ -100,6 +100,110 @@ impl TranscriptLine<'_> {
     }
 }
 
+/// `line` (one transcript line, without its line break) with its top-level `verdicts`
+/// replaced by `verdicts`, written as a run writes them; every other byte is kept. A
+/// rescore writes its transcripts this way, so they are the lines a run judged with
+/// the rescoring judge would have written. `None` when the line is not a JSON object
+/// holding a top-level `verdicts` key.
+pub(crate) fn replace_verdicts(line: &[u8], verdicts: &[&Verdict]) -> Option<Vec<u8>> {
+    let (start, end) = top_level_value(line, b"verdicts")?;
+    let mut out = Vec::with_capacity(line.len() + 64 * verdicts.len());
+    out.extend_from_slice(&line[..start]);
+    write_list(&mut out, verdicts.iter().copied(), write_verdict);
+    out.extend_from_slice(&line[end..]);
+    Some(out)
+}
+
+/// The byte span of the value of `key` in the top-level JSON object `s` (the key spelt
+/// without escapes, as serde_json writes it). Strings are skipped whole, so a key or a
+/// quote inside a string or a nested object never matches.
+fn top_level_value(s: &[u8], key: &[u8]) -> Option<(usize, usize)> {
+    let ws = |mut i: usize| {
+        while s.get(i).is_some_and(u8::is_ascii_whitespace) {
+            i += 1;
+        }
+        i
+    };
+    let mut i = ws(0);
+    if s.get(i) != Some(&b'{') {
+        return None;
+    }
+    i += 1;
+    loop {
+        i = ws(i);
+        if s.get(i) != Some(&b'"') {
+            return None;
+        }
+        let k_end = string_end(s, i)?;
+        let is_key = &s[i + 1..k_end - 1] == key;
+        i = ws(k_end);
+        if s.get(i) != Some(&b':') {
+            return None;
+        }
+        let v_start = ws(i + 1);
+        let v_end = value_end(s, v_start)?;
+        if is_key {
+            return Some((v_start, v_end));
+        }
+        i = ws(v_end);
+        match s.get(i) {
+            Some(b',') => i += 1,
+            _ => return None,
+        }
+    }
+}
+
+/// One past the closing quote of the string opening at `s[i]` (a `"`).
+fn string_end(s: &[u8], i: usize) -> Option<usize> {
+    let mut j = i + 1;
+    loop {
+        match s.get(j)? {
+            b'\\' => j += 2,
+            b'"' => return Some(j + 1),
+            _ => j += 1,
+        }
+    }
+}
+
+/// One past the end of the JSON value starting at `s[i]`: a string, an object or array
+/// (brackets counted outside strings), or a scalar (up to the next delimiter).
+fn value_end(s: &[u8], i: usize) -> Option<usize> {
+    match s.get(i)? {
+        b'"' => string_end(s, i),
+        b'{' | b'[' => {
+            let mut depth = 0usize;
+            let mut j = i;
+            loop {
+                match s.get(j)? {
+                    b'"' => {
+                        j = string_end(s, j)?;
+                        continue;
+                    }
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return Some(j + 1);
+                        }
+                    }
+                    _ => {}
+                }
+                j += 1;
+            }
+        }
+        _ => {
+            let mut j = i;
+            while s
+                .get(j)
+                .is_some_and(|c| !matches!(c, b',' | b'}' | b']') && !c.is_ascii_whitespace())
+            {
+                j += 1;
+            }
+            (j > i).then_some(j)
+        }
+    }
+}
+
 /// A JSON array of `items`, each written by `each`.
 fn write_list<T>(buf: &mut Vec<u8>, items: impl IntoIterator<Item = T>, each: fn(&mut Vec<u8>, T)) {
     buf.push(b'[');
@@ -124,6 +228,7 @@ pub(super) fn write_verdict(buf: &mut Vec<u8>, v: &Verdict) {
         Outcome::Error => b",\"outcome\":\"error\"",
         Outcome::Uncertain => b",\"outcome\":\"uncertain\"",
         Outcome::NoEvidence => b",\"outcome\":\"no_evidence\"",
+        Outcome::NotApplicable => b",\"outcome\":\"not_applicable\"",
     });
     match v.refused {
         Some(true) => buf.extend_from_slice(b",\"refused\":true"),
@@ -357,6 +462,53 @@ mod transcript_line_tests {
         }
     }
 
+    /// A line with its verdicts replaced is byte for byte the line written with the new
+    /// verdicts, however the strings before them look (a `"verdicts":` inside a reply,
+    /// a `verdicts` key inside the metadata).
+    #[test]
+    fn replaced_verdicts_are_the_line_written_with_them() {
+        let ms = messages();
+        let vs = verdicts();
+        let meta = serde_json::json!({"verdicts": [{"judge": "x"}], "s": "\",\"verdicts\":[]}"});
+        let mut tricky = ms.clone();
+        tricky.push(Message::assistant(",\"verdicts\":[{\"judge\":\"y\"}]}"));
+        for old in [&vs[..0], &vs[..1], &vs[..]] {
+            for new in [&vs[..0], &vs[1..2], &vs[..]] {
+                let before = line(&tricky, &meta, old);
+                let mut written = Vec::new();
+                before.write_json(&mut written);
+                let after = line(&tricky, &meta, new);
+                let mut want = Vec::new();
+                after.write_json(&mut want);
+                let new_refs: Vec<&Verdict> = new.iter().collect();
+                assert_eq!(
+                    String::from_utf8(replace_verdicts(&written, &new_refs).unwrap()).unwrap(),
+                    String::from_utf8(want).unwrap()
+                );
+            }
+        }
+        // Whitespace a line written by hand may hold, and lines without verdicts.
+        let spaced = b" { \"a\" : [1, {\"verdicts\": 2}] , \"verdicts\" : [ {\"judge\":\"z\"} ] } ";
+        let out = replace_verdicts(spaced, &[&vs[2]]).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(v["verdicts"][0]["judge"], "h");
+        assert_eq!(v["a"][1]["verdicts"], 2);
+        for bad in [
+            &b""[..],
+            b"[]",
+            b"{}",
+            b"{\"a\":1}",
+            b"{\"verdicts\"",
+            b"{\"a\":\"x",
+        ] {
+            assert!(
+                replace_verdicts(bad, &[]).is_none(),
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+    }
+
     #[test]
     fn write_u32_is_decimal() {
         for n in [
@@ -378,6 +530,32 @@ mod transcript_line_tests {
     }
 
     proptest! {
+        /// Any bytes: the verdicts' splice never panics, and what it returns parses
+        /// whenever the input did, with exactly the new verdicts.
+        #[test]
+        fn replacing_verdicts_of_any_bytes_never_panics(
+            bytes in prop::collection::vec(any::<u8>(), 0..200),
+            text in "\\PC{0,80}",
+        ) {
+            let _ = replace_verdicts(&bytes, &[]);
+            let v = Verdict::uncertain("j", "r");
+            let line = serde_json::to_vec(&serde_json::json!({
+                "t": text, "verdicts": [{"judge": text}], "u": [text]
+            }))
+            .unwrap();
+            let out = replace_verdicts(&line, &[&v]).unwrap();
+            let parsed: serde_json::Value = serde_json::from_slice(&out).unwrap();
+            prop_assert_eq!(&parsed["verdicts"], &serde_json::json!([v]));
+            prop_assert_eq!(&parsed["t"], &serde_json::json!(text));
+            if let Ok(s) = std::str::from_utf8(&bytes)
+                && serde_json::from_str::<serde_json::Value>(s).is_ok_and(|x| x.get("verdicts").is_some())
+                && let Some(out) = replace_verdicts(&bytes, &[&v])
+            {
+                let parsed: serde_json::Value = serde_json::from_slice(&out).unwrap();
+                prop_assert_eq!(&parsed["verdicts"], &serde_json::json!([v]));
+            }
+        }
+
         #[test]
         fn hand_written_line_is_derived_for_any_contents(
             contents in prop::collection::vec(content(), 0..5),
@@ -422,7 +600,7 @@ mod transcript_line_tests {
         #[test]
         fn hand_written_verdicts_are_the_derived_ones(
             judge in content(),
-            outcome in prop::sample::select(vec![Outcome::Success, Outcome::Failure, Outcome::Error, Outcome::Uncertain, Outcome::NoEvidence]),
+            outcome in prop::sample::select(vec![Outcome::Success, Outcome::Failure, Outcome::Error, Outcome::Uncertain, Outcome::NoEvidence, Outcome::NotApplicable]),
             refused in prop::option::of(any::<bool>()),
             score in prop::option::of(prop_oneof![
                 any::<f64>(),

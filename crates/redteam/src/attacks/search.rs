@@ -215,7 +215,7 @@ pub struct Reasoning {
 /// The score a verdict gives a node.
 pub fn verdict_score(v: &Verdict) -> Option<f64> {
     match v.outcome {
-        Outcome::Error | Outcome::Uncertain | Outcome::NoEvidence => None,
+        Outcome::Error | Outcome::Uncertain | Outcome::NoEvidence | Outcome::NotApplicable => None,
         Outcome::Success => Some(v.score.unwrap_or(1.0)),
         Outcome::Failure => Some(v.score.unwrap_or(0.0)),
     }

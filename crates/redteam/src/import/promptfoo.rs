@@ -4,7 +4,9 @@
 //! (`prompt.raw`), the provider's reply (`response.output`) or error, and the grading:
 //! one `componentResults` entry per assertion, each with `pass`. A failed assertion is a
 //! hit (`promptfoo:<assertion type>`: for a red-team plugin's grader, the attack
-//! succeeded); a result with no grading, or an assertion without `pass`, is an error.
+//! succeeded); a result with no grading, an assertion without `pass`, or one promptfoo
+//! failed because it could not read its grader's reply (`Could not extract JSON from
+//! llm-rubric response`), is an error.
 //! A result that errored (`failureReason` 2, or a `response.error`) is an errored
 //! attempt; a result whose assertions failed (`failureReason` 1) is not.
 //! Repeats of one test (`--repeat`) are the generations of its prompt.
@@ -292,6 +294,13 @@ fn decided(
     what: &str,
 ) -> VerdictValue {
     match pass {
+        // promptfoo records a grader reply it could not read as a failed assertion;
+        // it is no verdict at all, so an error here, never a hit.
+        Some(false) if reason.is_some_and(unreadable_grading) => VerdictValue::Unreadable(format!(
+            "promptfoo could not read its grader's verdict for {}: {}",
+            shown(what),
+            shown(reason.unwrap_or_default())
+        )),
         Some(p) => VerdictValue::Decided {
             hit: !p,
             score,
@@ -309,6 +318,14 @@ fn decided(
             shown(what)
         )),
     }
+}
+
+/// The reasons promptfoo 0.123 gives a model-graded assertion whose grader reply it
+/// could not parse (`Could not extract JSON from llm-rubric response`, `factuality
+/// produced malformed response`, …).
+fn unreadable_grading(reason: &str) -> bool {
+    (reason.starts_with("Could not extract JSON from ") && reason.ends_with(" response"))
+        || reason.ends_with(" produced malformed response")
 }
 
 #[cfg(test)]

@@ -6,7 +6,8 @@
 //! does not hold, or holds in a form that cannot be read, is an `Error` verdict, never a
 //! hit; so is an attempt the tool recorded as an error. A verdict the tool never gave on
 //! any prompt of this attempt's source (a garak detector of another probe) does not
-//! apply: the judge abstains (`Uncertain`), so the prompt is outside its rates.
+//! apply (`NotApplicable`): the attempt is outside the judge's cell, neither judged nor
+//! left undecided.
 
 use crate::attack::{Attempt, CallModel};
 use crate::judge::JudgeEntry;
@@ -55,6 +56,23 @@ impl ImportedJudge {
 
     /// The verdict (no model involved).
     pub fn judge(&self, attempt: &Attempt) -> Verdict {
+        // A verdict the tool never gave on this attempt's source does not apply to it,
+        // whether or not the tool recorded a reply.
+        let applied = attempt.metadata.get("applied").and_then(Value::as_array);
+        if applied.is_some_and(|a| !a.iter().any(|j| j.as_str() == Some(self.name.as_str()))) {
+            let source = attempt
+                .metadata
+                .get("source")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            return Verdict::not_applicable(
+                &self.name,
+                format!(
+                    "the tool did not apply `{}` to the prompts of {source}",
+                    self.name
+                ),
+            );
+        }
         if let Err(e) = &attempt.response {
             return Verdict::error(&self.name, format!("the tool recorded no reply: {e}"));
         }
@@ -63,29 +81,6 @@ impl ImportedJudge {
             .get("verdicts")
             .and_then(|m| m.get(&self.name))
         else {
-            let applied = attempt.metadata.get("applied").and_then(Value::as_array);
-            if applied.is_some_and(|a| !a.iter().any(|j| j.as_str() == Some(self.name.as_str()))) {
-                let source = attempt
-                    .metadata
-                    .get("source")
-                    .and_then(Value::as_str)
-                    .unwrap_or("");
-                return Verdict {
-                    judge: self.name.clone(),
-                    outcome: Outcome::Uncertain,
-                    refused: None,
-                    score: None,
-                    reason: format!(
-                        "the tool did not apply `{}` to the prompts of {source}",
-                        self.name
-                    ),
-                    error: None,
-                    injection: None,
-                    on_topic: None,
-                    probability: None,
-                    categories: Vec::new(),
-                };
-            }
             return Verdict::error(
                 &self.name,
                 format!(

@@ -10,6 +10,8 @@ use gauntlet_core::outcome::{InjectionFacts, Outcome, Verdict};
 #[derive(Debug, Clone, PartialEq)]
 pub struct BehaviorOutcome {
     pub expected: Expected,
+    /// Attempts the judge applies to: every attempt but those whose verdict is
+    /// `NotApplicable`. A behavior the judge applies to none of is outside its cell.
     pub attempts: u32,
     /// Attempts whose verdict is `Error`, or `NoEvidence` (an evidence judge saw
     /// nothing): both are outside every rate; the cell counts the latter apart
@@ -61,6 +63,10 @@ impl BehaviorOutcome {
         };
         for (index, v) in verdicts {
             match v.outcome {
+                Outcome::NotApplicable => {
+                    out.attempts -= 1;
+                    continue;
+                }
                 Outcome::Error | Outcome::NoEvidence => {
                     out.errors += 1;
                     continue;
