@@ -1281,7 +1281,7 @@ pub struct Rescored {
     pub provenance: serde_json::Value,
     /// The rescored run's run.json: the run's own, with the rescoring judge as its one
     /// judge (its config hash is that config's) and `rescored_from`.
-    pub run_json: serde_json::Value,
+    pub run_json: RunRecord,
     /// transcripts.jsonl as written (still under its temporary name) and its entry.
     pub transcripts: (PathBuf, crate::rundir::FileEntry),
     /// Grader calls: (made, from the journal, failed).
@@ -1493,7 +1493,7 @@ pub async fn rescore(
         "attempts": attempts,
     });
     let mut run_json = crate::run::run_json(&run.plan, &status, units, attempts);
-    run_json["rescored_from"] = provenance.clone();
+    run_json.rescored_from = Some(provenance.clone());
     Ok(Rescored {
         summary,
         provenance,
@@ -1632,11 +1632,6 @@ pub fn write_rescored(out: &Path, r: &Rescored) -> Result<(), StoredError> {
     if let serde_json::Value::Object(o) = &mut results {
         o.insert("rescored_from".into(), r.provenance.clone());
     }
-    let pretty = |v: &serde_json::Value| {
-        let mut s = serde_json::to_vec_pretty(v).expect("json");
-        s.push(b'\n');
-        s
-    };
     let mut a = Artefacts::new(
         out,
         gauntlet_job::kind::Kind::Rescore,
@@ -1645,7 +1640,7 @@ pub fn write_rescored(out: &Path, r: &Rescored) -> Result<(), StoredError> {
     );
     // rescore.json first: it marks the directory as a rescore's, so one killed before
     // its manifest is still recognised (and rewritten) by the next rescore.
-    a.write("rescore.json", &pretty(&r.provenance))?;
+    a.write("rescore.json", &crate::run::pretty(&r.provenance))?;
     let (tmp, entry) = &r.transcripts;
     let transcripts = out.join("transcripts.jsonl");
     gauntlet_core::atomic::check_replaceable(&transcripts)
@@ -1655,8 +1650,8 @@ pub fn write_rescored(out: &Path, r: &Rescored) -> Result<(), StoredError> {
             source,
         })?;
     a.insert("transcripts.jsonl", entry.clone());
-    a.write("results.json", &pretty(&results))?;
-    a.write("run.json", &pretty(&r.run_json))?;
+    a.write("results.json", &crate::run::pretty(&results))?;
+    a.write("run.json", &crate::run::pretty(&r.run_json))?;
     // Call counts vary between reruns (the second is served from the journal), so they
     // go to the session log, never into the byte-stable artefacts.
     let (made, cached, failed) = r.grader_calls;

@@ -36,6 +36,10 @@ pub struct RunRecord {
     pub max_error_share: Option<f64>,
     /// `jailbreak`, `injection` or `leakage`.
     pub mode: String,
+    /// A rescored run's origin: the run it re-judged, its judges then, the judge now
+    /// (written by `rescore`; absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rescored_from: Option<serde_json::Value>,
     pub run_id: String,
     pub run_name: String,
     pub seed: u64,

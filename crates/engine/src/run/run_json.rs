@@ -47,6 +47,7 @@ pub fn run_json(plan: &Plan, status: &Status, units_done: u64, attempts: u64) ->
         trials: (trials > 1).then_some(trials),
         trial_seeds: (trials > 1).then(|| trial_seeds(plan.config.seed, trials)),
         shard: None,
+        rescored_from: None,
     }
 }
 
