@@ -9,8 +9,8 @@
 //! Our own instructions.
 
 use super::search::{
-    ATTACKER_PARAM, Conversation, JUDGE_PARAM, MultiTurn, OnRefusal, Turn, TurnAsk, TurnFuture,
-    ask_attacker, clip,
+    ATTACKER_PARAM, Conversation, JUDGE_PARAM, MultiTurn, OnRefusal, PROMPT, Turn, TurnAsk,
+    TurnFuture, ask_attacker, clip,
 };
 use crate::attack::TRANSFORMS;
 use crate::judge::AttackEntry;
@@ -100,7 +100,8 @@ impl Conversation for Crescendo {
         Box::pin(async move {
             let user = attacker_turn(at.turn, at.turns, at.history, at.rolled_back);
             let max_tokens = at.search.attacker_max_tokens;
-            let asked = ask_attacker(at.attacker, max_tokens, at.system, user, at.seed).await?;
+            let asked =
+                ask_attacker(PROMPT, at.attacker, max_tokens, at.system, user, at.seed).await?;
             Ok(asked.map(|message| Turn {
                 message,
                 technique: None,

@@ -16,15 +16,14 @@
 //! instructions are gauntlet's own wording; [`TECHNIQUES`] is shared with `adaptive`.
 
 use super::search::{
-    ATTACKER_PARAM, AttackerError, Conversation, JUDGE_PARAM, MultiTurn, OnRefusal, Reasoning,
-    Searcher, Turn, TurnAsk, TurnFuture, ask_attacker_for, clip, parse_attacker_reply,
+    ATTACKER_PARAM, AttackerError, Conversation, JUDGE_PARAM, MultiTurn, OnRefusal, Reading,
+    Reasoning, Searcher, Turn, TurnAsk, TurnFuture, ask_attacker, clip, parse_attacker_reply,
 };
-use crate::attack::{CallModel, TRANSFORMS};
+use crate::attack::TRANSFORMS;
 use crate::judge::AttackEntry;
 use crate::plugin::Entry;
 use gauntlet_core::message::{Message, Role};
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo};
-use gauntlet_models::ModelError;
 
 pub const INFO: PluginInfo = PluginInfo {
     axis: Axis::Attack,
@@ -220,26 +219,11 @@ fn attacker_turn(turn: u32, turns: u32, history: &[Message], last_score: Option<
     s
 }
 
-/// Asks the attacker for one turn ([`parse_goat_reply`]); `Ok(Err(why))` when this call
-/// failed or said nothing usable (the node records it and the conversation goes on).
-pub async fn ask_goat(
-    attacker: &dyn CallModel,
-    max_tokens: u32,
-    system: String,
-    user: String,
-    seed: u64,
-) -> Result<Result<GoatTurn, AttackerError>, ModelError> {
-    ask_attacker_for(
-        attacker,
-        max_tokens,
-        system,
-        user,
-        seed,
-        parse_goat_reply,
-        AttackerError::NoReply,
-    )
-    .await
-}
+/// A GOAT turn as the attacker writes it ([`parse_goat_reply`]): `goat`, `adaptive`.
+pub const GOAT_TURN: Reading<GoatTurn> = Reading {
+    parse: parse_goat_reply,
+    none: AttackerError::NoReply,
+};
 
 /// The catalogue name a turn's strategy resolves to (`unlisted` for none).
 pub fn technique_label(strategy: &str) -> String {
@@ -279,7 +263,9 @@ impl Conversation for Goat {
     fn ask<'a>(&'a self, at: TurnAsk<'a>) -> TurnFuture<'a> {
         Box::pin(async move {
             let user = attacker_turn(at.turn, at.turns, at.history, at.last_score);
-            let asked = ask_goat(at.attacker, self.max_tokens, at.system, user, at.seed).await?;
+            let (attacker, max_tokens) = (at.attacker, self.max_tokens);
+            let asked =
+                ask_attacker(GOAT_TURN, attacker, max_tokens, at.system, user, at.seed).await?;
             Ok(asked.map(|t| Turn {
                 message: t.reply,
                 technique: Some(technique_label(&t.reasoning.strategy)),

@@ -138,38 +138,29 @@ pub enum AttackerError {
     Call(#[source] ModelError),
 }
 
-/// Asks the attacker for a prompt ([`parse_attacker_reply`]); `Ok(Err(why))` when this
-/// call failed or said nothing usable (the branch records it and the search goes on).
-pub async fn ask_attacker(
-    attacker: &dyn CallModel,
-    max_tokens: u32,
-    system: String,
-    user: String,
-    seed: u64,
-) -> Result<Result<String, AttackerError>, ModelError> {
-    ask_attacker_for(
-        attacker,
-        max_tokens,
-        system,
-        user,
-        seed,
-        parse_attacker_reply,
-        AttackerError::NoPrompt,
-    )
-    .await
+/// How an attacker's reply is read: the parser, and what a reply it finds nothing in
+/// is recorded as.
+pub struct Reading<T> {
+    pub parse: fn(&str) -> Option<T>,
+    pub none: AttackerError,
 }
 
-/// Asks the attacker and reads its reply with `parse`; `Ok(Err(none))` when `parse`
-/// finds nothing, `Ok(Err(Call))` when the call failed (the branch records either and the
-/// search goes on). Configuration and budget errors stop the search.
-pub async fn ask_attacker_for<T>(
+/// A reply read as one prompt ([`parse_attacker_reply`]): `pair`, `tap`, `crescendo`.
+pub const PROMPT: Reading<String> = Reading {
+    parse: parse_attacker_reply,
+    none: AttackerError::NoPrompt,
+};
+
+/// Asks the attacker and reads its reply as `reading` says; `Ok(Err(why))` when this
+/// call failed or said nothing usable (the branch records it and the search goes on).
+/// Configuration and budget errors stop the search.
+pub async fn ask_attacker<T>(
+    reading: Reading<T>,
     attacker: &dyn CallModel,
     max_tokens: u32,
     system: String,
     user: String,
     seed: u64,
-    parse: fn(&str) -> Option<T>,
-    none: AttackerError,
 ) -> Result<Result<T, AttackerError>, ModelError> {
     let req = ChatRequest {
         messages: vec![Message::system(system), Message::user(user)],
@@ -178,7 +169,7 @@ pub async fn ask_attacker_for<T>(
         ..Default::default()
     };
     match attacker.call(req).await {
-        Ok(r) => Ok(parse(&r.content).ok_or(none)),
+        Ok(r) => Ok((reading.parse)(&r.content).ok_or(reading.none)),
         Err(e @ ModelError::Call(_)) => Ok(Err(AttackerError::Call(e))),
         Err(e) => Err(e),
     }
