@@ -1278,7 +1278,7 @@ pub struct Rescored {
     /// The new results (one judge: the rescoring one).
     pub summary: RunSummary,
     /// `rescored_from` provenance, as written into results.json, run.json and rescore.json.
-    pub provenance: serde_json::Value,
+    pub provenance: gauntlet_results::RescoreRecord,
     /// The rescored run's run.json: the run's own, with the rescoring judge as its one
     /// judge (its config hash is that config's) and `rescored_from`.
     pub run_json: RunRecord,
@@ -1481,17 +1481,21 @@ pub async fn rescore(
     h.json(&run.plan.config.canonical());
     run.plan.config_hash = h.finish_hex();
     run.plan.run_id = summary.run_id.clone();
-    let provenance = serde_json::json!({
-        "run_dir": run.dir.display().to_string(),
-        "run_id": run.meta.run_id,
-        "config_hash": run.meta.config_hash,
-        "run_status": run.meta.status,
-        "original_judges": run.original_judges.iter().map(PluginSpec::identity).collect::<Vec<_>>(),
-        "judge": spec.identity(),
-        "target_calls": 0,
-        "units": units,
-        "attempts": attempts,
-    });
+    let provenance = gauntlet_results::RescoreRecord {
+        run_dir: run.dir.display().to_string(),
+        run_id: run.meta.run_id.clone(),
+        config_hash: run.meta.config_hash.clone(),
+        run_status: run.meta.status.clone(),
+        original_judges: run
+            .original_judges
+            .iter()
+            .map(PluginSpec::identity)
+            .collect(),
+        judge: spec.identity(),
+        target_calls: 0,
+        units,
+        attempts,
+    };
     let mut run_json = crate::run::run_json(&run.plan, &status, units, attempts);
     run_json.rescored_from = Some(provenance.clone());
     Ok(Rescored {
@@ -1630,7 +1634,10 @@ pub fn check_results(run: &StoredRun) -> Result<(), StoredError> {
 pub fn write_rescored(out: &Path, r: &Rescored) -> Result<(), StoredError> {
     let mut results = serde_json::to_value(&r.summary).expect("summary serialises");
     if let serde_json::Value::Object(o) = &mut results {
-        o.insert("rescored_from".into(), r.provenance.clone());
+        o.insert(
+            "rescored_from".into(),
+            serde_json::to_value(&r.provenance).expect("a rescore record serialises"),
+        );
     }
     let mut a = Artefacts::new(
         out,

@@ -140,14 +140,12 @@ fn run_of(dir: &Path) -> Holding {
 
 /// A rescore, with the run and judge its rescore.json names.
 fn rescore_of(dir: &Path) -> Holding {
-    let v: serde_json::Value = json_of(dir, "rescore.json").unwrap_or_default();
+    let r: gauntlet_results::RescoreRecord = json_of(dir, "rescore.json").unwrap_or_default();
     Holding::Rescore {
-        run_id: v
-            .get("run_id")
-            .and_then(|x| x.as_str())
-            .unwrap_or("unreadable rescore.json")
-            .to_owned(),
-        judge: v.get("judge").cloned().unwrap_or_default(),
+        run_id: Some(r.run_id)
+            .filter(|id| !id.is_empty())
+            .unwrap_or_else(|| "unreadable rescore.json".into()),
+        judge: r.judge,
     }
 }
 

@@ -10,7 +10,9 @@
 //! - `run.json` ([`RunRecord`]): a red-team run's identity, status, canonical config,
 //!   datasets and units, and a shard's place in its run;
 //! - a line of `transcripts.jsonl` ([`TranscriptRecord`], and [`TranscriptUnit`] for
-//!   readers that only count verdicts): one judged attempt.
+//!   readers that only count verdicts): one judged attempt;
+//! - a line of `sessions.jsonl` ([`RunSession`]): what one session of a run did;
+//! - `rescore.json` and `rescored_from` ([`RescoreRecord`]): a rescored run's origin.
 //!
 //! Readers accept files written by earlier releases: a field added since is
 //! `#[serde(default)]`, and a field this release does not know is ignored (no type
@@ -19,11 +21,15 @@
 // Files are read through `gauntlet_core::files` only (clippy.toml says why).
 #![cfg_attr(not(test), deny(clippy::disallowed_methods))]
 
+mod rescore;
 mod run;
+mod session;
 mod summary;
 mod transcript;
 
+pub use rescore::RescoreRecord;
 pub use run::{DatasetRecord, RunRecord, ShardRecord, UnitCounts};
+pub use session::{RunSession, SessionTransport};
 pub use summary::{
     CellBreadth, CellMetric, CellSummary, CiMethod, Curve, CurvePoint, DistinctError, Example,
     GuardCurve, GuardCurvePoint, LeaderboardEntry, LeaderboardRow, MetricValue, RatePoint,

@@ -39,7 +39,7 @@ pub struct RunRecord {
     /// A rescored run's origin: the run it re-judged, its judges then, the judge now
     /// (written by `rescore`; absent otherwise).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub rescored_from: Option<serde_json::Value>,
+    pub rescored_from: Option<crate::RescoreRecord>,
     pub run_id: String,
     pub run_name: String,
     pub seed: u64,

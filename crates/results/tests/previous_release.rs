@@ -1,12 +1,17 @@
 //! Files written by the release before this crate existed read as its types and write
 //! back byte for byte: `tests/previous_release/` holds a run of `examples/smoke.yaml`
 //! with `--trials 2` made by that build (`gauntlet run examples/smoke.yaml --trials 2`
-//! at the commit the crate was split from). A field renamed, retyped or dropped here
+//! at the commit the crate was split from); `sessions.jsonl` (a run of goat, crescendo,
+//! pair, tap and adaptive against a scripted attacker, then the smoke run's),
+//! `rescore.json` and `rescore-run.json` (`gauntlet rescore --judge refusal_match` of
+//! the smoke run) were made by the build before their types were added here. A field
+//! renamed, retyped or dropped here
 //! fails one of these tests; a field added must be `#[serde(default)]` (and skipped
 //! when absent) for them to keep passing.
 
 use gauntlet_results::{
-    LeaderboardEntry, LeaderboardRow, RunRecord, RunSummary, TranscriptRecord, TranscriptUnit,
+    LeaderboardEntry, LeaderboardRow, RescoreRecord, RunRecord, RunSession, RunSummary,
+    TranscriptRecord, TranscriptUnit,
 };
 use serde::Serialize;
 use std::path::PathBuf;
@@ -94,6 +99,43 @@ fn transcript_lines_read_and_write_back_byte_for_byte() {
         n += 1;
     }
     assert!(n > 0);
+}
+
+#[test]
+fn session_lines_read_and_write_back_byte_for_byte() {
+    let b = fixture("sessions.jsonl");
+    let lines: Vec<&[u8]> = b.split(|c| *c == b'\n').filter(|l| !l.is_empty()).collect();
+    assert_eq!(lines.len(), 2);
+    for line in &lines {
+        let s: RunSession = serde_json::from_slice(line).expect("a session line reads");
+        assert!(s.started_unix.is_some() && s.status == "complete");
+        assert_eq!(text(&serde_json::to_vec(&s).unwrap()), text(line));
+    }
+    let first: RunSession = serde_json::from_slice(lines[0]).unwrap();
+    assert!(
+        !first.transport.is_empty(),
+        "a session with a network model"
+    );
+    // The line `rescore` appends reads with no start time.
+    let rescore = br#"{"attempts":4,"command":"rescore","target_calls":0,"units":2}"#;
+    let r: RunSession = serde_json::from_slice(rescore).expect("reads");
+    assert_eq!((r.started_unix, r.attempts), (None, 4));
+}
+
+#[test]
+fn rescore_json_and_rescored_from_read_and_write_back_byte_for_byte() {
+    let b = fixture("rescore.json");
+    let r: RescoreRecord = serde_json::from_slice(&b).expect("rescore.json reads");
+    assert_eq!(
+        (r.run_id.as_str(), r.target_calls),
+        ("smoke-69d2b136a949", 0)
+    );
+    assert_eq!(r.judge["name"], "refusal_match");
+    assert_eq!(pretty(&r), text(&b));
+    let b = fixture("rescore-run.json");
+    let run: RunRecord = serde_json::from_slice(&b).expect("a rescore's run.json reads");
+    assert_eq!(run.rescored_from.as_ref(), Some(&r));
+    assert_eq!(pretty(&run), text(&b));
 }
 
 /// A reader of another release's files: a field it does not know is ignored, a field it

@@ -701,10 +701,9 @@ pub fn read_run(dir: &Path) -> Result<Option<Run>, KindError> {
 fn started(dir: &Path) -> Option<u64> {
     let b = read_capped(dir, "sessions.jsonl", MAX_SMALL_FILE).ok()??;
     let first = b.split(|c| *c == b'\n').next()?;
-    serde_json::from_slice::<Value>(first)
+    serde_json::from_slice::<gauntlet_results::RunSession>(first)
         .ok()?
-        .get("started_unix")?
-        .as_u64()
+        .started_unix
 }
 
 /// Leaderboard rows of a detect-exam report: recall and precision overall, then per

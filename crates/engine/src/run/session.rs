@@ -599,21 +599,28 @@ async fn finish(f: Finish<'_>) -> Result<RunOutcome, RunError> {
     let wall = started.elapsed().as_secs_f64();
     // Volatile counters (timings, journal hits, retries) live here, not in run.json,
     // which must stay byte-identical across reruns.
-    let _ = dir.log_session(&serde_json::json!({
-        "started_unix": started_unix,
-        "wall_seconds": wall,
-        "concurrency": concurrency,
-        "status": status.as_string(),
-        "units_done": fold.done,
-        "attempts": fold.attempts,
-        "model_calls": calls.made,
-        "cache_hits": calls.cached,
-        "failed_calls": calls.failed,
-        "max_queries": plan.config.max_queries,
-        "retries": calls.retries(),
-        "transport": transport.iter().map(|(k, t)| serde_json::json!({"model": k, "stats": t})).collect::<Vec<_>>(),
-        "journal_records_at_start": records_at_start,
-    }));
+    let session = gauntlet_results::RunSession {
+        started_unix: Some(started_unix),
+        wall_seconds: wall,
+        concurrency: concurrency as u64,
+        status: status.as_string(),
+        units_done: fold.done,
+        attempts: fold.attempts,
+        model_calls: calls.made,
+        cache_hits: calls.cached,
+        failed_calls: calls.failed,
+        max_queries: plan.config.max_queries,
+        retries: calls.retries(),
+        transport: transport
+            .iter()
+            .map(|(k, t)| gauntlet_results::SessionTransport {
+                model: k.clone(),
+                stats: serde_json::to_value(t).expect("transport stats serialise"),
+            })
+            .collect(),
+        journal_records_at_start: records_at_start as u64,
+    };
+    let _ = dir.log_session(&serde_json::to_value(&session).expect("a session serialises"));
     Ok(RunOutcome {
         dir: dir.root.clone(),
         status,

@@ -45,8 +45,10 @@
 //! only some behaviors of each group, so `adaptive` refuses to run in one (the error
 //! says so) rather than learn from a different history than the whole run would.
 
-use super::goat::{TECHNIQUES, Technique, ask_goat, catalogue_text};
-use super::search::{ATTACKER_PARAM, JUDGE_PARAM, SearchAttack, Searcher, Tree, try_target};
+use super::goat::{GOAT_TURN, TECHNIQUES, Technique, catalogue_text};
+use super::search::{
+    ATTACKER_PARAM, JUDGE_PARAM, SearchAttack, Searcher, Tree, ask_attacker, try_target,
+};
 use crate::attack::{AttackCtx, Attempt, AttemptError, CallModel, Place, PlannedCalls, TRANSFORMS};
 use crate::error::BuildError;
 use crate::judge::AttackEntry;
@@ -460,20 +462,26 @@ impl SearchAttack for AdaptiveAttack {
                 let system = attacker_system(&behavior.prompt, technique);
                 let asked = "Write the message.".to_string();
                 let transform = variant.map(|v| self.variants[v].0.clone());
-                let step =
-                    match ask_goat(attacker, self.search.attacker_max_tokens, system, asked, s)
-                        .await?
-                    {
-                        Ok(t) => t,
-                        Err(why) => {
-                            let id = tree.failed(None, try_no, arm as u32, why.to_string());
-                            let node = &mut tree.nodes[id as usize];
-                            node.technique = Some(technique.name.into());
-                            node.transform = transform;
-                            record.tried.push((arm, false));
-                            continue;
-                        }
-                    };
+                let step = match ask_attacker(
+                    GOAT_TURN,
+                    attacker,
+                    self.search.attacker_max_tokens,
+                    system,
+                    asked,
+                    s,
+                )
+                .await?
+                {
+                    Ok(t) => t,
+                    Err(why) => {
+                        let id = tree.failed(None, try_no, arm as u32, why.to_string());
+                        let node = &mut tree.nodes[id as usize];
+                        node.technique = Some(technique.name.into());
+                        node.transform = transform;
+                        record.tried.push((arm, false));
+                        continue;
+                    }
+                };
                 let messages = vec![Message::user(step.reply.clone())];
                 let attempt = match variant {
                     None => try_target(ctx.target, messages, s).await?,

@@ -5,21 +5,18 @@
 //! reply and the run stops at the first success or after `max_rounds` rounds. A round
 //! the target refuses is rolled back (kept in the tree, marked pruned, left out of the
 //! conversation) so the attacker tries another step. Every round's question, reply and
-//! score is kept in the attempt's metadata (see [`super::search`]). Our own instructions.
+//! score is kept in the attempt's metadata; the loop is [`super::search::Conversation`]'s.
+//! Our own instructions.
 
 use super::search::{
-    ATTACKER_PARAM, JUDGE_PARAM, SearchAttack, Searcher, Tree, ask_attacker, clip, try_target,
+    ATTACKER_PARAM, Conversation, JUDGE_PARAM, MultiTurn, OnRefusal, PROMPT, Turn, TurnAsk,
+    TurnFuture, ask_attacker, clip,
 };
-use crate::attack::{AttackCtx, Attempt, CallModel, PlannedCalls, TRANSFORMS};
-use crate::error::BuildError;
+use crate::attack::TRANSFORMS;
 use crate::judge::AttackEntry;
-use crate::judge::BuildJudge;
 use crate::plugin::Entry;
-use gauntlet_core::behavior::Behavior;
 use gauntlet_core::message::Message;
-use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
-use gauntlet_core::rng::derive_u64;
-use gauntlet_models::{BoxFuture, ModelError};
+use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo};
 
 pub const INFO: PluginInfo = PluginInfo {
     axis: Axis::Attack,
@@ -41,7 +38,13 @@ pub const INFO: PluginInfo = PluginInfo {
 /// This attack's registration (listed in `ENTRIES` in `attacks/mod.rs`).
 pub const ENTRY: AttackEntry = Entry {
     info: INFO,
-    build: |s, build_judge| Ok(Box::new(CrescendoAttack::new(s.clone(), build_judge)?)),
+    build: |s, build_judge| {
+        Ok(Box::new(CrescendoAttack::new(
+            s.clone(),
+            build_judge,
+            |_| Crescendo,
+        )?))
+    },
 };
 
 fn attacker_system(goal: &str, rounds: u32) -> String {
@@ -79,94 +82,31 @@ fn attacker_turn(round: u32, rounds: u32, history: &[Message], refused: Option<&
     s
 }
 
-pub struct CrescendoAttack {
-    spec: PluginSpec,
-    search: Searcher,
-    max_rounds: u32,
-}
+/// The `crescendo` attack: a [`MultiTurn`] conversation that rolls refusals back.
+pub type CrescendoAttack = MultiTurn<Crescendo>;
 
-impl CrescendoAttack {
-    /// The attack `spec` describes, its in-loop judge built with `build_judge`.
-    pub fn new(spec: PluginSpec, build_judge: BuildJudge) -> Result<Self, BuildError> {
-        let search = Searcher::new(&spec, build_judge)?;
-        Ok(CrescendoAttack {
-            max_rounds: spec.params.int("max_rounds").unwrap_or(5).max(1) as u32,
-            search,
-            spec,
-        })
-    }
-}
+/// How `crescendo` asks its attacker: a `PROMPT:` line for the next small step, told
+/// which message was rolled back.
+pub struct Crescendo;
 
-impl SearchAttack for CrescendoAttack {
-    fn parts(&self) -> (&PluginSpec, &Searcher) {
-        (&self.spec, &self.search)
+impl Conversation for Crescendo {
+    const NAME: &'static str = "crescendo";
+    const TURNS_PARAM: &'static str = "max_rounds";
+    const ON_REFUSAL: OnRefusal = OnRefusal::RollBack;
+    fn system(&self, goal: &str, turns: u32) -> String {
+        attacker_system(goal, turns)
     }
-    fn planned(&self) -> PlannedCalls {
-        self.search.planned_calls(u64::from(self.max_rounds))
-    }
-    fn search<'a>(
-        &'a self,
-        behavior: &'a Behavior,
-        attacker: &'a dyn CallModel,
-        ctx: AttackCtx<'a>,
-    ) -> BoxFuture<'a, Result<Vec<Attempt>, ModelError>> {
+    fn ask<'a>(&'a self, at: TurnAsk<'a>) -> TurnFuture<'a> {
         Box::pin(async move {
-            let system = attacker_system(&behavior.prompt, self.max_rounds);
-            let mut tree = Tree::new("crescendo");
-            let mut history: Vec<Message> = Vec::new();
-            let mut parent: Option<u32> = None;
-            let mut refused: Option<String> = None;
-            for round in 1..=self.max_rounds {
-                let s = derive_u64(ctx.seed, &["crescendo", &round.to_string()]);
-                tree.attacker_queries += 1;
-                let turn = attacker_turn(round, self.max_rounds, &history, refused.as_deref());
-                let question = match ask_attacker(
-                    attacker,
-                    self.search.attacker_max_tokens,
-                    system.clone(),
-                    turn,
-                    s,
-                )
-                .await?
-                {
-                    Ok(q) => q,
-                    Err(why) => {
-                        tree.failed(parent, round, 0, why.to_string());
-                        continue;
-                    }
-                };
-                let mut messages = history.clone();
-                messages.push(Message::user(question.clone()));
-                let attempt = try_target(ctx.target, messages, s).await?;
-                let transcript = attempt.transcript.clone();
-                let ok = attempt.response.is_ok();
-                let id = tree
-                    .judged(
-                        self.search.judge.as_ref(),
-                        ctx.judge_grader,
-                        behavior,
-                        parent,
-                        round,
-                        0,
-                        question.clone(),
-                        attempt,
-                    )
-                    .await?;
-                if tree.success.is_some() {
-                    break;
-                }
-                if tree.nodes[id as usize].refused == Some(true) || !ok {
-                    // Roll the refused (or failed) round back out of the conversation.
-                    tree.nodes[id as usize].pruned = true;
-                    refused = Some(question);
-                } else {
-                    history = transcript;
-                    parent = Some(id);
-                    refused = None;
-                }
-            }
-            let params = serde_json::json!({ "max_rounds": self.max_rounds });
-            Ok(vec![tree.finish(params, "max_rounds")])
+            let user = attacker_turn(at.turn, at.turns, at.history, at.rolled_back);
+            let max_tokens = at.search.attacker_max_tokens;
+            let asked =
+                ask_attacker(PROMPT, at.attacker, max_tokens, at.system, user, at.seed).await?;
+            Ok(asked.map(|message| Turn {
+                message,
+                technique: None,
+                reasoning: None,
+            }))
         })
     }
 }

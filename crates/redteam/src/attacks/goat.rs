@@ -9,25 +9,21 @@
 //! `crescendo`, which rolls them back). The in-loop judge scores each reply and the run
 //! stops at its first success or after `max_turns` turns.
 //!
-//! Every turn is a node of the attempt's search tree (see [`super::search`]) with the
+//! Every turn is a node of the attempt's search tree (the loop is
+//! [`super::search::Conversation`]'s) with the
 //! attacker's reasoning (`reasoning`) and the technique it chose, matched against the
 //! catalogue (`technique`; `unlisted` when it named none of them). The catalogue and the
 //! instructions are gauntlet's own wording; [`TECHNIQUES`] is shared with `adaptive`.
 
 use super::search::{
-    ATTACKER_PARAM, JUDGE_PARAM, Reasoning, SearchAttack, Searcher, Tree, clip,
-    parse_attacker_reply, try_target,
+    ATTACKER_PARAM, AttackerError, Conversation, JUDGE_PARAM, MultiTurn, OnRefusal, Reading,
+    Reasoning, Searcher, Turn, TurnAsk, TurnFuture, ask_attacker, clip, parse_attacker_reply,
 };
-use crate::attack::{AttackCtx, Attempt, CallModel, PlannedCalls, TRANSFORMS};
-use crate::error::BuildError;
+use crate::attack::TRANSFORMS;
 use crate::judge::AttackEntry;
-use crate::judge::BuildJudge;
 use crate::plugin::Entry;
-use gauntlet_core::behavior::Behavior;
-use gauntlet_core::message::{ChatRequest, Message, Role};
-use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
-use gauntlet_core::rng::derive_u64;
-use gauntlet_models::{BoxFuture, ModelError};
+use gauntlet_core::message::{Message, Role};
+use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo};
 
 pub const INFO: PluginInfo = PluginInfo {
     axis: Axis::Attack,
@@ -49,7 +45,13 @@ pub const INFO: PluginInfo = PluginInfo {
 /// This attack's registration (listed in `ENTRIES` in `attacks/mod.rs`).
 pub const ENTRY: AttackEntry = Entry {
     info: INFO,
-    build: |s, build_judge| Ok(Box::new(GoatAttack::new(s.clone(), build_judge)?)),
+    build: |s, build_judge| {
+        Ok(Box::new(GoatAttack::new(
+            s.clone(),
+            build_judge,
+            Goat::new,
+        )?))
+    },
 };
 
 /// Output tokens allowed to one GOAT attacker turn (four parts), unless the attacker spec
@@ -217,131 +219,58 @@ fn attacker_turn(turn: u32, turns: u32, history: &[Message], last_score: Option<
     s
 }
 
-/// Why a GOAT turn gave the conversation no message; the turn's node records it.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum GoatTurnError {
-    #[error("the attacker's turn held no REPLY to send")]
-    NoReply,
-    #[error("attacker call failed: {0}")]
-    Call(#[source] ModelError),
-}
-
-/// Asks the attacker for one turn; `Ok(Err(why))` when this call failed or said nothing
-/// usable (the node records it and the conversation goes on).
-pub async fn ask_goat(
-    attacker: &dyn CallModel,
-    max_tokens: u32,
-    system: String,
-    user: String,
-    seed: u64,
-) -> Result<Result<GoatTurn, GoatTurnError>, ModelError> {
-    let req = ChatRequest {
-        messages: vec![Message::system(system), Message::user(user)],
-        seed: Some(seed),
-        max_tokens: Some(max_tokens),
-        ..Default::default()
-    };
-    match attacker.call(req).await {
-        Ok(r) => Ok(parse_goat_reply(&r.content).ok_or(GoatTurnError::NoReply)),
-        Err(e @ ModelError::Call(_)) => Ok(Err(GoatTurnError::Call(e))),
-        Err(e) => Err(e),
-    }
-}
+/// A GOAT turn as the attacker writes it ([`parse_goat_reply`]): `goat`, `adaptive`.
+pub const GOAT_TURN: Reading<GoatTurn> = Reading {
+    parse: parse_goat_reply,
+    none: AttackerError::NoReply,
+};
 
 /// The catalogue name a turn's strategy resolves to (`unlisted` for none).
 pub fn technique_label(strategy: &str) -> String {
     match_technique(strategy).map_or_else(|| "unlisted".to_string(), |t| t.name.to_string())
 }
 
-pub struct GoatAttack {
-    spec: PluginSpec,
-    search: Searcher,
-    max_turns: u32,
+/// The `goat` attack: a [`MultiTurn`] conversation that keeps refusals in.
+pub type GoatAttack = MultiTurn<Goat>;
+
+/// How `goat` asks its attacker: four labelled parts, the technique chosen from the
+/// catalogue, the last reply's score shown.
+pub struct Goat {
+    /// Output tokens per attacker turn.
     max_tokens: u32,
 }
 
-impl GoatAttack {
-    /// The attack `spec` describes, its in-loop judge built with `build_judge`.
-    pub fn new(spec: PluginSpec, build_judge: BuildJudge) -> Result<Self, BuildError> {
-        let search = Searcher::new(&spec, build_judge)?;
+impl Goat {
+    /// `goat`'s way with the attacker of `search`: [`GOAT_MAX_TOKENS`] per turn unless
+    /// the attacker spec sets `max_tokens`.
+    fn new(search: &Searcher) -> Goat {
         let max_tokens = if search.attacker.params.int("max_tokens").is_some() {
             search.attacker_max_tokens
         } else {
             GOAT_MAX_TOKENS
         };
-        Ok(GoatAttack {
-            max_turns: spec.params.int("max_turns").unwrap_or(5).max(1) as u32,
-            max_tokens,
-            search,
-            spec,
-        })
+        Goat { max_tokens }
     }
 }
 
-impl SearchAttack for GoatAttack {
-    fn parts(&self) -> (&PluginSpec, &Searcher) {
-        (&self.spec, &self.search)
+impl Conversation for Goat {
+    const NAME: &'static str = "goat";
+    const TURNS_PARAM: &'static str = "max_turns";
+    const ON_REFUSAL: OnRefusal = OnRefusal::Keep;
+    fn system(&self, goal: &str, turns: u32) -> String {
+        attacker_system(goal, turns)
     }
-    fn planned(&self) -> PlannedCalls {
-        self.search.planned_calls(u64::from(self.max_turns))
-    }
-    fn search<'a>(
-        &'a self,
-        behavior: &'a Behavior,
-        attacker: &'a dyn CallModel,
-        ctx: AttackCtx<'a>,
-    ) -> BoxFuture<'a, Result<Vec<Attempt>, ModelError>> {
+    fn ask<'a>(&'a self, at: TurnAsk<'a>) -> TurnFuture<'a> {
         Box::pin(async move {
-            let system = attacker_system(&behavior.prompt, self.max_turns);
-            let mut tree = Tree::new("goat");
-            let mut history: Vec<Message> = Vec::new();
-            let mut parent: Option<u32> = None;
-            let mut last_score: Option<f64> = None;
-            for turn in 1..=self.max_turns {
-                let s = derive_u64(ctx.seed, &["goat", &turn.to_string()]);
-                tree.attacker_queries += 1;
-                let asked = attacker_turn(turn, self.max_turns, &history, last_score);
-                let step =
-                    match ask_goat(attacker, self.max_tokens, system.clone(), asked, s).await? {
-                        Ok(t) => t,
-                        Err(why) => {
-                            tree.failed(parent, turn, 0, why.to_string());
-                            continue;
-                        }
-                    };
-                let mut messages = history.clone();
-                messages.push(Message::user(step.reply.clone()));
-                let attempt = try_target(ctx.target, messages, s).await?;
-                let transcript = attempt.transcript.clone();
-                let ok = attempt.response.is_ok();
-                let id = tree
-                    .judged(
-                        self.search.judge.as_ref(),
-                        ctx.judge_grader,
-                        behavior,
-                        parent,
-                        turn,
-                        0,
-                        step.reply,
-                        attempt,
-                    )
-                    .await?;
-                let node = &mut tree.nodes[id as usize];
-                node.technique = Some(technique_label(&step.reasoning.strategy));
-                node.reasoning = Some(step.reasoning);
-                last_score = node.score;
-                if tree.success.is_some() {
-                    break;
-                }
-                // A failed target call leaves the conversation as it was; a refusal stays
-                // in it for the attacker to work around.
-                if ok {
-                    history = transcript;
-                    parent = Some(id);
-                }
-            }
-            let params = serde_json::json!({ "max_turns": self.max_turns });
-            Ok(vec![tree.finish(params, "max_turns")])
+            let user = attacker_turn(at.turn, at.turns, at.history, at.last_score);
+            let (attacker, max_tokens) = (at.attacker, self.max_tokens);
+            let asked =
+                ask_attacker(GOAT_TURN, attacker, max_tokens, at.system, user, at.seed).await?;
+            Ok(asked.map(|t| Turn {
+                message: t.reply,
+                technique: Some(technique_label(&t.reasoning.strategy)),
+                reasoning: Some(t.reasoning),
+            }))
         })
     }
 }

@@ -6,7 +6,8 @@
 //! [`super::search`]). The attacker instructions are gauntlet's own.
 
 use super::search::{
-    ATTACKER_PARAM, JUDGE_PARAM, SearchAttack, Searcher, Tree, ask_attacker, clip, try_target,
+    ATTACKER_PARAM, JUDGE_PARAM, PROMPT, SearchAttack, Searcher, Tree, ask_attacker, clip,
+    try_target,
 };
 use crate::attack::{AttackCtx, Attempt, CallModel, PlannedCalls, TRANSFORMS};
 use crate::error::BuildError;
@@ -145,6 +146,7 @@ impl SearchAttack for PairAttack {
                     let s = derive_u64(ctx.seed, &["pair", &iter.to_string(), &branch.to_string()]);
                     tree.attacker_queries += 1;
                     let prompt = match ask_attacker(
+                        PROMPT,
                         attacker,
                         self.search.attacker_max_tokens,
                         system.clone(),

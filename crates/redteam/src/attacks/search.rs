@@ -1,6 +1,7 @@
-//! Shared machinery of the attacker-LLM attacks (`pair`, `tap`, `crescendo`): the
-//! `attacker:` and `judge:` params, asking the attacker for a prompt, scoring a target
-//! reply with the in-loop judge, and the search tree recorded in attempt metadata.
+//! Shared machinery of the attacker-LLM attacks (`pair`, `tap`, `crescendo`, `goat`,
+//! `adaptive`): the `attacker:` and `judge:` params, asking the attacker for a prompt,
+//! scoring a target reply with the in-loop judge, the search tree recorded in attempt
+//! metadata, and the conversation loop of the multi-turn attacks ([`Conversation`]).
 //!
 //! Every model call goes through the engine's cached models (roles `attacker`,
 //! `attack_judge`, `target`), so each is journaled, budgeted and counted. A failed call
@@ -17,6 +18,7 @@ use gauntlet_core::behavior::Behavior;
 use gauntlet_core::message::{ChatRequest, Message};
 use gauntlet_core::outcome::{Outcome, Verdict};
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginSpec};
+use gauntlet_core::rng::derive_u64;
 use gauntlet_models::{BoxFuture, ModelError};
 use serde::Serialize;
 
@@ -128,20 +130,38 @@ pub enum AttackerError {
     /// The attacker replied with no prompt in it.
     #[error("the attacker returned no prompt")]
     NoPrompt,
+    /// The attacker's turn was labelled reasoning with no `REPLY:` part (goat, adaptive).
+    #[error("the attacker's turn held no REPLY to send")]
+    NoReply,
     /// The attacker's call failed (a [`ModelError::Call`]).
     #[error("attacker call failed: {0}")]
     Call(#[source] ModelError),
 }
 
-/// Asks the attacker; `Ok(Err(why))` when this call failed or said nothing usable (the
-/// branch records it and the search goes on).
-pub async fn ask_attacker(
+/// How an attacker's reply is read: the parser, and what a reply it finds nothing in
+/// is recorded as.
+pub struct Reading<T> {
+    pub parse: fn(&str) -> Option<T>,
+    pub none: AttackerError,
+}
+
+/// A reply read as one prompt ([`parse_attacker_reply`]): `pair`, `tap`, `crescendo`.
+pub const PROMPT: Reading<String> = Reading {
+    parse: parse_attacker_reply,
+    none: AttackerError::NoPrompt,
+};
+
+/// Asks the attacker and reads its reply as `reading` says; `Ok(Err(why))` when this
+/// call failed or said nothing usable (the branch records it and the search goes on).
+/// Configuration and budget errors stop the search.
+pub async fn ask_attacker<T>(
+    reading: Reading<T>,
     attacker: &dyn CallModel,
     max_tokens: u32,
     system: String,
     user: String,
     seed: u64,
-) -> Result<Result<String, AttackerError>, ModelError> {
+) -> Result<Result<T, AttackerError>, ModelError> {
     let req = ChatRequest {
         messages: vec![Message::system(system), Message::user(user)],
         seed: Some(seed),
@@ -149,7 +169,7 @@ pub async fn ask_attacker(
         ..Default::default()
     };
     match attacker.call(req).await {
-        Ok(r) => Ok(parse_attacker_reply(&r.content).ok_or(AttackerError::NoPrompt)),
+        Ok(r) => Ok((reading.parse)(&r.content).ok_or(reading.none)),
         Err(e @ ModelError::Call(_)) => Ok(Err(AttackerError::Call(e))),
         Err(e) => Err(e),
     }
@@ -162,6 +182,190 @@ pub async fn try_target(
     seed: u64,
 ) -> Result<Attempt, ModelError> {
     Attempt::single_turn(target, 0, messages, seed, serde_json::Value::Null).await
+}
+
+/// One turn an attacker wrote for a conversation: the message to send, and what the
+/// turn's node records beside it.
+pub struct Turn {
+    pub message: String,
+    /// The catalogue technique the turn used (goat).
+    pub technique: Option<String>,
+    /// The attacker's stated reasoning (goat).
+    pub reasoning: Option<Reasoning>,
+}
+
+/// What a multi-turn attack does with a turn the target refused or failed to answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnRefusal {
+    /// Roll it back (crescendo): its node is marked pruned, the conversation goes on
+    /// without it and the attacker is told which message was removed. A failed target
+    /// call is rolled back the same way.
+    RollBack,
+    /// Keep it in the conversation for the attacker to work around (goat); a failed
+    /// target call leaves the conversation as it was.
+    Keep,
+}
+
+/// Where a conversation stands when the attacker is asked for its next turn.
+pub struct TurnAsk<'a> {
+    pub attacker: &'a dyn CallModel,
+    /// The attack's attacker and in-loop judge.
+    pub search: &'a Searcher,
+    /// The attacker's system prompt ([`Conversation::system`]).
+    pub system: String,
+    /// This turn's seed.
+    pub seed: u64,
+    /// This turn, from 1.
+    pub turn: u32,
+    /// The turns at most.
+    pub turns: u32,
+    /// The conversation so far (the target sees all of it).
+    pub history: &'a [Message],
+    /// The message the last turn sent when it was rolled back ([`OnRefusal::RollBack`]).
+    pub rolled_back: Option<&'a str>,
+    /// The in-loop judge's score of the last judged turn.
+    pub last_score: Option<f64>,
+}
+
+/// The attacker's next turn, or why it gave none (the turn's node records it and the
+/// conversation goes on); configuration and budget errors stop the search.
+pub type TurnFuture<'a> = BoxFuture<'a, Result<Result<Turn, AttackerError>, ModelError>>;
+
+/// How a multi-turn attack (`crescendo`, `goat`) talks to its attacker: each turn the
+/// attacker writes the next user message of one conversation, the target answers the
+/// whole conversation so far, and the in-loop judge scores the reply; the search stops at
+/// the first success or after the turns its `TURNS_PARAM` allows. The attack says how the
+/// attacker is asked and what a refused turn does; the loop ([`MultiTurn`]) is shared.
+pub trait Conversation: Send + Sync {
+    /// The attack's name: its tree's and its per-turn seeds' label.
+    const NAME: &'static str;
+    /// The param bounding the turns (default 5), as the attempt's metadata names it (and
+    /// its stop reason when no turn succeeded).
+    const TURNS_PARAM: &'static str;
+    /// What a refused turn does.
+    const ON_REFUSAL: OnRefusal;
+    /// The attacker's system prompt for the behavior `goal` over at most `turns` turns.
+    fn system(&self, goal: &str, turns: u32) -> String;
+    /// Asks the attacker for the turn `at` describes.
+    fn ask<'a>(&'a self, at: TurnAsk<'a>) -> TurnFuture<'a>;
+}
+
+/// A multi-turn attack: its spec, attacker and in-loop judge, its turns, and how it talks
+/// to the attacker (`C`).
+pub struct MultiTurn<C> {
+    spec: PluginSpec,
+    search: Searcher,
+    turns: u32,
+    way: C,
+}
+
+impl<C: Conversation> MultiTurn<C> {
+    /// The attack `spec` describes, its in-loop judge built with `build_judge`, talking to
+    /// the attacker the way `way` makes of its [`Searcher`].
+    pub fn new(
+        spec: PluginSpec,
+        build_judge: BuildJudge,
+        way: impl FnOnce(&Searcher) -> C,
+    ) -> Result<Self, BuildError> {
+        let search = Searcher::new(&spec, build_judge)?;
+        Ok(MultiTurn {
+            turns: spec.params.int(C::TURNS_PARAM).unwrap_or(5).max(1) as u32,
+            way: way(&search),
+            search,
+            spec,
+        })
+    }
+}
+
+impl<C: Conversation> SearchAttack for MultiTurn<C> {
+    fn parts(&self) -> (&PluginSpec, &Searcher) {
+        (&self.spec, &self.search)
+    }
+    fn planned(&self) -> PlannedCalls {
+        self.search.planned_calls(u64::from(self.turns))
+    }
+    fn search<'a>(
+        &'a self,
+        behavior: &'a Behavior,
+        attacker: &'a dyn CallModel,
+        ctx: AttackCtx<'a>,
+    ) -> BoxFuture<'a, Result<Vec<Attempt>, ModelError>> {
+        Box::pin(async move { Ok(vec![self.converse(behavior, attacker, ctx).await?]) })
+    }
+}
+
+impl<C: Conversation> MultiTurn<C> {
+    /// The conversation loop under every [`Conversation`]: one attempt, the tree of turns
+    /// in its metadata.
+    async fn converse(
+        &self,
+        behavior: &Behavior,
+        attacker: &dyn CallModel,
+        ctx: AttackCtx<'_>,
+    ) -> Result<Attempt, ModelError> {
+        let turns = self.turns;
+        let system = self.way.system(&behavior.prompt, turns);
+        let mut tree = Tree::new(C::NAME);
+        let mut history: Vec<Message> = Vec::new();
+        let mut parent: Option<u32> = None;
+        let mut rolled_back: Option<String> = None;
+        let mut last_score: Option<f64> = None;
+        for turn in 1..=turns {
+            let seed = derive_u64(ctx.seed, &[C::NAME, &turn.to_string()]);
+            tree.attacker_queries += 1;
+            let at = TurnAsk {
+                attacker,
+                search: &self.search,
+                system: system.clone(),
+                seed,
+                turn,
+                turns,
+                history: &history,
+                rolled_back: rolled_back.as_deref(),
+                last_score,
+            };
+            let step = match self.way.ask(at).await? {
+                Ok(t) => t,
+                Err(why) => {
+                    tree.failed(parent, turn, 0, why.to_string());
+                    continue;
+                }
+            };
+            let mut messages = history.clone();
+            messages.push(Message::user(step.message.clone()));
+            let attempt = try_target(ctx.target, messages, seed).await?;
+            let transcript = attempt.transcript.clone();
+            let ok = attempt.response.is_ok();
+            let judge = self.search.judge.as_ref();
+            let (grader, prompt) = (ctx.judge_grader, step.message.clone());
+            let id = tree
+                .judged(judge, grader, behavior, parent, turn, 0, prompt, attempt)
+                .await?;
+            let node = &mut tree.nodes[id as usize];
+            node.technique = step.technique;
+            node.reasoning = step.reasoning;
+            last_score = node.score;
+            let refused = node.refused == Some(true);
+            if tree.success.is_some() {
+                break;
+            }
+            match C::ON_REFUSAL {
+                OnRefusal::RollBack if refused || !ok => {
+                    tree.nodes[id as usize].pruned = true;
+                    rolled_back = Some(step.message);
+                }
+                _ if ok => {
+                    history = transcript;
+                    parent = Some(id);
+                    rolled_back = None;
+                }
+                _ => {}
+            }
+        }
+        let mut params = serde_json::Map::new();
+        params.insert(C::TURNS_PARAM.to_string(), turns.into());
+        Ok(tree.finish(serde_json::Value::Object(params), C::TURNS_PARAM))
+    }
 }
 
 /// One node of the search tree.

@@ -8,7 +8,7 @@
 
 use super::pair::{attacker_system, attacker_turn};
 use super::search::{
-    ATTACKER_PARAM, JUDGE_PARAM, SearchAttack, Searcher, Tree, ask_attacker, try_target,
+    ATTACKER_PARAM, JUDGE_PARAM, PROMPT, SearchAttack, Searcher, Tree, ask_attacker, try_target,
 };
 use crate::attack::{AttackCtx, Attempt, CallModel, PlannedCalls, TRANSFORMS};
 use crate::error::BuildError;
@@ -128,6 +128,7 @@ impl SearchAttack for TapAttack {
                         );
                         tree.attacker_queries += 1;
                         let prompt = match ask_attacker(
+                            PROMPT,
                             attacker,
                             self.search.attacker_max_tokens,
                             system.clone(),
