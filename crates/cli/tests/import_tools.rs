@@ -972,6 +972,24 @@ fn each_probe_plugin_and_task_is_its_own_attack_counted_by_hand() {
     ));
     let sarif = std::fs::read_to_string(&sarif).unwrap();
     assert!(sarif.contains("dan.Dan_11_0"), "{sarif}");
+    // So does the dashboard (its static pages): the leaderboard and the run's page.
+    let site = tmp.path().join("site");
+    ok(&gauntlet(
+        &[
+            "report",
+            "--site",
+            site.to_str().unwrap(),
+            g.to_str().unwrap(),
+        ],
+        tmp.path(),
+    ));
+    for page in ["leaderboard-jailbreak.html", "run-garak.html"] {
+        let html = std::fs::read_to_string(site.join(page)).unwrap();
+        assert!(
+            html.contains("dan.Dan_11_0") && html.contains("test.Test"),
+            "{page}: {html}"
+        );
+    }
     ok(&gauntlet(&["report", g.to_str().unwrap()], tmp.path()));
     // A rescore keeps the per-probe attacks.
     let rescored = tmp.path().join("garak-rm");
