@@ -11,8 +11,9 @@
 //!
 //! `gauntlet import garak|promptfoo|inspect FILE --out RUN_DIR` does the same for another
 //! red-team tool's result file ([`gauntlet_redteam::import`]): the tool's target as an
-//! `imported` target, its recorded attempts as the `imported` attack over the file's
-//! prompts (the `imported` dataset, pinned by the file's sha256), and each of the tool's
+//! `imported` target, the file's prompts as the `imported` dataset (pinned by the file's
+//! sha256), its recorded attempts as one `imported` attack per probe, plugin/strategy or
+//! task (`source`, applying to that source's prompts only), and each of the tool's
 //! own verdicts as an `imported` judge named for it (`garak:<detector>`, …), beside any
 //! gauntlet judge given with `--judge` (judged offline: nothing is called).
 
@@ -112,11 +113,24 @@ fn import_tool(tool: Tool, a: ToolArgs) -> Result<(), CliError> {
             tool.as_str()
         )));
     }
+    // One attack per source (garak's probe, promptfoo's plugin/strategy, Inspect's
+    // task), in name order, each over its own prompts only.
+    let mut sources: std::collections::BTreeMap<&str, usize> = Default::default();
+    for r in &imported.records {
+        let g = sources.entry(r.source.as_str()).or_insert(1);
+        *g = (*g).max(r.generations.len());
+    }
+    let attacks: Vec<Value> = sources
+        .iter()
+        .map(|(source, g)| {
+            json!({"name": "imported", "params": {"source": source, "generations": g}})
+        })
+        .collect();
     let (run_name, runs_dir) = out_parts(&a.out);
     let cfg = json!({
         "run_name": run_name,
         "targets": [{"name": "imported", "params": {"name": imported.target}}],
-        "attacks": [{"name": "imported", "params": {"generations": imported.generations().max(1)}}],
+        "attacks": attacks,
         "datasets": [{"name": "imported", "params": {
             "tool": tool.as_str(),
             "file": file.display().to_string(),

@@ -325,7 +325,8 @@ impl PluginSpec {
     }
     /// What the spec says by itself: the `name` param when a plugin has one (targets are
     /// usually told apart by it), else the `suite` param (bundled scenario suites,
-    /// AgentDojo suites), else the `attack` param (AgentDojo injections), else the plugin
+    /// AgentDojo suites), else the `attack` param (AgentDojo injections), else the
+    /// `source` param (an imported tool's probe, plugin/strategy or task), else the plugin
     /// name; followed by `+<transform>` for each prompt transform of a `transforms` chain
     /// (`static+base64+leetspeak`), so a transformed attack is its own cell, and by
     /// `+<defense>` for a `defense` param (`important_instructions+tool_filter`).
@@ -335,6 +336,7 @@ impl PluginSpec {
             .str("name")
             .or_else(|| self.params.str("suite"))
             .or_else(|| self.params.str("attack"))
+            .or_else(|| self.params.str("source"))
             .unwrap_or(&self.name)
             .to_string();
         if let Some(chain) = self.params.spec_list(TRANSFORMS_PARAM) {

@@ -520,7 +520,7 @@ pub fn paired_cells(
 }
 
 /// Per-behavior values of one cell × metric of one run.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 struct Series {
     /// `(trial, behavior index in the dataset)` → value; behaviors outside the population
     /// are absent. Indices pair behaviors only because both runs must hold the same
@@ -531,8 +531,8 @@ struct Series {
     dataset_version: String,
     empty_reason: String,
     target_label: String,
-    /// The dataset's behavior ids, by index.
-    behavior_ids: Vec<String>,
+    /// The dataset's behavior ids, by index (one list per dataset, shared by its cells).
+    behavior_ids: std::sync::Arc<Vec<String>>,
     metric_name: String,
     metric_params: serde_json::Map<String, Value>,
 }
@@ -580,12 +580,31 @@ fn series_of(
             metric_name(plan.metrics[m].spec()),
         )
     };
+    let ids: Vec<std::sync::Arc<Vec<String>>> = plan
+        .datasets
+        .iter()
+        .map(|d| std::sync::Arc::new(d.behaviors.iter().map(|b| b.id.clone()).collect()))
+        .collect();
+    // An imported tool's per-source attacks (`imported` with `source`) also pool into
+    // one `imported` row over every prompt of the file: two tools name their probes,
+    // plugins and tasks apart, and pair on the prompts they share there.
+    let pooled = |a: usize, d: usize| {
+        let s = plan.attacks[a].spec();
+        s.name == "imported"
+            && s.params.str("source").is_some()
+            && is_imported(&plan.datasets[d].name, &plan.datasets[d].version)
+    };
+    let pool_key = |t: usize, d: usize, j: usize, m: usize| -> CellKey {
+        let mut k = key(0, t, d, j, m);
+        k.0 = "imported".into();
+        k
+    };
+    let mut pooled_order = Vec::new();
     for a in 0..plan.attacks.len() {
         for t in 0..plan.targets.len() {
-            for d in 0..plan.datasets.len() {
+            for (d, dataset_ids) in ids.iter().enumerate() {
                 for (j, judge) in plan.judges.iter().enumerate() {
                     for (m, metric) in plan.metrics.iter().enumerate() {
-                        let k = key(a, t, d, j, m);
                         let na = if metric.usage_metric().is_some() {
                             Some(
                                 "a usage metric (tokens, cost) has no per-behavior outcome to pair"
@@ -594,50 +613,67 @@ fn series_of(
                         } else {
                             metric.inapplicable(judge.as_ref())
                         };
-                        order.push(k.clone());
-                        out.insert(
-                            k,
-                            Series {
-                                na,
-                                dataset_version: plan.datasets[d].version.clone(),
-                                empty_reason: metric.empty_reason().to_string(),
-                                target_label: plan.targets[t].label(),
-                                behavior_ids: plan.datasets[d]
-                                    .behaviors
-                                    .iter()
-                                    .map(|b| b.id.clone())
-                                    .collect(),
-                                metric_name: metric.spec().name.clone(),
-                                metric_params: match serde_json::to_value(&metric.spec().params) {
-                                    Ok(Value::Object(o)) => o,
-                                    _ => Default::default(),
-                                },
-                                ..Default::default()
+                        let series = Series {
+                            na,
+                            dataset_version: plan.datasets[d].version.clone(),
+                            empty_reason: metric.empty_reason().to_string(),
+                            target_label: plan.targets[t].label(),
+                            behavior_ids: dataset_ids.clone(),
+                            metric_name: metric.spec().name.clone(),
+                            metric_params: match serde_json::to_value(&metric.spec().params) {
+                                Ok(Value::Object(o)) => o,
+                                _ => Default::default(),
                             },
-                        );
+                            ..Default::default()
+                        };
+                        if pooled(a, d) {
+                            let pk = pool_key(t, d, j, m);
+                            if let std::collections::btree_map::Entry::Vacant(e) =
+                                out.entry(pk.clone())
+                            {
+                                pooled_order.push(pk);
+                                e.insert(series.clone());
+                            }
+                        }
+                        let k = key(a, t, d, j, m);
+                        order.push(k.clone());
+                        out.insert(k, series);
                     }
                 }
             }
         }
     }
+    order.extend(pooled_order);
     for unit in run.units()? {
         let unit = unit?;
         let b = run.behavior(unit.unit);
         let u = unit.unit;
+        let pool = pooled(u.attack, u.dataset);
         for j in 0..plan.judges.len() {
             let o = BehaviorOutcome::from_behavior(b, &unit.attempts, &unit.verdicts_of(j));
             if !o.judged() {
                 continue;
             }
             for (m, metric) in plan.metrics.iter().enumerate() {
-                let s = out
-                    .get_mut(&key(u.attack, u.target, u.dataset, j, m))
-                    .expect("every cell is keyed");
-                if s.na.is_none()
-                    && let Some(v) = metric.value(&o)
-                {
-                    s.values.insert((unit.trial, u.behavior as u32), v);
+                let k = key(u.attack, u.target, u.dataset, j, m);
+                if out.get(&k).is_some_and(|s| s.na.is_some()) {
+                    continue;
                 }
+                let Some(v) = metric.value(&o) else {
+                    continue;
+                };
+                let at = (unit.trial, u.behavior as u32);
+                if pool {
+                    let pk = pool_key(u.target, u.dataset, j, m);
+                    out.get_mut(&pk)
+                        .expect("every cell is keyed")
+                        .values
+                        .insert(at, v);
+                }
+                out.get_mut(&k)
+                    .expect("every cell is keyed")
+                    .values
+                    .insert(at, v);
             }
         }
     }

@@ -45,9 +45,75 @@ pub struct Plan {
     pub metrics: Vec<Box<dyn Metric>>,
     /// The price table of each `cost` metric (`None` for other metrics).
     pub prices: Vec<Option<PriceTable>>,
-    /// Index of the first unit of each dataset within a (attack, target) block.
-    dataset_offsets: Vec<u64>,
-    behaviors_per_block: u64,
+    /// How the units are laid out (see [`Layout`]).
+    layout: Layout,
+}
+
+/// Where each unit sits in the canonical order. A unit is one behavior under one
+/// attack against one target, for every behavior the attack applies to
+/// ([`Attack::applies_to`]): an attack that applies to a part of a dataset (an imported
+/// probe's own prompts) has units for that part only, so the pairs it does not apply to
+/// cost nothing. Units are numbered attack-major; within an attack, target, then
+/// dataset, then the applicable behaviors in dataset order.
+#[derive(Debug, Clone, Default)]
+struct Layout {
+    /// Per attack, per dataset: the behaviors the attack applies to, ascending (`None`:
+    /// all of them).
+    selected: Vec<Vec<Option<Arc<[u32]>>>>,
+    /// Per attack, per dataset: the first unit of the dataset within one of the
+    /// attack's (attack, target) blocks.
+    offsets: Vec<Vec<u64>>,
+    /// Per attack: the units of one (attack, target) block.
+    block: Vec<u64>,
+    /// Per attack: the units of one target's blocks of the attacks before it (its first
+    /// unit is this × the number of targets, which a stored run's plan sets after the
+    /// build).
+    starts: Vec<u64>,
+    /// The units of one target's blocks of every attack.
+    total: u64,
+}
+
+impl Layout {
+    fn new(attacks: &[Box<dyn Attack>], datasets: &[Dataset]) -> Layout {
+        let mut l = Layout::default();
+        for a in attacks {
+            let mut sel = Vec::with_capacity(datasets.len());
+            let mut offs = Vec::with_capacity(datasets.len());
+            let mut acc = 0u64;
+            for d in datasets {
+                offs.push(acc);
+                let all = d.behaviors.iter().all(|b| a.applies_to(b));
+                if all {
+                    acc += d.behaviors.len() as u64;
+                    sel.push(None);
+                } else {
+                    let some: Arc<[u32]> = d
+                        .behaviors
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, b)| a.applies_to(b))
+                        .map(|(i, _)| i as u32)
+                        .collect();
+                    acc += some.len() as u64;
+                    sel.push(Some(some));
+                }
+            }
+            l.starts.push(l.total);
+            l.total += acc;
+            l.block.push(acc);
+            l.selected.push(sel);
+            l.offsets.push(offs);
+        }
+        l
+    }
+
+    /// The units of dataset `d` in one of attack `a`'s blocks.
+    fn len(&self, a: usize, d: usize, datasets: &[Dataset]) -> u64 {
+        match &self.selected[a][d] {
+            None => datasets[d].behaviors.len() as u64,
+            Some(s) => s.len() as u64,
+        }
+    }
 }
 
 /// Coordinates of one unit.
@@ -506,12 +572,7 @@ impl Plan {
         }
         let warnings = merge_same_message(warnings);
         let run_id = format!("{}-{}", config.run_name, &config_hash[..12]);
-        let mut dataset_offsets = Vec::with_capacity(loaded.len());
-        let mut acc = 0u64;
-        for d in &loaded {
-            dataset_offsets.push(acc);
-            acc += d.behaviors.len() as u64;
-        }
+        let layout = Layout::new(&plugins.attacks, &loaded);
         let plan = Plan {
             config,
             config_hash,
@@ -527,25 +588,40 @@ impl Plan {
             attack_graders: plugins.attack_graders,
             metrics: plugins.metrics,
             prices: plugins.prices,
-            dataset_offsets,
-            behaviors_per_block: acc,
+            layout,
         };
         Ok((plan, warnings))
     }
 
-    /// Units in the run: attacks × targets × behaviors (over all datasets).
+    /// Units in one trial: per attack, targets × the behaviors it applies to (over all
+    /// datasets).
     pub fn units(&self) -> u64 {
-        (self.attacks.len() * self.targets.len()) as u64 * self.behaviors_per_block
+        self.layout.total * self.targets.len() as u64
     }
 
-    /// Attempts planned at most (each attack's maximum per behavior).
+    /// Attempts planned at most (each attack's maximum per behavior it applies to).
     pub fn max_attempts(&self) -> u64 {
-        let per_block: u64 = self
-            .attacks
+        self.attacks
             .iter()
-            .map(|a| u64::from(a.max_attempts()))
-            .sum();
-        per_block * self.targets.len() as u64 * self.behaviors_per_block
+            .enumerate()
+            .map(|(a, at)| u64::from(at.max_attempts()) * self.layout.block[a])
+            .sum::<u64>()
+            * self.targets.len() as u64
+    }
+
+    /// Whether attack `a` applies to behavior `b` of dataset `d` (whether the pair is a
+    /// unit of the plan at all).
+    pub fn applies(&self, a: usize, d: usize, b: usize) -> bool {
+        match &self.layout.selected[a][d] {
+            None => b < self.datasets[d].behaviors.len(),
+            Some(s) => s.binary_search(&(b as u32)).is_ok(),
+        }
+    }
+
+    /// The units of attack `a` × dataset `d` in one (attack, target) block: the
+    /// behaviors of the dataset the attack applies to.
+    pub fn cell_units(&self, a: usize, d: usize) -> u64 {
+        self.layout.len(a, d, &self.datasets)
     }
 
     /// The run's mode as reports and run.json name it: `leakage` for a jailbreak-shaped
@@ -570,24 +646,46 @@ impl Plan {
         self.attacks.len() * self.targets.len() * self.datasets.len() * self.judges.len()
     }
 
-    /// The coordinates of unit `u` (canonical order).
+    /// The coordinates of unit `u` (canonical order; `u < units()`).
     pub fn unit(&self, u: u64) -> UnitRef {
-        let block = u / self.behaviors_per_block;
-        let within = u % self.behaviors_per_block;
-        let dataset = self.dataset_offsets.partition_point(|&o| o <= within) - 1;
+        let l = &self.layout;
+        let targets = self.targets.len() as u64;
+        // The last attack starting at or before `u`: attacks without units share their
+        // start with the next one.
+        let attack = l.starts.partition_point(|&s| s * targets <= u) - 1;
+        let rel = u - l.starts[attack] * targets;
+        let block = l.block[attack];
+        let within = rel % block;
+        let offs = &l.offsets[attack];
+        let dataset = offs.partition_point(|&o| o <= within) - 1;
+        let pos = within - offs[dataset];
+        let behavior = match &l.selected[attack][dataset] {
+            None => pos as usize,
+            Some(s) => s[pos as usize] as usize,
+        };
         UnitRef {
-            attack: (block / self.targets.len() as u64) as usize,
-            target: (block % self.targets.len() as u64) as usize,
+            attack,
+            target: (rel / block) as usize,
             dataset,
-            behavior: (within - self.dataset_offsets[dataset]) as usize,
+            behavior,
         }
     }
 
-    /// The canonical index of a unit within a trial (the inverse of [`Plan::unit`]).
+    /// The canonical index of a unit within a trial (the inverse of [`Plan::unit`]). The
+    /// attack must apply to the behavior ([`Plan::applies`]).
     pub fn unit_index(&self, u: UnitRef) -> u64 {
-        (u.attack * self.targets.len() + u.target) as u64 * self.behaviors_per_block
-            + self.dataset_offsets[u.dataset]
-            + u.behavior as u64
+        let l = &self.layout;
+        let pos = match &l.selected[u.attack][u.dataset] {
+            None => u.behavior as u64,
+            Some(s) => match s.binary_search(&(u.behavior as u32)) {
+                Ok(p) => p as u64,
+                Err(_) => panic!("unit_index of a behavior its attack does not apply to"),
+            },
+        };
+        l.starts[u.attack] * self.targets.len() as u64
+            + u.target as u64 * l.block[u.attack]
+            + l.offsets[u.attack][u.dataset]
+            + pos
     }
 
     /// The cell index of a unit under judge `j`.
@@ -617,12 +715,11 @@ impl Plan {
     /// attack × target block, in the last trial. Non-decreasing in `c`.
     pub fn cell_end(&self, c: usize, trials: u32) -> u64 {
         let (attack, target, dataset, _) = self.cell_coords(c);
-        let block = (attack * self.targets.len() + target) as u64;
-        let within = self
-            .dataset_offsets
-            .get(dataset + 1)
-            .copied()
-            .unwrap_or(self.behaviors_per_block);
-        u64::from(trials.max(1) - 1) * self.units() + block * self.behaviors_per_block + within
+        let l = &self.layout;
+        let end = l.offsets[attack][dataset] + l.len(attack, dataset, &self.datasets);
+        u64::from(trials.max(1) - 1) * self.units()
+            + l.starts[attack] * self.targets.len() as u64
+            + target as u64 * l.block[attack]
+            + end
     }
 }

@@ -792,6 +792,9 @@ impl StoredRun {
         let behavior = *self.behavior_by_id[dataset]
             .get(&l.behavior_id)
             .ok_or_else(|| unknown("behavior", &l.behavior_id))?;
+        if !self.plan.applies(attack, dataset, behavior) {
+            return Err(unknown("behavior of its attack", &l.behavior_id));
+        }
         let u = UnitRef {
             attack,
             target,

@@ -73,6 +73,12 @@ pub trait Attack: Send + Sync {
         target: &'a dyn CallModel,
         seed: u64,
     ) -> BoxFuture<'a, Result<Vec<Attempt>, ModelError>>;
+    /// Whether the attack runs on `behavior` at all. The plan has no unit for a
+    /// behavior its attack does not apply to (an imported probe's attack applies to
+    /// that probe's prompts only); every attack but those applies to every behavior.
+    fn applies_to(&self, _behavior: &Behavior) -> bool {
+        true
+    }
     /// The attacker model spec, for attacks driven by an attacker LLM.
     fn attacker(&self) -> Option<&PluginSpec> {
         None

@@ -448,6 +448,9 @@ impl Attack for Transformed {
     fn max_attempts(&self) -> u32 {
         self.inner.max_attempts()
     }
+    fn applies_to(&self, behavior: &Behavior) -> bool {
+        self.inner.applies_to(behavior)
+    }
     fn attacker(&self) -> Option<&PluginSpec> {
         self.inner.attacker().or(self.chain.attacker())
     }

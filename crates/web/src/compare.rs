@@ -987,13 +987,22 @@ fn read_sides(
     cfg_b: &RunConfig,
     single: bool,
 ) -> Result<(SideData, SideData), SideError> {
+    // Two runs pair an import's per-source attacks (a tool's probes, plugins, tasks,
+    // named apart by each tool) as one `imported` attack over the prompts they share.
+    let run_attack = |l: &TranscriptUnit| {
+        if gauntlet_engine::compare::is_imported(&l.dataset, &l.dataset_version) {
+            "imported".to_string()
+        } else {
+            l.attack_name.clone()
+        }
+    };
     let key = |l: &TranscriptUnit, j: &str| -> CellKey {
         let star = || "*".to_string();
         match s.by {
             // One target a side: paired whatever their labels.
-            By::Run if single => (l.attack_name.clone(), star(), l.dataset.clone(), j.into()),
+            By::Run if single => (run_attack(l), star(), l.dataset.clone(), j.into()),
             By::Run => (
-                l.attack_name.clone(),
+                run_attack(l),
                 l.target_name.clone(),
                 l.dataset.clone(),
                 j.into(),

@@ -3,6 +3,10 @@
 //! calls the target: each reply the tool recorded for the prompt is one attempt, a reply
 //! the tool recorded as an error an errored attempt, and the tool's verdicts ride in the
 //! attempt's metadata (`verdicts`, by judge name) for the `imported` judge.
+//!
+//! With `source` it is the attack of one probe (garak), plugin/strategy (promptfoo) or
+//! task (Inspect): it applies to that source's prompts only, so the plan has units for
+//! those alone and each source is a cell of its own (labelled with its name).
 
 use crate::attack::{Attack, Attempt, AttemptError, CallModel};
 use crate::datasets::imported::ImportedCase;
@@ -19,15 +23,23 @@ pub const INFO: PluginInfo = PluginInfo {
     axis: Axis::Attack,
     name: "imported",
     doc: "the attempts another tool recorded (imported dataset only; never calls the target)",
-    params: &[ParamSpec {
-        name: "generations",
-        kind: ParamKind::Int {
-            min: 1,
-            max: 1_000_000,
+    params: &[
+        ParamSpec {
+            name: "source",
+            kind: ParamKind::Str,
+            default: DefaultValue::Absent,
+            doc: "the tool's probe, plugin/strategy or task whose attempts this attack replays (its prompts only); unset, every prompt of the file",
         },
-        default: DefaultValue::Int(1),
-        doc: "the most replies the tool recorded for one prompt (for planning)",
-    }],
+        ParamSpec {
+            name: "generations",
+            kind: ParamKind::Int {
+                min: 1,
+                max: 1_000_000,
+            },
+            default: DefaultValue::Int(1),
+            doc: "the most replies the tool recorded for one prompt (for planning)",
+        },
+    ],
 };
 
 /// This attack's registration (listed in `ENTRIES` in `attacks/mod.rs`).
@@ -103,6 +115,15 @@ pub fn attempts(behavior: &Behavior) -> Vec<Attempt> {
 impl Attack for ImportedAttack {
     fn spec(&self) -> &PluginSpec {
         &self.spec
+    }
+    fn applies_to(&self, behavior: &Behavior) -> bool {
+        match self.spec.params.str("source") {
+            None => true,
+            Some(source) => behavior
+                .case
+                .get::<ImportedCase>()
+                .is_some_and(|c| c.source == source),
+        }
     }
     fn max_attempts(&self) -> u32 {
         self.spec

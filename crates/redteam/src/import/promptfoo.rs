@@ -122,8 +122,6 @@ struct Assertion {
 #[derive(Deserialize)]
 struct TestCase {
     #[serde(default)]
-    description: Option<String>,
-    #[serde(default)]
     metadata: Option<Value>,
 }
 
@@ -175,6 +173,10 @@ pub fn parse(reader: impl std::io::Read, path: &Path) -> Result<Imported, Import
         if !targets.contains(&target) {
             targets.push(target);
         }
+        // The attack a red-team prompt belongs to is its plugin × strategy: a strategy
+        // (base64, jailbreak) wraps each plugin's requests, so how far it gets depends on
+        // the plugin, and promptfoo's own report tallies the pair. A prompt of no
+        // strategy is its plugin's plain request; a plain eval (no plugin) is one attack.
         let source = row
             .test_case
             .as_ref()
@@ -185,7 +187,7 @@ pub fn parse(reader: impl std::io::Read, path: &Path) -> Result<Imported, Import
                 match (plugin, strategy) {
                     (Some(p), Some(s)) => Some(format!("{p}/{s}")),
                     (Some(p), None) => Some(p.to_string()),
-                    _ => t.description.clone(),
+                    _ => None,
                 }
             })
             .unwrap_or_else(|| "promptfoo".into());
