@@ -119,6 +119,29 @@ pub fn row_json(key: &str, e: ThreatEntry) -> String {
     format!("{}: {}", json_str(key), tags_json(e))
 }
 
+/// A metric's threat-map row as it declares it in its own file.
+#[derive(Debug, Clone, Copy)]
+pub struct MetricThreat {
+    /// `None` for a metric with no good or bad direction (token counts, cost).
+    pub worse: Option<Worse>,
+    pub tags: ThreatEntry,
+}
+
+/// A metric's row as the map's file writes it:
+/// `"asr": {"worse": "higher", "tags": {…}}`.
+pub fn metric_row_json(key: &str, m: &MetricThreat) -> String {
+    let worse = match m.worse {
+        Some(Worse::Higher) => "\"higher\"",
+        Some(Worse::Lower) => "\"lower\"",
+        None => "null",
+    };
+    format!(
+        "{}: {{\"worse\": {worse}, \"tags\": {}}}",
+        json_str(key),
+        tags_json(m.tags)
+    )
+}
+
 /// `{"fw": ["id", …], …}` in the order given.
 pub fn tags_json(e: ThreatEntry) -> String {
     let fws: Vec<String> = e
