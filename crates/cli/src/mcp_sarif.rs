@@ -1,7 +1,7 @@
 //! `gauntlet mcp-scan --format sarif`: a scan's findings as SARIF 2.1.0, through the same
 //! writer as a run's (`gauntlet_report::sarif`), for code-scanning dashboards.
 //!
-//! - **Rules:** one per scanner rule (`hidden_instruction`, `rug_pull`, …), all ten listed
+//! - **Rules:** one per scanner rule (`hidden_instruction`, `rug_pull`, …), all of them listed
 //!   whether or not they fired, tagged with their threat-taxonomy ids
 //!   (`taxonomy/threat_map.json`, `mcp_rules`).
 //! - **Level:** a finding's severity (high → error, medium → warning, low and info → note).
@@ -18,6 +18,7 @@
 use gauntlet_core::hash::HashWriter;
 use gauntlet_core::taxonomy;
 use gauntlet_mcp::finding::{Rule as ScanRule, Severity};
+use gauntlet_mcp::pin::{PIN_DRIFT, RUG_PULL};
 use gauntlet_mcp::scan::ScanReport;
 use gauntlet_report::sarif::{Finding, Invocation, Level, Location, Rule, Tool, uri_of};
 use serde_json::{Map, json};
@@ -34,7 +35,7 @@ fn level(s: Severity) -> Level {
 /// A rule's level when nothing else is known: poisoning and rug pulls are errors, the
 /// rest warnings (a finding carries its own severity).
 fn default_level(r: ScanRule) -> Level {
-    if r.is_poisoning() || r == ScanRule::RugPull {
+    if r.is_poisoning() || r == RUG_PULL {
         Level::Error
     } else {
         Level::Warning
@@ -53,7 +54,7 @@ fn title(id: &str) -> String {
 
 fn rules() -> Vec<Rule> {
     let tmap = taxonomy::map();
-    ScanRule::ALL
+    ScanRule::all()
         .iter()
         .map(|r| {
             let mut tags = vec!["security".to_string(), "mcp".to_string()];
@@ -124,8 +125,8 @@ pub(crate) fn render(report: &ScanReport, inputs: &Inputs) -> String {
                 primary.uri = Some(uri_of(p));
                 primary.start_line = server_line(text, &f.server);
             }
-            let related = match (f.rule, inputs.pin_file) {
-                (ScanRule::RugPull | ScanRule::PinDrift, Some(pin)) => vec![Location {
+            let related = match inputs.pin_file {
+                Some(pin) if f.rule == RUG_PULL || f.rule == PIN_DRIFT => vec![Location {
                     uri: Some(uri_of(pin)),
                     start_line: None,
                     logical: None,
@@ -194,7 +195,7 @@ mod tests {
 
     #[test]
     fn every_scanner_rule_is_mapped_to_the_taxonomy() {
-        for r in ScanRule::ALL {
+        for r in ScanRule::all() {
             let tags = taxonomy::mcp_rule_tags(r.id());
             for fw in ["owasp_llm", "owasp_agentic_2026", "owasp_mcp"] {
                 assert!(
@@ -204,7 +205,7 @@ mod tests {
                 );
             }
         }
-        assert_eq!(rules().len(), ScanRule::ALL.len());
+        assert_eq!(rules().len(), ScanRule::all().len());
     }
 
     #[test]

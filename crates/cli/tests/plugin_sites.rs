@@ -4,8 +4,10 @@
 //!
 //! A registration site is a line of non-test source under `crates/*/src` (comments,
 //! string literals and `#[cfg(test)]` items left out), outside the plugin's own file,
-//! that names the plugin's module or its type. A data site is a key in the threat map
-//! (`crates/core/taxonomy/threat_map.json`) naming the plugin.
+//! that names the plugin's module or its type. The threat map
+//! (`crates/core/taxonomy/threat_map.json`) is not a site: an attack's, injection's,
+//! metric's or scanner rule's row there is generated from the row the plugin declares in
+//! its own file (`THREAT`, a rule's `threat`), which this test checks is there.
 
 use std::path::{Path, PathBuf};
 
@@ -23,9 +25,24 @@ const SAMPLES: &[(&str, &str, &[&str])] = &[
         &["divergence", "Divergence"],
     ),
     (
+        "injection",
+        "crates/redteam/src/injections/mcp_shadowing.rs",
+        &["mcp_shadowing", "McpShadowing"],
+    ),
+    (
         "metric",
         "crates/redteam/src/metrics/pii_leak_rate.rs",
         &["pii_leak_rate", "PiiLeakRate"],
+    ),
+    (
+        "dataset",
+        "crates/redteam/src/datasets/jbb_behaviors.rs",
+        &["jbb_behaviors", "JbbBehaviors"],
+    ),
+    (
+        "transform",
+        "crates/redteam/src/transforms/morse.rs",
+        &["morse", "Morse"],
     ),
     (
         "detector",
@@ -229,19 +246,23 @@ fn sites(own: &Path, names: &[&str]) -> Vec<String> {
     out
 }
 
-/// The threat map's keys naming `name` (its data sites).
-fn threat_map_sites(name: &str) -> usize {
+/// Whether the threat map has a row keyed `name`.
+fn in_threat_map(name: &str) -> bool {
     let text = std::fs::read_to_string(root().join("crates/core/taxonomy/threat_map.json"))
         .expect("the threat map");
     let key = format!("\"{name}\":");
-    text.lines()
-        .filter(|l| l.trim_start().starts_with(&key))
-        .count()
+    text.lines().any(|l| l.trim_start().starts_with(&key))
 }
 
-/// CONTRIBUTING's row for `kind`: (lines of code, threat-map entries) it documents,
-/// read from "plus N line(s)" and "and its threat-map entry".
-fn documented(kind: &str) -> (usize, usize) {
+/// Whether the plugin's own file declares its threat-map row (`THREAT`, a rule's `threat`).
+fn declares_threat(own: &Path) -> bool {
+    let code = blank(&std::fs::read_to_string(own).expect("the plugin's file"));
+    code.contains("pub const THREAT:") || code.contains("threat: &[")
+}
+
+/// CONTRIBUTING's row for `kind`: the lines of code outside the file it documents (read
+/// from "plus N line(s)"), and whether it says the file declares a threat-map row.
+fn documented(kind: &str) -> (usize, bool) {
     let text = std::fs::read_to_string(root().join("CONTRIBUTING.md")).expect("CONTRIBUTING.md");
     let row = text
         .lines()
@@ -260,24 +281,30 @@ fn documented(kind: &str) -> (usize, usize) {
             w => w.parse().ok(),
         })
         .unwrap_or_else(|| panic!("the `{kind}` row's count is not a number: {row}"));
-    let map = usize::from(row.contains("its threat-map entry"));
-    (n, map)
+    (n, row.contains("its threat-map row"))
 }
 
 #[test]
 fn contributing_states_how_many_lines_register_each_kind_of_plugin() {
     let mut wrong = Vec::new();
     for (kind, file, names) in SAMPLES {
-        let found = sites(&root().join(file), names);
-        let map = threat_map_sites(names[0]);
-        let (n, n_map) = documented(kind);
-        if found.len() != n || map != n_map {
+        let own = root().join(file);
+        let found = sites(&own, names);
+        let (n, threat) = documented(kind);
+        if found.len() != n {
             wrong.push(format!(
-                "{kind} (`{}`): CONTRIBUTING says plus {n} line(s) and {n_map} threat-map \
-                 entr(ies); the tree has {} line(s) and {map}:\n  {}",
+                "{kind} (`{}`): CONTRIBUTING says plus {n} line(s); the tree has {}:\n  {}",
                 names[0],
                 found.len(),
                 found.join("\n  ")
+            ));
+        }
+        let (declared, mapped) = (declares_threat(&own), in_threat_map(names[0]));
+        if threat != declared || declared != mapped {
+            wrong.push(format!(
+                "{kind} (`{}`): CONTRIBUTING says its file declares a threat-map row: {threat}; \
+                 the file declares one: {declared}; the generated map has one: {mapped}",
+                names[0]
             ));
         }
     }

@@ -20,6 +20,17 @@ use std::sync::LazyLock;
 /// ["LLM01:2025"]}`.
 pub type ThreatTags = BTreeMap<String, Vec<String>>;
 
+/// A threat-map row as a plugin declares it in its own file: (framework key, entry ids),
+/// in the order the map's file writes them.
+pub type ThreatEntry = &'static [(&'static str, &'static [&'static str])];
+
+/// `e` as [`ThreatTags`].
+pub fn tags_of(e: ThreatEntry) -> ThreatTags {
+    e.iter()
+        .map(|(k, ids)| (k.to_string(), ids.iter().map(|s| s.to_string()).collect()))
+        .collect()
+}
+
 /// The embedded map's text.
 pub const THREAT_MAP_JSON: &str = include_str!("../taxonomy/threat_map.json");
 
@@ -100,6 +111,74 @@ impl ThreatMap {
     pub fn worse(&self, metric: &str) -> Option<Worse> {
         self.metrics.get(metric).and_then(|m| m.worse)
     }
+}
+
+/// One row of a threat-map section as the map's file writes it:
+/// `"key": {"owasp_llm": ["LLM01:2025"], …}` (frameworks in the order given).
+pub fn row_json(key: &str, e: ThreatEntry) -> String {
+    format!("{}: {}", json_str(key), tags_json(e))
+}
+
+/// A metric's threat-map row as it declares it in its own file.
+#[derive(Debug, Clone, Copy)]
+pub struct MetricThreat {
+    /// `None` for a metric with no good or bad direction (token counts, cost).
+    pub worse: Option<Worse>,
+    pub tags: ThreatEntry,
+}
+
+/// A metric's row as the map's file writes it:
+/// `"asr": {"worse": "higher", "tags": {…}}`.
+pub fn metric_row_json(key: &str, m: &MetricThreat) -> String {
+    let worse = match m.worse {
+        Some(Worse::Higher) => "\"higher\"",
+        Some(Worse::Lower) => "\"lower\"",
+        None => "null",
+    };
+    format!(
+        "{}: {{\"worse\": {worse}, \"tags\": {}}}",
+        json_str(key),
+        tags_json(m.tags)
+    )
+}
+
+/// `{"fw": ["id", …], …}` in the order given.
+pub fn tags_json(e: ThreatEntry) -> String {
+    let fws: Vec<String> = e
+        .iter()
+        .map(|(k, ids)| {
+            let ids: Vec<String> = ids.iter().map(|i| json_str(i)).collect();
+            format!("{}: [{}]", json_str(k), ids.join(", "))
+        })
+        .collect();
+    format!("{{{}}}", fws.join(", "))
+}
+
+fn json_str(s: &str) -> String {
+    serde_json::to_string(s).expect("a string serialises")
+}
+
+/// The rows of top-level `section` in the map's text `text` (one a line, trailing commas
+/// dropped), and the byte range they span; `None` when the section is not there.
+pub fn section_rows(text: &str, section: &str) -> Option<(std::ops::Range<usize>, Vec<String>)> {
+    let open = format!("\n  {}: {{\n", json_str(section));
+    let start = text.find(&open)? + open.len();
+    let end = start + text[start..].find("\n  }")?;
+    let rows = text[start..end]
+        .lines()
+        .map(|l| l.trim().trim_end_matches(',').to_string())
+        .collect();
+    Some((start..end, rows))
+}
+
+/// `text` with top-level `section`'s rows replaced by `rows` (the file's layout: four
+/// spaces, a comma after all but the last); `None` when the section is not there.
+pub fn with_section(text: &str, section: &str, rows: &[String]) -> Option<String> {
+    let (range, _) = section_rows(text, section)?;
+    let body: Vec<String> = rows.iter().map(|r| format!("    {r}")).collect();
+    let mut out = text.to_string();
+    out.replace_range(range, &body.join(",\n"));
+    Some(out)
 }
 
 /// `a ∪ b`, ids sorted and deduplicated per framework.
@@ -224,6 +303,27 @@ pub fn cell_tags(p: &CellParts) -> ThreatTags {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_section_written_back_with_its_own_rows_is_the_same_text() {
+        for section in ["attacks", "metrics", "mcp_rules"] {
+            let (_, rows) = section_rows(THREAT_MAP_JSON, section).expect(section);
+            assert!(rows.len() > 5, "{section}: {rows:?}");
+            assert_eq!(
+                with_section(THREAT_MAP_JSON, section, &rows).as_deref(),
+                Some(THREAT_MAP_JSON)
+            );
+        }
+        let (_, rows) = section_rows(THREAT_MAP_JSON, "mcp_rules").expect("mcp_rules");
+        let e: ThreatEntry = &[
+            ("owasp_llm", &["LLM01:2025"]),
+            ("owasp_agentic_2026", &["ASI01"]),
+            ("owasp_mcp", &["MCP03:2025"]),
+            ("mitre_atlas", &["AML.T0051.001", "AML.T0068"]),
+        ];
+        assert_eq!(rows[1], row_json("invisible_text", e));
+        assert_eq!(tags_of(e), map().mcp_rules["invisible_text"]);
+    }
 
     fn ids_declared(what: &str, tags: &ThreatTags) {
         for (k, ids) in tags {

@@ -79,30 +79,15 @@ pub mod rules {
     pub mod volume_anomaly;
 }
 
-/// The reference fleet, one detector a line, sorted by family token: [`FAMILIES`] and
-/// [`builtin()`] are read from it.
-const FLEET: &[&dyn Detector] = &[
-    &rules::alert_signal::AlertSignal,
-    &rules::auth_failure_burst::AuthFailureBurst,
-    &rules::deploy_flood::DeployFlood,
-    &rules::synthetic_marker::SyntheticMarker,
-    &rules::config_drift::ConfigDrift,
-    &rules::dependency_tamper::DependencyTamper,
-    &rules::exfil_pattern::ExfilPattern,
-    &rules::git_oops::GitOops,
-    &rules::injection_probe::InjectionProbe,
-    &rules::log_format_drift::LogFormatDrift,
-    &rules::malicious_skill::MaliciousSkill,
-    &rules::new_actor::NewActor,
-    &rules::new_external_access::NewExternalAccess,
-    &rules::priv_escalation::PrivEscalation,
-    &rules::rate_anomaly::RateAnomaly,
-    &rules::secrets_exposure::SecretsExposure,
-    &rules::unusual_login::UnusualLogin,
-    &rules::unusual_resource_access::UnusualResourceAccess,
-    &rules::unusual_timing::UnusualTiming,
-    &rules::volume_anomaly::VolumeAnomaly,
-];
+/// The reference fleet, sorted by family token (its run order): the `DETECTOR` of each
+/// file under `rules/`, listed by the build from the `pub mod` lines above.
+/// [`FAMILIES`] and [`builtin()`] are read from it.
+static FLEET: LazyLock<Vec<&'static dyn Detector>> = LazyLock::new(|| {
+    let mut all: Vec<&'static dyn Detector> =
+        include!(concat!(env!("OUT_DIR"), "/fleet.rs")).to_vec();
+    all.sort_by(|a, b| a.name().cmp(b.name()));
+    all
+});
 
 /// Family tokens of the reference fleet, sorted (the fleet's run order).
 pub static FAMILIES: LazyLock<Vec<&'static str>> =

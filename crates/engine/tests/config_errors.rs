@@ -77,7 +77,7 @@ fn unknown_plugin_lists_known_names() {
         &GOOD.replace("[static]", "[gcg]"),
         "unknown attack `gcg`",
         "attacks[0]",
-        "known attacks: static, template",
+        "known attacks: adaptive, best_of_n",
         3,
     );
 }
@@ -207,7 +207,7 @@ fn empty_and_missing_axes() {
         &GOOD.replace("judges: [refusal_match]\n", ""),
         "missing required key `judges`",
         "judges",
-        "known judges: refusal_match, rubric",
+        "known judges: agent_evidence, agentdojo",
         1,
     );
 }

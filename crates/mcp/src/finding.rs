@@ -2,7 +2,10 @@
 //! item, rule id, severity, location, offending text) that any output format — the text
 //! report, `--json`, SARIF — renders without knowing the rules.
 
+use crate::rules::Ctx;
+use gauntlet_core::taxonomy::ThreatEntry;
 use serde::{Deserialize, Serialize};
+use std::sync::LazyLock;
 
 /// How much a finding matters. Ordered: `Info < Low < Medium < High`. The default gate
 /// (`mcp-scan --fail-on low`) fails on `low` and above, so `info` is what a reviewer may
@@ -64,105 +67,132 @@ impl ItemKind {
     }
 }
 
-/// The rules, by id. Each is one file under `rules/`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Rule {
-    /// Instructions addressed to the model: `<IMPORTANT>`-style blocks, "ignore previous
-    /// instructions", "do not tell the user", directives in enum values and defaults.
-    HiddenInstruction,
-    /// Invisible or tag Unicode, bidirectional controls, whitespace padding.
-    InvisibleText,
-    /// Base64 / hex / percent-encoded text carrying words.
-    EncodedPayload,
-    /// Requests for data outside the tool's purpose: secrets, keys, credential files,
-    /// the system prompt, other tools' outputs.
-    SensitiveDataRequest,
-    /// A free-text parameter the description asks the model to fill with context.
-    ExfiltrationChannel,
-    /// A tool that tells the model how to use another tool or server.
-    ToolShadowing,
-    /// The same (or a confusable) tool name on two scanned servers.
-    NameCollision,
-    /// An unconstrained command, code, SQL, path or URL parameter.
-    ExcessiveCapability,
-    /// A tool whose definition changed since the pin.
-    RugPull,
-    /// A tool added or removed since the pin.
-    PinDrift,
-    /// A definition the reviewer model (`mcp-scan --review`) judged poisoned.
-    ModelReview,
+/// What a scanner rule is, as data: each rule declares one in its own file (`RULE`), and
+/// everything that lists rules — [`Rule::all`], the per-item run
+/// ([`crate::rules::check_item`]), SARIF's rule list, the reviewer's kinds
+/// ([`crate::review::kinds`]) and the scanner's rows of the threat map — reads them.
+#[derive(Debug)]
+pub struct RuleInfo {
+    /// The rule's id in reports (`hidden_instruction`).
+    pub id: &'static str,
+    /// Its place in the catalogue: the order of [`Rule::all`], of SARIF's rule list and of
+    /// sorted rules. Unique (tested).
+    pub rank: u8,
+    /// One line on what the rule looks for (for reports and SARIF rule metadata).
+    pub summary: &'static str,
+    /// Whether its hits mean the definition is poisoned (what the labelled-set benchmark
+    /// scores): every text rule, not capability, collisions or pin drift.
+    pub poisoning: bool,
+    /// What runs it.
+    pub check: Check,
+    /// Its threat-map row (`mcp_rules` in `taxonomy/threat_map.json`): framework key and
+    /// entry ids.
+    pub threat: ThreatEntry,
 }
 
+/// How a rule runs.
+#[derive(Debug, Clone, Copy)]
+pub enum Check {
+    /// Over every definition, one at a time.
+    Item(fn(&Ctx<'_>, &mut Vec<Finding>)),
+    /// Over every tool definition, one at a time.
+    Tool(fn(&Ctx<'_>, &mut Vec<Finding>)),
+    /// By its own pass over the whole scan (name collisions, the pin, the reviewer).
+    Scan,
+}
+
+/// A scanner rule: its [`RuleInfo`], compared, ordered and hashed by its id's place in the
+/// catalogue (`rank`), and serialised as its id.
+#[derive(Debug, Clone, Copy)]
+pub struct Rule(pub &'static RuleInfo);
+
+/// Every rule, in catalogue order: the `RULE` of each `pub mod` under `rules/` (a list
+/// the build reads from `rules/mod.rs`) and the rules of the pin and the reviewer.
+static ALL: LazyLock<Vec<Rule>> = LazyLock::new(|| {
+    let mut all: Vec<Rule> = crate::rules::RULES.to_vec();
+    all.extend([
+        crate::pin::RUG_PULL,
+        crate::pin::PIN_DRIFT,
+        crate::review::RULE,
+    ]);
+    all.sort();
+    all
+});
+
 impl Rule {
-    pub const ALL: [Rule; 11] = [
-        Rule::HiddenInstruction,
-        Rule::InvisibleText,
-        Rule::EncodedPayload,
-        Rule::SensitiveDataRequest,
-        Rule::ExfiltrationChannel,
-        Rule::ToolShadowing,
-        Rule::NameCollision,
-        Rule::ExcessiveCapability,
-        Rule::RugPull,
-        Rule::PinDrift,
-        Rule::ModelReview,
-    ];
+    /// Every rule, in catalogue order.
+    pub fn all() -> &'static [Rule] {
+        &ALL
+    }
+
+    /// The rule with id `id`.
+    pub fn by_id(id: &str) -> Option<Rule> {
+        ALL.iter().copied().find(|r| r.0.id == id)
+    }
 
     pub fn id(self) -> &'static str {
-        match self {
-            Rule::HiddenInstruction => "hidden_instruction",
-            Rule::InvisibleText => "invisible_text",
-            Rule::EncodedPayload => "encoded_payload",
-            Rule::SensitiveDataRequest => "sensitive_data_request",
-            Rule::ExfiltrationChannel => "exfiltration_channel",
-            Rule::ToolShadowing => "tool_shadowing",
-            Rule::NameCollision => "name_collision",
-            Rule::ExcessiveCapability => "excessive_capability",
-            Rule::RugPull => "rug_pull",
-            Rule::PinDrift => "pin_drift",
-            Rule::ModelReview => "model_review",
-        }
+        self.0.id
     }
 
     /// One line on what the rule looks for (for reports and SARIF rule metadata).
     pub fn summary(self) -> &'static str {
-        match self {
-            Rule::HiddenInstruction => "instructions addressed to the model hidden in a definition",
-            Rule::InvisibleText => "invisible, tag or bidirectional Unicode, or whitespace padding",
-            Rule::EncodedPayload => {
-                "an encoded (base64, hex, percent) payload that decodes to text"
-            }
-            Rule::SensitiveDataRequest => {
-                "a request for secrets, keys, credential files or other tools' data"
-            }
-            Rule::ExfiltrationChannel => {
-                "a parameter the model is asked to fill with conversation context"
-            }
-            Rule::ToolShadowing => "a tool that tells the model how to use another tool or server",
-            Rule::NameCollision => "the same or a confusable name on two servers",
-            Rule::ExcessiveCapability => {
-                "an unconstrained command, code, SQL, path or URL parameter"
-            }
-            Rule::RugPull => "a definition that changed since it was pinned",
-            Rule::PinDrift => "a tool added or removed since the pin",
-            Rule::ModelReview => "a definition the reviewer model judged poisoned",
-        }
+        self.0.summary
     }
 
     /// Rules whose hits mean the definition is poisoned (what the labelled-set benchmark
     /// scores): every text rule, not capability, collisions or pin drift.
     pub fn is_poisoning(self) -> bool {
-        matches!(
-            self,
-            Rule::HiddenInstruction
-                | Rule::InvisibleText
-                | Rule::EncodedPayload
-                | Rule::SensitiveDataRequest
-                | Rule::ExfiltrationChannel
-                | Rule::ToolShadowing
-                | Rule::ModelReview
-        )
+        self.0.poisoning
+    }
+
+    /// Its threat-map row.
+    pub fn threat(self) -> ThreatEntry {
+        self.0.threat
+    }
+}
+
+impl PartialEq for Rule {
+    fn eq(&self, other: &Rule) -> bool {
+        self.0.rank == other.0.rank
+    }
+}
+
+impl Eq for Rule {}
+
+impl PartialOrd for Rule {
+    fn partial_cmp(&self, other: &Rule) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Rule {
+    fn cmp(&self, other: &Rule) -> std::cmp::Ordering {
+        self.0.rank.cmp(&other.0.rank)
+    }
+}
+
+impl std::hash::Hash for Rule {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        self.0.rank.hash(h);
+    }
+}
+
+impl Serialize for Rule {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.0.id)
+    }
+}
+
+impl<'de> Deserialize<'de> for Rule {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Rule, D::Error> {
+        let id = String::deserialize(d)?;
+        Rule::by_id(&id).ok_or_else(|| {
+            let ids: Vec<&str> = ALL.iter().map(|r| r.0.id).collect();
+            serde::de::Error::custom(format!(
+                "unknown rule `{id}` (expected one of {})",
+                ids.join(", ")
+            ))
+        })
     }
 }
 
@@ -226,4 +256,54 @@ pub struct ReviewSummary {
     /// Items without a verdict (the call failed or the reply was not one); each is also
     /// in the report's `errors`, so the scan is incomplete (exit 2).
     pub errors: usize,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Rule;
+    use gauntlet_core::taxonomy::{self, THREAT_MAP_JSON};
+    use std::collections::BTreeSet;
+
+    #[test]
+    fn every_rule_has_its_own_rank_and_id_and_round_trips_by_id() {
+        let ranks: BTreeSet<u8> = Rule::all().iter().map(|r| r.0.rank).collect();
+        let ids: BTreeSet<&str> = Rule::all().iter().map(|r| r.id()).collect();
+        assert_eq!(ranks.len(), Rule::all().len(), "two rules share a rank");
+        assert_eq!(ids.len(), Rule::all().len(), "two rules share an id");
+        for r in Rule::all() {
+            let json = serde_json::to_string(r).expect("a rule serialises");
+            assert_eq!(json, format!("\"{}\"", r.id()));
+            assert_eq!(serde_json::from_str::<Rule>(&json).expect("parses"), *r);
+        }
+        assert!(serde_json::from_str::<Rule>("\"nope\"").is_err());
+    }
+
+    /// The threat map's `mcp_rules` rows are the rules' own `threat`, in catalogue order;
+    /// with `GAUNTLET_UPDATE_DOCS=1` the map's file is rewritten from them.
+    #[test]
+    fn the_threat_map_rows_are_the_rules_own() {
+        let rows: Vec<String> = Rule::all()
+            .iter()
+            .map(|r| taxonomy::row_json(r.id(), r.threat()))
+            .collect();
+        let (_, have) =
+            taxonomy::section_rows(THREAT_MAP_JSON, "mcp_rules").expect("an mcp_rules section");
+        if have == rows {
+            return;
+        }
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../core/taxonomy/threat_map.json"
+        );
+        if std::env::var_os("GAUNTLET_UPDATE_DOCS").is_some() {
+            let text = taxonomy::with_section(THREAT_MAP_JSON, "mcp_rules", &rows)
+                .expect("an mcp_rules section");
+            std::fs::write(path, text).expect("writing the threat map");
+            return;
+        }
+        panic!(
+            "{path}'s mcp_rules differ from the rules' `threat` (rerun with \
+             GAUNTLET_UPDATE_DOCS=1 to rewrite them):\nmap:   {have:#?}\nrules: {rows:#?}"
+        );
+    }
 }

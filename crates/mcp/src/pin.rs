@@ -12,9 +12,39 @@
 //! comparison (scan a subset without losing the rest). `--update-pin` rewrites the file
 //! with what this scan saw, after reporting.
 
-use crate::finding::{Finding, ItemKind, Rule, Severity};
+use crate::finding::{Check, Finding, ItemKind, Rule, RuleInfo, Severity};
 use std::collections::BTreeMap;
 use std::path::Path;
+
+/// What this rule is: the scanner's catalogue, SARIF and the threat map read it.
+pub const RUG_PULL: Rule = Rule(&RuleInfo {
+    id: "rug_pull",
+    rank: 8,
+    summary: "a definition that changed since it was pinned",
+    poisoning: false,
+    check: Check::Scan,
+    threat: &[
+        ("owasp_llm", &["LLM03:2025"]),
+        ("owasp_agentic_2026", &["ASI04"]),
+        ("owasp_mcp", &["MCP03:2025", "MCP04:2025"]),
+        ("mitre_atlas", &["AML.T0010.005", "AML.T0053"]),
+    ],
+});
+
+/// What this rule is: the scanner's catalogue, SARIF and the threat map read it.
+pub const PIN_DRIFT: Rule = Rule(&RuleInfo {
+    id: "pin_drift",
+    rank: 9,
+    summary: "a tool added or removed since the pin",
+    poisoning: false,
+    check: Check::Scan,
+    threat: &[
+        ("owasp_llm", &["LLM03:2025"]),
+        ("owasp_agentic_2026", &["ASI04"]),
+        ("owasp_mcp", &["MCP04:2025"]),
+        ("mitre_atlas", &["AML.T0010.005"]),
+    ],
+});
 
 pub const HEADER: &str = "# MCP tool pin (gauntlet mcp-scan --pin). One line per tool: the sha256 of its\n\
 # canonical definition (name, title, description, inputSchema, outputSchema, annotations;\n\
@@ -162,7 +192,7 @@ pub fn compare(
             Some(p) if p == digest => {}
             Some(p) => out.push(finding(
                 key,
-                Rule::RugPull,
+                RUG_PULL,
                 Severity::High,
                 definitions.get(key).cloned().unwrap_or_default(),
                 format!(
@@ -173,7 +203,7 @@ pub fn compare(
             )),
             None => out.push(finding(
                 key,
-                Rule::PinDrift,
+                PIN_DRIFT,
                 Severity::Medium,
                 definitions.get(key).cloned().unwrap_or_default(),
                 "a tool added since the pin".into(),
@@ -184,7 +214,7 @@ pub fn compare(
         if servers.contains(&key.0) && !now.contains_key(key) {
             out.push(finding(
                 key,
-                Rule::PinDrift,
+                PIN_DRIFT,
                 Severity::Medium,
                 String::new(),
                 format!("a pinned tool is gone (was sha256 {})", &digest[..12]),
@@ -237,9 +267,9 @@ mod tests {
         assert_eq!(
             got,
             [
-                ("changed", Rule::RugPull),
-                ("new", Rule::PinDrift),
-                ("gone", Rule::PinDrift)
+                ("changed", super::RUG_PULL),
+                ("new", super::PIN_DRIFT),
+                ("gone", super::PIN_DRIFT)
             ]
         );
     }

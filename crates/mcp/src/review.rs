@@ -19,20 +19,35 @@
 
 use crate::canonical;
 use crate::fields;
-use crate::finding::{Finding, ItemKind, ReviewSummary, Rule, Severity, excerpt};
+use crate::finding::{Check, Finding, ItemKind, ReviewSummary, Rule, RuleInfo, Severity, excerpt};
 use crate::scan::{Inventory, ScanReport, ServerError};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// The poisoning kinds a reviewer may name: the ids of the text rules.
-pub const KINDS: [&str; 6] = [
-    "hidden_instruction",
-    "sensitive_data_request",
-    "exfiltration_channel",
-    "tool_shadowing",
-    "invisible_text",
-    "encoded_payload",
-];
+/// What this rule is: the scanner's catalogue, SARIF and the threat map read it.
+pub const RULE: Rule = Rule(&RuleInfo {
+    id: "model_review",
+    rank: 10,
+    summary: "a definition the reviewer model judged poisoned",
+    poisoning: true,
+    check: Check::Scan,
+    threat: &[
+        ("owasp_llm", &["LLM01:2025"]),
+        ("owasp_agentic", &["T2"]),
+        ("owasp_agentic_2026", &["ASI01"]),
+        ("owasp_mcp", &["MCP03:2025"]),
+        ("mitre_atlas", &["AML.T0051.001"]),
+    ],
+});
+
+/// The poisoning kinds a reviewer may name: the ids of the text rules (the poisoning
+/// rules that read one definition), in catalogue order.
+pub fn kinds() -> impl Iterator<Item = &'static str> {
+    Rule::all()
+        .iter()
+        .filter(|r| r.is_poisoning() && !matches!(r.0.check, Check::Scan))
+        .map(|r| r.id())
+}
 
 /// Longest definition sent to the reviewer, bytes of JSON; a longer one is cut and the
 /// cut is said in the request.
@@ -128,7 +143,7 @@ pub fn prompt(server: &str, kind: ItemKind, item: &Value, neighbours: &[&str]) -
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Review {
     pub poisoned: bool,
-    /// The kinds it named that are poisoning kinds ([`KINDS`]), in its order, deduplicated.
+    /// The kinds it named that are poisoning kinds ([`kinds`]), in its order, deduplicated.
     pub kinds: Vec<String>,
     /// The text it quoted (empty when it quoted none).
     pub evidence: String,
@@ -202,7 +217,7 @@ pub fn parse(reply: &str) -> Result<Review, ReviewError> {
     };
     for k in named {
         let k = k.to_ascii_lowercase();
-        if KINDS.contains(&k.as_str()) && !kinds.contains(&k) {
+        if self::kinds().any(|id| id == k) && !kinds.contains(&k) {
             kinds.push(k);
         }
     }
@@ -264,7 +279,7 @@ pub fn finding(
         server: server.to_string(),
         kind,
         item: fields::name_of(item).to_string(),
-        rule: Rule::ModelReview,
+        rule: RULE,
         severity: Severity::High,
         location: at.unwrap_or_else(|| "/".into()),
         text: excerpt(&review.evidence),
@@ -492,8 +507,8 @@ impl ReviewSummary {
 
 #[cfg(test)]
 mod tests {
-    use super::{KINDS, ReviewError, finding, locate, parse, prompt};
-    use crate::finding::{ItemKind, Rule};
+    use super::{ReviewError, finding, kinds, locate, parse, prompt};
+    use crate::finding::ItemKind;
     use proptest::prelude::*;
     use serde_json::json;
 
@@ -590,7 +605,7 @@ mod tests {
         let t = tool();
         let r = parse("{\"verdict\": \"poisoned\", \"kinds\": [\"sensitive_data_request\"], \"evidence\": \"read ~/.ssh/id_rsa\", \"reason\": \"asks for a key\"}").unwrap();
         let f = finding("calc", ItemKind::Tool, &t, &r, "openai_compat(m)", true).unwrap();
-        assert_eq!(f.rule, Rule::ModelReview);
+        assert_eq!(f.rule, super::RULE);
         assert_eq!(f.location, "/description");
         assert_eq!(f.text, "read ~/.ssh/id_rsa");
         assert_eq!(
@@ -690,7 +705,7 @@ mod tests {
         #[test]
         fn any_reply_is_a_verdict_or_an_error(s in ".{0,400}") {
             if let Ok(r) = parse(&s) {
-                prop_assert!(r.kinds.iter().all(|k| KINDS.contains(&k.as_str())));
+                prop_assert!(r.kinds.iter().all(|k| kinds().any(|id| id == k)));
             }
         }
 

@@ -174,7 +174,7 @@ fn oversized_listings_floods_and_malformed_answers_are_named() {
     assert!(
         r.findings
             .iter()
-            .any(|f| f.rule == gauntlet_mcp::finding::Rule::NameCollision
+            .any(|f| f.rule == gauntlet_mcp::rules::name_collision::RULE
                 && f.message.contains("lists 2 tools named `lookup`")),
         "{:?}",
         r.findings

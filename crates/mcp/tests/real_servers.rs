@@ -4,7 +4,7 @@
 //! print a loud SKIP.
 
 use gauntlet_mcp::client::{Limits, Session, inventory_of};
-use gauntlet_mcp::finding::{Rule, Severity};
+use gauntlet_mcp::finding::Severity;
 use gauntlet_mcp::scan::scan_inventories;
 use gauntlet_mcp::servers::{Endpoint, ServerSpec};
 use serde_json::json;
@@ -84,7 +84,10 @@ fn server_everything_is_listed_and_its_honest_tools_are_not_poisoned() {
         assert!(!f.rule.is_poisoning(), "{f:?}");
         assert_eq!(
             (f.rule, f.severity),
-            (Rule::ExcessiveCapability, Severity::Info),
+            (
+                gauntlet_mcp::rules::excessive_capability::RULE,
+                Severity::Info
+            ),
             "{f:?}"
         );
         assert!(
@@ -108,7 +111,10 @@ fn server_filesystem_is_scanned_and_called_in_its_scratch_dir() {
         for f in &r.findings {
             assert_eq!(
                 (f.rule, f.severity),
-                (Rule::ExcessiveCapability, Severity::Info),
+                (
+                    gauntlet_mcp::rules::excessive_capability::RULE,
+                    Severity::Info
+                ),
                 "{f:?}"
             );
             assert!(f.message.contains("any file path"), "{f:?}");

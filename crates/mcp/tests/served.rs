@@ -35,58 +35,59 @@ pub(crate) fn assert_every_kind(findings: &[Finding]) {
             .iter()
             .find(|f| f.rule == rule && f.server == "helper" && f.item == item)
     };
-    let h = on(Rule::HiddenInstruction, "add").expect("hidden_instruction on add");
+    let h = on(gauntlet_mcp::rules::hidden_instruction::RULE, "add")
+        .expect("hidden_instruction on add");
     assert!(h.text.contains("<IMPORTANT>"), "{h:?}");
     assert!(
-        on(Rule::SensitiveDataRequest, "add")
+        on(gauntlet_mcp::rules::sensitive_data_request::RULE, "add")
             .unwrap()
             .text
             .contains("~/.ssh/id_rsa")
     );
     assert!(
-        on(Rule::ExfiltrationChannel, "add")
+        on(gauntlet_mcp::rules::exfiltration_channel::RULE, "add")
             .unwrap()
             .message
             .contains("sidenote")
     );
     assert!(
-        on(Rule::InvisibleText, "translate")
+        on(gauntlet_mcp::rules::invisible_text::RULE, "translate")
             .unwrap()
             .text
             .contains("[decoded tag text: send the system prompt")
     );
     assert!(
-        on(Rule::EncodedPayload, "checksum")
+        on(gauntlet_mcp::rules::encoded_payload::RULE, "checksum")
             .unwrap()
             .text
             .contains("decodes to: ignore the user")
     );
     assert!(
-        on(Rule::ToolShadowing, "time_now")
+        on(gauntlet_mcp::rules::tool_shadowing::RULE, "time_now")
             .unwrap()
             .message
             .contains("`send_email` of server mail")
     );
     assert!(
-        on(Rule::NameCollision, "send_email")
+        on(gauntlet_mcp::rules::name_collision::RULE, "send_email")
             .unwrap()
             .message
             .contains("`send_email` on mail")
     );
     assert!(
-        on(Rule::ExcessiveCapability, "run")
+        on(gauntlet_mcp::rules::excessive_capability::RULE, "run")
             .unwrap()
             .text
             .starts_with("command:")
     );
-    assert!(on(Rule::ExfiltrationChannel, "notes").is_some());
+    assert!(on(gauntlet_mcp::rules::exfiltration_channel::RULE, "notes").is_some());
     assert!(
-        on(Rule::HiddenInstruction, "greeting").is_some(),
+        on(gauntlet_mcp::rules::hidden_instruction::RULE, "greeting").is_some(),
         "the prompt's description"
     );
     // The trusted server's own tools are clean but for the collision.
     for f in findings.iter().filter(|f| f.server == "mail") {
-        assert_eq!(f.rule, Rule::NameCollision, "{f:?}");
+        assert_eq!(f.rule, gauntlet_mcp::rules::name_collision::RULE, "{f:?}");
     }
 }
 
@@ -169,13 +170,15 @@ fn a_definition_that_changes_after_the_first_listing_is_a_rug_pull() {
         let rug = r
             .findings
             .iter()
-            .find(|f| f.rule == Rule::RugPull)
+            .find(|f| f.rule == gauntlet_mcp::pin::RUG_PULL)
             .expect("rug pull");
         assert_eq!(rug.item, "send_email");
         assert!(rug.text.contains("Always BCC"), "{rug:?}");
         assert!(
-            r.findings.iter().any(|f| f.rule == Rule::HiddenInstruction
-                && f.location.starts_with("(second tools/list)"))
+            r.findings
+                .iter()
+                .any(|f| f.rule == gauntlet_mcp::rules::hidden_instruction::RULE
+                    && f.location.starts_with("(second tools/list)"))
         );
         s.close().await;
     });

@@ -217,6 +217,8 @@ mod tests {
                 info.name
             );
         }
+        // Every attack, injection and metric declares its row (`THREAT`, or the build
+        // does not compile), and the map holds each of them.
         for info in ATTACKS.iter().chain(INJECTIONS.iter()) {
             assert!(
                 map.attacks.contains_key(info.name),
@@ -232,8 +234,59 @@ mod tests {
             );
         }
         assert_eq!(
+            crate::attacks::THREATS.len() + crate::injections::THREATS.len(),
+            ATTACKS.len() + INJECTIONS.len()
+        );
+        assert_eq!(crate::metrics::THREATS.len(), METRICS.len());
+        assert_eq!(
             Registry::plugins(Axis::Transform).len(),
             crate::transforms::REGISTRY.len()
+        );
+    }
+
+    /// The threat map's `attacks` and `metrics` rows are the plugins' own `THREAT` (attacks
+    /// then injections, each in name order); with `GAUNTLET_UPDATE_DOCS=1` the map's file
+    /// is rewritten from them.
+    #[test]
+    fn the_threat_map_rows_are_the_plugins_own() {
+        use gauntlet_core::taxonomy::{
+            THREAT_MAP_JSON, metric_row_json, row_json, section_rows, with_section,
+        };
+        let attacks: Vec<String> = crate::attacks::THREATS
+            .iter()
+            .chain(crate::injections::THREATS)
+            .map(|(name, e)| row_json(name, e))
+            .collect();
+        let metrics: Vec<String> = crate::metrics::THREATS
+            .iter()
+            .map(|(name, m)| metric_row_json(name, m))
+            .collect();
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../core/taxonomy/threat_map.json"
+        );
+        let mut text = THREAT_MAP_JSON.to_string();
+        let mut wrong = Vec::new();
+        for (section, rows) in [("attacks", &attacks), ("metrics", &metrics)] {
+            let (_, have) = section_rows(&text, section).expect("the map's section");
+            if &have != rows {
+                wrong.push(format!(
+                    "{section}:\nmap:     {have:#?}\nplugins: {rows:#?}"
+                ));
+                text = with_section(&text, section, rows).expect("the map's section");
+            }
+        }
+        if wrong.is_empty() {
+            return;
+        }
+        if std::env::var_os("GAUNTLET_UPDATE_DOCS").is_some() {
+            std::fs::write(path, text).expect("writing the threat map");
+            return;
+        }
+        panic!(
+            "{path} differs from the plugins' `THREAT` (rerun with GAUNTLET_UPDATE_DOCS=1 to \
+             rewrite it):\n{}",
+            wrong.join("\n")
         );
     }
 

@@ -36,6 +36,9 @@ fn repo_of(e: &Event) -> Option<String> {
     })
 }
 
+/// The detector the fleet runs (the build lists every rule file's `DETECTOR`).
+pub const DETECTOR: &dyn Detector = &AlertSignal;
+
 impl Detector for AlertSignal {
     fn name(&self) -> &str {
         FAMILY

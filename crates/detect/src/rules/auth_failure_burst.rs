@@ -30,6 +30,9 @@ fn ip(e: &Event) -> Option<String> {
     text(e.fields(), "ip").or_else(|| text(e.fields(), "source_ip"))
 }
 
+/// The detector the fleet runs (the build lists every rule file's `DETECTOR`).
+pub const DETECTOR: &dyn Detector = &AuthFailureBurst;
+
 impl Detector for AuthFailureBurst {
     fn name(&self) -> &str {
         FAMILY

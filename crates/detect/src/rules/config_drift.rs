@@ -85,6 +85,9 @@ pub fn classify(
     }
 }
 
+/// The detector the fleet runs (the build lists every rule file's `DETECTOR`).
+pub const DETECTOR: &dyn Detector = &ConfigDrift;
+
 impl Detector for ConfigDrift {
     fn name(&self) -> &str {
         FAMILY

@@ -155,6 +155,9 @@ pub fn is_downgrade(old: &str, new: &str) -> bool {
     }
 }
 
+/// The detector the fleet runs (the build lists every rule file's `DETECTOR`).
+pub const DETECTOR: &dyn Detector = &DependencyTamper;
+
 impl Detector for DependencyTamper {
     fn name(&self) -> &str {
         FAMILY

@@ -20,6 +20,9 @@ pub const SEVERITY: &str = "high";
 
 pub struct DeployFlood;
 
+/// The detector the fleet runs (the build lists every rule file's `DETECTOR`).
+pub const DETECTOR: &dyn Detector = &DeployFlood;
+
 impl Detector for DeployFlood {
     fn name(&self) -> &str {
         FAMILY

@@ -57,6 +57,9 @@ pub fn resource_count(m: &serde_json::Map<String, Value>) -> f64 {
     .fold(0.0, f64::max)
 }
 
+/// The detector the fleet runs (the build lists every rule file's `DETECTOR`).
+pub const DETECTOR: &dyn Detector = &ExfilPattern;
+
 impl Detector for ExfilPattern {
     fn name(&self) -> &str {
         FAMILY

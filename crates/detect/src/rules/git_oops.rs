@@ -37,6 +37,9 @@ pub fn is_protected(r: &str) -> bool {
     PROTECTED_BRANCHES.contains(&name.as_str()) || name.starts_with("release/")
 }
 
+/// The detector the fleet runs (the build lists every rule file's `DETECTOR`).
+pub const DETECTOR: &dyn Detector = &GitOops;
+
 impl Detector for GitOops {
     fn name(&self) -> &str {
         FAMILY

@@ -156,6 +156,9 @@ pub fn decoded(s: &str) -> Option<String> {
 
 pub struct InjectionProbe;
 
+/// The detector the fleet runs (the build lists every rule file's `DETECTOR`).
+pub const DETECTOR: &dyn Detector = &InjectionProbe;
+
 impl Detector for InjectionProbe {
     fn name(&self) -> &str {
         FAMILY

@@ -15,6 +15,9 @@ pub const SEVERITY: &str = "high";
 
 pub struct LogFormatDrift;
 
+/// The detector the fleet runs (the build lists every rule file's `DETECTOR`).
+pub const DETECTOR: &dyn Detector = &LogFormatDrift;
+
 impl Detector for LogFormatDrift {
     fn name(&self) -> &str {
         FAMILY

@@ -49,6 +49,9 @@ fn urls(s: &str) -> impl Iterator<Item = &str> {
     s.split_whitespace().filter(|w| w.contains("://"))
 }
 
+/// The detector the fleet runs (the build lists every rule file's `DETECTOR`).
+pub const DETECTOR: &dyn Detector = &MaliciousSkill;
+
 impl Detector for MaliciousSkill {
     fn name(&self) -> &str {
         FAMILY

@@ -35,6 +35,9 @@ pub const CREATED_NAME_KEYS: [&str; 8] = [
 
 pub struct NewActor;
 
+/// The detector the fleet runs (the build lists every rule file's `DETECTOR`).
+pub const DETECTOR: &dyn Detector = &NewActor;
+
 impl Detector for NewActor {
     fn name(&self) -> &str {
         FAMILY

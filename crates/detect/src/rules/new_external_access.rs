@@ -40,6 +40,9 @@ pub fn is_external_access_type(t: &str) -> bool {
     EXTERNAL_ACCESS_MARKERS.iter().any(|m| t.contains(m))
 }
 
+/// The detector the fleet runs (the build lists every rule file's `DETECTOR`).
+pub const DETECTOR: &dyn Detector = &NewExternalAccess;
+
 impl Detector for NewExternalAccess {
     fn name(&self) -> &str {
         FAMILY

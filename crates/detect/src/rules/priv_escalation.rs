@@ -59,6 +59,9 @@ fn squash(s: &str) -> String {
         .to_ascii_lowercase()
 }
 
+/// The detector the fleet runs (the build lists every rule file's `DETECTOR`).
+pub const DETECTOR: &dyn Detector = &PrivEscalation;
+
 impl Detector for PrivEscalation {
     fn name(&self) -> &str {
         FAMILY

@@ -41,6 +41,9 @@ pub fn is_sensitive(endpoint: &str) -> bool {
         .any(|seg| SENSITIVE_ENDPOINT_MARKERS.iter().any(|m| seg.contains(m)))
 }
 
+/// The detector the fleet runs (the build lists every rule file's `DETECTOR`).
+pub const DETECTOR: &dyn Detector = &RateAnomaly;
+
 impl Detector for RateAnomaly {
     fn name(&self) -> &str {
         FAMILY

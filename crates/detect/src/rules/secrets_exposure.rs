@@ -128,6 +128,9 @@ fn texts(v: &Value, out: &mut Vec<String>) {
 
 pub struct SecretsExposure;
 
+/// The detector the fleet runs (the build lists every rule file's `DETECTOR`).
+pub const DETECTOR: &dyn Detector = &SecretsExposure;
+
 impl Detector for SecretsExposure {
     fn name(&self) -> &str {
         FAMILY

@@ -14,6 +14,9 @@ pub const SEVERITY: &str = "low";
 
 pub struct SyntheticMarker;
 
+/// The detector the fleet runs (the build lists every rule file's `DETECTOR`).
+pub const DETECTOR: &dyn Detector = &SyntheticMarker;
+
 impl Detector for SyntheticMarker {
     fn name(&self) -> &str {
         FAMILY

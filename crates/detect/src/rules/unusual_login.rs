@@ -57,6 +57,9 @@ pub fn hints(m: &Map<String, Value>, keys: &[&str]) -> BTreeSet<String> {
 
 pub struct UnusualLogin;
 
+/// The detector the fleet runs (the build lists every rule file's `DETECTOR`).
+pub const DETECTOR: &dyn Detector = &UnusualLogin;
+
 impl Detector for UnusualLogin {
     fn name(&self) -> &str {
         FAMILY

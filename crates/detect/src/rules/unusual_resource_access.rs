@@ -42,6 +42,9 @@ pub fn prefix(target: &str) -> String {
     }
 }
 
+/// The detector the fleet runs (the build lists every rule file's `DETECTOR`).
+pub const DETECTOR: &dyn Detector = &UnusualResourceAccess;
+
 impl Detector for UnusualResourceAccess {
     fn name(&self) -> &str {
         FAMILY

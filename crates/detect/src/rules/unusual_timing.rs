@@ -90,6 +90,9 @@ struct Judged {
     profile: Vec<&'static str>,
 }
 
+/// The detector the fleet runs (the build lists every rule file's `DETECTOR`).
+pub const DETECTOR: &dyn Detector = &UnusualTiming;
+
 impl Detector for UnusualTiming {
     fn name(&self) -> &str {
         FAMILY

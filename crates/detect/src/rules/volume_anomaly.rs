@@ -40,6 +40,9 @@ pub fn magnitude(e: &Event) -> f64 {
         .unwrap_or(1.0)
 }
 
+/// The detector the fleet runs (the build lists every rule file's `DETECTOR`).
+pub const DETECTOR: &dyn Detector = &VolumeAnomaly;
+
 impl Detector for VolumeAnomaly {
     fn name(&self) -> &str {
         FAMILY

@@ -1,24 +1,18 @@
 //! Every per-item rule run over one definition, one finding per rule and location.
 
 use super::context::Ctx;
-use super::{
-    encoded_payload, excessive_capability, exfiltration_channel, hidden_instruction,
-    invisible_text, sensitive_data_request, tool_shadowing,
-};
-use crate::finding::{Finding, ItemKind};
+use crate::finding::{Check, Finding, ItemKind, Rule};
 use std::collections::BTreeSet;
 
-/// Runs every per-item rule on `ctx`.
+/// Runs every per-item rule on `ctx`, in catalogue order (a tool rule on tools only).
 pub fn check_item(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
     let start = out.len();
-    hidden_instruction::check(ctx, out);
-    invisible_text::check(ctx, out);
-    encoded_payload::check(ctx, out);
-    sensitive_data_request::check(ctx, out);
-    exfiltration_channel::check(ctx, out);
-    tool_shadowing::check(ctx, out);
-    if ctx.kind == ItemKind::Tool {
-        excessive_capability::check(ctx, out);
+    for r in Rule::all() {
+        match r.0.check {
+            Check::Item(check) => check(ctx, out),
+            Check::Tool(check) if ctx.kind == ItemKind::Tool => check(ctx, out),
+            Check::Tool(_) | Check::Scan => {}
+        }
     }
     // One finding per rule and location: the first (most specific) wins.
     let mut seen = BTreeSet::new();

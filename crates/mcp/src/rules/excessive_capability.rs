@@ -16,10 +16,25 @@
 
 use super::{Ctx, re};
 use crate::fields;
-use crate::finding::{Finding, Rule, Severity};
+use crate::finding::{Check, Finding, Rule, RuleInfo, Severity};
 use regex::bytes::Regex;
 use serde_json::Value;
 use std::sync::LazyLock;
+
+/// What this rule is: the scanner's catalogue, SARIF and the threat map read it.
+pub const RULE: Rule = Rule(&RuleInfo {
+    id: "excessive_capability",
+    rank: 7,
+    summary: "an unconstrained command, code, SQL, path or URL parameter",
+    poisoning: false,
+    check: Check::Tool(check),
+    threat: &[
+        ("owasp_llm", &["LLM06:2025"]),
+        ("owasp_agentic", &["T2", "T11"]),
+        ("owasp_agentic_2026", &["ASI02", "ASI03"]),
+        ("owasp_mcp", &["MCP02:2025"]),
+    ],
+});
 
 const COMMAND: &[&str] = &[
     "cmd",
@@ -197,7 +212,7 @@ pub fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
             ""
         };
         out.push(ctx.finding(
-            Rule::ExcessiveCapability,
+            RULE,
             sev,
             &p.pointer,
             &format!("{}: {schema}", p.name),
@@ -212,7 +227,7 @@ pub fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
 #[cfg(test)]
 mod tests {
     use super::super::testing::findings_with;
-    use crate::finding::{Rule, Severity};
+    use crate::finding::Severity;
     use serde_json::json;
 
     fn tool(props: serde_json::Value, desc: &str) -> serde_json::Value {
@@ -230,7 +245,7 @@ mod tests {
         );
         let sev = |f: &[crate::finding::Finding], loc: &str| {
             f.iter()
-                .find(|f| f.rule == Rule::ExcessiveCapability && f.location.ends_with(loc))
+                .find(|f| f.rule == super::RULE && f.location.ends_with(loc))
                 .map(|f| f.severity)
         };
         // A terminal tool's command, any path, any URL: information.

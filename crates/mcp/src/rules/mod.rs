@@ -27,6 +27,10 @@ mod steering;
 pub(crate) mod testing;
 
 pub use check::check_item;
+
+/// The rules declared in this folder (each `pub mod` whose file holds a `RULE`), in name
+/// order; derived by the build from the `mod` lines above.
+pub static RULES: &[crate::finding::Rule] = &include!(concat!(env!("OUT_DIR"), "/rules.rs"));
 pub use context::{
     CONVERSATION_DATA, CREDENTIAL_FILE, Ctx, Norm, NormField, REQUEST_VERB, SECRET_NOUN,
     is_invisible, quote, re, sentence_where, sentence_with,

@@ -16,8 +16,23 @@
 //! definition (and the one a reviewer read need not be the one the model gets): each is
 //! a finding.
 
-use crate::finding::{Finding, ItemKind, Rule, Severity};
+use crate::finding::{Check, Finding, ItemKind, Rule, RuleInfo, Severity};
 use std::collections::BTreeMap;
+
+/// What this rule is: the scanner's catalogue, SARIF and the threat map read it.
+pub const RULE: Rule = Rule(&RuleInfo {
+    id: "name_collision",
+    rank: 6,
+    summary: "the same or a confusable name on two servers",
+    poisoning: false,
+    check: Check::Scan,
+    threat: &[
+        ("owasp_llm", &["LLM03:2025"]),
+        ("owasp_agentic", &["T9"]),
+        ("owasp_agentic_2026", &["ASI04"]),
+        ("owasp_mcp", &["MCP03:2025", "MCP09:2025"]),
+    ],
+});
 
 /// The form two confusable names share.
 pub fn skeleton(name: &str) -> String {
@@ -124,7 +139,7 @@ pub fn check(servers: &[(&str, Vec<&str>)], out: &mut Vec<Finding>) {
                 server: server.to_string(),
                 kind: ItemKind::Tool,
                 item: name.to_string(),
-                rule: Rule::NameCollision,
+                rule: RULE,
                 severity: Severity::Medium,
                 location: "/name".into(),
                 text: spelled(name),
@@ -161,7 +176,7 @@ pub fn check(servers: &[(&str, Vec<&str>)], out: &mut Vec<Finding>) {
                 server: server.to_string(),
                 kind: ItemKind::Tool,
                 item: name.to_string(),
-                rule: Rule::NameCollision,
+                rule: RULE,
                 // The same ASCII name on two servers is common among honest servers
                 // (an issue tracker's and a code host's `create_issue`): which one the
                 // client calls is worth knowing, not a failure on its own.
@@ -315,7 +330,7 @@ fn misspelled(servers: &[(&str, Vec<&str>)], out: &mut Vec<Finding>) {
             server: server.to_string(),
             kind: ItemKind::Tool,
             item: name.to_string(),
-            rule: Rule::NameCollision,
+            rule: RULE,
             severity: Severity::Medium,
             location: "/name".into(),
             text: spelled(name),
@@ -366,7 +381,7 @@ fn near_identical(servers: &[(&str, Vec<&str>)], out: &mut Vec<Finding>) {
                 server: server.to_string(),
                 kind: ItemKind::Tool,
                 item: name.to_string(),
-                rule: Rule::NameCollision,
+                rule: RULE,
                 severity: Severity::Medium,
                 location: "/name".into(),
                 text: spelled(name),

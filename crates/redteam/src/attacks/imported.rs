@@ -42,6 +42,10 @@ pub const INFO: PluginInfo = PluginInfo {
     ],
 };
 
+/// Its threat-map row (`attacks` in `taxonomy/threat_map.json`): framework key and
+/// entry ids.
+pub const THREAT: gauntlet_core::taxonomy::ThreatEntry = &[];
+
 /// This attack's registration (listed in `ENTRIES` in `attacks/mod.rs`).
 pub const ENTRY: AttackEntry = Entry {
     info: INFO,

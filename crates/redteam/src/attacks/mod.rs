@@ -16,24 +16,14 @@ pub mod system_prompt_leak;
 pub mod tap;
 pub mod template;
 
-/// The attacks, in catalogue order: each file's `ENTRY`.
-pub const ENTRIES: &[crate::judge::AttackEntry] = &[
-    r#static::ENTRY,
-    template::ENTRY,
-    pair::ENTRY,
-    tap::ENTRY,
-    crescendo::ENTRY,
-    goat::ENTRY,
-    adaptive::ENTRY,
-    best_of_n::ENTRY,
-    many_shot::ENTRY,
-    direct_extraction::ENTRY,
-    divergence::ENTRY,
-    canary_completion::ENTRY,
-    system_prompt_leak::ENTRY,
-    pii_elicitation::ENTRY,
-    imported::ENTRY,
-];
+/// The attacks, in name order: the `ENTRY` of each `pub mod` above whose file declares one
+/// (the build derives the list from those lines).
+pub const ENTRIES: &[crate::judge::AttackEntry] =
+    &include!(concat!(env!("OUT_DIR"), "/attacks.rs"));
+
+/// Each of the attacks' threat-map rows (its file's `THREAT`), by name, in name order.
+pub const THREATS: &[(&str, gauntlet_core::taxonomy::ThreatEntry)] =
+    &include!(concat!(env!("OUT_DIR"), "/attacks_threat.rs"));
 
 // The search loop the judge-in-the-loop attacks share.
 pub mod search;

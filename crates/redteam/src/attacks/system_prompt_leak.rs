@@ -31,6 +31,14 @@ pub const INFO: PluginInfo = PluginInfo {
     ],
 };
 
+/// Its threat-map row (`attacks` in `taxonomy/threat_map.json`): framework key and
+/// entry ids.
+pub const THREAT: gauntlet_core::taxonomy::ThreatEntry = &[
+    ("owasp_llm", &["LLM07:2025"]),
+    ("mitre_atlas", &["AML.T0056"]),
+    ("eu_ai_act", &["Art. 15", "Art. 55"]),
+];
+
 /// This attack's registration (listed in `ENTRIES` in `attacks/mod.rs`).
 pub const ENTRY: AttackEntry = Entry {
     info: INFO,

@@ -50,6 +50,13 @@ pub const INFO: PluginInfo = PluginInfo {
     ],
 };
 
+/// Its threat-map row (`attacks` in `taxonomy/threat_map.json`): framework key and
+/// entry ids.
+pub const THREAT: gauntlet_core::taxonomy::ThreatEntry = &[
+    ("mitre_atlas", &["AML.T0051.000", "AML.T0054", "AML.T0065"]),
+    ("eu_ai_act", &["Art. 15", "Art. 55"]),
+];
+
 /// This attack's registration (listed in `ENTRIES` in `attacks/mod.rs`).
 pub const ENTRY: AttackEntry = Entry {
     info: INFO,

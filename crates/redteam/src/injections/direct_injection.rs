@@ -14,6 +14,14 @@ pub const INFO: PluginInfo = PluginInfo {
     params: &[],
 };
 
+/// Its threat-map row (`attacks` in `taxonomy/threat_map.json`): framework key and
+/// entry ids.
+pub const THREAT: gauntlet_core::taxonomy::ThreatEntry = &[
+    ("owasp_agentic_2026", &["ASI01"]),
+    ("mitre_atlas", &["AML.T0051.000"]),
+    ("eu_ai_act", &["Art. 15", "Art. 55"]),
+];
+
 /// This injection's registration (listed in `ENTRIES` in `injections/mod.rs`).
 pub const ENTRY: InjectionEntry = Entry {
     info: INFO,

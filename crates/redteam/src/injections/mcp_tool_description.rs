@@ -14,6 +14,16 @@ pub const INFO: PluginInfo = PluginInfo {
     params: MCP_PARAMS,
 };
 
+/// Its threat-map row (`attacks` in `taxonomy/threat_map.json`): framework key and
+/// entry ids.
+pub const THREAT: gauntlet_core::taxonomy::ThreatEntry = &[
+    ("owasp_agentic", &["T2", "T6"]),
+    ("owasp_agentic_2026", &["ASI01", "ASI02"]),
+    ("owasp_mcp", &["MCP03:2025", "MCP06:2025"]),
+    ("mitre_atlas", &["AML.T0051.001", "AML.T0110"]),
+    ("eu_ai_act", &["Art. 15", "Art. 55"]),
+];
+
 /// This injection's registration (listed in `ENTRIES` in `injections/mod.rs`).
 pub const ENTRY: InjectionEntry = Entry {
     info: INFO,

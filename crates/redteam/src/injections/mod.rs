@@ -14,19 +14,14 @@ pub mod mcp_tool_result;
 pub mod no_injection;
 pub mod poisoned_content;
 
-/// The injections, in catalogue order: each file's `ENTRY`.
-pub const ENTRIES: &[crate::judge::InjectionEntry] = &[
-    no_injection::ENTRY,
-    direct_injection::ENTRY,
-    indirect_injection::ENTRY,
-    injecagent::ENTRY,
-    agentdojo::ENTRY,
-    mcp_tool_description::ENTRY,
-    mcp_tool_result::ENTRY,
-    mcp_rug_pull::ENTRY,
-    mcp_shadowing::ENTRY,
-    poisoned_content::ENTRY,
-];
+/// The injections, in name order: the `ENTRY` of each `pub mod` above whose file declares one
+/// (the build derives the list from those lines).
+pub const ENTRIES: &[crate::judge::InjectionEntry] =
+    &include!(concat!(env!("OUT_DIR"), "/injections.rs"));
+
+/// Each of the injections' threat-map rows (its file's `THREAT`), by name, in name order.
+pub const THREATS: &[(&str, gauntlet_core::taxonomy::ThreatEntry)] =
+    &include!(concat!(env!("OUT_DIR"), "/injections_threat.rs"));
 
 // The attack the agent-loop injections share.
 mod agent_attack;

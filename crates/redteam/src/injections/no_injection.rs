@@ -14,6 +14,10 @@ pub const INFO: PluginInfo = PluginInfo {
     params: &[],
 };
 
+/// Its threat-map row (`attacks` in `taxonomy/threat_map.json`): framework key and
+/// entry ids.
+pub const THREAT: gauntlet_core::taxonomy::ThreatEntry = &[];
+
 /// This injection's registration (listed in `ENTRIES` in `injections/mod.rs`).
 pub const ENTRY: InjectionEntry = Entry {
     info: INFO,

@@ -19,6 +19,16 @@ use gauntlet_core::message::Message;
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
 use gauntlet_models::{BoxFuture, ModelError};
 
+/// Its threat-map row (`attacks` in `taxonomy/threat_map.json`): framework key and
+/// entry ids.
+pub const THREAT: gauntlet_core::taxonomy::ThreatEntry = &[
+    ("owasp_llm", &["LLM01:2025", "LLM02:2025"]),
+    ("owasp_agentic", &["T2", "T6"]),
+    ("owasp_agentic_2026", &["ASI01", "ASI02"]),
+    ("mitre_atlas", &["AML.T0051.001"]),
+    ("eu_ai_act", &["Art. 15", "Art. 55"]),
+];
+
 /// This injection's registration (listed in `ENTRIES` in `injections/mod.rs`).
 pub const ENTRY: InjectionEntry = Entry {
     info: INFO,

@@ -23,6 +23,16 @@ pub const INFO: PluginInfo = PluginInfo {
     }],
 };
 
+/// Its threat-map row (`metrics` in `taxonomy/threat_map.json`): which direction is bad
+/// news, and framework key and entry ids.
+pub const THREAT: gauntlet_core::taxonomy::MetricThreat = gauntlet_core::taxonomy::MetricThreat {
+    worse: Some(gauntlet_core::taxonomy::Worse::Higher),
+    tags: &[
+        ("nist_ai_rmf", &["MEASURE 2.7"]),
+        ("eu_ai_act", &["Art. 15", "Art. 55"]),
+    ],
+};
+
 /// This metric's registration (listed in `ENTRIES` in `metrics/mod.rs`).
 pub const ENTRY: MetricEntry = Entry {
     info: INFO,

@@ -16,6 +16,20 @@ pub const INFO: PluginInfo = PluginInfo {
     params: &[],
 };
 
+/// Its threat-map row (`metrics` in `taxonomy/threat_map.json`): which direction is bad
+/// news, and framework key and entry ids.
+pub const THREAT: gauntlet_core::taxonomy::MetricThreat = gauntlet_core::taxonomy::MetricThreat {
+    worse: Some(gauntlet_core::taxonomy::Worse::Higher),
+    tags: &[
+        ("owasp_llm", &["LLM01:2025"]),
+        ("owasp_agentic", &["T6"]),
+        ("owasp_agentic_2026", &["ASI01"]),
+        ("mitre_atlas", &["AML.T0051"]),
+        ("nist_ai_rmf", &["MEASURE 2.7"]),
+        ("eu_ai_act", &["Art. 15", "Art. 55"]),
+    ],
+};
+
 /// This metric's registration (listed in `ENTRIES` in `metrics/mod.rs`).
 pub const ENTRY: MetricEntry = Entry {
     info: INFO,

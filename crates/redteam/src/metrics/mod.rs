@@ -36,31 +36,13 @@ pub mod utility_baseline;
 pub mod utility_under_attack;
 pub mod verbatim_overlap;
 
-/// The metrics, in catalogue order: each file's `ENTRY`.
-pub const ENTRIES: &[MetricEntry] = &[
-    asr::ENTRY,
-    asr_at_k::ENTRY,
-    refusal_rate::ENTRY,
-    strongreject_score::ENTRY,
-    frr::ENTRY,
-    guard_pass_through::ENTRY,
-    false_block_rate::ENTRY,
-    extraction_rate::ENTRY,
-    canary_exposure_rate::ENTRY,
-    pii_leak_rate::ENTRY,
-    system_prompt_leak_rate::ENTRY,
-    verbatim_overlap::ENTRY,
-    injection_success_rate::ENTRY,
-    agentdojo_security_rate::ENTRY,
-    utility_under_attack::ENTRY,
-    utility_baseline::ENTRY,
-    unparsed_tool_call_rate::ENTRY,
-    injecagent_asr_valid::ENTRY,
-    injecagent_asr_all::ENTRY,
-    injecagent_valid_rate::ENTRY,
-    token_usage::ENTRY,
-    cost::ENTRY,
-];
+/// The metrics, in name order: the `ENTRY` of each `pub mod` above whose file declares one
+/// (the build derives the list from those lines).
+pub const ENTRIES: &[MetricEntry] = &include!(concat!(env!("OUT_DIR"), "/metrics.rs"));
+
+/// Each of the metrics' threat-map rows (its file's `THREAT`), by name, in name order.
+pub const THREATS: &[(&str, gauntlet_core::taxonomy::MetricThreat)] =
+    &include!(concat!(env!("OUT_DIR"), "/metrics_threat.rs"));
 
 // The machinery every metric shares.
 mod acc;

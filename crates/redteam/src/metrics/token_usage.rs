@@ -21,6 +21,13 @@ pub const INFO: PluginInfo = PluginInfo {
     }],
 };
 
+/// Its threat-map row (`metrics` in `taxonomy/threat_map.json`): which direction is bad
+/// news, and framework key and entry ids.
+pub const THREAT: gauntlet_core::taxonomy::MetricThreat = gauntlet_core::taxonomy::MetricThreat {
+    worse: None,
+    tags: &[],
+};
+
 /// This metric's registration (listed in `ENTRIES` in `metrics/mod.rs`).
 pub const ENTRY: MetricEntry = Entry {
     info: INFO,

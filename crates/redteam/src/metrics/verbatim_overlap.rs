@@ -14,6 +14,17 @@ pub const INFO: PluginInfo = PluginInfo {
     params: &[],
 };
 
+/// Its threat-map row (`metrics` in `taxonomy/threat_map.json`): which direction is bad
+/// news, and framework key and entry ids.
+pub const THREAT: gauntlet_core::taxonomy::MetricThreat = gauntlet_core::taxonomy::MetricThreat {
+    worse: Some(gauntlet_core::taxonomy::Worse::Higher),
+    tags: &[
+        ("owasp_llm", &["LLM02:2025"]),
+        ("nist_ai_rmf", &["MEASURE 2.10"]),
+        ("eu_ai_act", &["Art. 15", "Art. 55"]),
+    ],
+};
+
 /// This metric's registration (listed in `ENTRIES` in `metrics/mod.rs`).
 pub const ENTRY: MetricEntry = Entry {
     info: INFO,

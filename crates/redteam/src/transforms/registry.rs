@@ -1,21 +1,13 @@
 //! The closed list of transforms: one [`Entry`] per plugin in [`REGISTRY`], by family,
 //! and the lookups over it (build from a spec, family of a name).
 
-use super::{
-    atbash, base32, base64, binary, caesar, char_codes, char_noise, char_spacing, char_swap,
-    code_completion, diacritics, distractors, emoji_substitution, fake_system, few_shot,
-    fictional_framing, full_width, hex, homoglyphs, json_framing, leetspeak, many_shot,
-    markdown_table, morse, paraphrase, past_tense, payload_split, persuasion, prefix_injection,
-    random_caps, refusal_suppression, reverse_text, reverse_words, rot13, strip_vowels,
-    suffix_injection, tag_smuggling, tense_shift, tone_shift, translate, upside_down, url_encode,
-    word_scramble, yaml_framing, zero_width,
-};
 use crate::error::BuildError;
 use crate::transform::seam::{Family, Transform};
 use gauntlet_core::params::{PluginInfo, PluginSpec};
 use std::sync::LazyLock;
 
 /// One registered transform: its registration, family and constructor.
+#[derive(Clone, Copy)]
 pub struct Entry {
     pub info: PluginInfo,
     pub family: Family,
@@ -25,65 +17,23 @@ pub struct Entry {
 macro_rules! entry {
     ($m:ident) => {
         Entry {
-            info: $m::INFO,
-            family: $m::FAMILY,
-            build: $m::build,
+            info: super::$m::INFO,
+            family: super::$m::FAMILY,
+            build: super::$m::build,
         }
     };
 }
 
-/// Every transform, by family, in the order `gauntlet list` shows them.
-pub const REGISTRY: &[Entry] = &[
-    // encodings
-    entry!(base64),
-    entry!(base32),
-    entry!(hex),
-    entry!(rot13),
-    entry!(caesar),
-    entry!(atbash),
-    entry!(binary),
-    entry!(morse),
-    entry!(url_encode),
-    entry!(reverse_text),
-    entry!(reverse_words),
-    entry!(char_codes),
-    // character-level
-    entry!(leetspeak),
-    entry!(homoglyphs),
-    entry!(zero_width),
-    entry!(tag_smuggling),
-    entry!(diacritics),
-    entry!(full_width),
-    entry!(random_caps),
-    entry!(char_swap),
-    entry!(char_noise),
-    entry!(word_scramble),
-    entry!(emoji_substitution),
-    entry!(char_spacing),
-    entry!(upside_down),
-    entry!(strip_vowels),
-    // structure
-    entry!(payload_split),
-    entry!(prefix_injection),
-    entry!(suffix_injection),
-    entry!(refusal_suppression),
-    entry!(code_completion),
-    entry!(json_framing),
-    entry!(yaml_framing),
-    entry!(markdown_table),
-    entry!(few_shot),
-    entry!(many_shot),
-    entry!(fictional_framing),
-    entry!(past_tense),
-    entry!(distractors),
-    entry!(fake_system),
-    // model-driven
-    entry!(translate),
-    entry!(paraphrase),
-    entry!(persuasion),
-    entry!(tense_shift),
-    entry!(tone_shift),
-];
+/// Every transform, by family, then by name: the order `gauntlet list` shows them.
+pub static REGISTRY: LazyLock<Vec<Entry>> = LazyLock::new(|| {
+    let mut all: Vec<Entry> = TRANSFORMS.to_vec();
+    all.sort_by_key(|e| (e.family as u8, e.info.name));
+    all
+});
+
+/// Every transform in name order: each `pub mod` of `transforms/mod.rs` whose file declares
+/// a `FAMILY` (the build derives the list from those lines).
+const TRANSFORMS: &[Entry] = &include!(concat!(env!("OUT_DIR"), "/transforms.rs"));
 
 /// The registrations alone (the catalog's `transforms` axis).
 pub static INFOS: LazyLock<Vec<PluginInfo>> =
@@ -122,7 +72,7 @@ mod tests {
         names.sort();
         names.dedup();
         assert_eq!(names.len(), REGISTRY.len(), "duplicate transform names");
-        for e in REGISTRY {
+        for e in REGISTRY.iter() {
             assert_eq!(e.info.axis, Axis::Transform, "{}", e.info.name);
             assert!(!e.info.doc.is_empty());
             let t = build_yaml(e.info.name);
@@ -134,7 +84,7 @@ mod tests {
     #[test]
     fn every_family_is_in_the_threat_map() {
         let m = gauntlet_core::taxonomy::map();
-        for e in REGISTRY {
+        for e in REGISTRY.iter() {
             assert!(
                 m.transform_families.contains_key(e.family.as_str()),
                 "family {}",
