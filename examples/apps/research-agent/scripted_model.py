@@ -135,8 +135,8 @@ class Script:
         return calls
 
     def _from_results(self, results, done, tools, everything):
-        fetched = {a.get("url") for n, a in done if n == "fetch_url"}
-        mailed = {a.get("to") for n, a in done if "to" in a}
+        fetched = {a.get("url") for n, a in done if n == "fetch_url" and isinstance(a, dict)}
+        mailed = {a.get("to") for n, a in done if isinstance(a, dict) and "to" in a}
         canaries = _unique(CANARY_RE.findall(everything))
         calls = []
         for r in results:
