@@ -61,7 +61,6 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from pydantic_ai import Agent
-from pydantic_ai.mcp import MCPToolset
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
@@ -178,6 +177,9 @@ def mcp_server(message):
 
 def mcp_toolset(url, log):
     """The tools of the MCP server at `url`, each call recorded in the application's log."""
+    # Imported on first use: an application that is never given an MCP server starts
+    # without the MCP client's dependencies.
+    from pydantic_ai.mcp import MCPToolset
 
     async def record(ctx, call_tool, name, args):
         result = await call_tool(name, args)
