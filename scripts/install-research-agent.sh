@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the virtualenv of the example agent application examples/apps/research-agent:
-# Pydantic AI (pydantic-ai-slim[openai]) with the OpenTelemetry SDK and the OTLP/HTTP
+# Pydantic AI (pydantic-ai-slim[openai,mcp]) with the OpenTelemetry SDK and the OTLP/HTTP
 # exporter, every package at the exact version of examples/apps/research-agent/requirements.txt,
 # each wheel checked against its pinned sha256 by pip (--require-hashes, --no-deps: nothing
 # unpinned comes in).
@@ -10,8 +10,8 @@
 # DIR defaults to $GAUNTLET_RESEARCH_AGENT_VENV, else $XDG_CACHE_HOME/gauntlet/research-agent,
 # else ~/.cache/gauntlet/research-agent. An install whose stamp matches the requirements
 # file's sha256 is kept (nothing downloaded). Prints DIR on stdout; progress and errors go
-# to stderr; exit status 1 when the venv, a download or a hash check fails. 35 wheels,
-# 14 MB downloaded, about 125 MB on disk.
+# to stderr; exit status 1 when the venv, a download or a hash check fails. 69 wheels,
+# 26 MB downloaded, about 190 MB on disk.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REQS=examples/apps/research-agent/requirements.txt
@@ -47,11 +47,11 @@ rm -rf "$DIR"
 mkdir -p "$(dirname "$DIR")"
 echo "install-research-agent: creating the virtualenv in $DIR" >&2
 "$PY" -m venv "$DIR" >&2 || fail "cannot create a virtualenv in $DIR"
-echo "install-research-agent: pip install --require-hashes -r $REQS (pydantic-ai-slim, opentelemetry-sdk, OTLP/HTTP exporter; 35 wheels)" >&2
+echo "install-research-agent: pip install --require-hashes -r $REQS (pydantic-ai-slim with its MCP client, opentelemetry-sdk, OTLP/HTTP exporter; 69 wheels)" >&2
 "$DIR/bin/pip" install --quiet --disable-pip-version-check --no-deps --require-hashes \
   --only-binary=:all: -r "$REQS" >&2 \
   || { rm -rf "$DIR"; fail "pip install from $REQS failed (is PyPI reachable? see pip's message above)"; }
-"$DIR/bin/python" -c 'import pydantic_ai, opentelemetry.sdk.trace, opentelemetry.exporter.otlp.proto.http.trace_exporter' >&2 \
+"$DIR/bin/python" -c 'import pydantic_ai, pydantic_ai.mcp, opentelemetry.sdk.trace, opentelemetry.exporter.otlp.proto.http.trace_exporter' >&2 \
   || { rm -rf "$DIR"; fail "the installed packages do not import"; }
 echo "$WANT" > "$STAMP"
 echo "install-research-agent: installed in $DIR" >&2

@@ -34,6 +34,10 @@ pub struct Evidence {
     /// injection reached the application.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub pages_served: u64,
+    /// Distinct `tools/call` requests the run's MCP endpoint received under this call's
+    /// token (the same tool with the same arguments counts once).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub mcp_calls: u64,
     /// What the spans and the sink show, sorted by their content (kind, then each field
     /// in order): a function of what the application did, not of when its spans started
     /// or arrived.
@@ -46,9 +50,10 @@ fn is_zero(n: &u64) -> bool {
 }
 
 impl Evidence {
-    /// Whether anything arrived for the call: a span of its trace or a sink hit.
+    /// Whether anything arrived for the call: a span of its trace, a sink hit or an MCP
+    /// tool call.
     pub fn arrived(&self) -> bool {
-        self.spans > 0 || self.sink_hits > 0
+        self.spans > 0 || self.sink_hits > 0 || self.mcp_calls > 0
     }
 
     /// Every string the record carries, for scrubbing secrets out of it.
@@ -105,6 +110,8 @@ pub enum SpanConvention {
     GenAi,
     /// OpenInference (`openinference.span.kind` = `TOOL`).
     OpenInference,
+    /// Not a span: a `tools/call` request the run's MCP endpoint received.
+    Mcp,
 }
 
 /// One thing the application was seen doing. No span id is kept: SDKs draw them at
@@ -145,8 +152,9 @@ pub enum EvidenceEvent {
         #[serde(default)]
         body: String,
     },
-    /// A page the poisoned-content server served under the call's token (`path`: what
-    /// followed the token).
+    /// A page the poisoned-content server served under the call's token, or a result
+    /// the MCP endpoint gave carrying the injection (`path`: what followed the token,
+    /// `/p/<key>/<name>` or `/mcp/<key>/<tool>`).
     PageServed { path: String },
 }
 
@@ -163,6 +171,7 @@ mod tests {
             dropped_spans: 0,
             sink_hits: 0,
             pages_served: 0,
+            mcp_calls: 0,
             events: vec![EvidenceEvent::ToolCall {
                 convention: SpanConvention::GenAi,
                 name: "send_email".into(),

@@ -54,6 +54,10 @@ struct Buffer {
     sink: BTreeSet<EvidenceEvent>,
     /// Distinct pages served (what followed the token).
     pages: BTreeSet<String>,
+    /// Distinct MCP tool calls kept.
+    mcp: BTreeSet<EvidenceEvent>,
+    /// MCP tool calls over a cap: counted, not kept.
+    mcp_dropped: u64,
 }
 
 impl Buffer {
@@ -66,6 +70,8 @@ impl Buffer {
             entries: Vec::new(),
             sink: BTreeSet::new(),
             pages: BTreeSet::new(),
+            mcp: BTreeSet::new(),
+            mcp_dropped: 0,
         }
     }
 
@@ -126,6 +132,8 @@ pub struct Counts {
     pub unknown_sink_hits: u64,
     /// Content-server requests naming no open call or no published page: answered 404.
     pub unknown_page_requests: u64,
+    /// MCP endpoint requests naming no open call or no published toolkit: answered 404.
+    pub unknown_mcp_requests: u64,
 }
 
 /// The evidence of the traces open now.
@@ -213,6 +221,9 @@ impl Collector {
         }
         let sink_hits = b.sink.len() as u64 + b.sink_dropped;
         let pages_served = b.pages.len() as u64;
+        let mcp_calls = b.mcp.len() as u64 + b.mcp_dropped;
+        dropped += b.mcp_dropped;
+        out.extend(b.mcp);
         out.extend(b.sink);
         out.extend(
             b.pages
@@ -227,6 +238,7 @@ impl Collector {
             dropped_spans: dropped,
             sink_hits,
             pages_served,
+            mcp_calls,
             events: out,
         })
     }
@@ -338,6 +350,35 @@ impl Collector {
             buf.pages.insert(path.to_string());
         }
         true
+    }
+
+    /// Files an MCP tool call under `id` when it is open (a repeat of a kept call counts
+    /// once; past the span or byte cap it is counted, not kept); false when `id` is not
+    /// open, and the request is counted as unknown.
+    pub fn mcp_call(&self, id: TraceId, call: EvidenceEvent) -> bool {
+        let max_bytes = self.caps.max_trace_bytes;
+        let max_calls = self.caps.max_spans;
+        let mut st = self.lock();
+        let Some(buf) = st.open.get_mut(&id) else {
+            st.counts.unknown_mcp_requests += 1;
+            return false;
+        };
+        if buf.mcp.contains(&call) {
+            return true;
+        }
+        let n = text_len(&call);
+        if buf.mcp.len() >= max_calls || buf.bytes + n > max_bytes {
+            buf.mcp_dropped += 1;
+            return true;
+        }
+        buf.bytes += n;
+        buf.mcp.insert(call);
+        true
+    }
+
+    /// Counts an MCP endpoint request that named no open call or no published toolkit.
+    pub fn unknown_mcp(&self) {
+        self.lock().counts.unknown_mcp_requests += 1;
     }
 
     /// Counts a sink request that named no open call.

@@ -4,6 +4,7 @@
 //! - [`receiver`]: the OTLP/HTTP trace receiver (`POST /v1/traces`, protobuf and JSON);
 //! - [`sink`]: the canary sink, playing the attacker's server;
 //! - [`content`]: the poisoned-content server, pages carrying an injection;
+//! - [`mcp`]: the MCP endpoint, tools whose results carry an injection;
 //! - [`token`]: how a sink or content request names the call it belongs to;
 //! - [`listener`]: the connection cap and idle timeout every server accepts under;
 //! - [`wire`]: the bounds an OTLP body is checked against before it is decoded;
@@ -20,6 +21,7 @@ pub mod caps;
 pub mod collector;
 pub mod content;
 pub mod listener;
+pub mod mcp;
 pub mod receiver;
 pub mod sink;
 pub mod spans;

@@ -2,7 +2,7 @@
 //! servers a run starts for the target, and how a call gathers its evidence.
 //!
 //! ```yaml
-//! evidence: {otlp: "127.0.0.1:4318", sink: true, content: true, settle_s: 2}
+//! evidence: {otlp: "127.0.0.1:4318", sink: true, content: true, mcp: true, settle_s: 2}
 //! ```
 //!
 //! A try of a call derives its trace id from the call ([`call_identity`],
@@ -14,11 +14,12 @@
 //! its trace. Both targets go through these three steps; nothing here is per target.
 //!
 //! `otlp` is the OTLP/HTTP receiver (on by default; `false` for an application that
-//! exports nothing). `sink` is the canary sink and `content` the poisoned-content
-//! server (off by default; `true` for any free loopback port, or an address). Their
-//! per-call URLs reach the application through the prompt: `{{sink_url}}` and
-//! `{{content_url}}` in a message are replaced, for the call, by
-//! `http://<addr>/t/<token>` (the token is the call's trace id, see
+//! exports nothing). `sink` is the canary sink, `content` the poisoned-content server
+//! and `mcp` the MCP endpoint (off by default; `true` for any free loopback port, or an
+//! address). Their per-call URLs reach the application through the prompt:
+//! `{{sink_url}}` and `{{content_url}}` in a message are replaced, for the call, by
+//! `http://<addr>/t/<token>`, `{{mcp_url}}` by `http://<addr>/t/<token>/mcp` (the
+//! token is the call's trace id, see
 //! [`gauntlet_evidence::token`]). The call's identity, and so its trace id, is taken
 //! before the replacement, from the text with the placeholders.
 
@@ -40,19 +41,21 @@ use std::time::Duration;
 pub const DOC: &str = "gather the application's evidence per call: {otlp: \"127.0.0.1:4318\" (the OTLP/HTTP trace \
      receiver's address; true for that default, false for none), sink: true (the canary sink: \
      true for a free loopback port, or an address), content: true (the poisoned-content server, \
-     likewise; it implies a sink), settle_s: 2 (wait after the reply for late spans and hits), \
-     max_spans, max_trace_bytes, max_attribute_bytes, max_body_bytes, max_elements}; the call \
-     sends a W3C traceparent header, and {{sink_url}} / {{content_url}} in its prompt become \
-     the call's URLs on the sink and the content server. See docs/src/reference/evidence.md";
+     likewise; it implies a sink), mcp: true (the MCP endpoint, likewise; it implies a sink), \
+     settle_s: 2 (wait after the reply for late spans and hits), max_spans, max_trace_bytes, \
+     max_attribute_bytes, max_body_bytes, max_elements}; the call sends a W3C traceparent \
+     header, and {{sink_url}} / {{content_url}} / {{mcp_url}} in its prompt become the call's \
+     URLs on the sink, the content server and the MCP endpoint. See docs/src/reference/evidence.md";
 
 /// The `evidence` param's doc on the `command` target.
 pub const DOC_COMMAND: &str = "gather the program's evidence per call: {otlp: \"127.0.0.1:4318\" (the OTLP/HTTP trace \
-     receiver's address; true for that default, false for none), sink: true, content: true (the \
-     canary sink and the poisoned-content server, as on http), settle_s: 2 (wait after the reply \
+     receiver's address; true for that default, false for none), sink: true, content: true, \
+     mcp: true (the canary sink, the poisoned-content server and the MCP endpoint, as on http), \
+     settle_s: 2 (wait after the reply \
      for late spans and hits), max_spans, max_trace_bytes, max_attribute_bytes, max_body_bytes, \
      max_elements}; needs network: true; the program gets OTEL_EXPORTER_OTLP_ENDPOINT and \
      OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, each request line a traceparent field, and \
-     {{sink_url}} / {{content_url}} in its prompt become the call's URLs. See \
+     {{sink_url}} / {{content_url}} / {{mcp_url}} in its prompt become the call's URLs. See \
      docs/src/reference/evidence.md";
 
 /// The default receiver address: the OTLP/HTTP port on loopback.
@@ -67,6 +70,7 @@ const KEYS: &[&str] = &[
     "otlp",
     "sink",
     "content",
+    "mcp",
     "settle_s",
     "max_spans",
     "max_trace_bytes",
@@ -82,6 +86,7 @@ pub struct EvidenceSetup {
     receiver: Option<Arc<Receiver>>,
     sink: Option<Server>,
     content: Option<Server>,
+    mcp: Option<Server>,
     settle: Duration,
     /// The target's identity, folded into every trace id.
     target: Vec<u8>,
@@ -141,13 +146,22 @@ impl EvidenceSetup {
         };
         let otlp = addr("otlp", Some(DEFAULT_OTLP))?;
         let content = addr("content", None)?;
-        // The pages point at the sink: a content server brings one.
-        let sink = addr("sink", content.map(|_| ANY_LOOPBACK))?;
-        if content.is_some() && sink.is_none() {
-            return Err(cfg(
-                target,
-                "`content` serves pages that point at the canary sink: drop `sink: false`".into(),
-            ));
+        let mcp = addr("mcp", None)?;
+        // The pages and tool results point at the sink: a content server or an MCP
+        // endpoint brings one.
+        let sink = addr("sink", content.or(mcp).map(|_| ANY_LOOPBACK))?;
+        for (key, on, what) in [
+            ("content", content.is_some(), "pages"),
+            ("mcp", mcp.is_some(), "tool results"),
+        ] {
+            if on && sink.is_none() {
+                return Err(cfg(
+                    target,
+                    format!(
+                        "`{key}` serves {what} that point at the canary sink: drop `sink: false`"
+                    ),
+                ));
+            }
         }
         if otlp.is_none() && sink.is_none() {
             return Err(cfg(
@@ -227,11 +241,25 @@ impl EvidenceSetup {
             ),
             _ => None,
         };
+        let mcp = match (mcp, &sink) {
+            (Some(a), Some(s)) => {
+                let state = Arc::new(gauntlet_evidence::mcp::McpState {
+                    collector: collector.clone(),
+                    sink: s.addr(),
+                });
+                Some(
+                    Server::spawn("mcp-endpoint", a, gauntlet_evidence::mcp::router(state, a))
+                        .map_err(start)?,
+                )
+            }
+            _ => None,
+        };
         Ok(Some(EvidenceSetup {
             collector,
             receiver,
             sink,
             content,
+            mcp,
             settle: Duration::from_secs_f64(settle_s),
             target: identity.to_string().into_bytes(),
         }))
@@ -252,6 +280,11 @@ impl EvidenceSetup {
         self.content.as_ref().map(Server::addr)
     }
 
+    /// The MCP endpoint's address, when it runs.
+    pub fn mcp_addr(&self) -> Option<SocketAddr> {
+        self.mcp.as_ref().map(Server::addr)
+    }
+
     /// The trace of one call, opened on the collector; `call` writes the call's identity.
     pub fn open(&self, call: impl FnOnce(&mut HashWriter)) -> OpenTrace<'_> {
         let trace = CallTrace::derive(&self.target, call);
@@ -267,18 +300,33 @@ impl EvidenceSetup {
 /// The placeholders a prompt may hold for the call's URLs.
 pub const SINK_URL: &str = "{{sink_url}}";
 pub const CONTENT_URL: &str = "{{content_url}}";
+pub const MCP_URL: &str = "{{mcp_url}}";
+
+/// A call's URL on the MCP endpoint at `addr`: its base URL and `/mcp`.
+fn mcp_url(addr: SocketAddr, id: &gauntlet_evidence::collector::TraceId) -> String {
+    format!("{}/mcp", gauntlet_evidence::token::base_url(addr, id))
+}
 
 impl OpenTrace<'_> {
     /// This call's URLs on the sink and the content server, with their placeholders.
     fn urls(&self) -> Vec<(String, &'static str)> {
         let id = &self.trace.trace_id;
-        [
-            (self.setup.sink_addr(), SINK_URL),
-            (self.setup.content_addr(), CONTENT_URL),
-        ]
-        .into_iter()
-        .filter_map(|(a, ph)| a.map(|a| (gauntlet_evidence::token::base_url(a, id), ph)))
-        .collect()
+        // The MCP URL first: it is longer than the base URL of the same server.
+        let mut out: Vec<(String, &'static str)> = self
+            .setup
+            .mcp_addr()
+            .map(|a| (mcp_url(a, id), MCP_URL))
+            .into_iter()
+            .collect();
+        out.extend(
+            [
+                (self.setup.sink_addr(), SINK_URL),
+                (self.setup.content_addr(), CONTENT_URL),
+            ]
+            .into_iter()
+            .filter_map(|(a, ph)| a.map(|a| (gauntlet_evidence::token::base_url(a, id), ph))),
+        );
+        out
     }
 
     /// Puts the placeholders back into `text` where it holds this call's URLs, so a
@@ -291,7 +339,7 @@ impl OpenTrace<'_> {
         }
     }
 
-    /// `text` with `{{sink_url}}` and `{{content_url}}` replaced by this call's URLs; an
+    /// `text` with `{{sink_url}}`, `{{content_url}}` and `{{mcp_url}}` replaced by this call's URLs; an
     /// error naming the key to add when the server it names does not run.
     pub fn expand<'t>(&self, text: &'t str) -> Result<Cow<'t, str>, ModelError> {
         if !text.contains("{{") {
@@ -301,6 +349,7 @@ impl OpenTrace<'_> {
         for (ph, addr, key) in [
             (SINK_URL, self.setup.sink_addr(), "sink"),
             (CONTENT_URL, self.setup.content_addr(), "content"),
+            (MCP_URL, self.setup.mcp_addr(), "mcp"),
         ] {
             if !out.contains(ph) {
                 continue;
@@ -310,13 +359,17 @@ impl OpenTrace<'_> {
                     "the prompt holds {ph}, but the target's `evidence` runs no {key} server: add `{key}: true` to `evidence`"
                 )));
             };
-            let url = gauntlet_evidence::token::base_url(a, &self.trace.trace_id);
+            let url = if key == "mcp" {
+                mcp_url(a, &self.trace.trace_id)
+            } else {
+                gauntlet_evidence::token::base_url(a, &self.trace.trace_id)
+            };
             out = Cow::Owned(out.replace(ph, &url));
         }
         Ok(out)
     }
 
-    /// `req` with the call's URLs in place of `{{sink_url}}` and `{{content_url}}`, or
+    /// `req` with the call's URLs in place of `{{sink_url}}`, `{{content_url}}` and `{{mcp_url}}`, or
     /// `None` when no message holds a placeholder (send `req` itself). The call's
     /// identity was taken before, from the text with the placeholders.
     pub fn expand_request(&self, req: &ChatRequest) -> Result<Option<ChatRequest>, ModelError> {
@@ -401,5 +454,52 @@ impl Drop for OpenTrace<'_> {
         if !self.taken {
             self.setup.collector.close(self.trace.trace_id);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn setup(v: Value) -> Result<Option<EvidenceSetup>, ModelError> {
+        EvidenceSetup::from_param("http", Some(&v), &json!({"t": 1}))
+    }
+
+    #[test]
+    fn the_mcp_url_is_expanded_and_restored_like_the_sink_url() {
+        let s = setup(json!({"otlp": false, "mcp": true})).unwrap().unwrap();
+        // An MCP endpoint brings a sink: its results point there.
+        let (mcp, sink) = (s.mcp_addr().unwrap(), s.sink_addr().unwrap());
+        assert_ne!(mcp, sink);
+        let t = s.open(|h| h.field(b"call"));
+        let id = gauntlet_evidence::trace::hex(&t.trace.trace_id);
+        let x = t
+            .expand("MCP server: {{mcp_url}}/k1 and {{sink_url}}/c")
+            .unwrap();
+        assert_eq!(
+            x,
+            format!("MCP server: http://{mcp}/t/{id}/mcp/k1 and http://{sink}/t/{id}/c")
+        );
+        let mut back = x.into_owned();
+        t.restore(&mut back);
+        assert_eq!(back, "MCP server: {{mcp_url}}/k1 and {{sink_url}}/c");
+        // Without the endpoint the placeholder names the key to add.
+        let s = setup(json!({"otlp": false, "sink": true}))
+            .unwrap()
+            .unwrap();
+        let e = s
+            .open(|_| {})
+            .expand("{{mcp_url}}")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("add `mcp: true`"), "{e}");
+        let e = setup(json!({"otlp": false, "mcp": true, "sink": false}))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("`mcp` serves tool results"), "{e}");
+        let e = setup(json!({"mcp": "nowhere"})).err().unwrap().to_string();
+        assert!(e.contains("`mcp` = \"nowhere\" is not an address"), "{e}");
     }
 }

@@ -1450,6 +1450,7 @@ fn evidence_view(v: &Json) -> Option<EvidenceView> {
                 convention: match convention {
                     SpanConvention::GenAi => "GenAI",
                     SpanConvention::OpenInference => "OpenInference",
+                    SpanConvention::Mcp => "MCP endpoint",
                 },
                 arguments: clip(arguments),
                 result: opt(result),

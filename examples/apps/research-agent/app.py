@@ -11,6 +11,11 @@ OpenAI-compatible chat-completions server. It has three tools:
                               a honeypot: the e-mail is recorded in the outbox
                               (--outbox, JSONL), never sent
 
+and, for a request that names one, the tools of an MCP server: a line
+`MCP server: URL` in the message (taken out of the message before the model sees it)
+connects the agent to that streamable-HTTP MCP server for the request, through Pydantic
+AI's own MCP client (`pydantic_ai.mcp.MCPToolset`); its tools join the three above.
+
 Its traces are Pydantic AI's own OpenTelemetry instrumentation (GenAI semantic
 conventions: an `execute_tool` span per tool call carrying `gen_ai.tool.name` and
 `gen_ai.tool.call.arguments`), exported by the standard OTLP/HTTP exporter, which reads
@@ -29,7 +34,8 @@ No span is written by hand here.
          out of its virtualenv: start it as [/usr/bin/env, VENV/bin/python, app.py, stdio, …].
 
 --log PATH keeps the application's own record of what it did, one JSON line per tool call
-({"trace_id", "tool", "arguments", "result"}) and per request ({"trace_id", "message",
+({"trace_id", "tool", "arguments", "result", and "mcp": true for a tool of the MCP
+server}) and per request ({"trace_id", "message",
 "reply", "model_requests"}), so what gauntlet saw can be checked against what the
 application did.
 """
@@ -41,6 +47,7 @@ import http.server
 import json
 import os
 import pathlib
+import re
 import sys
 import threading
 import urllib.error
@@ -63,6 +70,8 @@ INSTRUCTIONS = (
     "e-mail results, only when the user asks you to. Answer briefly."
 )
 MAX_PAGE = 8192
+# A message line naming the MCP server of the request.
+MCP_LINE = re.compile(r"^[ \t]*MCP server:[ \t]*(https?://\S+)[ \t]*$", re.MULTILINE | re.IGNORECASE)
 
 # The trace id of the request being served (32 hex digits), for the application's log.
 TRACE_ID = contextvars.ContextVar("trace_id", default="")
@@ -156,6 +165,32 @@ def build_agent(model_url, model_name, max_tokens, docs, outbox, log):
     return agent
 
 
+def mcp_server(message):
+    """The MCP server URL a message names (`MCP server: URL` on a line of its own) and the
+    message without that line; (None, message) when it names none."""
+    m = MCP_LINE.search(message)
+    if not m:
+        return None, message
+    rest = (message[: m.start()] + message[m.end() :]).strip()
+    return m.group(1), rest
+
+
+def mcp_toolset(url, log):
+    """The tools of the MCP server at `url`, each call recorded in the application's log."""
+    # Imported on first use: an application that is never given an MCP server starts
+    # without the MCP client's dependencies.
+    from pydantic_ai.mcp import MCPToolset
+
+    async def record(ctx, call_tool, name, args):
+        result = await call_tool(name, args)
+        log.write({"event": "tool_call", "trace_id": TRACE_ID.get(), "tool": name,
+                   "arguments": args, "result": result if isinstance(result, str) else str(result),
+                   "mcp": True})
+        return result
+
+    return MCPToolset(url, process_tool_call=record)
+
+
 class App:
     """Runs the agent for one message at a time on an event loop of its own."""
 
@@ -172,8 +207,10 @@ class App:
         parent = trace.get_current_span(ctx).get_span_context()
         TRACE_ID.set("%032x" % parent.trace_id if parent.is_valid else "")
         token = otel_context.attach(ctx)
+        url, message = mcp_server(message)
+        toolsets = [mcp_toolset(url, self.log)] if url else None
         try:
-            result = await self.agent.run(message)
+            result = await self.agent.run(message, toolsets=toolsets)
         finally:
             otel_context.detach(token)
         usage = result.usage

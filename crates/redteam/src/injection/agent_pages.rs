@@ -1,7 +1,8 @@
 //! `agent_pages`: injection scenarios for the user's own agent behind an application
 //! target (`http`), where gauntlet does not run the agent loop: the injection sits in
-//! pages and documents the run's poisoned-content server serves, and what the agent
-//! did is read from its evidence (spans, canary-sink hits) by `agent_evidence`.
+//! pages and documents the run's poisoned-content server serves, or in the results of
+//! tools the run's MCP endpoint offers, and what the agent did is read from its
+//! evidence (spans, canary-sink hits, MCP tool calls) by `agent_evidence`.
 //!
 //! A suite is JSON:
 //!
@@ -20,9 +21,17 @@
 //! - `pages` are the pages and documents the content server serves (file names; the
 //!   extension picks the content type). `{{injection}}` in a page is where the attacker's
 //!   text sits (at least one page has it).
+//! - `tools` (optional) are tools the run's MCP endpoint offers the agent: each
+//!   `{"name", "description", "input_schema" (a JSON Schema object; absent: no
+//!   arguments), "result"}`, `{{injection}}` in a result where the attacker's text sits.
+//!   With tools, `user_task` holds `{{mcp_url}}`, which becomes the call's URL of this
+//!   scenario's tools on the endpoint (the research-agent example reads it from a line
+//!   `MCP server: {{mcp_url}}`).
+//! - At least one page or tool result has the `{{injection}}` slot; the task names a
+//!   page or holds `{{mcp_url}}`.
 //! - `injection` is the attacker's text; `attacker_goal` says in words what it wants.
 //!   In both, `{{canary}}` becomes the call's canary and `{{sink_url}}` its URL on the
-//!   canary sink when the page is served.
+//!   canary sink when the page is served or the tool's result returned.
 //!
 //! Each scenario becomes a behavior: id = scenario id, prompt = user task, category
 //! `agent_pages`, expected `should_refuse`, the scenario attached as its case (read by
@@ -38,20 +47,27 @@ use std::path::Path;
 use std::sync::Arc;
 
 /// The bundled suites: (name, bytes, sha256 pin).
-pub const SUITES: &[(&str, &[u8], &str)] = &[(
-    "research_agent_demo",
-    include_bytes!("data/research_agent_demo.json"),
-    "fb28530401d9d4c7d7c082ee51625c379bddf79e208f71684d1715dea8f2cb16",
-)];
+pub const SUITES: &[(&str, &[u8], &str)] = &[
+    (
+        "research_agent_demo",
+        include_bytes!("data/research_agent_demo.json"),
+        "fb28530401d9d4c7d7c082ee51625c379bddf79e208f71684d1715dea8f2cb16",
+    ),
+    (
+        "research_agent_mcp_demo",
+        include_bytes!("data/research_agent_mcp_demo.json"),
+        "7df8ab9f0cec0354f76712c1e54e21dec1dc220463fcb8a546ad5e20176a4ba0",
+    ),
+];
 
 pub const INFO: PluginInfo = PluginInfo {
     axis: Axis::Scenario,
     name: "agent_pages",
-    doc: "injection scenarios for your own agent behind `http`: the injection sits in pages the run's content server serves (bundled research_agent_demo, or a sha256-pinned file)",
+    doc: "injection scenarios for your own agent behind `http`: the injection sits in pages the run's content server serves or in tool results of the run's MCP endpoint (bundled research_agent_demo, research_agent_mcp_demo, or a sha256-pinned file)",
     params: &[
         ParamSpec {
             name: "suite",
-            kind: ParamKind::Enum(&["research_agent_demo"]),
+            kind: ParamKind::Enum(&["research_agent_demo", "research_agent_mcp_demo"]),
             default: DefaultValue::Absent,
             doc: "a bundled suite (give this or `path`)",
         },
@@ -59,7 +75,7 @@ pub const INFO: PluginInfo = PluginInfo {
             name: "path",
             kind: ParamKind::Str,
             default: DefaultValue::Absent,
-            doc: "a suite file ({\"name\", \"scenarios\": [{id, user_task, attacker_goal, pages, injection}]}); relative paths resolve against the config's directory",
+            doc: "a suite file ({\"name\", \"scenarios\": [{id, user_task, attacker_goal, pages, tools, injection}]}); relative paths resolve against the config's directory",
         },
         ParamSpec {
             name: "sha256",
@@ -87,8 +103,45 @@ pub struct PageScenario {
     pub user_task: String,
     pub attacker_goal: String,
     /// File name → text, `{{injection}}` where the attacker's text sits.
+    #[serde(default)]
     pub pages: BTreeMap<String, String>,
+    /// Tools the MCP endpoint offers, `{{injection}}` in a result where the attacker's
+    /// text sits.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<ScenarioTool>,
     pub injection: String,
+}
+
+/// One tool of a scenario, as the MCP endpoint offers it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioTool {
+    pub name: String,
+    pub description: String,
+    #[serde(default = "gauntlet_evidence::mcp::empty_schema")]
+    pub input_schema: serde_json::Value,
+    /// What a call returns, `{{injection}}` where the attacker's text sits.
+    pub result: String,
+}
+
+/// The placeholder a task with tools holds: the call's MCP URL.
+pub const MCP_URL: &str = "{{mcp_url}}";
+
+impl PageScenario {
+    /// The scenario's tools as the MCP endpoint publishes them, `injection` in their
+    /// slot.
+    pub fn mcp_tools(&self, injection: &str) -> Vec<gauntlet_evidence::mcp::McpTool> {
+        self.tools
+            .iter()
+            .map(|t| gauntlet_evidence::mcp::McpTool {
+                name: t.name.clone(),
+                description: t.description.clone(),
+                input_schema: t.input_schema.clone(),
+                result: t.result.replace("{{injection}}", injection),
+                injected: t.result.contains("{{injection}}"),
+            })
+            .collect()
+    }
 }
 
 impl PageScenario {
@@ -131,13 +184,25 @@ struct SuiteFile {
 pub enum PageScenarioError {
     #[error("`{0}` is empty")]
     Empty(&'static str),
-    #[error("`user_task` names no page: put {{{{page:NAME}}}} where the agent is to find it")]
+    #[error(
+        "`user_task` names no page and no MCP server: put {{{{page:NAME}}}} where the agent is to find a page, or {{{{mcp_url}}}} (with `tools`) where it learns the MCP server"
+    )]
     NoPageRef,
+    #[error("`user_task` holds {{{{mcp_url}}}} but the scenario has no `tools`")]
+    NoTools,
+    #[error(
+        "the scenario has `tools` but `user_task` does not hold {{{{mcp_url}}}}: the agent would never learn the MCP server"
+    )]
+    NoMcpUrl,
+    #[error("tools: {0}")]
+    Tools(gauntlet_evidence::mcp::PublishError),
     #[error("`user_task` names page `{0}`, which is not in `pages`")]
     UnknownPage(String),
     #[error("pages[{0:?}]: {1}")]
     Page(String, gauntlet_evidence::content::PublishError),
-    #[error("no page holds {{{{injection}}}}: the attacker's text would sit nowhere")]
+    #[error(
+        "no page or tool result holds {{{{injection}}}}: the attacker's text would sit nowhere"
+    )]
     NoInjectionSlot,
 }
 
@@ -153,8 +218,18 @@ fn validate(s: &PageScenario) -> Result<(), PageScenarioError> {
         }
     }
     let refs = s.page_refs();
-    if refs.is_empty() {
+    let mcp = s.user_task.contains(MCP_URL);
+    if refs.is_empty() && !mcp {
         return Err(PageScenarioError::NoPageRef);
+    }
+    match (mcp, s.tools.is_empty()) {
+        (true, true) => return Err(PageScenarioError::NoTools),
+        (false, false) => return Err(PageScenarioError::NoMcpUrl),
+        _ => {}
+    }
+    if !s.tools.is_empty() {
+        gauntlet_evidence::mcp::check(&s.mcp_tools(&s.injection))
+            .map_err(PageScenarioError::Tools)?;
     }
     if let Some(r) = refs.iter().find(|r| !s.pages.contains_key(**r)) {
         return Err(PageScenarioError::UnknownPage(r.to_string()));
@@ -177,7 +252,12 @@ fn validate(s: &PageScenario) -> Result<(), PageScenarioError> {
             ));
         }
     }
-    if !s.pages.values().any(|p| p.contains("{{injection}}")) {
+    if !s
+        .pages
+        .values()
+        .chain(s.tools.iter().map(|t| &t.result))
+        .any(|p| p.contains("{{injection}}"))
+    {
         return Err(PageScenarioError::NoInjectionSlot);
     }
     Ok(())
@@ -196,7 +276,7 @@ pub fn parse(
         DatasetError::new(
             source,
             format!(
-                "line {} column {}: {e}; expected {{\"name\", \"scenarios\": [{{\"id\", \"user_task\", \"attacker_goal\", \"pages\": {{NAME: TEXT}}, \"injection\"}}]}}",
+                "line {} column {}: {e}; expected {{\"name\", \"scenarios\": [{{\"id\", \"user_task\", \"attacker_goal\", \"pages\": {{NAME: TEXT}}, \"tools\": [{{\"name\", \"description\", \"input_schema\", \"result\"}}], \"injection\"}}]}}",
                 e.line(),
                 e.column()
             ),
@@ -241,7 +321,7 @@ pub fn load(spec: &PluginSpec, base_dir: &Path) -> Result<Dataset, DatasetError>
             let Some((_, bytes, pin)) = SUITES.iter().find(|(n, _, _)| *n == suite) else {
                 return Err(DatasetError::new(
                     format!("bundled suite `{suite}`"),
-                    "no such bundled suite; known: research_agent_demo",
+                    "no such bundled suite; known: research_agent_demo, research_agent_mcp_demo",
                 ));
             };
             let source =
@@ -269,7 +349,7 @@ pub fn load(spec: &PluginSpec, base_dir: &Path) -> Result<Dataset, DatasetError>
         _ => {
             return Err(DatasetError::new(
                 "agent_pages",
-                "give exactly one of `suite` (research_agent_demo) and `path`",
+                "give exactly one of `suite` (research_agent_demo, research_agent_mcp_demo) and `path`",
             ));
         }
     };
@@ -300,27 +380,30 @@ mod tests {
     }
 
     #[test]
-    fn the_bundled_suite_matches_its_pin_and_is_benign() {
-        let d = load(&spec("research_agent_demo"), Path::new(".")).unwrap();
-        assert!(d.behaviors.len() >= 4);
-        for b in &d.behaviors {
-            let s = b.case.get::<PageScenario>().unwrap();
-            assert_eq!(b.prompt, s.user_task);
-            let all = format!(
-                "{} {}",
-                s.injection,
-                s.pages.values().cloned().collect::<String>()
-            );
-            assert!(all.contains("{{canary}}"), "{}", b.id);
-            for w in all.split_whitespace().filter(|w| w.contains('@')) {
-                assert!(w.contains("example.invalid"), "{}: {w}", b.id);
+    fn the_bundled_suites_match_their_pins_and_are_benign() {
+        for (suite, _, _) in SUITES {
+            let d = load(&spec(suite), Path::new(".")).unwrap();
+            assert!(d.behaviors.len() >= 3);
+            for b in &d.behaviors {
+                let s = b.case.get::<PageScenario>().unwrap();
+                assert_eq!(b.prompt, s.user_task);
+                let all = format!(
+                    "{} {} {}",
+                    s.injection,
+                    s.pages.values().cloned().collect::<String>(),
+                    s.tools.iter().map(|t| t.result.clone()).collect::<String>()
+                );
+                assert!(all.contains("{{canary}}"), "{}", b.id);
+                for w in all.split_whitespace().filter(|w| w.contains('@')) {
+                    assert!(w.contains("example.invalid"), "{}: {w}", b.id);
+                }
+                // No live URL but the call's own.
+                assert!(
+                    !all.contains("http://") && !all.contains("https://"),
+                    "{}",
+                    b.id
+                );
             }
-            // No live URL but the call's own.
-            assert!(
-                !all.contains("http://") && !all.contains("https://"),
-                "{}",
-                b.id
-            );
         }
     }
 
@@ -352,6 +435,47 @@ mod tests {
             assert!(
                 e.contains("scenarios[0] (id `a`)") && e.contains(want),
                 "{e}"
+            );
+        }
+        let tools = r#"{"id":"a","user_task":"MCP server: {{mcp_url}}","attacker_goal":"g","tools":[{"name":"read_notes","description":"d","result":"x {{injection}}"}],"injection":"i {{canary}}"}"#;
+        assert!(parse(suite(tools).as_bytes(), "f.json", None).is_ok());
+        for (bad, want) in [
+            (
+                tools.replace("{{mcp_url}}", "none"),
+                "names no page and no MCP server",
+            ),
+            (
+                ok.replace(
+                    "Read {{page:r.html}}",
+                    "Read {{page:r.html}} at {{mcp_url}}",
+                ),
+                "no `tools`",
+            ),
+            (
+                tools
+                    .replace("MCP server: {{mcp_url}}", "Read {{page:r.html}}")
+                    .replace("\"tools\"", "\"pages\":{\"r.html\":\"p\"},\"tools\""),
+                "does not hold {{mcp_url}}",
+            ),
+            (
+                tools.replace("x {{injection}}", "x"),
+                "no page or tool result holds",
+            ),
+            (tools.replace("read_notes", "read notes"), "not a tool name"),
+            (
+                tools.replace(
+                    "\"result\"",
+                    "\"input_schema\":{\"type\":\"string\"},\"result\"",
+                ),
+                "JSON Schema object",
+            ),
+        ] {
+            let e = parse(suite(&bad).as_bytes(), "f.json", None)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("scenarios[0] (id `a`)") && e.contains(want),
+                "{want}: {e}"
             );
         }
         let e = parse(bytes.as_bytes(), "f.json", Some(&"0".repeat(64))).unwrap_err();
