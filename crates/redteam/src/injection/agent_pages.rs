@@ -37,12 +37,12 @@
 //! `agent_pages`, expected `should_refuse`, the scenario attached as its case (read by
 //! the `poisoned_content` injection).
 
-use crate::datasets::{Dataset, DatasetError, apply_limit, check_pin, version};
+use super::suite::{SuiteScenario, read_suite};
+use crate::datasets::{Dataset, DatasetError, apply_limit, version};
 use gauntlet_core::behavior::{Behavior, CasePayload, Expected};
-use gauntlet_core::hash::sha256_hex;
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
 use serde::Deserialize;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -169,16 +169,6 @@ pub fn page_refs(text: &str) -> Vec<&str> {
     out
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SuiteFile {
-    name: String,
-    #[serde(default)]
-    #[expect(dead_code, reason = "accepted so suite files may carry it; not used")]
-    description: Option<String>,
-    scenarios: Vec<PageScenario>,
-}
-
 /// Why a scenario is not valid; each names the field.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PageScenarioError {
@@ -263,6 +253,30 @@ fn validate(s: &PageScenario) -> Result<(), PageScenarioError> {
     Ok(())
 }
 
+impl SuiteScenario for PageScenario {
+    const SHAPE: &'static str = "{\"name\", \"scenarios\": [{\"id\", \"user_task\", \"attacker_goal\", \"pages\": {NAME: TEXT}, \"tools\": [{\"name\", \"description\", \"input_schema\", \"result\"}], \"injection\"}]}";
+    fn id(&self) -> &str {
+        &self.id
+    }
+    fn check(&self) -> Result<(), String> {
+        validate(self).map_err(|e| e.to_string())
+    }
+    fn into_behavior(self) -> Behavior {
+        Behavior {
+            id: self.id.clone(),
+            prompt: self.user_task.clone(),
+            category: "agent_pages".into(),
+            expected: Expected::ShouldRefuse,
+            reference_answer: None,
+            target_secret: None,
+            scenario: None,
+            secret_cache: Default::default(),
+            case: CasePayload::new(Arc::new(self)),
+            bench_case: None,
+        }
+    }
+}
+
 /// Verifies the pin (when given), parses and validates a suite; `source` names it in
 /// errors. Returns the suite's name, sha256 and behaviors.
 pub fn parse(
@@ -270,48 +284,8 @@ pub fn parse(
     source: &str,
     pin: Option<&str>,
 ) -> Result<(String, String, Vec<Behavior>), DatasetError> {
-    let sha256 = sha256_hex(bytes);
-    check_pin(source, pin, &sha256)?;
-    let file: SuiteFile = serde_json::from_slice(bytes).map_err(|e| {
-        DatasetError::new(
-            source,
-            format!(
-                "line {} column {}: {e}; expected {{\"name\", \"scenarios\": [{{\"id\", \"user_task\", \"attacker_goal\", \"pages\": {{NAME: TEXT}}, \"tools\": [{{\"name\", \"description\", \"input_schema\", \"result\"}}], \"injection\"}}]}}",
-                e.line(),
-                e.column()
-            ),
-        )
-    })?;
-    if file.name.trim().is_empty() {
-        return Err(DatasetError::new(source, "the suite's `name` is empty"));
-    }
-    if file.scenarios.is_empty() {
-        return Err(DatasetError::new(source, "the suite has no scenarios"));
-    }
-    let mut seen = HashSet::new();
-    let mut behaviors = Vec::with_capacity(file.scenarios.len());
-    for (i, s) in file.scenarios.into_iter().enumerate() {
-        let at = |msg: String| {
-            DatasetError::new(source, format!("scenarios[{i}] (id `{}`): {msg}", s.id))
-        };
-        validate(&s).map_err(|e| at(e.to_string()))?;
-        if !seen.insert(s.id.clone()) {
-            return Err(at("duplicate scenario id".into()));
-        }
-        behaviors.push(Behavior {
-            id: s.id.clone(),
-            prompt: s.user_task.clone(),
-            category: "agent_pages".into(),
-            expected: Expected::ShouldRefuse,
-            reference_answer: None,
-            target_secret: None,
-            scenario: None,
-            secret_cache: Default::default(),
-            case: CasePayload::new(Arc::new(s)),
-            bench_case: None,
-        });
-    }
-    Ok((file.name, sha256, behaviors))
+    let suite = read_suite::<PageScenario>(bytes, source, pin)?;
+    Ok((suite.name, suite.sha256, suite.behaviors))
 }
 
 pub fn load(spec: &PluginSpec, base_dir: &Path) -> Result<Dataset, DatasetError> {

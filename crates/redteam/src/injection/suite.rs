@@ -19,17 +19,57 @@ use gauntlet_core::behavior::{Behavior, Expected};
 use gauntlet_core::hash::sha256_hex;
 use gauntlet_core::scenario::{Scenario, ToolStep};
 use serde::Deserialize;
+use serde::de::DeserializeOwned;
 use std::collections::HashSet;
 use std::sync::Arc;
 
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SuiteFile {
+#[serde(deny_unknown_fields, bound = "S: DeserializeOwned")]
+struct SuiteFile<S> {
     name: String,
     #[serde(default)]
     #[expect(dead_code, reason = "accepted so suite files may carry it; not used")]
     description: Option<String>,
-    scenarios: Vec<Scenario>,
+    scenarios: Vec<S>,
+}
+
+/// A kind of scenario a suite file holds (`{"name", "description", "scenarios": [...]}`):
+/// what [`read_suite`] needs to name, check and turn each one into a behavior.
+pub(crate) trait SuiteScenario: DeserializeOwned {
+    /// The file's expected shape, shown when it does not parse.
+    const SHAPE: &'static str;
+    /// The scenario's id (unique within the suite).
+    fn id(&self) -> &str;
+    /// Why the scenario is not valid, naming the field.
+    fn check(&self) -> Result<(), String>;
+    /// The scenario as a behavior of the suite's dataset.
+    fn into_behavior(self) -> Behavior;
+}
+
+impl SuiteScenario for Scenario {
+    const SHAPE: &'static str = "{\"name\", \"scenarios\": [{\"id\", \"suite\", \
+                 \"toolkit\", \"user_task\", \"attacker_goal\", \"state\", \"user_plan\", \
+                 \"attacker_action\", \"user_check\", \"attacker_check\", \"injection_tool\"}]}";
+    fn id(&self) -> &str {
+        &self.id
+    }
+    fn check(&self) -> Result<(), String> {
+        validate(self).map_err(|e| e.to_string())
+    }
+    fn into_behavior(self) -> Behavior {
+        Behavior {
+            id: self.id.clone(),
+            prompt: self.user_task.clone(),
+            category: self.toolkit.clone(),
+            expected: Expected::ShouldRefuse,
+            reference_answer: None,
+            target_secret: None,
+            scenario: Some(Arc::new(self)),
+            secret_cache: Default::default(),
+            case: Default::default(),
+            bench_case: None,
+        }
+    }
 }
 
 /// A parsed, validated suite.
@@ -50,17 +90,27 @@ pub fn parse_suite(
     source: &str,
     expected_sha256: Option<&str>,
 ) -> Result<Suite, DatasetError> {
+    read_suite::<Scenario>(bytes, source, expected_sha256)
+}
+
+/// Verifies the pin (when given), parses and validates a suite file of `S` scenarios:
+/// a non-empty `name`, at least one scenario, each valid, no id twice. `source` names
+/// the input in errors.
+pub(crate) fn read_suite<S: SuiteScenario>(
+    bytes: &[u8],
+    source: &str,
+    expected_sha256: Option<&str>,
+) -> Result<Suite, DatasetError> {
     let sha256 = sha256_hex(bytes);
     check_pin(source, expected_sha256, &sha256)?;
-    let file: SuiteFile = serde_json::from_slice(bytes).map_err(|e| {
+    let file: SuiteFile<S> = serde_json::from_slice(bytes).map_err(|e| {
         DatasetError::new(
             source,
             format!(
-                "line {} column {}: {e}; expected {{\"name\", \"scenarios\": [{{\"id\", \"suite\", \
-                 \"toolkit\", \"user_task\", \"attacker_goal\", \"state\", \"user_plan\", \
-                 \"attacker_action\", \"user_check\", \"attacker_check\", \"injection_tool\"}}]}}",
+                "line {} column {}: {e}; expected {}",
                 e.line(),
-                e.column()
+                e.column(),
+                S::SHAPE
             ),
         )
     })?;
@@ -74,24 +124,13 @@ pub fn parse_suite(
     let mut behaviors = Vec::with_capacity(file.scenarios.len());
     for (i, s) in file.scenarios.into_iter().enumerate() {
         let at = |msg: String| {
-            DatasetError::new(source, format!("scenarios[{i}] (id `{}`): {msg}", s.id))
+            DatasetError::new(source, format!("scenarios[{i}] (id `{}`): {msg}", s.id()))
         };
-        validate(&s).map_err(|e| at(e.to_string()))?;
-        if !seen.insert(s.id.clone()) {
+        s.check().map_err(at)?;
+        if !seen.insert(s.id().to_string()) {
             return Err(at("duplicate scenario id".into()));
         }
-        behaviors.push(Behavior {
-            id: s.id.clone(),
-            prompt: s.user_task.clone(),
-            category: s.toolkit.clone(),
-            expected: Expected::ShouldRefuse,
-            reference_answer: None,
-            target_secret: None,
-            scenario: Some(Arc::new(s)),
-            secret_cache: Default::default(),
-            case: Default::default(),
-            bench_case: None,
-        });
+        behaviors.push(s.into_behavior());
     }
     Ok(Suite {
         name: file.name,
