@@ -64,12 +64,25 @@ impl Drop for Browser {
     }
 }
 
+/// A loopback port free now, for chromedriver to listen on. Taken below the kernel's
+/// ephemeral range (32768-60999 on Linux), from which the outgoing connections of tests
+/// running alongside take their local ports — a port from `bind(0)` could be taken by
+/// one of them before chromedriver binds it — and never the same one twice in a
+/// process; each test process starts at its own offset.
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    const LOW: u32 = 20_000;
+    const SPAN: u32 = 12_000;
+    let start = std::process::id().wrapping_mul(97) % SPAN;
+    for _ in 0..SPAN {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let port = (LOW + (start + n) % SPAN) as u16;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free loopback port in {LOW}..{}", LOW + SPAN);
 }
 
 async fn start(chromium: &Path, chromedriver: &Path) -> Browser {
