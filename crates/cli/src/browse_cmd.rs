@@ -5,7 +5,7 @@
 use crate::error::CliError;
 use gauntlet_core::params::{Axis, DefaultValue};
 use gauntlet_core::terminal::{safe, safe_text};
-use gauntlet_engine::Registry;
+use gauntlet_redteam::registry::Registry;
 use std::path::{Path, PathBuf};
 
 #[derive(clap::Args)]

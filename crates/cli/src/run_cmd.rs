@@ -5,10 +5,10 @@
 use crate::error::CliError;
 use crate::progress;
 use gauntlet_core::terminal::{safe, safe_text};
-use gauntlet_engine::Registry;
 use gauntlet_engine::config;
 use gauntlet_engine::plan::Plan;
 use gauntlet_engine::run::{RunOptions, Status, execute_sharded};
+use gauntlet_redteam::registry::Registry;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -40,13 +40,13 @@ use crate::gate_rule::Subject;
 pub use crate::gate_rule::{
     Bound, GateConfig, Op, RULE_SYNTAX, Rule, RuleError, RuleProblem, Selector, parse_rule,
 };
-use crate::rundir::Manifest;
 use crate::stored::StoredRun;
 use crate::verify::{Stated, metric_range, recount_rows, stated_problems};
 use gauntlet_core::rng::rng_for;
 use gauntlet_core::stats::{BOOTSTRAP_RESAMPLES, mcnemar_exact, paired_bootstrap_diff};
 use gauntlet_core::taxonomy::{Worse, map as threat_map};
 use gauntlet_core::terminal::safe;
+use gauntlet_job::rundir::Manifest;
 use gauntlet_results::{LeaderboardEntry, RunRecord};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -280,7 +280,7 @@ pub fn overlap_line(o: &crate::compare::Overlap) -> String {
 fn trusted(dir: &Path, role: &'static str) -> Result<RunRecord, GateError> {
     gauntlet_job::outdir::require_run(dir, "gate")
         .map_err(|source| GateError::NotARun { role, source })?;
-    if crate::rundir::in_progress(dir) {
+    if gauntlet_job::rundir::in_progress(dir) {
         return Err(GateError::InProgress {
             role,
             dir: dir.to_path_buf(),

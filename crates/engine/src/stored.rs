@@ -17,13 +17,12 @@
 //! call, and a rerun of any re-judging costs none either. Targets, attackers and in-loop
 //! judges are never called: the rejudger holds no handle to them.
 
-use crate::cache::{CachedModel, CallCounters, Pending, UsageSlot, call_base};
 use crate::config::ConfigError;
-use crate::journal::Journal;
 use crate::plan::{LoadCardError, Plan, UnitRef};
 use crate::run::{Identities, Reason, Status, Tally, trial_seeds, unit_scope};
-use crate::rundir::{MANIFEST, Manifest, RunDir};
 use crate::usage::CellUsage;
+use gauntlet_calls::cache::{CachedModel, CallCounters, Pending, UsageSlot, call_base};
+use gauntlet_calls::journal::Journal;
 use gauntlet_core::behavior::Behavior;
 use gauntlet_core::files::ReadError;
 use gauntlet_core::files::{self, Kind, TRANSCRIPT_LINE_MAX};
@@ -34,6 +33,7 @@ use gauntlet_core::params::{Axis, Diag, PluginSpec, resolve_spec};
 use gauntlet_core::tree::parse_yaml;
 use gauntlet_job::artefacts::Artefacts;
 use gauntlet_job::manifest::VerifyError;
+use gauntlet_job::rundir::{MANIFEST, Manifest, RunDir};
 use gauntlet_models::registry::build_target;
 use gauntlet_models::{BoxFuture, Model, ModelError};
 use gauntlet_redteam::attack::{Attempt, AttemptError, CallModel};
@@ -1253,9 +1253,9 @@ impl<'a> Rejudger<'a> {
     }
 
     /// The grader calls as progress shows them (calls in flight apart).
-    pub fn call_stats(&self) -> crate::progress::CallStats {
+    pub fn call_stats(&self) -> gauntlet_job::progress::CallStats {
         let (made, cached, failed) = self.counters.snapshot();
-        crate::progress::CallStats {
+        gauntlet_job::progress::CallStats {
             made,
             in_flight: self
                 .counters
@@ -1286,7 +1286,7 @@ pub struct Rescored {
     /// judge (its config hash is that config's) and `rescored_from`.
     pub run_json: RunRecord,
     /// transcripts.jsonl as written (still under its temporary name) and its entry.
-    pub transcripts: (PathBuf, crate::rundir::FileEntry),
+    pub transcripts: (PathBuf, gauntlet_job::rundir::FileEntry),
     /// Grader calls: (made, from the journal, failed).
     pub grader_calls: (u64, u64, u64),
     pub units: u64,
@@ -1357,7 +1357,7 @@ impl RawLines {
 pub async fn rescore(
     mut run: StoredRun,
     spec: &PluginSpec,
-    progress: &dyn crate::progress::Progress,
+    progress: &dyn gauntlet_job::progress::Progress,
     out: &Path,
 ) -> Result<Rescored, StoredError> {
     let scorer = BuiltJudge::build(spec)?;
@@ -1383,7 +1383,7 @@ pub async fn rescore(
         path: out.to_path_buf(),
         source,
     })?;
-    crate::rundir::refuse_symlinks(out).map_err(StoredError::Symlink)?;
+    gauntlet_job::rundir::refuse_symlinks(out).map_err(StoredError::Symlink)?;
     // The manifest goes last: a directory without one is a rescore that did not finish.
     let _ = std::fs::remove_file(out.join(MANIFEST));
     let transcripts_tmp = gauntlet_core::atomic::tmp_path(&out.join("transcripts.jsonl"));
@@ -1391,7 +1391,7 @@ pub async fn rescore(
         path: transcripts_tmp.clone(),
         source,
     };
-    let mut w = crate::rundir::HashingWriter::new(std::io::BufWriter::new(
+    let mut w = gauntlet_job::rundir::HashingWriter::new(std::io::BufWriter::new(
         std::fs::File::create(&transcripts_tmp).map_err(write_err)?,
     ));
     let mut raw = RawLines::open(&run)?;

@@ -23,7 +23,7 @@
 //! - no string read here ever becomes a path: runs are addressed by a slug the scan
 //!   assigns.
 
-use gauntlet_engine::manifest::{self as dir_kind, KindError};
+use gauntlet_job::manifest::{self as dir_kind, KindError};
 use gauntlet_redteam::metrics::Surface as MetricSurface;
 use gauntlet_redteam::registry::metric_facts;
 use gauntlet_results::{LeaderboardRow, RunRecord};
@@ -474,7 +474,7 @@ fn mtime(dir: &Path, name: &str) -> Option<u64> {
 /// Is a gauntlet session running in `dir` (its `.lock` is held)? Taking a shared lock
 /// on a read-only handle changes nothing on disk.
 pub fn is_live(dir: &Path) -> bool {
-    gauntlet_engine::rundir::in_progress(dir)
+    gauntlet_job::rundir::in_progress(dir)
 }
 
 /// How [`read_run`] reads a directory.
@@ -1043,7 +1043,7 @@ mod tests {
 
     /// Writes `dir`'s manifest recording `kind` (`None`: an older gauntlet's, without).
     fn record(dir: &Path, kind: Option<dir_kind::Kind>) {
-        let mut m = gauntlet_engine::rundir::Manifest::new(dir_kind::Kind::Run, "r", "complete");
+        let mut m = gauntlet_job::rundir::Manifest::new(dir_kind::Kind::Run, "r", "complete");
         m.kind = kind;
         m.write(dir).unwrap();
     }

@@ -219,8 +219,8 @@ fn check_redteam(run: &Run) -> RunCheck {
     // evidence against the run (unverified), not merely something not recounted. A
     // directory without one (a session running or killed, or an older gauntlet) is
     // only not recounted.
-    if run.dir.join(gauntlet_engine::rundir::MANIFEST).is_file()
-        && let Err(e) = gauntlet_engine::rundir::Manifest::verify(&run.dir)
+    if run.dir.join(gauntlet_job::rundir::MANIFEST).is_file()
+        && let Err(e) = gauntlet_job::rundir::Manifest::verify(&run.dir)
     {
         out.problems.push(e.to_string());
         out.whole_run = Some("not recounted: its files differ from its manifest".into());

@@ -699,7 +699,7 @@ async fn browser_labels_twenty_replies_by_keyboard() {
         );
     }
     assert!(run.join("label_cards.json").is_file());
-    gauntlet_engine::rundir::Manifest::verify(&run).expect("the labelled run verifies");
+    gauntlet_job::rundir::Manifest::verify(&run).expect("the labelled run verifies");
 
     // The corrected report, from the done page's link.
     c.find(Locator::Id("report"))

@@ -147,7 +147,7 @@ async fn tampered_duplicate_and_foreign_rows_are_flagged_unverified() {
     copy_run(&smoke, &tmp.path().join("forged"));
     std::fs::copy(&lb, tmp.path().join("forged/leaderboard.json")).unwrap();
     let forged = tmp.path().join("forged");
-    let mut m: gauntlet_engine::rundir::Manifest =
+    let mut m: gauntlet_job::rundir::Manifest =
         serde_json::from_slice(&std::fs::read(forged.join("manifest.json")).unwrap()).unwrap();
     m.record_file(&forged, "leaderboard.json").unwrap();
     m.write(&forged).unwrap();
@@ -993,7 +993,7 @@ async fn label_posts_need_the_page_value_and_its_own_origin() {
     let saved = gauntlet_engine::labels::read_labels(&run).unwrap();
     assert_eq!(saved.len(), 1);
     assert_eq!(saved[0].id, id);
-    gauntlet_engine::rundir::Manifest::verify(&run).expect("the labelled run verifies");
+    gauntlet_job::rundir::Manifest::verify(&run).expect("the labelled run verifies");
     // The next page shows the count.
     let next = get(addr, &l.path()).await;
     assert!(
