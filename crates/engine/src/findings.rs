@@ -62,7 +62,7 @@ pub enum FindingsError {
     Config {
         path: PathBuf,
         #[source]
-        source: crate::config::ConfigError,
+        source: gauntlet_redteam::config::ConfigError,
     },
     /// The `--config` given is not the run's: `hash` is (the start of) its hash,
     /// `recorded` the run's.
@@ -155,12 +155,10 @@ pub fn run_findings(dir: &Path, config: Option<&Path>) -> Result<RunFindings, Fi
     let mut target_lines: BTreeMap<String, u64> = BTreeMap::new();
     let mut base: Option<PathBuf> = None;
     if let Some(c) = config {
-        let cfg =
-            crate::config::load(c, &gauntlet_redteam::registry::Registry).map_err(|source| {
-                FindingsError::Config {
-                    path: c.to_path_buf(),
-                    source,
-                }
+        let cfg = gauntlet_redteam::config::load(c, &gauntlet_redteam::registry::Registry)
+            .map_err(|source| FindingsError::Config {
+                path: c.to_path_buf(),
+                source,
             })?;
         let mut h = HashWriter::new();
         h.json(&cfg.canonical());

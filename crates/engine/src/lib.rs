@@ -1,6 +1,7 @@
 //! gauntlet-engine: from a run config to a finished run directory.
 //!
-//! [`config`] reads and validates the YAML; [`plan`] builds the plugins and fixes the
+//! The run config (`gauntlet_redteam::config`) is read and validated below the
+//! engine, against the plugin registry; [`plan`] builds the plugins and fixes the
 //! canonical order; [`run`] executes units with bounded concurrency through
 //! `gauntlet_calls::cache` (backed by its append-only journal), judges them, folds
 //! verdicts into metric accumulators and writes the artefacts of the run directory
@@ -16,14 +17,11 @@
 pub mod agreement;
 mod breadth;
 pub mod compare;
-pub mod config;
 pub mod findings;
 pub mod gate;
-mod gate_rule;
 pub mod judge_eval;
 pub mod labels;
 pub mod merge;
-pub mod mismatch;
 pub mod plan;
 pub mod run;
 pub mod shard;

@@ -6,7 +6,7 @@
 
 use gauntlet_core::params::{Axis, ParamKind, PluginInfo, resolve_spec};
 use gauntlet_core::tree::parse_yaml;
-use gauntlet_engine::config;
+use gauntlet_redteam::config;
 use gauntlet_redteam::registry::Registry;
 use proptest::prelude::*;
 use std::path::Path;

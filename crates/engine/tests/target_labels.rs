@@ -4,8 +4,8 @@
 //! do not depend on them.
 
 use gauntlet_calls::cache::call_base;
-use gauntlet_engine::config::{self, ConfigError, RunConfig};
 use gauntlet_engine::plan::Plan;
+use gauntlet_redteam::config::{self, ConfigError, RunConfig};
 use gauntlet_redteam::registry::Registry;
 use std::path::Path;
 

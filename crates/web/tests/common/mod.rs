@@ -7,6 +7,7 @@
     reason = "shared by several test binaries; each uses a part"
 )]
 
+pub(crate) use crate::dashboard_engine::{Labels, recount};
 use gauntlet_web::Dashboard;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -23,7 +24,7 @@ pub(crate) fn example(name: &str) -> PathBuf {
 /// Runs an example config into `runs_dir` with the engine (a real, offline run).
 pub(crate) async fn make_run(runs_dir: &Path, config: &str) -> PathBuf {
     let cfg =
-        gauntlet_engine::config::load(&example(config), &gauntlet_redteam::registry::Registry)
+        gauntlet_redteam::config::load(&example(config), &gauntlet_redteam::registry::Registry)
             .expect("example config loads");
     let plan = gauntlet_engine::plan::Plan::build(cfg).expect("plan builds");
     let out = gauntlet_engine::run::execute(
@@ -137,7 +138,7 @@ pub(crate) async fn make_run_text(
 ) -> PathBuf {
     let path = config_dir.join(format!("{name}.yaml"));
     std::fs::write(&path, yaml).unwrap();
-    let cfg = gauntlet_engine::config::load(&path, &gauntlet_redteam::registry::Registry)
+    let cfg = gauntlet_redteam::config::load(&path, &gauntlet_redteam::registry::Registry)
         .expect("config loads");
     let plan = gauntlet_engine::plan::Plan::build(cfg).expect("plan builds");
     let out = gauntlet_engine::run::execute(
