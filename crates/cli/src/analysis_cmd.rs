@@ -111,7 +111,7 @@ fn write_json(path: &Path, v: &Value, user_named: bool) -> Result<(), CliError> 
     let r = if user_named {
         gauntlet_core::atomic::write_output(path, &s)
     } else {
-        gauntlet_engine::rundir::write_atomic(path, &s)
+        gauntlet_job::rundir::write_atomic(path, &s)
     };
     r.map_err(|e| CliError::Failed(format!("cannot write {}: {e}", path.display())))
 }

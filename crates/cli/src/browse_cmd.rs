@@ -5,7 +5,7 @@
 use crate::error::CliError;
 use gauntlet_core::params::{Axis, DefaultValue};
 use gauntlet_core::terminal::{safe, safe_text};
-use gauntlet_engine::Registry;
+use gauntlet_redteam::registry::Registry;
 use std::path::{Path, PathBuf};
 
 #[derive(clap::Args)]
@@ -102,7 +102,8 @@ pub(crate) fn site(out: &Path, roots: Vec<PathBuf>) -> Result<(), CliError> {
         |h| *h == gauntlet_job::outdir::Holding::Site,
     )
     .map_err(CliError::invalid)?;
-    let r = gauntlet_web::export_site(out, roots).map_err(CliError::failed)?;
+    let r = gauntlet_web::export_site(out, roots, crate::dashboard_engine::recount())
+        .map_err(CliError::failed)?;
     outln!(
         "wrote a static site of {} run(s) ({} files) into {}{}",
         r.runs,
@@ -128,7 +129,7 @@ pub(crate) fn serve(a: ServeArgs) -> Result<(), CliError> {
         token,
     };
     gauntlet_web::server::check_bind(&opts).map_err(CliError::invalid)?;
-    gauntlet_web::serve(opts).map_err(serve_error)
+    gauntlet_web::serve(opts, crate::dashboard_engine::recount()).map_err(serve_error)
 }
 
 pub(crate) fn corpus_pin(dir: &Path) -> Result<(), CliError> {

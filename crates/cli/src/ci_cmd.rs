@@ -5,7 +5,8 @@
 
 use crate::error::CliError;
 use gauntlet_core::terminal::safe;
-use gauntlet_engine::gate::{self, GateReport, Rule};
+use gauntlet_engine::gate::{self, GateReport};
+use gauntlet_redteam::gate_rule::{self, Rule};
 use gauntlet_report::junit::{self, Case, Outcome, Suite};
 use std::path::{Path, PathBuf};
 
@@ -223,7 +224,7 @@ pub(crate) fn gate_cmd(a: GateArgs) -> Result<(), CliError> {
     let rules: Vec<Rule> = a
         .rules
         .iter()
-        .map(|r| gate::parse_rule(r))
+        .map(|r| gate_rule::parse_rule(r))
         .collect::<Result<_, _>>()
         .map_err(CliError::invalid)?;
     let report = gate::evaluate(
@@ -248,7 +249,7 @@ pub(crate) fn gate_cmd(a: GateArgs) -> Result<(), CliError> {
 
 /// The gate of a run config, after a complete run: prints the table; `Err` with the
 /// run's gate exit status (4) when a rule failed, 2 when the gate cannot be evaluated.
-pub(crate) fn run_gate(run_dir: &Path, g: &gate::GateConfig) -> Result<(), CliError> {
+pub(crate) fn run_gate(run_dir: &Path, g: &gate_rule::GateConfig) -> Result<(), CliError> {
     let report = gate::evaluate(
         run_dir,
         g.baseline.as_deref(),
@@ -420,7 +421,7 @@ mod tests {
     /// many behaviors the run and its baseline share and hold alone, in the same words.
     #[test]
     fn every_gate_format_states_the_overlap_of_imports() {
-        let rule = gate::parse_rule("asr[judge=refusal_match] no regression at alpha=0.05")
+        let rule = gate_rule::parse_rule("asr[judge=refusal_match] no regression at alpha=0.05")
             .expect("a rule");
         let report = GateReport {
             run: "runs/inspect".into(),

@@ -20,12 +20,12 @@
 use crate::error::CliError;
 use crate::progress;
 use clap::{Args, Subcommand};
-use gauntlet_engine::Registry;
-use gauntlet_engine::config;
 use gauntlet_engine::plan::Plan;
 use gauntlet_engine::run::{RunOptions, execute};
+use gauntlet_redteam::config;
 use gauntlet_redteam::import::Tool;
 use gauntlet_redteam::injection::agentdojo::{self, import};
+use gauntlet_redteam::registry::Registry;
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::sync::Arc;

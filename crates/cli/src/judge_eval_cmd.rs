@@ -105,8 +105,8 @@ pub(crate) fn judge_eval(a: JudgeEvalArgs) -> Result<(), CliError> {
     }
     // Two variants of one judge get labels that tell them apart (`refusal_match`
     // twice, with other params: `refusal_match/<param>=<value>`).
-    gauntlet_engine::config::distinct_labels(
-        &gauntlet_engine::Registry,
+    gauntlet_redteam::config::distinct_labels(
+        &gauntlet_redteam::registry::Registry,
         gauntlet_core::params::Axis::Judge,
         &mut specs,
     );

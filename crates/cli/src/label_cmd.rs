@@ -81,7 +81,12 @@ pub(crate) fn label(a: LabelArgs) -> Result<(), CliError> {
     if let Some(o) = serve {
         let cards = s.cards().map_err(CliError::failed)?;
         print_status(&s, &cards)?;
-        return gauntlet_web::server::serve_labelling(o, s).map_err(crate::browse_cmd::serve_error);
+        return gauntlet_web::server::serve_labelling(
+            o,
+            crate::dashboard_engine::recount(),
+            Box::new(crate::dashboard_engine::Labels(s)),
+        )
+        .map_err(crate::browse_cmd::serve_error);
     }
     if let Some(out) = &a.csv_out {
         let n = s.write_csv(out, !a.all).map_err(CliError::failed)?;

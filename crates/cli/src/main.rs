@@ -52,6 +52,7 @@ macro_rules! out {
 mod analysis_cmd;
 mod browse_cmd;
 mod ci_cmd;
+mod dashboard_engine;
 mod detect_cmd;
 mod error;
 mod exam_cmd;

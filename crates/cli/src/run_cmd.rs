@@ -5,10 +5,10 @@
 use crate::error::CliError;
 use crate::progress;
 use gauntlet_core::terminal::{safe, safe_text};
-use gauntlet_engine::Registry;
-use gauntlet_engine::config;
 use gauntlet_engine::plan::Plan;
 use gauntlet_engine::run::{RunOptions, Status, execute_sharded};
+use gauntlet_redteam::config;
+use gauntlet_redteam::registry::Registry;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -37,7 +37,7 @@ pub(crate) fn load_plan_with(
 pub(crate) fn describe(plan: &Plan) -> String {
     let behaviors: usize = plan.datasets.iter().map(|d| d.behaviors.len()).sum();
     let (attacks, datasets, items) = match plan.config.mode {
-        gauntlet_engine::config::Mode::Injection => {
+        gauntlet_redteam::config::Mode::Injection => {
             ("injection(s)", "scenario suite(s)", "scenarios")
         }
         _ => ("attack(s)", "dataset(s)", "behaviors"),
@@ -206,7 +206,7 @@ async fn next_signal(
 /// the config's `gate:` (never a shard's: its numbers are a part of the run's).
 pub(crate) fn print_outcome(
     result: Result<gauntlet_engine::run::RunOutcome, gauntlet_engine::run::RunError>,
-    gate: Option<&gauntlet_engine::gate::GateConfig>,
+    gate: Option<&gauntlet_redteam::gate_rule::GateConfig>,
     sharded: bool,
 ) -> Result<(), CliError> {
     match result {

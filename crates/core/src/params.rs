@@ -256,7 +256,7 @@ pub struct PluginSpec {
     #[serde(skip)]
     pub loc: Loc,
     /// The label the run config gave this spec because its own would clash with
-    /// another's (see `gauntlet_engine::config`); `None` keeps [`PluginSpec::label`]'s
+    /// another's (see `gauntlet_redteam::config`); `None` keeps [`PluginSpec::label`]'s
     /// rule. Not part of its identity, so cache keys never depend on it.
     #[serde(skip)]
     pub label: Option<String>,

@@ -386,6 +386,18 @@ pub fn mean_and_t_interval(values: &[f64], level: f64) -> Option<(f64, Option<(f
     Some((mean, Some((mean - half, mean + half))))
 }
 
+/// A p-value for the table: `p=` with four decimals, scientific notation below 10⁻⁴,
+/// and `p<1e-300` where the exact value underflows f64.
+pub fn fmt_p(p: f64) -> String {
+    if p == 0.0 {
+        "p<1e-300".into()
+    } else if p < 1e-4 {
+        format!("p={p:.2e}")
+    } else {
+        format!("p={p:.4}")
+    }
+}
+
 #[cfg(test)]
 mod student_t_tests {
     use super::*;

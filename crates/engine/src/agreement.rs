@@ -321,7 +321,7 @@ pub struct AgreementReport {
 pub async fn judge_agreement(
     run: &StoredRun,
     judges: &[String],
-    progress: &dyn crate::progress::Progress,
+    progress: &dyn gauntlet_job::progress::Progress,
 ) -> Result<AgreementReport, AgreementError> {
     if judges.len() < 2 {
         return Err(AgreementError::TooFewJudges);

@@ -6,7 +6,8 @@
 
 use crate::stored::{StoredError, StoredRun};
 use gauntlet_core::paired::{Comparison, compare_pairs};
-use gauntlet_core::stats::BOOTSTRAP_RESAMPLES;
+use gauntlet_core::stats::{BOOTSTRAP_RESAMPLES, fmt_p};
+use gauntlet_redteam::datasets::imported::is_imported;
 use gauntlet_redteam::metrics::BehaviorOutcome;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -24,7 +25,7 @@ pub enum CompareError {
     Mismatch {
         name_a: String,
         name_b: String,
-        mismatches: Vec<crate::mismatch::Mismatch>,
+        mismatches: Vec<gauntlet_redteam::mismatch::Mismatch>,
     },
     /// The runs share no cell.
     #[error(
@@ -111,7 +112,7 @@ impl std::fmt::Display for Overlap {
 /// whatever changed between the runs outside the cell's attack and judge): when a
 /// shared attack or judge label stands for different specs in the two runs (PAIR's
 /// attacker model, a rubric judge's grader, any judge param, an attack's transforms;
-/// see [`crate::mismatch`]), the comparison is refused naming every difference, unless
+/// see [`gauntlet_redteam::mismatch`]), the comparison is refused naming every difference, unless
 /// `allow_mismatch` — then it goes ahead and `compare.json` lists them in `mismatches`.
 /// A different dataset version is refused: behaviors pair by their index in the pinned
 /// dataset, which another version does not share. Two imports (`gauntlet import`) of
@@ -308,7 +309,7 @@ fn spec_differences(
     run_a: &StoredRun,
     run_b: &StoredRun,
     shared: &[CellKey],
-) -> Vec<crate::mismatch::Mismatch> {
+) -> Vec<gauntlet_redteam::mismatch::Mismatch> {
     let mut out = Vec::new();
     let mut seen = std::collections::BTreeSet::new();
     let attack = |r: &StoredRun, l: &str| {
@@ -329,7 +330,7 @@ fn spec_differences(
         if seen.insert(("attack", k.0.clone()))
             && let (Some(x), Some(y)) = (attack(run_a, &k.0), attack(run_b, &k.0))
         {
-            out.extend(crate::mismatch::spec_mismatches(
+            out.extend(gauntlet_redteam::mismatch::spec_mismatches(
                 &format!("attack `{}`", k.0),
                 &x,
                 &y,
@@ -338,7 +339,7 @@ fn spec_differences(
         if seen.insert(("judge", k.3.clone()))
             && let (Some(x), Some(y)) = (judge(run_a, &k.3), judge(run_b, &k.3))
         {
-            out.extend(crate::mismatch::spec_mismatches(
+            out.extend(gauntlet_redteam::mismatch::spec_mismatches(
                 &format!("judge `{}`", k.3),
                 &x,
                 &y,
@@ -357,12 +358,6 @@ type SeriesPair = (
     BTreeMap<CellKey, Series>,
     Option<Overlap>,
 );
-
-/// Whether a dataset is an import's (`gauntlet import`): its behaviors are identified by
-/// a hash of the prompt, so two versions pair by behavior id.
-pub fn is_imported(dataset: &str, version: &str) -> bool {
-    dataset == "imported" && version.starts_with("imported@")
-}
 
 /// Re-keys run B's values of a cell onto run A's behavior indices by behavior id, and
 /// drops the values of behaviors only one run holds; returns the overlap.
@@ -678,16 +673,4 @@ fn series_of(
         }
     }
     Ok((order, out))
-}
-
-/// A p-value for the table: `p=` with four decimals, scientific notation below 10⁻⁴,
-/// and `p<1e-300` where the exact value underflows f64.
-pub fn fmt_p(p: f64) -> String {
-    if p == 0.0 {
-        "p<1e-300".into()
-    } else if p < 1e-4 {
-        format!("p={p:.2e}")
-    } else {
-        format!("p={p:.4}")
-    }
 }

@@ -12,12 +12,12 @@
 //! a logical `dataset/<name>/<id>` for bundled sets); the transcript line is a related
 //! location. Transcripts are read one line at a time.
 
-use crate::rundir::Manifest;
 use gauntlet_core::behavior::Expected;
 use gauntlet_core::files::{self, Kind};
 use gauntlet_core::hash::HashWriter;
 use gauntlet_core::outcome::Outcome;
 use gauntlet_core::taxonomy::map as threat_map;
+use gauntlet_job::rundir::Manifest;
 use gauntlet_report::sarif::{Finding, Level, Location, Rule, uri_of as uri};
 use gauntlet_results::{RunRecord, RunSummary, TranscriptUnit};
 use serde_json::{Map, json};
@@ -62,7 +62,7 @@ pub enum FindingsError {
     Config {
         path: PathBuf,
         #[source]
-        source: crate::config::ConfigError,
+        source: gauntlet_redteam::config::ConfigError,
     },
     /// The `--config` given is not the run's: `hash` is (the start of) its hash,
     /// `recorded` the run's.
@@ -106,7 +106,7 @@ pub struct RunFindings {
 /// Reads a verified run's summary (results.json) and run.json.
 pub fn read_run(dir: &Path) -> Result<(RunSummary, RunRecord), FindingsError> {
     gauntlet_job::outdir::require_run(dir, "report --format")?;
-    if crate::rundir::in_progress(dir) {
+    if gauntlet_job::rundir::in_progress(dir) {
         return Err(FindingsError::InProgress {
             dir: dir.to_path_buf(),
         });
@@ -155,8 +155,8 @@ pub fn run_findings(dir: &Path, config: Option<&Path>) -> Result<RunFindings, Fi
     let mut target_lines: BTreeMap<String, u64> = BTreeMap::new();
     let mut base: Option<PathBuf> = None;
     if let Some(c) = config {
-        let cfg =
-            crate::config::load(c, &crate::Registry).map_err(|source| FindingsError::Config {
+        let cfg = gauntlet_redteam::config::load(c, &gauntlet_redteam::registry::Registry)
+            .map_err(|source| FindingsError::Config {
                 path: c.to_path_buf(),
                 source,
             })?;

@@ -36,17 +36,16 @@
 //! cost) is tested as stated and flagged `not recounted` in every format.
 
 use crate::compare::{PairedCell, paired_cells};
-use crate::gate_rule::Subject;
-pub use crate::gate_rule::{
-    Bound, GateConfig, Op, RULE_SYNTAX, Rule, RuleError, RuleProblem, Selector, parse_rule,
-};
-use crate::rundir::Manifest;
 use crate::stored::StoredRun;
-use crate::verify::{Stated, metric_range, recount_rows, stated_problems};
+use crate::verify::recount_rows;
 use gauntlet_core::rng::rng_for;
 use gauntlet_core::stats::{BOOTSTRAP_RESAMPLES, mcnemar_exact, paired_bootstrap_diff};
 use gauntlet_core::taxonomy::{Worse, map as threat_map};
 use gauntlet_core::terminal::safe;
+use gauntlet_job::rundir::Manifest;
+use gauntlet_redteam::gate_rule::{Bound, Op, RULE_SYNTAX, Rule, Selector, Subject};
+use gauntlet_redteam::registry::metric_range;
+use gauntlet_results::stated::{Stated, stated_problems};
 use gauntlet_results::{LeaderboardEntry, RunRecord};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -280,7 +279,7 @@ pub fn overlap_line(o: &crate::compare::Overlap) -> String {
 fn trusted(dir: &Path, role: &'static str) -> Result<RunRecord, GateError> {
     gauntlet_job::outdir::require_run(dir, "gate")
         .map_err(|source| GateError::NotARun { role, source })?;
-    if crate::rundir::in_progress(dir) {
+    if gauntlet_job::rundir::in_progress(dir) {
         return Err(GateError::InProgress {
             role,
             dir: dir.to_path_buf(),
@@ -902,6 +901,7 @@ pub fn table(r: &GateReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use gauntlet_redteam::gate_rule::parse_rule;
 
     #[test]
     fn rules_parse_or_say_how() {

@@ -26,7 +26,6 @@
 
 use crate::plan::Plan;
 use crate::run::pretty;
-use crate::rundir::{MANIFEST, Manifest, RunDir, write_atomic};
 use crate::stored::{StoredError, StoredRun, recount};
 use gauntlet_core::behavior::Expected;
 use gauntlet_core::files::ReadError;
@@ -35,6 +34,7 @@ use gauntlet_core::judge_eval::{CARD_FORMAT, Confusion, JudgeCard, LabelledSetRe
 use gauntlet_core::message::Role;
 use gauntlet_core::outcome::{Outcome, Verdict};
 use gauntlet_job::manifest::VerifyError;
+use gauntlet_job::rundir::{MANIFEST, Manifest, RunDir, write_atomic};
 use gauntlet_results::RunSummary;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BinaryHeap};
@@ -1297,11 +1297,12 @@ pub fn load_for_rerun(
         && let Ok(m) = serde_json::from_slice::<Manifest>(&bytes)
     {
         let path = dir.join(LABELS_FILE);
-        let now =
-            crate::rundir::FileEntry::of_file(&path).map_err(|source| LabelError::ReadFile {
+        let now = gauntlet_job::rundir::FileEntry::of_file(&path).map_err(|source| {
+            LabelError::ReadFile {
                 path: path.clone(),
                 source,
-            })?;
+            }
+        })?;
         if m.files.get(LABELS_FILE) != Some(&now) {
             return Err(LabelError::NotWritten {
                 listed: m.files.contains_key(LABELS_FILE),

@@ -1,9 +1,11 @@
 //! gauntlet-engine: from a run config to a finished run directory.
 //!
-//! [`config`] reads and validates the YAML; [`plan`] builds the plugins and fixes the
-//! canonical order; [`run`] executes units with bounded concurrency through the
-//! [`cache`] (backed by the append-only [`journal`]), judges them, folds verdicts into
-//! metric accumulators and writes the artefacts of the [`rundir`]; [`usage`] prices the
+//! The run config (`gauntlet_redteam::config`) is read and validated below the
+//! engine, against the plugin registry; [`plan`] builds the plugins and fixes the
+//! canonical order; [`run`] executes units with bounded concurrency through
+//! `gauntlet_calls::cache` (backed by its append-only journal), judges them, folds
+//! verdicts into metric accumulators and writes the artefacts of the run directory
+//! (`gauntlet_job::rundir`); [`usage`] prices the
 //! tokens each role spent; [`stored`] reads a finished run back and judges it again
 //! ([`agreement`] and [`compare`] are the analyses built on it; [`verify`] checks a
 //! run's stated numbers against it for the gate and the dashboard);
@@ -15,14 +17,11 @@
 pub mod agreement;
 mod breadth;
 pub mod compare;
-pub mod config;
 pub mod findings;
 pub mod gate;
-mod gate_rule;
 pub mod judge_eval;
 pub mod labels;
 pub mod merge;
-pub mod mismatch;
 pub mod plan;
 pub mod run;
 pub mod shard;
@@ -30,10 +29,3 @@ pub mod stored;
 pub mod usage;
 pub mod verify;
 pub mod warnings;
-
-/// The model-call layer, re-exported under its historical paths.
-pub use gauntlet_calls::{cache, journal};
-/// The run-directory protocol's kinds of directory, progress trait and run directory
-/// (`gauntlet-job`), under their historical paths.
-pub use gauntlet_job::{kind, manifest, meter, progress, progress_file, rundir};
-pub use gauntlet_redteam::registry::Registry;

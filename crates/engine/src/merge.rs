@@ -20,7 +20,6 @@
 //! accumulators — never the attempts.
 
 use crate::run::{RunArtefacts, Status, Tally, run_json, write_run_artefacts};
-use crate::rundir::{HashingWriter, MANIFEST, Manifest, RunDir, tmp_path};
 use crate::shard::shown;
 use crate::shard::{PARTITION_SCHEME, Shard};
 use crate::stored::{ParsedLine, StoredError, StoredRun};
@@ -28,6 +27,7 @@ use crate::usage::{CellUsage, Slot};
 use gauntlet_calls::cache::RoleUsage;
 use gauntlet_core::files::{self, Kind, ReadError, TRANSCRIPT_LINE_MAX};
 use gauntlet_job::manifest::VerifyError;
+use gauntlet_job::rundir::{HashingWriter, MANIFEST, Manifest, RunDir, tmp_path};
 use gauntlet_job::shard::{JournalError, SetError};
 use gauntlet_results::RunSummary;
 use std::fs::File;

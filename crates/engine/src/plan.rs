@@ -5,7 +5,6 @@
 //! and behavior; cells (unit groups × judge) follow the same order. Output order comes
 //! from here, never from completion order.
 
-use crate::config::{ConfigError, Mode, RunConfig};
 use crate::usage::PriceTable;
 use gauntlet_core::hash::{HashWriter, sha256_hex};
 use gauntlet_core::judge_eval::JudgeCard;
@@ -13,6 +12,7 @@ use gauntlet_core::params::{Diag, PluginSpec};
 use gauntlet_models::Model;
 use gauntlet_models::registry::{build_target, build_target_for_check};
 use gauntlet_redteam::attack::Attack;
+use gauntlet_redteam::config::{ConfigError, Mode, RunConfig};
 use gauntlet_redteam::datasets::{self, Dataset};
 use gauntlet_redteam::judge::Judge;
 use gauntlet_redteam::metrics::Metric;
@@ -631,7 +631,7 @@ impl Plan {
         let leakage = |d: &Dataset| {
             !d.behaviors.is_empty() && d.behaviors.iter().all(|b| b.target_secret.is_some())
         };
-        if self.config.mode == crate::config::Mode::Jailbreak
+        if self.config.mode == gauntlet_redteam::config::Mode::Jailbreak
             && !self.datasets.is_empty()
             && self.datasets.iter().all(leakage)
         {

@@ -84,7 +84,9 @@ mod tests {
     fn names_are_plain_run_names() {
         let s = Shard { index: 2, count: 8 };
         assert_eq!(s.dir_name("smoke"), "smoke.shard-2-of-8");
-        assert!(crate::config::valid_run_name(&s.dir_name("smoke")));
+        assert!(gauntlet_redteam::config::valid_run_name(
+            &s.dir_name("smoke")
+        ));
         assert_eq!(s.run_id("smoke-abc"), "smoke-abc~shard-2-of-8");
     }
 }

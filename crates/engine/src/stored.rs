@@ -17,13 +17,11 @@
 //! call, and a rerun of any re-judging costs none either. Targets, attackers and in-loop
 //! judges are never called: the rejudger holds no handle to them.
 
-use crate::cache::{CachedModel, CallCounters, Pending, UsageSlot, call_base};
-use crate::config::ConfigError;
-use crate::journal::Journal;
 use crate::plan::{LoadCardError, Plan, UnitRef};
 use crate::run::{Identities, Reason, Status, Tally, trial_seeds, unit_scope};
-use crate::rundir::{MANIFEST, Manifest, RunDir};
 use crate::usage::CellUsage;
+use gauntlet_calls::cache::{CachedModel, CallCounters, Pending, UsageSlot, call_base};
+use gauntlet_calls::journal::Journal;
 use gauntlet_core::behavior::Behavior;
 use gauntlet_core::files::ReadError;
 use gauntlet_core::files::{self, Kind, TRANSCRIPT_LINE_MAX};
@@ -34,9 +32,11 @@ use gauntlet_core::params::{Axis, Diag, PluginSpec, resolve_spec};
 use gauntlet_core::tree::parse_yaml;
 use gauntlet_job::artefacts::Artefacts;
 use gauntlet_job::manifest::VerifyError;
+use gauntlet_job::rundir::{MANIFEST, Manifest, RunDir};
 use gauntlet_models::registry::build_target;
 use gauntlet_models::{BoxFuture, Model, ModelError};
 use gauntlet_redteam::attack::{Attempt, AttemptError, CallModel};
+use gauntlet_redteam::config::{ConfigError, RecordedConfigError, recorded_config};
 use gauntlet_redteam::error::BuildError;
 use gauntlet_redteam::judge::Judge;
 use gauntlet_redteam::registry::{Registry, build_judge};
@@ -82,19 +82,9 @@ pub enum StoredError {
     /// `run.json` lacks one of the fields every run writes.
     #[error("{}: missing string field `{key}` (was it written by gauntlet?)", .path.display())]
     MissingField { path: PathBuf, key: &'static str },
-    /// `run.json` has no `config` object.
-    #[error("{}: no `config` object (the resolved config the run used)", .path.display())]
-    NoConfig { path: PathBuf },
-    /// The recorded config no longer validates with this build.
-    #[error(
-        "the config recorded in {} no longer validates with this build:\n{source}",
-        .path.display()
-    )]
-    ConfigInvalid {
-        path: PathBuf,
-        #[source]
-        source: ConfigError,
-    },
+    /// `run.json` has no `config` object, or it no longer validates with this build.
+    #[error(transparent)]
+    Recorded(#[from] RecordedConfigError),
     /// A prompt-injection run given to an analysis that re-judges.
     #[error(
         "{} is a prompt-injection run (mode: injection): rescore and judge-agreement re-judge jailbreak and leakage runs only; injection runs are not supported by them yet (their verdicts come from the agent's recorded tool calls, which these analyses do not re-judge). `gauntlet compare` pairs its verdicts with another run's, `gauntlet report` re-renders its reports, `gauntlet serve` shows it",
@@ -466,48 +456,6 @@ impl StoredUnit {
     }
 }
 
-/// The config recorded in a `run.json` (its `config` object), validated again by this
-/// build — specs resolved and labelled as the run had them — without loading any dataset
-/// or building any plugin. `path` names the file in errors; `any_mode` also accepts an
-/// injection run (whose canonical config names its axes `attacks` and `datasets`). The
-/// dashboard reads configs this way to compare what two runs were made of.
-pub fn recorded_config(
-    run_json: &RunRecord,
-    path: &Path,
-    any_mode: bool,
-) -> Result<crate::config::RunConfig, StoredError> {
-    let serde_json::Value::Object(config) = &run_json.config else {
-        return Err(StoredError::NoConfig {
-            path: path.to_path_buf(),
-        });
-    };
-    // `mode` is derived from the axes, not a config key.
-    let mut config = config.clone();
-    let mode = config.remove("mode");
-    // An injection run's canonical config names its axes `attacks` and `datasets`;
-    // its file calls them `injections` and `scenarios`.
-    if any_mode && mode.as_ref().and_then(|m| m.as_str()) == Some("injection") {
-        for (from, to) in [("attacks", "injections"), ("datasets", "scenarios")] {
-            if let Some(v) = config.remove(from) {
-                config.insert(to.into(), v);
-            }
-        }
-    }
-    let text = serde_json::to_string(&config).expect("json");
-    // JSON is YAML: the canonical config goes through the same validation as a file.
-    let mut cfg = crate::config::parse(&text, path, &Registry).map_err(|source| {
-        StoredError::ConfigInvalid {
-            path: path.to_path_buf(),
-            source,
-        }
-    })?;
-    // Recorded beside the canonical config, and only when not the default.
-    if let Some(share) = run_json.max_error_share.filter(|s| (0.0..=1.0).contains(s)) {
-        cfg.max_error_share = share;
-    }
-    Ok(cfg)
-}
-
 impl StoredRun {
     /// Reloads the run in `dir`. `config_dir` is the directory the original config's
     /// relative dataset paths resolved against; without it the current directory, `dir`
@@ -580,7 +528,7 @@ impl StoredRun {
             });
         }
         let mut cfg = recorded_config(&run_json, &run_json_path, any_mode)?;
-        if !any_mode && cfg.mode != crate::config::Mode::Jailbreak {
+        if !any_mode && cfg.mode != gauntlet_redteam::config::Mode::Jailbreak {
             return Err(StoredError::UnsupportedMode {
                 path: run_json_path,
                 mode: cfg.mode.as_str(),
@@ -1253,9 +1201,9 @@ impl<'a> Rejudger<'a> {
     }
 
     /// The grader calls as progress shows them (calls in flight apart).
-    pub fn call_stats(&self) -> crate::progress::CallStats {
+    pub fn call_stats(&self) -> gauntlet_job::progress::CallStats {
         let (made, cached, failed) = self.counters.snapshot();
-        crate::progress::CallStats {
+        gauntlet_job::progress::CallStats {
             made,
             in_flight: self
                 .counters
@@ -1286,7 +1234,7 @@ pub struct Rescored {
     /// judge (its config hash is that config's) and `rescored_from`.
     pub run_json: RunRecord,
     /// transcripts.jsonl as written (still under its temporary name) and its entry.
-    pub transcripts: (PathBuf, crate::rundir::FileEntry),
+    pub transcripts: (PathBuf, gauntlet_job::rundir::FileEntry),
     /// Grader calls: (made, from the journal, failed).
     pub grader_calls: (u64, u64, u64),
     pub units: u64,
@@ -1357,7 +1305,7 @@ impl RawLines {
 pub async fn rescore(
     mut run: StoredRun,
     spec: &PluginSpec,
-    progress: &dyn crate::progress::Progress,
+    progress: &dyn gauntlet_job::progress::Progress,
     out: &Path,
 ) -> Result<Rescored, StoredError> {
     let scorer = BuiltJudge::build(spec)?;
@@ -1383,7 +1331,7 @@ pub async fn rescore(
         path: out.to_path_buf(),
         source,
     })?;
-    crate::rundir::refuse_symlinks(out).map_err(StoredError::Symlink)?;
+    gauntlet_job::rundir::refuse_symlinks(out).map_err(StoredError::Symlink)?;
     // The manifest goes last: a directory without one is a rescore that did not finish.
     let _ = std::fs::remove_file(out.join(MANIFEST));
     let transcripts_tmp = gauntlet_core::atomic::tmp_path(&out.join("transcripts.jsonl"));
@@ -1391,7 +1339,7 @@ pub async fn rescore(
         path: transcripts_tmp.clone(),
         source,
     };
-    let mut w = crate::rundir::HashingWriter::new(std::io::BufWriter::new(
+    let mut w = gauntlet_job::rundir::HashingWriter::new(std::io::BufWriter::new(
         std::fs::File::create(&transcripts_tmp).map_err(write_err)?,
     ));
     let mut raw = RawLines::open(&run)?;

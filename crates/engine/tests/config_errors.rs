@@ -1,9 +1,9 @@
 //! Every way a run config can be wrong gets a precise, located message.
 //! Each case asserts the message, the key path, the help and the line.
 
-use gauntlet_engine::Registry;
-use gauntlet_engine::config::{self, ConfigError};
 use gauntlet_engine::plan::Plan;
+use gauntlet_redteam::config::{self, ConfigError};
+use gauntlet_redteam::registry::Registry;
 use std::path::Path;
 
 const GOOD: &str = "\

@@ -6,8 +6,8 @@
 
 use gauntlet_core::params::{Axis, ParamKind, PluginInfo, resolve_spec};
 use gauntlet_core::tree::parse_yaml;
-use gauntlet_engine::Registry;
-use gauntlet_engine::config;
+use gauntlet_redteam::config;
+use gauntlet_redteam::registry::Registry;
 use proptest::prelude::*;
 use std::path::Path;
 

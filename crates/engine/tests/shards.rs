@@ -2,10 +2,10 @@
 //! each shard's planned calls within one unit's weight of an equal share, the same
 //! cut every time it is computed.
 
-use gauntlet_engine::Registry;
-use gauntlet_engine::config;
 use gauntlet_engine::plan::Plan;
 use gauntlet_engine::shard::{Shard, assignment, unit_weights, units_of};
+use gauntlet_redteam::config;
+use gauntlet_redteam::registry::Registry;
 use proptest::prelude::*;
 use std::path::Path;
 

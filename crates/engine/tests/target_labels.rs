@@ -3,10 +3,10 @@
 //! errors naming both. Labels never enter an identity, so cache keys and config hashes
 //! do not depend on them.
 
-use gauntlet_engine::Registry;
-use gauntlet_engine::cache::call_base;
-use gauntlet_engine::config::{self, ConfigError, RunConfig};
+use gauntlet_calls::cache::call_base;
 use gauntlet_engine::plan::Plan;
+use gauntlet_redteam::config::{self, ConfigError, RunConfig};
+use gauntlet_redteam::registry::Registry;
 use std::path::Path;
 
 fn cfg(targets: &str) -> String {

@@ -1,9 +1,9 @@
 //! The `transforms:` axis and the `transforms` attack param: the axis is shorthand for the
 //! param form (same attacks, same canonical config, same hash); errors are located.
 
-use gauntlet_engine::Registry;
-use gauntlet_engine::config::{self, ConfigError, RunConfig};
 use gauntlet_engine::plan::Plan;
+use gauntlet_redteam::config::{self, ConfigError, RunConfig};
+use gauntlet_redteam::registry::Registry;
 use std::path::Path;
 
 fn parse(yaml: &str) -> Result<RunConfig, ConfigError> {

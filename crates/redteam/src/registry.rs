@@ -110,6 +110,15 @@ pub fn metric_facts(name: &str) -> Option<MetricFacts> {
         .map(|(_, f)| *f)
 }
 
+/// The range of a registered metric's values: [0, 1] for a rate or a score, [0, ∞)
+/// for usage; `None` for a name the registry does not know.
+pub fn metric_range(name: &str) -> Option<(f64, f64)> {
+    match metric_facts(name)?.kind {
+        MetricKind::Rate | MetricKind::Score => Some((0.0, 1.0)),
+        MetricKind::Usage => Some((0.0, f64::INFINITY)),
+    }
+}
+
 /// Whether metric `name` is a score (a mean of per-behavior values in [0, 1], compared
 /// by a paired bootstrap) rather than a 0/1 rate (compared by McNemar's test).
 pub fn is_score(name: &str) -> bool {
@@ -351,6 +360,13 @@ mod tests {
         );
         assert_eq!(metric_facts("asr").unwrap().surface, None);
         assert_eq!(metric_facts("median_pass_rate"), None);
+    }
+
+    #[test]
+    fn a_metric_range_follows_its_kind() {
+        assert_eq!(metric_range("asr"), Some((0.0, 1.0)));
+        assert_eq!(metric_range("cost"), Some((0.0, f64::INFINITY)));
+        assert_eq!(metric_range("no_such_metric"), None);
     }
 
     #[test]

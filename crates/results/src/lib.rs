@@ -12,7 +12,9 @@
 //! - a line of `transcripts.jsonl` ([`TranscriptRecord`], and [`TranscriptUnit`] for
 //!   readers that only count verdicts): one judged attempt;
 //! - a line of `sessions.jsonl` ([`RunSession`]): what one session of a run did;
-//! - `rescore.json` and `rescored_from` ([`RescoreRecord`]): a rescored run's origin.
+//! - `rescore.json` and `rescored_from` ([`RescoreRecord`]): a rescored run's origin;
+//! - [`stated`]: what a leaderboard row claims about itself and the checks of that claim
+//!   every reader makes before trusting it.
 //!
 //! Readers accept files written by earlier releases: a field added since is
 //! `#[serde(default)]`, and a field this release does not know is ignored (no type
@@ -24,6 +26,7 @@
 mod rescore;
 mod run;
 mod session;
+pub mod stated;
 mod summary;
 mod transcript;
 

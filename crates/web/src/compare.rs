@@ -18,7 +18,7 @@
 //! compared only when the cells they pair differ in nothing but the run: attacks and
 //! judges of one label with other params (attacker model, grader, transforms), or a
 //! dataset at another version, are refused, naming each difference
-//! ([`gauntlet_engine::mismatch`]), unless the user allows it — then every row carries
+//! ([`gauntlet_redteam::mismatch`]), unless the user allows it — then every row carries
 //! the flag. Two imports (`gauntlet import`) of different prompt sets are the exception
 //! to the dataset rule: their behaviors are identified by a hash of the prompt, so they
 //! pair by id on the prompts both hold; the page says how many were shared and how many
@@ -33,10 +33,10 @@ use crate::transcripts::MAX_LINE;
 use gauntlet_core::behavior::Expected;
 use gauntlet_core::outcome::Verdict;
 use gauntlet_core::paired::{Comparison, compare_pairs};
-use gauntlet_engine::config::RunConfig;
-use gauntlet_engine::mismatch::{self, Mismatch};
+use gauntlet_redteam::config::RunConfig;
 use gauntlet_redteam::leakage::LeakCategory;
 use gauntlet_redteam::metrics::{BehaviorOutcome, Metric, Surface};
+use gauntlet_redteam::mismatch::{self, Mismatch};
 use gauntlet_results::{RunRecord, TranscriptRecord, TranscriptUnit};
 use serde::Serialize;
 use serde_json::Value;
@@ -348,7 +348,7 @@ pub enum RecordedError {
     Config {
         slug: String,
         #[source]
-        source: gauntlet_engine::stored::StoredError,
+        source: gauntlet_redteam::config::RecordedConfigError,
     },
 }
 
@@ -361,7 +361,7 @@ pub fn recorded(run: &Run) -> Result<(RunConfig, RunRecord), RecordedError> {
         slug: slug(),
         source,
     })?;
-    let cfg = gauntlet_engine::stored::recorded_config(&rj, Path::new("run.json"), true).map_err(
+    let cfg = gauntlet_redteam::config::recorded_config(&rj, Path::new("run.json"), true).map_err(
         |source| RecordedError::Config {
             slug: slug(),
             source,
@@ -569,7 +569,7 @@ fn read_side(
         out.versions
             .entry(l.dataset.clone())
             .or_insert_with(|| l.dataset_version.clone());
-        if gauntlet_engine::compare::is_imported(&l.dataset, &l.dataset_version) {
+        if gauntlet_redteam::datasets::imported::is_imported(&l.dataset, &l.dataset_version) {
             let ids = out.ids.entry(l.dataset.clone()).or_default();
             if !ids.contains(&l.behavior_id) {
                 ids.insert(l.behavior_id.clone());
@@ -612,7 +612,7 @@ fn metrics_of(cfg: &RunConfig) -> Vec<(String, Box<dyn Metric>)> {
 }
 
 fn fmt_p(p: f64) -> String {
-    gauntlet_engine::compare::fmt_p(p)
+    gauntlet_core::stats::fmt_p(p)
 }
 
 /// Text of one transcript line for the side-by-side view: (prompt, reply).
@@ -835,8 +835,8 @@ fn imported_overlap(
             continue;
         };
         if va == vb
-            || !gauntlet_engine::compare::is_imported(name, va)
-            || !gauntlet_engine::compare::is_imported(name, vb)
+            || !gauntlet_redteam::datasets::imported::is_imported(name, va)
+            || !gauntlet_redteam::datasets::imported::is_imported(name, vb)
         {
             continue;
         }
@@ -990,7 +990,7 @@ fn read_sides(
     // Two runs pair an import's per-source attacks (a tool's probes, plugins, tasks,
     // named apart by each tool) as one `imported` attack over the prompts they share.
     let run_attack = |l: &TranscriptUnit| {
-        if gauntlet_engine::compare::is_imported(&l.dataset, &l.dataset_version) {
+        if gauntlet_redteam::datasets::imported::is_imported(&l.dataset, &l.dataset_version) {
             "imported".to_string()
         } else {
             l.attack_name.clone()

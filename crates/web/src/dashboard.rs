@@ -8,7 +8,7 @@
 use crate::compare::{self, RunSeries};
 use crate::scan::{self, Catalog};
 use crate::transcripts::{self, LineIndex};
-use crate::verify::{self, RunCheck};
+use crate::verify::{self, Recount, RunCheck};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};
@@ -53,6 +53,8 @@ pub struct Dashboard {
     series_pending: Mutex<std::collections::HashSet<SeriesKey>>,
     /// Largest transcripts a served page reads while it waits ([`SERIES_INLINE`]).
     series_inline: std::sync::atomic::AtomicU64,
+    /// The recount of red-team runs (the engine's, handed in by the command).
+    recount: Arc<dyn Recount>,
 }
 
 /// A run's series: (slug, judge, metric label).
@@ -70,8 +72,9 @@ const MAX_SERIES: usize = 256;
 pub(crate) const SERIES_INLINE: u64 = 32 << 20;
 
 impl Dashboard {
-    /// Scans `roots` (each a run directory or a directory of run directories).
-    pub fn new(roots: Vec<PathBuf>) -> Arc<Dashboard> {
+    /// Scans `roots` (each a run directory or a directory of run directories); red-team
+    /// runs are checked through `recount`.
+    pub fn new(roots: Vec<PathBuf>, recount: Arc<dyn Recount>) -> Arc<Dashboard> {
         let catalog = scan::scan(&roots);
         Arc::new(Dashboard {
             roots,
@@ -81,6 +84,7 @@ impl Dashboard {
             series: Mutex::new(HashMap::new()),
             series_pending: Mutex::new(std::collections::HashSet::new()),
             series_inline: std::sync::atomic::AtomicU64::new(SERIES_INLINE),
+            recount,
         })
     }
 
@@ -180,7 +184,7 @@ impl Dashboard {
                 continue;
             }
             let fp = fingerprint(run);
-            let c = Arc::new(verify::check(run));
+            let c = Arc::new(verify::check(run, self.recount.as_ref()));
             self.checks
                 .lock()
                 .expect("checks lock")

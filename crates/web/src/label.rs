@@ -1,7 +1,8 @@
 //! The labelling page of `gauntlet label RUN_DIR --serve`: one sampled reply at a time,
 //! its prompt and reply side by side, labelled refusal / compliance / skip with the keys
 //! r, c and s (b goes back one), each label saved at once through
-//! [`LabelSession::save`] (labels, cards, corrected results and reports, manifest).
+//! [`LabelStore::save`] (the engine's labelling session, which `gauntlet label --serve`
+//! hands the server, writes the labels, cards, corrected results and reports, manifest).
 //!
 //! It is the dashboard's only writer, and it exists only when that command starts it, for
 //! the one run it was started on. Besides the dashboard's guard (loopback Host check or
@@ -18,13 +19,72 @@ use axum::extract::{Path as UrlPath, RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
-use gauntlet_engine::labels::{Label, LabelSession};
 use minijinja::context;
 use minijinja::value::{Serde, Value};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
+
+/// One sampled reply, as the labelling page shows it (untrusted text, escaped by the
+/// template).
+#[derive(Debug, Clone, Copy)]
+pub struct Sampled<'a> {
+    /// The reply's id in the sample (what a form names).
+    pub id: &'a str,
+    /// The target that wrote the reply.
+    pub target: &'a str,
+    pub attack: &'a str,
+    pub behavior: &'a str,
+    pub prompt: &'a str,
+    pub reply: &'a str,
+}
+
+/// How far labelling has got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tally {
+    /// Replies in the sample.
+    pub sample: u64,
+    /// Sampled replies with a label (skips included).
+    pub done: u64,
+    pub skipped: u64,
+}
+
+/// A failure of the labelling session, as its owner reports it.
+pub type StoreError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Why a label was not recorded ([`LabelStore::record`]).
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    /// The form's label is none of refusal, compliance or skip (r, c, s).
+    #[error("not a label: refusal, compliance or skip (r, c, s)")]
+    NotALabel,
+    /// The id is not a reply of the sample.
+    #[error(transparent)]
+    NotInSample(StoreError),
+}
+
+/// The run being labelled: its sample, its labels and their saving. Drawing the sample
+/// and writing labels, cards and corrected results is the engine's work, which the
+/// dashboard does not know: `gauntlet label --serve` hands the server one.
+pub trait LabelStore: Send {
+    /// The run directory being labelled.
+    fn dir(&self) -> &Path;
+    /// The sampled replies, in the sample's order.
+    fn sample(&self) -> Vec<Sampled<'_>>;
+    /// The label reply `id` has, by name (`refusal`, `compliance`, `skip`).
+    fn label_of(&self, id: &str) -> Option<&'static str>;
+    /// The position of the first sampled reply without a label.
+    fn next_unlabelled(&self) -> Option<usize>;
+    fn tally(&self) -> Tally;
+    /// Where labelling stands, for a person (progress and cards), or why there are no
+    /// cards yet.
+    fn status_lines(&self) -> Result<Vec<String>, StoreError>;
+    /// Labels reply `id` with `label` as the form gave it (in memory).
+    fn record(&mut self, id: &str, label: &str) -> Result<(), RecordError>;
+    /// Writes the labels and everything they correct.
+    fn save(&mut self) -> Result<(), StoreError>;
+}
 
 /// The keyboard script, inlined in the page and allowed by its hash.
 const SCRIPT: &str = include_str!("../templates/label.js");
@@ -79,19 +139,19 @@ pub enum LabellingError {
 pub struct Labelling {
     /// The run's slug in the dashboard's catalogue.
     pub slug: String,
-    session: Mutex<LabelSession>,
+    session: Mutex<Box<dyn LabelStore>>,
     /// The anti-forgery value every form carries.
     csrf: String,
 }
 
 impl Labelling {
     /// The session over the run the dashboard `d` lists at the session's directory.
-    pub fn new(d: &Dashboard, session: LabelSession) -> Result<Labelling, LabellingError> {
-        let want = canonical(&session.run().dir);
+    pub fn new(d: &Dashboard, session: Box<dyn LabelStore>) -> Result<Labelling, LabellingError> {
+        let want = canonical(session.dir());
         let cat = d.catalog();
         let Some(run) = cat.runs.iter().find(|r| canonical(&r.dir) == want) else {
             return Err(LabellingError::NotListed {
-                dir: session.run().dir.clone(),
+                dir: session.dir().to_path_buf(),
                 warnings: cat.warnings.iter().take(5).cloned().collect(),
             });
         };
@@ -218,7 +278,7 @@ pub(crate) async fn show(
         };
         let at = query_map(q).get("at").and_then(|v| v.parse::<usize>().ok());
         let s = l.session.lock().unwrap_or_else(|e| e.into_inner());
-        page(StatusCode::OK, render(&st.d, &l, &s, at, None))
+        page(StatusCode::OK, render(&st.d, &l, s.as_ref(), at, None))
     })
     .await
 }
@@ -226,44 +286,40 @@ pub(crate) async fn show(
 fn render(
     d: &Dashboard,
     l: &Labelling,
-    s: &LabelSession,
+    s: &dyn LabelStore,
     at: Option<usize>,
     notice: Option<String>,
 ) -> String {
-    let items = s.items();
+    let items = s.sample();
     let chosen = match at {
         Some(i) if i < items.len() => Some(i),
-        _ => s.next_unlabelled().map(|(i, _)| i),
+        _ => s.next_unlabelled(),
     };
-    let label = |i: usize| {
-        s.label_of(&items[i].id)
-            .map(|x| x.as_str().to_string())
-            .unwrap_or_default()
-    };
+    let label = |i: usize| s.label_of(items[i].id).unwrap_or_default().to_string();
     let view = |i: usize| {
         let it = &items[i];
         ItemView {
             at: i,
-            id: it.id.clone(),
-            target: it.source.clone(),
-            attack: it.attack.clone(),
-            behavior: it.behavior_id.clone(),
-            prompt: capped(&it.prompt),
-            reply: capped(&it.reply),
+            id: it.id.to_string(),
+            target: it.target.to_string(),
+            attack: it.attack.to_string(),
+            behavior: it.behavior.to_string(),
+            prompt: capped(it.prompt),
+            reply: capped(it.reply),
             label: label(i),
         }
     };
     let row = |i: usize| ListView {
         at: i,
-        target: items[i].source.clone(),
-        short: short(&items[i].reply),
+        target: items[i].target.to_string(),
+        short: short(items[i].reply),
         label: label(i),
     };
-    let status = match s.cards() {
-        Ok(c) => s.status_lines(&c),
+    let status = match s.status_lines() {
+        Ok(lines) => lines,
         Err(e) => vec![format!("no cards: {e}")],
     };
-    let p = s.progress();
+    let p = s.tally();
     let ctx = context! {
         run => l.slug.clone(),
         action => l.path(),
@@ -320,23 +376,26 @@ pub(crate) async fn submit(
                 "The form does not carry this page's anti-forgery value: reload the labelling page and label again.",
             );
         }
-        let Some(label) = Label::parse(field("label")) else {
-            return error(
-                &st.d,
-                StatusCode::BAD_REQUEST,
-                "Not a label",
-                "A label is refusal, compliance or skip (r, c, s).",
-            );
-        };
         let mut s = l.session.lock().unwrap_or_else(|e| e.into_inner());
-        if let Err(e) = s.record(field("id"), label) {
-            return error(&st.d, StatusCode::BAD_REQUEST, "Not in the sample", &e.to_string());
+        match s.record(field("id"), field("label")) {
+            Ok(()) => {}
+            Err(RecordError::NotALabel) => {
+                return error(
+                    &st.d,
+                    StatusCode::BAD_REQUEST,
+                    "Not a label",
+                    "A label is refusal, compliance or skip (r, c, s).",
+                );
+            }
+            Err(RecordError::NotInSample(e)) => {
+                return error(&st.d, StatusCode::BAD_REQUEST, "Not in the sample", &e.to_string());
+            }
         }
         if let Err(e) = s.save() {
             let body = render(
                 &st.d,
                 &l,
-                &s,
+                s.as_ref(),
                 None,
                 Some(format!("The label is kept in memory but could not be saved: {e}")),
             );

@@ -11,7 +11,8 @@
 //! Everything it reads is untrusted (runs may come from others), so:
 //! - it is read-only: no request writes anything, and only GET/HEAD are routed — but for
 //!   the [`label`]ling page, which exists only under `gauntlet label RUN_DIR --serve` and
-//!   writes only that run's labels (through `gauntlet_engine::labels::LabelSession`);
+//!   writes only that run's labels (through the [`label::LabelStore`] that command hands
+//!   it);
 //! - no request names a path: runs are addressed by slugs the scan assigns, files by
 //!   fixed names, transcript lines by number; symlinks inside the roots are refused;
 //! - every string is escaped (minijinja auto-escaping; the charts escape their own);
@@ -24,6 +25,11 @@
 //! Data flow: [`scan`] (directories → runs and rows) → [`verify`] (a background recount)
 //! → [`pages`] (HTML, linked through [`links`]) → [`server`] (axum, loopback by default)
 //! or [`site`] (files).
+//!
+//! It does not know how results were produced: the two pieces of engine work it needs —
+//! recounting a red-team run ([`verify::Recount`]) and the labelling session
+//! ([`label::LabelStore`]) — are traits here, implemented with the engine by the
+//! `gauntlet` binary and handed in by the command that starts the dashboard.
 
 // Files are read through `gauntlet_core::files` only (clippy.toml says why).
 #![cfg_attr(not(test), deny(clippy::disallowed_methods))]

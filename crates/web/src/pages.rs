@@ -970,7 +970,7 @@ pub fn run_page(d: &Arc<Dashboard>, slug: &str, mode: Mode) -> Option<String> {
                 })
                 .collect();
         }
-        match gauntlet_engine::progress_file::read(&run.dir) {
+        match gauntlet_job::progress_file::read(&run.dir) {
             Some(p) => progress_view = live_progress(&p),
             None => {
                 progress = match (run.units, file) {
@@ -1069,7 +1069,7 @@ fn run_errors(dir: &std::path::Path) -> Value {
 
 /// A live run's published progress, as its page shows it: units done of the session's
 /// units, calls in flight, the ETA, and how fresh the figures are.
-fn live_progress(p: &gauntlet_engine::progress_file::Snapshot) -> Value {
+fn live_progress(p: &gauntlet_job::progress_file::Snapshot) -> Value {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
@@ -1094,7 +1094,7 @@ fn live_progress(p: &gauntlet_engine::progress_file::Snapshot) -> Value {
         calls_failed => crate::view::thousands(p.calls_failed),
         retries => crate::view::thousands(p.retries),
         eta => match p.eta_seconds {
-            Some(s) if s.is_finite() && s >= 0.0 => gauntlet_engine::meter::duration(s),
+            Some(s) if s.is_finite() && s >= 0.0 => gauntlet_job::meter::duration(s),
             _ => "unknown yet".to_owned(),
         },
         line => p.line.clone(),

@@ -27,7 +27,7 @@ use crate::scan::{Row, Run, Surface, metric_range};
 use crate::transcripts::Filter;
 use crate::verify;
 use crate::view;
-use gauntlet_engine::mismatch;
+use gauntlet_redteam::mismatch;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -488,7 +488,7 @@ impl Pairing<'_> {
         };
         if arun.slug != brun.slug {
             // Two runs: the cells may differ in nothing but the compared factor.
-            let find = |cfg: &gauntlet_engine::config::RunConfig, axis: &str, label: &str| {
+            let find = |cfg: &gauntlet_redteam::config::RunConfig, axis: &str, label: &str| {
                 let specs = match axis {
                     "judge" => &cfg.judges,
                     "target" => &cfg.targets,

@@ -23,7 +23,7 @@
 //! - no string read here ever becomes a path: runs are addressed by a slug the scan
 //!   assigns.
 
-use gauntlet_engine::manifest::{self as dir_kind, KindError};
+use gauntlet_job::manifest::{self as dir_kind, KindError};
 use gauntlet_redteam::metrics::Surface as MetricSurface;
 use gauntlet_redteam::registry::metric_facts;
 use gauntlet_results::{LeaderboardRow, RunRecord};
@@ -341,7 +341,7 @@ const EXAM_RATES: &[&str] = &[
 /// from its kind (rates and scores in [0, 1], usage at least 0), an exam's rate in
 /// [0, 1].
 pub fn metric_range(name: &str) -> Option<(f64, f64)> {
-    gauntlet_engine::verify::metric_range(name)
+    gauntlet_redteam::registry::metric_range(name)
         .or_else(|| EXAM_RATES.contains(&name).then_some((0.0, 1.0)))
 }
 
@@ -390,9 +390,9 @@ pub fn parse_row(r: &LeaderboardRow) -> Row {
         .filter(|(lo, hi)| lo.is_finite() && hi.is_finite() && lo <= hi);
     // What the row says about itself must be possible: the engine's check, shared with
     // `gauntlet gate`.
-    problems.extend(gauntlet_engine::verify::stated_problems(
+    problems.extend(gauntlet_results::stated::stated_problems(
         metric_range(&r.metric),
-        &gauntlet_engine::verify::Stated {
+        &gauntlet_results::stated::Stated {
             metric: r.metric.clone(),
             value: r.value,
             ci,
@@ -408,7 +408,7 @@ pub fn parse_row(r: &LeaderboardRow) -> Row {
         dataset_version: r.dataset_version.clone(),
         judge: r.judge.clone(),
         metric: metric_label(&r.metric, &r.metric_params),
-        metric_params: gauntlet_engine::verify::params_json(&r.metric_params),
+        metric_params: gauntlet_results::stated::params_json(&r.metric_params),
         metric_name: r.metric.clone(),
         value: r.value,
         ci,
@@ -474,7 +474,7 @@ fn mtime(dir: &Path, name: &str) -> Option<u64> {
 /// Is a gauntlet session running in `dir` (its `.lock` is held)? Taking a shared lock
 /// on a read-only handle changes nothing on disk.
 pub fn is_live(dir: &Path) -> bool {
-    gauntlet_engine::rundir::in_progress(dir)
+    gauntlet_job::rundir::in_progress(dir)
 }
 
 /// How [`read_run`] reads a directory.
@@ -1043,7 +1043,7 @@ mod tests {
 
     /// Writes `dir`'s manifest recording `kind` (`None`: an older gauntlet's, without).
     fn record(dir: &Path, kind: Option<dir_kind::Kind>) {
-        let mut m = gauntlet_engine::rundir::Manifest::new(dir_kind::Kind::Run, "r", "complete");
+        let mut m = gauntlet_job::rundir::Manifest::new(dir_kind::Kind::Run, "r", "complete");
         m.kind = kind;
         m.write(dir).unwrap();
     }

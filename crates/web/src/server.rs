@@ -13,10 +13,12 @@
 //!   [`RESCAN_EVERY`] and the recount of new or changed runs runs on its own thread.
 
 use crate::dashboard::Dashboard;
+use crate::label::LabelStore;
 use crate::label::{LabelState, Labelling};
 use crate::pages::{self, LbQuery, Mode};
 use crate::request::{ct_eq, query_map};
 use crate::transcripts::Filter;
+use crate::verify::Recount;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::extract::{FromRef, Path as UrlPath, RawQuery, Request, State};
@@ -24,7 +26,6 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use gauntlet_engine::labels::LabelSession;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -604,25 +605,31 @@ async fn accept_loop(listener: tokio::net::TcpListener, app: Router) {
     }
 }
 
-/// `gauntlet serve`: checks the bind policy, scans, serves until killed.
-pub fn serve(o: ServeOptions) -> Result<(), ServeError> {
+/// `gauntlet serve`: checks the bind policy, scans, serves until killed; red-team runs
+/// are checked through `recount`.
+pub fn serve(o: ServeOptions, recount: Arc<dyn Recount>) -> Result<(), ServeError> {
     check_bind(&o)?;
-    let d = Dashboard::new(o.roots.clone());
+    let d = Dashboard::new(o.roots.clone(), recount);
     serve_dashboard(o, d, None)
 }
 
 /// `gauntlet label RUN_DIR --serve`: the dashboard over the run's parent directory, with
-/// the labelling page of that run; serves until killed.
-pub fn serve_labelling(mut o: ServeOptions, session: LabelSession) -> Result<(), ServeError> {
+/// the labelling page of that run (`session`: its sample, labels and saving); serves
+/// until killed.
+pub fn serve_labelling(
+    mut o: ServeOptions,
+    recount: Arc<dyn Recount>,
+    session: Box<dyn LabelStore>,
+) -> Result<(), ServeError> {
     check_bind(&o)?;
-    let dir = session.run().dir.clone();
+    let dir = session.dir().to_path_buf();
     let root = dir
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(std::path::Path::new("."))
         .to_path_buf();
     o.roots = vec![root];
-    let d = Dashboard::new(o.roots.clone());
+    let d = Dashboard::new(o.roots.clone(), recount);
     let l = Labelling::new(&d, session)?;
     serve_dashboard(o, d, Some(Arc::new(l)))
 }

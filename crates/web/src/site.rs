@@ -51,14 +51,18 @@ fn write(out: &Path, name: &str, body: &str, n: &mut usize) -> Result<(), SiteEr
     Ok(())
 }
 
-/// Writes the site into `out` (created if missing). The recount runs first, so the
-/// pages show each row's check.
-pub fn export_site(out: &Path, roots: Vec<PathBuf>) -> Result<SiteReport, SiteError> {
+/// Writes the site into `out` (created if missing). The recount (through `recount`)
+/// runs first, so the pages show each row's check.
+pub fn export_site(
+    out: &Path,
+    roots: Vec<PathBuf>,
+    recount: Arc<dyn crate::verify::Recount>,
+) -> Result<SiteReport, SiteError> {
     std::fs::create_dir_all(out).map_err(|source| SiteError::Create {
         dir: out.to_path_buf(),
         source,
     })?;
-    let d: Arc<Dashboard> = Dashboard::new(roots);
+    let d: Arc<Dashboard> = Dashboard::new(roots, recount);
     d.check_pending();
     let cat = d.catalog();
     let links = Links(Mode::Site);

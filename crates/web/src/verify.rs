@@ -1,8 +1,8 @@
 //! Checking a run's numbers against its own evidence ("gaming-aware": a leaderboard file
 //! is a claim, the transcripts are the evidence).
 //!
-//! - Jailbreak and leakage runs are recounted by the engine's verifier
-//!   ([`gauntlet_engine::verify::recount_rows`], the one `gauntlet gate` uses): the run's
+//! - Jailbreak and leakage runs are recounted through the [`Recount`] the dashboard was
+//!   given (`gauntlet` hands it the engine's, the one `gauntlet gate` uses): the run's
 //!   plan is rebuilt from run.json and every metric recomputed from the verdicts stored
 //!   in transcripts.jsonl with the engine's own accumulation; each leaderboard row must
 //!   match its recount (value, interval, n, attempts, errors). Token usage and cost are
@@ -21,11 +21,31 @@
 //! a run's check is done.
 
 use crate::scan::{Kind, Run, Surface};
-use gauntlet_engine::stored::StoredRun;
-use gauntlet_engine::verify::{Stated, recount_rows};
+use gauntlet_results::stated::{Recounted, Stated};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::Path;
+
+/// The recount of a red-team run from its own transcripts. Rebuilding a run is the
+/// engine's work, which the dashboard does not know: the command that starts it
+/// (`gauntlet serve`, `export`, `label --serve`) hands it one.
+pub trait Recount: Send + Sync {
+    /// Reads the finished run in `dir` back (nothing outside it, no network: the
+    /// dashboard has refused configs that would) and compares each of `rows` with its
+    /// recount.
+    fn recount(&self, dir: &Path, rows: &[Stated]) -> Result<Recounted, RecountError>;
+}
+
+/// Why a run was not recounted ([`Recount::recount`]); the cause is the recounter's.
+#[derive(Debug, thiserror::Error)]
+pub enum RecountError {
+    /// The run cannot be read back (its config, its plugins, its files).
+    #[error(transparent)]
+    Open(Box<dyn std::error::Error + Send + Sync>),
+    /// The run was read back; its transcripts cannot be recounted.
+    #[error(transparent)]
+    Transcripts(Box<dyn std::error::Error + Send + Sync>),
+}
 
 /// What is known about one row's numbers.
 #[derive(Debug, Clone, PartialEq)]
@@ -149,11 +169,11 @@ fn fmt(v: Option<f64>) -> String {
     v.map_or("N/A".into(), |x| format!("{x}"))
 }
 
-/// Checks one run (blocking: reads its transcripts).
-pub fn check(run: &Run) -> RunCheck {
+/// Checks one run (blocking: reads its transcripts), a red-team run through `recount`.
+pub fn check(run: &Run, recount: &dyn Recount) -> RunCheck {
     match run.kind {
         Kind::RedTeam if run.surface == Surface::Injection => check_counts_only(run),
-        Kind::RedTeam => check_redteam(run),
+        Kind::RedTeam => check_redteam(run, recount),
         Kind::AgentExam => check_exam(run),
         Kind::DetectExam => RunCheck {
             whole_run: Some(
@@ -191,7 +211,7 @@ fn regular(dir: &Path, name: &str) -> Result<(), IrregularFile> {
     }
 }
 
-fn check_redteam(run: &Run) -> RunCheck {
+fn check_redteam(run: &Run, recount: &dyn Recount) -> RunCheck {
     let mut out = RunCheck::default();
     let refuse = |why: String| RunCheck {
         whole_run: Some(format!("not recounted: {why}")),
@@ -219,17 +239,13 @@ fn check_redteam(run: &Run) -> RunCheck {
     // evidence against the run (unverified), not merely something not recounted. A
     // directory without one (a session running or killed, or an older gauntlet) is
     // only not recounted.
-    if run.dir.join(gauntlet_engine::rundir::MANIFEST).is_file()
-        && let Err(e) = gauntlet_engine::rundir::Manifest::verify(&run.dir)
+    if run.dir.join(gauntlet_job::rundir::MANIFEST).is_file()
+        && let Err(e) = gauntlet_job::rundir::Manifest::verify(&run.dir)
     {
         out.problems.push(e.to_string());
         out.whole_run = Some("not recounted: its files differ from its manifest".into());
         return out;
     }
-    let stored = match StoredRun::open(&run.dir, Some(&run.dir)) {
-        Ok(s) => s,
-        Err(e) => return refuse(e.to_string()),
-    };
     // The engine's recount, shared with `gauntlet gate`.
     let stated: Vec<Stated> = run
         .rows
@@ -248,13 +264,14 @@ fn check_redteam(run: &Run) -> RunCheck {
             errors: row.errors,
         })
         .collect();
-    match recount_rows(&stored, &stated) {
+    match recount.recount(&run.dir, &stated) {
         Ok(r) => {
             out.rows = r.rows;
             out.not_recounted = r.not_recounted;
             out.problems = r.problems;
         }
-        Err(e) => out
+        Err(RecountError::Open(e)) => return refuse(e.to_string()),
+        Err(RecountError::Transcripts(e)) => out
             .problems
             .push(format!("transcripts.jsonl cannot be recounted: {e}")),
     }

@@ -219,7 +219,7 @@ async fn browser_leaderboard_filter_run_page_and_transcript() {
     let tmp = tempfile::tempdir().unwrap();
     make_run(tmp.path(), "smoke.yaml").await;
     make_run(tmp.path(), "injection_smoke.yaml").await;
-    let d = Dashboard::new(vec![tmp.path().to_path_buf()]);
+    let d = Dashboard::new(vec![tmp.path().to_path_buf()], recount());
     d.check_pending();
     let addr = serve(d, None).await;
     let b = start(&chromium, &driver).await;
@@ -340,7 +340,7 @@ async fn browser_hostile_leaderboard_renders_inert() {
         "transcript": [{"role": "assistant", "content": evil}],
         "verdicts": [{"judge": evil, "outcome": "success", "reason": evil}], "metadata": {"x": evil}});
     std::fs::write(run.join("transcripts.jsonl"), format!("{line}\n")).unwrap();
-    let d = Dashboard::new(vec![tmp.path().to_path_buf()]);
+    let d = Dashboard::new(vec![tmp.path().to_path_buf()], recount());
     d.check_pending();
     let addr = serve(d, None).await;
     let b = start(&chromium, &driver).await;
@@ -386,7 +386,7 @@ async fn browser_static_site_opens_from_files() {
     let tmp = tempfile::tempdir().unwrap();
     make_run(tmp.path(), "leakage_smoke.yaml").await;
     let out = tempfile::tempdir().unwrap();
-    gauntlet_web::export_site(out.path(), vec![tmp.path().to_path_buf()]).unwrap();
+    gauntlet_web::export_site(out.path(), vec![tmp.path().to_path_buf()], recount()).unwrap();
     let b = start(&chromium, &driver).await;
     let c = b.client.as_ref().unwrap();
     c.goto(&format!("file://{}/index.html", out.path().display()))
@@ -431,7 +431,7 @@ async fn browser_overview_pivot_cell_and_compare_flips() {
     let tmp = tempfile::tempdir().unwrap();
     let runs = file_dataset_runs(tmp.path()).await;
     make_run(&runs, "smoke.yaml").await;
-    let d = Dashboard::new(vec![runs.clone()]);
+    let d = Dashboard::new(vec![runs.clone()], recount());
     d.check_pending();
     let addr = serve(d, None).await;
     let b = start(&chromium, &driver).await;
@@ -591,8 +591,10 @@ async fn browser_labels_twenty_replies_by_keyboard() {
     let tmp = tempfile::tempdir().unwrap();
     let run = make_run(tmp.path(), "smoke.yaml").await;
     let session = gauntlet_engine::labels::LabelSession::open(&run, None, 10, None).unwrap();
-    let d = Dashboard::new(vec![tmp.path().to_path_buf()]);
-    let l = std::sync::Arc::new(gauntlet_web::label::Labelling::new(&d, session).unwrap());
+    let d = Dashboard::new(vec![tmp.path().to_path_buf()], recount());
+    let l = std::sync::Arc::new(
+        gauntlet_web::label::Labelling::new(&d, Box::new(Labels(session))).unwrap(),
+    );
     let (addr, _task) =
         gauntlet_web::server::spawn_with(d, "127.0.0.1:0".parse().unwrap(), None, Some(l.clone()))
             .await
@@ -712,7 +714,7 @@ async fn browser_labels_twenty_replies_by_keyboard() {
         );
     }
     assert!(run.join("label_cards.json").is_file());
-    gauntlet_engine::rundir::Manifest::verify(&run).expect("the labelled run verifies");
+    gauntlet_job::rundir::Manifest::verify(&run).expect("the labelled run verifies");
 
     // The corrected report, from the done page's link.
     c.find(Locator::Id("report"))
@@ -793,7 +795,7 @@ async fn browser_pivot_and_compare_agree_on_every_pair() {
     let tmp = tempfile::tempdir().unwrap();
     let runs = four_probe_run(tmp.path()).await;
     make_run(&runs, "smoke.yaml").await;
-    let d = Dashboard::new(vec![runs.clone()]);
+    let d = Dashboard::new(vec![runs.clone()], recount());
     d.check_pending();
     let addr = serve(d, None).await;
     let b = start(&chromium, &driver).await;
@@ -897,7 +899,7 @@ async fn browser_compare_opens_with_the_answer() {
     };
     let tmp = tempfile::tempdir().unwrap();
     let runs = file_dataset_runs(tmp.path()).await;
-    let d = Dashboard::new(vec![runs.clone()]);
+    let d = Dashboard::new(vec![runs.clone()], recount());
     d.check_pending();
     let addr = serve(d, None).await;
     let b = start(&chromium, &driver).await;
@@ -1028,7 +1030,7 @@ async fn browser_every_colour_pair_passes_wcag_aa() {
     let live = runs.join("live");
     copy_run(&smoke, &live);
     let lock = hold_live(&live, 40);
-    let d = Dashboard::new(vec![runs.clone()]);
+    let d = Dashboard::new(vec![runs.clone()], recount());
     d.check_pending();
     let addr = serve(d, None).await;
     let b = start(&chromium, &driver).await;

@@ -5,3 +5,8 @@
 mod browser;
 mod common;
 mod server;
+
+/// The engine's side of the dashboard (the recount, the labelling session), the file
+/// the `gauntlet` binary hands the dashboard, so the tests run it as the binary does.
+#[path = "../../cli/src/dashboard_engine.rs"]
+mod dashboard_engine;

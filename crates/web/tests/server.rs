@@ -35,7 +35,7 @@ fn assert_secure_headers(r: &Resp) {
 async fn leaderboards_run_pages_and_transcripts_of_real_runs() {
     let tmp = tempfile::tempdir().unwrap();
     three_runs(tmp.path()).await;
-    let d = Dashboard::new(vec![tmp.path().to_path_buf()]);
+    let d = Dashboard::new(vec![tmp.path().to_path_buf()], recount());
     assert_eq!(d.catalog().runs.len(), 3);
     d.check_pending();
     let addr = serve(d.clone(), None).await;
@@ -147,7 +147,7 @@ async fn tampered_duplicate_and_foreign_rows_are_flagged_unverified() {
     copy_run(&smoke, &tmp.path().join("forged"));
     std::fs::copy(&lb, tmp.path().join("forged/leaderboard.json")).unwrap();
     let forged = tmp.path().join("forged");
-    let mut m: gauntlet_engine::rundir::Manifest =
+    let mut m: gauntlet_job::rundir::Manifest =
         serde_json::from_slice(&std::fs::read(forged.join("manifest.json")).unwrap()).unwrap();
     m.record_file(&forged, "leaderboard.json").unwrap();
     m.write(&forged).unwrap();
@@ -161,7 +161,7 @@ async fn tampered_duplicate_and_foreign_rows_are_flagged_unverified() {
             {"run_id":"x","attack":"static","target":"m","dataset":"advbench","dataset_version":"advbench@1","judge":"refusal_match","metric":"frr","value":null}]"#,
     )
     .unwrap();
-    let d = Dashboard::new(vec![tmp.path().to_path_buf()]);
+    let d = Dashboard::new(vec![tmp.path().to_path_buf()], recount());
     d.check_pending();
     let addr = serve(d, None).await;
     let body = get(addr, "/?surface=jailbreak&run=smoke&check=unverified")
@@ -226,7 +226,7 @@ async fn malformed_oversized_and_symlinked_files_warn_and_never_crash() {
     .unwrap();
     std::os::unix::fs::symlink(outside.path(), tmp.path().join("linked-dir")).unwrap();
 
-    let d = Dashboard::new(vec![tmp.path().to_path_buf()]);
+    let d = Dashboard::new(vec![tmp.path().to_path_buf()], recount());
     d.check_pending();
     let addr = serve(d, None).await;
     let lb = get(addr, "/").await;
@@ -280,7 +280,7 @@ async fn no_request_reads_outside_the_run_directories() {
     )
     .unwrap();
 
-    let d = Dashboard::new(vec![runs.clone()]);
+    let d = Dashboard::new(vec![runs.clone()], recount());
     d.check_pending();
     let addr = serve(d, None).await;
     let probes = [
@@ -353,7 +353,7 @@ async fn hostile_strings_render_inert() {
     let broken = serde_json::json!({"behavior_id": "b", "transcript": [],
         "evidence": {"trace_id": evil, "spans": evil}});
     std::fs::write(run.join("transcripts.jsonl"), format!("{line}\n{broken}\n")).unwrap();
-    let d = Dashboard::new(vec![tmp.path().to_path_buf()]);
+    let d = Dashboard::new(vec![tmp.path().to_path_buf()], recount());
     d.check_pending();
     let addr = serve(d, None).await;
     for p in [
@@ -432,7 +432,7 @@ async fn attempt_page_shows_the_evidence() {
         format!("{line}\n{empty}\n{none}\n"),
     )
     .unwrap();
-    let d = Dashboard::new(vec![tmp.path().to_path_buf()]);
+    let d = Dashboard::new(vec![tmp.path().to_path_buf()], recount());
     let addr = serve(d, None).await;
     let section = |body: &str| {
         let from = body
@@ -459,7 +459,7 @@ async fn attempt_page_shows_the_evidence() {
 #[tokio::test(flavor = "multi_thread")]
 async fn host_header_and_token_guard_access() {
     let tmp = tempfile::tempdir().unwrap();
-    let d = Dashboard::new(vec![tmp.path().to_path_buf()]);
+    let d = Dashboard::new(vec![tmp.path().to_path_buf()], recount());
     let addr = serve(d.clone(), None).await;
     assert_eq!(get(addr, "/").await.status, 200);
     let rebound = request(addr, "GET", "/", &[("Host", "evil.example.invalid")]).await;
@@ -543,7 +543,7 @@ async fn a_live_run_shows_progress_and_partial_cells_and_refreshes() {
     let lock = std::fs::File::create(live.join(".lock")).unwrap();
     lock.lock().unwrap();
 
-    let d = Dashboard::new(vec![tmp.path().to_path_buf()]);
+    let d = Dashboard::new(vec![tmp.path().to_path_buf()], recount());
     let addr = serve(d, None).await;
     let page = get(addr, "/run/live").await.body;
     assert!(
@@ -565,7 +565,7 @@ async fn a_live_run_shows_progress_and_partial_cells_and_refreshes() {
     assert!(lb.contains("href=\"&#x2f;run&#x2f;live\""), "{lb}");
     drop(lock);
     // Finished: no refresh.
-    let d2 = Dashboard::new(vec![tmp.path().to_path_buf()]);
+    let d2 = Dashboard::new(vec![tmp.path().to_path_buf()], recount());
     let addr2 = serve(d2, None).await;
     assert!(
         !get(addr2, "/run/live")
@@ -580,7 +580,8 @@ async fn static_site_export_is_self_contained() {
     let tmp = tempfile::tempdir().unwrap();
     three_runs(tmp.path()).await;
     let out = tempfile::tempdir().unwrap();
-    let r = gauntlet_web::export_site(out.path(), vec![tmp.path().to_path_buf()]).unwrap();
+    let r =
+        gauntlet_web::export_site(out.path(), vec![tmp.path().to_path_buf()], recount()).unwrap();
     assert_eq!(r.runs, 3);
     let read = |n: &str| std::fs::read_to_string(out.path().join(n)).unwrap();
     let index = read("index.html");
@@ -631,7 +632,7 @@ async fn overview_pivot_filters_and_compare_by_factor() {
         .replace("params: {name: grader}", "params: {name: grader2}");
     assert_ne!(smoke, other);
     make_run_text(&runs, tmp.path(), "smoke-grader2", &other).await;
-    let d = Dashboard::new(vec![runs.clone()]);
+    let d = Dashboard::new(vec![runs.clone()], recount());
     d.check_pending();
     let addr = serve(d, None).await;
 
@@ -762,7 +763,7 @@ async fn exam_scenarios_show_calls_and_what_decided_them() {
             result("S-2", "floor", true, 0, ""),
             result("S-3", "fail_safe", false, 1, "resolve|escalate")]}]});
     std::fs::write(dir.join("report.json"), report.to_string()).unwrap();
-    let d = Dashboard::new(vec![tmp.path().to_path_buf()]);
+    let d = Dashboard::new(vec![tmp.path().to_path_buf()], recount());
     let addr = serve(d, None).await;
     let page = get(addr, "/run/exam-out/scenarios").await;
     assert_eq!(page.status, 200, "{}", page.body);
@@ -816,7 +817,7 @@ async fn attempt_page_draws_the_search_tree_and_the_goal() {
         "stop_reason": "stop", "error": null,
         "verdicts": [{"judge": "refusal_match", "outcome": "success", "refused": false}]});
     std::fs::write(run.join("transcripts.jsonl"), format!("{line}\n")).unwrap();
-    let d = Dashboard::new(vec![tmp.path().to_path_buf()]);
+    let d = Dashboard::new(vec![tmp.path().to_path_buf()], recount());
     let addr = serve(d, None).await;
     let page = get(addr, "/run/pair-run/transcripts/0").await;
     assert_eq!(page.status, 200, "{}", page.body);
@@ -862,7 +863,11 @@ async fn label_posts_need_the_page_value_and_its_own_origin() {
     let run = make_run(tmp.path(), "smoke.yaml").await;
 
     // A plain dashboard: no labelling page, and a POST writes nothing.
-    let plain = serve(Dashboard::new(vec![tmp.path().to_path_buf()]), None).await;
+    let plain = serve(
+        Dashboard::new(vec![tmp.path().to_path_buf()], recount()),
+        None,
+    )
+    .await;
     assert_eq!(get(plain, "/run/smoke/label").await.status, 404);
     let r = request_with_body(
         plain,
@@ -875,8 +880,10 @@ async fn label_posts_need_the_page_value_and_its_own_origin() {
     assert_eq!(r.status, 404);
 
     let session = gauntlet_engine::labels::LabelSession::open(&run, None, 3, None).unwrap();
-    let d = Dashboard::new(vec![tmp.path().to_path_buf()]);
-    let l = std::sync::Arc::new(gauntlet_web::label::Labelling::new(&d, session).unwrap());
+    let d = Dashboard::new(vec![tmp.path().to_path_buf()], recount());
+    let l = std::sync::Arc::new(
+        gauntlet_web::label::Labelling::new(&d, Box::new(Labels(session))).unwrap(),
+    );
     let (addr, _task) =
         gauntlet_web::server::spawn_with(d, "127.0.0.1:0".parse().unwrap(), None, Some(l.clone()))
             .await
@@ -993,7 +1000,7 @@ async fn label_posts_need_the_page_value_and_its_own_origin() {
     let saved = gauntlet_engine::labels::read_labels(&run).unwrap();
     assert_eq!(saved.len(), 1);
     assert_eq!(saved[0].id, id);
-    gauntlet_engine::rundir::Manifest::verify(&run).expect("the labelled run verifies");
+    gauntlet_job::rundir::Manifest::verify(&run).expect("the labelled run verifies");
     // The next page shows the count.
     let next = get(addr, &l.path()).await;
     assert!(
@@ -1028,7 +1035,7 @@ async fn runs_not_final_are_marked_on_every_page() {
     rows[0]["errors"] = serde_json::json!(0);
     rows[0]["attempts"] = serde_json::json!(1);
     std::fs::write(&lb, serde_json::to_vec_pretty(&rows).unwrap()).unwrap();
-    let d = Dashboard::new(vec![runs.clone()]);
+    let d = Dashboard::new(vec![runs.clone()], recount());
     d.check_pending();
     let addr = serve(d, None).await;
     let partial = ">not complete: partial: budget</span>";
@@ -1128,7 +1135,7 @@ async fn runs_not_final_are_marked_on_every_page() {
 
     // The static site marks the same.
     let out = tempfile::tempdir().unwrap();
-    gauntlet_web::export_site(out.path(), vec![runs.clone()]).unwrap();
+    gauntlet_web::export_site(out.path(), vec![runs.clone()], recount()).unwrap();
     let read = |n: &str| std::fs::read_to_string(out.path().join(n)).unwrap();
     assert!(read("index.html").contains("run(s) not final"));
     assert!(read("leaderboard-jailbreak.html").contains(partial));
@@ -1143,7 +1150,7 @@ async fn a_large_runs_pairs_are_read_in_the_background() {
     let tmp = tempfile::tempdir().unwrap();
     let runs = tmp.path().join("runs");
     make_run(&runs, "smoke.yaml").await;
-    let d = Dashboard::new(vec![runs.clone()]);
+    let d = Dashboard::new(vec![runs.clone()], recount());
     // Every run counts as large.
     d.set_series_inline(0);
     let addr = serve(d, None).await;

@@ -5,10 +5,10 @@
 //! scenario run; between them the call counts are refreshed once a second, so a slow
 //! real exam still shows its calls going out.
 
-use gauntlet_engine::progress::{CallStats, Progress};
 use gauntlet_exam::calls::{ExamCalls, SessionStats};
 use gauntlet_exam::cascade::TierModels;
 use gauntlet_exam::exam::{Backend, ExamConfig, ProgressFn};
+use gauntlet_job::progress::{CallStats, Progress};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;

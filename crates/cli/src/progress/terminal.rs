@@ -1,8 +1,8 @@
 //! The terminal display: [`for_terminal`] picks a bar on a terminal, periodic lines
 //! otherwise, or nothing; both show the same state (units, calls, rates, ETA).
 
-use gauntlet_engine::progress::{CallStats, Progress, Silent};
 use gauntlet_job::meter::Meter;
+use gauntlet_job::progress::{CallStats, Progress, Silent};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 use std::sync::Arc;

@@ -3,11 +3,10 @@
 //! [`card`] and [`write_card`] turn a judge's figures into a judge card.
 
 use super::labelled::{HumanLabel, LabelledReply, LabelledSet, PartialAs};
-use crate::cache::{CallCounters, Pending, UsageSlot};
-use crate::journal::Journal;
-use crate::rundir::{RunDir, write_atomic};
 use crate::stored::{BuiltJudge, JudgeBuildError};
 use futures_util::StreamExt;
+use gauntlet_calls::cache::{CallCounters, Pending, UsageSlot};
+use gauntlet_calls::journal::Journal;
 use gauntlet_core::behavior::Behavior;
 use gauntlet_core::hash::{HashWriter, sha256_hex};
 use gauntlet_core::judge_eval::{
@@ -17,6 +16,7 @@ use gauntlet_core::judge_eval::{
 use gauntlet_core::message::{ChatResponse, Message};
 use gauntlet_core::outcome::{Outcome, Verdict};
 use gauntlet_core::params::PluginSpec;
+use gauntlet_job::rundir::{RunDir, write_atomic};
 use gauntlet_models::ModelError;
 use gauntlet_redteam::attack::{Attempt, CallModel};
 use std::collections::BTreeMap;

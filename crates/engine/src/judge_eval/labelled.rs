@@ -327,7 +327,7 @@ fn labelled_run(dir: &Path) -> Result<Option<(PathBuf, String)>, LabelledError> 
         });
     }
     let manifest =
-        crate::rundir::Manifest::verify(dir).map_err(|source| LabelledError::Untrusted {
+        gauntlet_job::rundir::Manifest::verify(dir).map_err(|source| LabelledError::Untrusted {
             dir: dir.to_path_buf(),
             source,
         })?;

@@ -7,10 +7,10 @@
 
 use super::run_json::pretty;
 use super::status::Status;
-use crate::rundir::FileEntry;
 use crate::stored::StoredError;
 use gauntlet_job::artefacts::Artefacts;
 use gauntlet_job::kind::Kind;
+use gauntlet_job::rundir::FileEntry;
 use gauntlet_results::RunSummary;
 use std::path::Path;
 

@@ -1,9 +1,9 @@
 //! The plan's models seen from the driver: every model (for batching), the network
 //! ones with their roles (for transport counters), and the call counters progress hears.
 
-use crate::cache::CallCounters;
 use crate::plan::Plan;
-use crate::progress::CallStats;
+use gauntlet_calls::cache::CallCounters;
+use gauntlet_job::progress::CallStats;
 use gauntlet_models::{Model, TransportStats};
 use std::sync::Arc;
 

@@ -5,8 +5,8 @@ use super::error::RunError;
 use super::run_json::run_json;
 use super::status::Status;
 use crate::plan::Plan;
-use crate::rundir::RunDir;
 use gauntlet_core::files::{self, Kind};
+use gauntlet_job::rundir::RunDir;
 use gauntlet_results::RunRecord;
 
 /// `max_queries` and `trials` may change between the sessions of one run (raise the

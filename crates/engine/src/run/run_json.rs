@@ -40,7 +40,8 @@ pub fn run_json(plan: &Plan, status: &Status, units_done: u64, attempts: u64) ->
         attempts,
         // Not in the canonical config (it changes no number); written when not the
         // default, so a merge of shards and a stored run apply the same rule.
-        max_error_share: (plan.config.max_error_share != crate::config::DEFAULT_MAX_ERROR_SHARE)
+        max_error_share: (plan.config.max_error_share
+            != gauntlet_redteam::config::DEFAULT_MAX_ERROR_SHARE)
             .then_some(plan.config.max_error_share),
         // The effective trial count is in `config` (after any `--trials` override); a
         // multi-trial run also records each trial's seed.

@@ -20,16 +20,16 @@ use super::tally::{
 };
 use super::unit::{Ctx, Identities, trial_seeds};
 use crate::breadth::KeptOutcomes;
-use crate::cache::CallCounters;
-use crate::journal::Journal;
 use crate::plan::Plan;
-use crate::progress::{CallStats, Progress};
-use crate::rundir::{HashingWriter, RunDir, tmp_path, write_atomic};
 use crate::stored::StoredError;
 use crate::usage::{CellUsage, PriceTable};
 use gauntlet_calls::batch::Batching;
+use gauntlet_calls::cache::CallCounters;
+use gauntlet_calls::journal::Journal;
 use gauntlet_job::job::{Ending, Schedule};
+use gauntlet_job::progress::{CallStats, Progress};
 use gauntlet_job::progress_file::ProgressFile;
+use gauntlet_job::rundir::{HashingWriter, RunDir, tmp_path, write_atomic};
 use gauntlet_models::{Model, ModelError, TransportStats};
 use gauntlet_results::{CellSummary, RunSummary};
 use std::fs::File;
@@ -112,8 +112,13 @@ pub async fn execute_sharded(
     };
     let dir = opened.dir;
     // From here until the manifest is written again, readers refuse the directory.
-    dir.begin_session()
-        .map_err(|e| io_err("cannot remove", &dir.path(crate::rundir::MANIFEST), e))?;
+    dir.begin_session().map_err(|e| {
+        io_err(
+            "cannot remove",
+            &dir.path(gauntlet_job::rundir::MANIFEST),
+            e,
+        )
+    })?;
     // The session's progress, published in the directory for the dashboard as well.
     let progress: Arc<dyn Progress> =
         Arc::new(ProgressFile::new(&dir.root, progress, started_unix));

@@ -6,10 +6,10 @@
 use super::output::{UnitOutput, judged_unit};
 use super::transcript::TranscriptLine;
 use crate::breadth::PlanBreadth;
-use crate::cache::{CachedModel, CallCounters, Pending, RoleUsage, UsageSlot, call_base};
-use crate::journal::Journal;
 use crate::plan::{Plan, UnitRef};
 use crate::usage::{CellUsage, PerSlot, Slot};
+use gauntlet_calls::cache::{CachedModel, CallCounters, Pending, RoleUsage, UsageSlot, call_base};
+use gauntlet_calls::journal::Journal;
 use gauntlet_core::behavior::Behavior;
 use gauntlet_core::hash::{HashWriter, to_hex};
 use gauntlet_core::outcome::Verdict;
@@ -250,7 +250,7 @@ async fn run_chunk(ctx: Arc<Ctx>, start: u64, end: u64) -> Ran<UnitOutput, Model
         }
     }
     if let Err(e) = pending.flush(&ctx.journal) {
-        let e = crate::cache::journal_error(&ctx.journal, &e);
+        let e = gauntlet_calls::cache::journal_error(&ctx.journal, &e);
         ctx.counters.halt_with(&e);
         fatal = Some(e);
     }

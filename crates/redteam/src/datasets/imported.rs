@@ -155,3 +155,8 @@ pub fn file_sha256(path: &Path) -> std::io::Result<String> {
     std::io::copy(&mut f, &mut h)?;
     Ok(h.finish_hex())
 }
+/// Whether a dataset is an import's (`gauntlet import`): its behaviors are identified by
+/// a hash of the prompt, so two versions pair by behavior id.
+pub fn is_imported(dataset: &str, version: &str) -> bool {
+    dataset == "imported" && version.starts_with("imported@")
+}

@@ -7,6 +7,7 @@
     reason = "shared by several test binaries; each uses a part"
 )]
 
+pub(crate) use crate::dashboard_engine::{Labels, recount};
 use gauntlet_web::Dashboard;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -22,8 +23,9 @@ pub(crate) fn example(name: &str) -> PathBuf {
 
 /// Runs an example config into `runs_dir` with the engine (a real, offline run).
 pub(crate) async fn make_run(runs_dir: &Path, config: &str) -> PathBuf {
-    let cfg = gauntlet_engine::config::load(&example(config), &gauntlet_engine::Registry)
-        .expect("example config loads");
+    let cfg =
+        gauntlet_redteam::config::load(&example(config), &gauntlet_redteam::registry::Registry)
+            .expect("example config loads");
     let plan = gauntlet_engine::plan::Plan::build(cfg).expect("plan builds");
     let out = gauntlet_engine::run::execute(
         plan,
@@ -32,7 +34,7 @@ pub(crate) async fn make_run(runs_dir: &Path, config: &str) -> PathBuf {
             concurrency: None,
             stop: Arc::new(AtomicBool::new(false)),
         },
-        Arc::new(gauntlet_engine::progress::Silent),
+        Arc::new(gauntlet_job::progress::Silent),
     )
     .await
     .expect("example runs");
@@ -136,8 +138,8 @@ pub(crate) async fn make_run_text(
 ) -> PathBuf {
     let path = config_dir.join(format!("{name}.yaml"));
     std::fs::write(&path, yaml).unwrap();
-    let cfg =
-        gauntlet_engine::config::load(&path, &gauntlet_engine::Registry).expect("config loads");
+    let cfg = gauntlet_redteam::config::load(&path, &gauntlet_redteam::registry::Registry)
+        .expect("config loads");
     let plan = gauntlet_engine::plan::Plan::build(cfg).expect("plan builds");
     let out = gauntlet_engine::run::execute(
         plan,
@@ -146,7 +148,7 @@ pub(crate) async fn make_run_text(
             concurrency: None,
             stop: Arc::new(AtomicBool::new(false)),
         },
-        Arc::new(gauntlet_engine::progress::Silent),
+        Arc::new(gauntlet_job::progress::Silent),
     )
     .await
     .expect("config runs");
@@ -252,7 +254,7 @@ pub(crate) fn hold_live(dir: &Path, units: u64) -> std::fs::File {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_secs();
-    let snap = gauntlet_engine::progress_file::Snapshot {
+    let snap = gauntlet_job::progress_file::Snapshot {
         phase: "running".into(),
         units,
         units_done: 9,
@@ -265,7 +267,7 @@ pub(crate) fn hold_live(dir: &Path, units: u64) -> std::fs::File {
         ..Default::default()
     };
     std::fs::write(
-        dir.join(gauntlet_engine::progress_file::PROGRESS_FILE),
+        dir.join(gauntlet_job::progress_file::PROGRESS_FILE),
         serde_json::to_vec(&snap).unwrap(),
     )
     .unwrap();

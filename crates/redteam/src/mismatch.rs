@@ -163,7 +163,7 @@ mod tests {
         let text = format!(
             "run_name: m\ntargets: [{{name: reference, params: {{name: t}}}}]\nattacks:\n  - static\n  - {{name: pair, params: {{attacker: {{name: openai_compat, params: {{model: {attacker_model}, base_url: 'http://127.0.0.1:1/v1'}}}}}}}}\ndatasets: [demo]\njudges:\n  - refusal_match\n  - {{name: rubric, params: {{grader: {{name: reference, params: {{name: {grader}}}}}}}}}\nmetrics: [asr]\n"
         );
-        crate::config::parse(&text, Path::new("m.yaml"), &crate::Registry).unwrap()
+        crate::config::parse(&text, Path::new("m.yaml"), &crate::registry::Registry).unwrap()
     }
 
     #[test]

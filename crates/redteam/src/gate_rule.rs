@@ -1,7 +1,7 @@
 //! Gate rules: what `gauntlet gate` and a run config's `gate:` block say — the rule
 //! syntax ([`RULE_SYNTAX`]), its parser ([`parse_rule`]), selectors and the rows they
 //! match, and the config block ([`GateConfig`]). The config reads rules from here; their
-//! evaluation over stored runs is `crate::gate`, which the config does not need.
+//! evaluation over stored runs is `gauntlet_engine::gate`, which the config does not need.
 
 use serde::Serialize;
 use std::path::PathBuf;
@@ -46,7 +46,7 @@ impl Op {
             Op::Gt => ">",
         }
     }
-    pub(crate) fn holds(self, x: f64, t: f64) -> bool {
+    pub fn holds(self, x: f64, t: f64) -> bool {
         match self {
             Op::Le => x <= t,
             Op::Lt => x < t,
@@ -257,17 +257,17 @@ fn param_text(v: &serde_json::Value) -> String {
 }
 
 /// What a selector is matched against.
-pub(crate) struct Subject<'a> {
-    pub(crate) metric: &'a str,
-    pub(crate) attack: &'a str,
-    pub(crate) targets: &'a [&'a str],
-    pub(crate) dataset: &'a str,
-    pub(crate) judge: &'a str,
-    pub(crate) params: &'a serde_json::Map<String, serde_json::Value>,
+pub struct Subject<'a> {
+    pub metric: &'a str,
+    pub attack: &'a str,
+    pub targets: &'a [&'a str],
+    pub dataset: &'a str,
+    pub judge: &'a str,
+    pub params: &'a serde_json::Map<String, serde_json::Value>,
 }
 
 impl Selector {
-    pub(crate) fn matches(&self, s: &Subject<'_>) -> bool {
+    pub fn matches(&self, s: &Subject<'_>) -> bool {
         self.metric == s.metric
             && self.filters.iter().all(|(k, v)| match k.as_str() {
                 "attack" => glob(v, s.attack),
@@ -279,7 +279,7 @@ impl Selector {
     }
 
     /// A filter key that is neither a cell axis nor a param of any selected metric.
-    pub(crate) fn unknown_key(
+    pub fn unknown_key(
         &self,
         params: &[&serde_json::Map<String, serde_json::Value>],
     ) -> Option<&str> {

@@ -454,7 +454,7 @@ fn defense_axis(
     injections: Vec<PluginSpec>,
     diags: &mut Vec<Diag>,
 ) -> Vec<PluginSpec> {
-    use gauntlet_redteam::injection::agentdojo::DEFENSES;
+    use crate::injection::agentdojo::DEFENSES;
     let known = || format!("none, {}", DEFENSES.join(", "));
     let Some(items) = node.as_seq().filter(|i| !i.is_empty()) else {
         diags.push(
@@ -543,7 +543,7 @@ fn defense_axis(
 /// An `agentdojo` scenario source listing `suites` becomes one source per suite (its
 /// `suite` param), so each suite is its own dataset and report row.
 fn expand_suites(specs: Vec<PluginSpec>, diags: &mut Vec<Diag>) -> Vec<PluginSpec> {
-    use gauntlet_redteam::injection::agentdojo::SUITES;
+    use crate::injection::agentdojo::SUITES;
     let mut out = Vec::with_capacity(specs.len());
     for (i, s) in specs.into_iter().enumerate() {
         let suites = match (s.name.as_str(), s.params.str_list("suites")) {
@@ -1159,4 +1159,63 @@ fn label_part(key: &str, v: &ParamValue) -> String {
             )
         }
     }
+}
+/// Why the config a `run.json` records cannot be read back ([`recorded_config`]).
+#[derive(Debug, thiserror::Error)]
+pub enum RecordedConfigError {
+    /// `run.json` has no `config` object.
+    #[error("{}: no `config` object (the resolved config the run used)", .path.display())]
+    NoConfig { path: PathBuf },
+    /// The recorded config no longer validates with this build.
+    #[error(
+        "the config recorded in {} no longer validates with this build:\n{source}",
+        .path.display()
+    )]
+    Invalid {
+        path: PathBuf,
+        #[source]
+        source: ConfigError,
+    },
+}
+
+/// The config recorded in a `run.json` (its `config` object), validated again by this
+/// build — specs resolved and labelled as the run had them — without loading any dataset
+/// or building any plugin. `path` names the file in errors; `any_mode` also accepts an
+/// injection run (whose canonical config names its axes `attacks` and `datasets`). The
+/// dashboard reads configs this way to compare what two runs were made of.
+pub fn recorded_config(
+    run_json: &gauntlet_results::RunRecord,
+    path: &Path,
+    any_mode: bool,
+) -> Result<RunConfig, RecordedConfigError> {
+    let serde_json::Value::Object(config) = &run_json.config else {
+        return Err(RecordedConfigError::NoConfig {
+            path: path.to_path_buf(),
+        });
+    };
+    // `mode` is derived from the axes, not a config key.
+    let mut config = config.clone();
+    let mode = config.remove("mode");
+    // An injection run's canonical config names its axes `attacks` and `datasets`;
+    // its file calls them `injections` and `scenarios`.
+    if any_mode && mode.as_ref().and_then(|m| m.as_str()) == Some("injection") {
+        for (from, to) in [("attacks", "injections"), ("datasets", "scenarios")] {
+            if let Some(v) = config.remove(from) {
+                config.insert(to.into(), v);
+            }
+        }
+    }
+    let text = serde_json::to_string(&config).expect("json");
+    // JSON is YAML: the canonical config goes through the same validation as a file.
+    let mut cfg = parse(&text, path, &crate::registry::Registry).map_err(|source| {
+        RecordedConfigError::Invalid {
+            path: path.to_path_buf(),
+            source,
+        }
+    })?;
+    // Recorded beside the canonical config, and only when not the default.
+    if let Some(share) = run_json.max_error_share.filter(|s| (0.0..=1.0).contains(s)) {
+        cfg.max_error_share = share;
+    }
+    Ok(cfg)
 }
