@@ -49,11 +49,6 @@ const KNOWN: &[(&str, &str, &str)] = &[
         "gauntlet-engine",
         "the dashboard reads stored red-team runs through the engine's types",
     ),
-    (
-        "gauntlet-web",
-        "gauntlet-exam",
-        "the dashboard reads exam reports through the exam's types",
-    ),
 ];
 
 fn tier(name: &str) -> Option<usize> {

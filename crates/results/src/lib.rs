@@ -12,7 +12,10 @@
 //! - a line of `transcripts.jsonl` ([`TranscriptRecord`], and [`TranscriptUnit`] for
 //!   readers that only count verdicts): one judged attempt;
 //! - a line of `sessions.jsonl` ([`RunSession`]): what one session of a run did;
-//! - `rescore.json` and `rescored_from` ([`RescoreRecord`]): a rescored run's origin.
+//! - `rescore.json` and `rescored_from` ([`RescoreRecord`]): a rescored run's origin;
+//! - an agent exam's `report.json`, `classifier.json` and `run-<pass>/<stem>.json`
+//!   ([`exam`]: [`exam::HarnessReport`], [`exam::ScenarioResult`]), with the recount a
+//!   reader makes of them.
 //!
 //! Readers accept files written by earlier releases: a field added since is
 //! `#[serde(default)]`, and a field this release does not know is ignored (no type
@@ -21,6 +24,7 @@
 // Files are read through `gauntlet_core::files` only (clippy.toml says why).
 #![cfg_attr(not(test), deny(clippy::disallowed_methods))]
 
+pub mod exam;
 mod rescore;
 mod run;
 mod session;

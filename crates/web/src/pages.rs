@@ -1173,8 +1173,8 @@ pub fn report_page(d: &Dashboard, slug: &str) -> Option<Result<String, ReportPag
                 Err(e) => return Some(Err(e.into())),
             };
             Some(
-                serde_json::from_slice::<gauntlet_exam::exam::HarnessReport>(&b)
-                    .map(|r| gauntlet_exam::exam::render_html(&r))
+                serde_json::from_slice::<gauntlet_results::exam::HarnessReport>(&b)
+                    .map(|r| gauntlet_report::exam::render_html(&r))
                     .map_err(ReportPageError::ExamReport),
             )
         }

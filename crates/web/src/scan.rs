@@ -566,13 +566,13 @@ pub fn read_run(dir: &Path) -> Result<Option<Run>, KindError> {
         // it by median_pass_rate): the one pipeline-check row, no value, no interval.
         if let Some(pc) = &pipeline_check {
             let mut row = rows.first().cloned().unwrap_or_default();
-            row.metric = gauntlet_exam::exam::PIPELINE_CHECK.into();
+            row.metric = gauntlet_results::exam::PIPELINE_CHECK.into();
             row.metric_name = row.metric.clone();
             row.metric_params = "{}".into();
             row.value = None;
             row.ci = None;
             row.n = Some(pc.runs);
-            row.na_reason = Some(gauntlet_exam::exam::pipeline_check_reason(
+            row.na_reason = Some(gauntlet_results::exam::pipeline_check_reason(
                 pc.runs_passed,
                 pc.runs,
             ));
