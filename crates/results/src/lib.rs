@@ -15,7 +15,11 @@
 //! - `rescore.json` and `rescored_from` ([`RescoreRecord`]): a rescored run's origin;
 //! - an agent exam's `report.json`, `classifier.json` and `run-<pass>/<stem>.json`
 //!   ([`exam`]: [`exam::HarnessReport`], [`exam::ScenarioResult`]), with the recount a
-//!   reader makes of them.
+//!   reader makes of them, and [`exam::ExamReportRead`], the same file read leniently;
+//! - a detect exam's `report.json` read leniently ([`detect::DetectReportRead`]).
+//!
+//! A reader of untrusted directories (the dashboard) that must show what a partial or
+//! hostile file holds reads it as a `*Read` type, built of [`loose`] fields.
 //!
 //! Readers accept files written by earlier releases: a field added since is
 //! `#[serde(default)]`, and a field this release does not know is ignored (no type
@@ -24,7 +28,9 @@
 // Files are read through `gauntlet_core::files` only (clippy.toml says why).
 #![cfg_attr(not(test), deny(clippy::disallowed_methods))]
 
+pub mod detect;
 pub mod exam;
+pub mod loose;
 mod rescore;
 mod run;
 mod session;

@@ -4,6 +4,7 @@
 //! them ([`RunResult::from_results`], [`median_of`], [`golden_counts`]).
 
 mod pass;
+mod read;
 mod report;
 mod scenario;
 
@@ -11,6 +12,7 @@ pub use pass::{
     Bits, MAX_STEM_BYTES, Outline, Results, RunResult, RunTally, WrittenPass, file_stem, worse,
     worst_run,
 };
+pub use read::{ExamReportRead, PassRead, ScenarioRead, StepRead};
 pub use report::{
     ClassifierSummary, DecidedCounts, E2E_NOTE, ExamUsage, HarnessReport, NotRun, PIPELINE_CHECK,
     PassAllRuns, TierRole, TierUsage, golden_counts, median_of, pipeline_check_reason,
