@@ -43,13 +43,11 @@ const SURFACES: &[&str] = &["gauntlet-report", "gauntlet-web"];
 
 /// Edges that break a rule today, each with why; the test fails when one of them is
 /// gone too, so this list only shrinks.
-const KNOWN: &[(&str, &str, &str)] = &[
-    (
-        "gauntlet-web",
-        "gauntlet-engine",
-        "the dashboard reads stored red-team runs through the engine's types",
-    ),
-];
+const KNOWN: &[(&str, &str, &str)] = &[(
+    "gauntlet-web",
+    "gauntlet-engine",
+    "the dashboard reads stored red-team runs through the engine's types",
+)];
 
 fn tier(name: &str) -> Option<usize> {
     TIERS.iter().position(|t| t.contains(&name))
