@@ -8,7 +8,9 @@
 //! `exam-real/` (`gauntlet exam --mode real -n 2` with the offline `reference` target
 //! over three scenarios of the reference corpus: a floor-routed, a resolved and an
 //! escalated one) and `exam-e2e/` (`gauntlet exam --mode e2e -n 1` over the same three)
-//! by the build before the agent exam's types moved here. A field
+//! by the build before the agent exam's types moved here; `detect/report.json`
+//! (`gauntlet exam-detect --out` over the same three) by the build before the detect
+//! exam's report type moved here. A field
 //! renamed, retyped or dropped here
 //! fails one of these tests; a field added must be `#[serde(default)]` (and skipped
 //! when absent) for them to keep passing.
@@ -250,5 +252,35 @@ fn an_agent_exams_passes_recount_to_what_its_report_states() {
         let (passed, runs) = golden_counts(&passes[0].results);
         assert_eq!(runs as usize, passes[0].total, "{name}");
         assert!(passed <= runs);
+    }
+}
+
+#[test]
+fn a_detect_exams_report_json_reads_and_writes_back_byte_for_byte() {
+    use gauntlet_results::detect::{DetectReport, DetectReportRead};
+    let b = fixture("detect/report.json");
+    let r: DetectReport = serde_json::from_slice(&b).expect("report.json reads");
+    assert_eq!((r.mode.as_str(), r.rows.len()), ("detect", 3));
+    assert_eq!(pretty(&r), text(&b));
+    // The dashboard's lenient read of the same file sees the same numbers.
+    let read: DetectReportRead = serde_json::from_slice(&b).expect("reads leniently");
+    let recall = read.recall.get().expect("a recall block");
+    assert_eq!(
+        (recall.numerator.0, recall.denominator.0),
+        (
+            Some(r.recall.rate.numerator as u64),
+            Some(r.recall.rate.denominator as u64)
+        )
+    );
+    assert_eq!(
+        recall.interval(),
+        Some((r.recall.rate.wilson_low, r.recall.rate.wilson_high))
+    );
+    let cov = read.coverage().expect("a coverage list");
+    assert_eq!(cov.len(), r.coverage.len());
+    for (a, b) in cov.iter().zip(&r.coverage) {
+        assert_eq!(a.family(), b.family);
+        assert_eq!(a.count("attack_labels"), b.attack_labels as u64);
+        assert_eq!(a.count("fired"), b.fired as u64);
     }
 }
