@@ -6,9 +6,9 @@ use crate::error::CliError;
 use gauntlet_core::terminal::safe;
 use gauntlet_corpus::embedded::CorpusSource;
 use gauntlet_exam::e2e::{DetectFidelity, Fidelity};
-use gauntlet_exam::exam::{Backend, ExamOutput, HarnessReport};
-use gauntlet_exam::grade::Interval;
+use gauntlet_exam::exam::{Backend, ExamOutput};
 use gauntlet_exam::settings::ExamSettings;
+use gauntlet_results::exam::{HarnessReport, Interval};
 use std::path::Path;
 
 /// `golden mode, 48 scenarios from exams/scenarios (count 48, sha256 …), 3 pass(es)`.
@@ -90,14 +90,14 @@ pub(crate) fn summary(out: &ExamOutput, out_dir: &Path) -> Result<(), CliError> 
         i.map(|i| format!(" (95% {:.1}%–{:.1}%)", i.low * 100.0, i.high * 100.0))
             .unwrap_or_default()
     };
-    let rate = |x: Option<f64>, key: &str| gauntlet_exam::exam::pct_or_na(x, &r.na_reasons, key);
+    let rate = |x: Option<f64>, key: &str| gauntlet_report::exam::pct_or_na(x, &r.na_reasons, key);
     outln!("{}", r.note)?;
     if out.e2e.is_some() {
         outln!("AGENT EXAM (hand-written findings; the fidelity block above is not part of it)")?;
     }
     outln!(
         "decided by            {}",
-        gauntlet_exam::exam::decided_line(r)
+        gauntlet_report::exam::decided_line(r)
     )?;
     outln!(
         "median pass rate      {}{}",
@@ -210,13 +210,13 @@ fn fidelity(f: &DetectFidelity, r: &HarnessReport) -> Result<(), CliError> {
         "================ DETECT FIDELITY (end-to-end, {} backend) ================",
         r.backend
     )?;
-    outln!("{}", gauntlet_exam::exam::E2E_NOTE)?;
+    outln!("{}", gauntlet_results::exam::E2E_NOTE)?;
     if r.backend.starts_with("golden") {
         outln!(
             "Golden backend: the cascade's replies are scripted, so the pass figures check the pipeline; they are not an accuracy figure."
         )?;
     }
-    for (k, v) in gauntlet_exam::exam::fidelity_rows(r) {
+    for (k, v) in gauntlet_report::exam::fidelity_rows(r) {
         outln!("  {k:<22}{v}")?;
     }
     for row in f

@@ -106,7 +106,7 @@ pub(crate) fn merge(a: MergeArgs) -> Result<(), CliError> {
                     "merged {} exam shard(s): {} pass(es), median pass rate {}, {} model calls",
                     a.shard_dirs.len(),
                     r.runs.len(),
-                    gauntlet_exam::exam::pct_or_na(
+                    gauntlet_report::exam::pct_or_na(
                         r.median_pass_rate,
                         &r.na_reasons,
                         "median_pass_rate"

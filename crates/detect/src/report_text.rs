@@ -4,7 +4,7 @@
 //! detector family. Plain text; the CLI escapes it for the terminal. Also the one
 //! writer of the detect exam's artefacts (a one-machine exam, a shard and a merge).
 
-use crate::exam::{DetectReport, RowStatus};
+use gauntlet_results::detect::{DetectReport, RowStatus};
 use std::path::Path;
 
 /// The report in `--json` form, written by `--out` and by the merge of shards.

@@ -32,58 +32,32 @@ use gauntlet_calls::price::{PriceTable, slot_cost};
 use gauntlet_calls::seam::CallModel;
 use gauntlet_core::message::{ChatRequest, ChatResponse};
 use gauntlet_models::{BoxFuture, ModelError, TransportStats};
-use serde::{Deserialize, Serialize};
+use gauntlet_results::exam::{ExamUsage, TierRole, TierUsage};
+use serde::Serialize;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-/// The model roles of the cascade: one configured model each (`--target` tiers).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TierRole {
-    Triage,
-    Investigate,
-    /// The three deep-panel tiers.
-    Deep,
-    Formatter,
+/// The role of a cascade tier (the model roles, [`TierRole`], are the schema's: they
+/// name `report.json`'s usage rows).
+pub fn role_of(t: Tier) -> TierRole {
+    match t {
+        Tier::Triage => TierRole::Triage,
+        Tier::Investigate => TierRole::Investigate,
+        Tier::DeepBenign | Tier::DeepMalicious | Tier::DeepIncomplete => TierRole::Deep,
+        Tier::Formatter => TierRole::Formatter,
+    }
 }
 
-impl TierRole {
-    pub const ALL: [TierRole; 4] = [
-        TierRole::Triage,
-        TierRole::Investigate,
-        TierRole::Deep,
-        TierRole::Formatter,
-    ];
-
-    pub fn of(t: Tier) -> TierRole {
-        match t {
-            Tier::Triage => TierRole::Triage,
-            Tier::Investigate => TierRole::Investigate,
-            Tier::DeepBenign | Tier::DeepMalicious | Tier::DeepIncomplete => TierRole::Deep,
-            Tier::Formatter => TierRole::Formatter,
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            TierRole::Triage => "triage",
-            TierRole::Investigate => "investigate",
-            TierRole::Deep => "deep",
-            TierRole::Formatter => "formatter",
-        }
-    }
-
-    /// A representative tier (for the role's model).
-    pub fn tier(self) -> Tier {
-        match self {
-            TierRole::Triage => Tier::Triage,
-            TierRole::Investigate => Tier::Investigate,
-            TierRole::Deep => Tier::DeepBenign,
-            TierRole::Formatter => Tier::Formatter,
-        }
+/// A representative tier of a role (for the role's model).
+pub fn role_tier(r: TierRole) -> Tier {
+    match r {
+        TierRole::Triage => Tier::Triage,
+        TierRole::Investigate => Tier::Investigate,
+        TierRole::Deep => Tier::DeepBenign,
+        TierRole::Formatter => Tier::Formatter,
     }
 }
 
@@ -381,7 +355,7 @@ impl TierCaller for UnitCalls {
                 self.refused.store(true, Ordering::Relaxed);
                 return Err(ModelError::Budget);
             }
-            let role = TierRole::of(tier);
+            let role = role_of(tier);
             let base = call_base(&*model.model, &format!("exam-{}", role.name()));
             let cached = CachedModel::new(
                 &*model.model,
@@ -402,35 +376,6 @@ impl TierCaller for UnitCalls {
     }
 }
 
-/// Token usage and cost of one tier role (`report.json` → `usage.tiers`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TierUsage {
-    pub tier: TierRole,
-    pub model: String,
-    /// Responses received (journal hits included).
-    pub calls: u64,
-    pub calls_with_usage: u64,
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    /// USD, `null` when it cannot be priced (reason beside it).
-    pub cost_usd: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cost_na_reason: Option<String>,
-}
-
-/// Usage and cost of an exam (`report.json` → `usage`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ExamUsage {
-    pub price_table: String,
-    pub tiers: Vec<TierUsage>,
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    /// USD, `null` when some tier cannot be priced (reason beside it).
-    pub cost_usd: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cost_na_reason: Option<String>,
-}
-
 /// Prices each role's usage at its own model's price.
 pub fn price_usage(
     usage: &PerRole<RoleUsage>,
@@ -442,7 +387,7 @@ pub fn price_usage(
     let mut why = None;
     for role in TierRole::ALL {
         let u = usage.get(role);
-        let tm = models.for_tier(role.tier());
+        let tm = models.for_tier(role_tier(role));
         let cost = slot_cost(role.name(), u, Some(&*tm.model), prices).map_err(|e| e.to_string());
         match &cost {
             Ok(c) => total = total.map(|t| t + c),
@@ -493,7 +438,7 @@ impl SessionStats {
         let (made, cached, failed) = calls.counters.snapshot();
         let mut transport: Vec<(String, TransportStats)> = Vec::new();
         for role in TierRole::ALL {
-            let tm = models.for_tier(role.tier());
+            let tm = models.for_tier(role_tier(role));
             if transport.iter().any(|(id, _)| id == &tm.id) {
                 continue;
             }
@@ -594,7 +539,7 @@ pub fn estimate(
         .iter()
         .map(|&role| {
             let calls = units * max_calls_per_pass(role, opts);
-            let out_tokens = u64::from(budget(role.tier()));
+            let out_tokens = u64::from(budget(role_tier(role)));
             // Up to five earlier verdicts (reasons are model output) ride along; a tool
             // loop re-sends its growing conversation of tool results.
             let mut per_call = (system + longest) / 3 + INPUT_ALLOWANCE + 5 * widest;
@@ -609,7 +554,7 @@ pub fn estimate(
             };
             let (model, max_cost) = match models {
                 Some(m) => {
-                    let tm = m.for_tier(role.tier());
+                    let tm = m.for_tier(role_tier(role));
                     (
                         tm.id.clone(),
                         slot_cost(role.name(), &u, Some(&*tm.model), prices),

@@ -8,11 +8,11 @@
 //! `resolved` but escalated is `A1_invest_should_resolve_but_escalated`; anything else
 //! is `A2_should_escalate_but_resolved`.
 
-use crate::grade::{AxisResult, ScenarioResult};
-use crate::pass_results::{Outline, Results, RunResult};
-use serde::{Deserialize, Serialize};
+use gauntlet_results::exam::{
+    AxisResult, ClassifierSummary, DecidedBy, Outline, Results, RunResult, ScenarioResult, worse,
+    worst_run,
+};
 use std::borrow::Cow;
-use std::collections::BTreeMap;
 
 pub const PASS: &str = "PASS";
 pub const I3_NO_INFERENCE: &str = "I3_no_inference";
@@ -22,16 +22,9 @@ pub const A2_SHOULD_ESCALATE: &str = "A2_should_escalate_but_resolved";
 pub const R_RUBRIC: &str = "R_rubric_axis_fail";
 pub const E_FAIL_SAFE: &str = "E_fail_safe";
 
-/// `classifier.json`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ClassifierSummary {
-    pub counts: BTreeMap<String, usize>,
-    pub per_scenario: BTreeMap<String, String>,
-}
-
 /// The bin of one graded result.
 pub fn bin(r: &ScenarioResult) -> &'static str {
-    if r.decided_by == crate::cascade::DecidedBy::FailSafe {
+    if r.decided_by == DecidedBy::FailSafe {
         return E_FAIL_SAFE;
     }
     if r.pass {
@@ -53,21 +46,6 @@ pub fn bin(r: &ScenarioResult) -> &'static str {
         return A1_SHOULD_RESOLVE;
     }
     A2_SHOULD_ESCALATE
-}
-
-/// Whether a pass with `rate` is worse than the worst so far, with `worst` (the
-/// classifier reads the worst pass: lowest pass rate, the first on ties; a pass without
-/// a rate, nothing graded, is worse than none only when no pass has one).
-pub fn worse(rate: Option<f64>, worst: Option<f64>) -> bool {
-    rate.unwrap_or(f64::INFINITY) < worst.unwrap_or(f64::INFINITY)
-}
-
-/// The worst run (see [`worse`]).
-pub fn worst_run(runs: &[RunResult]) -> Option<&RunResult> {
-    runs.iter().fold(None, |w: Option<&RunResult>, r| match w {
-        Some(w) if !worse(r.pass_rate, w.pass_rate) => Some(w),
-        _ => Some(r),
-    })
 }
 
 /// The worst pass so far as passes close in order, with its outline: the pass
@@ -162,7 +140,7 @@ mod tests {
             prop_assert_eq!(w.into_pass().map(|p| p.0), worst_run(&runs).map(|r| r.index));
         }
     }
-    use crate::grade::StructuralAxes;
+    use gauntlet_results::exam::StructuralAxes;
 
     fn res(
         id: &str,
@@ -201,9 +179,9 @@ mod tests {
             },
             pass,
             decided_by: if forced {
-                crate::cascade::DecidedBy::Floor
+                gauntlet_results::exam::DecidedBy::Floor
             } else {
-                crate::cascade::DecidedBy::Model
+                gauntlet_results::exam::DecidedBy::Model
             },
             error: String::new(),
         }
@@ -255,7 +233,7 @@ mod tests {
         );
         // A fail-safe escalation is an error, whatever it matched.
         let mut e = res("a", "escalated", "escalated", 2, false, Pass);
-        e.decided_by = crate::cascade::DecidedBy::FailSafe;
+        e.decided_by = gauntlet_results::exam::DecidedBy::FailSafe;
         e.pass = false;
         assert_eq!(bin(&e), E_FAIL_SAFE);
     }

@@ -29,12 +29,13 @@
 //! Every finding of the scenario is triaged (its resolution stored in the scenario's
 //! own store, nothing shared between scenarios).
 
-use crate::grade::{AxisResult, chain_axis, is_attack};
+use crate::grade::chain_axis;
 use crate::tools::Toolbox;
 use gauntlet_corpus::load::LoadedScenario;
 use gauntlet_corpus::projection::{self, Finding, value_text};
 use gauntlet_corpus::scenario::Scenario;
 use gauntlet_detect::fleet::{Fleet, Input, Member};
+use gauntlet_results::exam::{AxisResult, is_attack};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::sync::Arc;

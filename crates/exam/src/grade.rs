@@ -22,95 +22,15 @@
 //! floor scenario). A rate with an empty population is `null` with its reason in
 //! `na_reasons`, never 0 and never a made-up 1.0.
 //!
-//! Field names of [`ScenarioResult`] and [`RunResult`](crate::pass_results::RunResult) are byte-compatible with
+//! The result types ([`ScenarioResult`], a pass's `RunResult`) are the schema of the
+//! exam's files, in `gauntlet_results::exam`; their field names are byte-compatible with
 //! mallcop's `report.json` / `run-<i>/<id>.json`.
 
-use crate::cascade::{CascadeOutcome, DecidedBy, TranscriptEntry};
+use crate::cascade::{CascadeOutcome, TranscriptEntry};
 use gauntlet_corpus::scenario::Expected;
-use serde::{Deserialize, Serialize};
-
-/// One structural axis.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum AxisResult {
-    #[serde(rename = "pass")]
-    Pass,
-    #[serde(rename = "fail")]
-    Fail,
-    #[serde(rename = "n/a")]
-    NotApplicable,
-}
-
-impl AxisResult {
-    pub(crate) fn from_bool(b: bool) -> AxisResult {
-        if b {
-            AxisResult::Pass
-        } else {
-            AxisResult::Fail
-        }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct StructuralAxes {
-    pub chain_action: AxisResult,
-    pub triage_action: AxisResult,
-    pub mentions: AxisResult,
-    pub no_mentions: AxisResult,
-    pub tools_used: AxisResult,
-    pub iterations: AxisResult,
-}
-
-/// One step of the chain: one model call.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ChainStep {
-    pub seq: usize,
-    pub model: String,
-    pub reply: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub err: String,
-}
-
-/// The graded result of one scenario in one pass (`run-<i>/<id>.json`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ScenarioResult {
-    pub scenario_id: String,
-    pub rel_path: String,
-    pub finding_id: String,
-    pub category: String,
-    pub difficulty: String,
-    pub terminal_action: String,
-    #[serde(rename = "expected_chain_action")]
-    pub expected_action: String,
-    pub terminal_reason: String,
-    pub force_escalated: bool,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub route_id: String,
-    pub model_calls: usize,
-    /// The cascade's wall time. Not serialized: it differs on every run, so it goes
-    /// to `timings.json` and `report.json` / `run-<i>/<id>.json` stay byte-identical
-    /// across reruns (a deliberate departure from mallcop's result file, which
-    /// carries it; readers that expect it see it absent).
-    #[serde(skip)]
-    pub wall_millis: u64,
-    pub full_chain: Vec<ChainStep>,
-    pub structural: StructuralAxes,
-    /// The chain_action axis passed and the model (or the floor) decided: a fail-safe
-    /// escalation is never a pass. (A floor pass is shown, but outside the rates.)
-    pub pass: bool,
-    /// `model`, `floor` or `fail_safe`.
-    pub decided_by: DecidedBy,
-    /// Fail-safe scenarios: the failed call's error or the unparseable reply.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub error: String,
-}
-
-impl ScenarioResult {
-    /// Inside the rates' population: decided by the model (not by the floor's rule,
-    /// not by the fail-safe).
-    pub fn graded(&self) -> bool {
-        self.decided_by == DecidedBy::Model
-    }
-}
+use gauntlet_results::exam::{
+    AxisResult, ChainStep, DecidedBy, Interval, ScenarioResult, StructuralAxes,
+};
 
 /// Scenario facts the grader needs besides the outcome.
 #[derive(Debug, Clone, Default)]
@@ -121,12 +41,6 @@ pub struct GradeInput<'a> {
     pub category: &'a str,
     pub difficulty: &'a str,
     pub expected: Option<&'a Expected>,
-}
-
-/// Whether an expected chain action demands escalation (an "attack").
-pub fn is_attack(expected: &str) -> bool {
-    let e = expected.trim().to_ascii_lowercase();
-    e == "escalated" || e == "escalate-or-stronger"
 }
 
 /// The chain_action axis.
@@ -229,29 +143,6 @@ fn chain_step(t: &TranscriptEntry) -> ChainStep {
     }
 }
 
-/// The reason a rate over an empty population is N/A.
-pub fn na_reason(what: &str, floor: usize, fail_safe: usize) -> String {
-    let mut excluded = Vec::new();
-    if fail_safe > 0 {
-        excluded.push(format!(
-            "{fail_safe} scenario run(s) decided by the fail-safe after a model error or an unparseable reply"
-        ));
-    }
-    if floor > 0 {
-        excluded.push(format!(
-            "{floor} scenario run(s) escalated by the harness's floor rule with zero model calls"
-        ));
-    }
-    if excluded.is_empty() {
-        format!("no {what} in the corpus")
-    } else {
-        format!(
-            "the model decided no {what} ({} excluded)",
-            excluded.join("; ")
-        )
-    }
-}
-
 /// The most passes an exam runs (`-n`, `passes:`): like a run's `trials`, a range is
 /// checked up front (a million passes used to fill 4 GB and abort with nothing written).
 pub const MAX_PASSES: i64 = 100;
@@ -275,13 +166,6 @@ pub fn within_band(rates: &[f64]) -> bool {
     let max = rates.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     let min = rates.iter().copied().fold(f64::INFINITY, f64::min);
     rates.is_empty() || (max - min) * 100.0 <= NOISE_BAND_PP + 1e-9
-}
-
-/// A Wilson 95% interval.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Interval {
-    pub low: f64,
-    pub high: f64,
 }
 
 /// Wilson score interval of a (possibly fractional, for a mean of two runs) success

@@ -32,7 +32,6 @@ pub mod golden;
 pub mod golden_http;
 pub mod grade;
 pub mod manifest;
-pub mod pass_results;
 pub mod sanitize;
 pub mod settings;
 pub mod shard;

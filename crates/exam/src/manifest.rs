@@ -23,10 +23,11 @@
 
 use crate::calls::EXAM_JSON;
 use crate::e2e::DetectFidelity;
-use crate::exam::{E2eOutput, HarnessReport, file_stem};
+use crate::exam::E2eOutput;
 use gauntlet_detect::report_text::{REPORT_JSON, REPORT_TXT};
 use gauntlet_job::artefacts::Artefacts;
 use gauntlet_job::manifest::{Kind, MANIFEST};
+use gauntlet_results::exam::{HarnessReport, file_stem};
 use std::io;
 use std::path::Path;
 
@@ -83,7 +84,7 @@ pub fn finish_agent(
     // The scenario runs' files, named as the writer names them, hashed as the manifest
     // is written (in name order: the passes' directories as strings sort, each one's
     // names sorted), so no entry per scenario run is held.
-    let mut runs: Vec<(String, &crate::pass_results::RunResult)> = report
+    let mut runs: Vec<(String, &gauntlet_results::exam::RunResult)> = report
         .runs
         .iter()
         .map(|r| (format!("run-{}", r.index), r))

@@ -25,9 +25,7 @@ fn corpus() -> Corpus {
 }
 
 /// A pass's results: in memory, or read back from the files the exam put in place.
-fn results(
-    run: &gauntlet_exam::pass_results::RunResult,
-) -> Vec<gauntlet_exam::grade::ScenarioResult> {
+fn results(run: &gauntlet_results::exam::RunResult) -> Vec<gauntlet_results::exam::ScenarioResult> {
     let mut v = Vec::new();
     run.results.for_each(|x| v.push(x.clone())).unwrap();
     v
@@ -505,7 +503,7 @@ fn golden_tool_loop_in_process_and_over_http() {
             .map(|x| {
                 let f = dir.path().join(format!(
                     "run-0/{}.transcript.json",
-                    gauntlet_exam::exam::file_stem(&x.scenario_id)
+                    gauntlet_results::exam::file_stem(&x.scenario_id)
                 ));
                 serde_json::from_slice(&std::fs::read(&f).unwrap()).unwrap()
             })
@@ -575,12 +573,12 @@ fn a_rerun_leaves_identical_files_in_place_and_replaces_only_what_changed() {
     // One scenario's outcome changes, a stale file and a stale directory lie about, and
     // one file was edited by hand: those are replaced or removed, the rest stay.
     let victim = first_non_floor(&c, "resolved");
-    let stem = gauntlet_exam::exam::file_stem(&victim);
+    let stem = gauntlet_results::exam::file_stem(&victim);
     let before = bytes(&format!("{stem}.json"));
     std::fs::write(run0.join("gone.json"), b"{}\n").unwrap();
     std::fs::create_dir(run0.join("gone.d")).unwrap();
     let other = first_non_floor(&c, "escalated");
-    let other_stem = gauntlet_exam::exam::file_stem(&other);
+    let other_stem = gauntlet_results::exam::file_stem(&other);
     let edited = format!("{other_stem}.transcript.json");
     let kept = bytes(&edited);
     std::fs::write(run0.join(&edited), b"[]\n").unwrap();

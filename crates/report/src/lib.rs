@@ -25,6 +25,7 @@
 
 mod breadth;
 pub mod charts;
+pub mod exam;
 pub mod github_summary;
 mod html;
 mod judge_eval;

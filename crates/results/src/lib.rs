@@ -14,7 +14,14 @@
 //! - a line of `sessions.jsonl` ([`RunSession`]): what one session of a run did;
 //! - `rescore.json` and `rescored_from` ([`RescoreRecord`]): a rescored run's origin;
 //! - [`stated`]: what a leaderboard row claims about itself and the checks of that claim
-//!   every reader makes before trusting it.
+//!   every reader makes before trusting it;
+//! - an agent exam's `report.json`, `classifier.json` and `run-<pass>/<stem>.json`
+//!   ([`exam`]: [`exam::HarnessReport`], [`exam::ScenarioResult`]), with the recount a
+//!   reader makes of them, and [`exam::ExamReportRead`], the same file read leniently;
+//! - a detect exam's `report.json` read leniently ([`detect::DetectReportRead`]).
+//!
+//! A reader of untrusted directories (the dashboard) that must show what a partial or
+//! hostile file holds reads it as a `*Read` type, built of [`loose`] fields.
 //!
 //! Readers accept files written by earlier releases: a field added since is
 //! `#[serde(default)]`, and a field this release does not know is ignored (no type
@@ -23,6 +30,9 @@
 // Files are read through `gauntlet_core::files` only (clippy.toml says why).
 #![cfg_attr(not(test), deny(clippy::disallowed_methods))]
 
+pub mod detect;
+pub mod exam;
+pub mod loose;
 mod rescore;
 mod run;
 mod session;

@@ -4,11 +4,21 @@
 //! at the commit the crate was split from); `sessions.jsonl` (a run of goat, crescendo,
 //! pair, tap and adaptive against a scripted attacker, then the smoke run's),
 //! `rescore.json` and `rescore-run.json` (`gauntlet rescore --judge refusal_match` of
-//! the smoke run) were made by the build before their types were added here. A field
+//! the smoke run) were made by the build before their types were added here;
+//! `exam-real/` (`gauntlet exam --mode real -n 2` with the offline `reference` target
+//! over three scenarios of the reference corpus: a floor-routed, a resolved and an
+//! escalated one) and `exam-e2e/` (`gauntlet exam --mode e2e -n 1` over the same three)
+//! by the build before the agent exam's types moved here; `detect/report.json`
+//! (`gauntlet exam-detect --out` over the same three) by the build before the detect
+//! exam's report type moved here. A field
 //! renamed, retyped or dropped here
 //! fails one of these tests; a field added must be `#[serde(default)]` (and skipped
 //! when absent) for them to keep passing.
 
+use gauntlet_results::exam::{
+    ClassifierSummary, DecidedBy, HarnessReport, RunResult, ScenarioResult, golden_counts,
+    median_of,
+};
 use gauntlet_results::{
     LeaderboardEntry, LeaderboardRow, RescoreRecord, RunRecord, RunSession, RunSummary,
     TranscriptRecord, TranscriptUnit,
@@ -171,4 +181,106 @@ fn unknown_fields_are_ignored_and_absent_ones_default() {
     let mut v: serde_json::Value = serde_json::from_str(&line).unwrap();
     v.as_object_mut().unwrap().remove("behavior_id");
     assert!(serde_json::from_value::<TranscriptRecord>(v).is_err());
+}
+
+#[test]
+fn an_agent_exams_report_json_reads_and_writes_back_byte_for_byte() {
+    for (name, mode) in [
+        ("exam-real/report.json", "real"),
+        ("exam-e2e/report.json", "e2e"),
+    ] {
+        let b = fixture(name);
+        let r: HarnessReport = serde_json::from_slice(&b).expect("report.json reads");
+        assert_eq!(r.mode, mode, "{name}");
+        assert_eq!(pretty(&r), text(&b), "{name}");
+    }
+    let real: HarnessReport = serde_json::from_slice(&fixture("exam-real/report.json")).unwrap();
+    // The real exam's file holds every optional block: usage, warnings, N/A reasons and
+    // the fail-safe scenario runs beside the rates.
+    assert!(real.usage.is_some() && !real.warnings.is_empty() && !real.na_reasons.is_empty());
+    assert!(real.decided_by.fail_safe > 0 && real.decided_by.floor > 0);
+    let e2e: HarnessReport = serde_json::from_slice(&fixture("exam-e2e/report.json")).unwrap();
+    assert!(e2e.detect_fidelity.is_some());
+}
+
+#[test]
+fn an_agent_exams_scenario_files_and_classifier_json_read_and_write_back_byte_for_byte() {
+    let report: HarnessReport = serde_json::from_slice(&fixture("exam-real/report.json")).unwrap();
+    let pass0 = report.runs[0]
+        .results
+        .listed()
+        .expect("a report read back lists its results");
+    for r in pass0 {
+        let name = format!(
+            "exam-real/run-0/{}.json",
+            gauntlet_results::exam::file_stem(&r.scenario_id)
+        );
+        let b = fixture(&name);
+        let back: ScenarioResult = serde_json::from_slice(&b).expect("a scenario file reads");
+        assert_eq!(&back, r, "{name} is the report's result");
+        assert_eq!(pretty(&back), text(&b), "{name}");
+    }
+    assert!(pass0.iter().any(|r| r.decided_by == DecidedBy::Floor));
+    let b = fixture("exam-real/classifier.json");
+    let c: ClassifierSummary = serde_json::from_slice(&b).expect("classifier.json reads");
+    assert_eq!(c, report.classifier);
+    assert_eq!(pretty(&c), text(&b));
+}
+
+/// The recount a reader of a finished exam makes (the dashboard's check) gives the
+/// numbers the exam wrote.
+#[test]
+fn an_agent_exams_passes_recount_to_what_its_report_states() {
+    for name in ["exam-real/report.json", "exam-e2e/report.json"] {
+        let r: HarnessReport = serde_json::from_slice(&fixture(name)).unwrap();
+        let passes: Vec<RunResult> = r
+            .runs
+            .iter()
+            .map(|p| RunResult::from_results(p.index, p.results.listed().unwrap().to_vec()))
+            .collect();
+        assert_eq!(passes, r.runs, "{name}");
+        assert_eq!(
+            median_of(passes.iter().map(|p| p.pass_rate)),
+            r.median_pass_rate,
+            "{name}"
+        );
+        assert_eq!(
+            median_of(passes.iter().map(|p| p.recall_rate)),
+            r.median_recall_rate,
+            "{name}"
+        );
+        let (passed, runs) = golden_counts(&passes[0].results);
+        assert_eq!(runs as usize, passes[0].total, "{name}");
+        assert!(passed <= runs);
+    }
+}
+
+#[test]
+fn a_detect_exams_report_json_reads_and_writes_back_byte_for_byte() {
+    use gauntlet_results::detect::{DetectReport, DetectReportRead};
+    let b = fixture("detect/report.json");
+    let r: DetectReport = serde_json::from_slice(&b).expect("report.json reads");
+    assert_eq!((r.mode.as_str(), r.rows.len()), ("detect", 3));
+    assert_eq!(pretty(&r), text(&b));
+    // The dashboard's lenient read of the same file sees the same numbers.
+    let read: DetectReportRead = serde_json::from_slice(&b).expect("reads leniently");
+    let recall = read.recall.get().expect("a recall block");
+    assert_eq!(
+        (recall.numerator.0, recall.denominator.0),
+        (
+            Some(r.recall.rate.numerator as u64),
+            Some(r.recall.rate.denominator as u64)
+        )
+    );
+    assert_eq!(
+        recall.interval(),
+        Some((r.recall.rate.wilson_low, r.recall.rate.wilson_high))
+    );
+    let cov = read.coverage().expect("a coverage list");
+    assert_eq!(cov.len(), r.coverage.len());
+    for (a, b) in cov.iter().zip(&r.coverage) {
+        assert_eq!(a.family(), b.family);
+        assert_eq!(a.count("attack_labels"), b.attack_labels as u64);
+        assert_eq!(a.count("fired"), b.fired as u64);
+    }
 }

@@ -10,6 +10,8 @@ use crate::transcripts::{self, Filter, PAGE};
 use crate::verify::{self, RowCheck};
 use base64::Engine as _;
 use gauntlet_report::charts;
+use gauntlet_results::detect::{CoverageRead, DetectReportRead};
+use gauntlet_results::exam::{ExamReportRead, ScenarioRead};
 use minijinja::value::{Serde, Value};
 use minijinja::{AutoEscape, Environment, UndefinedBehavior, context};
 use serde::{Deserialize, Serialize};
@@ -661,28 +663,18 @@ fn run_charts(run: &Run) -> Vec<Value> {
     match run.kind {
         Kind::DetectExam => {
             if let Ok(Some(b)) = scan::read_capped(&run.dir, "report.json", scan::MAX_REPORT_FILE)
-                && let Ok(r) = serde_json::from_slice::<Json>(&b)
+                && let Ok(r) = serde_json::from_slice::<DetectReportRead>(&b)
             {
                 out.extend(detect_charts(&r).into_iter().map(Value::from_safe_string));
             }
         }
         Kind::AgentExam => {
             if let Ok(Some(b)) = scan::read_capped(&run.dir, "report.json", scan::MAX_REPORT_FILE)
-                && let Ok(r) = serde_json::from_slice::<Json>(&b)
+                && let Ok(r) = serde_json::from_slice::<ExamReportRead>(&b)
             {
-                let rates: Vec<f64> = r
-                    .get("runs")
-                    .and_then(Json::as_array)
-                    .map(|a| {
-                        a.iter()
-                            .filter_map(|p| p.get("pass_rate")?.as_f64())
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                let band = r.get("noise_band_pp").and_then(Json::as_f64).unwrap_or(8.0);
-                let ci = r
-                    .get("pass_rate_ci95")
-                    .and_then(|c| Some((c.get("low")?.as_f64()?, c.get("high")?.as_f64()?)));
+                let rates: Vec<f64> = r.passes().filter_map(|p| p.pass_rate.0).collect();
+                let band = r.noise_band_pp.0.unwrap_or(8.0);
+                let ci = r.pass_rate_ci95.0.map(|c| (c.low, c.high));
                 out.push(Value::from_safe_string(charts::pass_band(
                     "Pass rate per pass, with the noise band",
                     &rates,
@@ -785,11 +777,11 @@ fn run_charts(run: &Run) -> Vec<Value> {
 }
 
 /// Recall and precision per detector family, and the coverage matrix as a heat map.
-pub fn detect_charts(r: &Json) -> Vec<String> {
-    let Some(cov) = r.get("coverage").and_then(Json::as_array) else {
+pub fn detect_charts(r: &DetectReportRead) -> Vec<String> {
+    let Some(cov) = r.coverage() else {
         return Vec::new();
     };
-    let g = |c: &Json, k: &str| c.get(k).and_then(Json::as_u64).unwrap_or(0);
+    let g = |c: &CoverageRead, k: &str| c.count(k);
     let wilson = |k: u64, n: u64| gauntlet_core::stats::wilson(k, n, gauntlet_core::stats::Z95);
     let groups: Vec<charts::BarGroup> = cov
         .iter()
@@ -800,11 +792,7 @@ pub fn detect_charts(r: &Json) -> Vec<String> {
                 ben.saturating_sub(g(c, "false_alarms")),
             );
             charts::BarGroup {
-                label: c
-                    .get("family")
-                    .and_then(Json::as_str)
-                    .unwrap_or("?")
-                    .to_owned(),
+                label: c.family().to_owned(),
                 bars: vec![
                     charts::Bar {
                         value: (att > 0).then(|| hit as f64 / att as f64),
@@ -851,11 +839,7 @@ pub fn detect_charts(r: &Json) -> Vec<String> {
     let rows: Vec<charts::HeatRow> = cov
         .iter()
         .map(|c| charts::HeatRow {
-            label: c
-                .get("family")
-                .and_then(Json::as_str)
-                .unwrap_or("?")
-                .to_owned(),
+            label: c.family().to_owned(),
             cells: keys
                 .iter()
                 .enumerate()
@@ -1173,8 +1157,8 @@ pub fn report_page(d: &Dashboard, slug: &str) -> Option<Result<String, ReportPag
                 Err(e) => return Some(Err(e.into())),
             };
             Some(
-                serde_json::from_slice::<gauntlet_exam::exam::HarnessReport>(&b)
-                    .map(|r| gauntlet_exam::exam::render_html(&r))
+                serde_json::from_slice::<gauntlet_results::exam::HarnessReport>(&b)
+                    .map(|r| gauntlet_report::exam::render_html(&r))
                     .map_err(ReportPageError::ExamReport),
             )
         }
@@ -1978,54 +1962,43 @@ pub fn exam_page(d: &Dashboard, slug: &str, mode: Mode) -> Option<String> {
         return None;
     }
     let b = scan::read_capped(&run.dir, "report.json", scan::MAX_REPORT_FILE).ok()??;
-    let r: Json = serde_json::from_slice(&b).ok()?;
-    let s = |v: &Json, k: &str| match v.get(k) {
-        Some(Json::String(x)) => x.clone(),
-        Some(Json::Null) | None => String::new(),
-        Some(o) => o.to_string(),
-    };
+    let r: ExamReportRead = serde_json::from_slice(&b).ok()?;
     let cut = |x: String| match x.char_indices().nth(4000) {
         Some((i, _)) => format!("{}…", &x[..i]),
         None => x,
     };
     let mut rows = Vec::new();
     let mut counts: std::collections::BTreeMap<String, usize> = Default::default();
-    for pass in r.get("runs").and_then(Json::as_array).into_iter().flatten() {
-        for x in pass
-            .get("results")
-            .and_then(Json::as_array)
-            .into_iter()
-            .flatten()
-        {
-            let decided = s(x, "decided_by");
+    let empty = ScenarioRead::default();
+    for pass in r.passes() {
+        for x in pass.results() {
+            let x = x.unwrap_or(&empty);
+            let decided = x.decided_by.0.clone();
             *counts.entry(decided.clone()).or_default() += 1;
             if rows.len() >= EXAM_SCENARIOS {
                 continue;
             }
             rows.push(ScenarioView {
-                pass_index: s(pass, "index"),
-                scenario_id: s(x, "scenario_id"),
-                category: s(x, "category"),
-                difficulty: s(x, "difficulty"),
-                expected: s(x, "expected_chain_action"),
-                terminal: s(x, "terminal_action"),
-                reason: cut(s(x, "terminal_reason")),
-                reason_short: head(&s(x, "terminal_reason"), 80),
-                pass: x.get("pass").and_then(Json::as_bool).unwrap_or(false),
+                pass_index: pass.index.0.clone(),
+                scenario_id: x.scenario_id.0.clone(),
+                category: x.category.0.clone(),
+                difficulty: x.difficulty.0.clone(),
+                expected: x.expected_chain_action.0.clone(),
+                terminal: x.terminal_action.0.clone(),
+                reason: cut(x.terminal_reason.0.clone()),
+                reason_short: head(&x.terminal_reason.0, 80),
+                pass: x.passed(),
                 decided_by: decided,
-                model_calls: s(x, "model_calls"),
-                error: cut(s(x, "error")),
+                model_calls: x.model_calls.0.clone(),
+                error: cut(x.error.0.clone()),
                 steps: x
-                    .get("full_chain")
-                    .and_then(Json::as_array)
-                    .into_iter()
-                    .flatten()
+                    .steps()
                     .take(50)
                     .map(|st| StepView {
-                        seq: s(st, "seq"),
-                        model: s(st, "model"),
-                        reply: cut(s(st, "reply")),
-                        err: cut(s(st, "err")),
+                        seq: st.seq.0,
+                        model: st.model.0,
+                        reply: cut(st.reply.0),
+                        err: cut(st.err.0),
                     })
                     .collect(),
             });

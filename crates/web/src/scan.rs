@@ -26,6 +26,8 @@
 use gauntlet_job::manifest::{self as dir_kind, KindError};
 use gauntlet_redteam::metrics::Surface as MetricSurface;
 use gauntlet_redteam::registry::metric_facts;
+use gauntlet_results::detect::DetectReportRead;
+use gauntlet_results::exam::ExamReportRead;
 use gauntlet_results::{LeaderboardRow, RunRecord};
 use serde::Deserialize;
 use serde_json::Value;
@@ -164,24 +166,18 @@ pub struct PipelineCheck {
 impl PipelineCheck {
     /// From a golden exam's report.json: every scenario run of its passes, and those
     /// that passed (floor-decided ones included, as `exam::golden_counts` counts them).
-    fn of(report: &Value) -> Option<PipelineCheck> {
-        let backend = report.get("backend").and_then(Value::as_str)?;
+    fn of(report: &ExamReportRead) -> Option<PipelineCheck> {
+        let backend = report.backend.get()?;
         if !backend.starts_with("golden") {
             return None;
         }
+        report.runs.get()?;
         let (mut runs_passed, mut runs) = (0u64, 0u64);
-        for r in report.get("runs")?.as_array()? {
-            for x in r
-                .get("results")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                runs += 1;
-                runs_passed += u64::from(x.get("pass").and_then(Value::as_bool) == Some(true));
-            }
+        for x in report.passes().flat_map(|p| p.results()) {
+            runs += 1;
+            runs_passed += u64::from(x.is_some_and(|x| x.passed()));
         }
-        let partial = report.get("partial").is_some_and(|p| !p.is_null());
+        let partial = report.partial.is_some();
         Some(PipelineCheck {
             passed: runs > 0 && runs_passed == runs && !partial,
             runs_passed,
@@ -302,22 +298,32 @@ fn read_typed<T: serde::de::DeserializeOwned>(
     warnings: &mut Vec<String>,
 ) -> Option<T> {
     match read_capped(dir, name, cap) {
-        Ok(Some(b)) => match serde_json::from_slice::<T>(&b) {
-            Ok(v) => Some(v),
-            Err(e) if e.is_data() => {
-                warnings.push(format!(
-                    "{name} does not hold what gauntlet writes ({e}): skipped"
-                ));
-                None
-            }
-            Err(e) => {
-                warnings.push(format!("{name} is not valid JSON ({e}): skipped"));
-                None
-            }
-        },
+        Ok(Some(b)) => parse_typed(name, &b, warnings),
         Ok(None) => None,
         Err(w) => {
             warnings.push(w.to_string());
+            None
+        }
+    }
+}
+
+/// `b`, the bytes of file `name`, as the schema's `T`; `None` with a warning naming the
+/// file and why when they are not.
+fn parse_typed<T: serde::de::DeserializeOwned>(
+    name: &str,
+    b: &[u8],
+    warnings: &mut Vec<String>,
+) -> Option<T> {
+    match serde_json::from_slice::<T>(b) {
+        Ok(v) => Some(v),
+        Err(e) if e.is_data() => {
+            warnings.push(format!(
+                "{name} does not hold what gauntlet writes ({e}): skipped"
+            ));
+            None
+        }
+        Err(e) => {
+            warnings.push(format!("{name} is not valid JSON ({e}): skipped"));
             None
         }
     }
@@ -499,7 +505,18 @@ pub fn read_run(dir: &Path) -> Result<Option<Run>, KindError> {
             None
         }
     };
-    let report = read_json(dir, "report.json", MAX_REPORT_FILE, &mut warnings);
+    // report.json is an agent exam's or a detect exam's: read once, then as the one or
+    // the other (each read type tolerates a partial or hostile file).
+    let report_bytes = match read_capped(dir, "report.json", MAX_REPORT_FILE) {
+        Ok(b) => b,
+        Err(w) => {
+            warnings.push(w.to_string());
+            None
+        }
+    };
+    let report: Option<ExamReportRead> = report_bytes
+        .as_deref()
+        .and_then(|b| parse_typed("report.json", b, &mut warnings));
     let run_json: Option<RunRecord> = read_typed(dir, "run.json", MAX_SMALL_FILE, &mut warnings);
     let leaderboard = read_json(dir, "leaderboard.json", MAX_SMALL_FILE, &mut warnings);
     let has_transcripts = regular_file(dir, "transcripts.jsonl");
@@ -507,27 +524,21 @@ pub fn read_run(dir: &Path) -> Result<Option<Run>, KindError> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let mode_of = |v: &Option<Value>| {
-        v.as_ref()
-            .and_then(|r| r.get("mode"))
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-    };
+    let mode = report.as_ref().and_then(|r| r.mode.get().cloned());
     let read_as = match recorded {
         Some(dir_kind::Kind::Run | dir_kind::Kind::Rescore) => ReadAs::RedTeam,
         Some(dir_kind::Kind::Exam | dir_kind::Kind::ExamShard) => ReadAs::AgentExam,
         Some(dir_kind::Kind::DetectExam | dir_kind::Kind::DetectShard) => ReadAs::DetectExam,
-        None if mode_of(&report).as_deref() == Some("detect") => ReadAs::DetectExam,
-        None if report
-            .as_ref()
-            .is_some_and(|r| r.get("runs").is_some_and(Value::is_array)) =>
-        {
-            ReadAs::AgentExam
-        }
+        None if mode.as_deref() == Some("detect") => ReadAs::DetectExam,
+        None if report.as_ref().is_some_and(|r| r.runs.get().is_some()) => ReadAs::AgentExam,
         None => ReadAs::RedTeam,
     };
     if read_as == ReadAs::DetectExam {
-        let rows = report
+        let detect: Option<DetectReportRead> = report_bytes
+            .as_deref()
+            .filter(|_| report.is_some())
+            .and_then(|b| parse_typed("report.json", b, &mut warnings));
+        let rows = detect
             .as_ref()
             .map(|r| detect_rows(r, &mut warnings))
             .unwrap_or_default();
@@ -566,13 +577,13 @@ pub fn read_run(dir: &Path) -> Result<Option<Run>, KindError> {
         // it by median_pass_rate): the one pipeline-check row, no value, no interval.
         if let Some(pc) = &pipeline_check {
             let mut row = rows.first().cloned().unwrap_or_default();
-            row.metric = gauntlet_exam::exam::PIPELINE_CHECK.into();
+            row.metric = gauntlet_results::exam::PIPELINE_CHECK.into();
             row.metric_name = row.metric.clone();
             row.metric_params = "{}".into();
             row.value = None;
             row.ci = None;
             row.n = Some(pc.runs);
-            row.na_reason = Some(gauntlet_exam::exam::pipeline_check_reason(
+            row.na_reason = Some(gauntlet_results::exam::pipeline_check_reason(
                 pc.runs_passed,
                 pc.runs,
             ));
@@ -590,17 +601,12 @@ pub fn read_run(dir: &Path) -> Result<Option<Run>, KindError> {
             name: dir_name,
             // The exam's own status: `partial: …` when report.json says so (the mode is
             // its own field).
-            status: match report
-                .as_ref()
-                .and_then(|r| r.get("partial"))
-                .filter(|p| !p.is_null())
-            {
-                Some(Value::String(p)) => format!("partial: {p}"),
-                Some(p) => format!("partial: {p}"),
+            status: match report.as_ref().and_then(|r| r.partial.as_ref()) {
+                Some(p) => format!("partial: {}", p.0),
                 None if report.is_some() => "complete".into(),
                 None => "unknown".into(),
             },
-            mode: mode_of(&report).unwrap_or_default(),
+            mode: mode.unwrap_or_default(),
             date: mtime(dir, "report.json"),
             rows,
             warnings,
@@ -708,12 +714,8 @@ fn started(dir: &Path) -> Option<u64> {
 
 /// Leaderboard rows of a detect-exam report: recall and precision overall, then per
 /// detector family (the family is the row's target).
-fn detect_rows(r: &Value, warnings: &mut Vec<String>) -> Vec<Row> {
-    let version = r
-        .get("corpus_sha256")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_owned();
+fn detect_rows(r: &DetectReportRead, warnings: &mut Vec<String>) -> Vec<Row> {
+    let version = r.corpus_sha256.get().cloned().unwrap_or_default();
     let mut rows = Vec::new();
     let mut push = |target: &str,
                     metric: &str,
@@ -753,22 +755,18 @@ fn detect_rows(r: &Value, warnings: &mut Vec<String>) -> Vec<Row> {
             problems,
         });
     };
-    for (metric, key) in [("recall", "recall"), ("precision", "precision")] {
-        let o = r.get(key);
-        let num = o.and_then(|x| x.get("numerator")).and_then(Value::as_u64);
-        let den = o.and_then(|x| x.get("denominator")).and_then(Value::as_u64);
-        let ci = o.and_then(|x| {
-            Some((
-                x.get("wilson_low")?.as_f64()?,
-                x.get("wilson_high")?.as_f64()?,
-            ))
-        });
+    for (metric, key, o) in [
+        ("recall", "recall", r.recall.get()),
+        ("precision", "precision", r.precision.get()),
+    ] {
+        let num = o.and_then(|x| x.numerator.0);
+        let den = o.and_then(|x| x.denominator.0);
+        let ci = o.and_then(|x| x.interval());
         match (num, den) {
             (Some(k), Some(n)) => {
                 // The stated rate must be the fraction it claims to be.
                 let bad_rate = o
-                    .and_then(|x| x.get("rate"))
-                    .and_then(Value::as_f64)
+                    .and_then(|x| x.rate.0)
                     .filter(|rate| n > 0 && (rate - k as f64 / n as f64).abs() > 1e-9);
                 push(
                     "fleet",
@@ -782,15 +780,14 @@ fn detect_rows(r: &Value, warnings: &mut Vec<String>) -> Vec<Row> {
             _ => warnings.push(format!("report.json: no readable `{key}` block")),
         }
     }
-    if let Some(cov) = r.get("coverage").and_then(Value::as_array) {
-        for c in cov {
-            let fam = c.get("family").and_then(Value::as_str).unwrap_or("?");
-            let g = |k: &str| c.get(k).and_then(Value::as_u64).unwrap_or(0);
+    if let Some(cov) = r.coverage() {
+        for c in &cov {
+            let fam = c.family();
             let (att, ben, missed, fa) = (
-                g("attack_labels"),
-                g("benign_labels"),
-                g("missed"),
-                g("false_alarms"),
+                c.count("attack_labels"),
+                c.count("benign_labels"),
+                c.count("missed"),
+                c.count("false_alarms"),
             );
             push(fam, "recall", att.saturating_sub(missed), att, None, None);
             push(fam, "precision", ben.saturating_sub(fa), ben, None, None);
@@ -1142,7 +1139,9 @@ mod tests {
                 let _ = row(&v);
                 let mut w = Vec::new();
                 let _ = parse_leaderboard(&v, &mut w);
-                let _ = detect_rows(&v, &mut w);
+            }
+            if let Ok(r) = serde_json::from_str::<DetectReportRead>(&s) {
+                let _ = detect_rows(&r, &mut Vec::new());
             }
         }
 

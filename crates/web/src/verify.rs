@@ -385,7 +385,7 @@ fn check_exam(run: &Run) -> RunCheck {
                 return out;
             }
         };
-    let r: gauntlet_exam::exam::HarnessReport = match serde_json::from_slice(&report) {
+    let r: gauntlet_results::exam::HarnessReport = match serde_json::from_slice(&report) {
         Ok(r) => r,
         Err(e) => {
             out.whole_run = Some(format!(
@@ -394,19 +394,19 @@ fn check_exam(run: &Run) -> RunCheck {
             return out;
         }
     };
-    let passes: Vec<gauntlet_exam::pass_results::RunResult> = r
+    let passes: Vec<gauntlet_results::exam::RunResult> = r
         .runs
         .iter()
         .map(|p| {
             // A report read back holds its results in memory.
             let results = p.results.listed().unwrap_or_default().to_vec();
-            gauntlet_exam::pass_results::RunResult::from_results(p.index, results)
+            gauntlet_results::exam::RunResult::from_results(p.index, results)
         })
         .collect();
     // The median over the passes whose rate exists (a pass decided wholly by the
     // fail-safe has none), as the exam computes it.
-    let median = |f: &dyn Fn(&gauntlet_exam::pass_results::RunResult) -> Option<f64>| {
-        gauntlet_exam::exam::median_of(passes.iter().map(f))
+    let median = |f: &dyn Fn(&gauntlet_results::exam::RunResult) -> Option<f64>| {
+        gauntlet_results::exam::median_of(passes.iter().map(f))
     };
     let want = [
         ("median_pass_rate", median(&|p| p.pass_rate)),
@@ -427,13 +427,13 @@ fn check_exam(run: &Run) -> RunCheck {
         }
     }
     for (i, row) in run.rows.iter().enumerate() {
-        if row.metric_name == gauntlet_exam::exam::PIPELINE_CHECK {
+        if row.metric_name == gauntlet_results::exam::PIPELINE_CHECK {
             // A golden exam's verdict, recounted from the scenario results.
             let (passed, runs) = passes.iter().fold((0, 0), |(p, t), x| {
-                let (passed, runs) = gauntlet_exam::exam::golden_counts(&x.results);
+                let (passed, runs) = gauntlet_results::exam::golden_counts(&x.results);
                 (p + passed, t + runs)
             });
-            let recounted = gauntlet_exam::exam::pipeline_check_reason(passed, runs);
+            let recounted = gauntlet_results::exam::pipeline_check_reason(passed, runs);
             if row.na_reason.as_deref() != Some(recounted.as_str()) {
                 out.rows
                     .insert(i, vec![format!("the scenario results give {recounted:?}")]);

@@ -43,7 +43,7 @@ mod run;
 mod tiers;
 
 pub use floor::{BUDGET_ROUTE, FLOOR_ROUTES, FloorRoute, floor_route, normalise_type};
-pub use outcome::{CascadeOptions, CascadeOutcome, DecidedBy, TranscriptEntry};
+pub use outcome::{CascadeOptions, CascadeOutcome, TranscriptEntry};
 pub use run::{run_cascade, run_cascade_via};
 pub use tiers::{
     CONSENSUS_TEMPERATURE, DEFAULT_CONSENSUS, DEFAULT_FINDINGS_BUDGET, DEFAULT_TOOL_ROUNDS, Direct,

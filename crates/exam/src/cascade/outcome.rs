@@ -1,7 +1,8 @@
 //! The cascade's options and its record: the transcript of every call, who decided
-//! the verdict ([`DecidedBy`]) and the outcome.
+//! the verdict (`DecidedBy`, the schema's, in `gauntlet_results::exam`) and the outcome.
 
 use super::tiers::{DEFAULT_CONSENSUS, DEFAULT_FINDINGS_BUDGET, DEFAULT_TOOL_ROUNDS};
+use gauntlet_results::exam::DecidedBy;
 use serde::{Deserialize, Serialize};
 
 /// Cascade settings.
@@ -53,22 +54,6 @@ pub struct TranscriptEntry {
     pub reply: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub err: String,
-}
-
-/// What decided a scenario's terminal action. Errors are their own outcome: a verdict
-/// the model never made (the fail-safe escalation after a failed call or an
-/// unparseable reply) is never counted as the model's decision.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum DecidedBy {
-    /// Every verdict on the path came from a parsed model reply.
-    Model,
-    /// The deterministic floor (zero model calls).
-    Floor,
-    /// At least one verdict was the fail-safe escalation after a failed model call or
-    /// an unparseable reply. The cascade still escalates (production behaviour); the
-    /// exam keeps the scenario out of the model's rates and counts it beside them.
-    FailSafe,
 }
 
 /// The result of triaging one finding.

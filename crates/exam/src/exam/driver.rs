@@ -5,8 +5,8 @@ use super::e2e_pass::{e2e_value, run_e2e_pass};
 use super::identity::exam_config_sha256;
 use super::run_files::RunFiles;
 use super::schema::{
-    Backend, E2eOutput, ExamConfig, ExamError, ExamOutput, HarnessReport, NotRun, PassTimings,
-    Progress, ProgressFn, TIMINGS_LOG, TIMINGS_NOTE, Timings,
+    Backend, E2eOutput, ExamConfig, ExamError, ExamOutput, PassTimings, Progress, ProgressFn,
+    TIMINGS_LOG, TIMINGS_NOTE, Timings,
 };
 use super::summary::{ExamTally, summarise};
 use super::targets::golden_http_target;
@@ -16,11 +16,13 @@ use crate::cascade::{CascadeOptions, CascadeOutcome, TierModels};
 use crate::classifier::{WorstPass, outline_of};
 use crate::golden::{GoldenModel, GoldenScript};
 use crate::golden_http::GoldenServer;
-use crate::grade::{GradeInput, ScenarioResult, effective_passes, grade};
-use crate::pass_results::{Outline, Results, RunResult, RunTally};
+use crate::grade::{GradeInput, effective_passes, grade};
 use crate::tools::Toolbox;
 use gauntlet_corpus::load::Corpus;
 use gauntlet_job::job::{Ending, Fold, Job, Ran, Schedule, Task, Window};
+use gauntlet_results::exam::{
+    HarnessReport, NotRun, Outline, Results, RunResult, RunTally, ScenarioResult,
+};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

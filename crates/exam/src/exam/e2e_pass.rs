@@ -1,13 +1,14 @@
 //! The end-to-end pass (mallcop's end-to-end mode): events → fleet → findings → cascade → resolutions,
 //! per scenario in an isolated store, and its `detect_fidelity` block.
 
-use super::schema::{E2E_NOTE, E2eOutput, ExamConfig, FindingTranscript};
+use super::schema::{E2eOutput, ExamConfig, FindingTranscript};
 use super::triage::{ScenarioModels, triage};
 use crate::calls::ExamCalls;
 use crate::e2e;
 use crate::e2e::{DetectFidelity, Resolution, Triaged};
 use gauntlet_corpus::load::Corpus;
 use gauntlet_detect::fleet::{Fleet, Member};
+use gauntlet_results::exam::E2E_NOTE;
 use std::sync::Arc;
 use std::time::Instant;
 

@@ -10,10 +10,10 @@ use gauntlet_corpus::load::Corpus;
 /// output directory moves the previous exam aside.
 pub fn exam_identity(corpus: &Corpus, cfg: &ExamConfig) -> serde_json::Value {
     let tiers: serde_json::Map<String, serde_json::Value> = match &cfg.backend {
-        Backend::Real { models, .. } => crate::calls::TierRole::ALL
+        Backend::Real { models, .. } => gauntlet_results::exam::TierRole::ALL
             .iter()
             .map(|r| {
-                let tm = models.for_tier(r.tier());
+                let tm = models.for_tier(crate::calls::role_tier(*r));
                 (
                     r.name().to_string(),
                     serde_json::json!({"id": tm.id, "spec": tm.model.spec().key_identity()}),

@@ -17,7 +17,6 @@
 mod driver;
 mod e2e_pass;
 mod identity;
-mod render;
 mod run_files;
 mod schema;
 mod summary;
@@ -25,21 +24,13 @@ mod targets;
 mod triage;
 mod writer;
 
-pub use crate::pass_results::{MAX_STEM_BYTES, file_stem};
 pub use driver::{run_exam, run_exam_units};
 pub use identity::{exam_config_sha256, exam_identity, exam_identity_bytes};
-pub use render::{
-    decided_line, fidelity_rows, pct_or_na, render_html, render_markdown, report_page,
-};
 pub use run_files::{RunFiles, STAGING};
 pub use schema::{
-    Backend, DecidedCounts, E2E_NOTE, E2eOutput, ExamConfig, ExamError, ExamOutput,
-    FindingTranscript, GOLDEN_NOTE, HarnessReport, NotRun, PassAllRuns, PassTimings, Progress,
-    ProgressFn, REAL_NOTE, TIMINGS_LOG, Timings,
+    Backend, E2eOutput, ExamConfig, ExamError, ExamOutput, FindingTranscript, GOLDEN_NOTE,
+    PassTimings, Progress, ProgressFn, REAL_NOTE, TIMINGS_LOG, Timings,
 };
-pub use summary::{ExamTally, ReportHead, assemble_report, median_of};
+pub use summary::{ExamTally, ReportHead, assemble_report};
 pub use targets::{TargetError, parse_target, parse_target_node};
-pub use writer::{
-    PIPELINE_CHECK, default_out_dir, golden_counts, leaderboard, pipeline_check_reason,
-    write_artifacts, write_report_files,
-};
+pub use writer::{default_out_dir, leaderboard, write_artifacts, write_report_files};

@@ -3,8 +3,7 @@
 //! report ([`RunFiles`]); and the small atomic-write helpers the exam's writer shares.
 
 use crate::cascade::TranscriptEntry;
-use crate::grade::ScenarioResult;
-use crate::pass_results::{Bits, Outline, Results, WrittenPass, file_stem};
+use gauntlet_results::exam::{Bits, Outline, Results, ScenarioResult, WrittenPass, file_stem};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 

@@ -1,15 +1,13 @@
-//! The exam's configuration and report types: the backend, options, progress events,
-//! `report.json`'s schema (HarnessReport and its parts), the outputs of a run, the
-//! errors and the notes every report carries.
+//! The exam's configuration and output types: the backend, options, progress events,
+//! the outputs of a run, the errors and the notes every report carries (`report.json`'s
+//! schema, `HarnessReport` and its parts, is in `gauntlet_results::exam`).
 
 use super::run_files::RunFiles;
-use crate::calls::{ExamCalls, ExamUsage, SessionStats};
+use crate::calls::{ExamCalls, SessionStats};
 use crate::cascade::{CascadeOptions, TierModels, TranscriptEntry};
-use crate::classifier::ClassifierSummary;
 use crate::e2e::DetectFidelity;
-use crate::grade::Interval;
-use crate::pass_results::RunResult;
-use serde::{Deserialize, Serialize};
+use gauntlet_results::exam::HarnessReport;
+use serde::Serialize;
 use std::sync::Arc;
 
 /// Where replies come from.
@@ -92,100 +90,11 @@ pub struct Progress<'a> {
 
 pub type ProgressFn = Arc<dyn Fn(&Progress<'_>) + Send + Sync>;
 
-/// pass^N: scenarios passing in every pass, over the scenarios graded (never
-/// fail-safe) in every pass.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PassAllRuns {
-    pub passes: usize,
-    pub scenarios: usize,
-    pub total: usize,
-    /// `null` when no scenario was graded in every pass.
-    pub rate: Option<f64>,
-}
-
-/// Scenario runs (scenarios × passes) by what decided them.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DecidedCounts {
-    pub model: usize,
-    pub floor: usize,
-    /// The fail-safe after a failed or unparseable model call: outside every rate.
-    pub fail_safe: usize,
-}
-
-/// `report.json`: mallcop's `HarnessReport` fields, then ours.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct HarnessReport {
-    pub mode: String,
-    pub corpus_count: usize,
-    pub corpus_sha256: String,
-    pub runs: Vec<RunResult>,
-    /// Median over the passes that have a rate; `null` (reason in `na_reasons`) when
-    /// none has: the model decided no scenario of any pass (every one was decided by
-    /// the fail-safe or the floor).
-    pub median_pass_rate: Option<f64>,
-    pub noise_band_pp: f64,
-    pub runs_within_band: bool,
-    pub classifier: ClassifierSummary,
-    pub median_recall_rate: Option<f64>,
-    pub median_precision_rate: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub detect_fidelity: Option<serde_json::Value>,
-    pub note: String,
-    // --- beyond the original ---
-    /// Wilson 95% interval of the median pass rate (n = scenarios).
-    pub pass_rate_ci95: Option<Interval>,
-    pub recall_ci95: Option<Interval>,
-    pub precision_ci95: Option<Interval>,
-    pub pass_all_runs: PassAllRuns,
-    /// Scenario runs by what decided them; only `model` ones are in the rates.
-    pub decided_by: DecidedCounts,
-    /// Signs that the rates may not measure the model: most scenario runs
-    /// decided by the harness's floor or the fail-safe, or the model giving one action
-    /// to every scenario it decided. See [`super::summary::warnings`].
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub warnings: Vec<gauntlet_results::Warning>,
-    /// Why a median rate is `null`.
-    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
-    pub na_reasons: std::collections::BTreeMap<String, String>,
-    /// The backend: `golden`, `golden-http`, or the real target's label.
-    pub backend: String,
-    pub consensus: usize,
-    /// The investigate tier drove the tools itself (`--tool-loop`).
-    pub tool_loop: bool,
-    pub model_calls: usize,
-    pub model_errors: usize,
-    pub harness_version: String,
-    // --- real mode on the call layer (absent otherwise) ---
-    /// `budget` when the query budget ran out, `interrupted` when Ctrl-C or SIGTERM
-    /// stopped the exam: the scenarios in `not_run` were not decided and are in no
-    /// count or rate.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub partial: Option<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub not_run: Vec<NotRun>,
-    /// End-to-end mode: why the end-to-end pass (and so `detect_fidelity`) is missing.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub e2e_not_run: Option<String>,
-    /// Token usage and cost per tier (journal hits included: identical on a rerun).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub usage: Option<ExamUsage>,
-    /// sha256 of the exam's canonical identity (`exam.json`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub exam_config_sha256: Option<String>,
-}
-
-/// A scenario run the budget did not allow.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct NotRun {
-    pub pass: usize,
-    pub scenario_id: String,
-}
-
 /// A finished exam: the report (the scenario runs' transcripts went to their files as
 /// the exam ran).
 pub struct ExamOutput {
     /// With `run_files`, each scenario run's result is in its file, not in memory
-    /// ([`crate::pass_results::Results::Written`]): [`super::write_artifacts`] moves the
+    /// ([`gauntlet_results::exam::Results::Written`]): [`super::write_artifacts`] moves the
     /// files into place before it serializes the report.
     pub report: HarnessReport,
     /// The scenario runs' files (`run-<pass>/<id>.json` and `.transcript.json`), staged;
@@ -274,9 +183,6 @@ impl Serialize for PassTimings {
 }
 
 pub(super) const TIMINGS_NOTE: &str = "Wall-clock milliseconds. They vary from run to run, so they live here and not in report.json or run-<i>/<id>.json.";
-
-/// The note of the `detect_fidelity` block (also shown in the human output).
-pub const E2E_NOTE: &str = "END-TO-END MODE: detect_fidelity measures the detector fleet and the whole pipeline (events → detectors → findings → cascade → resolutions). It is reported on its own and is NEVER folded into the agent pass rate, which still comes from the hand-written findings.";
 
 /// Why an exam could not run.
 #[derive(Debug, thiserror::Error)]

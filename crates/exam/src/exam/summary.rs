@@ -2,21 +2,14 @@
 //! decided-by counts, pass^N, and the report assembled from its head and passes (a
 //! run's and a merge's).
 
-use super::schema::{
-    Backend, DecidedCounts, ExamConfig, GOLDEN_NOTE, HarnessReport, PassAllRuns, REAL_NOTE,
-};
-use crate::cascade::DecidedBy;
+use super::schema::{Backend, ExamConfig, GOLDEN_NOTE, REAL_NOTE};
 use crate::classifier::classify;
-use crate::grade::{NOISE_BAND_PP, ScenarioResult, median, wilson95, within_band};
-use crate::pass_results::RunResult;
+use crate::grade::{NOISE_BAND_PP, median, wilson95, within_band};
 use gauntlet_corpus::load::Corpus;
+use gauntlet_results::exam::{
+    DecidedBy, DecidedCounts, HarnessReport, PassAllRuns, RunResult, ScenarioResult, median_of,
+};
 use std::collections::HashMap;
-
-/// The median of the passes' values that exist (`None` when none does).
-pub fn median_of(values: impl Iterator<Item = Option<f64>>) -> Option<f64> {
-    let v: Vec<f64> = values.flatten().collect();
-    (!v.is_empty()).then(|| median(&v))
-}
 
 /// The median of per-pass population sizes, rounded down: the `n` of the Wilson
 /// interval of a median rate (every pass has the same n when nothing errored).
@@ -105,7 +98,7 @@ pub fn assemble_report(
                 name.to_string(),
                 format!(
                     "in no pass: {}",
-                    crate::grade::na_reason(what, floor, fail_safe)
+                    gauntlet_results::exam::na_reason(what, floor, fail_safe)
                 ),
             );
         }

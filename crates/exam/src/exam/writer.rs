@@ -1,13 +1,14 @@
 //! Writing the artefacts, each atomically (`gauntlet_core::atomic`), report.json last,
 //! after the scenario runs' files ([`super::run_files`]) are put in place; the leaderboard rows.
 
-use super::render::{render_html, render_markdown};
 use super::run_files::{RunFiles, io_named, item, mkdir};
-use super::schema::{ExamOutput, HarnessReport, PassTimings};
+use super::schema::{ExamOutput, PassTimings};
 use super::summary::median_n;
-use crate::grade::Interval;
-use crate::pass_results::file_stem;
+use gauntlet_report::exam::{render_html, render_markdown};
 use gauntlet_results::LeaderboardRow;
+use gauntlet_results::exam::{
+    HarnessReport, Interval, PIPELINE_CHECK, file_stem, golden_counts, pipeline_check_reason,
+};
 use std::path::{Path, PathBuf};
 
 /// Finishes an exam's artefacts under `out`: moves the scenario runs' files, staged by
@@ -140,35 +141,12 @@ pub fn leaderboard(out: &Path, r: &HarnessReport) -> Vec<LeaderboardRow> {
     ]
 }
 
-/// The metric of a golden-backend exam's one leaderboard row.
-pub const PIPELINE_CHECK: &str = "pipeline_check";
-
 /// (scenario runs that passed, all scenario runs) of an exam's passes.
 pub(super) fn golden_check(r: &HarnessReport) -> (u64, u64) {
     r.runs.iter().fold((0, 0), |(p, t), x| {
         let (passed, runs) = golden_counts(&x.results);
         (p + passed, t + runs)
     })
-}
-
-/// One pass's scenario runs that passed, and all of them. The pipeline check counts every
-/// scenario, the ones a harness rule (the floor) decides included: the merge gate asks
-/// that the whole pipeline gives the expected action, while `RunResult::passed` counts
-/// the model's decisions only (for the rates).
-pub fn golden_counts(results: &crate::pass_results::Results) -> (u64, u64) {
-    (results.passed() as u64, results.len() as u64)
-}
-
-/// The pipeline check's verdict: `passed` only when every scenario run passed.
-pub fn pipeline_check_reason(passed: u64, runs: u64) -> String {
-    let verdict = if runs > 0 && passed == runs {
-        "passed"
-    } else {
-        "failed"
-    };
-    format!(
-        "{verdict}: {passed}/{runs} scenario runs passed on the golden backend (scripted replies); a pipeline check, not a score"
-    )
 }
 
 /// The default output directory.

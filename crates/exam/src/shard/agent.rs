@@ -14,19 +14,21 @@
 //! journals and writes the whole exam's manifest last (`crate::manifest`).
 
 use super::{MergeError, ShardProblem, UnitsProblem};
-use crate::calls::{EXAM_JSON, ExamUsage, JOURNAL, TierRole};
+use crate::calls::{EXAM_JSON, JOURNAL};
 use crate::classifier::{WorstPass, outline_of};
 use crate::exam::{
-    Backend, ExamConfig, ExamTally, HarnessReport, ReportHead, assemble_report, exam_config_sha256,
-    file_stem, write_report_files,
+    Backend, ExamConfig, ExamTally, ReportHead, assemble_report, exam_config_sha256,
+    write_report_files,
 };
-use crate::grade::ScenarioResult;
-use crate::pass_results::{Bits, Results, RunResult, RunTally, WrittenPass};
 use gauntlet_corpus::load::Corpus;
 use gauntlet_job::artefacts::Artefacts;
 use gauntlet_job::manifest::{FileEntry, Kind};
 use gauntlet_job::merge::{Coverage, owners as owners_of};
 use gauntlet_job::shard::{SetRules, Shard, open_record, read_json, shown};
+use gauntlet_results::exam::{
+    Bits, ExamUsage, HarnessReport, Results, RunResult, RunTally, ScenarioResult, TierRole,
+    WrittenPass, file_stem,
+};
 use serde::Deserialize;
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -64,7 +66,7 @@ pub fn finish(
     let mut prices = serde_json::Map::new();
     if let (Backend::Real { models, .. }, Some(c)) = (&cfg.backend, &cfg.calls) {
         for role in TierRole::ALL {
-            let m = &models.for_tier(role.tier()).model;
+            let m = &models.for_tier(crate::calls::role_tier(role)).model;
             let p = c
                 .prices
                 .models

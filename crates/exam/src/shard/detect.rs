@@ -16,13 +16,14 @@
 
 use super::{FieldProblem, MergeError, ShardProblem, UnitsProblem};
 use gauntlet_detect::assemble::ExamFile;
-use gauntlet_detect::exam::{self as detect_exam, DetectReport, DetectorHealth, Row};
+use gauntlet_detect::exam as detect_exam;
 use gauntlet_detect::fleet::Member as FleetMember;
 use gauntlet_detect::report_text;
 use gauntlet_job::artefacts::Artefacts;
 use gauntlet_job::manifest::{FileEntry, Kind};
 use gauntlet_job::merge::{Coverage, owners as owners_of};
 use gauntlet_job::shard::{SetRules, Shard, open_record, read_json, shown};
+use gauntlet_results::detect::{DetectReport, DetectorHealth, Row};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 

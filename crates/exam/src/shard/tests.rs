@@ -5,12 +5,13 @@
 use super::*;
 use crate::exam::{ExamConfig, run_exam_units, write_artifacts};
 use gauntlet_corpus::load::Corpus;
-use gauntlet_detect::exam::{self as detect_exam, DetectReport, Item, Options};
+use gauntlet_detect::exam::{self as detect_exam, Item, Options};
 use gauntlet_detect::fleet::Member as FleetMember;
 use gauntlet_detect::report_text;
 use gauntlet_job::manifest::Kind;
 use gauntlet_job::shard::RecordError;
 use gauntlet_job::shard::{SetError, Shard};
+use gauntlet_results::detect::DetectReport;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 

@@ -1,16 +1,16 @@
-//! The human reports: the report as a gauntlet-report [`Page`] rendered to report.md and
-//! report.html (the run report's stylesheet, CSP and escaping), and the summary rows
-//! the CLI prints.
+//! An agent exam's human reports: its `report.json` ([`HarnessReport`]) as a [`Page`]
+//! rendered to report.md and report.html (the run report's stylesheet, CSP and
+//! escaping), and the summary rows the CLI prints. The exam writes its report.md and
+//! report.html with these, and the dashboard renders an exam's report page with them.
 
-use super::schema::{E2E_NOTE, HarnessReport};
-use crate::grade::Interval;
-use gauntlet_report::{Block, Page};
+use crate::page::{Block, Page};
+use gauntlet_results::exam::{E2E_NOTE, HarnessReport, Interval};
 
-pub(super) fn pct(x: f64) -> String {
+fn pct(x: f64) -> String {
     format!("{:.1}%", x * 100.0)
 }
 
-pub(super) fn ci(i: Option<Interval>) -> String {
+fn ci(i: Option<Interval>) -> String {
     i.map(|i| format!("{}–{}", pct(i.low), pct(i.high)))
         .unwrap_or_else(|| "n/a".into())
 }
@@ -34,12 +34,7 @@ pub fn pct_or_na(
 }
 
 /// A median rate with its Wilson interval, or `N/A (reason)`.
-pub(super) fn rate_cell(
-    r: &HarnessReport,
-    x: Option<f64>,
-    key: &str,
-    i: Option<Interval>,
-) -> String {
+fn rate_cell(r: &HarnessReport, x: Option<f64>, key: &str, i: Option<Interval>) -> String {
     match x {
         Some(_) => format!(
             "{} (Wilson 95% {})",
@@ -60,7 +55,7 @@ pub fn decided_line(r: &HarnessReport) -> String {
 }
 
 /// Rows of the summary tables, shared by the Markdown and HTML writers.
-pub(super) fn summary_rows(r: &HarnessReport) -> Vec<(String, String)> {
+fn summary_rows(r: &HarnessReport) -> Vec<(String, String)> {
     let mut rows = Vec::new();
     if let Some(p) = &r.partial {
         let ids: Vec<String> = r
@@ -123,7 +118,7 @@ pub(super) fn summary_rows(r: &HarnessReport) -> Vec<(String, String)> {
     rows
 }
 
-pub(super) fn base_rows(r: &HarnessReport) -> Vec<(String, String)> {
+fn base_rows(r: &HarnessReport) -> Vec<(String, String)> {
     vec![
         ("mode".into(), format!("{} ({})", r.mode, r.backend)),
         (
@@ -207,29 +202,28 @@ pub fn fidelity_rows(r: &HarnessReport) -> Vec<(String, String)> {
     ]
 }
 
-pub(super) fn failures(r: &HarnessReport) -> Vec<[String; 4]> {
-    let Some(w) = crate::classifier::worst_run(&r.runs) else {
+/// The worst pass's failed scenario runs: scenario, expected, terminal and the
+/// classifier's bin.
+fn failures(r: &HarnessReport) -> Vec<[String; 4]> {
+    let Some(w) = gauntlet_results::exam::worst_run(&r.runs) else {
         return vec![];
     };
-    crate::classifier::outline(&w.results)
-        .iter()
-        .filter(|x| !x.pass)
-        .map(|x| {
-            [
-                x.scenario_id.clone(),
-                x.expected_action.clone(),
-                x.terminal_action.clone(),
-                r.classifier
-                    .per_scenario
-                    .get(&x.scenario_id)
-                    .cloned()
-                    .unwrap_or_default(),
-            ]
+    w.results
+        .failed()
+        .into_iter()
+        .map(|[id, expected, terminal]| {
+            let bin = r
+                .classifier
+                .per_scenario
+                .get(&id)
+                .cloned()
+                .unwrap_or_default();
+            [id, expected, terminal, bin]
         })
         .collect()
 }
 
-/// The report as a [`Page`] of gauntlet-report: the one renderer (stylesheet, CSP,
+/// The report as a [`Page`]: the one renderer (stylesheet, CSP,
 /// escaping) behind report.md and report.html, shared with the run report.
 pub fn report_page(r: &HarnessReport) -> Page {
     let mut blocks = vec![Block::Note(r.note.clone())];
@@ -325,13 +319,13 @@ pub fn report_page(r: &HarnessReport) -> Page {
     }
 }
 
-/// report.md: [`report_page`] rendered by gauntlet-report.
+/// report.md: [`report_page`] rendered as Markdown.
 pub fn render_markdown(r: &HarnessReport) -> String {
-    gauntlet_report::render_page_markdown(&report_page(r))
+    crate::page::render_page_markdown(&report_page(r))
 }
 
-/// report.html: [`report_page`] rendered by gauntlet-report (the run report's
-/// stylesheet, Content-Security-Policy and escaping).
+/// report.html: [`report_page`] rendered as HTML (the run report's stylesheet,
+/// Content-Security-Policy and escaping).
 pub fn render_html(r: &HarnessReport) -> String {
-    gauntlet_report::render_page_html(&report_page(r))
+    crate::page::render_page_html(&report_page(r))
 }

@@ -1,10 +1,10 @@
-//! One pass of an exam: its numbers ([`RunResult`], counted a run at a time by
+//! One pass of an agent exam: its numbers ([`RunResult`], counted a run at a time by
 //! [`RunTally`]) and its scenario results as a report holds them ([`Results`]): in
 //! memory, or in the pass's files (`run-<pass>/<stem>.json`, [`file_stem`]), read back
 //! one at a time.
 //!
 //! Why: an exam with an output directory writes each scenario run's result to
-//! `run-<pass>/<stem>.json` as it is graded (`exam::RunFiles`). Keeping those results in
+//! `run-<pass>/<stem>.json` as it is graded (`gauntlet_exam::exam::RunFiles`). Keeping those results in
 //! memory as well made the exam grow with its passes, about 2.5 KiB a scenario run
 //! (BENCHMARKS.md, "Speed and memory: the exams"). A written pass keeps only which scenarios it graded (a bit each), the
 //! counts its readers need, and — for the one pass the failure classifier reads — the
@@ -12,8 +12,7 @@
 //! written. Either form serializes to the same bytes; a report read back holds
 //! [`Results::Listed`].
 
-use crate::cascade::DecidedBy;
-use crate::grade::{ScenarioResult, is_attack, na_reason};
+use super::scenario::{DecidedBy, ScenarioResult, is_attack, na_reason};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -180,8 +179,8 @@ pub fn file_stem(id: &str) -> String {
 /// the `.transcript.json` suffix).
 pub const MAX_STEM_BYTES: usize = 200;
 
-/// What the classifier and the report's failure table read of one scenario run
-/// (`classifier::outline`).
+/// What the classifier and the report's failure table read of one scenario run (the
+/// exam's `classifier::outline`; `bin` is the classifier's failure bin).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Outline {
     pub scenario_id: String,
@@ -204,15 +203,15 @@ pub enum Results {
 #[derive(Debug, Clone, PartialEq)]
 pub struct WrittenPass {
     /// `run-<pass>`, where the results are once the exam's files are in place.
-    pub(crate) dir: PathBuf,
+    pub dir: PathBuf,
     /// Every corpus scenario's file stem, by corpus index (shared by the passes).
-    pub(crate) stems: Arc<[String]>,
+    pub stems: Arc<[String]>,
     /// Bit `i`: the pass graded corpus scenario `i`.
-    pub(crate) present: Bits,
+    pub present: Bits,
     /// Results with `pass` set (floor passes included): the pipeline check's count.
-    pub(crate) passed: usize,
-    /// Kept for the pass the classifier reads (`classifier::worst_run`) only.
-    pub(crate) outline: Option<Vec<Outline>>,
+    pub passed: usize,
+    /// Kept for the pass the classifier reads ([`worst_run`]) only.
+    pub outline: Option<Vec<Outline>>,
 }
 
 impl Default for Results {
@@ -254,6 +253,30 @@ impl Results {
         match self {
             Results::Listed(v) => Some(v),
             Results::Written(_) => None,
+        }
+    }
+
+    /// The scenario runs that did not pass, in corpus order, as (scenario, expected
+    /// action, terminal action). A written pass answers from its outline, which the
+    /// exam keeps for the pass the classifier reads only: another written pass has
+    /// none.
+    pub fn failed(&self) -> Vec<[String; 3]> {
+        let row = |id: &str, expected: &str, terminal: &str| {
+            [id.to_owned(), expected.to_owned(), terminal.to_owned()]
+        };
+        match self {
+            Results::Listed(v) => v
+                .iter()
+                .filter(|r| !r.pass)
+                .map(|r| row(&r.scenario_id, &r.expected_action, &r.terminal_action))
+                .collect(),
+            Results::Written(w) => w
+                .outline
+                .iter()
+                .flatten()
+                .filter(|o| !o.pass)
+                .map(|o| row(&o.scenario_id, &o.expected_action, &o.terminal_action))
+                .collect(),
         }
     }
 
@@ -313,6 +336,22 @@ impl<'de> Deserialize<'de> for Results {
     }
 }
 
+/// Whether a pass with `rate` is worse than the worst so far, with `worst` (the
+/// classifier reads the worst pass: lowest pass rate, the first on ties; a pass without
+/// a rate, nothing graded, is worse than none only when no pass has one).
+pub fn worse(rate: Option<f64>, worst: Option<f64>) -> bool {
+    rate.unwrap_or(f64::INFINITY) < worst.unwrap_or(f64::INFINITY)
+}
+
+/// The worst run (see [`worse`]): the pass the failure classifier and the report's
+/// failure table read.
+pub fn worst_run(runs: &[RunResult]) -> Option<&RunResult> {
+    runs.iter().fold(None, |w: Option<&RunResult>, r| match w {
+        Some(w) if !worse(r.pass_rate, w.pass_rate) => Some(w),
+        _ => Some(r),
+    })
+}
+
 /// A fixed-size set of small indices, a bit each.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Bits(Vec<u64>);
@@ -348,7 +387,7 @@ impl Bits {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::grade::{AxisResult, ChainStep, StructuralAxes};
+    use crate::exam::{AxisResult, ChainStep, StructuralAxes};
     use proptest::prelude::*;
 
     fn result(id: &str, pass: bool) -> ScenarioResult {
@@ -380,7 +419,7 @@ mod tests {
                 iterations: AxisResult::NotApplicable,
             },
             pass,
-            decided_by: crate::cascade::DecidedBy::Model,
+            decided_by: DecidedBy::Model,
             error: String::new(),
         }
     }
