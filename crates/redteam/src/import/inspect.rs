@@ -192,35 +192,7 @@ fn read_entry<R: Read + Seek, T: serde::de::DeserializeOwned>(
     name: &str,
     path: &Path,
 ) -> Result<T, ImportError> {
-    let entry = zip.by_name(name).map_err(|e| {
-        ImportError::format(path, name, format!("cannot read the entry: {e}"), HELP)
-    })?;
-    if entry.size() > ENTRY_MAX {
-        return Err(ImportError::PartTooLarge {
-            path: path.to_path_buf(),
-            place: format!("entry {}", shown(name)),
-            max: ENTRY_MAX,
-        });
-    }
-    let mut bytes = Vec::with_capacity(entry.size() as usize);
-    entry
-        .take(ENTRY_MAX + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| {
-            ImportError::format(
-                path,
-                name,
-                format!("cannot decompress the entry: {e}"),
-                HELP,
-            )
-        })?;
-    if bytes.len() as u64 > ENTRY_MAX {
-        return Err(ImportError::PartTooLarge {
-            path: path.to_path_buf(),
-            place: format!("entry {}", shown(name)),
-            max: ENTRY_MAX,
-        });
-    }
+    let bytes = entry_bytes(zip, name, path)?;
     serde_json::from_slice(&bytes).map_err(|e| {
         ImportError::format(
             path,
@@ -229,6 +201,74 @@ fn read_entry<R: Read + Seek, T: serde::de::DeserializeOwned>(
             HELP,
         )
     })
+}
+
+/// The entry `name` decompressed, at most [`ENTRY_MAX`] bytes. zip decompresses stored
+/// and deflated entries and checks their CRC-32; a Zstandard entry (method 93, what
+/// Inspect writes) is read raw and decoded here, its CRC-32 checked the same way.
+fn entry_bytes<R: Read + Seek>(
+    zip: &mut zip::ZipArchive<R>,
+    name: &str,
+    path: &Path,
+) -> Result<Vec<u8>, ImportError> {
+    let unreadable = |e: &dyn std::fmt::Display| {
+        ImportError::format(path, name, format!("cannot read the entry: {e}"), HELP)
+    };
+    let undecodable = |e: &dyn std::fmt::Display| {
+        ImportError::format(
+            path,
+            name,
+            format!("cannot decompress the entry: {e}"),
+            HELP,
+        )
+    };
+    let too_large = || ImportError::PartTooLarge {
+        path: path.to_path_buf(),
+        place: format!("entry {}", shown(name)),
+        max: ENTRY_MAX,
+    };
+    let zstd = {
+        let raw = zip
+            .by_name_raw(name.as_bytes())
+            .map_err(|e| unreadable(&e))?;
+        if raw.size() > ENTRY_MAX {
+            return Err(too_large());
+        }
+        (raw.compression() == zip::CompressionMethod::ZSTD).then(|| (raw.crc32(), raw.size()))
+    };
+    let mut bytes = Vec::new();
+    match zstd {
+        None => {
+            let entry = zip.by_name(name).map_err(|e| unreadable(&e))?;
+            bytes.reserve(entry.size() as usize);
+            entry
+                .take(ENTRY_MAX + 1)
+                .read_to_end(&mut bytes)
+                .map_err(|e| undecodable(&e))?;
+        }
+        Some((crc, size)) => {
+            let raw = zip
+                .by_name_raw(name.as_bytes())
+                .map_err(|e| unreadable(&e))?;
+            bytes.reserve(size as usize);
+            ruzstd::decoding::StreamingDecoder::new(raw)
+                .map_err(|e| undecodable(&e))?
+                .take(ENTRY_MAX + 1)
+                .read_to_end(&mut bytes)
+                .map_err(|e| undecodable(&e))?;
+            if bytes.len() as u64 <= ENTRY_MAX
+                && (bytes.len() as u64 != size || crc32fast::hash(&bytes) != crc)
+            {
+                return Err(undecodable(
+                    &"its size or CRC-32 differs from what the archive records",
+                ));
+            }
+        }
+    }
+    if bytes.len() as u64 > ENTRY_MAX {
+        return Err(too_large());
+    }
+    Ok(bytes)
 }
 
 struct Builder {
@@ -450,6 +490,44 @@ mod tests {
         assert_eq!(imp.records[0].generations[1].reply, Ok("b".into()));
         assert!(imp.records[1].generations[0].reply.is_err());
         assert_eq!(imp.tool_version, "0.3.285");
+    }
+
+    /// The bundled `.eval` Inspect 0.3.285 wrote (every entry Zstandard-compressed).
+    fn zstd_eval() -> Vec<u8> {
+        std::fs::read(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../cli/tests/fixtures/import/inspect-shared.eval"),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn zstandard_entries_decode_and_a_damaged_one_is_named() {
+        let bytes = zstd_eval();
+        let imp = parse_eval(std::io::Cursor::new(&bytes), Path::new("a.eval")).unwrap();
+        assert_eq!(imp.records.len(), 20);
+        // One byte of the first sample's compressed data flipped: the decoder or the
+        // CRC-32 check refuses it, naming the entry.
+        let mut zip = zip::ZipArchive::new(std::io::Cursor::new(&bytes)).unwrap();
+        let name = zip
+            .file_names()
+            .map(|n| n.unwrap().into_owned())
+            .filter(|n| n.starts_with("samples/"))
+            .min()
+            .unwrap();
+        let entry = zip.by_name_raw(name.as_bytes()).unwrap();
+        assert_eq!(entry.compression(), zip::CompressionMethod::ZSTD);
+        let at = (entry.data_start().unwrap() + entry.compressed_size() / 2) as usize;
+        drop(entry);
+        let mut bad = bytes.clone();
+        bad[at] ^= 0x40;
+        let err = parse_eval(std::io::Cursor::new(&bad), Path::new("a.eval"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains(&name) && err.contains("cannot decompress the entry"),
+            "{err}"
+        );
     }
 
     proptest! {
