@@ -5,6 +5,7 @@
 
 use crate::page::{Block, Page};
 use gauntlet_results::exam::{E2E_NOTE, HarnessReport, Interval};
+use gauntlet_results::loose::Loose;
 
 fn pct(x: f64) -> String {
     format!("{:.1}%", x * 100.0)
@@ -171,34 +172,40 @@ fn base_rows(r: &HarnessReport) -> Vec<(String, String)> {
 
 /// Rows of the end-to-end `detect_fidelity` summary (empty outside e2e mode).
 pub fn fidelity_rows(r: &HarnessReport) -> Vec<(String, String)> {
-    let Some(f) = &r.detect_fidelity else {
+    let Some(f) = r.fidelity() else {
         return Vec::new();
     };
-    let n = |k: &str| f[k].as_u64().unwrap_or(0);
-    let rate = |k: &str| match f[k].as_f64() {
-        Some(x) => pct(x),
-        None => format!(
-            "N/A ({})",
-            f["na_reasons"][k].as_str().unwrap_or("no denominator")
-        ),
+    let n = |x: &Loose<u64>| x.get().copied().unwrap_or(0);
+    let rate = |x: &Loose<f64>, name: &str| match x.get() {
+        Some(x) => pct(*x),
+        None => format!("N/A ({})", f.na_reason(name).unwrap_or("no denominator")),
     };
     vec![
         (
             "scenarios".into(),
             format!(
                 "{} (REPRODUCED {}, MISMATCH {}, DETECT-MISS {}, DETECTOR-ERROR {})",
-                n("total"),
-                n("reproduced"),
-                n("mismatch"),
-                n("detect_miss"),
-                n("detector_error")
+                n(&f.total),
+                n(&f.reproduced),
+                n(&f.mismatch),
+                n(&f.detect_miss),
+                n(&f.detector_error)
             ),
         ),
-        ("reproduction rate".into(), rate("reproduction_rate")),
-        ("end-to-end pass rate".into(), rate("end_to_end_pass_rate")),
-        ("e2e recall".into(), rate("e2e_recall")),
-        ("e2e precision".into(), rate("e2e_precision")),
-        ("ungraded rows".into(), n("ungraded").to_string()),
+        (
+            "reproduction rate".into(),
+            rate(&f.reproduction_rate, "reproduction_rate"),
+        ),
+        (
+            "end-to-end pass rate".into(),
+            rate(&f.end_to_end_pass_rate, "end_to_end_pass_rate"),
+        ),
+        ("e2e recall".into(), rate(&f.e2e_recall, "e2e_recall")),
+        (
+            "e2e precision".into(),
+            rate(&f.e2e_precision, "e2e_precision"),
+        ),
+        ("ungraded rows".into(), n(&f.ungraded).to_string()),
     ]
 }
 

@@ -33,3 +33,24 @@ fn an_exams_report_html_is_what_the_exam_wrote() {
         fixture("report.html")
     );
 }
+
+/// An end-to-end exam's report (the `exam-e2e` fixture of gauntlet-results with one rate
+/// made N/A and one count of the wrong type): its detect-fidelity rows, rendered as the
+/// renderer did when it read the block field by field.
+fn e2e_report() -> HarnessReport {
+    serde_json::from_str(&fixture("e2e-report.json")).expect("e2e-report.json reads")
+}
+
+#[test]
+fn an_end_to_end_exams_fidelity_rows_are_what_the_renderer_wrote() {
+    let md = gauntlet_report::exam::render_markdown(&e2e_report());
+    assert!(
+        md.contains("| e2e precision | N/A (no benign row was graded) |"),
+        "{md}"
+    );
+    assert_eq!(md, fixture("e2e-report.md"));
+    assert_eq!(
+        gauntlet_report::exam::render_html(&e2e_report()),
+        fixture("e2e-report.html")
+    );
+}

@@ -6,6 +6,7 @@
 use super::pass::{Results, RunResult};
 use super::scenario::Interval;
 use crate::Warning;
+use crate::loose::Loose;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -26,7 +27,8 @@ pub struct HarnessReport {
     pub median_recall_rate: Option<f64>,
     pub median_precision_rate: Option<f64>,
     /// End-to-end mode: the detector fleet's fidelity (the exam's `DetectFidelity`),
-    /// reported apart from the agent's rates ([`E2E_NOTE`]).
+    /// reported apart from the agent's rates ([`E2E_NOTE`]); a reader takes its figures
+    /// through [`HarnessReport::fidelity`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detect_fidelity: Option<serde_json::Value>,
     pub note: String,
@@ -166,6 +168,49 @@ pub struct ExamUsage {
     pub cost_na_reason: Option<String>,
 }
 
+/// The figures of a `detect_fidelity` block a reader shows: its counts, its rates and
+/// why a rate is N/A, each read leniently (a wrong or missing field is absent, as in the
+/// dashboard's `*Read` types), so a block another version wrote still shows what it can.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct FidelityRead {
+    pub total: Loose<u64>,
+    pub reproduced: Loose<u64>,
+    pub mismatch: Loose<u64>,
+    pub detect_miss: Loose<u64>,
+    pub detector_error: Loose<u64>,
+    pub ungraded: Loose<u64>,
+    pub reproduction_rate: Loose<f64>,
+    pub end_to_end_pass_rate: Loose<f64>,
+    pub e2e_recall: Loose<f64>,
+    pub e2e_precision: Loose<f64>,
+    /// Why a rate is `null`, by the rate's name.
+    pub na_reasons: Loose<BTreeMap<String, Loose<String>>>,
+}
+
+impl FidelityRead {
+    /// The figures of the block `v`; a block that is not a JSON object has none.
+    pub fn of(v: &serde_json::Value) -> FidelityRead {
+        match v {
+            serde_json::Value::Object(_) => FidelityRead::deserialize(v).unwrap_or_default(),
+            _ => FidelityRead::default(),
+        }
+    }
+
+    /// Why the rate `name` is N/A, as the block states it.
+    pub fn na_reason(&self, name: &str) -> Option<&str> {
+        self.na_reasons.get()?.get(name)?.get().map(String::as_str)
+    }
+}
+
+impl HarnessReport {
+    /// The figures of the end-to-end `detect_fidelity` block, when the report has one
+    /// (a block that is not a JSON object reads as every figure absent).
+    pub fn fidelity(&self) -> Option<FidelityRead> {
+        self.detect_fidelity.as_ref().map(FidelityRead::of)
+    }
+}
+
 /// The note of the `detect_fidelity` block (also shown in the human output).
 pub const E2E_NOTE: &str = "END-TO-END MODE: detect_fidelity measures the detector fleet and the whole pipeline (events → detectors → findings → cascade → resolutions). It is reported on its own and is NEVER folded into the agent pass rate, which still comes from the hand-written findings.";
 
@@ -198,4 +243,28 @@ pub fn pipeline_check_reason(passed: u64, runs: u64) -> String {
     format!(
         "{verdict}: {passed}/{runs} scenario runs passed on the golden backend (scripted replies); a pipeline check, not a score"
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fidelity(v: serde_json::Value) -> FidelityRead {
+        FidelityRead::of(&v)
+    }
+
+    #[test]
+    fn a_fidelity_block_shows_what_it_can() {
+        let f = fidelity(serde_json::json!({
+            "total": 4, "reproduced": "three", "reproduction_rate": 0.5,
+            "e2e_recall": null, "na_reasons": {"e2e_recall": "no attack rows", "e2e_precision": 7},
+            "rows": [], "note": "n"
+        }));
+        assert_eq!((f.total.0, f.reproduced.0), (Some(4), None));
+        assert_eq!((f.reproduction_rate.0, f.e2e_recall.0), (Some(0.5), None));
+        assert_eq!(f.na_reason("e2e_recall"), Some("no attack rows"));
+        assert_eq!(f.na_reason("e2e_precision"), None);
+        let f = fidelity(serde_json::json!([1, 2]));
+        assert_eq!((f.total.0, f.na_reason("e2e_recall")), (None, None));
+    }
 }
