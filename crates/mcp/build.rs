@@ -1,7 +1,8 @@
 //! Derives the scanner's rule table from the source tree: every `pub mod NAME;` line of
 //! `src/rules/mod.rs` whose file declares `pub const RULE` is a rule, and
-//! `$OUT_DIR/rules.rs` lists their `RULE`s (in name order; the catalogue's own order is
-//! each rule's `rank`). A new rule is therefore its file plus its `mod` line.
+//! `$OUT_DIR/rules.rs` lists their `RULE`s in name order (as `super::NAME::RULE`, for
+//! `src/rules/check.rs`, which sorts them by `rank`). A new rule is therefore its file
+//! plus its `mod` line.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -33,7 +34,7 @@ fn main() {
             dir.display(),
             m.trim_start_matches("r#")
         );
-        writeln!(list, "    {m}::RULE,").expect("writing to a String");
+        writeln!(list, "    super::{m}::RULE,").expect("writing to a String");
     }
     list.push(']');
     let out = std::env::var("OUT_DIR").expect("cargo sets OUT_DIR");

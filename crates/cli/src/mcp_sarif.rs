@@ -17,6 +17,7 @@
 
 use gauntlet_core::hash::HashWriter;
 use gauntlet_core::taxonomy;
+use gauntlet_mcp::catalogue;
 use gauntlet_mcp::finding::{Rule as ScanRule, Severity};
 use gauntlet_mcp::pin::{PIN_DRIFT, RUG_PULL};
 use gauntlet_mcp::scan::ScanReport;
@@ -54,7 +55,7 @@ fn title(id: &str) -> String {
 
 fn rules() -> Vec<Rule> {
     let tmap = taxonomy::map();
-    ScanRule::all()
+    catalogue::all()
         .iter()
         .map(|r| {
             let mut tags = vec!["security".to_string(), "mcp".to_string()];
@@ -195,7 +196,7 @@ mod tests {
 
     #[test]
     fn every_scanner_rule_is_mapped_to_the_taxonomy() {
-        for r in ScanRule::all() {
+        for r in catalogue::all() {
             let tags = taxonomy::mcp_rule_tags(r.id());
             for fw in ["owasp_llm", "owasp_agentic_2026", "owasp_mcp"] {
                 assert!(
@@ -205,7 +206,7 @@ mod tests {
                 );
             }
         }
-        assert_eq!(rules().len(), ScanRule::all().len());
+        assert_eq!(rules().len(), catalogue::all().len());
     }
 
     #[test]

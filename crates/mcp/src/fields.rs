@@ -7,7 +7,27 @@
 //! and names each by its JSON pointer; `_meta` and `icons` are skipped (clients do not
 //! show them to the model).
 
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+/// What kind of definition an item is: what a finding is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ItemKind {
+    Tool,
+    Prompt,
+    Resource,
+}
+
+impl ItemKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ItemKind::Tool => "tool",
+            ItemKind::Prompt => "prompt",
+            ItemKind::Resource => "resource",
+        }
+    }
+}
 
 /// What kind of slot a string fills.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,11 +1,15 @@
 //! What a scan reports: one [`Finding`] per rule hit, a plain serialisable record (server,
 //! item, rule id, severity, location, offending text) that any output format — the text
-//! report, `--json`, SARIF — renders without knowing the rules.
+//! report, `--json`, SARIF — renders without knowing the rules; and what a rule is
+//! ([`Rule`], [`RuleInfo`], [`Check`]), which a finding names and a rule's check makes.
+//!
+//! The list of every rule is [`crate::catalogue`]'s, above the rules, the pin and the
+//! reviewer that declare them: nothing here reads it.
 
-use crate::rules::Ctx;
+use crate::fields::ItemKind;
+use crate::rules::context::Ctx;
 use gauntlet_core::taxonomy::ThreatEntry;
 use serde::{Deserialize, Serialize};
-use std::sync::LazyLock;
 
 /// How much a finding matters. Ordered: `Info < Low < Medium < High`. The default gate
 /// (`mcp-scan --fail-on low`) fails on `low` and above, so `info` is what a reviewer may
@@ -48,35 +52,16 @@ impl Severity {
     }
 }
 
-/// What a finding is about.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ItemKind {
-    Tool,
-    Prompt,
-    Resource,
-}
-
-impl ItemKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ItemKind::Tool => "tool",
-            ItemKind::Prompt => "prompt",
-            ItemKind::Resource => "resource",
-        }
-    }
-}
-
 /// What a scanner rule is, as data: each rule declares one in its own file (`RULE`), and
-/// everything that lists rules — [`Rule::all`], the per-item run
-/// ([`crate::rules::check_item`]), SARIF's rule list, the reviewer's kinds
+/// everything that lists rules — the catalogue ([`crate::catalogue::all`]), the per-item
+/// run ([`crate::rules::check_item`]), SARIF's rule list, the reviewer's kinds
 /// ([`crate::review::kinds`]) and the scanner's rows of the threat map — reads them.
 #[derive(Debug)]
 pub struct RuleInfo {
     /// The rule's id in reports (`hidden_instruction`).
     pub id: &'static str,
-    /// Its place in the catalogue: the order of [`Rule::all`], of SARIF's rule list and of
-    /// sorted rules. Unique (tested).
+    /// Its place in the catalogue: the order of [`crate::catalogue::all`], of SARIF's rule
+    /// list and of sorted rules. Unique (tested).
     pub rank: u8,
     /// One line on what the rule looks for (for reports and SARIF rule metadata).
     pub summary: &'static str,
@@ -102,34 +87,12 @@ pub enum Check {
 }
 
 /// A scanner rule: its [`RuleInfo`], compared, ordered and hashed by its id's place in the
-/// catalogue (`rank`), and serialised as its id.
+/// catalogue (`rank`), and serialised as its id (read back by id through the catalogue,
+/// which holds its `Deserialize`).
 #[derive(Debug, Clone, Copy)]
 pub struct Rule(pub &'static RuleInfo);
 
-/// Every rule, in catalogue order: the `RULE` of each `pub mod` under `rules/` (a list
-/// the build reads from `rules/mod.rs`) and the rules of the pin and the reviewer.
-static ALL: LazyLock<Vec<Rule>> = LazyLock::new(|| {
-    let mut all: Vec<Rule> = crate::rules::RULES.to_vec();
-    all.extend([
-        crate::pin::RUG_PULL,
-        crate::pin::PIN_DRIFT,
-        crate::review::RULE,
-    ]);
-    all.sort();
-    all
-});
-
 impl Rule {
-    /// Every rule, in catalogue order.
-    pub fn all() -> &'static [Rule] {
-        &ALL
-    }
-
-    /// The rule with id `id`.
-    pub fn by_id(id: &str) -> Option<Rule> {
-        ALL.iter().copied().find(|r| r.0.id == id)
-    }
-
     pub fn id(self) -> &'static str {
         self.0.id
     }
@@ -183,21 +146,9 @@ impl Serialize for Rule {
     }
 }
 
-impl<'de> Deserialize<'de> for Rule {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Rule, D::Error> {
-        let id = String::deserialize(d)?;
-        Rule::by_id(&id).ok_or_else(|| {
-            let ids: Vec<&str> = ALL.iter().map(|r| r.0.id).collect();
-            serde::de::Error::custom(format!(
-                "unknown rule `{id}` (expected one of {})",
-                ids.join(", ")
-            ))
-        })
-    }
-}
-
-/// One rule hit.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+/// One rule hit. Written, not read back: reading its `rule` needs the catalogue, which
+/// sits above the rules that make findings.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 pub struct Finding {
     /// The server's name (the servers-file key; for a single server, what its command
     /// runs or the URL's host).
@@ -231,6 +182,29 @@ pub fn excerpt(s: &str) -> String {
     out
 }
 
+impl Ctx<'_> {
+    /// A finding about this item.
+    pub fn finding(
+        &self,
+        rule: Rule,
+        severity: Severity,
+        location: &str,
+        text: &str,
+        message: impl Into<String>,
+    ) -> Finding {
+        Finding {
+            server: self.server.to_string(),
+            kind: self.kind,
+            item: self.name.to_string(),
+            rule,
+            severity,
+            location: location.to_string(),
+            text: excerpt(text),
+            message: message.into(),
+        }
+    }
+}
+
 /// What the review of a scan did (`review` in the JSON report); [`crate::review`] fills
 /// it in.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -256,54 +230,4 @@ pub struct ReviewSummary {
     /// Items without a verdict (the call failed or the reply was not one); each is also
     /// in the report's `errors`, so the scan is incomplete (exit 2).
     pub errors: usize,
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Rule;
-    use gauntlet_core::taxonomy::{self, THREAT_MAP_JSON};
-    use std::collections::BTreeSet;
-
-    #[test]
-    fn every_rule_has_its_own_rank_and_id_and_round_trips_by_id() {
-        let ranks: BTreeSet<u8> = Rule::all().iter().map(|r| r.0.rank).collect();
-        let ids: BTreeSet<&str> = Rule::all().iter().map(|r| r.id()).collect();
-        assert_eq!(ranks.len(), Rule::all().len(), "two rules share a rank");
-        assert_eq!(ids.len(), Rule::all().len(), "two rules share an id");
-        for r in Rule::all() {
-            let json = serde_json::to_string(r).expect("a rule serialises");
-            assert_eq!(json, format!("\"{}\"", r.id()));
-            assert_eq!(serde_json::from_str::<Rule>(&json).expect("parses"), *r);
-        }
-        assert!(serde_json::from_str::<Rule>("\"nope\"").is_err());
-    }
-
-    /// The threat map's `mcp_rules` rows are the rules' own `threat`, in catalogue order;
-    /// with `GAUNTLET_UPDATE_DOCS=1` the map's file is rewritten from them.
-    #[test]
-    fn the_threat_map_rows_are_the_rules_own() {
-        let rows: Vec<String> = Rule::all()
-            .iter()
-            .map(|r| taxonomy::row_json(r.id(), r.threat()))
-            .collect();
-        let (_, have) =
-            taxonomy::section_rows(THREAT_MAP_JSON, "mcp_rules").expect("an mcp_rules section");
-        if have == rows {
-            return;
-        }
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../core/taxonomy/threat_map.json"
-        );
-        if std::env::var_os("GAUNTLET_UPDATE_DOCS").is_some() {
-            let text = taxonomy::with_section(THREAT_MAP_JSON, "mcp_rules", &rows)
-                .expect("an mcp_rules section");
-            std::fs::write(path, text).expect("writing the threat map");
-            return;
-        }
-        panic!(
-            "{path}'s mcp_rules differ from the rules' `threat` (rerun with \
-             GAUNTLET_UPDATE_DOCS=1 to rewrite them):\nmap:   {have:#?}\nrules: {rows:#?}"
-        );
-    }
 }

@@ -9,7 +9,8 @@
 //! - **the scanner** ([`scan`]): every rule ([`rules`], one file each) over the
 //!   definitions, findings as plain records ([`finding`]), and rug-pull pins ([`pin`]);
 //!   optionally a reviewer model's verdict per definition ([`review`]: the request and
-//!   the reading of its reply; the caller sends it).
+//!   the reading of its reply; the caller sends it). [`catalogue`] lists every rule of
+//!   the three, above them all.
 //!
 //! The served side ([`serve`]) is gauntlet's own MCP server: tools defined as data
 //! (descriptions, scripted results, a definition that changes after the first listing),
@@ -25,6 +26,7 @@
 pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
 
 pub mod canonical;
+pub mod catalogue;
 pub mod client;
 pub mod confine;
 pub mod fields;

@@ -12,7 +12,8 @@
 //! comparison (scan a subset without losing the rest). `--update-pin` rewrites the file
 //! with what this scan saw, after reporting.
 
-use crate::finding::{Check, Finding, ItemKind, Rule, RuleInfo, Severity};
+use crate::fields::ItemKind;
+use crate::finding::{Check, Finding, Rule, RuleInfo, Severity};
 use std::collections::BTreeMap;
 use std::path::Path;
 

@@ -18,8 +18,8 @@
 //! verdict.
 
 use crate::canonical;
-use crate::fields;
-use crate::finding::{Check, Finding, ItemKind, ReviewSummary, Rule, RuleInfo, Severity, excerpt};
+use crate::fields::{self, ItemKind};
+use crate::finding::{Check, Finding, ReviewSummary, Rule, RuleInfo, Severity, excerpt};
 use crate::scan::{Inventory, ScanReport, ServerError};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -43,7 +43,7 @@ pub const RULE: Rule = Rule(&RuleInfo {
 /// The poisoning kinds a reviewer may name: the ids of the text rules (the poisoning
 /// rules that read one definition), in catalogue order.
 pub fn kinds() -> impl Iterator<Item = &'static str> {
-    Rule::all()
+    crate::rules::RULES
         .iter()
         .filter(|r| r.is_poisoning() && !matches!(r.0.check, Check::Scan))
         .map(|r| r.id())
@@ -508,7 +508,7 @@ impl ReviewSummary {
 #[cfg(test)]
 mod tests {
     use super::{ReviewError, finding, kinds, locate, parse, prompt};
-    use crate::finding::ItemKind;
+    use crate::fields::ItemKind;
     use proptest::prelude::*;
     use serde_json::json;
 

@@ -3,8 +3,8 @@
 //! scanned, and the pin's verdict).
 
 use crate::canonical;
-use crate::fields::{self, Field};
-use crate::finding::{Finding, ItemKind, Rule, Severity};
+use crate::fields::{self, Field, ItemKind};
+use crate::finding::{Finding, Rule, Severity};
 use crate::pin::{self, PinError, Pins};
 use crate::rules::{self, Ctx, Norm, NormField};
 use serde::{Deserialize, Serialize};
@@ -156,18 +156,19 @@ pub struct PinOutcome {
     pub tools: usize,
 }
 
-/// The whole scan.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// The whole scan (what `mcp-scan --json` writes; its findings are not read back, see
+/// [`Finding`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ScanReport {
     /// Format of this document.
     pub format: String,
     pub servers: Vec<ServerReport>,
     pub errors: Vec<ServerError>,
     pub findings: Vec<Finding>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub pin: Option<PinOutcome>,
     /// What the reviewer model did (`--review`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub review: Option<crate::finding::ReviewSummary>,
 }
 

@@ -2,14 +2,14 @@
 //! form with the map back to the original ([`Norm`]), sentence and quoting helpers, and
 //! the patterns several rules share.
 
-use crate::fields::{Field, Slot};
-use crate::finding::{Finding, ItemKind, Rule, Severity, excerpt};
+use crate::fields::{Field, ItemKind, Slot};
 use regex::bytes::{Regex, RegexBuilder};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 
-/// One definition under scan, with what the rules need to know about its neighbours.
+/// One definition under scan, with what the rules need to know about its neighbours. A
+/// rule reports on it with [`Ctx::finding`] (defined beside [`crate::finding::Finding`]).
 pub struct Ctx<'a> {
     pub server: &'a str,
     pub kind: ItemKind,
@@ -25,27 +25,6 @@ pub struct Ctx<'a> {
 }
 
 impl<'a> Ctx<'a> {
-    /// A finding about this item.
-    pub fn finding(
-        &self,
-        rule: Rule,
-        severity: Severity,
-        location: &str,
-        text: &str,
-        message: impl Into<String>,
-    ) -> Finding {
-        Finding {
-            server: self.server.to_string(),
-            kind: self.kind,
-            item: self.name.to_string(),
-            rule,
-            severity,
-            location: location.to_string(),
-            text: excerpt(text),
-            message: message.into(),
-        }
-    }
-
     /// The fields a text rule reads: prose and values (names are the name rules').
     pub fn text_fields(&self) -> impl Iterator<Item = &NormField<'a>> {
         self.fields.iter().filter(|f| f.field.slot != Slot::Name)

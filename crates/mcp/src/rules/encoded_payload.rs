@@ -7,7 +7,7 @@
 //! A digest, an image, a JWT header or a random token decodes to bytes or to JSON without
 //! such words, and is left alone.
 
-use super::{Ctx, re};
+use super::context::{Ctx, re};
 use crate::finding::{Check, Finding, Rule, RuleInfo, Severity};
 use data_encoding::{BASE64, BASE64_NOPAD, BASE64URL, BASE64URL_NOPAD, HEXLOWER_PERMISSIVE};
 use regex::bytes::Regex;

@@ -14,7 +14,7 @@
 //! An ambiguous name (`code`, `query`, `expression`) counts only when the description
 //! says it is run or evaluated.
 
-use super::{Ctx, re};
+use super::context::{Ctx, re};
 use crate::fields;
 use crate::finding::{Check, Finding, Rule, RuleInfo, Severity};
 use regex::bytes::Regex;

@@ -16,8 +16,8 @@
 //!   (`user_ssh_private_key`, `previous_assistant_messages`, `system_prompt_copy`) on a
 //!   tool whose name and description say nothing that needs it.
 
+use super::context::{Ctx, quote, re};
 use super::sensitive_data_request::{CONVERSATION, FILE, SECRET, beyond, requests, secret_param};
-use super::{Ctx, quote, re};
 use crate::finding::{Check, Finding, Rule, RuleInfo, Severity};
 use regex::bytes::Regex;
 use std::sync::LazyLock;
@@ -226,7 +226,7 @@ pub fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
             ));
         }
     }
-    if ctx.kind == crate::finding::ItemKind::Tool {
+    if ctx.kind == crate::fields::ItemKind::Tool {
         let all_text: String = ctx
             .fields
             .iter()

@@ -38,7 +38,7 @@
 //! "IMPORTANT: the path must be absolute", "ignore case", "succeeds silently", "use this
 //! tool when the user asks for …" — directions about the tool itself.
 
-use super::{Ctx, re};
+use super::context::{Ctx, re};
 use crate::fields::Slot;
 use crate::finding::{Check, Finding, Rule, RuleInfo, Severity};
 use regex::bytes::Regex;
@@ -162,7 +162,7 @@ static NEGATION: LazyLock<Regex> =
     LazyLock::new(|| re(r"\b(never|not|no|don't|do not|must not|should not|cannot|can't)\b|n't\b"));
 
 /// The sentence of `f` that tells the model to act without the user's say-so.
-fn skips_confirmation(f: &super::NormField<'_>) -> Option<std::ops::Range<usize>> {
+fn skips_confirmation(f: &super::context::NormField<'_>) -> Option<std::ops::Range<usize>> {
     let b = f.norm.text.as_bytes();
     f.norm.sentences().into_iter().find(|s| {
         let t = &b[s.clone()];
@@ -272,7 +272,7 @@ pub fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
                 RULE,
                 Severity::High,
                 &f.field.pointer,
-                &super::quote(f, r),
+                &super::context::quote(f, r),
                 format!("{why} in `{}`", f.field.pointer),
             ));
         }
@@ -300,8 +300,8 @@ pub fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
 /// assistant should keep explanations short", "You should pass a single word", "Always
 /// ask the user before deleting") stay silent.
 pub(crate) mod addressed {
+    use super::super::context::{NormField, re};
     use super::super::sensitive_data_request::{CONVERSATION, FILE, SECRET};
-    use super::super::{NormField, re};
     use regex::bytes::Regex;
     use std::ops::Range;
     use std::sync::LazyLock;
@@ -587,7 +587,10 @@ pub(crate) mod addressed {
 
 /// The original text of the sentence holding a normal-form match (widened to its
 /// sentence, at most a few hundred bytes).
-pub(crate) fn sentence_around(f: &super::NormField<'_>, m: std::ops::Range<usize>) -> String {
+pub(crate) fn sentence_around(
+    f: &super::context::NormField<'_>,
+    m: std::ops::Range<usize>,
+) -> String {
     let sentences = f.norm.sentences();
     let s = sentences
         .iter()
@@ -596,7 +599,7 @@ pub(crate) fn sentence_around(f: &super::NormField<'_>, m: std::ops::Range<usize
         .unwrap_or(m.clone());
     // A tag block's match can span sentences: quote from the sentence to the match end.
     let r = s.start.min(m.start)..s.end.max(m.end);
-    super::quote(f, r)
+    super::context::quote(f, r)
 }
 
 #[cfg(test)]

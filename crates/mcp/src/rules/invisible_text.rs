@@ -13,7 +13,7 @@
 //! Names are checked too: an invisible character in a tool or parameter name makes two
 //! different names look the same.
 
-use super::{Ctx, is_invisible};
+use super::context::{Ctx, is_invisible};
 use crate::finding::{Check, Finding, Rule, RuleInfo, Severity};
 
 /// What this rule is: the scanner's catalogue, SARIF and the threat map read it.

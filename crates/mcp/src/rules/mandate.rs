@@ -32,7 +32,7 @@
 //!
 //! Each counts only when its verb is not forbidden ("do not run", "never delete").
 
-use super::{NormField, re};
+use super::context::{NormField, re};
 use regex::bytes::Regex;
 use std::ops::Range;
 use std::sync::LazyLock;

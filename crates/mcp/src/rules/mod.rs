@@ -18,19 +18,15 @@ pub mod name_collision;
 pub mod sensitive_data_request;
 pub mod tool_shadowing;
 
-// What every rule shares, and the run over all of them.
+// What every rule shares, and the list of them with the run over one definition.
 mod check;
-mod context;
+pub(crate) mod context;
 mod mandate;
 mod steering;
 #[cfg(test)]
 pub(crate) mod testing;
 
-pub use check::check_item;
-
-/// The rules declared in this folder (each `pub mod` whose file holds a `RULE`), in name
-/// order; derived by the build from the `mod` lines above.
-pub static RULES: &[crate::finding::Rule] = &include!(concat!(env!("OUT_DIR"), "/rules.rs"));
+pub use check::{RULES, check_item};
 pub use context::{
     CONVERSATION_DATA, CREDENTIAL_FILE, Ctx, Norm, NormField, REQUEST_VERB, SECRET_NOUN,
     is_invisible, quote, re, sentence_where, sentence_with,

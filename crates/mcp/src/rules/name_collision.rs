@@ -16,7 +16,8 @@
 //! definition (and the one a reviewer read need not be the one the model gets): each is
 //! a finding.
 
-use crate::finding::{Check, Finding, ItemKind, Rule, RuleInfo, Severity};
+use crate::fields::ItemKind;
+use crate::finding::{Check, Finding, Rule, RuleInfo, Severity};
 use std::collections::BTreeMap;
 
 /// What this rule is: the scanner's catalogue, SARIF and the threat map read it.

@@ -20,7 +20,7 @@
 //! sentence of the tool's own description ("Retrieve an item from the password vault"),
 //! which names the tool's object.
 
-use super::{
+use super::context::{
     CONVERSATION_DATA, CREDENTIAL_FILE, Ctx, REQUEST_VERB, SECRET_NOUN, quote, re, sentence_where,
     sentence_with,
 };
@@ -150,7 +150,10 @@ pub(crate) static BEYOND: LazyLock<Regex> = LazyLock::new(|| {
 /// which together name `what` ("… the contents of ~/.aws/credentials; provide them in
 /// `auth`"), as one range. A verb inside an example command ("equivalent to `kubectl
 /// get pods`") is not a request.
-pub(crate) fn pair_with(f: &super::NormField<'_>, what: &Regex) -> Option<std::ops::Range<usize>> {
+pub(crate) fn pair_with(
+    f: &super::context::NormField<'_>,
+    what: &Regex,
+) -> Option<std::ops::Range<usize>> {
     let t = f.norm.text.as_bytes();
     let s = f.norm.sentences();
     s.windows(2).find_map(|w| {

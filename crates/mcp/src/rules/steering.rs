@@ -20,7 +20,7 @@
 //! Arabic, Hindi and Ukrainian; "the first action of every conversation", "to every
 //! tool on every server" and "use only the tools on this server" reach every other tool.
 
-use super::{NormField, re};
+use super::context::{NormField, re};
 use regex::bytes::Regex;
 use std::ops::Range;
 use std::sync::LazyLock;

@@ -34,7 +34,7 @@
 //! project id" names the tools it provides an input to, and is not a directive about
 //! every tool.
 
-use super::{Ctx, quote, re};
+use super::context::{Ctx, quote, re};
 use crate::finding::{Check, Finding, Rule, RuleInfo, Severity};
 use regex::bytes::Regex;
 use std::sync::LazyLock;
