@@ -1,6 +1,7 @@
 //! Text normalisation shared by the leakage surface: `leak_detector` (crates/redteam)
 //! and the `reference_memorizer` target (crates/models) must normalise identically, so
-//! there is one definition, here.
+//! there is one definition, here; and the one `*` pattern match ([`glob`]) of tool
+//! names, hosts and gate-rule selectors.
 
 /// Normalises text for leak matching: trim, Unicode lowercase, whitespace runs → one space.
 pub fn normalize(s: &str) -> String {
@@ -110,9 +111,44 @@ const fn is_ascii_space(b: u8) -> bool {
     matches!(b, b'\t' | b'\n' | 0x0b | 0x0c | b'\r' | b' ')
 }
 
+/// `*` matches any run of characters (none included); everything else literally.
+pub fn glob(pattern: &str, s: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('*').collect();
+    if parts.len() == 1 {
+        return pattern == s;
+    }
+    let (first, last) = (parts[0], parts[parts.len() - 1]);
+    if !s.starts_with(first) || s.len() < first.len() + last.len() || !s.ends_with(last) {
+        return false;
+    }
+    let mut rest = &s[first.len()..s.len() - last.len()];
+    for p in &parts[1..parts.len() - 1] {
+        match rest.find(p) {
+            Some(i) => rest = &rest[i + p.len()..],
+            None => return false,
+        }
+    }
+    true
+}
+
 #[cfg(test)]
 mod tests {
-    use super::normalize;
+    use super::{glob, normalize};
+
+    #[test]
+    fn globs() {
+        assert!(glob("send_*", "send_email"));
+        assert!(glob("*", ""));
+        assert!(glob("*.example.invalid", "a.b.example.invalid"));
+        assert!(!glob("*.example.invalid", "example.invalid"));
+        assert!(!glob("send", "send_email"));
+        assert!(glob("prod-*", "prod-bot"));
+        assert!(glob("*bot", "prod-bot"));
+        assert!(glob("p*d*t", "prod-bot"));
+        assert!(!glob("p*x*t", "prod-bot"));
+        assert!(glob("exact", "exact") && !glob("exact", "exactly"));
+        assert!(!glob("ab*ab", "ab"));
+    }
 
     proptest::proptest! {
         /// The ASCII fast path of `normalize` is the character-wise definition.

@@ -3,6 +3,7 @@
 //! match, and the config block ([`GateConfig`]). The config reads rules from here; their
 //! evaluation over stored runs is `gauntlet_engine::gate`, which the config does not need.
 
+use gauntlet_core::text::glob;
 use serde::Serialize;
 use std::path::PathBuf;
 
@@ -228,26 +229,6 @@ pub fn parse_rule(text: &str) -> Result<Rule, RuleError> {
     }
 }
 
-/// `*` matches any run of characters; everything else literally.
-fn glob(pattern: &str, s: &str) -> bool {
-    let parts: Vec<&str> = pattern.split('*').collect();
-    if parts.len() == 1 {
-        return pattern == s;
-    }
-    let (first, last) = (parts[0], parts[parts.len() - 1]);
-    if !s.starts_with(first) || s.len() < first.len() + last.len() || !s.ends_with(last) {
-        return false;
-    }
-    let mut rest = &s[first.len()..s.len() - last.len()];
-    for p in &parts[1..parts.len() - 1] {
-        match rest.find(p) {
-            Some(i) => rest = &rest[i + p.len()..],
-            None => return false,
-        }
-    }
-    true
-}
-
 /// A filter value's view of a JSON param value.
 fn param_text(v: &serde_json::Value) -> String {
     match v {
@@ -299,20 +280,4 @@ pub struct GateConfig {
     /// The config's directory, which its relative `file://` datasets resolve against
     /// (the gate reads the run back to recount it).
     pub config_dir: Option<PathBuf>,
-}
-
-#[cfg(test)]
-mod tests {
-    use super::glob;
-
-    #[test]
-    fn globs() {
-        assert!(glob("prod-*", "prod-bot"));
-        assert!(glob("*bot", "prod-bot"));
-        assert!(glob("p*d*t", "prod-bot"));
-        assert!(!glob("p*x*t", "prod-bot"));
-        assert!(glob("exact", "exact") && !glob("exact", "exactly"));
-        assert!(glob("*", ""));
-        assert!(!glob("ab*ab", "ab"));
-    }
 }

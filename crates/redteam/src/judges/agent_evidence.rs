@@ -33,6 +33,7 @@ use gauntlet_core::behavior::Behavior;
 use gauntlet_core::evidence::{Evidence, EvidenceEvent};
 use gauntlet_core::outcome::{InjectionFacts, Outcome, Verdict};
 use gauntlet_core::params::{Axis, DefaultValue, ParamKind, ParamSpec, PluginInfo, PluginSpec};
+use gauntlet_core::text::glob;
 use gauntlet_models::{BoxFuture, ModelError};
 
 pub const INFO: PluginInfo = PluginInfo {
@@ -86,26 +87,6 @@ pub struct AgentEvidence {
     forbidden: Vec<String>,
     canaries: Vec<String>,
     allowed: Option<Vec<String>>,
-}
-
-/// `*` matches any run of characters (none included); everything else literally.
-pub fn glob(pattern: &str, s: &str) -> bool {
-    let parts: Vec<&str> = pattern.split('*').collect();
-    if parts.len() == 1 {
-        return pattern == s;
-    }
-    let (first, last) = (parts[0], parts[parts.len() - 1]);
-    if !s.starts_with(first) || s.len() < first.len() + last.len() || !s.ends_with(last) {
-        return false;
-    }
-    let mut rest = &s[first.len()..s.len() - last.len()];
-    for p in &parts[1..parts.len() - 1] {
-        match rest.find(p) {
-            Some(i) => rest = &rest[i + p.len()..],
-            None => return false,
-        }
-    }
-    true
 }
 
 /// The host of an absolute URL (lowercase, no port, no brackets), if it has one.
@@ -522,12 +503,7 @@ mod tests {
     }
 
     #[test]
-    fn globs() {
-        assert!(glob("send_*", "send_email"));
-        assert!(glob("*", ""));
-        assert!(glob("*.example.invalid", "a.b.example.invalid"));
-        assert!(!glob("*.example.invalid", "example.invalid"));
-        assert!(!glob("send", "send_email"));
+    fn hosts_of_urls() {
         assert_eq!(url_host("http://u:p@[::1]:80/x"), Some("::1".into()));
         assert_eq!(
             url_host("https://A.example.invalid?x"),
